@@ -1,0 +1,115 @@
+"""What a rule is: code, name, docs, examples and a visitor over Python's ``ast``.
+
+One rule per file in ``regcomp_lint/checks/``. Everything users read about a rule (its page in
+``rules/``, ``regcomp-lint rule CODE``) and every example test is generated from the class, so
+the rule's file is the one source of truth.
+
+Writing a rule::
+
+    class SuppressErrors(Rule):
+        '''## What it does ... (sections listed in DOC_SECTIONS)'''
+        code = "RC107"
+        name = "suppress-errors"
+        message = "..."
+        triggers = ("suppress_errors",)
+        valid = ["..."]
+        invalid = [Invalid("...", fixed="...")]
+
+        def visit_Assign(self, node):
+            ...
+            self.report(node.targets[0], fix=...)
+
+The engine walks each file's tree once and calls ``visit_<NodeType>`` / ``leave_<NodeType>`` on
+every enabled rule, then ``finish()``. ``self.ctx`` gives the source, the import map and the
+chain of ancestors of the node being visited.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from regcomp_lint.diagnostics import Applicability, Edit, Fix
+
+if TYPE_CHECKING:
+    from regcomp_lint.context import FileContext
+
+DOC_SECTIONS = ("What it does", "Why is this bad", "Example", "Use instead", "Fix safety", "References")
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """An example that must produce findings of the rule.
+
+    ``fixed``: the text after applying the rule's fixes (unsafe ones included), or None when the
+    rule offers no fix for it. ``count``: how many findings. ``message``: a substring the (first)
+    message must contain.
+    """
+
+    code: str
+    fixed: str | None = None
+    count: int = 1
+    message: str | None = None
+
+
+@dataclass
+class Report:
+    node: ast.AST
+    message: str
+    fix: Fix | None
+    stmt_row: int
+    end_node: ast.AST | None = None
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    message: ClassVar[str]
+    #: Substrings of which at least one must occur in a file for the rule to run on it; the
+    #: engine's prefilter skips files that match no enabled rule. Empty: never prefiltered out.
+    triggers: ClassVar[tuple[str, ...]] = ()
+    #: The best fix the rule can offer (None: no fix). Shown in the docs and rule table.
+    fix_applicability: ClassVar[Applicability | None] = None
+    #: torch graph-break registry ids the rule predicts (RC2xx).
+    graph_break_ids: ClassVar[tuple[str, ...]] = ()
+    valid: ClassVar[list[str]] = []
+    invalid: ClassVar[list[Invalid]] = []
+    #: Tool rules (RC0xx) are produced by the engine itself, not by a visitor.
+    engine_rule: ClassVar[bool] = False
+
+    def __init__(self, ctx: "FileContext") -> None:
+        self.ctx = ctx
+        self.reports: list[Report] = []
+
+    # -- reporting -------------------------------------------------------------------------
+    def report(self, node: ast.AST, message: str | None = None, *, fix: Fix | None = None, end_node: ast.AST | None = None) -> None:
+        self.reports.append(Report(node, message or self.message, fix, self.ctx.statement_row(node), end_node))
+
+    def make_fix(self, message: str, edits: list[Edit] | tuple[Edit, ...], applicability: Applicability | None = None) -> Fix:
+        return Fix(applicability or self.fix_applicability or Applicability.SAFE, message, tuple(edits))
+
+    def finish(self) -> None:
+        """Called once after the walk; rules that need the whole file report here."""
+
+    # -- documentation ---------------------------------------------------------------------
+    @classmethod
+    def docs(cls) -> str:
+        return textwrap.dedent(inspect.getdoc(cls) or "").strip()
+
+    @classmethod
+    def summary(cls) -> str:
+        """First paragraph of 'What it does', for tables."""
+        doc = cls.docs()
+        marker = "## What it does"
+        if marker in doc:
+            body = doc.split(marker, 1)[1].strip().split("\n\n", 1)[0]
+            return " ".join(body.split())
+        return cls.message
+
+    @classmethod
+    def handlers(cls) -> dict[str, str]:
+        """Map of ``visit_X``/``leave_X`` method names this rule defines."""
+        return {name: name for name in dir(cls) if name.startswith(("visit_", "leave_"))}

@@ -1,0 +1,183 @@
+"""Settings: defaults, ``[tool.regcomp-lint]`` in pyproject.toml, and command-line overrides.
+
+Resolution order (later wins): defaults → the nearest ``pyproject.toml`` with a
+``[tool.regcomp-lint]`` table (or ``--config PATH``) → command-line flags.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from regcomp_lint import selection
+from regcomp_lint.checks import ALL_RULES
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+KNOWN_KEYS = ("select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude", "respect-gitignore", "cache-dir")
+DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "build", "dist", "node_modules", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".regcomp_cache", ".eggs", "site-packages")
+
+
+class ConfigError(Exception):
+    """A configuration problem the user must fix; the CLI prints it and exits 2."""
+
+
+def _names() -> dict[str, str]:
+    return {rule.name: code for code, rule in ALL_RULES.items()}
+
+
+@dataclass(frozen=True)
+class Settings:
+    select: tuple[str, ...] = ("ALL",)
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    extend_exclude: tuple[str, ...] = ()
+    respect_gitignore: bool = True
+    cache_dir: str | None = None
+    #: Where the settings came from (a pyproject.toml path) and the folder paths are relative to.
+    config_file: str | None = None
+    root: str = field(default_factory=os.getcwd)
+
+    def __post_init__(self) -> None:
+        try:
+            enabled = selection.resolve(self.select, self.extend_select, self.ignore, ALL_RULES, _names())
+            for pattern, codes in self.per_file_ignores:
+                selection.resolve(codes, (), (), ALL_RULES, _names())
+        except selection.UnknownSelector as exc:
+            where = f" in {self.config_file}" if self.config_file else ""
+            raise ConfigError(f"unknown rule selector {str(exc)!r}{where}; valid selectors are ALL, a code prefix such as RC1, a code such as RC101, or a rule name (see `regcomp-lint rule --all`)") from None
+        object.__setattr__(self, "_enabled", enabled)
+
+    @property
+    def enabled(self) -> frozenset[str]:
+        return self._enabled  # type: ignore[attr-defined]
+
+    def enabled_for(self, filename: str) -> frozenset[str]:
+        """Enabled codes for one file, after ``per-file-ignores``."""
+        if not self.per_file_ignores:
+            return self.enabled
+        rel = _relative(filename, self.root)
+        removed: set[str] = set()
+        for pattern, codes in self.per_file_ignores:
+            if _glob_match(rel, pattern):
+                removed |= selection.resolve(codes, (), (), ALL_RULES, _names())
+        return self.enabled - removed
+
+    def fingerprint(self) -> str:
+        """Hash of everything that changes results (for the cache key)."""
+        from regcomp_lint import __version__
+
+        payload = json.dumps([__version__, sorted(self.enabled), self.per_file_ignores, self.root], sort_keys=True)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    def with_overrides(self, **changes) -> "Settings":
+        return replace(self, **changes)
+
+    def to_json(self) -> dict:
+        return {
+            "config_file": self.config_file,
+            "root": self.root,
+            "select": list(self.select),
+            "extend-select": list(self.extend_select),
+            "ignore": list(self.ignore),
+            "per-file-ignores": {p: list(c) for p, c in self.per_file_ignores},
+            "exclude": list(self.exclude),
+            "extend-exclude": list(self.extend_exclude),
+            "respect-gitignore": self.respect_gitignore,
+            "cache-dir": self.cache_dir,
+            "enabled": sorted(self.enabled),
+        }
+
+
+def _relative(filename: str, root: str) -> str:
+    try:
+        return Path(os.path.abspath(filename)).relative_to(os.path.abspath(root)).as_posix()
+    except ValueError:
+        return Path(filename).as_posix()
+
+
+def _glob_match(rel: str, pattern: str) -> bool:
+    pattern = pattern.rstrip("/")
+    if fnmatch.fnmatchcase(rel, pattern) or fnmatch.fnmatchcase(rel, pattern + "/*"):
+        return True
+    if "/" not in pattern:
+        return any(fnmatch.fnmatchcase(part, pattern) for part in rel.split("/"))
+    return False
+
+
+def find_pyproject(start: str) -> Path | None:
+    """Nearest pyproject.toml with a [tool.regcomp-lint] table, from ``start`` upwards."""
+    path = Path(start).resolve()
+    if path.is_file():
+        path = path.parent
+    for folder in [path, *path.parents]:
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                continue
+            if "regcomp-lint" in data.get("tool", {}):
+                return candidate
+    return None
+
+
+def _str_list(value, key: str, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: `{key}` must be a list of strings")
+    return tuple(value)
+
+
+def load(config_path: str | None = None, start: str = ".") -> Settings:
+    """Settings from ``config_path`` or the nearest pyproject.toml; defaults when there is none."""
+    if config_path is not None:
+        path = Path(config_path)
+        if not path.is_file():
+            raise ConfigError(f"config file not found: {config_path}")
+    else:
+        path = find_pyproject(start)
+        if path is None:
+            return Settings(root=os.path.abspath(start if os.path.isdir(start) else os.path.dirname(os.path.abspath(start)) or "."))
+    where = str(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{where}: invalid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{where}: cannot read: {exc}") from None
+    table = data.get("tool", {}).get("regcomp-lint", data if path.name != "pyproject.toml" else {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: [tool.regcomp-lint] must be a table")
+    unknown = sorted(set(table) - set(KNOWN_KEYS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) in [tool.regcomp-lint]: {', '.join(unknown)}; known keys: {', '.join(KNOWN_KEYS)}")
+    kwargs: dict = {"config_file": where, "root": str(path.parent.resolve())}
+    for key in ("select", "ignore", "extend-select", "exclude", "extend-exclude"):
+        if key in table:
+            kwargs[key.replace("-", "_")] = _str_list(table[key], key, where)
+    if "per-file-ignores" in table:
+        pfi = table["per-file-ignores"]
+        if not isinstance(pfi, dict):
+            raise ConfigError(f"{where}: `per-file-ignores` must be a table of glob = [codes]")
+        kwargs["per_file_ignores"] = tuple((pattern, _str_list(codes, f"per-file-ignores.{pattern}", where)) for pattern, codes in pfi.items())
+    if "respect-gitignore" in table:
+        if not isinstance(table["respect-gitignore"], bool):
+            raise ConfigError(f"{where}: `respect-gitignore` must be true or false")
+        kwargs["respect_gitignore"] = table["respect-gitignore"]
+    if "cache-dir" in table:
+        if not isinstance(table["cache-dir"], str):
+            raise ConfigError(f"{where}: `cache-dir` must be a string")
+        kwargs["cache_dir"] = table["cache-dir"]
+    return Settings(**kwargs)

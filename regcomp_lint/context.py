@@ -1,0 +1,80 @@
+"""Per-file state a rule reads while the engine walks: source, imports, ancestors, helpers."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from regcomp_lint.names import ImportMap
+from regcomp_lint.source import SourceFile
+
+
+class FileContext:
+    def __init__(self, source: SourceFile, tree: ast.Module) -> None:
+        self.source = source
+        self.tree = tree
+        self.imports = ImportMap()
+        #: Ancestors of the node being visited, outermost first (the node itself excluded).
+        self.ancestors: list[ast.AST] = []
+
+    @property
+    def filename(self) -> str:
+        return self.source.filename
+
+    # -- names -----------------------------------------------------------------------------
+    def qualname(self, node: ast.AST) -> str | None:
+        return self.imports.qualname(node)
+
+    def resolves_to(self, node: ast.AST, *qualnames: str) -> bool:
+        return self.imports.resolves_to(node, *qualnames)
+
+    # -- structure -------------------------------------------------------------------------
+    def parent(self) -> ast.AST | None:
+        return self.ancestors[-1] if self.ancestors else None
+
+    def enclosing(self, *types: type) -> Iterator[ast.AST]:
+        """Ancestors of the given types, innermost first."""
+        for node in reversed(self.ancestors):
+            if isinstance(node, types):
+                yield node
+
+    def statement_row(self, node: ast.AST) -> int:
+        """First line of the statement containing ``node`` (for ``# regcomp: ignore`` above it)."""
+        if isinstance(node, ast.stmt):
+            return node.lineno
+        for anc in reversed(self.ancestors):
+            if isinstance(anc, ast.stmt):
+                return anc.lineno
+        return getattr(node, "lineno", 1)
+
+
+# -- small ast helpers shared by rules ------------------------------------------------------
+
+def keyword(call: ast.Call, name: str) -> ast.keyword | None:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw
+    return None
+
+
+def keyword_value(call: ast.Call, name: str) -> ast.expr | None:
+    kw = keyword(call, name)
+    return kw.value if kw else None
+
+
+def has_star_kwargs(call: ast.Call) -> bool:
+    return any(kw.arg is None for kw in call.keywords)
+
+
+def string_literal(node: ast.AST | None) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
+
+
+def is_true(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is True
+
+
+def is_none(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None

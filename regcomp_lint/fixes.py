@@ -1,0 +1,56 @@
+"""Apply fixes to source text, ruff-style: non-overlapping, safe by default, re-parsed after.
+
+A fix whose result does not parse is dropped (never written), so a buggy fix cannot break code.
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+
+from regcomp_lint.diagnostics import Applicability, Diagnostic
+from regcomp_lint.source import SourceFile, apply_edits
+
+
+def applicable(diag: Diagnostic, unsafe: bool) -> bool:
+    if diag.fix is None:
+        return False
+    if diag.fix.applicability is Applicability.SAFE:
+        return True
+    return unsafe and diag.fix.applicability is Applicability.UNSAFE
+
+
+def _parses(text: str) -> bool:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text)
+        return True
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+
+
+def apply_fixes(text: str, diagnostics: list[Diagnostic], unsafe: bool = False) -> tuple[str, list[Diagnostic]]:
+    """Apply every applicable fix that does not overlap an earlier one; return (text, applied).
+
+    Callers loop (lint → fix → lint) until nothing changes, as ruff does, for fixes that were
+    skipped because they overlapped.
+    """
+    src = SourceFile("<fix>", text)
+    chosen: list[Diagnostic] = []
+    taken: list[tuple[int, int]] = []
+    for diag in sorted(diagnostics, key=Diagnostic.sort_key):
+        if not applicable(diag, unsafe):
+            continue
+        spans = [(src.offset(e.location), src.offset(e.end_location)) for e in diag.fix.edits]
+        if any(s < te and ts < e or (s == e == ts == te) for s, e in spans for ts, te in taken):
+            continue
+        # import insertions at the same point by two fixes: keep only one copy
+        candidate = apply_edits(text, [e for d in chosen for e in d.fix.edits] + list(diag.fix.edits))
+        if not _parses(candidate):
+            continue
+        chosen.append(diag)
+        taken.extend(spans)
+    if not chosen:
+        return text, []
+    return apply_edits(text, [e for d in chosen for e in d.fix.edits]), chosen

@@ -1,0 +1,73 @@
+"""Resolve what a name or attribute chain refers to through the file's imports.
+
+``import torch as T`` makes ``T.compile`` mean ``torch.compile``; ``from torch import compile as
+tc`` makes ``tc`` mean ``torch.compile``; ``import torch._dynamo as dynamo`` makes
+``dynamo.config.suppress_errors`` mean ``torch._dynamo.config.suppress_errors``. This is the
+cheap ``ast`` counterpart of libcst's ``QualifiedNameProvider`` (too slow for every file of a
+large tree): imports are recorded in source order as the engine walks, at any scope.
+"""
+
+from __future__ import annotations
+
+import ast
+
+
+class ImportMap:
+    def __init__(self) -> None:
+        self._aliases: dict[str, str] = {}
+        self.star_modules: list[str] = []
+
+    def add(self, node: ast.Import | ast.ImportFrom) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    self._aliases[alias.asname] = alias.name
+                else:
+                    root = alias.name.split(".")[0]
+                    self._aliases[root] = root
+            return
+        if node.level:  # relative import: a local module, never torch/accelerate
+            module = "." * node.level + (node.module or "")
+        else:
+            module = node.module or ""
+        for alias in node.names:
+            if alias.name == "*":
+                self.star_modules.append(module)
+                continue
+            self._aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
+
+    def imported(self, local: str) -> bool:
+        return local in self._aliases
+
+    def qualname(self, node: ast.AST) -> str | None:
+        """Dotted qualified name of a Name/Attribute chain, or None for anything else.
+
+        A chain whose root was not imported keeps its spelling (``model.compile``); use
+        :meth:`resolves_to` when the root must be an import.
+        """
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        root = self._aliases.get(node.id, node.id)
+        parts.append(root)
+        return ".".join(reversed(parts))
+
+    def root_is_import(self, node: ast.AST) -> bool:
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        return isinstance(node, ast.Name) and node.id in self._aliases
+
+    def resolves_to(self, node: ast.AST, *qualnames: str) -> bool:
+        """True when ``node`` names one of ``qualnames`` through an import (or a star import
+        of the qualname's module)."""
+        name = self.qualname(node)
+        if name is None:
+            return False
+        if name in qualnames and self.root_is_import(node):
+            return True
+        if isinstance(node, ast.Name) and not self.imported(node.id):
+            return any(q.rsplit(".", 1)[0] in self.star_modules and q.rsplit(".", 1)[-1] == node.id for q in qualnames)
+        return False
