@@ -1,0 +1,79 @@
+"""Recognise the places where a script configures compilation, through any import spelling.
+
+Shared by the RC1xx/RC4xx/RC5xx rules so they agree on what a ``torch.compile`` call, a
+``TorchDynamoPlugin(...)`` or an ``Accelerator(...)`` is.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+
+from regcomp_lint.context import FileContext
+
+TORCH_COMPILE = ("torch.compile", "torch._dynamo.optimize")
+DYNAMO_PLUGIN = ("accelerate.utils.TorchDynamoPlugin", "accelerate.utils.dataclasses.TorchDynamoPlugin", "accelerate.TorchDynamoPlugin")
+ACCELERATOR = ("accelerate.Accelerator", "accelerate.accelerator.Accelerator")
+COMPILE_REGIONS = ("accelerate.utils.compile_regions", "accelerate.utils.other.compile_regions")
+
+
+class Site(str, enum.Enum):
+    TORCH_COMPILE = "torch.compile"  # torch.compile(model, ...) call or @torch.compile(...)
+    MODULE_COMPILE = "nn.Module.compile"  # model.compile(...)
+    DYNAMO_PLUGIN = "TorchDynamoPlugin"
+    ACCELERATOR = "Accelerator"
+    COMPILE_REGIONS = "compile_regions"
+
+
+def _named(ctx: FileContext, func: ast.AST, qualnames: tuple[str, ...], bare: str | None = None) -> bool:
+    if ctx.resolves_to(func, *qualnames):
+        return True
+    # a distinctive class name used without any import we can see (star import, re-export)
+    return bare is not None and isinstance(func, ast.Name) and func.id == bare and not ctx.imports.imported(bare)
+
+
+def is_torch_compile(ctx: FileContext, func: ast.AST) -> bool:
+    return ctx.resolves_to(func, "torch.compile")
+
+
+def is_dynamo_plugin(ctx: FileContext, func: ast.AST) -> bool:
+    return _named(ctx, func, DYNAMO_PLUGIN, "TorchDynamoPlugin")
+
+
+def is_accelerator(ctx: FileContext, func: ast.AST) -> bool:
+    return _named(ctx, func, ACCELERATOR, "Accelerator")
+
+
+def is_compile_regions(ctx: FileContext, func: ast.AST) -> bool:
+    return _named(ctx, func, COMPILE_REGIONS, "compile_regions")
+
+
+def is_module_compile(ctx: FileContext, call: ast.Call) -> bool:
+    """``obj.compile(...)`` where ``obj`` is not an imported module (``re.compile`` is not)."""
+    func = call.func
+    return isinstance(func, ast.Attribute) and func.attr == "compile" and not ctx.imports.root_is_import(func.value)
+
+
+def classify(ctx: FileContext, call: ast.Call) -> Site | None:
+    """What kind of compile-configuration call ``call`` is, if any."""
+    func = call.func
+    if is_torch_compile(ctx, func):
+        return Site.TORCH_COMPILE
+    if is_dynamo_plugin(ctx, func):
+        return Site.DYNAMO_PLUGIN
+    if is_accelerator(ctx, func):
+        return Site.ACCELERATOR
+    if is_compile_regions(ctx, func):
+        return Site.COMPILE_REGIONS
+    if is_module_compile(ctx, call):
+        return Site.MODULE_COMPILE
+    return None
+
+
+def decorator_compile_call(ctx: FileContext, decorator: ast.expr) -> ast.Call | None | bool:
+    """For ``@torch.compile(...)`` the Call; for bare ``@torch.compile`` True; else None."""
+    if isinstance(decorator, ast.Call) and is_torch_compile(ctx, decorator.func):
+        return decorator
+    if is_torch_compile(ctx, decorator):
+        return True
+    return None

@@ -1,0 +1,56 @@
+"""Text edits that several fixes need, computed from ``ast`` positions."""
+
+from __future__ import annotations
+
+import ast
+
+from regcomp_lint.context import FileContext
+from regcomp_lint.diagnostics import Edit, Location
+
+
+def has_import(ctx: FileContext, module: str, name: str) -> bool:
+    """True when ``name`` is already bound to ``module.name`` anywhere at module level."""
+    for stmt in ctx.tree.body:
+        if isinstance(stmt, ast.ImportFrom) and stmt.module == module and not stmt.level:
+            if any(a.name == name and (a.asname in (None, name)) for a in stmt.names):
+                return True
+    return False
+
+
+def add_import(ctx: FileContext, module: str, name: str) -> Edit | None:
+    """Edit inserting ``from module import name`` after the last top-level import (after the
+    docstring and ``__future__`` imports when there is no other import); None if present."""
+    if has_import(ctx, module, name):
+        return None
+    body = ctx.tree.body
+    anchor: ast.stmt | None = None
+    for stmt in body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            anchor = stmt
+        elif anchor is None and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str) and stmt is body[0]:
+            anchor = stmt  # module docstring
+        elif anchor is not None:
+            break
+    nl = ctx.source.newline
+    line = f"from {module} import {name}"
+    if anchor is None:
+        return Edit(line + nl, Location(1, 1), Location(1, 1))
+    row = anchor.end_lineno or anchor.lineno
+    if row < len(ctx.source.lines):
+        return Edit(line + nl, Location(row + 1, 1), Location(row + 1, 1))
+    end = Location(row, len(ctx.source.line(row)) + 1)
+    ending = "" if ctx.source.lines[row - 1].endswith(("\n", "\r")) else nl
+    return Edit(ending + line + (nl if ending == "" else ""), end, end)
+
+
+def keyword_span_with_comma(ctx: FileContext, call: ast.Call, kw: ast.keyword) -> tuple[Location, Location]:
+    """Span that removes ``kw`` from ``call``'s arguments together with one adjoining comma."""
+    src = ctx.source
+    args: list[ast.AST] = [*call.args, *call.keywords]
+    args.sort(key=lambda n: (n.lineno, n.col_offset))
+    i = args.index(kw)
+    if i > 0:
+        return src.end(args[i - 1]), src.end(kw)
+    if len(args) > 1:
+        return src.start(kw), src.start(args[1])
+    return src.start(kw), src.end(kw)
