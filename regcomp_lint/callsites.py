@@ -15,6 +15,16 @@ TORCH_COMPILE = ("torch.compile", "torch._dynamo.optimize")
 DYNAMO_PLUGIN = ("accelerate.utils.TorchDynamoPlugin", "accelerate.utils.dataclasses.TorchDynamoPlugin", "accelerate.TorchDynamoPlugin")
 ACCELERATOR = ("accelerate.Accelerator", "accelerate.accelerator.Accelerator")
 COMPILE_REGIONS = ("accelerate.utils.compile_regions", "accelerate.utils.other.compile_regions")
+#: Keyword parameters of ``torch.compile`` (torch 2.13); ``nn.Module.compile(**kwargs)`` forwards
+#: them. A ``.compile(...)`` call with any other keyword (Keras' ``optimizer=``/``loss=``) or a
+#: positional argument is some other library's ``compile``.
+TORCH_COMPILE_KWARGS = frozenset({
+    "fullgraph", "dynamic", "backend", "mode", "options", "name", "disable",
+    "recompile_limit", "isolate_recompiles", "shapes_spec",
+})
+
+#: ``TorchDynamoPlugin`` is a dataclass: these fields can also be passed positionally, in order.
+PLUGIN_FIELDS = ("backend", "mode", "fullgraph", "dynamic", "options", "disable", "use_regional_compilation")
 
 
 class Site(str, enum.Enum):
@@ -23,6 +33,7 @@ class Site(str, enum.Enum):
     DYNAMO_PLUGIN = "TorchDynamoPlugin"
     ACCELERATOR = "Accelerator"
     COMPILE_REGIONS = "compile_regions"
+    DYNAMO_OPTIMIZE = "torch._dynamo.optimize"  # backend is the first positional argument
 
 
 def _named(ctx: FileContext, func: ast.AST, qualnames: tuple[str, ...], bare: str | None = None) -> bool:
@@ -34,6 +45,11 @@ def _named(ctx: FileContext, func: ast.AST, qualnames: tuple[str, ...], bare: st
 
 def is_torch_compile(ctx: FileContext, func: ast.AST) -> bool:
     return ctx.resolves_to(func, "torch.compile")
+
+
+def is_dynamo_optimize(ctx: FileContext, func: ast.AST) -> bool:
+    """``torch._dynamo.optimize(backend, ...)``: the older spelling of ``torch.compile``."""
+    return ctx.resolves_to(func, "torch._dynamo.optimize")
 
 
 def is_dynamo_plugin(ctx: FileContext, func: ast.AST) -> bool:
@@ -54,6 +70,14 @@ def is_module_compile(ctx: FileContext, call: ast.Call) -> bool:
     return isinstance(func, ast.Attribute) and func.attr == "compile" and not ctx.imports.root_is_import(func.value)
 
 
+def is_torch_module_compile(ctx: FileContext, call: ast.Call) -> bool:
+    """:func:`is_module_compile` whose arguments also fit ``nn.Module.compile`` (keywords of
+    ``torch.compile`` only, ``**kwargs`` allowed), so Keras' ``model.compile(optimizer=...)`` is not."""
+    if not is_module_compile(ctx, call) or call.args:
+        return False
+    return all(kw.arg is None or kw.arg in TORCH_COMPILE_KWARGS for kw in call.keywords)
+
+
 def classify(ctx: FileContext, call: ast.Call) -> Site | None:
     """What kind of compile-configuration call ``call`` is, if any."""
     func = call.func
@@ -67,6 +91,33 @@ def classify(ctx: FileContext, call: ast.Call) -> Site | None:
         return Site.COMPILE_REGIONS
     if is_module_compile(ctx, call):
         return Site.MODULE_COMPILE
+    return None
+
+
+def compile_config_site(ctx: FileContext, call: ast.Call) -> Site | None:
+    """Like :func:`classify`, stricter about ``obj.compile(...)`` (see
+    :func:`is_torch_module_compile`) and also knowing ``torch._dynamo.optimize``: for rules that
+    read the arguments (backend, mode, options) and must not judge another library's call."""
+    func = call.func
+    last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    if last is None:
+        return None
+    if last == "compile" and isinstance(func, ast.Attribute) and not ctx.imports.root_is_import(func.value):
+        return Site.MODULE_COMPILE if is_torch_module_compile(ctx, call) else None
+    if is_dynamo_optimize(ctx, func):
+        return Site.DYNAMO_OPTIMIZE
+    site = classify(ctx, call)
+    return None if site is Site.MODULE_COMPILE else site
+
+
+def plugin_argument(call: ast.Call, name: str) -> ast.expr | None:
+    """The value given for field ``name`` of a ``TorchDynamoPlugin(...)`` call, by keyword or position."""
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    index = PLUGIN_FIELDS.index(name)
+    if index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+        return call.args[index]
     return None
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from regcomp_lint.context import FileContext
 from regcomp_lint.diagnostics import Edit, Location
@@ -54,3 +55,53 @@ def keyword_span_with_comma(ctx: FileContext, call: ast.Call, kw: ast.keyword) -
     if len(args) > 1:
         return src.start(kw), src.start(args[1])
     return src.start(kw), src.end(kw)
+
+
+_STRING_LITERAL = re.compile(r"(?s)([rRuU]?)('''|\"\"\"|'|\")(.*)\2")
+
+
+def replace_string_literal(ctx: FileContext, node: ast.expr, value: str) -> Edit | None:
+    """Edit replacing one plain string literal with ``value``, keeping its prefix and quotes.
+
+    None when the node is not a single literal we can rewrite faithfully (implicit
+    concatenation, escapes in the new value, bytes/f-strings).
+    """
+    if not isinstance(node, ast.Constant) or not isinstance(node.value, str):
+        return None
+    match = _STRING_LITERAL.fullmatch(ctx.source.segment(node))
+    if match is None:
+        return None
+    prefix, quote, _ = match.groups()
+    if "\\" in value or "\n" in value or quote[0] in value:
+        return None
+    new = f"{prefix}{quote}{value}{quote}"
+    try:
+        if ast.literal_eval(ctx.source.segment(node)) != node.value or ast.literal_eval(new) != value:
+            return None
+    except (SyntaxError, ValueError):
+        return None
+    return ctx.source.replace(node, new)
+
+
+def append_keyword(ctx: FileContext, call: ast.Call, text: str) -> list[Edit]:
+    """Edits adding the argument ``text`` (``name=value``) after ``call``'s last argument,
+    following the call's layout: one argument per line (with or without a trailing comma) or
+    all on one line."""
+    src = ctx.source
+    end = src.end(call)
+    close = Location(end.row, end.column - 1)  # the closing parenthesis
+    args = sorted([*call.args, *call.keywords], key=lambda n: (n.lineno, n.col_offset))
+    if not args:
+        return [Edit(text, close, close)]
+    last = args[-1]
+    last_end = src.end(last)
+    trailing_comma = src.text_between(last_end, close).lstrip().startswith(",")
+    paren_alone = last_end.row < close.row and not src.line(close.row)[: close.column - 1].strip()
+    if not paren_alone:
+        return [Edit(", " + text, last_end, last_end)]
+    line = src.line(last.lineno)
+    indent = line[: len(line) - len(line.lstrip())]
+    edits = [] if trailing_comma else [Edit(",", last_end, last_end)]
+    start_of_paren_line = Location(close.row, 1)
+    edits.append(Edit(f"{indent}{text}{',' if trailing_comma else ''}{src.newline}", start_of_paren_line, start_of_paren_line))
+    return edits

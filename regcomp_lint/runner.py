@@ -1,47 +1,309 @@
-"""Lint many files: discovery, (later: cache and process pool), results in a stable order."""
+"""Lint many files: discovery, the cache, a process pool for cache misses, stable results.
+
+The warm path (nothing changed) is a read, a hash and a dictionary look-up per file: no parse,
+no pool. A pool is started only for cache misses, and only when there is enough work to pay
+for its start-up; work is sent in size-balanced chunks of paths (workers read the files
+themselves, so file contents never cross a pipe).
+
+Every file gets an answer and the run always goes on: a file that cannot be read is an RC001
+finding at 1:1; an exception inside the linter for one file is an RC001 "internal error"
+finding for that file; a worker process that dies is replaced and its files are linted again,
+one by one, so only the file that kills a worker is reported.
+"""
 
 from __future__ import annotations
 
+import gc
+import multiprocessing
 import os
+import signal
+import sys
+import threading
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Callable, Iterator, NamedTuple
 
+from regcomp_lint.cache import LintCache, content_digest
+from regcomp_lint.checks import ALL_RULES
 from regcomp_lint.config import Settings
-from regcomp_lint.diagnostics import Diagnostic
-from regcomp_lint.engine import lint_bytes
+from regcomp_lint.diagnostics import Diagnostic, Location
+from regcomp_lint.discovery import discover
+from regcomp_lint.engine import SYNTAX_ERROR, lint_bytes
+
+ISSUES_URL = "https://github.com/regcomp-lint/regcomp-lint/issues"
+#: Below this much source to lint (about 0.1 s of parsing) a pool costs more than it saves.
+POOL_MIN_BYTES = 1 << 20
+#: More chunks than workers, so a worker that drew big files does not finish last alone.
+CHUNKS_PER_WORKER = 8
+
+Progress = Callable[[int, int], None]
 
 
 @dataclass
 class RunResult:
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    files: int = 0
-    errors: list[str] = field(default_factory=list)  # paths that could not be read at all
+    diagnostics: list[Diagnostic] = field(default_factory=list)  # sorted
+    files: int = 0  # files linted (from the cache or not)
+    errors: list[str] = field(default_factory=list)  # problems that stop part of the run: unreadable folders
+    missing: list[str] = field(default_factory=list)  # typed paths that do not exist
+    cached: int = 0  # files answered from the cache
+    warnings: list[str] = field(default_factory=list)  # problems that cost speed only (the cache)
+    workers: int = 0  # worker processes started (0: everything ran in this process)
 
 
-def discover(paths: list[str], settings: Settings) -> list[str]:
-    found: list[str] = []
-    for path in paths:
-        if os.path.isdir(path):
-            for dirpath, dirnames, filenames in os.walk(path):
-                dirnames[:] = sorted(d for d in dirnames if d not in settings.exclude)
-                found.extend(os.path.join(dirpath, f) for f in sorted(filenames) if f.endswith((".py", ".pyi")))
-        else:
-            found.append(path)
-    return found
+class Outcome(NamedTuple):
+    digest: str | None  # hash of the bytes that were linted; None when they could not be read
+    diagnostics: list[Diagnostic]
+    cacheable: bool
 
 
-def lint_file(path: str, settings: Settings) -> list[Diagnostic]:
-    with open(path, "rb") as handle:
-        data = handle.read()
-    return lint_bytes(data, path, settings.enabled_for(path))
+class Task(NamedTuple):
+    index: int
+    path: str
+    enabled: frozenset[str]
+    data: bytes | None  # already read by the cache check, or None
 
 
-def run(paths: list[str], settings: Settings, **options) -> RunResult:
-    result = RunResult()
-    for path in discover(paths, settings):
-        result.files += 1
+# -- one file --------------------------------------------------------------------------------
+
+def lint_file(path: str, enabled: frozenset[str], data: bytes | None = None) -> Outcome:
+    """Lint one file; never raises (except KeyboardInterrupt and the like)."""
+    if data is None:
         try:
-            result.diagnostics.extend(lint_file(path, settings))
+            data = read_file(path)
         except OSError as exc:
-            result.errors.append(f"{path}: {exc.strerror or exc}")
+            return Outcome(None, unreadable(path, exc, enabled), False)
+    digest = content_digest(data)
+    try:
+        return Outcome(digest, lint_bytes(data, path, enabled), True)
+    except Exception as exc:  # a bug of ours: report it on the file and go on
+        return Outcome(digest, [internal_error(path, f"{type(exc).__name__}: {exc}")], False)
+
+
+def read_file(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def _rc001(path: str, message: str) -> Diagnostic:
+    start = Location(1, 1)
+    return Diagnostic(SYNTAX_ERROR, ALL_RULES[SYNTAX_ERROR].name, message, path, start, start)
+
+
+def unreadable(path: str, exc: OSError, enabled: frozenset[str]) -> list[Diagnostic]:
+    if SYNTAX_ERROR not in enabled:
+        return []
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    if isinstance(exc, FileNotFoundError):
+        reason += " (was it deleted during the run?)"
+    return [_rc001(path, f"cannot read file: {reason}")]
+
+
+def internal_error(path: str, what: str) -> Diagnostic:
+    """Always reported, whatever is selected: it is our bug, and hiding it would hide results."""
+    return _rc001(path, f"internal error while linting this file ({what}); please report it at {ISSUES_URL}")
+
+
+# -- many files ------------------------------------------------------------------------------
+
+def run(paths: list[str], settings: Settings, jobs: int | None = None, use_cache: bool = True,
+        progress: Progress | None = None) -> RunResult:
+    """Lint ``paths`` (files and folders). ``jobs``: worker processes (None or 0: one per CPU;
+    1: none). ``progress(done, total)`` is called as files finish."""
+    workers = worker_count(jobs)
+    found = discover([str(p) for p in paths], settings)
+    result = RunResult(files=len(found.files), errors=list(found.errors), missing=list(found.missing))
+    total = len(found.files)
+    per_file: list[list[Diagnostic]] = [[] for _ in range(total)]
+    cache = LintCache.open(settings) if use_cache else None
+    if cache is not None and cache.problem:
+        result.warnings.append(cache.problem)
+    keys = [os.path.abspath(path) for path in found.files] if cache is not None else []
+
+    todo: list[Task] = []
+    done = 0
+    for index, path in enumerate(found.files):
+        enabled = settings.enabled_for(path)
+        if cache is None or not cache.has(keys[index]):
+            todo.append(Task(index, path, enabled, None))
+            continue
+        try:
+            data = read_file(path)
+        except OSError as exc:
+            per_file[index] = unreadable(path, exc, enabled)
+            done += 1
+            continue
+        hit = cache.lookup(keys[index], content_digest(data), path)
+        if hit is None:
+            todo.append(Task(index, path, enabled, data))
+        else:
+            per_file[index] = hit
+            result.cached += 1
+            done += 1
+    if progress is not None and total:
+        progress(done, total)
+
+    def finished(index: int, outcome: Outcome) -> None:
+        per_file[index] = outcome.diagnostics
+        if cache is not None and outcome.cacheable:
+            cache.store(keys[index], outcome.digest, outcome.diagnostics)
+
+    result.workers = _lint_tasks(todo, workers, finished, progress, done, total, result.warnings)
+
+    if cache is not None:
+        cache.prune(set(keys), found.roots)
+        problem = cache.save()
+        if problem:
+            result.warnings.append(problem)
+    result.diagnostics = [diag for diagnostics in per_file for diag in diagnostics]
     result.diagnostics.sort(key=Diagnostic.sort_key)
     return result
+
+
+def worker_count(jobs: int | None) -> int:
+    if jobs is None or jobs == 0:
+        return available_cpus()
+    if jobs < 0:
+        raise ValueError(f"--jobs must be 0 (one per CPU) or more, not {jobs}")
+    return jobs
+
+
+def available_cpus() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def _lint_tasks(todo: list[Task], workers: int, finished, progress: Progress | None, done: int, total: int,
+                warnings: list[str]) -> int:
+    """Lint the cache misses; return how many worker processes were started."""
+    if not todo:
+        return 0
+    sizes = [len(t.data) if t.data is not None else _size(t.path) for t in todo]
+    if workers > 1 and len(todo) > 1 and sum(sizes) >= POOL_MIN_BYTES:
+        return _lint_in_pool(todo, sizes, workers, finished, progress, done, total, warnings)
+    with _relaxed_gc():
+        for task in todo:
+            finished(task.index, lint_file(task.path, task.enabled, task.data))
+            done += 1
+            if progress is not None:
+                progress(done, total)
+    return 0
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+# -- the pool --------------------------------------------------------------------------------
+
+def chunk_tasks(todo: list[Task], sizes: list[int], workers: int) -> list[list[Task]]:
+    """Largest files first, grouped into chunks of about equal bytes."""
+    order = sorted(range(len(todo)), key=lambda i: (-sizes[i], todo[i].index))
+    target = max(1, sum(sizes) // max(1, workers * CHUNKS_PER_WORKER))
+    chunks: list[list[Task]] = []
+    current: list[Task] = []
+    current_bytes = 0
+    for i in order:
+        current.append(todo[i]._replace(data=None))  # workers read the file themselves
+        current_bytes += sizes[i]
+        if current_bytes >= target:
+            chunks.append(current)
+            current, current_bytes = [], 0
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _lint_in_pool(todo, sizes, workers, finished, progress, done, total, warnings) -> int:
+    chunks = chunk_tasks(todo, sizes, workers)
+    workers = min(workers, len(chunks))
+    pending_tasks = {task.index: task for task in todo}
+    try:
+        executor = ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_init_worker)
+    except (OSError, ValueError, NotImplementedError) as exc:
+        warnings.append(f"cannot start worker processes ({exc}); linting in one process")
+        return _lint_tasks(todo, 1, finished, progress, done, total, warnings)
+    broken = False
+    try:
+        futures = {executor.submit(_lint_chunk, chunk) for chunk in chunks}
+        while futures:
+            completed, futures = wait(futures, return_when=FIRST_COMPLETED)
+            for future in completed:
+                try:
+                    outcomes = future.result()
+                except BrokenProcessPool:
+                    broken = True
+                    continue
+                for index, outcome in outcomes:
+                    finished(index, outcome)
+                    pending_tasks.pop(index, None)
+                done += len(outcomes)
+                if progress is not None:
+                    progress(done, total)
+    except BaseException:
+        executor.shutdown(wait=False, cancel_futures=True)
+        raise
+    executor.shutdown(wait=True)
+    if pending_tasks:
+        if broken:
+            warnings.append("a worker process died; the files it held were linted again one by one")
+        _lint_isolated(list(pending_tasks.values()), finished, progress, done, total)
+    return workers
+
+
+def _lint_isolated(tasks: list[Task], finished, progress, done, total) -> None:
+    """One file at a time in a single worker, replaced whenever a file kills it."""
+    executor = None
+    try:
+        for task in sorted(tasks):
+            if executor is None:
+                executor = ProcessPoolExecutor(max_workers=1, mp_context=_context(), initializer=_init_worker)
+            try:
+                [(index, outcome)] = executor.submit(_lint_chunk, [task]).result()
+            except BrokenProcessPool:
+                executor.shutdown(wait=False)
+                executor = None
+                index, outcome = task.index, Outcome(None, [internal_error(task.path, "the worker process linting it died")], False)
+            finished(index, outcome)
+            done += 1
+            if progress is not None:
+                progress(done, total)
+    finally:
+        if executor is not None:
+            executor.shutdown(wait=True)
+
+
+def _lint_chunk(chunk: list[Task]) -> list[tuple[int, Outcome]]:
+    with _relaxed_gc():
+        return [(task.index, lint_file(task.path, task.enabled)) for task in chunk]
+
+
+def _init_worker() -> None:
+    # Ctrl-C is the parent's to handle: it stops the pool. Workers ignoring it exit cleanly.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _context():
+    """``fork`` where it is safe (Linux, no other threads): workers start in milliseconds with
+    everything imported. Elsewhere the platform's default."""
+    if sys.platform.startswith("linux") and threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context()
+
+
+@contextmanager
+def _relaxed_gc() -> Iterator[None]:
+    """``ast.parse`` allocates millions of acyclic objects; with the default thresholds the
+    cyclic collector runs thousands of times for nothing (~20% of lint time)."""
+    threshold = gc.get_threshold()
+    gc.set_threshold(max(threshold[0], 100_000), max(threshold[1], 50), max(threshold[2], 100))
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)

@@ -1,0 +1,68 @@
+"""Fix pieces shared by the Accelerate rules: how the file spells an accelerate name (adding the
+import when it has none), and rewriting ``Accelerator(dynamo_backend=X)`` as a plugin."""
+
+from __future__ import annotations
+
+import ast
+
+from regcomp_lint import callsites
+from regcomp_lint.context import FileContext
+from regcomp_lint.diagnostics import Edit, Location
+from regcomp_lint.edits import add_import
+
+PLUGIN_MODULE = "accelerate.utils"
+
+
+def local_name(ctx: FileContext, qualnames: tuple[str, ...], module: str, name: str) -> tuple[str, Edit | None] | None:
+    """How code at module level can spell ``name``: an existing ``from ... import`` of any of
+    ``qualnames`` (with its alias), a star import, or ``name`` plus the import edit adding it.
+    None when ``name`` is already bound to something else (the fix would shadow it)."""
+    for stmt in ctx.tree.body:
+        if isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
+            for alias in stmt.names:
+                if f"{stmt.module}.{alias.name}" in qualnames:
+                    return alias.asname or alias.name, None
+    if any(q.rsplit(".", 1)[0] in ctx.imports.star_modules and q.rsplit(".", 1)[1] == name for q in qualnames):
+        return name, None
+    if ctx.imports.imported(name) or _defined_at_module_level(ctx.tree, name):
+        return None
+    return name, add_import(ctx, module, name)
+
+
+def _defined_at_module_level(tree: ast.Module, name: str) -> bool:
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and stmt.name == name:
+            return True
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
+            return True
+    return False
+
+
+def plugin_name(ctx: FileContext) -> tuple[str, Edit | None] | None:
+    return local_name(ctx, callsites.DYNAMO_PLUGIN, PLUGIN_MODULE, "TorchDynamoPlugin")
+
+
+def backend_keyword_to_plugin(ctx: FileContext, kw: ast.keyword, extra: str = "") -> list[Edit] | None:
+    """Edits turning ``dynamo_backend=X`` into ``dynamo_plugin=TorchDynamoPlugin(backend=X<extra>)``,
+    keeping ``X``'s source text as it is (comments, parentheses, line breaks); None when the
+    plugin's name cannot be spelled without shadowing something."""
+    spelled = plugin_name(ctx)
+    if spelled is None:
+        return None
+    name, import_edit = spelled
+    src = ctx.source
+    start = src.start(kw)
+    head = src.text_between(start, src.start(kw.value))
+    equals = head.find("=")
+    if equals < 0 or "\n" in head[:equals] or "\r" in head[:equals]:
+        return None
+    skip = equals + 1
+    while skip < len(head) and head[skip] in " \t":
+        skip += 1
+    edits = [
+        Edit(f"dynamo_plugin={name}(backend=", start, Location(start.row, start.column + skip)),
+        Edit(f"{extra})", src.end(kw), src.end(kw)),
+    ]
+    if import_edit is not None:
+        edits.append(import_edit)
+    return edits

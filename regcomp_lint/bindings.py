@@ -1,0 +1,241 @@
+"""What a name holds at a given point of a file: the cheap, approximate data flow rules need.
+
+A rule feeds :class:`Bindings` every node of the engine's single walk (:meth:`Bindings.visit`
+before the children, :meth:`Bindings.leave` after), then asks :meth:`Bindings.lookup` which
+expression a name (``model``) or a ``self`` attribute (``self.model``) was last assigned before
+some use.
+
+Deliberately simple and flow-insensitive in branches and loops: the binding that comes last in
+the source before the use wins. Scopes follow Python: a name bound anywhere in a function is
+local to it (parameters included) and comprehension variables do not leak; otherwise the
+enclosing functions, then the module (its last binding, since a function usually runs after the
+module body). ``self.x`` is looked up across the methods of the enclosing class. Names bound in
+a class body are class attributes and are not tracked.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from dataclasses import dataclass
+
+Position = tuple[int, int]
+FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+COMPREHENSION_NODES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+@dataclass(frozen=True)
+class Where:
+    """A point in the file: its enclosing function and comprehension scopes (outermost first),
+    the class whose method it is in (what ``self`` means there) and its position."""
+
+    functions: tuple[ast.AST, ...]
+    cls: ast.ClassDef | None
+    pos: Position
+
+    @property
+    def function(self) -> ast.AST | None:
+        return self.functions[-1] if self.functions else None
+
+    def at(self, node: ast.AST) -> "Where":
+        """The same scope at another node's start (the right-hand side of an assignment)."""
+        return Where(self.functions, self.cls, (node.lineno, node.col_offset))
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One binding. ``value``: the assigned expression, the ``FunctionDef``/``ClassDef`` of a
+    definition, or None when unknown (a parameter, a ``for`` target, ``with ... as``).
+    ``index``: the position inside a tuple target (``a, b = ...``). ``where``: the point at
+    which ``value`` is evaluated. ``end``: where the binding takes effect."""
+
+    value: ast.AST | None
+    index: int | None
+    where: Where
+    end: Position
+
+
+@dataclass(frozen=True)
+class _Frame:
+    node: ast.AST | None  # None for the module
+    kind: str  # "module" | "function" | "comprehension" | "class"
+    method_cls: ast.ClassDef | None
+
+
+def binding_key(target: ast.AST) -> str | None:
+    """``model`` for a name, ``self.model`` for an attribute of ``self``; None otherwise."""
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+        return f"self.{target.attr}"
+    return None
+
+
+def _end(node: ast.AST) -> Position:
+    return (node.end_lineno or node.lineno, node.end_col_offset or 0)
+
+
+class Bindings:
+    def __init__(self) -> None:
+        self._frames: list[_Frame] = [_Frame(None, "module", None)]
+        self._scopes: list[ast.AST] = []  # function and comprehension nodes, outermost first
+        # (id of scope node, or None for the module; key) -> bindings in source order
+        self._names: dict[tuple[int | None, str], list[Bound]] = defaultdict(list)
+        # (id of class node, "self.attr") -> bindings in that class's methods, in source order
+        self._attrs: dict[tuple[int, str], list[Bound]] = defaultdict(list)
+        self._returns: dict[int, list[tuple[ast.expr, Where]]] = defaultdict(list)
+        #: Every class defined in the file, by name (the last definition wins), at any depth.
+        self.classes: dict[str, ast.ClassDef] = {}
+
+    # -- feeding, from the engine's walk ----------------------------------------------------
+    def here(self, node: ast.AST) -> Where:
+        return Where(tuple(self._scopes), self._frames[-1].method_cls, (node.lineno, node.col_offset))
+
+    def visit(self, node: ast.AST) -> None:
+        """Record what ``node`` binds and enter its scope; call before its children."""
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            self._bind_key(node.name, node, None, self.here(node), _end(node))
+        if isinstance(node, FUNCTION_NODES):
+            parent = self._frames[-1]
+            method_cls = parent.node if parent.kind == "class" else parent.method_cls
+            self._enter(_Frame(node, "function", method_cls))
+            self._bind_parameters(node)
+        elif isinstance(node, COMPREHENSION_NODES):
+            self._enter(_Frame(node, "comprehension", self._frames[-1].method_cls))
+        elif isinstance(node, ast.ClassDef):
+            self.classes[node.name] = node
+            self._frames.append(_Frame(node, "class", None))
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                self._bind_target(target, node.value, node)
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)):
+            if node.value is not None:
+                self._bind_target(node.target, node.value, node)
+        elif isinstance(node, ast.AugAssign):
+            self._bind_target(node.target, None, node)
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            self._bind_target(node.target, None, node.target)
+        elif isinstance(node, ast.comprehension):
+            self._bind_target(node.target, None, node.target)
+        elif isinstance(node, ast.withitem):
+            if node.optional_vars is not None:
+                self._bind_target(node.optional_vars, None, node.optional_vars)
+        elif isinstance(node, ast.Return):
+            function = self._innermost_function()
+            if node.value is not None and function is not None:
+                self._returns[id(function)].append((node.value, self.here(node)))
+
+    def leave(self, node: ast.AST) -> None:
+        if isinstance(node, FUNCTION_NODES + COMPREHENSION_NODES):
+            self._frames.pop()
+            self._scopes.pop()
+        elif isinstance(node, ast.ClassDef):
+            self._frames.pop()
+
+    def _enter(self, frame: _Frame) -> None:
+        self._frames.append(frame)
+        self._scopes.append(frame.node)
+
+    def _innermost_function(self) -> ast.AST | None:
+        for frame in reversed(self._frames):
+            if frame.kind == "function":
+                return frame.node
+        return None
+
+    def _bind_parameters(self, func: ast.AST) -> None:
+        args = func.args
+        where = self.here(func)
+        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+            if arg is not None:
+                self._names[(id(func), arg.arg)].append(Bound(None, None, where, where.pos))
+
+    def _bind_target(self, target: ast.AST, value: ast.AST | None, stmt: ast.AST) -> None:
+        where = self.here(stmt)
+        if value is not None:
+            where = where.at(value)
+        if isinstance(target, (ast.Tuple, ast.List)):
+            for i, elt in enumerate(target.elts):
+                if isinstance(elt, ast.Starred):
+                    value = None  # positions after a starred target are unknown
+                    elt = elt.value
+                key = binding_key(elt)
+                if key:
+                    self._bind_key(key, value, i if value is not None else None, where, _end(stmt))
+            return
+        key = binding_key(target)
+        if key:
+            self._bind_key(key, value, None, where, _end(stmt))
+
+    def _bind_key(self, key: str, value: ast.AST | None, index: int | None, where: Where, end: Position) -> None:
+        bound = Bound(value, index, where, end)
+        frame = self._frames[-1]
+        if key.startswith("self."):
+            if frame.method_cls is not None:
+                self._attrs[(id(frame.method_cls), key)].append(bound)
+            return
+        if frame.kind == "class":
+            return  # a class attribute, not a name of any function or module scope
+        self._names[(id(frame.node) if frame.node is not None else None, key)].append(bound)
+
+    # -- questions, after the walk ----------------------------------------------------------
+    def lookup(self, expr: ast.AST, where: Where) -> Bound | None:
+        """The binding of ``expr`` (a name or ``self.attr``) visible at ``where``, if known."""
+        key = binding_key(expr)
+        if key is None:
+            return None
+        if key.startswith("self."):
+            return self._lookup_attr(key, where)
+        for scope in reversed(where.functions):
+            found = self._names.get((id(scope), key))
+            if found:
+                if scope is where.function:
+                    return _last_before(found, where.pos)
+                return found[-1]  # a closure sees the enclosing function's latest value
+        found = self._names.get((None, key))
+        if not found:
+            return None
+        if where.function is None:
+            return _last_before(found, where.pos)
+        return found[-1]
+
+    def _lookup_attr(self, key: str, where: Where) -> Bound | None:
+        if where.cls is None:
+            return None
+        found = self._attrs.get((id(where.cls), key))
+        if not found:
+            return None
+        same_method = [b for b in found if b.where.function is where.function]
+        other_methods = [b for b in found if b.where.function is not where.function]
+        return _last_before(same_method, where.pos) or (other_methods[-1] if other_methods else None)
+
+    def returns(self, function: ast.AST) -> list[tuple[ast.expr, Where]]:
+        """The ``return`` values of a function, with the point each is evaluated at."""
+        return self._returns.get(id(function), [])
+
+
+def _last_before(bindings: list[Bound], pos: Position) -> Bound | None:
+    best = None
+    for bound in bindings:
+        if bound.end <= pos:
+            best = bound
+    return best
+
+
+class FeedsBindings:
+    """Mixin for a :class:`~regcomp_lint.checks.base.Rule`: feeds ``self.bindings`` from the
+    engine's walk. A rule that also handles one of these node types calls the mixin's method."""
+
+    bindings: Bindings
+
+    def _feed(self, node: ast.AST) -> None:
+        self.bindings.visit(node)
+
+    def _unfeed(self, node: ast.AST) -> None:
+        self.bindings.leave(node)
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = _feed
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _feed
+    visit_Assign = visit_AnnAssign = visit_AugAssign = visit_NamedExpr = _feed
+    visit_For = visit_AsyncFor = visit_comprehension = visit_withitem = visit_Return = _feed
+    leave_FunctionDef = leave_AsyncFunctionDef = leave_Lambda = leave_ClassDef = _unfeed
+    leave_ListComp = leave_SetComp = leave_DictComp = leave_GeneratorExp = _unfeed

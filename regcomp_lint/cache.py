@@ -1,0 +1,174 @@
+"""Results of earlier runs, so an unchanged file costs a read and a hash, not a parse.
+
+An entry is keyed on the file's absolute path and holds the blake2b hash of its content and its
+diagnostics (files *with* findings are cached too). All entries for one settings fingerprint
+live in one JSON file, ``<cache dir>/lint-<fingerprint>.json``, which also records the tool
+version and a fingerprint of the tool's own code: when either differs, the file is ignored and
+rewritten (a rule edited during development never serves stale results).
+
+The cache can never change results or stop a run: an unreadable, truncated or foreign cache file
+is treated as empty, an unwritable cache folder only costs speed, and writes go to a temporary
+file renamed into place (``os.replace``), so parallel runs never see half a file. JSON and not
+pickle: a cache folder can come from anywhere (a CI artifact, a shared checkout) and loading it
+must not run code.
+
+Where: ``$REGCOMP_CACHE_DIR``, else the ``cache-dir`` setting (relative to the settings root),
+else ``.regcomp_cache/`` at the settings root.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+from regcomp_lint.config import Settings
+from regcomp_lint.diagnostics import Diagnostic
+
+FORMAT = 1
+ENV_VAR = "REGCOMP_CACHE_DIR"
+DEFAULT_DIR = ".regcomp_cache"
+_TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This folder is a cache made by regcomp-lint.\n"
+
+
+def content_digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def cache_dir(settings: Settings) -> Path:
+    from_env = os.environ.get(ENV_VAR)
+    if from_env:
+        return Path(from_env).expanduser()
+    if settings.cache_dir:
+        configured = Path(settings.cache_dir).expanduser()
+        return configured if configured.is_absolute() else Path(settings.root) / configured
+    return Path(settings.root) / DEFAULT_DIR
+
+
+@lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """Names, sizes and modification times of the tool's own source files."""
+    from regcomp_lint import __version__
+
+    package = Path(__file__).resolve().parent
+    digest = hashlib.blake2b(__version__.encode(), digest_size=8)
+    for path in sorted(package.rglob("*.py")):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        digest.update(f"{path.relative_to(package).as_posix()}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def _diagnostic_to_json(diag: Diagnostic) -> dict:
+    data = diag.to_json()
+    data["url"] = diag.url  # keep "" so a cached result equals a fresh one
+    del data["filename"], data["noqa_row"]
+    return data
+
+
+class LintCache:
+    """One settings fingerprint's entries: ``{abs path: [digest, [diagnostic json, ...]]}``."""
+
+    def __init__(self, path: Path, key: dict, entries: dict | None = None, problem: str | None = None) -> None:
+        self.path = path
+        self.key = key
+        self.entries: dict[str, list] = entries if entries is not None else {}
+        #: Why an existing cache file was not usable (for a warning); None when it was fine.
+        self.problem = problem
+        self.dirty = entries is None
+
+    @classmethod
+    def open(cls, settings: Settings) -> "LintCache":
+        """Load the cache for these settings; never raises."""
+        from regcomp_lint import __version__
+
+        key = {"format": FORMAT, "version": __version__, "code": code_fingerprint(), "settings": settings.fingerprint()}
+        path = cache_dir(settings) / f"lint-{key['settings']}.json"
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return cls(path, key)
+        except OSError as exc:
+            return cls(path, key, problem=f"cannot read the cache {path}: {exc.strerror or exc}")
+        try:
+            data = json.loads(raw)
+        except (ValueError, RecursionError):
+            return cls(path, key, problem=f"the cache {path} is damaged; rebuilding it")
+        if not isinstance(data, dict) or not isinstance(data.get("entries"), dict):
+            return cls(path, key, problem=f"the cache {path} is damaged; rebuilding it")
+        if {name: data.get(name) for name in key} != key:
+            return cls(path, key)  # another version of the tool: start afresh, silently
+        return cls(path, key, data["entries"])
+
+    def has(self, path: str) -> bool:
+        return path in self.entries
+
+    def lookup(self, path: str, digest: str, filename: str) -> list[Diagnostic] | None:
+        """The cached diagnostics (reported under ``filename``), or None on a miss."""
+        entry = self.entries.get(path)
+        if type(entry) is not list or len(entry) != 2 or entry[0] != digest:
+            return None
+        if not entry[1]:
+            return []
+        try:
+            return [Diagnostic.from_json({**item, "filename": filename}) for item in entry[1]]
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None  # a hand-edited or damaged entry: lint again
+
+    def store(self, path: str, digest: str, diagnostics: list[Diagnostic]) -> None:
+        self.entries[path] = [digest, [_diagnostic_to_json(d) for d in diagnostics]]
+        self.dirty = True
+
+    def prune(self, seen: set[str], roots: list[str]) -> None:
+        """Drop entries of files that were not linted although they were in scope (under a
+        walked folder: deleted, renamed or now excluded) or that no longer exist. Entries of
+        files outside this run's scope stay, so linting one file keeps the rest of the cache."""
+        prefixes = tuple(root if root.endswith(os.sep) else root + os.sep for root in roots)
+        for path in list(self.entries):
+            if path in seen:
+                continue
+            if (prefixes and path.startswith(prefixes)) or not os.path.exists(path):
+                del self.entries[path]
+                self.dirty = True
+
+    def save(self) -> str | None:
+        """Write atomically when something changed; the reason when it could not be written."""
+        if not self.dirty:
+            return None
+        payload = json.dumps({**self.key, "entries": self.entries}, separators=(",", ":")).encode()
+        folder = self.path.parent
+        tmp_name = None
+        try:
+            _make_folder(folder)
+            fd, tmp_name = tempfile.mkstemp(prefix=".lint-", suffix=".tmp", dir=folder)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(payload)
+            os.replace(tmp_name, self.path)
+            tmp_name = None
+        except OSError as exc:
+            return f"cannot write the cache in {folder}: {exc.strerror or exc} (results are unaffected; use --no-cache or set {ENV_VAR})"
+        finally:
+            if tmp_name is not None:
+                try:
+                    os.unlink(tmp_name)
+                except OSError:
+                    pass
+        self.dirty = False
+        return None
+
+
+def _make_folder(folder: Path) -> None:
+    """Create the cache folder, marked as a cache for backup tools and ignored by git."""
+    if folder.is_dir():
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in (("CACHEDIR.TAG", _TAG), (".gitignore", "# created by regcomp-lint\n*\n")):
+        try:
+            (folder / name).write_text(text)
+        except OSError:
+            pass

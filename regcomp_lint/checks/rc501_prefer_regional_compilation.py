@@ -1,0 +1,415 @@
+"""RC501 prefer-regional-compilation."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from regcomp_lint import callsites
+from regcomp_lint.accelerate_fixes import PLUGIN_MODULE, backend_keyword_to_plugin, local_name
+from regcomp_lint.bindings import Bindings, FeedsBindings, Where, binding_key
+from regcomp_lint.checks.base import Invalid, Rule
+from regcomp_lint.context import has_star_kwargs, is_none, is_true, keyword, string_literal
+from regcomp_lint.diagnostics import Applicability, Fix
+from regcomp_lint.edits import append_keyword
+from regcomp_lint.models import PREPARE_METHODS, ModelFinder, RepeatedBlocks
+
+DYNAMO_BACKEND_ENUM = ("accelerate.utils.DynamoBackend", "accelerate.utils.dataclasses.DynamoBackend")
+REGIONAL = "use_regional_compilation"
+
+
+@dataclass
+class _Site:
+    call: ast.Call
+    where: Where
+    parent: ast.AST | None = None
+
+
+class PreferRegionalCompilation(FeedsBindings, Rule):
+    """## What it does
+    Reports a whole-model compile of a model made of repeated blocks: `torch.compile(model)`,
+    `model.compile()`, or an Accelerate setup that compiles the model it prepares with a
+    `TorchDynamoPlugin` lacking `use_regional_compilation=True` (or with
+    `Accelerator(dynamo_backend=...)`).
+
+    A model "has repeated blocks" when it comes from transformers (`AutoModel*`, `*Model`,
+    `*LMHeadModel`, `*For<Task>` via `from_pretrained`, `from_config` or the constructor) or is
+    an instance of a class defined in the same file whose `__init__` builds an `nn.ModuleList`
+    of at least 4 instances of one class (`[Block(cfg) for _ in range(n)]`, `[Block()] * 6`,
+    `append` in a loop), at any nesting, as nanoGPT does. A depth read from a config
+    (`range(config.n_layer)`) counts as deep. Names are followed through assignments,
+    `.to(device)`-style calls, `self.model`, `accelerator.prepare(...)` and local functions that
+    return a model. Not reported: compiled functions, models without repeated blocks,
+    `compile_regions`, a plugin whose backend is not a literal (it may be `"no"`), and
+    `use_regional_compilation` set to anything but a literal `False`/`None`.
+
+    ## Why is this bad
+    Compiling the whole model traces every block into one big graph, so the cold start grows
+    with depth: measured on GPT-2 (CPU, inductor, fresh cache) it went from ~33 s at 6 layers
+    to ~52 s at 24, while regional compilation, which compiles one block and reuses the code for
+    its identical siblings, stayed at ~23 s at every depth. The steady-state step is usually
+    within a few percent.
+
+    ## Example
+    ```python
+    model = AutoModelForCausalLM.from_pretrained("gpt2")
+    model = torch.compile(model, mode="max-autotune")
+
+    accelerator = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend="inductor"))
+    model = accelerator.prepare(model)
+    ```
+
+    ## Use instead
+    ```python
+    from accelerate.utils import compile_regions
+
+    model = compile_regions(model, mode="max-autotune")
+
+    accelerator = Accelerator(
+        dynamo_plugin=TorchDynamoPlugin(backend="inductor", use_regional_compilation=True)
+    )
+    ```
+
+    ## Fix safety
+    Unsafe. `compile_regions(model, **kwargs)` (accelerate 1.15) takes the same keywords as
+    `torch.compile` and, like it, returns a new module rather than compiling in place, but it
+    compiles each repeated block and the remaining children separately, so the state-dict keys
+    change (`h.0._orig_mod.` instead of `_orig_mod.h.0.`) and code that unwraps `_orig_mod` or
+    relies on one graph (e.g. `fullgraph=True` across blocks) behaves differently. The plugin
+    fix adds `use_regional_compilation=True` (or replaces a literal `False`), which makes
+    `accelerator.prepare` call `compile_regions` the same way. `dynamo_backend=` is rewritten
+    as a plugin with regional compilation. `model.compile()` compiles in place and has no
+    drop-in regional twin, so it is display only: use `model = compile_regions(model)` where
+    every reference to the model is reassigned, or call `.compile()` on each block.
+
+    ## References
+    - [Reducing torch.compile cold start with regional compilation](https://docs.pytorch.org/tutorials/recipes/regional_compilation.html)
+    - [Accelerate: regional compilation](https://huggingface.co/docs/accelerate/usage_guides/compilation)
+    - [`compile_regions`](https://huggingface.co/docs/accelerate/package_reference/utilities)
+    """
+
+    code = "RC501"
+    name = "prefer-regional-compilation"
+    message = "whole-model compile of a model with repeated blocks: use regional compilation"
+    triggers = ("compile", "DynamoPlugin", "dynamo_backend")
+    fix_applicability = Applicability.UNSAFE
+
+    valid = [
+        # a function, not a model
+        "import torch\ndef step(x):\n    return x * 2\nstep = torch.compile(step)\n",
+        # a small model without repeated blocks
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.fc = nn.Linear(4, 4)\nmodel = torch.compile(Net())\n",
+        # three blocks only
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.blocks = nn.ModuleList([Block() for _ in range(3)])\nmodel = Net()\nmodel = torch.compile(model)\n",
+        # a stack of plain layers is not a stack of blocks
+        "import torch\nfrom torch import nn\nclass MLP(nn.Module):\n    def __init__(self, n):\n        super().__init__()\n"
+        "        self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(n)])\nmodel = torch.compile(MLP(6))\n",
+        # already regional
+        "from accelerate.utils import compile_regions\nfrom transformers import AutoModelForCausalLM\n"
+        "model = AutoModelForCausalLM.from_pretrained('gpt2')\nmodel = compile_regions(model)\n",
+        "from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\nfrom transformers import AutoModel\n"
+        "model = AutoModel.from_pretrained('bert-base-uncased')\n"
+        "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='inductor', use_regional_compilation=True))\n"
+        "model = acc.prepare(model)\n",
+        # the backend is not a literal, or does not compile
+        "from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\nfrom transformers import AutoModel\n"
+        "model = AutoModel.from_pretrained('x')\nacc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend=args.backend))\n"
+        "model = acc.prepare(model)\n",
+        "from accelerate import Accelerator\nfrom transformers import AutoModel\nmodel = AutoModel.from_pretrained('x')\n"
+        "acc = Accelerator(dynamo_backend='no')\nmodel = acc.prepare(model)\n",
+        # the plugin is never given to an accelerator that prepares the model
+        "from accelerate.utils import TorchDynamoPlugin\nfrom transformers import AutoModel\n"
+        "model = AutoModel.from_pretrained('x')\nplugin = TorchDynamoPlugin(backend='inductor')\n",
+        # not transformers' model class; a tokenizer
+        "import torch\nfrom mylib import AutoModel\nmodel = torch.compile(AutoModel.from_pretrained('x'))\n",
+        "import torch\nfrom transformers import AutoTokenizer\ntok = AutoTokenizer.from_pretrained('x')\ntok = torch.compile(tok)\n",
+        # the name was rebound to something else
+        "import torch\nfrom transformers import AutoModel\nmodel = AutoModel.from_pretrained('x')\n"
+        "model = model.lm_head\nmodel = torch.compile(model)\n",
+        # a parameter shadows the module-level model
+        "import torch\nfrom transformers import AutoModel\nmodel = AutoModel.from_pretrained('x')\n"
+        "def compile_it(model):\n    return torch.compile(model)\n",
+    ]
+    invalid = [
+        Invalid(
+            "import torch\nfrom transformers import AutoModelForCausalLM\n"
+            "model = AutoModelForCausalLM.from_pretrained('gpt2')\nmodel = torch.compile(model, mode='max-autotune')\n",
+            fixed="import torch\nfrom transformers import AutoModelForCausalLM\nfrom accelerate.utils import compile_regions\n"
+            "model = AutoModelForCausalLM.from_pretrained('gpt2')\nmodel = compile_regions(model, mode='max-autotune')\n",
+            message="transformers model `AutoModelForCausalLM`",
+        ),
+        # nanoGPT: blocks nested in a ModuleDict, depth from the config, model moved to a device
+        Invalid(
+            "import torch\nimport torch.nn as nn\n\nclass Block(nn.Module):\n    pass\n\n"
+            "class GPT(nn.Module):\n    def __init__(self, config):\n        super().__init__()\n"
+            "        self.transformer = nn.ModuleDict(dict(\n            h=nn.ModuleList([Block(config) for _ in range(config.n_layer)]),\n        ))\n\n"
+            "model = GPT(config)\nmodel.to(device)\nmodel = model.to(device)\nif compile:\n    model = torch.compile(model)\n",
+            fixed="import torch\nimport torch.nn as nn\nfrom accelerate.utils import compile_regions\n\nclass Block(nn.Module):\n    pass\n\n"
+            "class GPT(nn.Module):\n    def __init__(self, config):\n        super().__init__()\n"
+            "        self.transformer = nn.ModuleDict(dict(\n            h=nn.ModuleList([Block(config) for _ in range(config.n_layer)]),\n        ))\n\n"
+            "model = GPT(config)\nmodel.to(device)\nmodel = model.to(device)\nif compile:\n    model = compile_regions(model)\n",
+            message="`Block` ×n",
+        ),
+        # multiplication with a literal count; alias of torch.compile; existing compile_regions import
+        Invalid(
+            "from torch import compile as tc, nn\nfrom accelerate.utils import compile_regions\n"
+            "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.layers = nn.ModuleList([Layer()] * 6)\n"
+            "net = tc(Net(), backend='eager', fullgraph=True)\n",
+            fixed="from torch import compile as tc, nn\nfrom accelerate.utils import compile_regions\n"
+            "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.layers = nn.ModuleList([Layer()] * 6)\n"
+            "net = compile_regions(Net(), backend='eager', fullgraph=True)\n",
+            message="`Layer` ×6",
+        ),
+        # Accelerate: a plugin given to the Accelerator that prepares the model
+        Invalid(
+            "from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\nfrom transformers import GPT2LMHeadModel\n"
+            "model = GPT2LMHeadModel.from_pretrained('gpt2')\nplugin = TorchDynamoPlugin(backend='inductor', mode='default')\n"
+            "accelerator = Accelerator(dynamo_plugin=plugin)\nmodel, opt = accelerator.prepare(model, opt)\n",
+            fixed="from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\nfrom transformers import GPT2LMHeadModel\n"
+            "model = GPT2LMHeadModel.from_pretrained('gpt2')\n"
+            "plugin = TorchDynamoPlugin(backend='inductor', mode='default', use_regional_compilation=True)\n"
+            "accelerator = Accelerator(dynamo_plugin=plugin)\nmodel, opt = accelerator.prepare(model, opt)\n",
+            message="use_regional_compilation=True",
+        ),
+        # a multi-line plugin with use_regional_compilation=False, inside a trainer class
+        Invalid(
+            "import accelerate\nfrom accelerate.utils import TorchDynamoPlugin\nimport transformers\n\n"
+            "class Trainer:\n    def __init__(self, name):\n"
+            "        self.model = transformers.AutoModelForSequenceClassification.from_pretrained(name)\n"
+            "        self.accelerator = accelerate.Accelerator(dynamo_plugin=TorchDynamoPlugin(\n"
+            "            backend='inductor',\n            use_regional_compilation=False,\n        ))\n\n"
+            "    def setup(self):\n        self.model = self.accelerator.prepare(self.model)\n",
+            fixed="import accelerate\nfrom accelerate.utils import TorchDynamoPlugin\nimport transformers\n\n"
+            "class Trainer:\n    def __init__(self, name):\n"
+            "        self.model = transformers.AutoModelForSequenceClassification.from_pretrained(name)\n"
+            "        self.accelerator = accelerate.Accelerator(dynamo_plugin=TorchDynamoPlugin(\n"
+            "            backend='inductor',\n            use_regional_compilation=True,\n        ))\n\n"
+            "    def setup(self):\n        self.model = self.accelerator.prepare(self.model)\n",
+        ),
+        Invalid(
+            "from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\nfrom transformers import AutoModel\n"
+            "def build():\n    return AutoModel.from_config(cfg).cuda()\n"
+            "def main():\n    acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(\n        backend='inductor',\n        mode='max-autotune'\n    ))\n"
+            "    model = build()\n    model = acc.prepare_model(model)\n",
+            fixed="from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\nfrom transformers import AutoModel\n"
+            "def build():\n    return AutoModel.from_config(cfg).cuda()\n"
+            "def main():\n    acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(\n        backend='inductor',\n        mode='max-autotune',\n"
+            "        use_regional_compilation=True\n    ))\n"
+            "    model = build()\n    model = acc.prepare_model(model)\n",
+        ),
+        # the legacy dynamo_backend keyword compiles the whole model too
+        Invalid(
+            "from accelerate import Accelerator\nfrom transformers import LlamaForCausalLM\n"
+            "model = LlamaForCausalLM(config)\naccelerator = Accelerator(dynamo_backend='inductor')\n"
+            "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n",
+            fixed="from accelerate import Accelerator\nfrom transformers import LlamaForCausalLM\n"
+            "from accelerate.utils import TorchDynamoPlugin\n"
+            "model = LlamaForCausalLM(config)\n"
+            "accelerator = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='inductor', use_regional_compilation=True))\n"
+            "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n",
+            message="`dynamo_backend=`",
+        ),
+        # nn.Module.compile: compiled in place, shown but never applied
+        Invalid(
+            "from torch import nn\nclass Encoder(nn.Module):\n    def __init__(self, n):\n        super().__init__()\n"
+            "        self.layers = nn.ModuleList()\n        for _ in range(n):\n            self.layers.append(EncoderLayer())\n"
+            "enc = Encoder(12)\nenc.compile(mode='reduce-overhead')\n",
+            message="`EncoderLayer` ×n",
+        ),
+        # a wrapper whose sub-model has the blocks; a DDP wrapper keeps the identity
+        Invalid(
+            "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nfrom transformers import AutoModel\n"
+            "class Classifier(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.backbone = AutoModel.from_pretrained('roberta-base')\n        self.head = torch.nn.Linear(768, 2)\n"
+            "model = DDP(Classifier())\nmodel = torch.compile(model)\n",
+            fixed="import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nfrom transformers import AutoModel\n"
+            "from accelerate.utils import compile_regions\n"
+            "class Classifier(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.backbone = AutoModel.from_pretrained('roberta-base')\n        self.head = torch.nn.Linear(768, 2)\n"
+            "model = DDP(Classifier())\nmodel = compile_regions(model)\n",
+        ),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.bindings = Bindings()
+        self._torch_compiles: list[_Site] = []
+        self._module_compiles: list[_Site] = []
+        self._prepares: list[_Site] = []
+        self._accelerators: dict[int, Where] = {}
+        self._regional_set: list[tuple[ast.expr, Where]] = []
+
+    # -- collecting, during the walk -------------------------------------------------------
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self.bindings.visit(node)
+        for target in node.targets:
+            if isinstance(target, ast.Attribute) and target.attr == REGIONAL:
+                self._regional_set.append((target.value, self.bindings.here(node)))
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            last = func.attr
+        elif isinstance(func, ast.Name):
+            last = func.id
+            if last != "Accelerator" and not self.ctx.imports.imported(last):
+                return
+        else:
+            return
+        if last in PREPARE_METHODS and isinstance(func, ast.Attribute):
+            self._prepares.append(_Site(node, self.bindings.here(node)))
+        elif callsites.is_torch_compile(self.ctx, func):
+            if node.args and not isinstance(node.args[0], ast.Starred):
+                self._torch_compiles.append(_Site(node, self.bindings.here(node)))
+        elif last == "compile" and callsites.is_module_compile(self.ctx, node):
+            self._module_compiles.append(_Site(node, self.bindings.here(node), self.ctx.parent()))
+        elif callsites.is_accelerator(self.ctx, func):
+            self._accelerators[id(node)] = self.bindings.here(node)
+
+    # -- judging, once the whole file is known ---------------------------------------------
+    def finish(self) -> None:
+        if not (self._torch_compiles or self._module_compiles or (self._prepares and self._accelerators)):
+            return
+        finder = ModelFinder(self.ctx, self.bindings)
+        for site in self._torch_compiles:
+            model = finder.model_of(site.call.args[0], site.where)
+            if model is not None:
+                self._report_torch_compile(site.call, model)
+        for site in self._module_compiles:
+            model = finder.model_of(site.call.func.value, site.where)
+            if model is not None:
+                self._report_module_compile(site, model)
+        self._judge_accelerators(finder)
+
+    def _report_torch_compile(self, call: ast.Call, model: RepeatedBlocks) -> None:
+        message = f"whole-model `torch.compile` of a model with repeated blocks ({model.describe()}): use `compile_regions`"
+        fix = None
+        spelled = local_name(self.ctx, callsites.COMPILE_REGIONS, PLUGIN_MODULE, "compile_regions")
+        if spelled is not None and len(call.args) == 1:
+            name, import_edit = spelled
+            edits = [self.ctx.source.replace(call.func, name)] + ([import_edit] if import_edit else [])
+            fix = self.make_fix("Compile the repeated blocks with `accelerate.utils.compile_regions`", edits)
+        self.report(call, message, fix=fix)
+
+    def _report_module_compile(self, site: _Site, model: RepeatedBlocks) -> None:
+        message = (f"whole-model `.compile()` of a model with repeated blocks ({model.describe()}): "
+                   "compile its blocks (`compile_regions`)")
+        self.report(site.call, message, fix=self._module_compile_suggestion(site))
+
+    def _module_compile_suggestion(self, site: _Site) -> Fix | None:
+        """Display only: ``model.compile(kw)`` → ``model = compile_regions(model, kw)``."""
+        call = site.call
+        receiver = call.func.value
+        if not (isinstance(site.parent, ast.Expr) and site.parent.value is call and binding_key(receiver)):
+            return None
+        spelled = local_name(self.ctx, callsites.COMPILE_REGIONS, PLUGIN_MODULE, "compile_regions")
+        if spelled is None:
+            return None
+        name, import_edit = spelled
+        src = self.ctx.source
+        target = src.segment(receiver)
+        arguments = src.text_between(src.end(call.func), src.end(call))[1:-1].strip()
+        new = f"{target} = {name}({target}{', ' + arguments if arguments else ''})"
+        edits = [src.replace(call, new)] + ([import_edit] if import_edit else [])
+        return self.make_fix("Reassign the model to `compile_regions(model, ...)`", edits, Applicability.DISPLAY)
+
+    def _judge_accelerators(self, finder: ModelFinder) -> None:
+        prepared: dict[int, tuple[ast.Call, Where, RepeatedBlocks]] = {}
+        for site in self._prepares:
+            accelerator = self._accelerator_of(site.call.func.value, site.where)
+            if accelerator is None or id(accelerator[0]) in prepared:
+                continue
+            for arg in site.call.args:
+                if isinstance(arg, ast.Starred):
+                    break
+                model = finder.model_of(arg, site.where)
+                if model is not None:
+                    prepared[id(accelerator[0])] = (*accelerator, model)
+                    break
+        reported: set[int] = set()
+        for call, where, model in prepared.values():
+            plugin_kw, backend_kw = keyword(call, "dynamo_plugin"), keyword(call, "dynamo_backend")
+            if backend_kw is not None and is_none(backend_kw.value):
+                backend_kw = None
+            if plugin_kw is not None and (backend_kw is not None or is_none(plugin_kw.value)):
+                continue  # RC106, or no plugin at all
+            if plugin_kw is not None:
+                plugin = self._plugin_of(plugin_kw.value, where)
+                if plugin is not None and id(plugin) not in reported and self._whole_model_plugin(plugin):
+                    reported.add(id(plugin))
+                    self._report_plugin(plugin, model)
+            elif backend_kw is not None and not has_star_kwargs(call) and self._compiles(backend_kw.value):
+                self._report_backend(backend_kw, model)
+
+    def _accelerator_of(self, expr: ast.expr, where: Where) -> tuple[ast.Call, Where] | None:
+        if isinstance(expr, ast.Call) and id(expr) in self._accelerators:
+            return expr, self._accelerators[id(expr)]
+        bound = self.bindings.lookup(expr, where)
+        if bound is not None and bound.index is None and isinstance(bound.value, ast.Call) and id(bound.value) in self._accelerators:
+            return bound.value, bound.where
+        return None
+
+    def _plugin_of(self, expr: ast.expr, where: Where) -> ast.Call | None:
+        if not isinstance(expr, ast.Call):
+            bound = self.bindings.lookup(expr, where)
+            expr = bound.value if bound is not None and bound.index is None else None
+        if isinstance(expr, ast.Call) and callsites.is_dynamo_plugin(self.ctx, expr.func):
+            return expr
+        return None
+
+    def _whole_model_plugin(self, plugin: ast.Call) -> bool:
+        """The plugin certainly compiles, and certainly not regionally."""
+        disable = keyword(plugin, "disable")
+        if has_star_kwargs(plugin) or plugin.args or (disable is not None and is_true(disable.value)):
+            return False
+        regional = keyword(plugin, REGIONAL)
+        if regional is not None and not (is_none(regional.value) or _is_false(regional.value)):
+            return False
+        backend = keyword(plugin, "backend")
+        if backend is None or not self._compiles(backend.value):
+            return False
+        return not self._regional_set_later(plugin)
+
+    def _regional_set_later(self, plugin: ast.Call) -> bool:
+        """``plugin.use_regional_compilation = ...`` (or on any ``...dynamo_plugin``)."""
+        for owner, where in self._regional_set:
+            if isinstance(owner, ast.Attribute) and owner.attr == "dynamo_plugin":
+                return True
+            bound = self.bindings.lookup(owner, where)
+            if bound is None or bound.value is plugin:
+                return True
+        return False
+
+    def _compiles(self, value: ast.expr) -> bool:
+        """A backend value that certainly compiles (a literal other than ``"no"``)."""
+        text = string_literal(value)
+        if text is not None:
+            return text.lower() != "no"
+        qualname = self.ctx.qualname(value)
+        if qualname and "." in qualname and self.ctx.imports.root_is_import(value):
+            enum, member = qualname.rsplit(".", 1)
+            return enum in DYNAMO_BACKEND_ENUM and member != "NO"
+        return False
+
+    def _report_plugin(self, plugin: ast.Call, model: RepeatedBlocks) -> None:
+        message = (f"`TorchDynamoPlugin` compiles the whole model, which has repeated blocks "
+                   f"({model.describe()}): set `use_regional_compilation=True`")
+        regional = keyword(plugin, REGIONAL)
+        if regional is not None:
+            edits = [self.ctx.source.replace(regional.value, "True")]
+        else:
+            edits = append_keyword(self.ctx, plugin, f"{REGIONAL}=True")
+        self.report(plugin, message, fix=self.make_fix("Set `use_regional_compilation=True`", edits))
+
+    def _report_backend(self, kw: ast.keyword, model: RepeatedBlocks) -> None:
+        message = (f"`dynamo_backend=` compiles the whole model, which has repeated blocks "
+                   f"({model.describe()}): use `TorchDynamoPlugin(..., use_regional_compilation=True)`")
+        edits = backend_keyword_to_plugin(self.ctx, kw, extra=f", {REGIONAL}=True")
+        fix = self.make_fix("Use a `TorchDynamoPlugin` with regional compilation", edits) if edits else None
+        self.report(kw, message, fix=fix)
+
+
+def _is_false(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is False

@@ -1,0 +1,119 @@
+"""The ``regcomp-lint`` command line: options and subcommands only; the work is in ``invocation``.
+
+``regcomp-lint [OPTIONS] [PATH]...`` lints; ``regcomp-lint rule CODE`` (and later ``trace``) are
+subcommands of the same command. A subcommand is recognised only as the very first argument, so
+``regcomp-lint ./rule`` or ``regcomp-lint -- rule`` lints a path that happens to be called ``rule``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from regcomp_lint import __version__
+from regcomp_lint.errors import UsageFailure, handled
+from regcomp_lint.output import FORMATS
+
+
+class LintGroup(click.Group):
+    """A group whose own arguments are the paths to lint.
+
+    click would let a ``nargs=-1`` argument swallow the subcommand name, so the first argument
+    is checked here: a subcommand name dispatches to it, anything else is parsed as the lint
+    command's options and paths.
+    """
+
+    allow_interspersed_args = True  # `regcomp-lint train.py --format json`
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] in self.commands:
+            click.Command.parse_args(self, ctx, [])  # the lint options keep their defaults
+            rest = args[:1], args[1:]
+            if hasattr(ctx, "_protected_args"):  # click >= 8.2
+                ctx._protected_args, ctx.args = rest
+            else:  # pragma: no cover - click 8.1
+                ctx.protected_args, ctx.args = rest
+            return ctx.args
+        return click.Command.parse_args(self, ctx, args)
+
+    def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        formatter.write_usage(ctx.command_path, "[OPTIONS] [PATH]...")
+        formatter.write_usage(ctx.command_path, "COMMAND [ARGS]...", prefix=" " * len("Usage: "))
+
+
+def _selectors(ctx, param, values):
+    from regcomp_lint.invocation import split_selectors
+
+    return split_selectors(values) if values else None
+
+
+@click.group(
+    cls=LintGroup,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.argument("paths", nargs=-1, type=click.Path(), metavar="[PATH]...")
+@click.option("--select", multiple=True, callback=_selectors, metavar="CODES",
+              help="Rules to enable, replacing the config's selection: codes, prefixes (RC1), names or ALL. Comma-separated, repeatable.")
+@click.option("--extend-select", multiple=True, callback=_selectors, metavar="CODES", help="Rules to enable on top of the selection.")
+@click.option("--ignore", multiple=True, callback=_selectors, metavar="CODES", help="Rules to disable.")
+@click.option("--format", "--output-format", "output_format", type=click.Choice(list(FORMATS), case_sensitive=False),
+              default="text", show_default=True, help="Output format.")
+@click.option("--stdin-filename", metavar="NAME", help="File name for code read from stdin (`-`): shown in output, used for per-file-ignores.")
+@click.option("--fix", is_flag=True, help="Apply safe fixes in place.")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply (with --fix) or count as fixable the fixes that may change behaviour.")
+@click.option("--diff", is_flag=True, help="Print a unified diff of the fixes instead of writing them; exit 1 when there is one.")
+@click.option("--statistics", is_flag=True, help="Print how often each rule fired instead of the findings.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings (errors still exit 2).")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N", help="Worker processes (default: one per CPU).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), metavar="PATH",
+              help="Read settings from this file instead of the nearest pyproject.toml.")
+@click.option("--show-settings", is_flag=True, help="Print the resolved settings as JSON and exit.")
+@click.version_option(__version__, "-V", "--version", prog_name="regcomp-lint", message="%(prog)s %(version)s")
+@click.pass_context
+@handled
+def main(ctx: click.Context, paths, select, extend_select, ignore, output_format, stdin_filename, fix, unsafe_fixes, diff,
+         statistics, exit_zero, no_cache, jobs, config_path, show_settings) -> None:
+    """Find torch.compile / Accelerate configuration problems in training scripts.
+
+    Lints PATHs (files or folders, default `.`); `-` reads code from stdin. Never imports torch
+    and never runs the code it reads. Exit status: 0 clean, 1 findings, 2 error.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from regcomp_lint.invocation import LintOptions, lint
+
+    options = LintOptions(
+        paths=tuple(paths), stdin_filename=stdin_filename, select=select, extend_select=extend_select or (),
+        ignore=ignore or (), output_format=output_format.lower(), exit_zero=exit_zero, statistics=statistics,
+        no_cache=no_cache, jobs=jobs, config=config_path, show_settings=show_settings, fix=fix,
+        unsafe_fixes=unsafe_fixes, diff=diff,
+    )
+    ctx.exit(lint(options))
+
+
+@main.command("rule")
+@click.argument("code_or_name", required=False, metavar="CODE|NAME")
+@click.option("--all", "show_all", is_flag=True, help="Every rule.")
+@click.option("--format", "--output-format", "output_format", type=click.Choice(["text", "json"], case_sensitive=False),
+              default="text", show_default=True, help="Markdown page(s) or JSON.")
+@click.pass_context
+@handled
+def rule_command(ctx: click.Context, code_or_name: str | None, show_all: bool, output_format: str) -> None:
+    """Explain a rule: print its page (what it finds, why, examples, fix safety)."""
+    from regcomp_lint import docs
+    from regcomp_lint.checks import ALL_RULES
+
+    if show_all == (code_or_name is not None):
+        raise UsageFailure("give either a rule code or name (`regcomp-lint rule RC101`) or `--all`")
+    try:
+        rules = list(ALL_RULES.values()) if show_all else [docs.lookup(code_or_name)]
+    except docs.UnknownRule as exc:
+        raise UsageFailure(str(exc)) from None
+    click.echo(docs.show(rules, output_format.lower(), as_list=show_all), nl=False)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,238 @@
+"""One ``regcomp-lint [PATH...]`` run: settings, lint (or fix), output, exit status.
+
+Kept apart from ``cli.py`` so the command-line layer only declares options. Exit status: 0 no
+findings, 1 findings (or, with ``--diff``, changes to make), 2 an error the user must fix
+(config, missing path, unreadable or unwritable file).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import click
+
+from regcomp_lint import api, config, runner
+from regcomp_lint.config import Settings
+from regcomp_lint.diagnostics import Diagnostic
+from regcomp_lint.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, echo_error
+from regcomp_lint.fix_files import FileFix, fix_file, fix_text, needs_fixing
+from regcomp_lint.output import RenderContext, render
+from regcomp_lint.output.context import color_enabled, plural
+from regcomp_lint.output.progress import ProgressLine
+from regcomp_lint.source import DecodeError
+from regcomp_lint.writeback import WritebackError, snapshot_bytes
+
+STDIN = "-"
+STDIN_DISPLAY = "-"
+
+
+@dataclass
+class LintOptions:
+    paths: tuple[str, ...] = ()
+    stdin_filename: str | None = None
+    #: Selectors from the command line, already split on commas; None: not given.
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    output_format: str = "text"
+    exit_zero: bool = False
+    statistics: bool = False
+    no_cache: bool = False
+    jobs: int | None = None
+    config: str | None = None
+    show_settings: bool = False
+    fix: bool = False
+    unsafe_fixes: bool = False
+    diff: bool = False
+
+
+def split_selectors(values: tuple[str, ...] | list[str] | None) -> tuple[str, ...]:
+    """``("RC1,RC2", "RC5")`` → ``("RC1", "RC2", "RC5")`` (repeatable and comma-separated)."""
+    out: list[str] = []
+    for value in values or ():
+        out.extend(part.strip() for part in value.split(",") if part.strip())
+    return tuple(out)
+
+
+def resolve_settings(opts: LintOptions) -> Settings:
+    """Config file (``--config`` or nearest pyproject.toml), then command-line selectors.
+
+    Like ruff, ``--select`` starts the selection afresh (the config's select, extend-select and
+    ignore no longer apply); ``--extend-select`` and ``--ignore`` add to the config's.
+    """
+    settings = config.load(opts.config, start=_config_start(opts))
+    if opts.select is not None:
+        return settings.with_overrides(select=opts.select, extend_select=opts.extend_select, ignore=opts.ignore)
+    changes = {}
+    if opts.extend_select:
+        changes["extend_select"] = settings.extend_select + opts.extend_select
+    if opts.ignore:
+        changes["ignore"] = settings.ignore + opts.ignore
+    return settings.with_overrides(**changes) if changes else settings
+
+
+def _config_start(opts: LintOptions) -> str:
+    for path in opts.paths:
+        if path != STDIN:
+            return path
+    if opts.stdin_filename:
+        return os.path.dirname(os.path.abspath(opts.stdin_filename))
+    return "."
+
+
+@dataclass
+class _Outcome:
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    sources: dict[str, str] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    fixes: list[FileFix] = field(default_factory=list)
+    stdin_fixed_bytes: bytes | None = None
+
+
+def lint(opts: LintOptions) -> int:
+    settings = resolve_settings(opts)
+    if opts.show_settings:
+        click.echo(json.dumps(settings.to_json(), indent=2))
+        return EXIT_OK
+    paths = list(opts.paths) or ([STDIN] if opts.stdin_filename else ["."])
+    fixing = opts.fix or opts.diff
+    outcome = _Outcome()
+    if STDIN in paths:
+        _lint_stdin(opts, settings, outcome, fixing)
+    file_paths = [p for p in paths if p != STDIN]
+    missing: list[str] = []
+    if file_paths:
+        missing = _lint_files(file_paths, opts, settings, outcome, fixing)
+    outcome.diagnostics.sort(key=Diagnostic.sort_key)
+
+    incomplete = bool(outcome.errors or missing)
+    status = _emit_diff(outcome) if opts.diff else _emit_report(opts, outcome, incomplete)
+    for message in outcome.errors:
+        echo_error(message)
+    for path in missing:
+        echo_error(f"{path}: no such file or directory")
+    if outcome.errors or missing:
+        return EXIT_ERROR
+    return status
+
+
+# -- linting ---------------------------------------------------------------------------------
+def _lint_stdin(opts: LintOptions, settings: Settings, outcome: _Outcome, fixing: bool) -> None:
+    data = click.get_binary_stream("stdin").read()
+    filename = opts.stdin_filename or STDIN_DISPLAY
+    diagnostics = api.lint_source(data, filename, settings)
+    try:
+        snap = snapshot_bytes(filename, data)
+    except DecodeError:
+        snap = None
+    if snap is not None:
+        outcome.sources[filename] = snap.text
+    fixed_bytes = data
+    if fixing and snap is not None and needs_fixing(diagnostics, opts.unsafe_fixes):
+        result = fix_text(snap.text, filename, diagnostics, settings, opts.unsafe_fixes)
+        outcome.fixes.append(result)
+        diagnostics = result.remaining
+        if result.new_text is not None:
+            outcome.sources[filename] = result.new_text
+            try:
+                fixed_bytes = snap.encode(result.new_text)
+            except WritebackError as exc:
+                outcome.errors.append(str(exc))
+    if opts.fix and not opts.diff:
+        outcome.stdin_fixed_bytes = fixed_bytes  # `--fix` on stdin always echoes the code, fixed or not
+    outcome.diagnostics.extend(diagnostics)
+
+
+def _lint_files(paths: list[str], opts: LintOptions, settings: Settings, outcome: _Outcome, fixing: bool) -> list[str]:
+    """Lint (and fix) files; return the given paths that do not exist."""
+    progress = ProgressLine(sys.stderr) if _stderr_is_tty() else None
+    try:
+        result = runner.run(paths, settings, jobs=opts.jobs, use_cache=not opts.no_cache, progress=progress)
+    finally:
+        if progress is not None:
+            progress.finish()
+    missing = getattr(result, "missing", None)
+    if missing is None:  # older runner: find them here
+        missing = [p for p in paths if not os.path.lexists(p)]
+    missing_set = set(missing)
+    outcome.errors.extend(e for e in getattr(result, "errors", []) if not any(e.startswith(f"{m}:") for m in missing_set))
+    diagnostics = [d for d in result.diagnostics if d.filename not in missing_set]
+    if fixing:
+        diagnostics = _fix_files(diagnostics, opts, settings, outcome)
+    outcome.diagnostics.extend(diagnostics)
+    return list(missing)
+
+
+def _fix_files(diagnostics: list[Diagnostic], opts: LintOptions, settings: Settings, outcome: _Outcome) -> list[Diagnostic]:
+    by_file: dict[str, list[Diagnostic]] = defaultdict(list)
+    for diag in diagnostics:
+        by_file[diag.filename].append(diag)
+    kept: list[Diagnostic] = []
+    for filename, found in by_file.items():
+        if not needs_fixing(found, opts.unsafe_fixes):
+            kept.extend(found)
+            continue
+        result = fix_file(filename, found, settings, opts.unsafe_fixes, write=not opts.diff)
+        outcome.fixes.append(result)
+        if result.error:
+            outcome.errors.append(result.error)
+        kept.extend(result.remaining)
+    return kept
+
+
+def _stderr_is_tty() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+# -- output ----------------------------------------------------------------------------------
+def _render_context(opts: LintOptions, outcome: _Outcome, stream, incomplete: bool) -> RenderContext:
+    return RenderContext(
+        incomplete=incomplete,
+        color=color_enabled(stream),
+        unsafe_fixes=opts.unsafe_fixes,
+        fix_mode=opts.fix,
+        fixed=sum(f.fixed for f in outcome.fixes),
+        sources=outcome.sources,
+    )
+
+
+def _emit_report(opts: LintOptions, outcome: _Outcome, incomplete: bool) -> int:
+    # `--fix` on stdin: the fixed code owns stdout, the report goes to stderr
+    to_stderr = outcome.stdin_fixed_bytes is not None
+    stream = sys.stderr if to_stderr else sys.stdout
+    ctx = _render_context(opts, outcome, stream, incomplete)
+    if opts.statistics:
+        from regcomp_lint.output import statistics
+
+        text = statistics.render(outcome.diagnostics, ctx, as_json=opts.output_format == "json")
+    else:
+        text = render(opts.output_format, outcome.diagnostics, ctx)
+    if outcome.stdin_fixed_bytes is not None:
+        out = click.get_binary_stream("stdout")
+        out.write(outcome.stdin_fixed_bytes)
+        out.flush()
+    if text:
+        click.echo(text, nl=False, err=to_stderr, color=ctx.color)
+    if outcome.diagnostics and not opts.exit_zero:
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def _emit_diff(outcome: _Outcome) -> int:
+    """``--diff``: the unified diff on stdout, a one-line summary on stderr; 1 when there are changes."""
+    diffs = [f.diff for f in outcome.fixes if f.diff]
+    if diffs:
+        click.echo("".join(diffs), nl=False)
+    fixed = sum(f.fixed for f in outcome.fixes)
+    if diffs:
+        click.echo(f"Would fix {plural(fixed, 'error')} in {plural(len(diffs), 'file')} ({len(outcome.diagnostics)} would remain).", err=True)
+        return EXIT_FINDINGS
+    click.echo(f"No fixes to apply ({plural(len(outcome.diagnostics), 'error')} without an applicable fix).", err=True)
+    return EXIT_OK

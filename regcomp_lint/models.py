@@ -1,0 +1,333 @@
+"""Which expressions of a file hold a model with repeated blocks (regional-compilation material).
+
+Two kinds are recognised statically, without importing anything:
+
+- a transformers model: ``X.from_pretrained(...)`` / ``X.from_config(...)`` or ``X(config)``
+  where ``X`` is imported from ``transformers`` and named like a model class (``AutoModel*``,
+  ``*Model``, ``*LMHeadModel``, ``*For<Task>``). Every such model stacks identical layers.
+- an instance of a class defined in the same file whose ``__init__`` builds an
+  ``nn.ModuleList`` of at least ``MIN_BLOCKS`` instances of one class: a comprehension
+  (``[Block(cfg) for _ in range(n)]``), a multiplication (``[Block()] * 6``), a literal list,
+  or ``append`` in a ``for`` loop; at any nesting (nanoGPT's
+  ``nn.ModuleDict(dict(h=nn.ModuleList([...])))``); through a sub-model built in ``__init__``
+  or a base class. A depth that is not a literal (``range(config.n_layer)``) counts: real
+  configs are deep, and a shallow one only costs a suppression. Only ``nn.ModuleList`` counts,
+  because it is what ``accelerate.utils.compile_regions`` looks for; single-op torch layers
+  (``nn.Linear`` ×n) are not blocks.
+
+Names are followed through :class:`~regcomp_lint.bindings.Bindings`: ``model = GPT(cfg)``,
+``model = model.to(device)``, ``self.model = ...``, ``model, opt = accelerator.prepare(model,
+opt)``, DDP wrappers and local functions that return a model.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from regcomp_lint.bindings import Bindings, Where
+from regcomp_lint.context import FileContext
+
+MIN_BLOCKS = 4
+MAX_DEPTH = 40
+
+MODULE_LIST = ("torch.nn.ModuleList", "torch.nn.modules.container.ModuleList")
+DEEPCOPY = ("copy.deepcopy",)
+WRAPPERS = (
+    "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.parallel.distributed.DistributedDataParallel",
+    "torch.nn.DataParallel",
+    "torch.nn.parallel.DataParallel",
+    "torch.nn.parallel.data_parallel.DataParallel",
+)
+#: ``nn.Module`` methods that return the module itself.
+SAME_MODULE_METHODS = frozenset(
+    {"to", "cuda", "cpu", "xpu", "mps", "half", "float", "double", "bfloat16", "type", "train", "eval",
+     "requires_grad_", "to_empty", "share_memory", "apply", "zero_grad"}
+)
+FACTORY_METHODS = ("from_pretrained", "from_config")
+PREPARE_METHODS = ("prepare", "prepare_model")
+
+_MODEL_CLASS = re.compile(r"^[A-Z][A-Za-z0-9]*(?:Model|LMHeadModel|For[A-Z][A-Za-z0-9]*)$")
+_NOT_MODEL_PREFIXES = ("TF", "Flax", "DataCollator", "PreTrained", "Pretrained")
+
+
+@dataclass(frozen=True)
+class RepeatedBlocks:
+    """What makes a model worth compiling regionally."""
+
+    origin: str  # "transformers" or "local"
+    model: str | None  # the model class
+    block: str | None  # the repeated block's class, when known
+    count: int | None  # how many blocks, when a literal
+
+    def describe(self) -> str:
+        if self.origin == "transformers":
+            return f"transformers model `{self.model}`" if self.model else "transformers model"
+        block = f"`{self.block}`" if self.block else "blocks"
+        return f"{block} ×{self.count if self.count is not None else 'n'}"
+
+
+def is_transformers_model_name(name: str) -> bool:
+    return bool(_MODEL_CLASS.match(name)) and not name.startswith(_NOT_MODEL_PREFIXES)
+
+
+def transformers_model_class(ctx: FileContext, node: ast.AST) -> str | None:
+    """The class name when ``node`` names a transformers model class through an import."""
+    if isinstance(node, ast.Name) and not ctx.imports.imported(node.id):
+        star = any(m == "transformers" or m.startswith("transformers.") for m in ctx.imports.star_modules)
+        return node.id if star and is_transformers_model_name(node.id) else None
+    qualname = ctx.qualname(node)
+    if not qualname or not qualname.startswith("transformers.") or not ctx.imports.root_is_import(node):
+        return None
+    name = qualname.rsplit(".", 1)[-1]
+    return name if is_transformers_model_name(name) else None
+
+
+class ModelFinder:
+    """Answers "does this expression hold a model with repeated blocks?" for one file."""
+
+    def __init__(self, ctx: FileContext, bindings: Bindings) -> None:
+        self.ctx = ctx
+        self.bindings = bindings
+        self._classes: dict[int, RepeatedBlocks | None] = {}
+
+    # -- expressions ------------------------------------------------------------------------
+    def model_of(self, expr: ast.AST | None, where: Where, depth: int = 0) -> RepeatedBlocks | None:
+        if expr is None or depth > MAX_DEPTH:
+            return None
+        if isinstance(expr, ast.Call):
+            return self._call(expr, where, depth)
+        bound = self.bindings.lookup(expr, where)
+        if bound is None or bound.value is None or isinstance(bound.value, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        value = bound.value
+        if bound.index is not None:
+            value = _element(value, bound.index)
+        return self.model_of(value, bound.where, depth + 1)
+
+    def _call(self, call: ast.Call, where: Where, depth: int) -> RepeatedBlocks | None:
+        func = call.func
+        if isinstance(func, ast.Attribute):
+            if func.attr in FACTORY_METHODS:
+                return self._class_instance(func.value, factory=True)
+            if func.attr in SAME_MODULE_METHODS:
+                return self.model_of(func.value, where, depth + 1)
+            if func.attr in PREPARE_METHODS and len(call.args) == 1 and not call.keywords:
+                return self.model_of(call.args[0], where, depth + 1)
+        if self.ctx.resolves_to(func, *WRAPPERS) and call.args:
+            return self.model_of(call.args[0], where, depth + 1)
+        found = self._class_instance(func)
+        if found is not None or not isinstance(func, ast.Name):
+            return found
+        bound = self.bindings.lookup(func, where)
+        if bound is not None and isinstance(bound.value, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for value, at in self.bindings.returns(bound.value):
+                found = self.model_of(value, at, depth + 1)
+                if found is not None:
+                    return found
+        return None
+
+    def _class_instance(self, cls: ast.AST, factory: bool = False) -> RepeatedBlocks | None:
+        """What an instance of the class named by ``cls`` holds (None when not a known model).
+        ``factory``: made by ``from_pretrained``/``from_config`` (the only way for ``Auto*``)."""
+        name = transformers_model_class(self.ctx, cls)
+        if name is not None and (factory or not name.startswith("Auto")):
+            return RepeatedBlocks("transformers", name, None, None)
+        if isinstance(cls, ast.Name) and not self.ctx.imports.imported(cls.id):
+            local = self.bindings.classes.get(cls.id)
+            if local is not None:
+                return self.class_blocks(local)
+        return None
+
+    # -- classes defined in the file -------------------------------------------------------
+    def class_blocks(self, cls: ast.ClassDef) -> RepeatedBlocks | None:
+        key = id(cls)
+        if key in self._classes:
+            return self._classes[key]
+        self._classes[key] = None  # in progress: a class that contains itself is not a model
+        found = self._own_blocks(cls) or self._inherited_blocks(cls)
+        self._classes[key] = found
+        return found
+
+    def _init(self, cls: ast.ClassDef) -> ast.FunctionDef | None:
+        for stmt in cls.body:
+            if isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__":
+                return stmt
+        return None
+
+    def _own_blocks(self, cls: ast.ClassDef) -> RepeatedBlocks | None:
+        init = self._init(cls)
+        if init is None:
+            return None
+        appended = _appended_in_loops(init)
+        lists = _list_assignments(init)
+        for node in ast.walk(init):
+            if not isinstance(node, ast.Call):
+                continue
+            if self.ctx.resolves_to(node.func, *MODULE_LIST):
+                found = self._module_list(node, cls, appended, lists)
+            else:
+                found = self._submodel(node.func, cls)
+            if found is not None:
+                return found
+        for target, (elt, count) in appended.items():
+            if target.startswith("self.") and self._is_empty_module_list_attr(init, target):
+                found = self._blocks(cls, elt, count)
+                if found is not None:
+                    return found
+        return None
+
+    def _module_list(self, call: ast.Call, cls: ast.ClassDef, appended: dict, lists: dict) -> RepeatedBlocks | None:
+        if not call.args:
+            return None
+        arg = call.args[0]
+        if isinstance(arg, ast.Name):
+            if arg.id in appended:
+                return self._blocks(cls, *appended[arg.id])
+            arg = lists.get(arg.id, arg)
+        repeated = _repeated(arg)
+        return self._blocks(cls, *repeated) if repeated else None
+
+    def _blocks(self, cls: ast.ClassDef, elt: ast.expr, count: int | None) -> RepeatedBlocks | None:
+        if count is not None and count < MIN_BLOCKS:
+            return None
+        func = elt.func if isinstance(elt, ast.Call) else None
+        if func is None:
+            return None
+        if self.ctx.resolves_to(func, *DEEPCOPY):
+            return RepeatedBlocks("local", cls.name, None, count)
+        qualname = self.ctx.qualname(func) or ""
+        block = qualname.rsplit(".", 1)[-1] or None
+        if qualname.startswith("torch.nn.") and self.ctx.imports.root_is_import(func) and not qualname.endswith("Layer"):
+            return None  # nn.Linear ×n is not a block worth compiling on its own
+        return RepeatedBlocks("local", cls.name, block, count)
+
+    def _submodel(self, func: ast.AST, cls: ast.ClassDef) -> RepeatedBlocks | None:
+        """``self.backbone = AutoModel.from_pretrained(...)`` or ``self.model = Inner(cfg)``."""
+        factory = isinstance(func, ast.Attribute) and func.attr in FACTORY_METHODS
+        target = func.value if factory else func
+        if isinstance(target, ast.Name) and target.id == cls.name:
+            return None
+        return self._class_instance(target, factory)
+
+    def _inherited_blocks(self, cls: ast.ClassDef) -> RepeatedBlocks | None:
+        init = self._init(cls)
+        if init is not None and not _calls_super_init(init):
+            return None
+        for base in cls.bases:
+            found = self._class_instance(base)
+            if found is not None:
+                if found.origin == "local":
+                    return RepeatedBlocks("local", cls.name, found.block, found.count)
+                return found
+        return None
+
+    def _is_empty_module_list_attr(self, init: ast.FunctionDef, target: str) -> bool:
+        for node in ast.walk(init):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and not node.value.args:
+                if self.ctx.resolves_to(node.value.func, *MODULE_LIST):
+                    if any(_key(t) == target for t in node.targets):
+                        return True
+        return False
+
+
+# -- small pure helpers ----------------------------------------------------------------------
+
+def _key(target: ast.AST) -> str | None:
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+        return f"self.{target.attr}"
+    return None
+
+
+def _element(value: ast.AST, index: int) -> ast.AST | None:
+    """Element ``index`` of a tuple/list display, or the argument of ``prepare(a, b, ...)``."""
+    if isinstance(value, (ast.Tuple, ast.List)):
+        elts = value.elts
+    elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in PREPARE_METHODS:
+        elts = value.args
+    else:
+        return None
+    if any(isinstance(e, ast.Starred) for e in elts[: index + 1]) or index >= len(elts):
+        return None
+    return elts[index]
+
+
+def _int(node: ast.AST) -> int | None:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    return None
+
+
+def iteration_count(node: ast.AST) -> int | None:
+    """How many times ``for _ in node`` runs when it is literal (``range(6)``, ``(a, b)``)."""
+    if isinstance(node, (ast.List, ast.Tuple)) and not any(isinstance(e, ast.Starred) for e in node.elts):
+        return len(node.elts)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range" and not node.keywords:
+        values = [_int(a) for a in node.args]
+        if values and None not in values and len(values) <= 3:
+            try:
+                return len(range(*values))
+            except ValueError:
+                return None
+    return None
+
+
+def _repeated(arg: ast.AST) -> tuple[ast.expr, int | None] | None:
+    """(element, count) when ``arg`` builds several instances of one class."""
+    if isinstance(arg, (ast.ListComp, ast.GeneratorExp)) and len(arg.generators) == 1:
+        gen = arg.generators[0]
+        if gen.ifs or not isinstance(arg.elt, ast.Call):
+            return None
+        return arg.elt, iteration_count(gen.iter)
+    if isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Mult):
+        for seq, times in ((arg.left, arg.right), (arg.right, arg.left)):
+            if isinstance(seq, ast.List) and seq.elts and _same_calls(seq.elts):
+                n = _int(times)
+                return seq.elts[0], (len(seq.elts) * n if n is not None else None)
+        return None
+    if isinstance(arg, (ast.List, ast.Tuple)) and len(arg.elts) > 1 and _same_calls(arg.elts):
+        return arg.elts[0], len(arg.elts)
+    return None
+
+
+def _same_calls(elts: list[ast.expr]) -> bool:
+    if not all(isinstance(e, ast.Call) for e in elts):
+        return False
+    first = ast.dump(elts[0].func)
+    return all(ast.dump(e.func) == first for e in elts[1:])
+
+
+def _appended_in_loops(init: ast.FunctionDef) -> dict[str, tuple[ast.expr, int | None]]:
+    """``for _ in range(n): target.append(Block(...))`` → {target: (Block(...), n)}."""
+    found: dict[str, tuple[ast.expr, int | None]] = {}
+    for loop in ast.walk(init):
+        if not isinstance(loop, ast.For):
+            continue
+        for stmt in loop.body:
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+                call = stmt.value
+                if isinstance(call.func, ast.Attribute) and call.func.attr == "append" and len(call.args) == 1:
+                    target = _key(call.func.value)
+                    if target and isinstance(call.args[0], ast.Call):
+                        found.setdefault(target, (call.args[0], iteration_count(loop.iter)))
+    return found
+
+
+def _list_assignments(init: ast.FunctionDef) -> dict[str, ast.expr]:
+    """``layers = [Block() for _ in range(n)]`` inside ``__init__``: name → value."""
+    found = {}
+    for node in ast.walk(init):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            found[node.targets[0].id] = node.value
+    return found
+
+
+def _calls_super_init(init: ast.FunctionDef) -> bool:
+    for node in ast.walk(init):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__init__":
+            return True
+    return False

@@ -1,0 +1,17 @@
+"""One line per finding: ``path:line:col: CODE [*] message``; ``[*]`` marks a fix ``--fix`` would apply."""
+
+from __future__ import annotations
+
+from regcomp_lint.diagnostics import Diagnostic
+from regcomp_lint.output.context import RenderContext
+from regcomp_lint.output.summary import summary_line
+from regcomp_lint.output.text import header
+
+
+def render(diagnostics: list[Diagnostic], ctx: RenderContext) -> str:
+    lines = []
+    for diag in diagnostics:
+        marker = ctx.style("[*]", "cyan") + " " if ctx.fix_applies(diag) else ""
+        lines.append(f"{header(diag, ctx)} {marker}{diag.message}")
+    lines.append(summary_line(diagnostics, ctx))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,119 @@
+"""Write fixed source back to disk without ever leaving a half-written or clobbered file.
+
+``--fix`` reads a file, fixes the text and writes it back. In between, an editor or another tool
+may have saved the file; a crash may happen mid-write. So: keep the exact bytes that were read,
+re-encode the new text the way the original was encoded (coding line, BOM; newlines are part of
+the text and survive as they were), write a temporary file in the same folder, give it the
+original's mode, and ``os.replace`` it over the original only if the original still holds the
+bytes that were read.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import tempfile
+import tokenize
+from dataclasses import dataclass
+
+from regcomp_lint.source import DecodeError, decode_source
+
+
+class WritebackError(Exception):
+    """The fixed text could not be written; the original file is untouched."""
+
+
+class ChangedOnDisk(WritebackError):
+    """The file changed after it was read: writing would lose someone else's edit."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A file's bytes as read, the text they decode to, and how to encode text back."""
+
+    path: str
+    data: bytes
+    text: str
+    encoding: str
+
+    def encode(self, text: str) -> bytes:
+        """``text`` in the original's encoding (``utf-8-sig`` keeps the BOM)."""
+        try:
+            return text.encode(self.encoding)
+        except UnicodeEncodeError as exc:
+            raise WritebackError(f"{self.path}: the fixed text cannot be encoded as {self.encoding}: {exc.reason}") from None
+
+
+def detect_encoding(data: bytes) -> str:
+    """The encoding the interpreter would use for ``data`` (``utf-8-sig`` when there is a BOM)."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError:
+        return "utf-8"
+    return encoding
+
+
+def snapshot_bytes(path: str, data: bytes) -> Snapshot:
+    """Decode ``data`` (raises ``DecodeError`` when it is not text)."""
+    return Snapshot(path, data, decode_source(data), detect_encoding(data))
+
+
+def read(path: str) -> Snapshot:
+    """Read ``path`` for fixing; ``OSError`` and ``DecodeError`` reach the caller."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    return snapshot_bytes(path, data)
+
+
+def write(snap: Snapshot, new_text: str) -> None:
+    """Atomically replace the file with ``new_text`` encoded like the original.
+
+    Raises ``ChangedOnDisk`` when the file no longer holds the bytes that were read, and
+    ``WritebackError`` for anything else that stops the write; in both cases the original file
+    is left exactly as it was.
+    """
+    payload = snap.encode(new_text)
+    target = os.path.realpath(snap.path)  # write through a symlink, keep the link itself
+    folder = os.path.dirname(target) or "."
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except OSError as exc:
+        raise WritebackError(f"{snap.path}: cannot stat: {exc.strerror or exc}") from None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.", suffix=".regcomp-tmp")
+    except OSError as exc:
+        raise WritebackError(f"{snap.path}: cannot create a temporary file beside it: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        if _current_bytes(target) != snap.data:
+            raise ChangedOnDisk(f"{snap.path}: changed on disk since it was read; not overwritten (run again)")
+        os.replace(tmp, target)
+    except WritebackError:
+        _remove_quietly(tmp)
+        raise
+    except OSError as exc:
+        _remove_quietly(tmp)
+        raise WritebackError(f"{snap.path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _current_bytes(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+__all__ = ["ChangedOnDisk", "DecodeError", "Snapshot", "WritebackError", "read", "snapshot_bytes", "write"]

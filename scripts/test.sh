@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Install the project with its test extra (pinned by constraints.txt) into .venv and run the tests.
+#
+#   bash scripts/test.sh [PYTEST ARGS...]
+#
+# Exit status: pytest's. Any non-zero status fails, including 5 ("no tests collected"), so a
+# broken collection can never pass for a green run.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
+ensure_venv test
+cd "$REPO_ROOT"
+exec "$PY" -m pytest "$@"

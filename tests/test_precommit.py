@@ -1,0 +1,139 @@
+"""The pre-commit hook this repository publishes (``.pre-commit-hooks.yaml``).
+
+``pre-commit try-repo`` installs the hook exactly as a user's pre-commit would (a fresh
+virtualenv, ``pip install`` of this project) and runs it on a temporary git repository: it must
+fail on a file with a finding and show it, then pass once the file is fixed.
+
+try-repo only sees committed files plus *tracked* modifications, so the test copies the
+installable part of the working tree (pyproject, README, package, hooks file) into a fresh
+repository and commits it: what is tested is the working tree, committed or not.
+Needs git and PyPI (for the hook's dependencies); ``PRE_COMMIT_HOME`` is a temporary folder.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+HOOKS_FILE = ROOT / ".pre-commit-hooks.yaml"
+PRE_COMMIT = [sys.executable, "-m", "pre_commit"]
+
+CLEAN = """\
+import torch
+
+model = torch.compile(torch.nn.Linear(4, 4), mode="reduce-overhead")
+"""
+
+BAD = """\
+import torch
+import torch._dynamo
+
+torch._dynamo.config.suppress_errors = True
+model = torch.compile(torch.nn.Linear(4, 4))
+"""
+
+FIXED = """\
+import torch
+
+model = torch.compile(torch.nn.Linear(4, 4))
+"""
+
+
+def git(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
+
+
+def init_repo(path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    git("init", "-q", cwd=path)
+    git("config", "user.email", "tests@regcomp-lint.invalid", cwd=path)
+    git("config", "user.name", "regcomp-lint tests", cwd=path)
+    git("config", "commit.gpgsign", "false", cwd=path)
+
+
+def copy_hook_repo(dest: Path) -> Path:
+    """The installable part of the working tree, committed in a new repository."""
+    init_repo(dest)
+    for name in ("pyproject.toml", "README.md", "LICENSE", "setup.cfg", "setup.py", "MANIFEST.in", ".pre-commit-hooks.yaml"):
+        if (ROOT / name).exists():
+            shutil.copy2(ROOT / name, dest / name)
+    shutil.copytree(ROOT / "regcomp_lint", dest / "regcomp_lint", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    git("add", "-A", cwd=dest)
+    git("commit", "-q", "-m", "hook under test", cwd=dest)
+    return dest
+
+
+def run_pre_commit(args: list[str], cwd: Path, home: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env.update(
+        PRE_COMMIT_HOME=str(home),
+        PRE_COMMIT_COLOR="never",
+        NO_COLOR="1",
+        TMPDIR=str(home.parent),  # try-repo keeps its own temporary store; keep it in tmp_path
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        # the hook's virtualenv gets the same pinned versions as the tests
+        PIP_CONSTRAINT=str(ROOT / "constraints.txt") if (ROOT / "constraints.txt").exists() else "",
+    )
+    if not env["PIP_CONSTRAINT"]:
+        del env["PIP_CONSTRAINT"]
+    return subprocess.run([*PRE_COMMIT, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+
+
+def test_hooks_file_declares_regcomp_lint():
+    hooks = yaml.safe_load(HOOKS_FILE.read_text(encoding="utf-8"))
+    assert [h["id"] for h in hooks] == ["regcomp-lint"]  # regcomp-fix comes with the codemod
+    hook = hooks[0]
+    assert hook["entry"] == "regcomp-lint"
+    assert hook["language"] == "python"
+    assert hook["types_or"] == ["python", "pyi"]
+    assert hook["require_serial"] is True  # the tool runs its own process pool
+    assert "files" not in hook and "pass_filenames" not in hook
+
+
+def test_hooks_file_is_a_valid_manifest():
+    proc = subprocess.run([*PRE_COMMIT, "validate-manifest", str(HOOKS_FILE)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_entry_is_a_console_script():
+    import tomllib
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
+    hooks = yaml.safe_load(HOOKS_FILE.read_text(encoding="utf-8"))
+    for hook in hooks:
+        assert hook["entry"].split()[0] in scripts
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="pre-commit needs git")
+def test_try_repo_fails_on_finding_then_passes(tmp_path):
+    hook_repo = copy_hook_repo(tmp_path / "hook-repo")
+    project = tmp_path / "project"
+    init_repo(project)
+    (project / "clean.py").write_text(CLEAN, encoding="utf-8")
+    (project / "bad.py").write_text(BAD, encoding="utf-8")
+    (project / "notes.txt").write_text("suppress_errors = True\n", encoding="utf-8")  # not Python: not linted
+    git("add", "-A", cwd=project)
+    git("commit", "-q", "-m", "initial", cwd=project)
+    home = tmp_path / "pre-commit-home"
+
+    failing = run_pre_commit(["try-repo", str(hook_repo), "regcomp-lint", "--all-files"], project, home)
+    output = failing.stdout + failing.stderr
+    assert failing.returncode == 1, output
+    assert "regcomp-lint" in output and "Failed" in output, output
+    assert "bad.py:4:1: RC107" in output, output
+    assert "clean.py:" not in output, output  # the clean file has no finding
+    assert "notes.txt" not in output, output
+
+    (project / "bad.py").write_text(FIXED, encoding="utf-8")
+    git("add", "-A", cwd=project)
+    passing = run_pre_commit(["try-repo", str(hook_repo), "regcomp-lint", "--all-files"], project, home)
+    output = passing.stdout + passing.stderr
+    assert passing.returncode == 0, output
+    assert "Passed" in output and "RC107" not in output, output
