@@ -79,6 +79,7 @@ class Bindings:
     def __init__(self) -> None:
         self._frames: list[_Frame] = [_Frame(None, "module", None)]
         self._scopes: list[ast.AST] = []  # function and comprehension nodes, outermost first
+        self._scope_tuple: tuple[ast.AST, ...] = ()
         # (id of scope node, or None for the module; key) -> bindings in source order
         self._names: dict[tuple[int | None, str], list[Bound]] = defaultdict(list)
         # (id of class node, "self.attr") -> bindings in that class's methods, in source order
@@ -89,52 +90,62 @@ class Bindings:
 
     # -- feeding, from the engine's walk ----------------------------------------------------
     def here(self, node: ast.AST) -> Where:
-        return Where(tuple(self._scopes), self._frames[-1].method_cls, (node.lineno, node.col_offset))
+        return Where(self._scope_tuple, self._frames[-1].method_cls, (node.lineno, node.col_offset))
 
     def visit(self, node: ast.AST) -> None:
         """Record what ``node`` binds and enter its scope; call before its children."""
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            self._bind_key(node.name, node, None, self.here(node), _end(node))
-        if isinstance(node, FUNCTION_NODES):
-            parent = self._frames[-1]
-            method_cls = parent.node if parent.kind == "class" else parent.method_cls
-            self._enter(_Frame(node, "function", method_cls))
-            self._bind_parameters(node)
-        elif isinstance(node, COMPREHENSION_NODES):
-            self._enter(_Frame(node, "comprehension", self._frames[-1].method_cls))
-        elif isinstance(node, ast.ClassDef):
-            self.classes[node.name] = node
-            self._frames.append(_Frame(node, "class", None))
-        elif isinstance(node, ast.Assign):
-            for target in node.targets:
-                self._bind_target(target, node.value, node)
-        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)):
-            if node.value is not None:
-                self._bind_target(node.target, node.value, node)
-        elif isinstance(node, ast.AugAssign):
-            self._bind_target(node.target, None, node)
-        elif isinstance(node, (ast.For, ast.AsyncFor)):
-            self._bind_target(node.target, None, node.target)
-        elif isinstance(node, ast.comprehension):
-            self._bind_target(node.target, None, node.target)
-        elif isinstance(node, ast.withitem):
-            if node.optional_vars is not None:
-                self._bind_target(node.optional_vars, None, node.optional_vars)
-        elif isinstance(node, ast.Return):
-            function = self._innermost_function()
-            if node.value is not None and function is not None:
-                self._returns[id(function)].append((node.value, self.here(node)))
+        handler = _VISITORS.get(type(node))
+        if handler is not None:
+            handler(self, node)
 
     def leave(self, node: ast.AST) -> None:
         if isinstance(node, FUNCTION_NODES + COMPREHENSION_NODES):
             self._frames.pop()
             self._scopes.pop()
+            self._scope_tuple = tuple(self._scopes)
         elif isinstance(node, ast.ClassDef):
             self._frames.pop()
+
+    def _visit_function(self, node: ast.AST) -> None:
+        if not isinstance(node, ast.Lambda):
+            self._bind_key(node.name, node, None, self.here(node), _end(node))
+        parent = self._frames[-1]
+        method_cls = parent.node if parent.kind == "class" else parent.method_cls
+        self._enter(_Frame(node, "function", method_cls))
+        self._bind_parameters(node)
+
+    def _visit_comprehension_scope(self, node: ast.AST) -> None:
+        self._enter(_Frame(node, "comprehension", self._frames[-1].method_cls))
+
+    def _visit_class(self, node: ast.ClassDef) -> None:
+        self._bind_key(node.name, node, None, self.here(node), _end(node))
+        self.classes[node.name] = node
+        self._frames.append(_Frame(node, "class", None))
+
+    def _visit_assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            self._bind_target(target, node.value, node)
+
+    def _visit_assign_one(self, node: ast.AnnAssign | ast.NamedExpr) -> None:
+        if node.value is not None:
+            self._bind_target(node.target, node.value, node)
+
+    def _visit_unknown_value(self, node: ast.AugAssign | ast.For | ast.AsyncFor | ast.comprehension) -> None:
+        self._bind_target(node.target, None, node if isinstance(node, ast.AugAssign) else node.target)
+
+    def _visit_withitem(self, node: ast.withitem) -> None:
+        if node.optional_vars is not None:
+            self._bind_target(node.optional_vars, None, node.optional_vars)
+
+    def _visit_return(self, node: ast.Return) -> None:
+        function = self._innermost_function()
+        if node.value is not None and function is not None:
+            self._returns[id(function)].append((node.value, self.here(node)))
 
     def _enter(self, frame: _Frame) -> None:
         self._frames.append(frame)
         self._scopes.append(frame.node)
+        self._scope_tuple = tuple(self._scopes)
 
     def _innermost_function(self) -> ast.AST | None:
         for frame in reversed(self._frames):
@@ -150,9 +161,7 @@ class Bindings:
                 self._names[(id(func), arg.arg)].append(Bound(None, None, where, where.pos))
 
     def _bind_target(self, target: ast.AST, value: ast.AST | None, stmt: ast.AST) -> None:
-        where = self.here(stmt)
-        if value is not None:
-            where = where.at(value)
+        where = self.here(value if value is not None else stmt)
         if isinstance(target, (ast.Tuple, ast.List)):
             for i, elt in enumerate(target.elts):
                 if isinstance(elt, ast.Starred):
@@ -199,18 +208,49 @@ class Bindings:
         return found[-1]
 
     def _lookup_attr(self, key: str, where: Where) -> Bound | None:
+        candidates = self._attr_candidates(key, where)
+        return candidates[0] if candidates else None
+
+    def candidates(self, expr: ast.AST, where: Where) -> list[Bound]:
+        """The bindings ``expr`` may hold at ``where``, most likely first: one for a name; for
+        ``self.x`` the latest earlier assignment in the same method, or else every assignment
+        in the class's other methods (latest first), since any method may have filled it."""
+        key = binding_key(expr)
+        if key is not None and key.startswith("self."):
+            return self._attr_candidates(key, where)
+        bound = self.lookup(expr, where)
+        return [bound] if bound is not None else []
+
+    def _attr_candidates(self, key: str, where: Where) -> list[Bound]:
         if where.cls is None:
-            return None
-        found = self._attrs.get((id(where.cls), key))
-        if not found:
-            return None
-        same_method = [b for b in found if b.where.function is where.function]
-        other_methods = [b for b in found if b.where.function is not where.function]
-        return _last_before(same_method, where.pos) or (other_methods[-1] if other_methods else None)
+            return []
+        found = self._attrs.get((id(where.cls), key), [])
+        same_method = _last_before([b for b in found if b.where.function is where.function], where.pos)
+        if same_method is not None:
+            return [same_method]
+        return [b for b in reversed(found) if b.where.function is not where.function]
 
     def returns(self, function: ast.AST) -> list[tuple[ast.expr, Where]]:
         """The ``return`` values of a function, with the point each is evaluated at."""
         return self._returns.get(id(function), [])
+
+
+_VISITORS = {
+    ast.FunctionDef: Bindings._visit_function,
+    ast.AsyncFunctionDef: Bindings._visit_function,
+    ast.Lambda: Bindings._visit_function,
+    ast.ClassDef: Bindings._visit_class,
+    ast.Assign: Bindings._visit_assign,
+    ast.AnnAssign: Bindings._visit_assign_one,
+    ast.NamedExpr: Bindings._visit_assign_one,
+    ast.AugAssign: Bindings._visit_unknown_value,
+    ast.For: Bindings._visit_unknown_value,
+    ast.AsyncFor: Bindings._visit_unknown_value,
+    ast.comprehension: Bindings._visit_unknown_value,
+    ast.withitem: Bindings._visit_withitem,
+    ast.Return: Bindings._visit_return,
+    **{kind: Bindings._visit_comprehension_scope for kind in COMPREHENSION_NODES},
+}
 
 
 def _last_before(bindings: list[Bound], pos: Position) -> Bound | None:

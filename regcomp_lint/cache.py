@@ -91,7 +91,7 @@ class LintCache:
         path = cache_dir(settings) / f"lint-{key['settings']}.json"
         try:
             raw = path.read_bytes()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # no cache yet (saving will say if it cannot be made)
             return cls(path, key)
         except OSError as exc:
             return cls(path, key, problem=f"cannot read the cache {path}: {exc.strerror or exc}")

@@ -23,6 +23,9 @@ TORCH_COMPILE_KWARGS = frozenset({
     "recompile_limit", "isolate_recompiles", "shapes_spec",
 })
 
+#: Last names of every call :func:`compile_config_site` can recognise without an import alias.
+_SITE_NAMES = frozenset({"compile", "optimize", "TorchDynamoPlugin", "Accelerator", "compile_regions"})
+
 #: ``TorchDynamoPlugin`` is a dataclass: these fields can also be passed positionally, in order.
 PLUGIN_FIELDS = ("backend", "mode", "fullgraph", "dynamic", "options", "disable", "use_regional_compilation")
 
@@ -99,10 +102,12 @@ def compile_config_site(ctx: FileContext, call: ast.Call) -> Site | None:
     :func:`is_torch_module_compile`) and also knowing ``torch._dynamo.optimize``: for rules that
     read the arguments (backend, mode, options) and must not judge another library's call."""
     func = call.func
-    last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
-    if last is None:
-        return None
-    if last == "compile" and isinstance(func, ast.Attribute) and not ctx.imports.root_is_import(func.value):
+    if isinstance(func, ast.Attribute):
+        if func.attr not in _SITE_NAMES:
+            return None
+    elif not isinstance(func, ast.Name) or (func.id not in _SITE_NAMES and ctx.qualname(func).rpartition(".")[2] not in _SITE_NAMES):
+        return None  # cheap exit for most calls (`from torch import compile as tc`: tc means torch.compile)
+    if isinstance(func, ast.Attribute) and func.attr == "compile" and not ctx.imports.root_is_import(func.value):
         return Site.MODULE_COMPILE if is_torch_module_compile(ctx, call) else None
     if is_dynamo_optimize(ctx, func):
         return Site.DYNAMO_OPTIMIZE

@@ -42,6 +42,13 @@ class LintGroup(click.Group):
         formatter.write_usage(ctx.command_path, "COMMAND [ARGS]...", prefix=" " * len("Usage: "))
 
 
+class PathsArgument(click.Argument):
+    """The paths, left out of subcommands' usage lines (``regcomp-lint rule``, not ``regcomp-lint [PATH]... rule``)."""
+
+    def get_usage_pieces(self, ctx: click.Context) -> list[str]:
+        return []
+
+
 def _selectors(ctx, param, values):
     from regcomp_lint.invocation import split_selectors
 
@@ -53,7 +60,7 @@ def _selectors(ctx, param, values):
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
-@click.argument("paths", nargs=-1, type=click.Path(), metavar="[PATH]...")
+@click.argument("paths", nargs=-1, type=click.Path(), metavar="[PATH]...", cls=PathsArgument)
 @click.option("--select", multiple=True, callback=_selectors, metavar="CODES",
               help="Rules to enable, replacing the config's selection: codes, prefixes (RC1), names or ALL. Comma-separated, repeatable.")
 @click.option("--extend-select", multiple=True, callback=_selectors, metavar="CODES", help="Rules to enable on top of the selection.")

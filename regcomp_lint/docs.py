@@ -33,7 +33,7 @@ _FIX_TEXT = {
     Applicability.UNSAFE: "unsafe (applied by `--fix --unsafe-fixes`)",
     Applicability.DISPLAY: "display only (shown, never applied)",
 }
-_FIX_SHORT = {None: "", Applicability.SAFE: "safe", Applicability.UNSAFE: "unsafe", Applicability.DISPLAY: "display"}
+_FIX_SHORT = {None: "none", Applicability.SAFE: "safe", Applicability.UNSAFE: "unsafe", Applicability.DISPLAY: "display"}
 
 
 def fix_text(rule: type[Rule]) -> str:

@@ -11,8 +11,10 @@ triggers occur is parsed only for RC001 and never walked.
 from __future__ import annotations
 
 import ast
+import re
 import warnings
 from collections import defaultdict
+from functools import lru_cache
 from typing import Iterable
 
 from regcomp_lint import suppressions as sup_mod
@@ -61,45 +63,105 @@ def _syntax_error(exc: BaseException, source: SourceFile) -> Diagnostic:
 
 def active_rules(text: str, enabled: Iterable[str]) -> list[type[Rule]]:
     """Enabled visitor rules whose triggers occur in ``text`` (the prefilter)."""
-    rules = []
-    for code in sorted(enabled):
-        rule = ALL_RULES.get(code)
-        if rule is None or rule.engine_rule:
-            continue
-        if not rule.triggers or any(t in text for t in rule.triggers):
-            rules.append(rule)
-    return rules
+    return [rule for rule in _visitor_rules(frozenset(enabled)) if not rule.triggers or any(t in text for t in rule.triggers)]
 
 
-def walk(ctx: FileContext, rules: list[Rule]) -> None:
-    """One iterative depth-first walk (no recursion limit on deep code) for all rules."""
+@lru_cache(maxsize=64)
+def _visitor_rules(enabled: frozenset[str]) -> tuple[type[Rule], ...]:
+    return tuple(ALL_RULES[code] for code in sorted(enabled) if code in ALL_RULES and not ALL_RULES[code].engine_rule)
+
+
+#: Fields that never hold a node, skipped without a look (names, flags, constants' values).
+_LEAF_FIELDS = frozenset({"ctx", "id", "attr", "arg", "asname", "module", "level", "kind", "type_comment",
+                          "conversion", "is_async"})
+
+
+def _child_fields(node_type: type) -> tuple[str, ...]:
+    if node_type is ast.Constant:
+        return ()
+    return tuple(f for f in node_type._fields if f not in _LEAF_FIELDS)
+
+
+#: Fields that may hold child nodes, per node type (Name and Constant: none).
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {
+    cls: _child_fields(cls) for cls in vars(ast).values() if isinstance(cls, type) and issubclass(cls, ast.AST)
+}
+
+
+def _dispatch(rules: list[Rule]) -> tuple[dict[type, list], dict[type, list]]:
     visit: dict[type, list] = defaultdict(list)
     leave: dict[type, list] = defaultdict(list)
     for rule in rules:
-        for method in rule.handlers():
+        for method in _handler_names(type(rule)):
             kind, _, type_name = method.partition("_")
             node_type = getattr(ast, type_name, None)
             if node_type is None:
                 raise RuntimeError(f"{type(rule).__name__}.{method}: no ast.{type_name}")
             (visit if kind == "visit" else leave)[node_type].append(getattr(rule, method))
-    stack: list[tuple[ast.AST, bool]] = [(ctx.tree, False)]
+    return dict(visit), dict(leave)
+
+
+@lru_cache(maxsize=None)
+def _handler_names(rule_cls: type[Rule]) -> tuple[str, ...]:
+    return tuple(rule_cls.handlers())
+
+
+def walk(ctx: FileContext, rules: list[Rule]) -> None:
+    """One iterative depth-first walk (no recursion limit on deep code) for all rules.
+
+    This loop runs once per node of every file a rule may care about, so it is written for
+    speed: child fields are looked up per node type once, leaves no rule asks for (names,
+    constants, ``Load``) are never pushed, and ancestors are kept by depth instead of pushing a
+    "leave" entry per node.
+    """
+    visit, leave = _dispatch(rules)
+    imports = ctx.imports
+    for import_type in (ast.Import, ast.ImportFrom):  # imports are recorded before any rule sees them
+        visit[import_type] = [imports.add, *visit.get(import_type, ())]
     ancestors = ctx.ancestors
+    ast_node = ast.AST
+    child_fields = _CHILD_FIELDS
+    # Nodes without children and without handlers (names, constants, Load...) change nothing:
+    # never pushed. In typical code they are about half of all nodes.
+    inert = {t for t, f in child_fields.items() if not f and t not in visit and t not in leave}
+    stack: list[tuple[ast.AST, int]] = [(ctx.tree, 0)]
+    pop, push = stack.pop, stack.append
     while stack:
-        node, leaving = stack.pop()
-        if leaving:
-            ancestors.pop()
-            for handler in leave.get(type(node), ()):
+        node, depth = pop()
+        while len(ancestors) > depth:
+            done = ancestors.pop()
+            if leave:
+                for handler in leave.get(type(done), ()):
+                    handler(done)
+        node_type = type(node)
+        handlers = visit.get(node_type)
+        if handlers:
+            for handler in handlers:
                 handler(node)
-            continue
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            ctx.imports.add(node)
-        for handler in visit.get(type(node), ()):
-            handler(node)
-        stack.append((node, True))
         ancestors.append(node)
-        children = list(ast.iter_child_nodes(node))
-        children.reverse()
-        stack.extend((child, False) for child in children)
+        fields = child_fields.get(node_type)
+        if fields is None:  # a node type this Python's ast module does not list
+            fields = child_fields[node_type] = _child_fields(node_type)
+        if not fields:
+            continue
+        depth += 1
+        children = []
+        for name in fields:
+            value = getattr(node, name, None)
+            if value is None:
+                continue
+            if type(value) is list:
+                for item in value:
+                    if type(item) not in inert and isinstance(item, ast_node):
+                        children.append(item)
+            elif type(value) not in inert and isinstance(value, ast_node):
+                children.append(value)
+        for child in reversed(children):
+            push((child, depth))
+    while ancestors:
+        done = ancestors.pop()
+        for handler in leave.get(type(done), ()):
+            handler(done)
     for rule in rules:
         rule.finish()
 
@@ -114,6 +176,7 @@ def lint_text(text: str, filename: str, enabled: frozenset[str]) -> list[Diagnos
     ctx = FileContext(source, tree)
     rules = [rule_cls(ctx) for rule_cls in active_rules(text, enabled)]
     found: list[tuple[Diagnostic, int]] = []
+    nodes: list[ast.AST] = []
     if rules:
         walk(ctx, rules)
         for rule in rules:
@@ -123,13 +186,63 @@ def lint_text(text: str, filename: str, enabled: frozenset[str]) -> list[Diagnos
                     source.start(rep.node), source.end(rep.end_node or rep.node), rep.fix,
                 )
                 found.append((diag, rep.stmt_row))
+                nodes.append(rep.node)
 
-    if sup_mod.might_have_suppressions(text):
+    if _suppressions_matter(text, bool(found), enabled):
+        if found:
+            rows = _statement_rows(tree, nodes)
+            found = [(diag, row or stmt_row) for (diag, stmt_row), row in zip(found, rows)]
         diagnostics = _apply_suppressions(found, source, enabled)
     else:
         diagnostics = [d for d, _ in found]
     diagnostics.sort(key=Diagnostic.sort_key)
     return diagnostics
+
+
+def _statement_rows(tree: ast.Module, nodes: list[ast.AST]) -> list[int | None]:
+    """First line of the innermost statement holding each node (a decorated definition starts
+    at its first decorator), for ``# regcomp: ignore`` on the line above a statement.
+
+    Found by position after the walk, because while a rule visits a statement the statement is
+    not yet among ``ctx.ancestors``: a finding on ``x.suppress_errors`` inside ``if x:`` would
+    otherwise belong to the ``if``, and a comment above the ``if`` would silence its body.
+    """
+    spans = []
+    for stmt in ast.walk(tree):
+        if isinstance(stmt, ast.stmt):
+            decorators = getattr(stmt, "decorator_list", None)
+            start = (min(d.lineno for d in decorators), 0) if decorators else (stmt.lineno, stmt.col_offset)
+            end = (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0)
+            spans.append((start, end))
+    rows: list[int | None] = []
+    for node in nodes:
+        lineno = getattr(node, "lineno", None)
+        if lineno is None:
+            rows.append(None)
+            continue
+        where = (lineno, getattr(node, "col_offset", 0))
+        best = None
+        for start, end in spans:
+            if start <= where <= end and (best is None or start > best[0] or (start == best[0] and end < best[1])):
+                best = (start, end)
+        rows.append(best[0][0] if best else None)
+    return rows
+
+
+#: A ``# noqa`` comment that names one of our codes (RC...): only those can be RC002/RC003.
+_NOQA_WITH_OUR_CODE = re.compile(r"noqa[^\r\n]*?rc", re.IGNORECASE)
+
+
+def _suppressions_matter(text: str, found: bool, enabled: frozenset[str]) -> bool:
+    """Tokenizing for comments is slow; do it only when a suppression can change the result:
+    there are findings to silence, or a directive of ours can be unused/unknown (RC002/RC003)."""
+    if not sup_mod.might_have_suppressions(text):
+        return False
+    if found:
+        return True
+    if UNUSED_SUPPRESSION not in enabled and UNKNOWN_SUPPRESSION_CODE not in enabled:
+        return False
+    return "regcomp:" in text or _NOQA_WITH_OUR_CODE.search(text) is not None
 
 
 def _apply_suppressions(found: list[tuple[Diagnostic, int]], source: SourceFile, enabled: frozenset[str]) -> list[Diagnostic]:

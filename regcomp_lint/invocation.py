@@ -89,6 +89,7 @@ class _Outcome:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     fixes: list[FileFix] = field(default_factory=list)
     stdin_fixed_bytes: bytes | None = None
 
@@ -111,6 +112,8 @@ def lint(opts: LintOptions) -> int:
 
     incomplete = bool(outcome.errors or missing)
     status = _emit_diff(outcome) if opts.diff else _emit_report(opts, outcome, incomplete)
+    for message in outcome.warnings:  # cost speed only: reported, status unchanged
+        click.echo(f"regcomp-lint: warning: {message}", err=True)
     for message in outcome.errors:
         echo_error(message)
     for path in missing:
@@ -122,7 +125,7 @@ def lint(opts: LintOptions) -> int:
 
 # -- linting ---------------------------------------------------------------------------------
 def _lint_stdin(opts: LintOptions, settings: Settings, outcome: _Outcome, fixing: bool) -> None:
-    data = click.get_binary_stream("stdin").read()
+    data = _read_stdin()
     filename = opts.stdin_filename or STDIN_DISPLAY
     diagnostics = api.lint_source(data, filename, settings)
     try:
@@ -159,6 +162,7 @@ def _lint_files(paths: list[str], opts: LintOptions, settings: Settings, outcome
     if missing is None:  # older runner: find them here
         missing = [p for p in paths if not os.path.lexists(p)]
     missing_set = set(missing)
+    outcome.warnings.extend(getattr(result, "warnings", []))
     outcome.errors.extend(e for e in getattr(result, "errors", []) if not any(e.startswith(f"{m}:") for m in missing_set))
     diagnostics = [d for d in result.diagnostics if d.filename not in missing_set]
     if fixing:
@@ -182,6 +186,23 @@ def _fix_files(diagnostics: list[Diagnostic], opts: LintOptions, settings: Setti
             outcome.errors.append(result.error)
         kept.extend(result.remaining)
     return kept
+
+
+def _read_stdin() -> bytes:
+    """Raw bytes, so the code is decoded like a file (BOM, coding line), not by the locale."""
+    stream = sys.stdin
+    buffer = getattr(stream, "buffer", None)
+    return buffer.read() if buffer is not None else stream.read().encode("utf-8")
+
+
+def _write_stdout_bytes(data: bytes) -> None:
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:
+        sys.stdout.write(data.decode("utf-8", errors="replace"))
+    else:
+        sys.stdout.flush()
+        buffer.write(data)
+        buffer.flush()
 
 
 def _stderr_is_tty() -> bool:
@@ -215,9 +236,7 @@ def _emit_report(opts: LintOptions, outcome: _Outcome, incomplete: bool) -> int:
     else:
         text = render(opts.output_format, outcome.diagnostics, ctx)
     if outcome.stdin_fixed_bytes is not None:
-        out = click.get_binary_stream("stdout")
-        out.write(outcome.stdin_fixed_bytes)
-        out.flush()
+        _write_stdout_bytes(outcome.stdin_fixed_bytes)
     if text:
         click.echo(text, nl=False, err=to_stderr, color=ctx.color)
     if outcome.diagnostics and not opts.exit_zero:

@@ -92,20 +92,33 @@ class ModelFinder:
         self.ctx = ctx
         self.bindings = bindings
         self._classes: dict[int, RepeatedBlocks | None] = {}
+        self._memo: dict[tuple[int, Where], RepeatedBlocks | None] = {}
 
     # -- expressions ------------------------------------------------------------------------
     def model_of(self, expr: ast.AST | None, where: Where, depth: int = 0) -> RepeatedBlocks | None:
         if expr is None or depth > MAX_DEPTH:
             return None
+        key = (id(expr), where)
+        if key in self._memo:
+            return self._memo[key]
+        self._memo[key] = None  # in progress: a cycle (``self.m = self.m.cuda()`` everywhere) ends here
+        found = self._model_of(expr, where, depth)
+        self._memo[key] = found
+        return found
+
+    def _model_of(self, expr: ast.AST, where: Where, depth: int) -> RepeatedBlocks | None:
         if isinstance(expr, ast.Call):
             return self._call(expr, where, depth)
-        bound = self.bindings.lookup(expr, where)
-        if bound is None or bound.value is None or isinstance(bound.value, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            return None
-        value = bound.value
-        if bound.index is not None:
-            value = _element(value, bound.index)
-        return self.model_of(value, bound.where, depth + 1)
+        for bound in self.bindings.candidates(expr, where):
+            value = bound.value
+            if value is None or isinstance(value, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if bound.index is not None:
+                value = _element(value, bound.index)
+            found = self.model_of(value, bound.where, depth + 1)
+            if found is not None:
+                return found
+        return None
 
     def _call(self, call: ast.Call, where: Where, depth: int) -> RepeatedBlocks | None:
         func = call.func

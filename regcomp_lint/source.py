@@ -12,6 +12,7 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass
+from functools import cached_property
 
 from regcomp_lint.diagnostics import Edit, Location
 
@@ -45,7 +46,10 @@ def decode_source(data: bytes) -> str:
         start = getattr(exc, "start", 0)
         row = data[:start].count(b"\n") + 1
         line_start = data.rfind(b"\n", 0, start) + 1
-        raise DecodeError(f"file is not valid {encoding} text: {exc.reason if hasattr(exc, 'reason') else exc}", row, start - line_start + 1)
+        if line_start == 0 and data.startswith(codecs.BOM_UTF8):
+            line_start = len(codecs.BOM_UTF8)
+        column = len(data[line_start:start].decode(encoding, errors="replace")) + 1  # characters, not bytes
+        raise DecodeError(f"file is not valid {encoding} text: {exc.reason if hasattr(exc, 'reason') else exc}", row, column)
     if text.startswith("\ufeff"):
         text = text[1:]
     return text
@@ -69,8 +73,13 @@ class SourceFile:
     text: str
 
     def __post_init__(self) -> None:
-        self.lines = split_lines(self.text)
         self._line_bytes: dict[int, bytes] = {}
+
+    @cached_property
+    def lines(self) -> list[str]:
+        """Split on first use: most files are never reported on, and splitting every file of a
+        large tree costs more than walking the few that are."""
+        return split_lines(self.text)
 
     def line(self, row: int) -> str:
         """Line ``row`` (1-based) without its line ending; '' past the end."""

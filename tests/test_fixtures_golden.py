@@ -143,3 +143,29 @@ def test_bundled_example_shows_findings():
     example = FIXTURE_DIR.parent.parent / "examples" / "train_gpt.py"
     codes = {d.code for d in lint_source(example.read_bytes(), "examples/train_gpt.py", Settings())}
     assert codes == {"RC102", "RC105", "RC107", "RC501"}, sorted(codes)
+
+
+def test_cli_concise_output_matches_golden_files(tmp_path):
+    """End to end: ``regcomp-lint --format concise`` prints exactly the golden lines."""
+    import subprocess
+    import sys
+
+    root = FIXTURE_DIR.parent.parent
+    if not (root / "regcomp_lint" / "__main__.py").exists():
+        pytest.skip("no `python -m regcomp_lint` entry point yet")
+    if UPDATE:
+        pytest.skip("golden files are being regenerated")
+    config = tmp_path / "pyproject.toml"  # default settings, like the API calls above
+    config.write_text("[tool.regcomp-lint]\n", encoding="utf-8")
+    names = [p.name for p in FIXTURES]
+    env = dict(os.environ, NO_COLOR="1")
+    proc = subprocess.run(
+        [sys.executable, "-m", "regcomp_lint", "--config", str(config), "--no-cache", "--format", "concise", *names],
+        cwd=FIXTURE_DIR, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 1, proc.stderr
+    finding = re.compile(r"^[\w.]+\.py:\d+:\d+: RC\d{3} ")
+    fixable_mark = re.compile(r"^(\S+ RC\d{3}) \[\*\] ")  # ruff-style marker of a safe fix
+    printed = sorted(fixable_mark.sub(r"\1 ", line) for line in proc.stdout.splitlines() if finding.match(line))
+    golden = sorted(line for p in FIXTURES for line in p.with_suffix(".expected").read_text(encoding="utf-8").splitlines())
+    assert printed == golden

@@ -165,7 +165,10 @@ def test_cli_lints_every_fixture_without_torch(blocked_env, tmp_path, jobs):
     if command is None:
         pytest.skip("regcomp_lint/cli.py does not exist yet")
     env, log = blocked_env
-    proc = run_python([*command, "--no-cache", "--jobs", jobs, "--format", "json", str(FIXTURE_DIR)], env, tmp_path)
+    config = tmp_path / "pyproject.toml"  # defaults, whatever the repository's own pyproject says
+    config.write_text("[tool.regcomp-lint]\n", encoding="utf-8")
+    args = ["--config", str(config), "--no-cache", "--jobs", jobs, "--format", "json", str(FIXTURE_DIR)]
+    proc = run_python([*command, *args], env, tmp_path)
     assert proc.returncode == 1, proc.stderr  # findings exist, and nothing crashed (that would be 2)
     found = json.loads(proc.stdout)
     expected = lint_paths([str(FIXTURE_DIR)], Settings())

@@ -82,7 +82,8 @@ class UnknownBackend(Rule):
     (still shown in Accelerate's docs) is wrong for both.
 
     A backend that is not a string literal (`backend=args.backend`, a compiler function) is never
-    reported. The tables were read from torch 2.13.0 and accelerate 1.15.0
+    reported. A backend that a package outside the known list registers when imported is
+    reported: silence that line with `# noqa: RC101`. The tables were read from torch 2.13.0 and accelerate 1.15.0
     (`bench/read_backend_tables.py`).
 
     ## Why is this bad
@@ -109,8 +110,6 @@ class UnknownBackend(Rule):
     Unsafe: when one replacement is clearly meant (a typo, a case or `-`/`_` slip, or a removed
     backend with a named successor such as `aot_nvfuser` → `inductor`) the string is replaced,
     keeping its quotes. Another backend compiles differently, so review the change.
-    A backend that a package outside the known list registers at import time is reported; add it
-    with `register_backend` in the file or silence the line with `# noqa: RC101`.
 
     ## References
     - [torch.compiler: backends](https://docs.pytorch.org/docs/stable/torch.compiler.html)
@@ -187,6 +186,8 @@ class UnknownBackend(Rule):
 
     # -- registrations in this file ----------------------------------------------------------
     def _is_register_backend(self, func: ast.AST) -> bool:
+        if isinstance(func, ast.Attribute) and func.attr != "register_backend":
+            return False  # cheap exit before resolving imports
         return self.ctx.resolves_to(func, *REGISTER_BACKEND)
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
@@ -194,28 +195,25 @@ class UnknownBackend(Rule):
             if self._is_register_backend(decorator):
                 self._registered.add(node.name)
             elif isinstance(decorator, ast.Call) and self._is_register_backend(decorator.func):
-                name = keyword_value(decorator, "name")
-                self._note_registration(name if name is not None else ast.Constant(node.name))
+                self._note_registration(keyword_value(decorator, "name"), node.name)
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
-    def _note_registration(self, name: ast.AST | None) -> None:
-        literal = string_literal(name)
-        if literal is not None:
-            self._registered.add(literal)
-        elif isinstance(name, ast.Name):
-            self._registered.add(name.id)  # compiler_fn=my_fn registers "my_fn"
+    def _note_registration(self, name: ast.expr | None, function_name: str | None) -> None:
+        """``register_backend`` registers ``name=`` or else the compiler function's ``__name__``."""
+        if name is None and function_name is not None:
+            self._registered.add(function_name)
+        elif string_literal(name) is not None:
+            self._registered.add(string_literal(name))
         else:
             self._registers_unknown_names = True
 
     # -- call sites --------------------------------------------------------------------------
     def visit_Call(self, node: ast.Call) -> None:
         if self._is_register_backend(node.func):
-            if node.keywords or node.args:
-                name = keyword_value(node, "name")
-                if name is None:
-                    name = keyword_value(node, "compiler_fn") or (node.args[0] if node.args else None)
-                self._note_registration(name)
+            compiler_fn = keyword_value(node, "compiler_fn") or (node.args[0] if node.args else None)
+            if compiler_fn is not None:  # without one it is a decorator factory: see visit_FunctionDef
+                self._note_registration(keyword_value(node, "name"), compiler_fn.id if isinstance(compiler_fn, ast.Name) else None)
             return
         site = compile_config_site(self.ctx, node)
         if site is None:

@@ -120,10 +120,7 @@ class UnknownMode(Rule):
             return
         raiser = "`accelerator.prepare()`" if site is Site.DYNAMO_PLUGIN else "torch.compile"
         suggestion = did_you_mean(mode, INDUCTOR_MODES, separator="-")
-        if suggestion:
-            tail = f'did you mean "{suggestion}"?'
-        else:
-            tail = f"modes: {', '.join(INDUCTOR_MODES)}"
+        tail = f'did you mean "{suggestion}"?' if suggestion else f"modes: {', '.join(INDUCTOR_MODES)}"
         message = f'unknown mode "{mode}": {raiser} raises RuntimeError in torch {TORCH_VERSION}; {tail}'
         fix = None
         edit = replace_string_literal(self.ctx, value, suggestion) if suggestion else None

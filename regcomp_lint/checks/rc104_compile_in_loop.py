@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from regcomp_lint.callsites import Site, compile_config_site, decorator_compile_call, is_dynamo_optimize, is_torch_compile
+from regcomp_lint.callsites import Site, compile_config_site, decorator_compile_call
 from regcomp_lint.checks.base import Invalid, Rule
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -34,12 +34,10 @@ def bound_names(target: ast.AST) -> set[str]:
 
 def fresh_names(body: list[ast.stmt], targets: set[str]) -> set[str]:
     """Names that hold a new object on every pass through a loop ``body`` whose own targets
-    are ``targets``: those, definitions, ``with ... as`` names, assignments whose value does not
-    read the name itself (``m = Model(cfg)`` is fresh, ``model = model.to(device)`` and
-    ``model = torch.compile(model)`` are not), and targets of inner loops over something fresh
-    (``for layer in model.layers`` after ``model = build(cfg)``, but not over an outer object)."""
+    are ``targets``: those, definitions, ``with ... as`` names, and assignments whose value does
+    not read the name itself (``m = Model(cfg)`` is fresh, ``model = model.to(device)`` and
+    ``model = torch.compile(model)`` are not)."""
     fresh = set(targets)
-    inner_loops: list[tuple[set[str], set[str]]] = []  # (targets, names the iterable reads)
     stack: list[ast.AST] = list(body)
     while stack:
         node = stack.pop()
@@ -54,18 +52,9 @@ def fresh_names(body: list[ast.stmt], targets: set[str]) -> set[str]:
                 fresh |= bound_names(target) - reads
         elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
             fresh |= bound_names(node.target) - names_in(node.value)
-        elif isinstance(node, (ast.For, ast.AsyncFor)):
-            inner_loops.append((bound_names(node.target), names_in(node.iter)))
         elif isinstance(node, ast.withitem) and node.optional_vars is not None:
             fresh |= bound_names(node.optional_vars)
         stack.extend(ast.iter_child_nodes(node))
-    changed = True
-    while changed:
-        changed = False
-        for loop_targets, reads in inner_loops:
-            if reads & fresh and not loop_targets <= fresh:
-                fresh |= loop_targets
-                changed = True
     return fresh
 
 
@@ -106,16 +95,18 @@ def find_repetition(chain: list[ast.AST], start: ast.AST, uses: set[str], result
 
     ``uses``: names the compile reads; a loop whose targets (or names it rebinds) are among them
     compiles a different object each pass, which is compile-per-item, not a repeat (regional
-    compilation by hand: ``for layer in model.layers: layer.compile()``). ``result``: the
+    compilation by hand: ``for layer in model.layers: layer.compile()``). The compiled objects
+    then come from the loop's iterable, so its names join ``uses`` for the loops further out:
+    over a model built afresh each pass it is still per item, over the same model it repeats.
+    ``result``: the
     assignment target's text; an ``if`` testing it (``if compiled is None:``) is a lazy, once-only
     compile.
     """
     path = _Path()
     child, grandchild = start, None
     for anc in reversed(chain):
-        if isinstance(child, ast.stmt):
-            if any(isinstance(s, EXITS) for s in later_siblings(anc, child)):
-                path.exits = True
+        if isinstance(child, ast.stmt) and any(isinstance(s, EXITS) for s in later_siblings(anc, child)):
+            path.exits = True
         if isinstance(anc, FUNCTIONS) and child in anc.body:
             return None  # runs when the function is called, not when it is defined
         if isinstance(anc, ast.Lambda) and child is anc.body:
@@ -126,13 +117,19 @@ def find_repetition(chain: list[ast.AST], start: ast.AST, uses: set[str], result
             repeated = child in anc.body or (isinstance(anc, ast.While) and child is anc.test)
             if repeated:
                 targets = bound_names(anc.target) if isinstance(anc, (ast.For, ast.AsyncFor)) else set()
-                if not (path.exits or uses & fresh_names(anc.body, targets) or _guarded(path.guards, result)):
+                if path.exits or _guarded(path.guards, result):
+                    pass
+                elif uses & fresh_names(anc.body, targets):
+                    uses = uses | names_in(getattr(anc, "iter", None))
+                else:
                     return Repetition(anc, "loop")
             path = _Path()
         if isinstance(anc, COMPREHENSIONS):
             first_iter = child is anc.generators[0] and grandchild is anc.generators[0].iter
-            if not first_iter and not uses & comprehension_targets(anc):
-                return Repetition(anc, "comprehension")
+            if not first_iter:
+                if not uses & comprehension_targets(anc):
+                    return Repetition(anc, "comprehension")
+                uses = uses | set().union(*(names_in(gen.iter) for gen in anc.generators))
             path = _Path()
         child, grandchild = anc, child
     return None
@@ -260,6 +257,7 @@ class CompileInLoop(Rule):
         "import re\nfor p in patterns:\n    rx = re.compile(p)\n",
         "import torch\ndef train(model, loader):\n    model = torch.compile(model)\n    for batch in loader:\n        model(batch)\n",
         "import torch\nfor batch in loader:\n    model(batch)\ncompiled = torch.compile(model)\n",
+        "import keras\nfor lr in rates:\n    model.compile()\n",
     ]
     invalid = [
         Invalid("import torch\nfor batch in loader:\n    out = torch.compile(model)(batch)\n", message="`for` loop on line 2"),
@@ -292,12 +290,12 @@ class CompileInLoop(Rule):
             self.report(node, self._message(what, found))
 
     def _compile_call(self, node: ast.Call) -> str | None:
-        if is_torch_compile(self.ctx, node.func):
-            return "torch.compile(...)"
-        if is_dynamo_optimize(self.ctx, node.func):
-            return "torch._dynamo.optimize(...)"
         site = compile_config_site(self.ctx, node)
-        if site is Site.MODULE_COMPILE:
+        if site is Site.TORCH_COMPILE:
+            return "torch.compile(...)"
+        if site is Site.DYNAMO_OPTIMIZE:
+            return "torch._dynamo.optimize(...)"
+        if site is Site.MODULE_COMPILE and "torch" in self.ctx.source.text:  # Keras' model.compile() is not ours
             receiver = ast.unparse(node.func.value)
             return f"{receiver}.compile()" if len(receiver) <= 30 else ".compile()"
         if site is Site.COMPILE_REGIONS:

@@ -18,7 +18,7 @@ class DynamoBackendAndPlugin(Rule):
     accelerate 1.15):
     `ValueError: You cannot pass in both `dynamo_plugin` and `dynamo_backend`, please only pass
     in one.` The script dies at start-up, typically after a launcher has already allocated the
-    machines. Only a literal `None` for either keyword is accepted, and is not reported.
+    machines. Accelerate treats a literal `None` as absent, so that is not reported.
 
     ## Example
     ```python

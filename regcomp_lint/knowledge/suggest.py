@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from typing import Iterable
+from collections.abc import Iterable
 
 
 def _normalise(text: str, separator: str) -> str:

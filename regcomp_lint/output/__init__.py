@@ -7,7 +7,7 @@ The registry maps a format name to its module, imported only when chosen, so the
 from __future__ import annotations
 
 import importlib
-from typing import Sequence
+from collections.abc import Sequence
 
 from regcomp_lint.diagnostics import Diagnostic
 from regcomp_lint.output.context import RenderContext

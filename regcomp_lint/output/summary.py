@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from regcomp_lint.diagnostics import Diagnostic
 from regcomp_lint.output.context import RenderContext, plural
-
 
 INCOMPLETE = "No findings in the files that were read, but not everything could be linted (see the errors below)."
 
@@ -16,22 +15,22 @@ def summary_line(diagnostics: Sequence[Diagnostic], ctx: RenderContext) -> str:
     if ctx.incomplete and remaining == 0 and not ctx.fixed:
         return INCOMPLETE
     hidden = 0 if ctx.unsafe_fixes else sum(ctx.hidden_unsafe(d) for d in diagnostics)
-    hidden_note = f"{hidden} more with --fix --unsafe-fixes" if hidden else ""
     if ctx.fix_mode:
         total = ctx.fixed + remaining
         if total == 0:
             return "All checks passed!"
-        notes = [f"{ctx.fixed} fixed", f"{remaining} remaining"]
-        if hidden_note:
-            notes.append(hidden_note)
-        return f"Found {plural(total, 'error')} ({', '.join(notes)})."
+        note = f"{ctx.fixed} fixed, {remaining} remaining"
+        if hidden:
+            note += f"; {hidden} fixable with --unsafe-fixes"
+        return f"Found {plural(total, 'error')} ({note})."
     if remaining == 0:
         return "All checks passed!"
     fixable = sum(ctx.fix_applies(d) for d in diagnostics)
     notes = []
     if fixable:
-        notes.append(f"{fixable} fixable with --fix" + (" --unsafe-fixes" if ctx.unsafe_fixes and any(ctx.hidden_unsafe(d) for d in diagnostics) else ""))
-    if hidden_note:
-        notes.append(hidden_note)
+        uses_unsafe = ctx.unsafe_fixes and any(ctx.hidden_unsafe(d) for d in diagnostics)
+        notes.append(f"{fixable} fixable with --fix" + (" --unsafe-fixes" if uses_unsafe else ""))
+    if hidden:
+        notes.append(f"{hidden} {'more' if fixable else 'fixable'} with --fix --unsafe-fixes")
     suffix = f" ({'; '.join(notes)})" if notes else ""
     return f"Found {plural(remaining, 'error')}{suffix}."

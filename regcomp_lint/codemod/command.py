@@ -1,0 +1,106 @@
+"""The libcst codemod: plan the conversion from the metadata, then apply it in one pass.
+
+Imports are added and removed by libcst's ``AddImportsVisitor``/``RemoveImportsVisitor``, which
+``CodemodCommand.transform_module`` runs after this pass.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
+from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider
+
+from regcomp_lint.codemod.accelerated import AcceleratePlanner
+from regcomp_lint.codemod.distribution import find_distribution
+from regcomp_lint.codemod.edits import EditPlan, comment_line, missing_comments, rescued_lines
+from regcomp_lint.codemod.options import ConvertOptions
+from regcomp_lint.codemod.plain import PlainPlanner
+from regcomp_lint.codemod.planner import Conversion, accelerator_calls
+from regcomp_lint.codemod.settings import Refusal
+from regcomp_lint.codemod.tree import Tree
+
+
+def plan_conversion(tree: Tree, options: ConvertOptions) -> Conversion:
+    """Decide every edit, or raise :class:`Refusal`."""
+    distribution = find_distribution(tree)
+    if distribution.blockers:
+        raise Refusal(f"not converted: {distribution.blockers[0]}; Accelerate sets up distribution itself, so port it by hand")
+    constructions = accelerator_calls(tree)
+    if constructions:
+        if distribution.by_hand:
+            raise Refusal(f"it uses Accelerate and also sets up distribution by hand ({distribution.describe(tree)}); remove the hand-made part first")
+        return AcceleratePlanner(tree, options, constructions).plan()
+    return PlainPlanner(tree, options, distribution).plan()
+
+
+class ConvertToAccelerate(VisitorBasedCodemodCommand):
+    DESCRIPTION = "Move a PyTorch training script onto Accelerate: TorchDynamoPlugin, prepare(), accelerator.backward()."
+    METADATA_DEPENDENCIES = (ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider)
+
+    def __init__(self, context: CodemodContext, options: ConvertOptions) -> None:
+        super().__init__(context)
+        self.options = options
+        self.plan = EditPlan()
+        self.notes: list[str] = []
+
+    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
+        assert self.context.wrapper is not None
+        conversion = plan_conversion(Tree(self.context.wrapper), self.options)
+        self.plan, self.notes = conversion.edits, conversion.notes
+        if self.plan.empty:
+            return tree
+        for module, obj in conversion.imports:
+            self.add_needed_import(module, obj)
+        for module, obj, asname in conversion.unused_imports:
+            self.remove_unused_import(module, obj, asname)
+        return tree.visit(self)
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):  # type: ignore[override]
+        updated = super().on_leave(original_node, updated_node)
+        if isinstance(original_node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            updated = self._drop_small_statements(original_node, updated)  # type: ignore[arg-type]
+        for edit in self.plan.replace.get(original_node, ()):
+            updated = edit(updated)  # type: ignore[arg-type]
+        if isinstance(original_node, (cst.Module, cst.IndentedBlock)):
+            updated = self._rebuild_block(original_node, updated)  # type: ignore[arg-type]
+        if isinstance(original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            lost = missing_comments(original_node, updated)  # type: ignore[arg-type]
+            if lost:
+                updated = updated.with_changes(leading_lines=[*updated.leading_lines, *map(comment_line, lost)])  # type: ignore[union-attr]
+        return updated
+
+    def _drop_small_statements(self, original, updated):
+        kept = [new for old, new in zip(original.body, updated.body) if old not in self.plan.remove]
+        if len(kept) == len(updated.body):
+            return updated
+        if kept:
+            last = kept[-1]
+            kept[-1] = last.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+        return updated.with_changes(body=kept or [cst.Pass()])
+
+    def _rebuild_block(self, original: cst.Module | cst.IndentedBlock, updated: cst.Module | cst.IndentedBlock):
+        inserts = self.plan.insert.get(original, {})
+        if not inserts and not any(stmt in self.plan.remove for stmt in original.body):
+            return updated
+        body: list[cst.BaseStatement] = []
+        pending: list[cst.EmptyLine] = []
+
+        def emit(stmt: cst.BaseStatement) -> None:
+            nonlocal pending
+            if pending:
+                stmt = stmt.with_changes(leading_lines=[*pending, *stmt.leading_lines])
+                pending = []
+            body.append(stmt)
+
+        for index, (old, new) in enumerate(zip(original.body, updated.body)):
+            for stmt in inserts.get(index, ()):
+                emit(stmt)
+            if old in self.plan.remove:
+                pending.extend(rescued_lines(new))
+                continue
+            emit(new)
+        for stmt in inserts.get(len(original.body), ()):
+            emit(stmt)
+        if not body and isinstance(updated, cst.IndentedBlock):
+            emit(cst.SimpleStatementLine(body=[cst.Pass()]))
+        return updated.with_changes(body=body, footer=[*pending, *updated.footer])

@@ -1,0 +1,134 @@
+"""Hand compiles of a model that the plugin takes over.
+
+``model = torch.compile(model, **kw)``, ``model = torch.compile(model) if cond else model``,
+``model = torch.compile(Net())`` and ``model.compile(**kw)`` — also under ``if cond:`` — are
+removed (or unwrapped) and their keywords and condition handed to the plugin. Compiles of
+anything else (a compiled function, a helper) are left alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from regcomp_lint.codemod import names
+from regcomp_lint.codemod.settings import Refusal, ScriptSettings
+from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, single_target
+
+
+@dataclass
+class CompileSite:
+    call: cst.Call
+    key: str
+    #: the small statement to delete, or None when the call is unwrapped in place
+    remove: cst.BaseSmallStatement | None
+    condition: cst.BaseExpression | None
+    origin: str
+
+
+def find_compile_sites(tree: Tree, function: Function, models: set[str]) -> list[CompileSite]:
+    sites = []
+    for call in find_all(function, cst.Call, enter_functions=False):
+        site = _site(tree, function, call, models)
+        if site is not None:
+            sites.append(site)
+    return sites
+
+
+def _site(tree: Tree, function: Function, call: cst.Call, models: set[str]) -> CompileSite | None:
+    origin = f"{code(call.func)}(...) at line {tree.line(call)}"
+    if tree.resolves_to(call.func, *names.TORCH_COMPILE):
+        target = call.args[0].value if call.args and call.args[0].keyword is None and not call.args[0].star else None
+        parent = tree.parent(call)
+        if isinstance(parent, cst.Assign):
+            assigned = single_target(parent)
+            if assigned is None or assigned[0] not in models:
+                return _refuse_if_model(target, models, origin)
+            if target is not None and key_of(target) == assigned[0]:
+                return CompileSite(call, assigned[0], parent, _condition(tree, function, parent), origin)
+            if target is not None and key_of(target) is None:  # model = torch.compile(Net(...))
+                return CompileSite(call, assigned[0], None, _condition(tree, function, parent), origin)
+            raise Refusal(f"{origin} compiles {code(target) if target else 'nothing'} into {assigned[0]}; compile the model in place before converting")
+        if isinstance(parent, cst.IfExp) and parent.body is call:
+            assign = tree.parent(parent)
+            assigned = single_target(assign) if isinstance(assign, cst.Assign) else None
+            if assigned and assigned[0] in models and key_of(target) == assigned[0] and key_of(parent.orelse) == assigned[0]:
+                own = _condition(tree, function, assign)
+                if own is not None:
+                    raise Refusal(f"{origin} is conditional twice; simplify it before converting")
+                return CompileSite(call, assigned[0], assign, parent.test, origin)  # type: ignore[arg-type]
+        return _refuse_if_model(target, models, origin)
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "compile" and key_of(func.value) in models:
+        parent = tree.parent(call)
+        if isinstance(parent, cst.Expr):
+            return CompileSite(call, key_of(func.value), parent, _condition(tree, function, parent), origin)  # type: ignore[arg-type]
+        raise Refusal(f"{origin}: the result of nn.Module.compile() is used; call it as a statement before converting")
+    return None
+
+
+def _refuse_if_model(target: cst.BaseExpression | None, models: set[str], origin: str) -> None:
+    if target is not None and key_of(target) in models:
+        raise Refusal(f"{origin} compiles the model in a way the conversion does not take apart; use model = torch.compile(model, ...) before converting")
+    return None
+
+
+def _condition(tree: Tree, function: Function, stmt: cst.CSTNode) -> cst.BaseExpression | None:
+    """The test of the ``if`` blocks around ``stmt`` (joined with ``and``); refuses else-branches and loops."""
+    tests: list[cst.BaseExpression] = []
+    child: cst.CSTNode = stmt
+    for anc in tree.ancestors(stmt):
+        if anc is function:
+            break
+        if isinstance(anc, cst.If):
+            if not tree.contains(anc.body, child):
+                raise Refusal(f"the compile at line {tree.line(stmt)} is in an else branch; move it under a plain if before converting")
+            tests.append(anc.test)
+        elif isinstance(anc, (cst.For, cst.While)):
+            raise Refusal(f"the compile at line {tree.line(stmt)} runs inside a loop (RC104); compile once before the loop")
+        child = anc
+    if not tests:
+        return None
+    if len(tests) == 1:
+        return tests[0]
+    from regcomp_lint.codemod.builders import parenthesized
+
+    joined = " and ".join(parenthesized(t) for t in reversed(tests))
+    return cst.parse_expression(joined)
+
+
+def collect_settings(tree: Tree, sites: list[CompileSite], settings: ScriptSettings) -> None:
+    """Fold every compile's keywords and condition into ``settings`` (refusing what the plugin cannot take)."""
+    for site in sites:
+        args = site.call.args[1:] if _is_torch_compile(tree, site.call) else site.call.args
+        for arg in args:
+            _take_keyword(tree, arg, site, settings)
+        settings.require(site.condition, site.origin)
+
+
+def _is_torch_compile(tree: Tree, call: cst.Call) -> bool:
+    return tree.resolves_to(call.func, *names.TORCH_COMPILE)
+
+
+def _take_keyword(tree: Tree, arg: cst.Arg, site: CompileSite, settings: ScriptSettings) -> None:
+    if arg.star:
+        raise Refusal(f"{site.origin} passes {arg.star}{code(arg.value)}; spell the compile keywords out before converting")
+    if arg.keyword is None:
+        raise Refusal(f"{site.origin} passes a positional argument after the model; use keywords before converting")
+    name = arg.keyword.value
+    if name == "model":
+        return
+    if name not in names.COMPILE_KEYWORDS:
+        raise Refusal(f"{site.origin} passes {name}=, which TorchDynamoPlugin does not take")
+    if name == "backend" and not _could_be_backend_name(tree, arg.value):
+        raise Refusal(f"{site.origin} uses a callable backend ({code(arg.value)}); TorchDynamoPlugin takes backend names only")
+    settings.add(name, arg.value, site.origin)
+
+
+def _could_be_backend_name(tree: Tree, value: cst.BaseExpression) -> bool:
+    if isinstance(value, (cst.Lambda,)):
+        return False
+    if isinstance(value, cst.Name):
+        return not any(isinstance(s, cst.FunctionDef) and s.name.value == value.value for s in tree.module.body)
+    return True

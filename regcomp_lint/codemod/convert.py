@@ -1,0 +1,85 @@
+"""Library entry points of the conversion: text in, text out, never a half-converted file.
+
+``convert_source`` takes decoded text; ``convert_bytes`` takes a file's bytes and gives them back
+in the same encoding, with the same BOM. Neither imports torch nor imports or runs the script.
+The result is checked before it is returned: it must parse and keep every comment; otherwise
+the input comes back unchanged with a refusal line.
+"""
+
+from __future__ import annotations
+
+import ast
+import codecs
+import io
+import tokenize
+from collections import Counter
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+
+from regcomp_lint.codemod.command import ConvertToAccelerate
+from regcomp_lint.codemod.options import ConversionResult, ConvertOptions
+from regcomp_lint.codemod.settings import Refusal
+from regcomp_lint.source import DecodeError, comments, decode_source
+
+_BOM = "\ufeff"
+
+
+def convert_source(text: str, filename: str = "<stdin>", options: ConvertOptions | None = None) -> ConversionResult:
+    """Convert one script's text; ``refused`` says why when nothing could be changed."""
+    options = options or ConvertOptions()
+    bom = text.startswith(_BOM)
+    body = text[1:] if bom else text
+    try:
+        module = cst.parse_module(body)
+    except cst.ParserSyntaxError as exc:
+        return _refused(text, f"{filename}: cannot parse line {exc.raw_line}, column {exc.raw_column + 1}: {exc.message}; fix the syntax error first")
+    command = ConvertToAccelerate(CodemodContext(filename=filename), options)
+    try:
+        new_module = command.transform_module(module)
+    except Refusal as refusal:
+        return _refused(text, f"{filename}: not converted: {refusal}" if not str(refusal).startswith("not converted") else f"{filename}: {refusal}")
+    new_body = new_module.code
+    problem = _check(body, new_body, filename)
+    if problem:
+        return _refused(text, f"{filename}: internal error, nothing changed: {problem} (please report this script)")
+    new_text = (_BOM + new_body) if bom else new_body
+    return ConversionResult(new_text, new_text != text, None, command.notes if new_text != text else [])
+
+
+def convert_bytes(data: bytes, filename: str = "<stdin>", options: ConvertOptions | None = None) -> ConversionResult:
+    """Convert a file's content; ``result.data`` is the new content in the file's own encoding."""
+    try:
+        text = decode_source(data)
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except (DecodeError, SyntaxError) as exc:
+        return ConversionResult("", False, f"{filename}: cannot read: {exc}", [], data)
+    bom = data.startswith(codecs.BOM_UTF8)
+    result = convert_source(text, filename, options)
+    if not result.changed:
+        result.data = data
+        return result
+    try:
+        encoded = result.text.encode("utf-8" if encoding == "utf-8-sig" else encoding)
+    except UnicodeEncodeError as exc:
+        return ConversionResult(text, False, f"{filename}: the converted text does not fit the file's encoding {encoding}: {exc.reason}", [], data)
+    result.data = (codecs.BOM_UTF8 + encoded) if bom else encoded
+    return result
+
+
+def _refused(text: str, why: str) -> ConversionResult:
+    return ConversionResult(text, False, why.replace("\n", " "), [])
+
+
+def _check(before: str, after: str, filename: str) -> str | None:
+    """The guarantees every result keeps: it parses, and no comment is lost."""
+    if before == after:
+        return None
+    try:
+        ast.parse(after, filename)
+    except SyntaxError as exc:
+        return f"the result does not parse ({exc.msg}, line {exc.lineno})"
+    lost = Counter(c for _, _, c in comments(before)) - Counter(c for _, _, c in comments(after))
+    if lost:
+        return f"the result would lose the comment {next(iter(lost))!r}"
+    return None

@@ -1,0 +1,73 @@
+"""Find the distribution set-up a script does by hand.
+
+Accelerate owns process groups and data-parallel wrapping; a script that also does them must
+either be taken apart completely (the nanoGPT shape: ``init_process_group`` + ``model =
+DDP(model)``, which ``prepare`` replaces) or refused. Spawning workers, FSDP and other
+frameworks are always refused: their structure has no one-to-one Accelerate equivalent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from regcomp_lint.codemod import names
+from regcomp_lint.codemod.tree import Tree, find_all
+
+
+@dataclass
+class Distribution:
+    data_parallel: list[cst.Call] = field(default_factory=list)
+    init_process_group: list[cst.Call] = field(default_factory=list)
+    set_device: list[cst.Call] = field(default_factory=list)
+    #: reasons the script can never be converted (spawn, FSDP, other frameworks)
+    blockers: list[str] = field(default_factory=list)
+
+    @property
+    def by_hand(self) -> bool:
+        return bool(self.data_parallel or self.init_process_group)
+
+    def describe(self, tree: Tree) -> str:
+        parts = [f"{_short(tree, c)} at line {tree.line(c)}" for c in [*self.data_parallel, *self.init_process_group][:3]]
+        return ", ".join(parts)
+
+
+def _short(tree: Tree, call: cst.Call) -> str:
+    for name in tree.imported_names(call.func):
+        return name.rsplit(".", 1)[-1]
+    return "distributed set-up"
+
+
+def find_distribution(tree: Tree) -> Distribution:
+    found = Distribution()
+    for call in find_all(tree.module, cst.Call):
+        func = call.func
+        if tree.resolves_to(func, *names.DATA_PARALLEL):
+            found.data_parallel.append(call)
+        elif tree.resolves_to(func, *names.INIT_PROCESS_GROUP):
+            found.init_process_group.append(call)
+        elif tree.resolves_to(func, *names.CUDA_SET_DEVICE):
+            found.set_device.append(call)
+        elif tree.resolves_to(func, *names.SPAWN):
+            found.blockers.append(f"it starts its own worker processes (torch.multiprocessing spawn at line {tree.line(call)})")
+        elif tree.resolves_to(func, *names.FSDP):
+            found.blockers.append(f"it shards the model with FSDP by hand (line {tree.line(call)})")
+    for stmt in find_all(tree.module, (cst.Import, cst.ImportFrom)):
+        module = _imported_module(stmt)
+        for prefix, framework in names.FOREIGN_FRAMEWORKS:
+            if module == prefix or module.startswith(prefix + "."):
+                found.blockers.append(f"it uses {framework} (import at line {tree.line(stmt)})")
+                break
+    return found
+
+
+def _imported_module(stmt: cst.Import | cst.ImportFrom) -> str:
+    from regcomp_lint.codemod.tree import dotted
+
+    if isinstance(stmt, cst.ImportFrom):
+        if stmt.relative:
+            return ""
+        return dotted(stmt.module) or "" if stmt.module is not None else ""
+    first = stmt.names[0]
+    return dotted(first.name) or ""

@@ -1,0 +1,77 @@
+"""The edits a conversion makes, recorded against nodes of the original tree.
+
+The planner decides everything first (so it can refuse before touching anything); the applier
+in ``command.py`` then makes these edits in one libcst pass. Edits are keyed on original nodes:
+``replace`` functions receive the already-updated node, so edits of a node and of its children
+compose. Removing a statement never loses a comment: its comments move to the next statement
+(or the block's footer).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable
+
+import libcst as cst
+
+from regcomp_lint.codemod.tree import comments_in, find_all
+
+Replace = Callable[[cst.CSTNode], cst.CSTNode]
+
+
+@dataclass
+class EditPlan:
+    replace: dict[cst.CSTNode, list[Replace]] = field(default_factory=dict)
+    #: statements (lines, compound statements) or small statements to delete
+    remove: set[cst.CSTNode] = field(default_factory=set)
+    #: block (Module / IndentedBlock of the original tree) -> index -> statements to insert there
+    insert: dict[cst.CSTNode, dict[int, list[cst.BaseStatement]]] = field(default_factory=dict)
+
+    def on(self, node: cst.CSTNode, fn: Replace) -> None:
+        self.replace.setdefault(node, []).append(fn)
+
+    def add_statements(self, block: cst.CSTNode, index: int, statements: list[cst.BaseStatement]) -> None:
+        self.insert.setdefault(block, {}).setdefault(index, []).extend(statements)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.replace or self.remove or self.insert)
+
+
+# -- comment rescue -------------------------------------------------------------------------
+
+def comment_line(text: str) -> cst.EmptyLine:
+    return cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=cst.Comment(text))
+
+
+def rescued_lines(stmt: cst.CSTNode) -> list[cst.EmptyLine]:
+    """Lines that carry every comment of a statement being deleted, in source order.
+
+    The statement's own comment lines above it are kept as they were (with any blank lines
+    between them); comments from inside it (trailing, or within brackets) become lines.
+    """
+    own: list[cst.EmptyLine] = list(getattr(stmt, "leading_lines", ()))
+    if not any(line.comment for line in own):
+        own = []
+    else:  # drop blank lines after the last comment: the next statement brings its own spacing
+        while own and own[-1].comment is None:
+            own.pop()
+    inner = Counter(comments_in(stmt)) - Counter(line.comment.value for line in own if line.comment)
+    extra: list[cst.EmptyLine] = []
+    for comment in find_all(stmt, cst.Comment):
+        if inner[comment.value] > 0:
+            inner[comment.value] -= 1
+            extra.append(comment_line(comment.value))
+    return own + extra
+
+
+def missing_comments(original: cst.CSTNode, updated: cst.CSTNode) -> list[str]:
+    """Comments of ``original`` that ``updated`` no longer has (multiset difference)."""
+    lost = Counter(comments_in(original)) - Counter(comments_in(updated))
+    out: list[str] = []
+    for text in comments_in(original):
+        if lost[text] > 0:
+            lost[text] -= 1
+            out.append(text)
+    return out

@@ -1,0 +1,434 @@
+"""Converting a plain PyTorch script (or one that compiles by hand) to Accelerate.
+
+Finds the scope that builds the model and optimizer (a function, ``main()``, the module, or a
+class's ``__init__`` holding ``self.model``), then plans: the plugin and the ``Accelerator``
+before their first use, one ``prepare`` after the last prepared object is created, every
+``backward`` through the accelerator, devices from the accelerator, hand compiles folded into
+the plugin, and — only with ``unsafe`` — the script's own DDP set-up taken apart.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from regcomp_lint.codemod import names
+from regcomp_lint.codemod.builders import call_statement, expression, statement
+from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, find_compile_sites
+from regcomp_lint.codemod.distribution import Distribution
+from regcomp_lint.codemod.options import ConvertOptions
+from regcomp_lint.codemod.planner import Conversion, Planner, function_name
+from regcomp_lint.codemod.regional import repeated_blocks
+from regcomp_lint.codemod.roles import (
+    backward_calls,
+    bindings,
+    creations,
+    is_dataloader,
+    is_scheduler,
+    iterated_keys,
+    loops_reaching,
+    optimizer_models,
+)
+from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, resolve
+from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, read_keys, single_target
+
+
+def _plugin_text(settings: dict[str, Setting]) -> list[str]:
+    return [f"{key}={setting.code}" for key, setting in settings.items()]
+
+
+class PlainPlanner(Planner):
+    def __init__(self, tree: Tree, options: ConvertOptions, distribution: Distribution) -> None:
+        super().__init__(tree, options)
+        self.distribution = distribution
+
+    def plan(self) -> Conversion:
+        tree = self.tree
+        backwards = backward_calls(tree, set())
+        if not backwards:
+            raise Refusal("no training step found (no X.backward() call); regcomp-fix converts training scripts only")
+        self.training = self.graph.closure_of_callers({tree.function_of(c) for c in backwards})
+        self._find_scope()
+        self._check_free_names()
+        self.models, self.optimizers, self.loaders, self.schedulers = self._roles()
+        if self.distribution.by_hand:
+            self._take_apart_distribution()
+        script = ScriptSettings()
+        sites = find_compile_sites(tree, self.scope, set(self.models))
+        collect_settings(tree, sites, script)
+        self._remove_compiles(sites)
+        reason = self._regional_reason()
+        settings = resolve(script, self.options, reason)
+        self._rewrites(backwards)
+        self._place(settings, script)
+        self.imports += [("accelerate", "Accelerator"), ("accelerate.utils", "TorchDynamoPlugin")]
+        self._describe(settings, reason, sites)
+        return self.conversion()
+
+    # -- where the model lives ----------------------------------------------------------------
+    def _functions(self) -> list[Function]:
+        return [self.tree.module, *find_all(self.tree.module, cst.FunctionDef)]
+
+    def _find_scope(self) -> None:
+        tree = self.tree
+        found: list[tuple[Function, str, list[str]]] = []
+        for function in self._functions():
+            for creation in creations(function):
+                models = optimizer_models(tree, function, creation.value)
+                if models:
+                    found.append((function, creation.key, models))
+        if not found:
+            raise Refusal("no optimizer found (a torch.optim class, or something built from model.parameters()); convert by hand")
+        scopes: list[Function] = []
+        for function, _, _ in found:
+            if all(function is not s for s in scopes):
+                scopes.append(function)
+        if len(scopes) > 1:
+            training_scopes = [s for s in scopes if s in self.training]
+            if len(training_scopes) != 1:
+                where = ", ".join(function_name(s) for s in scopes)
+                raise Refusal(f"optimizers are built in several places ({where}); convert by hand or build them in one function")
+            scopes = training_scopes
+        self.scope = scopes[0]
+        self.optimizer_found = [(key, models) for function, key, models in found if function is self.scope]
+        self_keys = all(key.startswith("self.") for key, _ in self.optimizer_found)
+        owner = tree.class_of(self.scope)
+        if self_keys and owner is not None:
+            methods = [s for s in owner.body.body if isinstance(s, cst.FunctionDef)]
+            if not any(m in self.training for m in methods):
+                raise Refusal(f"class {owner.name.value} builds the optimizer but none of its methods trains; convert by hand")
+            self.acc_key = "self.accelerator"
+            self.owner = owner
+        else:
+            self.owner = None
+            if self.scope not in self.training:
+                raise Refusal(
+                    f"the model and optimizer are built in {function_name(self.scope)}, which does not run the training loop; "
+                    "build them where the loop runs, or convert by hand"
+                )
+
+    def _check_free_names(self) -> None:
+        for name in ("accelerator", "dynamo_plugin"):
+            key = f"self.{name}" if self.owner is not None and name == "accelerator" else name
+            places = [self.scope, self.tree.module] + ([m for m in self.owner.body.body if isinstance(m, cst.FunctionDef)] if self.owner else [])
+            for place in places:
+                if bindings(place, key):
+                    raise Refusal(f"the script already uses the name {key!r}; rename it before converting")
+
+    # -- what gets prepared ---------------------------------------------------------------------
+    def _roles(self) -> tuple[list[str], list[str], list[str], list[str]]:
+        tree = self.tree
+        optimizers = [key for key, _ in self.optimizer_found]
+        models: list[str] = []
+        for _, owners in self.optimizer_found:
+            models += [m for m in owners if m not in models]
+        for model in models:
+            if not bindings(self.scope, model) and not tree.is_parameter(model, self.scope):
+                raise Refusal(f"the model {model} is not created in {function_name(self.scope)}, where its optimizer is; convert by hand")
+        loaders, schedulers, skipped = [], [], []
+        for creation in creations(self.scope):
+            if creation.key in loaders + schedulers + optimizers + models:
+                continue
+            if is_dataloader(tree, creation.value):
+                if self._feeds_training(creation.key, self.scope, 0):
+                    loaders.append(creation.key)
+                else:
+                    skipped.append(creation.key)
+            elif is_scheduler(tree, creation.value, set(optimizers)):
+                schedulers.append(creation.key)
+        for key in skipped:
+            if key not in loaders:
+                self.notes.append(f"{key} is not iterated by the training loop: left unprepared (evaluation is not sharded)")
+        order = self._first_binding_order()
+        return sorted(models, key=order), sorted(optimizers, key=order), sorted(loaders, key=order), sorted(schedulers, key=order)
+
+    def _first_binding_order(self):
+        def line(key: str) -> int:
+            nodes = bindings(self.scope, key)
+            return self.tree.line(nodes[0]) if nodes else 0
+
+        return line
+
+    def _feeds_training(self, key: str, function: Function, depth: int) -> bool:
+        """Is ``key`` iterated by a loop that reaches the training step (here or in a callee)?"""
+        tree = self.tree
+        places: list[Function] = [function]
+        if key.startswith("self.") and self.owner is not None:
+            places += [m for m in self.owner.body.body if isinstance(m, cst.FunctionDef) and m in self.training]
+        for place in places:
+            steps = [c for c in backward_calls(tree, set()) if tree.contains(place, c)]
+            steps += [call for callee, call in self.graph.calls_from(place) if callee in self.training]
+            for loop in loops_reaching(place, steps, tree):
+                if key in iterated_keys(loop):
+                    return True
+            for call in find_all(place, cst.Call):
+                if isinstance(call.func, cst.Name) and call.func.value == "iter" and call.args and key_of(call.args[0].value) == key:
+                    return True
+        if depth < 3 and not key.startswith("self."):
+            for callee, call in self.graph.calls_from(function):
+                if callee in self.training:
+                    param = _parameter_for(callee, call, key)
+                    if param and self._feeds_training(param, callee, depth + 1):
+                        return True
+        return False
+
+    # -- hand-made distribution -----------------------------------------------------------------
+    def _take_apart_distribution(self) -> None:
+        tree = self.tree
+        dist = self.distribution
+        if not self.options.unsafe:
+            raise Refusal(
+                f"it sets up its own distribution ({dist.describe(tree)}); rerun with --unsafe-fixes to replace that "
+                "with Accelerator + prepare (then start it with accelerate launch), or port it by hand"
+            )
+        models = set(self.models)
+        for call in dist.data_parallel:
+            assign = tree.parent(call)
+            target = single_target(assign) if isinstance(assign, cst.Assign) else None
+            wraps_in_place = target is not None and target[0] in models and call.args and key_of(call.args[0].value) == target[0]
+            if not wraps_in_place or tree.function_of(call) is not self.scope:
+                raise Refusal(f"{code(call.func)} at line {tree.line(call)} does not wrap the model in place in {function_name(self.scope)}; port it by hand")
+            self.remove_small(assign)  # type: ignore[arg-type]
+            self.forget_import(call.func)
+        for call in dist.init_process_group + dist.set_device:
+            expr = tree.parent(call)
+            if not isinstance(expr, cst.Expr):
+                raise Refusal(f"the result of {code(call.func)} at line {tree.line(call)} is used; port it by hand")
+            self.remove_small(expr)
+            self.forget_import(call.func)
+        unwraps = syncs = 0
+        for attr in find_all(tree.module, cst.Attribute):
+            owner = key_of(attr.value)
+            if owner not in models:
+                continue
+            if attr.attr.value == "no_sync":
+                raise Refusal(f"{owner}.no_sync() at line {tree.line(attr)} needs accelerator.no_sync({owner}); port it by hand")
+            if attr.attr.value == "module":
+                self._unwrap(attr, owner)
+                unwraps += 1
+            elif attr.attr.value == "require_backward_grad_sync":
+                assign = tree.parent(tree.parent(attr))
+                if not isinstance(assign, cst.Assign):
+                    raise Refusal(f"{owner}.require_backward_grad_sync at line {tree.line(attr)} is read; port it by hand")
+                self.remove_small(assign)
+                syncs += 1
+        self.notes.append(f"removed the script's own process-group set-up and {len(dist.data_parallel)} DDP wrap(s): accelerator.prepare() does that now; start it with accelerate launch")
+        if syncs:
+            self.notes.append("removed require_backward_grad_sync toggling: gradients now sync on every micro-step (use accelerator.accumulate(model) to skip it)")
+        if unwraps:
+            self.notes.append("model.module -> accelerator.unwrap_model(model, keep_torch_compile=False)")
+
+    def _unwrap(self, attr: cst.Attribute, owner: str) -> None:
+        tree = self.tree
+        acc = self.accelerator_in(tree.function_of(attr))
+        node: cst.CSTNode = attr
+        parent = tree.parent(attr)
+        if isinstance(parent, cst.IfExp) and parent.body is attr and key_of(parent.orelse) == owner:
+            node = parent  # model.module if ddp else model
+        value = expression(f"{acc}.unwrap_model({owner}, keep_torch_compile=False)", self.module)
+        self.edits.on(node, lambda u: value.with_changes(lpar=u.lpar, rpar=u.rpar))  # type: ignore[attr-defined]
+        self.uses.append(node)
+
+    # -- hand compiles ------------------------------------------------------------------------
+    def _remove_compiles(self, sites: list[CompileSite]) -> None:
+        for site in sites:
+            if site.remove is not None:
+                self.remove_small(site.remove)
+            else:
+                self.edits.on(site.call, lambda u: u.args[0].value)  # type: ignore[attr-defined]
+        leftover = [
+            c for c in find_all(self.tree.module, cst.Call)
+            if self.tree.resolves_to(c.func, *names.TORCH_COMPILE) and not self.tree.contains(self.scope, c)
+            and isinstance(self.tree.parent(c), cst.Assign)
+        ]
+        for call in leftover:
+            self.notes.append(f"torch.compile at line {self.tree.line(call)} is outside {function_name(self.scope)} and was left as is")
+
+    def _regional_reason(self) -> str | None:
+        for model in self.models:
+            for node in bindings(self.scope, model):
+                if isinstance(node, cst.Assign) and not self.is_removed(node):
+                    reason = repeated_blocks(self.tree, node.value)
+                    if reason:
+                        return reason
+        return None
+
+    # -- rewrites -------------------------------------------------------------------------------
+    def _reach(self) -> list[Function]:
+        """Functions whose code runs with the accelerator: the scope, what it calls to train,
+        functions nested in it, and (for a Trainer class) the class's training methods."""
+        tree = self.tree
+        reach: list[Function] = [self.scope]
+        frontier: list[Function] = [self.scope]
+        while frontier:
+            current = frontier.pop()
+            for callee, _ in self.graph.calls_from(current):
+                if callee in self.training and all(callee is not r for r in reach):
+                    reach.append(callee)
+                    frontier.append(callee)
+        for function in find_all(tree.module, cst.FunctionDef):
+            if any(f is self.scope for f in tree.enclosing_functions(function)) and all(function is not r for r in reach):
+                reach.append(function)
+        if self.owner is not None:
+            for method in self.owner.body.body:
+                if isinstance(method, cst.FunctionDef) and method in self.training and all(method is not r for r in reach):
+                    reach.append(method)
+        if isinstance(self.scope, cst.Module):
+            reach += [f for f in find_all(tree.module, cst.FunctionDef) if f in self.training and all(f is not r for r in reach)]
+        return reach
+
+    def _rewrites(self, backwards: list[cst.Call]) -> None:
+        tree = self.tree
+        reach = self._reach()
+        for call in backwards:
+            if self.is_removed(call):
+                continue
+            if all(tree.function_of(call) is not r for r in reach):
+                raise Refusal(f"the backward() at line {tree.line(call)} runs outside the code that trains the model built in {function_name(self.scope)}; convert by hand")
+            self.rewrite_backward(call)
+        self.cudas = self.devices = 0
+        device_key = "self.device" if self.owner is not None else "device"
+        for function in reach:
+            cudas, devices = self.device_and_cuda_rewrites(function, device_key if function is self.scope else "device")
+            self.cudas += cudas
+            self.devices += devices
+        self._checkpoint_rewrites()
+
+    def _checkpoint_rewrites(self) -> None:
+        """``model.state_dict()`` -> from the unwrapped model, so no ``_orig_mod.``/``module.``
+        prefixes reach checkpoints (RC404); ``torch.save`` of it -> ``accelerator.save`` (once per machine)."""
+        tree = self.tree
+        places: list[Function] = [self.scope]
+        if self.owner is not None:
+            places += [m for m in self.owner.body.body if isinstance(m, cst.FunctionDef) and m is not self.scope]
+        models = set(self.models)
+        for place in places:
+            for call in find_all(place, cst.Call, enter_functions=False):
+                func = call.func
+                if isinstance(func, cst.Attribute) and func.attr.value == "state_dict" and key_of(func.value) in models:
+                    acc = self.accelerator_in(place)
+                    model = key_of(func.value)
+                    value = expression(f"{acc}.unwrap_model({model}, keep_torch_compile=False)", self.module)
+                    self.edits.on(func.value, lambda u, v=value: v)
+                    self.uses.append(call)
+                    for anc in tree.ancestors(call):
+                        if isinstance(anc, cst.Call) and tree.resolves_to(anc.func, "torch.save"):
+                            self.edits.on(anc.func, lambda u, a=acc: expression(f"{a}.save", self.module))
+                            break
+                    self.checkpoints = getattr(self, "checkpoints", 0) + 1
+
+    # -- placing the accelerator and prepare ----------------------------------------------------
+    def _place(self, settings: dict[str, Setting], script: ScriptSettings) -> None:
+        tree = self.tree
+        scope_block: Block = tree.body_of(self.scope)
+        prepared = self.models + self.optimizers + self.loaders + self.schedulers
+        created = [n for key in prepared for n in bindings(self.scope, key) if not self.is_removed(n)]
+        steps = [c for c in backward_calls(tree, set()) if tree.contains(self.scope, c) and tree.function_of(c) is self.scope]
+        steps += [call for callee, call in self.graph.calls_from(self.scope) if callee in self.training]
+        block = self.descend(scope_block, created + steps) if created else scope_block
+        last = max((self.project(block, n) for n in created if self.project(block, n) is not None), default=-1)
+        first_step = min((i for i in (self.project(block, n) for n in steps) if i is not None), default=None)
+        if first_step is not None and last >= first_step:
+            late = max(created, key=lambda n: tree.line(n))
+            raise Refusal(
+                f"the training loop starts (line {tree.line(block.body[first_step])}) before the last object to prepare is created "
+                f"(line {tree.line(late)}); create model, optimizer and data loaders before the loop"
+            )
+        prepare_index = last + 1
+        indent = self.indentation_of(block)
+        acc = self.acc_key
+        targets = ", ".join(prepared)
+        prepare = call_statement(f"{targets} = ", f"{acc}.prepare", prepared, self.module, indent)
+        self._place_accelerator(settings, script, block, prepare_index)
+        self.edits.add_statements(block, prepare_index, [prepare])
+        self.prepared = prepared
+
+    def _place_accelerator(self, settings: dict[str, Setting], script: ScriptSettings, prepare_block: Block, prepare_index: int) -> None:
+        tree = self.tree
+        scope_block: Block = tree.body_of(self.scope)
+        uses = [u for u in self.uses if tree.contains(self.scope, u)]
+        anchor = prepare_block.body[prepare_index] if prepare_index < len(prepare_block.body) else None
+        block = self.descend(scope_block, uses + ([anchor] if anchor is not None else [prepare_block.body[-1]]))
+        positions = [i for i in (self.project(block, u) for u in uses) if i is not None]
+        if prepare_block is block:
+            positions.append(prepare_index)
+        else:
+            holder = self.project(block, prepare_block.body[-1] if anchor is None else anchor)
+            if holder is not None:
+                positions.append(holder)
+        first_use = min(positions)
+        dependencies = _names_in([*script.values.values(), *([script.condition] if script.condition is not None else [])])
+        last_dependency = max((self.binding_index(block, name, self.scope) for name in dependencies), default=-1)
+        extra: list[cst.BaseStatement] = []
+        if last_dependency >= first_use:
+            early = [u for u in uses if (self.project(block, u) or 0) <= last_dependency]
+            movable = all(_is_own_line(block, self.project(block, u), u) for u in early)
+            if not movable or (prepare_block is block and prepare_index <= last_dependency):
+                name = next(n for n in dependencies if self.binding_index(block, n, self.scope) == last_dependency)
+                raise Refusal(
+                    f"the Accelerator must exist by line {tree.line(block.body[first_use])} but its settings use {name!r}, "
+                    f"assigned later (line {tree.line(block.body[last_dependency])}); move that assignment up"
+                )
+            for use in early:  # `device = "cuda"` above the settings: keep it, then override it
+                self.edits.replace.pop(use, None)
+                self.devices -= 1
+            extra.append(statement(f"device = {self.acc_key}.device", self.module))
+            first_use = last_dependency + 1
+        indent = self.indentation_of(block)
+        plugin = call_statement("dynamo_plugin = ", "TorchDynamoPlugin", _plugin_text(settings), self.module, indent)
+        accelerator = statement(f"{self.acc_key} = Accelerator(dynamo_plugin=dynamo_plugin)", self.module)
+        self.edits.add_statements(block, first_use, [plugin, accelerator, *extra])
+        self.created_at = function_name(self.scope) if self.owner is None else f"{self.owner.name.value}.{function_name(self.scope)}"
+
+    def _describe(self, settings: dict[str, Setting], reason: str | None, sites: list[CompileSite]) -> None:
+        plugin = ", ".join(_plugin_text(settings))
+        notes = [f"Accelerator(dynamo_plugin=TorchDynamoPlugin({plugin})) created in {self.created_at}"]
+        notes.append(f"prepared: {', '.join(self.prepared)}")
+        for site in sites:
+            notes.append(f"removed {site.origin}: the plugin compiles the model in prepare()")
+        if reason and settings.get("use_regional_compilation", Setting("", "")).code == "True":
+            notes.append(f"use_regional_compilation=True: {reason}")
+        count = sum(1 for fns in self.edits.replace.values() for _ in fns)  # noqa: F841 (kept for debugging)
+        if self.devices:
+            notes.append(f"{self.devices} device assignment(s) now use {self.acc_key}.device")
+        if self.cudas:
+            notes.append(f"{self.cudas} .cuda()/.to('cuda') call(s) now use {self.acc_key}.device")
+        if getattr(self, "checkpoints", 0):
+            notes.append("state_dict() of the prepared model is taken from accelerator.unwrap_model(..., keep_torch_compile=False) (no _orig_mod. keys)")
+        if self.options.plan is not None:
+            notes += [f"plan: {why}" for why in self.options.plan.why]
+        self.notes[:0] = notes
+
+
+def _names_in(expressions: list[cst.BaseExpression]) -> list[str]:
+    """Root names an expression reads (``args`` of ``args.compile``)."""
+    found: list[str] = []
+    for expr in expressions:
+        found += [key.split(".")[0] for key in read_keys(expr) if key.split(".")[0] not in found]
+    return found
+
+
+def _is_own_line(block: Block, index: int | None, node: cst.CSTNode) -> bool:
+    """Is ``node`` an assignment that is the whole statement ``block.body[index]``?"""
+    if index is None or not isinstance(node, cst.Assign):
+        return False
+    line = block.body[index]
+    return isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 and line.body[0] is node
+
+
+def _parameter_for(callee: cst.FunctionDef, call: cst.Call, key: str) -> str | None:
+    """The parameter of ``callee`` that receives ``key`` at ``call``."""
+    params = [*callee.params.posonly_params, *callee.params.params]
+    if isinstance(call.func, cst.Attribute) and params and params[0].name.value == "self":
+        params = params[1:]
+    position = 0
+    for arg in call.args:
+        if arg.star:
+            return None
+        if arg.keyword is not None:
+            if key_of(arg.value) == key:
+                return arg.keyword.value
+            continue
+        if key_of(arg.value) == key:
+            return params[position].name.value if position < len(params) else None
+        position += 1
+    return None

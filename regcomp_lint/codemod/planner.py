@@ -1,0 +1,318 @@
+"""Shared machinery of both conversions: removing statements, reaching the accelerator from a
+function (adding an ``accelerator`` parameter where needed), the rewrites every converted script
+gets (``backward``, ``.cuda()``, ``device``), and finding a place for new statements.
+
+Everything is decided here before the tree is touched, so a script that cannot be converted
+completely raises :class:`Refusal` and comes back byte-identical.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from regcomp_lint.codemod import names
+from regcomp_lint.codemod.builders import expression, keyword, with_keyword
+from regcomp_lint.codemod.edits import EditPlan
+from regcomp_lint.codemod.options import ConvertOptions
+from regcomp_lint.codemod.roles import CallGraph, bindings
+from regcomp_lint.codemod.settings import Refusal
+from regcomp_lint.codemod.tree import Block, Function, Tree, code, comments_in, find_all, key_of, single_target
+
+#: compound statements a new statement may go inside of when everything happens there
+_DESCENDABLE = (cst.With, cst.Try)
+
+
+@dataclass
+class Conversion:
+    edits: EditPlan
+    notes: list[str]
+    imports: list[tuple[str, str]] = field(default_factory=list)
+    unused_imports: list[tuple[str, str | None, str | None]] = field(default_factory=list)
+
+
+def function_name(function: Function) -> str:
+    return "module level" if isinstance(function, cst.Module) else f"{function.name.value}()"
+
+
+def is_main_guard(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.If) and "__name__" in code(stmt.test) and "__main__" in code(stmt.test)
+
+
+class Planner:
+    def __init__(self, tree: Tree, options: ConvertOptions) -> None:
+        self.tree = tree
+        self.module = tree.module
+        self.options = options
+        self.edits = EditPlan()
+        self.notes: list[str] = []
+        self.imports: list[tuple[str, str]] = []
+        self.unused_imports: list[tuple[str, str | None, str | None]] = []
+        self.graph = CallGraph.build(tree)
+        #: where the accelerator lives and how that function spells it
+        self.scope: Function = tree.module
+        self.acc_key = "accelerator"
+        self._injected: set[cst.FunctionDef] = set()
+        #: nodes in the scope that will read the accelerator (for placing its creation)
+        self.uses: list[cst.CSTNode] = []
+
+    def conversion(self) -> Conversion:
+        return Conversion(self.edits, self.notes, self.imports, self.unused_imports)
+
+    # -- removing ---------------------------------------------------------------------------
+    def remove_small(self, small: cst.BaseSmallStatement) -> None:
+        """Delete one small statement (and its line, or its ``if``, when nothing else is left)."""
+        self.edits.remove.add(small)
+        line = self.tree.parent(small)
+        if isinstance(line, cst.SimpleStatementLine) and all(s in self.edits.remove for s in line.body):
+            self.remove_statement(line)
+        elif isinstance(line, cst.SimpleStatementSuite) and all(s in self.edits.remove for s in line.body):
+            owner = self.tree.parent(line)
+            if isinstance(owner, cst.If) and owner.orelse is None and owner.body is line and not self._is_elif(owner):
+                self.remove_statement(owner)
+
+    def remove_statement(self, stmt: cst.CSTNode) -> None:
+        self.edits.remove.add(stmt)
+        block = self.tree.block_of(stmt)
+        if isinstance(block, cst.IndentedBlock) and all(s in self.edits.remove for s in block.body):
+            owner = self.tree.parent(block)
+            if isinstance(owner, cst.If) and owner.orelse is None and owner.body is block and not self._is_elif(owner):
+                self.remove_statement(owner)
+
+    def _is_elif(self, node: cst.If) -> bool:
+        parent = self.tree.parent(node)
+        return isinstance(parent, cst.If) and parent.orelse is node
+
+    def is_removed(self, node: cst.CSTNode) -> bool:
+        return any(n in self.edits.remove for n in [node, *self.tree.ancestors(node)])
+
+    def forget_import(self, func: cst.BaseExpression) -> None:
+        """Drop ``from m import Name`` once the removed code was its last user (comment-free lines only)."""
+        if not isinstance(func, cst.Name):
+            return
+        for stmt in self.module.body:
+            if not isinstance(stmt, cst.SimpleStatementLine) or comments_in(stmt):
+                continue
+            for small in stmt.body:
+                if isinstance(small, cst.ImportFrom) and not small.relative and not isinstance(small.names, cst.ImportStar) and small.module is not None:
+                    for alias in small.names:
+                        local = alias.asname.name.value if alias.asname else code(alias.name)  # type: ignore[union-attr]
+                        if local == func.value:
+                            asname = alias.asname.name.value if alias.asname else None  # type: ignore[union-attr]
+                            self.unused_imports.append((code(small.module), code(alias.name), asname))
+
+    # -- reaching the accelerator ---------------------------------------------------------------
+    def accelerator_in(self, function: Function) -> str:
+        """How ``function`` spells the accelerator; adds an ``accelerator`` parameter if it has none."""
+        tree = self.tree
+        if function is self.scope or isinstance(self.scope, cst.Module):
+            return self.acc_key
+        if any(f is self.scope for f in tree.enclosing_functions(function)):
+            return self.acc_key
+        scope_class = tree.class_of(self.scope)
+        if self.acc_key.startswith("self.") and scope_class is not None and tree.class_of(function) is scope_class:
+            if _first_param(function) == "self":
+                return self.acc_key
+        if isinstance(function, cst.Module):
+            raise Refusal(f"module-level code needs the accelerator, which is created in {function_name(self.scope)}; move that code into it")
+        self._inject(function)
+        return "accelerator"
+
+    def _inject(self, function: cst.FunctionDef) -> None:
+        if function in self._injected:
+            return
+        self._injected.add(function)
+        tree = self.tree
+        name = function.name.value
+        if tree.class_of(function) is not None:
+            raise Refusal(f"method {name}() needs the accelerator but its class does not hold one; pass it in by hand")
+        callers = self.graph.callers_of(function)
+        calls = {id(call.func) for _, call in callers}
+        for ref in tree.references_to(function):
+            if id(ref) not in calls:
+                raise Refusal(f"{name}() needs the accelerator but is used other than by a call (line {tree.line(ref)}); pass it in by hand")
+        if not callers:
+            raise Refusal(f"{name}() needs the accelerator but is never called in this file; pass it in by hand")
+        if not _has_param(function, "accelerator"):
+            self.edits.on(function, _add_parameter)
+            self.notes.append(f"{name}() takes the accelerator as a new parameter")
+        for caller, call in callers:
+            spelled = self.accelerator_in(caller)
+            if keyword(call, "accelerator") is None:
+                self.edits.on(call, lambda u, s=spelled: with_keyword(u, "accelerator", expression(s, self.module)))
+                self.uses.append(call)
+
+    # -- rewrites that every converted script gets --------------------------------------------
+    def rewrite_backward(self, call: cst.Call) -> None:
+        acc = self.accelerator_in(self.tree.function_of(call))
+        module = self.module
+
+        def rewrite(updated: cst.CSTNode) -> cst.CSTNode:
+            assert isinstance(updated, cst.Call) and isinstance(updated.func, cst.Attribute)
+            receiver = updated.func.value.with_changes(lpar=[], rpar=[]) if updated.func.value.lpar else updated.func.value
+            first = cst.Arg(receiver, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if updated.args else cst.MaybeSentinel.DEFAULT)
+            return updated.with_changes(func=expression(f"{acc}.backward", module), args=[first, *updated.args])
+
+        self.edits.on(call, rewrite)
+        self.uses.append(call)
+
+    def rewrite_cuda(self, call: cst.Call) -> None:
+        """``x.cuda(...)`` -> ``x.to(accelerator.device, ...)`` keeping keyword arguments."""
+        acc = self.accelerator_in(self.tree.function_of(call))
+        module = self.module
+
+        def rewrite(updated: cst.CSTNode) -> cst.CSTNode:
+            assert isinstance(updated, cst.Call) and isinstance(updated.func, cst.Attribute)
+            kept = [a for a in updated.args if a.keyword is not None and a.keyword.value != "device"]
+            device = cst.Arg(expression(f"{acc}.device", module), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if kept else cst.MaybeSentinel.DEFAULT)
+            if kept:
+                kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            return updated.with_changes(func=updated.func.with_changes(attr=cst.Name("to")), args=[device, *kept])
+
+        self.edits.on(call, rewrite)
+        self.uses.append(call)
+
+    def rewrite_device(self, assign: cst.Assign) -> None:
+        """``device = ...`` -> ``device = accelerator.device`` (``str(...)`` when it was a string)."""
+        acc = self.accelerator_in(self.tree.function_of(assign))
+        new = f"str({acc}.device)" if _is_string_valued(assign.value) else f"{acc}.device"
+        value = expression(new, self.module)
+        self.edits.on(assign, lambda u: u.with_changes(value=value))  # type: ignore[attr-defined]
+        self.uses.append(assign)
+
+    def device_and_cuda_rewrites(self, function: Function, device_key: str) -> tuple[int, int]:
+        """Rewrite ``.cuda()`` calls, ``.to("cuda")`` and ``device = ...`` in ``function``."""
+        tree = self.tree
+        acc_device = f"{self.acc_key}.device"
+        cudas = devices = 0
+        for call in find_all(function, cst.Call, enter_functions=False):
+            func = call.func
+            if not isinstance(func, cst.Attribute) or tree.is_module_reference(func.value):
+                continue
+            if func.attr.value == "cuda" and not self.is_removed(call):
+                self.rewrite_cuda(call)
+                cudas += 1
+            elif func.attr.value == "to" and call.args and _is_cuda_literal(call.args[0].value) and not self.is_removed(call):
+                acc = self.accelerator_in(function)
+                value = expression(f"{acc}.device", self.module)
+                self.edits.on(call.args[0], lambda u, v=value: u.with_changes(value=v))  # type: ignore[attr-defined]
+                self.uses.append(call)
+                cudas += 1
+        for assign in find_all(function, cst.Assign, enter_functions=False):
+            target = single_target(assign)
+            if target is None or target[0] != device_key or self.is_removed(assign):
+                continue
+            if code(target[1]) in (acc_device, f"str({acc_device})", "accelerator.device", "str(accelerator.device)"):
+                continue
+            self.rewrite_device(assign)
+            devices += 1
+        return cudas, devices
+
+    # -- placing new statements -------------------------------------------------------------
+    def project(self, block: Block, node: cst.CSTNode) -> int | None:
+        return self.tree.statement_in(block, node)
+
+    def binding_index(self, block: Block, key: str, function: Function) -> int:
+        """Index of the last statement of ``block`` that binds ``key`` (-1: only before it / a parameter)."""
+        found = -1
+        for node in bindings(function, key):
+            if self.is_removed(node):
+                continue
+            index = self.project(block, node)
+            if index is not None:
+                found = max(found, index)
+        return found
+
+    def descend(self, block: Block, nodes: list[cst.CSTNode]) -> Block:
+        """The innermost ``with``/``try``/main-guard body that holds every node, else ``block``."""
+        while nodes:
+            indices = {self.project(block, n) for n in nodes}
+            if len(indices) != 1 or None in indices:
+                return block
+            stmt = block.body[indices.pop()]  # type: ignore[index]
+            if not (isinstance(stmt, _DESCENDABLE) or is_main_guard(stmt)):
+                return block
+            body = stmt.body
+            if not isinstance(body, cst.IndentedBlock) or not all(self.tree.contains(body, n) for n in nodes):
+                return block
+            block = body
+        return block
+
+    def indentation_of(self, block: Block) -> str:
+        if isinstance(block, cst.Module):
+            return ""
+        return self.tree.indentation(block.body[0])
+
+
+def _first_param(function: Function) -> str | None:
+    if isinstance(function, cst.Module):
+        return None
+    params = [*function.params.posonly_params, *function.params.params]
+    return params[0].name.value if params else None
+
+
+def _has_param(function: cst.FunctionDef, name: str) -> bool:
+    params = function.params
+    every = [*params.posonly_params, *params.params, *params.kwonly_params]
+    return any(p.name.value == name for p in every)
+
+
+def _add_parameter(updated: cst.CSTNode) -> cst.CSTNode:
+    """Append ``accelerator`` to a signature (keyword-only when defaults or ``*`` come first)."""
+    assert isinstance(updated, cst.FunctionDef)
+    params = updated.params
+    new = cst.Param(cst.Name("accelerator"))
+    simple = not params.kwonly_params and not isinstance(params.star_arg, (cst.Param, cst.ParamStar)) and not isinstance(params.star_kwarg, cst.Param)
+    simple = simple and all(p.default is None for p in params.params)
+    if simple:
+        return updated.with_changes(params=params.with_changes(params=_append(list(params.params), new)))
+    if isinstance(params.star_kwarg, cst.Param):
+        return updated  # **kwargs already accepts accelerator=
+    star = params.star_arg if isinstance(params.star_arg, (cst.Param, cst.ParamStar)) else cst.ParamStar()
+    return updated.with_changes(params=params.with_changes(star_arg=star, kwonly_params=_append(list(params.kwonly_params), new)))
+
+
+def _append(items: list[cst.Param], new: cst.Param) -> list[cst.Param]:
+    if not items:
+        return [new]
+    last = items[-1]
+    if isinstance(last.comma, cst.Comma):  # trailing comma: one parameter per line
+        separator = items[-2].comma if len(items) > 1 and isinstance(items[-2].comma, cst.Comma) else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        return [*items[:-1], last.with_changes(comma=separator), new.with_changes(comma=last.comma)]
+    return [*items[:-1], last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), new]
+
+
+def _is_string_valued(value: cst.BaseExpression) -> bool:
+    if isinstance(value, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+        return True
+    if isinstance(value, cst.IfExp):
+        return _is_string_valued(value.body) and _is_string_valued(value.orelse)
+    return False
+
+
+def _is_cuda_literal(value: cst.BaseExpression) -> bool:
+    if isinstance(value, cst.SimpleString):
+        text = value.evaluated_value
+        return isinstance(text, str) and (text == "cuda" or text.startswith("cuda:"))
+    return False
+
+
+def accelerator_calls(tree: Tree) -> list[cst.Call]:
+    return [c for c in find_all(tree.module, cst.Call) if tree.resolves_to(c.func, *names.ACCELERATOR) or _bare(tree, c.func, "Accelerator")]
+
+
+def plugin_calls(tree: Tree) -> list[cst.Call]:
+    return [c for c in find_all(tree.module, cst.Call) if tree.resolves_to(c.func, *names.DYNAMO_PLUGIN) or _bare(tree, c.func, "TorchDynamoPlugin")]
+
+
+def _bare(tree: Tree, func: cst.BaseExpression, name: str) -> bool:
+    """A distinctive class name used with a star import we cannot see through."""
+    if not (isinstance(func, cst.Name) and func.value == name):
+        return False
+    stars = [s for s in find_all(tree.module, cst.ImportFrom) if isinstance(s.names, cst.ImportStar)]
+    return bool(stars) and not tree.qualnames(func)
+
+
+def key_in(node: cst.CSTNode, keys: set[str]) -> bool:
+    return key_of(node) in keys

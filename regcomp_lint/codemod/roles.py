@@ -1,0 +1,206 @@
+"""Which objects of a script are its model(s), optimizer(s), training data loader(s) and
+scheduler(s), and which functions run its training step.
+
+Recognised by what the script does with them, not by their names: an optimizer is built from a
+model's ``parameters()`` (or is a ``torch.optim`` class, or comes from ``configure_optimizers``);
+a training data loader is iterated by a loop that reaches a ``backward()`` call; a scheduler is a
+``torch.optim.lr_scheduler`` (or ``get_*schedule*``) built on one of the optimizers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from regcomp_lint.codemod import names
+from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, read_keys, single_target
+
+
+# -- bindings ----------------------------------------------------------------------------------
+
+def _target_keys(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [k for el in target.elements for k in _target_keys(el.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_keys(target.value)
+    key = key_of(target)
+    return [key] if key else []
+
+
+def bound_keys(node: cst.CSTNode) -> list[str]:
+    """Keys a small statement or compound statement header binds (not its nested body)."""
+    if isinstance(node, cst.Assign):
+        return [k for t in node.targets for k in _target_keys(t.target)]
+    if isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+        return _target_keys(node.target)
+    if isinstance(node, cst.For):
+        return _target_keys(node.target)
+    if isinstance(node, cst.With):
+        return [k for item in node.items if item.asname is not None for k in _target_keys(item.asname.name)]
+    if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        return [node.name.value]
+    if isinstance(node, cst.Import):
+        return [(a.asname.name.value if a.asname else code(a.name).split(".")[0]) for a in node.names]  # type: ignore[union-attr]
+    if isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar):
+        return [(a.asname.name.value if a.asname else code(a.name)) for a in node.names]  # type: ignore[union-attr]
+    return []
+
+
+def bindings(function: Function, key: str) -> list[cst.CSTNode]:
+    """Nodes inside ``function`` (not in nested defs) that bind ``key``, in source order."""
+    kinds = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.With, cst.FunctionDef, cst.ClassDef, cst.Import, cst.ImportFrom)
+    found = []
+    for node in find_all(function, kinds, enter_functions=False):
+        if node is function:
+            continue
+        if key in bound_keys(node):
+            found.append(node)
+    return found
+
+
+# -- the call graph and the training step ------------------------------------------------------
+
+@dataclass
+class CallGraph:
+    """Calls from one function of the file to another, resolved by name or ``self.method``."""
+
+    edges: list[tuple[Function, cst.FunctionDef, cst.Call]] = field(default_factory=list)
+
+    @classmethod
+    def build(cls, tree: Tree) -> "CallGraph":
+        graph = cls()
+        methods: dict[int, dict[str, cst.FunctionDef]] = {}
+        for call in find_all(tree.module, cst.Call):
+            caller = tree.function_of(call)
+            callee = tree.function_named(call)
+            if callee is None and isinstance(call.func, cst.Attribute) and key_of(call.func) is not None and code(call.func.value) == "self":
+                owner = tree.class_of(caller)
+                if owner is not None:
+                    table = methods.setdefault(id(owner), {s.name.value: s for s in owner.body.body if isinstance(s, cst.FunctionDef)})
+                    callee = table.get(call.func.attr.value)
+            if callee is not None:
+                graph.edges.append((caller, callee, call))
+        return graph
+
+    def callers_of(self, function: cst.FunctionDef) -> list[tuple[Function, cst.Call]]:
+        return [(caller, call) for caller, callee, call in self.edges if callee is function]
+
+    def calls_from(self, function: Function) -> list[tuple[cst.FunctionDef, cst.Call]]:
+        return [(callee, call) for caller, callee, call in self.edges if caller is function]
+
+    def closure_of_callers(self, start: set[Function]) -> set[Function]:
+        """``start`` plus every function that (transitively) calls into it."""
+        found = set(start)
+        changed = True
+        while changed:
+            changed = False
+            for caller, callee, _ in self.edges:
+                if callee in found and caller not in found:
+                    found.add(caller)
+                    changed = True
+        return found
+
+
+def backward_calls(tree: Tree, accelerator_keys: set[str]) -> list[cst.Call]:
+    """``X.backward(...)`` calls where X is a value (not ``torch.autograd`` nor the accelerator)."""
+    found = []
+    for call in find_all(tree.module, cst.Call):
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "backward":
+            receiver = func.value
+            if key_of(receiver) in accelerator_keys or tree.is_module_reference(receiver):
+                continue
+            found.append(call)
+    return found
+
+
+# -- roles -------------------------------------------------------------------------------------
+
+@dataclass
+class Creation:
+    key: str
+    stmt: cst.Assign
+    value: cst.BaseExpression
+
+
+def _parameter_owners(tree: Tree, function: Function, expr: cst.CSTNode, depth: int = 0) -> list[str]:
+    """Keys ``M`` of every ``M.parameters()`` / ``M.named_parameters()`` inside ``expr`` (one
+    level through a local variable: ``params = [p for p in model.parameters() ...]``)."""
+    owners: list[str] = []
+    for call in find_all(expr, cst.Call):
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("parameters", "named_parameters"):
+            key = key_of(func.value)
+            if key and key not in owners:
+                owners.append(key)
+    if not owners and depth == 0:
+        for name in find_all(expr, cst.Name):
+            for node in bindings(function, name.value):
+                if isinstance(node, cst.Assign):
+                    owners += [k for k in _parameter_owners(tree, function, node.value, 1) if k not in owners]
+    return owners
+
+
+def optimizer_models(tree: Tree, function: Function, value: cst.BaseExpression) -> list[str] | None:
+    """The model keys an optimizer is built from, or None when ``value`` is not an optimizer."""
+    if not isinstance(value, cst.Call):
+        return None
+    func = value.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "configure_optimizers":
+        key = key_of(func.value)
+        return [key] if key else None
+    qualified = tree.resolves_under(func, *names.OPTIMIZER_PREFIXES)
+    if qualified and not any(qualified == n or qualified.startswith(n + ".") for n in names.NOT_OPTIMIZERS):
+        return _parameter_owners(tree, function, value)
+    if tree.resolves_under(func, "torch.nn", "torch.optim.lr_scheduler"):
+        return None  # clip_grad_norm_(model.parameters()) and friends
+    owners = [k for arg in value.args for k in _parameter_owners(tree, function, arg.value, 1)]
+    return owners or None
+
+
+def is_scheduler(tree: Tree, value: cst.BaseExpression, optimizers: set[str]) -> bool:
+    if not isinstance(value, cst.Call):
+        return False
+    if tree.resolves_under(value.func, *names.SCHEDULER_PREFIXES):
+        return True
+    last = code(value.func).rsplit(".", 1)[-1].lower()
+    if "schedule" in last:
+        return True
+    first_arg = value.args[0].value if value.args else None
+    return first_arg is not None and key_of(first_arg) in optimizers and "sched" in last + code(value.func).lower()
+
+
+def is_dataloader(tree: Tree, value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.Call) and tree.resolves_to(value.func, *names.DATALOADER)
+
+
+def creations(function: Function) -> list[Creation]:
+    """Every ``key = value`` assignment in ``function`` (not in nested defs)."""
+    out = []
+    for assign in find_all(function, cst.Assign, enter_functions=False):
+        target = single_target(assign)
+        if target is not None:
+            out.append(Creation(target[0], assign, target[1]))
+    return out
+
+
+def loops_reaching(root: cst.CSTNode, training_calls: list[cst.CSTNode], tree: Tree) -> list[cst.CSTNode]:
+    """``for``/``while`` loops and comprehensions under ``root`` whose body holds a training call."""
+    loops = find_all(root, (cst.For, cst.While, cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp))
+    return [loop for loop in loops if any(tree.contains(loop, c) and c is not loop for c in training_calls)]
+
+
+def iterated_keys(loop: cst.CSTNode) -> set[str]:
+    """Keys named in what a loop iterates over (``enumerate(train_loader)`` -> train_loader)."""
+    if isinstance(loop, cst.For):
+        sources = [loop.iter]
+    elif isinstance(loop, cst.While):
+        sources = []
+    else:
+        sources = []
+        comp = loop.for_in  # type: ignore[attr-defined]
+        while comp is not None:
+            sources.append(comp.iter)
+            comp = comp.inner_for_in
+    return {key for source in sources for key in read_keys(source)}

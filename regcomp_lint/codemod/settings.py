@@ -1,0 +1,83 @@
+"""Which ``TorchDynamoPlugin`` keywords the converted script gets, and where each came from.
+
+Precedence, highest first: explicit options > the plan > what the script had (its
+``torch.compile`` / ``model.compile`` / ``dynamo_backend`` / existing plugin) > defaults
+(``backend="inductor"``; ``use_regional_compilation=True`` when the model has repeated blocks).
+A compile that only ran under a condition keeps it: ``backend="inductor" if args.compile else "no"``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from regcomp_lint.codemod.builders import literal, parenthesized
+from regcomp_lint.codemod.names import PLUGIN_KEYWORDS
+from regcomp_lint.codemod.options import ConvertOptions
+from regcomp_lint.codemod.tree import code
+
+
+class Refusal(Exception):
+    """The script cannot be converted completely and correctly; the message says why and what to do."""
+
+
+@dataclass
+class ScriptSettings:
+    """Plugin keywords as the script spelled them, gathered from every place it configures compilation."""
+
+    values: dict[str, cst.BaseExpression] = field(default_factory=dict)
+    origins: dict[str, str] = field(default_factory=dict)
+    condition: cst.BaseExpression | None = None
+    condition_origin: str = ""
+
+    def add(self, keyword: str, value: cst.BaseExpression, origin: str) -> None:
+        if keyword in self.values and code(self.values[keyword]) != code(value):
+            raise Refusal(
+                f"{self.origins[keyword]} and {origin} set {keyword} differently "
+                f"({code(self.values[keyword])} vs {code(value)}); make them agree or pass --{keyword.replace('_', '-')}"
+            )
+        self.values.setdefault(keyword, value)
+        self.origins.setdefault(keyword, origin)
+
+    def require(self, condition: cst.BaseExpression | None, origin: str) -> None:
+        """Record that compilation happened only when ``condition`` held (None: always)."""
+        text = None if condition is None else code(condition)
+        if not self.condition_origin:
+            self.condition, self.condition_origin = condition, origin
+            return
+        previous = None if self.condition is None else code(self.condition)
+        if previous != text:
+            raise Refusal(f"{self.condition_origin} and {origin} compile under different conditions; compile in one place before converting")
+
+
+@dataclass(frozen=True)
+class Setting:
+    source: str  # "option" | "plan" | "script" | "default"
+    code: str
+
+
+def resolve(script: ScriptSettings, options: ConvertOptions, regional_reason: str | None) -> dict[str, Setting]:
+    """The plugin's keywords in ``PLUGIN_KEYWORDS`` order (absent keys are left to the plugin)."""
+    explicit = options.explicit_plugin_settings()
+    planned = options.plan.plugin_settings() if options.plan is not None else {}
+    out: dict[str, Setting] = {}
+    for key in PLUGIN_KEYWORDS:
+        if key in explicit:
+            out[key] = Setting("option", literal(explicit[key]))
+        elif key in planned:
+            out[key] = Setting("plan", literal(planned[key]))
+        elif key in script.values:
+            out[key] = Setting("script", code(script.values[key]))
+        elif key == "backend":
+            out[key] = Setting("default", literal("inductor"))
+        elif key == "use_regional_compilation" and regional_reason:
+            out[key] = Setting("default", "True")
+    backend = out["backend"]
+    if script.condition is not None and backend.code not in ('"no"', "'no'"):
+        condition = parenthesized(script.condition)
+        value = backend.code if backend.source != "script" else parenthesized(script.values["backend"])
+        out["backend"] = Setting(backend.source, f'{value} if {condition} else "no"')
+    if "mode" in out and "options" in out and out["mode"].code != "None" and out["options"].code != "None":
+        raise Refusal("mode and options would both reach torch.compile, which refuses that; drop one (RC103)")
+    return out

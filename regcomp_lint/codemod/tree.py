@@ -1,0 +1,278 @@
+"""Read-only questions about one parsed script: what a name resolves to, where a node sits.
+
+Wraps the libcst metadata the conversion needs (``QualifiedNameProvider``, ``ScopeProvider``,
+``ParentNodeProvider``, ``PositionProvider``) so the planner asks "which function holds this
+call?" or "which statement of this block contains it?" instead of walking parents itself.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Sequence, TypeVar
+
+import libcst as cst
+from libcst.metadata import (
+    MetadataWrapper,
+    ParentNodeProvider,
+    PositionProvider,
+    QualifiedNameProvider,
+    QualifiedNameSource,
+    ScopeProvider,
+)
+
+N = TypeVar("N", bound=cst.CSTNode)
+Block = cst.Module | cst.IndentedBlock
+Function = cst.FunctionDef | cst.Module  # the module stands for top-level code
+
+_EMPTY = cst.Module(body=[])
+
+
+def code(node: cst.CSTNode) -> str:
+    """Source text of a node on its own."""
+    return _EMPTY.code_for_node(node)
+
+
+def dotted(node: cst.CSTNode) -> str | None:
+    """``a.b.c`` for a chain of names and attributes, else None."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = dotted(node.value)
+        return None if base is None else f"{base}.{node.attr.value}"
+    return None
+
+
+def key_of(node: cst.CSTNode) -> str | None:
+    """The handle the planner tracks an object by: a local name or ``self.attr``."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+        return f"self.{node.attr.value}"
+    return None
+
+
+def single_target(stmt: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
+    """``(key, value)`` for ``key = value`` with one trackable target, else None."""
+    if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1:
+        key = key_of(stmt.targets[0].target)
+        if key is not None:
+            return key, stmt.value
+    return None
+
+
+class Tree:
+    """One script's syntax tree plus the metadata the planner reads."""
+
+    def __init__(self, wrapper: MetadataWrapper) -> None:
+        self.wrapper = wrapper
+        self.module = wrapper.module
+        self._parents = wrapper.resolve(ParentNodeProvider)
+        self._positions = wrapper.resolve(PositionProvider)
+        self._qualnames = wrapper.resolve(QualifiedNameProvider)
+        self._scopes = wrapper.resolve(ScopeProvider)
+
+    # -- names -----------------------------------------------------------------------------
+    def qualnames(self, node: cst.CSTNode) -> set[str]:
+        value = self._qualnames.get(node, set())
+        if callable(value):  # QualifiedNameProvider hands out lazy values
+            value = value()
+        return {q.name for q in value}
+
+    def imported_names(self, node: cst.CSTNode) -> set[str]:
+        """Qualified names of ``node`` that come from an import (not local variables)."""
+        value = self._qualnames.get(node, set())
+        if callable(value):
+            value = value()
+        return {q.name for q in value if q.source in (QualifiedNameSource.IMPORT, QualifiedNameSource.BUILTIN)}
+
+    def resolves_to(self, node: cst.CSTNode, *names: str) -> bool:
+        return bool(self.imported_names(node) & set(names))
+
+    def resolves_under(self, node: cst.CSTNode, *prefixes: str) -> str | None:
+        """The imported qualified name of ``node`` that starts with one of ``prefixes``."""
+        for name in self.imported_names(node):
+            if any(name == p or name.startswith(p + ".") for p in prefixes):
+                return name
+        return None
+
+    def is_module_reference(self, node: cst.CSTNode) -> bool:
+        """True for ``torch.autograd`` and other chains rooted at an imported module."""
+        root = node
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if not isinstance(root, cst.Name):
+            return False
+        scope = self._scopes.get(root)
+        if scope is None:
+            return False
+        for assignment in scope[root.value]:
+            if isinstance(getattr(assignment, "node", None), (cst.Import, cst.ImportFrom)):
+                return True
+        return False
+
+    def function_named(self, call: cst.Call) -> cst.FunctionDef | None:
+        """The ``def`` a plain-name call refers to, through scope resolution."""
+        if not isinstance(call.func, cst.Name):
+            return None
+        scope = self._scopes.get(call.func)
+        if scope is None:
+            return None
+        for assignment in scope[call.func.value]:
+            node = getattr(assignment, "node", None)
+            if isinstance(node, cst.FunctionDef):
+                return node
+        return None
+
+    def references_to(self, func: cst.FunctionDef) -> list[cst.CSTNode]:
+        """Every name node that reads the function ``func`` defines."""
+        scope = self._scopes.get(func)
+        if scope is None:
+            return []
+        found: list[cst.CSTNode] = []
+        for assignment in scope.assignments[func.name.value]:
+            if getattr(assignment, "node", None) is func:
+                found.extend(access.node for access in assignment.references)
+        return found
+
+    def binding_nodes(self, name: str, function: Function) -> list[cst.CSTNode]:
+        """Nodes that bind ``name`` in ``function``'s own scope (assignments, imports, defs)."""
+        inner = self._function_scope(function)
+        if inner is None:
+            return []
+        return [a.node for a in inner.assignments[name] if getattr(a, "node", None) is not None]
+
+    def _function_scope(self, function: Function):
+        if isinstance(function, cst.Module):
+            return self._scopes.get(function.body[0]) if function.body else None
+        for stmt in function.body.body:
+            return self._scopes.get(stmt)
+        return None
+
+    def is_parameter(self, name: str, function: Function) -> bool:
+        if isinstance(function, cst.Module):
+            return False
+        params = function.params
+        every = [*params.posonly_params, *params.params, *params.kwonly_params]
+        for extra in (params.star_arg, params.star_kwarg):
+            if isinstance(extra, cst.Param):
+                every.append(extra)
+        return any(p.name.value == name for p in every)
+
+    # -- structure -------------------------------------------------------------------------
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self._parents.get(node)
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        current = self._parents.get(node)
+        while current is not None:
+            yield current
+            current = self._parents.get(current)
+
+    def line(self, node: cst.CSTNode) -> int:
+        return self._positions[node].start.line
+
+    def function_of(self, node: cst.CSTNode) -> Function:
+        """The function whose code runs ``node`` (lambdas and comprehensions count as inline)."""
+        for anc in self.ancestors(node):
+            if isinstance(anc, cst.FunctionDef):
+                return anc
+        return self.module
+
+    def class_of(self, function: Function) -> cst.ClassDef | None:
+        """The class a method is defined in (None for plain functions and the module)."""
+        if isinstance(function, cst.Module):
+            return None
+        parent = self.parent(function)
+        if isinstance(parent, cst.IndentedBlock):
+            owner = self.parent(parent)
+            if isinstance(owner, cst.ClassDef):
+                return owner
+        return None
+
+    def enclosing_functions(self, node: cst.CSTNode) -> list[cst.FunctionDef]:
+        return [anc for anc in self.ancestors(node) if isinstance(anc, cst.FunctionDef)]
+
+    def body_of(self, function: Function) -> Block:
+        return function if isinstance(function, cst.Module) else function.body  # type: ignore[return-value]
+
+    def statement_in(self, block: Block, node: cst.CSTNode) -> int | None:
+        """Index of the statement of ``block`` that contains ``node`` (None when outside)."""
+        child: cst.CSTNode = node
+        for anc in [node, *self.ancestors(node)]:
+            if anc is block:
+                for i, stmt in enumerate(block.body):
+                    if stmt is child:
+                        return i
+                return None
+            child = anc
+        return None
+
+    def block_of(self, stmt: cst.CSTNode) -> Block | None:
+        parent = self.parent(stmt)
+        return parent if isinstance(parent, (cst.Module, cst.IndentedBlock)) else None
+
+    def line_of(self, node: cst.CSTNode) -> cst.CSTNode:
+        """The statement line (or compound statement) that holds ``node``."""
+        for anc in [node, *self.ancestors(node)]:
+            if isinstance(anc, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                return anc
+        raise ValueError("node is not inside a statement")
+
+    def indentation(self, stmt: cst.CSTNode) -> str:
+        """The exact leading whitespace of the line a statement starts on (tabs kept)."""
+        row = self._positions[stmt].start.line
+        line = self.module.code.splitlines()[row - 1] if row - 1 < len(self.module.code.splitlines()) else ""
+        return line[: len(line) - len(line.lstrip(" \t"))]
+
+    def contains(self, outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
+        return outer is inner or any(anc is outer for anc in self.ancestors(inner))
+
+
+def find_all(root: cst.CSTNode, kind: type[N] | tuple[type, ...], *, enter_functions: bool = True) -> list[N]:
+    """All descendants of ``root`` (itself included) of a node type, in source order."""
+    found: list[N] = []
+
+    class _Collect(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, kind):
+                found.append(node)  # type: ignore[arg-type]
+            if not enter_functions and isinstance(node, (cst.FunctionDef, cst.ClassDef)) and node is not root:
+                return False
+            return True
+
+    root.visit(_Collect())
+    return found
+
+
+def read_keys(expr: cst.CSTNode) -> list[str]:
+    """Keys an expression reads: ``args`` of ``args.compile``, ``self.loader`` of
+    ``enumerate(self.loader)`` (attribute names and keyword names are not reads)."""
+    found: list[str] = []
+
+    class _Reads(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            key = key_of(node)
+            if key is not None and key not in found:
+                found.append(key)
+                return False
+            node.value.visit(self)
+            return False
+
+        def visit_Arg(self, node: cst.Arg) -> bool:
+            node.value.visit(self)
+            return False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value not in found:
+                found.append(node.value)
+
+    expr.visit(_Reads())
+    return found
+
+
+def comments_in(root: cst.CSTNode) -> list[str]:
+    """Every comment's text in a subtree, in source order."""
+    return [c.value for c in find_all(root, cst.Comment)]
+
+
+def first(items: Sequence[N]) -> N | None:
+    return items[0] if items else None
