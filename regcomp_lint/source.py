@@ -16,6 +16,7 @@ from functools import cached_property
 
 from regcomp_lint.diagnostics import Edit, Location
 
+_CODING_COOKIE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.MULTILINE)
 _LINE_SPLIT = re.compile(r"(?<=\r\n)|(?<=\r)(?!\n)|(?<=\n)")
 
 
@@ -39,7 +40,13 @@ def decode_source(data: bytes) -> str:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        raise DecodeError(f"cannot determine the encoding: {exc.msg if hasattr(exc, 'msg') else exc}")
+        message = exc.msg if hasattr(exc, "msg") else str(exc)
+        if not message.startswith("invalid or missing encoding declaration"):
+            raise DecodeError(f"cannot determine the encoding: {message}")
+        # tokenize says this when line 1 or 2 is not UTF-8; read the cookie from the raw bytes
+        # (as the interpreter does) so the decode below reports the bad byte where it is
+        cookie = _CODING_COOKIE.search(b"\n".join(data.split(b"\n", 2)[:2]).decode("latin-1"))
+        encoding = cookie.group(1) if cookie else "utf-8"
     try:
         text = data.decode(encoding)
     except (UnicodeDecodeError, LookupError) as exc:
@@ -48,7 +55,10 @@ def decode_source(data: bytes) -> str:
         line_start = data.rfind(b"\n", 0, start) + 1
         if line_start == 0 and data.startswith(codecs.BOM_UTF8):
             line_start = len(codecs.BOM_UTF8)
-        column = len(data[line_start:start].decode(encoding, errors="replace")) + 1  # characters, not bytes
+        try:
+            column = len(data[line_start:start].decode(encoding, errors="replace")) + 1  # characters, not bytes
+        except LookupError:
+            column = start - line_start + 1
         raise DecodeError(f"file is not valid {encoding} text: {exc.reason if hasattr(exc, 'reason') else exc}", row, column)
     if text.startswith("\ufeff"):
         text = text[1:]

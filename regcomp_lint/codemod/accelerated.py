@@ -153,7 +153,7 @@ class AcceleratePlanner(Planner):
                 raise Refusal(f"the plugin's settings use {name!r}, assigned after the Accelerator is built; move it up")
         text = [f"{k}={s.code}" for k, s in settings.items()]
         plugin = call_statement("dynamo_plugin = ", "TorchDynamoPlugin", text, self.module, self.indentation_of(block))
-        self.edits.add_statements(block, index, [plugin])
+        self.edits.add_statements(block, index, [plugin], after=False)
         self.notes.append(f"created dynamo_plugin = TorchDynamoPlugin({', '.join(text)}) in {function_name(self.scope)}")
 
     def _connect(self, plugin: cst.Call | None, plugin_name: str | None) -> None:

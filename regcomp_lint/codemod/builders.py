@@ -44,18 +44,20 @@ def keyword(call: cst.Call, name: str) -> cst.Arg | None:
     return None
 
 
-def _plain_separator(comma: cst.Comma | cst.MaybeSentinel) -> cst.Comma:
-    """The comma between two arguments, without any comment it carried (so it is not copied)."""
-    if not isinstance(comma, cst.Comma):
-        return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    after = comma.whitespace_after
-    if isinstance(after, cst.ParenthesizedWhitespace):
-        after = after.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
-    return comma.with_changes(whitespace_after=after)
+def _separator(args: list[cst.Arg]) -> cst.BaseParenthesizableWhitespace:
+    """The whitespace between two arguments of this call (a newline + indent when it has one
+    argument per line), without any comment it carried, so the comment is not copied."""
+    if len(args) > 1 and isinstance(args[-2].comma, cst.Comma):
+        after = args[-2].comma.whitespace_after
+        if isinstance(after, cst.ParenthesizedWhitespace):
+            return after.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
+        return after
+    return cst.SimpleWhitespace(" ")
 
 
 def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
-    """Set ``name=value`` on a call: replace the value in place, or append it in the call's style."""
+    """Set ``name=value`` on a call: replace the value in place, or append it in the call's
+    style. A comment after the last argument stays on that argument's line."""
     args = list(call.args)
     for i, arg in enumerate(args):
         if arg.keyword is not None and arg.keyword.value == name:
@@ -64,17 +66,25 @@ def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Ca
     new = cst.Arg(value=value, keyword=cst.Name(name), equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
     if not args:
         return call.with_changes(args=[new])
-    last = args[-1]
-    separator = _plain_separator(args[-2].comma) if len(args) > 1 else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    if isinstance(last.comma, cst.Comma):  # trailing comma: the new argument inherits it
-        new = new.with_changes(comma=last.comma)
-        last = last.with_changes(comma=separator)
-    else:
-        new = new.with_changes(whitespace_after_arg=last.whitespace_after_arg)
-        last = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
-    if last.star == "**":  # keywords must come before **kwargs: insert ahead of it instead
+    if any(a.star == "**" for a in args):
         return _insert_before_double_star(call, new)
-    return call.with_changes(args=[*args[:-1], last, new])
+    last = args[-1]
+    trailing_comma = isinstance(last.comma, cst.Comma)
+    gap = last.comma.whitespace_after if trailing_comma else last.whitespace_after_arg  # type: ignore[union-attr]
+    separator = _separator(args)
+    if isinstance(gap, cst.ParenthesizedWhitespace):
+        # `last,  # comment` NEWLINE `)`: keep the comment after `last`, put `new` on the next line
+        line_after_last = separator.last_line if isinstance(separator, cst.ParenthesizedWhitespace) else gap.last_line
+        between = gap.with_changes(empty_lines=[], last_line=line_after_last)
+        closing = gap.with_changes(first_line=cst.TrailingWhitespace(newline=gap.first_line.newline))
+    else:
+        between, closing = separator, gap
+    new_last = last.with_changes(comma=cst.Comma(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=between), whitespace_after_arg=cst.SimpleWhitespace(""))
+    if trailing_comma:
+        new = new.with_changes(comma=cst.Comma(whitespace_before=last.comma.whitespace_before, whitespace_after=closing))  # type: ignore[union-attr]
+    else:
+        new = new.with_changes(whitespace_after_arg=closing)
+    return call.with_changes(args=[*args[:-1], new_last, new])
 
 
 def _insert_before_double_star(call: cst.Call, new: cst.Arg) -> cst.Call:

@@ -20,6 +20,10 @@ from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import Tree
 
 
+def _blank_only(lines) -> bool:
+    return bool(lines) and all(line.comment is None for line in lines)
+
+
 def plan_conversion(tree: Tree, options: ConvertOptions) -> Conversion:
     """Decide every edit, or raise :class:`Refusal`."""
     distribution = find_distribution(tree)
@@ -93,14 +97,26 @@ class ConvertToAccelerate(VisitorBasedCodemodCommand):
             body.append(stmt)
 
         for index, (old, new) in enumerate(zip(original.body, updated.body)):
-            for stmt in inserts.get(index, ()):
-                emit(stmt)
+            groups = inserts.get(index, [])
+            if old not in self.plan.remove and any(not after for after, _ in groups) and _blank_only(new.leading_lines):
+                # statements glued to `new` go where its blank lines were; `new` follows them directly
+                moved, glued = False, []
+                for after, stmts in groups:
+                    if not after and not moved:
+                        stmts, moved = [stmts[0].with_changes(leading_lines=new.leading_lines), *stmts[1:]], True
+                    glued.append((after, stmts))
+                groups = glued
+                new = new.with_changes(leading_lines=[])
+            for _, stmts in groups:
+                for stmt in stmts:
+                    emit(stmt)
             if old in self.plan.remove:
                 pending.extend(rescued_lines(new))
                 continue
             emit(new)
-        for stmt in inserts.get(len(original.body), ()):
-            emit(stmt)
+        for _, stmts in inserts.get(len(original.body), []):
+            for stmt in stmts:
+                emit(stmt)
         if not body and isinstance(updated, cst.IndentedBlock):
             emit(cst.SimpleStatementLine(body=[cst.Pass()]))
         return updated.with_changes(body=body, footer=[*pending, *updated.footer])

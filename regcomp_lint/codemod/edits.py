@@ -25,14 +25,17 @@ class EditPlan:
     replace: dict[cst.CSTNode, list[Replace]] = field(default_factory=dict)
     #: statements (lines, compound statements) or small statements to delete
     remove: set[cst.CSTNode] = field(default_factory=set)
-    #: block (Module / IndentedBlock of the original tree) -> index -> statements to insert there
-    insert: dict[cst.CSTNode, dict[int, list[cst.BaseStatement]]] = field(default_factory=dict)
+    #: block (Module / IndentedBlock of the original tree) -> index -> groups of statements to
+    #: insert there, each glued to the statement before it (``after=True``) or to the one after
+    #: it (it then takes over that statement's blank lines above)
+    insert: dict[cst.CSTNode, dict[int, list[tuple[bool, list[cst.BaseStatement]]]]] = field(default_factory=dict)
 
     def on(self, node: cst.CSTNode, fn: Replace) -> None:
         self.replace.setdefault(node, []).append(fn)
 
-    def add_statements(self, block: cst.CSTNode, index: int, statements: list[cst.BaseStatement]) -> None:
-        self.insert.setdefault(block, {}).setdefault(index, []).extend(statements)
+    def add_statements(self, block: cst.CSTNode, index: int, statements: list[cst.BaseStatement], *, after: bool) -> None:
+        """Insert before ``block.body[index]``; ``after``: the statements belong with what precedes them."""
+        self.insert.setdefault(block, {}).setdefault(index, []).append((after, statements))
 
     @property
     def empty(self) -> bool:

@@ -279,12 +279,14 @@ class PlainPlanner(Planner):
     def _rewrites(self, backwards: list[cst.Call]) -> None:
         tree = self.tree
         reach = self._reach()
+        self.backwards = 0
         for call in backwards:
             if self.is_removed(call):
                 continue
             if all(tree.function_of(call) is not r for r in reach):
                 raise Refusal(f"the backward() at line {tree.line(call)} runs outside the code that trains the model built in {function_name(self.scope)}; convert by hand")
             self.rewrite_backward(call)
+            self.backwards += 1
         self.cudas = self.devices = 0
         device_key = "self.device" if self.owner is not None else "device"
         for function in reach:
@@ -339,7 +341,7 @@ class PlainPlanner(Planner):
         targets = ", ".join(prepared)
         prepare = call_statement(f"{targets} = ", f"{acc}.prepare", prepared, self.module, indent)
         self._place_accelerator(settings, script, block, prepare_index)
-        self.edits.add_statements(block, prepare_index, [prepare])
+        self.edits.add_statements(block, prepare_index, [prepare], after=True)
         self.prepared = prepared
 
     def _place_accelerator(self, settings: dict[str, Setting], script: ScriptSettings, prepare_block: Block, prepare_index: int) -> None:
@@ -376,7 +378,7 @@ class PlainPlanner(Planner):
         indent = self.indentation_of(block)
         plugin = call_statement("dynamo_plugin = ", "TorchDynamoPlugin", _plugin_text(settings), self.module, indent)
         accelerator = statement(f"{self.acc_key} = Accelerator(dynamo_plugin=dynamo_plugin)", self.module)
-        self.edits.add_statements(block, first_use, [plugin, accelerator, *extra])
+        self.edits.add_statements(block, first_use, [plugin, accelerator, *extra], after=False)
         self.created_at = function_name(self.scope) if self.owner is None else f"{self.owner.name.value}.{function_name(self.scope)}"
 
     def _describe(self, settings: dict[str, Setting], reason: str | None, sites: list[CompileSite]) -> None:
@@ -387,7 +389,7 @@ class PlainPlanner(Planner):
             notes.append(f"removed {site.origin}: the plugin compiles the model in prepare()")
         if reason and settings.get("use_regional_compilation", Setting("", "")).code == "True":
             notes.append(f"use_regional_compilation=True: {reason}")
-        count = sum(1 for fns in self.edits.replace.values() for _ in fns)  # noqa: F841 (kept for debugging)
+        notes.append(f"{self.backwards} X.backward() call(s) -> {self.acc_key}.backward(X)")
         if self.devices:
             notes.append(f"{self.devices} device assignment(s) now use {self.acc_key}.device")
         if self.cudas:
