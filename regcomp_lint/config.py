@@ -10,8 +10,10 @@ import fnmatch
 import hashlib
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 
 from regcomp_lint import selection
@@ -100,19 +102,34 @@ class Settings:
 
 
 def _relative(filename: str, root: str) -> str:
+    """Path relative to the root; a file outside it keeps its absolute path, so patterns
+    with a ``/`` (relative to the root) cannot match it by accident."""
+    absolute = Path(os.path.abspath(filename))
     try:
-        return Path(os.path.abspath(filename)).relative_to(os.path.abspath(root)).as_posix()
+        return absolute.relative_to(os.path.abspath(root)).as_posix()
     except ValueError:
-        return Path(filename).as_posix()
+        return absolute.as_posix()
 
 
 def _glob_match(rel: str, pattern: str) -> bool:
     pattern = pattern.rstrip("/")
     if fnmatch.fnmatchcase(rel, pattern) or fnmatch.fnmatchcase(rel, pattern + "/*"):
         return True
+    if "**" in pattern:  # git-style: "**/" is zero or more folders; a matching folder covers its files
+        regex = _double_star_regex(pattern)
+        parts = rel.split("/")
+        if any(regex.fullmatch("/".join(parts[:end])) for end in range(1, len(parts) + 1)):
+            return True
     if "/" not in pattern:
         return any(fnmatch.fnmatchcase(part, pattern) for part in rel.split("/"))
     return False
+
+
+@lru_cache(maxsize=256)
+def _double_star_regex(pattern: str) -> re.Pattern:
+    from regcomp_lint.gitignore import translate
+
+    return re.compile(translate(pattern.lstrip("/"), anchored=True), re.DOTALL)
 
 
 def find_pyproject(start: str) -> Path | None:
@@ -124,8 +141,13 @@ def find_pyproject(start: str) -> Path | None:
         candidate = folder / "pyproject.toml"
         if candidate.is_file():
             try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                text = candidate.read_text(encoding="utf-8")
+                data = tomllib.loads(text)
+            except (OSError, UnicodeDecodeError):
+                continue
+            except tomllib.TOMLDecodeError as exc:
+                if "tool.regcomp-lint" in text:  # our settings are in there: say so, do not skip them
+                    raise ConfigError(f"{candidate}: invalid TOML: {exc}") from None
                 continue
             if "regcomp-lint" in data.get("tool", {}):
                 return candidate
@@ -148,8 +170,8 @@ def load(config_path: str | None = None, start: str = ".") -> Settings:
             raise ConfigError(f"config file not found: {config_path}")
     else:
         path = find_pyproject(start)
-        if path is None:
-            return Settings(root=os.path.abspath(start if os.path.isdir(start) else os.path.dirname(os.path.abspath(start)) or "."))
+        if path is None:  # like ruff: the working folder is the root (and holds the cache)
+            return Settings(root=os.getcwd())
     where = str(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))

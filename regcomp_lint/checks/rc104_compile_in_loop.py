@@ -171,7 +171,8 @@ def enclosing_function(chain: list[ast.AST], node: ast.AST) -> ast.AST | None:
 
 class CompileInLoop(Rule):
     """## What it does
-    Reports a compile that runs again and again:
+    Reports a compile that runs again and again, paying compile time (and compiler-cache
+    memory) on every pass instead of once. Two forms count:
 
     - a `torch.compile(...)` (or `torch._dynamo.optimize(...)`, `model.compile(...)`,
       `accelerate.utils.compile_regions(...)`) call lexically inside the body of a `for`/`while`

@@ -31,9 +31,13 @@ def convert_source(text: str, filename: str = "<stdin>", options: ConvertOptions
     bom = text.startswith(_BOM)
     body = text[1:] if bom else text
     try:
+        ast.parse(body, filename)
+    except SyntaxError as exc:  # the interpreter's own position and words (as RC001 reports them)
+        return _refused(text, f"{filename}: cannot parse line {exc.lineno}, column {exc.offset}: {exc.msg}; fix the syntax error first")
+    try:
         module = cst.parse_module(body)
     except cst.ParserSyntaxError as exc:
-        return _refused(text, f"{filename}: cannot parse line {exc.raw_line}, column {exc.raw_column + 1}: {exc.message}; fix the syntax error first")
+        return _refused(text, f"{filename}: libcst cannot parse line {exc.raw_line}: {exc.message}")
     command = ConvertToAccelerate(CodemodContext(filename=filename), options)
     try:
         new_module = command.transform_module(module)

@@ -1,0 +1,288 @@
+"""How fast is regcomp-lint on a large real tree, beside ruff and TorchFix?
+
+Lints the installed ``transformers`` package source (about 2,900 files, 1.2M lines) with
+
+- ``ruff check --select ALL --no-cache`` (the reference),
+- ``regcomp-lint`` with an empty cache (cold), then again with nothing changed (warm),
+- TorchFix (``--select ALL``) on a sample of the files, its time extrapolated per line
+  (``--torchfix-full`` for the whole tree: about 18 CPU-minutes),
+
+each as a subprocess of the real command line, so wall time includes start-up and output, and
+prints a Markdown table plus PASS/FAIL for the targets: cold ≤ 1.5 × ruff, warm ≤ 0.1 × ruff.
+Times are medians over ``--repeat`` rounds; the tools take turns within a round, so a busy
+machine slows all of them alike.
+
+TorchFix pins ``libcst<1.6``, so it lives in its own virtual environment outside the repository:
+``$REGCOMP_BENCH_TORCHFIX_VENV`` (default ``/tmp/torchfix-venv``), created with
+``python -m venv`` + ``pip install torchfix`` when absent; if that fails the row is skipped with
+a note.
+
+    python bench/lint_speed.py [--repeat 3] [--torchfix-sample 200 | --torchfix-full | --no-torchfix]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+COLD_TARGET = 1.5
+WARM_TARGET = 0.1
+DEFAULT_TORCHFIX_VENV = "/tmp/torchfix-venv"
+
+
+@dataclass
+class Measure:
+    label: str
+    files: int
+    lines: int
+    walls: list[float] = field(default_factory=list)
+    cpus: list[float] = field(default_factory=list)
+    note: str = ""
+    scale: float = 1.0  # > 1 when the time was measured on a sample and extrapolated
+
+    @property
+    def wall(self) -> float:
+        return statistics.median(self.walls) * self.scale
+
+    @property
+    def cpu(self) -> float:
+        return statistics.median(self.cpus) * self.scale
+
+
+class BenchError(Exception):
+    pass
+
+
+# -- the tree ----------------------------------------------------------------------------------
+
+def transformers_source() -> tuple[Path, str]:
+    """The installed transformers package folder, found without importing it."""
+    spec = importlib.util.find_spec("transformers")
+    if spec is None or not spec.submodule_search_locations:
+        raise BenchError("transformers is not installed in this Python; install it (pip install transformers) or pass --path")
+    folder = Path(list(spec.submodule_search_locations)[0])
+    try:
+        from importlib.metadata import version
+
+        return folder, version("transformers")
+    except Exception:
+        return folder, "?"
+
+
+def python_files(folder: Path) -> list[Path]:
+    found = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        found.extend(Path(dirpath) / f for f in sorted(filenames) if f.endswith((".py", ".pyi")))
+    return found
+
+
+def count_lines(files: list[Path]) -> int:
+    total = 0
+    for path in files:
+        with open(path, "rb") as handle:
+            total += handle.read().count(b"\n")
+    return total
+
+
+# -- running a tool --------------------------------------------------------------------------------
+
+def timed(command: list[str], cwd: str, env: dict[str, str], output: Path) -> tuple[float, float]:
+    """Wall and CPU seconds (the whole process tree) of one run; stdout goes to ``output``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with open(output, "wb") as out:
+        start = time.perf_counter()
+        proc = subprocess.run(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.PIPE)
+        wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode not in (0, 1):
+        tail = proc.stderr.decode(errors="replace")[-2000:]
+        raise BenchError(f"{' '.join(command[:4])} ... exited {proc.returncode}:\n{tail}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def regcomp_command(jobs: int | None) -> list[str]:
+    """The real CLI (``python -m regcomp_lint.cli``), from this checkout."""
+    command = [sys.executable, "-m", "regcomp_lint.cli", "--format", "concise"]
+    if jobs:
+        command += ["--jobs", str(jobs)]
+    return command
+
+
+def ruff_command() -> list[str]:
+    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
+    if ruff is None:
+        raise BenchError("ruff is not installed (pip install ruff)")
+    return [ruff, "check", "--select", "ALL", "--no-cache", "--isolated", "--output-format", "concise", "--quiet"]
+
+
+def torchfix_python(venv: Path) -> tuple[Path | None, str]:
+    """TorchFix's venv (created when absent); None plus the reason when it cannot be had."""
+    exe = venv / "bin" / "torchfix"
+    if exe.exists():
+        return exe, ""
+    print(f"creating a TorchFix environment in {venv} (TorchFix pins libcst<1.6) ...", file=sys.stderr)
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "torchfix"], check=True, capture_output=True, timeout=900)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
+        stderr = getattr(exc, "stderr", b"") or b""
+        return None, f"TorchFix skipped: could not create {venv} ({exc}; {stderr.decode(errors='replace')[-300:].strip()})"
+    return (exe, "") if exe.exists() else (None, f"TorchFix skipped: no torchfix executable in {venv}")
+
+
+def tool_version(command: list[str]) -> str:
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        return (out.stdout or out.stderr).strip().splitlines()[0]
+    except (OSError, IndexError, subprocess.TimeoutExpired):
+        return "?"
+
+
+# -- the benchmark ----------------------------------------------------------------------------------
+
+def sample(files: list[Path], size: int) -> list[Path]:
+    """Every k-th file of the sorted list: deterministic and spread over the whole tree."""
+    if size >= len(files):
+        return list(files)
+    step = len(files) / size
+    return [files[int(i * step)] for i in range(size)]
+
+
+def run_benchmark(args: argparse.Namespace) -> int:
+    folder, version = (Path(args.path), "") if args.path else transformers_source()
+    files = python_files(folder)
+    if not files:
+        raise BenchError(f"no Python files under {folder}")
+    lines = count_lines(files)
+    work = Path(tempfile.mkdtemp(prefix="regcomp-bench-"))
+    env = {k: v for k, v in os.environ.items() if k != "REGCOMP_CACHE_DIR"}
+    repo = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = repo + os.pathsep + env.get("PYTHONPATH", "")
+
+    ruff = Measure("ruff check --select ALL --no-cache", len(files), lines)
+    cold = Measure("regcomp-lint, cold (empty cache)", len(files), lines)
+    warm = Measure("regcomp-lint, warm (nothing changed)", len(files), lines)
+    identical = True
+    try:
+        for round_ in range(args.repeat):
+            print(f"round {round_ + 1}/{args.repeat}: ruff ...", file=sys.stderr, flush=True)
+            ruff_times = timed(ruff_command() + [str(folder)], str(work), env, work / "ruff.out")
+            cache = work / f"cache-{round_}"
+            run_env = {**env, "REGCOMP_CACHE_DIR": str(cache)}
+            print(f"round {round_ + 1}/{args.repeat}: regcomp-lint cold, warm ...", file=sys.stderr, flush=True)
+            cold_times = timed(regcomp_command(args.jobs) + [str(folder)], str(work), run_env, work / "cold.out")
+            warm_times = timed(regcomp_command(args.jobs) + [str(folder)], str(work), run_env, work / "warm.out")
+            identical &= (work / "cold.out").read_bytes() == (work / "warm.out").read_bytes()
+            for measure, (wall, cpu) in ((ruff, ruff_times), (cold, cold_times), (warm, warm_times)):
+                measure.walls.append(wall)
+                measure.cpus.append(cpu)
+        findings = (work / "cold.out").read_text(errors="replace").count("\n")
+        measures = [ruff, cold, warm]
+        notes = [f"regcomp-lint findings on the tree: {findings}; warm output identical to cold: {'yes' if identical else 'NO'}"]
+
+        if not args.no_torchfix:
+            torchfix, why_not = torchfix_python(Path(args.torchfix_venv))
+            if torchfix is None:
+                notes.append(why_not)
+            else:
+                chosen = files if args.torchfix_full else sample(files, args.torchfix_sample)
+                chosen_lines = count_lines(chosen)
+                label = "TorchFix --select ALL" + ("" if args.torchfix_full else " (sample, extrapolated †)")
+                tf = Measure(label, len(files), lines, scale=lines / chosen_lines if chosen_lines else 1.0)
+                print(f"TorchFix on {len(chosen)} files ({chosen_lines:,} lines) ...", file=sys.stderr, flush=True)
+                wall, cpu = timed([str(torchfix), "--select", "ALL", *map(str, chosen)], str(work), env, work / "torchfix.out")
+                tf.walls.append(wall)
+                tf.cpus.append(cpu)
+                measures.append(tf)
+                if not args.torchfix_full:
+                    notes.append(f"† TorchFix measured on {len(chosen)} of {len(files)} files ({chosen_lines:,} of {lines:,} lines; "
+                                 f"{wall:.1f} s wall, {cpu:.1f} s CPU), scaled by lines ×{tf.scale:.1f}; `--torchfix-full` runs the whole tree")
+                notes.append(f"TorchFix: {tool_version([str(torchfix), '--version'])}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    print_report(folder, version, files, lines, measures, notes, args)
+    cold_ratio = cold.wall / ruff.wall
+    warm_ratio = warm.wall / ruff.wall
+    cold_ok = cold_ratio <= COLD_TARGET
+    warm_ok = warm_ratio <= WARM_TARGET
+    print()
+    print(f"- cold ≤ {COLD_TARGET} × ruff: {cold_ratio:.2f} × → {'PASS' if cold_ok else 'FAIL'}")
+    print(f"- warm ≤ {WARM_TARGET} × ruff: {warm_ratio:.3f} × → {'PASS' if warm_ok else 'FAIL'}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "tree": str(folder), "files": len(files), "lines": lines,
+            "rows": [{"tool": m.label, "wall_s": m.wall, "cpu_s": m.cpu, "walls": m.walls, "scale": m.scale} for m in measures],
+            "cold_ratio": cold_ratio, "warm_ratio": warm_ratio, "pass": cold_ok and warm_ok,
+        }, indent=2))
+    return 0 if cold_ok and warm_ok else 1
+
+
+def machine() -> str:
+    model = platform.processor() or "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"{cpus} CPUs ({model}), {platform.system()} {platform.release()}, Python {platform.python_version()}"
+
+
+def print_report(folder, version, files, lines, measures, notes, args) -> None:
+    ruff_wall = measures[0].wall
+    what = f"transformers {version}" if version else str(folder)
+    print(f"## Lint speed: {what} ({len(files):,} files, {lines:,} lines)")
+    print()
+    print(f"{time.strftime('%Y-%m-%d')}; {machine()}; median of {args.repeat} round(s); "
+          f"{tool_version(ruff_command()[:1] + ['--version'])}; regcomp-lint --jobs {args.jobs or 'default (one per CPU)'}")
+    print()
+    print("| tool | files | lines | wall s | CPU s | lines/s | wall × ruff |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for m in measures:
+        print(f"| {m.label} | {m.files:,} | {m.lines:,} | {m.wall:.2f} | {m.cpu:.2f} | {m.lines / m.wall:,.0f} | {m.wall / ruff_wall:.3f} |")
+    print()
+    for note in notes:
+        print(f"- {note}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--path", help="lint this folder instead of the installed transformers package")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds; the table shows medians (default 3)")
+    parser.add_argument("--jobs", type=int, default=None, help="regcomp-lint --jobs (default: its own default)")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--torchfix-sample", type=int, default=200, metavar="N", help="TorchFix on N files, extrapolated per line (default 200)")
+    group.add_argument("--torchfix-full", action="store_true", help="TorchFix on the whole tree (about 18 CPU-minutes)")
+    group.add_argument("--no-torchfix", action="store_true", help="leave TorchFix out")
+    parser.add_argument("--torchfix-venv", default=os.environ.get("REGCOMP_BENCH_TORCHFIX_VENV", DEFAULT_TORCHFIX_VENV),
+                        help="virtual environment holding TorchFix (default $REGCOMP_BENCH_TORCHFIX_VENV or /tmp/torchfix-venv)")
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    try:
+        return run_benchmark(args)
+    except BenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

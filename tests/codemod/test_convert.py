@@ -1,0 +1,217 @@
+"""Behaviour of ``convert_source`` beyond the golden scripts: precedence of settings, refusals,
+what is left alone, and that the conversion is static (no torch, no running the script)."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from regcomp_lint.codemod import ConversionResult, ConvertOptions, convert_bytes, convert_source
+from regcomp_lint.plan import Plan
+
+LOOP = """
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(10):
+        loss = model(torch.randn(4, 2)).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def script(setup: str, loop: str = LOOP, imports: str = "import torch\n") -> str:
+    return imports + "\n\ndef main():\n" + textwrap.indent(textwrap.dedent(setup), "    ") + textwrap.dedent(loop).replace("\n", "\n    ").rstrip(" ") + "\n"
+
+
+def convert(text: str, **options) -> ConversionResult:
+    return convert_source(text, "train.py", ConvertOptions(**options))
+
+
+def plugin_line(result: ConversionResult) -> str:
+    """The ``dynamo_plugin = TorchDynamoPlugin(...)`` statement, joined onto one line."""
+    assert result.refused is None, result.refused
+    found = [
+        ast.get_source_segment(result.text, node)
+        for node in ast.walk(ast.parse(result.text))
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "dynamo_plugin"
+    ]
+    assert len(found) == 1, result.text
+    joined = re.sub(r"\(\s+", "(", found[0])
+    joined = re.sub(r",?\s*\n\s*\)", ")", joined)
+    return re.sub(r"\s*\n\s*", " ", joined)
+
+
+HAND_COMPILED = script("model = torch.nn.Linear(2, 1)\nmodel = torch.compile(model, mode=\"max-autotune\", fullgraph=True)\n")
+
+
+# -- settings precedence: options > plan > script > defaults ----------------------------------
+
+def test_defaults_compile_with_inductor():
+    result = convert(script("model = torch.nn.Linear(2, 1)\n"))
+    assert plugin_line(result) == 'dynamo_plugin = TorchDynamoPlugin(backend="inductor")'
+
+
+def test_script_settings_move_into_the_plugin():
+    result = convert(HAND_COMPILED)
+    assert plugin_line(result) == 'dynamo_plugin = TorchDynamoPlugin(backend="inductor", mode="max-autotune", fullgraph=True)'
+    assert "torch.compile" not in result.text
+
+
+def test_plan_beats_script():
+    plan = Plan(strategy="full", plugin={"backend": "aot_eager", "fullgraph": False})
+    result = convert(HAND_COMPILED, plan=plan)
+    assert plugin_line(result) == 'dynamo_plugin = TorchDynamoPlugin(backend="aot_eager", mode="max-autotune", fullgraph=False, use_regional_compilation=False)'
+
+
+def test_options_beat_plan_and_script():
+    plan = Plan(strategy="regional", plugin={"backend": "aot_eager", "mode": "default"})
+    result = convert(HAND_COMPILED, plan=plan, backend="eager", fullgraph=False, dynamic=True, regional=False)
+    assert plugin_line(result) == 'dynamo_plugin = TorchDynamoPlugin(backend="eager", mode="default", fullgraph=False, dynamic=True, use_regional_compilation=False)'
+
+
+def test_plan_strategy_none_turns_compilation_off_even_under_a_condition():
+    text = script("model = torch.nn.Linear(2, 1)\nif args.compile:\n    model = torch.compile(model)\n", imports="import torch\nargs = None\n")
+    result = convert(text, plan=Plan(strategy="none"))
+    assert plugin_line(result) == 'dynamo_plugin = TorchDynamoPlugin(backend="no")'
+
+
+def test_condition_of_the_hand_compile_is_kept():
+    text = script("model = torch.nn.Linear(2, 1)\nif args.compile:\n    model = torch.compile(model)\n", imports="import torch\nargs = None\n")
+    result = convert(text, backend="eager")
+    assert plugin_line(result) == 'dynamo_plugin = TorchDynamoPlugin(backend="eager" if args.compile else "no")'
+
+
+def test_regional_is_decided_from_the_model_and_can_be_turned_off():
+    model = textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.blocks = nn.ModuleList([nn.Linear(2, 2) for _ in range(8)])
+    """)
+    text = model + script("model = Net()\n", imports="")
+    assert "use_regional_compilation=True" in plugin_line(convert(text))
+    assert "use_regional_compilation=False" in plugin_line(convert(text, regional=False))
+
+
+def test_few_blocks_are_not_repeated_blocks():
+    model = "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.blocks = nn.ModuleList([nn.Linear(2, 2) for _ in range(2)])\n"
+    assert "use_regional_compilation" not in plugin_line(convert(model + script("model = Net()\n", imports="")))
+
+
+def test_transformers_model_is_regional():
+    text = script("model = AutoModelForCausalLM.from_config(config)\n", imports="import torch\nfrom transformers import AutoModelForCausalLM\nconfig = None\n")
+    assert "use_regional_compilation=True" in plugin_line(convert(text))
+
+
+def test_disagreeing_compiles_are_refused_unless_an_option_decides():
+    text = script("model = torch.nn.Linear(2, 1)\nmodel.compile(mode=\"default\")\nmodel = torch.compile(model, mode=\"max-autotune\")\n")
+    result = convert(text)
+    assert result.refused and "set mode differently" in result.refused and "--mode" in result.refused
+    assert result.text == text
+
+
+# -- what is left alone -----------------------------------------------------------------------
+
+def test_compiled_functions_are_left_alone():
+    text = "import torch\n\n@torch.compile\ndef gelu(x):\n    return x\n\nfast = torch.compile(gelu)\n" + script("model = torch.nn.Linear(2, 1)\n", imports="")
+    result = convert(text)
+    assert "@torch.compile\ndef gelu(x):" in result.text
+    assert "fast = torch.compile(gelu)" in result.text
+
+
+def test_eval_loader_is_not_prepared():
+    setup = "model = torch.nn.Linear(2, 1)\ntrain_dl = DataLoader(ds)\nval_dl = DataLoader(ds)\n"
+    loop = """
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x in train_dl:
+            model(x).sum().backward()
+        for x in val_dl:
+            model(x)
+    """
+    result = convert(script(setup, loop, imports="import torch\nfrom torch.utils.data import DataLoader\nds = []\n"))
+    assert "model, optimizer, train_dl = accelerator.prepare(model, optimizer, train_dl)" in result.text
+    assert any("val_dl is not iterated" in note for note in result.notes)
+
+
+def test_result_of_conversion_is_stable_and_already_accelerate_scripts_are_untouched():
+    first = convert(HAND_COMPILED)
+    second = convert(first.text)
+    assert not second.changed and second.refused is None and second.text == first.text
+
+
+# -- refusals ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "text,reason",
+    [
+        ("import torch\nmodel = torch.nn.Linear(2, 1)\nprint(model(torch.randn(1, 2)))\n", "no training step found"),
+        ("import torch\nx = torch.randn(2, requires_grad=True)\nx.sum().backward()\n", "no optimizer found"),
+        ("import deepspeed\n" + HAND_COMPILED, "it uses DeepSpeed"),
+        ("import lightning as L\n" + HAND_COMPILED, "it uses Lightning"),
+        ("from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n" + script("model = FSDP(torch.nn.Linear(2, 1))\n"), "shards the model with FSDP"),
+        ("import torch.multiprocessing as mp\n" + HAND_COMPILED + "mp.spawn(main, nprocs=2)\n", "starts its own worker processes"),
+        ("from torch.nn.parallel import DistributedDataParallel as DDP\n" + script("model = DDP(torch.nn.Linear(2, 1))\n"), "--unsafe-fixes"),
+        ("def broken(:\n    pass\n", "cannot parse line 1"),
+    ],
+)
+def test_refusals_leave_the_text_unchanged_with_one_clear_line(text, reason):
+    result = convert(text)
+    assert result.refused is not None and reason in result.refused, result.refused
+    assert result.text == text and not result.changed and result.notes == []
+    assert "\n" not in result.refused and result.refused.startswith("train.py: ")
+
+
+def test_ddp_that_does_not_wrap_in_place_is_refused_even_when_unsafe():
+    text = "from torch.nn.parallel import DistributedDataParallel as DDP\n" + script("model = torch.nn.Linear(2, 1)\nddp_model = DDP(model)\n")
+    result = convert(text, unsafe=True)
+    assert result.refused and "does not wrap the model in place" in result.refused
+
+
+def test_name_clash_is_refused():
+    result = convert(script("accelerator = 'gpu'\nmodel = torch.nn.Linear(2, 1)\n"))
+    assert result.refused and "already uses the name 'accelerator'" in result.refused
+
+
+def test_settings_that_are_assigned_too_late_are_refused():
+    setup = "model = torch.nn.Linear(2, 1).cuda()\nuse_compile = True\nif use_compile:\n    model = torch.compile(model)\n"
+    result = convert(script(setup))
+    assert result.refused and "'use_compile'" in result.refused and "move that assignment up" in result.refused
+
+
+# -- static: no torch, nothing run ------------------------------------------------------------
+
+def test_conversion_never_imports_torch_nor_runs_the_script(tmp_path):
+    marker = tmp_path / "ran.txt"
+    text = f"open({str(marker)!r}, 'w').close()\n" + HAND_COMPILED + "main()\n"
+    program = textwrap.dedent(f"""
+        import sys
+        for name in ("torch", "accelerate", "transformers"):
+            sys.modules[name] = None  # any import of them now fails
+        from regcomp_lint.codemod import convert_source
+        result = convert_source({text!r}, "train.py")
+        assert result.changed and result.refused is None, result.refused
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+    assert not marker.exists()
+
+
+def test_convert_bytes_reports_undecodable_files():
+    result = convert_bytes(b"# -*- coding: utf-8 -*-\nx = '\xff'\n", "bad.py")
+    assert result.refused and result.refused.startswith("bad.py: cannot read")
+    assert result.data == b"# -*- coding: utf-8 -*-\nx = '\xff'\n"
+
+
+def test_unknown_option_in_from_dict_is_an_error():
+    with pytest.raises(ValueError, match="unknown conversion option 'backnd'"):
+        ConvertOptions.from_dict({"backnd": "eager"})
