@@ -4,6 +4,7 @@
 #   * `torch._dynamo.config.suppress_errors = True` hiding compile errors (RC107)
 #   * a whole-model `torch.compile` of a model made of 8 identical blocks  (RC501, unsafe fix)
 #   * a misspelled compile mode for the sampling function                 (RC102)
+#   * an LR scheduler built after `prepare` and never prepared              (RC402)
 # The script is never imported or run by the linter; it does run with torch + accelerate installed.
 import argparse
 import math

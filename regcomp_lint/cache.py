@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
+import secrets
 from functools import lru_cache
 from pathlib import Path
 
@@ -145,7 +145,9 @@ class LintCache:
         tmp_name = None
         try:
             _make_folder(folder)
-            fd, tmp_name = tempfile.mkstemp(prefix=".lint-", suffix=".tmp", dir=folder)
+            candidate = str(folder / f".lint-{os.getpid()}-{secrets.token_hex(4)}.tmp")
+            fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies, unlike mkstemp's 0600
+            tmp_name = candidate
             with os.fdopen(fd, "wb") as handle:
                 handle.write(payload)
             os.replace(tmp_name, self.path)

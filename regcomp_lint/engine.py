@@ -63,7 +63,8 @@ def _syntax_error(exc: BaseException, source: SourceFile) -> Diagnostic:
 
 def active_rules(text: str, enabled: Iterable[str]) -> list[type[Rule]]:
     """Enabled visitor rules whose triggers occur in ``text`` (the prefilter)."""
-    return [rule for rule in _visitor_rules(frozenset(enabled)) if not rule.triggers or any(t in text for t in rule.triggers)]
+    return [rule for rule in _visitor_rules(frozenset(enabled))
+            if (not rule.triggers or any(t in text for t in rule.triggers)) and all(r in text for r in rule.required)]
 
 
 @lru_cache(maxsize=64)
@@ -76,13 +77,17 @@ _LEAF_FIELDS = frozenset({"ctx", "id", "attr", "arg", "asname", "module", "level
                           "conversion", "is_async"})
 
 
+#: Values of node fields that are never nodes.
+_SCALARS = frozenset({str, int, float, complex, bytes, bool, type(None), type(...)})
+
+
 def _child_fields(node_type: type) -> tuple[str, ...]:
-    if node_type is ast.Constant:
+    """Fields that may hold child nodes, in *reverse* order (they are pushed on a stack)."""
+    if node_type is ast.Constant or not issubclass(node_type, ast.AST):
         return ()
-    return tuple(f for f in node_type._fields if f not in _LEAF_FIELDS)
+    return tuple(reversed([f for f in node_type._fields if f not in _LEAF_FIELDS]))
 
 
-#: Fields that may hold child nodes, per node type (Name and Constant: none).
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {
     cls: _child_fields(cls) for cls in vars(ast).values() if isinstance(cls, type) and issubclass(cls, ast.AST)
 }
@@ -119,11 +124,10 @@ def walk(ctx: FileContext, rules: list[Rule]) -> None:
     for import_type in (ast.Import, ast.ImportFrom):  # imports are recorded before any rule sees them
         visit[import_type] = [imports.add, *visit.get(import_type, ())]
     ancestors = ctx.ancestors
-    ast_node = ast.AST
     child_fields = _CHILD_FIELDS
-    # Nodes without children and without handlers (names, constants, Load...) change nothing:
-    # never pushed. In typical code they are about half of all nodes.
-    inert = {t for t, f in child_fields.items() if not f and t not in visit and t not in leave}
+    # Values that change nothing are never pushed: scalars, and nodes without children and
+    # without handlers (names, constants, ``Load``), about half of all nodes.
+    inert = _SCALARS | {t for t, f in child_fields.items() if not f and t not in visit and t not in leave}
     stack: list[tuple[ast.AST, int]] = [(ctx.tree, 0)]
     pop, push = stack.pop, stack.append
     while stack:
@@ -140,24 +144,17 @@ def walk(ctx: FileContext, rules: list[Rule]) -> None:
                 handler(node)
         ancestors.append(node)
         fields = child_fields.get(node_type)
-        if fields is None:  # a node type this Python's ast module does not list
+        if fields is None:  # a type this Python's ast module does not list
             fields = child_fields[node_type] = _child_fields(node_type)
-        if not fields:
-            continue
         depth += 1
-        children = []
-        for name in fields:
+        for name in fields:  # reversed: the first child is pushed last and popped first
             value = getattr(node, name, None)
-            if value is None:
-                continue
             if type(value) is list:
-                for item in value:
-                    if type(item) not in inert and isinstance(item, ast_node):
-                        children.append(item)
-            elif type(value) not in inert and isinstance(value, ast_node):
-                children.append(value)
-        for child in reversed(children):
-            push((child, depth))
+                for item in reversed(value):
+                    if type(item) not in inert:
+                        push((item, depth))
+            elif type(value) not in inert:
+                push((value, depth))
     while ancestors:
         done = ancestors.pop()
         for handler in leave.get(type(done), ()):

@@ -107,7 +107,7 @@ class Plan:
         if self.strategy == "none" and backend not in (None, "no"):
             raise PlanError(f'plan: strategy is none but plugin.backend is {json.dumps(backend)} (use "no" or leave it out)')
         if self.strategy != "none" and backend is not None and backend.lower() == "no":
-            raise PlanError(f'plan: plugin.backend "no" disables compilation; use strategy "none" for that')
+            raise PlanError('plan: plugin.backend "no" disables compilation; use strategy "none" for that')
 
     # -- what the codemod applies ---------------------------------------------------------
     def plugin_settings(self) -> dict[str, Any]:

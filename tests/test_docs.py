@@ -148,3 +148,13 @@ def test_rule_json_shape():
     data = docs.rule_json(Example)
     assert data["code"] == "RC999" and data["fix"] == "unsafe" and data["graph_break_ids"] == ["GB0059", "GB0124"]
     assert data["examples"]["invalid"][0] == {"code": "thing()\n", "fixed": "other()\n", "count": 1}
+
+
+def test_readme_rule_table_is_up_to_date():
+    from regcomp_lint.docs import README_END, README_PATH, README_START, sync_readme
+
+    text = README_PATH.read_text(encoding="utf-8")
+    assert README_START in text and README_END in text, "README.md lost its rule-table markers"
+    assert sync_readme(text) == text, "README rule table is stale: run `python -m regcomp_lint.docs --write`"
+    for code in ALL_RULES:
+        assert f"[{code}](rules/{code}.md)" in text

@@ -35,6 +35,8 @@ RULE_NAME = re.compile(r"^rc(\d{3})_")
 
 #: The rules issue 2 asks for; each needs a positive and a negative fixture.
 ISSUE_2_RULES = ("RC001", "RC002", "RC003", "RC101", "RC102", "RC103", "RC104", "RC105", "RC106", "RC107", "RC501")
+#: The Accelerate-integration rules of issue 3; the same requirement.
+ISSUE_3_RULES = ("RC401", "RC402", "RC403", "RC404", "RC405")
 
 #: Fixtures that are whole scripts rather than one rule's example: the exact set of codes found.
 SCRIPT_CODES: dict[str, set[str]] = {
@@ -63,7 +65,7 @@ def test_enough_fixtures():
     assert len(FIXTURES) >= 25, [p.name for p in FIXTURES]
 
 
-@pytest.mark.parametrize("code", ISSUE_2_RULES)
+@pytest.mark.parametrize("code", ISSUE_2_RULES + ISSUE_3_RULES)
 def test_every_rule_has_positive_and_negative_fixture(code):
     prefix = code.lower() + "_"
     names = [p.stem for p in FIXTURES if p.stem.startswith(prefix)]
@@ -142,7 +144,7 @@ def test_bundled_example_shows_findings():
     """``scripts/demo.sh`` lints ``examples/train_gpt.py``; it must keep showing these findings."""
     example = FIXTURE_DIR.parent.parent / "examples" / "train_gpt.py"
     codes = {d.code for d in lint_source(example.read_bytes(), "examples/train_gpt.py", Settings())}
-    assert codes == {"RC102", "RC105", "RC107", "RC501"}, sorted(codes)
+    assert codes == {"RC102", "RC105", "RC107", "RC402", "RC501"}, sorted(codes)
 
 
 def test_cli_concise_output_matches_golden_files(tmp_path):

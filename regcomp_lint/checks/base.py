@@ -71,6 +71,9 @@ class Rule:
     #: Substrings of which at least one must occur in a file for the rule to run on it; the
     #: engine's prefilter skips files that match no enabled rule. Empty: never prefiltered out.
     triggers: ClassVar[tuple[str, ...]] = ()
+    #: Substrings that must all occur in a file for the rule to run on it (checked with the
+    #: triggers: ``required=("forward",)`` keeps RC2xx off files without any ``forward``).
+    required: ClassVar[tuple[str, ...]] = ()
     #: The best fix the rule can offer (None: no fix). Shown in the docs and rule table.
     fix_applicability: ClassVar[Applicability | None] = None
     #: torch graph-break registry ids the rule predicts (RC2xx).

@@ -46,7 +46,8 @@ class AcceleratePlanner(Planner):
                 self.edits.on(site.call, lambda u: u.args[0].value)  # type: ignore[attr-defined]
             self.notes.append(f"removed {site.origin}: the plugin compiles the model in prepare()")
         reason = self._regional_reason(prepared)
-        settings = resolve(script, self.options, reason)
+        settings, setting_notes = resolve(script, self.options, reason)
+        self.notes += setting_notes
         plugin_name = self._apply_plugin(plugin, settings, script)
         self._connect(plugin, plugin_name)
         self._backwards()

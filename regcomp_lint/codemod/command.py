@@ -74,7 +74,7 @@ class ConvertToAccelerate(VisitorBasedCodemodCommand):
         return updated
 
     def _drop_small_statements(self, original, updated):
-        kept = [new for old, new in zip(original.body, updated.body) if old not in self.plan.remove]
+        kept = [new for old, new in zip(original.body, updated.body, strict=True) if old not in self.plan.remove]
         if len(kept) == len(updated.body):
             return updated
         if kept:
@@ -96,7 +96,7 @@ class ConvertToAccelerate(VisitorBasedCodemodCommand):
                 pending = []
             body.append(stmt)
 
-        for index, (old, new) in enumerate(zip(original.body, updated.body)):
+        for index, (old, new) in enumerate(zip(original.body, updated.body, strict=True)):
             groups = inserts.get(index, [])
             if old not in self.plan.remove and any(not after for after, _ in groups) and _blank_only(new.leading_lines):
                 # statements glued to `new` go where its blank lines were; `new` follows them directly

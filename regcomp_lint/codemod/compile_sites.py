@@ -123,7 +123,7 @@ def _take_keyword(tree: Tree, arg: cst.Arg, site: CompileSite, settings: ScriptS
         raise Refusal(f"{site.origin} passes {name}=, which TorchDynamoPlugin does not take")
     if name == "backend" and not _could_be_backend_name(tree, arg.value):
         raise Refusal(f"{site.origin} uses a callable backend ({code(arg.value)}); TorchDynamoPlugin takes backend names only")
-    settings.add(name, arg.value, site.origin)
+    settings.add(name, arg.value, site.origin, hand_compile=True)
 
 
 def _could_be_backend_name(tree: Tree, value: cst.BaseExpression) -> bool:

@@ -18,7 +18,7 @@ from regcomp_lint.codemod.edits import EditPlan
 from regcomp_lint.codemod.options import ConvertOptions
 from regcomp_lint.codemod.roles import CallGraph, bindings
 from regcomp_lint.codemod.settings import Refusal
-from regcomp_lint.codemod.tree import Block, Function, Tree, code, comments_in, find_all, key_of, single_target
+from regcomp_lint.codemod.tree import Block, Function, Tree, code, comments_in, find_all, single_target
 
 #: compound statements a new statement may go inside of when everything happens there
 _DESCENDABLE = (cst.With, cst.Try)
@@ -312,7 +312,3 @@ def _bare(tree: Tree, func: cst.BaseExpression, name: str) -> bool:
         return False
     stars = [s for s in find_all(tree.module, cst.ImportFrom) if isinstance(s.names, cst.ImportStar)]
     return bool(stars) and not tree.qualnames(func)
-
-
-def key_in(node: cst.CSTNode, keys: set[str]) -> bool:
-    return key_of(node) in keys

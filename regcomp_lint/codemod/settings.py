@@ -30,8 +30,12 @@ class ScriptSettings:
     origins: dict[str, str] = field(default_factory=dict)
     condition: cst.BaseExpression | None = None
     condition_origin: str = ""
+    #: keywords that came from a hand compile of the bare model (not from an Accelerate plugin)
+    from_hand_compile: set[str] = field(default_factory=set)
 
-    def add(self, keyword: str, value: cst.BaseExpression, origin: str) -> None:
+    def add(self, keyword: str, value: cst.BaseExpression, origin: str, *, hand_compile: bool = False) -> None:
+        if hand_compile:
+            self.from_hand_compile.add(keyword)
         if keyword in self.values and code(self.values[keyword]) != code(value):
             raise Refusal(
                 f"{self.origins[keyword]} and {origin} set {keyword} differently "
@@ -57,8 +61,9 @@ class Setting:
     code: str
 
 
-def resolve(script: ScriptSettings, options: ConvertOptions, regional_reason: str | None) -> dict[str, Setting]:
-    """The plugin's keywords in ``PLUGIN_KEYWORDS`` order (absent keys are left to the plugin)."""
+def resolve(script: ScriptSettings, options: ConvertOptions, regional_reason: str | None) -> tuple[dict[str, Setting], list[str]]:
+    """The plugin's keywords in ``PLUGIN_KEYWORDS`` order (absent keys are left to the plugin),
+    and notes about settings that could not be carried over as they were."""
     explicit = options.explicit_plugin_settings()
     planned = options.plan.plugin_settings() if options.plan is not None else {}
     out: dict[str, Setting] = {}
@@ -80,4 +85,17 @@ def resolve(script: ScriptSettings, options: ConvertOptions, regional_reason: st
         out["backend"] = Setting(backend.source, f'{value} if {condition} else "no"')
     if "mode" in out and "options" in out and out["mode"].code != "None" and out["options"].code != "None":
         raise Refusal("mode and options would both reach torch.compile, which refuses that; drop one (RC103)")
-    return out
+    notes = []
+    regional = out.get("use_regional_compilation", Setting("", "False")).code == "True"
+    if "fullgraph" in script.from_hand_compile and out.get("fullgraph", Setting("", "")) == Setting("script", "True") and not regional:
+        # prepare() compiles the DDP-wrapped model; DDP's forward breaks the graph (GB0156), so
+        # fullgraph=True would raise under several processes. Regional compilation compiles the
+        # blocks inside the wrapper and keeps it.
+        del out["fullgraph"]
+        notes.append(
+            "fullgraph=True was not carried over: prepare() compiles the DDP-wrapped model and DDP's forward "
+            "breaks the graph under several processes (pass --fullgraph to keep it anyway)"
+        )
+    elif out.get("fullgraph", Setting("", "")).code == "True" and not regional:
+        notes.append("fullgraph=True with a whole-model compile raises under several processes (DDP's forward breaks the graph); regional compilation avoids that")
+    return out, notes

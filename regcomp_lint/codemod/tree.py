@@ -7,7 +7,7 @@ call?" or "which statement of this block contains it?" instead of walking parent
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence, TypeVar
+from typing import Iterator, TypeVar
 
 import libcst as cst
 from libcst.metadata import (
@@ -132,20 +132,6 @@ class Tree:
             if getattr(assignment, "node", None) is func:
                 found.extend(access.node for access in assignment.references)
         return found
-
-    def binding_nodes(self, name: str, function: Function) -> list[cst.CSTNode]:
-        """Nodes that bind ``name`` in ``function``'s own scope (assignments, imports, defs)."""
-        inner = self._function_scope(function)
-        if inner is None:
-            return []
-        return [a.node for a in inner.assignments[name] if getattr(a, "node", None) is not None]
-
-    def _function_scope(self, function: Function):
-        if isinstance(function, cst.Module):
-            return self._scopes.get(function.body[0]) if function.body else None
-        for stmt in function.body.body:
-            return self._scopes.get(stmt)
-        return None
 
     def is_parameter(self, name: str, function: Function) -> bool:
         if isinstance(function, cst.Module):
@@ -272,7 +258,3 @@ def read_keys(expr: cst.CSTNode) -> list[str]:
 def comments_in(root: cst.CSTNode) -> list[str]:
     """Every comment's text in a subtree, in source order."""
     return [c.value for c in find_all(root, cst.Comment)]
-
-
-def first(items: Sequence[N]) -> N | None:
-    return items[0] if items else None

@@ -57,9 +57,29 @@ def test_defaults_compile_with_inductor():
 
 
 def test_script_settings_move_into_the_plugin():
-    result = convert(HAND_COMPILED)
-    assert plugin_line(result) == 'dynamo_plugin = TorchDynamoPlugin(backend="inductor", mode="max-autotune", fullgraph=True)'
+    result = convert(script("model = torch.nn.Linear(2, 1)\nmodel = torch.compile(model, mode=\"max-autotune\", dynamic=False)\n"))
+    assert plugin_line(result) == 'dynamo_plugin = TorchDynamoPlugin(backend="inductor", mode="max-autotune", dynamic=False)'
     assert "torch.compile" not in result.text
+
+
+def test_hand_compile_fullgraph_is_dropped_for_a_whole_model_compile():
+    """prepare() compiles DDP(model); DDP's forward breaks the graph, so fullgraph=True would raise
+    under accelerate launch with several processes (seen with torch 2.13, gloo)."""
+    result = convert(HAND_COMPILED)
+    assert plugin_line(result) == 'dynamo_plugin = TorchDynamoPlugin(backend="inductor", mode="max-autotune")'
+    assert any("fullgraph=True was not carried over" in note for note in result.notes)
+    assert "fullgraph=True" in plugin_line(convert(HAND_COMPILED, fullgraph=True))
+
+
+def test_hand_compile_fullgraph_is_kept_with_regional_compilation():
+    result = convert(HAND_COMPILED, regional=True)
+    assert plugin_line(result) == 'dynamo_plugin = TorchDynamoPlugin(backend="inductor", mode="max-autotune", fullgraph=True, use_regional_compilation=True)'
+
+
+def test_end_training_closes_the_scope_once():
+    result = convert(script("model = torch.nn.Linear(2, 1)\n") + "    return model\n")
+    assert re.search(r"\n    accelerator\.end_training\(\)\n\s*return model\n$", result.text), result.text
+    assert result.text.count("end_training") == 1
 
 
 def test_plan_beats_script():

@@ -36,7 +36,7 @@ TIMEOUT = 600
 #: case -> script arguments (small limits; flags that switch the hand compile on)
 EAGER_CASES = {
     "mnist_loop": ["--epochs", "4"],
-    "gan_two_models": ["--epochs", "8"],
+    "gan_two_models": ["--epochs", "16"],
     "grad_accumulation": ["--epochs", "5"],
     "trainer_class": ["--epochs", "5", "--compile"],
     "accelerate_two_branches": ["--num_epochs", "5", "--cpu"],

@@ -1,0 +1,277 @@
+"""Does the static lint find the lines dynamo breaks on, and only those?
+
+Runs every model of ``fixtures/models/`` under torch dynamo (``bench/_dynamo_probe.py``, in an
+interpreter that has torch 2.13 + accelerate, given with ``--python``), then lints the same files
+with ``regcomp_lint.api.lint_source`` (no torch) and compares:
+
+- **RC201–RC209** (graph breaks) line by line: a finding is a true alarm when dynamo broke on a
+  line inside its span; a dynamo break is found when a finding's span holds it. Precision and
+  recall per model and overall; targets: precision 1.0, recall ≥ 0.9.
+- **RC301** (per-block int attribute) per model: flagged, against "compiling each block with
+  ``compile_regions`` recompiled because a guard on one module attribute failed for two or more
+  values" (block k fails on the k values compiled before it; a bool attribute fails on one).
+- **RC502** (blocks not regionalizable) per model, linting the file with a
+  ``compile_regions(make_model())`` call appended: flagged, against "``compile_regions`` raised,
+  or compiled the whole model although it has repeated blocks outside a one-class ModuleList".
+
+    python bench/static_vs_dynamo.py --python /tmp/truth/bin/python [--update]
+    python bench/static_vs_dynamo.py            # compare with the stored dynamo results
+
+``--update`` stores the probe's result in ``fixtures/models/dynamo_breaks.json`` (the file the
+unit test ``tests/test_static_vs_dynamo.py`` compares against without torch). Exit status 1 when
+a target is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ROOT / "fixtures" / "models"
+STORED = MODELS / "dynamo_breaks.json"
+PROBE = Path(__file__).resolve().parent / "_dynamo_probe.py"
+BREAK_RULES = tuple(f"RC20{i}" for i in range(1, 10))
+PRECISION_TARGET = 1.0
+RECALL_TARGET = 0.9
+#: RC301's measured positive: guards on one module attribute failed for this many different
+#: values (block k fails on the k values compiled before it; a bool attribute fails on one).
+PER_BLOCK_VALUES = 2
+REGIONAL_REQUEST = "\n\nfrom accelerate.utils import compile_regions as _compile_regions\n_regional = _compile_regions(make_model())\n"
+
+sys.path.insert(0, str(ROOT))
+
+
+@dataclass(frozen=True)
+class Finding:
+    file: str
+    row: int
+    end_row: int
+    code: str
+    message: str
+
+    def holds(self, file: str, line: int) -> bool:
+        return file == self.file and self.row <= line <= self.end_row
+
+
+@dataclass(frozen=True)
+class Site:
+    file: str
+    line: int
+    gb: str | None
+    reason: str
+
+
+@dataclass
+class ModelScore:
+    name: str
+    sites: list[Site]
+    findings: list[Finding]
+    missed: list[Site] = field(default_factory=list)
+    false_alarms: list[Finding] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.missed = [s for s in self.sites if not any(f.holds(s.file, s.line) for f in self.findings)]
+        self.false_alarms = [f for f in self.findings if not any(f.holds(s.file, s.line) for s in self.sites)]
+
+    @property
+    def true_alarms(self) -> int:
+        return len(self.findings) - len(self.false_alarms)
+
+
+@dataclass
+class Verdict:
+    """One model's RC301 or RC502 verdict: measured by dynamo vs flagged by the lint."""
+
+    name: str
+    measured: bool
+    flagged: bool
+    evidence: str
+
+    @property
+    def agrees(self) -> bool:
+        return self.measured == self.flagged
+
+
+@dataclass
+class Comparison:
+    models: list[ModelScore]
+    findings: list[Finding]
+    sites: list[Site]
+    rc301: list[Verdict]
+    rc502: list[Verdict]
+
+    @property
+    def missed(self) -> list[Site]:
+        return [s for s in self.sites if not any(f.holds(s.file, s.line) for f in self.findings)]
+
+    @property
+    def false_alarms(self) -> list[Finding]:
+        return [f for f in self.findings if not any(f.holds(s.file, s.line) for s in self.sites)]
+
+    @property
+    def precision(self) -> float:
+        return ratio(len(self.findings) - len(self.false_alarms), len(self.findings))
+
+    @property
+    def recall(self) -> float:
+        return ratio(len(self.sites) - len(self.missed), len(self.sites))
+
+    @property
+    def passed(self) -> bool:
+        return (self.precision >= PRECISION_TARGET and self.recall >= RECALL_TARGET
+                and all(v.agrees for v in self.rc301) and all(v.agrees for v in self.rc502))
+
+
+def ratio(part: int, whole: int) -> float:
+    return part / whole if whole else 1.0
+
+
+# -- the static side (no torch) -----------------------------------------------------------------
+
+def lint_findings(path: Path, codes: tuple[str, ...], extra: str = "") -> list[Finding]:
+    from regcomp_lint.api import lint_source
+
+    text = path.read_text(encoding="utf-8") + extra
+    return [
+        Finding(path.name, d.location.row, d.end_location.row, d.code, d.message)
+        for d in lint_source(text, str(path))
+        if d.code in codes
+    ]
+
+
+def local_imports(path: Path, models: Path) -> list[Path]:
+    """Sibling modules of the fixture folder that ``path`` imports (``from _shared_ops import f``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else \
+            [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        for name in names:
+            candidate = models / (name.replace(".", "/") + ".py")
+            if candidate.is_file():
+                found.append(candidate)
+    return found
+
+
+# -- the comparison ---------------------------------------------------------------------------
+
+def compare(stored: dict, models: Path = MODELS) -> Comparison:
+    findings_by_file: dict[str, list[Finding]] = {}
+
+    def findings_of(path: Path) -> list[Finding]:
+        if path.name not in findings_by_file:
+            findings_by_file[path.name] = lint_findings(path, BREAK_RULES)
+        return findings_by_file[path.name]
+
+    scores, rc301, rc502 = [], [], []
+    all_sites: dict[tuple[str, int], Site] = {}
+    for name, entry in sorted(stored["models"].items()):
+        path = models / entry["file"]
+        sites = [Site(b["file"], b["line"], b.get("gb"), b.get("reason", "")) for b in entry["dynamo"].get("breaks", [])]
+        for site in sites:
+            all_sites[(site.file, site.line)] = site
+        findings = list(findings_of(path))
+        for helper in local_imports(path, models):
+            findings += findings_of(helper)
+        scores.append(ModelScore(name, sites, findings))
+        regional = entry.get("regional", {})
+        rc301.append(rc301_verdict(name, path, regional))
+        rc502.append(rc502_verdict(name, path, regional))
+    every_finding = sorted({f for fs in findings_by_file.values() for f in fs}, key=lambda f: (f.file, f.row, f.code))
+    for path in sorted(models.glob("*.py")):  # helpers no model imports are judged too
+        for finding in findings_of(path):
+            if finding not in every_finding:
+                every_finding.append(finding)
+    return Comparison(scores, every_finding, sorted(all_sites.values(), key=lambda s: (s.file, s.line)), rc301, rc502)
+
+
+def rc301_verdict(name: str, path: Path, regional: dict) -> Verdict:
+    per_block = [g for g in regional.get("attribute_recompiles", []) if g.get("values", 0) >= PER_BLOCK_VALUES]
+    measured = bool(per_block)
+    evidence = ", ".join(f"{g['guard']} @{g['file']}:{g['line']} (failed for {g['values']} values)" for g in per_block)
+    if regional.get("recompile_limit_hit"):
+        evidence += " · recompile_limit hit"
+    flagged = [f for f in lint_findings(path, ("RC301",))]
+    return Verdict(name, measured, bool(flagged), evidence.strip(" ·") + _lines(flagged))
+
+
+def rc502_verdict(name: str, path: Path, regional: dict) -> Verdict:
+    error = regional.get("error")
+    fallback = regional.get("whole_model") and regional.get("repeated_outside_modulelist")
+    measured = bool(error) or bool(fallback)
+    evidence = error or (f"whole-model compile; {', '.join(regional['repeated_outside_modulelist'])}" if fallback else "")
+    flagged = lint_findings(path, ("RC502",), REGIONAL_REQUEST)
+    return Verdict(name, measured, bool(flagged), evidence + _lines(flagged))
+
+
+def _lines(findings: list[Finding]) -> str:
+    return f" [lint: {', '.join(f'{f.code}@{f.row}' for f in findings)}]" if findings else ""
+
+
+# -- the torch side ---------------------------------------------------------------------------
+
+def run_probe(python: str, models: Path = MODELS) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "breaks.json"
+        subprocess.run([python, str(PROBE), "--models", str(models), "--out", str(out)], check=True,
+                       stdout=subprocess.DEVNULL)
+        return json.loads(out.read_text(encoding="utf-8"))
+
+
+# -- output -----------------------------------------------------------------------------------
+
+def render(result: Comparison, stored: dict) -> str:
+    lines = [
+        f"torch {stored.get('torch')} · accelerate {stored.get('accelerate')} · python {stored.get('python')}",
+        "",
+        "| model | dynamo breaks | RC2xx findings | found | missed | false alarms | precision | recall |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for score in result.models:
+        lines.append(
+            f"| {score.name} | {len(score.sites)} | {len(score.findings)} | {len(score.sites) - len(score.missed)} | "
+            f"{len(score.missed)} | {len(score.false_alarms)} | {ratio(score.true_alarms, len(score.findings)):.2f} | "
+            f"{ratio(len(score.sites) - len(score.missed), len(score.sites)):.2f} |"
+        )
+    lines.append(
+        f"| **overall** (distinct lines) | {len(result.sites)} | {len(result.findings)} | "
+        f"{len(result.sites) - len(result.missed)} | {len(result.missed)} | {len(result.false_alarms)} | "
+        f"**{result.precision:.3f}** | **{result.recall:.3f}** |"
+    )
+    lines += ["", "Misses (dynamo broke, no RC2xx finding):" if result.missed else "Misses: none"]
+    lines += [f"- {s.file}:{s.line} {s.gb or ''} {s.reason}" for s in result.missed]
+    lines += ["", "False alarms (RC2xx finding, dynamo did not break):" if result.false_alarms else "False alarms: none"]
+    lines += [f"- {f.file}:{f.row} {f.code} {f.message}" for f in result.false_alarms]
+    for code, verdicts in (("RC301", result.rc301), ("RC502", result.rc502)):
+        interesting = [v for v in verdicts if v.measured or v.flagged]
+        agree = sum(v.agrees for v in verdicts)
+        lines += ["", f"{code}: {agree}/{len(verdicts)} models agree", "", "| model | measured | flagged | evidence |", "|---|---|---|---|"]
+        lines += [f"| {v.name} | {'yes' if v.measured else 'no'} | {'yes' if v.flagged else 'no'} | {v.evidence} |" for v in interesting]
+    lines += ["", f"targets: precision ≥ {PRECISION_TARGET}, recall ≥ {RECALL_TARGET}, RC301/RC502 agree on every model: "
+              + ("PASS" if result.passed else "FAIL")]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--python", help="interpreter with torch 2.13 and accelerate; omit to use the stored results")
+    parser.add_argument("--update", action="store_true", help=f"store the probe's result in {STORED.relative_to(ROOT)}")
+    args = parser.parse_args(argv)
+    if args.update and not args.python:
+        parser.error("--update needs --python (an interpreter with torch)")
+    stored = run_probe(args.python) if args.python else json.loads(STORED.read_text(encoding="utf-8"))
+    if args.update:
+        STORED.write_text(json.dumps(stored, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    result = compare(stored)
+    print(render(result, stored))
+    return 0 if result.passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,297 @@
+"""What this file's Accelerate setup looks like, for the RC4xx rules: which calls build an
+``Accelerator``, which names hold one where, which ``prepare`` calls there are, whether the
+setup compiles, and which code runs inside a loop.
+
+Built from the engine's one walk: a rule holds an :class:`AccelerateScript` and feeds it through
+:class:`FeedsAccelerateScript` (the same pattern as :class:`~regcomp_lint.bindings.FeedsBindings`);
+its questions are asked in ``finish()``, when the whole file is known.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from regcomp_lint import callsites
+from regcomp_lint.bindings import Bindings, FeedsBindings, Where, binding_key
+from regcomp_lint.context import FileContext, has_star_kwargs, is_none, is_true, keyword, string_literal
+
+#: ``Accelerator`` methods that wrap an object for the run (``accelerator.prepare(model, opt)``).
+PREPARE_METHODS = frozenset({"prepare", "prepare_model", "prepare_optimizer", "prepare_data_loader", "prepare_scheduler"})
+DYNAMO_BACKEND_ENUM = ("accelerate.utils.DynamoBackend", "accelerate.utils.dataclasses.DynamoBackend")
+LOOPS = (ast.For, ast.AsyncFor, ast.While)
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+MAX_DEPTH = 30
+
+#: A parameter that holds an accelerator: (function node id, name).
+ParamKey = tuple[int, str]
+
+
+@dataclass(frozen=True)
+class AcceleratorParam:
+    """``def train(accelerator: Accelerator, ...)``: the object is not built here. ``certain``:
+    annotated as ``Accelerator`` (else only named ``accelerator``)."""
+
+    function: int
+    name: str
+    certain: bool
+
+
+#: What an expression holding an accelerator resolves to: its construction or a parameter.
+AcceleratorRef = ast.Call | AcceleratorParam
+
+
+@dataclass(frozen=True)
+class CompileState:
+    """Whether an accelerator compiles the models it prepares. ``compiles``: True (certainly or
+    from a non-literal backend, which scripts set to compile), False (no plugin, backend
+    ``"no"``, ``disable=True``). ``regional``: True, False, or None when not a literal."""
+
+    compiles: bool
+    regional: bool | None = False
+
+
+OFF = CompileState(False)
+
+
+@dataclass(frozen=True)
+class AcceleratorName:
+    """How code at a point spells its accelerator (``accelerator``, ``self.accelerator``).
+    ``certain``: it is built in this file or annotated, not guessed from a parameter's name."""
+
+    text: str
+    certain: bool
+
+
+class AccelerateScript:
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.bindings = Bindings()
+        #: id of every ``Accelerator(...)`` call -> (call, where it is evaluated)
+        self.accelerators: dict[int, tuple[ast.Call, Where]] = {}
+        #: names and ``self.`` attributes assigned an accelerator or an alias of one
+        self._holder_keys: dict[str, None] = {}
+        self._params: dict[ParamKey, bool] = {}
+        #: every ``X.prepare*(...)`` call, the statement holding it, and where it is
+        self.prepares: list[tuple[ast.Call, ast.AST | None, Where]] = []
+
+    # -- feeding ---------------------------------------------------------------------------
+    def visit(self, node: ast.AST) -> None:
+        self.bindings.visit(node)
+        kind = type(node)
+        if kind is ast.Call:
+            self._visit_call(node)
+        elif kind is ast.Assign or kind is ast.AnnAssign:
+            self._visit_assign(node)
+        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            self._visit_function(node)
+
+    def leave(self, node: ast.AST) -> None:
+        self.bindings.leave(node)
+
+    def _visit_call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            if func.attr in PREPARE_METHODS and not self.ctx.imports.root_is_import(func.value):
+                self.prepares.append((node, self.ctx.parent(), self.bindings.here(node)))
+            elif func.attr == "Accelerator" and callsites.is_accelerator(self.ctx, func):
+                self.accelerators[id(node)] = (node, self.bindings.here(node))
+        elif isinstance(func, ast.Name) and callsites.is_accelerator(self.ctx, func):
+            self.accelerators[id(node)] = (node, self.bindings.here(node))
+
+    def _visit_assign(self, node: ast.Assign | ast.AnnAssign) -> None:
+        value = node.value
+        if value is None or not isinstance(value, (ast.Call, ast.Name, ast.Attribute, ast.IfExp)):
+            return
+        for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+            key = binding_key(target)
+            if key is not None:
+                self._holder_keys[key] = None
+
+    def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        args = node.args
+        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+            if arg.annotation is not None and self._names_accelerator(arg.annotation):
+                self._params[(id(node), arg.arg)] = True
+                self._holder_keys[arg.arg] = None
+            elif arg.arg == "accelerator":
+                self._params[(id(node), arg.arg)] = False
+                self._holder_keys[arg.arg] = None
+
+    def _names_accelerator(self, annotation: ast.expr) -> bool:
+        """``Accelerator``, ``"Accelerator"``, ``Accelerator | None``, ``Optional[Accelerator]``."""
+        text = string_literal(annotation)
+        if text is not None:
+            return text.strip() in ("Accelerator", "accelerate.Accelerator", "Accelerator | None", "Optional[Accelerator]")
+        if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+            return self._names_accelerator(annotation.left) or self._names_accelerator(annotation.right)
+        if isinstance(annotation, ast.Subscript):
+            return self._names_accelerator(annotation.slice)
+        return callsites.is_accelerator(self.ctx, annotation)
+
+    # -- questions, after the walk -----------------------------------------------------------
+    @property
+    def builds_accelerator(self) -> bool:
+        """The file constructs an ``Accelerator``: it is an Accelerate script."""
+        return bool(self.accelerators)
+
+    def accelerator_of(self, expr: ast.AST, where: Where, depth: int = 0) -> AcceleratorRef | None:
+        """The ``Accelerator(...)`` call or accelerator parameter ``expr`` holds, if any."""
+        if depth > MAX_DEPTH:
+            return None
+        if isinstance(expr, ast.Call):
+            return expr if id(expr) in self.accelerators else None
+        if isinstance(expr, ast.IfExp):
+            return self.accelerator_of(expr.body, where, depth + 1) or self.accelerator_of(expr.orelse, where, depth + 1)
+        key = binding_key(expr)
+        if key is None:
+            return None
+        for bound in self.bindings.candidates(expr, where):
+            if bound.value is None:
+                function = bound.where.function
+                if function is not None and bound.end == (function.lineno, function.col_offset):
+                    certain = self._params.get((id(function), key))
+                    if certain is not None:
+                        return AcceleratorParam(id(function), key, certain)
+                continue
+            if bound.index is not None or isinstance(bound.value, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            found = self.accelerator_of(bound.value, bound.where, depth + 1)
+            if found is not None:
+                return found
+        return None
+
+    def _visible(self, where: Where) -> list[tuple[str, AcceleratorRef]]:
+        found: list[tuple[str, AcceleratorRef]] = []
+        for key in self._holder_keys:
+            if key.startswith("self.") and where.cls is None:
+                continue
+            ref = self.accelerator_of(_probe(key), where)
+            if ref is not None:
+                found.append((key, ref))
+        return found
+
+    def sees_accelerator(self, where: Where) -> bool:
+        """Some name or ``self.`` attribute visible at ``where`` holds an accelerator."""
+        return bool(self._visible(where))
+
+    def accelerator_name(self, where: Where) -> AcceleratorName | None:
+        """How code at ``where`` reaches the file's accelerator: the one name or ``self.``
+        attribute visible there that holds it. None when none is visible or two visible names
+        hold different accelerators (which one to use is the author's call)."""
+        found = self._visible(where)
+        if not found:
+            return None
+        refs = {id(ref) if isinstance(ref, ast.Call) else ref for _, ref in found}
+        if len(refs) > 1:
+            return None
+        found.sort(key=lambda item: (not item[0].startswith("self."), item[0] != "accelerator", item[0]))
+        key, ref = found[0]
+        return AcceleratorName(key, not isinstance(ref, AcceleratorParam) or ref.certain)
+
+    def is_prepare_result(self, bound_value: ast.AST | None) -> bool:
+        return isinstance(bound_value, ast.Call) and isinstance(bound_value.func, ast.Attribute) and bound_value.func.attr in PREPARE_METHODS
+
+    # -- compile configuration ---------------------------------------------------------------
+    def compile_state(self, ref: AcceleratorRef | None) -> CompileState:
+        """Whether models prepared by ``ref`` get compiled. A parameter (or None: an accelerator
+        we cannot see) is judged by the file's ``Accelerator(...)`` calls: compiling when any of
+        them compiles."""
+        if isinstance(ref, ast.Call):
+            return self._call_compile_state(ref, self.accelerators[id(ref)][1])
+        states = [self._call_compile_state(call, where) for call, where in self.accelerators.values()]
+        on = [s for s in states if s.compiles]
+        if not on:
+            return OFF
+        regional = {s.regional for s in on}
+        return CompileState(True, regional.pop() if len(regional) == 1 else None)
+
+    def _call_compile_state(self, call: ast.Call, where: Where) -> CompileState:
+        plugin_kw = keyword(call, "dynamo_plugin")
+        backend_kw = keyword(call, "dynamo_backend")
+        if plugin_kw is not None and not is_none(plugin_kw.value):
+            plugin = self._plugin_call(plugin_kw.value, where)
+            if plugin is None:
+                return CompileState(True, None)
+            return self._plugin_state(plugin)
+        if backend_kw is not None and not is_none(backend_kw.value):
+            return CompileState(self._backend_compiles(backend_kw.value), False)
+        return OFF
+
+    def _plugin_call(self, expr: ast.expr, where: Where) -> ast.Call | None:
+        if not isinstance(expr, ast.Call):
+            bound = self.bindings.lookup(expr, where)
+            expr = bound.value if bound is not None and bound.index is None else None
+        if isinstance(expr, ast.Call) and callsites.is_dynamo_plugin(self.ctx, expr.func):
+            return expr
+        return None
+
+    def _plugin_state(self, plugin: ast.Call) -> CompileState:
+        if has_star_kwargs(plugin):
+            return CompileState(True, None)
+        disable = callsites.plugin_argument(plugin, "disable")
+        if is_true(disable):
+            return OFF
+        backend = callsites.plugin_argument(plugin, "backend")
+        if backend is None or is_none(backend):
+            return OFF  # accelerate 1.15 reads ACCELERATE_DYNAMO_BACKEND, default "no"
+        regional = callsites.plugin_argument(plugin, "use_regional_compilation")
+        if regional is None or is_none(regional) or (isinstance(regional, ast.Constant) and regional.value is False):
+            regional_state: bool | None = False
+        elif is_true(regional):
+            regional_state = True
+        else:
+            regional_state = None
+        return CompileState(self._backend_compiles(backend), regional_state)
+
+    def _backend_compiles(self, value: ast.expr) -> bool:
+        """False only for a backend that certainly does not compile (``"no"``, ``DynamoBackend.NO``)."""
+        text = string_literal(value)
+        if text is not None:
+            return text.strip().lower() != "no"
+        qualname = self.ctx.qualname(value)
+        if qualname and self.ctx.imports.root_is_import(value) and qualname.rsplit(".", 1)[0] in DYNAMO_BACKEND_ENUM:
+            return qualname.rsplit(".", 1)[1] != "NO"
+        return True
+
+
+class FeedsAccelerateScript(FeedsBindings):
+    """Mixin for a rule holding ``self.script``: feeds it from the walk. A rule that also handles
+    one of these node types calls ``self.script.visit(node)`` itself first."""
+
+    script: AccelerateScript
+
+    def _feed(self, node: ast.AST) -> None:
+        self.script.visit(node)
+
+    def _unfeed(self, node: ast.AST) -> None:
+        self.script.leave(node)
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = _feed
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _feed
+    visit_Assign = visit_AnnAssign = visit_AugAssign = visit_NamedExpr = _feed
+    visit_For = visit_AsyncFor = visit_comprehension = visit_withitem = visit_Return = _feed
+    visit_Call = _feed
+    leave_FunctionDef = leave_AsyncFunctionDef = leave_Lambda = leave_ClassDef = _unfeed
+    leave_ListComp = leave_SetComp = leave_DictComp = leave_GeneratorExp = _unfeed
+
+
+def in_loop_body(ctx: FileContext, node: ast.AST) -> bool:
+    """``node`` (being visited) runs inside the body of a ``for``/``while`` loop of its own
+    function: not in a loop's header or ``else``, not in a function merely defined in a loop."""
+    ancestors = ctx.ancestors
+    child = node
+    for anc in reversed(ancestors):
+        if isinstance(anc, LOOPS) and any(stmt is child for stmt in anc.body):
+            return True
+        if isinstance(anc, SCOPES):
+            return False
+        child = anc
+    return False
+
+
+def _probe(key: str) -> ast.expr:
+    """A synthetic expression for a binding key, to ask :class:`Bindings` about it."""
+    if key.startswith("self."):
+        return ast.Attribute(value=ast.Name(id="self", ctx=ast.Load()), attr=key[5:], ctx=ast.Load())
+    return ast.Name(id=key, ctx=ast.Load())

@@ -1,0 +1,183 @@
+"""What every RC2xx rule shares: judge only code reached from a ``forward``, name the chain.
+
+A :class:`ForwardRule` splits its check in two so that the engine's single walk stays cheap:
+
+- ``candidate(node)``: a purely syntactic test run during the walk on the node types the rule
+  lists in ``node_types`` (``.item()`` calls, ``if`` statements...). Cheap, no data flow.
+- ``judge(node, scope)``: run in ``finish()`` only for candidates inside a function that
+  :mod:`regcomp_lint.reachability` reaches from a ``forward``; it may ask the tensor oracle. It
+  returns a :class:`Break` (what to say, which graph-break id) or None.
+
+The same two methods let RC210 look for breaks in a model's code outside the walk
+(:func:`breaks_in`). Code dynamo never traces is skipped: the body of
+``if not torch.compiler.is_compiling():`` (and the ``else`` of ``if is_compiling():``), and
+functions decorated with ``torch.compiler.disable`` (RC207 reports the call instead).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import ClassVar, Iterator
+
+from regcomp_lint import reachability, tensors
+from regcomp_lint.checks.base import Rule
+from regcomp_lint.knowledge.graph_breaks import FULLGRAPH_CAPTURED
+from regcomp_lint.names import ImportMap
+from regcomp_lint.reachability import Chain, Function, Reachability
+
+FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+IS_COMPILING = frozenset({"is_compiling", "is_dynamo_compiling", "is_torchdynamo_compiling", "is_exporting"})
+
+
+@dataclass(frozen=True)
+class Break:
+    """A predicted graph break: the message (without the chain) and the torch id it raises."""
+
+    message: str
+    gb_id: str
+    #: The node to point at, when not the candidate itself (the test of an ``if``).
+    at: ast.AST | None = None
+
+    @property
+    def blocks_fullgraph(self) -> bool:
+        """False for breaks that ``fullgraph=True`` captures instead of raising (``.item()``)."""
+        return self.gb_id not in FULLGRAPH_CAPTURED
+
+
+@dataclass
+class Scope:
+    """Where a candidate sits: the reached function, its chain, its file's imports, tensors."""
+
+    reach: Reachability
+    func: Function
+    chain: Chain
+
+    @property
+    def imports(self) -> ImportMap:
+        return self.func.module.imports
+
+    @property
+    def tensors(self) -> tensors.TensorOracle:
+        return tensors.oracle(self.reach, self.func)
+
+    def resolves_to(self, node: ast.AST, *qualnames: str) -> bool:
+        return self.imports.resolves_to(node, *qualnames)
+
+    def builtin(self, node: ast.AST, *names: str) -> bool:
+        """``node`` is the builtin ``name`` (not imported, not bound in the function)."""
+        return (isinstance(node, ast.Name) and node.id in names and not self.imports.imported(node.id)
+                and node.id not in self.reach.facts(self.func).bindings and node.id not in self.func.module.functions)
+
+
+    def module_value(self, node: ast.AST) -> ast.expr | None:
+        """The value a module-level ``name = value`` gave ``node`` (a name not bound locally)."""
+        if not isinstance(node, ast.Name) or node.id in self.reach.facts(self.func).bindings or self.imports.imported(node.id):
+            return None
+        return self.func.module.assignments.get(node.id)
+
+
+class ForwardRule(Rule):
+    required = ("forward",)
+    #: ast node types whose instances may be candidates.
+    node_types: ClassVar[tuple[type[ast.AST], ...]] = ()
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._candidates: list[tuple[ast.AST, tuple[ast.AST, ...]]] = []
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        for node_type in cls.node_types:
+            setattr(cls, f"visit_{node_type.__name__}", cls._collect)
+
+    # -- to override ------------------------------------------------------------------------
+    @classmethod
+    def candidate(cls, node: ast.AST) -> bool:
+        return True
+
+    @classmethod
+    def judge(cls, node: ast.AST, scope: Scope) -> Break | None:
+        raise NotImplementedError
+
+    # -- the walk and the report ---------------------------------------------------------------
+    def _collect(self, node: ast.AST) -> None:
+        if not self.candidate(node):
+            return
+        ancestors = self.ctx.ancestors
+        defs = tuple(a for a in ancestors if type(a) in FUNCTION_DEFS)
+        if defs and not _untraced(ancestors, node, self.ctx.imports):
+            self._candidates.append((node, defs))
+
+    def finish(self) -> None:
+        if not self._candidates:
+            return
+        reach = reachability.for_context(self.ctx)
+        for node, defs in self._candidates:
+            located = reach.locate(defs)
+            if located is None or is_disabled(located[0]):
+                continue
+            func, chain = located
+            found = self.judge(node, Scope(reach, func, chain))
+            if found is not None:
+                self.report(found.at or node, f"{found.message} ({chain})")
+
+
+def is_disabled(func: Function) -> bool:
+    """Decorated with ``torch.compiler.disable`` (dynamo skips it: nothing inside breaks)."""
+    return func.disabled
+
+
+def _untraced(ancestors: list[ast.AST], node: ast.AST, imports: ImportMap) -> bool:
+    """Inside ``if not is_compiling():`` or the ``else`` of ``if is_compiling():``."""
+    for i, anc in enumerate(ancestors):
+        if type(anc) is not ast.If:
+            continue
+        child = ancestors[i + 1] if i + 1 < len(ancestors) else node
+        guard = compiling_guard(anc.test)
+        if guard is None:
+            continue
+        in_body = any(child is stmt for stmt in anc.body)
+        if in_body != guard:  # body of `if not is_compiling()`, else of `if is_compiling()`
+            if in_body or any(child is stmt for stmt in anc.orelse):
+                return True
+    return False
+
+
+def compiling_guard(test: ast.AST) -> bool | None:
+    """True for ``is_compiling()``, False for ``not is_compiling()``, None for other tests."""
+    negated = False
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        negated, test = True, test.operand
+    if isinstance(test, ast.Call) and not test.args:
+        func = test.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+        if name in IS_COMPILING:
+            return not negated
+    return None
+
+
+def breaks_in(reach: Reachability, functions: list[tuple[Function, Chain]], rules: list[type[ForwardRule]]) -> Iterator[tuple[type[ForwardRule], ast.AST, Function, Break]]:
+    """Every break the given rules find in the given reached functions (RC210's search)."""
+    for func, chain in functions:
+        if is_disabled(func):
+            continue
+        scope = Scope(reach, func, chain)
+        for node, ancestors in _walk_with_ancestors(func.node):
+            if _untraced(ancestors, node, func.module.imports):
+                continue
+            for rule in rules:
+                if isinstance(node, rule.node_types) and rule.candidate(node):
+                    found = rule.judge(node, scope)
+                    if found is not None:
+                        yield rule, node, func, found
+
+
+def _walk_with_ancestors(root: ast.AST) -> Iterator[tuple[ast.AST, list[ast.AST]]]:
+    stack: list[tuple[ast.AST, list[ast.AST]]] = [(child, [root]) for child in reversed(list(ast.iter_child_nodes(root)))]
+    while stack:
+        node, ancestors = stack.pop()
+        yield node, ancestors
+        below = ancestors + [node]
+        for child in reversed(list(ast.iter_child_nodes(node))):
+            stack.append((child, below))

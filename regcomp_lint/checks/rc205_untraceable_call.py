@@ -1,0 +1,128 @@
+"""RC205 untraceable-call."""
+
+from __future__ import annotations
+
+import ast
+
+from regcomp_lint.checks.base import Invalid
+from regcomp_lint.checks.forward_rule import Break, ForwardRule, Scope
+from regcomp_lint.knowledge.graph_breaks import RULE_BREAKS
+
+#: Calls that dynamo skips (GB0007), each probed under torch 2.13. Not listed because they trace
+#: fine: random.randint/uniform/randrange, os.getenv, os.environ.get, os.path.join,
+#: inspect.signature/isfunction, torch.seed, numpy.random.seed.
+SKIPPED = frozenset({
+    "time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns", "time.monotonic_ns",
+    "time.process_time", "time.sleep",
+    "random.random", "random.choice", "random.choices", "random.shuffle", "random.sample", "random.gauss",
+    "random.normalvariate", "random.getrandbits", "random.seed", "random.getstate", "random.setstate",
+    "os.getpid", "os.urandom", "os.listdir", "os.cpu_count", "os.system", "os.makedirs", "os.mkdir", "os.remove",
+    "os.stat", "os.scandir", "os.walk", "os.path.exists", "os.path.isfile", "os.path.isdir", "os.path.getsize",
+    "inspect.stack", "inspect.currentframe", "inspect.getframeinfo", "inspect.getouterframes", "inspect.trace",
+    "pdb.set_trace", "ipdb.set_trace",
+    "torch.manual_seed", "torch.random.manual_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all",
+})
+#: Builtins dynamo cannot trace (GB0059).
+UNTRACEABLE_BUILTINS = frozenset({"breakpoint", "open", "input"})
+
+_HEAD = "import os\nimport random\nimport time\nimport torch\nfrom torch import nn\nclass Net(nn.Module):\n    def forward(self, x):\n"
+
+
+def _net(body: str) -> str:
+    return _HEAD + "".join(f"        {line}\n" for line in body.splitlines())
+
+
+class UntraceableCall(ForwardRule):
+    """## What it does
+    Reports calls dynamo cannot trace, in code reached from an `nn.Module`'s `forward`: clocks
+    (`time.time`, `time.perf_counter`, `time.sleep`...), Python's `random` state
+    (`random.random`, `choice`, `shuffle`, `sample`, `seed`...), process and file-system calls
+    (`os.getpid`, `os.urandom`, `os.listdir`, `os.path.exists`...), frame inspection
+    (`inspect.stack`, `inspect.currentframe`), debuggers (`pdb.set_trace()`, `breakpoint()`),
+    `open()` and seeding (`torch.manual_seed`, `torch.cuda.manual_seed`).
+
+    Each listed call was probed under torch 2.13; calls that trace fine are not reported:
+    `random.randint`, `random.uniform`, `os.getenv`, `os.environ.get`, `os.path.join`,
+    `inspect.signature`, `torch.seed`.
+
+    ## Why is this bad
+    These functions are on dynamo's skip list (`GB0007` "Attempted to call function marked as
+    skipped") or are builtins it cannot model (`GB0059`): the graph breaks at the call, and
+    `fullgraph=True` raises `Unsupported`. Timing or seeding inside `forward` also measures or
+    reseeds at trace time, not at run time, once the code is compiled.
+
+    ## Example
+    ```python
+    def forward(self, x):
+        start = time.perf_counter()
+        y = self.body(x)
+        self.elapsed = time.perf_counter() - start
+        return y
+    ```
+
+    ## Use instead
+    ```python
+    def forward(self, x):
+        return self.body(x)
+
+    start = time.perf_counter()  # time the compiled call from outside
+    y = model(x)
+    ```
+    Use `torch.rand`/`torch.randint` (traced, seeded by `torch.manual_seed` outside) instead
+    of Python's `random`.
+
+    ## Fix safety
+    No fix: moving the call out of `forward` is a design change.
+
+    ## References
+    - [GB0007 Attempted to call function marked as skipped](https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0007.html)
+    - [GB0059 Failed to trace builtin operator](https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html)
+    """
+
+    code = "RC205"
+    name = "untraceable-call"
+    message = "a call dynamo cannot trace in code reached from `forward`: graph break"
+    triggers = ("time", "random", "os.", "inspect", "pdb", "breakpoint(", "open(", "input(", "manual_seed")
+    graph_break_ids = RULE_BREAKS["RC205"]
+    node_types = (ast.Call,)
+
+    valid = [
+        _net("r = random.randint(0, 3) + random.uniform(0, 1)\nreturn x * r"),
+        _net("if os.getenv('DEBUG') or os.environ.get('X'):\n    x = x * 2\nreturn x * len(os.path.join('a', 'b'))"),
+        _net("noise = torch.rand_like(x)\nreturn x + noise"),
+        # the training loop may time and seed
+        _HEAD + "        return x\ntorch.manual_seed(0)\nstart = time.time()\nprint(time.time() - start)\n",
+        # a local function or attribute named like a module function
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def forward(self, x):\n        time = self.clock\n"
+        "        return x * time.time()\n",
+        _net("if not torch.compiler.is_compiling():\n    self.t0 = time.perf_counter()\nreturn x"),
+    ]
+    invalid = [
+        Invalid(_net("t0 = time.perf_counter()\nreturn x"), message="GB0007"),
+        Invalid(_net("return x * random.random()")),
+        Invalid(_net("torch.manual_seed(0)\nreturn x")),
+        Invalid(_net("import pdb; pdb.set_trace()\nreturn x")),
+        Invalid(_net("breakpoint()\nreturn x"), message="GB0059"),
+        Invalid(_net("with open('/tmp/log', 'a') as f:\n    f.write('x')\nreturn x")),
+        Invalid(_net("if os.path.exists('/tmp/stop'):\n    x = x * 0\nreturn x")),
+        Invalid("from time import perf_counter as clock\nfrom torch import nn\nclass Net(nn.Module):\n"
+                "    def forward(self, x):\n        self.t = clock()\n        return x\n"),
+        Invalid("import inspect\nfrom torch import nn\nclass Net(nn.Module):\n    def forward(self, x):\n"
+                "        caller = inspect.stack()[1]\n        return x\n"),
+    ]
+
+    @classmethod
+    def candidate(cls, node: ast.Call) -> bool:
+        return type(node.func) in (ast.Attribute, ast.Name)
+
+    @classmethod
+    def judge(cls, node: ast.Call, scope: Scope) -> Break | None:
+        func = node.func
+        if isinstance(func, ast.Name) and scope.builtin(func, *UNTRACEABLE_BUILTINS):
+            return Break(f"`{func.id}()` cannot be traced: graph break (GB0059); keep it out of `forward`", "GB0059")
+        if not scope.imports.root_is_import(func):
+            return None
+        qualname = scope.imports.qualname(func)
+        if qualname in SKIPPED and scope.resolves_to(func, qualname):
+            return Break(f"`{qualname}` is skipped by dynamo: graph break (GB0007); keep it out of `forward`", "GB0007")
+        return None

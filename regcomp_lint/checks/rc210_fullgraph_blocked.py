@@ -1,0 +1,232 @@
+"""RC210 fullgraph-blocked."""
+
+from __future__ import annotations
+
+import ast
+import os
+
+from regcomp_lint import callsites, reachability
+from regcomp_lint.bindings import Bindings, FeedsBindings, Where
+from regcomp_lint.checks.base import Invalid, Rule
+from regcomp_lint.checks.forward_rule import ForwardRule, breaks_in
+from regcomp_lint.context import is_true, keyword_value
+from regcomp_lint.models import FACTORY_METHODS, PREPARE_METHODS, SAME_MODULE_METHODS, WRAPPERS
+from regcomp_lint.reachability import ModuleClass
+
+MAX_DEPTH = 20
+
+_MODEL = (
+    "import torch\nfrom torch import nn\n"
+    "class Block(nn.Module):\n    def forward(self, x):\n        print(x.shape)\n        return x\n"
+    "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.blocks = nn.ModuleList([Block() for _ in range(2)])\n"
+    "    def forward(self, x):\n        for b in self.blocks:\n            x = b(x)\n        return x\n"
+)
+_CLEAN = (
+    "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.fc = nn.Linear(4, 4)\n    def forward(self, x):\n        return self.fc(x)\n"
+)
+
+
+class FullgraphBlocked(FeedsBindings, Rule):
+    """## What it does
+    Reports `fullgraph=True` (on `torch.compile(model, ...)`, `model.compile(...)`,
+    `@torch.compile` on a `forward`, or a `TorchDynamoPlugin` whose accelerator prepares the
+    model) when the model's class is known (defined in the file or in a local module it
+    imports) and the code its `forward` reaches has a graph break that `fullgraph=True` does not
+    absorb: any RC202, RC203, RC205, RC206, RC207, RC208 or RC209 finding, or a float
+    `.tolist()` / `torch.equal` from RC201. The message points at the first breaking line.
+
+    Breaks that `fullgraph=True` captures instead of raising (`.item()`, `int(t)`, `nonzero`,
+    `x[mask]`: with `fullgraph=True` torch turns on `capture_scalar_outputs` and
+    `capture_dynamic_output_shape_ops`) do not count.
+
+    ## Why is this bad
+    With `fullgraph=True` the first graph break raises `torch._dynamo.exc.Unsupported` at the
+    first forward pass, typically after the job has been scheduled, the data loaded and the
+    model moved to the GPU. The linter sees the same break without running anything.
+
+    ## Example
+    ```python
+    class Block(nn.Module):
+        def forward(self, x):
+            print(x.shape)  # RC203
+            return x
+
+    model = torch.compile(Net(), fullgraph=True)
+    ```
+
+    ## Use instead
+    Remove the breaks the message names (each has its own RC2xx finding and advice), or drop
+    `fullgraph=True` and accept the split graphs.
+
+    ## Fix safety
+    No fix: which side to change is the author's call.
+
+    ## References
+    - [`torch.compile(fullgraph=...)`](https://docs.pytorch.org/docs/stable/generated/torch.compile.html)
+    - [Accelerate `TorchDynamoPlugin`](https://huggingface.co/docs/accelerate/package_reference/utilities)
+    """
+
+    code = "RC210"
+    name = "fullgraph-blocked"
+    message = "`fullgraph=True` will raise `torch._dynamo.exc.Unsupported`: the model has a graph break"
+    triggers = ("fullgraph",)
+
+    valid = [
+        _CLEAN + "model = torch.compile(Net(), fullgraph=True)\n",
+        # fullgraph off, or not a literal True
+        _MODEL + "model = torch.compile(Net())\nmodel2 = torch.compile(Net(), fullgraph=False)\n",
+        # breaks fullgraph=True captures: .item() and boolean masks
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def forward(self, x):\n"
+        "        return x[x > 0] * x.sum().item()\nmodel = torch.compile(Net(), fullgraph=True)\n",
+        # a model of unknown class
+        "import torch\nfrom mylib import build\nmodel = torch.compile(build(), fullgraph=True)\n",
+        # a compile of a different, clean model
+        _MODEL + _CLEAN.replace("class Net", "class Clean").split("import torch\nfrom torch import nn\n", 1)[1]
+        + "model = Clean()\nmodel = torch.compile(model, fullgraph=True)\n",
+    ]
+    invalid = [
+        Invalid(_MODEL + "model = torch.compile(Net(), fullgraph=True)\n",
+                message="`Net` breaks the graph at line 5: RC203"),
+        Invalid(_MODEL + "model = Net().to('cuda')\nmodel = torch.compile(model, mode='max-autotune', fullgraph=True)\n",
+                message="reached via Net.forward → Block.forward"),
+        Invalid(_MODEL + "model = Net()\nmodel.compile(fullgraph=True)\n"),
+        Invalid(
+            "from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\n" + _MODEL
+            + "plugin = TorchDynamoPlugin(backend='inductor', fullgraph=True)\n"
+            "accelerator = Accelerator(dynamo_plugin=plugin)\nmodel = accelerator.prepare(Net())\n"
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    @torch.compile(fullgraph=True)\n"
+            "    def forward(self, x):\n        if x.sum() > 0:\n            x = -x\n        return x\n",
+            message="RC202",
+        ),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.bindings = Bindings()
+        self._sites: list[tuple[ast.AST, ast.expr | None, Where | None, str | None]] = []
+        self._prepared: list[tuple[ast.expr, Where]] = []
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self.bindings.visit(node)
+        parent = self.ctx.parent()
+        if node.name != "forward" or not isinstance(parent, ast.ClassDef):
+            return
+        for decorator in node.decorator_list:
+            call = callsites.decorator_compile_call(self.ctx, decorator)
+            if isinstance(call, ast.Call) and is_true(keyword_value(call, "fullgraph")):
+                self._sites.append((keyword_value(call, "fullgraph"), None, None, parent.name))
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in PREPARE_METHODS:
+            where = self.bindings.here(node)
+            self._prepared.extend((arg, where) for arg in node.args if not isinstance(arg, ast.Starred))
+        fullgraph = keyword_value(node, "fullgraph")
+        site = callsites.classify(self.ctx, node)
+        if site is callsites.Site.DYNAMO_PLUGIN:
+            fullgraph = callsites.plugin_argument(node, "fullgraph")
+        if not is_true(fullgraph):
+            return
+        where = self.bindings.here(node)
+        if site is callsites.Site.TORCH_COMPILE and node.args:
+            self._sites.append((fullgraph, node.args[0], where, None))
+        elif site is callsites.Site.MODULE_COMPILE and callsites.is_torch_module_compile(self.ctx, node):
+            self._sites.append((fullgraph, func.value, where, None))
+        elif site is callsites.Site.DYNAMO_PLUGIN:
+            self._sites.append((fullgraph, None, where, None))
+
+    def finish(self) -> None:
+        if not self._sites:
+            return
+        reach = reachability.for_context(self.ctx)
+        for at, model, where, class_name in self._sites:
+            if class_name is not None:
+                classes = [reach.classes[class_name]] if class_name in reach.classes else []
+            elif model is not None:
+                classes = self._classes_of(reach, model, where, 0)
+            else:  # a plugin: whatever the file prepares
+                classes = [c for expr, w in self._prepared for c in self._classes_of(reach, expr, w, 0)]
+            for cls in _unique(classes):
+                message = _blocked(reach, cls, self.ctx.filename)
+                if message is not None:
+                    self.report(at, message)
+                    break
+
+    def _classes_of(self, reach, expr: ast.AST | None, where: Where, depth: int) -> list[ModuleClass]:
+        """The module classes an expression may be an instance of."""
+        if expr is None or depth > MAX_DEPTH:
+            return []
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if isinstance(func, ast.Attribute):
+                if func.attr in SAME_MODULE_METHODS:
+                    return self._classes_of(reach, func.value, where, depth + 1)
+                if func.attr in PREPARE_METHODS and len(expr.args) == 1:
+                    return self._classes_of(reach, expr.args[0], where, depth + 1)
+                if func.attr in FACTORY_METHODS:
+                    return []
+            if self.ctx.resolves_to(func, *WRAPPERS) and expr.args:
+                return self._classes_of(reach, expr.args[0], where, depth + 1)
+            found = reach.resolve_class(func, reach.module)
+            return [found] if isinstance(found, ModuleClass) and found.is_module else []
+        found: list[ModuleClass] = []
+        for bound in self.bindings.candidates(expr, where):
+            value = bound.value
+            if value is None or isinstance(value, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if bound.index is not None:
+                if not isinstance(value, (ast.Tuple, ast.List)) or bound.index >= len(value.elts):
+                    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in PREPARE_METHODS \
+                            and bound.index < len(value.args):
+                        found.extend(self._classes_of(reach, value.args[bound.index], bound.where, depth + 1))
+                    continue
+                value = value.elts[bound.index]
+            found.extend(self._classes_of(reach, value, bound.where, depth + 1))
+        return found
+
+
+def _unique(classes: list[ModuleClass]) -> list[ModuleClass]:
+    seen: list[ModuleClass] = []
+    for cls in classes:
+        if cls not in seen:
+            seen.append(cls)
+    return seen
+
+
+def _blocked(reach, cls: ModuleClass, filename: str) -> str | None:
+    """The message for the first break of ``cls`` that ``fullgraph=True`` raises on, if any."""
+    from regcomp_lint.checks import ALL_RULES  # the registry imports this module
+
+    rules = [rule for code, rule in ALL_RULES.items()
+             if issubclass(rule, ForwardRule) and "RC201" <= code <= "RC209"]
+    found = [(rule, node, func, brk) for rule, node, func, brk in breaks_in(reach, reach.reached_from(cls), rules)
+             if brk.blocks_fullgraph]
+    if not found:
+        return None
+    found.sort(key=lambda item: (item[2].module.path != reach.module.path, item[2].module.path or "",
+                                 getattr(item[3].at or item[1], "lineno", 0)))
+    rule, node, func, brk = found[0]
+    line = getattr(brk.at or node, "lineno", 0)
+    if func.module.path == reach.module.path:
+        place = f"line {line}"
+    else:
+        place = f"{_relative(func.module.path, filename)}:{line}"
+    chain = dict(reach.reached_from(cls))[func]
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    return (f"`fullgraph=True` will raise `torch._dynamo.exc.Unsupported`: `{cls.name}` breaks the graph at {place}: "
+            f"{rule.code} {brk.gb_id}, {rule.name}{more} ({chain})")
+
+
+def _relative(path: str | None, filename: str) -> str:
+    if not path:
+        return "?"
+    try:
+        return os.path.relpath(path, os.path.dirname(os.path.abspath(filename)) or ".")
+    except ValueError:
+        return path

@@ -1,0 +1,456 @@
+"""RC402 unprepared-object."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from regcomp_lint import callsites
+from regcomp_lint.accelerate_script import MAX_DEPTH, AccelerateScript, FeedsAccelerateScript, in_loop_body, _probe
+from regcomp_lint.bindings import Bound, Where, binding_key
+from regcomp_lint.checks.base import Invalid, Rule
+from regcomp_lint.diagnostics import Applicability, Edit, Fix
+from regcomp_lint.edits import append_keyword
+from regcomp_lint.models import SAME_MODULE_METHODS, WRAPPERS
+from regcomp_lint.training_objects import Kind, constructor_kind
+
+#: How the loop uses an object, and which kinds of object that use means.
+USES = {
+    "called": (Kind.MODEL,),
+    "stepped": (Kind.OPTIMIZER, Kind.SCHEDULER),
+    "iterated": (Kind.DATALOADER,),
+    "passed": tuple(Kind),
+}
+STEP_METHODS = ("step", "zero_grad")
+#: Calls wrapping a loader in a ``for`` header: ``enumerate(loader)``, ``tqdm(loader)``, ``zip(a, b)``.
+ITERATION_CALLS = ("iter", "next")
+#: A file with none of these calls (``loss.backward()``, ``optimizer.step()``) trains nothing.
+TRAINING_CALLS = ("backward", "step")
+
+
+class _Prepared:
+    """Sentinel: the expression holds what a ``prepare`` call returned."""
+
+
+PREPARED = _Prepared()
+
+
+@dataclass(frozen=True)
+class Origin:
+    kind: Kind
+    call: ast.Call
+
+
+@dataclass
+class _Use:
+    expr: ast.expr
+    how: str
+    where: Where
+    callee: ast.expr | None = None  # for "passed": the function it is passed to
+
+
+class UnpreparedObject(FeedsAccelerateScript, Rule):
+    """## What it does
+    Reports a model, optimizer, data loader or LR scheduler that an Accelerate script uses in its
+    training loop but never passes to `accelerator.prepare(...)` (or `prepare_model`,
+    `prepare_optimizer`, `prepare_data_loader`, `prepare_scheduler`).
+
+    Objects are recognised by how they are built: `torch.optim.*`, `bitsandbytes`, transformers'
+    and apex optimizers; `DataLoader(...)`; `torch.optim.lr_scheduler.*` and transformers'
+    `get_*_schedule*` factories; models from transformers (`from_pretrained`, `from_config`,
+    constructor), diffusers, `torchvision.models`, `timm.create_model`, `nn.Sequential`-style
+    torch layers and `nn.Module` subclasses defined in the file. "Used in the training loop"
+    means, inside a `for`/`while` body: a model is called, an optimizer or scheduler is
+    `.step()`ped or `.zero_grad()`ed, a data loader is iterated (also through `enumerate`,
+    `tqdm`, `zip`, `iter`), or any of them is passed to a function of the same file. Names are
+    followed through assignments, `.to(device)`-style calls, DDP and `torch.compile` wrappers,
+    tuple unpacking and local functions that return the object.
+
+    Only files that train are checked: some `.backward(...)` or `.step()` call must occur (a
+    loop that only calls a model is inference). Not reported: frozen models (`requires_grad_(False)`, or `.eval()` outside any loop and no
+    `.train()`), as diffusers scripts keep their VAE and text encoder; objects reached only
+    through parameters; files with a `prepare(*objects)` call (what it prepares is unknown).
+
+    ## Why is this bad
+    `prepare` is what makes the script distributed and compiled: it moves the model to the
+    right device, wraps it in DDP/FSDP/DeepSpeed and, with a `TorchDynamoPlugin`, compiles it;
+    it wraps the optimizer so gradient accumulation and fp16 scaling work; it shards the data
+    loader across processes and puts batches on the device; and it makes the scheduler step in
+    line with the optimizer. An object left out trains every process on the whole data set,
+    runs uncompiled, or steps its learning rate at the wrong pace -- all silently.
+
+    ## Example
+    ```python
+    model, optimizer, train_loader = accelerator.prepare(model, optimizer, train_loader)
+    for batch in train_loader:
+        ...
+        scheduler.step()
+    ```
+
+    ## Use instead
+    ```python
+    model, optimizer, train_loader, scheduler = accelerator.prepare(model, optimizer, train_loader, scheduler)
+    ```
+
+    ## Fix safety
+    Unsafe: preparing an object changes what it does (a sharded loader yields fewer batches per
+    process, a prepared scheduler steps once per process and per accumulation). The fix adds
+    the object to the arguments and the assignment targets of the one `a, b = X.prepare(a, b)`
+    call whose targets and arguments are the same names, when the object's name already holds
+    it there and is not rebound before the loop. Otherwise there is no fix: create the object
+    before `prepare` and add it by hand.
+
+    ## References
+    - [`Accelerator.prepare`](https://huggingface.co/docs/accelerate/package_reference/accelerator#accelerate.Accelerator.prepare)
+    - [Accelerate: migrating your code](https://huggingface.co/docs/accelerate/basic_tutorials/migration)
+    """
+
+    code = "RC402"
+    name = "unprepared-object"
+    message = "used in the training loop but never passed to `accelerator.prepare(...)`"
+    triggers = ("Accelerator",)
+    fix_applicability = Applicability.UNSAFE
+
+    valid = [
+        "import torch\nfrom accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n"
+        "accelerator = Accelerator()\nmodel = torch.nn.Linear(4, 2)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "loader = DataLoader(ds, batch_size=8)\nmodel, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+        "for x, y in loader:\n    accelerator.backward(loss_fn(model(x), y))\n    optimizer.step()\n    optimizer.zero_grad()\n",
+        # prepared one at a time, under other names
+        "import torch\nfrom accelerate import Accelerator\nfrom torch.utils.data import DataLoader\nacc = Accelerator()\n"
+        "net = acc.prepare_model(torch.nn.Linear(4, 2))\nopt = torch.optim.AdamW(net.parameters())\nopt = acc.prepare_optimizer(opt)\n"
+        "dl = acc.prepare_data_loader(DataLoader(ds))\nfor x in dl:\n    net(x)\n    opt.step()\n",
+        # a plain PyTorch script
+        "import torch\nfrom torch.utils.data import DataLoader\nmodel = torch.nn.Linear(4, 2)\nfor x in DataLoader(ds):\n    model(x)\n",
+        # a frozen model (diffusers' text encoder), a loss module
+        "from accelerate import Accelerator\nfrom torch import nn\nfrom transformers import CLIPTextModel\naccelerator = Accelerator()\n"
+        "text_encoder = CLIPTextModel.from_pretrained('x')\ntext_encoder.requires_grad_(False)\ncriterion = nn.MSELoss()\n"
+        "for batch in loader:\n    h = text_encoder(batch['ids'])\n    criterion(h, batch['y'])\n",
+        # an inference loop: nothing in the file trains
+        "import torch\nfrom accelerate import Accelerator\nacc = Accelerator()\nmodel = torch.nn.Linear(4, 2)\nfor x in data:\n    print(model(x))\n",
+        # used outside any loop
+        "import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\nmodel = torch.nn.Linear(4, 2)\nprint(model(x))\n",
+        # a trainer class that prepares in another method
+        "import torch\nfrom accelerate import Accelerator\nclass Trainer:\n    def __init__(self):\n        self.accelerator = Accelerator()\n"
+        "        self.model = torch.nn.Linear(4, 2)\n        self.model = self.accelerator.prepare(self.model)\n"
+        "    def fit(self, loader):\n        for x in loader:\n            self.model(x)\n",
+        # prepared through a starred argument: unknown, so silent
+        "import torch\nfrom accelerate import Accelerator\nacc = Accelerator()\nopt = torch.optim.SGD(p)\nobjs = acc.prepare(*things)\n"
+        "for x in data:\n    opt.step()\n",
+    ]
+    invalid = [
+        # the classic: the scheduler is left out
+        Invalid(
+            "import torch\nfrom accelerate import Accelerator\nfrom transformers import AutoModelForCausalLM, get_cosine_schedule_with_warmup\n"
+            "accelerator = Accelerator()\nmodel = AutoModelForCausalLM.from_pretrained('gpt2')\n"
+            "optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)\nscheduler = get_cosine_schedule_with_warmup(optimizer, 10, 100)\n"
+            "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+            "for batch in loader:\n    accelerator.backward(model(**batch).loss)\n    optimizer.step()\n    scheduler.step()\n",
+            fixed="import torch\nfrom accelerate import Accelerator\nfrom transformers import AutoModelForCausalLM, get_cosine_schedule_with_warmup\n"
+            "accelerator = Accelerator()\nmodel = AutoModelForCausalLM.from_pretrained('gpt2')\n"
+            "optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)\nscheduler = get_cosine_schedule_with_warmup(optimizer, 10, 100)\n"
+            "model, optimizer, loader, scheduler = accelerator.prepare(model, optimizer, loader, scheduler)\n"
+            "for batch in loader:\n    accelerator.backward(model(**batch).loss)\n    optimizer.step()\n    scheduler.step()\n",
+            message="`scheduler` (LR scheduler)",
+        ),
+        # an eval loader iterated in the loop; a multi-line prepare keeps its layout
+        Invalid(
+            "from accelerate import Accelerator\nfrom torch.utils.data import DataLoader\nacc = Accelerator()\n"
+            "train_dl = DataLoader(train_ds, shuffle=True)\neval_dl = DataLoader(eval_ds)\n"
+            "model, train_dl = acc.prepare(\n    model,\n    train_dl,\n)\n"
+            "for epoch in range(3):\n    for batch in train_dl:\n        acc.backward(model(batch).loss)\n    for i, batch in enumerate(eval_dl):\n        evaluate(batch)\n",
+            fixed="from accelerate import Accelerator\nfrom torch.utils.data import DataLoader\nacc = Accelerator()\n"
+            "train_dl = DataLoader(train_ds, shuffle=True)\neval_dl = DataLoader(eval_ds)\n"
+            "model, train_dl, eval_dl = acc.prepare(\n    model,\n    train_dl,\n    eval_dl,\n)\n"
+            "for epoch in range(3):\n    for batch in train_dl:\n        acc.backward(model(batch).loss)\n    for i, batch in enumerate(eval_dl):\n        evaluate(batch)\n",
+            message="`eval_dl` (data loader)",
+        ),
+        # a model of the file's own nn.Module class, moved by hand and never prepared;
+        # a single-name prepare target grows into a tuple
+        Invalid(
+            "import torch\nimport torch.nn as nn\nfrom accelerate import Accelerator\n"
+            "class Net(nn.Module):\n    def forward(self, x):\n        return x\n"
+            "def main():\n    accelerator = Accelerator()\n    model = Net().to(accelerator.device)\n"
+            "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n    optimizer = accelerator.prepare(optimizer)\n"
+            "    while True:\n        out = model(x)\n        optimizer.step()\n",
+            fixed="import torch\nimport torch.nn as nn\nfrom accelerate import Accelerator\n"
+            "class Net(nn.Module):\n    def forward(self, x):\n        return x\n"
+            "def main():\n    accelerator = Accelerator()\n    model = Net().to(accelerator.device)\n"
+            "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n    optimizer, model = accelerator.prepare(optimizer, model)\n"
+            "    while True:\n        out = model(x)\n        optimizer.step()\n",
+            message="`model` (model)",
+        ),
+        # created after prepare: reported, fixed by hand
+        Invalid(
+            "import torch\nimport bitsandbytes as bnb\nfrom accelerate import Accelerator\nacc = Accelerator()\n"
+            "model = acc.prepare(model)\noptimizer = bnb.optim.AdamW8bit(model.parameters())\n"
+            "for x in loader:\n    optimizer.step()\n",
+            message="`optimizer` (optimizer)",
+        ),
+        # passed to the file's own training function inside the epoch loop (mnist style)
+        Invalid(
+            "import torch\nfrom accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n"
+            "def train(model, loader, optimizer):\n    for x, y in loader:\n        optimizer.step()\n"
+            "accelerator = Accelerator()\nmodel = torch.nn.Sequential(torch.nn.Linear(4, 2))\n"
+            "optimizer = torch.optim.Adadelta(model.parameters())\nloader = DataLoader(ds)\n"
+            "model, optimizer = accelerator.prepare(model, optimizer)\n"
+            "for epoch in range(10):\n    train(model, loader, optimizer)\n",
+            fixed="import torch\nfrom accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n"
+            "def train(model, loader, optimizer):\n    for x, y in loader:\n        optimizer.step()\n"
+            "accelerator = Accelerator()\nmodel = torch.nn.Sequential(torch.nn.Linear(4, 2))\n"
+            "optimizer = torch.optim.Adadelta(model.parameters())\nloader = DataLoader(ds)\n"
+            "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+            "for epoch in range(10):\n    train(model, loader, optimizer)\n",
+        ),
+        # nothing prepared at all: every object is reported, nothing to extend
+        Invalid(
+            "import torch\nfrom accelerate import Accelerator\nfrom torch.optim.lr_scheduler import StepLR\n"
+            "accelerator = Accelerator()\nmodel = torch.nn.Linear(4, 2)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "sched = StepLR(opt, 10)\nfor x in data:\n    model(x)\n    opt.step()\n    sched.step()\n",
+            count=3,
+        ),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.script = AccelerateScript(ctx)
+        self.bindings = self.script.bindings
+        self._uses: list[_Use] = []
+        self._frozen: list[tuple[ast.expr, Where]] = []
+        self._trained: list[tuple[ast.expr, Where]] = []
+        self._evaluated: list[tuple[ast.expr, Where]] = []
+        self._trains = False
+
+    # -- collecting ------------------------------------------------------------------------
+    def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
+        self.script.visit(node)
+        where = self.bindings.here(node.iter)
+        for expr in _iterated(node.iter):
+            self._uses.append(_Use(expr, "iterated", where))
+
+    visit_AsyncFor = visit_For
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self.script.visit(node)
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in TRAINING_CALLS:
+            self._trains = True
+        if binding_key(func) is None:  # a method: optimizer.step(), model.train()
+            if isinstance(func, ast.Attribute) and binding_key(func.value) is not None:
+                self._method_call(node, func)
+            return
+        if isinstance(func, ast.Name) and func.id in ITERATION_CALLS:
+            if node.args and binding_key(node.args[0]) is not None:
+                self._use_in_loop(node, node.args[0], "iterated")
+            return
+        if not in_loop_body(self.ctx, node):
+            return
+        where = self.bindings.here(node)
+        self._uses.append(_Use(func, "called", where))
+        for arg in [*node.args, *(kw.value for kw in node.keywords)]:
+            if binding_key(arg) is not None:
+                self._uses.append(_Use(arg, "passed", where, func))
+
+    def _method_call(self, node: ast.Call, func: ast.Attribute) -> None:
+        receiver = func.value
+        if func.attr in STEP_METHODS:
+            self._use_in_loop(node, receiver, "stepped")
+        elif func.attr == "requires_grad_" and _is_false(node.args[0] if node.args else _keyword_value(node, "requires_grad")):
+            self._frozen.append((receiver, self.bindings.here(node)))
+        elif func.attr == "train":
+            self._trained.append((receiver, self.bindings.here(node)))
+        elif func.attr == "eval" and not in_loop_body(self.ctx, node):
+            self._evaluated.append((receiver, self.bindings.here(node)))
+
+    def _use_in_loop(self, node: ast.Call, expr: ast.expr, how: str) -> None:
+        if in_loop_body(self.ctx, node):
+            self._uses.append(_Use(expr, how, self.bindings.here(node)))
+
+    # -- judging ---------------------------------------------------------------------------
+    def finish(self) -> None:
+        if not (self.script.builds_accelerator and self._trains and self._uses):
+            return
+        prepared = self._prepared_origins()
+        if prepared is None:
+            return
+        frozen = self._frozen_origins()
+        reported: set[int] = set()
+        for use in self._uses:
+            origin = self._origin(use.expr, use.where)
+            if not isinstance(origin, Origin) or id(origin.call) in prepared or id(origin.call) in reported:
+                continue
+            if origin.kind not in USES[use.how] or (origin.kind is Kind.MODEL and id(origin.call) in frozen):
+                continue
+            if use.how == "passed" and not self._is_local_function(use.callee, use.where):
+                continue
+            if not self.script.sees_accelerator(use.where):
+                continue  # a plain-PyTorch baseline beside the Accelerate code
+            reported.add(id(origin.call))
+            self._report(use, origin)
+
+    def _report(self, use: _Use, origin: Origin) -> None:
+        name = self.script.accelerator_name(use.where)
+        spelled = name.text if name else "accelerator"
+        text = self.ctx.source.segment(use.expr)
+        message = f"`{text}` ({origin.kind.value}) is used in the training loop but never passed to `{spelled}.prepare(...)`"
+        self.report(use.expr, message, fix=self._fix(use))
+
+    def _prepared_origins(self) -> set[int] | None:
+        """ids of the constructor calls whose objects some ``prepare`` call receives; None when
+        a ``prepare(*objects)`` hides what it receives."""
+        found: set[int] = set()
+        for call, _, where in self.script.prepares:
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords):
+                return None
+            for arg in [*call.args, *(kw.value for kw in call.keywords)]:
+                origin = self._origin(arg, where)
+                if isinstance(origin, Origin):
+                    found.add(id(origin.call))
+        return found
+
+    def _frozen_origins(self) -> set[int]:
+        def origins(marks):
+            return {id(o.call) for expr, where in marks if isinstance(o := self._origin(expr, where), Origin)}
+
+        return origins(self._frozen) | (origins(self._evaluated) - origins(self._trained))
+
+    def _is_local_function(self, callee: ast.expr | None, where: Where) -> bool:
+        bound = self.bindings.lookup(callee, where) if callee is not None else None
+        return bound is not None and isinstance(bound.value, (ast.FunctionDef, ast.AsyncFunctionDef))
+
+    # -- what an expression holds ------------------------------------------------------------
+    def _origin(self, expr: ast.AST | None, where: Where, depth: int = 0) -> Origin | _Prepared | None:
+        if expr is None or depth > MAX_DEPTH:
+            return None
+        if isinstance(expr, ast.Call):
+            return self._call_origin(expr, where, depth)
+        if isinstance(expr, ast.IfExp):
+            return self._origin(expr.body, where, depth + 1) or self._origin(expr.orelse, where, depth + 1)
+        for bound in self.bindings.candidates(expr, where):
+            found = self._bound_origin(bound, depth)
+            if found is not None:
+                return found
+        return None
+
+    def _bound_origin(self, bound: Bound, depth: int) -> Origin | _Prepared | None:
+        value = bound.value
+        if value is None or isinstance(value, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return None
+        if bound.index is None:
+            return self._origin(value, bound.where, depth + 1)
+        if self.script.is_prepare_result(value):
+            return PREPARED
+        for element, at in self._elements(value, bound.index, bound.where, depth):
+            found = self._origin(element, at, depth + 1)
+            if found is not None:
+                return found
+        return None
+
+    def _call_origin(self, call: ast.Call, where: Where, depth: int) -> Origin | _Prepared | None:
+        func = call.func
+        if isinstance(func, ast.Attribute):
+            if self.script.is_prepare_result(call):
+                return PREPARED
+            if func.attr in SAME_MODULE_METHODS:
+                return self._origin(func.value, where, depth + 1)
+        if call.args and (self.ctx.resolves_to(func, *WRAPPERS) or callsites.is_torch_compile(self.ctx, func)
+                          or callsites.is_compile_regions(self.ctx, func)):
+            return self._origin(call.args[0], where, depth + 1)
+        kind = constructor_kind(self.ctx, call, self.bindings.classes)
+        if kind is not None:
+            return Origin(kind, call)
+        for value, at in self._returned(func, where):
+            found = self._origin(value, at, depth + 1)
+            if found is not None:
+                return found
+        return None
+
+    def _returned(self, func: ast.expr, where: Where) -> list[tuple[ast.expr, Where]]:
+        """The values a local function called as ``func`` returns."""
+        if not isinstance(func, ast.Name):
+            return []
+        bound = self.bindings.lookup(func, where)
+        if bound is None or not isinstance(bound.value, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return []
+        return self.bindings.returns(bound.value)
+
+    def _elements(self, value: ast.AST, index: int, where: Where, depth: int) -> list[tuple[ast.expr, Where]]:
+        """Element ``index`` of a tuple display, or of the tuples a local function returns."""
+        if isinstance(value, (ast.Tuple, ast.List)):
+            elts = value.elts
+            if index < len(elts) and not any(isinstance(e, ast.Starred) for e in elts[: index + 1]):
+                return [(elts[index], where)]
+            return []
+        if isinstance(value, ast.Call) and depth < MAX_DEPTH:
+            returned = self._returned(value.func, where)
+            if len({len(r.elts) for r, _ in returned if isinstance(r, (ast.Tuple, ast.List))}) > 1:
+                return []  # tuples of different shapes: which one this unpacking gets is unknown
+            return [item for r, at in returned for item in self._elements(r, index, at, depth + 1)]
+        return []
+
+    # -- the fix ---------------------------------------------------------------------------
+    def _fix(self, use: _Use) -> Fix | None:
+        key = binding_key(use.expr)
+        held = self.bindings.candidates(use.expr, use.where)
+        if key is None or not held:
+            return None
+        eligible = []
+        for call, statement, where in self.script.prepares:
+            targets = _lined_up(call, statement)
+            if targets is None or key in {binding_key(t) for t in targets}:
+                continue
+            visible = self.bindings.candidates(_probe(key), where)
+            if not visible or visible[0] is not held[0] or held[0].end > where.pos:
+                continue
+            if where.function is use.where.function and where.pos > use.where.pos:
+                continue
+            if where.function is not use.where.function and not key.startswith("self."):
+                continue
+            eligible.append((call, targets))
+        if len(eligible) != 1:
+            return None
+        call, targets = eligible[0]
+        src = self.ctx.source
+        text = src.segment(use.expr)
+        last_target = src.end(targets[-1])
+        edits = [Edit(f", {text}", last_target, last_target), *append_keyword(self.ctx, call, text)]
+        return self.make_fix(f"Pass `{text}` to `prepare`", edits)
+
+
+def _lined_up(call: ast.Call, statement: ast.AST | None) -> list[ast.expr] | None:
+    """The assignment targets of ``a, b = X.prepare(a, b)`` when they are the argument names in
+    order; None for any other shape."""
+    if not isinstance(statement, ast.Assign) or statement.value is not call or len(statement.targets) != 1:
+        return None
+    if call.func.attr != "prepare" or call.keywords or not call.args:
+        return None
+    target = statement.targets[0]
+    targets = list(target.elts) if isinstance(target, (ast.Tuple, ast.List)) else [target]
+    if len(targets) != len(call.args):
+        return None
+    for t, a in zip(targets, call.args):
+        key = binding_key(t)
+        if key is None or key != binding_key(a):
+            return None
+    return targets
+
+
+def _iterated(node: ast.expr) -> list[ast.expr]:
+    """The names a ``for`` header iterates over: ``loader``, and the arguments of calls around
+    it (``enumerate(loader)``, ``tqdm(loader, ...)``, ``zip(a, b)``)."""
+    if binding_key(node) is not None:
+        return [node]
+    if isinstance(node, ast.Call):  # also accelerator.skip_first_batches(loader, n)
+        return [e for arg in node.args for e in _iterated(arg)]
+    return []
+
+
+def _keyword_value(call: ast.Call, name: str) -> ast.expr | None:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    return None
+
+
+def _is_false(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is False

@@ -1,0 +1,193 @@
+"""RC403 manual-device-placement."""
+
+from __future__ import annotations
+
+import ast
+
+from regcomp_lint.accelerate_script import MAX_DEPTH, AccelerateScript, FeedsAccelerateScript
+from regcomp_lint.bindings import Where
+from regcomp_lint.checks.base import Invalid, Rule
+from regcomp_lint.diagnostics import Applicability, Edit, Fix
+
+TORCH_DEVICE = ("torch.device",)
+CUDA_DEVICE_CALLS = ("torch.cuda.current_device",)
+
+
+class ManualDevicePlacement(FeedsAccelerateScript, Rule):
+    """## What it does
+    Reports `.cuda()` and `.to(D)` where `D` is a fixed CUDA device (`"cuda"`, `"cuda:0"`,
+    `f"cuda:{rank}"`, `torch.device("cuda")`, `"cuda" if torch.cuda.is_available() else "cpu"`,
+    `torch.cuda.current_device()`, or a name bound to one of these) in a file that builds an
+    `Accelerator`. `.to(accelerator.device)` and a `device = accelerator.device` name are fine;
+    a device that arrives as a parameter is not judged. `.cpu()` and `.to("cpu")` (moving
+    results out for logging) are not reported.
+
+    Both the model and the data are reported: the model because `prepare` already puts it on
+    `accelerator.device`, the data because a prepared `DataLoader` already yields batches there
+    and a hand-moved batch lands on the wrong GPU in every process but the first.
+
+    ## Why is this bad
+    `"cuda"` means the current CUDA device, which is GPU 0 in every process unless something
+    called `torch.cuda.set_device`. Under `accelerate launch --multi_gpu` each process owns a
+    different GPU (`accelerator.device` is `cuda:{local_rank}`), so tensors moved by hand end up
+    on GPU 0 next to a model on GPU 3: a device-mismatch error at best, every process crowding
+    one GPU at worst. On `accelerate launch --cpu`, or a machine without CUDA, `.cuda()` fails.
+
+    ## Example
+    ```python
+    device = torch.device("cuda")
+    model = Net().cuda()
+    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+    ```
+
+    ## Use instead
+    ```python
+    model = Net()
+    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    for x, y in loader:  # already on accelerator.device
+        ...
+    ```
+    or, where a move is really needed, `.to(accelerator.device)`.
+
+    ## Fix safety
+    Unsafe: on more than one GPU, or on CPU, the tensor ends up on another device than before
+    (the right one). `.cuda(...)` becomes `.to(accelerator.device, ...)` keeping keyword
+    arguments such as `non_blocking=True`; the device argument of `.to(...)` becomes
+    `accelerator.device`. Offered only where exactly one accelerator name is visible; often the
+    better edit is to delete the move, since `prepare` already places the model and the batches.
+
+    ## References
+    - [Accelerate: migrating your code](https://huggingface.co/docs/accelerate/basic_tutorials/migration)
+    - [`Accelerator.device`](https://huggingface.co/docs/accelerate/package_reference/accelerator)
+    """
+
+    code = "RC403"
+    name = "manual-device-placement"
+    message = "manual CUDA placement in an Accelerate script: use `accelerator.device`"
+    triggers = ("Accelerator",)
+    fix_applicability = Applicability.UNSAFE
+
+    valid = [
+        "from accelerate import Accelerator\naccelerator = Accelerator()\nmodel = Net().to(accelerator.device)\n",
+        "from accelerate import Accelerator\naccelerator = Accelerator()\ndevice = accelerator.device\nx = x.to(device)\n",
+        # no Accelerator: a plain PyTorch script may use CUDA as it likes
+        "import torch\nmodel = Net().cuda()\nx = x.to('cuda')\n",
+        # moving results out, changing dtype, a device we cannot see
+        "import torch\nfrom accelerate import Accelerator\nacc = Accelerator()\npreds = preds.cpu()\nx = x.to('cpu')\n"
+        "h = h.to(torch.float16)\ndef move(x, device):\n    return x.to(device)\nmask = mask.to(x.device)\n",
+        # a module's function, not a tensor's method
+        "from accelerate import Accelerator\nimport numba\nacc = Accelerator()\nnumba.cuda()\n",
+    ]
+    invalid = [
+        Invalid(
+            "from accelerate import Accelerator\naccelerator = Accelerator()\nmodel = Net().cuda()\n",
+            fixed="from accelerate import Accelerator\naccelerator = Accelerator()\nmodel = Net().to(accelerator.device)\n",
+            message="`.cuda()`",
+        ),
+        # the classic device line, with the batch moved by hand in the loop
+        Invalid(
+            "import torch\nfrom accelerate import Accelerator\n"
+            "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+            "acc = Accelerator()\nfor x, y in loader:\n    x, y = x.to(device), y.to(device, non_blocking=True)\n",
+            fixed="import torch\nfrom accelerate import Accelerator\n"
+            "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+            "acc = Accelerator()\nfor x, y in loader:\n    x, y = x.to(acc.device), y.to(acc.device, non_blocking=True)\n",
+            count=2,
+            message="`.to(device)`",
+        ),
+        # keyword arguments of .cuda() are kept, its device is dropped; f-strings and device=
+        Invalid(
+            "from accelerate import Accelerator\nclass Trainer:\n    def __init__(self, rank):\n"
+            "        self.accelerator = Accelerator()\n        self.device = f'cuda:{rank}'\n"
+            "    def step(self, batch):\n        batch = batch.cuda(0, non_blocking=True)\n        return batch.to(device=self.device)\n",
+            fixed="from accelerate import Accelerator\nclass Trainer:\n    def __init__(self, rank):\n"
+            "        self.accelerator = Accelerator()\n        self.device = f'cuda:{rank}'\n"
+            "    def step(self, batch):\n        batch = batch.to(self.accelerator.device, non_blocking=True)\n"
+            "        return batch.to(device=self.accelerator.device)\n",
+            count=2,
+        ),
+        Invalid(
+            "import torch\nimport accelerate\nacc = accelerate.Accelerator()\nmodel.to(torch.cuda.current_device())\nmodel.to('cuda:1')\n",
+            fixed="import torch\nimport accelerate\nacc = accelerate.Accelerator()\nmodel.to(acc.device)\nmodel.to(acc.device)\n",
+            count=2,
+        ),
+        # before the accelerator exists there is no name to use: reported, not fixed
+        Invalid("from accelerate import Accelerator\nmodel = Net().cuda()\naccelerator = Accelerator()\n"),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.script = AccelerateScript(ctx)
+        self.bindings = self.script.bindings
+        self._moves: list[tuple[ast.Call, Where]] = []
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self.script.visit(node)
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in ("cuda", "to") and not self.ctx.imports.root_is_import(func.value):
+            self._moves.append((node, self.bindings.here(node)))
+
+    def finish(self) -> None:
+        if not self.script.builds_accelerator:
+            return
+        for call, where in self._moves:
+            if call.func.attr == "cuda":
+                self._report_cuda(call, where)
+                continue
+            device = _device_argument(call)
+            if device is not None and self._fixed_cuda(device, where):
+                name = self.script.accelerator_name(where)
+                spelled = name.text if name else "accelerator"
+                text = self.ctx.source.segment(device)
+                message = f"`.to({text})` pins a fixed CUDA device in an Accelerate script: use `{spelled}.device`"
+                fix = self._fix([self.ctx.source.replace(device, f"{spelled}.device")], name is not None, spelled)
+                self.report(call, message, fix=fix)
+
+    def _report_cuda(self, call: ast.Call, where: Where) -> None:
+        name = self.script.accelerator_name(where)
+        spelled = name.text if name else "accelerator"
+        message = f"`.cuda()` in an Accelerate script puts every process on one GPU: use `.to({spelled}.device)`"
+        src = self.ctx.source
+        kept = [src.segment(kw) for kw in call.keywords if kw.arg != "device"]
+        new = f".to({', '.join([f'{spelled}.device', *kept])})"
+        edit = Edit(new, src.end(call.func.value), src.end(call))
+        self.report(call, message, fix=self._fix([edit], name is not None, spelled))
+
+    def _fix(self, edits: list[Edit], possible: bool, spelled: str) -> Fix | None:
+        return self.make_fix(f"Use `{spelled}.device`", edits) if possible else None
+
+    def _fixed_cuda(self, expr: ast.AST | None, where: Where, depth: int = 0) -> bool:
+        """``expr`` certainly names a fixed CUDA device (in at least one branch)."""
+        if expr is None or depth > MAX_DEPTH:
+            return False
+        if isinstance(expr, ast.Constant):
+            return isinstance(expr.value, str) and expr.value.strip().lower().startswith("cuda")
+        if isinstance(expr, ast.JoinedStr):
+            return bool(expr.values) and self._fixed_cuda(expr.values[0], where, depth + 1)
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+            return self._fixed_cuda(expr.left, where, depth + 1)
+        if isinstance(expr, ast.IfExp):
+            return self._fixed_cuda(expr.body, where, depth + 1) or self._fixed_cuda(expr.orelse, where, depth + 1)
+        if isinstance(expr, ast.Call):
+            if self.ctx.resolves_to(expr.func, *CUDA_DEVICE_CALLS):
+                return True
+            if self.ctx.resolves_to(expr.func, *TORCH_DEVICE):
+                arg = expr.args[0] if expr.args else next((kw.value for kw in expr.keywords if kw.arg == "type"), None)
+                return self._fixed_cuda(arg, where, depth + 1)
+            return False
+        for bound in self.bindings.candidates(expr, where)[:1]:
+            if bound.value is not None and bound.index is None:
+                return self._fixed_cuda(bound.value, bound.where, depth + 1)
+        return False
+
+
+def _device_argument(call: ast.Call) -> ast.expr | None:
+    """The device given to ``.to(...)``: ``device=`` or the first positional argument."""
+    for kw in call.keywords:
+        if kw.arg == "device":
+            return kw.value
+    if call.args and not isinstance(call.args[0], ast.Starred):
+        return call.args[0]
+    return None

@@ -1,0 +1,392 @@
+"""RC404 orig-mod-state-dict."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, replace
+
+from regcomp_lint import callsites
+from regcomp_lint.accelerate_script import MAX_DEPTH, AccelerateScript, FeedsAccelerateScript, PREPARE_METHODS, SCOPES
+from regcomp_lint.bindings import Where, binding_key
+from regcomp_lint.checks.base import Invalid, Rule
+from regcomp_lint.context import has_star_kwargs, keyword, keyword_value
+from regcomp_lint.diagnostics import Applicability, Edit, Fix
+from regcomp_lint.edits import append_keyword
+from regcomp_lint.models import SAME_MODULE_METHODS, WRAPPERS
+
+KEEP = "keep_torch_compile"
+#: Statements under which a compile may not have happened (``if args.compile:``).
+CONDITIONAL = (ast.If, ast.IfExp, ast.Try, ast.For, ast.AsyncFor, ast.While, ast.Match, ast.BoolOp)
+ACCELERATOR_SAVES = ("save_model", "get_state_dict")
+
+
+@dataclass(frozen=True)
+class _Held:
+    """What a saved expression holds. ``kind``: "compiled" (``torch.compile``/``compile_regions``
+    by hand), "unwrap" (an ``unwrap_model`` call), "prepared" (a ``prepare`` result).
+    ``wrappers``: DDP layers around it. ``certain``: no branch or condition on the way."""
+
+    kind: str
+    call: ast.Call
+    where: Where
+    wrappers: int = 0
+    certain: bool = True
+
+
+class OrigModStateDict(FeedsAccelerateScript, Rule):
+    """## What it does
+    Reports the places where a compiled model's state dict, with `_orig_mod` in every key, is
+    taken or saved:
+
+    - `model.state_dict()` of a model bound from `torch.compile(...)` (keys start with
+      `_orig_mod.`) or `accelerate.utils.compile_regions(...)` (`_orig_mod.` at every region:
+      `blocks.0._orig_mod.fc.weight`), also through DDP's `.module` and `raw = m.module if
+      ddp else m`, whatever the state dict is then given to (`torch.save`, `accelerator.save`,
+      `save_file`, `load_state_dict`);
+    - `state_dict()` of a model prepared by an `Accelerator` whose `TorchDynamoPlugin` (or
+      `dynamo_backend=`) compiles;
+    - with such an accelerator, `accelerator.save_model(model, ...)` and
+      `accelerator.get_state_dict(model)`, and an `accelerator.unwrap_model(model)` without
+      `keep_torch_compile=False` whose result is saved (`.state_dict()`, passed to `save_model`,
+      or `.save_pretrained(...)` when the plugin may compile regionally).
+
+    A plugin whose backend is not a literal counts as compiling; one without a backend does not
+    (accelerate reads `ACCELERATE_DYNAMO_BACKEND`, default `"no"`). `accelerator.save_state()`
+    is not reported: it saves the models as they were before compiling.
+
+    ## Why is this bad
+    `torch.compile(model)` returns an `OptimizedModule` that holds the model as `_orig_mod`, so
+    its state dict names every weight `_orig_mod.<name>`. A checkpoint written from it does not
+    load into the plain model (`Missing key(s): "fc.weight"... Unexpected key(s):
+    "_orig_mod.fc.weight"`), nor into transformers' `from_pretrained`, and every consumer needs a
+    prefix-stripping hack. Accelerate 1.15 keeps the wrapper by default (`unwrap_model(...,
+    keep_torch_compile=True)`), and `save_model` / `get_state_dict` call it that way.
+
+    Verified with torch 2.13, accelerate 1.15 and transformers 5.24 on CPU (`backend="eager"`,
+    a 4-block model and a 4-layer GPT-2): with a whole-model plugin, `unwrap_model(m)`,
+    `get_state_dict(m)` and `save_model(m, dir)` give `_orig_mod.`-prefixed keys; with
+    `use_regional_compilation=True` they give `blocks.0._orig_mod.fc.weight` (and
+    `transformer.wte._orig_mod.weight`: `compile_regions` compiles every leaf too);
+    `unwrap_model(m, keep_torch_compile=False)` and `save_state` give clean keys.
+    `unwrap_model(m).save_pretrained(dir)` is clean for a whole-model compile (the wrapper
+    forwards `save_pretrained` to the model) but raises for a regional one ("shared tensors
+    ... not properly defined"). `save_model` and `get_state_dict` take no `keep_torch_compile`
+    (TypeError). `DDP(torch.compile(m)).state_dict()` keys start with `module._orig_mod.`.
+
+    ## Example
+    ```python
+    model = torch.compile(model)
+    torch.save(model.state_dict(), "model.pt")
+
+    accelerator = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend="inductor"))
+    model = accelerator.prepare(model)
+    accelerator.save_model(model, "out")
+    ```
+
+    ## Use instead
+    ```python
+    torch.save(model._orig_mod.state_dict(), "model.pt")  # or compile in place: model.compile()
+
+    accelerator.save_model(accelerator.unwrap_model(model, keep_torch_compile=False), "out")
+    ```
+
+    ## Fix safety
+    Adding `keep_torch_compile=False` to an `unwrap_model` whose result is saved is safe: the
+    prepared model stays compiled and trains on (measured), and what is saved holds the same
+    tensors, named the way the model's own class and `accelerator.load_state` expect. The other
+    fixes are unsafe, as code elsewhere may load the checkpoint into a compiled model and
+    expect the prefix: `model._orig_mod.state_dict()` (or `getattr(model, "_orig_mod",
+    model).state_dict()` when the compile is conditional, so it still works without it), and
+    wrapping the model given to `save_model` / `get_state_dict` or the prepared model in
+    `accelerator.unwrap_model(model, keep_torch_compile=False)`, which under FSDP or DeepSpeed
+    hands those paths an unwrapped module. No fix through a DDP wrapper that is not unwrapped
+    with `.module`.
+
+    ## References
+    - [torch.compile: saving and loading](https://docs.pytorch.org/docs/stable/torch.compiler_faq.html)
+    - [`Accelerator.unwrap_model`](https://huggingface.co/docs/accelerate/package_reference/accelerator#accelerate.Accelerator.unwrap_model)
+    - [Accelerate: compilation](https://huggingface.co/docs/accelerate/usage_guides/compilation)
+    """
+
+    code = "RC404"
+    name = "orig-mod-state-dict"
+    message = "the state dict of a compiled model has `_orig_mod.` in every key"
+    triggers = ("state_dict", "save_model", "unwrap_model", "save_pretrained")
+    fix_applicability = Applicability.SAFE
+
+    valid = [
+        "import torch\nmodel = Net()\ntorch.save(model.state_dict(), 'm.pt')\n",
+        "import torch\nmodel = torch.compile(Net())\ntorch.save(model._orig_mod.state_dict(), 'm.pt')\n",
+        # compiled in place: the keys stay clean
+        "import torch\nmodel = Net()\nmodel.compile()\ntorch.save(model.state_dict(), 'm.pt')\n",
+        # a compiled function has no state dict; the name was rebound
+        "import torch\nstep = torch.compile(step)\nmodel = torch.compile(Net())\nmodel = Net()\nsd = model.state_dict()\n",
+        # Accelerate without a compiling plugin
+        "from accelerate import Accelerator\naccelerator = Accelerator()\nmodel = accelerator.prepare(model)\n"
+        "accelerator.save_model(model, 'out')\nsd = accelerator.unwrap_model(model).state_dict()\n",
+        "from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\n"
+        "accelerator = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='no'))\naccelerator.save_model(model, 'out')\n",
+        # compiling, done right
+        "from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\n"
+        "accelerator = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='inductor'))\nmodel = accelerator.prepare(model)\n"
+        "accelerator.save_state('ckpt')\nunwrapped = accelerator.unwrap_model(model, keep_torch_compile=False)\n"
+        "accelerator.save(unwrapped.state_dict(), 'm.pt')\n"
+        "accelerator.save_model(accelerator.unwrap_model(model, keep_torch_compile=False), 'out')\n",
+        # unwrap for generation, not for saving; a whole-model compile saves cleanly through save_pretrained
+        "from accelerate import Accelerator\naccelerator = Accelerator(dynamo_backend='inductor')\nmodel = accelerator.prepare(model)\n"
+        "text = accelerator.unwrap_model(model).generate(ids)\naccelerator.unwrap_model(model).save_pretrained('out')\n",
+    ]
+    invalid = [
+        Invalid(
+            "import torch\nmodel = torch.compile(Net(), mode='max-autotune')\ntorch.save(model.state_dict(), 'model.pt')\n",
+            fixed="import torch\nmodel = torch.compile(Net(), mode='max-autotune')\ntorch.save(model._orig_mod.state_dict(), 'model.pt')\n",
+            message="`_orig_mod.`",
+        ),
+        # nanoGPT: compiled under a flag, then DDP, then `.module`: works whether or not it compiled
+        Invalid(
+            "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nmodel = GPT(cfg)\n"
+            "if compile:\n    model = torch.compile(model)\nif ddp:\n    model = DDP(model)\n"
+            "raw_model = model.module if ddp else model\ncheckpoint = {'model': raw_model.state_dict()}\n",
+            fixed="import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nmodel = GPT(cfg)\n"
+            "if compile:\n    model = torch.compile(model)\nif ddp:\n    model = DDP(model)\n"
+            "raw_model = model.module if ddp else model\n"
+            "checkpoint = {'model': getattr(raw_model, \"_orig_mod\", raw_model).state_dict()}\n",
+        ),
+        # regional compilation by hand: an infix at every block
+        Invalid(
+            "from accelerate.utils import compile_regions\nfrom safetensors.torch import save_file\n"
+            "model = compile_regions(model)\nsave_file(model.state_dict(), 'm.safetensors')\n",
+            fixed="from accelerate.utils import compile_regions\nfrom safetensors.torch import save_file\n"
+            "model = compile_regions(model)\nsave_file(model._orig_mod.state_dict(), 'm.safetensors')\n",
+            message="`._orig_mod.` at every region",
+        ),
+        # Accelerate with a compiling plugin: save_model, get_state_dict, unwrap_model
+        Invalid(
+            "from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\n"
+            "plugin = TorchDynamoPlugin(backend='inductor')\naccelerator = Accelerator(dynamo_plugin=plugin)\n"
+            "model, opt = accelerator.prepare(model, opt)\naccelerator.save_model(model, 'out')\n"
+            "sd = accelerator.get_state_dict(model)\nunwrapped = accelerator.unwrap_model(model)\n"
+            "accelerator.save(unwrapped.state_dict(), 'm.pt')\n",
+            fixed="from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\n"
+            "plugin = TorchDynamoPlugin(backend='inductor')\naccelerator = Accelerator(dynamo_plugin=plugin)\n"
+            "model, opt = accelerator.prepare(model, opt)\n"
+            "accelerator.save_model(accelerator.unwrap_model(model, keep_torch_compile=False), 'out')\n"
+            "sd = accelerator.get_state_dict(accelerator.unwrap_model(model, keep_torch_compile=False))\n"
+            "unwrapped = accelerator.unwrap_model(model, keep_torch_compile=False)\n"
+            "accelerator.save(unwrapped.state_dict(), 'm.pt')\n",
+            count=3,
+            message="`save_model`",
+        ),
+        # regional plugin: save_pretrained of the unwrapped model; keep_torch_compile=True spelled out
+        Invalid(
+            "from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\n"
+            "class Trainer:\n    def __init__(self):\n"
+            "        self.accelerator = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend=args.backend, use_regional_compilation=True))\n"
+            "    def save(self):\n        self.accelerator.unwrap_model(self.model, keep_torch_compile=True).save_pretrained('out')\n",
+            fixed="from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\n"
+            "class Trainer:\n    def __init__(self):\n"
+            "        self.accelerator = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend=args.backend, use_regional_compilation=True))\n"
+            "    def save(self):\n        self.accelerator.unwrap_model(self.model, keep_torch_compile=False).save_pretrained('out')\n",
+            message="keep_torch_compile=False",
+        ),
+        # the prepared model's own state dict, with the legacy keyword
+        Invalid(
+            "import torch\nfrom accelerate import Accelerator\nacc = Accelerator(dynamo_backend='inductor')\nmodel = acc.prepare(model)\n"
+            "torch.save(model.state_dict(), 'm.pt')\n",
+            fixed="import torch\nfrom accelerate import Accelerator\nacc = Accelerator(dynamo_backend='inductor')\nmodel = acc.prepare(model)\n"
+            "torch.save(acc.unwrap_model(model, keep_torch_compile=False).state_dict(), 'm.pt')\n",
+        ),
+        # through DDP without `.module`: reported, fixed by hand
+        Invalid(
+            "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+            "model = DDP(torch.compile(Net()))\ntorch.save(model.state_dict(), 'm.pt')\n",
+            message="`module._orig_mod.`",
+        ),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.script = AccelerateScript(ctx)
+        self.bindings = self.script.bindings
+        text = ctx.source.text
+        self._may_compile = "compile" in text or "dynamo" in text.lower()
+        self._compiles: dict[int, tuple[bool, bool]] = {}  # id(call) -> (regional, conditional)
+        self._unwraps: set[int] = set()
+        self._sinks: list[tuple[str, ast.Call, Where]] = []
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self.script.visit(node)
+        if not self._may_compile:
+            return
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            attr = func.attr
+            if attr in ("state_dict", "save_pretrained", *ACCELERATOR_SAVES) and not self.ctx.imports.root_is_import(func.value):
+                self._sinks.append((attr, node, self.bindings.here(node)))
+            elif attr == "unwrap_model":
+                self._unwraps.add(id(node))
+            elif attr in ("compile", "compile_regions") and node.args:
+                self._compile_call(node)
+        elif isinstance(func, ast.Name) and node.args and self.ctx.imports.imported(func.id):
+            self._compile_call(node)
+
+    def _compile_call(self, node: ast.Call) -> None:
+        if isinstance(node.args[0], ast.Starred):
+            return
+        if callsites.is_torch_compile(self.ctx, node.func):
+            regional = False
+        elif callsites.is_compile_regions(self.ctx, node.func):
+            regional = True
+        else:
+            return
+        conditional = False
+        for anc in reversed(self.ctx.ancestors):
+            if isinstance(anc, SCOPES):
+                break
+            conditional = conditional or isinstance(anc, CONDITIONAL)
+        self._compiles[id(node)] = (regional, conditional)
+
+    # -- judging ---------------------------------------------------------------------------
+    def finish(self) -> None:
+        self._reported: set[int] = set()
+        for kind, call, where in self._sinks:
+            if kind in ACCELERATOR_SAVES:
+                self._accelerator_save(kind, call, where)
+            else:
+                self._module_save(kind, call, where)
+
+    def _module_save(self, kind: str, call: ast.Call, where: Where) -> None:
+        receiver = call.func.value
+        held = self._held(receiver, where)
+        if held is None:
+            return
+        if held.kind == "unwrap":
+            self._judge_unwrap(held.call, held.where, regional_only=kind == "save_pretrained")
+        elif held.kind == "compiled":
+            regional = self._compiles[id(held.call)][0]
+            if kind == "state_dict" or regional:
+                self._report_compiled(call, receiver, held, regional)
+        elif held.kind == "prepared" and held.wrappers == 0:
+            state = self.script.compile_state(self.script.accelerator_of(held.call.func.value, held.where))
+            if state.compiles and (kind == "state_dict" or state.regional is not False):
+                self._report_prepared(call, receiver, where, kind)
+
+    def _accelerator_save(self, kind: str, call: ast.Call, where: Where) -> None:
+        model = call.args[0] if call.args else keyword_value(call, "model")
+        if model is None or isinstance(model, ast.Starred):
+            return
+        held = self._held(model, where)
+        if held is not None and held.kind == "unwrap":
+            self._judge_unwrap(held.call, held.where, regional_only=False)
+            return
+        ref = self.script.accelerator_of(call.func.value, where)
+        if not (self.script.compile_state(ref).compiles or (held is not None and held.kind == "compiled")):
+            return
+        accelerator = self.ctx.source.segment(call.func.value)
+        message = (f"`{kind}` keeps the compile wrapper, so the keys get `_orig_mod`: pass "
+                   f"`{accelerator}.unwrap_model(model, keep_torch_compile=False)`")
+        text = self.ctx.source.segment(model)
+        edit = self.ctx.source.replace(model, f"{accelerator}.unwrap_model({text}, {KEEP}=False)")
+        self.report(call, message, fix=self.make_fix("Save the unwrapped, uncompiled model", [edit], Applicability.UNSAFE))
+
+    def _judge_unwrap(self, call: ast.Call, where: Where, regional_only: bool) -> None:
+        if id(call) in self._reported:
+            return
+        keep = keyword(call, KEEP)
+        if keep is not None and not (isinstance(keep.value, ast.Constant) and keep.value.value is True):
+            return  # False, or decided at run time
+        if keep is None and (has_star_kwargs(call) or len(call.args) > 2):
+            return
+        state = self.script.compile_state(self.script.accelerator_of(call.func.value, where))
+        model = self._held(call.args[0], where) if call.args else None
+        hand_compiled = model is not None and model.kind == "compiled"
+        if not (state.compiles or hand_compiled):
+            return
+        if regional_only and state.regional is False and not (hand_compiled and self._compiles[id(model.call)][0]):
+            return
+        self._reported.add(id(call))
+        if keep is not None:
+            edits = [self.ctx.source.replace(keep.value, "False")]
+        else:
+            edits = append_keyword(self.ctx, call, f"{KEEP}=False")
+        message = "`unwrap_model` keeps the compile wrapper by default, so the saved keys get `_orig_mod`: pass `keep_torch_compile=False`"
+        self.report(call, message, fix=self.make_fix("Pass `keep_torch_compile=False`", edits, Applicability.SAFE))
+
+    def _report_compiled(self, call: ast.Call, receiver: ast.expr, held: _Held, regional: bool) -> None:
+        text = self.ctx.source.segment(receiver)
+        how = ("was compiled with `compile_regions`: its keys carry `._orig_mod.` at every region" if regional
+               else "is a `torch.compile` wrapper: its keys start with `_orig_mod.`")
+        if held.wrappers:
+            message = f"`{text}` wraps a compiled model: its keys start with `module._orig_mod.`; save the inner model's `_orig_mod`"
+            self.report(call, message)
+            return
+        certain = held.certain and not self._compiles[id(held.call)][1]
+        if certain:
+            fixed = f"{text}._orig_mod"
+        elif binding_key(receiver) is not None or _is_name_chain(receiver):
+            fixed = f'getattr({text}, "_orig_mod", {text})'
+        else:
+            fixed = None
+        message = f"`{text}` {how}; use `{fixed or text + '._orig_mod'}.{call.func.attr}(...)`"
+        fix = None
+        if fixed is not None:
+            fix = self.make_fix("Take the state dict of the original module", [self.ctx.source.replace(receiver, fixed)], Applicability.UNSAFE)
+        self.report(call, message, fix=fix)
+
+    def _report_prepared(self, call: ast.Call, receiver: ast.expr, where: Where, kind: str) -> None:
+        name = self.script.accelerator_name(where)
+        spelled = name.text if name else "accelerator"
+        text = self.ctx.source.segment(receiver)
+        fixed = f"{spelled}.unwrap_model({text}, {KEEP}=False)"
+        message = f"`{text}` is compiled by the accelerator's dynamo plugin, so its keys get `_orig_mod`: use `{fixed}.{kind}(...)`"
+        fix = None
+        if name is not None:
+            fix = self.make_fix("Save the unwrapped, uncompiled model", [self.ctx.source.replace(receiver, fixed)], Applicability.UNSAFE)
+        self.report(call, message, fix=fix)
+
+    # -- what an expression holds ------------------------------------------------------------
+    def _held(self, expr: ast.AST | None, where: Where, depth: int = 0) -> _Held | None:
+        if expr is None or depth > MAX_DEPTH:
+            return None
+        if isinstance(expr, ast.Call):
+            return self._held_call(expr, where, depth)
+        if isinstance(expr, ast.IfExp):
+            found = self._held(expr.body, where, depth + 1) or self._held(expr.orelse, where, depth + 1)
+            return replace(found, certain=False) if found else None
+        if isinstance(expr, ast.Attribute) and expr.attr == "module" and binding_key(expr) is None:
+            inner = self._held(expr.value, where, depth + 1)
+            return replace(inner, wrappers=inner.wrappers - 1) if inner is not None and inner.wrappers > 0 else None
+        for bound in self.bindings.candidates(expr, where):
+            value = bound.value
+            if value is None or isinstance(value, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            if bound.index is not None:
+                if self.script.is_prepare_result(value):
+                    return _Held("prepared", value, bound.where)
+                continue
+            found = self._held(value, bound.where, depth + 1)
+            if found is not None:
+                return found
+        return None
+
+    def _held_call(self, call: ast.Call, where: Where, depth: int) -> _Held | None:
+        if id(call) in self._compiles:
+            return _Held("compiled", call, where)
+        func = call.func
+        if isinstance(func, ast.Attribute):
+            if id(call) in self._unwraps:
+                return _Held("unwrap", call, where)
+            if func.attr in PREPARE_METHODS:
+                return _Held("prepared", call, where) if len(call.args) == 1 else None
+            if func.attr in SAME_MODULE_METHODS:
+                return self._held(func.value, where, depth + 1)
+        if call.args and self.ctx.resolves_to(func, *WRAPPERS):
+            inner = self._held(call.args[0], where, depth + 1)
+            return replace(inner, wrappers=inner.wrappers + 1) if inner is not None else None
+        return None
+
+
+def _is_name_chain(node: ast.AST) -> bool:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)

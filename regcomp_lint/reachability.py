@@ -1,0 +1,892 @@
+"""Which code of a file runs inside a ``forward``: module classes, a call graph, chains.
+
+RC2xx rules judge only code that dynamo traces, i.e. code reachable from an ``nn.Module``'s
+``forward``; data loading, ``__init__`` and the training loop are never judged. This module finds
+that code without importing anything.
+
+Public API (stable; other rules build on it)::
+
+    reach = reachability.for_context(ctx)      # built once per linted file, cached on ctx
+    reach.classes                              # {name: ModuleClass} nn.Module subclasses of the file
+    reach.module_class(name)                   # ModuleClass, also for one imported from a local module
+    reach.graph                                # networkx.DiGraph of Function nodes; edge data "calls"
+    reach.roots                                # forward Functions the chains start from
+    reach.chain(func)                          # Chain from a root to Function func, or None
+    reach.locate(function_nodes)               # (Function, Chain) for the innermost reached def, or None
+    reach.reached()                            # [(Function, Chain)], every reached function
+    reach.reached_from(cls)                    # [(Function, Chain)] reached from cls.forward
+    reach.facts(func)                          # FunctionFacts: bindings, calls, returns of one def
+    reach.callers(func)                        # [(caller Function, ast.Call)] known call sites
+    reach.call_targets(call.func, func)        # [Function] a call inside func may run
+    func.disabled                              # decorated with torch.compiler.disable (not traced)
+    str(chain) == "reached via GPT.forward → Block.forward → Attention.forward"
+
+- :class:`ModuleClass`: ``name``, ``node`` (``ast.ClassDef``), ``module`` (:class:`ParsedModule`
+  it is defined in), ``bases`` (local base classes, module or not), ``submodules`` ({attr:
+  :class:`Submodule`} built in any method but ``forward``, e.g. ``self.h = nn.ModuleList([Block()
+  for _ in range(n)])``), ``tensor_attrs`` (parameters, buffers, tensors stored on ``self``),
+  ``method(name)`` (looked up along the bases, ``None`` if unknown), ``init``.
+- :class:`Submodule`: ``attr``, ``classes`` (local :class:`ModuleClass` es), ``external``
+  (qualified names such as ``torch.nn.LSTM``), ``container`` (built in a ModuleList /
+  Sequential / ModuleDict / list), ``value`` (the assigned expression).
+- :class:`Function`: one node of the call graph: ``node`` (the def), ``cls`` (the receiver
+  :class:`ModuleClass` for methods: what ``self`` is; ``None`` for plain functions),
+  ``module``, ``label`` (``"Block.forward"``, ``"helper"``), ``local`` (defined in the linted file).
+
+What counts as an ``nn.Module`` subclass: a base resolving to ``torch.nn.Module`` or another
+``torch.nn`` class through any import spelling, a local class that is one (same file or a local
+module), or a known model base by name (``*PreTrainedModel``, ``GradientCheckpointingLayer``,
+``LightningModule``, ``ModelMixin``).
+
+Edges: ``self.method(...)`` (resolved against the receiver class, so an inherited ``forward``
+reaches the subclass's override), ``super().method(...)``, submodule calls ``self.attn(x)``,
+``self.h[i](x)``, ``for block in self.h: block(x)`` (also ``enumerate``/``zip``, and names bound to
+``self.attr`` or ``self.attr[i]``), ``self.sub.method(...)``, module-level functions of the file,
+functions imported from local modules (absolute or relative import resolved to a ``.py`` file
+near the linted one, parsed lazily once per run), and submodules or methods passed as arguments
+(``checkpoint(self.block, x)``).
+
+Cost: nothing here walks the whole tree. Classes and functions are read from the top-level
+statements; each reachable function's body is walked once (its :class:`FunctionFacts`, shared
+with tensor inference), and only when a rule has a candidate finding in the file.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import weakref
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING, Iterable, Iterator
+
+from regcomp_lint.names import ImportMap
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from regcomp_lint.context import FileContext
+
+FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
+#: Bases known by their last name to be ``nn.Module`` subclasses (no need to resolve them).
+KNOWN_MODULE_BASE_NAMES = frozenset({"GradientCheckpointingLayer", "LightningModule", "ModelMixin"})
+KNOWN_MODULE_BASE_SUFFIXES = ("PreTrainedModel",)
+NOT_TORCH_PREFIXES = ("TF", "Flax")
+#: ``torch.nn`` names that are not modules (a class deriving from them is not a model).
+TORCH_NN_NOT_MODULES = frozenset({"Parameter", "UninitializedParameter", "UninitializedBuffer", "Buffer"})
+CONTAINERS = frozenset({"ModuleList", "Sequential", "ModuleDict", "ParameterList", "ParameterDict"})
+PARAMETER = ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
+DISABLE = ("torch.compiler.disable", "torch._dynamo.disable", "torch._disable_dynamo")
+#: ``self.X.method`` calls that add submodules to a container attribute.
+ADDING_METHODS = frozenset({"append", "extend", "insert", "add_module"})
+MAX_IMPORT_HOPS = 3
+MAX_PARENT_DIRS = 6
+
+
+# -- parsed files ----------------------------------------------------------------------------
+
+@dataclass(eq=False)
+class ParsedModule:
+    """One Python file's top-level definitions and imports."""
+
+    path: str | None
+    tree: ast.Module
+    imports: ImportMap
+    classes: dict[str, ast.ClassDef]
+    functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
+    #: ``name = value`` at the top level (the last one wins): ``logger = logging.getLogger(...)``.
+    assignments: dict[str, ast.expr] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return f"ParsedModule({self.path!r})"
+
+    @classmethod
+    def from_tree(cls, tree: ast.Module, path: str | None, imports: ImportMap | None = None) -> "ParsedModule":
+        classes: dict[str, ast.ClassDef] = {}
+        functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        assignments: dict[str, ast.expr] = {}
+        own_imports = imports is None
+        imports = imports or ImportMap()
+        for stmt in _top_level(tree.body):
+            if isinstance(stmt, ast.ClassDef):
+                classes[stmt.name] = stmt
+            elif isinstance(stmt, FUNCTION_DEFS):
+                functions[stmt.name] = stmt
+            elif isinstance(stmt, ast.Assign):
+                for target in stmt.targets:
+                    if isinstance(target, ast.Name):
+                        assignments[target.id] = stmt.value
+            elif own_imports and isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                imports.add(stmt)
+        return cls(path, tree, imports, classes, functions, assignments)
+
+
+def _top_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Top-level statements, looking inside ``if``/``try``/``with`` blocks (guarded definitions)."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, ast.If):
+            yield from _top_level(stmt.body)
+            yield from _top_level(stmt.orelse)
+        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            yield from _top_level(stmt.body)
+            for handler in stmt.handlers:
+                yield from _top_level(handler.body)
+            yield from _top_level(stmt.orelse)
+            yield from _top_level(stmt.finalbody)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            yield from _top_level(stmt.body)
+
+
+@lru_cache(maxsize=256)
+def _load(path: str, mtime_ns: int, size: int) -> ParsedModule | None:
+    try:
+        with open(path, "rb") as handle:
+            tree = ast.parse(handle.read(), filename=path)
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    return ParsedModule.from_tree(tree, path)
+
+
+def load_module(path: str) -> ParsedModule | None:
+    """Parse a local module once per run (cached by path, mtime and size); None if unreadable."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return _load(path, stat.st_mtime_ns, stat.st_size)
+
+
+def module_file(importer: str | None, dotted: str) -> str | None:
+    """The ``.py`` file a module name refers to, seen from file ``importer``.
+
+    ``dotted`` is as :class:`ImportMap` records it: ``.layers`` / ``..pkg.mod`` for relative
+    imports, ``pkg.mod`` for absolute ones (looked for in the importer's folder and up to
+    ``MAX_PARENT_DIRS`` folders above it: the project's own packages, never site-packages).
+    """
+    if not importer or importer.startswith("<") or importer == "-":
+        return None
+    folder = os.path.dirname(os.path.abspath(importer))
+    level = len(dotted) - len(dotted.lstrip("."))
+    parts = [p for p in dotted[level:].split(".") if p]
+    if level:
+        for _ in range(level - 1):
+            folder = os.path.dirname(folder)
+        return _module_in(folder, parts)
+    if not parts or "site-packages" in folder:
+        return None
+    for _ in range(MAX_PARENT_DIRS):
+        found = _module_in(folder, parts)
+        if found:
+            return found
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return None
+
+
+def _module_in(folder: str, parts: list[str]) -> str | None:
+    base = os.path.join(folder, *parts)
+    for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+# -- classes ---------------------------------------------------------------------------------
+
+@dataclass(eq=False)
+class Submodule:
+    attr: str
+    value: ast.expr
+    classes: list["ModuleClass"] = field(default_factory=list)
+    external: list[str] = field(default_factory=list)
+    container: bool = False
+
+    def __repr__(self) -> str:
+        kinds = [c.name for c in self.classes] + self.external
+        return f"Submodule({self.attr}: {'[' if self.container else ''}{', '.join(kinds)}{']' if self.container else ''})"
+
+
+@dataclass(eq=False)
+class ModuleClass:
+    name: str
+    node: ast.ClassDef
+    module: ParsedModule
+    bases: list["ModuleClass"] = field(default_factory=list)
+    submodules: dict[str, Submodule] = field(default_factory=dict)
+    tensor_attrs: set[str] = field(default_factory=set)
+    #: Whether this class is an nn.Module (a local non-module base is kept for method lookup).
+    is_module: bool = True
+
+    def __repr__(self) -> str:
+        return f"ModuleClass({self.name})"
+
+    @property
+    def local_methods(self) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+        return {s.name: s for s in self.node.body if isinstance(s, FUNCTION_DEFS)}
+
+    @property
+    def init(self) -> ast.FunctionDef | None:
+        return self.local_methods.get("__init__")
+
+    def mro(self) -> list["ModuleClass"]:
+        """This class, then its local bases depth-first left to right (each once)."""
+        seen: list[ModuleClass] = []
+        stack = [self]
+        while stack:
+            cls = stack.pop(0)
+            if cls not in seen:
+                seen.append(cls)
+                stack = list(cls.bases) + stack
+        return seen
+
+    def method(self, name: str) -> tuple["ModuleClass", ast.FunctionDef | ast.AsyncFunctionDef] | None:
+        """(defining class, def) of ``name`` along the local bases."""
+        for cls in self.mro():
+            found = cls.local_methods.get(name)
+            if found is not None:
+                return cls, found
+        return None
+
+    def submodule(self, attr: str) -> Submodule | None:
+        for cls in self.mro():
+            if attr in cls.submodules:
+                return cls.submodules[attr]
+        return None
+
+    def has_tensor_attr(self, attr: str) -> bool:
+        return any(attr in cls.tensor_attrs for cls in self.mro())
+
+
+@dataclass(eq=False)
+class Function:
+    node: ast.FunctionDef | ast.AsyncFunctionDef
+    cls: ModuleClass | None
+    module: ParsedModule
+    label: str
+    local: bool
+
+    def __repr__(self) -> str:
+        return f"Function({self.label})"
+
+    @property
+    def disabled(self) -> bool:
+        """Decorated with ``torch.compiler.disable``: dynamo runs it eagerly and traces nothing in it."""
+        imports = self.module.imports
+        for decorator in self.node.decorator_list:
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if imports.resolves_to(target, *DISABLE):
+                return True
+        return False
+
+
+@dataclass(frozen=True)
+class Chain:
+    labels: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return "reached via " + " → ".join(self.labels)
+
+
+@dataclass
+class FunctionFacts:
+    """What one walk of a function body (nested defs and lambdas included) finds.
+
+    ``bindings``: name → every value bound to it: ``("value", expr, index)`` for an assignment
+    (``index``: position in a tuple target), ``("iter", expr, index)`` for a ``for`` or
+    comprehension target over ``expr``, ``("param", arg, None)`` for a parameter of the function,
+    ``("unknown", node, None)`` for anything else (``with ... as``, augmented assignment, a nested
+    function's parameter, ``global``).
+    """
+
+    bindings: dict[str, list[tuple[str, ast.AST, int | None]]] = field(default_factory=dict)
+    calls: list[ast.Call] = field(default_factory=list)
+    returns: list[ast.expr] = field(default_factory=list)
+
+
+def function_facts(func: ast.FunctionDef | ast.AsyncFunctionDef) -> FunctionFacts:
+    facts = FunctionFacts()
+    bind = facts.bindings.setdefault
+    for arg in _arguments(func.args):
+        bind(arg.arg, []).append(("param", arg, None))
+    stack: list[ast.AST] = list(func.body)
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is ast.Call:
+            facts.calls.append(node)
+        elif kind is ast.Assign:
+            for target in node.targets:
+                _bind_target(facts, target, "value", node.value)
+        elif kind is ast.AnnAssign or kind is ast.NamedExpr:
+            if node.value is not None:
+                _bind_target(facts, node.target, "value", node.value)
+        elif kind is ast.AugAssign:
+            _bind_target(facts, node.target, "value", ast.BinOp(node.target, node.op, node.value))
+        elif kind is ast.For or kind is ast.AsyncFor or kind is ast.comprehension:
+            _bind_target(facts, node.target, "iter", node.iter)
+        elif kind is ast.withitem:
+            if node.optional_vars is not None:
+                _bind_target(facts, node.optional_vars, "unknown", node)
+        elif kind is ast.Return:
+            if node.value is not None:
+                facts.returns.append(node.value)
+        elif kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
+            for arg in _arguments(node.args):
+                bind(arg.arg, []).append(("unknown", arg, None))
+            if kind is not ast.Lambda:
+                bind(node.name, []).append(("unknown", node, None))
+        elif kind is ast.Global or kind is ast.Nonlocal:
+            for name in node.names:
+                bind(name, []).append(("unknown", node, None))
+        elif kind is ast.ExceptHandler and node.name:
+            bind(node.name, []).append(("unknown", node, None))
+        elif kind is ast.Import or kind is ast.ImportFrom:
+            for alias in node.names:
+                bind((alias.asname or alias.name).split(".")[0], []).append(("unknown", node, None))
+        for child in ast.iter_child_nodes(node):
+            stack.append(child)
+    return facts
+
+
+def _arguments(args: ast.arguments) -> list[ast.arg]:
+    found = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    if args.vararg:
+        found.append(args.vararg)
+    if args.kwarg:
+        found.append(args.kwarg)
+    return found
+
+
+def _bind_target(facts: FunctionFacts, target: ast.AST, kind: str, value: ast.AST) -> None:
+    if isinstance(target, ast.Name):
+        facts.bindings.setdefault(target.id, []).append((kind, value, None))
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for i, elt in enumerate(target.elts):
+            if isinstance(elt, ast.Starred):
+                _bind_target(facts, elt.value, "unknown", value)
+            elif isinstance(elt, ast.Name):
+                facts.bindings.setdefault(elt.id, []).append((kind, value, i))
+            else:
+                _bind_target(facts, elt, "unknown", value)
+
+
+# -- the analysis ----------------------------------------------------------------------------
+
+_CACHE: "weakref.WeakKeyDictionary[FileContext, Reachability]" = weakref.WeakKeyDictionary()
+
+
+def for_context(ctx: "FileContext") -> "Reachability":
+    """The file's reachability, built on first use and shared by every rule of the run."""
+    found = _CACHE.get(ctx)
+    if found is None:
+        found = Reachability(ParsedModule.from_tree(ctx.tree, ctx.filename, ctx.imports))
+        _CACHE[ctx] = found
+    return found
+
+
+def from_source(text: str, filename: str = "<string>") -> "Reachability":
+    """Build from source text (tests, tools): imports read from the top-level statements."""
+    return Reachability(ParsedModule.from_tree(ast.parse(text), filename))
+
+
+class Reachability:
+    def __init__(self, module: ParsedModule) -> None:
+        self.module = module
+        self._classes: dict[int, ModuleClass | None] = {}
+        self._functions: dict[tuple[int, int], Function] = {}
+        self._facts: dict[int, FunctionFacts] = {}
+        self.classes: dict[str, ModuleClass] = {}
+        for name, node in module.classes.items():
+            cls = self._class(node, module)
+            if cls is not None and cls.is_module:
+                self.classes[name] = cls
+        self._graph: nx.DiGraph | None = None
+        self._chains: dict[Function, Chain] = {}
+        self.roots: list[Function] = []
+
+    # -- classes --------------------------------------------------------------------------
+    def module_class(self, name: str, module: ParsedModule | None = None) -> ModuleClass | None:
+        """The module class ``name`` defined in (or imported into) ``module`` (the linted file)."""
+        module = module or self.module
+        found = self.resolve_class(ast.Name(name, ast.Load()), module)
+        return found if isinstance(found, ModuleClass) and found.is_module else None
+
+    def _class(self, node: ast.ClassDef, module: ParsedModule) -> ModuleClass | None:
+        key = id(node)
+        if key in self._classes:
+            return self._classes[key]
+        self._classes[key] = None  # in progress: a class deriving from itself is nothing
+        cls = ModuleClass(node.name, node, module, is_module=False)
+        for base in node.bases:
+            if _is_known_module_base(base, module.imports):
+                cls.is_module = True
+                continue
+            resolved = self.resolve_class(base, module)
+            if isinstance(resolved, ModuleClass):
+                cls.bases.append(resolved)
+                cls.is_module = cls.is_module or resolved.is_module
+        self._classes[key] = cls
+        if cls.is_module:
+            _collect_submodules(self, cls)
+        return cls
+
+    def resolve_class(self, expr: ast.AST, module: ParsedModule, hops: int = 0) -> "ModuleClass | str | None":
+        """What a class name means in ``module``: a local :class:`ModuleClass` (defined there or in
+        a local module it imports), else its qualified name (``torch.nn.LSTM``), else None."""
+        if isinstance(expr, ast.Name) and not module.imports.imported(expr.id):
+            node = module.classes.get(expr.id)
+            if node is not None:
+                return self._class(node, module)
+            return None
+        qualname = module.imports.qualname(expr)
+        if qualname is None or not module.imports.root_is_import(expr):
+            return None
+        target = self._local_definition(qualname, module, hops)
+        if target is not None:
+            found_module, name = target
+            node = found_module.classes.get(name)
+            if node is not None:
+                return self._class(node, found_module)
+            if hops < MAX_IMPORT_HOPS and found_module.imports.imported(name):
+                return self.resolve_class(ast.Name(name, ast.Load()), found_module, hops + 1)
+            return None
+        return qualname
+
+    def _local_definition(self, qualname: str, module: ParsedModule, hops: int) -> tuple[ParsedModule, str] | None:
+        """(module, name) when ``qualname`` names something defined in a local module file."""
+        if hops > MAX_IMPORT_HOPS or module.path is None:
+            return None
+        dotted, _, name = qualname.rpartition(".")
+        if not dotted or _is_third_party(dotted):
+            return None
+        path = module_file(module.path, dotted)
+        if path is None or os.path.abspath(path) == os.path.abspath(module.path):
+            return None
+        loaded = load_module(path)
+        return (loaded, name) if loaded is not None else None
+
+    def resolve_function(self, expr: ast.AST, module: ParsedModule, hops: int = 0) -> tuple[ParsedModule, ast.FunctionDef | ast.AsyncFunctionDef] | None:
+        """A module-level function named by ``expr`` (``helper``, ``utils.helper``) in ``module``
+        or in a local module it imports."""
+        if isinstance(expr, ast.Name) and not module.imports.imported(expr.id):
+            node = module.functions.get(expr.id)
+            return (module, node) if node is not None else None
+        if not module.imports.root_is_import(expr):
+            return None
+        qualname = module.imports.qualname(expr)
+        target = self._local_definition(qualname, module, hops) if qualname else None
+        if target is None:
+            return None
+        found_module, name = target
+        node = found_module.functions.get(name)
+        if node is not None:
+            return found_module, node
+        if hops < MAX_IMPORT_HOPS and found_module.imports.imported(name):
+            return self.resolve_function(ast.Name(name, ast.Load()), found_module, hops + 1)
+        return None
+
+    # -- functions and facts ----------------------------------------------------------------
+    def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, cls: ModuleClass | None, module: ParsedModule,
+                 owner: ModuleClass | None = None) -> Function:
+        """The graph node for ``node`` run with ``self`` a ``cls`` (``owner``: the defining class)."""
+        key = (id(node), id(cls))
+        found = self._functions.get(key)
+        if found is None:
+            label = f"{(owner or cls).name}.{node.name}" if cls is not None else node.name
+            found = Function(node, cls, module, label, module is self.module)
+            self._functions[key] = found
+        return found
+
+    def facts(self, func: Function | ast.AST) -> FunctionFacts:
+        node = func.node if isinstance(func, Function) else func
+        found = self._facts.get(id(node))
+        if found is None:
+            found = self._facts[id(node)] = function_facts(node)
+        return found
+
+    # -- the graph --------------------------------------------------------------------------
+    @property
+    def graph(self) -> "nx.DiGraph":
+        if self._graph is None:
+            self._build()
+        return self._graph
+
+    def _build(self) -> None:
+        import networkx as nx
+
+        graph = nx.DiGraph()
+        self._graph = graph
+        forwards = []
+        for cls in self.classes.values():
+            found = cls.method("forward")
+            if found is not None:
+                owner, node = found
+                forwards.append(self.function(node, cls, owner.module, owner))
+        pending = list(forwards)
+        for func in forwards:
+            graph.add_node(func)
+        while pending:
+            caller = pending.pop()
+            if caller.disabled:
+                continue  # dynamo does not trace into it: neither does the graph
+            for callee, call in self._callees(caller):
+                if callee not in graph:
+                    graph.add_node(callee)
+                    pending.append(callee)
+                if graph.has_edge(caller, callee):
+                    graph.edges[caller, callee]["calls"].append(call)
+                else:
+                    graph.add_edge(caller, callee, calls=[call])
+        # Chains start at the forwards nothing else calls (the top-level models), then at any
+        # forward left unreached (a cycle); breadth first, so each chain is a shortest one.
+        tops = [f for f in forwards if not any(p is not f for p in graph.predecessors(f))]
+        self.roots = list(tops)
+        self._walk_from(tops)
+        for func in forwards:
+            if func not in self._chains:
+                self.roots.append(func)
+                self._walk_from([func])
+
+    def _walk_from(self, roots: list[Function]) -> None:
+        frontier = []
+        for root in roots:
+            if root not in self._chains:
+                self._chains[root] = Chain((root.label,))
+                frontier.append(root)
+        while frontier:
+            following = []
+            for func in frontier:
+                chain = self._chains[func]
+                for callee in self._graph.successors(func):
+                    if callee not in self._chains:
+                        self._chains[callee] = Chain(chain.labels + (callee.label,))
+                        following.append(callee)
+            frontier = following
+
+    def chain(self, func: Function) -> Chain | None:
+        self.graph  # noqa: B018 - builds on first use
+        return self._chains.get(func)
+
+    def reached(self) -> list[tuple[Function, Chain]]:
+        self.graph  # noqa: B018
+        return list(self._chains.items())
+
+    def reached_from(self, cls: ModuleClass) -> list[tuple[Function, Chain]]:
+        """Functions reachable from ``cls.forward``, with chains starting at it."""
+        found = cls.method("forward")
+        if found is None:
+            return []
+        owner, node = found
+        root = self.function(node, cls, owner.module, owner)
+        if root not in self.graph:
+            return []
+        chains = {root: Chain((root.label,))}
+        frontier = [root]
+        while frontier:
+            following = []
+            for func in frontier:
+                for callee in self._graph.successors(func):
+                    if callee not in chains:
+                        chains[callee] = Chain(chains[func].labels + (callee.label,))
+                        following.append(callee)
+            frontier = following
+        return list(chains.items())
+
+    def locate(self, function_nodes: Iterable[ast.AST]) -> tuple[Function, Chain] | None:
+        """For a finding inside the given defs (outermost first, as ``ctx.ancestors`` lists
+        them), the innermost reached one and its chain (the shortest, over receivers)."""
+        self.graph  # noqa: B018
+        by_node = self._reached_by_node()
+        for node in reversed(list(function_nodes)):
+            found = by_node.get(id(node))
+            if found is not None:
+                return found
+        return None
+
+    def _reached_by_node(self) -> dict[int, tuple[Function, Chain]]:
+        cached = getattr(self, "_by_node", None)
+        if cached is None:
+            cached = {}
+            for func, chain in self._chains.items():
+                best = cached.get(id(func.node))
+                if best is None or len(chain.labels) < len(best[1].labels):
+                    cached[id(func.node)] = (func, chain)
+            self._by_node = cached
+        return cached
+
+    def callers(self, func: Function) -> list[tuple[Function, ast.Call]]:
+        graph = self.graph
+        if func not in graph:
+            return []
+        return [(caller, call) for caller in graph.predecessors(func) for call in graph.edges[caller, func]["calls"]]
+
+    # -- edges ------------------------------------------------------------------------------
+    def call_targets(self, func: ast.AST, caller: Function) -> list[Function]:
+        """What calling ``func`` (the ``func`` of an ``ast.Call``) inside ``caller`` may run."""
+        return self._call_targets(func, caller, self.facts(caller))
+
+    def _callees(self, caller: Function) -> Iterator[tuple[Function, ast.Call]]:
+        facts = self.facts(caller)
+        for call in facts.calls:
+            for callee in self._call_targets(call.func, caller, facts):
+                yield callee, call
+            for arg in [*call.args, *(kw.value for kw in call.keywords)]:
+                if isinstance(arg, ast.Starred):
+                    arg = arg.value
+                if isinstance(arg, (ast.Name, ast.Attribute, ast.Subscript)):
+                    for callee in self._call_targets(arg, caller, facts, passed=True):
+                        yield callee, call
+
+    def _call_targets(self, func: ast.AST, caller: Function, facts: FunctionFacts, passed: bool = False) -> list[Function]:
+        """Functions a call of ``func`` inside ``caller`` may run."""
+        cls = caller.cls
+        if isinstance(func, ast.Attribute) and func.attr == "__call__":
+            func = func.value
+        if isinstance(func, ast.Attribute):
+            value = func.value
+            if _is_self(value) and cls is not None:
+                method = cls.method(func.attr)
+                if method is not None:
+                    owner, node = method
+                    return [self.function(node, cls, owner.module, owner)]
+                sub = cls.submodule(func.attr)
+                return self._forwards(sub.classes) if sub is not None else []
+            if _is_super_call(value) and cls is not None:
+                for base in cls.mro()[1:]:
+                    if func.attr in base.local_methods:
+                        return [self.function(base.local_methods[func.attr], cls, base.module, base)]
+                return []
+            if passed:
+                return []
+            owners = self._module_classes_of(value, caller, facts)
+            if owners:
+                found = []
+                for owner_cls in owners:
+                    method = owner_cls.method(func.attr)
+                    if method is not None:
+                        defining, node = method
+                        found.append(self.function(node, owner_cls, defining.module, defining))
+                return found
+            resolved = self.resolve_function(func, caller.module)
+            return [self.function(resolved[1], None, resolved[0])] if resolved else []
+        if isinstance(func, ast.Subscript):
+            return self._forwards(self._module_classes_of(func, caller, facts))
+        if isinstance(func, ast.Name):
+            classes = self._module_classes_of(func, caller, facts)
+            if classes:
+                return self._forwards(classes)
+            if func.id in facts.bindings or passed:
+                return []
+            resolved = self.resolve_function(func, caller.module)
+            return [self.function(resolved[1], None, resolved[0])] if resolved else []
+        return []
+
+    def _forwards(self, classes: Iterable[ModuleClass]) -> list[Function]:
+        found = []
+        for cls in classes:
+            method = cls.method("forward")
+            if method is not None:
+                owner, node = method
+                found.append(self.function(node, cls, owner.module, owner))
+        return found
+
+    def _module_classes_of(self, expr: ast.AST, caller: Function, facts: FunctionFacts, depth: int = 0) -> list[ModuleClass]:
+        """Local module classes an expression may hold: ``self.attn``, ``self.h[i]``, a loop
+        variable over ``self.h``, a name bound to one of those."""
+        if depth > 4:
+            return []
+        cls = caller.cls
+        if isinstance(expr, ast.Attribute) and _is_self(expr.value) and cls is not None:
+            sub = cls.submodule(expr.attr)
+            return list(sub.classes) if sub is not None else []
+        if isinstance(expr, ast.Attribute):
+            value = expr.value
+            if isinstance(value, ast.Attribute) and _is_self(value.value) and cls is not None:
+                container = cls.submodule(value.attr)
+                if container is not None and container.container:
+                    return list(container.classes)  # a ModuleDict member: self.layers.h
+            owners = self._module_classes_of(value, caller, facts, depth + 1)
+            found = []
+            for owner in owners:
+                sub = owner.submodule(expr.attr)
+                if sub is not None:
+                    found.extend(sub.classes)
+            return found
+        if isinstance(expr, ast.Subscript):
+            return self._module_classes_of(expr.value, caller, facts, depth + 1)
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in ("values", "children", "modules"):
+            return self._module_classes_of(expr.func.value, caller, facts, depth + 1)
+        if isinstance(expr, ast.Name):
+            found: list[ModuleClass] = []
+            for kind, value, index in facts.bindings.get(expr.id, ()):
+                if kind == "value" and index is None:
+                    found.extend(self._module_classes_of(value, caller, facts, depth + 1))
+                elif kind == "iter":
+                    found.extend(self._iterated(value, index, caller, facts, depth + 1))
+            return found
+        return []
+
+    def _iterated(self, iterable: ast.AST, index: int | None, caller: Function, facts: FunctionFacts, depth: int) -> list[ModuleClass]:
+        """Classes of the loop variable at tuple position ``index`` over ``iterable``."""
+        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name):
+            if iterable.func.id == "enumerate" and iterable.args:
+                return self._iterated(iterable.args[0], None, caller, facts, depth) if index == 1 else []
+            if iterable.func.id == "zip":
+                if index is not None and index < len(iterable.args):
+                    return self._iterated(iterable.args[index], None, caller, facts, depth)
+                return []
+            if iterable.func.id in ("reversed", "list", "tuple", "iter") and iterable.args:
+                return self._iterated(iterable.args[0], index, caller, facts, depth)
+        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute) and iterable.func.attr == "items":
+            return self._module_classes_of(iterable.func.value, caller, facts, depth) if index == 1 else []
+        if index is not None:
+            return []
+        if isinstance(iterable, ast.Subscript):  # self.h[:n]
+            iterable = iterable.value
+        return self._module_classes_of(iterable, caller, facts, depth)
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+def _is_self(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name) and node.id == "self"
+
+
+def _is_super_call(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
+
+
+def _last_name(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return None
+
+
+def _is_third_party(dotted: str) -> bool:
+    root = dotted.split(".")[0]
+    return root in ("torch", "transformers", "accelerate", "numpy", "typing", "os", "sys", "math", "functools",
+                    "collections", "dataclasses", "einops", "diffusers", "lightning", "pytorch_lightning", "timm")
+
+
+def _is_known_module_base(base: ast.AST, imports: ImportMap) -> bool:
+    """``nn.Module`` and ``torch.nn`` classes through any spelling, known model bases by name."""
+    if isinstance(base, ast.Subscript):  # Generic-style Base[T]
+        base = base.value
+    qualname = imports.qualname(base)
+    if qualname is None:
+        return False
+    last = qualname.rsplit(".", 1)[-1]
+    if imports.root_is_import(base) and qualname.startswith("torch."):
+        if qualname in MODULE_BASES:
+            return True
+        return qualname.startswith("torch.nn.") and last[:1].isupper() and last not in TORCH_NN_NOT_MODULES \
+            and ".functional." not in qualname and ".init." not in qualname and ".utils." not in qualname
+    if isinstance(base, ast.Name) and not imports.imported(base.id):
+        star = any(m in ("torch.nn", "torch.nn.modules") for m in imports.star_modules)
+        if star and base.id == "Module":
+            return True
+    if last.startswith(NOT_TORCH_PREFIXES):
+        return False
+    return last in KNOWN_MODULE_BASE_NAMES or last.endswith(KNOWN_MODULE_BASE_SUFFIXES)
+
+
+def _collect_submodules(reach: Reachability, cls: ModuleClass) -> None:
+    """Fill ``cls.submodules`` and ``cls.tensor_attrs`` from its methods other than forward."""
+    module = cls.module
+    for name, method in cls.local_methods.items():
+        if name == "forward":
+            continue
+        lists: dict[str, list[ast.expr]] = {}
+        assigns: list[tuple[str, ast.expr]] = []
+        for node in ast.walk(method):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Attribute) and _is_self(target.value):
+                        assigns.append((target.attr, node.value))
+                    elif isinstance(target, ast.Name):
+                        lists.setdefault(target.id, []).append(node.value)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                func = node.func
+                if func.attr in ("register_buffer", "register_parameter") and _is_self(func.value):
+                    if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                        cls.tensor_attrs.add(node.args[0].value)
+                elif func.attr in ("add_module", "register_module") and _is_self(func.value) and len(node.args) == 2:
+                    if isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                        assigns.append((node.args[0].value, node.args[1]))
+                elif func.attr in ADDING_METHODS and node.args:
+                    target = func.value
+                    values = node.args[1:] if func.attr in ("insert", "add_module") else node.args
+                    if isinstance(target, ast.Attribute) and _is_self(target.value):
+                        assigns.extend((target.attr, v) for v in values)
+                    elif isinstance(target, ast.Name):
+                        lists.setdefault(target.id, []).extend(values)
+        for attr, value in assigns:
+            _add_submodule(reach, cls, module, attr, value, lists)
+    for attr in [a for a, sub in cls.submodules.items() if not (sub.classes or sub.external)]:
+        del cls.submodules[attr]  # a plain value (config, int, list of names), not a module
+
+
+def _add_submodule(reach: Reachability, cls: ModuleClass, module: ParsedModule, attr: str, value: ast.expr,
+                   lists: dict[str, list[ast.expr]]) -> None:
+    if isinstance(value, ast.Call) and module.imports.resolves_to(value.func, *PARAMETER):
+        cls.tensor_attrs.add(attr)
+        return
+    if isinstance(value, ast.Call) and _is_torch_tensor_call(value.func, module.imports):
+        cls.tensor_attrs.add(attr)
+        return
+    sub = cls.submodules.get(attr)
+    if sub is None:
+        sub = cls.submodules[attr] = Submodule(attr, value)
+    seen_names: set[str] = set()
+    stack: list[ast.AST] = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Call):
+            resolved = reach.resolve_class(node.func, module)
+            last = _last_name(node.func)
+            if isinstance(resolved, ModuleClass) and resolved.is_module:
+                sub.classes.append(resolved)
+            elif isinstance(resolved, str) and last and last[:1].isupper():
+                if last in CONTAINERS or last == "Sequential":
+                    sub.container = True
+                else:
+                    sub.external.append(resolved)
+            elif last in ("deepcopy",) and node.args:
+                stack.append(node.args[0])
+                continue
+            stack.extend(node.args)
+            stack.extend(kw.value for kw in node.keywords)
+            continue
+        if isinstance(node, ast.Name) and node.id in lists and node.id not in seen_names:
+            seen_names.add(node.id)
+            sub.container = sub.container or len(lists[node.id]) > 0
+            stack.extend(lists[node.id])
+            continue
+        if isinstance(node, (ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp, ast.Dict, ast.DictComp)):
+            sub.container = True
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.GeneratorExp, ast.DictComp,
+                             ast.SetComp, ast.BinOp, ast.IfExp, ast.Starred, ast.keyword)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+#: ``torch.<name>`` calls that build a tensor stored on ``self`` (``self.mask = torch.tril(...)``).
+def _is_torch_tensor_call(func: ast.AST, imports: ImportMap) -> bool:
+    qualname = imports.qualname(func)
+    if not qualname or not imports.root_is_import(func):
+        return False
+    parts = qualname.split(".")
+    return len(parts) == 2 and parts[0] == "torch" and parts[1][:1].islower() and parts[1] in TENSOR_FACTORIES
+
+
+TENSOR_FACTORIES = frozenset({
+    "tensor", "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "rand", "randn", "randint",
+    "randperm", "tril", "triu", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
+    "as_tensor", "from_numpy", "cat", "stack", "outer", "exp", "polar", "view_as_real", "view_as_complex",
+})

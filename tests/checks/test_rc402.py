@@ -1,0 +1,112 @@
+"""RC402 behaviour beyond the examples: one finding per object, where it points, when the fix
+is offered, and how objects are followed (helpers, tuples, wrappers, trainer classes)."""
+
+from __future__ import annotations
+
+from regcomp_lint.api import fix_source, lint_source
+from regcomp_lint.config import Settings
+from regcomp_lint.diagnostics import Applicability, Location
+
+ONLY = Settings(select=("RC402",))
+HEAD = (
+    "import torch\nfrom accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n"
+    "accelerator = Accelerator()\nmodel = torch.nn.Linear(4, 2)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+    "loader = DataLoader(ds)\n"
+)
+
+
+def rc402(src: str):
+    return [d for d in lint_source(src, "train.py", ONLY) if d.code == "RC402"]
+
+
+def test_one_finding_per_object_at_its_first_use_in_a_loop():
+    src = HEAD + "model, opt = accelerator.prepare(model, opt)\nfor epoch in range(2):\n    for x in loader:\n        opt.step()\n    for x in loader:\n        pass\n"
+    [diag] = rc402(src)
+    assert (diag.location, diag.end_location) == (Location(10, 14), Location(10, 20))
+    assert diag.message == "`loader` (data loader) is used in the training loop but never passed to `accelerator.prepare(...)`"
+    assert diag.fix.applicability is Applicability.UNSAFE
+
+
+def test_fix_needs_unsafe_and_round_trips():
+    src = HEAD + "model, opt = accelerator.prepare(model, opt)\nfor x in loader:\n    opt.step()\n"
+    assert fix_source(src, config=ONLY)[0] == src
+    fixed, remaining = fix_source(src, config=ONLY, unsafe=True)
+    assert "model, opt, loader = accelerator.prepare(model, opt, loader)\n" in fixed
+    assert remaining == []
+
+
+def test_no_fix_when_names_do_not_line_up_or_two_prepares_fit():
+    src = HEAD + "net, opt = accelerator.prepare(model, opt)\nfor x in loader:\n    opt.step()\n"
+    [diag] = rc402(src)
+    assert diag.fix is None
+    src = HEAD + "model = accelerator.prepare(model)\nopt = accelerator.prepare(opt)\nfor x in loader:\n    opt.step()\n"
+    [diag] = rc402(src)
+    assert diag.fix is None
+
+
+def test_no_fix_when_the_object_is_rebound_after_prepare():
+    src = HEAD + "model, opt = accelerator.prepare(model, opt)\nloader = DataLoader(other)\nfor x in loader:\n    opt.step()\n"
+    [diag] = rc402(src)
+    assert diag.fix is None
+
+
+def test_loaders_returned_by_a_helper_are_followed():
+    helper = "def loaders():\n    return DataLoader(a), DataLoader(b)\n"
+    src = HEAD + helper + "train, val = loaders()\ntrain = accelerator.prepare(train)\nfor x in train:\n    opt.step()\nfor x in val:\n    pass\n"
+    assert [d.message.split("`")[1] for d in rc402(src)] == ["opt", "val"]
+
+
+def test_helper_with_two_return_shapes_is_not_guessed():
+    helper = "def setup(full):\n    if full:\n        return DataLoader(a), DataLoader(b)\n    return (DataLoader(a),)\n"
+    src = HEAD + helper + "train, val = setup(True)\nfor x in val:\n    opt.step()\n"
+    assert [d.message.split("`")[1] for d in rc402(src)] == ["opt"]
+
+
+def test_compiled_and_ddp_wrapped_models_are_still_models():
+    src = HEAD + "from torch.nn.parallel import DistributedDataParallel as DDP\nnet = DDP(torch.compile(model))\n" + (
+        "opt = accelerator.prepare(opt)\nfor x in data:\n    net(x).sum().backward()\n"
+    )
+    [diag] = rc402(src)
+    assert diag.message.startswith("`net` (model)")
+
+
+def test_trainer_class_attributes():
+    src = (
+        "import torch\nfrom accelerate import Accelerator\nclass Trainer:\n    def __init__(self, model):\n"
+        "        self.accelerator = Accelerator()\n        self.model = model\n"
+        "        self.optimizer = torch.optim.AdamW(model.parameters())\n"
+        "        self.scheduler = torch.optim.lr_scheduler.StepLR(self.optimizer, 10)\n"
+        "        self.model, self.optimizer = self.accelerator.prepare(self.model, self.optimizer)\n"
+        "    def fit(self, loader):\n        for x in loader:\n            self.optimizer.step()\n            self.scheduler.step()\n"
+    )
+    [diag] = rc402(src)
+    assert diag.message == "`self.scheduler` (LR scheduler) is used in the training loop but never passed to `self.accelerator.prepare(...)`"
+    fixed, _ = fix_source(src, config=ONLY, unsafe=True)
+    assert "self.model, self.optimizer, self.scheduler = self.accelerator.prepare(self.model, self.optimizer, self.scheduler)\n" in fixed
+
+
+def test_eval_then_train_is_not_frozen_but_eval_alone_is():
+    loop = "opt = accelerator.prepare(opt)\nfor x in data:\n    model(x)\n    opt.step()\n"
+    assert len(rc402(HEAD + "model.eval()\n" + loop)) == 0
+    assert len(rc402(HEAD + "model.eval()\nmodel.train()\n" + loop)) == 1
+
+
+def test_plain_baseline_function_without_an_accelerator_is_not_judged():
+    src = "import torch\nfrom accelerate import Accelerator\n" + (
+        "def baseline(data):\n    m = torch.nn.Linear(4, 2)\n    o = torch.optim.SGD(m.parameters())\n"
+        "    for x in data:\n        m(x).sum().backward()\n        o.step()\n"
+        "def main(model, opt):\n    accelerator = Accelerator()\n    model, opt = accelerator.prepare(model, opt)\n"
+    )
+    assert rc402(src) == []
+
+
+def test_optimizer_and_scheduler_spellings():
+    for head, build, kind in (
+        ("import bitsandbytes as bnb\n", "bnb.optim.AdamW8bit(p)", "optimizer"),
+        ("from torch.optim import *\n", "Adam(p)", "optimizer"),
+        ("from transformers import get_scheduler\n", "get_scheduler('linear', opt)", "LR scheduler"),
+        ("from torch.optim.lr_scheduler import OneCycleLR\n", "OneCycleLR(opt, 1.0, 10)", "LR scheduler"),
+    ):
+        src = "from accelerate import Accelerator\n" + head + f"acc = Accelerator()\nthing = {build}\nfor x in data:\n    thing.step()\n"
+        [diag] = rc402(src)
+        assert f"({kind})" in diag.message, head

@@ -1,0 +1,101 @@
+"""RC404 behaviour beyond the examples: which accelerators compile, which saves are judged,
+which fix is safe."""
+
+from __future__ import annotations
+
+import pytest
+
+from regcomp_lint.api import fix_source, lint_source
+from regcomp_lint.config import Settings
+from regcomp_lint.diagnostics import Applicability
+
+ONLY = Settings(select=("RC404",))
+HEAD = "from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin, DynamoBackend\n"
+SAVE = "model = acc.prepare(model)\nsd = acc.unwrap_model(model).state_dict()\n"
+
+
+def rc404(src: str):
+    return [d for d in lint_source(src, "train.py", ONLY) if d.code == "RC404"]
+
+
+@pytest.mark.parametrize("setup", [
+    "acc = Accelerator(dynamo_backend='inductor')\n",
+    "acc = Accelerator(dynamo_backend=DynamoBackend.INDUCTOR)\n",
+    "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend=args.backend))\n",
+    "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin('eager'))\n",
+    "acc = Accelerator(dynamo_plugin=make_plugin())\n",
+    "plugin = TorchDynamoPlugin(backend='inductor', use_regional_compilation=True)\nacc = Accelerator(dynamo_plugin=plugin)\n",
+])
+def test_accelerators_that_compile(setup):
+    assert len(rc404(HEAD + setup + SAVE)) == 1
+
+
+@pytest.mark.parametrize("setup", [
+    "acc = Accelerator()\n",
+    "acc = Accelerator(dynamo_backend='no')\n",
+    "acc = Accelerator(dynamo_backend=DynamoBackend.NO)\n",
+    "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin())\n",
+    "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='inductor', disable=True))\n",
+    "acc = Accelerator(dynamo_plugin=None)\n",
+])
+def test_accelerators_that_do_not_compile(setup):
+    assert rc404(HEAD + setup + SAVE) == []
+
+
+def test_unwrap_fix_is_safe_and_applied_by_default():
+    src = HEAD + "acc = Accelerator(dynamo_backend='inductor')\n" + SAVE
+    [diag] = rc404(src)
+    assert diag.fix.applicability is Applicability.SAFE
+    fixed, remaining = fix_source(src, config=ONLY)
+    assert fixed.endswith("sd = acc.unwrap_model(model, keep_torch_compile=False).state_dict()\n")
+    assert remaining == []
+
+
+def test_save_model_fix_is_unsafe_and_reuses_the_receiver():
+    src = HEAD + "class T:\n    def __init__(self):\n        self.acc = Accelerator(dynamo_backend='inductor')\n" + (
+        "    def save(self, model):\n        self.acc.save_model(model=model, save_directory='out')\n"
+    )
+    [diag] = rc404(src)
+    assert diag.fix.applicability is Applicability.UNSAFE
+    assert fix_source(src, config=ONLY)[0] == src
+    assert "self.acc.save_model(model=self.acc.unwrap_model(model, keep_torch_compile=False), save_directory='out')" in (
+        fix_source(src, config=ONLY, unsafe=True)[0]
+    )
+
+
+def test_unwrap_without_a_save_is_not_reported():
+    src = HEAD + "acc = Accelerator(dynamo_backend='inductor')\nmodel = acc.prepare(model)\n" + (
+        "net = acc.unwrap_model(model)\nprint(net.config)\nout = net.generate(ids)\n"
+    )
+    assert rc404(src) == []
+
+
+def test_save_pretrained_only_when_regional_may_be_on():
+    save = "model = acc.prepare(model)\nacc.unwrap_model(model).save_pretrained('out')\n"
+    assert rc404(HEAD + "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='inductor'))\n" + save) == []
+    assert len(rc404(HEAD + "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='inductor', use_regional_compilation=flag))\n" + save)) == 1
+    assert len(rc404(HEAD + "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='inductor', use_regional_compilation=True))\n" + save)) == 1
+
+
+def test_accelerator_passed_in_uses_the_files_accelerators():
+    body = "def save(accelerator, model):\n    accelerator.save_model(model, 'out')\n"
+    assert len(rc404(HEAD + "ACC = Accelerator(dynamo_backend='inductor')\n" + body)) == 1
+    assert rc404(HEAD + "ACC = Accelerator()\n" + body) == []
+
+
+def test_hand_compiled_model_given_to_save_model_without_a_plugin():
+    src = "import torch\nfrom accelerate import Accelerator\nacc = Accelerator()\nmodel = torch.compile(model)\nacc.save_model(model, 'out')\n"
+    assert len(rc404(src)) == 1
+
+
+def test_unconditional_compile_gets_the_plain_fix_conditional_the_getattr_one():
+    plain = "import torch\nm = torch.compile(net)\nsd = m.state_dict()\n"
+    assert fix_source(plain, config=ONLY, unsafe=True)[0].endswith("sd = m._orig_mod.state_dict()\n")
+    cond = "import torch\nm = net\nif flag:\n    m = torch.compile(net)\nsd = m.state_dict()\n"
+    assert fix_source(cond, config=ONLY, unsafe=True)[0].endswith("sd = getattr(m, \"_orig_mod\", m).state_dict()\n")
+
+
+def test_compile_inside_a_function_and_the_state_dict_elsewhere():
+    src = "import torch\ndef build():\n    return torch.compile(Net())\nmodel = build()\nsd = model.state_dict()\n"
+    # a compile behind a local function is not followed (only names and wrappers are)
+    assert rc404(src) == []

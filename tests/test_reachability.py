@@ -1,0 +1,342 @@
+"""Module discovery, the forward call graph and chains (regcomp_lint.reachability)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from regcomp_lint import reachability
+from regcomp_lint.reachability import from_source, module_file
+
+
+def build(src: str, filename: str = "<string>"):
+    return from_source(textwrap.dedent(src), filename)
+
+
+def chains(reach) -> dict[str, str]:
+    return {func.label: str(chain) for func, chain in reach.reached()}
+
+
+GPT = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+def rotate(x):
+    return torch.cat([-x[..., 1:], x[..., :1]], dim=-1)
+
+def unused(x):
+    return x
+
+class Attention(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.qkv = nn.Linear(cfg.n, 3 * cfg.n)
+        self.register_buffer("mask", torch.tril(torch.ones(8, 8)))
+        self.scale = nn.Parameter(torch.ones(1))
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        return self._attn(rotate(q), k, v)
+    def _attn(self, q, k, v):
+        return F.softmax(q @ k.transpose(-1, -2), -1) @ v
+    def not_called(self):
+        pass
+
+class Block(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.attn = Attention(cfg)
+    def forward(self, x):
+        return x + self.attn(x)
+
+class GPT(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.h = nn.ModuleList([Block(cfg) for _ in range(cfg.n_layer)])
+    def forward(self, idx):
+        x = idx
+        for block in self.h:
+            x = block(x)
+        return x
+    def generate(self, idx):
+        return self(idx)
+"""
+
+
+def test_chains_follow_submodules_methods_and_functions():
+    reach = build(GPT)
+    assert set(reach.classes) == {"Attention", "Block", "GPT"}
+    assert chains(reach) == {
+        "GPT.forward": "reached via GPT.forward",
+        "Block.forward": "reached via GPT.forward → Block.forward",
+        "Attention.forward": "reached via GPT.forward → Block.forward → Attention.forward",
+        "Attention._attn": "reached via GPT.forward → Block.forward → Attention.forward → Attention._attn",
+        "rotate": "reached via GPT.forward → Block.forward → Attention.forward → rotate",
+    }
+    assert [f.label for f in reach.roots] == ["GPT.forward"]
+
+
+def test_unreached_code_is_absent():
+    labels = set(chains(build(GPT)))
+    assert not labels & {"GPT.generate", "GPT.__init__", "unused", "Attention.not_called", "Attention.__init__"}
+
+
+def test_submodules_and_tensor_attributes():
+    reach = build(GPT)
+    gpt, attn = reach.classes["GPT"], reach.classes["Attention"]
+    assert gpt.submodules["h"].container and [c.name for c in gpt.submodules["h"].classes] == ["Block"]
+    assert attn.submodules["qkv"].external == ["torch.nn.Linear"]
+    assert attn.tensor_attrs == {"mask", "scale"}
+
+
+def test_locate_picks_innermost_reached_def_and_edges_record_calls():
+    reach = build(GPT)
+    attn = reach.classes["Attention"]
+    forward = attn.local_methods["forward"]
+    not_called = attn.local_methods["not_called"]
+    func, chain = reach.locate([attn.node, forward])
+    assert func.label == "Attention.forward" and len(chain.labels) == 3
+    assert reach.locate([not_called]) is None
+    callers = reach.callers(func)
+    assert [(caller.label, call.func.attr) for caller, call in callers] == [("Block.forward", "attn")]
+
+
+@pytest.mark.parametrize(
+    "header,base",
+    [
+        ("import torch.nn as nn", "nn.Module"),
+        ("from torch import nn", "nn.Module"),
+        ("import torch", "torch.nn.Module"),
+        ("from torch.nn import Module", "Module"),
+        ("from torch.nn import Module as M", "M"),
+        ("import torch as T", "T.nn.Module"),
+        ("from torch import nn", "nn.Linear"),
+        ("from torch.nn import *", "Module"),
+        ("from transformers import PreTrainedModel", "PreTrainedModel"),
+        ("from ...modeling_utils import GPT2PreTrainedModel", "GPT2PreTrainedModel"),
+        ("from ...modeling_layers import GradientCheckpointingLayer", "GradientCheckpointingLayer"),
+        ("import lightning as L", "L.LightningModule"),
+    ],
+)
+def test_module_base_spellings(header, base):
+    reach = build(f"{header}\nclass Net({base}):\n    def forward(self, x):\n        return x\n")
+    assert "Net" in reach.classes
+
+
+@pytest.mark.parametrize(
+    "header,base",
+    [
+        ("from flax import linen as nn", "nn.Module"),
+        ("import torch", "torch.autograd.Function"),
+        ("import torch", "torch.nn.Parameter"),
+        ("", "object"),
+        ("from transformers import TFPreTrainedModel", "TFPreTrainedModel"),
+        ("from mylib import Module", "Module"),
+    ],
+)
+def test_not_module_bases(header, base):
+    reach = build(f"{header}\nclass Net({base}):\n    def forward(self, x):\n        return x\n")
+    assert "Net" not in reach.classes and reach.reached() == []
+
+
+def test_local_base_class_and_inherited_forward_reaches_override():
+    reach = build("""
+        from torch import nn
+        class Base(nn.Module):
+            def forward(self, x):
+                return self.mix(x)
+            def mix(self, x):
+                return x
+        class Child(Base):
+            def mix(self, x):
+                return x * 2
+        class Mixin:
+            def helper(self, x):
+                return x
+        class Both(Mixin, nn.Module):
+            def forward(self, x):
+                return self.helper(x)
+    """)
+    assert set(reach.classes) == {"Base", "Child", "Both"}
+    got = chains(reach)
+    assert got["Child.mix"] == "reached via Base.forward → Child.mix"
+    assert got["Base.mix"] == "reached via Base.forward → Base.mix"
+    assert got["Mixin.helper"] == "reached via Both.forward → Mixin.helper"
+
+
+def test_super_calls_and_method_references():
+    reach = build("""
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+        class Base(nn.Module):
+            def forward(self, x):
+                return x
+        class Net(Base):
+            def __init__(self):
+                super().__init__()
+                self.block = Base()
+            def forward(self, x):
+                x = checkpoint(self.block, x)
+                x = checkpoint(self.part, x)
+                return super().forward(x)
+            def part(self, x):
+                return x
+    """)
+    got = chains(reach)
+    assert got["Net.part"] == "reached via Net.forward → Net.part"
+    assert got["Base.forward"] == "reached via Net.forward → Base.forward"
+
+
+@pytest.mark.parametrize(
+    "init,loop",
+    [
+        ("self.layers = nn.ModuleList()\n        for _ in range(4):\n            self.layers.append(Block())",
+         "for layer in self.layers:\n            x = layer(x)"),
+        ("layers = []\n        for _ in range(4):\n            layers.append(Block())\n        self.layers = nn.ModuleList(layers)",
+         "for i, layer in enumerate(self.layers):\n            x = layer(x)"),
+        ("self.layers = nn.ModuleDict(dict(h=nn.ModuleList([Block() for _ in range(4)])))",
+         "for layer in self.layers.h:\n            x = layer(x)"),
+        ("self.layers = nn.ModuleList([Block() for _ in range(4)])",
+         "for i in range(4):\n            x = self.layers[i](x)"),
+        ("self.layers = nn.ModuleList([Block() for _ in range(4)])",
+         "layer = self.layers[0]\n        x = layer(x)"),
+        ("self.layers = nn.ModuleList([Block() for _ in range(4)])",
+         "for a, layer in zip(range(4), self.layers):\n            x = layer(x)"),
+        ("self.layers = nn.ModuleDict({'a': Block()})",
+         "for name, layer in self.layers.items():\n            x = layer(x)"),
+        ("self.layers = nn.Sequential(*[Block() for _ in range(4)])",
+         "x = self.layers(x)\n        x = self.layers[0].extra(x)"),
+        ("self.add_module('layer0', Block())", "x = self.layer0(x)"),
+        ("self.layers = nn.ModuleList([copy.deepcopy(Block()) for _ in range(4)])",
+         "for layer in reversed(self.layers):\n            x = layer(x)"),
+    ],
+)
+def test_block_lists(init, loop):
+    reach = build(f"""
+import copy
+from torch import nn
+class Block(nn.Module):
+    def forward(self, x):
+        return x
+    def extra(self, x):
+        return x
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        {init}
+    def forward(self, x):
+        {loop}
+        return x
+""")
+    assert chains(reach)["Block.forward"] == "reached via Net.forward → Block.forward"
+
+
+def test_recursion_and_cycles_terminate():
+    reach = build("""
+        from torch import nn
+        def f(x):
+            return g(x)
+        def g(x):
+            return f(x)
+        class A(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.b = B()
+            def forward(self, x):
+                return f(self.b(x))
+        class B(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = A()
+            def forward(self, x):
+                return self.forward(self.a(x))
+    """)
+    got = chains(reach)
+    assert got["g"].endswith("f → g") and "B.forward" in got
+
+
+def test_a_local_name_shadows_module_function():
+    reach = build("""
+        from torch import nn
+        def helper(x):
+            return x
+        class Net(nn.Module):
+            def forward(self, x, helper=None):
+                return helper(x)
+    """)
+    assert "helper" not in chains(reach)
+
+
+def test_cross_file_relative_and_absolute_imports(tmp_path):
+    pkg = tmp_path / "proj" / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "layers.py").write_text(textwrap.dedent("""
+        from torch import nn
+        from .ops import scale
+        class Block(nn.Module):
+            def forward(self, x):
+                return scale(x)
+    """))
+    (pkg / "ops.py").write_text("def scale(x):\n    return x * 2\n")
+    (pkg / "base.py").write_text("import torch\nclass Base(torch.nn.Module):\n    pass\n")
+    model = pkg / "model.py"
+    model.write_text(textwrap.dedent("""
+        from torch import nn
+        from .layers import Block
+        from pkg.base import Base
+        from pkg import ops
+        class Net(Base):
+            def __init__(self):
+                super().__init__()
+                self.blocks = nn.ModuleList([Block() for _ in range(4)])
+            def forward(self, x):
+                for b in self.blocks:
+                    x = b(x)
+                return ops.scale(x)
+    """))
+    reach = reachability.from_source(model.read_text(), str(model))
+    assert "Net" in reach.classes  # the base comes from pkg/base.py
+    got = chains(reach)
+    assert got["Block.forward"] == "reached via Net.forward → Block.forward"
+    assert got["scale"] == "reached via Net.forward → scale"
+    foreign = {f.label: f.local for f, _ in reach.reached()}
+    assert foreign == {"Net.forward": True, "Block.forward": False, "scale": False}
+    assert reach.module_class("Block").module.path == str(pkg / "layers.py")
+
+
+def test_module_file_resolution(tmp_path):
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "c.py").write_text("")
+    (tmp_path / "a" / "util.py").write_text("")
+    importer = str(tmp_path / "a" / "b" / "main.py")
+    assert module_file(importer, ".c") == str(tmp_path / "a" / "b" / "c.py")
+    assert module_file(importer, "..util") == str(tmp_path / "a" / "util.py")
+    assert module_file(importer, "a.util") == str(tmp_path / "a" / "util.py")
+    assert module_file(importer, "nowhere") is None
+    assert module_file("<stdin>", ".c") is None
+
+
+def test_unparsable_local_module_is_ignored(tmp_path):
+    (tmp_path / "broken.py").write_text("def (:\n")
+    model = tmp_path / "m.py"
+    src = "from torch import nn\nfrom .broken import Block\nclass Net(nn.Module):\n    def __init__(self):\n" \
+          "        super().__init__()\n        self.b = Block()\n    def forward(self, x):\n        return self.b(x)\n"
+    reach = reachability.from_source(src, str(model))
+    assert list(chains(reach)) == ["Net.forward"]
+
+
+def test_for_context_is_cached_per_file():
+    import ast
+
+    from regcomp_lint.context import FileContext
+    from regcomp_lint.source import SourceFile
+
+    src = "from torch import nn\nclass N(nn.Module):\n    def forward(self, x):\n        return x\n"
+    ctx = FileContext(SourceFile("x.py", src), ast.parse(src))
+    for stmt in ctx.tree.body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            ctx.imports.add(stmt)
+    assert reachability.for_context(ctx) is reachability.for_context(ctx)
+    assert "N" in reachability.for_context(ctx).classes
