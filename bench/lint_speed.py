@@ -125,11 +125,13 @@ def snapshot_tool(work: Path) -> Path:
     return target
 
 
-def regcomp_command(jobs: int | None) -> list[str]:
+def regcomp_command(jobs: int | None = None, select: str | None = None) -> list[str]:
     """The real CLI (``python -m regcomp_lint.cli``) from this checkout, default output format."""
     command = [sys.executable, "-m", "regcomp_lint.cli"]
     if jobs:
         command += ["--jobs", str(jobs)]
+    if select:
+        command += ["--select", select]
     return command
 
 
@@ -193,16 +195,17 @@ def run_benchmark(args: argparse.Namespace) -> int:
     identical = True
     try:
         env["PYTHONPATH"] = str(snapshot_tool(work)) + os.pathsep + env.get("PYTHONPATH", "")
+        args.rule_count = rule_count(args.select, env)
         # compile the snapshot's bytecode: "cold" means an empty result cache, not a fresh install
-        timed(regcomp_command(None) + ["--version"], str(work), env, work / "version.out")
+        timed(regcomp_command() + ["--version"], str(work), env, work / "version.out")
         for round_ in range(args.repeat):
             print(f"round {round_ + 1}/{args.repeat}: ruff ...", file=sys.stderr, flush=True)
             ruff_times = timed(ruff_command() + [str(folder)], str(work), others_env, work / "ruff.out")
             concise_times = timed(ruff_command(concise=True) + [str(folder)], str(work), others_env, work / "ruff-concise.out")
             run_env = {**env, "REGCOMP_CACHE_DIR": str(work / f"cache-{round_}")}
             print(f"round {round_ + 1}/{args.repeat}: regcomp-lint cold, warm ...", file=sys.stderr, flush=True)
-            cold_times = timed(regcomp_command(args.jobs) + [str(folder)], str(work), run_env, work / "cold.out")
-            warm_times = timed(regcomp_command(args.jobs) + [str(folder)], str(work), run_env, work / "warm.out")
+            cold_times = timed(regcomp_command(args.jobs, args.select) + [str(folder)], str(work), run_env, work / "cold.out")
+            warm_times = timed(regcomp_command(args.jobs, args.select) + [str(folder)], str(work), run_env, work / "warm.out")
             identical &= (work / "cold.out").read_bytes() == (work / "warm.out").read_bytes()
             for measure, (wall, cpu) in ((ruff, ruff_times), (ruff_concise, concise_times), (cold, cold_times), (warm, warm_times)):
                 measure.walls.append(wall)
@@ -264,13 +267,23 @@ def machine() -> str:
     return f"{cpus} CPUs ({model}), {platform.system()} {platform.release()}, Python {platform.python_version()}"
 
 
+def rule_count(select: str | None, env: dict[str, str]) -> str:
+    """How many rules the measured regcomp-lint runs (read from its --show-settings)."""
+    try:
+        out = subprocess.run(regcomp_command(select=select) + ["--show-settings"], capture_output=True, text=True, timeout=60, env=env)
+        return str(len(json.loads(out.stdout)["enabled"]))
+    except (OSError, ValueError, KeyError, subprocess.TimeoutExpired):
+        return "?"
+
+
 def print_report(folder, version, files, lines, measures, notes, args) -> None:
     ruff_wall = measures[0].wall
     what = f"transformers {version}" if version else str(folder)
     print(f"## Lint speed: {what} ({len(files):,} files, {lines:,} lines)")
     print()
     print(f"{time.strftime('%Y-%m-%d')}; {machine()}; median of {args.repeat} round(s); "
-          f"{tool_version(ruff_command()[:1] + ['--version'])}; regcomp-lint --jobs {args.jobs or 'default (one per CPU)'}")
+          f"{tool_version(ruff_command()[:1] + ['--version'])}; regcomp-lint --jobs {args.jobs or 'default (one per CPU)'}, "
+          f"rules: {'--select ' + args.select if args.select else 'default selection'} ({args.rule_count} rules)")
     print()
     print("| tool | files | lines | wall s | CPU s | lines/s | wall × ruff |")
     print("|---|---:|---:|---:|---:|---:|---:|")
@@ -286,6 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--path", help="lint this folder instead of the installed transformers package")
     parser.add_argument("--repeat", type=int, default=3, help="rounds; the table shows medians (default 3)")
     parser.add_argument("--jobs", type=int, default=None, help="regcomp-lint --jobs (default: its own default)")
+    parser.add_argument("--select", help="regcomp-lint --select (default: its default rule set); ruff always runs --select ALL")
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--torchfix-sample", type=int, default=200, metavar="N", help="TorchFix on N files, extrapolated per line (default 200)")
     group.add_argument("--torchfix-full", action="store_true", help="TorchFix on the whole tree (about 18 CPU-minutes)")

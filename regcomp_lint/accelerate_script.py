@@ -64,8 +64,10 @@ class AcceleratorName:
 
 
 class AccelerateScript:
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: FileContext, active: bool = True) -> None:
         self.ctx = ctx
+        #: False: the rule already knows the file cannot concern it; feeding is skipped.
+        self.active = active
         self.bindings = Bindings()
         #: id of every ``Accelerator(...)`` call -> (call, where it is evaluated)
         self.accelerators: dict[int, tuple[ast.Call, Where]] = {}
@@ -77,6 +79,8 @@ class AccelerateScript:
 
     # -- feeding ---------------------------------------------------------------------------
     def visit(self, node: ast.AST) -> None:
+        if not self.active:
+            return
         self.bindings.visit(node)
         kind = type(node)
         if kind is ast.Call:
@@ -87,7 +91,8 @@ class AccelerateScript:
             self._visit_function(node)
 
     def leave(self, node: ast.AST) -> None:
-        self.bindings.leave(node)
+        if self.active:
+            self.bindings.leave(node)
 
     def _visit_call(self, node: ast.Call) -> None:
         func = node.func
@@ -166,7 +171,7 @@ class AccelerateScript:
         for key in self._holder_keys:
             if key.startswith("self.") and where.cls is None:
                 continue
-            ref = self.accelerator_of(_probe(key), where)
+            ref = self.accelerator_of(key_expr(key), where)
             if ref is not None:
                 found.append((key, ref))
         return found
@@ -190,7 +195,11 @@ class AccelerateScript:
         return AcceleratorName(key, not isinstance(ref, AcceleratorParam) or ref.certain)
 
     def is_prepare_result(self, bound_value: ast.AST | None) -> bool:
-        return isinstance(bound_value, ast.Call) and isinstance(bound_value.func, ast.Attribute) and bound_value.func.attr in PREPARE_METHODS
+        """``bound_value`` is what an ``X.prepare*(...)`` call returned."""
+        if not isinstance(bound_value, ast.Call):
+            return False
+        func = bound_value.func
+        return isinstance(func, ast.Attribute) and func.attr in PREPARE_METHODS
 
     # -- compile configuration ---------------------------------------------------------------
     def compile_state(self, ref: AcceleratorRef | None) -> CompileState:
@@ -290,7 +299,7 @@ def in_loop_body(ctx: FileContext, node: ast.AST) -> bool:
     return False
 
 
-def _probe(key: str) -> ast.expr:
+def key_expr(key: str) -> ast.expr:
     """A synthetic expression for a binding key, to ask :class:`Bindings` about it."""
     if key.startswith("self."):
         return ast.Attribute(value=ast.Name(id="self", ctx=ast.Load()), attr=key[5:], ctx=ast.Load())

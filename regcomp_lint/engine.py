@@ -102,7 +102,9 @@ def _dispatch(rules: list[Rule]) -> tuple[dict[type, list], dict[type, list]]:
             node_type = getattr(ast, type_name, None)
             if node_type is None:
                 raise RuntimeError(f"{type(rule).__name__}.{method}: no ast.{type_name}")
-            (visit if kind == "visit" else leave)[node_type].append(getattr(rule, method))
+            handler = getattr(rule, method)
+            if handler is not None:  # an instance may switch a handler of its class off
+                (visit if kind == "visit" else leave)[node_type].append(handler)
     return dict(visit), dict(leave)
 
 

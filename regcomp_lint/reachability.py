@@ -57,7 +57,7 @@ import ast
 import os
 import weakref
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Iterable, Iterator
 
 from regcomp_lint.names import ImportMap
@@ -272,7 +272,7 @@ class Function:
     def __repr__(self) -> str:
         return f"Function({self.label})"
 
-    @property
+    @cached_property
     def disabled(self) -> bool:
         """Decorated with ``torch.compiler.disable``: dynamo runs it eagerly and traces nothing in it."""
         imports = self.module.imports
@@ -293,62 +293,192 @@ class Chain:
 
 @dataclass
 class FunctionFacts:
-    """What one walk of a function body (nested defs and lambdas included) finds.
+    """What one pass over a function body (nested defs and lambdas included) finds.
 
     ``bindings``: name → every value bound to it: ``("value", expr, index)`` for an assignment
     (``index``: position in a tuple target), ``("iter", expr, index)`` for a ``for`` or
     comprehension target over ``expr``, ``("param", arg, None)`` for a parameter of the function,
-    ``("unknown", node, None)`` for anything else (``with ... as``, augmented assignment, a nested
-    function's parameter, ``global``).
+    ``("unknown", node, None)`` for anything else (``with ... as``, a nested function's
+    parameter, ``global``, an import). ``self_assigns``: ``(attr, value)`` of ``self.attr = value``.
     """
 
     bindings: dict[str, list[tuple[str, ast.AST, int | None]]] = field(default_factory=dict)
     calls: list[ast.Call] = field(default_factory=list)
     returns: list[ast.expr] = field(default_factory=list)
+    self_assigns: list[tuple[str, ast.expr]] = field(default_factory=list)
+
+
+class FactsCollector:
+    """Builds :class:`FunctionFacts` for every function of a file from the engine's single walk
+    (``enter``/``visit``/``leave`` in walk order), or for one function on its own
+    (:func:`function_facts`). A node inside nested functions counts for each of them."""
+
+    #: Node types :meth:`visit` looks at (besides the function nodes).
+    NODE_TYPES = (ast.If, ast.Call, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor,
+                  ast.comprehension, ast.withitem, ast.Return, ast.Global, ast.Nonlocal, ast.ExceptHandler,
+                  ast.Import, ast.ImportFrom)
+    FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+    def __init__(self) -> None:
+        self.facts: dict[int, FunctionFacts] = {}
+        self._stack: list[FunctionFacts] = []
+        #: The function nodes enclosing the node being walked, outermost first.
+        self.defs: list[ast.AST] = []
+        #: ``(start, end)`` positions of statements dynamo skips: the body of
+        #: ``if not torch.compiler.is_compiling():``, the ``else`` of ``if is_compiling():``.
+        self.untraced: list[tuple[tuple[int, int], tuple[int, int]]] = []
+
+    def is_untraced(self, node: ast.AST) -> bool:
+        if not self.untraced:
+            return False
+        if not hasattr(node, "lineno"):  # a comprehension: where its target is
+            node = node.target
+        where = (node.lineno, node.col_offset)
+        return any(start <= where <= end for start, end in self.untraced)
+
+    def enter(self, func: ast.AST) -> None:
+        stack = self._stack
+        args = _arguments(func.args)
+        for outer in stack:  # a nested function's names are unknown values to its parents
+            for arg in args:
+                outer.bindings.setdefault(arg.arg, []).append(("unknown", arg, None))
+            if type(func) is not ast.Lambda:
+                outer.bindings.setdefault(func.name, []).append(("unknown", func, None))
+        facts = FunctionFacts()
+        for arg in args:
+            facts.bindings.setdefault(arg.arg, []).append(("param", arg, None))
+        self.facts[id(func)] = facts
+        stack.append(facts)
+        self.defs.append(func)
+
+    def leave(self, func: ast.AST) -> None:
+        if self._stack:
+            self._stack.pop()
+            self.defs.pop()
+
+    def visit(self, node: ast.AST) -> None:
+        stack = self._stack
+        if not stack:
+            return
+        kind = type(node)
+        if kind is ast.If:
+            guard = compiling_guard(node.test)
+            if guard is not None:
+                skipped = node.orelse if guard else node.body
+                if skipped:
+                    last = skipped[-1]
+                    self.untraced.append(((skipped[0].lineno, skipped[0].col_offset),
+                                          (last.end_lineno or last.lineno, last.end_col_offset or 0)))
+        elif kind is ast.Call:
+            for facts in stack:
+                facts.calls.append(node)
+        elif kind is ast.Assign:
+            for target in node.targets:
+                self._bind(target, "value", node.value)
+        elif kind is ast.AnnAssign or kind is ast.NamedExpr:
+            if node.value is not None:
+                self._bind(node.target, "value", node.value)
+        elif kind is ast.AugAssign:
+            self._bind(node.target, "value", ast.BinOp(node.target, node.op, node.value))
+        elif kind is ast.For or kind is ast.AsyncFor or kind is ast.comprehension:
+            self._bind(node.target, "iter", node.iter)
+        elif kind is ast.withitem:
+            if node.optional_vars is not None:
+                self._bind(node.optional_vars, "unknown", node)
+        elif kind is ast.Return:
+            if node.value is not None:
+                stack[-1].returns.append(node.value)
+        elif kind is ast.Global or kind is ast.Nonlocal:
+            for name in node.names:
+                self._add(name, ("unknown", node, None))
+        elif kind is ast.ExceptHandler:
+            if node.name:
+                self._add(node.name, ("unknown", node, None))
+        elif kind is ast.Import or kind is ast.ImportFrom:
+            for alias in node.names:
+                self._add((alias.asname or alias.name).split(".")[0], ("unknown", node, None))
+
+    def _add(self, name: str, binding: tuple[str, ast.AST, int | None]) -> None:
+        for facts in self._stack:
+            facts.bindings.setdefault(name, []).append(binding)
+
+    def _bind(self, target: ast.AST, kind: str, value: ast.AST) -> None:
+        kind_of_target = type(target)
+        if kind_of_target is ast.Name:
+            self._add(target.id, (kind, value, None))
+        elif kind_of_target is ast.Attribute:
+            if kind == "value" and type(target.value) is ast.Name and target.value.id == "self":
+                for facts in self._stack:
+                    facts.self_assigns.append((target.attr, value))
+        elif kind_of_target is ast.Tuple or kind_of_target is ast.List:
+            for i, elt in enumerate(target.elts):
+                if type(elt) is ast.Starred:
+                    self._bind(elt.value, "unknown", value)
+                elif type(elt) is ast.Name:
+                    self._add(elt.id, (kind, value, i))
+                else:
+                    self._bind(elt, "unknown", value)
+
+
+IS_COMPILING = frozenset({"is_compiling", "is_dynamo_compiling", "is_torchdynamo_compiling", "is_exporting"})
+
+
+def compiling_guard(test: ast.AST) -> bool | None:
+    """True for ``is_compiling()``, False for ``not is_compiling()``, None for other tests
+    (``torch.compiler.is_compiling``, ``torch._dynamo.is_compiling``, transformers'
+    ``is_torchdynamo_compiling``: dynamo sees them as constant True while tracing)."""
+    negated = False
+    if type(test) is ast.UnaryOp and type(test.op) is ast.Not:
+        negated, test = True, test.operand
+    if type(test) is ast.Call and not test.args:
+        func = test.func
+        name = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else None
+        if name in IS_COMPILING:
+            return not negated
+    return None
+
+
+_LEAF_FIELDS = frozenset({"ctx", "id", "attr", "arg", "asname", "module", "level", "kind", "type_comment",
+                          "conversion", "is_async", "name", "names", "value_str"})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _fields(node_type: type) -> tuple[str, ...]:
+    found = _FIELDS.get(node_type)
+    if found is None:
+        found = () if node_type in (ast.Constant, ast.Name) else tuple(f for f in node_type._fields if f not in _LEAF_FIELDS)
+        _FIELDS[node_type] = found
+    return found
 
 
 def function_facts(func: ast.FunctionDef | ast.AsyncFunctionDef) -> FunctionFacts:
-    facts = FunctionFacts()
-    bind = facts.bindings.setdefault
-    for arg in _arguments(func.args):
-        bind(arg.arg, []).append(("param", arg, None))
-    stack: list[ast.AST] = list(func.body)
+    """The facts of one function, walked on its own (a function of another file, or a file the
+    engine did not walk for an RC2xx rule)."""
+    collector = FactsCollector()
+    collector.enter(func)
+    facts = collector.facts[id(func)]
+    nested_types = collector.FUNCTION_TYPES
+    stack: list[tuple[ast.AST, bool]] = [(stmt, False) for stmt in func.body]
+    pop, push, ast_node = stack.pop, stack.append, ast.AST
     while stack:
-        node = stack.pop()
+        node, nested = pop()
         kind = type(node)
-        if kind is ast.Call:
-            facts.calls.append(node)
-        elif kind is ast.Assign:
-            for target in node.targets:
-                _bind_target(facts, target, "value", node.value)
-        elif kind is ast.AnnAssign or kind is ast.NamedExpr:
-            if node.value is not None:
-                _bind_target(facts, node.target, "value", node.value)
-        elif kind is ast.AugAssign:
-            _bind_target(facts, node.target, "value", ast.BinOp(node.target, node.op, node.value))
-        elif kind is ast.For or kind is ast.AsyncFor or kind is ast.comprehension:
-            _bind_target(facts, node.target, "iter", node.iter)
-        elif kind is ast.withitem:
-            if node.optional_vars is not None:
-                _bind_target(facts, node.optional_vars, "unknown", node)
-        elif kind is ast.Return:
-            if node.value is not None:
-                facts.returns.append(node.value)
-        elif kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
+        if kind in nested_types:
             for arg in _arguments(node.args):
-                bind(arg.arg, []).append(("unknown", arg, None))
+                facts.bindings.setdefault(arg.arg, []).append(("unknown", arg, None))
             if kind is not ast.Lambda:
-                bind(node.name, []).append(("unknown", node, None))
-        elif kind is ast.Global or kind is ast.Nonlocal:
-            for name in node.names:
-                bind(name, []).append(("unknown", node, None))
-        elif kind is ast.ExceptHandler and node.name:
-            bind(node.name, []).append(("unknown", node, None))
-        elif kind is ast.Import or kind is ast.ImportFrom:
-            for alias in node.names:
-                bind((alias.asname or alias.name).split(".")[0], []).append(("unknown", node, None))
-        for child in ast.iter_child_nodes(node):
-            stack.append(child)
+                facts.bindings.setdefault(node.name, []).append(("unknown", node, None))
+            nested = True
+        elif not (nested and kind is ast.Return):  # a nested function's return is not ours
+            collector.visit(node)
+        for name in _fields(kind):
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, ast_node):
+                        push((item, nested))
+            elif isinstance(value, ast_node):
+                push((value, nested))
     return facts
 
 
@@ -361,58 +491,71 @@ def _arguments(args: ast.arguments) -> list[ast.arg]:
     return found
 
 
-def _bind_target(facts: FunctionFacts, target: ast.AST, kind: str, value: ast.AST) -> None:
-    if isinstance(target, ast.Name):
-        facts.bindings.setdefault(target.id, []).append((kind, value, None))
-    elif isinstance(target, (ast.Tuple, ast.List)):
-        for i, elt in enumerate(target.elts):
-            if isinstance(elt, ast.Starred):
-                _bind_target(facts, elt.value, "unknown", value)
-            elif isinstance(elt, ast.Name):
-                facts.bindings.setdefault(elt.id, []).append((kind, value, i))
-            else:
-                _bind_target(facts, elt, "unknown", value)
-
-
 # -- the analysis ----------------------------------------------------------------------------
 
 _CACHE: "weakref.WeakKeyDictionary[FileContext, Reachability]" = weakref.WeakKeyDictionary()
+_DEEP_CACHE: "weakref.WeakKeyDictionary[FileContext, Reachability]" = weakref.WeakKeyDictionary()
+_COLLECTORS: "weakref.WeakKeyDictionary[FileContext, FactsCollector]" = weakref.WeakKeyDictionary()
 
 
-def for_context(ctx: "FileContext") -> "Reachability":
-    """The file's reachability, built on first use and shared by every rule of the run."""
-    found = _CACHE.get(ctx)
+def collector_for(ctx: "FileContext") -> tuple[FactsCollector, bool]:
+    """The file's facts collector and whether this call created it: the rule that creates it
+    feeds it from the engine's walk (once per node, however many RC2xx rules run)."""
+    found = _COLLECTORS.get(ctx)
+    if found is not None:
+        return found, False
+    found = _COLLECTORS[ctx] = FactsCollector()
+    return found, True
+
+
+def for_context(ctx: "FileContext", deep: bool = False) -> "Reachability":
+    """The file's reachability, built on first use and shared by every rule of the run.
+
+    ``deep``: also follow submodule classes and functions imported from local modules (parsed
+    lazily, once per run). The default reads other files only to resolve base classes: a
+    finding is always reported in the file that contains it, so per-file rules do not need the
+    rest, and the lint stays fast on large trees. RC210 asks for the deep graph.
+    """
+    cache = _DEEP_CACHE if deep else _CACHE
+    found = cache.get(ctx)
     if found is None:
-        found = Reachability(ParsedModule.from_tree(ctx.tree, ctx.filename, ctx.imports))
-        _CACHE[ctx] = found
+        collector = _COLLECTORS.get(ctx)
+        facts = collector.facts if collector is not None else None
+        found = Reachability(ParsedModule.from_tree(ctx.tree, ctx.filename, ctx.imports), deep=deep, facts=facts)
+        cache[ctx] = found
     return found
 
 
-def from_source(text: str, filename: str = "<string>") -> "Reachability":
+def from_source(text: str, filename: str = "<string>", deep: bool = True) -> "Reachability":
     """Build from source text (tests, tools): imports read from the top-level statements."""
-    return Reachability(ParsedModule.from_tree(ast.parse(text), filename))
+    return Reachability(ParsedModule.from_tree(ast.parse(text), filename), deep=deep)
 
 
 class Reachability:
-    def __init__(self, module: ParsedModule) -> None:
+    def __init__(self, module: ParsedModule, deep: bool = True, facts: dict[int, FunctionFacts] | None = None) -> None:
+        """``facts``: the :class:`FunctionFacts` the engine's walk collected, by ``id`` of the def."""
         self.module = module
+        self.deep = deep
         self._classes: dict[int, ModuleClass | None] = {}
         self._functions: dict[tuple[int, int], Function] = {}
-        self._facts: dict[int, FunctionFacts] = {}
+        self._facts: dict[int, FunctionFacts] = dict(facts) if facts else {}
         self.classes: dict[str, ModuleClass] = {}
         for name, node in module.classes.items():
             cls = self._class(node, module)
             if cls is not None and cls.is_module:
                 self.classes[name] = cls
-        self._graph: nx.DiGraph | None = None
+        self._succ: dict[Function, dict[Function, list[ast.Call]]] | None = None
+        self._pred: dict[Function, dict[Function, list[ast.Call]]] = {}
+        self._nx: nx.DiGraph | None = None
         self._chains: dict[Function, Chain] = {}
+        self._by_node: dict[int, tuple[Function, Chain]] | None = None
         self.roots: list[Function] = []
 
     # -- classes --------------------------------------------------------------------------
     def module_class(self, name: str, module: ParsedModule | None = None) -> ModuleClass | None:
         """The module class ``name`` defined in (or imported into) ``module`` (the linted file)."""
         module = module or self.module
-        found = self.resolve_class(ast.Name(name, ast.Load()), module)
+        found = self.resolve_class(ast.Name(name, ast.Load()), module, load=True)
         return found if isinstance(found, ModuleClass) and found.is_module else None
 
     def _class(self, node: ast.ClassDef, module: ParsedModule) -> ModuleClass | None:
@@ -421,11 +564,13 @@ class Reachability:
             return self._classes[key]
         self._classes[key] = None  # in progress: a class deriving from itself is nothing
         cls = ModuleClass(node.name, node, module, is_module=False)
+        known = any(_is_known_module_base(base, module.imports) for base in node.bases)
+        cls.is_module = known
         for base in node.bases:
             if _is_known_module_base(base, module.imports):
-                cls.is_module = True
                 continue
-            resolved = self.resolve_class(base, module)
+            # Another file is read only to learn whether the class is a module at all.
+            resolved = self.resolve_class(base, module, load=True if not known else None)
             if isinstance(resolved, ModuleClass):
                 cls.bases.append(resolved)
                 cls.is_module = cls.is_module or resolved.is_module
@@ -434,9 +579,10 @@ class Reachability:
             _collect_submodules(self, cls)
         return cls
 
-    def resolve_class(self, expr: ast.AST, module: ParsedModule, hops: int = 0) -> "ModuleClass | str | None":
-        """What a class name means in ``module``: a local :class:`ModuleClass` (defined there or in
-        a local module it imports), else its qualified name (``torch.nn.LSTM``), else None."""
+    def resolve_class(self, expr: ast.AST, module: ParsedModule, hops: int = 0, load: bool | None = None) -> "ModuleClass | str | None":
+        """What a class name means in ``module``: a local :class:`ModuleClass` (defined there or,
+        when ``load`` (default: ``deep``), in a local module it imports), else its qualified name
+        (``torch.nn.LSTM``), else None."""
         if isinstance(expr, ast.Name) and not module.imports.imported(expr.id):
             node = module.classes.get(expr.id)
             if node is not None:
@@ -445,14 +591,15 @@ class Reachability:
         qualname = module.imports.qualname(expr)
         if qualname is None or not module.imports.root_is_import(expr):
             return None
-        target = self._local_definition(qualname, module, hops)
+        load = self.deep if load is None else load
+        target = self._local_definition(qualname, module, hops) if load else None
         if target is not None:
             found_module, name = target
             node = found_module.classes.get(name)
             if node is not None:
                 return self._class(node, found_module)
             if hops < MAX_IMPORT_HOPS and found_module.imports.imported(name):
-                return self.resolve_class(ast.Name(name, ast.Load()), found_module, hops + 1)
+                return self.resolve_class(ast.Name(name, ast.Load()), found_module, hops + 1, load)
             return None
         return qualname
 
@@ -475,7 +622,7 @@ class Reachability:
         if isinstance(expr, ast.Name) and not module.imports.imported(expr.id):
             node = module.functions.get(expr.id)
             return (module, node) if node is not None else None
-        if not module.imports.root_is_import(expr):
+        if not self.deep or not module.imports.root_is_import(expr):
             return None
         qualname = module.imports.qualname(expr)
         target = self._local_definition(qualname, module, hops) if qualname else None
@@ -511,15 +658,27 @@ class Reachability:
     # -- the graph --------------------------------------------------------------------------
     @property
     def graph(self) -> "nx.DiGraph":
-        if self._graph is None:
+        """The call graph as a networkx DiGraph (edge data ``calls``: the ``ast.Call`` nodes)."""
+        if self._nx is None:
+            import networkx as nx  # only for callers that want it: importing it costs ~0.3 s
+
+            graph = nx.DiGraph()
+            for caller, callees in self._successors().items():
+                graph.add_node(caller)
+                for callee, calls in callees.items():
+                    graph.add_edge(caller, callee, calls=calls)
+            self._nx = graph
+        return self._nx
+
+    def _successors(self) -> dict[Function, dict[Function, list[ast.Call]]]:
+        if self._succ is None:
             self._build()
-        return self._graph
+        return self._succ
 
     def _build(self) -> None:
-        import networkx as nx
-
-        graph = nx.DiGraph()
-        self._graph = graph
+        succ: dict[Function, dict[Function, list[ast.Call]]] = {}
+        pred = self._pred
+        self._succ = succ
         forwards = []
         for cls in self.classes.values():
             found = cls.method("forward")
@@ -528,51 +687,52 @@ class Reachability:
                 forwards.append(self.function(node, cls, owner.module, owner))
         pending = list(forwards)
         for func in forwards:
-            graph.add_node(func)
+            succ[func] = {}
+            pred.setdefault(func, {})
         while pending:
             caller = pending.pop()
             if caller.disabled:
                 continue  # dynamo does not trace into it: neither does the graph
+            out = succ[caller]
             for callee, call in self._callees(caller):
-                if callee not in graph:
-                    graph.add_node(callee)
+                if callee not in succ:
+                    succ[callee] = {}
+                    pred.setdefault(callee, {})
                     pending.append(callee)
-                if graph.has_edge(caller, callee):
-                    graph.edges[caller, callee]["calls"].append(call)
-                else:
-                    graph.add_edge(caller, callee, calls=[call])
+                out.setdefault(callee, []).append(call)
+                pred[callee].setdefault(caller, []).append(call)
         # Chains start at the forwards nothing else calls (the top-level models), then at any
         # forward left unreached (a cycle); breadth first, so each chain is a shortest one.
-        tops = [f for f in forwards if not any(p is not f for p in graph.predecessors(f))]
+        tops = [f for f in forwards if not any(p is not f for p in pred[f])]
         self.roots = list(tops)
-        self._walk_from(tops)
+        self._chains = self._chains_from(tops)
         for func in forwards:
             if func not in self._chains:
                 self.roots.append(func)
-                self._walk_from([func])
+                for callee, chain in self._chains_from([func]).items():
+                    self._chains.setdefault(callee, chain)
 
-    def _walk_from(self, roots: list[Function]) -> None:
-        frontier = []
-        for root in roots:
-            if root not in self._chains:
-                self._chains[root] = Chain((root.label,))
-                frontier.append(root)
+    def _chains_from(self, roots: list[Function]) -> dict[Function, Chain]:
+        succ = self._successors()
+        chains = {root: Chain((root.label,)) for root in roots}
+        frontier = list(chains)
         while frontier:
             following = []
             for func in frontier:
-                chain = self._chains[func]
-                for callee in self._graph.successors(func):
-                    if callee not in self._chains:
-                        self._chains[callee] = Chain(chain.labels + (callee.label,))
+                labels = chains[func].labels
+                for callee in succ.get(func, ()):
+                    if callee not in chains:
+                        chains[callee] = Chain(labels + (callee.label,))
                         following.append(callee)
             frontier = following
+        return chains
 
     def chain(self, func: Function) -> Chain | None:
-        self.graph  # noqa: B018 - builds on first use
+        self._successors()
         return self._chains.get(func)
 
     def reached(self) -> list[tuple[Function, Chain]]:
-        self.graph  # noqa: B018
+        self._successors()
         return list(self._chains.items())
 
     def reached_from(self, cls: ModuleClass) -> list[tuple[Function, Chain]]:
@@ -582,47 +742,30 @@ class Reachability:
             return []
         owner, node = found
         root = self.function(node, cls, owner.module, owner)
-        if root not in self.graph:
+        if root not in self._successors():
             return []
-        chains = {root: Chain((root.label,))}
-        frontier = [root]
-        while frontier:
-            following = []
-            for func in frontier:
-                for callee in self._graph.successors(func):
-                    if callee not in chains:
-                        chains[callee] = Chain(chains[func].labels + (callee.label,))
-                        following.append(callee)
-            frontier = following
-        return list(chains.items())
+        return list(self._chains_from([root]).items())
 
     def locate(self, function_nodes: Iterable[ast.AST]) -> tuple[Function, Chain] | None:
         """For a finding inside the given defs (outermost first, as ``ctx.ancestors`` lists
         them), the innermost reached one and its chain (the shortest, over receivers)."""
-        self.graph  # noqa: B018
-        by_node = self._reached_by_node()
-        for node in reversed(list(function_nodes)):
+        by_node = self._by_node
+        if by_node is None:
+            self._successors()
+            by_node = self._by_node = {}
+            for func, chain in self._chains.items():
+                best = by_node.get(id(func.node))
+                if best is None or len(chain.labels) < len(best[1].labels):
+                    by_node[id(func.node)] = (func, chain)
+        for node in reversed(tuple(function_nodes)):
             found = by_node.get(id(node))
             if found is not None:
                 return found
         return None
 
-    def _reached_by_node(self) -> dict[int, tuple[Function, Chain]]:
-        cached = getattr(self, "_by_node", None)
-        if cached is None:
-            cached = {}
-            for func, chain in self._chains.items():
-                best = cached.get(id(func.node))
-                if best is None or len(chain.labels) < len(best[1].labels):
-                    cached[id(func.node)] = (func, chain)
-            self._by_node = cached
-        return cached
-
     def callers(self, func: Function) -> list[tuple[Function, ast.Call]]:
-        graph = self.graph
-        if func not in graph:
-            return []
-        return [(caller, call) for caller in graph.predecessors(func) for call in graph.edges[caller, func]["calls"]]
+        self._successors()
+        return [(caller, call) for caller, calls in self._pred.get(func, {}).items() for call in calls]
 
     # -- edges ------------------------------------------------------------------------------
     def call_targets(self, func: ast.AST, caller: Function) -> list[Function]:
@@ -634,10 +777,13 @@ class Reachability:
         for call in facts.calls:
             for callee in self._call_targets(call.func, caller, facts):
                 yield callee, call
+            checkpoint = "checkpoint" in (_last_name(call.func) or "")
             for arg in [*call.args, *(kw.value for kw in call.keywords)]:
-                if isinstance(arg, ast.Starred):
+                if type(arg) is ast.Starred:
                     arg = arg.value
-                if isinstance(arg, (ast.Name, ast.Attribute, ast.Subscript)):
+                # A method or submodule passed on (``checkpoint(self.block, x)``) is called there.
+                if (type(arg) is ast.Attribute and (arg.attr == "__call__" or _is_self(arg.value))) or (
+                        checkpoint and type(arg) in (ast.Name, ast.Subscript)):
                     for callee in self._call_targets(arg, caller, facts, passed=True):
                         yield callee, call
 
@@ -797,36 +943,44 @@ def _is_known_module_base(base: ast.AST, imports: ImportMap) -> bool:
 
 
 def _collect_submodules(reach: Reachability, cls: ModuleClass) -> None:
-    """Fill ``cls.submodules`` and ``cls.tensor_attrs`` from its methods other than forward."""
+    """Fill ``cls.submodules`` and ``cls.tensor_attrs`` from ``__init__`` and the methods it calls."""
     module = cls.module
-    for name, method in cls.local_methods.items():
-        if name == "forward":
+    methods = cls.local_methods
+    todo = ["__init__"]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        method = methods.get(name)
+        if method is None or name in seen or name == "forward":
             continue
+        seen.add(name)
+        facts = reach.facts(method)
         lists: dict[str, list[ast.expr]] = {}
-        assigns: list[tuple[str, ast.expr]] = []
-        for node in ast.walk(method):
-            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for target in targets:
-                    if isinstance(target, ast.Attribute) and _is_self(target.value):
-                        assigns.append((target.attr, node.value))
-                    elif isinstance(target, ast.Name):
-                        lists.setdefault(target.id, []).append(node.value)
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                func = node.func
-                if func.attr in ("register_buffer", "register_parameter") and _is_self(func.value):
-                    if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
-                        cls.tensor_attrs.add(node.args[0].value)
-                elif func.attr in ("add_module", "register_module") and _is_self(func.value) and len(node.args) == 2:
-                    if isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
-                        assigns.append((node.args[0].value, node.args[1]))
-                elif func.attr in ADDING_METHODS and node.args:
-                    target = func.value
-                    values = node.args[1:] if func.attr in ("insert", "add_module") else node.args
-                    if isinstance(target, ast.Attribute) and _is_self(target.value):
-                        assigns.extend((target.attr, v) for v in values)
-                    elif isinstance(target, ast.Name):
-                        lists.setdefault(target.id, []).extend(values)
+        for local, bindings in facts.bindings.items():
+            values = [value for kind, value, index in bindings if kind == "value" and index is None]
+            if values:
+                lists[local] = values
+        assigns = list(facts.self_assigns)
+        for call in facts.calls:
+            func = call.func
+            if type(func) is not ast.Attribute:
+                continue
+            target = func.value
+            if _is_self(target):
+                if func.attr in methods:
+                    todo.append(func.attr)
+                elif func.attr in ("register_buffer", "register_parameter") and call.args:
+                    if isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
+                        cls.tensor_attrs.add(call.args[0].value)
+                elif func.attr in ("add_module", "register_module") and len(call.args) == 2:
+                    if isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
+                        assigns.append((call.args[0].value, call.args[1]))
+            elif func.attr in ADDING_METHODS and call.args:
+                values = call.args[1:] if func.attr == "insert" else call.args
+                if isinstance(target, ast.Attribute) and _is_self(target.value):
+                    assigns.extend((target.attr, v) for v in values)
+                elif isinstance(target, ast.Name):
+                    lists.setdefault(target.id, []).extend(values)
         for attr, value in assigns:
             _add_submodule(reach, cls, module, attr, value, lists)
     for attr in [a for a, sub in cls.submodules.items() if not (sub.classes or sub.external)]:

@@ -231,7 +231,12 @@ def _lint_in_pool(todo, sizes, workers, finished, progress, done, total, warning
         return _lint_tasks(todo, 1, finished, progress, done, total, warnings)
     broken = False
     try:
-        futures = {executor.submit(_lint_chunk, chunk) for chunk in chunks}
+        try:
+            futures = {executor.submit(_lint_chunk, chunk) for chunk in chunks}
+        except OSError as exc:  # workers start on submit: fork can fail (no memory, process limit)
+            executor.shutdown(wait=False, cancel_futures=True)
+            warnings.append(f"cannot start worker processes ({exc.strerror or exc}); linting in one process")
+            return _lint_tasks(todo, 1, finished, progress, done, total, warnings)
         while futures:
             completed, futures = wait(futures, return_when=FIRST_COMPLETED)
             for future in completed:

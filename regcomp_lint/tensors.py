@@ -21,6 +21,7 @@ tensors. A local name is a tensor only when every value bound to it in the funct
 from __future__ import annotations
 
 import ast
+import weakref
 
 from regcomp_lint.reachability import Function, Reachability
 
@@ -72,7 +73,9 @@ def oracle(reach: Reachability, func: Function) -> "TensorOracle":
 
 class TensorOracle:
     def __init__(self, reach: Reachability, func: Function) -> None:
-        self.reach = reach
+        # A proxy: the reachability caches its oracles, and a cycle would keep each linted
+        # file's tree alive until the cyclic garbage collector runs.
+        self.reach = reach if isinstance(reach, weakref.ProxyType) else weakref.proxy(reach)
         self.func = func
         self.facts = reach.facts(func)
         self.imports = func.module.imports

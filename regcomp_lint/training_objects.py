@@ -38,7 +38,10 @@ DATALOADERS = (
     "torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader",
     "torchdata.stateful_dataloader.StatefulDataLoader",
 )
-MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module", "transformers.PreTrainedModel", "transformers.modeling_utils.PreTrainedModel")
+MODULE_BASES = (
+    "torch.nn.Module", "torch.nn.modules.module.Module",
+    "transformers.PreTrainedModel", "transformers.modeling_utils.PreTrainedModel",
+)
 #: torch.nn layers people train directly as "the model" (a loss or an activation is not one).
 TORCH_MODEL_LAYERS = frozenset({
     "Sequential", "Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "LSTM", "GRU", "RNN",

@@ -305,3 +305,24 @@ def test_chunks_cover_every_task_once_largest_first(tmp_path):
     assert sorted(flat) == list(range(50))
     assert sizes[flat[0]] == max(sizes)
     assert 1 < len(chunks) <= 2 * runner.CHUNKS_PER_WORKER + 1
+
+
+def test_pool_that_cannot_start_falls_back_to_one_process(tmp_path, monkeypatch):
+    settings = many_files(tmp_path, 12)
+    expected = runner.run([str(tmp_path)], settings, jobs=1, use_cache=False).diagnostics
+    monkeypatch.setattr(runner, "POOL_MIN_BYTES", 0)
+
+    class NoFork:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def submit(self, *args, **kwargs):
+            raise OSError(11, "Resource temporarily unavailable")
+
+        def shutdown(self, *args, **kwargs):
+            pass
+
+    monkeypatch.setattr(runner, "ProcessPoolExecutor", NoFork)
+    result = runner.run([str(tmp_path)], settings, jobs=2, use_cache=False)
+    assert result.diagnostics == expected and result.workers == 0
+    assert result.warnings == ["cannot start worker processes (Resource temporarily unavailable); linting in one process"]

@@ -24,10 +24,11 @@ from regcomp_lint import reachability, tensors
 from regcomp_lint.checks.base import Rule
 from regcomp_lint.knowledge.graph_breaks import FULLGRAPH_CAPTURED
 from regcomp_lint.names import ImportMap
-from regcomp_lint.reachability import Chain, Function, Reachability
+from regcomp_lint.reachability import Chain, Function, Reachability, compiling_guard
 
 FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
-IS_COMPILING = frozenset({"is_compiling", "is_dynamo_compiling", "is_torchdynamo_compiling", "is_exporting"})
+FACT_TYPES = reachability.FactsCollector.NODE_TYPES
+FUNCTION_TYPES = reachability.FactsCollector.FUNCTION_TYPES
 
 
 @dataclass(frozen=True)
@@ -85,11 +86,45 @@ class ForwardRule(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._candidates: list[tuple[ast.AST, tuple[ast.AST, ...]]] = []
+        self._facts, feeder = reachability.collector_for(ctx)
+        if not feeder:  # another RC2xx rule feeds the file's facts: only collect candidates
+            for node_type in FACT_TYPES + FUNCTION_TYPES:
+                name = node_type.__name__
+                setattr(self, f"visit_{name}", self._collect if node_type in self.node_types else None)
+                if node_type in FUNCTION_TYPES:
+                    setattr(self, f"leave_{name}", None)
 
     def __init_subclass__(cls, **kwargs) -> None:
+        """Handlers: candidates are collected for ``node_types``; the rule that feeds the file's
+        facts also handles every node type :class:`~regcomp_lint.reachability.FactsCollector` needs."""
         super().__init_subclass__(**kwargs)
-        for node_type in cls.node_types:
-            setattr(cls, f"visit_{node_type.__name__}", cls._collect)
+        for node_type in set(cls.node_types) | set(FACT_TYPES) | set(FUNCTION_TYPES):
+            name = node_type.__name__
+            candidate = node_type in cls.node_types
+            if node_type in FUNCTION_TYPES:
+                setattr(cls, f"visit_{name}", cls._enter_collect if candidate else cls._enter)
+                setattr(cls, f"leave_{name}", cls._leave)
+            elif node_type in FACT_TYPES:
+                setattr(cls, f"visit_{name}", cls._feed_collect if candidate else cls._feed)
+            else:
+                setattr(cls, f"visit_{name}", cls._collect)
+
+    def _feed(self, node: ast.AST) -> None:
+        self._facts.visit(node)
+
+    def _feed_collect(self, node: ast.AST) -> None:
+        self._facts.visit(node)
+        self._collect(node)
+
+    def _enter(self, node: ast.AST) -> None:
+        self._facts.enter(node)
+
+    def _enter_collect(self, node: ast.AST) -> None:
+        self._facts.enter(node)
+        self._collect(node)
+
+    def _leave(self, node: ast.AST) -> None:
+        self._facts.leave(node)
 
     # -- to override ------------------------------------------------------------------------
     @classmethod
@@ -102,20 +137,18 @@ class ForwardRule(Rule):
 
     # -- the walk and the report ---------------------------------------------------------------
     def _collect(self, node: ast.AST) -> None:
-        if not self.candidate(node):
-            return
-        ancestors = self.ctx.ancestors
-        defs = tuple(a for a in ancestors if type(a) in FUNCTION_DEFS)
-        if defs and not _untraced(ancestors, node, self.ctx.imports):
-            self._candidates.append((node, defs))
+        defs = self._facts.defs
+        if defs and self.candidate(node):
+            self._candidates.append((node, tuple(defs)))
 
     def finish(self) -> None:
         if not self._candidates:
             return
         reach = reachability.for_context(self.ctx)
+        untraced = self._facts.is_untraced
         for node, defs in self._candidates:
             located = reach.locate(defs)
-            if located is None or is_disabled(located[0]):
+            if located is None or located[0].disabled or untraced(node):
                 continue
             func, chain = located
             found = self.judge(node, Scope(reach, func, chain))
@@ -128,33 +161,19 @@ def is_disabled(func: Function) -> bool:
     return func.disabled
 
 
-def _untraced(ancestors: list[ast.AST], node: ast.AST, imports: ImportMap) -> bool:
+def _untraced(ancestors: list[ast.AST], node: ast.AST) -> bool:
     """Inside ``if not is_compiling():`` or the ``else`` of ``if is_compiling():``."""
     for i, anc in enumerate(ancestors):
         if type(anc) is not ast.If:
             continue
-        child = ancestors[i + 1] if i + 1 < len(ancestors) else node
         guard = compiling_guard(anc.test)
         if guard is None:
             continue
-        in_body = any(child is stmt for stmt in anc.body)
-        if in_body != guard:  # body of `if not is_compiling()`, else of `if is_compiling()`
-            if in_body or any(child is stmt for stmt in anc.orelse):
-                return True
+        child = ancestors[i + 1] if i + 1 < len(ancestors) else node
+        skipped = anc.orelse if guard else anc.body
+        if any(child is stmt for stmt in skipped):
+            return True
     return False
-
-
-def compiling_guard(test: ast.AST) -> bool | None:
-    """True for ``is_compiling()``, False for ``not is_compiling()``, None for other tests."""
-    negated = False
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        negated, test = True, test.operand
-    if isinstance(test, ast.Call) and not test.args:
-        func = test.func
-        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
-        if name in IS_COMPILING:
-            return not negated
-    return None
 
 
 def breaks_in(reach: Reachability, functions: list[tuple[Function, Chain]], rules: list[type[ForwardRule]]) -> Iterator[tuple[type[ForwardRule], ast.AST, Function, Break]]:
@@ -164,7 +183,7 @@ def breaks_in(reach: Reachability, functions: list[tuple[Function, Chain]], rule
             continue
         scope = Scope(reach, func, chain)
         for node, ancestors in _walk_with_ancestors(func.node):
-            if _untraced(ancestors, node, func.module.imports):
+            if _untraced(ancestors, node):
                 continue
             for rule in rules:
                 if isinstance(node, rule.node_types) and rule.candidate(node):

@@ -22,6 +22,7 @@ SKIPPED = frozenset({
     "pdb.set_trace", "ipdb.set_trace",
     "torch.manual_seed", "torch.random.manual_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all",
 })
+_LAST_NAMES = frozenset(name.rsplit(".", 1)[1] for name in SKIPPED)
 #: Builtins dynamo cannot trace (GB0059).
 UNTRACEABLE_BUILTINS = frozenset({"breakpoint", "open", "input"})
 
@@ -105,15 +106,18 @@ class UntraceableCall(ForwardRule):
         Invalid(_net("breakpoint()\nreturn x"), message="GB0059"),
         Invalid(_net("with open('/tmp/log', 'a') as f:\n    f.write('x')\nreturn x")),
         Invalid(_net("if os.path.exists('/tmp/stop'):\n    x = x * 0\nreturn x")),
-        Invalid("from time import perf_counter as clock\nfrom torch import nn\nclass Net(nn.Module):\n"
-                "    def forward(self, x):\n        self.t = clock()\n        return x\n"),
+        Invalid("from time import perf_counter\nfrom torch import nn\nclass Net(nn.Module):\n"
+                "    def forward(self, x):\n        self.t = perf_counter()\n        return x\n"),
         Invalid("import inspect\nfrom torch import nn\nclass Net(nn.Module):\n    def forward(self, x):\n"
                 "        caller = inspect.stack()[1]\n        return x\n"),
     ]
 
     @classmethod
     def candidate(cls, node: ast.Call) -> bool:
-        return type(node.func) in (ast.Attribute, ast.Name)
+        func = node.func
+        if type(func) is ast.Attribute:
+            return func.attr in _LAST_NAMES
+        return type(func) is ast.Name and (func.id in UNTRACEABLE_BUILTINS or func.id in _LAST_NAMES)
 
     @classmethod
     def judge(cls, node: ast.Call, scope: Scope) -> Break | None:

@@ -69,6 +69,7 @@ class TensorIdentityOrText(ForwardRule):
         _net("cfg = copy.deepcopy(self.config)\nreturn x.clone()"),
         _net("return x % 2 + (x % x)"),
         _net("key = id(x)\nreturn x"),
+        _net("if x.dim() != 2:\n    raise ValueError(f'bad input {x}')\nassert x.dim() == 2, f'{x}'\nreturn x"),
         # outside forward
         "import copy\nimport torch\nx = torch.ones(2)\nprint(f'{x}', str(x), x.data_ptr())\ny = copy.deepcopy(x)\n",
     ]
@@ -81,6 +82,14 @@ class TensorIdentityOrText(ForwardRule):
         Invalid(_net("tag = 'x=%s %s' % (x.shape, x)\nreturn x")),
         Invalid(_net("if x.data_ptr() == 0:\n    pass\nreturn x"), message="GB0088"),
     ]
+
+    def _collect(self, node: ast.AST) -> None:
+        for anc in reversed(self.ctx.ancestors):
+            if isinstance(anc, (ast.Raise, ast.Assert)):
+                return  # a message built only on the error path: never traced into a graph
+            if isinstance(anc, ast.stmt):
+                break
+        super()._collect(node)
 
     @classmethod
     def candidate(cls, node: ast.AST) -> bool:

@@ -80,7 +80,7 @@ class ParameterInForward(ForwardRule):
     @classmethod
     def candidate(cls, node: ast.Call) -> bool:
         func = node.func
-        return (type(func) is ast.Attribute and func.attr == "Parameter") or (type(func) is ast.Name)
+        return getattr(func, "attr", None) == "Parameter" or getattr(func, "id", None) == "Parameter"
 
     @classmethod
     def judge(cls, node: ast.Call, scope: Scope) -> Break | None:

@@ -71,7 +71,7 @@ class FullgraphBlocked(FeedsBindings, Rule):
     code = "RC210"
     name = "fullgraph-blocked"
     message = "`fullgraph=True` will raise `torch._dynamo.exc.Unsupported`: the model has a graph break"
-    triggers = ("fullgraph",)
+    triggers = ("fullgraph=True", "fullgraph = True", "TorchDynamoPlugin(")
 
     valid = [
         _CLEAN + "model = torch.compile(Net(), fullgraph=True)\n",
@@ -128,6 +128,9 @@ class FullgraphBlocked(FeedsBindings, Rule):
             where = self.bindings.here(node)
             self._prepared.extend((arg, where) for arg in node.args if not isinstance(arg, ast.Starred))
         fullgraph = keyword_value(node, "fullgraph")
+        plugin_like = len(node.args) > 2 and (getattr(func, "attr", None) or getattr(func, "id", None)) == "TorchDynamoPlugin"
+        if fullgraph is None and not plugin_like:
+            return  # the cheap exit for almost every call
         site = callsites.classify(self.ctx, node)
         if site is callsites.Site.DYNAMO_PLUGIN:
             fullgraph = callsites.plugin_argument(node, "fullgraph")
@@ -144,7 +147,7 @@ class FullgraphBlocked(FeedsBindings, Rule):
     def finish(self) -> None:
         if not self._sites:
             return
-        reach = reachability.for_context(self.ctx)
+        reach = reachability.for_context(self.ctx, deep=True)
         for at, model, where, class_name in self._sites:
             if class_name is not None:
                 classes = [reach.classes[class_name]] if class_name in reach.classes else []

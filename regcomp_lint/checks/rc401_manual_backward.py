@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import ast
 
-from regcomp_lint.accelerate_script import AccelerateScript, FeedsAccelerateScript, AcceleratorName
+from regcomp_lint.accelerate_script import (
+    AccelerateScript,
+    AcceleratorName,
+    FeedsAccelerateScript,
+)
 from regcomp_lint.bindings import Where
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.diagnostics import Applicability, Fix
 
-#: Names of objects whose ``.backward(x)`` takes the loss as an argument (not a tensor).
-ENGINE_HINTS = ("accelerat", "engine")
+#: Name parts of objects whose ``.backward(x)`` takes the loss (an accelerator, DeepSpeed's
+#: ``model_engine``, Lightning's ``fabric``), not a tensor's gradient.
+ENGINE_HINTS = ("accel", "engine", "fabric")
 
 
 class ManualBackward(FeedsAccelerateScript, Rule):
@@ -24,8 +29,8 @@ class ManualBackward(FeedsAccelerateScript, Rule):
 
     Not reported: `accelerator.backward(loss)`, `torch.autograd.backward(...)` (or any module's
     `backward`), files without an `Accelerator(...)`, and a `.backward(x)` with a positional
-    argument when the receiver may be an accelerator or an engine (its name contains
-    `accelerat` or `engine`, or it is a parameter annotated `Accelerator`), since that is the
+    argument when the receiver may be an accelerator or an engine (its name starts with `acc`
+    or contains `accel`, `engine` or `fabric`, or it holds an `Accelerator`), since that is the
     loss being passed, not a tensor's gradient.
 
     ## Why is this bad
@@ -208,8 +213,8 @@ def _may_take_the_loss(receiver: ast.expr) -> bool:
     """``x.backward(arg)`` on something that may be an accelerator or an engine (DeepSpeed's
     ``model_engine.backward(loss)``), whose positional argument is the loss."""
     name = receiver.attr if isinstance(receiver, ast.Attribute) else receiver.id if isinstance(receiver, ast.Name) else ""
-    lowered = name.lower()
-    return lowered == "acc" or any(hint in lowered for hint in ENGINE_HINTS)
+    lowered = name.lower().lstrip("_")
+    return lowered.startswith("acc") or any(hint in lowered for hint in ENGINE_HINTS)
 
 
 def _is_scaler_call(receiver: ast.expr) -> bool:

@@ -6,7 +6,13 @@ import ast
 from dataclasses import dataclass
 
 from regcomp_lint import callsites
-from regcomp_lint.accelerate_script import MAX_DEPTH, AccelerateScript, FeedsAccelerateScript, in_loop_body, _probe
+from regcomp_lint.accelerate_script import (
+    MAX_DEPTH,
+    AccelerateScript,
+    FeedsAccelerateScript,
+    in_loop_body,
+    key_expr,
+)
 from regcomp_lint.bindings import Bound, Where, binding_key
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.diagnostics import Applicability, Edit, Fix
@@ -67,9 +73,11 @@ class UnpreparedObject(FeedsAccelerateScript, Rule):
     tuple unpacking and local functions that return the object.
 
     Only files that train are checked: some `.backward(...)` or `.step()` call must occur (a
-    loop that only calls a model is inference). Not reported: frozen models (`requires_grad_(False)`, or `.eval()` outside any loop and no
-    `.train()`), as diffusers scripts keep their VAE and text encoder; objects reached only
-    through parameters; files with a `prepare(*objects)` call (what it prepares is unknown).
+    loop that only calls a model is inference). Not reported: frozen models
+    (`requires_grad_(False)`, or `.eval()` outside any loop and no `.train()`), as diffusers
+    scripts keep their VAE and text encoder; objects reached only through parameters; loops
+    where no accelerator is in sight (a plain-PyTorch baseline beside the Accelerate code);
+    files with a `prepare(*objects)` call (what it prepares is unknown).
 
     ## Why is this bad
     `prepare` is what makes the script distributed and compiled: it moves the model to the
@@ -93,8 +101,11 @@ class UnpreparedObject(FeedsAccelerateScript, Rule):
     ```
 
     ## Fix safety
-    Unsafe: preparing an object changes what it does (a sharded loader yields fewer batches per
-    process, a prepared scheduler steps once per process and per accumulation). The fix adds
+    Unsafe: preparing an object changes what it does. A sharded loader yields fewer batches per
+    process. A prepared scheduler skips the steps where gradients accumulate and, unless
+    `split_batches=True`, steps once per process on every optimizer step, so its total steps
+    must count the whole data set (`len(loader)` taken before `prepare`); a scheduler built
+    from the prepared loader's length is then stepped too fast. The fix adds
     the object to the arguments and the assignment targets of the one `a, b = X.prepare(a, b)`
     call whose targets and arguments are the same names, when the object's name already holds
     it there and is not rebound before the loop. Otherwise there is no fix: create the object
@@ -276,12 +287,12 @@ class UnpreparedObject(FeedsAccelerateScript, Rule):
         frozen = self._frozen_origins()
         reported: set[int] = set()
         for use in self._uses:
+            if use.how == "passed" and not self._is_local_function(use.callee, use.where):
+                continue
             origin = self._origin(use.expr, use.where)
             if not isinstance(origin, Origin) or id(origin.call) in prepared or id(origin.call) in reported:
                 continue
             if origin.kind not in USES[use.how] or (origin.kind is Kind.MODEL and id(origin.call) in frozen):
-                continue
-            if use.how == "passed" and not self._is_local_function(use.callee, use.where):
                 continue
             if not self.script.sees_accelerator(use.where):
                 continue  # a plain-PyTorch baseline beside the Accelerate code
@@ -399,7 +410,7 @@ class UnpreparedObject(FeedsAccelerateScript, Rule):
             targets = _lined_up(call, statement)
             if targets is None or key in {binding_key(t) for t in targets}:
                 continue
-            visible = self.bindings.candidates(_probe(key), where)
+            visible = self.bindings.candidates(key_expr(key), where)
             if not visible or visible[0] is not held[0] or held[0].end > where.pos:
                 continue
             if where.function is use.where.function and where.pos > use.where.pos:
@@ -428,7 +439,7 @@ def _lined_up(call: ast.Call, statement: ast.AST | None) -> list[ast.expr] | Non
     targets = list(target.elts) if isinstance(target, (ast.Tuple, ast.List)) else [target]
     if len(targets) != len(call.args):
         return None
-    for t, a in zip(targets, call.args):
+    for t, a in zip(targets, call.args, strict=True):
         key = binding_key(t)
         if key is None or key != binding_key(a):
             return None

@@ -6,18 +6,27 @@ import ast
 from dataclasses import dataclass, replace
 
 from regcomp_lint import callsites
-from regcomp_lint.accelerate_script import MAX_DEPTH, AccelerateScript, FeedsAccelerateScript, PREPARE_METHODS, SCOPES
+from regcomp_lint.accelerate_script import (
+    MAX_DEPTH,
+    PREPARE_METHODS,
+    SCOPES,
+    AccelerateScript,
+    FeedsAccelerateScript,
+)
 from regcomp_lint.bindings import Where, binding_key
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.context import has_star_kwargs, keyword, keyword_value
-from regcomp_lint.diagnostics import Applicability, Edit, Fix
+from regcomp_lint.diagnostics import Applicability
 from regcomp_lint.edits import append_keyword
 from regcomp_lint.models import SAME_MODULE_METHODS, WRAPPERS
+from regcomp_lint.training_objects import Kind, constructor_kind
 
 KEEP = "keep_torch_compile"
 #: Statements under which a compile may not have happened (``if args.compile:``).
 CONDITIONAL = (ast.If, ast.IfExp, ast.Try, ast.For, ast.AsyncFor, ast.While, ast.Match, ast.BoolOp)
 ACCELERATOR_SAVES = ("save_model", "get_state_dict")
+#: Name parts of prepared objects that are not models (``optimizer``, ``lr_scheduler``, ``train_dl``).
+NOT_MODEL_NAMES = ("opt", "sched", "load", "data", "dl")
 
 
 @dataclass(frozen=True)
@@ -31,6 +40,7 @@ class _Held:
     where: Where
     wrappers: int = 0
     certain: bool = True
+    prepared: ast.expr | None = None  # for "prepared": the argument that went into prepare
 
 
 class OrigModStateDict(FeedsAccelerateScript, Rule):
@@ -44,7 +54,9 @@ class OrigModStateDict(FeedsAccelerateScript, Rule):
       ddp else m`, whatever the state dict is then given to (`torch.save`, `accelerator.save`,
       `save_file`, `load_state_dict`);
     - `state_dict()` of a model prepared by an `Accelerator` whose `TorchDynamoPlugin` (or
-      `dynamo_backend=`) compiles;
+      `dynamo_backend=`) compiles (a prepared object built as an optimizer, scheduler or data
+      loader, or built out of sight and named like one, `opt`/`sched`/`loader`/`dl`, is not a
+      model);
     - with such an accelerator, `accelerator.save_model(model, ...)` and
       `accelerator.get_state_dict(model)`, and an `accelerator.unwrap_model(model)` without
       `keep_torch_compile=False` whose result is saved (`.state_dict()`, passed to `save_model`,
@@ -111,7 +123,8 @@ class OrigModStateDict(FeedsAccelerateScript, Rule):
     code = "RC404"
     name = "orig-mod-state-dict"
     message = "the state dict of a compiled model has `_orig_mod.` in every key"
-    triggers = ("state_dict", "save_model", "unwrap_model", "save_pretrained")
+    #: ``save_pretrained`` is judged only after ``unwrap_model``, ``compile_regions`` or a regional plugin.
+    triggers = ("state_dict", "save_model", "unwrap_model", "use_regional_compilation", "compile_regions")
     fix_applicability = Applicability.SAFE
 
     valid = [
@@ -206,13 +219,14 @@ class OrigModStateDict(FeedsAccelerateScript, Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.script = AccelerateScript(ctx)
-        self.bindings = self.script.bindings
         text = ctx.source.text
         self._may_compile = "compile" in text or "dynamo" in text.lower()
+        self.script = AccelerateScript(ctx, active=self._may_compile)
+        self.bindings = self.script.bindings
         self._compiles: dict[int, tuple[bool, bool]] = {}  # id(call) -> (regional, conditional)
         self._unwraps: set[int] = set()
         self._sinks: list[tuple[str, ast.Call, Where]] = []
+        self._reported: set[int] = set()  # unwrap_model calls already reported
 
     def visit_Call(self, node: ast.Call) -> None:
         self.script.visit(node)
@@ -248,7 +262,6 @@ class OrigModStateDict(FeedsAccelerateScript, Rule):
 
     # -- judging ---------------------------------------------------------------------------
     def finish(self) -> None:
-        self._reported: set[int] = set()
         for kind, call, where in self._sinks:
             if kind in ACCELERATOR_SAVES:
                 self._accelerator_save(kind, call, where)
@@ -266,7 +279,7 @@ class OrigModStateDict(FeedsAccelerateScript, Rule):
             regional = self._compiles[id(held.call)][0]
             if kind == "state_dict" or regional:
                 self._report_compiled(call, receiver, held, regional)
-        elif held.kind == "prepared" and held.wrappers == 0:
+        elif held.kind == "prepared" and held.wrappers == 0 and self._may_be_model(held):
             state = self.script.compile_state(self.script.accelerator_of(held.call.func.value, held.where))
             if state.compiles and (kind == "state_dict" or state.regional is not False):
                 self._report_prepared(call, receiver, where, kind)
@@ -330,7 +343,8 @@ class OrigModStateDict(FeedsAccelerateScript, Rule):
         message = f"`{text}` {how}; use `{fixed or text + '._orig_mod'}.{call.func.attr}(...)`"
         fix = None
         if fixed is not None:
-            fix = self.make_fix("Take the state dict of the original module", [self.ctx.source.replace(receiver, fixed)], Applicability.UNSAFE)
+            edit = self.ctx.source.replace(receiver, fixed)
+            fix = self.make_fix("Take the state dict of the original module", [edit], Applicability.UNSAFE)
         self.report(call, message, fix=fix)
 
     def _report_prepared(self, call: ast.Call, receiver: ast.expr, where: Where, kind: str) -> None:
@@ -343,6 +357,30 @@ class OrigModStateDict(FeedsAccelerateScript, Rule):
         if name is not None:
             fix = self.make_fix("Save the unwrapped, uncompiled model", [self.ctx.source.replace(receiver, fixed)], Applicability.UNSAFE)
         self.report(call, message, fix=fix)
+
+    def _may_be_model(self, held: _Held) -> bool:
+        """A prepared object is judged as a model unless it is built as an optimizer, loader or
+        scheduler, or (built out of sight) named like one: ``opt.state_dict()`` is no model's."""
+        if held.call.func.attr == "prepare_model":
+            return True
+        kind = self._object_kind(held.prepared, held.where)
+        if kind is not None:
+            return kind is Kind.MODEL
+        name = (binding_key(held.prepared) or "") if held.prepared is not None else ""
+        return not any(part in name.lower() for part in NOT_MODEL_NAMES)
+
+    def _object_kind(self, expr: ast.AST | None, where: Where, depth: int = 0) -> Kind | None:
+        if expr is None or depth > MAX_DEPTH:
+            return None
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if isinstance(func, ast.Attribute) and func.attr in SAME_MODULE_METHODS:
+                return self._object_kind(func.value, where, depth + 1)
+            return constructor_kind(self.ctx, expr, self.bindings.classes)
+        bound = self.bindings.lookup(expr, where)
+        if bound is None or bound.index is not None or bound.value is None:
+            return None
+        return self._object_kind(bound.value, bound.where, depth + 1)
 
     # -- what an expression holds ------------------------------------------------------------
     def _held(self, expr: ast.AST | None, where: Where, depth: int = 0) -> _Held | None:
@@ -361,8 +399,9 @@ class OrigModStateDict(FeedsAccelerateScript, Rule):
             if value is None or isinstance(value, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 continue
             if bound.index is not None:
-                if self.script.is_prepare_result(value):
-                    return _Held("prepared", value, bound.where)
+                if self.script.is_prepare_result(value) and not any(isinstance(a, ast.Starred) for a in value.args):
+                    argument = value.args[bound.index] if bound.index < len(value.args) else None
+                    return _Held("prepared", value, bound.where, prepared=argument)
                 continue
             found = self._held(value, bound.where, depth + 1)
             if found is not None:
@@ -377,7 +416,7 @@ class OrigModStateDict(FeedsAccelerateScript, Rule):
             if id(call) in self._unwraps:
                 return _Held("unwrap", call, where)
             if func.attr in PREPARE_METHODS:
-                return _Held("prepared", call, where) if len(call.args) == 1 else None
+                return _Held("prepared", call, where, prepared=call.args[0]) if len(call.args) == 1 else None
             if func.attr in SAME_MODULE_METHODS:
                 return self._held(func.value, where, depth + 1)
         if call.args and self.ctx.resolves_to(func, *WRAPPERS):

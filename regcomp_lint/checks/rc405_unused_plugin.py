@@ -9,6 +9,7 @@ from regcomp_lint import callsites
 from regcomp_lint.bindings import Bindings, FeedsBindings, Where
 from regcomp_lint.checks.base import Invalid, Rule
 
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 #: Parents under which reading a name only inspects the plugin (``if plugin is None``).
 INSPECTING = (ast.Compare, ast.If, ast.While, ast.Assert, ast.UnaryOp, ast.IfExp)
 
@@ -136,7 +137,7 @@ class UnusedPlugin(FeedsBindings, Rule):
 
     def _binding(self, target: ast.AST, value: ast.AST, statement: ast.stmt) -> None:
         if isinstance(target, ast.Name) and isinstance(value, ast.Call) and callsites.is_dynamo_plugin(self.ctx, value.func):
-            module_level = not any(isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)) for a in self.ctx.ancestors)
+            module_level = not any(isinstance(a, SCOPES) for a in self.ctx.ancestors)
             self._plugins.append(_Plugin(target.id, value, target, statement, module_level))
 
     def visit_Call(self, node: ast.Call) -> None:

@@ -19,6 +19,7 @@ from libcst.codemod import CodemodContext
 
 from regcomp_lint.codemod.command import ConvertToAccelerate
 from regcomp_lint.codemod.options import ConversionResult, ConvertOptions
+from regcomp_lint.codemod.plain import NO_TRAINING_STEP
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.source import DecodeError, comments, decode_source
 
@@ -34,6 +35,9 @@ def convert_source(text: str, filename: str = "<stdin>", options: ConvertOptions
         ast.parse(body, filename)
     except SyntaxError as exc:  # the interpreter's own position and words (as RC001 reports them)
         return _refused(text, f"{filename}: cannot parse line {exc.lineno}, column {exc.offset}: {exc.msg}; fix the syntax error first")
+    if not any(word in body for word in ("backward", "Accelerator", "TorchDynamoPlugin")):
+        # cheap answer for most files of a repository: nothing to convert, no libcst metadata needed
+        return _refused(text, f"{filename}: not converted: {NO_TRAINING_STEP}")
     try:
         module = cst.parse_module(body)
     except cst.ParserSyntaxError as exc:

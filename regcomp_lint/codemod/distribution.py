@@ -53,6 +53,8 @@ def find_distribution(tree: Tree) -> Distribution:
             found.blockers.append(f"it starts its own worker processes (torch.multiprocessing spawn at line {tree.line(call)})")
         elif tree.resolves_to(func, *names.FSDP):
             found.blockers.append(f"it shards the model with FSDP by hand (line {tree.line(call)})")
+        elif tree.resolves_under(func, names.RPC_PREFIX):
+            found.blockers.append(f"it distributes work with torch.distributed.rpc (line {tree.line(call)})")
     for stmt in find_all(tree.module, (cst.Import, cst.ImportFrom)):
         module = _imported_module(stmt)
         for prefix, framework in names.FOREIGN_FRAMEWORKS:

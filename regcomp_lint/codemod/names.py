@@ -32,6 +32,8 @@ FSDP = (
     "torch.distributed._composable.fsdp.fully_shard",
     "torch.distributed._composable.fsdp.fully_shard.fully_shard",
 )
+#: Remote procedure calls between processes: a distribution model Accelerate does not replace.
+RPC_PREFIX = "torch.distributed.rpc"
 #: Imports of another training framework that owns distribution: (module prefix, what to call it).
 FOREIGN_FRAMEWORKS = (
     ("deepspeed", "DeepSpeed"),

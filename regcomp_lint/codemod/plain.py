@@ -32,6 +32,9 @@ from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, reso
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, read_keys, single_target
 
 
+NO_TRAINING_STEP = "no training step found (no X.backward() call); regcomp-fix converts training scripts only"
+
+
 def _plugin_text(settings: dict[str, Setting]) -> list[str]:
     return [f"{key}={setting.code}" for key, setting in settings.items()]
 
@@ -45,7 +48,7 @@ class PlainPlanner(Planner):
         tree = self.tree
         backwards = backward_calls(tree, set())
         if not backwards:
-            raise Refusal("no training step found (no X.backward() call); regcomp-fix converts training scripts only")
+            raise Refusal(NO_TRAINING_STEP)
         self.training = self.graph.closure_of_callers({tree.function_of(c) for c in backwards})
         self._find_scope()
         self._check_free_names()
@@ -380,17 +383,18 @@ class PlainPlanner(Planner):
         extra: list[cst.BaseStatement] = []
         if last_dependency >= first_use:
             early = [u for u in uses if (self.project(block, u) or 0) <= last_dependency]
-            movable = all(_is_own_line(block, self.project(block, u), u) for u in early)
+            movable = all(_is_own_line(block, self.project(block, u), u) and u in self.device_values for u in early)
             if not movable or (prepare_block is block and prepare_index <= last_dependency):
                 name = next(n for n in dependencies if self.binding_index(block, n, self.scope) == last_dependency)
                 raise Refusal(
-                    f"the Accelerator must exist by line {tree.line(block.body[first_use])} but its settings use {name!r}, "
-                    f"assigned later (line {tree.line(block.body[last_dependency])}); move that assignment up"
+                    f"the Accelerator is needed from line {tree.line(early[0]) if early else tree.line(self.scope)} on, but its settings "
+                    f"use {name!r}, assigned later (line {tree.line(block.body[last_dependency])}); move that assignment up"
                 )
-            for use in early:  # `device = "cuda"` above the settings: keep it, then override it
+            for use in early:  # `device = "cuda"` above the settings: keep it, set it again right after
                 self.edits.replace.pop(use, None)
                 self.devices -= 1
-            extra.append(statement(f"device = {self.acc_key}.device", self.module))
+                target, value = self.device_values[use]
+                extra.append(statement(f"{target} = {value}", self.module))
             first_use = last_dependency + 1
         indent = self.indentation_of(block)
         plugin = call_statement("dynamo_plugin = ", "TorchDynamoPlugin", _plugin_text(settings), self.module, indent)
@@ -415,7 +419,22 @@ class PlainPlanner(Planner):
             notes.append("state_dict() of the prepared model is taken from accelerator.unwrap_model(..., keep_torch_compile=False) (no _orig_mod. keys)")
         if self.options.plan is not None:
             notes += [f"plan: {why}" for why in self.options.plan.why]
+            notes += self._plan_model_mismatch()
         self.notes[:0] = notes
+
+    def _plan_model_mismatch(self) -> list[str]:
+        """The plan names the model it was traced on; say so when this script has no such model."""
+        wanted = self.options.plan.model if self.options.plan is not None else None
+        if not wanted:
+            return []
+        names = set(self.models)
+        for model in self.models:
+            for node in bindings(self.scope, model):
+                if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
+                    names.add(code(node.value.func).rsplit(".", 1)[-1])
+        if wanted in names:
+            return []
+        return [f"the plan was made for model {wanted!r}, which this script does not build ({', '.join(sorted(names))})"]
 
 
 def _names_in(expressions: list[cst.BaseExpression]) -> list[str]:

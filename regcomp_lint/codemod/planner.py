@@ -56,6 +56,8 @@ class Planner:
         self._injected: set[cst.FunctionDef] = set()
         #: nodes in the scope that will read the accelerator (for placing its creation)
         self.uses: list[cst.CSTNode] = []
+        #: device assignments rewritten: node -> (target, new value source)
+        self.device_values: dict[cst.CSTNode, tuple[str, str]] = {}
 
     def conversion(self) -> Conversion:
         return Conversion(self.edits, self.notes, self.imports, self.unused_imports)
@@ -178,6 +180,7 @@ class Planner:
         acc = self.accelerator_in(self.tree.function_of(assign))
         new = f"str({acc}.device)" if _is_string_valued(assign.value) else f"{acc}.device"
         value = expression(new, self.module)
+        self.device_values[assign] = (code(assign.targets[0].target), new)
         self.edits.on(assign, lambda u: u.with_changes(value=value))  # type: ignore[attr-defined]
         self.uses.append(assign)
 

@@ -99,3 +99,12 @@ def test_compile_inside_a_function_and_the_state_dict_elsewhere():
     src = "import torch\ndef build():\n    return torch.compile(Net())\nmodel = build()\nsd = model.state_dict()\n"
     # a compile behind a local function is not followed (only names and wrappers are)
     assert rc404(src) == []
+
+
+def test_prepared_optimizers_schedulers_and_loaders_are_not_models():
+    head = "import torch\n" + HEAD + "acc = Accelerator(dynamo_backend='inductor')\nopt = torch.optim.AdamW(p)\n"
+    src = head + "model, opt, sched, train_dl = acc.prepare(model, opt, sched, train_dl)\n" + (
+        "torch.save({'o': opt.state_dict(), 's': sched.state_dict(), 'd': train_dl.state_dict()}, 'c.pt')\n"
+        "torch.save(model.state_dict(), 'm.pt')\n"
+    )
+    assert [d.location.row for d in rc404(src)] == [8]

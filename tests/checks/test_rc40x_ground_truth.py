@@ -110,7 +110,7 @@ def measured() -> dict:
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", TORCHDYNAMO_VERBOSE="0")
     proc = subprocess.run([TORCH_PYTHON, "-c", PROBE], capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-4000:]
-    line = next(l for l in proc.stdout.splitlines() if l.startswith("RESULT "))
+    line = next(text for text in proc.stdout.splitlines() if text.startswith("RESULT "))
     return json.loads(line[len("RESULT "):])
 
 

@@ -178,6 +178,7 @@ def test_result_of_conversion_is_stable_and_already_accelerate_scripts_are_untou
         ("import lightning as L\n" + HAND_COMPILED, "it uses Lightning"),
         ("from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n" + script("model = FSDP(torch.nn.Linear(2, 1))\n"), "shards the model with FSDP"),
         ("import torch.multiprocessing as mp\n" + HAND_COMPILED + "mp.spawn(main, nprocs=2)\n", "starts its own worker processes"),
+        ("import torch.distributed.rpc as rpc\n" + HAND_COMPILED + "rpc.init_rpc('w', rank=0, world_size=1)\n", "torch.distributed.rpc"),
         ("from torch.nn.parallel import DistributedDataParallel as DDP\n" + script("model = DDP(torch.nn.Linear(2, 1))\n"), "--unsafe-fixes"),
         ("def broken(:\n    pass\n", "cannot parse line 1"),
     ],
@@ -206,6 +207,29 @@ def test_settings_that_are_assigned_too_late_are_refused():
     assert result.refused and "'use_compile'" in result.refused and "move that assignment up" in result.refused
 
 
+def test_device_chosen_above_the_settings_is_set_again_after_the_accelerator():
+    """nanoGPT-style config: ``device = "cuda"`` comes before the ``compile`` flag the plugin reads."""
+    text = textwrap.dedent("""
+        import torch
+        device = "cuda"
+        use_compile = True
+        model = torch.nn.Linear(2, 1).to(device)
+        if use_compile:
+            model = torch.compile(model)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(3):
+            model(torch.randn(2, 2).to(device)).sum().backward()
+    """)
+    result = convert(text)
+    assert 'device = "cuda"\nuse_compile = True\n' in result.text
+    assert (
+        'dynamo_plugin = TorchDynamoPlugin(backend="inductor" if use_compile else "no")\n'
+        "accelerator = Accelerator(dynamo_plugin=dynamo_plugin)\n"
+        "device = str(accelerator.device)\n"
+        "model = torch.nn.Linear(2, 1).to(device)\n"
+    ) in result.text
+
+
 # -- static: no torch, nothing run ------------------------------------------------------------
 
 def test_conversion_never_imports_torch_nor_runs_the_script(tmp_path):
@@ -230,6 +254,17 @@ def test_convert_bytes_reports_undecodable_files():
     result = convert_bytes(b"# -*- coding: utf-8 -*-\nx = '\xff'\n", "bad.py")
     assert result.refused and result.refused.startswith("bad.py: cannot read")
     assert result.data == b"# -*- coding: utf-8 -*-\nx = '\xff'\n"
+
+
+def test_convert_source_keeps_a_bom_in_text():
+    result = convert("\ufeff" + HAND_COMPILED)
+    assert result.changed and result.text.startswith("\ufeffimport torch") and result.text.count("\ufeff") == 1
+
+
+def test_plan_for_another_model_is_reported():
+    result = convert(HAND_COMPILED, plan=Plan(strategy="full", model="GPT"))
+    assert any("the plan was made for model 'GPT'" in note for note in result.notes)
+    assert not any("the plan was made" in note for note in convert(HAND_COMPILED, plan=Plan(strategy="full", model="model")).notes)
 
 
 def test_unknown_option_in_from_dict_is_an_error():

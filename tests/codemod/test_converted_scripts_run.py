@@ -31,7 +31,11 @@ import pytest
 from tests.codemod.fixture_cases import FIXTURES, convert_case
 
 TORCH_PYTHON = os.environ.get("REGCOMP_TORCH_PYTHON") or sys.executable
-TIMEOUT = 600
+TIMEOUT = 300
+#: torch 2.13 can abort a process while the interpreter shuts down, after the script finished
+#: (gloo/compile-worker threads at finalization, pytorch/pytorch#190489; seen under CPU load).
+#: Such a run, where every process printed its end marker, is retried once.
+TEARDOWN_ABORT = "terminate called without an active exception"
 
 #: case -> script arguments (small limits; flags that switch the hand compile on)
 EAGER_CASES = {
@@ -99,11 +103,17 @@ def _losses(output: str) -> list[float]:
     return [float(v) for v in re.findall(r"\bloss[^0-9\n-]{0,3}(-?\d+\.\d+)", output, flags=re.IGNORECASE)]
 
 
-def _run(command: list[str], tmp_path: Path, env: dict[str, str]) -> tuple[str, float]:
-    start = time.perf_counter()
-    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=TIMEOUT)
-    elapsed = time.perf_counter() - start
-    output = done.stdout + done.stderr
+def _run(command: list[str], tmp_path: Path, env: dict[str, str], processes: int = 1) -> tuple[str, float]:
+    for attempt in (1, 2):
+        start = time.perf_counter()
+        done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+        elapsed = time.perf_counter() - start
+        output = done.stdout + done.stderr
+        finished = all(f"[regcomp] process {i} of {processes}" in done.stdout for i in range(processes))
+        if done.returncode != 0 and attempt == 1 and finished and TEARDOWN_ABORT in output:
+            print(f"\nretrying once: a process aborted at interpreter exit after finishing ({TEARDOWN_ABORT})")
+            continue
+        break
     assert done.returncode == 0, f"exit code {done.returncode}:\n{output[-4000:]}"
     return done.stdout, elapsed
 
@@ -148,7 +158,7 @@ def _launched(case: str, tmp_path: Path, backend: str | None) -> float:
         "--dynamo_backend", "no", "--main_process_port", str(_free_port()),
         "wrapper.py", str(script), *EAGER_CASES.get(case, []),
     ]
-    stdout, elapsed = _run(launch, tmp_path, env)
+    stdout, elapsed = _run(launch, tmp_path, env, processes=2)
     _assert_learns(stdout)
     assert "[regcomp] process 0 of 2" in stdout and "[regcomp] process 1 of 2" in stdout, stdout[-2000:]
     print(f"\n{case} ({backend or 'as converted'}), accelerate launch 2 CPU processes: {elapsed:.1f}s")
