@@ -184,6 +184,7 @@ def run_benchmark(args: argparse.Namespace) -> int:
     if not files:
         raise BenchError(f"no Python files under {folder}")
     lines = count_lines(files)
+    args.load_before = load_average()
     work = Path(tempfile.mkdtemp(prefix="regcomp-bench-"))
     others_env = {k: v for k, v in os.environ.items() if k != "REGCOMP_CACHE_DIR"}
     env = dict(others_env)  # regcomp-lint's: runs the snapshot
@@ -236,6 +237,7 @@ def run_benchmark(args: argparse.Namespace) -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
+    notes.append(f"load average (1 min) before / after: {args.load_before} / {load_average()}: other work on the machine slows every tool")
     print_report(folder, version, files, lines, measures, notes, args)
     cold_ratio = cold.wall / ruff.wall
     warm_ratio = warm.wall / ruff.wall
@@ -252,6 +254,13 @@ def run_benchmark(args: argparse.Namespace) -> int:
             "cold_ratio": cold_ratio, "warm_ratio": warm_ratio, "pass": cold_ok and warm_ok,
         }, indent=2))
     return 0 if cold_ok and warm_ok else 1
+
+
+def load_average() -> str:
+    try:
+        return f"{os.getloadavg()[0]:.2f}"
+    except (AttributeError, OSError):
+        return "?"
 
 
 def machine() -> str:

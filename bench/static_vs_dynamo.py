@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -43,6 +44,7 @@ RECALL_TARGET = 0.9
 #: RC301's measured positive: guards on one module attribute failed for this many different
 #: values (block k fails on the k values compiled before it; a bool attribute fails on one).
 PER_BLOCK_VALUES = 2
+PLANTED = re.compile(r"# planted: (RC\d{3})")
 REGIONAL_REQUEST = "\n\nfrom accelerate.utils import compile_regions as _compile_regions\n_regional = _compile_regions(make_model())\n"
 
 sys.path.insert(0, str(ROOT))
@@ -131,6 +133,24 @@ class Comparison:
 
 def ratio(part: int, whole: int) -> float:
     return part / whole if whole else 1.0
+
+
+def planted_rule(site: Site, models: Path = MODELS) -> str:
+    """The rule a fixture line was written for (its ``# planted: RCnnn`` comment), or ``?``."""
+    lines = (models / site.file).read_text(encoding="utf-8").splitlines()
+    found = PLANTED.search(lines[site.line - 1]) if 0 < site.line <= len(lines) else None
+    return found.group(1) if found else "?"
+
+
+def per_rule(result: "Comparison") -> list[tuple[str, int, int, int]]:
+    """(rule, dynamo sites planted for it, found, false alarms of it)."""
+    rows = []
+    for code in BREAK_RULES:
+        sites = [s for s in result.sites if planted_rule(s) == code]
+        found = [s for s in sites if s not in result.missed]
+        alarms = [f for f in result.false_alarms if f.code == code]
+        rows.append((code, len(sites), len(found), len(alarms)))
+    return rows
 
 
 # -- the static side (no torch) -----------------------------------------------------------------
@@ -244,8 +264,10 @@ def render(result: Comparison, stored: dict) -> str:
         f"{len(result.sites) - len(result.missed)} | {len(result.missed)} | {len(result.false_alarms)} | "
         f"**{result.precision:.3f}** | **{result.recall:.3f}** |"
     )
+    lines += ["", "| rule | dynamo breaks planted for it | found | false alarms |", "|---|---:|---:|---:|"]
+    lines += [f"| {code} | {n} | {found} | {alarms} |" for code, n, found, alarms in per_rule(result)]
     lines += ["", "Misses (dynamo broke, no RC2xx finding):" if result.missed else "Misses: none"]
-    lines += [f"- {s.file}:{s.line} {s.gb or ''} {s.reason}" for s in result.missed]
+    lines += [f"- {s.file}:{s.line} ({planted_rule(s)}) {s.gb or ''} {s.reason}" for s in result.missed]
     lines += ["", "False alarms (RC2xx finding, dynamo did not break):" if result.false_alarms else "False alarms: none"]
     lines += [f"- {f.file}:{f.row} {f.code} {f.message}" for f in result.false_alarms]
     for code, verdicts in (("RC301", result.rc301), ("RC502", result.rc502)):

@@ -57,6 +57,8 @@ class Node:
     #: The key of a ``ModuleDict`` entry (``h`` in ``nn.ModuleDict(dict(h=...))``).
     key: str | None = None
     varies: bool = False
+    #: The file ``at`` is in.
+    path: str | None = None
 
     @property
     def label(self) -> str:
@@ -212,6 +214,12 @@ class _Reader:
     # -- evaluating ---------------------------------------------------------------------------
     def node(self, value: ast.expr, ints: frozenset[str], many: bool = False, count: int | None = None) -> Node:
         """What ``value`` builds, for a module-valued expression."""
+        found = self._node(value, ints, many, count)
+        if found.path is None:
+            found.path = self.module.path
+        return found
+
+    def _node(self, value: ast.expr, ints: frozenset[str], many: bool, count: int | None) -> Node:
         if self.depth > MAX_DEPTH:
             return Node("unknown", value)
         if isinstance(value, ast.List) and len(value.elts) == 1 and not isinstance(value.elts[0], ast.Starred):

@@ -64,7 +64,7 @@ def _syntax_error(exc: BaseException, source: SourceFile) -> Diagnostic:
 def active_rules(text: str, enabled: Iterable[str]) -> list[type[Rule]]:
     """Enabled visitor rules whose triggers occur in ``text`` (the prefilter)."""
     return [rule for rule in _visitor_rules(frozenset(enabled))
-            if (not rule.triggers or any(t in text for t in rule.triggers)) and all(r in text for r in rule.required)]
+            if all(r in text for r in rule.required) and (not rule.triggers or any(t in text for t in rule.triggers))]
 
 
 @lru_cache(maxsize=64)

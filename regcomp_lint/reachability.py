@@ -57,7 +57,7 @@ import ast
 import os
 import weakref
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from typing import TYPE_CHECKING, Iterable, Iterator
 
 from regcomp_lint.names import ImportMap
@@ -108,7 +108,7 @@ class ParsedModule:
         assignments: dict[str, ast.expr] = {}
         own_imports = imports is None
         imports = imports or ImportMap()
-        for stmt in _top_level(tree.body):
+        for stmt in top_level_statements(tree.body):
             if isinstance(stmt, ast.ClassDef):
                 classes[stmt.name] = stmt
             elif isinstance(stmt, FUNCTION_DEFS):
@@ -122,21 +122,21 @@ class ParsedModule:
         return cls(path, tree, imports, classes, functions, assignments)
 
 
-def _top_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+def top_level_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     """Top-level statements, looking inside ``if``/``try``/``with`` blocks (guarded definitions)."""
     for stmt in body:
         yield stmt
         if isinstance(stmt, ast.If):
-            yield from _top_level(stmt.body)
-            yield from _top_level(stmt.orelse)
+            yield from top_level_statements(stmt.body)
+            yield from top_level_statements(stmt.orelse)
         elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
-            yield from _top_level(stmt.body)
+            yield from top_level_statements(stmt.body)
             for handler in stmt.handlers:
-                yield from _top_level(handler.body)
-            yield from _top_level(stmt.orelse)
-            yield from _top_level(stmt.finalbody)
+                yield from top_level_statements(handler.body)
+            yield from top_level_statements(stmt.orelse)
+            yield from top_level_statements(stmt.finalbody)
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-            yield from _top_level(stmt.body)
+            yield from top_level_statements(stmt.body)
 
 
 @lru_cache(maxsize=256)
@@ -272,15 +272,15 @@ class Function:
     def __repr__(self) -> str:
         return f"Function({self.label})"
 
-    @cached_property
+    @property
     def disabled(self) -> bool:
         """Decorated with ``torch.compiler.disable``: dynamo runs it eagerly and traces nothing in it."""
-        imports = self.module.imports
-        for decorator in self.node.decorator_list:
-            target = decorator.func if isinstance(decorator, ast.Call) else decorator
-            if imports.resolves_to(target, *DISABLE):
-                return True
-        return False
+        found = self.__dict__.get("_disabled")
+        if found is None:
+            imports = self.module.imports
+            found = any(imports.resolves_to(d.func if isinstance(d, ast.Call) else d, *DISABLE) for d in self.node.decorator_list)
+            self.__dict__["_disabled"] = found
+        return found
 
 
 @dataclass(frozen=True)
@@ -327,6 +327,8 @@ class FactsCollector:
         #: ``(start, end)`` positions of statements dynamo skips: the body of
         #: ``if not torch.compiler.is_compiling():``, the ``else`` of ``if is_compiling():``.
         self.untraced: list[tuple[tuple[int, int], tuple[int, int]]] = []
+        #: Node type → the candidate collectors of the RC2xx rules that want it (filled by the rules).
+        self.wanted: dict[type, list] = {}
 
     def is_untraced(self, node: ast.AST) -> bool:
         if not self.untraced:
@@ -569,11 +571,14 @@ class Reachability:
         for base in node.bases:
             if _is_known_module_base(base, module.imports):
                 continue
-            # Another file is read only to learn whether the class is a module at all.
-            resolved = self.resolve_class(base, module, load=True if not known else None)
+            resolved = self.resolve_class(base, module)
             if isinstance(resolved, ModuleClass):
                 cls.bases.append(resolved)
                 cls.is_module = cls.is_module or resolved.is_module
+            elif isinstance(resolved, str) and not known and not self.deep and "forward" in _method_names(node):
+                # Shallow graphs read no other file: a class that defines ``forward`` on a base
+                # from a local module of the project is taken for a module.
+                cls.is_module = cls.is_module or self._local_module_path(resolved, module) is not None
         self._classes[key] = cls
         if cls.is_module:
             _collect_submodules(self, cls)
@@ -605,16 +610,22 @@ class Reachability:
 
     def _local_definition(self, qualname: str, module: ParsedModule, hops: int) -> tuple[ParsedModule, str] | None:
         """(module, name) when ``qualname`` names something defined in a local module file."""
-        if hops > MAX_IMPORT_HOPS or module.path is None:
+        if hops > MAX_IMPORT_HOPS:
             return None
-        dotted, _, name = qualname.rpartition(".")
-        if not dotted or _is_third_party(dotted):
+        path = self._local_module_path(qualname, module)
+        loaded = load_module(path) if path is not None else None
+        return (loaded, qualname.rpartition(".")[2]) if loaded is not None else None
+
+    @staticmethod
+    def _local_module_path(qualname: str, module: ParsedModule) -> str | None:
+        """The file of a local module ``qualname`` is imported from (not read)."""
+        dotted = qualname.rpartition(".")[0]
+        if module.path is None or not dotted or _is_third_party(dotted):
             return None
         path = module_file(module.path, dotted)
         if path is None or os.path.abspath(path) == os.path.abspath(module.path):
             return None
-        loaded = load_module(path)
-        return (loaded, name) if loaded is not None else None
+        return path
 
     def resolve_function(self, expr: ast.AST, module: ParsedModule, hops: int = 0) -> tuple[ParsedModule, ast.FunctionDef | ast.AsyncFunctionDef] | None:
         """A module-level function named by ``expr`` (``helper``, ``utils.helper``) in ``module``
@@ -897,6 +908,10 @@ class Reachability:
 
 
 # -- helpers ---------------------------------------------------------------------------------
+
+def _method_names(node: ast.ClassDef) -> set[str]:
+    return {stmt.name for stmt in node.body if isinstance(stmt, FUNCTION_DEFS)}
+
 
 def _is_self(node: ast.AST) -> bool:
     return isinstance(node, ast.Name) and node.id == "self"

@@ -78,52 +78,67 @@ class Scope:
         return self.func.module.assignments.get(node.id)
 
 
+#: Every node type an RC2xx rule may want (checked when a rule class is defined).
+WALKED_TYPES = tuple(dict.fromkeys(FACT_TYPES + FUNCTION_TYPES + (
+    ast.Subscript, ast.JoinedStr, ast.BinOp, ast.While, ast.IfExp, ast.comprehension, ast.BoolOp)))
+
+
 class ForwardRule(Rule):
+    """Base of RC201-RC209. One instance per file feeds the engine's walk to the file's
+    :class:`~regcomp_lint.reachability.FactsCollector` and hands each node to the RC2xx rules
+    that want its type; the other instances switch their handlers off. So a ``Call`` costs one
+    handler call however many RC2xx rules run."""
+
     required = ("forward",)
-    #: ast node types whose instances may be candidates.
+    #: ast node types whose instances may be candidates (a subset of ``WALKED_TYPES``).
     node_types: ClassVar[tuple[type[ast.AST], ...]] = ()
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._candidates: list[tuple[ast.AST, tuple[ast.AST, ...]]] = []
         self._facts, feeder = reachability.collector_for(ctx)
-        if not feeder:  # another RC2xx rule feeds the file's facts: only collect candidates
-            for node_type in FACT_TYPES + FUNCTION_TYPES:
-                name = node_type.__name__
-                setattr(self, f"visit_{name}", self._collect if node_type in self.node_types else None)
+        # What the feeding rule runs for this rule on each node of a wanted type: the cheap
+        # syntactic test and where to keep the node, or this rule's own ``_collect``.
+        own = type(self)._collect is not ForwardRule._collect
+        entry = (None, self._collect) if own else (self.candidate, self._candidates)
+        for node_type in self.node_types:
+            self._facts.wanted.setdefault(node_type, []).append(entry)
+        if not feeder:
+            for node_type in WALKED_TYPES:
+                setattr(self, f"visit_{node_type.__name__}", None)
                 if node_type in FUNCTION_TYPES:
-                    setattr(self, f"leave_{name}", None)
+                    setattr(self, f"leave_{node_type.__name__}", None)
 
     def __init_subclass__(cls, **kwargs) -> None:
-        """Handlers: candidates are collected for ``node_types``; the rule that feeds the file's
-        facts also handles every node type :class:`~regcomp_lint.reachability.FactsCollector` needs."""
         super().__init_subclass__(**kwargs)
-        for node_type in set(cls.node_types) | set(FACT_TYPES) | set(FUNCTION_TYPES):
-            name = node_type.__name__
-            candidate = node_type in cls.node_types
-            if node_type in FUNCTION_TYPES:
-                setattr(cls, f"visit_{name}", cls._enter_collect if candidate else cls._enter)
-                setattr(cls, f"leave_{name}", cls._leave)
-            elif node_type in FACT_TYPES:
-                setattr(cls, f"visit_{name}", cls._feed_collect if candidate else cls._feed)
-            else:
-                setattr(cls, f"visit_{name}", cls._collect)
+        unknown = set(cls.node_types) - set(WALKED_TYPES)
+        if unknown:
+            raise TypeError(f"{cls.__name__}.node_types: add {sorted(t.__name__ for t in unknown)} to WALKED_TYPES")
 
-    def _feed(self, node: ast.AST) -> None:
-        self._facts.visit(node)
+    def _walked(self, node: ast.AST) -> None:
+        facts = self._facts
+        if not facts.defs:
+            return  # module level: not in any function, nothing to collect
+        if type(node) in _FED:
+            facts.visit(node)
+        defs = None
+        for candidate, sink in facts.wanted.get(type(node), ()):
+            if candidate is None:
+                sink(node)
+            elif candidate(node):
+                defs = defs or tuple(facts.defs)
+                sink.append((node, defs))
 
-    def _feed_collect(self, node: ast.AST) -> None:
-        self._facts.visit(node)
-        self._collect(node)
+    def _entered(self, node: ast.AST) -> None:
+        facts = self._facts
+        facts.enter(node)
+        for candidate, sink in facts.wanted.get(type(node), ()):
+            if candidate is None:
+                sink(node)
+            elif candidate(node):
+                sink.append((node, tuple(facts.defs)))
 
-    def _enter(self, node: ast.AST) -> None:
-        self._facts.enter(node)
-
-    def _enter_collect(self, node: ast.AST) -> None:
-        self._facts.enter(node)
-        self._collect(node)
-
-    def _leave(self, node: ast.AST) -> None:
+    def _left(self, node: ast.AST) -> None:
         self._facts.leave(node)
 
     # -- to override ------------------------------------------------------------------------
@@ -154,6 +169,15 @@ class ForwardRule(Rule):
             found = self.judge(node, Scope(reach, func, chain))
             if found is not None:
                 self.report(found.at or node, f"{found.message} ({chain})")
+
+
+_FED = frozenset(FACT_TYPES)
+for _type in WALKED_TYPES:
+    if _type in FUNCTION_TYPES:
+        setattr(ForwardRule, f"visit_{_type.__name__}", ForwardRule._entered)
+        setattr(ForwardRule, f"leave_{_type.__name__}", ForwardRule._left)
+    else:
+        setattr(ForwardRule, f"visit_{_type.__name__}", ForwardRule._walked)
 
 
 def is_disabled(func: Function) -> bool:

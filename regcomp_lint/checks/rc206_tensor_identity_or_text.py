@@ -84,6 +84,8 @@ class TensorIdentityOrText(ForwardRule):
     ]
 
     def _collect(self, node: ast.AST) -> None:
+        if not self.candidate(node):
+            return
         for anc in reversed(self.ctx.ancestors):
             if isinstance(anc, (ast.Raise, ast.Assert)):
                 return  # a message built only on the error path: never traced into a graph

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import ast
 import os
+from dataclasses import dataclass
 
 from regcomp_lint import callsites, reachability
-from regcomp_lint.bindings import Bindings, FeedsBindings, Where
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.checks.forward_rule import ForwardRule, breaks_in
 from regcomp_lint.context import is_true, keyword_value
 from regcomp_lint.models import FACTORY_METHODS, PREPARE_METHODS, SAME_MODULE_METHODS, WRAPPERS
-from regcomp_lint.reachability import ModuleClass
+from regcomp_lint.reachability import FUNCTION_DEFS, ModuleClass, Reachability, top_level_statements
 
 MAX_DEPTH = 20
 
@@ -28,7 +28,7 @@ _CLEAN = (
 )
 
 
-class FullgraphBlocked(FeedsBindings, Rule):
+class FullgraphBlocked(Rule):
     """## What it does
     Reports `fullgraph=True` (on `torch.compile(model, ...)`, `model.compile(...)`,
     `@torch.compile` on a `forward`, or a `TorchDynamoPlugin` whose accelerator prepares the
@@ -106,14 +106,19 @@ class FullgraphBlocked(FeedsBindings, Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.bindings = Bindings()
-        self._sites: list[tuple[ast.AST, ast.expr | None, Where | None, str | None]] = []
-        self._prepared: list[tuple[ast.expr, Where]] = []
+        #: (the ``fullgraph`` value to point at, the model expression or None, where it is, a class name)
+        self._sites: list[tuple[ast.AST, ast.expr | None, _Where | None, str | None]] = []
+        self._prepared: list[tuple[ast.expr, _Where]] = []
+
+    def _here(self, node: ast.AST) -> "_Where":
+        ancestors = self.ctx.ancestors
+        defs = tuple(a for a in ancestors if isinstance(a, FUNCTION_DEFS))
+        classes = [a for a in ancestors if isinstance(a, ast.ClassDef)]
+        return _Where(defs, classes[-1] if classes else None, (node.lineno, node.col_offset))
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        self.bindings.visit(node)
         parent = self.ctx.parent()
-        if node.name != "forward" or not isinstance(parent, ast.ClassDef):
+        if node.name != "forward" or not isinstance(parent, ast.ClassDef) or not node.decorator_list:
             return
         for decorator in node.decorator_list:
             call = callsites.decorator_compile_call(self.ctx, decorator)
@@ -124,8 +129,8 @@ class FullgraphBlocked(FeedsBindings, Rule):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
-        if isinstance(func, ast.Attribute) and func.attr in PREPARE_METHODS:
-            where = self.bindings.here(node)
+        if type(func) is ast.Attribute and func.attr in PREPARE_METHODS:
+            where = self._here(node)
             self._prepared.extend((arg, where) for arg in node.args if not isinstance(arg, ast.Starred))
         fullgraph = keyword_value(node, "fullgraph")
         plugin_like = len(node.args) > 2 and (getattr(func, "attr", None) or getattr(func, "id", None)) == "TorchDynamoPlugin"
@@ -136,13 +141,12 @@ class FullgraphBlocked(FeedsBindings, Rule):
             fullgraph = callsites.plugin_argument(node, "fullgraph")
         if not is_true(fullgraph):
             return
-        where = self.bindings.here(node)
         if site is callsites.Site.TORCH_COMPILE and node.args:
-            self._sites.append((fullgraph, node.args[0], where, None))
+            self._sites.append((fullgraph, node.args[0], self._here(node), None))
         elif site is callsites.Site.MODULE_COMPILE and callsites.is_torch_module_compile(self.ctx, node):
-            self._sites.append((fullgraph, func.value, where, None))
+            self._sites.append((fullgraph, func.value, self._here(node), None))
         elif site is callsites.Site.DYNAMO_PLUGIN:
-            self._sites.append((fullgraph, None, where, None))
+            self._sites.append((fullgraph, None, self._here(node), None))
 
     def finish(self) -> None:
         if not self._sites:
@@ -152,46 +156,97 @@ class FullgraphBlocked(FeedsBindings, Rule):
             if class_name is not None:
                 classes = [reach.classes[class_name]] if class_name in reach.classes else []
             elif model is not None:
-                classes = self._classes_of(reach, model, where, 0)
+                classes = _Resolver(reach, self.ctx).classes_of(model, where)
             else:  # a plugin: whatever the file prepares
-                classes = [c for expr, w in self._prepared for c in self._classes_of(reach, expr, w, 0)]
+                resolver = _Resolver(reach, self.ctx)
+                classes = [c for expr, w in self._prepared for c in resolver.classes_of(expr, w)]
             for cls in _unique(classes):
                 message = _blocked(reach, cls, self.ctx.filename)
                 if message is not None:
                     self.report(at, message)
                     break
 
-    def _classes_of(self, reach, expr: ast.AST | None, where: Where, depth: int) -> list[ModuleClass]:
-        """The module classes an expression may be an instance of."""
+
+@dataclass(frozen=True)
+class _Where:
+    defs: tuple[ast.AST, ...]  # enclosing functions, outermost first
+    cls: ast.ClassDef | None
+    pos: tuple[int, int]
+
+
+class _Resolver:
+    """Which module classes an expression holds: ``Net()``, ``model`` assigned earlier,
+    ``model.to(device)``, ``self.model``, ``accelerator.prepare(model)``, DDP wrappers."""
+
+    def __init__(self, reach: Reachability, ctx) -> None:
+        self.reach = reach
+        self.ctx = ctx
+
+    def classes_of(self, expr: ast.AST | None, where: _Where, depth: int = 0) -> list[ModuleClass]:
         if expr is None or depth > MAX_DEPTH:
             return []
         if isinstance(expr, ast.Call):
             func = expr.func
             if isinstance(func, ast.Attribute):
                 if func.attr in SAME_MODULE_METHODS:
-                    return self._classes_of(reach, func.value, where, depth + 1)
+                    return self.classes_of(func.value, where, depth + 1)
                 if func.attr in PREPARE_METHODS and len(expr.args) == 1:
-                    return self._classes_of(reach, expr.args[0], where, depth + 1)
+                    return self.classes_of(expr.args[0], where, depth + 1)
                 if func.attr in FACTORY_METHODS:
                     return []
             if self.ctx.resolves_to(func, *WRAPPERS) and expr.args:
-                return self._classes_of(reach, expr.args[0], where, depth + 1)
-            found = reach.resolve_class(func, reach.module)
+                return self.classes_of(expr.args[0], where, depth + 1)
+            found = self.reach.resolve_class(func, self.reach.module)
             return [found] if isinstance(found, ModuleClass) and found.is_module else []
         found: list[ModuleClass] = []
-        for bound in self.bindings.candidates(expr, where):
-            value = bound.value
-            if value is None or isinstance(value, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            if bound.index is not None:
-                if not isinstance(value, (ast.Tuple, ast.List)) or bound.index >= len(value.elts):
-                    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in PREPARE_METHODS \
-                            and bound.index < len(value.args):
-                        found.extend(self._classes_of(reach, value.args[bound.index], bound.where, depth + 1))
-                    continue
-                value = value.elts[bound.index]
-            found.extend(self._classes_of(reach, value, bound.where, depth + 1))
+        for value, index in self._values(expr, where):
+            if index is not None:
+                value = _element(value, index)
+            found.extend(self.classes_of(value, where, depth + 1))
         return found
+
+    def _values(self, expr: ast.AST, where: _Where) -> list[tuple[ast.AST, int | None]]:
+        """The value last assigned to a name (or ``self.attr``) before ``where``."""
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+            if where.cls is None:
+                return []
+            found = []
+            for stmt in where.cls.body:
+                if isinstance(stmt, FUNCTION_DEFS):
+                    found.extend((v, None) for attr, v in self.reach.facts(stmt).self_assigns if attr == expr.attr)
+            return found
+        if not isinstance(expr, ast.Name):
+            return []
+        for scope in reversed(where.defs):
+            bindings = self.reach.facts(scope).bindings.get(expr.id)
+            if bindings:
+                values = [(v, i) for kind, v, i in bindings if kind == "value"]
+                return _last_before(values, where.pos)
+        values = []
+        for stmt in top_level_statements(self.ctx.tree.body):
+            if isinstance(stmt, ast.Assign):
+                for target in stmt.targets:
+                    if isinstance(target, ast.Name) and target.id == expr.id:
+                        values.append((stmt.value, None))
+                    elif isinstance(target, (ast.Tuple, ast.List)):
+                        values.extend((stmt.value, i) for i, e in enumerate(target.elts)
+                                      if isinstance(e, ast.Name) and e.id == expr.id)
+        return _last_before(values, where.pos if not where.defs else (10**9, 0))
+
+
+def _last_before(values: list[tuple[ast.AST, int | None]], pos: tuple[int, int]) -> list[tuple[ast.AST, int | None]]:
+    before = [(v, i) for v, i in values if (v.lineno, v.col_offset) < pos]
+    return before[-1:] if before else values[-1:]
+
+
+def _element(value: ast.AST, index: int) -> ast.AST | None:
+    """Element ``index`` of ``a, b = value``: a tuple display, or ``prepare(a, b)``."""
+    if isinstance(value, (ast.Tuple, ast.List)) and index < len(value.elts):
+        return value.elts[index]
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in PREPARE_METHODS \
+            and index < len(value.args):
+        return value.args[index]
+    return None
 
 
 def _unique(classes: list[ModuleClass]) -> list[ModuleClass]:

@@ -50,8 +50,9 @@ class PerBlockIntAttribute(Rule):
 
     Not reported: an index used only in `__init__` (depth-scaled initialisation) or in methods
     `forward` never reaches (`extra_repr`), reads on an optional path (inside `if cache is not
-    None:` or `if use_cache:` where that argument defaults to `None`/`False`: a training step
-    does not run it, so dynamo never guards on it), and values derived with `%` or a comparison
+    None:`, after `cache is not None and ...`, or under a test of an argument defaulting to
+    `None`/`False` such as `if use_cache:`: a training step does not run it, so dynamo never
+    guards on it), and values derived with `%` or a comparison
     (`self.is_first = layer_idx == 0`: two values, one recompilation). The block class must be
     defined in the linted file (its bases may come from local modules).
 
@@ -310,12 +311,18 @@ def _reads(func: ast.FunctionDef | ast.AsyncFunctionDef, attr: str):
         node, optional = stack.pop()
         if isinstance(node, ast.Attribute) and node.attr == attr and _is_self(node.value) and isinstance(node.ctx, ast.Load):
             yield node, optional
-        if isinstance(node, (ast.If, ast.IfExp)) and optional_args and _mentions(node.test, optional_args):
+        if isinstance(node, (ast.If, ast.IfExp)) and _optional_test(node.test, optional_args):
             stack.append((node.test, optional))
             body = node.body if isinstance(node.body, list) else [node.body]
             orelse = node.orelse if isinstance(node.orelse, list) else [node.orelse]
             stack.extend((child, True) for child in body)
             stack.extend((child, optional) for child in orelse)
+            continue
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+            after_test = optional
+            for value in node.values:  # `cache is not None and cache.seen(self.idx)`: short-circuit
+                stack.append((value, after_test))
+                after_test = after_test or _optional_test(value, optional_args)
             continue
         stack.extend((child, optional) for child in ast.iter_child_nodes(node))
 
@@ -328,8 +335,15 @@ def _optional_arguments(func: ast.FunctionDef | ast.AsyncFunctionDef) -> frozens
     return frozenset(a.arg for a, d in pairs if isinstance(d, ast.Constant) and d.value in (None, False))
 
 
-def _mentions(test: ast.AST, names: frozenset[str]) -> bool:
-    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(test))
+def _optional_test(test: ast.AST, optional_args: frozenset[str]) -> bool:
+    """Reads an argument defaulting to None/False, or tests ``x is not None``."""
+    for node in ast.walk(test):
+        if isinstance(node, ast.Name) and node.id in optional_args:
+            return True
+        if isinstance(node, ast.Compare) and any(isinstance(op, ast.IsNot) for op in node.ops) \
+                and any(isinstance(c, ast.Constant) and c.value is None for c in node.comparators):
+            return True
+    return False
 
 
 def _is_self(node: ast.AST) -> bool:

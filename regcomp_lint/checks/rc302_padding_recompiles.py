@@ -80,7 +80,7 @@ class PaddingRecompiles(Rule):
     code = "RC302"
     name = "padding-recompiles"
     message = "compiled for static shapes while batches are padded to their longest sample: one recompile per new length"
-    triggers = ("dynamic", "reduce-overhead", "max-autotune")
+    triggers = ("dynamic", "reduce-overhead", "max-autotune", "DynamoPlugin(")
 
     valid = [
         # dynamic shapes allowed (the default)
@@ -143,7 +143,7 @@ class PaddingRecompiles(Rule):
             if _fixed(call, "padding", default_pads=True):
                 return None
             return f"`{last}` pads each batch to its longest sample"
-        if last == "pad_sequence" and self.ctx.resolves_to(func, *PAD_SEQUENCE):
+        if self.ctx.resolves_to(func, *PAD_SEQUENCE):
             return "`pad_sequence` pads each batch to its longest sequence"
         padding = keyword_value(call, "padding")
         if padding is not None and _longest(padding) and _tokenizer_call(call) and _fixed(call, "padding", default_pads=False) is False:

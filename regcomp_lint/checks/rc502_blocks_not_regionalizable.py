@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 from dataclasses import dataclass
 
 from regcomp_lint import callsites, reachability
@@ -162,7 +163,7 @@ class BlocksNotRegionalizable(FeedsBindings, Rule):
         requests += self._plugin_requests()
         if not requests:
             return
-        reach = reachability.for_context(self.ctx)
+        reach = reachability.for_context(self.ctx, deep=True)  # the model often lives in model.py
         judge = _Judge(reach)
         for request in requests:
             cls = self._model_class(reach, request.model, request.where, 0)
@@ -257,7 +258,7 @@ class _Judge:
         if local_lists or not holders:
             return []
         path, node, block, _ = holders[0]
-        where = f"(`{path}`, line {node.at.lineno})"
+        where = f"(`{path}`, {_line(node.at, None if node.path == self.reach.module.path else node.path)})"
         layout = (f"sit in an `nn.Sequential` {where}" if node.container == "Sequential" else
                   f"sit in a `ModuleList` mixing {_classes(node)} {where}")
         whole = self.tree.has_repeated(Node("local", cls.node, cls=cls))
@@ -302,29 +303,53 @@ class _Judge:
                 found += self._wrapped_containers(child, owner, path, depth + 1)
         return found
 
-    def _use(self, owner: ModuleClass, path: tuple[str, ...], container: Node) -> tuple[str, str, int] | None:
+    def _use(self, owner: ModuleClass, path: tuple[str, ...], container: Node) -> tuple[str, str, str] | None:
         """How the owner's forward code uses ``self.<path>``: (effect, function label, line)."""
         keys = {e.key for e in container.elements if e.key}
         best = None
-        for func, _ in self.reach.reached():
-            if func.cls is not owner or not func.local:
-                continue
-            parents = _parents(func.node)
-            for node in ast.walk(func.node):
+        here = self.reach.module.path
+        for defining, method in _forward_methods(owner):
+            parents = _parents(method)
+            for node in ast.walk(method):
                 if not (isinstance(node, ast.Attribute) and _self_path(node) == path):
                     continue
                 effect = _effect(node, parents, keys)
                 if effect is not None:
-                    rank = (effect.startswith("runs"), node.lineno)
+                    elsewhere = defining.module.path != here
+                    rank = ("uncompiled" in effect, elsewhere, node.lineno)
                     if best is None or rank < best[0]:
-                        best = (rank, (effect, func.label, node.lineno))
+                        label = f"{owner.name}.{method.name}"
+                        best = (rank, (effect, label, _line(node, defining.module.path if elsewhere else None)))
         return best[1] if best else None
 
 
-def _wrapped_message(owner: ModuleClass, path: tuple[str, ...], container: Node, effect: str, label: str, line: int) -> str:
+def _forward_methods(cls: ModuleClass) -> list[tuple[ModuleClass, ast.FunctionDef]]:
+    """``forward`` and the methods it calls through ``self.method(...)``, transitively (the
+    model may come from another file, outside this file's call graph)."""
+    found = cls.method("forward")
+    if found is None:
+        return []
+    seen = {id(found[1])}
+    methods = [found]
+    for _, method in methods:
+        for node in ast.walk(method):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _self_path(node.func.value) == ():
+                callee = cls.method(node.func.attr)
+                if callee is not None and id(callee[1]) not in seen:
+                    seen.add(id(callee[1]))
+                    methods.append(callee)
+    return methods
+
+
+def _wrapped_message(owner: ModuleClass, path: tuple[str, ...], container: Node, effect: str, label: str, line: str) -> str:
     name = "self." + ".".join(path)
-    return (f"regional compilation wraps `{name}` of `{owner.name}` (an {container.label}, line {container.at.lineno}) in one "
-            f"`OptimizedModule` beside the repeated blocks, and `{label}` {effect} (line {line}); {SUGGESTION}")
+    return (f"regional compilation wraps `{name}` of `{owner.name}` (an {container.label}) in one `OptimizedModule` beside "
+            f"the repeated blocks, and `{label}` {effect} ({line}); {SUGGESTION}")
+
+
+def _line(node: ast.AST, path: str | None) -> str:
+    """``line 12``, or ``model.py:12`` for code in another file."""
+    return f"{os.path.basename(path)}:{node.lineno}" if path else f"line {node.lineno}"
 
 
 def _effect(node: ast.Attribute, parents: dict[int, ast.AST], keys: set[str]) -> str | None:

@@ -347,22 +347,6 @@ class PlainPlanner(Planner):
         self._place_accelerator(settings, script, block, prepare_index)
         self.edits.add_statements(block, prepare_index, [prepare], after=True)
         self.prepared = prepared
-        self._end_training(block)
-
-    def _end_training(self, block: Block) -> None:
-        """``accelerator.end_training()`` after the last statement of the training code, so every
-        process destroys its process group and exits cleanly (gloo can abort at exit otherwise)."""
-        if self.owner is not None:
-            return  # a Trainer's end is its caller's business
-        for call in find_all(self.scope, cst.Call):
-            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "end_training":
-                return
-        index = len(block.body)
-        last = block.body[-1]
-        if isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[0], (cst.Return, cst.Raise)):
-            index -= 1
-        self.edits.add_statements(block, index, [statement(f"{self.acc_key}.end_training()", self.module)], after=True)
-        self.notes.append(f"{self.acc_key}.end_training() added at the end of {function_name(self.scope)}: processes destroy their process group and exit cleanly")
 
     def _place_accelerator(self, settings: dict[str, Setting], script: ScriptSettings, prepare_block: Block, prepare_index: int) -> None:
         tree = self.tree

@@ -76,12 +76,6 @@ def test_hand_compile_fullgraph_is_kept_with_regional_compilation():
     assert plugin_line(result) == 'dynamo_plugin = TorchDynamoPlugin(backend="inductor", mode="max-autotune", fullgraph=True, use_regional_compilation=True)'
 
 
-def test_end_training_closes_the_scope_once():
-    result = convert(script("model = torch.nn.Linear(2, 1)\n") + "    return model\n")
-    assert re.search(r"\n    accelerator\.end_training\(\)\n\s*return model\n$", result.text), result.text
-    assert result.text.count("end_training") == 1
-
-
 def test_plan_beats_script():
     plan = Plan(strategy="full", plugin={"backend": "aot_eager", "fullgraph": False})
     result = convert(HAND_COMPILED, plan=plan)

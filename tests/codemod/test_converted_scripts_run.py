@@ -32,6 +32,7 @@ from tests.codemod.fixture_cases import FIXTURES, convert_case
 
 TORCH_PYTHON = os.environ.get("REGCOMP_TORCH_PYTHON") or sys.executable
 TIMEOUT = 300
+HANG_AFTER = 60
 #: torch 2.13 can abort a process while the interpreter shuts down, after the script finished
 #: (gloo/compile-worker threads at finalization, pytorch/pytorch#190489; seen under CPU load).
 #: Such a run, where every process printed its end marker, is retried once.
@@ -55,7 +56,8 @@ EAGER_CASES = {
 INDUCTOR_CASE = "module_level_script"
 
 WRAPPER = '''
-import runpy, sys
+import faulthandler, runpy, sys
+faulthandler.dump_traceback_later(HANG_AFTER, exit=True)  # a hung process says where, then exits
 script = sys.argv[1]
 sys.argv = sys.argv[1:]
 runpy.run_path(script, run_name="__main__")
@@ -135,7 +137,7 @@ def _write(tmp_path: Path, case: str, backend: str | None) -> Path:
         data = result.data
     script = tmp_path / "train.py"
     script.write_bytes(data)
-    (tmp_path / "wrapper.py").write_text(WRAPPER)
+    (tmp_path / "wrapper.py").write_text(WRAPPER.replace("HANG_AFTER", str(HANG_AFTER)))
     return script
 
 
