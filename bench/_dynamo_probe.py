@@ -42,9 +42,9 @@ from pathlib import Path
 
 os.environ["PYTHONBREAKPOINT"] = "0"  # fixtures call breakpoint(): a graph break, a no-op when run
 
-import torch  # noqa: E402
-import torch._dynamo as dynamo  # noqa: E402
-from torch._dynamo.utils import counters  # noqa: E402
+import torch
+import torch._dynamo as dynamo
+from torch._dynamo.utils import counters
 
 GB_LINK = re.compile(r"gb/gb(\d{4})\.html")
 FRAME = re.compile(r'File "([^"]+)", line (\d+)')

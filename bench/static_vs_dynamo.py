@@ -142,7 +142,7 @@ def planted_rule(site: Site, models: Path = MODELS) -> str:
     return found.group(1) if found else "?"
 
 
-def per_rule(result: "Comparison") -> list[tuple[str, int, int, int]]:
+def per_rule(result: Comparison) -> list[tuple[str, int, int, int]]:
     """(rule, dynamo sites planted for it, found, false alarms of it)."""
     rows = []
     for code in BREAK_RULES:
@@ -239,8 +239,11 @@ def _lines(findings: list[Finding]) -> str:
 def run_probe(python: str, models: Path = MODELS) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "breaks.json"
-        subprocess.run([python, str(PROBE), "--models", str(models), "--out", str(out)], check=True,
-                       stdout=subprocess.DEVNULL)
+        done = subprocess.run([python, str(PROBE), "--models", str(models), "--out", str(out)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
+        if done.returncode != 0:  # dynamo's logs go to stderr: shown only when the probe fails
+            sys.stderr.write(done.stderr[-6000:])
+            raise SystemExit(f"the dynamo probe failed in {python} (exit {done.returncode})")
         return json.loads(out.read_text(encoding="utf-8"))
 
 

@@ -122,5 +122,52 @@ def rule_command(ctx: click.Context, code_or_name: str | None, show_all: bool, o
     click.echo(docs.show(rules, output_format.lower(), as_list=show_all), nl=False)
 
 
+@click.command(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.argument("paths", nargs=-1, type=click.Path(), metavar="PATH...")
+@click.option("--apply", is_flag=True, help="Write the changes (atomically; encoding, BOM, newlines and mode kept) instead of printing a diff.")
+@click.option("--diff", is_flag=True, help="Print the unified diff (the default without --apply; with --apply, of what was written; with `-`, instead of the code).")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that may change behaviour (lint fixes marked unsafe; replacing hand-made DDP with prepare).")
+@click.option("--select", multiple=True, callback=_selectors, metavar="CODES",
+              help="Rules whose lint fixes run after the conversion (default: the config's selection). Comma-separated, repeatable.")
+@click.option("--ignore", multiple=True, callback=_selectors, metavar="CODES", help="Rules whose lint fixes do not run.")
+@click.option("--backend", metavar="NAME", help="TorchDynamoPlugin backend (overrides the script and the plan).")
+@click.option("--mode", metavar="NAME", help="TorchDynamoPlugin mode (default, reduce-overhead, max-autotune, ...).")
+@click.option("--fullgraph/--no-fullgraph", default=None, help="Set fullgraph= in the plugin.")
+@click.option("--dynamic/--no-dynamic", default=None, help="Set dynamic= in the plugin.")
+@click.option("--regional/--no-regional", default=None, help="Force use_regional_compilation on or off (default: decided from the model).")
+@click.option("--plan", "plan_path", type=click.Path(dir_okay=False), metavar="PLAN.JSON",
+              help="Apply a compilation plan (as written by `regcomp-lint trace`); the flags above override it.")
+@click.option("--stdin-filename", metavar="NAME", help="File name for code read from stdin (`-`): shown in messages, used for config.")
+@click.option("--exit-non-zero-on-fix", is_flag=True, help="With --apply, exit 1 when a file was changed (for pre-commit).")
+@click.version_option(__version__, "-V", "--version", prog_name="regcomp-fix", message="%(prog)s %(version)s")
+@click.pass_context
+@handled
+def fix_main(ctx: click.Context, paths, apply, diff, unsafe_fixes, select, ignore, backend, mode, fullgraph, dynamic, regional,
+             plan_path, stdin_filename, exit_non_zero_on_fix) -> None:
+    """Convert training scripts to Accelerate + TorchDynamoPlugin, then apply the selected lint fixes.
+
+    PATHs are files or folders (walked like regcomp-lint: excludes and .gitignore respected); `-`
+    reads stdin and writes the result to stdout (the original bytes when nothing changed). Never
+    imports torch and never imports or runs the code it rewrites. A script it cannot convert
+    completely is left byte-identical, with one line saying why. Only safe fixes by default.
+
+    \b
+    Exit status without --apply: 0 nothing would change, 1 something would, 2 error.
+    Exit status with --apply: 0 everything fixed; 1 something could not be fixed: a refused
+    script, or a finding of a selected rule whose fix was not applied (an unsafe fix without
+    --unsafe-fixes, or a fix that could not be applied); findings without a fix are left to
+    regcomp-lint and do not count; 2 error (unreadable, read-only or changed-on-disk file,
+    missing path, bad plan or arguments).
+    """
+    from regcomp_lint.fix_invocation import FixOptions, fix
+
+    options = FixOptions(
+        paths=tuple(paths), apply=apply, diff=diff, unsafe_fixes=unsafe_fixes, select=select, ignore=ignore or (),
+        backend=backend, mode=mode, fullgraph=fullgraph, dynamic=dynamic, regional=regional, plan=plan_path,
+        stdin_filename=stdin_filename, exit_non_zero_on_fix=exit_non_zero_on_fix,
+    )
+    ctx.exit(fix(options))
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -24,7 +24,13 @@ import ast
 from dataclasses import dataclass, field
 
 from regcomp_lint.models import iteration_count
-from regcomp_lint.reachability import FUNCTION_DEFS, TORCH_NN_NOT_MODULES, ModuleClass, ParsedModule, Reachability
+from regcomp_lint.reachability import (
+    FUNCTION_DEFS,
+    TORCH_NN_NOT_MODULES,
+    ModuleClass,
+    ParsedModule,
+    Reachability,
+)
 
 CONTAINER_KINDS = ("ModuleList", "Sequential", "ModuleDict")
 #: ``torch.nn`` modules that build a ModuleList of identical layers inside them.
@@ -47,7 +53,7 @@ class Node:
     container: str | None = None
     cls: ModuleClass | None = None
     qualname: str | None = None
-    elements: list["Node"] = field(default_factory=list)
+    elements: list[Node] = field(default_factory=list)
     #: Built in a comprehension or a loop: stands for any number of modules.
     many: bool = False
     #: How many, when ``many`` and the loop is a literal ``range(n)``.
@@ -154,16 +160,16 @@ class _Reader:
                 for target in targets:
                     if isinstance(target, ast.Attribute) and _is_self(target.value):
                         yield stmt, target.attr, stmt.value
-            elif isinstance(stmt, ast.Call) and isinstance(stmt.func, ast.Attribute) and _is_self(stmt.func.value):
-                if stmt.func.attr in ("add_module", "register_module") and len(stmt.args) == 2:
-                    key = stmt.args[0]
-                    if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                        yield stmt, key.value, stmt.args[1]
+            elif (isinstance(stmt, ast.Call) and isinstance(stmt.func, ast.Attribute) and _is_self(stmt.func.value)
+                  and stmt.func.attr in ("add_module", "register_module") and len(stmt.args) == 2):
+                key = stmt.args[0]
+                if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    yield stmt, key.value, stmt.args[1]
 
-    def _entry_nodes(self, entries: list["_Entry"]) -> list[Node]:
+    def _entry_nodes(self, entries: list[_Entry]) -> list[Node]:
         return [n for e in entries for n in self._items(e.value, e.ints, e.looped, count=e.count)]
 
-    def lists(self) -> dict[str, list["_Entry"]]:
+    def lists(self) -> dict[str, list[_Entry]]:
         """Local list names and ``self.x.append`` targets: their items with loop ints and
         whether they were added in a loop."""
         if self._lists is not None:
@@ -173,7 +179,7 @@ class _Reader:
         self._scan(self.method.body if isinstance(self.method, FUNCTION_DEFS) else [], _Entry(None, frozenset(), False, None), lists)
         return lists
 
-    def _scan(self, body: list[ast.stmt], where: "_Entry", lists: dict) -> None:
+    def _scan(self, body: list[ast.stmt], where: _Entry, lists: dict) -> None:
         """``where``: the loop context (its ``value`` unused)."""
         for stmt in body:
             if isinstance(stmt, (ast.For, ast.AsyncFor)):
@@ -342,7 +348,7 @@ class _Entry:
     looped: bool
     count: int | None
 
-    def with_value(self, value: ast.expr) -> "_Entry":
+    def with_value(self, value: ast.expr) -> _Entry:
         return _Entry(value, self.ints, self.looped, self.count)
 
 

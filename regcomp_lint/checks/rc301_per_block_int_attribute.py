@@ -156,6 +156,8 @@ class PerBlockIntAttribute(Rule):
                 continue  # cheap test first: most classes hold no container of local blocks
             for child in containers.class_children(parent).values():
                 for element, count in _list_elements(child.node):
+                    if element.path != reach.module.path:
+                        continue  # built in a base class of another file: reported there
                     for stored in _stored_per_block(containers, element, count):
                         key = (id(stored.cls), stored.attr)
                         if key in reported:

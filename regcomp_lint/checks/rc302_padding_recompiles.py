@@ -96,8 +96,8 @@ class PaddingRecompiles(Rule):
         # a mode without CUDA graphs
         _IMPORTS + "batch = tok(texts, padding=True)\nmodel = torch.compile(model, mode='max-autotune-no-cudagraphs')\n",
         # `padding=True` of something that is not a tokenizer
-        "import torch\nfrom torchvision import transforms\nt = transforms.Pad(padding=True)\n"
-        "model = torch.compile(model, dynamic=False)\n",
+        ("import torch\nfrom torchvision import transforms\nt = transforms.Pad(padding=True)\n"
+         "model = torch.compile(model, dynamic=False)\n"),
     ]
     invalid = [
         Invalid(_IMPORTS + "collator = DataCollatorWithPadding(tokenizer=tok)\nmodel = torch.compile(model, dynamic=False)\n",

@@ -266,7 +266,7 @@ class _Judge:
             effect = "`compile_regions` finds no ModuleList of one class and compiles the whole model as one graph"
         elif whole:
             effect = ("`compile_regions` compiles only the one-class ModuleLists inside them, layer by layer, and runs the "
-                      f"blocks' own `forward` eagerly")
+                      "blocks' own `forward` eagerly")
         else:
             effect = "`compile_regions` does not compile them as shared regions"
         return [f"regional compilation of `{cls.name}`: its repeated `{block.name}` blocks {layout}, so {effect}; {SUGGESTION}"]

@@ -121,10 +121,10 @@ def test_model_found_through_a_factory_function_and_to_device():
 
 @pytest.mark.parametrize("tail", [
     "model = torch.compile(Net())\n",  # not regional
-    "from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\n"
-    "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='inductor', use_regional_compilation=False))\nm = acc.prepare(Net())\n",
-    "from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\n"
-    "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='inductor'))\nm = acc.prepare(Net())\n",
+    ("from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\n"
+     "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='inductor', use_regional_compilation=False))\nm = acc.prepare(Net())\n"),
+    ("from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\n"
+     "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='inductor'))\nm = acc.prepare(Net())\n"),
     "from transformers import AutoModel\nm = compile_regions(AutoModel.from_pretrained('gpt2'))\n",  # not a class we can read
 ])
 def test_no_regional_request_or_unknown_model(tail):

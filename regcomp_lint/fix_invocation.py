@@ -1,0 +1,284 @@
+"""One ``regcomp-fix PATH...`` run: read, convert, apply lint fixes, then diff or write; exit status.
+
+Kept apart from ``cli.py`` (which only declares options), as ``invocation`` is for lint.
+
+Per file:
+
+1. read the bytes (``writeback.read``: encoding, BOM and newlines are kept);
+2. convert with the libcst codemod (``codemod.convert.convert_source``); a refusal leaves the
+   file byte-identical and stops there;
+3. apply the fixes of the selected lint rules (``api.fix_source``: safe ones, plus unsafe ones
+   with ``--unsafe-fixes``) to the converted text, e.g. RC401, RC105, RC002;
+4. without ``--apply`` print a unified diff; with ``--apply`` write atomically
+   (``writeback.write``) and print one line.
+
+A file that holds no training step (no ``X.backward()``) is not a training script: it is not
+converted and not counted as a refusal, but the lint fixes still apply to it.
+
+Exit status:
+
+- without ``--apply``: 0 nothing would change, 1 something would change (``--check``
+  convention), 2 an error;
+- with ``--apply``: 0 everything fixed, 1 something could not be fixed: a refusal, or a finding
+  of a selected rule that has a fix which was not applied (unsafe without ``--unsafe-fixes``, or
+  one that could not be applied); findings without any fix are ``regcomp-lint``'s to report and do
+  not count; 2 an error (unreadable, read-only or changed-on-disk file, missing path, bad plan,
+  bad arguments). ``--exit-non-zero-on-fix`` makes a run that changed something exit 1 too (the
+  pre-commit hook uses it).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections import Counter
+from dataclasses import dataclass, field
+
+import click
+
+from regcomp_lint import api, writeback
+from regcomp_lint.codemod.convert import convert_source
+from regcomp_lint.codemod.options import ConvertOptions
+from regcomp_lint.codemod.plain import NO_TRAINING_STEP
+from regcomp_lint.config import Settings
+from regcomp_lint.diagnostics import Applicability, Diagnostic
+from regcomp_lint.discovery import discover
+from regcomp_lint.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, UsageFailure, echo_error
+from regcomp_lint.fix_files import fix_text, needs_fixing, unified_diff
+from regcomp_lint.invocation import STDIN, LintOptions, _read_stdin, _write_stdout_bytes, resolve_settings
+from regcomp_lint.output.context import plural
+from regcomp_lint.plan import Plan, PlanError
+from regcomp_lint.source import DecodeError
+
+_FIXES = (Applicability.SAFE, Applicability.UNSAFE)
+
+
+@dataclass
+class FixOptions:
+    paths: tuple[str, ...] = ()
+    apply: bool = False
+    diff: bool = False
+    unsafe_fixes: bool = False
+    #: Selectors from the command line, already split on commas; None: not given (the config decides).
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] = ()
+    backend: str | None = None
+    mode: str | None = None
+    fullgraph: bool | None = None
+    dynamic: bool | None = None
+    regional: bool | None = None
+    plan: str | None = None
+    stdin_filename: str | None = None
+    exit_non_zero_on_fix: bool = False
+
+
+@dataclass
+class FileResult:
+    """What happened to one file (or stdin)."""
+
+    path: str
+    original: str = ""
+    text: str = ""
+    converted: bool = False
+    lint_fixed: Counter = field(default_factory=Counter)
+    unfixed: list[Diagnostic] = field(default_factory=list)  # selected findings with a fix not applied
+    refused: str | None = None
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None
+    not_training: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return self.error is None and self.text != self.original
+
+
+def convert_options(opts: FixOptions) -> ConvertOptions:
+    """Flags left off stay None (the plan, then the script, then the defaults decide)."""
+    plan = None
+    if opts.plan is not None:
+        try:
+            plan = Plan.load(opts.plan)
+        except PlanError as exc:
+            raise UsageFailure(str(exc)) from None
+    return ConvertOptions(backend=opts.backend, mode=opts.mode, fullgraph=opts.fullgraph, dynamic=opts.dynamic,
+                          regional=opts.regional, plan=plan, unsafe=opts.unsafe_fixes)
+
+
+def process_text(text: str, filename: str, settings: Settings, convert: ConvertOptions, unsafe: bool) -> FileResult:
+    """Convert ``text`` and apply the selected lint fixes, all in memory."""
+    result = FileResult(filename, original=text, text=text)
+    conversion = convert_source(text, filename, convert)
+    if conversion.refused is not None:
+        if NO_TRAINING_STEP not in conversion.refused:
+            result.refused = conversion.refused
+            return result  # a refusal changes nothing at all
+        result.not_training = True
+    elif conversion.changed:
+        result.converted = True
+        result.text = conversion.text
+        result.notes = list(conversion.notes)
+    diagnostics = api.lint_source(result.text, filename, settings)
+    if needs_fixing(diagnostics, unsafe):
+        fixed = fix_text(result.text, filename, diagnostics, settings, unsafe)
+        if fixed.new_text is not None:
+            result.lint_fixed = Counter(d.code for d in diagnostics) - Counter(d.code for d in fixed.remaining)
+            result.text = fixed.new_text
+        diagnostics = fixed.remaining
+    result.unfixed = [d for d in diagnostics if d.fix is not None and d.fix.applicability in _FIXES]
+    return result
+
+
+def fix(opts: FixOptions) -> int:
+    paths = list(opts.paths) or ([STDIN] if opts.stdin_filename else [])
+    if not paths:
+        raise UsageFailure("give the files or folders to fix (`regcomp-fix train.py`), or `-` to read stdin")
+    if STDIN in paths and len(paths) > 1:
+        raise UsageFailure("`-` (stdin) cannot be combined with other paths")
+    settings = resolve_settings(LintOptions(paths=tuple(paths), stdin_filename=opts.stdin_filename,
+                                            select=opts.select, ignore=opts.ignore))
+    convert = convert_options(opts)
+    if paths == [STDIN]:
+        return _fix_stdin(opts, settings, convert)
+    return _fix_files(paths, opts, settings, convert)
+
+
+# -- stdin -----------------------------------------------------------------------------------
+def _fix_stdin(opts: FixOptions, settings: Settings, convert: ConvertOptions) -> int:
+    """The result on stdout (the original bytes when nothing changed), or its diff with ``--diff``."""
+    data = _read_stdin()
+    filename = opts.stdin_filename or STDIN
+    try:
+        snap = writeback.snapshot_bytes(filename, data)
+    except DecodeError as exc:
+        echo_error(f"{filename}: cannot read: {exc}")
+        return EXIT_ERROR
+    result = process_text(snap.text, filename, settings, convert, opts.unsafe_fixes)
+    out = data
+    if result.changed:
+        try:
+            out = snap.encode(result.text)
+        except writeback.WritebackError as exc:
+            result.error = str(exc)
+    if opts.diff:
+        if result.changed:
+            click.echo(unified_diff(result.original, result.text, filename), nl=False)
+    else:
+        _write_stdout_bytes(out if result.error is None else data)
+    _report_file(result, opts, stream_err=True)
+    return _status([result], opts)
+
+
+# -- files -----------------------------------------------------------------------------------
+def _fix_files(paths: list[str], opts: FixOptions, settings: Settings, convert: ConvertOptions) -> int:
+    found = discover(paths, settings)
+    results: list[FileResult] = []
+    for path in found.files:
+        result = _fix_file(path, opts, settings, convert)
+        results.append(result)
+        if opts.diff or not opts.apply:
+            if result.changed:
+                click.echo(unified_diff(result.original, result.text, path), nl=False)
+        _report_file(result, opts, stream_err=not opts.apply)
+    _summary(results, opts)
+    errors = list(found.errors) + [f"{p}: no such file or directory" for p in found.missing]
+    for message in errors:
+        echo_error(message)
+    for result in results:
+        if result.error:
+            echo_error(result.error)
+    if errors:
+        return EXIT_ERROR
+    return _status(results, opts)
+
+
+def _fix_file(path: str, opts: FixOptions, settings: Settings, convert: ConvertOptions) -> FileResult:
+    try:
+        snap = writeback.read(path)
+    except OSError as exc:
+        return FileResult(path, error=f"{path}: cannot read: {exc.strerror or exc}; left untouched")
+    except DecodeError as exc:
+        return FileResult(path, error=f"{path}: cannot read: {exc}; left untouched")
+    result = process_text(snap.text, path, settings, convert, opts.unsafe_fixes)
+    if opts.apply and result.changed:
+        if _read_only(path):
+            result.error = f"{path}: read-only file; not written (make it writable, or run without --apply to see the diff)"
+            return result
+        try:
+            writeback.write(snap, result.text)
+        except writeback.WritebackError as exc:
+            result.error = str(exc)
+    return result
+
+
+def _read_only(path: str) -> bool:
+    """``os.replace`` would happily swap a read-only file, so ask first (the write bits, as root too)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False  # writeback reports it
+    return not (mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)) or not os.access(path, os.W_OK)
+
+
+# -- output and status -----------------------------------------------------------------------
+def _report_file(result: FileResult, opts: FixOptions, stream_err: bool) -> None:
+    """Refusals and notes on stderr; with ``--apply`` one line per changed file (stdout for files)."""
+    if result.refused:
+        click.echo(result.refused, err=True)
+    for note in result.notes:
+        click.echo(f"{result.path}: {note}", err=True)
+    if result.unfixed:
+        click.echo(f"{result.path}: {_unfixed_line(result.unfixed, opts.unsafe_fixes)}", err=True)
+    if opts.apply and result.changed:
+        click.echo(f"Fixed {result.path} ({_what(result)})", err=stream_err)
+
+
+def _what(result: FileResult) -> str:
+    parts = []
+    if result.converted:
+        parts.append("converted to Accelerate + TorchDynamoPlugin")
+    if result.lint_fixed:
+        total = sum(result.lint_fixed.values())
+        parts.append(f"{total} lint {'fix' if total == 1 else 'fixes'} ({', '.join(sorted(result.lint_fixed))})")
+    return "; ".join(parts) or "changed"
+
+
+def _unfixed_line(unfixed: list[Diagnostic], unsafe: bool) -> str:
+    codes = ", ".join(sorted({d.code for d in unfixed}))
+    unsafe_left = any(d.fix.applicability is Applicability.UNSAFE for d in unfixed)
+    hint = " (rerun with --unsafe-fixes)" if unsafe_left and not unsafe else ""
+    return f"{plural(len(unfixed), 'finding')} with a fix not applied: {codes}{hint}"
+
+
+def _summary(results: list[FileResult], opts: FixOptions) -> None:
+    changed = [r for r in results if r.changed]
+    refused = sum(1 for r in results if r.refused)
+    unfixed = sum(len(r.unfixed) for r in results)
+    converted = sum(1 for r in changed if r.converted)
+    tail = []
+    if refused:
+        tail.append(f"{plural(refused, 'file')} refused")
+    if unfixed:
+        tail.append(f"{plural(unfixed, 'finding')} left with a fix not applied")
+    if not changed and results and all(r.not_training for r in results):
+        tail.append("no training script found (no X.backward() call)")
+    rest = ("; " + "; ".join(tail)) if tail else ""
+    if opts.apply:
+        written = [r for r in changed if r.error is None]
+        head = f"Fixed {plural(len(written), 'file')} ({converted} converted)" if written else "No changes"
+        click.echo(head + rest + ".")
+    else:
+        head = f"Would fix {plural(len(changed), 'file')} ({converted} converted)" if changed else "No changes"
+        click.echo(head + rest + ".", err=True)
+
+
+def _status(results: list[FileResult], opts: FixOptions) -> int:
+    if any(r.error for r in results):
+        return EXIT_ERROR
+    changed = any(r.changed for r in results)
+    if not opts.apply:
+        return EXIT_FINDINGS if changed else EXIT_OK
+    if any(r.refused or r.unfixed for r in results):
+        return EXIT_FINDINGS
+    if changed and opts.exit_non_zero_on_fix:
+        return EXIT_FINDINGS
+    return EXIT_OK
