@@ -26,8 +26,15 @@ class UsageFailure(Exception):
     """Something the user asked for that cannot be done (bad path, unknown rule, ...)."""
 
 
+def program_name() -> str:
+    """``regcomp-lint`` or ``regcomp-fix``: whichever command is running."""
+    ctx = click.get_current_context(silent=True)
+    name = ctx.find_root().info_name if ctx is not None else None
+    return name if name and name.startswith("regcomp-") else "regcomp-lint"
+
+
 def error_line(message: str) -> str:
-    return f"regcomp-lint: error: {message}"
+    return f"{program_name()}: error: {message}"
 
 
 def echo_error(message: str) -> None:

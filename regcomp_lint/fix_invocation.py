@@ -30,7 +30,6 @@ Exit status:
 from __future__ import annotations
 
 import os
-import stat
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -43,9 +42,21 @@ from regcomp_lint.codemod.plain import NO_TRAINING_STEP
 from regcomp_lint.config import Settings
 from regcomp_lint.diagnostics import Applicability, Diagnostic
 from regcomp_lint.discovery import discover
-from regcomp_lint.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, UsageFailure, echo_error
+from regcomp_lint.errors import (
+    EXIT_ERROR,
+    EXIT_FINDINGS,
+    EXIT_OK,
+    UsageFailure,
+    echo_error,
+)
 from regcomp_lint.fix_files import fix_text, needs_fixing, unified_diff
-from regcomp_lint.invocation import STDIN, LintOptions, _read_stdin, _write_stdout_bytes, resolve_settings
+from regcomp_lint.invocation import (
+    STDIN,
+    LintOptions,
+    _read_stdin,
+    _write_stdout_bytes,
+    resolve_settings,
+)
 from regcomp_lint.output.context import plural
 from regcomp_lint.plan import Plan, PlanError
 from regcomp_lint.source import DecodeError
@@ -175,9 +186,8 @@ def _fix_files(paths: list[str], opts: FixOptions, settings: Settings, convert: 
     for path in found.files:
         result = _fix_file(path, opts, settings, convert)
         results.append(result)
-        if opts.diff or not opts.apply:
-            if result.changed:
-                click.echo(unified_diff(result.original, result.text, path), nl=False)
+        if result.changed and (opts.diff or not opts.apply):
+            click.echo(unified_diff(result.original, result.text, path), nl=False)
         _report_file(result, opts, stream_err=not opts.apply)
     _summary(results, opts)
     errors = list(found.errors) + [f"{p}: no such file or directory" for p in found.missing]
@@ -200,23 +210,11 @@ def _fix_file(path: str, opts: FixOptions, settings: Settings, convert: ConvertO
         return FileResult(path, error=f"{path}: cannot read: {exc}; left untouched")
     result = process_text(snap.text, path, settings, convert, opts.unsafe_fixes)
     if opts.apply and result.changed:
-        if _read_only(path):
-            result.error = f"{path}: read-only file; not written (make it writable, or run without --apply to see the diff)"
-            return result
         try:
             writeback.write(snap, result.text)
         except writeback.WritebackError as exc:
             result.error = str(exc)
     return result
-
-
-def _read_only(path: str) -> bool:
-    """``os.replace`` would happily swap a read-only file, so ask first (the write bits, as root too)."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return False  # writeback reports it
-    return not (mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)) or not os.access(path, os.W_OK)
 
 
 # -- output and status -----------------------------------------------------------------------

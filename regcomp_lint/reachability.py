@@ -77,6 +77,8 @@ NOT_TORCH_PREFIXES = ("TF", "Flax")
 TORCH_NN_NOT_MODULES = frozenset({"Parameter", "UninitializedParameter", "UninitializedBuffer", "Buffer"})
 CONTAINERS = frozenset({"ModuleList", "Sequential", "ModuleDict", "ParameterList", "ParameterDict"})
 PARAMETER = ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
+#: ``self.x = nn.Buffer(t)`` registers a buffer (a tensor attribute) like ``register_buffer``.
+BUFFER = ("torch.nn.Buffer", "torch.nn.parameter.Buffer")
 DISABLE = ("torch.compiler.disable", "torch._dynamo.disable", "torch._disable_dynamo")
 #: ``self.X.method`` calls that add submodules to a container attribute.
 ADDING_METHODS = frozenset({"append", "extend", "insert", "add_module"})
@@ -696,8 +698,23 @@ class Reachability:
             if found is not None:
                 owner, node = found
                 forwards.append(self.function(node, cls, owner.module, owner))
-        pending = list(forwards)
+        self._expand(forwards)
+        # Chains start at the forwards nothing else calls (the top-level models), then at any
+        # forward left unreached (a cycle); breadth first, so each chain is a shortest one.
+        tops = [f for f in forwards if not any(p is not f for p in pred[f])]
+        self.roots = list(tops)
+        self._chains = self._chains_from(tops)
         for func in forwards:
+            if func not in self._chains:
+                self.roots.append(func)
+                for callee, chain in self._chains_from([func]).items():
+                    self._chains.setdefault(callee, chain)
+
+    def _expand(self, roots: list[Function]) -> None:
+        """Add ``roots`` and everything they reach to the graph."""
+        succ, pred = self._succ, self._pred
+        pending = [root for root in roots if root not in succ]
+        for func in pending:
             succ[func] = {}
             pred.setdefault(func, {})
         while pending:
@@ -712,16 +729,6 @@ class Reachability:
                     pending.append(callee)
                 out.setdefault(callee, []).append(call)
                 pred[callee].setdefault(caller, []).append(call)
-        # Chains start at the forwards nothing else calls (the top-level models), then at any
-        # forward left unreached (a cycle); breadth first, so each chain is a shortest one.
-        tops = [f for f in forwards if not any(p is not f for p in pred[f])]
-        self.roots = list(tops)
-        self._chains = self._chains_from(tops)
-        for func in forwards:
-            if func not in self._chains:
-                self.roots.append(func)
-                for callee, chain in self._chains_from([func]).items():
-                    self._chains.setdefault(callee, chain)
 
     def _chains_from(self, roots: list[Function]) -> dict[Function, Chain]:
         succ = self._successors()
@@ -753,8 +760,9 @@ class Reachability:
             return []
         owner, node = found
         root = self.function(node, cls, owner.module, owner)
-        if root not in self._successors():
-            return []
+        if root not in self._successors():  # a class of another file (RC210's model)
+            self._expand([root])
+            self._nx = None
         return list(self._chains_from([root]).items())
 
     def locate(self, function_nodes: Iterable[ast.AST]) -> tuple[Function, Chain] | None:
@@ -1004,7 +1012,7 @@ def _collect_submodules(reach: Reachability, cls: ModuleClass) -> None:
 
 def _add_submodule(reach: Reachability, cls: ModuleClass, module: ParsedModule, attr: str, value: ast.expr,
                    lists: dict[str, list[ast.expr]]) -> None:
-    if isinstance(value, ast.Call) and module.imports.resolves_to(value.func, *PARAMETER):
+    if isinstance(value, ast.Call) and module.imports.resolves_to(value.func, *PARAMETER, *BUFFER):
         cls.tensor_attrs.add(attr)
         return
     if isinstance(value, ast.Call) and _is_torch_tensor_call(value.func, module.imports):

@@ -13,7 +13,7 @@ tensor methods, of submodule calls and of local functions whose every ``return``
 parameters, buffers and tensors stored on ``self``; subscripts, arithmetic and comparisons of
 tensors. A local name is a tensor only when every value bound to it in the function is.
 
-    oracle = tensors.oracle(reach, func)   # func: a reachability.Function; cached per run
+    oracle = tensors.oracle(reach, func)   # func: a reachability.Function; valid while reach lives
     oracle.is_tensor(expr)
     oracle.reads_tensor_value(test)       # would ``if test:`` read a tensor's data?
 """

@@ -80,6 +80,9 @@ def write(snap: Snapshot, new_text: str) -> None:
         mode = stat.S_IMODE(os.stat(target).st_mode)
     except OSError as exc:
         raise WritebackError(f"{snap.path}: cannot stat: {exc.strerror or exc}") from None
+    if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(target, os.W_OK):
+        # os.replace would happily swap a read-only file (and root ignores the bits): ask first
+        raise WritebackError(f"{snap.path}: read-only file; not written (make it writable, or run without writing to see the diff)")
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.", suffix=".regcomp-tmp")
     except OSError as exc:

@@ -88,12 +88,23 @@ def run_pre_commit(args: list[str], cwd: Path, home: Path) -> subprocess.Complet
 
 def test_hooks_file_declares_regcomp_lint():
     hooks = yaml.safe_load(HOOKS_FILE.read_text(encoding="utf-8"))
-    assert [h["id"] for h in hooks] == ["regcomp-lint"]  # regcomp-fix comes with the codemod
+    assert [h["id"] for h in hooks] == ["regcomp-lint", "regcomp-fix"]
     hook = hooks[0]
     assert hook["entry"] == "regcomp-lint"
     assert hook["language"] == "python"
     assert hook["types_or"] == ["python", "pyi"]
     assert hook["require_serial"] is True  # the tool runs its own process pool
+    assert "files" not in hook and "pass_filenames" not in hook
+
+
+def test_hooks_file_declares_regcomp_fix():
+    hook = yaml.safe_load(HOOKS_FILE.read_text(encoding="utf-8"))[1]
+    assert hook["id"] == "regcomp-fix"
+    # writes safe fixes, and fails the commit when it changed a file
+    assert hook["entry"] == "regcomp-fix --apply --exit-non-zero-on-fix"
+    assert "--unsafe-fixes" not in hook["entry"]
+    assert hook["language"] == "python"
+    assert hook["types_or"] == ["python", "pyi"]
     assert "files" not in hook and "pass_filenames" not in hook
 
 
@@ -111,8 +122,22 @@ def test_entry_is_a_console_script():
         assert hook["entry"].split()[0] in scripts
 
 
+TRAIN = """\
+import torch
+
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(10):
+    loss = model(torch.randn(8, 4)).pow(2).mean()  # keep me
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="pre-commit needs git")
 def test_try_repo_fails_on_finding_then_passes(tmp_path):
+    """Both hooks, one hook repository and one PRE_COMMIT_HOME: the hook environment is built once."""
     hook_repo = copy_hook_repo(tmp_path / "hook-repo")
     project = tmp_path / "project"
     init_repo(project)
@@ -137,3 +162,22 @@ def test_try_repo_fails_on_finding_then_passes(tmp_path):
     output = passing.stdout + passing.stderr
     assert passing.returncode == 0, output
     assert "Passed" in output and "RC107" not in output, output
+
+    # regcomp-fix: converts the training script, fails because it changed a file, then passes
+    (project / "train.py").write_text(TRAIN, encoding="utf-8")
+    git("add", "-A", cwd=project)
+    fixing = run_pre_commit(["try-repo", str(hook_repo), "regcomp-fix", "--all-files"], project, home)
+    output = fixing.stdout + fixing.stderr
+    assert fixing.returncode == 1, output
+    assert "regcomp-fix" in output and "Failed" in output, output
+    assert "Fixed train.py (converted to Accelerate + TorchDynamoPlugin)" in output, output
+    converted = (project / "train.py").read_text(encoding="utf-8")
+    assert "accelerator.backward(loss)" in converted and "# keep me" in converted
+    assert (project / "clean.py").read_text(encoding="utf-8") == CLEAN  # not a training script: untouched
+
+    git("add", "-A", cwd=project)
+    again = run_pre_commit(["try-repo", str(hook_repo), "regcomp-fix", "--all-files"], project, home)
+    output = again.stdout + again.stderr
+    assert again.returncode == 0, output
+    assert "Passed" in output, output
+    assert (project / "train.py").read_text(encoding="utf-8") == converted

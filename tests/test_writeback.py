@@ -102,3 +102,22 @@ def test_read_only_folder_is_a_clear_error(tmp_path):
     finally:
         os.chmod(folder, 0o755)
     assert path.read_text() == "x = 1\n"
+
+
+def test_read_only_file_is_refused_and_untouched(tmp_path):
+    import os
+    import stat
+
+    import pytest
+
+    from regcomp_lint import writeback
+
+    path = tmp_path / "ro.py"
+    path.write_bytes(b"x = 1\n")
+    os.chmod(path, 0o444)
+    snap = writeback.read(str(path))
+    with pytest.raises(writeback.WritebackError, match="read-only"):
+        writeback.write(snap, "x = 2\n")
+    assert path.read_bytes() == b"x = 1\n"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o444
+    assert [p.name for p in tmp_path.iterdir()] == ["ro.py"]

@@ -80,7 +80,7 @@ class Scope:
 
 #: Every node type an RC2xx rule may want (checked when a rule class is defined).
 WALKED_TYPES = tuple(dict.fromkeys(FACT_TYPES + FUNCTION_TYPES + (
-    ast.Subscript, ast.JoinedStr, ast.BinOp, ast.While, ast.IfExp, ast.comprehension, ast.BoolOp)))
+    ast.Subscript, ast.JoinedStr, ast.While, ast.IfExp, ast.comprehension, ast.BoolOp)))
 
 
 class ForwardRule(Rule):

@@ -1,0 +1,193 @@
+"""How fast is ``regcomp-fix``? Lines per second on the fixtures and on a large generated script.
+
+Measures, in one process and without writing anything (the same work as ``regcomp-fix PATH``
+without ``--apply``, diff included, minus start-up):
+
+- every ``fixtures/fix/*/input.py`` (converted, refused or not a training script alike), one at
+  a time, summed;
+- a generated training script with ``--blocks`` model classes (about 25 lines each, thousands of
+  lines in all) before a plain PyTorch loop, which the codemod converts;
+- the same script with no ``backward()`` (not a training script: the cheap path most files of a
+  repository take);
+- and the console script itself on the fixtures folder (a subprocess: start-up included).
+
+Times are medians over ``--repeat`` rounds; CPU is the process's user + system time.
+
+    python bench/fix_speed.py [--repeat 3] [--blocks 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from regcomp_lint import writeback
+from regcomp_lint.config import Settings
+from regcomp_lint.fix_files import unified_diff
+from regcomp_lint.fix_invocation import FixOptions, convert_options, process_text
+
+BLOCK = '''
+
+class Block{i}(nn.Module):
+    """Block {i}: attention-free mixer with a residual MLP."""
+
+    def __init__(self, dim: int = 64, hidden: int = 256, dropout: float = 0.1):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, hidden)
+        self.fc2 = nn.Linear(hidden, dim)
+        self.drop = nn.Dropout(dropout)
+        self.scale = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        # pre-norm residual
+        h = self.norm(x)
+        h = self.fc1(h)
+        h = F.gelu(h)
+        h = self.drop(h)
+        h = self.fc2(h) * self.scale
+        return x + h
+
+    def extra_repr(self) -> str:
+        return f"block={i}"
+'''
+
+HEAD = '''"""A generated training script for the fixer benchmark."""
+import argparse
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+'''
+
+TAIL = '''
+
+class Model(nn.Module):
+    def __init__(self, dim: int = 64):
+        super().__init__()
+        self.blocks = nn.Sequential({blocks})
+        self.head = nn.Linear(dim, 1)
+
+    def forward(self, x):
+        return self.head(self.blocks(x))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=10)
+    args = parser.parse_args()
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = Model().to(device)
+    model = torch.compile(model, mode="max-autotune")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    for step in range(args.steps):
+        x = torch.randn(16, 64, device=device)
+        loss = model(x).pow(2).mean()
+        optimizer.zero_grad()
+        {backward}
+        optimizer.step()
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def generated_script(blocks: int, training: bool = True) -> str:
+    body = "".join(BLOCK.replace("{i}", str(i)) for i in range(blocks))
+    names = ", ".join(f"Block{i}()" for i in range(blocks))
+    tail = TAIL.replace("{blocks}", names).replace("{backward}", "loss.backward()" if training else "loss.detach()")
+    return HEAD + body + tail
+
+
+def fix_in_memory(texts: list[tuple[str, str]], settings: Settings) -> tuple[int, int, int]:
+    """(changed, refused, not training) after converting, lint-fixing and diffing every text."""
+    convert = convert_options(FixOptions())
+    changed = refused = skipped = 0
+    for name, text in texts:
+        result = process_text(text, name, settings, convert, unsafe=False)
+        if result.changed:
+            changed += 1
+            unified_diff(result.original, result.text, name)
+        refused += result.refused is not None
+        skipped += result.not_training
+    return changed, refused, skipped
+
+
+def measure(func, repeat: int) -> tuple[float, float]:
+    walls, cpus = [], []
+    for _ in range(repeat):
+        t0, c0 = time.perf_counter(), time.process_time()
+        func()
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def measure_subprocess(cmd: list[str], cwd: str, repeat: int) -> float:
+    walls = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, cwd=cwd, capture_output=True, check=False)
+        walls.append(time.perf_counter() - t0)
+    return statistics.median(walls)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--blocks", type=int, default=200, help="model classes in the generated script (~25 lines each)")
+    args = parser.parse_args()
+    settings = Settings()
+
+    fixtures = sorted((ROOT / "fixtures" / "fix").glob("*/input.py"))
+    fixture_texts = [(str(p.relative_to(ROOT)), writeback.read(str(p)).text) for p in fixtures]
+    big = generated_script(args.blocks)
+    big_plain = generated_script(args.blocks, training=False)
+    cases = [
+        ("fixtures/fix/*/input.py", fixture_texts),
+        (f"generated training script ({args.blocks} blocks)", [("big_train.py", big)]),
+        ("same, no backward() (not a training script)", [("big_model.py", big_plain)]),
+    ]
+
+    rows = []
+    for label, texts in cases:
+        lines = sum(t.count("\n") for _, t in texts)
+        outcome = fix_in_memory(texts, settings)  # warm-up (imports, libcst's parser) and the outcome
+        wall, cpu = measure(lambda texts=texts: fix_in_memory(texts, settings), args.repeat)
+        changed, refused, skipped = outcome
+        rows.append((label, len(texts), lines, wall, cpu, f"{changed} changed, {refused} refused, {skipped} not training"))
+
+    script = shutil.which("regcomp-fix") or str(Path(sys.executable).parent / "regcomp-fix")
+    if os.path.exists(script):
+        with tempfile.TemporaryDirectory() as tmp:
+            for path in fixtures:
+                shutil.copy2(path, Path(tmp) / f"{path.parent.name}.py")
+            lines = sum(t.count("\n") for _, t in fixture_texts)
+            wall = measure_subprocess([script, "."], tmp, args.repeat)
+            rows.append(("`regcomp-fix <fixtures copy>` (subprocess, diff mode)", len(fixtures), lines, wall, float("nan"), "start-up included"))
+
+    print(f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}, "
+          f"Python {platform.python_version()}, median of {args.repeat}; load average {os.getloadavg()[0]:.1f}\n")
+    print("| case | files | lines | wall s | CPU s | lines/s | outcome |")
+    print("|---|---:|---:|---:|---:|---:|---|")
+    for label, files, lines, wall, cpu, note in rows:
+        cpu_text = "–" if math.isnan(cpu) else f"{cpu:.2f}"
+        print(f"| {label} | {files} | {lines:,} | {wall:.2f} | {cpu_text} | {lines / wall:,.0f} | {note} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

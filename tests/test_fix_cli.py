@@ -1,0 +1,515 @@
+"""``regcomp-fix`` end to end: every flag and exit status, diff vs apply, stdin, refusals, write-back safety."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from regcomp_lint import __version__, fix_invocation
+from regcomp_lint.cli import fix_main
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures" / "fix"
+VENV_BIN = Path(sys.executable).parent
+
+PLAIN = """\
+import torch
+
+model = torch.nn.Linear(4, 1)
+model = torch.compile(model, mode="max-autotune")
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(10):
+    loss = model(torch.randn(8, 4)).pow(2).mean()  # keep me
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+UNUSED_NOQA = "x = 1  # noqa: RC107\n"  # not a training script; RC002 has a safe fix → "x = 1\n"
+NOT_TRAINING = "import torch\nmodel = torch.nn.Linear(2, 2)\n"
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def write(folder: Path, name: str, text: str | bytes) -> Path:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def copy_fixture(case: str, dest: Path, name: str = "train.py") -> Path:
+    return write(dest, name, (FIXTURES / case / "input.py").read_bytes())
+
+
+def invoke(*args: str, input: str | bytes | None = None):
+    return CliRunner().invoke(fix_main, list(args), input=input, catch_exceptions=False, prog_name="regcomp-fix")
+
+
+def plugin_line(text: str) -> str:
+    """The ``TorchDynamoPlugin(...)`` call, on one line however it was wrapped."""
+    import ast
+
+    tree = ast.parse(text)
+    call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "TorchDynamoPlugin")
+    return ast.unparse(call).replace("'", '"')
+
+
+# -- diff mode (no --apply) ------------------------------------------------------------------
+def test_diff_mode_prints_diff_exits_1_and_writes_nothing(project):
+    path = write(project, "train.py", PLAIN)
+    result = invoke("train.py")
+    assert result.exit_code == 1
+    assert result.stdout.startswith("--- a/train.py\n+++ b/train.py\n")
+    assert "+from accelerate import Accelerator\n" in result.stdout
+    assert "-    loss.backward()\n+    accelerator.backward(loss)\n" in result.stdout
+    assert "train.py: 1 X.backward() call(s) -> accelerator.backward(X)" in result.stderr  # notes: one line each
+    assert "Would fix 1 file (1 converted)." in result.stderr
+    assert path.read_text(encoding="utf-8") == PLAIN
+
+
+def test_diff_is_git_applicable(project):
+    write(project, "train.py", PLAIN)
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    diff = invoke("--diff", "train.py").stdout
+    proc = subprocess.run(["git", "apply", "-"], input=diff, text=True, cwd=project, capture_output=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "accelerator.backward(loss)" in (project / "train.py").read_text(encoding="utf-8")
+
+
+def test_nothing_to_change_exits_0(project):
+    write(project, "model.py", NOT_TRAINING)
+    result = invoke("model.py")
+    assert result.exit_code == 0
+    assert result.stdout == ""
+    assert "No changes; no training script found" in result.stderr
+
+
+def test_refusal_in_diff_mode_changes_nothing_and_exits_0(project):
+    path = copy_fixture("refuse_mp_spawn", project)
+    before = path.read_bytes()
+    result = invoke("train.py")
+    assert result.exit_code == 0  # nothing would change
+    assert result.stdout == ""
+    assert "train.py: not converted: it starts its own worker processes" in result.stderr
+    assert path.read_bytes() == before
+
+
+# -- --apply ---------------------------------------------------------------------------------
+def test_apply_writes_matches_fixture_and_exits_0(project):
+    path = copy_fixture("module_level_script", project)
+    result = invoke("--apply", "train.py")
+    assert result.exit_code == 0, result.output
+    assert path.read_bytes() == (FIXTURES / "module_level_script" / "expected.py").read_bytes()
+    assert result.stdout.splitlines() == [
+        "Fixed train.py (converted to Accelerate + TorchDynamoPlugin)",
+        "Fixed 1 file (1 converted).",
+    ]
+
+
+def test_second_apply_is_idempotent(project):
+    path = write(project, "train.py", PLAIN)
+    assert invoke("--apply", "train.py").exit_code == 0
+    once = path.read_bytes()
+    again = invoke("--apply", "train.py")
+    assert again.exit_code == 0
+    assert again.stdout == "No changes.\n"
+    assert path.read_bytes() == once
+    assert invoke("train.py").exit_code == 0  # and the check mode agrees
+
+
+def test_apply_with_diff_prints_what_was_written(project):
+    path = write(project, "train.py", PLAIN)
+    result = invoke("--apply", "--diff", "train.py")
+    assert result.exit_code == 0
+    assert "+    accelerator.backward(loss)\n" in result.stdout
+    assert "Fixed train.py" in result.stdout
+    assert "accelerator.backward(loss)" in path.read_text(encoding="utf-8")
+
+
+def test_refusal_with_apply_is_byte_identical_and_exits_1(project):
+    for case in ("refuse_mp_spawn", "nanogpt_ddp_refused"):
+        path = copy_fixture(case, project)
+        before = path.read_bytes()
+        mtime = path.stat().st_mtime_ns
+        result = invoke("--apply", "train.py")
+        assert result.exit_code == 1, case
+        refusal = (FIXTURES / case / "expected_refusal.txt").read_text(encoding="utf-8").strip()
+        assert refusal.replace("input.py", "train.py") in result.stderr
+        assert path.read_bytes() == before and path.stat().st_mtime_ns == mtime
+        assert "1 file refused" in result.stdout
+
+
+def test_unsafe_fixes_converts_ddp_script(project):
+    path = copy_fixture("nanogpt_ddp", project)
+    result = invoke("--apply", "--unsafe-fixes", "train.py")
+    assert result.exit_code in (0, 1), result.output  # converted; lint findings may remain
+    assert path.read_bytes() != (FIXTURES / "nanogpt_ddp" / "input.py").read_bytes()
+    assert "DistributedDataParallel(" not in path.read_text(encoding="utf-8")
+    assert "not converted" not in result.stderr
+
+
+def test_unfixed_unsafe_finding_exits_1_until_unsafe_fixes(project):
+    """mnist: the conversion leaves test_loader unprepared; RC402 (unsafe fix) remains."""
+    path = copy_fixture("mnist_loop", project)
+    first = invoke("--apply", "train.py")
+    assert first.exit_code == 1
+    assert "train.py: 1 finding with a fix not applied: RC402 (rerun with --unsafe-fixes)" in first.stderr
+    assert path.read_bytes() == (FIXTURES / "mnist_loop" / "expected.py").read_bytes()
+    second = invoke("--apply", "--unsafe-fixes", "train.py")
+    assert second.exit_code == 0, second.output
+    assert "Fixed train.py (1 lint fix (RC402))" in second.stdout
+    assert "test_loader = accelerator.prepare(" in path.read_text(encoding="utf-8")
+
+
+def test_ignore_drops_a_rule_from_the_count_and_the_fixes(project):
+    copy_fixture("mnist_loop", project)
+    assert invoke("--apply", "--ignore", "RC402", "train.py").exit_code == 0
+    noqa = write(project, "noqa.py", UNUSED_NOQA)
+    assert invoke("--apply", "--ignore", "RC0", "noqa.py").exit_code == 0
+    assert noqa.read_text(encoding="utf-8") == UNUSED_NOQA
+
+
+def test_select_runs_lint_fixes_after_conversion(project):
+    noqa = write(project, "noqa.py", UNUSED_NOQA)
+    result = invoke("--apply", "--select", "RC002,RC1", "noqa.py")
+    assert result.exit_code == 0
+    assert noqa.read_text(encoding="utf-8") == "x = 1\n"
+    assert "Fixed noqa.py (1 lint fix (RC002))" in result.stdout
+    write(project, "noqa.py", UNUSED_NOQA)
+    assert invoke("--apply", "--select", "RC4", "noqa.py").stdout == "No changes; no training script found (no X.backward() call).\n"
+    assert noqa.read_text(encoding="utf-8") == UNUSED_NOQA
+
+
+def test_unknown_selector_is_a_usage_error(project):
+    write(project, "train.py", PLAIN)
+    result = invoke("--select", "RC9999", "train.py")
+    assert result.exit_code == 2
+    assert "unknown rule selector 'RC9999'" in result.stderr
+
+
+def test_exit_non_zero_on_fix(project):
+    write(project, "train.py", PLAIN)
+    result = invoke("--apply", "--exit-non-zero-on-fix", "train.py")
+    assert result.exit_code == 1
+    assert "Fixed train.py" in result.stdout
+    assert invoke("--apply", "--exit-non-zero-on-fix", "train.py").exit_code == 0  # nothing left to change
+
+
+# -- plugin flags and the plan ---------------------------------------------------------------
+def test_plugin_flags_override_the_script(project):
+    path = write(project, "train.py", PLAIN)
+    result = invoke("--apply", "--backend", "eager", "--mode", "default", "--fullgraph", "--no-dynamic", "--regional", "train.py")
+    assert result.exit_code == 0, result.output
+    line = plugin_line(path.read_text(encoding="utf-8"))
+    assert 'backend="eager"' in line and 'mode="default"' in line
+    assert "fullgraph=True" in line and "dynamic=False" in line and "use_regional_compilation=True" in line
+    assert "max-autotune" not in line
+
+
+def test_flags_left_off_keep_the_scripts_settings(project):
+    path = write(project, "train.py", PLAIN)
+    assert invoke("--apply", "train.py").exit_code == 0
+    line = plugin_line(path.read_text(encoding="utf-8"))
+    assert line == 'TorchDynamoPlugin(backend="inductor", mode="max-autotune")'
+
+
+def test_no_flags_turn_settings_off(project):
+    path = write(project, "train.py", PLAIN.replace('mode="max-autotune"', "fullgraph=True, dynamic=True"))
+    assert invoke("--apply", "--no-fullgraph", "--no-dynamic", "--no-regional", "train.py").exit_code == 0
+    line = plugin_line(path.read_text(encoding="utf-8"))
+    assert "fullgraph=False" in line and "dynamic=False" in line
+    assert "use_regional_compilation=True" not in line
+
+
+def test_valid_plan_matches_fixture(project):
+    path = copy_fixture("plan_full", project)
+    options = json.loads((FIXTURES / "plan_full" / "options.json").read_text(encoding="utf-8"))
+    result = invoke("--apply", "--plan", str(FIXTURES / "plan_full" / "plan.json"), "--backend", options["backend"], "train.py")
+    assert result.exit_code == 0, result.output
+    assert path.read_bytes() == (FIXTURES / "plan_full" / "expected.py").read_bytes()
+
+
+def test_plan_applies_and_flags_override_it(project):
+    plan = write(project, "plan.json", json.dumps({"version": 1, "strategy": "full", "plugin": {"backend": "aot_eager", "fullgraph": True}}))
+    path = write(project, "train.py", PLAIN)
+    assert invoke("--apply", "--plan", str(plan), "train.py").exit_code == 0
+    line = plugin_line(path.read_text(encoding="utf-8"))
+    assert 'backend="aot_eager"' in line and "fullgraph=True" in line
+    path = write(project, "train.py", PLAIN)
+    assert invoke("--apply", "--plan", str(plan), "--no-fullgraph", "--backend", "eager", "train.py").exit_code == 0
+    line = plugin_line(path.read_text(encoding="utf-8"))
+    assert 'backend="eager"' in line and "fullgraph=True" not in line
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ('{"version": 2, "strategy": "full"}', "unknown version 2"),
+        ('{"version": 1, "strategy": "full", "plugin": {"bakend": "eager"}}', 'unknown plugin key "bakend"'),
+        ("{not json", "not valid JSON"),
+    ],
+)
+def test_invalid_plan_exits_2_and_changes_nothing(project, document, message):
+    plan = write(project, "plan.json", document)
+    path = write(project, "train.py", PLAIN)
+    result = invoke("--apply", "--plan", str(plan), "train.py")
+    assert result.exit_code == 2
+    assert message in result.stderr and "plan.json" in result.stderr
+    assert "Traceback" not in result.output
+    assert path.read_text(encoding="utf-8") == PLAIN
+
+
+def test_missing_plan_exits_2(project):
+    write(project, "train.py", PLAIN)
+    result = invoke("--plan", "nope.json", "train.py")
+    assert result.exit_code == 2
+    assert "cannot read nope.json" in result.stderr
+
+
+# -- bad arguments and errors ----------------------------------------------------------------
+def test_no_paths_is_a_usage_error(project):
+    result = invoke()
+    assert result.exit_code == 2
+    assert "give the files or folders to fix" in result.stderr
+
+
+def test_missing_path_exits_2(project):
+    write(project, "train.py", PLAIN)
+    result = invoke("--apply", "train.py", "gone.py")
+    assert result.exit_code == 2
+    assert "gone.py: no such file or directory" in result.stderr
+    assert "accelerator.backward" in (project / "train.py").read_text(encoding="utf-8")  # the rest still ran
+
+
+def test_unknown_option_exits_2(project):
+    assert invoke("--frobnicate", "x.py").exit_code == 2
+
+
+def test_stdin_with_other_paths_is_a_usage_error(project):
+    write(project, "train.py", PLAIN)
+    result = invoke("-", "train.py", input=PLAIN)
+    assert result.exit_code == 2
+    assert "cannot be combined" in result.stderr
+
+
+def test_read_only_file_exits_2_untouched(project):
+    path = write(project, "train.py", PLAIN)
+    path.chmod(0o444)
+    try:
+        result = invoke("--apply", "train.py")
+        assert result.exit_code == 2
+        assert "train.py: read-only file; not written" in result.stderr
+        assert path.read_text(encoding="utf-8") == PLAIN
+        assert stat.S_IMODE(path.stat().st_mode) == 0o444
+        assert invoke("train.py").exit_code == 1  # the diff still works
+    finally:
+        path.chmod(0o644)
+
+
+def test_unreadable_file_exits_2(project, monkeypatch):
+    write(project, "train.py", PLAIN)
+    write(project, "other.py", PLAIN)
+
+    def refuse(path):
+        if path.endswith("train.py"):
+            raise PermissionError(13, "Permission denied")
+        return real_read(path)
+
+    real_read = fix_invocation.writeback.read
+    monkeypatch.setattr(fix_invocation.writeback, "read", refuse)
+    result = invoke("--apply", "train.py", "other.py")
+    assert result.exit_code == 2
+    assert "train.py: cannot read: Permission denied; left untouched" in result.stderr
+    assert (project / "train.py").read_text(encoding="utf-8") == PLAIN
+    assert "Fixed other.py" in result.stdout
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root reads any file")
+def test_unreadable_file_on_disk_exits_2(project):
+    path = write(project, "train.py", PLAIN)
+    path.chmod(0)
+    try:
+        result = invoke("--apply", "train.py")
+        assert result.exit_code == 2
+        assert "train.py: cannot read" in result.stderr
+    finally:
+        path.chmod(0o644)
+
+
+def test_undecodable_file_exits_2_untouched(project):
+    path = write(project, "train.py", b"x = '\xff\xfe'\nloss.backward()\n")
+    result = invoke("--apply", "train.py")
+    assert result.exit_code == 2
+    assert "train.py: cannot read" in result.stderr
+    assert path.read_bytes() == b"x = '\xff\xfe'\nloss.backward()\n"
+
+
+def test_changed_on_disk_between_read_and_write_is_not_overwritten(project, monkeypatch):
+    path = write(project, "train.py", PLAIN)
+    edited = PLAIN + "# saved by an editor meanwhile\n"
+    real = fix_invocation.convert_source
+
+    def convert_then_edit(text, filename, options):
+        result = real(text, filename, options)
+        path.write_text(edited, encoding="utf-8")
+        return result
+
+    monkeypatch.setattr(fix_invocation, "convert_source", convert_then_edit)
+    result = invoke("--apply", "train.py")
+    assert result.exit_code == 2
+    assert "train.py: changed on disk since it was read; not overwritten" in result.stderr
+    assert path.read_text(encoding="utf-8") == edited
+    assert not [p for p in project.iterdir() if p.name.endswith(".regcomp-tmp")]
+
+
+def test_syntax_error_is_a_refusal(project):
+    path = write(project, "train.py", "def f(:\n    loss.backward()\n")
+    result = invoke("--apply", "train.py")
+    assert result.exit_code == 1
+    assert "train.py: cannot parse line 1" in result.stderr
+    assert path.read_text(encoding="utf-8") == "def f(:\n    loss.backward()\n"
+
+
+# -- what is kept ----------------------------------------------------------------------------
+def test_file_mode_is_kept(project):
+    path = write(project, "train.py", PLAIN)
+    path.chmod(0o751)
+    assert invoke("--apply", "train.py").exit_code == 0
+    assert stat.S_IMODE(path.stat().st_mode) == 0o751
+    assert "accelerator.backward" in path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("case", ["crlf_newlines", "bom_utf8", "tabs_indent", "latin1_coding"])
+def test_newlines_bom_tabs_encoding_are_kept(project, case):
+    path = copy_fixture(case, project)
+    result = invoke("--apply", "train.py")
+    assert result.exit_code == 0, result.output
+    expected = (FIXTURES / case / "expected.py").read_bytes()
+    assert path.read_bytes() == expected
+    if case == "crlf_newlines":
+        assert expected.count(b"\r\n") == expected.count(b"\n")
+    if case == "bom_utf8":
+        assert expected.startswith(b"\xef\xbb\xbf") and not expected.startswith(b"\xef\xbb\xbf" * 2)
+
+
+def test_directory_walk_respects_excludes_and_gitignore(project):
+    write(project, "pkg/train.py", PLAIN)
+    write(project, "pkg/ignored/train.py", PLAIN)
+    write(project, "pkg/.gitignore", "ignored/\n")
+    write(project, "pkg/build/train.py", PLAIN)  # `build` is in the default excludes
+    write(project, "pkg/notes.txt", "loss.backward()\n")
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    result = invoke("--apply", "pkg")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [f"Fixed {os.path.join('pkg', 'train.py')} (converted to Accelerate + TorchDynamoPlugin)",
+                                          "Fixed 1 file (1 converted)."]
+    assert (project / "pkg/ignored/train.py").read_text(encoding="utf-8") == PLAIN
+    assert (project / "pkg/build/train.py").read_text(encoding="utf-8") == PLAIN
+
+
+def test_all_fixtures_at_once_in_diff_mode(project):
+    """Every fixture: a diff for each one that converts, a refusal line for each refusal, nothing written."""
+    for case in sorted(p.name for p in FIXTURES.iterdir() if (p / "options.json").exists() is False and p.is_dir()):
+        copy_fixture(case, project / "cases", f"{case}.py")
+    before = {p: p.read_bytes() for p in (project / "cases").iterdir()}
+    result = invoke("cases")
+    assert result.exit_code == 1
+    for path, data in before.items():
+        assert path.read_bytes() == data
+        expected = (FIXTURES / path.stem / "expected.py").read_bytes()
+        if expected != data:
+            assert f"+++ b/{os.path.join('cases', path.name)}\n" in result.stdout, path.name
+    assert "refuse_mp_spawn.py: not converted" in result.stderr
+
+
+# -- stdin -----------------------------------------------------------------------------------
+def test_stdin_writes_the_result_to_stdout(project):
+    result = invoke("-", input=PLAIN)
+    assert result.exit_code == 1  # no --apply: something would change
+    assert "accelerator.backward(loss)" in result.stdout
+    assert result.stdout.startswith("import torch\nfrom accelerate import Accelerator\n")
+    applied = invoke("--apply", "-", input=PLAIN)
+    assert applied.exit_code == 0
+    assert applied.stdout == result.stdout
+    assert "Fixed -" in applied.stderr
+
+
+def test_stdin_unchanged_echoes_the_original_bytes(project):
+    data = "\ufeffimport torch\r\nx = 1\r\n".encode("utf-8")
+    result = CliRunner().invoke(fix_main, ["-"], input=data, catch_exceptions=False)
+    assert result.exit_code == 0
+    assert result.stdout_bytes == data
+
+
+def test_stdin_keeps_crlf_and_bom(project):
+    data = (FIXTURES / "bom_utf8" / "input.py").read_bytes()
+    result = CliRunner().invoke(fix_main, ["--apply", "-"], input=data, catch_exceptions=False)
+    assert result.exit_code == 0
+    assert result.stdout_bytes == (FIXTURES / "bom_utf8" / "expected.py").read_bytes()
+    data = (FIXTURES / "crlf_newlines" / "input.py").read_bytes()
+    result = CliRunner().invoke(fix_main, ["--apply", "-"], input=data, catch_exceptions=False)
+    assert result.stdout_bytes == (FIXTURES / "crlf_newlines" / "expected.py").read_bytes()
+
+
+def test_stdin_diff_and_filename(project):
+    result = invoke("--diff", "--stdin-filename", "scripts/train.py", "-", input=PLAIN)
+    assert result.exit_code == 1
+    assert result.stdout.startswith("--- a/scripts/train.py\n+++ b/scripts/train.py\n")
+    assert "scripts/train.py: 1 X.backward() call(s)" in result.stderr
+
+
+def test_stdin_filename_alone_reads_stdin(project):
+    result = invoke("--apply", "--stdin-filename", "t.py", input=PLAIN)
+    assert result.exit_code == 0
+    assert "accelerator.backward(loss)" in result.stdout
+
+
+def test_stdin_refusal_echoes_input_and_exits_1(project):
+    data = (FIXTURES / "refuse_mp_spawn" / "input.py").read_bytes()
+    result = CliRunner().invoke(fix_main, ["--apply", "--stdin-filename", "spawn.py", "-"], input=data, catch_exceptions=False)
+    assert result.exit_code == 1
+    assert result.stdout_bytes == data
+    assert "spawn.py: not converted" in result.stderr
+
+
+# -- the installed console script ------------------------------------------------------------
+def test_version_and_console_script(project):
+    result = invoke("--version")
+    assert result.exit_code == 0 and result.stdout == f"regcomp-fix {__version__}\n"
+    script = VENV_BIN / "regcomp-fix"
+    if not script.exists():
+        pytest.skip("regcomp-fix is not installed in this environment (pip install -e .)")
+    path = write(project, "train.py", PLAIN)
+    proc = subprocess.run([str(script), "--apply", "train.py"], cwd=project, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "accelerator.backward(loss)" in path.read_text(encoding="utf-8")
+
+
+def test_fixer_never_imports_torch_or_the_script(project):
+    marker = project / "imported.txt"
+    write(project, "train.py", PLAIN + f"open({str(marker)!r}, 'w').write('ran')\n")
+    code = (
+        "import sys\n"
+        "from regcomp_lint.cli import fix_main\n"
+        "try:\n    fix_main(['--apply', 'train.py'])\nexcept SystemExit:\n    pass\n"
+        "bad = [m for m in ('torch', 'accelerate', 'transformers') if m in sys.modules]\n"
+        "print('IMPORTED', bad)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=120, check=False)
+    assert "IMPORTED []" in proc.stdout, proc.stdout + proc.stderr
+    assert not marker.exists()
+    assert "accelerator.backward(loss)" in (project / "train.py").read_text(encoding="utf-8")
