@@ -6,49 +6,60 @@ that code without importing anything.
 
 Public API (stable; other rules build on it)::
 
-    reach = reachability.for_context(ctx)      # built once per linted file, cached on ctx
+    reach = reachability.for_context(ctx)      # built once per linted file (deep=True: see below)
     reach.classes                              # {name: ModuleClass} nn.Module subclasses of the file
     reach.module_class(name)                   # ModuleClass, also for one imported from a local module
+    reach.resolve_class(expr, reach.module)    # ModuleClass | qualified name str | None
     reach.graph                                # networkx.DiGraph of Function nodes; edge data "calls"
     reach.roots                                # forward Functions the chains start from
     reach.chain(func)                          # Chain from a root to Function func, or None
     reach.locate(function_nodes)               # (Function, Chain) for the innermost reached def, or None
     reach.reached()                            # [(Function, Chain)], every reached function
     reach.reached_from(cls)                    # [(Function, Chain)] reached from cls.forward
-    reach.facts(func)                          # FunctionFacts: bindings, calls, returns of one def
+    reach.facts(func)                          # FunctionFacts: bindings, calls, returns, self_assigns
     reach.callers(func)                        # [(caller Function, ast.Call)] known call sites
     reach.call_targets(call.func, func)        # [Function] a call inside func may run
     func.disabled                              # decorated with torch.compiler.disable (not traced)
     str(chain) == "reached via GPT.forward → Block.forward → Attention.forward"
+    reachability.from_source(text, filename)   # the same, from source text (tests, tools)
 
 - :class:`ModuleClass`: ``name``, ``node`` (``ast.ClassDef``), ``module`` (:class:`ParsedModule`
   it is defined in), ``bases`` (local base classes, module or not), ``submodules`` ({attr:
-  :class:`Submodule`} built in any method but ``forward``, e.g. ``self.h = nn.ModuleList([Block()
-  for _ in range(n)])``), ``tensor_attrs`` (parameters, buffers, tensors stored on ``self``),
-  ``method(name)`` (looked up along the bases, ``None`` if unknown), ``init``.
+  :class:`Submodule`} built in ``__init__`` and the methods it calls, e.g. ``self.h =
+  nn.ModuleList([Block() for _ in range(n)])``), ``tensor_attrs`` (parameters, buffers,
+  tensors stored on ``self``), ``method(name)`` (looked up along the bases), ``mro()``, ``init``.
 - :class:`Submodule`: ``attr``, ``classes`` (local :class:`ModuleClass` es), ``external``
   (qualified names such as ``torch.nn.LSTM``), ``container`` (built in a ModuleList /
   Sequential / ModuleDict / list), ``value`` (the assigned expression).
 - :class:`Function`: one node of the call graph: ``node`` (the def), ``cls`` (the receiver
   :class:`ModuleClass` for methods: what ``self`` is; ``None`` for plain functions),
-  ``module``, ``label`` (``"Block.forward"``, ``"helper"``), ``local`` (defined in the linted file).
+  ``module``, ``label`` (``"Block.forward"``, ``"helper"``, ``"MLP.forward.gate"`` for a
+  closure), ``local`` (defined in the linted file), ``parent`` (the enclosing Function of a
+  closure), ``is_method``.
 
 What counts as an ``nn.Module`` subclass: a base resolving to ``torch.nn.Module`` or another
-``torch.nn`` class through any import spelling, a local class that is one (same file or a local
-module), or a known model base by name (``*PreTrainedModel``, ``GradientCheckpointingLayer``,
-``LightningModule``, ``ModelMixin``).
+``torch.nn`` class through any import spelling, a local class that is one, or a known model base
+by name (``*PreTrainedModel``, ``GradientCheckpointingLayer``, ``LightningModule``,
+``ModelMixin``).
 
 Edges: ``self.method(...)`` (resolved against the receiver class, so an inherited ``forward``
 reaches the subclass's override), ``super().method(...)``, submodule calls ``self.attn(x)``,
-``self.h[i](x)``, ``for block in self.h: block(x)`` (also ``enumerate``/``zip``, and names bound to
-``self.attr`` or ``self.attr[i]``), ``self.sub.method(...)``, module-level functions of the file,
-functions imported from local modules (absolute or relative import resolved to a ``.py`` file
-near the linted one, parsed lazily once per run), and submodules or methods passed as arguments
-(``checkpoint(self.block, x)``).
+``self.h[i](x)``, ``for block in self.h: block(x)`` (also ``enumerate``/``zip``/``.items()``,
+and names bound to ``self.attr`` or ``self.attr[i]``), ``self.sub.method(...)``, closures
+defined and called in a method, module-level functions, and submodules or methods passed on
+(``checkpoint(self.block, x)``, ``layer.__call__``).
 
-Cost: nothing here walks the whole tree. Classes and functions are read from the top-level
-statements; each reachable function's body is walked once (its :class:`FunctionFacts`, shared
-with tensor inference), and only when a rule has a candidate finding in the file.
+Other files: the default (shallow) graph never parses another file: a finding is reported in
+the file that contains it, and each file is linted on its own. A class that defines ``forward``
+on a base imported from a local module of the project is taken for a module. The deep graph
+(``for_context(ctx, deep=True)``, RC210) follows classes and functions imported from local
+modules (absolute or relative imports resolved to a ``.py`` file near the linted one), parsing
+each lazily, once per run.
+
+Cost: nothing here walks the file again. Classes and functions are read from the top-level
+statements; :class:`FunctionFacts` come from the engine's single walk (an RC2xx rule feeds a
+:class:`FactsCollector`); only functions of other files are walked on their own; the graph is
+built in ``finish()``, once per file, and only when a rule has a candidate finding.
 """
 
 from __future__ import annotations
@@ -270,9 +281,17 @@ class Function:
     module: ParsedModule
     label: str
     local: bool
+    #: For a function defined inside another (a closure), the enclosing one: names the closure
+    #: does not bind are the enclosing function's.
+    parent: "Function | None" = None
 
     def __repr__(self) -> str:
         return f"Function({self.label})"
+
+    @property
+    def is_method(self) -> bool:
+        """Called bound (its first parameter is ``self``): a method, not a closure inside one."""
+        return self.cls is not None and self.parent is None
 
     @property
     def disabled(self) -> bool:
@@ -844,11 +863,28 @@ class Reachability:
             classes = self._module_classes_of(func, caller, facts)
             if classes:
                 return self._forwards(classes)
-            if func.id in facts.bindings or passed:
+            bindings = facts.bindings.get(func.id)
+            if bindings:
+                return self._closures(func.id, bindings, caller)
+            if passed:
                 return []
             resolved = self.resolve_function(func, caller.module)
             return [self.function(resolved[1], None, resolved[0])] if resolved else []
         return []
+
+    def _closures(self, name: str, bindings: list, caller: Function) -> list[Function]:
+        """``gate(h)`` where ``def gate(t): ...`` is defined inside the caller."""
+        found = []
+        for kind, value, _ in bindings:
+            if kind != "unknown" or type(value) not in FUNCTION_DEFS or value.name != name:
+                continue
+            key = (id(value), id(caller.cls))
+            func = self._functions.get(key)
+            if func is None:
+                func = Function(value, caller.cls, caller.module, f"{caller.label}.{name}", caller.local, parent=caller)
+                self._functions[key] = func
+            found.append(func)
+        return found
 
     def _forwards(self, classes: Iterable[ModuleClass]) -> list[Function]:
         found = []

@@ -146,8 +146,10 @@ class TensorOracle:
             return found
         bindings = self.facts.bindings.get(name)
         if not bindings:
-            self._names[name] = False
-            return False
+            parent = self.func.parent  # a closure reads the enclosing function's names
+            found = parent is not None and oracle(self.reach, parent)._name(name)
+            self._names[name] = found
+            return found
         self._names[name] = True  # in progress: ``x = x.view(...)`` leans on x's other bindings
         result = all(self._binding(kind, value, index) for kind, value, index in bindings)
         self._names[name] = result
@@ -187,8 +189,12 @@ class TensorOracle:
         return False
 
     def _self_bound(self) -> bool:
-        """``self`` is the receiver (the first parameter of a method), not a rebound name."""
-        return self.func.cls is not None and all(kind == "param" for kind, _, _ in self.facts.bindings.get("self", ()))
+        """``self`` is the receiver (the first parameter of a method, or the one a closure sees),
+        not a rebound name."""
+        func = self.func
+        while func.parent is not None and "self" not in self.reach.facts(func).bindings:
+            func = func.parent
+        return func.is_method and all(kind == "param" for kind, _, _ in self.reach.facts(func).bindings.get("self", ()))
 
     def _self_submodule(self, expr: ast.Attribute) -> bool:
         cls = self.func.cls
@@ -277,7 +283,7 @@ class TensorOracle:
         if arg.annotation is not None:
             return _annotation_is_tensor(arg.annotation)
         positional = [*args.posonlyargs, *args.args]
-        if self.func.cls is not None and positional and positional[0] is arg:
+        if self.func.is_method and positional and positional[0] is arg:
             return False  # self
         default = _default_of(args, arg)
         if default is not None and not (isinstance(default, ast.Constant) and default.value is None):
@@ -308,7 +314,7 @@ def _argument_for(call: ast.Call, callee: Function, arg: ast.arg) -> ast.AST | N
             return kw.value
     args = callee.node.args
     positional = [*args.posonlyargs, *args.args]
-    if callee.cls is not None:
+    if callee.is_method:
         positional = positional[1:]
     if arg in positional and arg not in args.kwonlyargs:
         position = positional.index(arg)

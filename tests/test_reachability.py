@@ -340,3 +340,42 @@ def test_for_context_is_cached_per_file():
             ctx.imports.add(stmt)
     assert reachability.for_context(ctx) is reachability.for_context(ctx)
     assert "N" in reachability.for_context(ctx).classes
+
+
+def test_closures_called_in_a_method_are_nodes_with_their_parent():
+    reach = build("""
+        from torch import nn
+        class MLP(nn.Module):
+            def forward(self, x):
+                def gate(t):
+                    return t * self.scale
+                return gate(x)
+    """)
+    got = chains(reach)
+    assert got["MLP.forward.gate"] == "reached via MLP.forward → MLP.forward.gate"
+    gate = next(f for f, _ in reach.reached() if f.label == "MLP.forward.gate")
+    assert gate.parent.label == "MLP.forward" and not gate.is_method
+
+
+def test_submodules_built_in_a_method_called_from_init():
+    reach = build("""
+        from torch import nn
+        class Block(nn.Module):
+            def forward(self, x):
+                return x
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self._build()
+            def _build(self):
+                self.blocks = nn.ModuleList([Block() for _ in range(4)])
+            def reset(self):
+                self.other = Block()  # not called from __init__: not a known submodule
+            def forward(self, x):
+                for b in self.blocks:
+                    x = b(x)
+                return x
+    """)
+    net = reach.classes["Net"]
+    assert set(net.submodules) == {"blocks"}
+    assert "Block.forward" in chains(reach)

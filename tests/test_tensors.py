@@ -181,3 +181,26 @@ def test_recursion_terminates():
     oracle = tensors.oracle(reach, func)
     assert not oracle.is_tensor(expr("y"))  # no return is known to be a tensor
     assert oracle.is_tensor(expr("x"))
+
+
+def test_closure_parameters_and_free_names():
+    src = textwrap.dedent("""
+        import torch
+        from torch import nn
+        class MLP(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = nn.Parameter(torch.ones(1))
+            def forward(self, x, n: int = 2):
+                y = x * 2
+                def gate(t):
+                    return t * y * self.w * n
+                return gate(x)
+    """)
+    reach = from_source(src)
+    _KEEP[:] = [reach]
+    gate = next(f for f, _ in reach.reached() if f.label == "MLP.forward.gate")
+    oracle = tensors.oracle(reach, gate)
+    assert oracle.param_is_tensor(gate.node.args.args[0])  # t: the call passes x
+    assert oracle.is_tensor(expr("y")) and oracle.is_tensor(expr("self.w"))
+    assert not oracle.is_tensor(expr("n"))

@@ -98,9 +98,9 @@ class ForwardRule(Rule):
         self._candidates: list[tuple[ast.AST, tuple[ast.AST, ...]]] = []
         self._facts, feeder = reachability.collector_for(ctx)
         # What the feeding rule runs for this rule on each node of a wanted type: the cheap
-        # syntactic test and where to keep the node, or this rule's own ``_collect``.
-        own = type(self)._collect is not ForwardRule._collect
-        entry = (None, self._collect) if own else (self.candidate, self._candidates)
+        # syntactic test and where to keep the node, or a collector that also asks ``accepts``.
+        in_context = type(self).accepts.__func__ is not ForwardRule.accepts.__func__
+        entry = (None, self._collect_in_context) if in_context else (self.candidate, self._candidates)
         for node_type in self.node_types:
             self._facts.wanted.setdefault(node_type, []).append(entry)
         if not feeder:
@@ -147,14 +147,19 @@ class ForwardRule(Rule):
         return True
 
     @classmethod
+    def accepts(cls, node: ast.AST, ancestors: list[ast.AST]) -> bool:
+        """A second syntactic test that needs the node's ancestors (outermost first); only
+        rules that override it pay for it."""
+        return True
+
+    @classmethod
     def judge(cls, node: ast.AST, scope: Scope) -> Break | None:
         raise NotImplementedError
 
     # -- the walk and the report ---------------------------------------------------------------
-    def _collect(self, node: ast.AST) -> None:
-        defs = self._facts.defs
-        if defs and self.candidate(node):
-            self._candidates.append((node, tuple(defs)))
+    def _collect_in_context(self, node: ast.AST) -> None:
+        if self.candidate(node) and self.accepts(node, self.ctx.ancestors):
+            self._candidates.append((node, tuple(self._facts.defs)))
 
     def finish(self) -> None:
         if not self._candidates:
@@ -210,7 +215,7 @@ def breaks_in(reach: Reachability, functions: list[tuple[Function, Chain]], rule
             if _untraced(ancestors, node):
                 continue
             for rule in rules:
-                if isinstance(node, rule.node_types) and rule.candidate(node):
+                if isinstance(node, rule.node_types) and rule.candidate(node) and rule.accepts(node, ancestors):
                     found = rule.judge(node, scope)
                     if found is not None:
                         yield rule, node, func, found

@@ -132,10 +132,10 @@ class DataDependentBranch(ForwardRule):
         return Break(f"{what} branches on a tensor's value: data-dependent graph break (GB0170), also under `fullgraph=True`; "
                      "use `torch.where` or `torch.cond`", "GB0170", at=hit)
 
-    def _collect(self, node: ast.AST) -> None:
-        if type(node) is ast.BoolOp:
-            parent = self.ctx.parent()
-            if isinstance(parent, _TEST_PARENTS + (ast.BoolOp, ast.UnaryOp)) or (
-                    isinstance(parent, ast.comprehension) and any(node is t for t in parent.ifs)):
-                return  # judged as part of the enclosing condition
-        super()._collect(node)
+    @classmethod
+    def accepts(cls, node: ast.AST, ancestors: list[ast.AST]) -> bool:
+        if type(node) is ast.BoolOp and ancestors:
+            parent = ancestors[-1]
+            if isinstance(parent, _TEST_PARENTS + (ast.BoolOp, ast.UnaryOp)):
+                return False  # judged as part of the enclosing condition
+        return True

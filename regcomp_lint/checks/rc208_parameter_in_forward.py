@@ -43,7 +43,9 @@ class ParameterInForward(ForwardRule):
         return x * self.scale
     ```
     For lazily sized layers use `nn.LazyLinear` / `nn.UninitializedParameter`, materialised by
-    one eager call before compiling.
+    one eager call before compiling. If the parameter really must be built in `forward`,
+    `torch._dynamo.config.graph_break_on_nn_param_ctor = False` lets dynamo trace the
+    constructor (measured: `fullgraph=True` then compiles).
 
     ## Fix safety
     No fix: where the parameter belongs (and its size) needs the author.
@@ -92,4 +94,4 @@ class ParameterInForward(ForwardRule):
             if bindings and all(kind == "param" for kind, _, _ in bindings):
                 return None  # a forward input wrapped as is: traced
         return Break("`nn.Parameter(...)` built while tracing: graph break (GB0264), and a fresh parameter on every call; "
-                     "create it in `__init__`", "GB0264")
+                     "create it in `__init__` (or set `torch._dynamo.config.graph_break_on_nn_param_ctor = False`)", "GB0264")

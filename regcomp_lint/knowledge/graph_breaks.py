@@ -15,6 +15,9 @@ Facts measured in torch 2.13.0 that shape the rules:
   ``os.environ.get``, ``os.path.*``, ``inspect.signature``, ``torch.seed`` do not break;
   ``os.getpid``, ``os.urandom``, ``inspect.currentframe/stack``, ``time.sleep`` do.
 - ``nn.Parameter(x)`` of a forward input does not break; of a new tensor it does (GB0264).
+- An f-string or ``str.format`` of a tensor, and ``t.data_ptr()``, are built lazily: storing
+  them does not break; measuring, concatenating or comparing them does (GB0088, GB3934, GB9648,
+  GB5976). ``str(t)``, ``repr(t)`` and ``copy.deepcopy(t)`` break at once.
 - ``nn.LSTM``/``GRU``/``RNN`` make the whole frame fall back (0 graphs, GB0014) unless
   ``torch._dynamo.config.allow_rnn = True``; ``LSTMCell`` is traced.
 """
@@ -29,7 +32,7 @@ RULE_BREAKS: dict[str, tuple[str, ...]] = {
     "RC203": ("GB0059", "GB0291", "GB4841", "GB0007"),
     "RC204": ("GB0036",),
     "RC205": ("GB0007", "GB0059"),
-    "RC206": ("GB4198", "GB0088", "GB0059", "GB0569"),
+    "RC206": ("GB4198", "GB0059", "GB0569", "GB0088", "GB3934", "GB9648", "GB5976"),
     "RC207": ("GB0098", "GB0025"),
     "RC208": ("GB0264", "GB0229"),
     "RC209": ("GB0014",),
@@ -38,13 +41,13 @@ RULE_BREAKS: dict[str, tuple[str, ...]] = {
 #: Ids a default compile breaks on that ``fullgraph=True`` captures instead of raising.
 FULLGRAPH_CAPTURED: frozenset[str] = frozenset({"GB0124", "GB0036"})
 
-#: Config knobs that avoid a break, by id (mentioned in rule messages and docs).
-CONFIG_KNOBS: dict[str, str] = {
-    "GB0124": "torch._dynamo.config.capture_scalar_outputs = True",
-    "GB0036": "torch._dynamo.config.capture_dynamic_output_shape_ops = True",
-    "GB0059": "torch._dynamo.config.reorderable_logging_functions",
-    "GB0291": "torch._dynamo.config.ignore_logging_functions",
-    "GB0014": "torch._dynamo.config.allow_rnn = True",
+#: Config settings that avoid a rule's breaks (named in the rule's docs and messages).
+RULE_KNOBS: dict[str, tuple[str, ...]] = {
+    "RC201": ("torch._dynamo.config.capture_scalar_outputs = True",),
+    "RC203": ("torch._dynamo.config.reorderable_logging_functions", "torch._dynamo.config.ignore_logging_functions"),
+    "RC204": ("torch._dynamo.config.capture_dynamic_output_shape_ops = True",),
+    "RC208": ("torch._dynamo.config.graph_break_on_nn_param_ctor = False",),
+    "RC209": ("torch._dynamo.config.allow_rnn = True",),
 }
 
 
@@ -135,11 +138,25 @@ REGISTRY: dict[str, dict] = {'GB0007': {'explanation': 'explanation',
                       'issue to PyTorch if you encounter this graph break often and it is causing '
                       'performance issues.'],
             'type': 'repr() on tensor'},
+ 'GB3934': {'explanation': "Dynamo does not yet support concatenating '{self.python_type_name()}' and "
+                           "'{other.python_type_name()}'",
+            'hints': ['It may be possible to write Dynamo tracing rules for this code. Please report an '
+                      'issue to PyTorch if you encounter this graph break often and it is causing '
+                      'performance issues.'],
+            'type': 'missing sq_concat'},
  'GB4198': {'explanation': 'Dynamo does not support copy.deepcopy() on tensors.',
             'hints': ['Avoid calling copy.deepcopy() on tensors inside compiled regions.'],
             'type': 'Attempted to copy.deepcopy a tensor'},
  'GB4841': {'explanation': 'This VariableTracker does not implement python_type(), which is required for '
                            'object protocol operations.',
             'hints': ['This is likely to be a Dynamo bug. Please report an issue to PyTorch.'],
-            'type': 'Unsupported python_type() call'}}
+            'type': 'Unsupported python_type() call'},
+ 'GB5976': {'explanation': 'Dynamo can only trace data pointer comparisons when it can prove both operands '
+                           'have the same data pointer.',
+            'hints': [],
+            'type': 'Data pointer comparison'},
+ 'GB9648': {'explanation': '{type(self).__name__} does not implement richcompare_impl. Add a '
+                           'richcompare_impl override to {type(self).__name__}.',
+            'hints': ['This is likely to be a Dynamo bug. Please report an issue to PyTorch.'],
+            'type': 'Missing richcompare_impl override'}}
 # --- END REGISTRY ---
