@@ -71,6 +71,22 @@ def _diagnostic_to_json(diag: Diagnostic) -> dict:
     return data
 
 
+def _dependencies_unchanged(deps) -> bool:
+    """True when every other file the cached findings were computed from still has its digest."""
+    try:
+        for other, digest in deps:
+            try:
+                with open(other, "rb") as handle:
+                    current = content_digest(handle.read())
+            except OSError:
+                current = ""
+            if current != digest:
+                return False
+    except (TypeError, ValueError):
+        return False  # damaged entry
+    return True
+
+
 class LintCache:
     """One settings fingerprint's entries: ``{abs path: [digest, [diagnostic json, ...]]}``."""
 
@@ -111,7 +127,9 @@ class LintCache:
     def lookup(self, path: str, digest: str, filename: str) -> list[Diagnostic] | None:
         """The cached diagnostics (reported under ``filename``), or None on a miss."""
         entry = self.entries.get(path)
-        if type(entry) is not list or len(entry) != 2 or entry[0] != digest:
+        if type(entry) is not list or len(entry) not in (2, 3) or entry[0] != digest:
+            return None
+        if len(entry) == 3 and not _dependencies_unchanged(entry[2]):
             return None
         if not entry[1]:
             return []
@@ -120,8 +138,11 @@ class LintCache:
         except (KeyError, TypeError, ValueError, AttributeError):
             return None  # a hand-edited or damaged entry: lint again
 
-    def store(self, path: str, digest: str, diagnostics: list[Diagnostic]) -> None:
-        self.entries[path] = [digest, [_diagnostic_to_json(d) for d in diagnostics]]
+    def store(self, path: str, digest: str, diagnostics: list[Diagnostic], depends_on=()) -> None:
+        entry = [digest, [_diagnostic_to_json(d) for d in diagnostics]]
+        if depends_on:
+            entry.append([list(dep) for dep in depends_on])
+        self.entries[path] = entry
         self.dirty = True
 
     def prune(self, seen: set[str], roots: list[str]) -> None:

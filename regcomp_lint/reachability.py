@@ -71,6 +71,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Iterable, Iterator
 
+from regcomp_lint import dependencies
 from regcomp_lint.names import ImportMap
 
 if TYPE_CHECKING:
@@ -164,6 +165,7 @@ def _load(path: str, mtime_ns: int, size: int) -> ParsedModule | None:
 
 def load_module(path: str) -> ParsedModule | None:
     """Parse a local module once per run (cached by path, mtime and size); None if unreadable."""
+    dependencies.record(path)
     try:
         stat = os.stat(path)
     except OSError:

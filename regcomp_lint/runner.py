@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, NamedTuple
 
+from regcomp_lint import dependencies
 from regcomp_lint.cache import LintCache, content_digest
 from regcomp_lint.checks import ALL_RULES
 from regcomp_lint.config import Settings
@@ -56,6 +57,8 @@ class Outcome(NamedTuple):
     digest: str | None  # hash of the bytes that were linted; None when they could not be read
     diagnostics: list[Diagnostic]
     cacheable: bool
+    #: (path, digest) of other files the findings were computed from (see dependencies.py)
+    depends_on: tuple[tuple[str, str], ...] = ()
 
 
 class Task(NamedTuple):
@@ -76,9 +79,21 @@ def lint_file(path: str, enabled: frozenset[str], data: bytes | None = None) -> 
             return Outcome(None, unreadable(path, exc, enabled), False)
     digest = content_digest(data)
     try:
-        return Outcome(digest, lint_bytes(data, path, enabled), True)
+        with dependencies.recording() as read:
+            diagnostics = lint_bytes(data, path, enabled)
+        return Outcome(digest, diagnostics, True, _digests(read - {path}))
     except Exception as exc:  # a bug of ours: report it on the file and go on
         return Outcome(digest, [internal_error(path, f"{type(exc).__name__}: {exc}")], False)
+
+
+def _digests(paths: set[str]) -> tuple[tuple[str, str], ...]:
+    found = []
+    for other in sorted(paths):
+        try:
+            found.append((other, content_digest(read_file(other))))
+        except OSError:
+            found.append((other, ""))
+    return tuple(found)
 
 
 def read_file(path: str) -> bytes:
@@ -147,7 +162,7 @@ def run(paths: list[str], settings: Settings, jobs: int | None = None, use_cache
     def finished(index: int, outcome: Outcome) -> None:
         per_file[index] = outcome.diagnostics
         if cache is not None and outcome.cacheable:
-            cache.store(keys[index], outcome.digest, outcome.diagnostics)
+            cache.store(keys[index], outcome.digest, outcome.diagnostics, outcome.depends_on)
 
     result.workers = _lint_tasks(todo, workers, finished, progress, done, total, result.warnings)
 

@@ -326,3 +326,25 @@ def test_pool_that_cannot_start_falls_back_to_one_process(tmp_path, monkeypatch)
     result = runner.run([str(tmp_path)], settings, jobs=2, use_cache=False)
     assert result.diagnostics == expected and result.workers == 0
     assert result.warnings == ["cannot start worker processes (Resource temporarily unavailable); linting in one process"]
+
+
+def test_cached_finding_goes_stale_when_an_imported_model_file_changes(tmp_path):
+    """RC210 reads the local model file; the cache must notice when that file changes."""
+    (tmp_path / "models.py").write_text(
+        "import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 4)\n\n"
+        "    def forward(self, x):\n        y = self.fc(x)\n        if y.sum() > 0:\n            y = y * 2\n        return y\n"
+    )
+    (tmp_path / "train.py").write_text("import torch\nfrom models import Net\n\nmodel = torch.compile(Net(), fullgraph=True)\n")
+    settings = Settings(root=str(tmp_path), cache_dir=str(tmp_path / "cache"), select=("RC210",))
+    train = str(tmp_path / "train.py")
+
+    first = runner.run([train], settings, jobs=1, use_cache=True)
+    assert [d.code for d in first.diagnostics] == ["RC210"] and first.cached == 0
+    again = runner.run([train], settings, jobs=1, use_cache=True)
+    assert [d.code for d in again.diagnostics] == ["RC210"] and again.cached == 1
+
+    model = tmp_path / "models.py"
+    model.write_text(model.read_text().replace("if y.sum() > 0:", "if y.shape[0] > 0:"))
+    after = runner.run([train], settings, jobs=1, use_cache=True)
+    assert after.diagnostics == [] and after.cached == 0
