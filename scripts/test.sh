@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install the project with its test extra (pinned by constraints.txt) into .venv and run the tests.
+# Install the project with its test and trace extras (pinned by constraints.txt; torch 2.13.0 CPU) into .venv and run the tests.
 #
 #   bash scripts/test.sh [PYTEST ARGS...]
 #
@@ -7,6 +7,6 @@
 # broken collection can never pass for a green run.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
-ensure_venv test
+ensure_venv "test,trace"
 cd "$REPO_ROOT"
 exec "$PY" -m pytest "$@"
