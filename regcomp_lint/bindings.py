@@ -207,6 +207,15 @@ class Bindings:
             return _last_before(found, where.pos)
         return found[-1]
 
+    def call_value(self, expr: ast.AST, where: Where) -> ast.Call | None:
+        """``expr`` itself when it is a call, else the call it is bound to whole (not unpacked
+        from a tuple) at ``where``: what ``plugin`` in ``Accelerator(dynamo_plugin=plugin)`` was
+        built by."""
+        if not isinstance(expr, ast.Call):
+            bound = self.lookup(expr, where)
+            expr = bound.value if bound is not None and bound.index is None else None
+        return expr if isinstance(expr, ast.Call) else None
+
     def _lookup_attr(self, key: str, where: Where) -> Bound | None:
         candidates = self._attr_candidates(key, where)
         return candidates[0] if candidates else None

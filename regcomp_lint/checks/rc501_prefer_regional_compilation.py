@@ -356,12 +356,8 @@ class PreferRegionalCompilation(FeedsBindings, Rule):
         return None
 
     def _plugin_of(self, expr: ast.expr, where: Where) -> ast.Call | None:
-        if not isinstance(expr, ast.Call):
-            bound = self.bindings.lookup(expr, where)
-            expr = bound.value if bound is not None and bound.index is None else None
-        if isinstance(expr, ast.Call) and callsites.is_dynamo_plugin(self.ctx, expr.func):
-            return expr
-        return None
+        call = self.bindings.call_value(expr, where)
+        return call if call is not None and callsites.is_dynamo_plugin(self.ctx, call.func) else None
 
     def _whole_model_plugin(self, plugin: ast.Call) -> bool:
         """The plugin certainly compiles, and certainly not regionally."""
