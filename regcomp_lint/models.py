@@ -26,7 +26,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-from regcomp_lint.bindings import Bindings, Where
+from regcomp_lint.bindings import Bindings, Where, binding_key
 from regcomp_lint.context import FileContext
 
 MIN_BLOCKS = 4
@@ -241,20 +241,12 @@ class ModelFinder:
         for node in ast.walk(init):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and not node.value.args:
                 if self.ctx.resolves_to(node.value.func, *MODULE_LIST):
-                    if any(_key(t) == target for t in node.targets):
+                    if any(binding_key(t) == target for t in node.targets):
                         return True
         return False
 
 
 # -- small pure helpers ----------------------------------------------------------------------
-
-def _key(target: ast.AST) -> str | None:
-    if isinstance(target, ast.Name):
-        return target.id
-    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-        return f"self.{target.attr}"
-    return None
-
 
 def _element(value: ast.AST, index: int) -> ast.AST | None:
     """Element ``index`` of a tuple/list display, or the argument of ``prepare(a, b, ...)``."""
@@ -324,7 +316,7 @@ def _appended_in_loops(init: ast.FunctionDef) -> dict[str, tuple[ast.expr, int |
             if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
                 call = stmt.value
                 if isinstance(call.func, ast.Attribute) and call.func.attr == "append" and len(call.args) == 1:
-                    target = _key(call.func.value)
+                    target = binding_key(call.func.value)
                     if target and isinstance(call.args[0], ast.Call):
                         found.setdefault(target, (call.args[0], iteration_count(loop.iter)))
     return found
