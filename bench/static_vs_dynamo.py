@@ -155,15 +155,33 @@ def per_rule(result: Comparison) -> list[tuple[str, int, int, int]]:
 
 # -- the static side (no torch) -----------------------------------------------------------------
 
-def lint_findings(path: Path, codes: tuple[str, ...], extra: str = "") -> list[Finding]:
+def lint_findings(path: Path, codes: tuple[str, ...], extra: str = "", models: Path = MODELS) -> list[Finding]:
+    """The findings of one file. A finding about a break in another file (reported at the call
+    that reaches it, ``at _shared_ops.py:8, in code this call runs: ...``) is counted at the
+    line it names in that file: that is where dynamo breaks, and where it is true or false."""
     from regcomp_lint.api import lint_source
+    from regcomp_lint.checks.forward_rule import elsewhere
 
     text = path.read_text(encoding="utf-8") + extra
-    return [
-        Finding(path.name, d.location.row, d.end_location.row, d.code, d.message)
-        for d in lint_source(text, str(path))
-        if d.code in codes
-    ]
+    found = []
+    for d in lint_source(text, str(path)):
+        if d.code not in codes:
+            continue
+        other = elsewhere(d.message)
+        if other is None:
+            found.append(Finding(fixture_name(path, models), d.location.row, d.end_location.row, d.code, d.message))
+        else:
+            target, line, end = other
+            found.append(Finding(fixture_name(path.parent / target, models), line, end, d.code, d.message))
+    return found
+
+
+def fixture_name(path: Path, models: Path = MODELS) -> str:
+    """A file's name as the probe records it: relative to the fixture folder."""
+    try:
+        return path.resolve().relative_to(models.resolve()).as_posix()
+    except ValueError:
+        return path.name
 
 
 def local_imports(path: Path, models: Path) -> list[Path]:
@@ -186,7 +204,7 @@ def compare(stored: dict, models: Path = MODELS) -> Comparison:
 
     def findings_of(path: Path) -> list[Finding]:
         if path.name not in findings_by_file:
-            findings_by_file[path.name] = lint_findings(path, BREAK_RULES)
+            findings_by_file[path.name] = lint_findings(path, BREAK_RULES, models=models)
         return findings_by_file[path.name]
 
     scores, rc301, rc502 = [], [], []

@@ -34,7 +34,8 @@ class ImportMap:
             if alias.name == "*":
                 self.star_modules.append(module)
                 continue
-            self._aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
+            # ``from . import util`` is ``.util``, ``from .ops import f`` is ``.ops.f``
+            self._aliases[alias.asname or alias.name] = f"{module}{'' if module.endswith('.') else '.'}{alias.name}"
 
     def imported(self, local: str) -> bool:
         return local in self._aliases

@@ -69,7 +69,7 @@ import os
 import weakref
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from regcomp_lint import dependencies
 from regcomp_lint.names import ImportMap
@@ -551,6 +551,19 @@ def for_context(ctx: "FileContext", deep: bool = False) -> "Reachability":
     return found
 
 
+def of_module(module: ParsedModule) -> "Reachability":
+    """The shallow reachability a lint of ``module``'s own file builds (its forwards, nothing
+    followed into other files), kept with the parsed module: once per file and process."""
+    found = module.__dict__.get("_own_reachability")
+    if found is None:
+        found = module.__dict__["_own_reachability"] = Reachability(module, deep=False)
+    return found
+
+
+def same_file(a: str | None, b: str | None) -> bool:
+    return a is not None and b is not None and os.path.abspath(a) == os.path.abspath(b)
+
+
 def from_source(text: str, filename: str = "<string>", deep: bool = True) -> "Reachability":
     """Build from source text (tests, tools): imports read from the top-level statements."""
     return Reachability(ParsedModule.from_tree(ast.parse(text), filename), deep=deep)
@@ -682,6 +695,23 @@ class Reachability:
             self._functions[key] = found
         return found
 
+    def counterpart(self, func: Function) -> Function | None:
+        """This graph's node for a function of the linted file taken from another graph of the
+        same file (the shallow one): same def, same receiver class. None for a closure, a
+        function of another file, or a receiver this graph does not know as a module."""
+        if func.parent is not None or not func.local:
+            return None
+        if func.cls is None:
+            return self.function(func.node, None, self.module) if self.module.functions.get(func.node.name) is func.node else None
+        cls = self.classes.get(func.cls.name)
+        if cls is None or cls.node is not func.cls.node:
+            return None
+        method = cls.method(func.node.name)
+        if method is None or method[1] is not func.node:
+            return None
+        owner, node = method
+        return self.function(node, cls, owner.module, owner)
+
     def facts(self, func: Function | ast.AST) -> FunctionFacts:
         node = func.node if isinstance(func, Function) else func
         found = self._facts.get(id(node))
@@ -806,6 +836,37 @@ class Reachability:
     def callers(self, func: Function) -> list[tuple[Function, ast.Call]]:
         self._successors()
         return [(caller, call) for caller, calls in self._pred.get(func, {}).items() for call in calls]
+
+    def paths(self, follows: "Callable[[Function, ast.Call], bool] | None" = None) -> dict[Function, tuple[Function, ast.Call] | None]:
+        """The shortest-path tree from :attr:`roots`: each reached function with the (caller,
+        call) it is first reached through (None for a root), breadth first, so iterating the
+        result lists functions by distance. ``follows(caller, call)``: an edge none of whose
+        calls it accepts is not followed (a call under ``if not is_compiling():``)."""
+        succ = self._successors()
+        tree: dict[Function, tuple[Function, ast.Call] | None] = dict.fromkeys(self.roots)
+        order = list(self.roots)
+        for caller in order:
+            for callee, calls in succ.get(caller, {}).items():
+                if callee in tree:
+                    continue
+                call = next((c for c in calls if follows is None or follows(caller, c)), None)
+                if call is None:
+                    continue
+                tree[callee] = (caller, call)
+                order.append(callee)
+        return tree
+
+    def reachable(self, starts: Iterable[Function], within: "dict[Function, object] | set[Function]") -> set[Function]:
+        """Functions of ``within`` reachable from ``starts`` (themselves included)."""
+        succ = self._successors()
+        seen = {f for f in starts if f in within}
+        stack = list(seen)
+        while stack:
+            for callee in succ.get(stack.pop(), ()):
+                if callee in within and callee not in seen:
+                    seen.add(callee)
+                    stack.append(callee)
+        return seen
 
     # -- edges ------------------------------------------------------------------------------
     def call_targets(self, func: ast.AST, caller: Function) -> list[Function]:

@@ -17,14 +17,20 @@ functions decorated with ``torch.compiler.disable`` (RC207 reports the call inst
 from __future__ import annotations
 
 import ast
+import os
+import re
+import weakref
 from dataclasses import dataclass
-from typing import ClassVar, Iterator
+from typing import TYPE_CHECKING, Callable, ClassVar, Iterator
 
 from regcomp_lint import reachability, tensors
 from regcomp_lint.checks.base import Rule
 from regcomp_lint.knowledge.graph_breaks import FULLGRAPH_CAPTURED
 from regcomp_lint.names import ImportMap
-from regcomp_lint.reachability import Chain, Function, Reachability, compiling_guard
+from regcomp_lint.reachability import Chain, Function, ParsedModule, Reachability, compiling_guard, same_file
+
+if TYPE_CHECKING:
+    from regcomp_lint.context import FileContext
 
 FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 FACT_TYPES = reachability.FactsCollector.NODE_TYPES
@@ -53,6 +59,19 @@ class Scope:
     reach: Reachability
     func: Function
     chain: Chain
+    #: The file's deep graph (following local imports), built on first call; None where only
+    #: ``reach`` may be used (a function of another file, RC210's search).
+    deep: "Callable[[], Reachability] | None" = None
+
+    def call_targets(self, func: ast.AST) -> list[Function]:
+        """What a call of ``func`` in this function may run, following local imports when the
+        file's graph does not know the callee (``from .ops import route``)."""
+        found = self.reach.call_targets(func, self.func)
+        if found or self.deep is None or not isinstance(func, (ast.Name, ast.Attribute)):
+            return found
+        deep = self.deep()
+        caller = deep.counterpart(self.func)
+        return deep.call_targets(func, caller) if caller is not None else []
 
     @property
     def imports(self) -> ImportMap:
@@ -111,6 +130,10 @@ class ForwardRule(Rule):
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
+        if cls.triggers and IMPORT_TRIGGER not in cls.triggers:
+            # A break may sit in an imported local module (reported at the call that reaches it):
+            # the linted file need not contain the rule's own trigger words.
+            cls.triggers = (*cls.triggers, IMPORT_TRIGGER)
         unknown = set(cls.node_types) - set(WALKED_TYPES)
         if unknown:
             raise TypeError(f"{cls.__name__}.node_types: add {sorted(t.__name__ for t in unknown)} to WALKED_TYPES")
@@ -162,18 +185,36 @@ class ForwardRule(Rule):
             self._candidates.append((node, tuple(self._facts.defs)))
 
     def finish(self) -> None:
-        if not self._candidates:
-            return
-        reach = reachability.for_context(self.ctx)
-        untraced = self._facts.is_untraced
-        for node, defs in self._candidates:
-            located = reach.locate(defs)
-            if located is None or located[0].disabled or untraced(node):
+        if self._candidates:
+            ctx = self.ctx
+            reach = reachability.for_context(ctx)
+            untraced = self._facts.is_untraced
+            deep = lambda: reachability.for_context(ctx, deep=True)  # noqa: E731
+            for node, defs in self._candidates:
+                located = reach.locate(defs)
+                if located is None or located[0].disabled or untraced(node):
+                    continue
+                func, chain = located
+                found = self.judge(node, Scope(reach, func, chain, deep))
+                if found is not None:
+                    self.report(found.at or node, f"{found.message} ({chain})")
+        self._report_elsewhere()
+
+    def _report_elsewhere(self) -> None:
+        """Breaks in functions of other local files that this file's forwards reach: reported at
+        the call that leaves this file, unless a file on the way reports them itself."""
+        rule = type(self)
+        for site in elsewhere_sites(self.ctx, self._facts):
+            node = site.node
+            if not isinstance(node, rule.node_types) or not rule.candidate(node) or not rule.accepts(node, site.ancestors):
                 continue
-            func, chain = located
-            found = self.judge(node, Scope(reach, func, chain))
-            if found is not None:
-                self.report(found.at or node, f"{found.message} ({chain})")
+            found = rule.judge(node, Scope(site.reach, site.func, site.chain))
+            if found is None or _reported_in_own_file(rule, site):
+                continue
+            at = found.at or node
+            start, end = at.lineno, getattr(at, "end_lineno", None) or at.lineno
+            place = f"{_relative(site.func.module.path, self.ctx.filename)}:{start}" + (f"-{end}" if end != start else "")
+            self.report(site.call, f"at {place}{ELSEWHERE_SEPARATOR}{found.message} ({site.chain})")
 
 
 _FED = frozenset(FACT_TYPES)
@@ -229,3 +270,165 @@ def _walk_with_ancestors(root: ast.AST) -> Iterator[tuple[ast.AST, list[ast.AST]
         below = ancestors + [node]
         for child in reversed(list(ast.iter_child_nodes(node))):
             stack.append((child, below))
+
+
+# -- breaks in other files ----------------------------------------------------------------------
+
+#: Added to every RC201-RC209 rule's triggers (see ``ForwardRule.__init_subclass__``).
+IMPORT_TRIGGER = "import "
+ELSEWHERE_SEPARATOR = ", in code this call runs: "
+_ELSEWHERE = re.compile(r"^at (?P<path>\S+?):(?P<line>\d+)(?:-(?P<end>\d+))?" + re.escape(ELSEWHERE_SEPARATOR))
+
+
+def elsewhere(message: str) -> tuple[str, int, int] | None:
+    """(path relative to the linted file's folder, first line, last line) of the break a
+    cross-file finding names (``at _shared_ops.py:8, in code this call runs: ...``), else None."""
+    found = _ELSEWHERE.match(message)
+    if found is None:
+        return None
+    line = int(found["line"])
+    return found["path"], line, int(found["end"] or line)
+
+
+@dataclass(eq=False)
+class ElsewhereSite:
+    """A candidate node in a function of another file that the linted file's forwards reach."""
+
+    node: ast.AST
+    ancestors: list[ast.AST]  # from the top-level def of the other file, outermost first
+    func: Function  # the innermost reached def holding it (of the linted file's deep graph)
+    chain: Chain
+    call: ast.Call  # where the chain leaves the linted file
+    reach: Reachability  # the linted file's deep graph
+
+
+_SITES: "weakref.WeakKeyDictionary[FileContext, list[ElsewhereSite]]" = weakref.WeakKeyDictionary()
+
+
+def elsewhere_sites(ctx: "FileContext", facts: reachability.FactsCollector) -> list[ElsewhereSite]:
+    """Every candidate node of other files the file's forwards reach, once per file for all
+    RC2xx rules. Empty, without building the deep graph, when the file has no module class or
+    imports no local module."""
+    found = _SITES.get(ctx)
+    if found is None:
+        found = _SITES[ctx] = _find_elsewhere_sites(ctx, facts)
+    return found
+
+
+def _find_elsewhere_sites(ctx: "FileContext", facts: reachability.FactsCollector) -> list[ElsewhereSite]:
+    filename = ctx.filename
+    if not filename or filename.startswith("<") or filename == "-" or not _imports_local_module(ctx):
+        return []
+    if not reachability.for_context(ctx).classes:
+        return []
+    reach = reachability.for_context(ctx, deep=True)
+    # A call that dynamo skips (under ``if not is_compiling():`` in this file) leads nowhere.
+    tree = reach.paths(lambda caller, call: not caller.local or not facts.is_untraced(call))
+    foreign = [f for f in tree if not _here(f, filename)]
+    if not foreign:
+        return []
+    innermost: dict[int, Function] = {}
+    for func in tree:  # breadth first: the first one is the shortest chain
+        innermost.setdefault(id(func.node), func)
+    # Functions a forward of a module class of another file reaches: that file reports them.
+    other_forwards = [f for f in foreign if f.is_method and f.node.name == "forward" and not _here_cls(f, filename)]
+    delegated = {id(f.node) for f in reach.reachable(other_forwards, tree)}
+    chains: dict[Function, tuple[Chain, ast.Call] | None] = {}
+    sites: list[ElsewhereSite] = []
+    walked: set[int] = set()
+    for top in foreign:
+        if top.parent is not None or id(top.node) in walked:
+            continue
+        walked.add(id(top.node))
+        for node, ancestors in _candidates_in(top.module, top.node):
+            func = next((innermost[id(d)] for d in reversed(ancestors) if type(d) in FUNCTION_DEFS and id(d) in innermost), None)
+            if func is None or func.disabled or id(func.node) in delegated or _here(func, filename) or _untraced(ancestors, node):
+                continue
+            path = _chain(func, tree, filename, chains)
+            if path is not None:
+                sites.append(ElsewhereSite(node, ancestors, func, path[0], path[1], reach))
+    return sites
+
+
+def _here(func: Function, filename: str) -> bool:
+    return func.local or same_file(func.module.path, filename)
+
+
+def _here_cls(func: Function, filename: str) -> bool:
+    cls = func.cls
+    return cls is not None and (cls.module.path is None or same_file(cls.module.path, filename))
+
+
+def _imports_local_module(ctx: "FileContext") -> bool:
+    """Some import of the file names a module file of the project (not read, only found)."""
+    imports = ctx.imports
+    for dotted in imports._aliases.values():
+        if dotted.startswith("."):
+            return True
+        for module in (dotted, dotted.rpartition(".")[0]):
+            if module and not reachability._is_third_party(module) and reachability.module_file(ctx.filename, module):
+                return True
+    return False
+
+
+def _chain(func: Function, tree: dict, filename: str, memo: dict) -> tuple[Chain, ast.Call] | None:
+    """The chain from a root of the linted file to ``func``, its labels naming the other files'
+    plain functions by module (``_shared_ops.scale``), and the call where it leaves the file."""
+    if func in memo:
+        return memo[func]
+    path = [func]
+    while tree.get(path[-1]) is not None:
+        path.append(tree[path[-1]][0])
+    path.reverse()
+    call = None
+    for caller, callee in zip(path, path[1:]):
+        if _here(caller, filename) and not _here(callee, filename):
+            call = tree[callee][1]
+            break
+    found = (Chain(tuple(_label(f, filename) for f in path)), call) if call is not None else None
+    memo[func] = found
+    return found
+
+
+def _label(func: Function, filename: str) -> str:
+    if _here(func, filename):
+        return func.label
+    top = func
+    while top.parent is not None:
+        top = top.parent
+    if top.cls is not None:
+        return func.label  # ``Block.forward``: the class names it
+    path = func.module.path or ""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    if stem == "__init__":
+        stem = os.path.basename(os.path.dirname(path))
+    return f"{stem}.{func.label}"
+
+
+def _candidates_in(module: ParsedModule, func: ast.AST) -> list[tuple[ast.AST, list[ast.AST]]]:
+    """The nodes of a def of another file an RC2xx rule may judge, with their ancestors; kept
+    with the parsed module, so each function is walked once per process."""
+    cache = module.__dict__.setdefault("_rc2_candidates", {})
+    found = cache.get(id(func))
+    if found is None:
+        wanted = tuple(t for t in WALKED_TYPES if t not in FUNCTION_TYPES)
+        found = cache[id(func)] = [(node, ancestors) for node, ancestors in _walk_with_ancestors(func) if isinstance(node, wanted)]
+    return found
+
+
+def _reported_in_own_file(rule: type[ForwardRule], site: ElsewhereSite) -> bool:
+    """Whether the lint of the break's own file reports it (one of that file's forwards reaches it)."""
+    own = reachability.of_module(site.func.module)
+    located = own.locate([a for a in site.ancestors if type(a) in FUNCTION_DEFS])
+    if located is None or located[0].disabled:
+        return False
+    return rule.judge(site.node, Scope(own, *located)) is not None
+
+
+def _relative(path: str | None, filename: str) -> str:
+    if not path:
+        return "?"
+    try:
+        return os.path.relpath(path, os.path.dirname(os.path.abspath(filename)) or ".").replace(os.sep, "/")
+    except ValueError:
+        return path

@@ -98,7 +98,7 @@ class DisabledCallee(ForwardRule):
         wrapped = scope.module_value(func)
         if isinstance(wrapped, ast.Call) and scope.resolves_to(wrapped.func, *DISABLE):
             return _disabled(func)
-        if any(target.disabled for target in scope.reach.call_targets(func, scope.func)):
+        if any(target.disabled for target in scope.call_targets(func)):
             return _disabled(func)
         return None
 
