@@ -47,12 +47,14 @@ SCRIPT_CODES: dict[str, set[str]] = {
 
 
 def lint_fixture(path: Path):
-    return lint_source(path.read_bytes(), path.name, Settings())
+    # the real path, so that a fixture importing a sibling module (rc203_print_in_imported_helper)
+    # finds it wherever the tests run from, as the CLI run from the fixture folder does
+    return lint_source(path.read_bytes(), str(path), Settings())
 
 
 def render(path: Path) -> str:
     diagnostics = sorted(lint_fixture(path), key=lambda d: (d.location.row, d.location.column, d.code, d.message))
-    return "".join(f"{d.filename}:{d.location.row}:{d.location.column}: {d.code} {d.message}\n" for d in diagnostics)
+    return "".join(f"{path.name}:{d.location.row}:{d.location.column}: {d.code} {d.message}\n" for d in diagnostics)
 
 
 def fixture_ids(paths):

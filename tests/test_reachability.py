@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import textwrap
 
 import pytest
@@ -379,3 +380,49 @@ def test_submodules_built_in_a_method_called_from_init():
     net = reach.classes["Net"]
     assert set(net.submodules) == {"blocks"}
     assert "Block.forward" in chains(reach)
+
+
+def test_paths_are_a_shortest_path_tree_that_can_skip_calls():
+    reach = build(GPT)
+    tree = reach.paths()
+    labels = {f.label: (parent.label, call.lineno) if parent else None for f, (parent, call) in
+              ((f, edge or (None, None)) for f, edge in tree.items())}
+    assert labels["GPT.forward"] is None
+    assert labels["Block.forward"][0] == "GPT.forward"
+    assert labels["rotate"][0] == "Attention.forward"
+    assert list(tree)[0].label == "GPT.forward"  # breadth first: roots come first
+    skipped = reach.paths(lambda caller, call: caller.label != "Attention.forward")
+    assert {f.label for f in skipped} == {"GPT.forward", "Block.forward", "Attention.forward"}
+    attn = next(f for f in tree if f.label == "Attention.forward")
+    assert {f.label for f in reach.reachable([attn], tree)} == {"Attention.forward", "Attention._attn", "rotate"}
+
+
+def test_counterpart_maps_a_shallow_function_to_the_deep_graph():
+    shallow = build(GPT, "m.py")
+    deep = reachability.Reachability(shallow.module, deep=True)
+    for func, _ in shallow.reached():
+        twin = deep.counterpart(func)
+        assert twin is not None and twin.node is func.node and twin.label == func.label
+        assert (twin.cls is None) == (func.cls is None)
+
+
+def test_from_dot_import_module_then_attribute_call(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "util.py").write_text("def show(x):\n    return x\n")
+    model = pkg / "model.py"
+    model.write_text("from torch import nn\nfrom . import util\nclass Net(nn.Module):\n"
+                     "    def forward(self, x):\n        return util.show(x)\n")
+    reach = reachability.from_source(model.read_text(), str(model))
+    assert chains(reach)["show"] == "reached via Net.forward → show"
+    assert reach.module.imports.qualname(ast.parse("util.show").body[0].value) == ".util.show"
+
+
+def test_of_module_is_the_files_own_shallow_graph_kept_once(tmp_path):
+    path = tmp_path / "ops.py"
+    path.write_text("from torch import nn\ndef f(x):\n    return x\nclass M(nn.Module):\n    def forward(self, x):\n        return f(x)\n")
+    module = reachability.load_module(str(path))
+    own = reachability.of_module(module)
+    assert own is reachability.of_module(module) and not own.deep
+    assert chains(own) == {"M.forward": "reached via M.forward", "f": "reached via M.forward → f"}

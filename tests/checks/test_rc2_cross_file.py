@@ -327,3 +327,26 @@ def test_a_suppression_at_the_call_silences_it(tmp_path):
 def test_stdin_and_unknown_files_follow_nothing():
     src = textwrap.dedent(NET)
     assert [d for d in lint_source(src, "<stdin>") if d.code in RC2] == []
+
+
+def test_cached_result_goes_stale_when_either_file_changes(tmp_path):
+    """The finding in net.py is computed from _ops.py: editing either file must re-lint net.py."""
+    from regcomp_lint import runner
+    from regcomp_lint.config import Settings
+
+    ops = write(tmp_path, "_ops.py", OPS)
+    net = write(tmp_path, "net.py", NET)
+    settings = Settings(root=str(tmp_path), cache_dir=str(tmp_path / "cache"), select=("RC2",))
+
+    def run():
+        result = runner.run([str(net)], settings, jobs=1, use_cache=True)
+        return [(d.code, d.location.row) for d in result.diagnostics], result.cached
+
+    assert run() == ([("RC202", 13)], 0)
+    assert run() == ([("RC202", 13)], 1)
+    ops.write_text(ops.read_text().replace("if x.norm() > 1:", "if x.shape[0] > 1:"))
+    assert run() == ([], 0)  # the break is gone from the other file
+    ops.write_text(textwrap.dedent(OPS))
+    assert run() == ([("RC202", 13)], 0)  # ... and back
+    net.write_text(net.read_text().replace("return scale_by_norm(h) * n", "return h * n"))
+    assert run() == ([], 0)  # the call is gone from this file
