@@ -1,7 +1,7 @@
 """The ``regcomp-lint`` command line: options and subcommands only; the work is in ``invocation``.
 
-``regcomp-lint [OPTIONS] [PATH]...`` lints; ``regcomp-lint rule CODE`` (and later ``trace``) are
-subcommands of the same command. A subcommand is recognised only as the very first argument, so
+``regcomp-lint [OPTIONS] [PATH]...`` lints; ``regcomp-lint rule CODE`` and ``regcomp-lint trace``
+are subcommands of the same command. A subcommand is recognised only as the very first argument, so
 ``regcomp-lint ./rule`` or ``regcomp-lint -- rule`` lints a path that happens to be called ``rule``.
 """
 
@@ -120,6 +120,56 @@ def rule_command(ctx: click.Context, code_or_name: str | None, show_all: bool, o
     except docs.UnknownRule as exc:
         raise UsageFailure(str(exc)) from None
     click.echo(docs.show(rules, output_format.lower(), as_list=show_all), nl=False)
+
+
+@main.command("trace", context_settings={"ignore_unknown_options": False})
+@click.argument("script", required=False, metavar="[SCRIPT]")
+@click.argument("script_args", nargs=-1, metavar="[-- ARGS...]")
+@click.option("--model", "model_ref", metavar="FILE_OR_MODULE:FACTORY", help="Factory returning the nn.Module (models.py:make_model, pkg.models:build).")
+@click.option("--inputs", "inputs_ref", metavar="FILE_OR_MODULE:FACTORY", help="Factory returning the batch: a tensor, a tuple (positional) or a dict (keyword arguments).")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "meta"], case_sensitive=False), default="auto", show_default=True,
+              help="Where to run: auto is cuda when available; meta materialises nothing (models too big for memory).")
+@click.option("--format", "--output-format", "output_format", type=click.Choice(["text", "json"], case_sensitive=False),
+              default="text", show_default=True, help="Report format.")
+@click.option("--plan", "plan_path", type=click.Path(dir_okay=False), metavar="PLAN.JSON", help="Write the recommended plan (for regcomp-fix --plan and apply_plan).")
+@click.option("--graph", "graph_path", type=click.Path(dir_okay=False), metavar="OUT.{dot,json,html}", help="Write the region graph as DOT, JSON or a self-contained HTML page.")
+@click.option("--apply", is_flag=True, help="Compile the model in place as recommended and run the sample batch.")
+@click.option("--check", is_flag=True, help="With --apply: compare compiled and eager outputs (max abs difference); exit 1 above --tolerance.")
+@click.option("--tolerance", type=float, default=1e-4, show_default=True, help="Largest max-abs difference --check accepts.")
+@click.option("--backend", default="inductor", show_default=True, help="Backend the plan compiles with.")
+@click.option("--mode", default=None, help="Mode the plan compiles with (default, reduce-overhead, max-autotune, ...).")
+@click.option("--dynamic-dim", default="auto", show_default=True, metavar="auto|none|N",
+              help="Dimension the second batch shortens to probe shape recompiles (auto: the sequence for token ids, else the batch).")
+@click.option("--max-seconds", type=click.FloatRange(min=0.1), default=300.0, show_default=True, help="Script mode: give up when the script has not called forward by then.")
+@click.option("--exit-non-zero-on-break", is_flag=True, help="Exit 1 when a graph break was found (for CI).")
+@click.pass_context
+@handled
+def trace_command(ctx: click.Context, script, script_args, model_ref, inputs_ref, device, output_format, plan_path, graph_path,
+                  apply, check, tolerance, backend, mode, dynamic_dim, max_seconds, exit_non_zero_on_break) -> None:
+    """Run the model once under torch dynamo and report how it really compiles.
+
+    \b
+    regcomp-lint trace --model models.py:make_model --inputs models.py:make_batch
+    regcomp-lint trace train.py -- --batch-size 8     (runs the script up to its first forward)
+
+    Reports the regions (groups of identical blocks), every graph break with its region, line,
+    GB id and matching RC rule, fullgraph=True per region and for the whole model, recompiles
+    (per block, and for a shorter batch), and a recommended compilation (--plan writes it).
+
+    Unlike the lint, THIS RUNS YOUR CODE: the factories, or the script until its model's first
+    forward (compile and prepare are no-ops while it runs; it is stopped before any backward,
+    optimizer step or checkpoint write). Needs torch. Exit status: 0 report, 1 with
+    --exit-non-zero-on-break and a break, or --check and a mismatch, 2 error.
+    """
+    from regcomp_lint.trace_invocation import TraceOptions, trace
+
+    options = TraceOptions(
+        script=script, script_args=tuple(script_args), model=model_ref, inputs=inputs_ref, device=device.lower(),
+        output_format=output_format.lower(), plan=plan_path, graph=graph_path, apply=apply, check=check,
+        backend=backend, mode=mode, dynamic_dim=dynamic_dim, max_seconds=max_seconds, tolerance=tolerance,
+        exit_non_zero_on_break=exit_non_zero_on_break,
+    )
+    ctx.exit(trace(options))
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -1,0 +1,122 @@
+"""From the evidence to a strategy: ``full``, ``regional`` (which groups, fullgraph or not) or
+``none``, with the reasons, the plugin keywords and an estimate of the cold-start saving.
+
+Rules, in order:
+- dynamo traced nothing (every frame fell back): ``none``.
+- repeated blocks exist: ``regional`` over their containers. ``fullgraph=True`` only when every
+  region's verdict is ok (the plugin's flag applies to every compiled region, glue included).
+- otherwise ``full``, with ``fullgraph`` from the whole-model verdict.
+Recompiles add their fix to ``why``; they do not change the strategy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from regcomp_lint.plan import Plan
+from regcomp_lint.trace.regions import amount
+
+PER_BLOCK_FIX = ("torch._dynamo.config.allow_unspec_int_on_nn_module = True (or raise "
+                 "torch._dynamo.config.recompile_limit, or keep the int in a buffer)")
+
+
+@dataclass
+class Recommendation:
+    strategy: str
+    regions: list[str]
+    plugin: dict
+    why: list[str] = field(default_factory=list)
+    saving: dict | None = None     # {"traced_ops_full", "traced_ops_regional", "fraction"}
+
+    def plan(self, model_name: str | None) -> Plan:
+        return Plan(strategy=self.strategy, regions=list(self.regions), plugin=dict(self.plugin),
+                    why=list(self.why), model=model_name)
+
+
+def recommend(analysis, backend: str = "inductor", mode: str | None = None) -> Recommendation:
+    regions = analysis.regions
+    explain = analysis.explain
+    why: list[str] = []
+    base = {"backend": backend}
+    if mode:
+        base["mode"] = mode
+    if explain.graph_count == 0:
+        return Recommendation("none", [], {"backend": "no"},
+                              ["dynamo traced no graph: every frame fell back to eager, so compiling buys nothing until the breaks above are fixed"])
+    verdicts = analysis.regional.fullgraph
+    failing = {r: v for r, v in verdicts.items() if v.ok is False}
+    if regions.groups:
+        containers = list(dict.fromkeys(g.container_path for g in regions.groups))
+        for group in regions.groups:
+            why.append(f"{group.collapsed}: {group.count} identical {group.cls} blocks "
+                       f"({amount(group.params_each)} params each) compile once and reuse the compiled code")
+            if not group.accelerate_sees:
+                why.append(f"{group.container_path or '<model>'} is an nn.{group.container}"
+                           f"{' of mixed classes' if group.container == 'ModuleList' else ''}: Accelerate's compile_regions "
+                           "(use_regional_compilation=True) compiles it as one graph instead of block by block; "
+                           "apply_plan compiles its blocks one by one in place")
+        fullgraph = not failing and all(v.ok for v in verdicts.values() if v.ok is not None)
+        why.append(_fullgraph_reason(fullgraph, failing))
+        plugin = {**base, "fullgraph": bool(fullgraph), "use_regional_compilation": True}
+        saving = _saving(analysis)
+        if saving:
+            why.append(f"estimated cold-start saving: dynamo traces {saving['traced_ops_regional']} ops instead of "
+                       f"{saving['traced_ops_full']} for a full compile ({saving['fraction']:.0%} less to compile)")
+        strategy, chosen = "regional", containers
+    else:
+        whole = analysis.whole
+        fullgraph = bool(whole.ok)
+        why.append("no repeated blocks: one graph for the whole model")
+        why.append("fullgraph=True works on the whole model" if fullgraph else
+                   f"fullgraph=True fails on the whole model{_at(whole)}: keep fullgraph=False")
+        plugin = {**base, "fullgraph": fullgraph, "use_regional_compilation": False}
+        strategy, chosen, saving = "full", [], None
+    why.extend(_recompile_reasons(analysis))
+    return Recommendation(strategy, chosen, plugin, why, saving)
+
+
+def _fullgraph_reason(ok: bool, failing: dict) -> str:
+    if ok:
+        return "fullgraph=True works in every region (each compiled with backend=eager, fullgraph=True)"
+    names = ", ".join(f"{r}{_at(v)}" for r, v in list(failing.items())[:3])
+    return f"fullgraph=False: {names} break{'s' if len(failing) == 1 else ''} under fullgraph=True"
+
+
+def _at(verdict) -> str:
+    if verdict.file and verdict.line:
+        return f" at {verdict.file}:{verdict.line} ({verdict.gb_id or ''} {verdict.reason or ''})".replace("( ", "(")
+    return f" ({verdict.reason})" if verdict.reason else ""
+
+
+def _recompile_reasons(analysis) -> list[str]:
+    out = []
+    regional = analysis.regional
+    attribute = [r for r in regional.recompiles if r.kind == "attribute"]
+    if attribute:
+        guards = sorted({r.reason.split(" == ")[0] for r in attribute})
+        out.append(f"{len(attribute)} per-block recompiles on {', '.join(guards)}"
+                   f"{' at ' + attribute[0].file + ':' + str(attribute[0].line) if attribute[0].file else ''}: set {PER_BLOCK_FIX}")
+    if regional.limit_hit:
+        out.append(regional.limit_hit)
+    shape = [r for r in regional.recompiles if r.kind == "shape"]
+    if shape:
+        out.append(f"a batch of another size recompiled ({regional.second_batch}); with dynamic=None torch marks the "
+                   "dimension dynamic after the first change: pad batches to a fixed multiple (pad_to_multiple_of) "
+                   "or pass dynamic=True to avoid even that")
+    return out
+
+
+def _saving(analysis) -> dict | None:
+    explain = analysis.explain
+    total = explain.ops
+    if not total:
+        return None
+    saved = 0
+    for group in analysis.regions.groups:
+        per_block = [explain.ops_by_module.get(m, 0) for m in group.members]
+        if per_block and per_block[0]:
+            saved += sum(per_block[1:])
+    if not saved:
+        return None
+    return {"traced_ops_full": total, "traced_ops_regional": total - saved, "fraction": round(saved / total, 3)}
+

@@ -1,0 +1,200 @@
+"""``regcomp-lint trace``: get a model and a batch, analyse, print, write the plan and the graph,
+apply the plan. The CLI parses flags into :class:`TraceOptions`; everything else happens here.
+
+Unlike the lint and the fixer, this runs the user's code (the factories, or the script up to its
+first forward) and needs torch: a missing torch is an error that says how to install it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+
+import click
+
+from regcomp_lint.errors import EXIT_FINDINGS, EXIT_OK, UsageFailure
+
+
+@dataclass
+class TraceOptions:
+    script: str | None = None
+    script_args: tuple[str, ...] = ()
+    model: str | None = None
+    inputs: str | None = None
+    device: str = "auto"
+    output_format: str = "text"
+    plan: str | None = None
+    graph: str | None = None
+    apply: bool = False
+    check: bool = False
+    backend: str = "inductor"
+    mode: str | None = None
+    dynamic_dim: str = "auto"
+    max_seconds: float = 300.0
+    tolerance: float = 1e-4
+    exit_non_zero_on_break: bool = False
+
+
+def _require_torch() -> None:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise UsageFailure("trace needs torch: pip install 'regcomp-lint[trace]' (the static lint and regcomp-fix do not)") from None
+
+
+def trace(options: TraceOptions) -> int:
+    _check_usage(options)
+    _require_torch()
+    from regcomp_lint.trace import devices, report
+    from regcomp_lint.trace.analysis import Options, analyze
+
+    device = devices.resolve(options.device)
+    model, batch, requests = _model_and_batch(options, device)
+    model, batch = devices.place(model, batch, device)
+    analysis = analyze(model, batch, device, Options(backend=options.backend, mode=options.mode,
+                                                     dynamic_dim=options.dynamic_dim))
+    data = report.to_json(analysis)
+    if requests:
+        data["script_requests"] = [{"api": r.api, "kwargs": r.kwargs, "where": r.where} for r in requests]
+    plan = analysis.recommendation.plan(analysis.model_name)
+    if options.plan:
+        _write_text(options.plan, plan.to_json(), "--plan")
+    if options.graph:
+        from regcomp_lint.trace.graph_output import write_graph
+
+        analysis.regions.graph.graph["device"] = device
+        write_graph(analysis.regions.graph, options.graph)
+    applied = None
+    if options.apply:
+        applied = _apply(model, batch, plan, options)
+        data["apply"] = applied
+    if options.output_format == "json":
+        click.echo(json.dumps(data, indent=2))
+    else:
+        text = report.to_text(analysis)
+        if requests:
+            text += "\nThe script asked for:\n" + "".join(
+                f"  {r.api}({', '.join(f'{k}={v!r}' for k, v in r.kwargs.items())})  at {r.where}\n" for r in requests)
+        if options.plan:
+            text += f"\nplan written to {options.plan} (apply it: regcomp-fix --plan {options.plan} train.py, or regcomp_lint.apply_plan(model, {options.plan!r}))\n"
+        if options.graph:
+            text += f"region graph written to {options.graph}\n"
+        if applied is not None:
+            text += _apply_text(applied)
+        click.echo(text, nl=False)
+    if applied is not None and applied.get("ok") is False:
+        return EXIT_FINDINGS
+    if options.exit_non_zero_on_break and analysis.breaks:
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def _check_usage(options: TraceOptions) -> None:
+    factories = options.model is not None or options.inputs is not None
+    if options.script and factories:
+        raise UsageFailure("trace: give a script (regcomp-lint trace train.py -- ARGS) or --model/--inputs, not both")
+    if not options.script and not (options.model and options.inputs):
+        raise UsageFailure("trace: give a training script (regcomp-lint trace train.py [-- ARGS...]) "
+                           "or both --model FILE:FACTORY and --inputs FILE:FACTORY")
+    if options.check and not options.apply:
+        raise UsageFailure("trace: --check compares eager and compiled outputs of --apply: add --apply")
+
+
+def _model_and_batch(options: TraceOptions, device: str):
+    from regcomp_lint.trace.batch import Batch
+    from regcomp_lint.trace.loading import build_batch, build_model
+
+    if options.script:
+        from regcomp_lint.trace.capture import capture_script
+
+        captured = capture_script(options.script, list(options.script_args), options.max_seconds)
+        return captured.model, Batch(tuple(captured.args), dict(captured.kwargs)), captured.requests
+    return build_model(options.model, device), build_batch(options.inputs, device), []
+
+
+def _write_text(path: str, text: str, option: str) -> None:
+    from regcomp_lint.trace.errors import TraceError
+
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise TraceError(f"{option} {path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _apply(model, batch, plan, options: TraceOptions) -> dict:
+    """Compile in place as the plan says, run the sample batch, and with --check compare with eager."""
+    import torch
+
+    from regcomp_lint.trace.apply import apply_plan
+    from regcomp_lint.trace.errors import TraceError
+    from regcomp_lint.trace.loading import user_error
+
+    if options.device == "meta" or next((p.device.type for p in model.parameters()), "cpu") == "meta":
+        raise TraceError("--apply runs the compiled model: it cannot run on the meta device; trace on cpu or cuda to apply")
+    out: dict = {"strategy": plan.strategy, "plugin": dict(plan.plugin)}
+    reference = None
+    training = model.training
+    model.eval()  # dropout would make eager and compiled differ by chance
+    try:
+        if options.check:
+            with torch.no_grad():
+                reference = batch.call(model)
+        start = time.perf_counter()
+        apply_plan(model, plan)
+        with torch.no_grad():
+            result = batch.call(model)
+    except TraceError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the compiler on the user's model
+        out.update(ok=False, error=user_error(exc))
+        return out
+    finally:
+        model.train(training)
+    out["first_call_seconds"] = round(time.perf_counter() - start, 3)
+    out["ok"] = True
+    if reference is not None:
+        diff = max_abs_difference(reference, result)
+        out["max_abs_diff"] = diff
+        out["tolerance"] = options.tolerance
+        out["ok"] = diff is not None and diff <= options.tolerance
+    return out
+
+
+def max_abs_difference(a, b) -> float | None:
+    """Largest |a - b| over the tensors of two outputs of the same structure (None if they differ)."""
+    import torch
+
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        if a.shape != b.shape:
+            return None
+        if a.numel() == 0:
+            return 0.0
+        return float((a.detach().float() - b.detach().float()).abs().max())
+    if isinstance(a, dict) or hasattr(a, "keys") and callable(a.keys):
+        if set(a.keys()) != set(b.keys()):
+            return None
+        parts = [max_abs_difference(a[k], b[k]) for k in a.keys()]
+    elif isinstance(a, (list, tuple)):
+        if not isinstance(b, (list, tuple)) or len(a) != len(b):
+            return None
+        parts = [max_abs_difference(x, y) for x, y in zip(a, b)]
+    else:
+        return 0.0 if a == b or a is None else None
+    if any(p is None for p in parts):
+        return None
+    return max(parts, default=0.0)
+
+
+def _apply_text(applied: dict) -> str:
+    if applied.get("ok") is False and "error" in applied:
+        return f"\napply: compiling and running failed: {applied['error']}\n"
+    line = f"\napply: {applied['strategy']} compiled in place; first call {applied['first_call_seconds']:.1f} s"
+    if "max_abs_diff" in applied:
+        diff = applied["max_abs_diff"]
+        verdict = "ok" if applied["ok"] else "MISMATCH"
+        shown = "outputs differ in structure" if diff is None else f"{diff:.3g}"
+        line += f"; check: max abs difference vs eager {shown} (tolerance {applied['tolerance']:g}) {verdict}"
+    return line + "\n"
+
