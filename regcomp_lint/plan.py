@@ -15,6 +15,19 @@ Example::
       "why": ["24 identical GPT2Block regions; full compile cold start 52 s, regional 23 s"],
       "model": "GPT"
     }
+
+Optional top-level key ``"method"`` (``apply_plan`` only; ``regcomp-fix`` ignores it, because
+Accelerate's ``TorchDynamoPlugin`` cannot express it) says how ``regcomp_lint.apply_plan``
+compiles a ``"regional"`` plan:
+
+- ``"blocks"`` (what a plan without the key means): every block of each region is compiled on
+  its own, in place; the glue between and around the blocks, and the loss, run eagerly. The
+  same compiled code serves all identical blocks, as with ``compile_regions``.
+- ``"nested"``: one in-place compile of the whole model, with every block of each region marked
+  as a ``torch.compiler.nested_compile_region``: dynamo and inductor compile one block once and
+  reuse it for the others, inside a single graph that also holds the glue and the loss.
+
+It is allowed only with strategy ``"regional"`` and is written to JSON only when set.
 """
 
 from __future__ import annotations
@@ -27,6 +40,8 @@ from typing import Any
 
 PLAN_VERSION = 1
 STRATEGIES = ("full", "regional", "none")
+#: values of the optional ``method`` key (how ``apply_plan`` compiles a regional plan).
+METHODS = ("blocks", "nested")
 
 #: TorchDynamoPlugin keyword -> the Python types a plan may give it (None allowed where listed).
 PLUGIN_KEYS: dict[str, tuple[type, ...]] = {
@@ -36,7 +51,7 @@ PLUGIN_KEYS: dict[str, tuple[type, ...]] = {
     "dynamic": (bool, type(None)),
     "use_regional_compilation": (bool,),
 }
-_TOP_KEYS = ("version", "strategy", "regions", "plugin", "why", "model")
+_TOP_KEYS = ("version", "strategy", "regions", "plugin", "why", "model", "method")
 
 
 class PlanError(ValueError):
@@ -60,7 +75,9 @@ class Plan:
     """How to compile one model: ``strategy`` plus the exact ``TorchDynamoPlugin`` keywords.
 
     ``regions`` names the repeated submodules (``transformer.h``) the tracer found, ``why`` the
-    evidence, ``model`` the class or variable the plan was made for.
+    evidence, ``model`` the class or variable the plan was made for, ``method`` (optional,
+    regional only) how ``apply_plan`` compiles the regions: ``"blocks"`` (the default) or
+    ``"nested"``.
     """
 
     strategy: str = "full"
@@ -69,6 +86,7 @@ class Plan:
     why: list[str] = field(default_factory=list)
     model: str | None = None
     version: int = PLAN_VERSION
+    method: str | None = None
 
     def __post_init__(self) -> None:
         self.validate()
@@ -90,6 +108,14 @@ class Plan:
                 raise PlanError(f"plan: unknown plugin key {json.dumps(key)}; known keys: {', '.join(PLUGIN_KEYS)}")
             _check_type(f"plugin.{key}", value, PLUGIN_KEYS[key])
         self._check_strategy_agrees()
+        _check_type("method", self.method, (str, type(None)))
+        if self.method is not None:
+            if self.method not in METHODS:
+                raise PlanError(f"plan: method must be one of {', '.join(METHODS)}, got {json.dumps(self.method)}")
+            if self.strategy != "regional":
+                raise PlanError(
+                    f"plan: method {json.dumps(self.method)} is for strategy regional only, but strategy is {json.dumps(self.strategy)}"
+                )
 
     @staticmethod
     def _check_list(name: str, value: Any) -> None:
@@ -121,7 +147,7 @@ class Plan:
 
     # -- JSON -----------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "version": self.version,
             "strategy": self.strategy,
             "regions": list(self.regions),
@@ -129,6 +155,9 @@ class Plan:
             "why": list(self.why),
             "model": self.model,
         }
+        if self.method is not None:
+            data["method"] = self.method
+        return data
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2) + "\n"
@@ -151,6 +180,7 @@ class Plan:
             plugin=data.get("plugin", {}),
             why=data.get("why", []),
             model=data.get("model"),
+            method=data.get("method"),
         )
 
     @classmethod

@@ -39,6 +39,23 @@ def test_dump_and_load_a_file(tmp_path):
 def test_minimal_document_gets_defaults():
     plan = Plan.from_json('{"version": 1, "strategy": "none"}')
     assert plan.regions == [] and plan.plugin == {} and plan.why == [] and plan.model is None
+    assert plan.method is None
+
+
+@pytest.mark.parametrize("method", ["blocks", "nested"])
+def test_method_round_trips_and_is_written_only_when_set(method):
+    document = dict(FULL_DOCUMENT, method=method)
+    plan = Plan.from_dict(document)
+    assert plan.method == method
+    assert json.loads(plan.to_json()) == document
+    assert Plan.from_json(plan.to_json()) == plan
+    assert "method" not in Plan.from_dict(FULL_DOCUMENT).to_dict()
+
+
+def test_method_does_not_change_the_plugin_settings():
+    # regcomp-fix applies plugin_settings(); Accelerate's plugin cannot express the method
+    nested = Plan.from_dict(dict(FULL_DOCUMENT, method="nested"))
+    assert nested.plugin_settings() == Plan.from_dict(FULL_DOCUMENT).plugin_settings()
 
 
 @pytest.mark.parametrize(
@@ -78,6 +95,10 @@ def test_plugin_settings_fill_in_what_the_strategy_implies(strategy, plugin, exp
         ({"version": 1, "strategy": "none", "plugin": {"backend": "inductor"}}, 'strategy is none but plugin.backend is "inductor"'),
         ({"version": 1, "strategy": "full", "plugin": {"backend": "NO"}}, 'use strategy "none"'),
         ([1, 2], "the document must be a JSON object, got list"),
+        ({"version": 1, "strategy": "regional", "method": "per-layer"}, 'method must be one of blocks, nested, got "per-layer"'),
+        ({"version": 1, "strategy": "regional", "method": 1}, "method must be a string or null, got 1"),
+        ({"version": 1, "strategy": "full", "method": "nested"}, 'method "nested" is for strategy regional only, but strategy is "full"'),
+        ({"version": 1, "strategy": "none", "method": "blocks"}, 'method "blocks" is for strategy regional only'),
     ],
 )
 def test_invalid_documents_say_what_is_wrong(document, message):

@@ -1,0 +1,201 @@
+"""``apply_plan``: compile a model **in place** the way a plan says.
+
+A training job applies a plan that ``regcomp-lint trace --plan`` wrote earlier, elsewhere::
+
+    from regcomp_lint.trace.apply import apply_plan
+    model = apply_plan(model, "plan.json")      # the same object, compiled in place
+
+Everything is compiled with ``nn.Module.compile(...)``, which sets the module's
+``_compiled_call_impl`` and leaves the module tree alone. So, unlike ``torch.compile(model)`` and
+Accelerate's ``compile_regions`` (both return new wrapper objects):
+
+- ``state_dict()`` keys stay exactly what they were (no ``_orig_mod.`` prefix),
+- hooks registered on the modules (FSDP2's ``fully_shard``, DeepSpeed's) stay on the call path,
+- the returned object *is* ``model``.
+
+Strategies (``plan.strategy``):
+
+- ``"full"``: ``model.compile(**kw)``.
+- ``"regional"``: the child blocks of each container in ``plan.regions`` (dotted paths such as
+  ``"transformer.h"``; an ``nn.ModuleList`` or ``nn.Sequential``), as ``plan.method`` says:
+
+  - ``"blocks"`` (the default): every block is compiled on its own, in place; the glue around
+    the blocks (embeddings, final norm, head, loss) runs eagerly.
+  - ``"nested"``: every block's ``forward`` is marked ``torch.compiler.nested_compile_region``
+    (on the instance: one marked function per block class, shared by its instances, so the class
+    and other models are untouched) and the whole model is compiled once, in place. Dynamo and
+    inductor compile one block and reuse it for the identical others, inside one graph that
+    also holds the glue and the loss. In eager mode the mark is a no-op. It needs a backend
+    that runs AOT autograd (``inductor``, ``aot_eager``): with ``backend="eager"`` torch 2.13
+    cannot run the backward of a nested region, so that is an ``ApplyError``.
+- ``"none"``: nothing is compiled.
+
+``kw`` comes from ``plan.plugin``: ``backend`` (default ``"inductor"``), ``mode``, ``fullgraph``,
+``dynamic``. ``use_regional_compilation`` is Accelerate's switch, not a ``torch.compile``
+argument, and is not passed on.
+
+Problems a user can act on (a region path the model does not have, a region that is not a
+container, an empty one, a model that is already an out-of-place ``torch.compile`` wrapper) are
+an ``ApplyError`` naming the path and what the model has there instead.
+
+torch is imported only when ``apply_plan`` runs, so ``ApplyError`` can be imported without it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from regcomp_lint.plan import Plan
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torch import nn
+
+__all__ = ["ApplyError", "apply_plan", "compile_kwargs"]
+
+#: plugin keys that are ``torch.compile`` keywords (the rest are Accelerate's own).
+_COMPILE_KEYS = ("backend", "mode", "fullgraph", "dynamic")
+
+
+class ApplyError(ValueError):
+    """The plan does not fit the model (the message names the path and what the model has)."""
+
+
+def compile_kwargs(plan: Plan) -> dict[str, Any]:
+    """The ``torch.compile`` keywords a plan asks for (``backend`` defaults to ``"inductor"``)."""
+    kwargs: dict[str, Any] = {"backend": "inductor"}
+    for key in _COMPILE_KEYS:
+        if key in plan.plugin:
+            kwargs[key] = plan.plugin[key]
+    # "default" is torch.compile's own default mode; None means the same.
+    if kwargs.get("mode") is None:
+        kwargs.pop("mode", None)
+    return kwargs
+
+
+def apply_plan(model: "nn.Module", plan: "Plan | str | os.PathLike[str]") -> "nn.Module":
+    """Compile ``model`` in place as ``plan`` (a ``Plan`` or the path of a plan file) says.
+
+    Returns ``model`` itself. Raises ``regcomp_lint.plan.PlanError`` for a plan file that cannot
+    be read or is not a valid plan, and ``ApplyError`` when the plan does not fit the model.
+    """
+    import torch
+    from torch import nn
+
+    if not isinstance(plan, Plan):
+        if not isinstance(plan, (str, os.PathLike)):
+            raise TypeError(f"apply_plan: plan must be a Plan or the path of a plan file, got {type(plan).__name__}")
+        plan = Plan.load(plan)
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"apply_plan: model must be a torch.nn.Module, got {type(model).__name__}")
+    if isinstance(model, torch._dynamo.eval_frame.OptimizedModule):
+        raise ApplyError(
+            "apply_plan: the model is already an out-of-place torch.compile wrapper (OptimizedModule); "
+            "pass the original module (its `_orig_mod`) and let the plan compile it in place"
+        )
+
+    if plan.strategy == "none":
+        return model
+    kwargs = compile_kwargs(plan)
+    if plan.strategy == "full":
+        model.compile(**kwargs)
+        return model
+
+    # regional
+    if not plan.regions:
+        raise ApplyError("apply_plan: the plan's strategy is regional but it names no regions (plan.regions is empty)")
+    blocks = _region_blocks(model, plan.regions)
+    if (plan.method or "blocks") == "nested":
+        if kwargs["backend"] == "eager":
+            # torch 2.13: the backward of an invoke_subgraph run by the eager backend fails
+            # ("fake_mode should be enabled for HOPs"); only AOT autograd lowers it.
+            raise ApplyError(
+                'apply_plan: method "nested" needs a backend that runs AOT autograd ("inductor", "aot_eager"); '
+                'backend "eager" cannot run the backward of a nested compile region (use "aot_eager" to debug)'
+            )
+        _mark_nested(blocks)
+        model.compile(**kwargs)
+    else:
+        for block in blocks:
+            block.compile(**kwargs)
+    return model
+
+
+def _mark_nested(blocks: list["nn.Module"]) -> None:
+    """Make each block's ``forward`` a nested compile region, per instance (idempotent).
+
+    The instance gets ``forward = functools.partial(marked, block)``, ``marked`` being one
+    ``nested_compile_region(Class.forward)`` per block class. Not ``types.MethodType(marked,
+    block)``: torch 2.13's dynamo then reuses the first block's parameters for every block
+    (wrong outputs, no gradients for the others); with a partial, or with the mark on the
+    class, each block's parameters are the subgraph's inputs.
+    """
+    import functools
+    import types
+
+    import torch
+
+    marked: dict[Any, Any] = {}
+    for block in blocks:
+        current = block.__dict__.get("forward")
+        if current is None:
+            func = type(block).forward
+        elif isinstance(current, functools.partial) and hasattr(current.func, "__marked_compile_region_fn__"):
+            continue  # already marked by an earlier apply_plan
+        elif isinstance(current, types.MethodType) and current.__self__ is block:
+            func = current.__func__
+        else:
+            raise ApplyError(
+                f"apply_plan: a {type(block).__name__} block has an instance attribute `forward` that is not one of "
+                "its methods; a nested compile region needs a plain method"
+            )
+        if func not in marked:
+            marked[func] = func if hasattr(func, "__marked_compile_region_fn__") else torch.compiler.nested_compile_region(func)
+        block.forward = functools.partial(marked[func], block)
+
+
+def _region_blocks(model: "nn.Module", regions: list[str]) -> list["nn.Module"]:
+    """The child blocks of every region container, in order, each once; checked before any compile."""
+    from torch import nn
+
+    blocks: list[nn.Module] = []
+    seen: set[int] = set()
+    for path in regions:
+        container = _resolve(model, path)
+        if not isinstance(container, (nn.ModuleList, nn.Sequential)):
+            kids = ", ".join(name for name, _ in container.named_children()) or "none"
+            raise ApplyError(
+                f"apply_plan: region {path!r} is a {type(container).__name__}, not an nn.ModuleList or "
+                f"nn.Sequential of blocks (its children: {kids})"
+            )
+        children = list(container.children())
+        if not children:
+            raise ApplyError(f"apply_plan: region {path!r} is an empty {type(container).__name__}: there are no blocks to compile")
+        for child in children:
+            if id(child) not in seen:
+                seen.add(id(child))
+                blocks.append(child)
+    return blocks
+
+
+def _resolve(model: "nn.Module", path: str) -> "nn.Module":
+    """``model.get_submodule(path)`` with an error that says where the path stops matching."""
+    if not isinstance(path, str) or not path.strip():
+        raise ApplyError(f"apply_plan: region path {path!r} is empty; name a container such as 'transformer.h'")
+    current = model
+    walked: list[str] = []
+    for part in path.split("."):
+        children = dict(current.named_children())
+        if part not in children:
+            where = ".".join(walked) or "the model"
+            where_desc = f"{where!s} ({type(current).__name__})" if walked else f"the model ({type(current).__name__})"
+            have = ", ".join(children) or "no submodules"
+            hint = ""
+            if "_orig_mod" in children:
+                hint = "; the model holds a torch.compile wrapper there: pass the original module"
+            raise ApplyError(
+                f"apply_plan: region {path!r} not found: {where_desc} has no submodule {part!r} (it has: {have}){hint}"
+            )
+        current = children[part]
+        walked.append(part)
+    return current
