@@ -3,13 +3,11 @@
 - ``whole_model``: ``fullgraph=True`` on the whole model. When explain already traced one graph
   with no break, that *is* the proof (``fullgraph=True`` only captures more), so it is not
   compiled twice.
-- ``regional``: per group, the first block compiled in place with ``fullgraph=True`` and the
-  model run: ok, or the ``Unsupported`` error with its id and line. Then every block of every
-  group compiled in place (``fullgraph=False``, as regional compilation does) and the model run on
-  the batch and on a second batch shorter on its dynamic dimension: every recompile, with the
-  guard that failed and the block that triggered it, and whether ``recompile_limit`` was hit
-  (after that the remaining blocks silently run eagerly).
-All compiles are undone afterwards: the model is left as it came.
+- ``regional``: one compile session as regional compilation runs it (see :func:`regional`):
+  ``fullgraph=True`` per region (each group verified on its first block), then the recompiles
+  of the other blocks (a per-block int attribute makes each one recompile, and past
+  ``recompile_limit`` the rest silently run eagerly) and of a second, shorter batch.
+Regions are swapped for compiled twins only for the duration: the model is left as it came.
 """
 
 from __future__ import annotations
@@ -28,7 +26,6 @@ _RECOMPILING = re.compile(r"Recompiling function (\S+) in (.+):(\d+)")
 _GUARD = re.compile(r"^\s*-\s+\d+/\d+:\s+(.+?)(?:\s{2,}#|\s*$)", re.MULTILINE)
 _GUARD_SITE = re.compile(r"#\s+(\S+\.py):(\d+) in \S+")
 _HINT = re.compile(r"\(HINT: (.+?)\)\s*$", re.MULTILINE)
-_LIMIT = re.compile(r"hit config\.(recompile_limit|cache_size_limit) \((\d+)\)")
 
 
 @dataclass
@@ -90,64 +87,136 @@ def whole_model(model, batch: Batch, one_clean_graph: bool) -> Verdict:
     return Verdict(True, "compiled")
 
 
+#: How many blocks of a group the recompile probe compiles. Every block after the first reads
+#: its own int attribute (or its own cache slot) the same way, so two recompiles with the same
+#: guard show the pattern; compiling all 80 blocks of a large model to see it 78 more times
+#: would double the cost of a trace.
+SAMPLED_MEMBERS = 3
+
+
 def regional(model, batch: Batch, regions: RegionGraph, dynamic_dim: int | None) -> RegionalRun:
-    run = RegionalRun()
-    modules = dict(model.named_modules())
-    run.fullgraph = _region_fullgraph(model, batch, regions, modules)
-    if regions.groups:
-        _recompile_probe(model, batch, regions, modules, dynamic_dim, run)
-    return run
+    """One compile session, as regional compilation would run it, with no cache reset inside:
 
-
-def _region_fullgraph(model, batch: Batch, regions: RegionGraph, modules: dict) -> dict[str, Verdict]:
-    """Verdict per region: every region that is not a group member, and the first member of each
-    group, compiled with ``fullgraph=True``; one run of the model. A region that raises is the one
-    running when the error came; it is recorded, left eager, and the model runs again, until a
-    run passes (one run per failing region, plus one)."""
+    - regions compiled separately (``backend="eager"``): each group's first block and every region
+      outside the groups with ``fullgraph=True`` (their verdicts); the next blocks of each group
+      (``SAMPLED_MEMBERS`` in all) as regional compilation compiles them (``fullgraph=False``:
+      they reuse the first block's code, or recompile, which is what is measured);
+    - run 1, the batch: a region that raises ``Unsupported`` is the one running when it came;
+      it gets its verdict, is recompiled with ``fullgraph=False``, and run 1 starts over (one
+      extra run per failing region). The recompiles of the run that passes are the per-block
+      ones; when the sampled blocks all recompile on one guard, every block does, and past
+      ``recompile_limit`` the rest run eagerly (:func:`_per_block_limit` says from which block);
+    - run 2, the batch shortened on ``dynamic_dim``, with only each group's first block still
+      compiled: its recompiles are the shape ones.
+    """
     import torch._dynamo as dynamo
 
-    candidates = [r for r in regions.regions if r not in regions.group_of or regions.group_of[r].members[0] == r]
-    candidates = [r for r in candidates if r in modules and r != ""]
+    run = RegionalRun()
+    modules = dict(model.named_modules())
+    paths = [r for r in regions.regions if r in modules and r != ""]
+    sampled = {m for g in regions.groups for m in g.members[:SAMPLED_MEMBERS]}
+    paths = [r for r in paths if r not in regions.group_of or r in sampled]
+    strict = {r for r in paths if r not in regions.group_of or regions.group_of[r].members[0] == r}
+    followers = [r for r in paths if r not in strict]
     verdicts: dict[str, Verdict] = {}
-    pending = list(candidates)
-    for _ in range(len(candidates) + 1):
-        if not pending:
-            break
-        dynamo.reset()
-        with compiled_regions(model, modules, pending, fullgraph=True) as calls:
-            try:
-                with dynamo_logs.collecting(graph_breaks=False, recompiles=False):
+    # torch.nn leaf regions (Linear, LayerNorm...) share one code object, so each new one
+    # "recompiles" it: room for all of them, or the later ones would silently stay eager
+    limit = dynamo.config.recompile_limit
+    with dynamo_logs.collecting(graph_breaks=False, recompiles=True) as logs, \
+            dynamo.config.patch(recompile_limit=max(limit, len(paths) + limit)):
+        for _ in range(len(strict) + 1):
+            dynamo.reset()
+            start = logs.mark()
+            with compiled_regions(model, modules, {p: p in strict for p in paths}, marks=logs.mark) as swap:
+                try:
                     batch.call(model)
-            except dynamo.exc.Unsupported as exc:
-                if not calls:
+                except dynamo.exc.Unsupported as exc:
+                    culprit = swap.calls[-1][1] if swap.calls else None
+                    if culprit not in strict or "recompile limit" in str(exc).lower():
+                        run.error = user_error(exc)
+                        break
+                    verdicts[culprit] = _unsupported_verdict(exc)
+                    strict.discard(culprit)
+                    continue
+                except Exception as exc:  # noqa: BLE001 - not a compile verdict
+                    run.error = user_error(exc)
                     break
-                culprit = calls[-1][1]
-                verdicts[culprit] = _unsupported_verdict(exc)
-                pending.remove(culprit)
-                continue
-            except Exception as exc:  # noqa: BLE001 - not a fullgraph verdict
-                for path in pending:
-                    verdicts[path] = Verdict(None, "compiled", reason=user_error(exc))
+                called = {p for _, p in swap.calls}
+                for path in strict:
+                    verdicts[path] = Verdict(True, "compiled") if path in called else Verdict(None, "not called")
+                _collect_recompiles(logs.handler.records, start, swap.calls, regions, run)
+                run.limit_hit = _per_block_limit(regions, run, limit)
+                # run 2 is about the blocks: everything but each group's first block back to eager
+                swap.restore([p for p in paths if p not in regions.group_of or p in followers])
+                if dynamic_dim is not None:
+                    _second_batch(model, batch, dynamic_dim, logs, swap.calls, regions, run)
+                else:
+                    run.second_batch = "skipped"
                 break
-        called = {path for _, path in calls}
-        for path in pending:
-            verdicts[path] = Verdict(True, "compiled") if path in called else Verdict(None, "not called")
-        pending = []
     dynamo.reset()
-    out: dict[str, Verdict] = {}
     for region in regions.regions:
         group = regions.group_of.get(region)
         source = group.members[0] if group else region
         if source in verdicts:
-            out[region] = verdicts[source]
-    return out
+            run.fullgraph[region] = verdicts[source]
+    return run
+
+
+def _per_block_limit(regions: RegionGraph, run: RegionalRun, limit: int) -> str | None:
+    """When every sampled block after the first recompiled, all blocks do: say from which block
+    on ``recompile_limit`` leaves them eager (block i is the code's (i+1)-th compile)."""
+    for group in regions.groups:
+        followers = group.members[1:SAMPLED_MEMBERS]
+        recompiled = {r.region for r in run.recompiles if r.kind != "shape" and r.region in followers}
+        if not followers or recompiled != set(followers):
+            continue
+        if group.count > limit:
+            eager = group.members[limit:]
+            return (f"every block of {group.collapsed} recompiles; with recompile_limit ({limit}) "
+                    f"{eager[0]}{' .. ' + eager[-1] if len(eager) > 1 else ''} ({len(eager)} of {group.count}) "
+                    "run eagerly, without a word")
+        return (f"every block of {group.collapsed} recompiles: {group.count} compiles instead of 1 "
+                f"(within recompile_limit {limit}, but the cold start grows with depth)")
+    return None
+
+
+def _second_batch(model, batch: Batch, dim: int, logs, calls, regions, run: RegionalRun) -> None:
+    import torch._dynamo as dynamo
+
+    second = batch.resized(dim)
+    if second is None:
+        run.second_batch = f"skipped: dim {dim} cannot shrink"
+        return
+    smaller, old, new = second
+    run.second_batch = f"dim {dim}: {old} -> {new}"
+    start = logs.mark()
+    try:
+        smaller.call(model)
+    except dynamo.exc.Unsupported as exc:
+        run.second_batch += f" (stopped: {dynamo_logs.gb_type(str(exc)).splitlines()[0]})"
+    except Exception as exc:  # noqa: BLE001 - a model that needs a fixed size
+        run.second_batch += f" (the model rejected it: {user_error(exc)})"
+    _collect_recompiles(logs.handler.records, start, calls, regions, run)
+
+
+class _Swapped:
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, str]] = []
+        self.originals: dict[str, tuple] = {}
+
+    def restore(self, paths) -> None:
+        for path in paths:
+            if path in self.originals:
+                parent, name, original = self.originals.pop(path)
+                parent._modules[name] = original
 
 
 @contextlib.contextmanager
-def compiled_regions(model, modules: dict, paths: list[str], fullgraph: bool, marks=None):
-    """Swap each region for ``torch.compile(region, backend="eager")`` in its parent, for the
-    duration; yield the list of ``(mark, path)`` calls as they start (``mark``: what ``marks()``
-    returned then, e.g. how many log records there were).
+def compiled_regions(model, modules: dict, paths: dict[str, bool], marks=None):
+    """Swap each region for ``torch.compile(region, backend="eager", fullgraph=paths[region])`` in
+    its parent, for the duration; ``swap.calls`` lists ``(mark, path)`` as calls start (``mark``:
+    what ``marks()`` returned then, e.g. how many log records there were); ``swap.restore``
+    puts some back early.
 
     Out of place on purpose: in torch 2.13 ``nn.Module.compile()`` on a torch.nn leaf
     (``nn.Linear``) finds its frames in dynamo's skip list and compiles nothing (with
@@ -155,21 +224,19 @@ def compiled_regions(model, modules: dict, paths: list[str], fullgraph: bool, ma
     """
     import torch
 
-    calls: list[tuple[int, str]] = []
-    originals = []
+    swap = _Swapped()
     try:
-        for path in paths:
+        for path, fullgraph in paths.items():
             parent_path, _, name = path.rpartition(".")
             parent = modules[parent_path]
             original = parent._modules[name]
             compiled = torch.compile(original, backend="eager", fullgraph=fullgraph)
-            compiled.register_forward_pre_hook(_recorder(calls, path, marks))
+            compiled.register_forward_pre_hook(_recorder(swap.calls, path, marks))
             parent._modules[name] = compiled
-            originals.append((parent, name, original))
-        yield calls
+            swap.originals[path] = (parent, name, original)
+        yield swap
     finally:
-        for parent, name, original in originals:
-            parent._modules[name] = original
+        swap.restore(list(swap.originals))
 
 
 def _recorder(calls: list, path: str, marks):
@@ -177,6 +244,32 @@ def _recorder(calls: list, path: str, marks):
         calls.append((marks() if marks else 0, path))
 
     return hook
+
+
+def _collect_recompiles(records, start: int, calls, regions: RegionGraph, run: RegionalRun) -> None:
+    """Recompiles of group members only: torch.nn leaf regions share one code object, so their
+    "recompiles" are each other's entries, not a property of the region."""
+    seen = {(r.region, r.reason) for r in run.recompiles}
+    for index in range(start, len(records)):
+        try:
+            text = records[index].getMessage()
+        except Exception:  # noqa: BLE001
+            continue
+        region = next((p for i, p in reversed(calls) if i <= index), "")
+        if region not in regions.group_of or not _RECOMPILING.search(text):
+            continue
+        guard = _GUARD.search(text)
+        reason = guard.group(1).strip() if guard else text.splitlines()[0]
+        if (region, reason) in seen:
+            continue
+        seen.add((region, reason))
+        first = text[guard.start():].split("\n")[0] if guard else ""  # the newest failure's own line
+        site = _GUARD_SITE.search(first)
+        hint = _HINT.search(first)
+        kind = "shape" if ("size mismatch" in reason or "stride mismatch" in reason) else (
+            "attribute" if re.search(r"\bself\b|L\['self'\]", reason) else "other")
+        run.recompiles.append(Recompile(region, reason, kind, site.group(1) if site else None,
+                                        int(site.group(2)) if site else None, hint.group(1) if hint else None))
 
 
 def from_explain(regions: RegionGraph, placed) -> RegionalRun:
@@ -195,66 +288,5 @@ def from_explain(regions: RegionGraph, placed) -> RegionalRun:
     for region in regions.regions:
         run.fullgraph[region] = blocked.get(region, Verdict(True, "explain"))
     return run
-
-
-def _tracking(compiled_call, path: str, active: list[str], called: set[str]):
-    """Keep ``active`` as the stack of compiled regions running, to name the one that raised."""
-
-    def call(*args, **kwargs):
-        called.add(path)
-        active.append(path)
-        result = compiled_call(*args, **kwargs)
-        active.pop()
-        return result
-
-    return call
-
-
-def _recompile_probe(model, batch, regions, modules, dynamic_dim, run: RegionalRun) -> None:
-    import torch._dynamo as dynamo
-
-    dynamo.reset()
-    members = [m for g in regions.groups for m in g.members]
-    with dynamo_logs.collecting(graph_breaks=False, recompiles=True) as logs:
-        with compiled_regions(model, modules, members, fullgraph=False, marks=logs.mark) as markers:
-            try:
-                batch.call(model)
-                second = batch.resized(dynamic_dim) if dynamic_dim is not None else None
-                if second is None:
-                    run.second_batch = "no dimension to vary"
-                else:
-                    smaller, old, new = second
-                    run.second_batch = f"dim {dynamic_dim}: {old} -> {new}"
-                    try:
-                        smaller.call(model)
-                    except Exception as exc:  # noqa: BLE001 - a model that needs a fixed size
-                        run.second_batch += f" (the model rejected it: {user_error(exc)})"
-            except Exception as exc:  # noqa: BLE001
-                run.error = user_error(exc)
-        records = list(logs.handler.records)
-    seen: set[tuple[str, str]] = set()
-    for index, record in enumerate(records):
-        try:
-            text = record.getMessage()
-        except Exception:  # noqa: BLE001
-            continue
-        region = next((p for i, p in reversed(markers) if i <= index), "")
-        limit = _LIMIT.search(text)
-        if limit and run.limit_hit is None:
-            run.limit_hit = f"{limit.group(1)} ({limit.group(2)}) hit at {region}: it and the blocks after it run eagerly"
-        if not _RECOMPILING.search(text):
-            continue
-        guard = _GUARD.search(text)
-        reason = guard.group(1).strip() if guard else text.splitlines()[0]
-        if (region, reason) in seen:
-            continue
-        seen.add((region, reason))
-        site = _GUARD_SITE.search(text)
-        hint = _HINT.search(text)
-        kind = "shape" if ("size mismatch" in reason or "stride mismatch" in reason) else (
-            "attribute" if re.search(r"\bself\b|L\['self'\]", reason) else "other")
-        run.recompiles.append(Recompile(region, reason, kind, site.group(1) if site else None,
-                                        int(site.group(2)) if site else None, hint.group(1) if hint else None))
-
 
 
