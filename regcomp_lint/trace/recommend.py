@@ -56,7 +56,7 @@ def recommend(analysis, backend: str = "inductor", mode: str | None = None) -> R
                            "(use_regional_compilation=True) compiles it as one graph instead of block by block; "
                            "apply_plan compiles its blocks one by one in place")
         fullgraph = not failing and all(v.ok for v in verdicts.values() if v.ok is not None)
-        why.append(_fullgraph_reason(fullgraph, failing))
+        why.append(_fullgraph_reason(fullgraph, failing, {v.how for v in verdicts.values()}))
         plugin = {**base, "fullgraph": bool(fullgraph), "use_regional_compilation": True}
         saving = _saving(analysis)
         if saving:
@@ -75,8 +75,10 @@ def recommend(analysis, backend: str = "inductor", mode: str | None = None) -> R
     return Recommendation(strategy, chosen, plugin, why, saving)
 
 
-def _fullgraph_reason(ok: bool, failing: dict) -> str:
+def _fullgraph_reason(ok: bool, failing: dict, how: set[str]) -> str:
     if ok:
+        if how == {"explain"}:
+            return "fullgraph=True works in every region (explain placed no break in any; not compiled region by region on this device)"
         return "fullgraph=True works in every region (each compiled with backend=eager, fullgraph=True)"
     names = ", ".join(f"{r}{_at(v)}" for r, v in list(failing.items())[:3])
     return f"fullgraph=False: {names} break{'s' if len(failing) == 1 else ''} under fullgraph=True"
