@@ -112,6 +112,12 @@ def _add(sites: dict, text: str, frames: list[tuple[str, int, str]], source: str
         same_line = [s for k, s in sites.items() if k[:2] == (file, line)]
         if gb is None and same_line:
             site = same_line[0]
+        elif gb is not None and (file, line, None) in sites:
+            # the id-less record came first (``Graph break from `Tensor.item()`...``): same site
+            site = sites.pop((file, line, None))
+            site.gb_id, site.reason = gb, dynamo_logs.gb_type(text)
+            site.explanation, site.hints = dynamo_logs.explanation(text), dynamo_logs.hints(text)
+            sites[key] = site
         else:
             site = sites[key] = BreakSite(file, line, function, gb, dynamo_logs.gb_type(text),
                                           dynamo_logs.explanation(text), dynamo_logs.hints(text), user)
