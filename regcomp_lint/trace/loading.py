@@ -130,6 +130,17 @@ def user_error(exc: BaseException) -> str:
     return f"{text} ({frame.filename}:{frame.lineno} in {frame.name})" if frame else text
 
 
+def display_path(path: str | None) -> str | None:
+    """A path relative to the working directory when it is under it (as reports show paths)."""
+    if not path:
+        return path
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if relative.startswith("..") else relative
+
+
 def innermost_user_frame(frames):
     best = None
     for frame in frames:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from regcomp_lint.plan import Plan
+from regcomp_lint.trace.loading import display_path
 from regcomp_lint.trace.regions import amount
 
 PER_BLOCK_FIX = ("torch._dynamo.config.allow_unspec_int_on_nn_module = True (or raise "
@@ -80,13 +81,20 @@ def _fullgraph_reason(ok: bool, failing: dict, how: set[str]) -> str:
         if how == {"explain"}:
             return "fullgraph=True works in every region (explain placed no break in any; not compiled region by region on this device)"
         return "fullgraph=True works in every region (each compiled with backend=eager, fullgraph=True)"
-    names = ", ".join(f"{r}{_at(v)}" for r, v in list(failing.items())[:3])
-    return f"fullgraph=False: {names} break{'s' if len(failing) == 1 else ''} under fullgraph=True"
+    # one line per distinct failure (every member of a group shares its first block's verdict)
+    by_failure: dict[tuple, list[str]] = {}
+    for region, verdict in failing.items():
+        by_failure.setdefault((verdict.file, verdict.line, verdict.gb_id, verdict.reason), []).append(region)
+    parts = []
+    for (_, _, _, _), regions in list(by_failure.items())[:3]:
+        shown = regions[0] if len(regions) == 1 else f"{regions[0]} (and {len(regions) - 1} more)"
+        parts.append(f"{shown}{_at(failing[regions[0]])}")
+    return f"fullgraph=False: {'; '.join(parts)} cannot be traced in one graph"
 
 
 def _at(verdict) -> str:
     if verdict.file and verdict.line:
-        return f" at {verdict.file}:{verdict.line} ({verdict.gb_id or ''} {verdict.reason or ''})".replace("( ", "(")
+        return f" at {display_path(verdict.file)}:{verdict.line} ({verdict.gb_id or ''} {verdict.reason or ''})".replace("( ", "(")
     return f" ({verdict.reason})" if verdict.reason else ""
 
 

@@ -10,19 +10,10 @@ import linecache
 import os
 
 from regcomp_lint.trace.analysis import Analysis
+from regcomp_lint.trace.loading import display_path
 from regcomp_lint.trace.regions import amount
 
 STABLE_KEYS = ("model", "device", "groups", "regions", "graph_breaks", "recompiles", "fullgraph_ok", "recommendation")
-
-
-def _rel(path: str | None) -> str | None:
-    if not path:
-        return path
-    try:
-        relative = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if relative.startswith("..") else relative
 
 
 def to_json(analysis: Analysis) -> dict:
@@ -49,7 +40,7 @@ def to_json(analysis: Analysis) -> dict:
         "graph_breaks": [{
             "region": b.label,
             "regions": [r or "<model>" for r in b.regions],
-            "file": _rel(b.site.file),
+            "file": display_path(b.site.file),
             "line": b.site.line,
             "function": b.site.function,
             "gb_id": b.site.gb_id,
@@ -62,12 +53,12 @@ def to_json(analysis: Analysis) -> dict:
             "placed_by": b.placed_by,
         } for b in analysis.breaks],
         "recompiles": [{"region": r.region or "<model>", "reason": r.reason, "kind": r.kind,
-                        "file": _rel(r.file), "line": r.line, "hint": r.hint} for r in analysis.regional.recompiles],
+                        "file": display_path(r.file), "line": r.line, "hint": r.hint} for r in analysis.regional.recompiles],
         "recompile_limit_hit": analysis.regional.limit_hit,
         "second_batch": analysis.regional.second_batch,
         "fullgraph_ok": bool(analysis.whole.ok),
         "fullgraph": {"ok": analysis.whole.ok, "checked": analysis.whole.how, "gb_id": analysis.whole.gb_id,
-                      "reason": analysis.whole.reason, "file": _rel(analysis.whole.file), "line": analysis.whole.line},
+                      "reason": analysis.whole.reason, "file": display_path(analysis.whole.file), "line": analysis.whole.line},
         "explain": {"graph_count": analysis.explain.graph_count, "graph_break_count": analysis.explain.graph_break_count,
                     "ops": analysis.explain.ops, "break_counter": analysis.explain.counted_breaks},
         "recommendation": {"strategy": rec.strategy, "regions": list(rec.regions), "plugin": dict(rec.plugin),
@@ -99,7 +90,7 @@ def to_text(analysis: Analysis) -> str:
         out.append(f"Graph breaks ({len(analysis.breaks)})")
         for b in analysis.breaks:
             code = f" [{b.code}]" if b.code else ""
-            out.append(f"  {b.label}: {_rel(b.site.file)}:{b.site.line} in {b.site.function}: "
+            out.append(f"  {b.label}: {display_path(b.site.file)}:{b.site.line} in {b.site.function}: "
                        f"{b.site.gb_id or 'graph break'} {b.site.reason}{code}")
             source = linecache.getline(b.site.file, b.site.line).rstrip()
             if source:
@@ -118,7 +109,7 @@ def to_text(analysis: Analysis) -> str:
         out.append(f"Recompiles ({len(regional.recompiles)})")
         for reason, items in _grouped_recompiles(regional.recompiles).items():
             regions = [r.region or "<model>" for r in items]
-            where = f" ({_rel(items[0].file)}:{items[0].line})" if items[0].file else ""
+            where = f" ({display_path(items[0].file)}:{items[0].line})" if items[0].file else ""
             shown = ", ".join(regions[:4]) + (f" ... ({len(regions)} in all)" if len(regions) > 4 else "")
             out.append(f"  {shown}: {reason}{where}")
             if items[0].hint:
@@ -133,7 +124,7 @@ def to_text(analysis: Analysis) -> str:
     if whole.ok:
         out.append(f"fullgraph=True on the whole model: ok ({'one graph, no break in explain' if whole.how == 'explain' else 'compiled'})")
     elif whole.ok is False:
-        where = f" at {_rel(whole.file)}:{whole.line}" if whole.file else ""
+        where = f" at {display_path(whole.file)}:{whole.line}" if whole.file else ""
         out.append(f"fullgraph=True on the whole model: fails{where} ({whole.gb_id or ''} {whole.reason or ''})".replace("( ", "("))
     else:
         out.append(f"fullgraph=True on the whole model: unknown ({whole.reason})")

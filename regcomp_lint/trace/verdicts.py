@@ -42,7 +42,7 @@ class Verdict:
 class Recompile:
     region: str
     reason: str
-    kind: str                       # "attribute" | "shape" | "other"
+    kind: str                       # "attribute" | "shape" | "tensor" | "other" (see recompile_kind)
     file: str | None = None
     line: int | None = None
     hint: str | None = None
@@ -167,7 +167,7 @@ def _per_block_limit(regions: RegionGraph, run: RegionalRun, limit: int) -> str 
     on ``recompile_limit`` leaves them eager (block i is the code's (i+1)-th compile)."""
     for group in regions.groups:
         followers = group.members[1:SAMPLED_MEMBERS]
-        recompiled = {r.region for r in run.recompiles if r.kind != "shape" and r.region in followers}
+        recompiled = {r.region for r in run.recompiles if r.kind in ("attribute", "other") and r.region in followers}
         if not followers or recompiled != set(followers):
             continue
         if group.count > limit:
@@ -246,6 +246,31 @@ def _recorder(calls: list, path: str, marks):
     return hook
 
 
+_PRIORITY = {"shape": 0, "attribute": 1, "other": 2, "tensor": 3}
+
+
+def _relevant_guard(text: str):
+    """A recompile record lists one failed guard per cached entry (newest first); the entry that
+    tells why is the one failing on a size or a module value, not on another block's input
+    properties (``requires_grad``), which merely says that entry was for someone else."""
+    guards = list(_GUARD.finditer(text))
+    if not guards:
+        return None
+    return min(guards, key=lambda g: _PRIORITY[recompile_kind(g.group(1))])
+
+
+def recompile_kind(reason: str) -> str:
+    """``shape`` (a size changed), ``tensor`` (requires_grad, dtype, device of an input),
+    ``attribute`` (a value read from the module: ``self.layer_idx == 3``), ``other``."""
+    if "size mismatch" in reason or "stride mismatch" in reason:
+        return "shape"
+    if "mismatch" in reason and "tensor" in reason:
+        return "tensor"
+    if re.search(r"\bself\b|L\['self'\]", reason):
+        return "attribute"
+    return "other"
+
+
 def _collect_recompiles(records, start: int, calls, regions: RegionGraph, run: RegionalRun) -> None:
     """Recompiles of group members only: torch.nn leaf regions share one code object, so their
     "recompiles" are each other's entries, not a property of the region."""
@@ -258,16 +283,16 @@ def _collect_recompiles(records, start: int, calls, regions: RegionGraph, run: R
         region = next((p for i, p in reversed(calls) if i <= index), "")
         if region not in regions.group_of or not _RECOMPILING.search(text):
             continue
-        guard = _GUARD.search(text)
+        guard = _relevant_guard(text)
         reason = guard.group(1).strip() if guard else text.splitlines()[0]
         if (region, reason) in seen:
             continue
         seen.add((region, reason))
-        first = text[guard.start():].split("\n")[0] if guard else ""  # the newest failure's own line
+        end = text.find("\n", guard.end()) if guard else -1
+        first = text[guard.start(): end if end != -1 else len(text)] if guard else ""  # that failure's own line
         site = _GUARD_SITE.search(first)
         hint = _HINT.search(first)
-        kind = "shape" if ("size mismatch" in reason or "stride mismatch" in reason) else (
-            "attribute" if re.search(r"\bself\b|L\['self'\]", reason) else "other")
+        kind = recompile_kind(reason)
         run.recompiles.append(Recompile(region, reason, kind, site.group(1) if site else None,
                                         int(site.group(2)) if site else None, hint.group(1) if hint else None))
 
