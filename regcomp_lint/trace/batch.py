@@ -84,13 +84,15 @@ class Batch:
 
 
 def _leaves(args, kwargs):
+    """The non-container values, in argument order (``resized`` goes by the first tensor)."""
     stack = list(args) + list(kwargs.values())
+    stack.reverse()
     while stack:
         value = stack.pop()
         if isinstance(value, (list, tuple)):
-            stack.extend(value)
+            stack.extend(reversed(value))
         elif isinstance(value, dict):
-            stack.extend(value.values())
+            stack.extend(reversed(list(value.values())))
         else:
             yield value
 
