@@ -52,7 +52,7 @@ class ExplainResult:
 
 _MODULE_PATH = re.compile(r"^L\['(?:self|fn|mod|model)'\]\.?")
 _INDEX = re.compile(r"\[(\d+)\]")
-_MODULES_KEY = re.compile(r"\._modules\['([^']+)'\]")
+_MODULES_KEY = re.compile(r"(?:^|\.)_modules\['([^']+)'\]")
 
 
 def module_path(stack_entry: str) -> str:
