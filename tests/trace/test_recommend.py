@@ -1,0 +1,65 @@
+"""``recommend``: the strategy, the plugin keywords and the reasons."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+pytest.importorskip("torch")
+
+from regcomp_lint.plan import Plan  # noqa: E402
+from regcomp_lint.trace import recommend as rec_mod  # noqa: E402
+from regcomp_lint.trace.verdicts import RegionalRun, Verdict  # noqa: E402
+from tests.trace.conftest import traced  # noqa: E402
+
+
+def test_regional_with_fullgraph_for_gpt2():
+    rec = traced("gpt2").recommendation
+    assert rec.strategy == "regional" and rec.regions == ["transformer.h"]
+    assert rec.plugin == {"backend": "inductor", "fullgraph": True, "use_regional_compilation": True}
+    assert rec.saving and 0 < rec.saving["fraction"] < 1
+    assert rec.saving["traced_ops_regional"] < rec.saving["traced_ops_full"]
+
+
+def test_backend_and_mode_go_into_the_plugin():
+    analysis = traced("vit_sequential")
+    rec = rec_mod.recommend(analysis, backend="eager", mode="max-autotune")
+    assert rec.plugin["backend"] == "eager" and rec.plugin["mode"] == "max-autotune"
+
+
+def test_a_failing_region_turns_fullgraph_off_and_says_where():
+    rec = traced("planted_breaks").recommendation
+    assert rec.strategy == "regional" and rec.plugin["fullgraph"] is False
+    reason = next(w for w in rec.why if w.startswith("fullgraph=False"))
+    assert "head" in reason and "planted_breaks.py:26" in reason and "GB0059" in reason
+
+
+def test_per_block_recompiles_name_the_fix():
+    why = traced("layer_idx").recommendation.why
+    assert any("self.layer_idx" in w and rec_mod.PER_BLOCK_FIX in w for w in why)
+
+
+def test_no_groups_is_full_with_the_whole_model_verdict():
+    analysis = SimpleNamespace(
+        regions=SimpleNamespace(groups=[]), explain=SimpleNamespace(graph_count=2),
+        regional=RegionalRun(fullgraph={"": Verdict(False, "compiled")}),
+        whole=Verdict(False, "compiled", "GB0059", "Failed to trace builtin operator", "m.py", 3))
+    rec = rec_mod.recommend(analysis)
+    assert rec.strategy == "full" and rec.regions == []
+    assert rec.plugin == {"backend": "inductor", "fullgraph": False, "use_regional_compilation": False}
+    assert any("m.py:3" in w and "keep fullgraph=False" in w for w in rec.why)
+
+
+def test_no_graph_at_all_is_none():
+    analysis = SimpleNamespace(explain=SimpleNamespace(graph_count=0), regions=None)
+    rec = rec_mod.recommend(analysis)
+    assert rec.strategy == "none" and rec.plugin == {"backend": "no"}
+
+
+def test_the_plan_carries_the_recommendation():
+    analysis = traced("gpt2")
+    plan = analysis.recommendation.plan(analysis.model_name)
+    assert isinstance(plan, Plan)
+    assert (plan.strategy, plan.regions, plan.model) == ("regional", ["transformer.h"], "GPT2LMHeadModel")
+    assert plan.plugin["use_regional_compilation"] is True
