@@ -446,21 +446,45 @@ class FactsCollector:
 
 
 IS_COMPILING = frozenset({"is_compiling", "is_dynamo_compiling", "is_torchdynamo_compiling", "is_exporting"})
+#: Also true while dynamo traces, and called with arguments: transformers' ``is_tracing(tensor)``
+#: (``torch.jit.is_tracing()`` is false under dynamo: taking it for true only loses findings).
+IS_TRACING = frozenset({"is_tracing"})
 
 
 def compiling_guard(test: ast.AST) -> bool | None:
     """True for ``is_compiling()``, False for ``not is_compiling()``, None for other tests
     (``torch.compiler.is_compiling``, ``torch._dynamo.is_compiling``, transformers'
-    ``is_torchdynamo_compiling``: dynamo sees them as constant True while tracing)."""
+    ``is_torchdynamo_compiling`` and ``is_tracing(t)``: dynamo sees them as constant True while
+    tracing). Through ``and``/``or``: ``cond and not is_compiling()`` is False (the body never
+    runs under dynamo), ``cond or is_compiling()`` is True (the ``else`` never runs)."""
+    if type(test) is ast.BoolOp:
+        found = [compiling_guard(v) for v in test.values]
+        if type(test.op) is ast.And and False in found:
+            return False
+        if type(test.op) is ast.Or and True in found:
+            return True
+        return None
     negated = False
     if type(test) is ast.UnaryOp and type(test.op) is ast.Not:
         negated, test = True, test.operand
-    if type(test) is ast.Call and not test.args:
+    if type(test) is ast.Call:
         func = test.func
         name = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else None
-        if name in IS_COMPILING:
+        if (name in IS_COMPILING and not test.args) or name in IS_TRACING:
             return not negated
     return None
+
+
+def traced_operands(test: ast.BoolOp) -> list[ast.expr]:
+    """The operands of ``and``/``or`` dynamo evaluates: none after a compiling guard that
+    short-circuits (``not is_tracing(m) and m.all()``: ``m.all()`` is never run while tracing)."""
+    stop = False if type(test.op) is ast.And else True
+    found = []
+    for value in test.values:
+        found.append(value)
+        if compiling_guard(value) is stop:
+            break
+    return found
 
 
 _LEAF_FIELDS = frozenset({"ctx", "id", "attr", "arg", "asname", "module", "level", "kind", "type_comment",
@@ -520,6 +544,7 @@ def _arguments(args: ast.arguments) -> list[ast.arg]:
 
 _CACHE: "weakref.WeakKeyDictionary[FileContext, Reachability]" = weakref.WeakKeyDictionary()
 _DEEP_CACHE: "weakref.WeakKeyDictionary[FileContext, Reachability]" = weakref.WeakKeyDictionary()
+_FUNCTIONS_CACHE: "weakref.WeakKeyDictionary[FileContext, Reachability]" = weakref.WeakKeyDictionary()
 _COLLECTORS: "weakref.WeakKeyDictionary[FileContext, FactsCollector]" = weakref.WeakKeyDictionary()
 
 
@@ -533,20 +558,26 @@ def collector_for(ctx: "FileContext") -> tuple[FactsCollector, bool]:
     return found, True
 
 
-def for_context(ctx: "FileContext", deep: bool = False) -> "Reachability":
+def for_context(ctx: "FileContext", deep: bool = False, functions: bool = False) -> "Reachability":
     """The file's reachability, built on first use and shared by every rule of the run.
 
     ``deep``: also follow submodule classes and functions imported from local modules (parsed
     lazily, once per run). The default reads other files only to resolve base classes: a
     finding is always reported in the file that contains it, so per-file rules do not need the
     rest, and the lint stays fast on large trees. RC210 asks for the deep graph.
+
+    ``functions`` (without ``deep``): the default graph plus the functions it calls in local
+    modules (and what those call): the RC2xx rules look there for breaks of other files a
+    forward reaches. Classes stay as the default graph sees them, so no file is read for a
+    class; a module class of another file reports its own breaks when its file is linted.
     """
-    cache = _DEEP_CACHE if deep else _CACHE
+    cache = _DEEP_CACHE if deep else _FUNCTIONS_CACHE if functions else _CACHE
     found = cache.get(ctx)
     if found is None:
         collector = _COLLECTORS.get(ctx)
         facts = collector.facts if collector is not None else None
-        found = Reachability(ParsedModule.from_tree(ctx.tree, ctx.filename, ctx.imports), deep=deep, facts=facts)
+        found = Reachability(ParsedModule.from_tree(ctx.tree, ctx.filename, ctx.imports), deep=deep, facts=facts,
+                             functions=functions)
         cache[ctx] = found
     return found
 
@@ -570,10 +601,13 @@ def from_source(text: str, filename: str = "<string>", deep: bool = True) -> "Re
 
 
 class Reachability:
-    def __init__(self, module: ParsedModule, deep: bool = True, facts: dict[int, FunctionFacts] | None = None) -> None:
-        """``facts``: the :class:`FunctionFacts` the engine's walk collected, by ``id`` of the def."""
+    def __init__(self, module: ParsedModule, deep: bool = True, facts: dict[int, FunctionFacts] | None = None,
+                 functions: bool = False) -> None:
+        """``facts``: the :class:`FunctionFacts` the engine's walk collected, by ``id`` of the def.
+        ``functions``: follow calls of functions of local modules even when not ``deep``."""
         self.module = module
         self.deep = deep
+        self.functions = deep or functions
         self._classes: dict[int, ModuleClass | None] = {}
         self._functions: dict[tuple[int, int], Function] = {}
         self._facts: dict[int, FunctionFacts] = dict(facts) if facts else {}
@@ -669,7 +703,7 @@ class Reachability:
         if isinstance(expr, ast.Name) and not module.imports.imported(expr.id):
             node = module.functions.get(expr.id)
             return (module, node) if node is not None else None
-        if not self.deep or not module.imports.root_is_import(expr):
+        if not self.functions or not module.imports.root_is_import(expr):
             return None
         qualname = module.imports.qualname(expr)
         target = self._local_definition(qualname, module, hops) if qualname else None
@@ -837,11 +871,11 @@ class Reachability:
         self._successors()
         return [(caller, call) for caller, calls in self._pred.get(func, {}).items() for call in calls]
 
-    def paths(self, follows: "Callable[[Function, ast.Call], bool] | None" = None) -> dict[Function, tuple[Function, ast.Call] | None]:
+    def paths(self, follows: "Callable[[Function, ast.Call, Function], bool] | None" = None) -> dict[Function, tuple[Function, ast.Call] | None]:
         """The shortest-path tree from :attr:`roots`: each reached function with the (caller,
         call) it is first reached through (None for a root), breadth first, so iterating the
-        result lists functions by distance. ``follows(caller, call)``: an edge none of whose
-        calls it accepts is not followed (a call under ``if not is_compiling():``)."""
+        result lists functions by distance. ``follows(caller, call, callee)``: an edge none of
+        whose calls it accepts is not followed (a call under ``if not is_compiling():``)."""
         succ = self._successors()
         tree: dict[Function, tuple[Function, ast.Call] | None] = dict.fromkeys(self.roots)
         order = list(self.roots)
@@ -849,7 +883,7 @@ class Reachability:
             for callee, calls in succ.get(caller, {}).items():
                 if callee in tree:
                     continue
-                call = next((c for c in calls if follows is None or follows(caller, c)), None)
+                call = next((c for c in calls if follows is None or follows(caller, c, callee)), None)
                 if call is None:
                     continue
                 tree[callee] = (caller, call)
@@ -875,7 +909,11 @@ class Reachability:
 
     def _callees(self, caller: Function) -> Iterator[tuple[Function, ast.Call]]:
         facts = self.facts(caller)
+        body = caller.node.body
+        start = (body[0].lineno, body[0].col_offset) if body else (0, 0)
         for call in facts.calls:
+            if (call.lineno, call.col_offset) < start:
+                continue  # a decorator, default or annotation: run when the def is made, not by a call
             for callee in self._call_targets(call.func, caller, facts):
                 yield callee, call
             checkpoint = "checkpoint" in (_last_name(call.func) or "")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 import weakref
 
-from regcomp_lint.reachability import Function, Reachability
+from regcomp_lint.reachability import Function, Reachability, traced_operands
 
 #: Attributes of a tensor that are not tensors.
 NON_TENSOR_ATTRS = frozenset({
@@ -86,7 +86,7 @@ class TensorOracle:
     def reads_tensor_value(self, test: ast.AST) -> bool:
         """True when evaluating ``test`` as a condition reads a tensor's data (``bool(t)``)."""
         if isinstance(test, ast.BoolOp):
-            return any(self.reads_tensor_value(v) for v in test.values)
+            return any(self.reads_tensor_value(v) for v in traced_operands(test))
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             return self.reads_tensor_value(test.operand)
         if isinstance(test, ast.Compare):

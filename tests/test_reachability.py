@@ -391,7 +391,7 @@ def test_paths_are_a_shortest_path_tree_that_can_skip_calls():
     assert labels["Block.forward"][0] == "GPT.forward"
     assert labels["rotate"][0] == "Attention.forward"
     assert list(tree)[0].label == "GPT.forward"  # breadth first: roots come first
-    skipped = reach.paths(lambda caller, call: caller.label != "Attention.forward")
+    skipped = reach.paths(lambda caller, call, callee: caller.label != "Attention.forward")
     assert {f.label for f in skipped} == {"GPT.forward", "Block.forward", "Attention.forward"}
     attn = next(f for f in tree if f.label == "Attention.forward")
     assert {f.label for f in reach.reachable([attn], tree)} == {"Attention.forward", "Attention._attn", "rotate"}
@@ -426,3 +426,41 @@ def test_of_module_is_the_files_own_shallow_graph_kept_once(tmp_path):
     own = reachability.of_module(module)
     assert own is reachability.of_module(module) and not own.deep
     assert chains(own) == {"M.forward": "reached via M.forward", "f": "reached via M.forward → f"}
+
+
+def test_decorator_and_default_calls_are_not_edges():
+    """`@cached(...)` runs when the def is made, not when forward runs."""
+    reach = build("""
+        from torch import nn
+        def cached(size):
+            print(size)
+            return lambda f: f
+        def default():
+            return 1
+        class Net(nn.Module):
+            @cached(4)
+            def forward(self, x, n=default()):
+                return x
+    """)
+    assert chains(reach) == {"Net.forward": "reached via Net.forward"}
+
+
+@pytest.mark.parametrize("test,guard", [
+    ("is_compiling()", True),
+    ("not torch.compiler.is_compiling()", False),
+    ("not is_tracing(mask)", False),
+    ("mask is None and not is_torchdynamo_compiling()", False),
+    ("mask is None or torch.compiler.is_compiling()", True),
+    ("mask is None and is_compiling()", None),
+    ("is_compiling(x)", None),
+    ("x.any()", None),
+])
+def test_compiling_guards(test, guard):
+    assert reachability.compiling_guard(ast.parse(test, mode="eval").body) is guard
+
+
+def test_traced_operands_stop_at_a_short_circuiting_guard():
+    node = ast.parse("not is_tracing(m) and (m[:, -1] == 0).all() and m", mode="eval").body
+    assert [ast.unparse(v) for v in reachability.traced_operands(node)] == ["not is_tracing(m)"]
+    node = ast.parse("m.any() or is_compiling() or m.all()", mode="eval").body
+    assert [ast.unparse(v) for v in reachability.traced_operands(node)] == ["m.any()", "is_compiling()"]

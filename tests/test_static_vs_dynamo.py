@@ -95,11 +95,11 @@ def test_recall_meets_the_target_and_misses_only_known_sites(result):
 
 
 def test_a_break_in_an_imported_file_is_found_at_the_call_that_reaches_it(result):
-    """`_shared_ops.py:8` is reported in `brk_imported_helper.py` (at the call in forward) and
+    """`_shared_ops.py:12` is reported in `brk_imported_helper.py` (at the call in forward) and
     counted where it names: the line dynamo broke on."""
-    found = [f for f in result.findings if (f.file, f.row) == ("_shared_ops.py", 8)]
+    found = [f for f in result.findings if (f.file, f.row) == ("_shared_ops.py", 12)]
     assert [f.code for f in found] == ["RC202"]
-    assert found[0].message.startswith("at _shared_ops.py:8, in code this call runs: ")
+    assert found[0].message.startswith("at _shared_ops.py:12, in code this call runs: ")
     assert found[0].message.endswith("(reached via Classifier.forward → _shared_ops.stabilize_logits)")
 
 

@@ -59,7 +59,7 @@ class Scope:
     reach: Reachability
     func: Function
     chain: Chain
-    #: The file's deep graph (following local imports), built on first call; None where only
+    #: The file's graph following functions of local imports, built on first call; None where only
     #: ``reach`` may be used (a function of another file, RC210's search).
     deep: "Callable[[], Reachability] | None" = None
 
@@ -189,7 +189,7 @@ class ForwardRule(Rule):
             ctx = self.ctx
             reach = reachability.for_context(ctx)
             untraced = self._facts.is_untraced
-            deep = lambda: reachability.for_context(ctx, deep=True)  # noqa: E731
+            deep = lambda: reachability.for_context(ctx, functions=True)  # noqa: E731
             for node, defs in self._candidates:
                 located = reach.locate(defs)
                 if located is None or located[0].disabled or untraced(node):
@@ -296,10 +296,10 @@ class ElsewhereSite:
 
     node: ast.AST
     ancestors: list[ast.AST]  # from the top-level def of the other file, outermost first
-    func: Function  # the innermost reached def holding it (of the linted file's deep graph)
+    func: Function  # the innermost reached def holding it (a node of ``reach``)
     chain: Chain
     call: ast.Call  # where the chain leaves the linted file
-    reach: Reachability  # the linted file's deep graph
+    reach: Reachability  # the linted file's graph, functions of other files followed
 
 
 _SITES: "weakref.WeakKeyDictionary[FileContext, list[ElsewhereSite]]" = weakref.WeakKeyDictionary()
@@ -319,11 +319,18 @@ def _find_elsewhere_sites(ctx: "FileContext", facts: reachability.FactsCollector
     filename = ctx.filename
     if not filename or filename.startswith("<") or filename == "-" or not _imports_local_module(ctx):
         return []
-    if not reachability.for_context(ctx).classes:
+    shallow = reachability.for_context(ctx)
+    if not shallow.classes or not _calls_into_local_module(shallow):
         return []
-    reach = reachability.for_context(ctx, deep=True)
-    # A call that dynamo skips (under ``if not is_compiling():`` in this file) leads nowhere.
-    tree = reach.paths(lambda caller, call: not caller.local or not facts.is_untraced(call))
+    reach = reachability.for_context(ctx, functions=True)
+    def follows(caller: Function, call: ast.Call, callee: Function) -> bool:
+        if caller.local and facts.is_untraced(call):
+            return False  # dynamo skips the call (under ``if not is_compiling():``)
+        # A decorated function of another file may not be what runs (``lru_cache``, a wrapper
+        # that makes it a compile-time constant...): not followed, for precision.
+        return _here(callee, filename) or not _wrapped(callee)
+
+    tree = reach.paths(follows)
     foreign = [f for f in tree if not _here(f, filename)]
     if not foreign:
         return []
@@ -350,6 +357,14 @@ def _find_elsewhere_sites(ctx: "FileContext", facts: reachability.FactsCollector
     return sites
 
 
+#: Decorators that leave the function as it is when it is called.
+TRANSPARENT_DECORATORS = frozenset({"staticmethod", "classmethod"})
+
+
+def _wrapped(func: Function) -> bool:
+    return any(not (isinstance(d, ast.Name) and d.id in TRANSPARENT_DECORATORS) for d in func.node.decorator_list)
+
+
 def _here(func: Function, filename: str) -> bool:
     return func.local or same_file(func.module.path, filename)
 
@@ -367,6 +382,24 @@ def _imports_local_module(ctx: "FileContext") -> bool:
             return True
         for module in (dotted, dotted.rpartition(".")[0]):
             if module and not reachability._is_third_party(module) and reachability.module_file(ctx.filename, module):
+                return True
+    return False
+
+
+def _calls_into_local_module(shallow: Reachability) -> bool:
+    """Some function the file's own graph reaches calls a name imported from a local module
+    (found, not read): only then is the graph that follows them worth building."""
+    module = shallow.module
+    imports = module.imports
+    for func, _ in shallow.reached():
+        for call in shallow.facts(func).calls:
+            target = call.func
+            while type(target) is ast.Attribute:
+                target = target.value
+            if type(target) is not ast.Name or not imports.imported(target.id):
+                continue
+            qualname = imports.qualname(call.func)
+            if qualname and not reachability._is_third_party(qualname) and shallow._local_module_path(qualname, module):
                 return True
     return False
 

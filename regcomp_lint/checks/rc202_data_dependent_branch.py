@@ -7,6 +7,7 @@ import ast
 from regcomp_lint.checks.base import Invalid
 from regcomp_lint.checks.forward_rule import Break, ForwardRule, Scope
 from regcomp_lint.knowledge.graph_breaks import RULE_BREAKS
+from regcomp_lint.reachability import traced_operands
 
 _HEAD = "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
 _INIT = ("    def __init__(self, config):\n        super().__init__()\n        self.config = config\n"
@@ -88,6 +89,8 @@ class DataDependentBranch(ForwardRule):
         "import torch\nloss = torch.ones(1)\nif loss.item() > 0:\n    pass\nwhile loss > 0:\n    loss = loss - 1\n",
         # skipped while compiling
         _net("if not torch.compiler.is_compiling():\n    if x.isnan().any():\n        raise ValueError('nan')\nreturn x"),
+        # `and` stops at the guard while compiling: the tensor test is never evaluated
+        _net("if not torch.compiler.is_compiling() and x.isnan().any():\n    raise ValueError('nan')\nreturn x"),
         # parameters with defaults are flags, not tensors
         _net("if flag and mode == 'fast':\n    x = x * 2\nreturn x", "self, x, flag=True, mode='fast'"),
         # a submodule's int argument from a loop counter
@@ -122,7 +125,7 @@ class DataDependentBranch(ForwardRule):
             hit = next((test for test in node.ifs if oracle.reads_tensor_value(test)), None)
             what = "a comprehension filter"
         elif kind is ast.BoolOp:
-            hit = node if any(oracle.reads_tensor_value(v) for v in node.values[:-1]) else None
+            hit = node if any(oracle.reads_tensor_value(v) for v in traced_operands(node)[:-1]) else None
             what = f"`{'and' if isinstance(node.op, ast.And) else 'or'}`"
         else:
             hit = node.test if oracle.reads_tensor_value(node.test) else None

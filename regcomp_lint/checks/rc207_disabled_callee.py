@@ -89,6 +89,16 @@ class DisabledCallee(ForwardRule):
                 "    def forward(self, x):\n        return self.router(x)\n", message="`self.router`"),
     ]
 
+    def finish(self) -> None:
+        if not any(word in self.ctx.source.text for word in self._NATIVE):
+            # Active only because the file imports something (``ForwardRule`` adds the
+            # ``import`` trigger): only a call of an imported name can run a disabled function.
+            imports = self.ctx.imports
+            self._candidates = [(node, defs) for node, defs in self._candidates if _imported_root(node.func, imports)]
+        super().finish()
+
+    _NATIVE = ("disable", "graph_break")
+
     @classmethod
     def judge(cls, node: ast.Call, scope: Scope) -> Break | None:
         func = node.func
@@ -106,3 +116,9 @@ class DisabledCallee(ForwardRule):
 def _disabled(func: ast.AST) -> Break:
     return Break(f"`{ast.unparse(func)}` runs a `torch.compiler.disable`d function: the graph breaks around the call "
                  "(GB0098), and `fullgraph=True` raises", "GB0098")
+
+
+def _imported_root(func: ast.AST, imports) -> bool:
+    while type(func) is ast.Attribute:
+        func = func.value
+    return type(func) is ast.Name and imports.imported(func.id)

@@ -350,3 +350,38 @@ def test_cached_result_goes_stale_when_either_file_changes(tmp_path):
     assert run() == ([("RC202", 13)], 0)  # ... and back
     net.write_text(net.read_text().replace("return scale_by_norm(h) * n", "return h * n"))
     assert run() == ([], 0)  # the call is gone from this file
+
+
+def test_decorated_functions_of_another_file_are_not_followed(tmp_path):
+    """`lru_cache` or a wrapper may change what runs (transformers makes some compile-time
+    constants): nothing inside is judged, nor what they call."""
+    write(tmp_path, "_ops.py", """
+        import logging
+        from functools import lru_cache
+
+        logger = logging.getLogger(__name__)
+
+        def _probe():
+            logger.debug("probing")
+            return True
+
+        @lru_cache
+        def available():
+            return _probe()
+
+        @staticmethod
+        def plain(x):
+            print(x)
+            return x
+    """)
+    net = write(tmp_path, "net.py", """
+        from torch import nn
+        from _ops import available, plain
+
+        class Net(nn.Module):
+            def forward(self, x):
+                if available():
+                    x = x * 2
+                return plain(x)
+    """)
+    assert where(lint(net)) == [("RC203", 9, 16)]
