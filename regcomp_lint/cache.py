@@ -25,6 +25,7 @@ import secrets
 from functools import lru_cache
 from pathlib import Path
 
+from regcomp_lint import reading
 from regcomp_lint.config import Settings
 from regcomp_lint.diagnostics import Diagnostic
 
@@ -76,8 +77,7 @@ def _dependencies_unchanged(deps) -> bool:
     try:
         for other, digest in deps:
             try:
-                with open(other, "rb") as handle:
-                    current = content_digest(handle.read())
+                current = content_digest(reading.read_bytes(other))
             except OSError:
                 current = ""
             if current != digest:

@@ -54,8 +54,8 @@ def _syntax_error(exc: BaseException, source: SourceFile) -> Diagnostic:
     col = getattr(exc, "offset", None) or 1
     row = max(1, min(row, max(len(source.lines), 1)))
     col = max(1, min(col, len(source.line(row)) + 1))
-    msg = getattr(exc, "msg", None) or str(exc)
-    if isinstance(exc, RecursionError) or "too many nested" in msg or "too complex" in msg:
+    msg = getattr(exc, "msg", None) or str(exc) or type(exc).__name__
+    if isinstance(exc, (RecursionError, MemoryError)) or "too many nested" in msg or "too complex" in msg:
         msg = f"file is too deeply nested to parse ({msg})"
     loc = Location(row, col)
     return _diag(SYNTAX_ERROR, f"SyntaxError: {msg}", source.filename, loc, loc)

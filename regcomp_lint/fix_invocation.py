@@ -46,6 +46,7 @@ from regcomp_lint.errors import (
     EXIT_ERROR,
     EXIT_FINDINGS,
     EXIT_OK,
+    ISSUES_URL,
     UsageFailure,
     echo_error,
 )
@@ -208,7 +209,11 @@ def _fix_file(path: str, opts: FixOptions, settings: Settings, convert: ConvertO
         return FileResult(path, error=f"{path}: cannot read: {exc.strerror or exc}; left untouched")
     except DecodeError as exc:
         return FileResult(path, error=f"{path}: cannot read: {exc}; left untouched")
-    result = process_text(snap.text, path, settings, convert, opts.unsafe_fixes)
+    try:
+        result = process_text(snap.text, path, settings, convert, opts.unsafe_fixes)
+    except Exception as exc:  # a bug of ours: this file stays untouched, the others are still fixed
+        return FileResult(path, error=f"{path}: internal error while fixing this file ({type(exc).__name__}: {exc}); "
+                                      f"left untouched; please report it at {ISSUES_URL}")
     if opts.apply and result.changed:
         try:
             writeback.write(snap, result.text)

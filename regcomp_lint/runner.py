@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, NamedTuple
 
-from regcomp_lint import dependencies
+from regcomp_lint import dependencies, reading
 from regcomp_lint.cache import LintCache, content_digest
 from regcomp_lint.checks import ALL_RULES
 from regcomp_lint.config import Settings
@@ -97,8 +97,7 @@ def _digests(paths: set[str]) -> tuple[tuple[str, str], ...]:
 
 
 def read_file(path: str) -> bytes:
-    with open(path, "rb") as handle:
-        return handle.read()
+    return reading.read_bytes(path)  # never blocks on a named pipe, never reads /dev/zero forever
 
 
 def _rc001(path: str, message: str) -> Diagnostic:

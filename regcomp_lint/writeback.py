@@ -17,6 +17,7 @@ import tempfile
 import tokenize
 from dataclasses import dataclass
 
+from regcomp_lint import reading
 from regcomp_lint.source import DecodeError, decode_source
 
 
@@ -61,9 +62,7 @@ def snapshot_bytes(path: str, data: bytes) -> Snapshot:
 
 def read(path: str) -> Snapshot:
     """Read ``path`` for fixing; ``OSError`` and ``DecodeError`` reach the caller."""
-    with open(path, "rb") as handle:
-        data = handle.read()
-    return snapshot_bytes(path, data)
+    return snapshot_bytes(path, reading.read_bytes(path))
 
 
 def write(snap: Snapshot, new_text: str) -> None:
@@ -106,8 +105,7 @@ def write(snap: Snapshot, new_text: str) -> None:
 
 def _current_bytes(path: str) -> bytes | None:
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
+        return reading.read_bytes(path)
     except OSError:
         return None
 

@@ -46,13 +46,23 @@ class ConvertToAccelerate(VisitorBasedCodemodCommand):
         self.options = options
         self.plan = EditPlan()
         self.notes: list[str] = []
+        self._touched: set[cst.CSTNode] = set()
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         assert self.context.wrapper is not None
-        conversion = plan_conversion(Tree(self.context.wrapper), self.options)
+        view = Tree(self.context.wrapper)
+        conversion = plan_conversion(view, self.options)
         self.plan, self.notes = conversion.edits, conversion.notes
         if self.plan.empty:
             return tree
+        # the statements an edit happens in: only they can lose a comment (checking every
+        # statement of a large file for lost comments made the fixer quadratic)
+        self._touched = set()
+        for node in [*self.plan.replace, *self.plan.remove, *self.plan.insert]:
+            for anc in (node, *view.ancestors(node)):
+                if anc in self._touched:
+                    break
+                self._touched.add(anc)
         for module, obj in conversion.imports:
             self.add_needed_import(module, obj)
         for module, obj, asname in conversion.unused_imports:
@@ -67,7 +77,7 @@ class ConvertToAccelerate(VisitorBasedCodemodCommand):
             updated = edit(updated)  # type: ignore[arg-type]
         if isinstance(original_node, (cst.Module, cst.IndentedBlock)):
             updated = self._rebuild_block(original_node, updated)  # type: ignore[arg-type]
-        if isinstance(original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+        if isinstance(original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)) and original_node in self._touched:
             lost = missing_comments(original_node, updated)  # type: ignore[arg-type]
             if lost:
                 updated = updated.with_changes(leading_lines=[*updated.leading_lines, *map(comment_line, lost)])  # type: ignore[union-attr]

@@ -21,9 +21,14 @@ from regcomp_lint.codemod.command import ConvertToAccelerate
 from regcomp_lint.codemod.options import ConversionResult, ConvertOptions
 from regcomp_lint.codemod.plain import NO_TRAINING_STEP
 from regcomp_lint.codemod.settings import Refusal
+from regcomp_lint.codemod.tree import clear_find_cache
+from regcomp_lint.deep import call_deep
 from regcomp_lint.source import DecodeError, comments, decode_source
 
 _BOM = "\ufeff"
+#: Larger scripts are refused: libcst with scope and qualified-name metadata needed ~14 GB and
+#: more than 13 minutes for a 10 MB file. Training scripts are a few hundred KB at most.
+MAX_CHARS = 1 << 20
 
 
 def convert_source(text: str, filename: str = "<stdin>", options: ConvertOptions | None = None) -> ConversionResult:
@@ -35,24 +40,51 @@ def convert_source(text: str, filename: str = "<stdin>", options: ConvertOptions
         ast.parse(body, filename)
     except SyntaxError as exc:  # the interpreter's own position and words (as RC001 reports them)
         return _refused(text, f"{filename}: cannot parse line {exc.lineno}, column {exc.offset}: {exc.msg}; fix the syntax error first")
+    except (RecursionError, MemoryError, ValueError) as exc:  # too deep for the parser itself; a NUL byte
+        return _refused(text, f"{filename}: cannot parse: {exc}; nothing changed")
     if not any(word in body for word in ("backward", "Accelerator", "TorchDynamoPlugin")):
         # cheap answer for most files of a repository: nothing to convert, no libcst metadata needed
         return _refused(text, f"{filename}: not converted: {NO_TRAINING_STEP}")
-    try:
-        module = cst.parse_module(body)
-    except cst.ParserSyntaxError as exc:
-        return _refused(text, f"{filename}: libcst cannot parse line {exc.raw_line}: {exc.message}")
+    if len(body) > MAX_CHARS:
+        return _refused(text, f"{filename}: not converted: {len(body):,} characters is more than the fixer converts ({MAX_CHARS:,}; "
+                              "libcst's tree of a file this size takes minutes and gigabytes); nothing changed")
+    # libcst drops the last line ending of a file whose lines end in a lone CR (old Mac style):
+    # such a file is converted with LF endings and given its CRs back (it has no LF of its own)
+    cr_only = "\r" in body and "\n" not in body
+    work = body.replace("\r", "\n") if cr_only else body
     command = ConvertToAccelerate(CodemodContext(filename=filename), options)
     try:
-        new_module = command.transform_module(module)
+        new_body = call_deep(_transform, command, work)
+    except cst.ParserSyntaxError as exc:
+        return _refused(text, f"{filename}: libcst cannot parse line {exc.raw_line}: {exc.message}")
+    except _NotExact:
+        return _refused(text, f"{filename}: not converted: libcst does not reproduce this file byte for byte (unusual line endings?); nothing changed")
+    except (RecursionError, MemoryError):
+        return _refused(text, f"{filename}: not converted: the code is nested too deeply for the fixer; nothing changed")
     except Refusal as refusal:
         return _refused(text, f"{filename}: not converted: {refusal}" if not str(refusal).startswith("not converted") else f"{filename}: {refusal}")
-    new_body = new_module.code
+    if cr_only:
+        new_body = new_body.replace("\n", "\r")
     problem = _check(body, new_body, filename)
     if problem:
         return _refused(text, f"{filename}: internal error, nothing changed: {problem} (please report this script)")
     new_text = (_BOM + new_body) if bom else new_body
     return ConversionResult(new_text, new_text != text, None, command.notes if new_text != text else [])
+
+
+class _NotExact(Exception):
+    """libcst's tree does not print back as the text it was parsed from."""
+
+
+def _transform(command: ConvertToAccelerate, text: str) -> str:
+    """Parse, check the round trip, convert and print: all of it recursive in libcst."""
+    module = cst.parse_module(text)
+    if module.code != text:  # the round trip libcst promises; never edit a file it would change
+        raise _NotExact()
+    try:
+        return command.transform_module(module).code
+    finally:
+        clear_find_cache()
 
 
 def convert_bytes(data: bytes, filename: str = "<stdin>", options: ConvertOptions | None = None) -> ConversionResult:
@@ -87,6 +119,8 @@ def _check(before: str, after: str, filename: str) -> str | None:
         ast.parse(after, filename)
     except SyntaxError as exc:
         return f"the result does not parse ({exc.msg}, line {exc.lineno})"
+    except (RecursionError, MemoryError, ValueError) as exc:
+        return f"the result does not parse ({type(exc).__name__})"
     lost = Counter(c for _, _, c in comments(before)) - Counter(c for _, _, c in comments(after))
     if lost:
         return f"the result would lose the comment {next(iter(lost))!r}"

@@ -213,9 +213,30 @@ class Tree:
         return outer is inner or any(anc is outer for anc in self.ancestors(inner))
 
 
+#: find_all results by (root identity, kind, enter_functions). libcst trees are immutable, and the
+#: planner asks for "every call / function of the module" once per function it looks at: without
+#: this, a 250 KB script took minutes (quadratic). The root is kept in the entry so its id cannot be
+#: reused; ``clear_find_cache`` (called after each conversion) lets the trees go.
+_FOUND: dict[tuple[int, object, bool], tuple[cst.CSTNode, list]] = {}
+
+
+def clear_find_cache() -> None:
+    _FOUND.clear()
+
+
 def find_all(root: cst.CSTNode, kind: type[N] | tuple[type, ...], *, enter_functions: bool = True) -> list[N]:
     """All descendants of ``root`` (itself included) of a node type, in source order."""
-    found: list[N] = []
+    key = (id(root), kind, enter_functions)
+    hit = _FOUND.get(key)
+    if hit is not None and hit[0] is root:
+        return list(hit[1])
+    found = _find_all(root, kind, enter_functions)
+    _FOUND[key] = (root, found)
+    return list(found)
+
+
+def _find_all(root: cst.CSTNode, kind, enter_functions: bool) -> list:
+    found: list = []
 
     class _Collect(cst.CSTVisitor):
         def on_visit(self, node: cst.CSTNode) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from regcomp_lint import reading
 from regcomp_lint.diagnostics import Applicability, Diagnostic
 from regcomp_lint.source import DecodeError, decode_source, split_lines
 
@@ -66,8 +67,7 @@ class RenderContext:
         text = self.sources.get(filename)
         if text is None:
             try:
-                with open(filename, "rb") as handle:
-                    data = handle.read()
+                data = reading.read_bytes(filename)
             except OSError:
                 return None
             try:

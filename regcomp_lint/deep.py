@@ -1,0 +1,52 @@
+"""Run recursive tree code (libcst's visitors and metadata) on deeply nested source.
+
+libcst visits a tree recursively, about two Python frames per level, so with Python's default
+limit of 1,000 frames the fixer failed on ordinary-looking code: a chain of 500 attributes, a sum
+of 1,000 terms, 150 nested brackets. :func:`call_deep` runs a function in a helper thread with a
+large C stack and a raised recursion limit, so such code converts; code deeper still raises
+``RecursionError``, which the caller turns into a refusal (the file stays untouched).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
+
+#: Python frames allowed while the function runs (the default is 1,000).
+RECURSION_LIMIT = 30_000
+#: C stack of the helper thread: room for RECURSION_LIMIT frames (pages are only used if touched).
+STACK_BYTES = 512 * 1024 * 1024
+
+_lock = threading.Lock()
+
+
+def call_deep(func: Callable[..., T], *args, **kwargs) -> T:
+    """``func(*args, **kwargs)`` with room for deep recursion; its exception is re-raised here."""
+    outcome: dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = func(*args, **kwargs)
+        except BaseException as exc:  # handed to the caller's thread
+            outcome["error"] = exc
+
+    with _lock:  # the recursion limit is process-wide: one deep call at a time
+        old_limit = sys.getrecursionlimit()
+        try:
+            old_stack = threading.stack_size(STACK_BYTES)
+        except (ValueError, RuntimeError):  # a platform without settable thread stacks
+            return func(*args, **kwargs)
+        try:
+            thread = threading.Thread(target=target, name="regcomp-deep", daemon=True)
+            sys.setrecursionlimit(max(old_limit, RECURSION_LIMIT))
+            thread.start()
+            thread.join()
+        finally:
+            sys.setrecursionlimit(old_limit)
+            threading.stack_size(old_stack)
+    if "error" in outcome:
+        raise outcome["error"]  # type: ignore[misc]
+    return outcome["value"]  # type: ignore[return-value]
