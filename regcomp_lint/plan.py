@@ -23,6 +23,10 @@ compiles a ``"regional"`` plan:
 - ``"blocks"`` (what a plan without the key means): every block of each region is compiled on
   its own, in place; the glue between and around the blocks, and the loss, run eagerly. The
   same compiled code serves all identical blocks, as with ``compile_regions``.
+- ``"split"``: one in-place compile of the whole model, split into graphs at the blocks: every
+  block call ends the caller's graph and the block is compiled as a frame of its own, once for
+  all identical blocks; the glue and the loss are compiled too, except in the frame that loops
+  over the blocks (dynamo cannot resume a graph inside a loop).
 - ``"nested"``: one in-place compile of the whole model, with every block of each region marked
   as a ``torch.compiler.nested_compile_region``: dynamo and inductor compile one block once and
   reuse it for the others, inside a single graph that also holds the glue and the loss.
@@ -41,7 +45,7 @@ from typing import Any
 PLAN_VERSION = 1
 STRATEGIES = ("full", "regional", "none")
 #: values of the optional ``method`` key (how ``apply_plan`` compiles a regional plan).
-METHODS = ("blocks", "nested")
+METHODS = ("blocks", "split", "nested")
 
 #: TorchDynamoPlugin keyword -> the Python types a plan may give it (None allowed where listed).
 PLUGIN_KEYS: dict[str, tuple[type, ...]] = {
@@ -76,8 +80,8 @@ class Plan:
 
     ``regions`` names the repeated submodules (``transformer.h``) the tracer found, ``why`` the
     evidence, ``model`` the class or variable the plan was made for, ``method`` (optional,
-    regional only) how ``apply_plan`` compiles the regions: ``"blocks"`` (the default) or
-    ``"nested"``.
+    regional only) how ``apply_plan`` compiles the regions: ``"blocks"`` (the default),
+    ``"split"`` or ``"nested"``.
     """
 
     strategy: str = "full"

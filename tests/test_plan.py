@@ -42,7 +42,7 @@ def test_minimal_document_gets_defaults():
     assert plan.method is None
 
 
-@pytest.mark.parametrize("method", ["blocks", "nested"])
+@pytest.mark.parametrize("method", ["blocks", "split", "nested"])
 def test_method_round_trips_and_is_written_only_when_set(method):
     document = dict(FULL_DOCUMENT, method=method)
     plan = Plan.from_dict(document)
@@ -95,7 +95,7 @@ def test_plugin_settings_fill_in_what_the_strategy_implies(strategy, plugin, exp
         ({"version": 1, "strategy": "none", "plugin": {"backend": "inductor"}}, 'strategy is none but plugin.backend is "inductor"'),
         ({"version": 1, "strategy": "full", "plugin": {"backend": "NO"}}, 'use strategy "none"'),
         ([1, 2], "the document must be a JSON object, got list"),
-        ({"version": 1, "strategy": "regional", "method": "per-layer"}, 'method must be one of blocks, nested, got "per-layer"'),
+        ({"version": 1, "strategy": "regional", "method": "per-layer"}, 'method must be one of blocks, split, nested, got "per-layer"'),
         ({"version": 1, "strategy": "regional", "method": 1}, "method must be a string or null, got 1"),
         ({"version": 1, "strategy": "full", "method": "nested"}, 'method "nested" is for strategy regional only, but strategy is "full"'),
         ({"version": 1, "strategy": "none", "method": "blocks"}, 'method "blocks" is for strategy regional only'),

@@ -21,6 +21,12 @@ Strategies (``plan.strategy``):
 
   - ``"blocks"`` (the default): every block is compiled on its own, in place; the glue around
     the blocks (embeddings, final norm, head, loss) runs eagerly.
+  - ``"split"``: the whole model is compiled once, in place, and every block's ``forward`` is
+    wrapped so that its call ends the caller's graph and the block runs as a frame of its own,
+    which that compile compiles once and reuses for the identical blocks. Like ``"blocks"``,
+    plus the glue compiled where dynamo can resume after a block: a frame that calls the blocks
+    in a loop (GPT-2's ``GPT2Model.forward``) runs eagerly (torch 2.13 cannot resume a graph
+    inside a loop), its callers (``GPT2LMHeadModel.forward``: head and loss) are compiled.
   - ``"nested"``: every block's ``forward`` is marked ``torch.compiler.nested_compile_region``
     (on the instance: one marked function per block class, shared by its instances, so the class
     and other models are untouched) and the whole model is compiled once, in place. Dynamo and
@@ -105,7 +111,11 @@ def apply_plan(model: "nn.Module", plan: "Plan | str | os.PathLike[str]") -> "nn
     if not plan.regions:
         raise ApplyError("apply_plan: the plan's strategy is regional but it names no regions (plan.regions is empty)")
     blocks = _region_blocks(model, plan.regions)
-    if (plan.method or "blocks") == "nested":
+    method = plan.method or "blocks"
+    if method == "split":
+        _split_at_blocks(blocks)
+        model.compile(**kwargs)
+    elif method == "nested":
         if kwargs["backend"] == "eager":
             # torch 2.13: the backward of an invoke_subgraph run by the eager backend fails
             # ("fake_mode should be enabled for HOPs"); only AOT autograd lowers it.
@@ -121,6 +131,44 @@ def apply_plan(model: "nn.Module", plan: "Plan | str | os.PathLike[str]") -> "nn
     return model
 
 
+def _block_function(block: "nn.Module") -> Any:
+    """The plain function behind ``block.forward`` (its class's, unless the instance has its own)."""
+    import types
+
+    current = block.__dict__.get("forward")
+    if current is None:
+        return type(block).forward
+    if isinstance(current, types.MethodType) and current.__self__ is block:
+        return current.__func__
+    raise ApplyError(
+        f"apply_plan: a {type(block).__name__} block has an instance attribute `forward` that is not one of "
+        "its methods; apply_plan needs a plain method to wrap"
+    )
+
+
+def _split_at_blocks(blocks: list["nn.Module"]) -> None:
+    """Make every block call its own frame under the model's compile (idempotent).
+
+    ``block.forward = torch.compiler.disable(functools.partial(Class.forward, block),
+    recursive=False)``: dynamo does not trace the call into the block as part of the caller's
+    graph (the caller's graph ends there and resumes after it), and only the wrapper's own frame
+    is skipped, so ``Class.forward`` runs as a new frame that the same compile compiles once and
+    reuses for every identical block (the parameters are graph inputs). The glue is compiled
+    where dynamo can resume after the block call; the frame with the loop over the blocks is not.
+    """
+    import functools
+
+    import torch
+
+    for block in blocks:
+        current = block.__dict__.get("forward")
+        if getattr(current, "__regcomp_split__", False):
+            continue  # already split by an earlier apply_plan
+        wrapper = torch.compiler.disable(functools.partial(_block_function(block), block), recursive=False)
+        wrapper.__regcomp_split__ = True
+        block.forward = wrapper
+
+
 def _mark_nested(blocks: list["nn.Module"]) -> None:
     """Make each block's ``forward`` a nested compile region, per instance (idempotent).
 
@@ -131,24 +179,15 @@ def _mark_nested(blocks: list["nn.Module"]) -> None:
     class, each block's parameters are the subgraph's inputs.
     """
     import functools
-    import types
 
     import torch
 
     marked: dict[Any, Any] = {}
     for block in blocks:
         current = block.__dict__.get("forward")
-        if current is None:
-            func = type(block).forward
-        elif isinstance(current, functools.partial) and hasattr(current.func, "__marked_compile_region_fn__"):
+        if isinstance(current, functools.partial) and hasattr(current.func, "__marked_compile_region_fn__"):
             continue  # already marked by an earlier apply_plan
-        elif isinstance(current, types.MethodType) and current.__self__ is block:
-            func = current.__func__
-        else:
-            raise ApplyError(
-                f"apply_plan: a {type(block).__name__} block has an instance attribute `forward` that is not one of "
-                "its methods; a nested compile region needs a plain method"
-            )
+        func = _block_function(block)
         if func not in marked:
             marked[func] = func if hasattr(func, "__marked_compile_region_fn__") else torch.compiler.nested_compile_region(func)
         block.forward = functools.partial(marked[func], block)

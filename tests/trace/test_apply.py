@@ -74,10 +74,11 @@ def _compiled(module) -> bool:
     [
         Plan(strategy="full", plugin={"backend": "eager"}),
         _regional(),
+        _regional("split"),
         _regional("nested"),
         Plan(strategy="none"),
     ],
-    ids=["full", "regional-blocks", "regional-nested", "none"],
+    ids=["full", "regional-blocks", "regional-split", "regional-nested", "none"],
 )
 def test_in_place_same_object_and_clean_state_dict(plan):
     model = _model()
@@ -125,6 +126,32 @@ def test_nested_marks_blocks_and_compiles_the_whole_model_once():
     assert not hasattr(Block.forward, "__marked_compile_region_fn__")
 
 
+def test_split_compiles_each_block_as_its_own_frame_once():
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    model = _model()
+    apply_plan(model, _regional("split"))
+    assert _compiled(model)
+    assert all(not _compiled(b) and getattr(b.forward, "__regcomp_split__", False) for b in model.body.blocks)
+    assert not hasattr(Block.forward, "__regcomp_split__") and "forward" not in vars(model.seq[0])
+    backend = CompileCounterWithBackend("eager")
+    model._compiled_call_impl = torch.compile(model._call_impl, backend=backend)
+    model(_x())
+    model(_x())
+    # Stack.forward calls the blocks in a loop: dynamo cannot resume a graph inside a loop, so it
+    # runs that frame eagerly; the block frame is compiled once and reused for all three blocks.
+    assert backend.frame_count == 1
+    assert "layer_norm" in backend.graphs[0].code
+
+
+def test_split_applied_twice_does_not_wrap_twice():
+    model = _model()
+    apply_plan(model, _regional("split"))
+    first = model.body.blocks[0].forward
+    apply_plan(model, _regional("split"))
+    assert model.body.blocks[0].forward is first
+
+
 def test_nested_applied_twice_does_not_wrap_twice():
     model = _model()
     apply_plan(model, _regional("nested"))
@@ -165,8 +192,15 @@ def test_fullgraph_reaches_torch_compile():
 # -- outputs and gradients equal eager ---------------------------------------------------------
 @pytest.mark.parametrize(
     "plan",
-    [Plan(strategy="full", plugin={"backend": "eager"}), _regional(), _regional("nested"), _regional("nested", regions=("body.blocks", "seq"))],
-    ids=["full", "regional-blocks", "regional-nested", "nested-two-regions"],
+    [
+        Plan(strategy="full", plugin={"backend": "eager"}),
+        _regional(),
+        _regional("split"),
+        _regional("split", regions=("body.blocks", "seq")),
+        _regional("nested"),
+        _regional("nested", regions=("body.blocks", "seq")),
+    ],
+    ids=["full", "regional-blocks", "regional-split", "split-two-regions", "regional-nested", "nested-two-regions"],
 )
 def test_outputs_and_grads_equal_eager(plan):
     eager, compiled = _model(), _model()
@@ -213,7 +247,7 @@ def test_plan_from_a_file(tmp_path):
 def test_bad_plan_file_is_a_plan_error(tmp_path):
     path = tmp_path / "plan.json"
     path.write_text('{"version": 1, "strategy": "regional", "method": "per-layer"}')
-    with pytest.raises(PlanError, match='method must be one of blocks, nested, got "per-layer"'):
+    with pytest.raises(PlanError, match='method must be one of blocks, split, nested, got "per-layer"'):
         apply_plan(_model(), path)
     with pytest.raises(PlanError, match="cannot read"):
         apply_plan(_model(), tmp_path / "missing.json")
