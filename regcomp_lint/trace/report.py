@@ -117,6 +117,9 @@ def to_text(analysis: Analysis) -> str:
         if regional.limit_hit:
             out.append(f"  ! {regional.limit_hit}")
         out.append("")
+    elif regional.second_batch and regional.second_batch.startswith("unknown"):
+        out.append(f"Recompiles: {regional.second_batch}")  # not probed (meta): not "none"
+        out.append("")
     elif regional.second_batch:
         out.append(f"Recompiles: none (second batch {regional.second_batch})")
         out.append("")
