@@ -145,6 +145,8 @@ def test_meta_device_on_gpt2_says_what_is_unknown():
     assert out.startswith("GPT2LMHeadModel on meta")
     assert "h[0..3]  GPT2Block ×4" in out
     assert "unknown" in out and "recompiles unknown" in out
+    assert "Recompiles: unknown: the model cannot run eagerly on this device" in out
+    assert "Recompiles: none" not in out  # not probed is not none
     assert "Recommendation: regional over transformer.h" in out
 
 
