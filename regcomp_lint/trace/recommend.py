@@ -106,6 +106,10 @@ def _recompile_reasons(analysis) -> list[str]:
         guards = sorted({r.reason.split(" == ")[0] for r in attribute})
         out.append(f"{len(attribute)} per-block recompiles on {', '.join(guards)}"
                    f"{' at ' + attribute[0].file + ':' + str(attribute[0].line) if attribute[0].file else ''}: set {PER_BLOCK_FIX}")
+    cache = [r for r in regional.recompiles if r.kind == "other" and r.file and "cache" in r.file.rsplit("/", 1)[-1]]
+    if cache:
+        out.append(f"the blocks recompile on their slot of a per-layer cache ({cache[0].reason}, {cache[0].file}:{cache[0].line}): "
+                   "call the model with use_cache=False when training (the cache is for generation)")
     if regional.limit_hit:
         out.append(regional.limit_hit)
     shape = [r for r in regional.recompiles if r.kind == "shape"]

@@ -87,10 +87,11 @@ def whole_model(model, batch: Batch, one_clean_graph: bool) -> Verdict:
     return Verdict(True, "compiled")
 
 
-#: How many blocks of a group the recompile probe compiles. Every block after the first reads
-#: its own int attribute (or its own cache slot) the same way, so two recompiles with the same
-#: guard show the pattern; compiling all 80 blocks of a large model to see it 78 more times
-#: would double the cost of a trace.
+#: How many blocks of a group the recompile probe compiles. A block after the first that
+#: recompiles on a value of its own (its ``layer_idx``, its slot of a per-layer cache) shows what
+#: every later block does, since each has a value of its own; compiling all 80 blocks of a large
+#: model to watch it 79 times would double the cost of a trace. Input-property recompiles
+#: (``requires_grad`` of the first block's input) are not taken for that pattern.
 SAMPLED_MEMBERS = 3
 
 
@@ -170,12 +171,13 @@ def _per_block_limit(regions: RegionGraph, run: RegionalRun, limit: int) -> str 
         recompiled = {r.region for r in run.recompiles if r.kind in ("attribute", "other") and r.region in followers}
         if not followers or recompiled != set(followers):
             continue
+        seen = ", ".join(followers)
         if group.count > limit:
             eager = group.members[limit:]
-            return (f"every block of {group.collapsed} recompiles; with recompile_limit ({limit}) "
+            return (f"every block of {group.collapsed} recompiles (seen on {seen}: a value of its own in the guard); with recompile_limit ({limit}) "
                     f"{eager[0]}{' .. ' + eager[-1] if len(eager) > 1 else ''} ({len(eager)} of {group.count}) "
                     "run eagerly, without a word")
-        return (f"every block of {group.collapsed} recompiles: {group.count} compiles instead of 1 "
+        return (f"every block of {group.collapsed} recompiles (seen on {seen}): {group.count} compiles instead of 1 "
                 f"(within recompile_limit {limit}, but the cold start grows with depth)")
     return None
 
