@@ -54,7 +54,12 @@ the file that contains it, and each file is linted on its own. A class that defi
 on a base imported from a local module of the project is taken for a module. The deep graph
 (``for_context(ctx, deep=True)``, RC210) follows classes and functions imported from local
 modules (absolute or relative imports resolved to a ``.py`` file near the linted one), parsing
-each lazily, once per run.
+each lazily, once per run. The functions graph (``for_context(ctx, functions=True)``: the
+RC2xx rules' search for breaks in other files) is the default graph plus the functions of local
+modules it calls, with no file read for a class. ``paths(follows)`` gives its shortest-path tree
+(which call each function is first reached through), ``of_module(m)`` the default graph of
+another file as that file's own lint builds it, ``counterpart(f)`` a function's node in another
+graph of the same file.
 
 Cost: nothing here walks the file again. Classes and functions are read from the top-level
 statements; :class:`FunctionFacts` come from the engine's single walk (an RC2xx rule feeds a

@@ -12,6 +12,17 @@ The same two methods let RC210 look for breaks in a model's code outside the wal
 (:func:`breaks_in`). Code dynamo never traces is skipped: the body of
 ``if not torch.compiler.is_compiling():`` (and the ``else`` of ``if is_compiling():``), and
 functions decorated with ``torch.compiler.disable`` (RC207 reports the call instead).
+
+Other files: a diagnostic belongs to the linted file. A break in a function of another local
+module that a forward of this file reaches (``from .ops import scale``, ``ops.scale(x)``) is
+reported here, at the call that leaves this file, with the other file's line and the chain:
+``at ops.py:8, in code this call runs: <the rule's message> (reached via Net.forward →
+ops.scale)`` (:func:`elsewhere` reads the place back). Not reported here: a break the other
+file's own forwards reach (its lint reports it), anything reached through a forward of a module
+class of another file (that file reports it), and decorated functions of other files (a
+wrapper such as ``lru_cache`` may change what runs). Each break is reported once per file, at
+the first call of the shortest chain. The other files are parsed once per process, and the cache
+records them, so a cached result goes stale when either file changes.
 """
 
 from __future__ import annotations
