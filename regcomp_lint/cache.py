@@ -166,6 +166,7 @@ class LintCache:
         tmp_name = None
         try:
             _make_folder(folder)
+            _remove_stale_temporaries(folder)
             candidate = str(folder / f".lint-{os.getpid()}-{secrets.token_hex(4)}.tmp")
             fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies, unlike mkstemp's 0600
             tmp_name = candidate
@@ -183,6 +184,23 @@ class LintCache:
                     pass
         self.dirty = False
         return None
+
+
+def _remove_stale_temporaries(folder: Path) -> None:
+    """Delete ``.lint-<pid>-*.tmp`` files left by a run that was killed while saving."""
+    from regcomp_lint.writeback import pid_alive
+
+    try:
+        names = [name for name in os.listdir(folder) if name.startswith(".lint-") and name.endswith(".tmp")]
+    except OSError:
+        return
+    for name in names:
+        pid_text = name[len(".lint-"):].split("-", 1)[0]
+        if pid_text.isdigit() and not pid_alive(int(pid_text)):
+            try:
+                os.unlink(folder / name)
+            except OSError:
+                pass
 
 
 def _make_folder(folder: Path) -> None:

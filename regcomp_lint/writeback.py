@@ -82,8 +82,9 @@ def write(snap: Snapshot, new_text: str) -> None:
     if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(target, os.W_OK):
         # os.replace would happily swap a read-only file (and root ignores the bits): ask first
         raise WritebackError(f"{snap.path}: read-only file; not written (make it writable, or run without writing to see the diff)")
+    _remove_stale_temporaries(folder, os.path.basename(target))
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.", suffix=".regcomp-tmp")
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.{os.getpid()}.", suffix=TMP_SUFFIX)
     except OSError as exc:
         raise WritebackError(f"{snap.path}: cannot create a temporary file beside it: {exc.strerror or exc}") from None
     try:
@@ -101,6 +102,39 @@ def write(snap: Snapshot, new_text: str) -> None:
     except OSError as exc:
         _remove_quietly(tmp)
         raise WritebackError(f"{snap.path}: cannot write: {exc.strerror or exc}") from None
+
+
+TMP_SUFFIX = ".regcomp-tmp"
+
+
+def _remove_stale_temporaries(folder: str, name: str) -> None:
+    """Delete ``.<name>.<pid>.*.regcomp-tmp`` files whose process is gone.
+
+    A write that is killed (SIGKILL, power loss) between creating its temporary file and the
+    rename leaves the temporary behind; the original is intact either way. The next write of the
+    same file removes such leftovers, unless the process that made one still runs.
+    """
+    prefix = f".{name}."
+    try:
+        leftovers = [entry for entry in os.listdir(folder) if entry.startswith(prefix) and entry.endswith(TMP_SUFFIX)]
+    except OSError:
+        return
+    for entry in leftovers:
+        pid_text = entry[len(prefix):].split(".", 1)[0]
+        if pid_text.isdigit() and not pid_alive(int(pid_text)):
+            _remove_quietly(os.path.join(folder, entry))
+
+
+def pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
 
 
 def _current_bytes(path: str) -> bytes | None:
