@@ -104,7 +104,8 @@ def _recompile_reasons(analysis) -> list[str]:
     attribute = [r for r in regional.recompiles if r.kind == "attribute"]
     if attribute:
         guards = sorted({r.reason.split(" == ")[0] for r in attribute})
-        out.append(f"{len(attribute)} per-block recompiles on {', '.join(guards)}"
+        seen = ", ".join(dict.fromkeys(r.region for r in attribute))
+        out.append(f"blocks recompile on {', '.join(guards)} (seen on {seen})"
                    f"{' at ' + attribute[0].file + ':' + str(attribute[0].line) if attribute[0].file else ''}: set {PER_BLOCK_FIX}")
     cache = [r for r in regional.recompiles if r.kind == "other" and r.file and "cache" in r.file.rsplit("/", 1)[-1]]
     if cache:

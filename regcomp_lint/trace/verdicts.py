@@ -168,8 +168,12 @@ def _per_block_limit(regions: RegionGraph, run: RegionalRun, limit: int) -> str 
     on ``recompile_limit`` leaves them eager (block i is the code's (i+1)-th compile)."""
     for group in regions.groups:
         followers = group.members[1:SAMPLED_MEMBERS]
-        recompiled = {r.region for r in run.recompiles if r.kind in ("attribute", "other") and r.region in followers}
-        if not followers or recompiled != set(followers):
+        # a follower's first failing guard may be an input property (block 1 gets block 0's
+        # output, which requires grad) hiding its own value: every follower recompiled, and at
+        # least one on a value of its own
+        recompiled = {r.region for r in run.recompiles if r.kind != "shape" and r.region in followers}
+        on_value = [r for r in run.recompiles if r.kind in ("attribute", "other") and r.region in followers]
+        if not followers or recompiled != set(followers) or not on_value:
             continue
         seen = ", ".join(followers)
         if group.count > limit:

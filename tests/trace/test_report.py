@@ -45,7 +45,7 @@ def test_breaks_with_code_frame_and_hint(text_of):
 def test_recompiles_and_the_limit(text_of):
     text = text_of("layer_idx")
     assert "layers.1, layers.2: self.layer_idx changed (fixtures/trace/models/layer_idx.py:19)" in text
-    assert "! every block of layers[0..9] recompiles; with recompile_limit (8) layers.8 .. layers.9" in text
+    assert "! every block of layers[0..9] recompiles (seen on layers.1, layers.2: a value of its own in the guard); with recompile_limit (8) layers.8 .. layers.9" in text
 
 
 def test_sequential_group_is_collapsed_and_explained(text_of):

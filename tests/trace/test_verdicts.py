@@ -82,3 +82,35 @@ def test_from_explain_blocks_regions_with_uncaptured_breaks_only():
     assert run.fullgraph["head"].ok is False and run.fullgraph["head"].how == "explain"
     assert all(run.fullgraph[f"blocks.{i}"].ok for i in range(3))  # GB0124 is captured under fullgraph
     assert run.second_batch.startswith("unknown")
+
+
+class _IndexedBlock(nn.Module):
+    def __init__(self, idx: int) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.idx = idx
+
+    def forward(self, x):
+        return self.fc(x) * (self.idx + 1)
+
+
+class _RawInputStack(nn.Module):
+    """The first block gets the raw input (no grad), the next ones a block's output (grad): block 1's
+    first failing guard is requires_grad, which hides its own ``idx``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList([_IndexedBlock(i) for i in range(4)])
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+def test_per_block_recompiles_seen_behind_an_input_property_guard():
+    model = _RawInputStack()
+    run = verdicts.regional(model, Batch.from_value(torch.randn(2, 4)), build(model), None)
+    kinds = {r.region: r.kind for r in run.recompiles}
+    assert kinds["blocks.1"] == "tensor" and kinds["blocks.2"] == "attribute"
+    assert run.limit_hit.startswith("every block of blocks[0..3] recompiles")
