@@ -71,9 +71,13 @@ def analyze(model, batch: Batch, device: str, options: Options | None = None) ->
         graph = _timed(timings, "regions", lambda: regions_step.build(model))
         try:
             result = _timed(timings, "explain", lambda: explain_step.run_explain(model, batch))
-        except TraceError:
+        except TraceError as exc:
+            if device == "meta":
+                raise TraceError(f"{exc} (on the meta device: code in forward that makes real tensors, such as a "
+                                 "KV cache, cannot be traced; pass use_cache=False in the inputs, or trace a smaller "
+                                 "config of the model on --device cpu)") from None
             # say what is wrong with the batch in eager terms when eager fails too
-            locate.probe(model, batch, set(), fatal=device != "meta")
+            locate.probe(model, batch, set(), fatal=True)
             raise
         lines = {(s.file, s.line) for s in result.breaks}
         probe = _timed(timings, "probe", lambda: locate.probe(model, batch, lines, fatal=device != "meta"))

@@ -138,6 +138,11 @@ def test_graph_formats(tmp_path, suffix):
         assert json.loads(text)["nodes"]
 
 
+def test_meta_device_with_a_kv_cache_says_what_to_pass():
+    result = in_process(*factories(f"{M}/gpt2.py:make_model", f"{M}/gpt2.py:make_inputs"), "--device", "meta")
+    assert_one_error_line(result, "the model raised under torch._dynamo.explain", "pass use_cache=False in the inputs")
+
+
 def test_meta_device_on_gpt2_says_what_is_unknown():
     result = run(*factories(f"{M}/gpt2.py:make_model", f"{M}/gpt2.py:make_inputs_no_cache"), "--device", "meta")
     assert result.returncode == 0, result.stderr[-2000:]
