@@ -63,6 +63,8 @@ def convert_source(text: str, filename: str = "<stdin>", options: ConvertOptions
         return _refused(text, f"{filename}: not converted: the code is nested too deeply for the fixer; nothing changed")
     except Refusal as refusal:
         return _refused(text, f"{filename}: not converted: {refusal}" if not str(refusal).startswith("not converted") else f"{filename}: {refusal}")
+    except ValueError as exc:  # libcst's tokenizer rejects some valid code, e.g. a form feed in an indent
+        return _refused(text, f"{filename}: not converted: libcst cannot parse this file ({exc}); nothing changed")
     if cr_only:
         new_body = new_body.replace("\n", "\r")
     problem = _check(body, new_body, filename)
