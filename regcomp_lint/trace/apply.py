@@ -113,6 +113,11 @@ def apply_plan(model: "nn.Module", plan: "Plan | str | os.PathLike[str]") -> "nn
     blocks = _region_blocks(model, plan.regions)
     method = plan.method or "blocks"
     if method == "split":
+        if kwargs.get("fullgraph"):
+            raise ApplyError(
+                'apply_plan: method "split" ends the graph at every block call, so it cannot run with plugin.fullgraph true; '
+                'drop fullgraph or use method "nested" (one graph)'
+            )
         _split_at_blocks(blocks)
         model.compile(**kwargs)
     elif method == "nested":

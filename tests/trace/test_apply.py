@@ -144,6 +144,13 @@ def test_split_compiles_each_block_as_its_own_frame_once():
     assert "layer_norm" in backend.graphs[0].code
 
 
+def test_split_with_fullgraph_is_refused():
+    model = _model()
+    with pytest.raises(ApplyError, match='method "split" ends the graph at every block call'):
+        apply_plan(model, _regional("split", fullgraph=True))
+    assert "forward" not in vars(model.body.blocks[0])
+
+
 def test_split_applied_twice_does_not_wrap_twice():
     model = _model()
     apply_plan(model, _regional("split"))
