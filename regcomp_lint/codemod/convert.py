@@ -12,6 +12,7 @@ import ast
 import codecs
 import io
 import tokenize
+import warnings
 from collections import Counter
 
 import libcst as cst
@@ -37,7 +38,7 @@ def convert_source(text: str, filename: str = "<stdin>", options: ConvertOptions
     bom = text.startswith(_BOM)
     body = text[1:] if bom else text
     try:
-        ast.parse(body, filename)
+        _parse(body, filename)
     except SyntaxError as exc:  # the interpreter's own position and words (as RC001 reports them)
         return _refused(text, f"{filename}: cannot parse line {exc.lineno}, column {exc.offset}: {exc.msg}; fix the syntax error first")
     except (RecursionError, MemoryError, ValueError) as exc:  # too deep for the parser itself; a NUL byte
@@ -72,6 +73,12 @@ def convert_source(text: str, filename: str = "<stdin>", options: ConvertOptions
         return _refused(text, f"{filename}: internal error, nothing changed: {problem} (please report this script)")
     new_text = (_BOM + new_body) if bom else new_body
     return ConversionResult(new_text, new_text != text, None, command.notes if new_text != text else [])
+
+
+def _parse(text: str, filename: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SyntaxWarnings about the user's code are not ours to print
+        ast.parse(text, filename)
 
 
 class _NotExact(Exception):
@@ -118,7 +125,7 @@ def _check(before: str, after: str, filename: str) -> str | None:
     if before == after:
         return None
     try:
-        ast.parse(after, filename)
+        _parse(after, filename)
     except SyntaxError as exc:
         return f"the result does not parse ({exc.msg}, line {exc.lineno})"
     except (RecursionError, MemoryError, ValueError) as exc:
