@@ -88,10 +88,10 @@ def analyze(model, batch: Batch, device: str, options: Options | None = None) ->
         _record_order(graph, probe.order)
         placed = [_place(model, graph, site, probe) for site in result.breaks]
         _record_breaks(graph, placed)
-        whole = _timed(timings, "fullgraph", lambda: verdicts.whole_model(
-            model, batch, one_clean_graph=result.graph_count == 1 and not result.breaks and not result.counted_breaks))
+        clean = result.graph_count == 1 and not result.breaks and not result.counted_breaks
+        whole = _timed(timings, "fullgraph", lambda: verdicts.whole_model(model, batch, one_clean_graph=clean))
         dim = _dynamic_dim(batch, options.dynamic_dim)
-        regional = _timed(timings, "regions_verdicts", lambda: _regional(model, batch, graph, dim, probe, placed, options, notes))
+        regional = _timed(timings, "regions_verdicts", lambda: _regional(model, batch, graph, dim, probe, placed, options, notes, clean))
         _record_verdicts(graph, regional)
     analysis = Analysis(type(model).__name__, device, batch, graph, result, probe, placed, whole, regional,
                         timings=timings, notes=notes)
@@ -108,13 +108,13 @@ def _timed(timings: dict, name: str, fn):
         timings[name] = round(time.perf_counter() - start, 3)
 
 
-def _regional(model, batch, graph, dim, probe, placed, options, notes) -> verdicts.RegionalRun:
+def _regional(model, batch, graph, dim, probe, placed, options, notes, clean) -> verdicts.RegionalRun:
     if not probe.ok:
         # eager code around a compiled region cannot run here (meta): judge regions by the breaks
         # explain placed in them, and leave recompiles unknown rather than guess
         notes.append("region verdicts come from explain (no eager run possible); recompiles unknown")
         return verdicts.from_explain(graph, placed)
-    run = verdicts.regional(model, batch, graph, dim if options.recompiles else None)
+    run = verdicts.regional(model, batch, graph, dim if options.recompiles else None, explain_clean=clean)
     if run.error:
         notes.append(f"the recompile probe stopped: {run.error}")
     return run

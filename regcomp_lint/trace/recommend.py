@@ -80,6 +80,9 @@ def _fullgraph_reason(ok: bool, failing: dict, how: set[str]) -> str:
     if ok:
         if how == {"explain"}:
             return "fullgraph=True works in every region (explain placed no break in any; not compiled region by region on this device)"
+        if "explain" in how:
+            return ("fullgraph=True works in every region (each group's first block compiled with backend=eager, "
+                    "fullgraph=True; the regions around them traced in explain's single graph)")
         return "fullgraph=True works in every region (each compiled with backend=eager, fullgraph=True)"
     # one line per distinct failure (every member of a group shares its first block's verdict)
     by_failure: dict[tuple, list[str]] = {}

@@ -95,11 +95,14 @@ def whole_model(model, batch: Batch, one_clean_graph: bool) -> Verdict:
 SAMPLED_MEMBERS = 3
 
 
-def regional(model, batch: Batch, regions: RegionGraph, dynamic_dim: int | None) -> RegionalRun:
+def regional(model, batch: Batch, regions: RegionGraph, dynamic_dim: int | None,
+             explain_clean: bool = False) -> RegionalRun:
     """One compile session, as regional compilation would run it, with no cache reset inside:
 
     - regions compiled separately (``backend="eager"``): each group's first block and every region
-      outside the groups with ``fullgraph=True`` (their verdicts); the next blocks of each group
+      outside the groups with ``fullgraph=True`` (their verdicts; when explain traced the whole
+      model as one clean graph the regions outside the groups are proven and not compiled again,
+      ``explain_clean``); the next blocks of each group
       (``SAMPLED_MEMBERS`` in all) as regional compilation compiles them (``fullgraph=False``:
       they reuse the first block's code, or recompile, which is what is measured);
     - run 1, the batch: a region that raises ``Unsupported`` is the one running when it came;
@@ -117,9 +120,15 @@ def regional(model, batch: Batch, regions: RegionGraph, dynamic_dim: int | None)
     paths = [r for r in regions.regions if r in modules and r != ""]
     sampled = {m for g in regions.groups for m in g.members[:SAMPLED_MEMBERS]}
     paths = [r for r in paths if r not in regions.group_of or r in sampled]
+    verdicts: dict[str, Verdict] = {}
+    if explain_clean:
+        # explain traced the whole model as one graph with no break: every region outside the
+        # groups is proven, as the whole model is (see whole_model); only the blocks are compiled
+        for path in [r for r in paths if r not in regions.group_of]:
+            verdicts[path] = Verdict(True, "explain")
+        paths = [r for r in paths if r in regions.group_of]
     strict = {r for r in paths if r not in regions.group_of or regions.group_of[r].members[0] == r}
     followers = [r for r in paths if r not in strict]
-    verdicts: dict[str, Verdict] = {}
     # torch.nn leaf regions (Linear, LayerNorm...) share one code object, so each new one
     # "recompiles" it: room for all of them, or the later ones would silently stay eager
     limit = dynamo.config.recompile_limit
