@@ -69,6 +69,9 @@ def main() -> int:
         groups = ", ".join(f"{g['name']} {g['class']}x{g['count']}" for g in report["groups"])
         print(f"| {run} | {bare_s:.1f} | {bare_mb:.0f} | {trace_s:.1f} | {trace_mb:.0f} | {groups} | "
               f"{len(report['graph_breaks'])} | {report['recommendation']['strategy']} |")
+    for run, *_, report in rows:
+        steps = ", ".join(f"{k} {v:.1f} s" for k, v in report["timings"].items())
+        print(f"run {run}, inside the trace: {steps}")
     worst_s = max(r[3] for r in rows)
     worst_mb = max(r[4] for r in rows)
     print()
