@@ -90,6 +90,22 @@ def test_bad_input_in_process(args, words):
     assert_one_error_line(in_process(*args), *words)
 
 
+def test_a_script_that_never_reaches_forward_in_time_is_stopped_by_max_seconds():
+    result = run(f"{S}/sleeps.py", "--max-seconds", "1", timeout=60)
+    assert_one_error_line(result, "--max-seconds")
+
+
+def test_help_says_trace_runs_user_code_and_the_lint_does_not():
+    trace_help = run("--help").stdout
+    assert "THIS RUNS YOUR CODE" in " ".join(trace_help.split())
+    from click.testing import CliRunner
+
+    from regcomp_lint.cli import main
+
+    lint_help = " ".join(CliRunner().invoke(main, ["--help"]).output.split())
+    assert "never runs the code it reads" in lint_help
+
+
 def test_device_cuda_without_a_gpu():
     import torch
 
