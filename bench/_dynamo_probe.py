@@ -46,7 +46,8 @@ import torch
 import torch._dynamo as dynamo
 from torch._dynamo.utils import counters
 
-GB_LINK = re.compile(r"gb/gb(\d{4})\.html")
+from regcomp_lint.trace.dynamo_logs import gb_id, gb_type  # the tracer reads the same records
+
 FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 #: ``Graph break in user code at F:N``, also ``Graph break (user stack suppressed ...) in user code at F:N``.
 BREAK_AT = re.compile(r"in user code at (\S+):(\d+)")
@@ -136,22 +137,6 @@ def _in_models(filename: str, line: int, models: Path) -> tuple[str, int] | None
     except ValueError:
         return None
     return relative.as_posix(), line
-
-
-def gb_type(text: str) -> str:
-    """The short graph-break type: the line before the first ``Explanation:``."""
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        if line.strip().startswith("Explanation:") and i > 0:
-            for previous in reversed(lines[:i]):
-                if previous.strip():
-                    return previous.strip().removeprefix("Graph Break Reason: ")
-    return lines[0].strip()[:120] if lines else ""
-
-
-def gb_id(text: str) -> str | None:
-    found = GB_LINK.search(text)
-    return f"GB{found.group(1)}" if found else None
 
 
 # -- the three runs ---------------------------------------------------------------------------
