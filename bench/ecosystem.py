@@ -16,13 +16,11 @@ it runs on an evenly spaced sample of those. Exit 1 when anything crashed or bro
 from __future__ import annotations
 
 import argparse
-import ast
 import importlib.util
 import os
 import sys
 import time
 import traceback
-import warnings
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -39,20 +37,11 @@ def package_files(name: str) -> list[str]:
     return sorted(str(p) for p in root.rglob("*.py") if p.is_file())
 
 
-def _parses(text: str) -> bool:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse(text)
-        return True
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-
-
 def check(task: tuple[str, bool]) -> dict:
     path, convert = task
     from regcomp_lint import api
     from regcomp_lint.codemod.convert import convert_source
+    from regcomp_lint.fixes import parses
     from regcomp_lint.config import Settings
     from regcomp_lint.source import DecodeError, decode_source
 
@@ -78,7 +67,7 @@ def check(task: tuple[str, bool]) -> dict:
         out["fix_s"] = time.perf_counter() - start
         if fixed != text:
             out["fixed"] = 1
-            if _parses(text) and not _parses(fixed):
+            if parses(text) and not parses(fixed):
                 out["broken"] = "lint fix"
         if convert:
             out["converted_tried"] = 1
@@ -87,7 +76,7 @@ def check(task: tuple[str, bool]) -> dict:
             out["convert_s"] = time.perf_counter() - start
             if result.changed:
                 out["converted"] = 1
-                if not _parses(result.text):
+                if not parses(result.text):
                     out["broken"] = "conversion"
     except Exception as exc:  # noqa: BLE001 - counted and shown
         out["crash"] = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}"

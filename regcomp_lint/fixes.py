@@ -20,7 +20,8 @@ def applicable(diag: Diagnostic, unsafe: bool) -> bool:
     return unsafe and diag.fix.applicability is Applicability.UNSAFE
 
 
-def _parses(text: str) -> bool:
+def parses(text: str) -> bool:
+    """The text is valid Python (warnings about it are not ours to show)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -47,7 +48,7 @@ def apply_fixes(text: str, diagnostics: list[Diagnostic], unsafe: bool = False) 
             continue
         # import insertions at the same point by two fixes: keep only one copy
         candidate = apply_edits(text, [e for d in chosen for e in d.fix.edits] + list(diag.fix.edits))
-        if not _parses(candidate):
+        if not parses(candidate):
             continue
         chosen.append(diag)
         taken.extend(spans)
