@@ -64,7 +64,11 @@ graph of the same file.
 Cost: nothing here walks the file again. Classes and functions are read from the top-level
 statements; :class:`FunctionFacts` come from the engine's single walk (an RC2xx rule feeds a
 :class:`FactsCollector`); only functions of other files are walked on their own; the graph is
-built in ``finish()``, once per file, and only when a rule has a candidate finding.
+built in ``finish()``, once per file, and only when a rule has a candidate finding. The functions
+graph shares the default graph's classes and reuses the callees it found for the file's own
+functions (resolving again only the calls of imported names); the callees and facts of a plain
+function of another file depend on that file alone and are kept with its parsed module, once per
+process (found again when a file they were resolved through changes or is parsed again).
 """
 
 from __future__ import annotations
@@ -158,14 +162,35 @@ def top_level_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
             yield from top_level_statements(stmt.body)
 
 
+#: Bumped whenever a module object that memos may hold stops being the one :func:`load_module`
+#: returns for its path (the cache evicts a module, or a file is parsed again): what is kept
+#: per process about other files' functions (their callees) is then recomputed.
+_generation = 0
+_parsed_paths: set[str] = set()
+
+
 @lru_cache(maxsize=256)
 def _load(path: str, mtime_ns: int, size: int) -> ParsedModule | None:
+    global _generation
+    info = _load.cache_info()
+    if path in _parsed_paths or info.currsize >= (info.maxsize or 0) > 0:
+        _generation += 1
+    _parsed_paths.add(path)
     try:
         with open(path, "rb") as handle:
             tree = ast.parse(handle.read(), filename=path)
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     return ParsedModule.from_tree(tree, path)
+
+
+def _stamp(path: str) -> tuple[int, int] | None:
+    """What :func:`load_module` keys a parsed file on (None: unreadable)."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
 
 
 def load_module(path: str) -> ParsedModule | None:
@@ -579,10 +604,15 @@ def for_context(ctx: "FileContext", deep: bool = False, functions: bool = False)
     cache = _DEEP_CACHE if deep else _FUNCTIONS_CACHE if functions else _CACHE
     found = cache.get(ctx)
     if found is None:
-        collector = _COLLECTORS.get(ctx)
-        facts = collector.facts if collector is not None else None
-        found = Reachability(ParsedModule.from_tree(ctx.tree, ctx.filename, ctx.imports), deep=deep, facts=facts,
-                             functions=functions)
+        if functions and not deep:
+            # The same classes as the default graph (neither reads a file for a class): shared,
+            # with its parsed module, instead of built again.
+            found = Reachability(None, functions=True, classes_from=for_context(ctx))
+        else:
+            collector = _COLLECTORS.get(ctx)
+            facts = collector.facts if collector is not None else None
+            found = Reachability(ParsedModule.from_tree(ctx.tree, ctx.filename, ctx.imports), deep=deep, facts=facts,
+                                 functions=functions)
         cache[ctx] = found
     return found
 
@@ -606,21 +636,33 @@ def from_source(text: str, filename: str = "<string>", deep: bool = True) -> "Re
 
 
 class Reachability:
-    def __init__(self, module: ParsedModule, deep: bool = True, facts: dict[int, FunctionFacts] | None = None,
-                 functions: bool = False) -> None:
+    def __init__(self, module: ParsedModule | None, deep: bool = True, facts: dict[int, FunctionFacts] | None = None,
+                 functions: bool = False, classes_from: "Reachability | None" = None) -> None:
         """``facts``: the :class:`FunctionFacts` the engine's walk collected, by ``id`` of the def.
-        ``functions``: follow calls of functions of local modules even when not ``deep``."""
-        self.module = module
-        self.deep = deep
+        ``functions``: follow calls of functions of local modules even when not ``deep``.
+        ``classes_from``: a graph of the same file with the same ``deep``: its module, classes
+        and facts are taken over (``module`` and ``facts`` are then ignored)."""
+        self.deep = deep = deep if classes_from is None else classes_from.deep
         self.functions = deep or functions
-        self._classes: dict[int, ModuleClass | None] = {}
         self._functions: dict[tuple[int, int], Function] = {}
-        self._facts: dict[int, FunctionFacts] = dict(facts) if facts else {}
-        self.classes: dict[str, ModuleClass] = {}
-        for name, node in module.classes.items():
-            cls = self._class(node, module)
-            if cls is not None and cls.is_module:
-                self.classes[name] = cls
+        self._classes_from = classes_from
+        self._hole = False
+        #: Per function of the linted file (by def and receiver): what :meth:`_find_callees` found.
+        self._local_specs: dict[tuple[int, int], list] = {}
+        if classes_from is not None:
+            self.module = module = classes_from.module
+            self._classes: dict[int, ModuleClass | None] = dict(classes_from._classes)
+            self._facts: dict[int, FunctionFacts] = dict(classes_from._facts)
+            self.classes: dict[str, ModuleClass] = dict(classes_from.classes)
+        else:
+            self.module = module
+            self._classes = {}
+            self._facts = dict(facts) if facts else {}
+            self.classes = {}
+            for name, node in module.classes.items():
+                cls = self._class(node, module)
+                if cls is not None and cls.is_module:
+                    self.classes[name] = cls
         self._succ: dict[Function, dict[Function, list[ast.Call]]] | None = None
         self._pred: dict[Function, dict[Function, list[ast.Call]]] = {}
         self._nx: nx.DiGraph | None = None
@@ -709,6 +751,8 @@ class Reachability:
             node = module.functions.get(expr.id)
             return (module, node) if node is not None else None
         if not self.functions or not module.imports.root_is_import(expr):
+            if not self.functions and module.imports.root_is_import(expr):
+                self._hole = True  # what a graph that follows local modules resolves (see _find_callees)
             return None
         qualname = module.imports.qualname(expr)
         target = self._local_definition(qualname, module, hops) if qualname else None
@@ -755,7 +799,15 @@ class Reachability:
         node = func.node if isinstance(func, Function) else func
         found = self._facts.get(id(node))
         if found is None:
-            found = self._facts[id(node)] = function_facts(node)
+            if isinstance(func, Function) and func.module is not self.module and func.module.path is not None:
+                # A function of another file: its facts do not depend on the linted file.
+                memo = func.module.__dict__.setdefault("_facts_memo", {})
+                found = memo.get(id(node))
+                if found is None:
+                    found = memo[id(node)] = function_facts(node)
+                self._facts[id(node)] = found
+            else:
+                found = self._facts[id(node)] = function_facts(node)
         return found
 
     # -- the graph --------------------------------------------------------------------------
@@ -912,15 +964,100 @@ class Reachability:
         """What calling ``func`` (the ``func`` of an ``ast.Call``) inside ``caller`` may run."""
         return self._call_targets(func, caller, self.facts(caller))
 
-    def _callees(self, caller: Function) -> Iterator[tuple[Function, ast.Call]]:
+    def _callees(self, caller: Function) -> Iterator[tuple[Function, ast.Call]] | list[tuple[Function, ast.Call]]:
+        if caller.module is not self.module:
+            if self.functions and caller.cls is None and caller.module.path is not None:
+                return self._foreign_callees(caller)
+            return self._find_callees(caller)
+        shallow = self._classes_from
+        if shallow is not None:
+            specs = shallow._local_specs.get((id(caller.node), id(caller.cls)))
+            if specs is not None:
+                return self._replay_local(caller, specs)
+        if not self.functions:
+            specs = []
+            found = list(self._find_callees(caller, specs))
+            self._local_specs[(id(caller.node), id(caller.cls))] = specs
+            return found
+        return self._find_callees(caller)
+
+    def _replay_local(self, caller: Function, specs: list) -> list[tuple[Function, ast.Call]]:
+        """The callees of a function of the linted file, from what the default graph (whose
+        classes this graph shares) found: the same, but for the calls of imported names it left
+        unresolved (``callee`` None), which are resolved here."""
+        functions = self._functions
+        result = []
+        for callee, call in specs:
+            if callee is None:
+                result.extend((found, call) for found in self._call_targets(call.func, caller, self.facts(caller)))
+                continue
+            if callee.parent is not None:  # a closure: keyed and labelled as :meth:`_closures` does
+                key = (id(callee.node), id(caller.cls))
+                found = functions.get(key)
+                if found is None:
+                    found = functions[key] = Function(callee.node, caller.cls, caller.module,
+                                                      f"{caller.label}.{callee.node.name}", caller.local, parent=caller)
+            else:  # as :meth:`function` makes it (the label comes from the same class objects)
+                key = (id(callee.node), id(callee.cls))
+                found = functions.get(key)
+                if found is None:
+                    found = functions[key] = Function(callee.node, callee.cls, callee.module, callee.label,
+                                                      callee.module is self.module)
+            result.append((found, call))
+        return result
+
+    def _foreign_callees(self, caller: Function) -> list[tuple[Function, ast.Call]]:
+        """The callees of a plain function (or closure) of another file: they resolve in its own
+        module alone, so they are found once per process (and generation of parsed modules) and
+        mapped onto this graph's nodes, closures keyed and labelled as :meth:`_closures` does."""
+        memo = caller.module.__dict__.setdefault("_callee_memo", {})
+        found = memo.get(id(caller.node))
+        if found is None or found[0] != _generation or any(_stamp(path) != stamp for path, stamp in found[2]):
+            generation = _generation  # a module parsed again meanwhile: the entry is stale at once
+            with dependencies.recording() as paths:
+                callees = list(self._find_callees(caller))
+            specs = [(callee.node, callee.module if callee.parent is None else None, call) for callee, call in callees]
+            memo[id(caller.node)] = (generation, specs, tuple((path, _stamp(path)) for path in paths))
+            for path in paths:
+                dependencies.record(path)
+            return callees
+        _, specs, stamps = found
+        for path, _ in stamps:
+            dependencies.record(path)
+        result = []
+        functions = self._functions
+        for node, module, call in specs:
+            if module is not None:
+                callee = self.function(node, None, module)
+            else:
+                key = (id(node), id(caller.cls))
+                callee = functions.get(key)
+                if callee is None:
+                    callee = functions[key] = Function(node, caller.cls, caller.module, f"{caller.label}.{node.name}",
+                                                       caller.local, parent=caller)
+            result.append((callee, call))
+        return result
+
+    def _find_callees(self, caller: Function, specs: list | None = None) -> Iterator[tuple[Function, ast.Call]]:
+        """``specs``: also record there each (callee, call) and, as (None, call), each call of an
+        imported name this graph does not follow into a local module (see :meth:`_replay_local`)."""
         facts = self.facts(caller)
         body = caller.node.body
         start = (body[0].lineno, body[0].col_offset) if body else (0, 0)
         for call in facts.calls:
             if (call.lineno, call.col_offset) < start:
                 continue  # a decorator, default or annotation: run when the def is made, not by a call
-            for callee in self._call_targets(call.func, caller, facts):
-                yield callee, call
+            if specs is not None:
+                self._hole = False
+                targets = self._call_targets(call.func, caller, facts)
+                if self._hole:
+                    specs.append((None, call))
+                for callee in targets:
+                    specs.append((callee, call))
+                    yield callee, call
+            else:
+                for callee in self._call_targets(call.func, caller, facts):
+                    yield callee, call
             checkpoint = "checkpoint" in (_last_name(call.func) or "")
             for arg in [*call.args, *(kw.value for kw in call.keywords)]:
                 if type(arg) is ast.Starred:
@@ -929,6 +1066,8 @@ class Reachability:
                 if (type(arg) is ast.Attribute and (arg.attr == "__call__" or _is_self(arg.value))) or (
                         checkpoint and type(arg) in (ast.Name, ast.Subscript)):
                     for callee in self._call_targets(arg, caller, facts, passed=True):
+                        if specs is not None:
+                            specs.append((callee, call))
                         yield callee, call
 
     def _call_targets(self, func: ast.AST, caller: Function, facts: FunctionFacts, passed: bool = False) -> list[Function]:
