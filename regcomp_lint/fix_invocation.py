@@ -29,7 +29,6 @@ Exit status:
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 

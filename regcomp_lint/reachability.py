@@ -80,7 +80,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
-from regcomp_lint import dependencies
+from regcomp_lint import dependencies, reading
 from regcomp_lint.names import ImportMap
 
 if TYPE_CHECKING:
@@ -177,8 +177,7 @@ def _load(path: str, mtime_ns: int, size: int) -> ParsedModule | None:
         _generation += 1
     _parsed_paths.add(path)
     try:
-        with open(path, "rb") as handle:
-            tree = ast.parse(handle.read(), filename=path)
+        tree = ast.parse(reading.read_bytes(path), filename=path)  # never blocks on a pipe
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     return ParsedModule.from_tree(tree, path)

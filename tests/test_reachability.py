@@ -464,3 +464,13 @@ def test_traced_operands_stop_at_a_short_circuiting_guard():
     assert [ast.unparse(v) for v in reachability.traced_operands(node)] == ["not is_tracing(m)"]
     node = ast.parse("m.any() or is_compiling() or m.all()", mode="eval").body
     assert [ast.unparse(v) for v in reachability.traced_operands(node)] == ["m.any()", "is_compiling()"]
+
+
+def test_a_local_module_that_became_a_named_pipe_is_skipped_not_waited_on(tmp_path):
+    """``module_file`` checks ``isfile``, but the file can be swapped for a FIFO before it is
+    read: the load must give up (None) instead of waiting for a writer forever."""
+    import os
+
+    fifo = tmp_path / "helpers.py"
+    os.mkfifo(fifo)
+    assert reachability._load(str(fifo), 0, 0) is None

@@ -32,6 +32,7 @@ from typing import Any, Iterable
 import networkx as nx
 
 from regcomp_lint.trace.errors import TraceError
+from regcomp_lint.trace.regions import amount
 
 __all__ = ["write_graph", "render_dot", "render_json", "render_html", "FORMATS"]
 
@@ -215,20 +216,6 @@ def _member_range(name: str, members: list) -> str:
     return f"{name}[{shown}]"
 
 
-def human_count(n: Any) -> str:
-    """``1234567`` → ``1.2M``."""
-    try:
-        n = int(n)
-    except (TypeError, ValueError):
-        return "?"
-    for limit, unit in ((10**12, "T"), (10**9, "B"), (10**6, "M"), (10**3, "K")):
-        if abs(n) >= limit:
-            value = n / limit
-            text = f"{value:.1f}" if value < 100 else f"{value:.0f}"
-            return text.removesuffix(".0") + unit
-    return str(n)
-
-
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
@@ -331,7 +318,7 @@ def render_dot(graph: nx.DiGraph, *, collapse: bool = True) -> str:
     def node_line(node: Any) -> str:
         data = graph.nodes[node]
         name = "(root)" if node == "" else str(node)
-        lines = [name, str(data.get("cls") or "?"), f"{human_count(data.get('params'))} params"]
+        lines = [name, str(data.get("cls") or "?"), f"{amount(data.get('params'))} params"]
         breaks, recompiles = _int(graph, node, "breaks"), _int(graph, node, "recompiles")
         lines += _extra_lines(breaks, recompiles)
         attrs = {"label": _dot_label(lines)}
@@ -344,7 +331,7 @@ def render_dot(graph: nx.DiGraph, *, collapse: bool = True) -> str:
         lines = [
             f"{group['label']}",
             f"{group['class']} ×{len(group['members'])}",
-            f"{human_count(_attr(graph, first, 'params', 0))} params each",
+            f"{amount(_attr(graph, first, 'params', 0))} params each",
         ]
         lines += _extra_lines(breaks, recompiles)
         called = any(_called(graph, m) for m in group["members"])
@@ -526,7 +513,7 @@ def render_html(graph: nx.DiGraph, *, collapse: bool = True) -> str:
     whole = _attr(graph, "", "fullgraph") if "" in graph else None
     title = f"Region graph — {view.model}" + (f" ({view.device})" if view.device else "")
 
-    meta = [f"<b>{_e(human_count(root_params))}</b> params", f"<b>{n_nodes}</b> modules",
+    meta = [f"<b>{_e(amount(root_params))}</b> params", f"<b>{n_nodes}</b> modules",
             f"<b>{len(view.groups)}</b> {'group' if len(view.groups) == 1 else 'groups'}"]
     if view.device:
         meta.insert(0, f"device <b>{_e(view.device)}</b>")
@@ -580,7 +567,7 @@ def render_html(graph: nx.DiGraph, *, collapse: bool = True) -> str:
             out.append(
                 f"<tr><td class=\"mono\">{_e(group['label'])}</td><td class=\"cls\">{_e(group['class'])}</td>"
                 f"<td>{len(group['members'])}</td><td>{_e(container)}{note}</td>"
-                f"<td>{_e(human_count(_attr(graph, group['members'][0], 'params', 0)))}</td>"
+                f"<td>{_e(amount(_attr(graph, group['members'][0], 'params', 0)))}</td>"
                 f"<td>{breaks}</td><td>{recompiles}</td><td>{verdict_text}</td></tr>"
             )
         out.append("</tbody></table></div>")
@@ -611,7 +598,7 @@ def _html_summary(view: _View, node: Any, edge_name: str | None) -> tuple[str, s
     text = (
         f'<span class="name">{_e(name)}</span> '
         f'<span class="cls">{_e(data.get("cls") or "?")}</span> '
-        f'<span class="params">{_e(human_count(data.get("params")))} params</span>'
+        f'<span class="params">{_e(amount(data.get("params")))} params</span>'
         f'{_badges(breaks, sub_breaks, recompiles, data.get("fullgraph"), called)}'
         f'<span class="path mono" title="{_e(tip)}">{_e(node)}</span>'
     )
@@ -651,7 +638,7 @@ def _html_node(view: _View, node: Any, parent: Any, depth: int, collapse: bool,
                 f'<details><summary><span class="name mono">{_e(group["label"])}</span> '
                 f'<span class="cls">{_e(group["class"])}</span> '
                 f'<span class="badge b-group">×{count}</span> '
-                f'<span class="params">{_e(human_count(_attr(graph, first, "params", 0)))} params each</span>'
+                f'<span class="params">{_e(amount(_attr(graph, first, "params", 0)))} params each</span>'
                 f"{_badges(breaks, 0, recompiles, verdict, called)}</summary>"
             )
             chips = []

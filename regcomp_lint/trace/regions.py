@@ -15,6 +15,7 @@ Node attributes (also the contract of ``graph_output``): ``cls``, ``params`` (su
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import networkx as nx
 
@@ -151,9 +152,15 @@ def _holds_group(graph: nx.DiGraph, path: str, group_of: dict[str, Group]) -> bo
     return path in group_of or any(_holds_group(graph, c, group_of) for c in graph.successors(path))
 
 
-def amount(n: int) -> str:
-    """``1.2M`` for parameter counts in reports."""
-    for unit, size in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
-        if n >= size:
-            return f"{n / size:.1f}{unit}"
+def amount(n: Any) -> str:
+    """``1234567`` -> ``1.2M``: parameter counts in reports and region graphs (``?`` for no count)."""
+    try:
+        n = int(n)
+    except (TypeError, ValueError):
+        return "?"
+    for limit, unit in ((10**12, "T"), (10**9, "B"), (10**6, "M"), (10**3, "K")):
+        if abs(n) >= limit:
+            value = n / limit
+            text = f"{value:.1f}" if value < 100 else f"{value:.0f}"
+            return text.removesuffix(".0") + unit
     return str(n)

@@ -7,7 +7,6 @@ The JSON keys listed in ``STABLE_KEYS`` are the contract other tools rely on; ev
 from __future__ import annotations
 
 import linecache
-import os
 
 from regcomp_lint.trace.analysis import Analysis
 from regcomp_lint.trace.loading import display_path
@@ -76,7 +75,6 @@ def _verdict_value(verdict):
 
 def to_text(analysis: Analysis) -> str:
     out: list[str] = []
-    graph = analysis.regions
     ex = analysis.explain
     out.append(f"{analysis.model_name} on {analysis.device}, batch {analysis.batch.describe()}")
     out.append(f"explain: {ex.graph_count} graph{'s' if ex.graph_count != 1 else ''}, "

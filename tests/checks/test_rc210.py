@@ -52,7 +52,7 @@ def project(tmp_path):
 
 
 def test_break_in_another_file_is_named(tmp_path):
-    pkg = project(tmp_path)
+    project(tmp_path)
     train = write(tmp_path, "train.py", """
         import torch
         from pkg.model import GPT

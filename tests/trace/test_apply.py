@@ -151,19 +151,12 @@ def test_split_with_fullgraph_is_refused():
     assert "forward" not in vars(model.body.blocks[0])
 
 
-def test_split_applied_twice_does_not_wrap_twice():
+@pytest.mark.parametrize("method", ["split", "nested"])
+def test_applied_twice_does_not_wrap_twice(method):
     model = _model()
-    apply_plan(model, _regional("split"))
+    apply_plan(model, _regional(method))
     first = model.body.blocks[0].forward
-    apply_plan(model, _regional("split"))
-    assert model.body.blocks[0].forward is first
-
-
-def test_nested_applied_twice_does_not_wrap_twice():
-    model = _model()
-    apply_plan(model, _regional("nested"))
-    first = model.body.blocks[0].forward
-    apply_plan(model, _regional("nested"))
+    apply_plan(model, _regional(method))
     assert model.body.blocks[0].forward is first
 
 

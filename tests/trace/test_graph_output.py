@@ -13,7 +13,7 @@ import networkx as nx
 import pytest
 
 from regcomp_lint.trace.errors import TraceError
-from regcomp_lint.trace.graph_output import human_count, render_dot, render_html, write_graph
+from regcomp_lint.trace.graph_output import render_dot, render_html, write_graph
 
 NASTY = 'extra<b>&"x'  # a ModuleDict key may be any string: it must be escaped everywhere
 
@@ -251,13 +251,6 @@ def test_bad_suffix_and_unwritable_path(tmp_path):
     with pytest.raises(TraceError, match="cannot write"):
         write_graph(make_graph(), str(tmp_path / "no" / "such" / "g.json"))
     assert list(tmp_path.iterdir()) == []
-
-
-def test_human_count():
-    assert [human_count(n) for n in (0, 999, 1_000, 1_234, 12_345_678, 124_439_808, 7 * 10**10)] == [
-        "0", "999", "1K", "1.2K", "12.3M", "124M", "70B"
-    ]
-    assert human_count(None) == "?"
 
 
 def test_html_escape_helper_matches_stdlib():

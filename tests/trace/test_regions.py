@@ -102,4 +102,7 @@ def test_a_model_without_children_is_one_region():
 
 
 def test_amount():
-    assert [amount(n) for n in (999, 1_500, 2_000_000, 3_000_000_000)] == ["999", "1.5K", "2.0M", "3.0B"]
+    assert [amount(n) for n in (0, 999, 1_000, 1_234, 1_500, 12_345_678, 124_439_808, 7 * 10**10)] == [
+        "0", "999", "1K", "1.2K", "1.5K", "12.3M", "124M", "70B"
+    ]
+    assert amount(None) == "?"

@@ -23,7 +23,7 @@ def test_the_tree_collapses_a_group(text_of):
     assert lines[0] == "GPT2LMHeadModel on cpu, batch input_ids=int64[2, 16]"
     tree = lines[lines.index("Regions"):lines.index("Graph breaks: none")]
     group_line, = (line for line in tree if "GPT2Block" in line)
-    assert "h[0..3]  GPT2Block ×4  50.0K params each  fullgraph ok" in group_line
+    assert "h[0..3]  GPT2Block ×4  50K params each  fullgraph ok" in group_line
     assert "transformer.h.1" not in "\n".join(tree) and "GPT2Block ×4" in group_line
     assert "Recommendation: regional over transformer.h" in text
     assert 'TorchDynamoPlugin(backend="inductor", fullgraph=True, use_regional_compilation=True)' in text
