@@ -162,8 +162,13 @@ def _apply(model, batch, plan, options: TraceOptions) -> dict:
     return out
 
 
-def max_abs_difference(a, b) -> float | None:
-    """Largest |a - b| over the tensors of two outputs of the same structure (None if they differ)."""
+def max_abs_difference(a, b, _seen: set | None = None) -> float | None:
+    """Largest |a - b| over the tensors of two outputs of the same structure (None if they differ).
+
+    Containers are walked by key or position; any other object (transformers' ``DynamicCache``
+    and its layers) by its attributes, since two runs never return the *same* cache object and
+    identity says nothing about the numbers inside.
+    """
     import torch
 
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
@@ -172,16 +177,27 @@ def max_abs_difference(a, b) -> float | None:
         if a.numel() == 0:
             return 0.0
         return float((a.detach().float() - b.detach().float()).abs().max())
+    seen = set() if _seen is None else _seen
+    if (id(a), id(b)) in seen:  # a cycle: counted where it was first met
+        return 0.0
+    seen.add((id(a), id(b)))
     if isinstance(a, dict) or hasattr(a, "keys") and callable(a.keys):
-        if set(a.keys()) != set(b.keys()):
+        if not (isinstance(b, dict) or hasattr(b, "keys") and callable(b.keys)) or set(a.keys()) != set(b.keys()):
             return None
-        parts = [max_abs_difference(a[k], b[k]) for k in a.keys()]
+        parts = [max_abs_difference(a[k], b[k], seen) for k in a.keys()]
     elif isinstance(a, (list, tuple)):
         if not isinstance(b, (list, tuple)) or len(a) != len(b):
             return None
-        parts = [max_abs_difference(x, y) for x, y in zip(a, b)]
+        parts = [max_abs_difference(x, y, seen) for x, y in zip(a, b)]
+    elif a is None or isinstance(a, (bool, int, float, complex, str, bytes, torch.dtype, torch.device)):
+        return 0.0 if type(a) is type(b) and a == b else None
+    elif type(a) is type(b) and hasattr(a, "__dict__"):
+        fields_a, fields_b = vars(a), vars(b)
+        if set(fields_a) != set(fields_b):
+            return None
+        parts = [max_abs_difference(fields_a[k], fields_b[k], seen) for k in fields_a]
     else:
-        return 0.0 if a == b or a is None else None
+        return 0.0 if a is b or type(a) is type(b) and a == b else None
     if any(p is None for p in parts):
         return None
     return max(parts, default=0.0)
