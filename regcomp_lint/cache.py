@@ -72,14 +72,22 @@ def _diagnostic_to_json(diag: Diagnostic) -> dict:
     return data
 
 
-def _dependencies_unchanged(deps) -> bool:
-    """True when every other file the cached findings were computed from still has its digest."""
+def _dependencies_unchanged(deps, digests: dict[str, str]) -> bool:
+    """True when every other file the cached findings were computed from still has its digest.
+
+    ``digests`` memoises each other file's digest for the run: in a large tree hundreds of
+    entries depend on the same few modules (transformers: 4,416 references to 114 files), and
+    reading and hashing each once keeps a warm run a read per file.
+    """
     try:
         for other, digest in deps:
-            try:
-                current = content_digest(reading.read_bytes(other))
-            except OSError:
-                current = ""
+            current = digests.get(other)
+            if current is None:
+                try:
+                    current = content_digest(reading.read_bytes(other))
+                except OSError:
+                    current = ""
+                digests[other] = current
             if current != digest:
                 return False
     except (TypeError, ValueError):
@@ -97,6 +105,8 @@ class LintCache:
         #: Why an existing cache file was not usable (for a warning); None when it was fine.
         self.problem = problem
         self.dirty = entries is None
+        #: other files' digests as read during this run (see _dependencies_unchanged)
+        self._dependency_digests: dict[str, str] = {}
 
     @classmethod
     def open(cls, settings: Settings) -> "LintCache":
@@ -129,7 +139,7 @@ class LintCache:
         entry = self.entries.get(path)
         if type(entry) is not list or len(entry) not in (2, 3) or entry[0] != digest:
             return None
-        if len(entry) == 3 and not _dependencies_unchanged(entry[2]):
+        if len(entry) == 3 and not _dependencies_unchanged(entry[2], self._dependency_digests):
             return None
         if not entry[1]:
             return []

@@ -222,3 +222,21 @@ def test_cache_does_not_unpickle_or_execute_anything(tmp_path):
     raw = LintCache.open(settings).path.read_bytes()
     assert raw.startswith(b"{")
     json.loads(raw)
+
+
+def test_a_dependency_shared_by_many_entries_is_read_once_per_run_and_still_checked(tmp_path, monkeypatch):
+    dep = tmp_path / "models.py"
+    dep.write_text("x = 1\n")
+    digest = content_digest(dep.read_bytes())
+    store = LintCache(tmp_path / "c.json", {"format": 1})
+    for name in ("a.py", "b.py", "c.py"):
+        store.store(str(tmp_path / name), "d", [], depends_on=[(str(dep), digest)])
+    reads = []
+    real = cache_mod.reading.read_bytes
+    monkeypatch.setattr(cache_mod.reading, "read_bytes", lambda p: reads.append(p) or real(p))
+    assert all(store.lookup(str(tmp_path / n), "d", n) == [] for n in ("a.py", "b.py", "c.py"))
+    assert reads == [str(dep)]
+
+    dep.write_text("x = 2\n")  # changed before the next run: every dependent is linted again
+    fresh = LintCache(tmp_path / "c.json", {"format": 1}, dict(store.entries))
+    assert [fresh.lookup(str(tmp_path / n), "d", n) for n in ("a.py", "b.py")] == [None, None]
