@@ -77,7 +77,7 @@ import ast
 import os
 import weakref
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from regcomp_lint import dependencies, reading
@@ -268,8 +268,10 @@ class ModuleClass:
     def __repr__(self) -> str:
         return f"ModuleClass({self.name})"
 
-    @property
+    @cached_property
     def local_methods(self) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+        """The defs in the class body, by name; once per class (asked for ~150,000 times
+        linting transformers, and PreTrainedModel's body holds over a hundred defs)."""
         return {s.name: s for s in self.node.body if isinstance(s, FUNCTION_DEFS)}
 
     @property

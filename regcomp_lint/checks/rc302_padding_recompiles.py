@@ -115,16 +115,16 @@ class PaddingRecompiles(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._static: list[_Static] = []
-        self._padding: list[tuple[ast.Call, str]] = []
+        #: Every other call, in walk order: looked at for padding only when a static compile
+        #: was found (most files have none, and resolving each call's name is not free).
+        self._calls: list[ast.Call] = []
 
     def visit_Call(self, node: ast.Call) -> None:
         site = callsites.compile_config_site(self.ctx, node)
         if site in STATIC_SITES:
             self._compile_site(node, site)
             return
-        padding = self._pads_to_longest(node)
-        if padding is not None:
-            self._padding.append((node, padding))
+        self._calls.append(node)
 
     def _compile_site(self, call: ast.Call, site: Site) -> None:
         plugin = site is Site.DYNAMO_PLUGIN
@@ -158,9 +158,12 @@ class PaddingRecompiles(Rule):
             m == "transformers" or m.startswith("transformers.") for m in self.ctx.imports.star_modules)
 
     def finish(self) -> None:
-        if not (self._static and self._padding):
+        if not self._static:
             return
-        pad_call, why = self._padding[0]
+        padding = next(((call, why) for call in self._calls if (why := self._pads_to_longest(call)) is not None), None)
+        if padding is None:
+            return
+        pad_call, why = padding
         for static in self._static:
             self.report(static.node, f"{static.why}, and batches vary in length: {why} (line {pad_call.lineno}); "
                         "pad to fixed lengths (`pad_to_multiple_of`, `padding=\"max_length\"`) or let dynamo mark the "
