@@ -41,9 +41,9 @@ def check(task: tuple[str, bool]) -> dict:
     path, convert = task
     from regcomp_lint import api
     from regcomp_lint.codemod.convert import convert_source
-    from regcomp_lint.fixes import parses
-    from regcomp_lint.config import Settings
-    from regcomp_lint.source import DecodeError, decode_source
+    from regcomp_lint.lint.fixes import parses
+    from regcomp_lint.lint.config import Settings
+    from regcomp_lint.files.source import DecodeError, decode_source
 
     out = {"path": path, "lint_s": 0.0, "fix_s": 0.0, "convert_s": 0.0, "crash": None, "broken": None,
            "findings": 0, "fixed": 0, "converted": 0, "converted_tried": 0}

@@ -33,10 +33,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from regcomp_lint import writeback
-from regcomp_lint.config import Settings
-from regcomp_lint.fix_files import unified_diff
-from regcomp_lint.fix_invocation import FixOptions, convert_options, process_text
+from regcomp_lint.files import writeback
+from regcomp_lint.lint.config import Settings
+from regcomp_lint.lint.fix_files import unified_diff
+from regcomp_lint.cli.fix_command import FixOptions, convert_options, process_text
 
 BLOCK = '''
 

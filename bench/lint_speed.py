@@ -126,8 +126,8 @@ def snapshot_tool(work: Path) -> Path:
 
 
 def regcomp_command(jobs: int | None = None, select: str | None = None) -> list[str]:
-    """The real CLI (``python -m regcomp_lint.cli``) from this checkout, default output format."""
-    command = [sys.executable, "-m", "regcomp_lint.cli"]
+    """The real CLI (``python -m regcomp_lint``) from this checkout, default output format."""
+    command = [sys.executable, "-m", "regcomp_lint"]
     if jobs:
         command += ["--jobs", str(jobs)]
     if select:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from regcomp_lint.accelerate_script import AccelerateScript, FeedsAccelerateScript, in_loop_body
+from regcomp_lint.analysis.accelerate_script import AccelerateScript, FeedsAccelerateScript, in_loop_body
 from regcomp_lint.checks.base import Rule
-from regcomp_lint.context import FileContext
-from regcomp_lint.engine import walk
-from regcomp_lint.source import SourceFile
+from regcomp_lint.analysis.file_context import FileContext
+from regcomp_lint.lint.engine import walk
+from regcomp_lint.files.source import SourceFile
 
 
 class _Probe(FeedsAccelerateScript, Rule):

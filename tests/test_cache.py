@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from regcomp_lint import cache as cache_mod
-from regcomp_lint import runner
-from regcomp_lint.cache import LintCache, cache_dir, content_digest
-from regcomp_lint.config import Settings
+from regcomp_lint.lint import cache as cache_mod
+from regcomp_lint.lint import runner
+from regcomp_lint.lint.cache import LintCache, cache_dir, content_digest
+from regcomp_lint.lint.config import Settings
 from regcomp_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
 
 FLAGGED = "import torch\ntorch._dynamo.config.suppress_errors = True  # flagged\n"

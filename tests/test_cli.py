@@ -12,9 +12,11 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from regcomp_lint import __version__, docs, runner
+from regcomp_lint import __version__
+from regcomp_lint.lint import rule_docs as docs
+from regcomp_lint.lint import runner
 from regcomp_lint.checks import ALL_RULES
-from regcomp_lint.cli import main
+from regcomp_lint.cli.commands import main
 
 SUPPRESS = "import torch\ntorch._dynamo.config.suppress_errors = True\n"  # RC107 on line 2, no fix
 UNUSED_NOQA = "x = 1  # noqa: RC107\n"  # RC002 with a safe fix → "x = 1\n"
@@ -423,16 +425,16 @@ def test_fix_keeps_crlf_bom_and_mode(project):
 
 
 def test_fix_refuses_to_overwrite_a_file_changed_meanwhile(project, monkeypatch):
-    from regcomp_lint import fix_files
+    from regcomp_lint.lint import fix_files
 
     path = write(project, "noqa.py", UNUSED_NOQA)
-    real_fix_source = fix_files.api.fix_source
+    real_fix_source = fix_files.fix_source
 
     def edit_then_fix(text, filename, *args, **kwargs):
         Path(filename).write_text("x = 2  # saved by an editor meanwhile\n")
         return real_fix_source(text, filename, *args, **kwargs)
 
-    monkeypatch.setattr(fix_files.api, "fix_source", edit_then_fix)
+    monkeypatch.setattr(fix_files, "fix_source", edit_then_fix)
     result = invoke("--fix", "noqa.py")
     assert result.exit_code == 2
     assert "changed on disk since it was read" in result.stderr
@@ -656,7 +658,7 @@ def test_lint_path_imports_neither_libcst_nor_torch(tmp_path):
     write(tmp_path, "bad.py", SUPPRESS)
     code = (
         "import sys\n"
-        "from regcomp_lint.cli import main\n"
+        "from regcomp_lint.cli.commands import main\n"
         "try:\n"
         "    main(['--no-cache', '--format', 'text', 'bad.py'], standalone_mode=False)\n"
         "finally:\n"

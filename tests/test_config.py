@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from regcomp_lint import config
-from regcomp_lint.config import ConfigError, Settings, find_pyproject, load
+from regcomp_lint.lint import config
+from regcomp_lint.lint.config import ConfigError, Settings, find_pyproject, load
 
 
 def write(path: Path, text: str) -> Path:
@@ -226,7 +226,7 @@ def test_default_exclude_is_kept_without_an_exclude_key(tmp_path):
 
 
 def test_exclude_from_config_is_applied_by_discovery(tmp_path):
-    from regcomp_lint.discovery import discover
+    from regcomp_lint.files.discovery import discover
 
     write(tmp_path / "pyproject.toml", '[tool.regcomp-lint]\nextend-exclude = ["generated", "legacy/*.py"]\n')
     for rel in ("a.py", "generated/g.py", "legacy/old.py", "legacy/keep/k.py"):

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from regcomp_lint.config import Settings
-from regcomp_lint.discovery import ExcludeMatcher, discover
+from regcomp_lint.lint.config import Settings
+from regcomp_lint.files.discovery import ExcludeMatcher, discover
 
 
 def make(root, *rels: str, text: str = "x = 1\n") -> None:

@@ -2,14 +2,14 @@
 
 When a test here fails after you changed a rule, regenerate the pages:
 
-    python -m regcomp_lint.docs --write
+    python -m regcomp_lint.lint.rule_docs --write
 """
 
 from __future__ import annotations
 
 import pytest
 
-from regcomp_lint import docs
+from regcomp_lint.lint import rule_docs as docs
 from regcomp_lint.checks import ALL_RULES
 from regcomp_lint.checks.base import DOC_SECTIONS, Invalid, Rule
 from regcomp_lint.diagnostics import Applicability
@@ -127,7 +127,7 @@ def test_write_then_check_round_trip(tmp_path):
 
 def test_main_check_exits_1_when_stale_and_write_fixes_it(tmp_path, capsys):
     assert docs.main(["--check", "--dir", str(tmp_path)]) == 1
-    assert "python -m regcomp_lint.docs --write" in capsys.readouterr().err
+    assert "python -m regcomp_lint.lint.rule_docs --write" in capsys.readouterr().err
     assert docs.main(["--write", "--dir", str(tmp_path)]) == 0
     assert docs.main(["--check", "--dir", str(tmp_path)]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([f"{c}.md" for c in ALL_RULES] + ["README.md"])
@@ -151,10 +151,10 @@ def test_rule_json_shape():
 
 
 def test_readme_rule_table_is_up_to_date():
-    from regcomp_lint.docs import README_END, README_PATH, README_START, sync_readme
+    from regcomp_lint.lint.rule_docs import README_END, README_PATH, README_START, sync_readme
 
     text = README_PATH.read_text(encoding="utf-8")
     assert README_START in text and README_END in text, "README.md lost its rule-table markers"
-    assert sync_readme(text) == text, "README rule table is stale: run `python -m regcomp_lint.docs --write`"
+    assert sync_readme(text) == text, "README rule table is stale: run `python -m regcomp_lint.lint.rule_docs --write`"
     for code in ALL_RULES:
         assert f"[{code}](rules/{code}.md)" in text

@@ -6,9 +6,9 @@ import ast
 
 import pytest
 
-from regcomp_lint.context import FileContext
-from regcomp_lint.edits import append_keyword
-from regcomp_lint.source import SourceFile, apply_edits
+from regcomp_lint.analysis.file_context import FileContext
+from regcomp_lint.checks.text_edits import append_keyword
+from regcomp_lint.files.source import SourceFile, apply_edits
 
 
 def appended(src: str, text: str = "k=True") -> str:

@@ -7,13 +7,13 @@ import sys
 
 import pytest
 
-from regcomp_lint import engine
+from regcomp_lint.lint import engine
 from regcomp_lint.checks.base import Rule
-from regcomp_lint.config import Settings
-from regcomp_lint.context import FileContext
-from regcomp_lint.engine import lint_bytes, lint_text
-from regcomp_lint.fixes import apply_fixes
-from regcomp_lint.source import SourceFile
+from regcomp_lint.lint.config import Settings
+from regcomp_lint.analysis.file_context import FileContext
+from regcomp_lint.lint.engine import lint_bytes, lint_text
+from regcomp_lint.lint.fixes import apply_fixes
+from regcomp_lint.files.source import SourceFile
 
 ALL = Settings().enabled
 SUPPRESS = "torch._dynamo.config.suppress_errors = True"

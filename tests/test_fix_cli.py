@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from regcomp_lint import __version__, fix_invocation
-from regcomp_lint.cli import fix_main
+from regcomp_lint import __version__
+from regcomp_lint.cli import fix_command as fix_invocation
+from regcomp_lint.cli.commands import fix_main
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "fix"
@@ -504,7 +505,7 @@ def test_fixer_never_imports_torch_or_the_script(project):
     write(project, "train.py", PLAIN + f"open({str(marker)!r}, 'w').write('ran')\n")
     code = (
         "import sys\n"
-        "from regcomp_lint.cli import fix_main\n"
+        "from regcomp_lint.cli.commands import fix_main\n"
         "try:\n    fix_main(['--apply', 'train.py'])\nexcept SystemExit:\n    pass\n"
         "bad = [m for m in ('torch', 'accelerate', 'transformers') if m in sys.modules]\n"
         "print('IMPORTED', bad)\n"

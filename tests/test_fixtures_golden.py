@@ -26,7 +26,7 @@ import pytest
 
 from regcomp_lint.api import lint_source
 from regcomp_lint.checks import ALL_RULES
-from regcomp_lint.config import Settings
+from regcomp_lint.lint.config import Settings
 
 FIXTURE_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "lint"
 FIXTURES = sorted(FIXTURE_DIR.glob("*.py"))

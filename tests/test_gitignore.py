@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from regcomp_lint.gitignore import IgnoreFile, IgnoreStack, parse_line, repository_root, stack_for
+from regcomp_lint.files.gitignore import IgnoreFile, IgnoreStack, parse_line, repository_root, stack_for
 
 
 def ignored(lines: str, rel: str, is_dir: bool = False) -> bool:

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from regcomp_lint.api import lint_paths, lint_source
-from regcomp_lint.config import Settings
+from regcomp_lint.lint.config import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_DIR = ROOT / "fixtures" / "lint"
@@ -113,7 +113,7 @@ API_SCRIPT = textwrap.dedent(
 
     from regcomp_lint.api import lint_paths, lint_source
     from regcomp_lint.checks import ALL_RULES
-    from regcomp_lint.config import Settings
+    from regcomp_lint.lint.config import Settings
 
     fixture_dir = Path(sys.argv[1])
     per_file = {}
@@ -155,7 +155,7 @@ def cli_command() -> list[str] | None:
     if (ROOT / "regcomp_lint" / "__main__.py").exists():
         return ["-m", "regcomp_lint"]
     if (ROOT / "regcomp_lint" / "cli.py").exists():
-        return ["-c", "import sys; sys.argv[0] = 'regcomp-lint'; from regcomp_lint.cli import main; sys.exit(main())"]
+        return ["-c", "import sys; sys.argv[0] = 'regcomp-lint'; from regcomp_lint.cli.commands import main; sys.exit(main())"]
     return None
 
 
@@ -163,7 +163,7 @@ def cli_command() -> list[str] | None:
 def test_cli_lints_every_fixture_without_torch(blocked_env, tmp_path, jobs):
     command = cli_command()
     if command is None:
-        pytest.skip("regcomp_lint/cli.py does not exist yet")
+        pytest.skip("regcomp_lint/cli/commands.py does not exist yet")
     env, log = blocked_env
     config = tmp_path / "pyproject.toml"  # defaults, whatever the repository's own pyproject says
     config.write_text("[tool.regcomp-lint]\n", encoding="utf-8")

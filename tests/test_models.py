@@ -11,12 +11,12 @@ import textwrap
 
 import pytest
 
-from regcomp_lint.bindings import Bindings, FeedsBindings
+from regcomp_lint.analysis.bindings import Bindings, FeedsBindings
 from regcomp_lint.checks.base import Rule
-from regcomp_lint.context import FileContext
-from regcomp_lint.engine import walk
-from regcomp_lint.models import ModelFinder, RepeatedBlocks, is_transformers_model_name, iteration_count
-from regcomp_lint.source import SourceFile
+from regcomp_lint.analysis.file_context import FileContext
+from regcomp_lint.lint.engine import walk
+from regcomp_lint.analysis.models import ModelFinder, RepeatedBlocks, is_transformers_model_name, iteration_count
+from regcomp_lint.files.source import SourceFile
 
 
 class _Probe(FeedsBindings, Rule):

@@ -1,4 +1,4 @@
-"""Module discovery, the forward call graph and chains (regcomp_lint.reachability)."""
+"""Module discovery, the forward call graph and chains (regcomp_lint.analysis.reachability)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from regcomp_lint import reachability
-from regcomp_lint.reachability import from_source, module_file
+from regcomp_lint.analysis import reachability
+from regcomp_lint.analysis.reachability import from_source, module_file
 
 
 def build(src: str, filename: str = "<string>"):
@@ -331,8 +331,8 @@ def test_unparsable_local_module_is_ignored(tmp_path):
 def test_for_context_is_cached_per_file():
     import ast
 
-    from regcomp_lint.context import FileContext
-    from regcomp_lint.source import SourceFile
+    from regcomp_lint.analysis.file_context import FileContext
+    from regcomp_lint.files.source import SourceFile
 
     src = "from torch import nn\nclass N(nn.Module):\n    def forward(self, x):\n        return x\n"
     ctx = FileContext(SourceFile("x.py", src), ast.parse(src))

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import ast
 
-from regcomp_lint import dependencies, reachability
-from regcomp_lint.context import FileContext
-from regcomp_lint.reachability import ParsedModule, Reachability
-from regcomp_lint.source import SourceFile
+from regcomp_lint.analysis import dependencies
+from regcomp_lint.analysis import reachability
+from regcomp_lint.analysis.file_context import FileContext
+from regcomp_lint.analysis.reachability import ParsedModule, Reachability
+from regcomp_lint.files.source import SourceFile
 
 OPS = (
     "from .more import deeper\n"

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from regcomp_lint import api, cache as cache_mod, runner
-from regcomp_lint.config import Settings
-from regcomp_lint.engine import lint_bytes
+from regcomp_lint import api
+from regcomp_lint.lint import cache as cache_mod
+from regcomp_lint.lint import runner
+from regcomp_lint.lint.config import Settings
+from regcomp_lint.lint.engine import lint_bytes
 
 FLAGGED = "import torch\ntorch._dynamo.config.suppress_errors = True\n"
 CLEAN = "x = 1\n"

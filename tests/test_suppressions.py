@@ -1,8 +1,8 @@
 """Suppression comments: parsing of codes, where they apply, and RC002/RC003."""
 
 from regcomp_lint.api import lint_source
-from regcomp_lint.suppressions import parse
-from regcomp_lint.source import split_lines
+from regcomp_lint.lint.suppressions import parse
+from regcomp_lint.files.source import split_lines
 
 BAD = "import torch\ntorch._dynamo.config.suppress_errors = True"
 
@@ -56,7 +56,7 @@ def test_hash_inside_string_is_not_a_comment():
 
 
 def test_disabled_rule_code_is_not_reported_unused():
-    from regcomp_lint.config import Settings
+    from regcomp_lint.lint.config import Settings
 
     found = lint_source("x = 1  # noqa: RC107\n", "t.py", Settings(ignore=("RC107",)))
     assert found == []

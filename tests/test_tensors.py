@@ -1,4 +1,4 @@
-"""Tensor-ness inference (regcomp_lint.tensors): tensors are found, shape logic never is."""
+"""Tensor-ness inference (regcomp_lint.analysis.tensors): tensors are found, shape logic never is."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from regcomp_lint import tensors
-from regcomp_lint.reachability import from_source
+from regcomp_lint.analysis import tensors
+from regcomp_lint.analysis.reachability import from_source
 
 HEADER = """
 import torch

@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from regcomp_lint.trace_invocation import max_abs_difference  # noqa: E402
+from regcomp_lint.cli.trace_command import max_abs_difference  # noqa: E402
 
 
 class _Layer:

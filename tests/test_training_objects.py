@@ -6,10 +6,10 @@ import ast
 
 import pytest
 
-from regcomp_lint.context import FileContext
-from regcomp_lint.names import ImportMap
-from regcomp_lint.source import SourceFile
-from regcomp_lint.training_objects import Kind, constructor_kind
+from regcomp_lint.analysis.file_context import FileContext
+from regcomp_lint.analysis.name_resolution import ImportMap
+from regcomp_lint.files.source import SourceFile
+from regcomp_lint.analysis.training_objects import Kind, constructor_kind
 
 
 def kind_of(src: str) -> Kind | None:

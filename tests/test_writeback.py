@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from regcomp_lint import writeback
+from regcomp_lint.files import writeback
 
 
 def test_roundtrip_keeps_crlf_and_content(tmp_path):
@@ -110,7 +110,7 @@ def test_read_only_file_is_refused_and_untouched(tmp_path):
 
     import pytest
 
-    from regcomp_lint import writeback
+    from regcomp_lint.files import writeback
 
     path = tmp_path / "ro.py"
     path.write_bytes(b"x = 1\n")

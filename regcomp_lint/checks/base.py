@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, ClassVar
 from regcomp_lint.diagnostics import Applicability, Edit, Fix
 
 if TYPE_CHECKING:
-    from regcomp_lint.context import FileContext
+    from regcomp_lint.analysis.file_context import FileContext
 
 DOC_SECTIONS = ("What it does", "Why is this bad", "Example", "Use instead", "Fix safety", "References")
 

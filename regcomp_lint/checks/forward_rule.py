@@ -5,7 +5,7 @@ A :class:`ForwardRule` splits its check in two so that the engine's single walk 
 - ``candidate(node)``: a purely syntactic test run during the walk on the node types the rule
   lists in ``node_types`` (``.item()`` calls, ``if`` statements...). Cheap, no data flow.
 - ``judge(node, scope)``: run in ``finish()`` only for candidates inside a function that
-  :mod:`regcomp_lint.reachability` reaches from a ``forward``; it may ask the tensor oracle. It
+  :mod:`regcomp_lint.analysis.reachability` reaches from a ``forward``; it may ask the tensor oracle. It
   returns a :class:`Break` (what to say, which graph-break id) or None.
 
 The same two methods let RC210 look for breaks in a model's code outside the walk
@@ -34,14 +34,15 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, ClassVar, Iterator
 
-from regcomp_lint import reachability, tensors
+from regcomp_lint.analysis import reachability
+from regcomp_lint.analysis import tensors
 from regcomp_lint.checks.base import Rule
 from regcomp_lint.knowledge.graph_breaks import FULLGRAPH_CAPTURED
-from regcomp_lint.names import ImportMap
-from regcomp_lint.reachability import Chain, Function, ParsedModule, Reachability, compiling_guard, same_file
+from regcomp_lint.analysis.name_resolution import ImportMap
+from regcomp_lint.analysis.reachability import Chain, Function, ParsedModule, Reachability, compiling_guard, same_file
 
 if TYPE_CHECKING:
-    from regcomp_lint.context import FileContext
+    from regcomp_lint.analysis.file_context import FileContext
 
 FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 FACT_TYPES = reachability.FactsCollector.NODE_TYPES
@@ -115,7 +116,7 @@ WALKED_TYPES = tuple(dict.fromkeys(FACT_TYPES + FUNCTION_TYPES + (
 
 class ForwardRule(Rule):
     """Base of RC201-RC209. One instance per file feeds the engine's walk to the file's
-    :class:`~regcomp_lint.reachability.FactsCollector` and hands each node to the RC2xx rules
+    :class:`~regcomp_lint.analysis.reachability.FactsCollector` and hands each node to the RC2xx rules
     that want its type; the other instances switch their handlers off. So a ``Call`` costs one
     handler call however many RC2xx rules run."""
 

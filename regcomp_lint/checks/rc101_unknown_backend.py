@@ -5,11 +5,11 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from regcomp_lint.callsites import Site, compile_config_site, plugin_argument
+from regcomp_lint.analysis.callsites import Site, compile_config_site, plugin_argument
 from regcomp_lint.checks.base import Invalid, Report, Rule
-from regcomp_lint.context import keyword_value, string_literal
+from regcomp_lint.analysis.file_context import keyword_value, string_literal
 from regcomp_lint.diagnostics import Applicability
-from regcomp_lint.edits import replace_string_literal
+from regcomp_lint.checks.text_edits import replace_string_literal
 from regcomp_lint.knowledge import backends as B
 from regcomp_lint.knowledge.suggest import did_you_mean
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import ast
 
-from regcomp_lint.callsites import Site, compile_config_site, plugin_argument
+from regcomp_lint.analysis.callsites import Site, compile_config_site, plugin_argument
 from regcomp_lint.checks.base import Invalid, Rule
-from regcomp_lint.context import FileContext, keyword, keyword_value, string_literal
+from regcomp_lint.analysis.file_context import FileContext, keyword, keyword_value, string_literal
 from regcomp_lint.diagnostics import Applicability, Edit, Location
-from regcomp_lint.edits import keyword_span_with_comma
+from regcomp_lint.checks.text_edits import keyword_span_with_comma
 from regcomp_lint.knowledge.modes import MODE_OPTIONS, PLUGIN_DEFAULT_MODE
 
 TORCH_SITES = (Site.TORCH_COMPILE, Site.MODULE_COMPILE, Site.COMPILE_REGIONS)

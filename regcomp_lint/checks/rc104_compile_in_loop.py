@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from regcomp_lint.callsites import Site, compile_config_site, decorator_compile_call
+from regcomp_lint.analysis.callsites import Site, compile_config_site, decorator_compile_call
 from regcomp_lint.checks.base import Invalid, Rule
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)

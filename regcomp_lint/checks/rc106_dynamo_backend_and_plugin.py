@@ -2,11 +2,11 @@
 
 import ast
 
-from regcomp_lint.callsites import is_accelerator
+from regcomp_lint.analysis.callsites import is_accelerator
 from regcomp_lint.checks.base import Invalid, Rule
-from regcomp_lint.context import is_none, keyword
+from regcomp_lint.analysis.file_context import is_none, keyword
 from regcomp_lint.diagnostics import Applicability, Edit
-from regcomp_lint.edits import keyword_span_with_comma
+from regcomp_lint.checks.text_edits import keyword_span_with_comma
 
 
 class DynamoBackendAndPlugin(Rule):

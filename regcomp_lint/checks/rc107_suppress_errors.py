@@ -3,7 +3,7 @@
 import ast
 
 from regcomp_lint.checks.base import Invalid, Rule
-from regcomp_lint.context import is_true
+from regcomp_lint.analysis.file_context import is_true
 from regcomp_lint.diagnostics import Applicability
 
 SUPPRESS_ERRORS = ("torch._dynamo.config.suppress_errors",)

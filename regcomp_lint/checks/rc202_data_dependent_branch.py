@@ -7,7 +7,7 @@ import ast
 from regcomp_lint.checks.base import Invalid
 from regcomp_lint.checks.forward_rule import Break, ForwardRule, Scope
 from regcomp_lint.knowledge.graph_breaks import RULE_BREAKS
-from regcomp_lint.reachability import traced_operands
+from regcomp_lint.analysis.reachability import traced_operands
 
 _HEAD = "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
 _INIT = ("    def __init__(self, config):\n        super().__init__()\n        self.config = config\n"

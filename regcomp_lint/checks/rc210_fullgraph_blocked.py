@@ -6,12 +6,13 @@ import ast
 import os
 from dataclasses import dataclass
 
-from regcomp_lint import callsites, reachability
+from regcomp_lint.analysis import callsites
+from regcomp_lint.analysis import reachability
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.checks.forward_rule import ForwardRule, breaks_in
-from regcomp_lint.context import is_true, keyword_value
-from regcomp_lint.models import FACTORY_METHODS, PREPARE_METHODS, SAME_MODULE_METHODS, WRAPPERS
-from regcomp_lint.reachability import FUNCTION_DEFS, ModuleClass, Reachability, top_level_statements
+from regcomp_lint.analysis.file_context import is_true, keyword_value
+from regcomp_lint.analysis.models import FACTORY_METHODS, PREPARE_METHODS, SAME_MODULE_METHODS, WRAPPERS
+from regcomp_lint.analysis.reachability import FUNCTION_DEFS, ModuleClass, Reachability, top_level_statements
 
 MAX_DEPTH = 20
 

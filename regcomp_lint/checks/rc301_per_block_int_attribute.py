@@ -5,10 +5,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from regcomp_lint import reachability
+from regcomp_lint.analysis import reachability
 from regcomp_lint.checks.base import Invalid, Rule
-from regcomp_lint.containers import Containers, Node
-from regcomp_lint.reachability import ModuleClass, Reachability
+from regcomp_lint.analysis.containers import Containers, Node
+from regcomp_lint.analysis.reachability import ModuleClass, Reachability
 
 #: Arithmetic that keeps one value per block (``i + 1``, ``2 * i``, ``i // 2``); ``%`` and
 #: comparisons fold the index into a few values and are left alone.

@@ -5,10 +5,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from regcomp_lint import callsites
-from regcomp_lint.callsites import Site
+from regcomp_lint.analysis import callsites
+from regcomp_lint.analysis.callsites import Site
 from regcomp_lint.checks.base import Invalid, Rule
-from regcomp_lint.context import is_none, keyword_value, string_literal
+from regcomp_lint.analysis.file_context import is_none, keyword_value, string_literal
 from regcomp_lint.knowledge.modes import MODE_OPTIONS
 
 #: transformers collators that pad each batch to its longest sample unless told otherwise.

@@ -5,20 +5,20 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from regcomp_lint import callsites
-from regcomp_lint.accelerate_script import (
+from regcomp_lint.analysis import callsites
+from regcomp_lint.analysis.accelerate_script import (
     MAX_DEPTH,
     AccelerateScript,
     FeedsAccelerateScript,
     in_loop_body,
     key_expr,
 )
-from regcomp_lint.bindings import Bound, Where, binding_key
+from regcomp_lint.analysis.bindings import Bound, Where, binding_key
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.diagnostics import Applicability, Edit, Fix
-from regcomp_lint.edits import append_keyword
-from regcomp_lint.models import SAME_MODULE_METHODS, WRAPPERS
-from regcomp_lint.training_objects import Kind, constructor_kind
+from regcomp_lint.checks.text_edits import append_keyword
+from regcomp_lint.analysis.models import SAME_MODULE_METHODS, WRAPPERS
+from regcomp_lint.analysis.training_objects import Kind, constructor_kind
 
 #: How the loop uses an object, and which kinds of object that use means.
 USES = {

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import ast
 
-from regcomp_lint.accelerate_script import (
+from regcomp_lint.analysis.accelerate_script import (
     MAX_DEPTH,
     AccelerateScript,
     FeedsAccelerateScript,
 )
-from regcomp_lint.bindings import Where
+from regcomp_lint.analysis.bindings import Where
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.diagnostics import Applicability, Edit, Fix
 

@@ -5,21 +5,21 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, replace
 
-from regcomp_lint import callsites
-from regcomp_lint.accelerate_script import (
+from regcomp_lint.analysis import callsites
+from regcomp_lint.analysis.accelerate_script import (
     MAX_DEPTH,
     PREPARE_METHODS,
     SCOPES,
     AccelerateScript,
     FeedsAccelerateScript,
 )
-from regcomp_lint.bindings import Where, binding_key
+from regcomp_lint.analysis.bindings import Where, binding_key
 from regcomp_lint.checks.base import Invalid, Rule
-from regcomp_lint.context import has_star_kwargs, keyword, keyword_value
+from regcomp_lint.analysis.file_context import has_star_kwargs, keyword, keyword_value
 from regcomp_lint.diagnostics import Applicability
-from regcomp_lint.edits import append_keyword
-from regcomp_lint.models import SAME_MODULE_METHODS, WRAPPERS
-from regcomp_lint.training_objects import Kind, constructor_kind
+from regcomp_lint.checks.text_edits import append_keyword
+from regcomp_lint.analysis.models import SAME_MODULE_METHODS, WRAPPERS
+from regcomp_lint.analysis.training_objects import Kind, constructor_kind
 
 KEEP = "keep_torch_compile"
 #: Statements under which a compile may not have happened (``if args.compile:``).

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from regcomp_lint import callsites
-from regcomp_lint.bindings import Bindings, FeedsBindings, Where
+from regcomp_lint.analysis import callsites
+from regcomp_lint.analysis.bindings import Bindings, FeedsBindings, Where
 from regcomp_lint.checks.base import Invalid, Rule
 
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)

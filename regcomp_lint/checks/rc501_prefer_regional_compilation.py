@@ -5,14 +5,14 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from regcomp_lint import callsites
-from regcomp_lint.accelerate_fixes import PLUGIN_MODULE, backend_keyword_to_plugin, local_name
-from regcomp_lint.bindings import Bindings, FeedsBindings, Where, binding_key
+from regcomp_lint.analysis import callsites
+from regcomp_lint.checks.accelerate_fixes import PLUGIN_MODULE, backend_keyword_to_plugin, local_name
+from regcomp_lint.analysis.bindings import Bindings, FeedsBindings, Where, binding_key
 from regcomp_lint.checks.base import Invalid, Rule
-from regcomp_lint.context import has_star_kwargs, is_none, is_true, keyword, string_literal
+from regcomp_lint.analysis.file_context import has_star_kwargs, is_none, is_true, keyword, string_literal
 from regcomp_lint.diagnostics import Applicability, Fix
-from regcomp_lint.edits import append_keyword
-from regcomp_lint.models import PREPARE_METHODS, ModelFinder, RepeatedBlocks
+from regcomp_lint.checks.text_edits import append_keyword
+from regcomp_lint.analysis.models import PREPARE_METHODS, ModelFinder, RepeatedBlocks
 
 DYNAMO_BACKEND_ENUM = ("accelerate.utils.DynamoBackend", "accelerate.utils.dataclasses.DynamoBackend")
 REGIONAL = "use_regional_compilation"

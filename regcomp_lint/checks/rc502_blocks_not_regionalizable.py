@@ -6,13 +6,14 @@ import ast
 import os
 from dataclasses import dataclass
 
-from regcomp_lint import callsites, reachability
-from regcomp_lint.bindings import Bindings, FeedsBindings, Where
+from regcomp_lint.analysis import callsites
+from regcomp_lint.analysis import reachability
+from regcomp_lint.analysis.bindings import Bindings, FeedsBindings, Where
 from regcomp_lint.checks.base import Invalid, Rule
-from regcomp_lint.containers import Containers, Node, Tree, is_repeated, mixes_classes
-from regcomp_lint.context import is_true, keyword_value
-from regcomp_lint.models import PREPARE_METHODS, SAME_MODULE_METHODS
-from regcomp_lint.reachability import ModuleClass, Reachability
+from regcomp_lint.analysis.containers import Containers, Node, Tree, is_repeated, mixes_classes
+from regcomp_lint.analysis.file_context import is_true, keyword_value
+from regcomp_lint.analysis.models import PREPARE_METHODS, SAME_MODULE_METHODS
+from regcomp_lint.analysis.reachability import ModuleClass, Reachability
 
 REGIONAL = "use_regional_compilation"
 MAX_DEPTH = 12

@@ -13,7 +13,7 @@ import libcst as cst
 from regcomp_lint.codemod.builders import call_statement, expression, keyword, rename_keyword, with_keyword
 from regcomp_lint.codemod.compile_sites import collect_settings, find_compile_sites
 from regcomp_lint.codemod.options import ConvertOptions
-from regcomp_lint.codemod.planner import Conversion, Planner, function_name, plugin_calls
+from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name, plugin_calls
 from regcomp_lint.codemod.regional import repeated_blocks
 from regcomp_lint.codemod.roles import backward_calls, bindings
 from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, resolve

@@ -15,7 +15,7 @@ from regcomp_lint.codemod.distribution import find_distribution
 from regcomp_lint.codemod.edits import EditPlan, comment_line, missing_comments, rescued_lines
 from regcomp_lint.codemod.options import ConvertOptions
 from regcomp_lint.codemod.plain import PlainPlanner
-from regcomp_lint.codemod.planner import Conversion, accelerator_calls
+from regcomp_lint.codemod.rewrites import Conversion, accelerator_calls
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import Tree
 

@@ -23,8 +23,8 @@ from regcomp_lint.codemod.options import ConversionResult, ConvertOptions
 from regcomp_lint.codemod.plain import NO_TRAINING_STEP
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import clear_find_cache
-from regcomp_lint.deep import call_deep
-from regcomp_lint.source import DecodeError, comments, decode_source
+from regcomp_lint.codemod.deep import call_deep
+from regcomp_lint.files.source import DecodeError, comments, decode_source
 
 _BOM = "\ufeff"
 #: Larger scripts are refused: libcst with scope and qualified-name metadata needed ~14 GB and

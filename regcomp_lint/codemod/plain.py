@@ -16,7 +16,7 @@ from regcomp_lint.codemod.builders import call_statement, expression, statement
 from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, find_compile_sites
 from regcomp_lint.codemod.distribution import Distribution
 from regcomp_lint.codemod.options import ConvertOptions
-from regcomp_lint.codemod.planner import Conversion, Planner, function_name
+from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name
 from regcomp_lint.codemod.regional import repeated_blocks
 from regcomp_lint.codemod.roles import (
     backward_calls,

@@ -10,7 +10,7 @@ import importlib
 from collections.abc import Sequence
 
 from regcomp_lint.diagnostics import Diagnostic
-from regcomp_lint.output.context import RenderContext
+from regcomp_lint.output.render_context import RenderContext
 
 FORMATS: dict[str, str] = {
     "text": "regcomp_lint.output.text",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from regcomp_lint.diagnostics import Diagnostic
-from regcomp_lint.output.context import RenderContext
+from regcomp_lint.output.render_context import RenderContext
 from regcomp_lint.output.summary import summary_line
 from regcomp_lint.output.text import header
 

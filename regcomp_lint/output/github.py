@@ -7,7 +7,7 @@ percent-encoded; in properties also ``:`` and ``,``.
 from __future__ import annotations
 
 from regcomp_lint.diagnostics import Diagnostic
-from regcomp_lint.output.context import RenderContext
+from regcomp_lint.output.render_context import RenderContext
 
 
 def escape_data(text: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from regcomp_lint.diagnostics import Diagnostic
-from regcomp_lint.output.context import RenderContext
+from regcomp_lint.output.render_context import RenderContext
 
 
 def render(diagnostics: list[Diagnostic], ctx: RenderContext) -> str:

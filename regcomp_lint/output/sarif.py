@@ -16,7 +16,7 @@ from urllib.parse import quote
 from regcomp_lint import __version__
 from regcomp_lint.checks import ALL_RULES, Rule
 from regcomp_lint.diagnostics import RULES_URL, Diagnostic, Fix, Location
-from regcomp_lint.output.context import RenderContext
+from regcomp_lint.output.render_context import RenderContext
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 INFORMATION_URI = "https://github.com/regcomp-lint/regcomp-lint"

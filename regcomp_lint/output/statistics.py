@@ -6,7 +6,7 @@ import json
 from collections import Counter
 
 from regcomp_lint.diagnostics import Diagnostic
-from regcomp_lint.output.context import RenderContext
+from regcomp_lint.output.render_context import RenderContext
 
 
 def rows(diagnostics: list[Diagnostic], ctx: RenderContext) -> list[dict]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from regcomp_lint.diagnostics import Diagnostic
-from regcomp_lint.output.context import RenderContext, plural
+from regcomp_lint.output.render_context import RenderContext, plural
 
 INCOMPLETE = "No findings in the files that were read, but not everything could be linted (see the errors below)."
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import unicodedata
 
 from regcomp_lint.diagnostics import Diagnostic
-from regcomp_lint.output.context import RenderContext
+from regcomp_lint.output.render_context import RenderContext
 from regcomp_lint.output.summary import summary_line
 
 TAB_WIDTH = 4

@@ -14,8 +14,8 @@ from regcomp_lint.knowledge.graph_breaks import REGISTRY, RULE_BREAKS
 
 @lru_cache(maxsize=256)
 def _findings(path: str) -> dict[int, tuple[str, ...]]:
-    from regcomp_lint.api import lint_source
-    from regcomp_lint.config import Settings
+    from regcomp_lint.lint.engine import lint_source
+    from regcomp_lint.lint.config import Settings
 
     try:
         with open(path, "rb") as handle:

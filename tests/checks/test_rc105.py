@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from regcomp_lint.api import fix_source, lint_source
-from regcomp_lint.config import Settings
+from regcomp_lint.lint.config import Settings
 from regcomp_lint.diagnostics import Applicability, Location
 
 ONLY_RC105 = Settings(select=("RC105",))

@@ -6,7 +6,7 @@ import ast
 
 from regcomp_lint.api import fix_source, lint_source
 from regcomp_lint.diagnostics import Applicability, Location
-from regcomp_lint.source import apply_edits
+from regcomp_lint.files.source import apply_edits
 
 HEADER = "from accelerate import Accelerator\n"
 

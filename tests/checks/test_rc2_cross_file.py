@@ -331,8 +331,8 @@ def test_stdin_and_unknown_files_follow_nothing():
 
 def test_cached_result_goes_stale_when_either_file_changes(tmp_path):
     """The finding in net.py is computed from _ops.py: editing either file must re-lint net.py."""
-    from regcomp_lint import runner
-    from regcomp_lint.config import Settings
+    from regcomp_lint.lint import runner
+    from regcomp_lint.lint.config import Settings
 
     ops = write(tmp_path, "_ops.py", OPS)
     net = write(tmp_path, "net.py", NET)

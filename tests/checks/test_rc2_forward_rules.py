@@ -9,7 +9,7 @@ import pytest
 from regcomp_lint.api import lint_source
 from regcomp_lint.checks import ALL_RULES
 from regcomp_lint.checks.forward_rule import ForwardRule
-from regcomp_lint.engine import active_rules
+from regcomp_lint.lint.engine import active_rules
 from regcomp_lint.knowledge import graph_breaks
 
 RC2 = [code for code in ALL_RULES if code.startswith("RC2")]
@@ -146,7 +146,7 @@ def test_several_rules_share_one_walk_and_each_reports():
 
 def test_a_rule_alone_still_gets_its_facts():
     """With one RC2xx rule selected it feeds the facts itself."""
-    from regcomp_lint.config import Settings
+    from regcomp_lint.lint.config import Settings
     src = textwrap.dedent(MODEL)
     settings = Settings(select=("RC202",))
     found = [d for d in lint_source(src, "m.py", settings)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from regcomp_lint.api import lint_source
-from regcomp_lint.config import Settings
+from regcomp_lint.lint.config import Settings
 from regcomp_lint.diagnostics import Location
 
 HEAD = "import torch\nfrom transformers import AutoTokenizer, DataCollatorForSeq2Seq, DataCollatorWithPadding\n"

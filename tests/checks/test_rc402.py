@@ -4,7 +4,7 @@ is offered, and how objects are followed (helpers, tuples, wrappers, trainer cla
 from __future__ import annotations
 
 from regcomp_lint.api import fix_source, lint_source
-from regcomp_lint.config import Settings
+from regcomp_lint.lint.config import Settings
 from regcomp_lint.diagnostics import Applicability, Location
 
 ONLY = Settings(select=("RC402",))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from regcomp_lint.api import fix_source, lint_source
-from regcomp_lint.config import Settings
+from regcomp_lint.lint.config import Settings
 from regcomp_lint.diagnostics import Applicability
 
 ONLY = Settings(select=("RC404",))

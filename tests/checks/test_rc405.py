@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from regcomp_lint.api import lint_source
-from regcomp_lint.config import Settings
+from regcomp_lint.lint.config import Settings
 from regcomp_lint.diagnostics import Location
 
 ONLY = Settings(select=("RC405",))

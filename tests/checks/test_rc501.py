@@ -6,9 +6,9 @@ from __future__ import annotations
 import ast
 
 from regcomp_lint.api import fix_source, lint_source
-from regcomp_lint.config import Settings
+from regcomp_lint.lint.config import Settings
 from regcomp_lint.diagnostics import Applicability, Location
-from regcomp_lint.source import apply_edits
+from regcomp_lint.files.source import apply_edits
 
 GPT = (
     "import torch\nfrom torch import nn\n\n"

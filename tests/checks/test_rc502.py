@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from regcomp_lint.api import lint_source
-from regcomp_lint.config import Settings
+from regcomp_lint.lint.config import Settings
 
 HEAD = """
 import torch

@@ -15,7 +15,7 @@ from collections import Counter
 import pytest
 
 from regcomp_lint.codemod import convert_bytes
-from regcomp_lint.source import decode_source
+from regcomp_lint.files.source import decode_source
 from tests.codemod.fixture_cases import CASES, FIXTURES, convert_case, options_for
 
 #: What a line the conversion deletes or rewrites must be about. Anything else changing is

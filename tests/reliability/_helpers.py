@@ -24,7 +24,7 @@ def command(tool: str) -> list[str]:
     if script.exists():
         return [str(script)]
     entry = "main" if tool == "regcomp-lint" else "fix_main"
-    return [sys.executable, "-c", f"import sys; sys.argv[0] = {tool!r}; from regcomp_lint.cli import {entry}; sys.exit({entry}())"]
+    return [sys.executable, "-c", f"import sys; sys.argv[0] = {tool!r}; from regcomp_lint.cli.commands import {entry}; sys.exit({entry}())"]
 
 
 def run(tool: str, *args, cwd, timeout: float = 300, extra_env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:

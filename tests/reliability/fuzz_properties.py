@@ -11,7 +11,7 @@ import libcst as cst
 
 from regcomp_lint import api
 from regcomp_lint.codemod.convert import convert_source
-from regcomp_lint.config import Settings
+from regcomp_lint.lint.config import Settings
 
 SETTINGS = Settings()
 #: Appended so the conversion really runs (libcst, metadata, edits) on the generated code.

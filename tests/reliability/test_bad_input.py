@@ -312,8 +312,8 @@ def test_fix_converts_deeply_nested_code_and_refuses_a_huge_file(tmp_path):
 def test_fix_internal_error_in_one_file_spares_the_others(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
-    from regcomp_lint import fix_invocation
-    from regcomp_lint.cli import fix_main
+    from regcomp_lint.cli import fix_command as fix_invocation
+    from regcomp_lint.cli.commands import fix_main
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pyproject.toml").write_text("[tool.regcomp-lint]\n")

@@ -102,7 +102,7 @@ def test_sigkill_at_random_points_leaves_old_or_new_content(tmp_path, contents):
 
 CRASH = r"""
 import os, sys
-from regcomp_lint import writeback
+from regcomp_lint.files import writeback
 point = sys.argv[2]
 real = {"fsync": os.fsync, "chmod": os.chmod, "replace": os.replace}
 def dying(name):
@@ -135,7 +135,7 @@ def test_death_at_each_step_of_the_write(tmp_path, point):
 
 
 def test_temporaries_of_a_running_writer_are_left_alone(tmp_path):
-    from regcomp_lint import writeback
+    from regcomp_lint.files import writeback
 
     path = tmp_path / "a.py"
     path.write_text("x = 1\n")

@@ -32,7 +32,7 @@ def test_fix_and_lint_run_nothing_and_touch_no_network(tmp_path, blocked_env):  
     project, markers = write_evil(tmp_path)
     script = project / "train_evil.py"
     script.write_text(script.read_text() + TRAINING_TAIL)
-    fix = ["-c", "import sys; sys.argv[0] = 'regcomp-fix'; from regcomp_lint.cli import fix_main; sys.exit(fix_main())"]
+    fix = ["-c", "import sys; sys.argv[0] = 'regcomp-fix'; from regcomp_lint.cli.commands import fix_main; sys.exit(fix_main())"]
     lint = ["-m", "regcomp_lint"]
     for args in ([*fix, "train_evil.py"], [*fix, "--apply", "--unsafe-fixes", "."], [*lint, "--no-cache", "--jobs", "2", "."]):
         proc = subprocess.run([sys.executable, *args], env=env, cwd=project, capture_output=True, text=True, timeout=300)

@@ -35,7 +35,7 @@ def in_process(*args, cwd=REPO):
     """The trace command through click's runner: ``(returncode, stdout, stderr)`` like ``run``."""
     from click.testing import CliRunner
 
-    from regcomp_lint.cli import main
+    from regcomp_lint.cli.commands import main
 
     old = os.getcwd()
     os.chdir(cwd)
@@ -100,7 +100,7 @@ def test_help_says_trace_runs_user_code_and_the_lint_does_not():
     assert "THIS RUNS YOUR CODE" in " ".join(trace_help.split())
     from click.testing import CliRunner
 
-    from regcomp_lint.cli import main
+    from regcomp_lint.cli.commands import main
 
     lint_help = " ".join(CliRunner().invoke(main, ["--help"]).output.split())
     assert "never runs the code it reads" in lint_help

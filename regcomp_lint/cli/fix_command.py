@@ -7,7 +7,7 @@ Per file:
 1. read the bytes (``writeback.read``: encoding, BOM and newlines are kept);
 2. convert with the libcst codemod (``codemod.convert.convert_source``); a refusal leaves the
    file byte-identical and stops there;
-3. apply the fixes of the selected lint rules (``api.fix_source``: safe ones, plus unsafe ones
+3. apply the fixes of the selected lint rules (``lint.fixes.fix_source``: safe ones, plus unsafe ones
    with ``--unsafe-fixes``) to the converted text, e.g. RC401, RC105, RC002;
 4. without ``--apply`` print a unified diff; with ``--apply`` write atomically
    (``writeback.write``) and print one line.
@@ -34,14 +34,15 @@ from dataclasses import dataclass, field
 
 import click
 
-from regcomp_lint import api, writeback
+from regcomp_lint.lint.engine import lint_source
+from regcomp_lint.files import writeback
 from regcomp_lint.codemod.convert import convert_source
 from regcomp_lint.codemod.options import ConvertOptions
 from regcomp_lint.codemod.plain import NO_TRAINING_STEP
-from regcomp_lint.config import Settings
+from regcomp_lint.lint.config import Settings
 from regcomp_lint.diagnostics import Applicability, Diagnostic
-from regcomp_lint.discovery import discover
-from regcomp_lint.errors import (
+from regcomp_lint.files.discovery import discover
+from regcomp_lint.cli.error_handling import (
     EXIT_ERROR,
     EXIT_FINDINGS,
     EXIT_OK,
@@ -49,17 +50,17 @@ from regcomp_lint.errors import (
     UsageFailure,
     echo_error,
 )
-from regcomp_lint.fix_files import fix_text, needs_fixing, unified_diff
-from regcomp_lint.invocation import (
+from regcomp_lint.lint.fix_files import fix_text, needs_fixing, unified_diff
+from regcomp_lint.cli.lint_command import (
     STDIN,
     LintOptions,
     _read_stdin,
     _write_stdout_bytes,
     resolve_settings,
 )
-from regcomp_lint.output.context import plural
+from regcomp_lint.output.render_context import plural
 from regcomp_lint.plan import Plan, PlanError
-from regcomp_lint.source import DecodeError
+from regcomp_lint.files.source import DecodeError
 
 _FIXES = (Applicability.SAFE, Applicability.UNSAFE)
 
@@ -128,7 +129,7 @@ def process_text(text: str, filename: str, settings: Settings, convert: ConvertO
         result.converted = True
         result.text = conversion.text
         result.notes = list(conversion.notes)
-    diagnostics = api.lint_source(result.text, filename, settings)
+    diagnostics = lint_source(result.text, filename, settings)
     if needs_fixing(diagnostics, unsafe):
         fixed = fix_text(result.text, filename, diagnostics, settings, unsafe)
         if fixed.new_text is not None:

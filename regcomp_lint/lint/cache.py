@@ -25,8 +25,8 @@ import secrets
 from functools import lru_cache
 from pathlib import Path
 
-from regcomp_lint import reading
-from regcomp_lint.config import Settings
+from regcomp_lint.files import reading
+from regcomp_lint.lint.config import Settings
 from regcomp_lint.diagnostics import Diagnostic
 
 FORMAT = 1
@@ -54,7 +54,7 @@ def code_fingerprint() -> str:
     """Names, sizes and modification times of the tool's own source files."""
     from regcomp_lint import __version__
 
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # the whole regcomp_lint package
     digest = hashlib.blake2b(__version__.encode(), digest_size=8)
     for path in sorted(package.rglob("*.py")):
         try:
@@ -198,7 +198,7 @@ class LintCache:
 
 def _remove_stale_temporaries(folder: Path) -> None:
     """Delete ``.lint-<pid>-*.tmp`` files left by a run that was killed while saving."""
-    from regcomp_lint.writeback import pid_alive
+    from regcomp_lint.files.writeback import pid_alive
 
     try:
         names = [name for name in os.listdir(folder) if name.startswith(".lint-") and name.endswith(".tmp")]

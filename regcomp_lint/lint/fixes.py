@@ -9,7 +9,8 @@ import ast
 import warnings
 
 from regcomp_lint.diagnostics import Applicability, Diagnostic
-from regcomp_lint.source import SourceFile, apply_edits
+from regcomp_lint.files.source import SourceFile, apply_edits
+from regcomp_lint.lint.config import Settings
 
 
 def applicable(diag: Diagnostic, unsafe: bool) -> bool:
@@ -55,3 +56,17 @@ def apply_fixes(text: str, diagnostics: list[Diagnostic], unsafe: bool = False) 
     if not chosen:
         return text, []
     return apply_edits(text, [e for d in chosen for e in d.fix.edits]), chosen
+
+
+def fix_source(text: str, filename: str = "<stdin>", config: Settings | None = None, unsafe: bool = False,
+               max_rounds: int = 10) -> tuple[str, list[Diagnostic]]:
+    """Apply fixes until none applies; return the new text and the remaining diagnostics."""
+    from regcomp_lint.lint.engine import lint_source
+
+    for _ in range(max_rounds):
+        diagnostics = lint_source(text, filename, config)
+        text_after, applied = apply_fixes(text, diagnostics, unsafe=unsafe)
+        if not applied or text_after == text:
+            return text, diagnostics
+        text = text_after
+    return text, lint_source(text, filename, config)

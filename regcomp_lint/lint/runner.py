@@ -25,13 +25,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, NamedTuple
 
-from regcomp_lint import dependencies, reading
-from regcomp_lint.cache import LintCache, content_digest
+from regcomp_lint.analysis import dependencies
+from regcomp_lint.files import reading
+from regcomp_lint.lint.cache import LintCache, content_digest
 from regcomp_lint.checks import ALL_RULES
-from regcomp_lint.config import Settings
+from regcomp_lint.lint.config import Settings
 from regcomp_lint.diagnostics import Diagnostic, Location
-from regcomp_lint.discovery import discover
-from regcomp_lint.engine import SYNTAX_ERROR, lint_bytes
+from regcomp_lint.files.discovery import discover
+from regcomp_lint.lint.engine import SYNTAX_ERROR, lint_bytes
 
 ISSUES_URL = "https://github.com/regcomp-lint/regcomp-lint/issues"
 #: Below this much source to lint (about 0.1 s of parsing) a pool costs more than it saves.

@@ -15,16 +15,18 @@ from dataclasses import dataclass, field
 
 import click
 
-from regcomp_lint import api, config, runner
-from regcomp_lint.config import Settings
+from regcomp_lint.lint.engine import lint_source
+from regcomp_lint.lint import config
+from regcomp_lint.lint import runner
+from regcomp_lint.lint.config import Settings
 from regcomp_lint.diagnostics import Diagnostic
-from regcomp_lint.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, echo_error
-from regcomp_lint.fix_files import FileFix, fix_file, fix_text, needs_fixing
+from regcomp_lint.cli.error_handling import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, echo_error
+from regcomp_lint.lint.fix_files import FileFix, fix_file, fix_text, needs_fixing
 from regcomp_lint.output import RenderContext, render
-from regcomp_lint.output.context import color_enabled, plural
+from regcomp_lint.output.render_context import color_enabled, plural
 from regcomp_lint.output.progress import ProgressLine
-from regcomp_lint.source import DecodeError
-from regcomp_lint.writeback import WritebackError, snapshot_bytes
+from regcomp_lint.files.source import DecodeError
+from regcomp_lint.files.writeback import WritebackError, snapshot_bytes
 
 STDIN = "-"
 STDIN_DISPLAY = "-"
@@ -127,7 +129,7 @@ def lint(opts: LintOptions) -> int:
 def _lint_stdin(opts: LintOptions, settings: Settings, outcome: _Outcome, fixing: bool) -> None:
     data = _read_stdin()
     filename = opts.stdin_filename or STDIN_DISPLAY
-    diagnostics = api.lint_source(data, filename, settings)
+    diagnostics = lint_source(data, filename, settings)
     try:
         snap = snapshot_bytes(filename, data)
     except DecodeError:

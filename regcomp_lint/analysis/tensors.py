@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 import weakref
 
-from regcomp_lint.reachability import Function, Reachability, traced_operands
+from regcomp_lint.analysis.reachability import Function, Reachability, traced_operands
 
 #: Attributes of a tensor that are not tensors.
 NON_TENSOR_ATTRS = frozenset({

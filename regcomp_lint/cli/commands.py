@@ -12,7 +12,7 @@ import sys
 import click
 
 from regcomp_lint import __version__
-from regcomp_lint.errors import UsageFailure, handled
+from regcomp_lint.cli.error_handling import UsageFailure, handled
 from regcomp_lint.output import FORMATS
 
 
@@ -50,7 +50,7 @@ class PathsArgument(click.Argument):
 
 
 def _selectors(ctx, param, values):
-    from regcomp_lint.invocation import split_selectors
+    from regcomp_lint.cli.lint_command import split_selectors
 
     return split_selectors(values) if values else None
 
@@ -90,7 +90,7 @@ def main(ctx: click.Context, paths, select, extend_select, ignore, output_format
     """
     if ctx.invoked_subcommand is not None:
         return
-    from regcomp_lint.invocation import LintOptions, lint
+    from regcomp_lint.cli.lint_command import LintOptions, lint
 
     options = LintOptions(
         paths=tuple(paths), stdin_filename=stdin_filename, select=select, extend_select=extend_select or (),
@@ -110,7 +110,7 @@ def main(ctx: click.Context, paths, select, extend_select, ignore, output_format
 @handled
 def rule_command(ctx: click.Context, code_or_name: str | None, show_all: bool, output_format: str) -> None:
     """Explain a rule: print its page (what it finds, why, examples, fix safety)."""
-    from regcomp_lint import docs
+    from regcomp_lint.lint import rule_docs as docs
     from regcomp_lint.checks import ALL_RULES
 
     if show_all == (code_or_name is not None):
@@ -161,7 +161,7 @@ def trace_command(ctx: click.Context, script, script_args, model_ref, inputs_ref
     optimizer step or checkpoint write). Needs torch. Exit status: 0 report, 1 with
     --exit-non-zero-on-break and a break, or --check and a mismatch, 2 error.
     """
-    from regcomp_lint.trace_invocation import TraceOptions, trace
+    from regcomp_lint.cli.trace_command import TraceOptions, trace
 
     options = TraceOptions(
         script=script, script_args=tuple(script_args), model=model_ref, inputs=inputs_ref, device=device.lower(),
@@ -209,7 +209,7 @@ def fix_main(ctx: click.Context, paths, apply, diff, unsafe_fixes, select, ignor
     regcomp-lint and do not count; 2 error (unreadable, read-only or changed-on-disk file,
     missing path, bad plan or arguments).
     """
-    from regcomp_lint.fix_invocation import FixOptions, fix
+    from regcomp_lint.cli.fix_command import FixOptions, fix
 
     options = FixOptions(
         paths=tuple(paths), apply=apply, diff=diff, unsafe_fixes=unsafe_fixes, select=select, ignore=ignore or (),

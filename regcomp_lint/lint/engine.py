@@ -17,11 +17,12 @@ from collections import defaultdict
 from functools import lru_cache
 from typing import Iterable
 
-from regcomp_lint import suppressions as sup_mod
+from regcomp_lint.lint import suppressions as sup_mod
 from regcomp_lint.checks import ALL_RULES, Rule
-from regcomp_lint.context import FileContext
+from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
-from regcomp_lint.source import DecodeError, SourceFile, decode_source
+from regcomp_lint.files.source import DecodeError, SourceFile, decode_source
+from regcomp_lint.lint.config import Settings
 
 SYNTAX_ERROR = "RC001"
 UNUSED_SUPPRESSION = "RC002"
@@ -300,3 +301,11 @@ def _rewrite_directive(sup: sup_mod.Suppression, source: SourceFile, keep: list[
     # text follows the directive inside the comment: keep it a comment
     edit = Edit("" if not rest.strip() else "#", Location(sup.row, start + 1), Location(sup.row, sup.end_column + 1))
     return Fix(Applicability.SAFE, "Remove the unused suppression", (edit,))
+
+
+def lint_source(text: str | bytes, filename: str = "<stdin>", config: Settings | None = None) -> list[Diagnostic]:
+    """Lint one file's content; ``bytes`` are decoded like the interpreter would (BOM, coding line)."""
+    enabled = (config or Settings()).enabled_for(filename)
+    if isinstance(text, bytes):
+        return lint_bytes(text, filename, enabled)
+    return lint_text(text, filename, enabled)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from regcomp_lint.source import comments
+from regcomp_lint.files.source import comments
 
 # A code is letters then a digit then any alphanumerics, so a typo such as ``RC1O1`` stays one
 # (unknown) code instead of splitting into ``RC1`` and ``O1``.

@@ -3,7 +3,7 @@
 setup compiles, and which code runs inside a loop.
 
 Built from the engine's one walk: a rule holds an :class:`AccelerateScript` and feeds it through
-:class:`FeedsAccelerateScript` (the same pattern as :class:`~regcomp_lint.bindings.FeedsBindings`);
+:class:`FeedsAccelerateScript` (the same pattern as :class:`~regcomp_lint.analysis.bindings.FeedsBindings`);
 its questions are asked in ``finish()``, when the whole file is known.
 """
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from regcomp_lint import callsites
-from regcomp_lint.bindings import Bindings, FeedsBindings, Where, binding_key
-from regcomp_lint.context import FileContext, has_star_kwargs, is_none, is_true, keyword, string_literal
+from regcomp_lint.analysis import callsites
+from regcomp_lint.analysis.bindings import Bindings, FeedsBindings, Where, binding_key
+from regcomp_lint.analysis.file_context import FileContext, has_star_kwargs, is_none, is_true, keyword, string_literal
 
 #: ``Accelerator`` methods that wrap an object for the run (``accelerator.prepare(model, opt)``).
 PREPARE_METHODS = frozenset({"prepare", "prepare_model", "prepare_optimizer", "prepare_data_loader", "prepare_scheduler"})

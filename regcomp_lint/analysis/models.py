@@ -15,7 +15,7 @@ Two kinds are recognised statically, without importing anything:
   because it is what ``accelerate.utils.compile_regions`` looks for; single-op torch layers
   (``nn.Linear`` ×n) are not blocks.
 
-Names are followed through :class:`~regcomp_lint.bindings.Bindings`: ``model = GPT(cfg)``,
+Names are followed through :class:`~regcomp_lint.analysis.bindings.Bindings`: ``model = GPT(cfg)``,
 ``model = model.to(device)``, ``self.model = ...``, ``model, opt = accelerator.prepare(model,
 opt)``, DDP wrappers and local functions that return a model.
 """
@@ -26,8 +26,8 @@ import ast
 import re
 from dataclasses import dataclass
 
-from regcomp_lint.bindings import Bindings, Where, binding_key
-from regcomp_lint.context import FileContext
+from regcomp_lint.analysis.bindings import Bindings, Where, binding_key
+from regcomp_lint.analysis.file_context import FileContext
 
 MIN_BLOCKS = 4
 MAX_DEPTH = 40

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from regcomp_lint.names import ImportMap
-from regcomp_lint.source import SourceFile
+from regcomp_lint.analysis.name_resolution import ImportMap
+from regcomp_lint.files.source import SourceFile
 
 
 class FileContext:

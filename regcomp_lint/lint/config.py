@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
-from regcomp_lint import selection
+from regcomp_lint.lint import selection
 from regcomp_lint.checks import ALL_RULES
 
 if sys.version_info >= (3, 11):
@@ -127,7 +127,7 @@ def _glob_match(rel: str, pattern: str) -> bool:
 
 @lru_cache(maxsize=256)
 def _double_star_regex(pattern: str) -> re.Pattern:
-    from regcomp_lint.gitignore import translate
+    from regcomp_lint.files.gitignore import translate
 
     return re.compile(translate(pattern.lstrip("/"), anchored=True), re.DOTALL)
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import ast
 import enum
 
-from regcomp_lint.context import FileContext
-from regcomp_lint.models import FACTORY_METHODS, transformers_model_class
+from regcomp_lint.analysis.file_context import FileContext
+from regcomp_lint.analysis.models import FACTORY_METHODS, transformers_model_class
 
 
 class Kind(str, enum.Enum):

@@ -80,13 +80,14 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
-from regcomp_lint import dependencies, reading
-from regcomp_lint.names import ImportMap
+from regcomp_lint.analysis import dependencies
+from regcomp_lint.files import reading
+from regcomp_lint.analysis.name_resolution import ImportMap
 
 if TYPE_CHECKING:
     import networkx as nx
 
-    from regcomp_lint.context import FileContext
+    from regcomp_lint.analysis.file_context import FileContext
 
 FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")

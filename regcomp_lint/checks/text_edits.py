@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
-from regcomp_lint.context import FileContext
+from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.diagnostics import Edit, Location
 
 

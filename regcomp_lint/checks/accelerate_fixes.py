@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import ast
 
-from regcomp_lint import callsites
-from regcomp_lint.context import FileContext
+from regcomp_lint.analysis import callsites
+from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.diagnostics import Edit, Location
-from regcomp_lint.edits import add_import
+from regcomp_lint.checks.text_edits import add_import
 
 PLUGIN_MODULE = "accelerate.utils"
 

@@ -1,4 +1,4 @@
-"""``--fix`` and ``--diff`` on files: fix the text with ``api.fix_source``, then write or diff it.
+"""``--fix`` and ``--diff`` on files: fix the text with ``lint.fixes.fix_source``, then write or diff it.
 
 Writing goes through ``writeback`` (atomic, encoding/BOM/newlines/mode kept, never over a file
 that changed since it was read). A file that cannot be fixed keeps its findings and reports why.
@@ -9,11 +9,12 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
-from regcomp_lint import api, writeback
-from regcomp_lint.config import Settings
+from regcomp_lint.lint.fixes import fix_source
+from regcomp_lint.files import writeback
+from regcomp_lint.lint.config import Settings
 from regcomp_lint.diagnostics import Diagnostic
-from regcomp_lint.fixes import applicable
-from regcomp_lint.source import DecodeError, split_lines
+from regcomp_lint.lint.fixes import applicable
+from regcomp_lint.files.source import DecodeError, split_lines
 
 
 @dataclass
@@ -32,7 +33,7 @@ def needs_fixing(diagnostics: list[Diagnostic], unsafe: bool) -> bool:
 
 def fix_text(text: str, filename: str, diagnostics: list[Diagnostic], settings: Settings, unsafe: bool) -> FileFix:
     """Fix ``text`` in memory (stdin, or a file already read)."""
-    new_text, remaining = api.fix_source(text, filename, settings, unsafe=unsafe)
+    new_text, remaining = fix_source(text, filename, settings, unsafe=unsafe)
     if new_text == text:
         return FileFix(filename, 0, remaining)
     return FileFix(filename, max(len(diagnostics) - len(remaining), 0), remaining, unified_diff(text, new_text, filename), new_text)

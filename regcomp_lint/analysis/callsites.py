@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import enum
 
-from regcomp_lint.context import FileContext
+from regcomp_lint.analysis.file_context import FileContext
 
 TORCH_COMPILE = ("torch.compile", "torch._dynamo.optimize")
 DYNAMO_PLUGIN = ("accelerate.utils.TorchDynamoPlugin", "accelerate.utils.dataclasses.TorchDynamoPlugin", "accelerate.TorchDynamoPlugin")

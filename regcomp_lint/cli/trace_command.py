@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import click
 
-from regcomp_lint.errors import EXIT_FINDINGS, EXIT_OK, UsageFailure
+from regcomp_lint.cli.error_handling import EXIT_FINDINGS, EXIT_OK, UsageFailure
 
 
 @dataclass

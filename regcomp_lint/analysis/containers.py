@@ -23,8 +23,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from regcomp_lint.models import iteration_count
-from regcomp_lint.reachability import (
+from regcomp_lint.analysis.models import iteration_count
+from regcomp_lint.analysis.reachability import (
     FUNCTION_DEFS,
     TORCH_NN_NOT_MODULES,
     ModuleClass,

@@ -17,8 +17,8 @@ import tempfile
 import tokenize
 from dataclasses import dataclass
 
-from regcomp_lint import reading
-from regcomp_lint.source import DecodeError, decode_source
+from regcomp_lint.files import reading
+from regcomp_lint.files.source import DecodeError, decode_source
 
 
 class WritebackError(Exception):

@@ -21,8 +21,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from regcomp_lint.config import Settings
-from regcomp_lint.gitignore import IgnoreFile, IgnoreStack, stack_for, translate
+from regcomp_lint.lint.config import Settings
+from regcomp_lint.files.gitignore import IgnoreFile, IgnoreStack, stack_for, translate
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 

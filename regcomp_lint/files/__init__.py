@@ -1,0 +1,1 @@
+"""File I/O: reading without blocking, decoding like the interpreter, discovery, .gitignore, atomic writeback."""
