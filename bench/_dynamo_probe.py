@@ -105,6 +105,7 @@ def reset() -> None:
 
 # -- mapping a break to a fixture line -----------------------------------------------------------
 
+
 def fixture_frame(text: str, models: Path) -> tuple[str, int] | None:
     """The innermost ``File "...", line N`` of the traceback in ``text`` inside ``models``."""
     for header in TRACEBACK_HEADERS:
@@ -141,6 +142,7 @@ def _in_models(filename: str, line: int, models: Path) -> tuple[str, int] | None
 
 # -- the three runs ---------------------------------------------------------------------------
 
+
 def probe_breaks(module, models: Path) -> dict:
     reset()
     model, inputs = fresh(module)
@@ -166,8 +168,16 @@ def probe_breaks(module, models: Path) -> dict:
         if site is None:
             unmapped.append(reason.reason.splitlines()[0])
             continue
-        entry = sites.setdefault(site, {"file": site[0], "line": site[1], "gb": gb_id(reason.reason),
-                                        "reason": gb_type(reason.reason), "sources": []})
+        entry = sites.setdefault(
+            site,
+            {
+                "file": site[0],
+                "line": site[1],
+                "gb": gb_id(reason.reason),
+                "reason": gb_type(reason.reason),
+                "sources": [],
+            },
+        )
         if "explain" not in entry["sources"]:
             entry["sources"].append("explain")
     for entry in sites.values():
@@ -175,10 +185,15 @@ def probe_breaks(module, models: Path) -> dict:
     return {
         "breaks": sorted(sites.values(), key=lambda e: (e["file"], e["line"])),
         "unmapped": sorted(set(unmapped)),
-        "explain": {"graph_count": result.graph_count, "graph_break_count": result.graph_break_count,
-                    "break_reasons": len(result.break_reasons)},
-        "counters": {"graph_break": sum(counters["graph_break"].values()),
-                     "unimplemented": sum(counters["unimplemented"].values())},
+        "explain": {
+            "graph_count": result.graph_count,
+            "graph_break_count": result.graph_break_count,
+            "break_reasons": len(result.break_reasons),
+        },
+        "counters": {
+            "graph_break": sum(counters["graph_break"].values()),
+            "unimplemented": sum(counters["unimplemented"].values()),
+        },
     }
 
 
@@ -190,9 +205,15 @@ def probe_fullgraph(module, models: Path) -> dict:
             torch.compile(model, backend="eager", fullgraph=True)(*inputs)
     except Exception as exc:  # noqa: BLE001 - the error is the measurement
         site = frames_site(getattr(exc, "real_stack", None), models) or fixture_frame(
-            "".join(traceback.format_exception(exc)), models)
-        return {"ok": False, "error": type(exc).__name__, "gb_type": gb_type(str(exc)),
-                "file": site[0] if site else None, "line": site[1] if site else None}
+            "".join(traceback.format_exception(exc)), models
+        )
+        return {
+            "ok": False,
+            "error": type(exc).__name__,
+            "gb_type": gb_type(str(exc)),
+            "file": site[0] if site else None,
+            "line": site[1] if site else None,
+        }
     return {"ok": True}
 
 
@@ -226,7 +247,9 @@ def probe_regional(module, models: Path) -> dict:
             site = _guard_site(match.group(2), int(match.group(3)), models)
             if site is not None:
                 guards.setdefault((name, *site), set()).add(value)
-    out["attribute_recompiles"] = [{"guard": g, "file": f, "line": n, "values": len(v)} for (g, f, n), v in sorted(guards.items())]
+    out["attribute_recompiles"] = [
+        {"guard": g, "file": f, "line": n, "values": len(v)} for (g, f, n), v in sorted(guards.items())
+    ]
     out["recompile_limit_hit"] = limit_hit
     out["frames"] = dict(counters["frames"])
     out["repeated_outside_modulelist"] = repeated_outside_modulelist(model)
@@ -242,7 +265,9 @@ def repeated_outside_modulelist(model) -> list[str]:
             continue
         children = list(module.children())
         kinds = [type(c) for c in children if not type(c).__module__.startswith("torch.")]
-        same = isinstance(module, torch.nn.ModuleList) and children and all(type(c) is type(children[0]) for c in children)
+        same = (
+            isinstance(module, torch.nn.ModuleList) and children and all(type(c) is type(children[0]) for c in children)
+        )
         for kind in sorted(set(kinds), key=lambda k: k.__name__):
             if kinds.count(kind) >= 2 and not same:
                 found.append(f"{path or '<model>'}: {kind.__name__}×{kinds.count(kind)}")
@@ -265,6 +290,7 @@ def _guard_site(shortened: str, line: int, models: Path) -> tuple[str, int] | No
 
 
 # -- driver -----------------------------------------------------------------------------------
+
 
 def fixture_models(models: Path) -> list[Path]:
     found = []

@@ -41,12 +41,22 @@ def check(task: tuple[str, bool]) -> dict:
     path, convert = task
     from regcomp_lint import api
     from regcomp_lint.codemod.convert import convert_source
-    from regcomp_lint.lint.fixes import parses
-    from regcomp_lint.lint.config import Settings
     from regcomp_lint.files.source import DecodeError, decode_source
+    from regcomp_lint.lint.config import Settings
+    from regcomp_lint.lint.fixes import parses
 
-    out = {"path": path, "lint_s": 0.0, "fix_s": 0.0, "convert_s": 0.0, "crash": None, "broken": None,
-           "findings": 0, "fixed": 0, "converted": 0, "converted_tried": 0}
+    out = {
+        "path": path,
+        "lint_s": 0.0,
+        "fix_s": 0.0,
+        "convert_s": 0.0,
+        "crash": None,
+        "broken": None,
+        "findings": 0,
+        "fixed": 0,
+        "converted": 0,
+        "converted_tried": 0,
+    }
     settings = Settings()
     with open(path, "rb") as handle:
         data = handle.read()
@@ -86,8 +96,12 @@ def check(task: tuple[str, bool]) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--packages", nargs="+", default=["transformers", "torch"])
-    parser.add_argument("--convert-sample", type=int, default=60,
-                        help="files per package given to the conversion (evenly spaced); 0: all candidates")
+    parser.add_argument(
+        "--convert-sample",
+        type=int,
+        default=60,
+        help="files per package given to the conversion (evenly spaced); 0: all candidates",
+    )
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()[0]:.2f}; {args.jobs} worker processes", flush=True)
@@ -116,13 +130,27 @@ def main() -> int:
         crashes = [r for r in results if r["crash"]]
         broken = [r for r in results if r["broken"]]
         problems += crashes + broken
-        rows.append((name, len(files), size / 1e6, sum(r["findings"] for r in results), sum(r["fixed"] for r in results),
-                     f"{sum(r['converted'] for r in results)}/{sum(r['converted_tried'] for r in results)} of {len(candidates)}",
-                     len(crashes), len(broken), sum(r["lint_s"] for r in results), sum(r["fix_s"] for r in results),
-                     sum(r["convert_s"] for r in results), wall))
+        rows.append(
+            (
+                name,
+                len(files),
+                size / 1e6,
+                sum(r["findings"] for r in results),
+                sum(r["fixed"] for r in results),
+                f"{sum(r['converted'] for r in results)}/{sum(r['converted_tried'] for r in results)} of {len(candidates)}",
+                len(crashes),
+                len(broken),
+                sum(r["lint_s"] for r in results),
+                sum(r["fix_s"] for r in results),
+                sum(r["convert_s"] for r in results),
+                wall,
+            )
+        )
         print(f"{name}: done in {wall:.0f} s", flush=True)
     print()
-    print("| package | files | MB | findings | files lint-fixed | converted / tried of candidates | crashes | broken parses | lint s | lint-fix s | convert s | wall s |")
+    print(
+        "| package | files | MB | findings | files lint-fixed | converted / tried of candidates | crashes | broken parses | lint s | lint-fix s | convert s | wall s |"
+    )
     print("|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         print("| {} | {:,} | {:.1f} | {:,} | {:,} | {} | {} | {} | {:.0f} | {:.0f} | {:.0f} | {:.0f} |".format(*row))

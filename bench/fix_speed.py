@@ -33,10 +33,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from regcomp_lint.files import writeback
-from regcomp_lint.lint.config import Settings
-from regcomp_lint.lint.fix_files import unified_diff
-from regcomp_lint.cli.fix_command import FixOptions, convert_options, process_text
+from regcomp_lint.cli.fix_command import FixOptions, convert_options, process_text  # noqa: E402 (after the sys.path line above)
+from regcomp_lint.files import writeback  # noqa: E402 (after the sys.path line above)
+from regcomp_lint.lint.config import Settings  # noqa: E402 (after the sys.path line above)
+from regcomp_lint.lint.fix_files import unified_diff  # noqa: E402 (after the sys.path line above)
 
 BLOCK = '''
 
@@ -72,7 +72,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 '''
 
-TAIL = '''
+TAIL = """
 
 class Model(nn.Module):
     def __init__(self, dim: int = 64):
@@ -102,7 +102,7 @@ def main():
 
 if __name__ == "__main__":
     main()
-'''
+"""
 
 
 def generated_script(blocks: int, training: bool = True) -> str:
@@ -148,7 +148,9 @@ def measure_subprocess(cmd: list[str], cwd: str, repeat: int) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--blocks", type=int, default=200, help="model classes in the generated script (~25 lines each)")
+    parser.add_argument(
+        "--blocks", type=int, default=200, help="model classes in the generated script (~25 lines each)"
+    )
     args = parser.parse_args()
     settings = Settings()
 
@@ -168,7 +170,9 @@ def main() -> int:
         outcome = fix_in_memory(texts, settings)  # warm-up (imports, libcst's parser) and the outcome
         wall, cpu = measure(lambda texts=texts: fix_in_memory(texts, settings), args.repeat)
         changed, refused, skipped = outcome
-        rows.append((label, len(texts), lines, wall, cpu, f"{changed} changed, {refused} refused, {skipped} not training"))
+        rows.append(
+            (label, len(texts), lines, wall, cpu, f"{changed} changed, {refused} refused, {skipped} not training")
+        )
 
     script = shutil.which("regcomp-fix") or str(Path(sys.executable).parent / "regcomp-fix")
     if os.path.exists(script):
@@ -177,10 +181,21 @@ def main() -> int:
                 shutil.copy2(path, Path(tmp) / f"{path.parent.name}.py")
             lines = sum(t.count("\n") for _, t in fixture_texts)
             wall = measure_subprocess([script, "."], tmp, args.repeat)
-            rows.append(("`regcomp-fix <fixtures copy>` (subprocess, diff mode)", len(fixtures), lines, wall, float("nan"), "start-up included"))
+            rows.append(
+                (
+                    "`regcomp-fix <fixtures copy>` (subprocess, diff mode)",
+                    len(fixtures),
+                    lines,
+                    wall,
+                    float("nan"),
+                    "start-up included",
+                )
+            )
 
-    print(f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}, "
-          f"Python {platform.python_version()}, median of {args.repeat}; load average {os.getloadavg()[0]:.1f}\n")
+    print(
+        f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}, median of {args.repeat}; load average {os.getloadavg()[0]:.1f}\n"
+    )
     print("| case | files | lines | wall s | CPU s | lines/s | outcome |")
     print("|---|---:|---:|---:|---:|---:|---|")
     for label, files, lines, wall, cpu, note in rows:

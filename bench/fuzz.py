@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 import hypothesmith  # noqa: E402
+from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 
 from tests.reliability import fuzz_properties as props  # noqa: E402
 
@@ -40,8 +40,13 @@ def main() -> int:
     inexact = [0]
     began = time.monotonic()
 
-    @settings(max_examples=args.count, deadline=None, database=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=args.count,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
     @given(code=strategy)
     def run(code: str) -> None:
         programs[0] += 1

@@ -68,11 +68,14 @@ class BenchError(Exception):
 
 # -- the tree ----------------------------------------------------------------------------------
 
+
 def transformers_source() -> tuple[Path, str]:
     """The installed transformers package folder, found without importing it."""
     spec = importlib.util.find_spec("transformers")
     if spec is None or not spec.submodule_search_locations:
-        raise BenchError("transformers is not installed in this Python; install it (pip install transformers) or pass --path")
+        raise BenchError(
+            "transformers is not installed in this Python; install it (pip install transformers) or pass --path"
+        )
     folder = Path(list(spec.submodule_search_locations)[0])
     try:
         from importlib.metadata import version
@@ -99,6 +102,7 @@ def count_lines(files: list[Path]) -> int:
 
 
 # -- running a tool --------------------------------------------------------------------------------
+
 
 def timed(command: list[str], cwd: str, env: dict[str, str], output: Path) -> tuple[float, float]:
     """Wall and CPU seconds (the whole process tree) of one run; stdout goes to ``output``."""
@@ -153,10 +157,18 @@ def torchfix_python(venv: Path) -> tuple[Path | None, str]:
     print(f"creating a TorchFix environment in {venv} (TorchFix pins libcst<1.6) ...", file=sys.stderr)
     try:
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
-        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "torchfix"], check=True, capture_output=True, timeout=900)
+        subprocess.run(
+            [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "torchfix"],
+            check=True,
+            capture_output=True,
+            timeout=900,
+        )
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
         stderr = getattr(exc, "stderr", b"") or b""
-        return None, f"TorchFix skipped: could not create {venv} ({exc}; {stderr.decode(errors='replace')[-300:].strip()})"
+        return (
+            None,
+            f"TorchFix skipped: could not create {venv} ({exc}; {stderr.decode(errors='replace')[-300:].strip()})",
+        )
     return (exe, "") if exe.exists() else (None, f"TorchFix skipped: no torchfix executable in {venv}")
 
 
@@ -169,6 +181,7 @@ def tool_version(command: list[str]) -> str:
 
 
 # -- the benchmark ----------------------------------------------------------------------------------
+
 
 def sample(files: list[Path], size: int) -> list[Path]:
     """Every k-th file of the sorted list: deterministic and spread over the whole tree."""
@@ -202,19 +215,32 @@ def run_benchmark(args: argparse.Namespace) -> int:
         for round_ in range(args.repeat):
             print(f"round {round_ + 1}/{args.repeat}: ruff ...", file=sys.stderr, flush=True)
             ruff_times = timed(ruff_command() + [str(folder)], str(work), others_env, work / "ruff.out")
-            concise_times = timed(ruff_command(concise=True) + [str(folder)], str(work), others_env, work / "ruff-concise.out")
+            concise_times = timed(
+                ruff_command(concise=True) + [str(folder)], str(work), others_env, work / "ruff-concise.out"
+            )
             run_env = {**env, "REGCOMP_CACHE_DIR": str(work / f"cache-{round_}")}
             print(f"round {round_ + 1}/{args.repeat}: regcomp-lint cold, warm ...", file=sys.stderr, flush=True)
-            cold_times = timed(regcomp_command(args.jobs, args.select) + [str(folder)], str(work), run_env, work / "cold.out")
-            warm_times = timed(regcomp_command(args.jobs, args.select) + [str(folder)], str(work), run_env, work / "warm.out")
+            cold_times = timed(
+                regcomp_command(args.jobs, args.select) + [str(folder)], str(work), run_env, work / "cold.out"
+            )
+            warm_times = timed(
+                regcomp_command(args.jobs, args.select) + [str(folder)], str(work), run_env, work / "warm.out"
+            )
             identical &= (work / "cold.out").read_bytes() == (work / "warm.out").read_bytes()
-            for measure, (wall, cpu) in ((ruff, ruff_times), (ruff_concise, concise_times), (cold, cold_times), (warm, warm_times)):
+            for measure, (wall, cpu) in (
+                (ruff, ruff_times),
+                (ruff_concise, concise_times),
+                (cold, cold_times),
+                (warm, warm_times),
+            ):
                 measure.walls.append(wall)
                 measure.cpus.append(cpu)
         ruff_findings = (work / "ruff-concise.out").read_text(errors="replace").count("\n")
         measures = [ruff, ruff_concise, cold, warm]
-        notes = [f"warm output identical to cold: {'yes' if identical else 'NO'}; ruff printed {ruff_findings:,} concise lines "
-                 f"(its default output renders each finding with source context, part of its time)"]
+        notes = [
+            f"warm output identical to cold: {'yes' if identical else 'NO'}; ruff printed {ruff_findings:,} concise lines "
+            f"(its default output renders each finding with source context, part of its time)"
+        ]
 
         if not args.no_torchfix:
             torchfix, why_not = torchfix_python(Path(args.torchfix_venv))
@@ -226,18 +252,24 @@ def run_benchmark(args: argparse.Namespace) -> int:
                 label = "TorchFix --select ALL" + ("" if args.torchfix_full else " (sample, extrapolated †)")
                 tf = Measure(label, len(files), lines, scale=lines / chosen_lines if chosen_lines else 1.0)
                 print(f"TorchFix on {len(chosen)} files ({chosen_lines:,} lines) ...", file=sys.stderr, flush=True)
-                wall, cpu = timed([str(torchfix), "--select", "ALL", *map(str, chosen)], str(work), others_env, work / "torchfix.out")
+                wall, cpu = timed(
+                    [str(torchfix), "--select", "ALL", *map(str, chosen)], str(work), others_env, work / "torchfix.out"
+                )
                 tf.walls.append(wall)
                 tf.cpus.append(cpu)
                 measures.append(tf)
                 if not args.torchfix_full:
-                    notes.append(f"† TorchFix measured on {len(chosen)} of {len(files)} files ({chosen_lines:,} of {lines:,} lines; "
-                                 f"{wall:.1f} s wall, {cpu:.1f} s CPU), scaled by lines ×{tf.scale:.1f}; `--torchfix-full` runs the whole tree")
+                    notes.append(
+                        f"† TorchFix measured on {len(chosen)} of {len(files)} files ({chosen_lines:,} of {lines:,} lines; "
+                        f"{wall:.1f} s wall, {cpu:.1f} s CPU), scaled by lines ×{tf.scale:.1f}; `--torchfix-full` runs the whole tree"
+                    )
                 notes.append(f"TorchFix: {tool_version([str(torchfix), '--version'])}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
-    notes.append(f"load average (1 min) before / after: {args.load_before} / {load_average()}: other work on the machine slows every tool")
+    notes.append(
+        f"load average (1 min) before / after: {args.load_before} / {load_average()}: other work on the machine slows every tool"
+    )
     print_report(folder, version, files, lines, measures, notes, args)
     cold_ratio = cold.wall / ruff.wall
     warm_ratio = warm.wall / ruff.wall
@@ -246,13 +278,27 @@ def run_benchmark(args: argparse.Namespace) -> int:
     print()
     print(f"- cold ≤ {COLD_TARGET} × ruff: {cold_ratio:.2f} × → {'PASS' if cold_ok else 'FAIL'}")
     print(f"- warm ≤ {WARM_TARGET} × ruff: {warm_ratio:.3f} × → {'PASS' if warm_ok else 'FAIL'}")
-    print(f"- for information, against ruff with concise output: cold {cold.wall / ruff_concise.wall:.2f} ×, warm {warm.wall / ruff_concise.wall:.3f} ×")
+    print(
+        f"- for information, against ruff with concise output: cold {cold.wall / ruff_concise.wall:.2f} ×, warm {warm.wall / ruff_concise.wall:.3f} ×"
+    )
     if args.json:
-        Path(args.json).write_text(json.dumps({
-            "tree": str(folder), "files": len(files), "lines": lines,
-            "rows": [{"tool": m.label, "wall_s": m.wall, "cpu_s": m.cpu, "walls": m.walls, "scale": m.scale} for m in measures],
-            "cold_ratio": cold_ratio, "warm_ratio": warm_ratio, "pass": cold_ok and warm_ok,
-        }, indent=2))
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "tree": str(folder),
+                    "files": len(files),
+                    "lines": lines,
+                    "rows": [
+                        {"tool": m.label, "wall_s": m.wall, "cpu_s": m.cpu, "walls": m.walls, "scale": m.scale}
+                        for m in measures
+                    ],
+                    "cold_ratio": cold_ratio,
+                    "warm_ratio": warm_ratio,
+                    "pass": cold_ok and warm_ok,
+                },
+                indent=2,
+            )
+        )
     return 0 if cold_ok and warm_ok else 1
 
 
@@ -279,7 +325,9 @@ def machine() -> str:
 def rule_count(select: str | None, env: dict[str, str]) -> str:
     """How many rules the measured regcomp-lint runs (read from its --show-settings)."""
     try:
-        out = subprocess.run(regcomp_command(select=select) + ["--show-settings"], capture_output=True, text=True, timeout=60, env=env)
+        out = subprocess.run(
+            regcomp_command(select=select) + ["--show-settings"], capture_output=True, text=True, timeout=60, env=env
+        )
         return str(len(json.loads(out.stdout)["enabled"]))
     except (OSError, ValueError, KeyError, subprocess.TimeoutExpired):
         return "?"
@@ -290,14 +338,18 @@ def print_report(folder, version, files, lines, measures, notes, args) -> None:
     what = f"transformers {version}" if version else str(folder)
     print(f"## Lint speed: {what} ({len(files):,} files, {lines:,} lines)")
     print()
-    print(f"{time.strftime('%Y-%m-%d')}; {machine()}; median of {args.repeat} round(s); "
-          f"{tool_version(ruff_command()[:1] + ['--version'])}; regcomp-lint --jobs {args.jobs or 'default (one per CPU)'}, "
-          f"rules: {'--select ' + args.select if args.select else 'default selection'} ({args.rule_count} rules)")
+    print(
+        f"{time.strftime('%Y-%m-%d')}; {machine()}; median of {args.repeat} round(s); "
+        f"{tool_version(ruff_command()[:1] + ['--version'])}; regcomp-lint --jobs {args.jobs or 'default (one per CPU)'}, "
+        f"rules: {'--select ' + args.select if args.select else 'default selection'} ({args.rule_count} rules)"
+    )
     print()
     print("| tool | files | lines | wall s | CPU s | lines/s | wall × ruff |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for m in measures:
-        print(f"| {m.label} | {m.files:,} | {m.lines:,} | {m.wall:.2f} | {m.cpu:.2f} | {m.lines / m.wall:,.0f} | {m.wall / ruff_wall:.3f} |")
+        print(
+            f"| {m.label} | {m.files:,} | {m.lines:,} | {m.wall:.2f} | {m.cpu:.2f} | {m.lines / m.wall:,.0f} | {m.wall / ruff_wall:.3f} |"
+        )
     print()
     for note in notes:
         print(f"- {note}")
@@ -308,13 +360,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--path", help="lint this folder instead of the installed transformers package")
     parser.add_argument("--repeat", type=int, default=3, help="rounds; the table shows medians (default 3)")
     parser.add_argument("--jobs", type=int, default=None, help="regcomp-lint --jobs (default: its own default)")
-    parser.add_argument("--select", help="regcomp-lint --select (default: its default rule set); ruff always runs --select ALL")
+    parser.add_argument(
+        "--select", help="regcomp-lint --select (default: its default rule set); ruff always runs --select ALL"
+    )
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--torchfix-sample", type=int, default=200, metavar="N", help="TorchFix on N files, extrapolated per line (default 200)")
+    group.add_argument(
+        "--torchfix-sample",
+        type=int,
+        default=200,
+        metavar="N",
+        help="TorchFix on N files, extrapolated per line (default 200)",
+    )
     group.add_argument("--torchfix-full", action="store_true", help="TorchFix on the whole tree (about 18 CPU-minutes)")
     group.add_argument("--no-torchfix", action="store_true", help="leave TorchFix out")
-    parser.add_argument("--torchfix-venv", default=os.environ.get("REGCOMP_BENCH_TORCHFIX_VENV", DEFAULT_TORCHFIX_VENV),
-                        help="virtual environment holding TorchFix (default $REGCOMP_BENCH_TORCHFIX_VENV or /tmp/torchfix-venv)")
+    parser.add_argument(
+        "--torchfix-venv",
+        default=os.environ.get("REGCOMP_BENCH_TORCHFIX_VENV", DEFAULT_TORCHFIX_VENV),
+        help="virtual environment holding TorchFix (default $REGCOMP_BENCH_TORCHFIX_VENV or /tmp/torchfix-venv)",
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     args = parser.parse_args(argv)
     if args.repeat < 1:

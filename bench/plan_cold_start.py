@@ -74,7 +74,13 @@ STEADY_TARGET = 1.02  # x full torch.compile steady step
 # ---------------------------------------------------------------------------------------------
 def _shape() -> dict:
     return json.loads(os.environ.get("PLAN_BENCH_SHAPE", "{}")) or {
-        "n_layer": 12, "n_embd": 256, "n_head": 4, "vocab_size": 8192, "batch": 2, "seq": 64, "device": "cpu",
+        "n_layer": 12,
+        "n_embd": 256,
+        "n_head": 4,
+        "vocab_size": 8192,
+        "batch": 2,
+        "seq": 64,
+        "device": "cpu",
     }
 
 
@@ -83,8 +89,15 @@ def make_model():
 
     s = _shape()
     config = transformers.GPT2Config(
-        n_layer=s["n_layer"], n_embd=s["n_embd"], n_head=s["n_head"], vocab_size=s["vocab_size"], n_positions=256,
-        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, use_cache=False,
+        n_layer=s["n_layer"],
+        n_embd=s["n_embd"],
+        n_head=s["n_head"],
+        vocab_size=s["vocab_size"],
+        n_positions=256,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        use_cache=False,
     )
     model = transformers.GPT2LMHeadModel(config)
     model.loss_type = "ForCausalLM"
@@ -214,20 +227,42 @@ def write_plans(workdir: Path, shape: dict) -> tuple[dict[str, Path], str]:
     traced = workdir / "plan-traced.json"
     try:
         probe = subprocess.run(
-            [sys.executable, "-m", "regcomp_lint", "trace", "--help"], env=env, capture_output=True, text=True, timeout=120,
+            [sys.executable, "-m", "regcomp_lint", "trace", "--help"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         has_tracer = probe.returncode == 0 and "--model" in probe.stdout and "--plan" in probe.stdout
         if has_tracer:
             ref = f"{Path(__file__).resolve()}"
             r = subprocess.run(
-                [sys.executable, "-m", "regcomp_lint", "trace", "--model", f"{ref}:make_model",
-                 "--inputs", f"{ref}:make_inputs", "--device", shape["device"].split(":")[0], "--plan", str(traced)],
-                env=env, capture_output=True, text=True, timeout=600,
+                [
+                    sys.executable,
+                    "-m",
+                    "regcomp_lint",
+                    "trace",
+                    "--model",
+                    f"{ref}:make_model",
+                    "--inputs",
+                    f"{ref}:make_inputs",
+                    "--device",
+                    shape["device"].split(":")[0],
+                    "--plan",
+                    str(traced),
+                ],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=600,
             )
             if r.returncode in (0, 1) and traced.exists():
                 how = "regcomp-lint trace --plan (+ method)"
             else:
-                print(f"note: regcomp-lint trace failed (exit {r.returncode}); writing the plans with Plan.dump", file=sys.stderr)
+                print(
+                    f"note: regcomp-lint trace failed (exit {r.returncode}); writing the plans with Plan.dump",
+                    file=sys.stderr,
+                )
                 print(r.stderr[-2000:], file=sys.stderr)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
@@ -251,15 +286,25 @@ def write_plans(workdir: Path, shape: dict) -> tuple[dict[str, Path], str]:
         "        d['plugin'].pop('fullgraph', None)  # split breaks the graph at every block\n"
         "    Plan.from_dict(d).dump(path)\n"
     )
-    subprocess.run([sys.executable, "-c", code, str(traced), *(f"{m}={plans['plan-' + m]}" for m in METHODS)],
-                   env=env, check=True)
+    subprocess.run(
+        [sys.executable, "-c", code, str(traced), *(f"{m}={plans['plan-' + m]}" for m in METHODS)], env=env, check=True
+    )
     return plans, how
 
 
 def run_variant(variant: str, plan: Path | None, shape: dict, warmup: int, steps: int) -> dict:
     env, cache = _env_with_fresh_cache(shape)
     try:
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--child", variant, "--warmup", str(warmup), "--steps", str(steps)]
+        cmd = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--child",
+            variant,
+            "--warmup",
+            str(warmup),
+            "--steps",
+            str(steps),
+        ]
         if plan is not None:
             cmd += ["--plan-file", str(plan)]
         r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
@@ -308,9 +353,13 @@ def main() -> int:
                     print(exc, file=sys.stderr)
                     continue
                 runs[v].append(res)
-                print(f"  round {i + 1}: {v:12s} cold {res['cold_s']:6.1f} s (CPU {res['cold_cpu_s']:6.1f} s)  "
-                      f"steady {res['steady_ms']:7.1f} ms (min {res['steady_min_ms']:7.1f})  "
-                      f"graphs {res['graphs']}  breaks {res['graph_breaks']}  loss {res['first_loss']:.4f}", file=sys.stderr, flush=True)
+                print(
+                    f"  round {i + 1}: {v:12s} cold {res['cold_s']:6.1f} s (CPU {res['cold_cpu_s']:6.1f} s)  "
+                    f"steady {res['steady_ms']:7.1f} ms (min {res['steady_min_ms']:7.1f})  "
+                    f"graphs {res['graphs']}  breaks {res['graph_breaks']}  loss {res['first_loss']:.4f}",
+                    file=sys.stderr,
+                    flush=True,
+                )
     load_after = os.getloadavg()
 
     def med(v: str, key: str) -> float:
@@ -318,15 +367,21 @@ def main() -> int:
 
     import torch  # only for the header
 
-    print(f"GPT-2 training step: n_layer={shape['n_layer']} n_embd={shape['n_embd']} n_head={shape['n_head']} "
-          f"vocab={shape['vocab_size']} batch {shape['batch']}x{shape['seq']}, device {shape['device']}, "
-          f"torch {torch.__version__}, {os.cpu_count()} CPUs, {platform.platform()}")
-    print(f"median of {args.repeat} fresh process(es) per variant, fresh compiler cache each; steady = median "
-          f"(and min) of {args.steps} steps after {args.warmup}; plans written by {how or 'n/a'}; "
-          f"load average {load_before[0]:.2f} before / {load_after[0]:.2f} after; {time.time() - started:.0f} s in all")
+    print(
+        f"GPT-2 training step: n_layer={shape['n_layer']} n_embd={shape['n_embd']} n_head={shape['n_head']} "
+        f"vocab={shape['vocab_size']} batch {shape['batch']}x{shape['seq']}, device {shape['device']}, "
+        f"torch {torch.__version__}, {os.cpu_count()} CPUs, {platform.platform()}"
+    )
+    print(
+        f"median of {args.repeat} fresh process(es) per variant, fresh compiler cache each; steady = median "
+        f"(and min) of {args.steps} steps after {args.warmup}; plans written by {how or 'n/a'}; "
+        f"load average {load_before[0]:.2f} before / {load_after[0]:.2f} after; {time.time() - started:.0f} s in all"
+    )
     print()
-    print("| variant | cold s | cold CPU s | steady ms | steady min ms | cold × regions | steady × full "
-          "| CPU cold × regions | min steady × full | graphs | target (wall, median) | target (CPU, min) |")
+    print(
+        "| variant | cold s | cold CPU s | steady ms | steady min ms | cold × regions | steady × full "
+        "| CPU cold × regions | min steady × full | graphs | target (wall, median) | target (CPU, min) |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
     have_refs = "regions" in runs and "full" in runs
     ok_all = True
@@ -350,11 +405,15 @@ def main() -> int:
                 verdicts[i] = "PASS" if ok else "FAIL"
                 if i == 0 and v == "plan-nested":
                     ok_all = ok
-        print(f"| {v} | {cold:.1f} | {cpu:.1f} | {steady:.1f} | {smin:.1f} | {rc:.3f} | {rs:.3f} | {rcc:.3f} | {rsm:.3f} "
-              f"| {runs[v][0]['graphs']} | {verdicts[0]} | {verdicts[1]} |")
+        print(
+            f"| {v} | {cold:.1f} | {cpu:.1f} | {steady:.1f} | {smin:.1f} | {rc:.3f} | {rs:.3f} | {rcc:.3f} | {rsm:.3f} "
+            f"| {runs[v][0]['graphs']} | {verdicts[0]} | {verdicts[1]} |"
+        )
     print(f"\ntargets: cold ≤ {COLD_TARGET} × compile_regions, steady ≤ {STEADY_TARGET} × full torch.compile")
     if args.json:
-        Path(args.json).write_text(json.dumps({"shape": shape, "runs": runs, "load": [load_before, load_after]}, indent=2))
+        Path(args.json).write_text(
+            json.dumps({"shape": shape, "runs": runs, "load": [load_before, load_after]}, indent=2)
+        )
     return 0 if ok_all else 1
 
 

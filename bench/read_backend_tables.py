@@ -52,7 +52,12 @@ def torch_tables() -> dict:
                 mode_probe[f"{mode} (backend={backend})"] = _error(exc)
 
     options_probe = {}
-    for mode, options in (("default", {"max_autotune": True}), ("default", {}), (None, {"max_autotune": True}), ("max-autotune", None)):
+    for mode, options in (
+        ("default", {"max_autotune": True}),
+        ("default", {}),
+        (None, {"max_autotune": True}),
+        ("max-autotune", None),
+    ):
         key = f"mode={mode!r}, options={options!r}"
         try:
             torch.compile(linear, mode=mode, options=options)
@@ -106,11 +111,16 @@ def accelerate_tables() -> dict:
     members = [m.value.lower() for m in DynamoBackend]
     prepare = {name: _prepare_and_run(backend=name) for name in members}
     extra = {name: _prepare_and_run(backend=name) for name in ("Inductor", "openxla", "aot_nvfuser")}
-    modes = {mode: _prepare_and_run(backend="inductor", mode=mode) for mode in ("lite", "max-autotune-no-cudagraphs", "max_autotune", "bogus")}
+    modes = {
+        mode: _prepare_and_run(backend="inductor", mode=mode)
+        for mode in ("lite", "max-autotune-no-cudagraphs", "max_autotune", "bogus")
+    }
     modes_eager = {mode: _prepare_and_run(backend="eager", mode=mode) for mode in ("bogus",)}
     # accelerate drops a mode equal to its default ("default") before calling torch.compile
     mode_options = {
-        f"mode={mode!r}, options={{...}}": _prepare_and_run(backend="inductor", mode=mode, options={"max_autotune": True})
+        f"mode={mode!r}, options={{...}}": _prepare_and_run(
+            backend="inductor", mode=mode, options={"max_autotune": True}
+        )
         for mode in (None, "default", "max-autotune")
     }
     legacy = {}
@@ -144,9 +154,15 @@ def check(tables: dict) -> int:
     if set(tables["modes"]) != set(modes.INDUCTOR_MODES):
         problems.append(f"modes differ: {sorted(set(tables['modes']) ^ set(modes.INDUCTOR_MODES))}")
     if set(tables["dynamo_backend_members"]) != set(backends.ACCELERATE_BACKENDS):
-        problems.append(f"accelerate members differ: {sorted(set(tables['dynamo_backend_members']) ^ set(backends.ACCELERATE_BACKENDS))}")
+        problems.append(
+            f"accelerate members differ: {sorted(set(tables['dynamo_backend_members']) ^ set(backends.ACCELERATE_BACKENDS))}"
+        )
     for name, outcome in tables["prepare_and_forward"].items():
-        if "InvalidBackend" in outcome and name not in backends.ACCELERATE_DEAD and name not in backends.ACCELERATE_NEEDS_PLUGIN:
+        if (
+            "InvalidBackend" in outcome
+            and name not in backends.ACCELERATE_DEAD
+            and name not in backends.ACCELERATE_NEEDS_PLUGIN
+        ):
             problems.append(f"accelerate backend {name!r} now fails: {outcome}")
         if outcome == "ok" and name in backends.ACCELERATE_DEAD:
             problems.append(f"accelerate backend {name!r} recorded dead but works")
@@ -158,7 +174,9 @@ def check(tables: dict) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare with regcomp_lint/knowledge and exit 1 on a difference")
+    parser.add_argument(
+        "--check", action="store_true", help="compare with regcomp_lint/knowledge and exit 1 on a difference"
+    )
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     tables = {**torch_tables(), **accelerate_tables()}

@@ -76,7 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     updated = text[:start] + render(entries) + text[end:]
     if args.check:
         same = updated == text
-        print("knowledge/graph_breaks.py matches the registry" if same else "knowledge/graph_breaks.py is stale: run with --write")
+        print(
+            "knowledge/graph_breaks.py matches the registry"
+            if same
+            else "knowledge/graph_breaks.py is stale: run with --write"
+        )
         return 0 if same else 1
     KNOWLEDGE.write_text(updated)
     print(f"wrote {len(entries)} entries to {os.path.relpath(KNOWLEDGE)}")

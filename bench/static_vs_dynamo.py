@@ -45,7 +45,9 @@ RECALL_TARGET = 0.9
 #: values (block k fails on the k values compiled before it; a bool attribute fails on one).
 PER_BLOCK_VALUES = 2
 PLANTED = re.compile(r"# planted: (RC\d{3})")
-REGIONAL_REQUEST = "\n\nfrom accelerate.utils import compile_regions as _compile_regions\n_regional = _compile_regions(make_model())\n"
+REGIONAL_REQUEST = (
+    "\n\nfrom accelerate.utils import compile_regions as _compile_regions\n_regional = _compile_regions(make_model())\n"
+)
 
 sys.path.insert(0, str(ROOT))
 
@@ -127,8 +129,12 @@ class Comparison:
 
     @property
     def passed(self) -> bool:
-        return (self.precision >= PRECISION_TARGET and self.recall >= RECALL_TARGET
-                and all(v.agrees for v in self.rc301) and all(v.agrees for v in self.rc502))
+        return (
+            self.precision >= PRECISION_TARGET
+            and self.recall >= RECALL_TARGET
+            and all(v.agrees for v in self.rc301)
+            and all(v.agrees for v in self.rc502)
+        )
 
 
 def ratio(part: int, whole: int) -> float:
@@ -154,6 +160,7 @@ def per_rule(result: Comparison) -> list[tuple[str, int, int, int]]:
 
 
 # -- the static side (no torch) -----------------------------------------------------------------
+
 
 def lint_findings(path: Path, codes: tuple[str, ...], extra: str = "", models: Path = MODELS) -> list[Finding]:
     """The findings of one file. A finding about a break in another file (reported at the call
@@ -188,8 +195,13 @@ def local_imports(path: Path, models: Path) -> list[Path]:
     """Sibling modules of the fixture folder that ``path`` imports (``from _shared_ops import f``)."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        names = [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else \
-            [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        names = (
+            [node.module]
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level
+            else [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else []
+        )
         for name in names:
             candidate = models / (name.replace(".", "/") + ".py")
             if candidate.is_file():
@@ -198,6 +210,7 @@ def local_imports(path: Path, models: Path) -> list[Path]:
 
 
 # -- the comparison ---------------------------------------------------------------------------
+
 
 def compare(stored: dict, models: Path = MODELS) -> Comparison:
     findings_by_file: dict[str, list[Finding]] = {}
@@ -211,7 +224,9 @@ def compare(stored: dict, models: Path = MODELS) -> Comparison:
     all_sites: dict[tuple[str, int], Site] = {}
     for name, entry in sorted(stored["models"].items()):
         path = models / entry["file"]
-        sites = [Site(b["file"], b["line"], b.get("gb"), b.get("reason", "")) for b in entry["dynamo"].get("breaks", [])]
+        sites = [
+            Site(b["file"], b["line"], b.get("gb"), b.get("reason", "")) for b in entry["dynamo"].get("breaks", [])
+        ]
         for site in sites:
             all_sites[(site.file, site.line)] = site
         findings = list(findings_of(path))
@@ -243,7 +258,9 @@ def rc502_verdict(name: str, path: Path, regional: dict) -> Verdict:
     error = regional.get("error")
     fallback = regional.get("whole_model") and regional.get("repeated_outside_modulelist")
     measured = bool(error) or bool(fallback)
-    evidence = error or (f"whole-model compile; {', '.join(regional['repeated_outside_modulelist'])}" if fallback else "")
+    evidence = error or (
+        f"whole-model compile; {', '.join(regional['repeated_outside_modulelist'])}" if fallback else ""
+    )
     flagged = lint_findings(path, ("RC502",), REGIONAL_REQUEST)
     return Verdict(name, measured, bool(flagged), evidence + _lines(flagged))
 
@@ -254,11 +271,17 @@ def _lines(findings: list[Finding]) -> str:
 
 # -- the torch side ---------------------------------------------------------------------------
 
+
 def run_probe(python: str, models: Path = MODELS) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "breaks.json"
-        done = subprocess.run([python, str(PROBE), "--models", str(models), "--out", str(out)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
+        done = subprocess.run(
+            [python, str(PROBE), "--models", str(models), "--out", str(out)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
         if done.returncode != 0:  # dynamo's logs go to stderr: shown only when the probe fails
             sys.stderr.write(done.stderr[-6000:])
             raise SystemExit(f"the dynamo probe failed in {python} (exit {done.returncode})")
@@ -266,6 +289,7 @@ def run_probe(python: str, models: Path = MODELS) -> dict:
 
 
 # -- output -----------------------------------------------------------------------------------
+
 
 def render(result: Comparison, stored: dict) -> str:
     lines = [
@@ -289,15 +313,30 @@ def render(result: Comparison, stored: dict) -> str:
     lines += [f"| {code} | {n} | {found} | {alarms} |" for code, n, found, alarms in per_rule(result)]
     lines += ["", "Misses (dynamo broke, no RC2xx finding):" if result.missed else "Misses: none"]
     lines += [f"- {s.file}:{s.line} ({planted_rule(s)}) {s.gb or ''} {s.reason}" for s in result.missed]
-    lines += ["", "False alarms (RC2xx finding, dynamo did not break):" if result.false_alarms else "False alarms: none"]
+    lines += [
+        "",
+        "False alarms (RC2xx finding, dynamo did not break):" if result.false_alarms else "False alarms: none",
+    ]
     lines += [f"- {f.file}:{f.row} {f.code} {f.message}" for f in result.false_alarms]
     for code, verdicts in (("RC301", result.rc301), ("RC502", result.rc502)):
         interesting = [v for v in verdicts if v.measured or v.flagged]
         agree = sum(v.agrees for v in verdicts)
-        lines += ["", f"{code}: {agree}/{len(verdicts)} models agree", "", "| model | measured | flagged | evidence |", "|---|---|---|---|"]
-        lines += [f"| {v.name} | {'yes' if v.measured else 'no'} | {'yes' if v.flagged else 'no'} | {v.evidence} |" for v in interesting]
-    lines += ["", f"targets: precision ≥ {PRECISION_TARGET}, recall ≥ {RECALL_TARGET}, RC301/RC502 agree on every model: "
-              + ("PASS" if result.passed else "FAIL")]
+        lines += [
+            "",
+            f"{code}: {agree}/{len(verdicts)} models agree",
+            "",
+            "| model | measured | flagged | evidence |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| {v.name} | {'yes' if v.measured else 'no'} | {'yes' if v.flagged else 'no'} | {v.evidence} |"
+            for v in interesting
+        ]
+    lines += [
+        "",
+        f"targets: precision ≥ {PRECISION_TARGET}, recall ≥ {RECALL_TARGET}, RC301/RC502 agree on every model: "
+        + ("PASS" if result.passed else "FAIL"),
+    ]
     return "\n".join(lines)
 
 

@@ -48,7 +48,18 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
     exe = os.path.join(os.path.dirname(sys.executable), "regcomp-lint")
-    trace = [exe, "trace", "--model", f"{MODEL}:make_model", "--inputs", f"{MODEL}:make_inputs", "--device", "meta", "--format", "json"]
+    trace = [
+        exe,
+        "trace",
+        "--model",
+        f"{MODEL}:make_model",
+        "--inputs",
+        f"{MODEL}:make_inputs",
+        "--device",
+        "meta",
+        "--format",
+        "json",
+    ]
     rows = []
     for i in range(args.repeat):
         bare_s, bare_mb, bare_rc, bare_out = measure_child([sys.executable, "-c", BARE])
@@ -60,23 +71,31 @@ def main() -> int:
         rows.append((i + 1, bare_s, bare_mb, trace_s, trace_mb, report))
     import torch
 
-    print(f"Llama-3-70B shape (80 layers, hidden 8192, vocab 128256) on meta; batch 1x64; "
-          f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}; torch {torch.__version__}")
+    print(
+        f"Llama-3-70B shape (80 layers, hidden 8192, vocab 128256) on meta; batch 1x64; "
+        f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}; torch {torch.__version__}"
+    )
     print()
-    print("| run | bare explain (s) | bare explain peak RSS (MiB) | trace report (s) | trace peak RSS (MiB) | groups | breaks | strategy |")
+    print(
+        "| run | bare explain (s) | bare explain peak RSS (MiB) | trace report (s) | trace peak RSS (MiB) | groups | breaks | strategy |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for run, bare_s, bare_mb, trace_s, trace_mb, report in rows:
         groups = ", ".join(f"{g['name']} {g['class']}x{g['count']}" for g in report["groups"])
-        print(f"| {run} | {bare_s:.1f} | {bare_mb:.0f} | {trace_s:.1f} | {trace_mb:.0f} | {groups} | "
-              f"{len(report['graph_breaks'])} | {report['recommendation']['strategy']} |")
+        print(
+            f"| {run} | {bare_s:.1f} | {bare_mb:.0f} | {trace_s:.1f} | {trace_mb:.0f} | {groups} | "
+            f"{len(report['graph_breaks'])} | {report['recommendation']['strategy']} |"
+        )
     for run, *_, report in rows:
         steps = ", ".join(f"{k} {v:.1f} s" for k, v in report["timings"].items())
         print(f"run {run}, inside the trace: {steps}")
     worst_s = max(r[3] for r in rows)
     worst_mb = max(r[4] for r in rows)
     print()
-    print(f"target < 30 s: {'PASS' if worst_s < 30 else 'FAIL'} ({worst_s:.1f} s); "
-          f"target < 1024 MiB: {'PASS' if worst_mb < 1024 else 'FAIL'} ({worst_mb:.0f} MiB)")
+    print(
+        f"target < 30 s: {'PASS' if worst_s < 30 else 'FAIL'} ({worst_s:.1f} s); "
+        f"target < 1024 MiB: {'PASS' if worst_mb < 1024 else 'FAIL'} ({worst_mb:.0f} MiB)"
+    )
     return 0
 
 

@@ -25,8 +25,9 @@ def gpt2(layers: int, embd: int):
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
-    config = GPT2Config(n_layer=layers, n_embd=embd, n_head=8, vocab_size=8192, n_positions=128,
-                        bos_token_id=0, eos_token_id=0)
+    config = GPT2Config(
+        n_layer=layers, n_embd=embd, n_head=8, vocab_size=8192, n_positions=128, bos_token_id=0, eos_token_id=0
+    )
     torch.manual_seed(0)
     return GPT2LMHeadModel(config)
 
@@ -70,15 +71,21 @@ def main() -> int:
         trace_s, steps = full_trace(model, ids)
         rows.append((i + 1, explain_s, trace_s, trace_s / explain_s, steps))
     load = os.getloadavg()[0]
-    print(f"GPT-2 {args.layers} layers, n_embd {args.embd}, batch 2x64, CPU ({os.cpu_count()} cores, load {load:.2f}), torch {torch.__version__}")
+    print(
+        f"GPT-2 {args.layers} layers, n_embd {args.embd}, batch 2x64, CPU ({os.cpu_count()} cores, load {load:.2f}), torch {torch.__version__}"
+    )
     print()
-    print("| run | bare explain (s) | trace report (s) | ratio | inside the trace: explain / probe / fullgraph / regions (s) |")
+    print(
+        "| run | bare explain (s) | trace report (s) | ratio | inside the trace: explain / probe / fullgraph / regions (s) |"
+    )
     print("|---|---|---|---|---|")
     for run, explain_s, trace_s, ratio, steps in rows:
         inside = " / ".join(f"{steps.get(k, 0):.2f}" for k in ("explain", "probe", "fullgraph", "regions_verdicts"))
         print(f"| {run} | {explain_s:.2f} | {trace_s:.2f} | {ratio:.2f}x | {inside} |")
     median = statistics.median(r[3] for r in rows)
-    print(f"| median | {statistics.median(r[1] for r in rows):.2f} | {statistics.median(r[2] for r in rows):.2f} | {median:.2f}x | |")
+    print(
+        f"| median | {statistics.median(r[1] for r in rows):.2f} | {statistics.median(r[2] for r in rows):.2f} | {median:.2f}x | |"
+    )
     print()
     print(f"target <= 2.00x: {'PASS' if median <= 2.0 else 'FAIL'}")
     return 0

@@ -5,8 +5,8 @@ Static lint never imports torch and never imports or executes the files it reads
 
 from __future__ import annotations
 
-from regcomp_lint.lint.config import Settings
 from regcomp_lint.diagnostics import Diagnostic
+from regcomp_lint.lint.config import Settings
 from regcomp_lint.lint.engine import lint_source
 from regcomp_lint.lint.fixes import fix_source
 
@@ -22,8 +22,16 @@ def lint_paths(paths, config: Settings | None = None, **options) -> list[Diagnos
 
 # -- runtime (``trace``): these import torch, and run the model they are given -----------------
 
-def trace_model(model, example_inputs, *, device: str | None = None, backend: str = "inductor",
-                mode: str | None = None, dynamic_dim: str = "auto"):
+
+def trace_model(
+    model,
+    example_inputs,
+    *,
+    device: str | None = None,
+    backend: str = "inductor",
+    mode: str | None = None,
+    dynamic_dim: str = "auto",
+):
     """Run ``model`` on ``example_inputs`` (a tensor, a tuple of positional arguments or a dict of
     keyword arguments) under dynamo and return the full :class:`~regcomp_lint.trace.analysis.Analysis`.
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-
 RULES_URL = "https://github.com/regcomp-lint/regcomp-lint/blob/main/rules/{code}.md"
 
 
@@ -97,7 +96,7 @@ class Diagnostic:
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> "Diagnostic":
+    def from_json(cls, data: dict) -> Diagnostic:
         fix = data.get("fix")
         return cls(
             code=data["code"],

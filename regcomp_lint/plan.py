@@ -63,7 +63,14 @@ class PlanError(ValueError):
 
 
 def _type_names(types: tuple[type, ...]) -> str:
-    names = {bool: "true/false", str: "a string", type(None): "null", int: "an integer", list: "a list", dict: "an object"}
+    names = {
+        bool: "true/false",
+        str: "a string",
+        type(None): "null",
+        int: "an integer",
+        list: "a list",
+        dict: "an object",
+    }
     return " or ".join(names.get(t, t.__name__) for t in types)
 
 
@@ -135,7 +142,9 @@ class Plan:
         if self.strategy == "full" and regional is True:
             raise PlanError("plan: strategy is full but plugin.use_regional_compilation is true")
         if self.strategy == "none" and backend not in (None, "no"):
-            raise PlanError(f'plan: strategy is none but plugin.backend is {json.dumps(backend)} (use "no" or leave it out)')
+            raise PlanError(
+                f'plan: strategy is none but plugin.backend is {json.dumps(backend)} (use "no" or leave it out)'
+            )
         if self.strategy != "none" and backend is not None and backend.lower() == "no":
             raise PlanError('plan: plugin.backend "no" disables compilation; use strategy "none" for that')
 
@@ -167,16 +176,16 @@ class Plan:
         return json.dumps(self.to_dict(), indent=2) + "\n"
 
     @classmethod
-    def from_dict(cls, data: Any) -> "Plan":
+    def from_dict(cls, data: Any) -> Plan:
         if not isinstance(data, dict):
             raise PlanError(f"plan: the document must be a JSON object, got {type(data).__name__}")
         unknown = [k for k in data if k not in _TOP_KEYS]
         if unknown:
             raise PlanError(f"plan: unknown key {json.dumps(unknown[0])}; known keys: {', '.join(_TOP_KEYS)}")
         if "version" not in data:
-            raise PlanError(f"plan: missing \"version\" (this regcomp-lint reads version {PLAN_VERSION})")
+            raise PlanError(f'plan: missing "version" (this regcomp-lint reads version {PLAN_VERSION})')
         if "strategy" not in data:
-            raise PlanError(f"plan: missing \"strategy\" (one of {', '.join(STRATEGIES)})")
+            raise PlanError(f'plan: missing "strategy" (one of {", ".join(STRATEGIES)})')
         return cls(
             version=data["version"],
             strategy=data["strategy"],
@@ -188,7 +197,7 @@ class Plan:
         )
 
     @classmethod
-    def from_json(cls, text: str) -> "Plan":
+    def from_json(cls, text: str) -> Plan:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -196,7 +205,7 @@ class Plan:
         return cls.from_dict(data)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> "Plan":
+    def load(cls, path: str | os.PathLike[str]) -> Plan:
         try:
             text = Path(path).read_text(encoding="utf-8")
         except OSError as exc:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import ast
 
 from regcomp_lint.analysis import callsites
-from regcomp_lint.checks.accelerate_fixes import backend_keyword_to_plugin, local_name
 from regcomp_lint.analysis.file_context import FileContext
-from regcomp_lint.lint.engine import walk
+from regcomp_lint.checks.accelerate_fixes import backend_keyword_to_plugin, local_name
 from regcomp_lint.files.source import SourceFile, apply_edits
+from regcomp_lint.lint.engine import walk
 
 
 def context(src: str) -> FileContext:

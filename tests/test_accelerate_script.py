@@ -6,10 +6,10 @@ import ast
 import textwrap
 
 from regcomp_lint.analysis.accelerate_script import AccelerateScript, FeedsAccelerateScript, in_loop_body
-from regcomp_lint.checks.base import Rule
 from regcomp_lint.analysis.file_context import FileContext
-from regcomp_lint.lint.engine import walk
+from regcomp_lint.checks.base import Rule
 from regcomp_lint.files.source import SourceFile
+from regcomp_lint.lint.engine import walk
 
 
 class _Probe(FeedsAccelerateScript, Rule):
@@ -61,12 +61,20 @@ def test_names_by_scope():
             def fit(self):
                 probe()
     """
-    assert names(src) == [None, ("acc", True), ("accelerator", True), ("accelerator", False), ("self.accelerator", True)]
+    assert names(src) == [
+        None,
+        ("acc", True),
+        ("accelerator", True),
+        ("accelerator", False),
+        ("self.accelerator", True),
+    ]
 
 
 def test_two_accelerators_are_ambiguous_and_an_alias_is_not():
     two = "from accelerate import Accelerator\na = Accelerator()\nb = Accelerator()\nprobe()\n"
-    param_and_global = "from accelerate import Accelerator\nacc = Accelerator()\ndef f(accelerator: Accelerator):\n    probe()\n"
+    param_and_global = (
+        "from accelerate import Accelerator\nacc = Accelerator()\ndef f(accelerator: Accelerator):\n    probe()\n"
+    )
     assert names(param_and_global) == [None]
     alias = "from accelerate import Accelerator\na = Accelerator()\nb = a\nprobe()\n"
     assert names(two) == [None]
@@ -75,15 +83,23 @@ def test_two_accelerators_are_ambiguous_and_an_alias_is_not():
 
 def test_compile_state():
     def state(setup: str):
-        rule = run("from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\n" + setup + "probe(acc)\n")
+        rule = run(
+            "from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\n"
+            + setup
+            + "probe(acc)\n"
+        )
         call, where, _ = rule.probes[0]
         s = rule.script.compile_state(rule.script.accelerator_of(call.args[0], where))
         return s.compiles, s.regional
 
     assert state("acc = Accelerator()\n") == (False, False)
     assert state("acc = Accelerator(dynamo_backend='inductor')\n") == (True, False)
-    assert state("p = TorchDynamoPlugin(backend='eager', use_regional_compilation=True)\nacc = Accelerator(dynamo_plugin=p)\n") == (True, True)
-    assert state("acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='x', use_regional_compilation=flag))\n") == (True, None)
+    assert state(
+        "p = TorchDynamoPlugin(backend='eager', use_regional_compilation=True)\nacc = Accelerator(dynamo_plugin=p)\n"
+    ) == (True, True)
+    assert state(
+        "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='x', use_regional_compilation=flag))\n"
+    ) == (True, None)
     assert state("acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='NO'))\n") == (False, False)
     assert state("acc = Accelerator(dynamo_plugin=get_plugin())\n") == (True, None)
 
@@ -105,6 +121,8 @@ def test_in_loop_body():
 
 
 def test_prepare_calls_are_collected_with_their_statement():
-    rule = run("from accelerate import Accelerator\nacc = Accelerator()\nm, o = acc.prepare(m, o)\nacc.prepare_model(n)\nimport x\nx.prepare(1)\n")
+    rule = run(
+        "from accelerate import Accelerator\nacc = Accelerator()\nm, o = acc.prepare(m, o)\nacc.prepare_model(n)\nimport x\nx.prepare(1)\n"
+    )
     kinds = [(call.func.attr, type(statement).__name__) for call, statement, _ in rule.script.prepares]
     assert kinds == [("prepare", "Assign"), ("prepare_model", "Expr")]

@@ -6,10 +6,10 @@ import ast
 import textwrap
 
 from regcomp_lint.analysis.bindings import Bindings, FeedsBindings
-from regcomp_lint.checks.base import Rule
 from regcomp_lint.analysis.file_context import FileContext
-from regcomp_lint.lint.engine import walk
+from regcomp_lint.checks.base import Rule
 from regcomp_lint.files.source import SourceFile
+from regcomp_lint.lint.engine import walk
 
 
 class _Probe(FeedsBindings, Rule):
@@ -52,7 +52,12 @@ def test_source_order_and_rebinding():
 
 
 def test_tuple_targets_and_starred():
-    assert values("a, (b, c) = f()\nprobe(a)\nprobe(b)\nx, *y, z = g()\nprobe(x)\nprobe(z)\n") == ["f()[0]", None, "g()[0]", "?"]
+    assert values("a, (b, c) = f()\nprobe(a)\nprobe(b)\nx, *y, z = g()\nprobe(x)\nprobe(z)\n") == [
+        "f()[0]",
+        None,
+        "g()[0]",
+        "?",
+    ]
 
 
 def test_unknown_bindings_shadow():

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from regcomp_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
 from regcomp_lint.lint import cache as cache_mod
 from regcomp_lint.lint import runner
 from regcomp_lint.lint.cache import LintCache, cache_dir, content_digest
 from regcomp_lint.lint.config import Settings
-from regcomp_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
 
 FLAGGED = "import torch\ntorch._dynamo.config.suppress_errors = True  # flagged\n"
 CLEAN = "x = 1\n"
@@ -34,11 +34,16 @@ def project(tmp_path: Path, files: dict[str, str] | None = None) -> Settings:
 
 
 def a_diagnostic(filename: str = "f.py") -> Diagnostic:
-    fix = Fix(Applicability.UNSAFE, "do it", (Edit("new", Location(1, 1), Location(1, 4)), Edit("", Location(2, 1), Location(3, 1))))
+    fix = Fix(
+        Applicability.UNSAFE,
+        "do it",
+        (Edit("new", Location(1, 1), Location(1, 4)), Edit("", Location(2, 1), Location(3, 1))),
+    )
     return Diagnostic("RC107", "suppress-errors", "message", filename, Location(1, 1), Location(1, 4), fix)
 
 
 # -- where ------------------------------------------------------------------------------------
+
 
 def test_default_dir_is_at_the_settings_root(tmp_path):
     assert cache_dir(Settings(root=str(tmp_path))) == tmp_path / ".regcomp_cache"
@@ -56,6 +61,7 @@ def test_environment_variable_wins(tmp_path, monkeypatch):
 
 # -- keys and entries -------------------------------------------------------------------------
 
+
 def test_digest_depends_on_content_only():
     assert content_digest(b"x = 1\n") == content_digest(b"x = 1\n")
     assert content_digest(b"x = 1\n") != content_digest(b"x = 2\n")
@@ -70,7 +76,9 @@ def test_round_trip_keeps_diagnostics_equal_and_uses_the_current_filename(tmp_pa
     loaded = LintCache.open(settings)
     assert loaded.problem is None
     [back] = loaded.lookup("/abs/f.py", "d1", "new/spelling.py")
-    assert back == Diagnostic(diag.code, diag.name, diag.message, "new/spelling.py", diag.location, diag.end_location, diag.fix)
+    assert back == Diagnostic(
+        diag.code, diag.name, diag.message, "new/spelling.py", diag.location, diag.end_location, diag.fix
+    )
     assert loaded.lookup("/abs/f.py", "other-digest", "f.py") is None
     assert loaded.lookup("/abs/missing.py", "d1", "f.py") is None
 
@@ -128,6 +136,7 @@ def test_prune_drops_files_gone_or_out_of_scope_but_keeps_other_folders(tmp_path
 
 
 # -- damaged caches never change results ----------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     "content",

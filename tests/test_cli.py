@@ -13,10 +13,10 @@ import pytest
 from click.testing import CliRunner
 
 from regcomp_lint import __version__
-from regcomp_lint.lint import rule_docs as docs
-from regcomp_lint.lint import runner
 from regcomp_lint.checks import ALL_RULES
 from regcomp_lint.cli.commands import main
+from regcomp_lint.lint import rule_docs as docs
+from regcomp_lint.lint import runner
 
 SUPPRESS = "import torch\ntorch._dynamo.config.suppress_errors = True\n"  # RC107 on line 2, no fix
 UNUSED_NOQA = "x = 1  # noqa: RC107\n"  # RC002 with a safe fix → "x = 1\n"
@@ -146,7 +146,9 @@ def test_json_format_is_ruff_shaped(project):
     assert first["fix"] is None
     fix = data[1]["fix"]
     assert fix["applicability"] == "safe"
-    assert fix["edits"] == [{"content": "", "location": {"row": 3, "column": 6}, "end_location": {"row": 3, "column": 21}}]
+    assert fix["edits"] == [
+        {"content": "", "location": {"row": 3, "column": 6}, "end_location": {"row": 3, "column": 21}}
+    ]
 
 
 def test_json_format_with_no_findings_is_an_empty_array(project):
@@ -298,7 +300,7 @@ def test_config_option_reads_that_file(project):
         ('[tool.regcomp-lint]\nignore = ["RC998"]\n', "unknown rule selector 'RC998'"),
         ("[tool.regcomp-lint\nselect = [\n", "invalid TOML"),
         ('[tool.regcomp-lint]\nselect = "RC1" = 2\n', "invalid TOML"),
-        ('[tool.regcomp-lint]\nignore = [1, 2]\n', "`ignore` must be a list of strings"),
+        ("[tool.regcomp-lint]\nignore = [1, 2]\n", "`ignore` must be a list of strings"),
     ],
 )
 def test_config_errors_exit_2_with_a_clear_line(project, toml, message):
@@ -622,7 +624,9 @@ def run_cli(*args: str, cwd: Path, input: bytes | None = None, env: dict | None 
     if not exe.exists():
         pytest.skip("console script not installed (pip install -e .)")
     full_env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")} | (env or {})
-    return subprocess.run([str(exe), *args], cwd=cwd, input=input, capture_output=True, env=full_env, timeout=60, check=False)
+    return subprocess.run(
+        [str(exe), *args], cwd=cwd, input=input, capture_output=True, env=full_env, timeout=60, check=False
+    )
 
 
 def test_console_script_lints_a_file(tmp_path):
@@ -649,7 +653,13 @@ def test_console_script_errors_without_traceback(tmp_path):
 
 def test_python_dash_m(tmp_path):
     write(tmp_path, "bad.py", SUPPRESS)
-    proc = subprocess.run([sys.executable, "-m", "regcomp_lint", "--format", "json", "bad.py"], cwd=tmp_path, capture_output=True, timeout=60, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "regcomp_lint", "--format", "json", "bad.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == 1
     assert json.loads(proc.stdout)[0]["code"] == "RC107"
 

@@ -19,6 +19,7 @@ def write(path: Path, text: str) -> Path:
 
 # -- finding the file -------------------------------------------------------------------------------
 
+
 def test_nearest_pyproject_with_our_table_wins(tmp_path):
     write(tmp_path / "pyproject.toml", '[tool.regcomp-lint]\nignore = ["RC107"]\n')
     write(tmp_path / "pkg" / "pyproject.toml", '[project]\nname = "no-table-here"\n')
@@ -62,6 +63,7 @@ def test_broken_pyproject_that_holds_our_table_is_an_error(tmp_path):
 
 # -- --config PATH ------------------------------------------------------------------------------
 
+
 def test_config_option_reads_a_pyproject(tmp_path):
     path = write(tmp_path / "conf" / "pyproject.toml", '[tool.regcomp-lint]\nselect = ["RC1"]\nignore = ["RC107"]\n')
     settings = load(str(path), start=str(tmp_path))
@@ -94,6 +96,7 @@ def test_missing_config_file_is_an_error(tmp_path):
 
 
 # -- validation -------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     "body,needle",
@@ -132,7 +135,7 @@ def test_unknown_key_message_lists_the_known_keys(tmp_path):
 
 
 def test_table_that_is_not_a_table_is_an_error(tmp_path):
-    write(tmp_path / "conf.toml", '[tool]\nregcomp-lint = 3\n')
+    write(tmp_path / "conf.toml", "[tool]\nregcomp-lint = 3\n")
     with pytest.raises(ConfigError, match="must be a table"):
         load(str(tmp_path / "conf.toml"))
 
@@ -152,7 +155,10 @@ def test_undecodable_config_is_an_error(tmp_path):
 
 
 def test_selectors_by_prefix_code_and_name(tmp_path):
-    write(tmp_path / "pyproject.toml", '[tool.regcomp-lint]\nselect = ["RC1", "suppress-errors"]\nignore = ["RC101"]\nextend-select = ["RC0"]\n')
+    write(
+        tmp_path / "pyproject.toml",
+        '[tool.regcomp-lint]\nselect = ["RC1", "suppress-errors"]\nignore = ["RC101"]\nextend-select = ["RC0"]\n',
+    )
     enabled = load(start=str(tmp_path)).enabled
     assert "RC101" not in enabled and "RC107" in enabled and "RC001" in enabled
     assert not any(code.startswith("RC5") for code in enabled)
@@ -164,6 +170,7 @@ def test_a_single_string_is_accepted_as_a_one_item_list(tmp_path):
 
 
 # -- per-file-ignores ---------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     "pattern,path,ignored",
@@ -192,7 +199,10 @@ def test_per_file_ignores_globs(tmp_path, pattern, path, ignored):
 
 
 def test_per_file_ignores_from_toml_with_prefixes_and_relative_filenames(tmp_path, monkeypatch):
-    write(tmp_path / "pyproject.toml", '[tool.regcomp-lint]\n[tool.regcomp-lint.per-file-ignores]\n"scripts/*" = ["RC1"]\n"*_test.py" = ["RC002", "RC003"]\n')
+    write(
+        tmp_path / "pyproject.toml",
+        '[tool.regcomp-lint]\n[tool.regcomp-lint.per-file-ignores]\n"scripts/*" = ["RC1"]\n"*_test.py" = ["RC002", "RC003"]\n',
+    )
     settings = load(start=str(tmp_path))
     monkeypatch.chdir(tmp_path)
     assert not any(c.startswith("RC1") for c in settings.enabled_for("scripts/train.py"))
@@ -210,8 +220,12 @@ def test_per_file_ignores_are_relative_to_the_config_not_the_working_folder(tmp_
 
 # -- exclude and the other keys -------------------------------------------------------------------
 
+
 def test_exclude_and_extend_exclude_and_friends_are_read(tmp_path):
-    write(tmp_path / "pyproject.toml", '[tool.regcomp-lint]\nexclude = ["gen"]\nextend-exclude = ["*_pb2.py"]\nrespect-gitignore = false\ncache-dir = "var/cache"\n')
+    write(
+        tmp_path / "pyproject.toml",
+        '[tool.regcomp-lint]\nexclude = ["gen"]\nextend-exclude = ["*_pb2.py"]\nrespect-gitignore = false\ncache-dir = "var/cache"\n',
+    )
     settings = load(start=str(tmp_path))
     assert settings.exclude == ("gen",)
     assert settings.extend_exclude == ("*_pb2.py",)
@@ -238,6 +252,7 @@ def test_exclude_from_config_is_applied_by_discovery(tmp_path):
 
 # -- fingerprint ---------------------------------------------------------------------------------
 
+
 def test_fingerprint_changes_with_what_changes_results(tmp_path):
     base = Settings(root=str(tmp_path))
     assert base.fingerprint() == Settings(root=str(tmp_path)).fingerprint()
@@ -245,7 +260,10 @@ def test_fingerprint_changes_with_what_changes_results(tmp_path):
     assert base.fingerprint() != Settings(root=str(tmp_path), per_file_ignores=(("x", ("RC107",)),)).fingerprint()
     assert base.fingerprint() != Settings(root=str(tmp_path / "other")).fingerprint()
     # selecting the same rules another way is the same configuration
-    assert Settings(root=str(tmp_path), select=("ALL",)).fingerprint() == Settings(root=str(tmp_path), select=("RC",)).fingerprint()
+    assert (
+        Settings(root=str(tmp_path), select=("ALL",)).fingerprint()
+        == Settings(root=str(tmp_path), select=("RC",)).fingerprint()
+    )
     # excludes decide which files are linted, not what a file's result is
     assert base.fingerprint() == Settings(root=str(tmp_path), extend_exclude=("gen",)).fingerprint()
 

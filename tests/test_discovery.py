@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from regcomp_lint.lint.config import Settings
 from regcomp_lint.files.discovery import ExcludeMatcher, discover
+from regcomp_lint.lint.config import Settings
 
 
 def make(root, *rels: str, text: str = "x = 1\n") -> None:
@@ -56,19 +56,35 @@ def test_broken_symlink_given_explicitly_is_missing(tree):
 
 
 def test_overlapping_paths_give_each_file_once(tree):
-    found = discover([str(tree), str(tree / "pkg"), str(tree / "a.py"), str(tree / "pkg" / "mod.py")], Settings(root=str(tree)))
+    found = discover(
+        [str(tree), str(tree / "pkg"), str(tree / "a.py"), str(tree / "pkg" / "mod.py")], Settings(root=str(tree))
+    )
     assert sorted(names(found, tree)) == ["a.py", "b.pyi", "pkg/__init__.py", "pkg/mod.py", "pkg/sub/deep.py"]
 
 
 def test_relative_paths_are_shown_as_typed(tree, monkeypatch):
     monkeypatch.chdir(tree)
     found = discover(["."], Settings(root=str(tree)))
-    assert found.files == ["a.py", "b.pyi", os.path.join("pkg", "__init__.py"), os.path.join("pkg", "mod.py"), os.path.join("pkg", "sub", "deep.py")]
+    assert found.files == [
+        "a.py",
+        "b.pyi",
+        os.path.join("pkg", "__init__.py"),
+        os.path.join("pkg", "mod.py"),
+        os.path.join("pkg", "sub", "deep.py"),
+    ]
     assert discover(["pkg"], Settings(root=str(tree))).files[0] == os.path.join("pkg", "__init__.py")
 
 
 def test_default_excludes_skip_venv_and_caches(tmp_path):
-    make(tmp_path, "ok.py", ".venv/lib/x.py", "__pycache__/c.py", "build/b.py", "node_modules/n.py", "src/.git/hooks/h.py")
+    make(
+        tmp_path,
+        "ok.py",
+        ".venv/lib/x.py",
+        "__pycache__/c.py",
+        "build/b.py",
+        "node_modules/n.py",
+        "src/.git/hooks/h.py",
+    )
     assert names(discover([str(tmp_path)], Settings(root=str(tmp_path))), tmp_path) == ["ok.py"]
 
 
@@ -131,6 +147,7 @@ def test_folders_above_the_root_do_not_exclude(tmp_path):
 
 # -- .gitignore --------------------------------------------------------------------------------
 
+
 def git_repo(tmp_path):
     (tmp_path / ".git" / "info").mkdir(parents=True)
     return tmp_path
@@ -138,7 +155,17 @@ def git_repo(tmp_path):
 
 def test_gitignore_is_respected_with_nested_files_and_negation(tmp_path):
     repo = git_repo(tmp_path)
-    make(repo, "a.py", "gen_a.py", "gen_keep.py", "out/o.py", "sub/s.py", "sub/local.py", "sub/deep/local.py", "sub/deep/d.py")
+    make(
+        repo,
+        "a.py",
+        "gen_a.py",
+        "gen_keep.py",
+        "out/o.py",
+        "sub/s.py",
+        "sub/local.py",
+        "sub/deep/local.py",
+        "sub/deep/d.py",
+    )
     (repo / ".gitignore").write_text("gen_*.py\n!gen_keep.py\n/out/\n")
     (repo / "sub" / ".gitignore").write_text("local.py\n")
     found = discover([str(repo)], Settings(root=str(repo)))
@@ -184,6 +211,7 @@ def test_explicit_file_is_linted_even_if_gitignored(tmp_path):
 
 
 # -- symlinks and unreadable folders -------------------------------------------------------------
+
 
 def test_symlink_loops_terminate_and_linked_folders_are_not_followed(tmp_path):
     make(tmp_path, "pkg/a.py", "elsewhere/e.py")

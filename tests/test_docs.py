@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from regcomp_lint.lint import rule_docs as docs
 from regcomp_lint.checks import ALL_RULES
 from regcomp_lint.checks.base import DOC_SECTIONS, Invalid, Rule
 from regcomp_lint.diagnostics import Applicability
+from regcomp_lint.lint import rule_docs as docs
 
 STALE = f"rules/ is out of date: run `{docs.REGENERATE}`"
 
@@ -81,7 +81,7 @@ def test_page_has_title_metadata_sections_and_examples():
     assert "| Message | `thing` \\| found |" in page
     positions = [page.index(f"## {section}") for section in DOC_SECTIONS]
     assert positions == sorted(positions)
-    examples = page[page.index("## Examples checked by the tests"):]
+    examples = page[page.index("## Examples checked by the tests") :]
     assert "### Reported\n\n```python\nthing()\n```\n\nAfter the fix:\n\n```python\nother()\n```" in examples
     assert "Reported (2 findings):" in examples
     assert "### Not reported\n\n```python\nother()\n```" in examples
@@ -114,7 +114,11 @@ def test_write_then_check_round_trip(tmp_path):
     (tmp_path / "RC998.md").write_text("stale page of a removed rule\n")
     (tmp_path / "notes.txt").write_text("not ours\n")
     rules = {"RC999": Example}
-    assert docs.stale_files(tmp_path, rules) == ["RC999.md: missing", "README.md: missing", "RC998.md: page for a code that is not a rule"]
+    assert docs.stale_files(tmp_path, rules) == [
+        "RC999.md: missing",
+        "README.md: missing",
+        "RC998.md: page for a code that is not a rule",
+    ]
     written = docs.write(tmp_path, rules)
     assert written == ["RC999.md", "README.md", "RC998.md (removed)"]
     assert docs.stale_files(tmp_path, rules) == []

@@ -7,13 +7,13 @@ import sys
 
 import pytest
 
-from regcomp_lint.lint import engine
-from regcomp_lint.checks.base import Rule
-from regcomp_lint.lint.config import Settings
 from regcomp_lint.analysis.file_context import FileContext
+from regcomp_lint.checks.base import Rule
+from regcomp_lint.files.source import SourceFile
+from regcomp_lint.lint import engine
+from regcomp_lint.lint.config import Settings
 from regcomp_lint.lint.engine import lint_bytes, lint_text
 from regcomp_lint.lint.fixes import apply_fixes
-from regcomp_lint.files.source import SourceFile
 
 ALL = Settings().enabled
 SUPPRESS = "torch._dynamo.config.suppress_errors = True"
@@ -30,6 +30,7 @@ def messages(data: bytes | str) -> list[str]:
 
 
 # -- RC001: where a file stops being Python ----------------------------------------------------
+
 
 @pytest.mark.parametrize(
     "data,location,message",
@@ -96,6 +97,7 @@ def test_positions_on_bom_crlf_and_latin1_files():
 
 # -- the prefilter ------------------------------------------------------------------------------
 
+
 def test_files_without_any_trigger_are_never_walked(monkeypatch):
     walked = []
     monkeypatch.setattr(engine, "walk", lambda ctx, rules: walked.append([r.code for r in rules]))
@@ -117,6 +119,7 @@ def test_prefiltered_file_still_gets_rc001():
 
 
 # -- the walk -----------------------------------------------------------------------------------
+
 
 class Recorder(Rule):
     code = "RC999"

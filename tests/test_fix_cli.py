@@ -65,7 +65,9 @@ def plugin_line(text: str) -> str:
     import ast
 
     tree = ast.parse(text)
-    call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "TorchDynamoPlugin")
+    call = next(
+        n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "TorchDynamoPlugin"
+    )
     return ast.unparse(call).replace("'", '"')
 
 
@@ -191,7 +193,10 @@ def test_select_runs_lint_fixes_after_conversion(project):
     assert noqa.read_text(encoding="utf-8") == "x = 1\n"
     assert "Fixed noqa.py (1 lint fix (RC002))" in result.stdout
     write(project, "noqa.py", UNUSED_NOQA)
-    assert invoke("--apply", "--select", "RC4", "noqa.py").stdout == "No changes; no training script found (no X.backward() call).\n"
+    assert (
+        invoke("--apply", "--select", "RC4", "noqa.py").stdout
+        == "No changes; no training script found (no X.backward() call).\n"
+    )
     assert noqa.read_text(encoding="utf-8") == UNUSED_NOQA
 
 
@@ -213,7 +218,9 @@ def test_exit_non_zero_on_fix(project):
 # -- plugin flags and the plan ---------------------------------------------------------------
 def test_plugin_flags_override_the_script(project):
     path = write(project, "train.py", PLAIN)
-    result = invoke("--apply", "--backend", "eager", "--mode", "default", "--fullgraph", "--no-dynamic", "--regional", "train.py")
+    result = invoke(
+        "--apply", "--backend", "eager", "--mode", "default", "--fullgraph", "--no-dynamic", "--regional", "train.py"
+    )
     assert result.exit_code == 0, result.output
     line = plugin_line(path.read_text(encoding="utf-8"))
     assert 'backend="eager"' in line and 'mode="default"' in line
@@ -239,13 +246,19 @@ def test_no_flags_turn_settings_off(project):
 def test_valid_plan_matches_fixture(project):
     path = copy_fixture("plan_full", project)
     options = json.loads((FIXTURES / "plan_full" / "options.json").read_text(encoding="utf-8"))
-    result = invoke("--apply", "--plan", str(FIXTURES / "plan_full" / "plan.json"), "--backend", options["backend"], "train.py")
+    result = invoke(
+        "--apply", "--plan", str(FIXTURES / "plan_full" / "plan.json"), "--backend", options["backend"], "train.py"
+    )
     assert result.exit_code == 0, result.output
     assert path.read_bytes() == (FIXTURES / "plan_full" / "expected.py").read_bytes()
 
 
 def test_plan_applies_and_flags_override_it(project):
-    plan = write(project, "plan.json", json.dumps({"version": 1, "strategy": "full", "plugin": {"backend": "aot_eager", "fullgraph": True}}))
+    plan = write(
+        project,
+        "plan.json",
+        json.dumps({"version": 1, "strategy": "full", "plugin": {"backend": "aot_eager", "fullgraph": True}}),
+    )
     path = write(project, "train.py", PLAIN)
     assert invoke("--apply", "--plan", str(plan), "train.py").exit_code == 0
     line = plugin_line(path.read_text(encoding="utf-8"))
@@ -416,8 +429,10 @@ def test_directory_walk_respects_excludes_and_gitignore(project):
     subprocess.run(["git", "init", "-q"], cwd=project, check=True)
     result = invoke("--apply", "pkg")
     assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines() == [f"Fixed {os.path.join('pkg', 'train.py')} (converted to Accelerate + TorchDynamoPlugin)",
-                                          "Fixed 1 file (1 converted)."]
+    assert result.stdout.splitlines() == [
+        f"Fixed {os.path.join('pkg', 'train.py')} (converted to Accelerate + TorchDynamoPlugin)",
+        "Fixed 1 file (1 converted).",
+    ]
     assert (project / "pkg/ignored/train.py").read_text(encoding="utf-8") == PLAIN
     assert (project / "pkg/build/train.py").read_text(encoding="utf-8") == PLAIN
 
@@ -481,7 +496,9 @@ def test_stdin_filename_alone_reads_stdin(project):
 
 def test_stdin_refusal_echoes_input_and_exits_1(project):
     data = (FIXTURES / "refuse_mp_spawn" / "input.py").read_bytes()
-    result = CliRunner().invoke(fix_main, ["--apply", "--stdin-filename", "spawn.py", "-"], input=data, catch_exceptions=False)
+    result = CliRunner().invoke(
+        fix_main, ["--apply", "--stdin-filename", "spawn.py", "-"], input=data, catch_exceptions=False
+    )
     assert result.exit_code == 1
     assert result.stdout_bytes == data
     assert "spawn.py: not converted" in result.stderr
@@ -495,7 +512,9 @@ def test_version_and_console_script(project):
     if not script.exists():
         pytest.skip("regcomp-fix is not installed in this environment (pip install -e .)")
     path = write(project, "train.py", PLAIN)
-    proc = subprocess.run([str(script), "--apply", "train.py"], cwd=project, capture_output=True, text=True, timeout=120, check=False)
+    proc = subprocess.run(
+        [str(script), "--apply", "train.py"], cwd=project, capture_output=True, text=True, timeout=120, check=False
+    )
     assert proc.returncode == 0, proc.stderr
     assert "accelerator.backward(loss)" in path.read_text(encoding="utf-8")
 
@@ -510,7 +529,9 @@ def test_fixer_never_imports_torch_or_the_script(project):
         "bad = [m for m in ('torch', 'accelerate', 'transformers') if m in sys.modules]\n"
         "print('IMPORTED', bad)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=120, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=120, check=False
+    )
     assert "IMPORTED []" in proc.stdout, proc.stdout + proc.stderr
     assert not marker.exists()
     assert "accelerator.backward(loss)" in (project / "train.py").read_text(encoding="utf-8")

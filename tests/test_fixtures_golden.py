@@ -51,8 +51,10 @@ def lint_fixture(path: Path):
 
 
 def render(path: Path, diagnostics=None) -> str:
-    diagnostics = sorted(lint_fixture(path) if diagnostics is None else diagnostics,
-                         key=lambda d: (d.location.row, d.location.column, d.code, d.message))
+    diagnostics = sorted(
+        lint_fixture(path) if diagnostics is None else diagnostics,
+        key=lambda d: (d.location.row, d.location.column, d.code, d.message),
+    )
     return "".join(f"{path.name}:{d.location.row}:{d.location.column}: {d.code} {d.message}\n" for d in diagnostics)
 
 
@@ -185,11 +187,17 @@ def test_cli_concise_output_matches_golden_files(tmp_path):
     env = dict(os.environ, NO_COLOR="1")
     proc = subprocess.run(
         [sys.executable, "-m", "regcomp_lint", "--config", str(config), "--no-cache", "--format", "concise", *names],
-        cwd=FIXTURE_DIR, env=env, capture_output=True, text=True, timeout=300,
+        cwd=FIXTURE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 1, proc.stderr
     finding = re.compile(r"^[\w.]+\.py:\d+:\d+: RC\d{3} ")
     fixable_mark = re.compile(r"^(\S+ RC\d{3}) \[\*\] ")  # ruff-style marker of a safe fix
     printed = sorted(fixable_mark.sub(r"\1 ", line) for line in proc.stdout.splitlines() if finding.match(line))
-    golden = sorted(line for p in FIXTURES for line in p.with_suffix(".expected").read_text(encoding="utf-8").splitlines())
+    golden = sorted(
+        line for p in FIXTURES for line in p.with_suffix(".expected").read_text(encoding="utf-8").splitlines()
+    )
     assert printed == golden

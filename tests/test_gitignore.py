@@ -165,15 +165,33 @@ def test_outside_a_repository_no_parent_files_are_read(tmp_path):
 def test_agrees_with_git_check_ignore(tmp_path, gitignore):
     """Ground truth: the same tree through `git check-ignore`."""
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    files = ["x.py", "keep1.py", "a/x.py", "q/a/x.py", "b/c.py", "b/d/c.py", "gen/m.py", "q/gen/m.py",
-             "y.py", "sub/keep.py", "sub/other.py", "d1.py", "#hash.py", "plain.txt"]
+    files = [
+        "x.py",
+        "keep1.py",
+        "a/x.py",
+        "q/a/x.py",
+        "b/c.py",
+        "b/d/c.py",
+        "gen/m.py",
+        "q/gen/m.py",
+        "y.py",
+        "sub/keep.py",
+        "sub/other.py",
+        "d1.py",
+        "#hash.py",
+        "plain.txt",
+    ]
     for rel in files:
         path = tmp_path / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("x = 1\n")
     (tmp_path / ".gitignore").write_text(gitignore)
-    proc = subprocess.run(["git", "-C", str(tmp_path), "check-ignore", "--no-index", "--stdin"],
-                          input="\n".join(files), capture_output=True, text=True)
+    proc = subprocess.run(
+        ["git", "-C", str(tmp_path), "check-ignore", "--no-index", "--stdin"],
+        input="\n".join(files),
+        capture_output=True,
+        text=True,
+    )
     git_says = set(proc.stdout.split("\n")) - {""}
     stack = IgnoreStack().push(IgnoreFile.from_text(str(tmp_path), gitignore))
 

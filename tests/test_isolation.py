@@ -155,7 +155,10 @@ def cli_command() -> list[str] | None:
     if (ROOT / "regcomp_lint" / "__main__.py").exists():
         return ["-m", "regcomp_lint"]
     if (ROOT / "regcomp_lint" / "cli.py").exists():
-        return ["-c", "import sys; sys.argv[0] = 'regcomp-lint'; from regcomp_lint.cli.commands import main; sys.exit(main())"]
+        return [
+            "-c",
+            "import sys; sys.argv[0] = 'regcomp-lint'; from regcomp_lint.cli.commands import main; sys.exit(main())",
+        ]
     return None
 
 
@@ -240,7 +243,11 @@ def test_evil_file_markers_work(tmp_path, blocked_env):
     """Control: executing the file does create markers, so their absence below means something."""
     env, _ = blocked_env
     project, markers = write_evil(tmp_path)
-    proc = run_python(["-c", "import runpy, sys; runpy.run_path(sys.argv[1], run_name='__main__')", str(project / "train_evil.py")], env, tmp_path)
+    proc = run_python(
+        ["-c", "import runpy, sys; runpy.run_path(sys.argv[1], run_name='__main__')", str(project / "train_evil.py")],
+        env,
+        tmp_path,
+    )
     assert proc.returncode != 0 and "blocked" in proc.stderr  # it got as far as `import torch`
     assert markers_present(markers) == ["class_body", "decorator", "default_arg", "module", "system"]
 
@@ -261,11 +268,20 @@ def test_lint_executes_nothing(tmp_path, blocked_env, monkeypatch):
 
     command = cli_command()
     if command is not None:
-        for extra in (["--jobs", "2", str(project)], [str(project / "train_evil.py")], ["-", "--stdin-filename", "pkg/__main__.py"]):
+        for extra in (
+            ["--jobs", "2", str(project)],
+            [str(project / "train_evil.py")],
+            ["-", "--stdin-filename", "pkg/__main__.py"],
+        ):
             stdin = (project / "train_evil.py").read_text() if extra[0] == "-" else None
             proc = subprocess.run(
-                [sys.executable, *command, "--no-cache", *extra], env=env, cwd=project,
-                input=stdin, capture_output=True, text=True, timeout=300,
+                [sys.executable, *command, "--no-cache", *extra],
+                env=env,
+                cwd=project,
+                input=stdin,
+                capture_output=True,
+                text=True,
+                timeout=300,
             )
             assert proc.returncode == 1, (extra, proc.stdout, proc.stderr)
             assert "RC107" in proc.stdout

@@ -12,11 +12,11 @@ import textwrap
 import pytest
 
 from regcomp_lint.analysis.bindings import Bindings, FeedsBindings
-from regcomp_lint.checks.base import Rule
 from regcomp_lint.analysis.file_context import FileContext
-from regcomp_lint.lint.engine import walk
 from regcomp_lint.analysis.models import ModelFinder, RepeatedBlocks, is_transformers_model_name, iteration_count
+from regcomp_lint.checks.base import Rule
 from regcomp_lint.files.source import SourceFile
+from regcomp_lint.lint.engine import walk
 
 
 class _Probe(FeedsBindings, Rule):
@@ -81,8 +81,14 @@ def test_block_itself_is_not_a_model():
         ("self.h = nn.ModuleList([copy.deepcopy(layer) for _ in range(n)])", "blocks ×n"),
         ("layers = [Block() for _ in range(6)]\n        self.h = nn.ModuleList(layers)", "`Block` ×6"),
         ("self.h = nn.ModuleList()\n        for _ in range(5):\n            self.h.append(Block())", "`Block` ×5"),
-        ("layers = []\n        for i in range(n):\n            layers.append(Block(i))\n        self.h = nn.ModuleList(layers)", "`Block` ×n"),
-        ("self.h = nn.ModuleList([nn.TransformerEncoderLayer(8, 2) for _ in range(6)])", "`TransformerEncoderLayer` ×6"),
+        (
+            "layers = []\n        for i in range(n):\n            layers.append(Block(i))\n        self.h = nn.ModuleList(layers)",
+            "`Block` ×n",
+        ),
+        (
+            "self.h = nn.ModuleList([nn.TransformerEncoderLayer(8, 2) for _ in range(6)])",
+            "`TransformerEncoderLayer` ×6",
+        ),
     ],
 )
 def test_repeated_block_spellings(init, expected):
@@ -122,7 +128,9 @@ def test_module_list_spellings_resolve_through_imports():
 
 
 def test_blocks_through_submodel_and_base_class():
-    src = NANOGPT + """
+    src = (
+        NANOGPT
+        + """
 class Wrapper(nn.Module):
     def __init__(self, config):
         super().__init__()
@@ -145,6 +153,7 @@ probe(Child(cfg))
 probe(ChildWithInit(cfg))
 probe(Unrelated())
 """
+    )
     wrapper, child, child_init, unrelated = probed(src)
     assert wrapper is not None and wrapper.block == "Block"
     assert child == RepeatedBlocks("local", "Child", "Block", None)
@@ -160,12 +169,24 @@ def test_self_referencing_class_terminates():
 @pytest.mark.parametrize(
     "src, expected",
     [
-        ("from transformers import AutoModelForCausalLM\nprobe(AutoModelForCausalLM.from_pretrained('gpt2'))", "AutoModelForCausalLM"),
+        (
+            "from transformers import AutoModelForCausalLM\nprobe(AutoModelForCausalLM.from_pretrained('gpt2'))",
+            "AutoModelForCausalLM",
+        ),
         ("import transformers\nprobe(transformers.AutoModel.from_config(cfg))", "AutoModel"),
         ("from transformers import GPT2LMHeadModel as M\nprobe(M(config))", "GPT2LMHeadModel"),
-        ("from transformers.models.llama import LlamaForCausalLM\nprobe(LlamaForCausalLM.from_pretrained(p))", "LlamaForCausalLM"),
-        ("from transformers import *\nprobe(BertForSequenceClassification.from_pretrained(p))", "BertForSequenceClassification"),
-        ("from transformers import T5Model\nprobe(T5Model.from_pretrained(p, torch_dtype=dtype).to('cuda'))", "T5Model"),
+        (
+            "from transformers.models.llama import LlamaForCausalLM\nprobe(LlamaForCausalLM.from_pretrained(p))",
+            "LlamaForCausalLM",
+        ),
+        (
+            "from transformers import *\nprobe(BertForSequenceClassification.from_pretrained(p))",
+            "BertForSequenceClassification",
+        ),
+        (
+            "from transformers import T5Model\nprobe(T5Model.from_pretrained(p, torch_dtype=dtype).to('cuda'))",
+            "T5Model",
+        ),
     ],
 )
 def test_transformers_models(src, expected):
@@ -192,12 +213,22 @@ def test_not_transformers_models(src):
 def test_model_class_names():
     for name in ("AutoModel", "AutoModelForCausalLM", "GPT2LMHeadModel", "BertModel", "ViTForImageClassification"):
         assert is_transformers_model_name(name), name
-    for name in ("AutoTokenizer", "GPT2Config", "TFAutoModel", "FlaxBertModel", "PreTrainedModel", "DataCollatorForSeq2Seq", "pipeline"):
+    for name in (
+        "AutoTokenizer",
+        "GPT2Config",
+        "TFAutoModel",
+        "FlaxBertModel",
+        "PreTrainedModel",
+        "DataCollatorForSeq2Seq",
+        "pipeline",
+    ):
         assert not is_transformers_model_name(name), name
 
 
 def test_names_are_followed_through_assignments_and_calls():
-    src = NANOGPT + """
+    src = (
+        NANOGPT
+        + """
 model = GPT(cfg)
 model.to(device)
 model = model.to(device).train()
@@ -211,6 +242,7 @@ a, b = model, 3
 probe(a)
 probe(b)
 """
+    )
     found = probed(src)
     assert [f is not None for f in found] == [True, True, True, False, True, False]
 
@@ -226,7 +258,9 @@ def test_use_before_assignment_in_same_statement_sees_previous_binding():
 
 
 def test_functions_returning_models_even_when_defined_later():
-    src = NANOGPT + """
+    src = (
+        NANOGPT
+        + """
 def main():
     model = build(cfg)
     probe(model)
@@ -235,11 +269,14 @@ def build(cfg):
     net = GPT(cfg)
     return net.cuda()
 """
+    )
     assert probed(src)[0] is not None
 
 
 def test_scopes_parameters_loops_and_comprehensions_shadow():
-    src = NANOGPT + """
+    src = (
+        NANOGPT
+        + """
 model = GPT(cfg)
 def f(model):
     probe(model)
@@ -251,6 +288,7 @@ probe(other)
 for other in others:
     probe(other)
 """
+    )
     assert [f is not None for f in probed(src)] == [False, True, False, True, False]
 
 
@@ -260,7 +298,9 @@ def test_function_sees_the_module_binding_that_comes_last():
 
 
 def test_self_attributes_across_methods():
-    src = NANOGPT + """
+    src = (
+        NANOGPT
+        + """
 class Trainer:
     def __init__(self, cfg):
         self.model = GPT(cfg)
@@ -274,11 +314,15 @@ class Trainer:
         self.model = None
         probe(self.model)
 """
+    )
     assert [f is not None for f in probed(src)] == [True, True, False]
 
 
 def test_ddp_wrapper_keeps_the_model():
-    src = NANOGPT + "from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(GPT(cfg), device_ids=[0])\nprobe(model)\n"
+    src = (
+        NANOGPT
+        + "from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(GPT(cfg), device_ids=[0])\nprobe(model)\n"
+    )
     assert probed(src)[0] is not None
 
 
@@ -295,7 +339,10 @@ def test_iteration_count():
 
 def test_many_methods_reassigning_an_attribute_stay_fast():
     methods = "".join(f"    def m{i}(self):\n        self.model = self.model.cuda()\n" for i in range(60))
-    src = NANOGPT + f"class T:\n    def __init__(self):\n        self.model = GPT(cfg)\n{methods}    def last(self):\n        probe(self.model)\n"
+    src = (
+        NANOGPT
+        + f"class T:\n    def __init__(self):\n        self.model = GPT(cfg)\n{methods}    def last(self):\n        probe(self.model)\n"
+    )
     assert probed(src)[0] is not None
 
 

@@ -12,7 +12,13 @@ FULL_DOCUMENT = {
     "version": 1,
     "strategy": "regional",
     "regions": ["transformer.h"],
-    "plugin": {"backend": "inductor", "mode": None, "fullgraph": True, "dynamic": False, "use_regional_compilation": True},
+    "plugin": {
+        "backend": "inductor",
+        "mode": None,
+        "fullgraph": True,
+        "dynamic": False,
+        "use_regional_compilation": True,
+    },
     "why": ["24 identical GPT2Block regions"],
     "model": "GPT",
 }
@@ -64,7 +70,11 @@ def test_method_does_not_change_the_plugin_settings():
         ("full", {}, {"use_regional_compilation": False}),
         ("regional", {"backend": "eager"}, {"backend": "eager", "use_regional_compilation": True}),
         ("none", {}, {"backend": "no"}),
-        ("full", {"mode": "max-autotune", "fullgraph": True}, {"mode": "max-autotune", "fullgraph": True, "use_regional_compilation": False}),
+        (
+            "full",
+            {"mode": "max-autotune", "fullgraph": True},
+            {"mode": "max-autotune", "fullgraph": True, "use_regional_compilation": False},
+        ),
     ],
 )
 def test_plugin_settings_fill_in_what_the_strategy_implies(strategy, plugin, expected):
@@ -82,22 +92,43 @@ def test_plugin_settings_fill_in_what_the_strategy_implies(strategy, plugin, exp
         ({"version": 1, "strategy": "partial"}, 'strategy must be one of full, regional, none, got "partial"'),
         ({"version": 1, "strategy": "full", "extra": 1}, 'unknown key "extra"'),
         ({"version": 1, "strategy": "full", "plugin": {"backnd": "eager"}}, 'unknown plugin key "backnd"'),
-        ({"version": 1, "strategy": "full", "plugin": {"fullgraph": "yes"}}, 'plugin.fullgraph must be true/false, got "yes"'),
+        (
+            {"version": 1, "strategy": "full", "plugin": {"fullgraph": "yes"}},
+            'plugin.fullgraph must be true/false, got "yes"',
+        ),
         ({"version": 1, "strategy": "full", "plugin": {"backend": 3}}, "plugin.backend must be a string, got 3"),
-        ({"version": 1, "strategy": "full", "plugin": {"dynamic": 1}}, "plugin.dynamic must be true/false or null, got 1"),
+        (
+            {"version": 1, "strategy": "full", "plugin": {"dynamic": 1}},
+            "plugin.dynamic must be true/false or null, got 1",
+        ),
         ({"version": 1, "strategy": "full", "plugin": []}, "plugin must be an object, got []"),
         ({"version": 1, "strategy": "full", "regions": "transformer.h"}, 'regions must be a list, got "transformer.h"'),
         ({"version": 1, "strategy": "full", "regions": [1]}, "regions[0] must be a string, got 1"),
         ({"version": 1, "strategy": "full", "why": [None]}, "why[0] must be a string, got null"),
         ({"version": 1, "strategy": "full", "model": 5}, "model must be a string or null, got 5"),
-        ({"version": 1, "strategy": "regional", "plugin": {"use_regional_compilation": False}}, "strategy is regional but plugin.use_regional_compilation is false"),
-        ({"version": 1, "strategy": "full", "plugin": {"use_regional_compilation": True}}, "strategy is full but plugin.use_regional_compilation is true"),
-        ({"version": 1, "strategy": "none", "plugin": {"backend": "inductor"}}, 'strategy is none but plugin.backend is "inductor"'),
+        (
+            {"version": 1, "strategy": "regional", "plugin": {"use_regional_compilation": False}},
+            "strategy is regional but plugin.use_regional_compilation is false",
+        ),
+        (
+            {"version": 1, "strategy": "full", "plugin": {"use_regional_compilation": True}},
+            "strategy is full but plugin.use_regional_compilation is true",
+        ),
+        (
+            {"version": 1, "strategy": "none", "plugin": {"backend": "inductor"}},
+            'strategy is none but plugin.backend is "inductor"',
+        ),
         ({"version": 1, "strategy": "full", "plugin": {"backend": "NO"}}, 'use strategy "none"'),
         ([1, 2], "the document must be a JSON object, got list"),
-        ({"version": 1, "strategy": "regional", "method": "per-layer"}, 'method must be one of blocks, split, nested, got "per-layer"'),
+        (
+            {"version": 1, "strategy": "regional", "method": "per-layer"},
+            'method must be one of blocks, split, nested, got "per-layer"',
+        ),
         ({"version": 1, "strategy": "regional", "method": 1}, "method must be a string or null, got 1"),
-        ({"version": 1, "strategy": "full", "method": "nested"}, 'method "nested" is for strategy regional only, but strategy is "full"'),
+        (
+            {"version": 1, "strategy": "full", "method": "nested"},
+            'method "nested" is for strategy regional only, but strategy is "full"',
+        ),
         ({"version": 1, "strategy": "none", "method": "blocks"}, 'method "blocks" is for strategy regional only'),
     ],
 )

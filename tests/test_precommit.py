@@ -61,7 +61,15 @@ def init_repo(path: Path) -> None:
 def copy_hook_repo(dest: Path) -> Path:
     """The installable part of the working tree, committed in a new repository."""
     init_repo(dest)
-    for name in ("pyproject.toml", "README.md", "LICENSE", "setup.cfg", "setup.py", "MANIFEST.in", ".pre-commit-hooks.yaml"):
+    for name in (
+        "pyproject.toml",
+        "README.md",
+        "LICENSE",
+        "setup.cfg",
+        "setup.py",
+        "MANIFEST.in",
+        ".pre-commit-hooks.yaml",
+    ):
         if (ROOT / name).exists():
             shutil.copy2(ROOT / name, dest / name)
     shutil.copytree(ROOT / "regcomp_lint", dest / "regcomp_lint", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
@@ -109,7 +117,9 @@ def test_hooks_file_declares_regcomp_fix():
 
 
 def test_hooks_file_is_a_valid_manifest():
-    proc = subprocess.run([*PRE_COMMIT, "validate-manifest", str(HOOKS_FILE)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [*PRE_COMMIT, "validate-manifest", str(HOOKS_FILE)], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

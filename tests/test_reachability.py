@@ -192,25 +192,40 @@ def test_super_calls_and_method_references():
 @pytest.mark.parametrize(
     "init,loop",
     [
-        ("self.layers = nn.ModuleList()\n        for _ in range(4):\n            self.layers.append(Block())",
-         "for layer in self.layers:\n            x = layer(x)"),
-        ("layers = []\n        for _ in range(4):\n            layers.append(Block())\n        self.layers = nn.ModuleList(layers)",
-         "for i, layer in enumerate(self.layers):\n            x = layer(x)"),
-        ("self.layers = nn.ModuleDict(dict(h=nn.ModuleList([Block() for _ in range(4)])))",
-         "for layer in self.layers.h:\n            x = layer(x)"),
-        ("self.layers = nn.ModuleList([Block() for _ in range(4)])",
-         "for i in range(4):\n            x = self.layers[i](x)"),
-        ("self.layers = nn.ModuleList([Block() for _ in range(4)])",
-         "layer = self.layers[0]\n        x = layer(x)"),
-        ("self.layers = nn.ModuleList([Block() for _ in range(4)])",
-         "for a, layer in zip(range(4), self.layers):\n            x = layer(x)"),
-        ("self.layers = nn.ModuleDict({'a': Block()})",
-         "for name, layer in self.layers.items():\n            x = layer(x)"),
-        ("self.layers = nn.Sequential(*[Block() for _ in range(4)])",
-         "x = self.layers(x)\n        x = self.layers[0].extra(x)"),
+        (
+            "self.layers = nn.ModuleList()\n        for _ in range(4):\n            self.layers.append(Block())",
+            "for layer in self.layers:\n            x = layer(x)",
+        ),
+        (
+            "layers = []\n        for _ in range(4):\n            layers.append(Block())\n        self.layers = nn.ModuleList(layers)",
+            "for i, layer in enumerate(self.layers):\n            x = layer(x)",
+        ),
+        (
+            "self.layers = nn.ModuleDict(dict(h=nn.ModuleList([Block() for _ in range(4)])))",
+            "for layer in self.layers.h:\n            x = layer(x)",
+        ),
+        (
+            "self.layers = nn.ModuleList([Block() for _ in range(4)])",
+            "for i in range(4):\n            x = self.layers[i](x)",
+        ),
+        ("self.layers = nn.ModuleList([Block() for _ in range(4)])", "layer = self.layers[0]\n        x = layer(x)"),
+        (
+            "self.layers = nn.ModuleList([Block() for _ in range(4)])",
+            "for a, layer in zip(range(4), self.layers):\n            x = layer(x)",
+        ),
+        (
+            "self.layers = nn.ModuleDict({'a': Block()})",
+            "for name, layer in self.layers.items():\n            x = layer(x)",
+        ),
+        (
+            "self.layers = nn.Sequential(*[Block() for _ in range(4)])",
+            "x = self.layers(x)\n        x = self.layers[0].extra(x)",
+        ),
         ("self.add_module('layer0', Block())", "x = self.layer0(x)"),
-        ("self.layers = nn.ModuleList([copy.deepcopy(Block()) for _ in range(4)])",
-         "for layer in reversed(self.layers):\n            x = layer(x)"),
+        (
+            "self.layers = nn.ModuleList([copy.deepcopy(Block()) for _ in range(4)])",
+            "for layer in reversed(self.layers):\n            x = layer(x)",
+        ),
     ],
 )
 def test_block_lists(init, loop):
@@ -273,17 +288,20 @@ def test_cross_file_relative_and_absolute_imports(tmp_path):
     pkg = tmp_path / "proj" / "pkg"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
-    (pkg / "layers.py").write_text(textwrap.dedent("""
+    (pkg / "layers.py").write_text(
+        textwrap.dedent("""
         from torch import nn
         from .ops import scale
         class Block(nn.Module):
             def forward(self, x):
                 return scale(x)
-    """))
+    """)
+    )
     (pkg / "ops.py").write_text("def scale(x):\n    return x * 2\n")
     (pkg / "base.py").write_text("import torch\nclass Base(torch.nn.Module):\n    pass\n")
     model = pkg / "model.py"
-    model.write_text(textwrap.dedent("""
+    model.write_text(
+        textwrap.dedent("""
         from torch import nn
         from .layers import Block
         from pkg.base import Base
@@ -296,7 +314,8 @@ def test_cross_file_relative_and_absolute_imports(tmp_path):
                 for b in self.blocks:
                     x = b(x)
                 return ops.scale(x)
-    """))
+    """)
+    )
     reach = reachability.from_source(model.read_text(), str(model))
     assert "Net" in reach.classes  # the base comes from pkg/base.py
     got = chains(reach)
@@ -322,8 +341,10 @@ def test_module_file_resolution(tmp_path):
 def test_unparsable_local_module_is_ignored(tmp_path):
     (tmp_path / "broken.py").write_text("def (:\n")
     model = tmp_path / "m.py"
-    src = "from torch import nn\nfrom .broken import Block\nclass Net(nn.Module):\n    def __init__(self):\n" \
-          "        super().__init__()\n        self.b = Block()\n    def forward(self, x):\n        return self.b(x)\n"
+    src = (
+        "from torch import nn\nfrom .broken import Block\nclass Net(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.b = Block()\n    def forward(self, x):\n        return self.b(x)\n"
+    )
     reach = reachability.from_source(src, str(model))
     assert list(chains(reach)) == ["Net.forward"]
 
@@ -385,8 +406,10 @@ def test_submodules_built_in_a_method_called_from_init():
 def test_paths_are_a_shortest_path_tree_that_can_skip_calls():
     reach = build(GPT)
     tree = reach.paths()
-    labels = {f.label: (parent.label, call.lineno) if parent else None for f, (parent, call) in
-              ((f, edge or (None, None)) for f, edge in tree.items())}
+    labels = {
+        f.label: (parent.label, call.lineno) if parent else None
+        for f, (parent, call) in ((f, edge or (None, None)) for f, edge in tree.items())
+    }
     assert labels["GPT.forward"] is None
     assert labels["Block.forward"][0] == "GPT.forward"
     assert labels["rotate"][0] == "Attention.forward"
@@ -412,8 +435,10 @@ def test_from_dot_import_module_then_attribute_call(tmp_path):
     (pkg / "__init__.py").write_text("")
     (pkg / "util.py").write_text("def show(x):\n    return x\n")
     model = pkg / "model.py"
-    model.write_text("from torch import nn\nfrom . import util\nclass Net(nn.Module):\n"
-                     "    def forward(self, x):\n        return util.show(x)\n")
+    model.write_text(
+        "from torch import nn\nfrom . import util\nclass Net(nn.Module):\n"
+        "    def forward(self, x):\n        return util.show(x)\n"
+    )
     reach = reachability.from_source(model.read_text(), str(model))
     assert chains(reach)["show"] == "reached via Net.forward → show"
     assert reach.module.imports.qualname(ast.parse("util.show").body[0].value) == ".util.show"
@@ -421,7 +446,9 @@ def test_from_dot_import_module_then_attribute_call(tmp_path):
 
 def test_of_module_is_the_files_own_shallow_graph_kept_once(tmp_path):
     path = tmp_path / "ops.py"
-    path.write_text("from torch import nn\ndef f(x):\n    return x\nclass M(nn.Module):\n    def forward(self, x):\n        return f(x)\n")
+    path.write_text(
+        "from torch import nn\ndef f(x):\n    return x\nclass M(nn.Module):\n    def forward(self, x):\n        return f(x)\n"
+    )
     module = reachability.load_module(str(path))
     own = reachability.of_module(module)
     assert own is reachability.of_module(module) and not own.deep
@@ -445,16 +472,19 @@ def test_decorator_and_default_calls_are_not_edges():
     assert chains(reach) == {"Net.forward": "reached via Net.forward"}
 
 
-@pytest.mark.parametrize("test,guard", [
-    ("is_compiling()", True),
-    ("not torch.compiler.is_compiling()", False),
-    ("not is_tracing(mask)", False),
-    ("mask is None and not is_torchdynamo_compiling()", False),
-    ("mask is None or torch.compiler.is_compiling()", True),
-    ("mask is None and is_compiling()", None),
-    ("is_compiling(x)", None),
-    ("x.any()", None),
-])
+@pytest.mark.parametrize(
+    "test,guard",
+    [
+        ("is_compiling()", True),
+        ("not torch.compiler.is_compiling()", False),
+        ("not is_tracing(mask)", False),
+        ("mask is None and not is_torchdynamo_compiling()", False),
+        ("mask is None or torch.compiler.is_compiling()", True),
+        ("mask is None and is_compiling()", None),
+        ("is_compiling(x)", None),
+        ("x.any()", None),
+    ],
+)
 def test_compiling_guards(test, guard):
     assert reachability.compiling_guard(ast.parse(test, mode="eval").body) is guard
 

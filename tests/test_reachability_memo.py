@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from regcomp_lint.analysis import dependencies
-from regcomp_lint.analysis import reachability
+from regcomp_lint.analysis import dependencies, reachability
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.analysis.reachability import ParsedModule, Reachability
 from regcomp_lint.files.source import SourceFile
@@ -62,7 +61,9 @@ def _ctx(path):
 
 def _shape(reach):
     """The shortest-path tree as labels, in order, with the line of each call followed."""
-    return [(f.label, f.local, None if via is None else (via[0].label, via[1].lineno)) for f, via in reach.paths().items()]
+    return [
+        (f.label, f.local, None if via is None else (via[0].label, via[1].lineno)) for f, via in reach.paths().items()
+    ]
 
 
 def test_functions_graph_is_the_one_built_from_scratch(tmp_path):

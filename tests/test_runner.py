@@ -52,6 +52,7 @@ def codes(result) -> list[tuple[str, str]]:
 
 # -- results -------------------------------------------------------------------------------------
 
+
 def test_lints_files_and_sorts_diagnostics(tmp_path):
     settings = project(tmp_path, {"b.py": FLAGGED, "a.py": BROKEN, "c.py": CLEAN})
     result = runner.run([str(tmp_path)], settings, jobs=1, use_cache=False)
@@ -107,6 +108,7 @@ def test_progress_reports_every_file_up_to_the_total(tmp_path):
 
 # -- the cache through the runner ----------------------------------------------------------------
 
+
 def test_warm_run_answers_everything_from_the_cache_without_linting(tmp_path, monkeypatch):
     settings = many_files(tmp_path, 9)
     cold = runner.run([str(tmp_path)], settings, jobs=1)
@@ -154,6 +156,7 @@ def test_settings_change_misses_the_cache(tmp_path):
 
 
 # -- files that misbehave ------------------------------------------------------------------------
+
 
 def test_unreadable_file_is_rc001_at_1_1_and_the_run_goes_on(tmp_path, monkeypatch):
     settings = project(tmp_path, {"a.py": FLAGGED, "locked.py": CLEAN})
@@ -207,7 +210,9 @@ def test_file_deleted_during_the_run_is_rc001(tmp_path, monkeypatch):
 
 def test_read_errors_respect_rc001_being_ignored(tmp_path, monkeypatch):
     project(tmp_path, {"a.py": CLEAN})
-    monkeypatch.setattr(runner, "read_file", lambda path: (_ for _ in ()).throw(PermissionError(13, "Permission denied")))
+    monkeypatch.setattr(
+        runner, "read_file", lambda path: (_ for _ in ()).throw(PermissionError(13, "Permission denied"))
+    )
     settings = Settings(root=str(tmp_path), ignore=("RC001",))
     assert runner.run([str(tmp_path)], settings, jobs=1).diagnostics == []
 
@@ -233,6 +238,7 @@ def test_internal_error_becomes_a_finding_for_that_file_only(tmp_path, monkeypat
 
 
 # -- the pool ------------------------------------------------------------------------------------
+
 
 def test_small_runs_do_not_start_a_pool(tmp_path):
     settings = many_files(tmp_path, 6)
@@ -327,7 +333,9 @@ def test_pool_that_cannot_start_falls_back_to_one_process(tmp_path, monkeypatch)
     monkeypatch.setattr(runner, "ProcessPoolExecutor", NoFork)
     result = runner.run([str(tmp_path)], settings, jobs=2, use_cache=False)
     assert result.diagnostics == expected and result.workers == 0
-    assert result.warnings == ["cannot start worker processes (Resource temporarily unavailable); linting in one process"]
+    assert result.warnings == [
+        "cannot start worker processes (Resource temporarily unavailable); linting in one process"
+    ]
 
 
 def test_cached_finding_goes_stale_when_an_imported_model_file_changes(tmp_path):
@@ -337,7 +345,9 @@ def test_cached_finding_goes_stale_when_an_imported_model_file_changes(tmp_path)
         "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 4)\n\n"
         "    def forward(self, x):\n        y = self.fc(x)\n        if y.sum() > 0:\n            y = y * 2\n        return y\n"
     )
-    (tmp_path / "train.py").write_text("import torch\nfrom models import Net\n\nmodel = torch.compile(Net(), fullgraph=True)\n")
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom models import Net\n\nmodel = torch.compile(Net(), fullgraph=True)\n"
+    )
     settings = Settings(root=str(tmp_path), cache_dir=str(tmp_path / "cache"), select=("RC210",))
     train = str(tmp_path / "train.py")
 

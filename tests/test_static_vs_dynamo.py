@@ -63,7 +63,9 @@ def test_stored_results_belong_to_these_fixtures():
 def test_fixture_set_covers_every_graph_break_rule_at_25_models_or_more():
     models = STORED["models"]
     assert len(models) >= 25
-    assert all("probe_error" not in entry[key] for entry in models.values() for key in ("dynamo", "fullgraph", "regional"))
+    assert all(
+        "probe_error" not in entry[key] for entry in models.values() for key in ("dynamo", "fullgraph", "regional")
+    )
     assert set(planted().values()) >= set(BREAK_RULES) | {"RC301"}
     kinds = {name.split("_", 1)[0] for name in models}
     assert kinds == {"brk", "clean", "neg", "recomp", "regions"}

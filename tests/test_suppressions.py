@@ -1,8 +1,8 @@
 """Suppression comments: parsing of codes, where they apply, and RC002/RC003."""
 
 from regcomp_lint.api import lint_source
-from regcomp_lint.lint.suppressions import parse
 from regcomp_lint.files.source import split_lines
+from regcomp_lint.lint.suppressions import parse
 
 BAD = "import torch\ntorch._dynamo.config.suppress_errors = True"
 

@@ -89,31 +89,102 @@ r = self.part(x, y, 3)
 """
 
 
-@pytest.mark.parametrize("text", [
-    "x", "y", "z", "w", "a", "b", "h", "row", "m", "p", "r",
-    "x + 1", "1 - x", "x[0]", "x[:, 1:]", "x.T", "-x", "x > 0", "x == y",
-    "x.sum()", "x.abs().max()", "torch.zeros(3)", "torch.cat([x, y])", "torch.linalg.norm(x)",
-    "self.scale", "self.mask", "self.fc.weight", "self.fc(x)", "self.blocks[0](x, 0)",
-    "bias", "extra", "ids", "x if flag else y", "abs(x)",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x",
+        "y",
+        "z",
+        "w",
+        "a",
+        "b",
+        "h",
+        "row",
+        "m",
+        "p",
+        "r",
+        "x + 1",
+        "1 - x",
+        "x[0]",
+        "x[:, 1:]",
+        "x.T",
+        "-x",
+        "x > 0",
+        "x == y",
+        "x.sum()",
+        "x.abs().max()",
+        "torch.zeros(3)",
+        "torch.cat([x, y])",
+        "torch.linalg.norm(x)",
+        "self.scale",
+        "self.mask",
+        "self.fc.weight",
+        "self.fc(x)",
+        "self.blocks[0](x, 0)",
+        "bias",
+        "extra",
+        "ids",
+        "x if flag else y",
+        "abs(x)",
+    ],
+)
 def test_tensors(text):
     assert check(BODY, text), text
 
 
-@pytest.mark.parametrize("text", [
-    # shape logic and metadata
-    "x.shape", "x.shape[0]", "x.shape[0] > 1", "x.size(-1)", "x.dim()", "x.ndim", "x.numel()", "x.dtype",
-    "x.device", "bsz", "seq", "n", "len(x)", "x.dtype == torch.float16", "x.is_floating_point()",
-    # identity and flags
-    "x is None", "mask is not None", "isinstance(x, torch.Tensor)", "not flag", "flag", "steps",
-    "self.training", "self.config.dropout", "self.n_layers", "len(self.blocks)", "self.blocks",
-    # defaults, varargs, loop counters and mixed bindings
-    "mask", "args", "kwargs", "i", "k", "maybe", "q",
-    # Python values out of tensors (RC201's business, not tensors any more)
-    "x.item()", "x.tolist()", "int(x.sum())", "torch.is_tensor(x)", "torch.equal(x, y)",
-    # unknown things
-    "undefined_name", "self.unknown(x)", "some.module.function(x)", "x in y", "max(x, y)",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        # shape logic and metadata
+        "x.shape",
+        "x.shape[0]",
+        "x.shape[0] > 1",
+        "x.size(-1)",
+        "x.dim()",
+        "x.ndim",
+        "x.numel()",
+        "x.dtype",
+        "x.device",
+        "bsz",
+        "seq",
+        "n",
+        "len(x)",
+        "x.dtype == torch.float16",
+        "x.is_floating_point()",
+        # identity and flags
+        "x is None",
+        "mask is not None",
+        "isinstance(x, torch.Tensor)",
+        "not flag",
+        "flag",
+        "steps",
+        "self.training",
+        "self.config.dropout",
+        "self.n_layers",
+        "len(self.blocks)",
+        "self.blocks",
+        # defaults, varargs, loop counters and mixed bindings
+        "mask",
+        "args",
+        "kwargs",
+        "i",
+        "k",
+        "maybe",
+        "q",
+        # Python values out of tensors (RC201's business, not tensors any more)
+        "x.item()",
+        "x.tolist()",
+        "int(x.sum())",
+        "torch.is_tensor(x)",
+        "torch.equal(x, y)",
+        # unknown things
+        "undefined_name",
+        "self.unknown(x)",
+        "some.module.function(x)",
+        "x in y",
+        "max(x, y)",
+    ],
+)
 def test_not_tensors(text):
     assert not check(BODY, text), text
 
@@ -138,20 +209,23 @@ def test_helper_returns():
     assert not oracle.is_tensor(expr("shape_of(x)"))
 
 
-@pytest.mark.parametrize("test,reads", [
-    ("x.sum() > 0", True),
-    ("x.any()", True),
-    ("not torch.isnan(x).any()", True),
-    ("mask is not None and x.any()", True),
-    ("x", True),
-    ("(x > 0).all() or flag", True),
-    ("x.shape[0] > 1 and x.size(-1) == 4", False),
-    ("mask is None or flag", False),
-    ("self.training and self.config.dropout > 0", False),
-    ("isinstance(x, torch.Tensor)", False),
-    ("x.dtype == torch.float16 and not flag", False),
-    ("len(self.blocks) > 2", False),
-])
+@pytest.mark.parametrize(
+    "test,reads",
+    [
+        ("x.sum() > 0", True),
+        ("x.any()", True),
+        ("not torch.isnan(x).any()", True),
+        ("mask is not None and x.any()", True),
+        ("x", True),
+        ("(x > 0).all() or flag", True),
+        ("x.shape[0] > 1 and x.size(-1) == 4", False),
+        ("mask is None or flag", False),
+        ("self.training and self.config.dropout > 0", False),
+        ("isinstance(x, torch.Tensor)", False),
+        ("x.dtype == torch.float16 and not flag", False),
+        ("len(self.blocks) > 2", False),
+    ],
+)
 def test_conditions(test, reads):
     oracle, _ = oracle_for(BODY)
     assert oracle.reads_tensor_value(expr(test)) is reads

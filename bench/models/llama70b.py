@@ -5,8 +5,15 @@
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-CONFIG = dict(num_hidden_layers=80, hidden_size=8192, intermediate_size=28672, num_attention_heads=64,
-              num_key_value_heads=8, vocab_size=128256, max_position_embeddings=8192)
+CONFIG = dict(
+    num_hidden_layers=80,
+    hidden_size=8192,
+    intermediate_size=28672,
+    num_attention_heads=64,
+    num_key_value_heads=8,
+    vocab_size=128256,
+    max_position_embeddings=8192,
+)
 
 
 def make_model():

@@ -17,7 +17,9 @@ from regcomp_lint.analysis.bindings import Bindings, FeedsBindings, Where, bindi
 from regcomp_lint.analysis.file_context import FileContext, has_star_kwargs, is_none, is_true, keyword, string_literal
 
 #: ``Accelerator`` methods that wrap an object for the run (``accelerator.prepare(model, opt)``).
-PREPARE_METHODS = frozenset({"prepare", "prepare_model", "prepare_optimizer", "prepare_data_loader", "prepare_scheduler"})
+PREPARE_METHODS = frozenset(
+    {"prepare", "prepare_model", "prepare_optimizer", "prepare_data_loader", "prepare_scheduler"}
+)
 DYNAMO_BACKEND_ENUM = ("accelerate.utils.DynamoBackend", "accelerate.utils.dataclasses.DynamoBackend")
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -127,7 +129,12 @@ class AccelerateScript:
         """``Accelerator``, ``"Accelerator"``, ``Accelerator | None``, ``Optional[Accelerator]``."""
         text = string_literal(annotation)
         if text is not None:
-            return text.strip() in ("Accelerator", "accelerate.Accelerator", "Accelerator | None", "Optional[Accelerator]")
+            return text.strip() in (
+                "Accelerator",
+                "accelerate.Accelerator",
+                "Accelerator | None",
+                "Optional[Accelerator]",
+            )
         if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
             return self._names_accelerator(annotation.left) or self._names_accelerator(annotation.right)
         if isinstance(annotation, ast.Subscript):
@@ -147,7 +154,9 @@ class AccelerateScript:
         if isinstance(expr, ast.Call):
             return expr if id(expr) in self.accelerators else None
         if isinstance(expr, ast.IfExp):
-            return self.accelerator_of(expr.body, where, depth + 1) or self.accelerator_of(expr.orelse, where, depth + 1)
+            return self.accelerator_of(expr.body, where, depth + 1) or self.accelerator_of(
+                expr.orelse, where, depth + 1
+            )
         key = binding_key(expr)
         if key is None:
             return None
@@ -159,7 +168,9 @@ class AccelerateScript:
                     if certain is not None:
                         return AcceleratorParam(id(function), key, certain)
                 continue
-            if bound.index is not None or isinstance(bound.value, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            if bound.index is not None or isinstance(
+                bound.value, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+            ):
                 continue
             found = self.accelerator_of(bound.value, bound.where, depth + 1)
             if found is not None:

@@ -37,7 +37,7 @@ class Where:
     def function(self) -> ast.AST | None:
         return self.functions[-1] if self.functions else None
 
-    def at(self, node: ast.AST) -> "Where":
+    def at(self, node: ast.AST) -> Where:
         """The same scope at another node's start (the right-hand side of an assignment)."""
         return Where(self.functions, self.cls, (node.lineno, node.col_offset))
 

@@ -12,16 +12,30 @@ import enum
 from regcomp_lint.analysis.file_context import FileContext
 
 TORCH_COMPILE = ("torch.compile", "torch._dynamo.optimize")
-DYNAMO_PLUGIN = ("accelerate.utils.TorchDynamoPlugin", "accelerate.utils.dataclasses.TorchDynamoPlugin", "accelerate.TorchDynamoPlugin")
+DYNAMO_PLUGIN = (
+    "accelerate.utils.TorchDynamoPlugin",
+    "accelerate.utils.dataclasses.TorchDynamoPlugin",
+    "accelerate.TorchDynamoPlugin",
+)
 ACCELERATOR = ("accelerate.Accelerator", "accelerate.accelerator.Accelerator")
 COMPILE_REGIONS = ("accelerate.utils.compile_regions", "accelerate.utils.other.compile_regions")
 #: Keyword parameters of ``torch.compile`` (torch 2.13); ``nn.Module.compile(**kwargs)`` forwards
 #: them. A ``.compile(...)`` call with any other keyword (Keras' ``optimizer=``/``loss=``) or a
 #: positional argument is some other library's ``compile``.
-TORCH_COMPILE_KWARGS = frozenset({
-    "fullgraph", "dynamic", "backend", "mode", "options", "name", "disable",
-    "recompile_limit", "isolate_recompiles", "shapes_spec",
-})
+TORCH_COMPILE_KWARGS = frozenset(
+    {
+        "fullgraph",
+        "dynamic",
+        "backend",
+        "mode",
+        "options",
+        "name",
+        "disable",
+        "recompile_limit",
+        "isolate_recompiles",
+        "shapes_spec",
+    }
+)
 
 #: Last names of every call :func:`compile_config_site` can recognise without an import alias.
 _SITE_NAMES = frozenset({"compile", "optimize", "TorchDynamoPlugin", "Accelerator", "compile_regions"})
@@ -105,7 +119,9 @@ def compile_config_site(ctx: FileContext, call: ast.Call) -> Site | None:
     if isinstance(func, ast.Attribute):
         if func.attr not in _SITE_NAMES:
             return None
-    elif not isinstance(func, ast.Name) or (func.id not in _SITE_NAMES and ctx.qualname(func).rpartition(".")[2] not in _SITE_NAMES):
+    elif not isinstance(func, ast.Name) or (
+        func.id not in _SITE_NAMES and ctx.qualname(func).rpartition(".")[2] not in _SITE_NAMES
+    ):
         return None  # cheap exit for most calls (`from torch import compile as tc`: tc means torch.compile)
     if isinstance(func, ast.Attribute) and func.attr == "compile" and not ctx.imports.root_is_import(func.value):
         return Site.MODULE_COMPILE if is_torch_module_compile(ctx, call) else None

@@ -118,8 +118,14 @@ class Containers:
         self._children[key] = found
         return found
 
-    def node_of(self, value: ast.expr, owner: ModuleClass, method: ast.AST, loop_ints: frozenset[str] = frozenset(),
-                depth: int = 0) -> Node:
+    def node_of(
+        self,
+        value: ast.expr,
+        owner: ModuleClass,
+        method: ast.AST,
+        loop_ints: frozenset[str] = frozenset(),
+        depth: int = 0,
+    ) -> Node:
         return _Reader(self, owner, method, depth).node(value, loop_ints)
 
 
@@ -160,8 +166,13 @@ class _Reader:
                 for target in targets:
                     if isinstance(target, ast.Attribute) and _is_self(target.value):
                         yield stmt, target.attr, stmt.value
-            elif (isinstance(stmt, ast.Call) and isinstance(stmt.func, ast.Attribute) and _is_self(stmt.func.value)
-                  and stmt.func.attr in ("add_module", "register_module") and len(stmt.args) == 2):
+            elif (
+                isinstance(stmt, ast.Call)
+                and isinstance(stmt.func, ast.Attribute)
+                and _is_self(stmt.func.value)
+                and stmt.func.attr in ("add_module", "register_module")
+                and len(stmt.args) == 2
+            ):
                 key = stmt.args[0]
                 if isinstance(key, ast.Constant) and isinstance(key.value, str):
                     yield stmt, key.value, stmt.args[1]
@@ -176,14 +187,20 @@ class _Reader:
             return self._lists
         lists: dict[str, list[tuple[ast.expr, frozenset[str], bool]]] = {}
         self._lists = lists
-        self._scan(self.method.body if isinstance(self.method, FUNCTION_DEFS) else [], _Entry(None, frozenset(), False, None), lists)
+        self._scan(
+            self.method.body if isinstance(self.method, FUNCTION_DEFS) else [],
+            _Entry(None, frozenset(), False, None),
+            lists,
+        )
         return lists
 
     def _scan(self, body: list[ast.stmt], where: _Entry, lists: dict) -> None:
         """``where``: the loop context (its ``value`` unused)."""
         for stmt in body:
             if isinstance(stmt, (ast.For, ast.AsyncFor)):
-                inner = _Entry(None, where.ints | _int_targets(stmt.target, stmt.iter), True, iteration_count(stmt.iter))
+                inner = _Entry(
+                    None, where.ints | _int_targets(stmt.target, stmt.iter), True, iteration_count(stmt.iter)
+                )
                 self._scan(stmt.body, inner, lists)
                 self._scan(stmt.orelse, where, lists)
                 continue
@@ -291,15 +308,25 @@ class _Reader:
 
     def _dict_values(self, arg: ast.expr, ints: frozenset[str]) -> list[Node]:
         if isinstance(arg, ast.Dict):
-            return [dataclass_replace(self.node(v, ints), key=k.value if isinstance(k, ast.Constant) and isinstance(k.value, str) else None)
-                    for k, v in zip(arg.keys, arg.values) if k is not None]
+            return [
+                dataclass_replace(
+                    self.node(v, ints),
+                    key=k.value if isinstance(k, ast.Constant) and isinstance(k.value, str) else None,
+                )
+                for k, v in zip(arg.keys, arg.values)
+                if k is not None
+            ]
         if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Name) and arg.func.id == "dict":
-            return [dataclass_replace(self.node(kw.value, ints), key=kw.arg) for kw in arg.keywords if kw.arg is not None]
+            return [
+                dataclass_replace(self.node(kw.value, ints), key=kw.arg) for kw in arg.keywords if kw.arg is not None
+            ]
         if isinstance(arg, ast.DictComp):
             return [self.node(arg.value, ints | _comprehension_ints(arg), True)]
         return [Node("unknown", arg)]
 
-    def _items(self, arg: ast.expr, ints: frozenset[str], many: bool, depth: int = 0, count: int | None = None) -> list[Node]:
+    def _items(
+        self, arg: ast.expr, ints: frozenset[str], many: bool, depth: int = 0, count: int | None = None
+    ) -> list[Node]:
         """The modules a list-valued expression holds."""
         if depth > MAX_DEPTH:
             return [Node("unknown", arg)]
@@ -359,6 +386,7 @@ def dataclass_replace(node: Node, **changes) -> Node:
 
 
 # -- what compile_regions does with a tree ---------------------------------------------------
+
 
 def is_repeated(node: Node) -> bool | None:
     """``accelerate.utils.other.is_repeated_blocks``: a ModuleList of one class (None: unknown)."""
@@ -433,8 +461,23 @@ class Tree:
 
 
 #: ``self.x = <value>`` values that are never modules (numbers, config fields, tensors, text).
-_NOT_MODULE_VALUES = (ast.Constant, ast.Attribute, ast.Subscript, ast.BinOp, ast.Compare, ast.BoolOp, ast.UnaryOp,
-                      ast.JoinedStr, ast.Tuple, ast.List, ast.Dict, ast.Set, ast.Lambda, ast.ListComp, ast.DictComp)
+_NOT_MODULE_VALUES = (
+    ast.Constant,
+    ast.Attribute,
+    ast.Subscript,
+    ast.BinOp,
+    ast.Compare,
+    ast.BoolOp,
+    ast.UnaryOp,
+    ast.JoinedStr,
+    ast.Tuple,
+    ast.List,
+    ast.Dict,
+    ast.Set,
+    ast.Lambda,
+    ast.ListComp,
+    ast.DictComp,
+)
 
 
 def _may_be_module(value: ast.expr) -> bool:
@@ -454,7 +497,12 @@ def _int_targets(target: ast.AST, iterable: ast.AST) -> frozenset[str]:
         return frozenset()
     if iterable.func.id == "range" and isinstance(target, ast.Name):
         return frozenset({target.id})
-    if iterable.func.id == "enumerate" and isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name):
+    if (
+        iterable.func.id == "enumerate"
+        and isinstance(target, ast.Tuple)
+        and target.elts
+        and isinstance(target.elts[0], ast.Name)
+    ):
         return frozenset({target.elts[0].id})
     return frozenset()
 

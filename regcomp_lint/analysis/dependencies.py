@@ -7,8 +7,8 @@ wraps each lint in :func:`recording` and stores the files' digests beside the ca
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 _active: list[set[str]] = []
 

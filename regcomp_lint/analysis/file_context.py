@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Iterator
+from collections.abc import Iterator
 
 from regcomp_lint.analysis.name_resolution import ImportMap
 from regcomp_lint.files.source import SourceFile
@@ -49,6 +49,7 @@ class FileContext:
 
 
 # -- small ast helpers shared by rules ------------------------------------------------------
+
 
 def keyword(call: ast.Call, name: str) -> ast.keyword | None:
     for kw in call.keywords:

@@ -43,8 +43,25 @@ WRAPPERS = (
 )
 #: ``nn.Module`` methods that return the module itself.
 SAME_MODULE_METHODS = frozenset(
-    {"to", "cuda", "cpu", "xpu", "mps", "half", "float", "double", "bfloat16", "type", "train", "eval",
-     "requires_grad_", "to_empty", "share_memory", "apply", "zero_grad"}
+    {
+        "to",
+        "cuda",
+        "cpu",
+        "xpu",
+        "mps",
+        "half",
+        "float",
+        "double",
+        "bfloat16",
+        "type",
+        "train",
+        "eval",
+        "requires_grad_",
+        "to_empty",
+        "share_memory",
+        "apply",
+        "zero_grad",
+    }
 )
 FACTORY_METHODS = ("from_pretrained", "from_config")
 PREPARE_METHODS = ("prepare", "prepare_model")
@@ -213,7 +230,11 @@ class ModelFinder:
             return RepeatedBlocks("local", cls.name, None, count)
         qualname = self.ctx.qualname(func) or ""
         block = qualname.rsplit(".", 1)[-1] or None
-        if qualname.startswith("torch.nn.") and self.ctx.imports.root_is_import(func) and not qualname.endswith("Layer"):
+        if (
+            qualname.startswith("torch.nn.")
+            and self.ctx.imports.root_is_import(func)
+            and not qualname.endswith("Layer")
+        ):
             return None  # nn.Linear ×n is not a block worth compiling on its own
         return RepeatedBlocks("local", cls.name, block, count)
 
@@ -247,6 +268,7 @@ class ModelFinder:
 
 
 # -- small pure helpers ----------------------------------------------------------------------
+
 
 def _element(value: ast.AST, index: int) -> ast.AST | None:
     """Element ``index`` of a tuple/list display, or the argument of ``prepare(a, b, ...)``."""

@@ -76,13 +76,14 @@ from __future__ import annotations
 import ast
 import os
 import weakref
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from regcomp_lint.analysis import dependencies
-from regcomp_lint.files import reading
 from regcomp_lint.analysis.name_resolution import ImportMap
+from regcomp_lint.files import reading
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -110,6 +111,7 @@ MAX_PARENT_DIRS = 6
 
 # -- parsed files ----------------------------------------------------------------------------
 
+
 @dataclass(eq=False)
 class ParsedModule:
     """One Python file's top-level definitions and imports."""
@@ -126,7 +128,7 @@ class ParsedModule:
         return f"ParsedModule({self.path!r})"
 
     @classmethod
-    def from_tree(cls, tree: ast.Module, path: str | None, imports: ImportMap | None = None) -> "ParsedModule":
+    def from_tree(cls, tree: ast.Module, path: str | None, imports: ImportMap | None = None) -> ParsedModule:
         classes: dict[str, ast.ClassDef] = {}
         functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         assignments: dict[str, ast.expr] = {}
@@ -242,17 +244,20 @@ def _module_in(folder: str, parts: list[str]) -> str | None:
 
 # -- classes ---------------------------------------------------------------------------------
 
+
 @dataclass(eq=False)
 class Submodule:
     attr: str
     value: ast.expr
-    classes: list["ModuleClass"] = field(default_factory=list)
+    classes: list[ModuleClass] = field(default_factory=list)
     external: list[str] = field(default_factory=list)
     container: bool = False
 
     def __repr__(self) -> str:
         kinds = [c.name for c in self.classes] + self.external
-        return f"Submodule({self.attr}: {'[' if self.container else ''}{', '.join(kinds)}{']' if self.container else ''})"
+        return (
+            f"Submodule({self.attr}: {'[' if self.container else ''}{', '.join(kinds)}{']' if self.container else ''})"
+        )
 
 
 @dataclass(eq=False)
@@ -260,7 +265,7 @@ class ModuleClass:
     name: str
     node: ast.ClassDef
     module: ParsedModule
-    bases: list["ModuleClass"] = field(default_factory=list)
+    bases: list[ModuleClass] = field(default_factory=list)
     submodules: dict[str, Submodule] = field(default_factory=dict)
     tensor_attrs: set[str] = field(default_factory=set)
     #: Whether this class is an nn.Module (a local non-module base is kept for method lookup).
@@ -279,7 +284,7 @@ class ModuleClass:
     def init(self) -> ast.FunctionDef | None:
         return self.local_methods.get("__init__")
 
-    def mro(self) -> list["ModuleClass"]:
+    def mro(self) -> list[ModuleClass]:
         """This class, then its local bases depth-first left to right (each once)."""
         seen: list[ModuleClass] = []
         stack = [self]
@@ -290,7 +295,7 @@ class ModuleClass:
                 stack = list(cls.bases) + stack
         return seen
 
-    def method(self, name: str) -> tuple["ModuleClass", ast.FunctionDef | ast.AsyncFunctionDef] | None:
+    def method(self, name: str) -> tuple[ModuleClass, ast.FunctionDef | ast.AsyncFunctionDef] | None:
         """(defining class, def) of ``name`` along the local bases."""
         for cls in self.mro():
             found = cls.local_methods.get(name)
@@ -317,7 +322,7 @@ class Function:
     local: bool
     #: For a function defined inside another (a closure), the enclosing one: names the closure
     #: does not bind are the enclosing function's.
-    parent: "Function | None" = None
+    parent: Function | None = None
 
     def __repr__(self) -> str:
         return f"Function({self.label})"
@@ -333,7 +338,10 @@ class Function:
         found = self.__dict__.get("_disabled")
         if found is None:
             imports = self.module.imports
-            found = any(imports.resolves_to(d.func if isinstance(d, ast.Call) else d, *DISABLE) for d in self.node.decorator_list)
+            found = any(
+                imports.resolves_to(d.func if isinstance(d, ast.Call) else d, *DISABLE)
+                for d in self.node.decorator_list
+            )
             self.__dict__["_disabled"] = found
         return found
 
@@ -369,9 +377,24 @@ class FactsCollector:
     (:func:`function_facts`). A node inside nested functions counts for each of them."""
 
     #: Node types :meth:`visit` looks at (besides the function nodes).
-    NODE_TYPES = (ast.If, ast.Call, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor,
-                  ast.comprehension, ast.withitem, ast.Return, ast.Global, ast.Nonlocal, ast.ExceptHandler,
-                  ast.Import, ast.ImportFrom)
+    NODE_TYPES = (
+        ast.If,
+        ast.Call,
+        ast.Assign,
+        ast.AnnAssign,
+        ast.AugAssign,
+        ast.NamedExpr,
+        ast.For,
+        ast.AsyncFor,
+        ast.comprehension,
+        ast.withitem,
+        ast.Return,
+        ast.Global,
+        ast.Nonlocal,
+        ast.ExceptHandler,
+        ast.Import,
+        ast.ImportFrom,
+    )
     FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
     def __init__(self) -> None:
@@ -424,8 +447,12 @@ class FactsCollector:
                 skipped = node.orelse if guard else node.body
                 if skipped:
                     last = skipped[-1]
-                    self.untraced.append(((skipped[0].lineno, skipped[0].col_offset),
-                                          (last.end_lineno or last.lineno, last.end_col_offset or 0)))
+                    self.untraced.append(
+                        (
+                            (skipped[0].lineno, skipped[0].col_offset),
+                            (last.end_lineno or last.lineno, last.end_col_offset or 0),
+                        )
+                    )
         elif kind is ast.Call:
             for facts in stack:
                 facts.calls.append(node)
@@ -519,15 +546,35 @@ def traced_operands(test: ast.BoolOp) -> list[ast.expr]:
     return found
 
 
-_LEAF_FIELDS = frozenset({"ctx", "id", "attr", "arg", "asname", "module", "level", "kind", "type_comment",
-                          "conversion", "is_async", "name", "names", "value_str"})
+_LEAF_FIELDS = frozenset(
+    {
+        "ctx",
+        "id",
+        "attr",
+        "arg",
+        "asname",
+        "module",
+        "level",
+        "kind",
+        "type_comment",
+        "conversion",
+        "is_async",
+        "name",
+        "names",
+        "value_str",
+    }
+)
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def _fields(node_type: type) -> tuple[str, ...]:
     found = _FIELDS.get(node_type)
     if found is None:
-        found = () if node_type in (ast.Constant, ast.Name) else tuple(f for f in node_type._fields if f not in _LEAF_FIELDS)
+        found = (
+            ()
+            if node_type in (ast.Constant, ast.Name)
+            else tuple(f for f in node_type._fields if f not in _LEAF_FIELDS)
+        )
         _FIELDS[node_type] = found
     return found
 
@@ -574,13 +621,13 @@ def _arguments(args: ast.arguments) -> list[ast.arg]:
 
 # -- the analysis ----------------------------------------------------------------------------
 
-_CACHE: "weakref.WeakKeyDictionary[FileContext, Reachability]" = weakref.WeakKeyDictionary()
-_DEEP_CACHE: "weakref.WeakKeyDictionary[FileContext, Reachability]" = weakref.WeakKeyDictionary()
-_FUNCTIONS_CACHE: "weakref.WeakKeyDictionary[FileContext, Reachability]" = weakref.WeakKeyDictionary()
-_COLLECTORS: "weakref.WeakKeyDictionary[FileContext, FactsCollector]" = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[FileContext, Reachability] = weakref.WeakKeyDictionary()
+_DEEP_CACHE: weakref.WeakKeyDictionary[FileContext, Reachability] = weakref.WeakKeyDictionary()
+_FUNCTIONS_CACHE: weakref.WeakKeyDictionary[FileContext, Reachability] = weakref.WeakKeyDictionary()
+_COLLECTORS: weakref.WeakKeyDictionary[FileContext, FactsCollector] = weakref.WeakKeyDictionary()
 
 
-def collector_for(ctx: "FileContext") -> tuple[FactsCollector, bool]:
+def collector_for(ctx: FileContext) -> tuple[FactsCollector, bool]:
     """The file's facts collector and whether this call created it: the rule that creates it
     feeds it from the engine's walk (once per node, however many RC2xx rules run)."""
     found = _COLLECTORS.get(ctx)
@@ -590,7 +637,7 @@ def collector_for(ctx: "FileContext") -> tuple[FactsCollector, bool]:
     return found, True
 
 
-def for_context(ctx: "FileContext", deep: bool = False, functions: bool = False) -> "Reachability":
+def for_context(ctx: FileContext, deep: bool = False, functions: bool = False) -> Reachability:
     """The file's reachability, built on first use and shared by every rule of the run.
 
     ``deep``: also follow submodule classes and functions imported from local modules (parsed
@@ -613,13 +660,14 @@ def for_context(ctx: "FileContext", deep: bool = False, functions: bool = False)
         else:
             collector = _COLLECTORS.get(ctx)
             facts = collector.facts if collector is not None else None
-            found = Reachability(ParsedModule.from_tree(ctx.tree, ctx.filename, ctx.imports), deep=deep, facts=facts,
-                                 functions=functions)
+            found = Reachability(
+                ParsedModule.from_tree(ctx.tree, ctx.filename, ctx.imports), deep=deep, facts=facts, functions=functions
+            )
         cache[ctx] = found
     return found
 
 
-def of_module(module: ParsedModule) -> "Reachability":
+def of_module(module: ParsedModule) -> Reachability:
     """The shallow reachability a lint of ``module``'s own file builds (its forwards, nothing
     followed into other files), kept with the parsed module: once per file and process."""
     found = module.__dict__.get("_own_reachability")
@@ -632,14 +680,20 @@ def same_file(a: str | None, b: str | None) -> bool:
     return a is not None and b is not None and os.path.abspath(a) == os.path.abspath(b)
 
 
-def from_source(text: str, filename: str = "<string>", deep: bool = True) -> "Reachability":
+def from_source(text: str, filename: str = "<string>", deep: bool = True) -> Reachability:
     """Build from source text (tests, tools): imports read from the top-level statements."""
     return Reachability(ParsedModule.from_tree(ast.parse(text), filename), deep=deep)
 
 
 class Reachability:
-    def __init__(self, module: ParsedModule | None, deep: bool = True, facts: dict[int, FunctionFacts] | None = None,
-                 functions: bool = False, classes_from: "Reachability | None" = None) -> None:
+    def __init__(
+        self,
+        module: ParsedModule | None,
+        deep: bool = True,
+        facts: dict[int, FunctionFacts] | None = None,
+        functions: bool = False,
+        classes_from: Reachability | None = None,
+    ) -> None:
         """``facts``: the :class:`FunctionFacts` the engine's walk collected, by ``id`` of the def.
         ``functions``: follow calls of functions of local modules even when not ``deep``.
         ``classes_from``: a graph of the same file with the same ``deep``: its module, classes
@@ -703,7 +757,9 @@ class Reachability:
             _collect_submodules(self, cls)
         return cls
 
-    def resolve_class(self, expr: ast.AST, module: ParsedModule, hops: int = 0, load: bool | None = None) -> "ModuleClass | str | None":
+    def resolve_class(
+        self, expr: ast.AST, module: ParsedModule, hops: int = 0, load: bool | None = None
+    ) -> ModuleClass | str | None:
         """What a class name means in ``module``: a local :class:`ModuleClass` (defined there or,
         when ``load`` (default: ``deep``), in a local module it imports), else its qualified name
         (``torch.nn.LSTM``), else None."""
@@ -746,7 +802,9 @@ class Reachability:
             return None
         return path
 
-    def resolve_function(self, expr: ast.AST, module: ParsedModule, hops: int = 0) -> tuple[ParsedModule, ast.FunctionDef | ast.AsyncFunctionDef] | None:
+    def resolve_function(
+        self, expr: ast.AST, module: ParsedModule, hops: int = 0
+    ) -> tuple[ParsedModule, ast.FunctionDef | ast.AsyncFunctionDef] | None:
         """A module-level function named by ``expr`` (``helper``, ``utils.helper``) in ``module``
         or in a local module it imports."""
         if isinstance(expr, ast.Name) and not module.imports.imported(expr.id):
@@ -769,8 +827,13 @@ class Reachability:
         return None
 
     # -- functions and facts ----------------------------------------------------------------
-    def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, cls: ModuleClass | None, module: ParsedModule,
-                 owner: ModuleClass | None = None) -> Function:
+    def function(
+        self,
+        node: ast.FunctionDef | ast.AsyncFunctionDef,
+        cls: ModuleClass | None,
+        module: ParsedModule,
+        owner: ModuleClass | None = None,
+    ) -> Function:
         """The graph node for ``node`` run with ``self`` a ``cls`` (``owner``: the defining class)."""
         key = (id(node), id(cls))
         found = self._functions.get(key)
@@ -787,7 +850,11 @@ class Reachability:
         if func.parent is not None or not func.local:
             return None
         if func.cls is None:
-            return self.function(func.node, None, self.module) if self.module.functions.get(func.node.name) is func.node else None
+            return (
+                self.function(func.node, None, self.module)
+                if self.module.functions.get(func.node.name) is func.node
+                else None
+            )
         cls = self.classes.get(func.cls.name)
         if cls is None or cls.node is not func.cls.node:
             return None
@@ -814,7 +881,7 @@ class Reachability:
 
     # -- the graph --------------------------------------------------------------------------
     @property
-    def graph(self) -> "nx.DiGraph":
+    def graph(self) -> nx.DiGraph:
         """The call graph as a networkx DiGraph (edge data ``calls``: the ``ast.Call`` nodes)."""
         if self._nx is None:
             import networkx as nx  # only for callers that want it: importing it costs ~0.3 s
@@ -930,7 +997,9 @@ class Reachability:
         self._successors()
         return [(caller, call) for caller, calls in self._pred.get(func, {}).items() for call in calls]
 
-    def paths(self, follows: "Callable[[Function, ast.Call, Function], bool] | None" = None) -> dict[Function, tuple[Function, ast.Call] | None]:
+    def paths(
+        self, follows: Callable[[Function, ast.Call, Function], bool] | None = None
+    ) -> dict[Function, tuple[Function, ast.Call] | None]:
         """The shortest-path tree from :attr:`roots`: each reached function with the (caller,
         call) it is first reached through (None for a root), breadth first, so iterating the
         result lists functions by distance. ``follows(caller, call, callee)``: an edge none of
@@ -949,7 +1018,7 @@ class Reachability:
                 order.append(callee)
         return tree
 
-    def reachable(self, starts: Iterable[Function], within: "dict[Function, object] | set[Function]") -> set[Function]:
+    def reachable(self, starts: Iterable[Function], within: dict[Function, object] | set[Function]) -> set[Function]:
         """Functions of ``within`` reachable from ``starts`` (themselves included)."""
         succ = self._successors()
         seen = {f for f in starts if f in within}
@@ -997,14 +1066,21 @@ class Reachability:
                 key = (id(callee.node), id(caller.cls))
                 found = functions.get(key)
                 if found is None:
-                    found = functions[key] = Function(callee.node, caller.cls, caller.module,
-                                                      f"{caller.label}.{callee.node.name}", caller.local, parent=caller)
+                    found = functions[key] = Function(
+                        callee.node,
+                        caller.cls,
+                        caller.module,
+                        f"{caller.label}.{callee.node.name}",
+                        caller.local,
+                        parent=caller,
+                    )
             else:  # as :meth:`function` makes it (the label comes from the same class objects)
                 key = (id(callee.node), id(callee.cls))
                 found = functions.get(key)
                 if found is None:
-                    found = functions[key] = Function(callee.node, callee.cls, callee.module, callee.label,
-                                                      callee.module is self.module)
+                    found = functions[key] = Function(
+                        callee.node, callee.cls, callee.module, callee.label, callee.module is self.module
+                    )
             result.append((found, call))
         return result
 
@@ -1035,8 +1111,9 @@ class Reachability:
                 key = (id(node), id(caller.cls))
                 callee = functions.get(key)
                 if callee is None:
-                    callee = functions[key] = Function(node, caller.cls, caller.module, f"{caller.label}.{node.name}",
-                                                       caller.local, parent=caller)
+                    callee = functions[key] = Function(
+                        node, caller.cls, caller.module, f"{caller.label}.{node.name}", caller.local, parent=caller
+                    )
             result.append((callee, call))
         return result
 
@@ -1066,13 +1143,16 @@ class Reachability:
                     arg = arg.value
                 # A method or submodule passed on (``checkpoint(self.block, x)``) is called there.
                 if (type(arg) is ast.Attribute and (arg.attr == "__call__" or _is_self(arg.value))) or (
-                        checkpoint and type(arg) in (ast.Name, ast.Subscript)):
+                    checkpoint and type(arg) in (ast.Name, ast.Subscript)
+                ):
                     for callee in self._call_targets(arg, caller, facts, passed=True):
                         if specs is not None:
                             specs.append((callee, call))
                         yield callee, call
 
-    def _call_targets(self, func: ast.AST, caller: Function, facts: FunctionFacts, passed: bool = False) -> list[Function]:
+    def _call_targets(
+        self, func: ast.AST, caller: Function, facts: FunctionFacts, passed: bool = False
+    ) -> list[Function]:
         """Functions a call of ``func`` inside ``caller`` may run."""
         cls = caller.cls
         if isinstance(func, ast.Attribute) and func.attr == "__call__":
@@ -1142,7 +1222,9 @@ class Reachability:
                 found.append(self.function(node, cls, owner.module, owner))
         return found
 
-    def _module_classes_of(self, expr: ast.AST, caller: Function, facts: FunctionFacts, depth: int = 0) -> list[ModuleClass]:
+    def _module_classes_of(
+        self, expr: ast.AST, caller: Function, facts: FunctionFacts, depth: int = 0
+    ) -> list[ModuleClass]:
         """Local module classes an expression may hold: ``self.attn``, ``self.h[i]``, a loop
         variable over ``self.h``, a name bound to one of those."""
         if depth > 4:
@@ -1166,7 +1248,11 @@ class Reachability:
             return found
         if isinstance(expr, ast.Subscript):
             return self._module_classes_of(expr.value, caller, facts, depth + 1)
-        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in ("values", "children", "modules"):
+        if (
+            isinstance(expr, ast.Call)
+            and isinstance(expr.func, ast.Attribute)
+            and expr.func.attr in ("values", "children", "modules")
+        ):
             return self._module_classes_of(expr.func.value, caller, facts, depth + 1)
         if isinstance(expr, ast.Name):
             found: list[ModuleClass] = []
@@ -1178,7 +1264,9 @@ class Reachability:
             return found
         return []
 
-    def _iterated(self, iterable: ast.AST, index: int | None, caller: Function, facts: FunctionFacts, depth: int) -> list[ModuleClass]:
+    def _iterated(
+        self, iterable: ast.AST, index: int | None, caller: Function, facts: FunctionFacts, depth: int
+    ) -> list[ModuleClass]:
         """Classes of the loop variable at tuple position ``index`` over ``iterable``."""
         if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name):
             if iterable.func.id == "enumerate" and iterable.args:
@@ -1189,7 +1277,11 @@ class Reachability:
                 return []
             if iterable.func.id in ("reversed", "list", "tuple", "iter") and iterable.args:
                 return self._iterated(iterable.args[0], index, caller, facts, depth)
-        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute) and iterable.func.attr == "items":
+        if (
+            isinstance(iterable, ast.Call)
+            and isinstance(iterable.func, ast.Attribute)
+            and iterable.func.attr == "items"
+        ):
             return self._module_classes_of(iterable.func.value, caller, facts, depth) if index == 1 else []
         if index is not None:
             return []
@@ -1199,6 +1291,7 @@ class Reachability:
 
 
 # -- helpers ---------------------------------------------------------------------------------
+
 
 def _method_names(node: ast.ClassDef) -> set[str]:
     return {stmt.name for stmt in node.body if isinstance(stmt, FUNCTION_DEFS)}
@@ -1222,8 +1315,24 @@ def _last_name(node: ast.AST) -> str | None:
 
 def _is_third_party(dotted: str) -> bool:
     root = dotted.split(".")[0]
-    return root in ("torch", "transformers", "accelerate", "numpy", "typing", "os", "sys", "math", "functools",
-                    "collections", "dataclasses", "einops", "diffusers", "lightning", "pytorch_lightning", "timm")
+    return root in (
+        "torch",
+        "transformers",
+        "accelerate",
+        "numpy",
+        "typing",
+        "os",
+        "sys",
+        "math",
+        "functools",
+        "collections",
+        "dataclasses",
+        "einops",
+        "diffusers",
+        "lightning",
+        "pytorch_lightning",
+        "timm",
+    )
 
 
 def _is_known_module_base(base: ast.AST, imports: ImportMap) -> bool:
@@ -1237,8 +1346,14 @@ def _is_known_module_base(base: ast.AST, imports: ImportMap) -> bool:
     if imports.root_is_import(base) and qualname.startswith("torch."):
         if qualname in MODULE_BASES:
             return True
-        return qualname.startswith("torch.nn.") and last[:1].isupper() and last not in TORCH_NN_NOT_MODULES \
-            and ".functional." not in qualname and ".init." not in qualname and ".utils." not in qualname
+        return (
+            qualname.startswith("torch.nn.")
+            and last[:1].isupper()
+            and last not in TORCH_NN_NOT_MODULES
+            and ".functional." not in qualname
+            and ".init." not in qualname
+            and ".utils." not in qualname
+        )
     if isinstance(base, ast.Name) and not imports.imported(base.id):
         star = any(m in ("torch.nn", "torch.nn.modules") for m in imports.star_modules)
         if star and base.id == "Module":
@@ -1293,8 +1408,14 @@ def _collect_submodules(reach: Reachability, cls: ModuleClass) -> None:
         del cls.submodules[attr]  # a plain value (config, int, list of names), not a module
 
 
-def _add_submodule(reach: Reachability, cls: ModuleClass, module: ParsedModule, attr: str, value: ast.expr,
-                   lists: dict[str, list[ast.expr]]) -> None:
+def _add_submodule(
+    reach: Reachability,
+    cls: ModuleClass,
+    module: ParsedModule,
+    attr: str,
+    value: ast.expr,
+    lists: dict[str, list[ast.expr]],
+) -> None:
     if isinstance(value, ast.Call) and module.imports.resolves_to(value.func, *PARAMETER, *BUFFER):
         cls.tensor_attrs.add(attr)
         return
@@ -1331,8 +1452,23 @@ def _add_submodule(reach: Reachability, cls: ModuleClass, module: ParsedModule, 
             continue
         if isinstance(node, (ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp, ast.Dict, ast.DictComp)):
             sub.container = True
-        if isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.GeneratorExp, ast.DictComp,
-                             ast.SetComp, ast.BinOp, ast.IfExp, ast.Starred, ast.keyword)):
+        if isinstance(
+            node,
+            (
+                ast.List,
+                ast.Tuple,
+                ast.Set,
+                ast.Dict,
+                ast.ListComp,
+                ast.GeneratorExp,
+                ast.DictComp,
+                ast.SetComp,
+                ast.BinOp,
+                ast.IfExp,
+                ast.Starred,
+                ast.keyword,
+            ),
+        ):
             stack.extend(ast.iter_child_nodes(node))
 
 
@@ -1345,8 +1481,37 @@ def _is_torch_tensor_call(func: ast.AST, imports: ImportMap) -> bool:
     return len(parts) == 2 and parts[0] == "torch" and parts[1][:1].islower() and parts[1] in TENSOR_FACTORIES
 
 
-TENSOR_FACTORIES = frozenset({
-    "tensor", "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "rand", "randn", "randint",
-    "randperm", "tril", "triu", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
-    "as_tensor", "from_numpy", "cat", "stack", "outer", "exp", "polar", "view_as_real", "view_as_complex",
-})
+TENSOR_FACTORIES = frozenset(
+    {
+        "tensor",
+        "zeros",
+        "ones",
+        "empty",
+        "full",
+        "arange",
+        "linspace",
+        "logspace",
+        "eye",
+        "rand",
+        "randn",
+        "randint",
+        "randperm",
+        "tril",
+        "triu",
+        "zeros_like",
+        "ones_like",
+        "empty_like",
+        "full_like",
+        "rand_like",
+        "randn_like",
+        "as_tensor",
+        "from_numpy",
+        "cat",
+        "stack",
+        "outer",
+        "exp",
+        "polar",
+        "view_as_real",
+        "view_as_complex",
+    }
+)

@@ -26,34 +26,148 @@ import weakref
 from regcomp_lint.analysis.reachability import Function, Reachability, traced_operands
 
 #: Attributes of a tensor that are not tensors.
-NON_TENSOR_ATTRS = frozenset({
-    "shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "layout", "names", "is_sparse", "is_quantized",
-    "is_meta", "is_leaf", "grad_fn", "itemsize", "nbytes", "is_nested", "is_mps", "is_cpu", "output_nr", "_version",
-})
+NON_TENSOR_ATTRS = frozenset(
+    {
+        "shape",
+        "dtype",
+        "device",
+        "ndim",
+        "is_cuda",
+        "requires_grad",
+        "layout",
+        "names",
+        "is_sparse",
+        "is_quantized",
+        "is_meta",
+        "is_leaf",
+        "grad_fn",
+        "itemsize",
+        "nbytes",
+        "is_nested",
+        "is_mps",
+        "is_cpu",
+        "output_nr",
+        "_version",
+    }
+)
 #: Attributes of a tensor that are tensors.
 TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag", "grad", "data"})
 #: Attributes of a submodule that are tensors (``self.fc.weight``).
 MODULE_TENSOR_ATTRS = frozenset({"weight", "bias"})
 #: Tensor methods whose result is not a tensor.
-NON_TENSOR_METHODS = frozenset({
-    "size", "dim", "ndimension", "numel", "nelement", "item", "tolist", "numpy", "is_contiguous", "is_floating_point",
-    "is_complex", "is_signed", "data_ptr", "element_size", "stride", "get_device", "storage_offset", "is_pinned",
-    "is_shared", "is_set_to", "untyped_storage", "storage", "dim_order", "equal", "allclose", "type", "has_names",
-    "is_inference", "__len__", "__repr__", "__str__", "__format__", "__bool__", "__int__", "__float__", "__index__",
-    "unbind_shapes", "register_hook", "backward", "retain_grad", "is_same_size", "is_nonzero", "isclose_all",
-})
+NON_TENSOR_METHODS = frozenset(
+    {
+        "size",
+        "dim",
+        "ndimension",
+        "numel",
+        "nelement",
+        "item",
+        "tolist",
+        "numpy",
+        "is_contiguous",
+        "is_floating_point",
+        "is_complex",
+        "is_signed",
+        "data_ptr",
+        "element_size",
+        "stride",
+        "get_device",
+        "storage_offset",
+        "is_pinned",
+        "is_shared",
+        "is_set_to",
+        "untyped_storage",
+        "storage",
+        "dim_order",
+        "equal",
+        "allclose",
+        "type",
+        "has_names",
+        "is_inference",
+        "__len__",
+        "__repr__",
+        "__str__",
+        "__format__",
+        "__bool__",
+        "__int__",
+        "__float__",
+        "__index__",
+        "unbind_shapes",
+        "register_hook",
+        "backward",
+        "retain_grad",
+        "is_same_size",
+        "is_nonzero",
+        "isclose_all",
+    }
+)
 #: ``torch.<name>`` functions whose result is not a tensor.
-NON_TENSOR_TORCH = frozenset({
-    "is_tensor", "is_storage", "is_floating_point", "is_complex", "is_nonzero", "numel", "get_default_dtype",
-    "is_grad_enabled", "is_inference_mode_enabled", "is_autocast_enabled", "device", "dtype", "finfo", "iinfo",
-    "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "autocast", "manual_seed", "seed", "initial_seed",
-    "compile", "typename", "result_type", "promote_types", "can_cast", "broadcast_shapes", "set_default_dtype",
-    "use_deterministic_algorithms", "are_deterministic_algorithms_enabled", "equal", "allclose", "is_same_size",
-    "is_conj", "is_neg", "empty_cache", "set_printoptions", "get_num_threads", "set_num_threads", "vmap", "cond",
-    "sym_int", "sym_float", "sym_max", "sym_min", "sym_not", "sym_ite", "is_deterministic_algorithms_warn_only_enabled",
-    "get_device", "get_float32_matmul_precision", "set_float32_matmul_precision", "save", "load", "is_anomaly_enabled",
-    "set_rng_state", "get_default_device", "set_default_device", "is_warn_always_enabled", "export", "library",
-})
+NON_TENSOR_TORCH = frozenset(
+    {
+        "is_tensor",
+        "is_storage",
+        "is_floating_point",
+        "is_complex",
+        "is_nonzero",
+        "numel",
+        "get_default_dtype",
+        "is_grad_enabled",
+        "is_inference_mode_enabled",
+        "is_autocast_enabled",
+        "device",
+        "dtype",
+        "finfo",
+        "iinfo",
+        "no_grad",
+        "enable_grad",
+        "set_grad_enabled",
+        "inference_mode",
+        "autocast",
+        "manual_seed",
+        "seed",
+        "initial_seed",
+        "compile",
+        "typename",
+        "result_type",
+        "promote_types",
+        "can_cast",
+        "broadcast_shapes",
+        "set_default_dtype",
+        "use_deterministic_algorithms",
+        "are_deterministic_algorithms_enabled",
+        "equal",
+        "allclose",
+        "is_same_size",
+        "is_conj",
+        "is_neg",
+        "empty_cache",
+        "set_printoptions",
+        "get_num_threads",
+        "set_num_threads",
+        "vmap",
+        "cond",
+        "sym_int",
+        "sym_float",
+        "sym_max",
+        "sym_min",
+        "sym_not",
+        "sym_ite",
+        "is_deterministic_algorithms_warn_only_enabled",
+        "get_device",
+        "get_float32_matmul_precision",
+        "set_float32_matmul_precision",
+        "save",
+        "load",
+        "is_anomaly_enabled",
+        "set_rng_state",
+        "get_default_device",
+        "set_default_device",
+        "is_warn_always_enabled",
+        "export",
+        "library",
+    }
+)
 #: Sub-namespaces of torch whose functions return tensors.
 TENSOR_NAMESPACES = ("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.", "torch.nn.init.")
 EINOPS = ("einops.rearrange", "einops.repeat", "einops.reduce", "einops.einsum")
@@ -62,7 +176,7 @@ TENSOR_PRESERVING_BUILTINS = frozenset({"abs"})
 NOT_VALUE_COMPARES = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
 
 
-def oracle(reach: Reachability, func: Function) -> "TensorOracle":
+def oracle(reach: Reachability, func: Function) -> TensorOracle:
     """The oracle for one reached function, shared by all rules of the run."""
     cache = reach.__dict__.setdefault("_tensor_oracles", {})
     found = cache.get(func)
@@ -165,12 +279,20 @@ class TensorOracle:
         return False
 
     def _iterated(self, iterable: ast.AST, index: int | None) -> bool:
-        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and not self.imports.imported(iterable.func.id):
+        if (
+            isinstance(iterable, ast.Call)
+            and isinstance(iterable.func, ast.Name)
+            and not self.imports.imported(iterable.func.id)
+        ):
             name = iterable.func.id
             if name == "enumerate" and iterable.args:
                 return index == 1 and self.is_tensor(iterable.args[0])
             if name == "zip":
-                if index is None or index >= len(iterable.args) or any(isinstance(a, ast.Starred) for a in iterable.args):
+                if (
+                    index is None
+                    or index >= len(iterable.args)
+                    or any(isinstance(a, ast.Starred) for a in iterable.args)
+                ):
                     return False
                 return self.is_tensor(iterable.args[index])
             if name in ("range", "len", "sorted", "dict", "set", "map", "filter"):
@@ -198,8 +320,13 @@ class TensorOracle:
 
     def _self_submodule(self, expr: ast.Attribute) -> bool:
         cls = self.func.cls
-        return (cls is not None and isinstance(expr.value, ast.Name) and expr.value.id == "self"
-                and self._self_bound() and cls.submodule(expr.attr) is not None)
+        return (
+            cls is not None
+            and isinstance(expr.value, ast.Name)
+            and expr.value.id == "self"
+            and self._self_bound()
+            and cls.submodule(expr.attr) is not None
+        )
 
     # -- calls -------------------------------------------------------------------------------
     def _call(self, call: ast.Call, index: int | None, depth: int) -> bool:
@@ -247,7 +374,12 @@ class TensorOracle:
 
     def _holds_submodule(self, kind: str, value: ast.AST, index: int | None) -> bool:
         if kind == "iter":
-            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "enumerate" and value.args:
+            if (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Name)
+                and value.func.id == "enumerate"
+                and value.args
+            ):
                 return index == 1 and self._is_submodule_call(value.args[0])
             return index is None and self._is_submodule_call(value)
         return kind == "value" and index is None and self._is_submodule_call(value)
@@ -288,7 +420,11 @@ class TensorOracle:
         default = _default_of(args, arg)
         if default is not None and not (isinstance(default, ast.Constant) and default.value is None):
             return False
-        direct = [(caller, call) for caller, call in self.reach.callers(self.func) if self.func in self._callee_of(caller, call)]
+        direct = [
+            (caller, call)
+            for caller, call in self.reach.callers(self.func)
+            if self.func in self._callee_of(caller, call)
+        ]
         if not direct:
             return default is None and node.name == "forward"
         for caller, call in direct:
@@ -343,10 +479,14 @@ def _annotation_is_tensor(annotation: ast.AST) -> bool:
     """``torch.Tensor``, ``Tensor``, ``Optional[Tensor]``, ``Tensor | None``, ``"torch.FloatTensor"``."""
     if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
         text = annotation.value
-        return "Tensor" in text and "[" not in text.replace("Optional[", "") and "Tuple" not in text and "List" not in text
+        return (
+            "Tensor" in text and "[" not in text.replace("Optional[", "") and "Tuple" not in text and "List" not in text
+        )
     if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
         sides = (annotation.left, annotation.right)
-        return any(_annotation_is_tensor(s) for s in sides) and all(_annotation_is_tensor(s) or _is_none_annotation(s) for s in sides)
+        return any(_annotation_is_tensor(s) for s in sides) and all(
+            _annotation_is_tensor(s) or _is_none_annotation(s) for s in sides
+        )
     if isinstance(annotation, ast.Subscript):
         outer = _last(annotation.value)
         if outer == "Optional":

@@ -24,10 +24,23 @@ class Kind(str, enum.Enum):
     SCHEDULER = "LR scheduler"
 
 
-OPTIMIZER_MODULES = ("torch.optim.", "bitsandbytes.optim.", "apex.optimizers.", "timm.optim.", "deepspeed.ops.adam.", "deepspeed.ops.lamb.")
+OPTIMIZER_MODULES = (
+    "torch.optim.",
+    "bitsandbytes.optim.",
+    "apex.optimizers.",
+    "timm.optim.",
+    "deepspeed.ops.adam.",
+    "deepspeed.ops.lamb.",
+)
 OPTIMIZERS = (
-    "transformers.AdamW", "transformers.Adafactor", "transformers.optimization.AdamW", "transformers.optimization.Adafactor",
-    "accelerate.utils.DummyOptim", "torch.distributed.optim.ZeroRedundancyOptimizer", "lion_pytorch.Lion", "schedulefree.AdamWScheduleFree",
+    "transformers.AdamW",
+    "transformers.Adafactor",
+    "transformers.optimization.AdamW",
+    "transformers.optimization.Adafactor",
+    "accelerate.utils.DummyOptim",
+    "torch.distributed.optim.ZeroRedundancyOptimizer",
+    "lion_pytorch.Lion",
+    "schedulefree.AdamWScheduleFree",
 )
 NOT_OPTIMIZER_MODULES = ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")
 SCHEDULER_MODULES = ("torch.optim.lr_scheduler.",)
@@ -35,18 +48,36 @@ SCHEDULER_MODULES = ("torch.optim.lr_scheduler.",)
 SCHEDULER_FACTORY_MODULES = ("transformers", "transformers.optimization", "diffusers.optimization")
 SCHEDULERS = ("accelerate.utils.DummyScheduler",)
 DATALOADERS = (
-    "torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader",
+    "torch.utils.data.DataLoader",
+    "torch.utils.data.dataloader.DataLoader",
     "torchdata.stateful_dataloader.StatefulDataLoader",
 )
 MODULE_BASES = (
-    "torch.nn.Module", "torch.nn.modules.module.Module",
-    "transformers.PreTrainedModel", "transformers.modeling_utils.PreTrainedModel",
+    "torch.nn.Module",
+    "torch.nn.modules.module.Module",
+    "transformers.PreTrainedModel",
+    "transformers.modeling_utils.PreTrainedModel",
 )
 #: torch.nn layers people train directly as "the model" (a loss or an activation is not one).
-TORCH_MODEL_LAYERS = frozenset({
-    "Sequential", "Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "LSTM", "GRU", "RNN",
-    "Transformer", "TransformerEncoder", "TransformerDecoder", "Embedding", "EmbeddingBag", "MultiheadAttention",
-})
+TORCH_MODEL_LAYERS = frozenset(
+    {
+        "Sequential",
+        "Linear",
+        "Bilinear",
+        "Conv1d",
+        "Conv2d",
+        "Conv3d",
+        "LSTM",
+        "GRU",
+        "RNN",
+        "Transformer",
+        "TransformerEncoder",
+        "TransformerDecoder",
+        "Embedding",
+        "EmbeddingBag",
+        "MultiheadAttention",
+    }
+)
 MODEL_FACTORIES = ("timm.create_model",)
 MODEL_MODULES = ("torchvision.models.",)
 DIFFUSERS_MODEL_SUFFIXES = ("Model", "Model2D", "ConditionModel")
@@ -71,10 +102,18 @@ def constructor_kind(ctx: FileContext, call: ast.Call, classes: dict[str, ast.Cl
         return Kind.SCHEDULER
     if name.rsplit(".", 1)[0] in SCHEDULER_FACTORY_MODULES and last.startswith("get_") and "schedule" in last:
         return Kind.SCHEDULER
-    if name in OPTIMIZERS or (name.startswith(OPTIMIZER_MODULES) and not name.startswith(NOT_OPTIMIZER_MODULES) and last[:1].isupper()
-                              and last not in ("Optimizer",)):
+    if name in OPTIMIZERS or (
+        name.startswith(OPTIMIZER_MODULES)
+        and not name.startswith(NOT_OPTIMIZER_MODULES)
+        and last[:1].isupper()
+        and last not in ("Optimizer",)
+    ):
         return Kind.OPTIMIZER
-    if name in MODEL_FACTORIES or name.startswith(MODEL_MODULES) or (name.startswith("torch.nn.") and last in TORCH_MODEL_LAYERS):
+    if (
+        name in MODEL_FACTORIES
+        or name.startswith(MODEL_MODULES)
+        or (name.startswith("torch.nn.") and last in TORCH_MODEL_LAYERS)
+    ):
         return Kind.MODEL
     return None
 
@@ -103,13 +142,20 @@ def _model_class(ctx: FileContext, cls: ast.AST, classes: dict[str, ast.ClassDef
     return False
 
 
-def is_module_class(ctx: FileContext, cls: ast.ClassDef, classes: dict[str, ast.ClassDef], seen: frozenset[str] = frozenset()) -> bool:
+def is_module_class(
+    ctx: FileContext, cls: ast.ClassDef, classes: dict[str, ast.ClassDef], seen: frozenset[str] = frozenset()
+) -> bool:
     """``cls`` derives from ``nn.Module`` (directly, through a transformers model class, or
     through another class of the file)."""
     for base in cls.bases:
         if ctx.resolves_to(base, *MODULE_BASES) or transformers_model_class(ctx, base):
             return True
-        if isinstance(base, ast.Name) and base.id in classes and base.id not in seen and not ctx.imports.imported(base.id):
+        if (
+            isinstance(base, ast.Name)
+            and base.id in classes
+            and base.id not in seen
+            and not ctx.imports.imported(base.id)
+        ):
             if is_module_class(ctx, classes[base.id], classes, seen | {cls.name}):
                 return True
     return False

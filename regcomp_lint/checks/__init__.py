@@ -22,7 +22,12 @@ def _load() -> dict[str, type[Rule]]:
             continue
         module = importlib.import_module(f"{__name__}.{info.name}")
         for obj in vars(module).values():
-            if isinstance(obj, type) and issubclass(obj, Rule) and obj is not Rule and obj.__module__ == module.__name__:
+            if (
+                isinstance(obj, type)
+                and issubclass(obj, Rule)
+                and obj is not Rule
+                and obj.__module__ == module.__name__
+            ):
                 if obj.code in rules or obj.name in names:
                     raise RuntimeError(f"duplicate rule {obj.code} {obj.name}")
                 rules[obj.code] = obj

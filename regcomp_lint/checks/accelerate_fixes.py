@@ -7,8 +7,8 @@ import ast
 
 from regcomp_lint.analysis import callsites
 from regcomp_lint.analysis.file_context import FileContext
-from regcomp_lint.diagnostics import Edit, Location
 from regcomp_lint.checks.text_edits import add_import
+from regcomp_lint.diagnostics import Edit, Location
 
 PLUGIN_MODULE = "accelerate.utils"
 

@@ -83,15 +83,19 @@ class Rule:
     #: Tool rules (RC0xx) are produced by the engine itself, not by a visitor.
     engine_rule: ClassVar[bool] = False
 
-    def __init__(self, ctx: "FileContext") -> None:
+    def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
         self.reports: list[Report] = []
 
     # -- reporting -------------------------------------------------------------------------
-    def report(self, node: ast.AST, message: str | None = None, *, fix: Fix | None = None, end_node: ast.AST | None = None) -> None:
+    def report(
+        self, node: ast.AST, message: str | None = None, *, fix: Fix | None = None, end_node: ast.AST | None = None
+    ) -> None:
         self.reports.append(Report(node, message or self.message, fix, self.ctx.statement_row(node), end_node))
 
-    def make_fix(self, message: str, edits: list[Edit] | tuple[Edit, ...], applicability: Applicability | None = None) -> Fix:
+    def make_fix(
+        self, message: str, edits: list[Edit] | tuple[Edit, ...], applicability: Applicability | None = None
+    ) -> Fix:
         return Fix(applicability or self.fix_applicability or Applicability.SAFE, message, tuple(edits))
 
     def finish(self) -> None:

@@ -31,15 +31,15 @@ import ast
 import os
 import re
 import weakref
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, ClassVar, Iterator
+from typing import TYPE_CHECKING, ClassVar
 
-from regcomp_lint.analysis import reachability
-from regcomp_lint.analysis import tensors
-from regcomp_lint.checks.base import Rule
-from regcomp_lint.knowledge.graph_breaks import FULLGRAPH_CAPTURED
+from regcomp_lint.analysis import reachability, tensors
 from regcomp_lint.analysis.name_resolution import ImportMap
 from regcomp_lint.analysis.reachability import Chain, Function, ParsedModule, Reachability, compiling_guard, same_file
+from regcomp_lint.checks.base import Rule
+from regcomp_lint.knowledge.graph_breaks import FULLGRAPH_CAPTURED
 
 if TYPE_CHECKING:
     from regcomp_lint.analysis.file_context import FileContext
@@ -73,7 +73,7 @@ class Scope:
     chain: Chain
     #: The file's graph following functions of local imports, built on first call; None where only
     #: ``reach`` may be used (a function of another file, RC210's search).
-    deep: "Callable[[], Reachability] | None" = None
+    deep: Callable[[], Reachability] | None = None
 
     def call_targets(self, func: ast.AST) -> list[Function]:
         """What a call of ``func`` in this function may run, following local imports when the
@@ -98,20 +98,33 @@ class Scope:
 
     def builtin(self, node: ast.AST, *names: str) -> bool:
         """``node`` is the builtin ``name`` (not imported, not bound in the function)."""
-        return (isinstance(node, ast.Name) and node.id in names and not self.imports.imported(node.id)
-                and node.id not in self.reach.facts(self.func).bindings and node.id not in self.func.module.functions)
-
+        return (
+            isinstance(node, ast.Name)
+            and node.id in names
+            and not self.imports.imported(node.id)
+            and node.id not in self.reach.facts(self.func).bindings
+            and node.id not in self.func.module.functions
+        )
 
     def module_value(self, node: ast.AST) -> ast.expr | None:
         """The value a module-level ``name = value`` gave ``node`` (a name not bound locally)."""
-        if not isinstance(node, ast.Name) or node.id in self.reach.facts(self.func).bindings or self.imports.imported(node.id):
+        if (
+            not isinstance(node, ast.Name)
+            or node.id in self.reach.facts(self.func).bindings
+            or self.imports.imported(node.id)
+        ):
             return None
         return self.func.module.assignments.get(node.id)
 
 
 #: Every node type an RC2xx rule may want (checked when a rule class is defined).
-WALKED_TYPES = tuple(dict.fromkeys(FACT_TYPES + FUNCTION_TYPES + (
-    ast.Subscript, ast.JoinedStr, ast.While, ast.IfExp, ast.comprehension, ast.BoolOp)))
+WALKED_TYPES = tuple(
+    dict.fromkeys(
+        FACT_TYPES
+        + FUNCTION_TYPES
+        + (ast.Subscript, ast.JoinedStr, ast.While, ast.IfExp, ast.comprehension, ast.BoolOp)
+    )
+)
 
 
 class ForwardRule(Rule):
@@ -218,14 +231,20 @@ class ForwardRule(Rule):
         rule = type(self)
         for site in elsewhere_sites(self.ctx, self._facts):
             node = site.node
-            if not isinstance(node, rule.node_types) or not rule.candidate(node) or not rule.accepts(node, site.ancestors):
+            if (
+                not isinstance(node, rule.node_types)
+                or not rule.candidate(node)
+                or not rule.accepts(node, site.ancestors)
+            ):
                 continue
             found = rule.judge(node, Scope(site.reach, site.func, site.chain))
             if found is None or _reported_in_own_file(rule, site):
                 continue
             at = found.at or node
             start, end = at.lineno, getattr(at, "end_lineno", None) or at.lineno
-            place = f"{_relative(site.func.module.path, self.ctx.filename)}:{start}" + (f"-{end}" if end != start else "")
+            place = f"{_relative(site.func.module.path, self.ctx.filename)}:{start}" + (
+                f"-{end}" if end != start else ""
+            )
             self.report(site.call, f"at {place}{ELSEWHERE_SEPARATOR}{found.message} ({site.chain})")
 
 
@@ -258,7 +277,9 @@ def _untraced(ancestors: list[ast.AST], node: ast.AST) -> bool:
     return False
 
 
-def breaks_in(reach: Reachability, functions: list[tuple[Function, Chain]], rules: list[type[ForwardRule]]) -> Iterator[tuple[type[ForwardRule], ast.AST, Function, Break]]:
+def breaks_in(
+    reach: Reachability, functions: list[tuple[Function, Chain]], rules: list[type[ForwardRule]]
+) -> Iterator[tuple[type[ForwardRule], ast.AST, Function, Break]]:
     """Every break the given rules find in the given reached functions (RC210's search)."""
     for func, chain in functions:
         if is_disabled(func):
@@ -275,7 +296,9 @@ def breaks_in(reach: Reachability, functions: list[tuple[Function, Chain]], rule
 
 
 def _walk_with_ancestors(root: ast.AST) -> Iterator[tuple[ast.AST, list[ast.AST]]]:
-    stack: list[tuple[ast.AST, list[ast.AST]]] = [(child, [root]) for child in reversed(list(ast.iter_child_nodes(root)))]
+    stack: list[tuple[ast.AST, list[ast.AST]]] = [
+        (child, [root]) for child in reversed(list(ast.iter_child_nodes(root)))
+    ]
     while stack:
         node, ancestors = stack.pop()
         yield node, ancestors
@@ -314,10 +337,10 @@ class ElsewhereSite:
     reach: Reachability  # the linted file's graph, functions of other files followed
 
 
-_SITES: "weakref.WeakKeyDictionary[FileContext, list[ElsewhereSite]]" = weakref.WeakKeyDictionary()
+_SITES: weakref.WeakKeyDictionary[FileContext, list[ElsewhereSite]] = weakref.WeakKeyDictionary()
 
 
-def elsewhere_sites(ctx: "FileContext", facts: reachability.FactsCollector) -> list[ElsewhereSite]:
+def elsewhere_sites(ctx: FileContext, facts: reachability.FactsCollector) -> list[ElsewhereSite]:
     """Every candidate node of other files the file's forwards reach, once per file for all
     RC2xx rules. Empty, without building the deep graph, when the file has no module class or
     imports no local module."""
@@ -327,7 +350,7 @@ def elsewhere_sites(ctx: "FileContext", facts: reachability.FactsCollector) -> l
     return found
 
 
-def _find_elsewhere_sites(ctx: "FileContext", facts: reachability.FactsCollector) -> list[ElsewhereSite]:
+def _find_elsewhere_sites(ctx: FileContext, facts: reachability.FactsCollector) -> list[ElsewhereSite]:
     filename = ctx.filename
     if not filename or filename.startswith("<") or filename == "-" or not _imports_local_module(ctx):
         return []
@@ -335,6 +358,7 @@ def _find_elsewhere_sites(ctx: "FileContext", facts: reachability.FactsCollector
     if not shallow.classes or not _calls_into_local_module(shallow):
         return []
     reach = reachability.for_context(ctx, functions=True)
+
     def follows(caller: Function, call: ast.Call, callee: Function) -> bool:
         if caller.local and facts.is_untraced(call):
             return False  # dynamo skips the call (under ``if not is_compiling():``)
@@ -360,8 +384,16 @@ def _find_elsewhere_sites(ctx: "FileContext", facts: reachability.FactsCollector
             continue
         walked.add(id(top.node))
         for node, ancestors in _candidates_in(top.module, top.node):
-            func = next((innermost[id(d)] for d in reversed(ancestors) if type(d) in FUNCTION_DEFS and id(d) in innermost), None)
-            if func is None or func.disabled or id(func.node) in delegated or _here(func, filename) or _untraced(ancestors, node):
+            func = next(
+                (innermost[id(d)] for d in reversed(ancestors) if type(d) in FUNCTION_DEFS and id(d) in innermost), None
+            )
+            if (
+                func is None
+                or func.disabled
+                or id(func.node) in delegated
+                or _here(func, filename)
+                or _untraced(ancestors, node)
+            ):
                 continue
             path = _chain(func, tree, filename, chains)
             if path is not None:
@@ -386,7 +418,7 @@ def _here_cls(func: Function, filename: str) -> bool:
     return cls is not None and (cls.module.path is None or same_file(cls.module.path, filename))
 
 
-def _imports_local_module(ctx: "FileContext") -> bool:
+def _imports_local_module(ctx: FileContext) -> bool:
     """Some import of the file names a module file of the project (not read, only found)."""
     imports = ctx.imports
     for dotted in imports._aliases.values():
@@ -457,7 +489,9 @@ def _candidates_in(module: ParsedModule, func: ast.AST) -> list[tuple[ast.AST, l
     found = cache.get(id(func))
     if found is None:
         wanted = tuple(t for t in WALKED_TYPES if t not in FUNCTION_TYPES)
-        found = cache[id(func)] = [(node, ancestors) for node, ancestors in _walk_with_ancestors(func) if isinstance(node, wanted)]
+        found = cache[id(func)] = [
+            (node, ancestors) for node, ancestors in _walk_with_ancestors(func) if isinstance(node, wanted)
+        ]
     return found
 
 

@@ -44,8 +44,11 @@ class UnusedSuppression(Rule):
     ]
     invalid = [
         Invalid("x = 1  # noqa: RC101\n", fixed="x = 1\n", message="RC101"),
-        Invalid("import torch\nm = torch.compile(m, backend='inductr')  # noqa: RC101, RC102\n",
-                fixed="import torch\nm = torch.compile(m, backend='inductr')  # noqa: RC101\n", message="RC102"),
+        Invalid(
+            "import torch\nm = torch.compile(m, backend='inductr')  # noqa: RC101, RC102\n",
+            fixed="import torch\nm = torch.compile(m, backend='inductr')  # noqa: RC101\n",
+            message="RC102",
+        ),
         Invalid("# regcomp: ignore\nx = 1\n", fixed="x = 1\n"),
         Invalid("x = 1  # noqa: RC101 -- kept for later\n", fixed="x = 1  # -- kept for later\n"),
     ]

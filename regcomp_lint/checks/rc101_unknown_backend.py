@@ -6,10 +6,10 @@ import ast
 from dataclasses import dataclass
 
 from regcomp_lint.analysis.callsites import Site, compile_config_site, plugin_argument
-from regcomp_lint.checks.base import Invalid, Report, Rule
 from regcomp_lint.analysis.file_context import keyword_value, string_literal
-from regcomp_lint.diagnostics import Applicability
+from regcomp_lint.checks.base import Invalid, Report, Rule
 from regcomp_lint.checks.text_edits import replace_string_literal
+from regcomp_lint.diagnostics import Applicability
 from regcomp_lint.knowledge import backends as B
 from regcomp_lint.knowledge.suggest import did_you_mean
 
@@ -30,13 +30,21 @@ def judge_torch_backend(name: str) -> Verdict | None:
     if name in B.REMOVED_TORCH_BACKENDS:
         replacement = B.REMOVED_TORCH_BACKENDS[name]
         hint = f'; use "{replacement}"' if replacement else ""
-        return Verdict(f'backend "{name}" no longer exists (torch {B.TORCH_VERSION} raises InvalidBackend){hint}', replacement)
+        return Verdict(
+            f'backend "{name}" no longer exists (torch {B.TORCH_VERSION} raises InvalidBackend){hint}', replacement
+        )
     suggestion = did_you_mean(name, B.TORCH_SUGGESTIONS)
     if suggestion:
-        return Verdict(f'unknown backend "{name}" (torch.compile raises InvalidBackend); did you mean "{suggestion}"?', suggestion)
+        return Verdict(
+            f'unknown backend "{name}" (torch.compile raises InvalidBackend); did you mean "{suggestion}"?', suggestion
+        )
     if name.upper() in {b.upper() for b in B.ACCELERATE_BACKENDS}:
-        return Verdict(f'"{name}" is an Accelerate `DynamoBackend` value, not a torch.compile backend (torch raises InvalidBackend)')
-    return Verdict(f'unknown backend "{name}": not registered by torch {B.TORCH_VERSION} nor a known plugin (see `torch._dynamo.list_backends()`)')
+        return Verdict(
+            f'"{name}" is an Accelerate `DynamoBackend` value, not a torch.compile backend (torch raises InvalidBackend)'
+        )
+    return Verdict(
+        f'unknown backend "{name}": not registered by torch {B.TORCH_VERSION} nor a known plugin (see `torch._dynamo.list_backends()`)'
+    )
 
 
 def judge_accelerate_backend(name: str, where: str) -> Verdict | None:
@@ -48,15 +56,23 @@ def judge_accelerate_backend(name: str, where: str) -> Verdict | None:
         replacement = B.REMOVED_TORCH_BACKENDS.get(lower)
         replacement = replacement if replacement in B.ACCELERATE_SUGGESTIONS else None
         hint = f'; use "{replacement}"' if replacement else ""
-        return Verdict(f'Accelerate backend "{name}" is dead in torch {B.TORCH_VERSION}: `prepare()` raises InvalidBackend{hint}', replacement)
+        return Verdict(
+            f'Accelerate backend "{name}" is dead in torch {B.TORCH_VERSION}: `prepare()` raises InvalidBackend{hint}',
+            replacement,
+        )
     if B.torch_accepts(name):
-        return Verdict(f'"{name}" is a torch.compile backend but not an Accelerate `DynamoBackend`: {where} raises ValueError; '
-                       f'call `torch.compile(model, backend="{name}")` yourself')
+        return Verdict(
+            f'"{name}" is a torch.compile backend but not an Accelerate `DynamoBackend`: {where} raises ValueError; '
+            f'call `torch.compile(model, backend="{name}")` yourself'
+        )
     if lower in B.REMOVED_TORCH_BACKENDS:
         replacement = B.REMOVED_TORCH_BACKENDS[lower]
         replacement = replacement if replacement in B.ACCELERATE_SUGGESTIONS else None
         hint = f'; use "{replacement}"' if replacement else ""
-        return Verdict(f'"{name}" is not an Accelerate `DynamoBackend` ({where} raises ValueError) and no longer exists in torch{hint}', replacement)
+        return Verdict(
+            f'"{name}" is not an Accelerate `DynamoBackend` ({where} raises ValueError) and no longer exists in torch{hint}',
+            replacement,
+        )
     suggestion = did_you_mean(name, B.ACCELERATE_SUGGESTIONS)
     tail = f'; did you mean "{suggestion}"?' if suggestion else f" (choices: {', '.join(B.ACCELERATE_SUGGESTIONS)})"
     return Verdict(f'unknown Accelerate dynamo backend "{name}": {where} raises ValueError{tail}', suggestion)
@@ -145,37 +161,77 @@ class UnknownBackend(Rule):
         "torch.compile(model, backend='inductr')\n",  # `torch` was never imported
     ]
     invalid = [
-        Invalid("import torch\nmodel = torch.compile(model, backend='inductr')\n",
-                fixed="import torch\nmodel = torch.compile(model, backend='inductor')\n", message='did you mean "inductor"?'),
-        Invalid('import torch as T\nmodel = T.compile(model, backend="Inductor")\n',
-                fixed='import torch as T\nmodel = T.compile(model, backend="inductor")\n', message="InvalidBackend"),
-        Invalid('from torch import compile as tc\nmodel = tc(model, backend="aot_nvfuser")\n',
-                fixed='from torch import compile as tc\nmodel = tc(model, backend="inductor")\n', message="no longer exists"),
-        Invalid("import torch\n@torch.compile(backend='eagr', fullgraph=True)\ndef step(x):\n    return x\n",
-                fixed="import torch\n@torch.compile(backend='eager', fullgraph=True)\ndef step(x):\n    return x\n"),
-        Invalid("import torch\nmodel.compile(backend='aot-eager')\n", fixed="import torch\nmodel.compile(backend='aot_eager')\n"),
-        Invalid("import torch._dynamo as dynamo\nfn = dynamo.optimize('indcutor')(fn)\n",
-                fixed="import torch._dynamo as dynamo\nfn = dynamo.optimize('inductor')(fn)\n"),
-        Invalid("from accelerate.utils import compile_regions\nmodel = compile_regions(model, backend='cudagraph')\n",
-                fixed="from accelerate.utils import compile_regions\nmodel = compile_regions(model, backend='cudagraphs')\n"),
-        Invalid("import torch\nmodel = torch.compile(model, backend='no')\n", message="Accelerate `DynamoBackend` value"),
+        Invalid(
+            "import torch\nmodel = torch.compile(model, backend='inductr')\n",
+            fixed="import torch\nmodel = torch.compile(model, backend='inductor')\n",
+            message='did you mean "inductor"?',
+        ),
+        Invalid(
+            'import torch as T\nmodel = T.compile(model, backend="Inductor")\n',
+            fixed='import torch as T\nmodel = T.compile(model, backend="inductor")\n',
+            message="InvalidBackend",
+        ),
+        Invalid(
+            'from torch import compile as tc\nmodel = tc(model, backend="aot_nvfuser")\n',
+            fixed='from torch import compile as tc\nmodel = tc(model, backend="inductor")\n',
+            message="no longer exists",
+        ),
+        Invalid(
+            "import torch\n@torch.compile(backend='eagr', fullgraph=True)\ndef step(x):\n    return x\n",
+            fixed="import torch\n@torch.compile(backend='eager', fullgraph=True)\ndef step(x):\n    return x\n",
+        ),
+        Invalid(
+            "import torch\nmodel.compile(backend='aot-eager')\n",
+            fixed="import torch\nmodel.compile(backend='aot_eager')\n",
+        ),
+        Invalid(
+            "import torch._dynamo as dynamo\nfn = dynamo.optimize('indcutor')(fn)\n",
+            fixed="import torch._dynamo as dynamo\nfn = dynamo.optimize('inductor')(fn)\n",
+        ),
+        Invalid(
+            "from accelerate.utils import compile_regions\nmodel = compile_regions(model, backend='cudagraph')\n",
+            fixed="from accelerate.utils import compile_regions\nmodel = compile_regions(model, backend='cudagraphs')\n",
+        ),
+        Invalid(
+            "import torch\nmodel = torch.compile(model, backend='no')\n", message="Accelerate `DynamoBackend` value"
+        ),
         Invalid("import torch\nmodel = torch.compile(model, backend='my_trt')\n", message="not registered"),
-        Invalid("from accelerate.utils import TorchDynamoPlugin\nplugin = TorchDynamoPlugin(backend='openxla')\n",
-                message="not an Accelerate `DynamoBackend`"),
-        Invalid("from accelerate.utils import TorchDynamoPlugin\nplugin = TorchDynamoPlugin(backend='aot_nvfuser', mode='default')\n",
-                fixed="from accelerate.utils import TorchDynamoPlugin\nplugin = TorchDynamoPlugin(backend='inductor', mode='default')\n"),
-        Invalid("from accelerate import Accelerator, utils\nacc = Accelerator(dynamo_plugin=utils.TorchDynamoPlugin(backend='INDUCTR'))\n",
-                fixed="from accelerate import Accelerator, utils\nacc = Accelerator(dynamo_plugin=utils.TorchDynamoPlugin(backend='inductor'))\n"),
-        Invalid("from accelerate.utils import TorchDynamoPlugin\nplugin = TorchDynamoPlugin('onnxrt', 'default')\n", message="dead"),
-        Invalid("from accelerate import Accelerator\naccelerator = Accelerator(dynamo_backend='fx2trt')\n",
-                fixed="from accelerate import Accelerator\naccelerator = Accelerator(dynamo_backend='tensorrt')\n", message="dead"),
-        Invalid("from accelerate import Accelerator\naccelerator = Accelerator(dynamo_backend='TORCHXLA_TRACE_ONCE')\n", message="`prepare()` raises"),
-        Invalid("from accelerate import Accelerator\naccelerator = Accelerator(dynamo_backend='nvprims_nvfuser', mixed_precision='bf16')\n",
-                fixed="from accelerate import Accelerator\naccelerator = Accelerator(dynamo_backend='inductor', mixed_precision='bf16')\n"),
-        Invalid("import torch\nfrom accelerate.utils import TorchDynamoPlugin\na = torch.compile(m1, backend='openxla')\n"
-                "b = TorchDynamoPlugin(backend='openxla')\nc = torch.compile(m2, backend='aot_torchxla_trace_once')\n",
-                count=2, fixed="import torch\nfrom accelerate.utils import TorchDynamoPlugin\na = torch.compile(m1, backend='openxla')\n"
-                "b = TorchDynamoPlugin(backend='openxla')\nc = torch.compile(m2, backend='openxla')\n"),
+        Invalid(
+            "from accelerate.utils import TorchDynamoPlugin\nplugin = TorchDynamoPlugin(backend='openxla')\n",
+            message="not an Accelerate `DynamoBackend`",
+        ),
+        Invalid(
+            "from accelerate.utils import TorchDynamoPlugin\nplugin = TorchDynamoPlugin(backend='aot_nvfuser', mode='default')\n",
+            fixed="from accelerate.utils import TorchDynamoPlugin\nplugin = TorchDynamoPlugin(backend='inductor', mode='default')\n",
+        ),
+        Invalid(
+            "from accelerate import Accelerator, utils\nacc = Accelerator(dynamo_plugin=utils.TorchDynamoPlugin(backend='INDUCTR'))\n",
+            fixed="from accelerate import Accelerator, utils\nacc = Accelerator(dynamo_plugin=utils.TorchDynamoPlugin(backend='inductor'))\n",
+        ),
+        Invalid(
+            "from accelerate.utils import TorchDynamoPlugin\nplugin = TorchDynamoPlugin('onnxrt', 'default')\n",
+            message="dead",
+        ),
+        Invalid(
+            "from accelerate import Accelerator\naccelerator = Accelerator(dynamo_backend='fx2trt')\n",
+            fixed="from accelerate import Accelerator\naccelerator = Accelerator(dynamo_backend='tensorrt')\n",
+            message="dead",
+        ),
+        Invalid(
+            "from accelerate import Accelerator\naccelerator = Accelerator(dynamo_backend='TORCHXLA_TRACE_ONCE')\n",
+            message="`prepare()` raises",
+        ),
+        Invalid(
+            "from accelerate import Accelerator\naccelerator = Accelerator(dynamo_backend='nvprims_nvfuser', mixed_precision='bf16')\n",
+            fixed="from accelerate import Accelerator\naccelerator = Accelerator(dynamo_backend='inductor', mixed_precision='bf16')\n",
+        ),
+        Invalid(
+            "import torch\nfrom accelerate.utils import TorchDynamoPlugin\na = torch.compile(m1, backend='openxla')\n"
+            "b = TorchDynamoPlugin(backend='openxla')\nc = torch.compile(m2, backend='aot_torchxla_trace_once')\n",
+            count=2,
+            fixed="import torch\nfrom accelerate.utils import TorchDynamoPlugin\na = torch.compile(m1, backend='openxla')\n"
+            "b = TorchDynamoPlugin(backend='openxla')\nc = torch.compile(m2, backend='openxla')\n",
+        ),
     ]
 
     def __init__(self, ctx) -> None:
@@ -213,7 +269,9 @@ class UnknownBackend(Rule):
         if self._is_register_backend(node.func):
             compiler_fn = keyword_value(node, "compiler_fn") or (node.args[0] if node.args else None)
             if compiler_fn is not None:  # without one it is a decorator factory: see visit_FunctionDef
-                self._note_registration(keyword_value(node, "name"), compiler_fn.id if isinstance(compiler_fn, ast.Name) else None)
+                self._note_registration(
+                    keyword_value(node, "name"), compiler_fn.id if isinstance(compiler_fn, ast.Name) else None
+                )
             return
         site = compile_config_site(self.ctx, node)
         if site is None:
@@ -255,6 +313,8 @@ class UnknownBackend(Rule):
 
     def finish(self) -> None:
         """Drop torch findings for backends this file registers itself (anywhere in the file)."""
-        dropped = {id(rep) for rep, name in self._torch_reports if self._registers_unknown_names or name in self._registered}
+        dropped = {
+            id(rep) for rep, name in self._torch_reports if self._registers_unknown_names or name in self._registered
+        }
         if dropped:
             self.reports = [rep for rep in self.reports if id(rep) not in dropped]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import ast
 
 from regcomp_lint.analysis.callsites import Site, compile_config_site, plugin_argument
-from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.analysis.file_context import has_star_kwargs, keyword_value, string_literal
-from regcomp_lint.diagnostics import Applicability
+from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.checks.text_edits import replace_string_literal
+from regcomp_lint.diagnostics import Applicability
 from regcomp_lint.knowledge.modes import INDUCTOR_MODES, TORCH_VERSION
 from regcomp_lint.knowledge.suggest import did_you_mean
 
@@ -92,22 +92,39 @@ class UnknownMode(Rule):
         "import torch\nopen(path, mode='max_autotune')\n",
     ]
     invalid = [
-        Invalid("import torch\nmodel = torch.compile(model, mode='max_autotune')\n",
-                fixed="import torch\nmodel = torch.compile(model, mode='max-autotune')\n", message='did you mean "max-autotune"?'),
-        Invalid('import torch as T\nmodel = T.compile(model, backend="inductor", mode="Reduce-Overhead")\n',
-                fixed='import torch as T\nmodel = T.compile(model, backend="inductor", mode="reduce-overhead")\n', message="RuntimeError"),
-        Invalid("from torch import compile as tc\n@tc(mode='max-autotune-no-cudagraph')\ndef step(x):\n    return x\n",
-                fixed="from torch import compile as tc\n@tc(mode='max-autotune-no-cudagraphs')\ndef step(x):\n    return x\n"),
+        Invalid(
+            "import torch\nmodel = torch.compile(model, mode='max_autotune')\n",
+            fixed="import torch\nmodel = torch.compile(model, mode='max-autotune')\n",
+            message='did you mean "max-autotune"?',
+        ),
+        Invalid(
+            'import torch as T\nmodel = T.compile(model, backend="inductor", mode="Reduce-Overhead")\n',
+            fixed='import torch as T\nmodel = T.compile(model, backend="inductor", mode="reduce-overhead")\n',
+            message="RuntimeError",
+        ),
+        Invalid(
+            "from torch import compile as tc\n@tc(mode='max-autotune-no-cudagraph')\ndef step(x):\n    return x\n",
+            fixed="from torch import compile as tc\n@tc(mode='max-autotune-no-cudagraphs')\ndef step(x):\n    return x\n",
+        ),
         Invalid("import torch\nmodel.compile(mode='defualt')\n", fixed="import torch\nmodel.compile(mode='default')\n"),
-        Invalid("from accelerate.utils import compile_regions\nmodel = compile_regions(model, mode='reduce_overhead')\n",
-                fixed="from accelerate.utils import compile_regions\nmodel = compile_regions(model, mode='reduce-overhead')\n"),
-        Invalid("from accelerate.utils import TorchDynamoPlugin\nplugin = TorchDynamoPlugin(backend='inductor', mode='max_autotune')\n",
-                fixed="from accelerate.utils import TorchDynamoPlugin\nplugin = TorchDynamoPlugin(backend='inductor', mode='max-autotune')\n",
-                message="accelerator.prepare()"),
-        Invalid("from accelerate.utils import TorchDynamoPlugin\nplugin = TorchDynamoPlugin(mode='fast')\n", message="modes:"),
+        Invalid(
+            "from accelerate.utils import compile_regions\nmodel = compile_regions(model, mode='reduce_overhead')\n",
+            fixed="from accelerate.utils import compile_regions\nmodel = compile_regions(model, mode='reduce-overhead')\n",
+        ),
+        Invalid(
+            "from accelerate.utils import TorchDynamoPlugin\nplugin = TorchDynamoPlugin(backend='inductor', mode='max_autotune')\n",
+            fixed="from accelerate.utils import TorchDynamoPlugin\nplugin = TorchDynamoPlugin(backend='inductor', mode='max-autotune')\n",
+            message="accelerator.prepare()",
+        ),
+        Invalid(
+            "from accelerate.utils import TorchDynamoPlugin\nplugin = TorchDynamoPlugin(mode='fast')\n",
+            message="modes:",
+        ),
         Invalid("import torch\nmodel = torch.compile(model, mode='')\n"),
-        Invalid("from accelerate.utils import TorchDynamoPlugin\nplugin = TorchDynamoPlugin('inductor', 'max_autotune')\n",
-                fixed="from accelerate.utils import TorchDynamoPlugin\nplugin = TorchDynamoPlugin('inductor', 'max-autotune')\n"),
+        Invalid(
+            "from accelerate.utils import TorchDynamoPlugin\nplugin = TorchDynamoPlugin('inductor', 'max_autotune')\n",
+            fixed="from accelerate.utils import TorchDynamoPlugin\nplugin = TorchDynamoPlugin('inductor', 'max-autotune')\n",
+        ),
     ]
 
     def visit_Call(self, node: ast.Call) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import ast
 
 from regcomp_lint.analysis.callsites import Site, compile_config_site, plugin_argument
-from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.analysis.file_context import FileContext, keyword, keyword_value, string_literal
-from regcomp_lint.diagnostics import Applicability, Edit, Location
+from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.checks.text_edits import keyword_span_with_comma
+from regcomp_lint.diagnostics import Applicability, Edit, Location
 from regcomp_lint.knowledge.modes import MODE_OPTIONS, PLUGIN_DEFAULT_MODE
 
 TORCH_SITES = (Site.TORCH_COMPILE, Site.MODULE_COMPILE, Site.COMPILE_REGIONS)
@@ -18,11 +18,17 @@ def is_dict_literal(ctx: FileContext, node: ast.expr) -> bool:
     """``{...}``, a dict comprehension or ``dict(...)``: a value that is surely not None."""
     if isinstance(node, (ast.Dict, ast.DictComp)):
         return True
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict"
-            and not ctx.imports.imported("dict"))
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "dict"
+        and not ctx.imports.imported("dict")
+    )
 
 
-def merge_mode_into_options(ctx: FileContext, call: ast.Call, mode_kw: ast.keyword, options: ast.expr) -> list[Edit] | None:
+def merge_mode_into_options(
+    ctx: FileContext, call: ast.Call, mode_kw: ast.keyword, options: ast.expr
+) -> list[Edit] | None:
     """Edits that drop ``mode=`` and add the settings it stands for to an ``options={...}`` literal.
 
     ``torch.compile(mode=m)`` means ``options=torch._inductor.list_mode_options(m)``, so this
@@ -104,15 +110,25 @@ class ModeWithOptions(Rule):
         "import torch\nparser.add_argument('--mode', options={'a': 1}, mode='x')\n",
     ]
     invalid = [
-        Invalid("import torch\nmodel = torch.compile(model, mode='max-autotune', options={'epilogue_fusion': True})\n",
-                message="RuntimeError"),
+        Invalid(
+            "import torch\nmodel = torch.compile(model, mode='max-autotune', options={'epilogue_fusion': True})\n",
+            message="RuntimeError",
+        ),
         Invalid("import torch as T\nmodel = T.compile(model, mode='default', options={})\n"),
-        Invalid("from torch import compile as tc\n@tc(options=dict(max_autotune=True), mode='reduce-overhead')\ndef step(x):\n    return x\n"),
+        Invalid(
+            "from torch import compile as tc\n@tc(options=dict(max_autotune=True), mode='reduce-overhead')\ndef step(x):\n    return x\n"
+        ),
         Invalid("import torch\nmodel.compile(mode='max-autotune', options={k: True for k in keys})\n"),
-        Invalid("from accelerate.utils import compile_regions\nmodel = compile_regions(model, mode='max-autotune', options={})\n"),
-        Invalid("from accelerate.utils import TorchDynamoPlugin\nplugin = TorchDynamoPlugin(backend='inductor', mode='max-autotune', options={'a': 1})\n",
-                message="prepare()"),
-        Invalid("from accelerate.utils import TorchDynamoPlugin\nplugin = TorchDynamoPlugin('inductor', 'reduce-overhead', False, None, {})\n"),
+        Invalid(
+            "from accelerate.utils import compile_regions\nmodel = compile_regions(model, mode='max-autotune', options={})\n"
+        ),
+        Invalid(
+            "from accelerate.utils import TorchDynamoPlugin\nplugin = TorchDynamoPlugin(backend='inductor', mode='max-autotune', options={'a': 1})\n",
+            message="prepare()",
+        ),
+        Invalid(
+            "from accelerate.utils import TorchDynamoPlugin\nplugin = TorchDynamoPlugin('inductor', 'reduce-overhead', False, None, {})\n"
+        ),
     ]
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -123,13 +139,20 @@ class ModeWithOptions(Rule):
             mode, options = plugin_argument(node, "mode"), plugin_argument(node, "options")
         else:
             mode, options = keyword_value(node, "mode"), keyword_value(node, "options")
-        if not isinstance(mode, ast.Constant) or mode.value is None or options is None or not is_dict_literal(self.ctx, options):
+        if (
+            not isinstance(mode, ast.Constant)
+            or mode.value is None
+            or options is None
+            or not is_dict_literal(self.ctx, options)
+        ):
             return
         message = self.message
         if site is Site.DYNAMO_PLUGIN:
             if mode.value == PLUGIN_DEFAULT_MODE:
                 return  # Accelerate drops its default mode before calling torch.compile
-            message = "`mode` and `options` cannot be combined: torch.compile raises RuntimeError in `accelerator.prepare()`"
+            message = (
+                "`mode` and `options` cannot be combined: torch.compile raises RuntimeError in `accelerator.prepare()`"
+            )
         mode_kw, options_kw = keyword(node, "mode"), keyword(node, "options")
         spans = [mode_kw or mode, options_kw or options]
         first, second = sorted(spans, key=lambda n: (n.lineno, n.col_offset))

@@ -16,6 +16,7 @@ EXITS = (ast.Break, ast.Return, ast.Raise)
 
 # -- names ------------------------------------------------------------------------------------
 
+
 def names_in(node: ast.AST | None) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} if node is not None else set()
 
@@ -64,12 +65,13 @@ def comprehension_targets(comp: ast.AST) -> set[str]:
 
 # -- where a statement sits -------------------------------------------------------------------
 
+
 def later_siblings(parent: ast.AST, child: ast.AST) -> list[ast.AST]:
     """Statements after ``child`` in the same block of ``parent``."""
     for name in ("body", "orelse", "finalbody"):
         block = getattr(parent, name, None)
         if isinstance(block, list) and child in block:
-            return block[block.index(child) + 1:]
+            return block[block.index(child) + 1 :]
     return []
 
 
@@ -261,23 +263,45 @@ class CompileInLoop(Rule):
         "import keras\nfor lr in rates:\n    model.compile()\n",
     ]
     invalid = [
-        Invalid("import torch\nfor batch in loader:\n    out = torch.compile(model)(batch)\n", message="`for` loop on line 2"),
+        Invalid(
+            "import torch\nfor batch in loader:\n    out = torch.compile(model)(batch)\n",
+            message="`for` loop on line 2",
+        ),
         Invalid("import torch\nfor epoch in range(3):\n    model = torch.compile(model)\n    train(model)\n"),
         Invalid("import torch\nwhile step < total:\n    model.compile()\n    step += 1\n", message="`while` loop"),
         Invalid("import torch\nouts = [torch.compile(model)(x) for x in batches]\n", message="comprehension"),
         Invalid("import torch\nouts = {k: torch.compile(model) for k in keys}\n"),
-        Invalid("import torch\nfor i in range(3):\n    @torch.compile\n    def f(x):\n        return x + i\n", message="`@torch.compile`"),
-        Invalid("import torch\ndef train(model):\n    @torch.compile(fullgraph=True)\n    def step(x):\n        return model(x)\n    return step\n",
-                message="`train()`"),
-        Invalid("import torch\ndef build():\n    class Head:\n        @torch.compile\n        def forward(self, x):\n            return x\n    return Head\n",
-                message="`build()`"),
-        Invalid("import torch\nfor epoch in range(3):\n    for layer in model.layers:\n        layer.compile()\n", message="line 2"),
+        Invalid(
+            "import torch\nfor i in range(3):\n    @torch.compile\n    def f(x):\n        return x + i\n",
+            message="`@torch.compile`",
+        ),
+        Invalid(
+            "import torch\ndef train(model):\n    @torch.compile(fullgraph=True)\n    def step(x):\n        return model(x)\n    return step\n",
+            message="`train()`",
+        ),
+        Invalid(
+            "import torch\ndef build():\n    class Head:\n        @torch.compile\n        def forward(self, x):\n            return x\n    return Head\n",
+            message="`build()`",
+        ),
+        Invalid(
+            "import torch\nfor epoch in range(3):\n    for layer in model.layers:\n        layer.compile()\n",
+            message="line 2",
+        ),
         Invalid("from torch import compile as tc\nfor b in loader:\n    tc(model, mode='reduce-overhead')(b)\n"),
         Invalid("import torch._dynamo as dynamo\nfor b in loader:\n    dynamo.optimize('inductor')(model)(b)\n"),
-        Invalid("from accelerate.utils import compile_regions\nfor epoch in range(10):\n    model = compile_regions(model)\n"),
-        Invalid("import torch\nasync def serve(stream):\n    async for req in stream:\n        await torch.compile(model)(req)\n"),
-        Invalid("import torch\nfor step in range(10):\n    if step % 100 == 0:\n        model = torch.compile(model)\n"),
-        Invalid("import torch\ndef train():\n    for epoch in range(2):\n        @torch.compile\n        def step(x):\n            return x\n", message="loop"),
+        Invalid(
+            "from accelerate.utils import compile_regions\nfor epoch in range(10):\n    model = compile_regions(model)\n"
+        ),
+        Invalid(
+            "import torch\nasync def serve(stream):\n    async for req in stream:\n        await torch.compile(model)(req)\n"
+        ),
+        Invalid(
+            "import torch\nfor step in range(10):\n    if step % 100 == 0:\n        model = torch.compile(model)\n"
+        ),
+        Invalid(
+            "import torch\ndef train():\n    for epoch in range(2):\n        @torch.compile\n        def step(x):\n            return x\n",
+            message="loop",
+        ),
     ]
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -306,7 +330,11 @@ class CompileInLoop(Rule):
     def _is_decorator(self, node: ast.Call) -> bool:
         """``@torch.compile(...)`` decorators are judged with their function (visit_FunctionDef)."""
         parent = self.ctx.parent()
-        return isinstance(parent, FUNCTIONS) and node in parent.decorator_list and bool(decorator_compile_call(self.ctx, node))
+        return (
+            isinstance(parent, FUNCTIONS)
+            and node in parent.decorator_list
+            and bool(decorator_compile_call(self.ctx, node))
+        )
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         for decorator in node.decorator_list:
@@ -321,8 +349,11 @@ class CompileInLoop(Rule):
             outer = enclosing_function(self.ctx.ancestors, node)
             if outer is not None:
                 outer_name = f"`{outer.name}()`" if isinstance(outer, FUNCTIONS) else "a lambda"
-                self.report(decorator, f"`@torch.compile` on `{node.name}`, defined inside {outer_name}: a new compiled "
-                                       "function is built on every call; define it once at module level")
+                self.report(
+                    decorator,
+                    f"`@torch.compile` on `{node.name}`, defined inside {outer_name}: a new compiled "
+                    "function is built on every call; define it once at module level",
+                )
 
     visit_AsyncFunctionDef = visit_FunctionDef
 

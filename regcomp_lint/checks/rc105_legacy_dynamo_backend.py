@@ -2,10 +2,10 @@
 
 import ast
 
-from regcomp_lint.checks.accelerate_fixes import backend_keyword_to_plugin
 from regcomp_lint.analysis.callsites import is_accelerator
-from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.analysis.file_context import has_star_kwargs, is_none, keyword
+from regcomp_lint.checks.accelerate_fixes import backend_keyword_to_plugin
+from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.diagnostics import Applicability
 
 

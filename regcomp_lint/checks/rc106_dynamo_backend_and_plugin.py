@@ -3,10 +3,10 @@
 import ast
 
 from regcomp_lint.analysis.callsites import is_accelerator
-from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.analysis.file_context import is_none, keyword
-from regcomp_lint.diagnostics import Applicability, Edit
+from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.checks.text_edits import keyword_span_with_comma
+from regcomp_lint.diagnostics import Applicability, Edit
 
 
 class DynamoBackendAndPlugin(Rule):
@@ -64,8 +64,12 @@ class DynamoBackendAndPlugin(Rule):
             "acc = Accelerator(dynamo_backend='inductor', dynamo_plugin=TorchDynamoPlugin(mode='max-autotune'))\n",
             message="raise ValueError",
         ),
-        Invalid("import accelerate\nacc = accelerate.Accelerator(\n    dynamo_plugin=plugin,\n    dynamo_backend=args.backend,\n)\n"),
-        Invalid("from accelerate.accelerator import Accelerator as Acc\nAcc(dynamo_plugin=p, mixed_precision='fp16', dynamo_backend='no')\n"),
+        Invalid(
+            "import accelerate\nacc = accelerate.Accelerator(\n    dynamo_plugin=plugin,\n    dynamo_backend=args.backend,\n)\n"
+        ),
+        Invalid(
+            "from accelerate.accelerator import Accelerator as Acc\nAcc(dynamo_plugin=p, mixed_precision='fp16', dynamo_backend='no')\n"
+        ),
     ]
 
     def visit_Call(self, node: ast.Call) -> None:

@@ -2,8 +2,8 @@
 
 import ast
 
-from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.analysis.file_context import is_true
+from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.diagnostics import Applicability
 
 SUPPRESS_ERRORS = ("torch._dynamo.config.suppress_errors",)

@@ -117,7 +117,8 @@ class TensorToPython(ForwardRule):
             "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
             "        self.blocks = nn.ModuleList([Block() for _ in range(2)])\n"
             "    def forward(self, x):\n        for b in self.blocks:\n            x = b(x)\n        return x\n",
-            count=2, message="reached via Net.forward → Block.forward → peak",
+            count=2,
+            message="reached via Net.forward → Block.forward → peak",
         ),
         # a parameter stored on self
         Invalid(
@@ -143,33 +144,52 @@ class TensorToPython(ForwardRule):
                 return None
             arg = node.args[0]
             if oracle.is_tensor(arg):
-                return Break(f"`{func.id}(...)` of a tensor reads its value: graph break (GB0124); keep it a tensor or set "
-                             "`torch._dynamo.config.capture_scalar_outputs = True`", "GB0124")
+                return Break(
+                    f"`{func.id}(...)` of a tensor reads its value: graph break (GB0124); keep it a tensor or set "
+                    "`torch._dynamo.config.capture_scalar_outputs = True`",
+                    "GB0124",
+                )
             if _numpy_of_tensor(arg, oracle):
-                return Break(f"`{func.id}(...)` of a tensor's `.numpy()` reads its data: graph break (GB0033); "
-                             "stay in torch", "GB0033")
+                return Break(
+                    f"`{func.id}(...)` of a tensor's `.numpy()` reads its data: graph break (GB0033); stay in torch",
+                    "GB0033",
+                )
             return None
         if func.attr in ("equal", "allclose"):
             if scope.resolves_to(func, *DATA_DEPENDENT) and any(oracle.is_tensor(a) for a in node.args):
-                return Break(f"`torch.{func.attr}` returns a Python bool read from tensor data: graph break (GB0033), also under "
-                             "`fullgraph=True`; compare with tensor ops (`(a == b).all()`) and keep the result a tensor", "GB0033")
+                return Break(
+                    f"`torch.{func.attr}` returns a Python bool read from tensor data: graph break (GB0033), also under "
+                    "`fullgraph=True`; compare with tensor ops (`(a == b).all()`) and keep the result a tensor",
+                    "GB0033",
+                )
             if not scope.imports.root_is_import(func.value) and oracle.is_tensor(func.value):
-                return Break(f"`.{func.attr}()` returns a Python bool read from tensor data: graph break (GB0033), also under "
-                             "`fullgraph=True`; keep the comparison a tensor", "GB0033")
+                return Break(
+                    f"`.{func.attr}()` returns a Python bool read from tensor data: graph break (GB0033), also under "
+                    "`fullgraph=True`; keep the comparison a tensor",
+                    "GB0033",
+                )
             return None
         if node.args or node.keywords:
             return None
         receiver = func.value
         if func.attr == "item":
             if oracle.is_tensor(receiver):
-                return Break("`.item()` copies a tensor's value to Python: graph break (GB0124); keep it a tensor or set "
-                             "`torch._dynamo.config.capture_scalar_outputs = True`", "GB0124")
+                return Break(
+                    "`.item()` copies a tensor's value to Python: graph break (GB0124); keep it a tensor or set "
+                    "`torch._dynamo.config.capture_scalar_outputs = True`",
+                    "GB0124",
+                )
             if _numpy_of_tensor(receiver, oracle):
-                return Break("`.item()` of a tensor's `.numpy()` reads its data: graph break (GB0033); stay in torch", "GB0033")
+                return Break(
+                    "`.item()` of a tensor's `.numpy()` reads its data: graph break (GB0033); stay in torch", "GB0033"
+                )
             return None
         if oracle.is_tensor(receiver):
-            return Break("`.tolist()` copies a tensor to Python lists: graph break (GB0109 for floating-point tensors, GB0033 "
-                         "for integer ones); keep it a tensor", "GB0109")
+            return Break(
+                "`.tolist()` copies a tensor to Python lists: graph break (GB0109 for floating-point tensors, GB0033 "
+                "for integer ones); keep it a tensor",
+                "GB0109",
+            )
         return None
 
 
@@ -178,7 +198,12 @@ def _numpy_of_tensor(expr: ast.AST, oracle) -> bool:
     while isinstance(expr, (ast.Call, ast.Attribute, ast.Subscript)):
         if isinstance(expr, ast.Call):
             func = expr.func
-            if isinstance(func, ast.Attribute) and func.attr == "numpy" and not expr.args and oracle.is_tensor(func.value):
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr == "numpy"
+                and not expr.args
+                and oracle.is_tensor(func.value)
+            ):
                 return True
             expr = func
         else:

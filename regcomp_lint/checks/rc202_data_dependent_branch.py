@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import ast
 
+from regcomp_lint.analysis.reachability import traced_operands
 from regcomp_lint.checks.base import Invalid
 from regcomp_lint.checks.forward_rule import Break, ForwardRule, Scope
 from regcomp_lint.knowledge.graph_breaks import RULE_BREAKS
-from regcomp_lint.analysis.reachability import traced_operands
 
 _HEAD = "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
-_INIT = ("    def __init__(self, config):\n        super().__init__()\n        self.config = config\n"
-         "        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])\n")
+_INIT = (
+    "    def __init__(self, config):\n        super().__init__()\n        self.config = config\n"
+    "        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])\n"
+)
 
 
 def _net(body: str, signature: str = "self, x, mask=None, use_cache: bool = False") -> str:
-    return _HEAD + _INIT + f"    def forward({signature}):\n" + "".join(f"        {line}\n" for line in body.splitlines())
+    return (
+        _HEAD + _INIT + f"    def forward({signature}):\n" + "".join(f"        {line}\n" for line in body.splitlines())
+    )
 
 
 #: Parents whose test is a condition: an ``and``/``or`` directly in one is reported there.
@@ -79,16 +83,21 @@ class DataDependentBranch(ForwardRule):
         _net("if x.dtype == torch.float16 and x.device.type == 'cuda':\n    x = x.float()\nreturn x"),
         _net("if mask is not None and isinstance(x, torch.Tensor):\n    x = x * mask\nreturn x"),
         _net("if self.training and self.config.dropout > 0:\n    x = x * 2\nreturn x"),
-        _net("if use_cache:\n    x = x * 2\nfor i, layer in enumerate(self.layers):\n    if i % 2 == 0:\n        x = layer(x)\nreturn x"),
+        _net(
+            "if use_cache:\n    x = x * 2\nfor i, layer in enumerate(self.layers):\n    if i % 2 == 0:\n        x = layer(x)\nreturn x"
+        ),
         _net("x = x if mask is None else x * mask\nn = len(self.layers)\nwhile n > 0:\n    n -= 1\nreturn x"),
         # assert on a tensor is traced
         _net("assert (x > -1e9).all()\nreturn x"),
         # not reached from forward
-        _HEAD + "    def forward(self, x):\n        return x\n    def check(self, x):\n        if x.sum() > 0:\n            return 1\n",
+        _HEAD
+        + "    def forward(self, x):\n        return x\n    def check(self, x):\n        if x.sum() > 0:\n            return 1\n",
         # a training loop is not forward
         "import torch\nloss = torch.ones(1)\nif loss.item() > 0:\n    pass\nwhile loss > 0:\n    loss = loss - 1\n",
         # skipped while compiling
-        _net("if not torch.compiler.is_compiling():\n    if x.isnan().any():\n        raise ValueError('nan')\nreturn x"),
+        _net(
+            "if not torch.compiler.is_compiling():\n    if x.isnan().any():\n        raise ValueError('nan')\nreturn x"
+        ),
         # `and` stops at the guard while compiling: the tensor test is never evaluated
         _net("if not torch.compiler.is_compiling() and x.isnan().any():\n    raise ValueError('nan')\nreturn x"),
         # parameters with defaults are flags, not tensors
@@ -105,7 +114,11 @@ class DataDependentBranch(ForwardRule):
         Invalid(_net("return x * 2 if x.sum() else x")),
         Invalid(_net("if not torch.isnan(x).any():\n    x = x * 2\nreturn x")),
         Invalid(_net("y = (x.sum() > 0) and x\nreturn y")),
-        Invalid(_net("if mask is not None and mask.any():\n    x = x * mask\nreturn x", "self, x, mask: torch.Tensor = None")),
+        Invalid(
+            _net(
+                "if mask is not None and mask.any():\n    x = x * mask\nreturn x", "self, x, mask: torch.Tensor = None"
+            )
+        ),
         Invalid(_net("h = self.layers[0](x)\nif h.mean() < 0:\n    h = -h\nreturn h")),
         Invalid(_net("return [r for r in x if r.sum() > 0]")),
         Invalid(_net("if x.sum() > 0:\n    x = x * 2\nelif x.sum() < -1:\n    x = -x\nreturn x"), count=2),
@@ -132,8 +145,12 @@ class DataDependentBranch(ForwardRule):
             what = {ast.If: "`if`", ast.While: "`while`", ast.IfExp: "a conditional expression"}[kind]
         if hit is None:
             return None
-        return Break(f"{what} branches on a tensor's value: data-dependent graph break (GB0170), also under `fullgraph=True`; "
-                     "use `torch.where` or `torch.cond`", "GB0170", at=hit)
+        return Break(
+            f"{what} branches on a tensor's value: data-dependent graph break (GB0170), also under `fullgraph=True`; "
+            "use `torch.where` or `torch.cond`",
+            "GB0170",
+            at=hit,
+        )
 
     @classmethod
     def accepts(cls, node: ast.AST, ancestors: list[ast.AST]) -> bool:

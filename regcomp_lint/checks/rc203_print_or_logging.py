@@ -8,11 +8,25 @@ from regcomp_lint.checks.base import Invalid
 from regcomp_lint.checks.forward_rule import Break, ForwardRule, Scope
 from regcomp_lint.knowledge.graph_breaks import RULE_BREAKS
 
-LOG_METHODS = frozenset({
-    "debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log",
-    "warning_once", "info_once", "warning_advice",
-})
-LOGGING_FUNCTIONS = tuple(f"logging.{name}" for name in ("debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log"))
+LOG_METHODS = frozenset(
+    {
+        "debug",
+        "info",
+        "warning",
+        "warn",
+        "error",
+        "exception",
+        "critical",
+        "fatal",
+        "log",
+        "warning_once",
+        "info_once",
+        "warning_advice",
+    }
+)
+LOGGING_FUNCTIONS = tuple(
+    f"logging.{name}" for name in ("debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log")
+)
 WARN = ("warnings.warn", "warnings.warn_explicit")
 LOGGER_FACTORIES = frozenset({"getLogger", "get_logger"})
 
@@ -20,7 +34,11 @@ _HEAD = "import logging\nimport warnings\nimport torch\nfrom torch import nn\nlo
 
 
 def _net(body: str) -> str:
-    return _HEAD + "class Net(nn.Module):\n    def forward(self, x):\n" + "".join(f"        {line}\n" for line in body.splitlines())
+    return (
+        _HEAD
+        + "class Net(nn.Module):\n    def forward(self, x):\n"
+        + "".join(f"        {line}\n" for line in body.splitlines())
+    )
 
 
 class PrintOrLogging(ForwardRule):
@@ -77,14 +95,16 @@ class PrintOrLogging(ForwardRule):
         _net("if not torch.compiler.is_compiling():\n    print(x.shape)\n    logger.info('a')\nreturn x"),
         _net("if torch._dynamo.is_compiling():\n    pass\nelse:\n    warnings.warn('eager only')\nreturn x"),
         # print outside forward: the training loop
-        _HEAD + "class Net(nn.Module):\n    def forward(self, x):\n        return x\nfor step in range(3):\n    print(step)\n    logger.info('step')\n",
+        _HEAD
+        + "class Net(nn.Module):\n    def forward(self, x):\n        return x\nfor step in range(3):\n    print(step)\n    logger.info('step')\n",
         # a local print, a logger that is not a logging.Logger
         "import torch\nfrom torch import nn\ndef print(*a):\n    pass\nclass Net(nn.Module):\n    def forward(self, x):\n        print(x)\n        return x\n",
         _net("log = []\nlog.append(1)\nself.metrics.info('x')\nreturn x"),
         # a non-logging `.log` / `.warn` method and torch.log
         _net("y = torch.log(x)\nz = x.log()\nreturn y + z"),
         # __init__ is not traced
-        _HEAD + "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        print('building')\n"
+        _HEAD
+        + "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        print('building')\n"
         "        logger.warning('x')\n    def forward(self, x):\n        return x\n",
     ]
     invalid = [
@@ -99,7 +119,8 @@ class PrintOrLogging(ForwardRule):
             "            logger.warning_once('no cache')\n        return x\n"
         ),
         Invalid(
-            _HEAD + "def check(x):\n    print(x.shape)\n    return x\nclass Block(nn.Module):\n    def forward(self, x):\n"
+            _HEAD
+            + "def check(x):\n    print(x.shape)\n    return x\nclass Block(nn.Module):\n    def forward(self, x):\n"
             "        return check(x)\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
             "        self.block = Block()\n    def forward(self, x):\n        return self.block(x)\n",
             message="reached via Net.forward → Block.forward → check",
@@ -118,20 +139,32 @@ class PrintOrLogging(ForwardRule):
         func = node.func
         if isinstance(func, ast.Name):
             if scope.builtin(func, "print"):
-                return Break("`print` is an untraceable builtin: graph break (GB0059); guard it with "
-                             "`if not torch.compiler.is_compiling():` or add it to "
-                             "`torch._dynamo.config.reorderable_logging_functions`", "GB0059")
+                return Break(
+                    "`print` is an untraceable builtin: graph break (GB0059); guard it with "
+                    "`if not torch.compiler.is_compiling():` or add it to "
+                    "`torch._dynamo.config.reorderable_logging_functions`",
+                    "GB0059",
+                )
             return None
         if scope.resolves_to(func, *WARN):
-            return Break("`warnings.warn` is skipped by dynamo: graph break (GB0007); warn outside the compiled code or add it "
-                         "to `torch._dynamo.config.reorderable_logging_functions`", "GB0007")
+            return Break(
+                "`warnings.warn` is skipped by dynamo: graph break (GB0007); warn outside the compiled code or add it "
+                "to `torch._dynamo.config.reorderable_logging_functions`",
+                "GB0007",
+            )
         if scope.resolves_to(func, *LOGGING_FUNCTIONS):
-            return Break(f"`logging.{func.attr}` cannot be traced: graph break (GB4841); log outside the compiled code or add "
-                         "it to `torch._dynamo.config.ignore_logging_functions`", "GB4841")
+            return Break(
+                f"`logging.{func.attr}` cannot be traced: graph break (GB4841); log outside the compiled code or add "
+                "it to `torch._dynamo.config.ignore_logging_functions`",
+                "GB4841",
+            )
         if _is_logger(func.value, scope):
-            return Break(f"`Logger.{func.attr}` is not supported by dynamo: graph break (GB0291); guard it with "
-                         "`if not torch.compiler.is_compiling():` or add it to "
-                         "`torch._dynamo.config.ignore_logging_functions`", "GB0291")
+            return Break(
+                f"`Logger.{func.attr}` is not supported by dynamo: graph break (GB0291); guard it with "
+                "`if not torch.compiler.is_compiling():` or add it to "
+                "`torch._dynamo.config.ignore_logging_functions`",
+                "GB0291",
+            )
         return None
 
 

@@ -11,11 +11,34 @@ from regcomp_lint.knowledge.graph_breaks import RULE_BREAKS
 #: Ops whose output size depends on the data (function and method spellings).
 DYNAMIC_OPS = frozenset({"nonzero", "argwhere", "unique", "unique_consecutive", "masked_select"})
 #: Ops that make a boolean tensor from tensors.
-BOOL_OPS = frozenset({
-    "isnan", "isinf", "isfinite", "isneginf", "isposinf", "isreal", "logical_and", "logical_or", "logical_not",
-    "logical_xor", "eq", "ne", "gt", "lt", "ge", "le", "greater", "less", "greater_equal", "less_equal",
-    "not_equal", "bool", "isin", "signbit",
-})
+BOOL_OPS = frozenset(
+    {
+        "isnan",
+        "isinf",
+        "isfinite",
+        "isneginf",
+        "isposinf",
+        "isreal",
+        "logical_and",
+        "logical_or",
+        "logical_not",
+        "logical_xor",
+        "eq",
+        "ne",
+        "gt",
+        "lt",
+        "ge",
+        "le",
+        "greater",
+        "less",
+        "greater_equal",
+        "less_equal",
+        "not_equal",
+        "bool",
+        "isin",
+        "signbit",
+    }
+)
 COMPARE_OPS = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 
 _HEAD = "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def forward(self, x, lengths):\n"
@@ -99,11 +122,21 @@ class DynamicOutputShape(ForwardRule):
     @classmethod
     def candidate(cls, node: ast.AST) -> bool:
         if type(node) is ast.Subscript:
-            return type(node.ctx) is ast.Load and type(node.slice) in (ast.Compare, ast.UnaryOp, ast.Name, ast.Call, ast.BinOp)
+            return type(node.ctx) is ast.Load and type(node.slice) in (
+                ast.Compare,
+                ast.UnaryOp,
+                ast.Name,
+                ast.Call,
+                ast.BinOp,
+            )
         func = node.func
         if type(func) is not ast.Attribute:
             return False
-        return func.attr in DYNAMIC_OPS or func.attr == "repeat_interleave" or (func.attr == "where" and len(node.args) == 1)
+        return (
+            func.attr in DYNAMIC_OPS
+            or func.attr == "repeat_interleave"
+            or (func.attr == "where" and len(node.args) == 1)
+        )
 
     @classmethod
     def judge(cls, node: ast.AST, scope: Scope) -> Break | None:
@@ -133,8 +166,11 @@ class DynamicOutputShape(ForwardRule):
 
 
 def _break(what: str) -> Break:
-    return Break(f"{what} has a data-dependent output shape: graph break (GB0036); keep shapes static (`torch.where`, "
-                 "masks) or set `torch._dynamo.config.capture_dynamic_output_shape_ops = True`", "GB0036")
+    return Break(
+        f"{what} has a data-dependent output shape: graph break (GB0036); keep shapes static (`torch.where`, "
+        "masks) or set `torch._dynamo.config.capture_dynamic_output_shape_ops = True`",
+        "GB0036",
+    )
 
 
 def _repeats(call: ast.Call, is_torch: bool) -> ast.AST | None:
@@ -166,6 +202,8 @@ def _is_bool_tensor(expr: ast.AST, scope: Scope, depth: int = 0) -> bool:
         return not scope.imports.root_is_import(func.value) and oracle.is_tensor(func.value)
     if isinstance(expr, ast.Name):
         bindings = scope.reach.facts(scope.func).bindings.get(expr.id, ())
-        return bool(bindings) and all(kind == "value" and index is None and _is_bool_tensor(value, scope, depth + 1)
-                                      for kind, value, index in bindings)
+        return bool(bindings) and all(
+            kind == "value" and index is None and _is_bool_tensor(value, scope, depth + 1)
+            for kind, value, index in bindings
+        )
     return False

@@ -12,17 +12,55 @@ from regcomp_lint.knowledge.graph_breaks import RULE_BREAKS
 #: on their own: random.randint/uniform/randrange, os.getenv, os.environ.get, os.path.join,
 #: inspect.signature/isfunction, torch.seed, numpy.random.seed. (Mixing randint and uniform in
 #: one expression, or `int()` of a randint, does fail in 2.13: not reported.)
-SKIPPED = frozenset({
-    "time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns", "time.monotonic_ns",
-    "time.process_time", "time.sleep",
-    "random.random", "random.choice", "random.choices", "random.shuffle", "random.sample", "random.gauss",
-    "random.normalvariate", "random.getrandbits", "random.seed", "random.getstate", "random.setstate",
-    "os.getpid", "os.urandom", "os.listdir", "os.cpu_count", "os.system", "os.makedirs", "os.mkdir", "os.remove",
-    "os.stat", "os.scandir", "os.walk", "os.path.exists", "os.path.isfile", "os.path.isdir", "os.path.getsize",
-    "inspect.stack", "inspect.currentframe", "inspect.getframeinfo", "inspect.getouterframes", "inspect.trace",
-    "pdb.set_trace", "ipdb.set_trace",
-    "torch.manual_seed", "torch.random.manual_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all",
-})
+SKIPPED = frozenset(
+    {
+        "time.time",
+        "time.perf_counter",
+        "time.monotonic",
+        "time.time_ns",
+        "time.perf_counter_ns",
+        "time.monotonic_ns",
+        "time.process_time",
+        "time.sleep",
+        "random.random",
+        "random.choice",
+        "random.choices",
+        "random.shuffle",
+        "random.sample",
+        "random.gauss",
+        "random.normalvariate",
+        "random.getrandbits",
+        "random.seed",
+        "random.getstate",
+        "random.setstate",
+        "os.getpid",
+        "os.urandom",
+        "os.listdir",
+        "os.cpu_count",
+        "os.system",
+        "os.makedirs",
+        "os.mkdir",
+        "os.remove",
+        "os.stat",
+        "os.scandir",
+        "os.walk",
+        "os.path.exists",
+        "os.path.isfile",
+        "os.path.isdir",
+        "os.path.getsize",
+        "inspect.stack",
+        "inspect.currentframe",
+        "inspect.getframeinfo",
+        "inspect.getouterframes",
+        "inspect.trace",
+        "pdb.set_trace",
+        "ipdb.set_trace",
+        "torch.manual_seed",
+        "torch.random.manual_seed",
+        "torch.cuda.manual_seed",
+        "torch.cuda.manual_seed_all",
+    }
+)
 _LAST_NAMES = frozenset(name.rsplit(".", 1)[1] for name in SKIPPED)
 #: Builtins dynamo cannot trace (GB0059).
 UNTRACEABLE_BUILTINS = frozenset({"breakpoint", "open", "input"})
@@ -107,10 +145,14 @@ class UntraceableCall(ForwardRule):
         Invalid(_net("breakpoint()\nreturn x"), message="GB0059"),
         Invalid(_net("with open('/tmp/log', 'a') as f:\n    f.write('x')\nreturn x")),
         Invalid(_net("if os.path.exists('/tmp/stop'):\n    x = x * 0\nreturn x")),
-        Invalid("from time import perf_counter\nfrom torch import nn\nclass Net(nn.Module):\n"
-                "    def forward(self, x):\n        self.t = perf_counter()\n        return x\n"),
-        Invalid("import inspect\nfrom torch import nn\nclass Net(nn.Module):\n    def forward(self, x):\n"
-                "        caller = inspect.stack()[1]\n        return x\n"),
+        Invalid(
+            "from time import perf_counter\nfrom torch import nn\nclass Net(nn.Module):\n"
+            "    def forward(self, x):\n        self.t = perf_counter()\n        return x\n"
+        ),
+        Invalid(
+            "import inspect\nfrom torch import nn\nclass Net(nn.Module):\n    def forward(self, x):\n"
+            "        caller = inspect.stack()[1]\n        return x\n"
+        ),
     ]
 
     @classmethod

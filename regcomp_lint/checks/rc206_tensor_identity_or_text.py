@@ -70,7 +70,7 @@ class TensorIdentityOrText(ForwardRule):
     code = "RC206"
     name = "tensor-identity-or-text"
     message = "a tensor's identity or text is needed in code reached from `forward`: graph break"
-    triggers = ("deepcopy", "str(", "repr(", "f\"", "f'", ".format(", "data_ptr")
+    triggers = ("deepcopy", "str(", "repr(", 'f"', "f'", ".format(", "data_ptr")
     graph_break_ids = RULE_BREAKS["RC206"]
     node_types = (ast.Call, ast.JoinedStr)
 
@@ -128,7 +128,10 @@ class TensorIdentityOrText(ForwardRule):
         if isinstance(func, ast.Name) and func.id in ("str", "repr") and scope.builtin(func, func.id):
             if oracle.is_tensor(node.args[0]):
                 gb = "GB0059" if func.id == "str" else "GB0569"
-                return Break(f"`{func.id}()` of a tensor needs its data: graph break ({gb}); format its shape or dtype instead", gb)
+                return Break(
+                    f"`{func.id}()` of a tensor needs its data: graph break ({gb}); format its shape or dtype instead",
+                    gb,
+                )
             return None
         if scope.resolves_to(func, *DEEPCOPY):
             if node.args and oracle.is_tensor(node.args[0]):
@@ -139,7 +142,12 @@ class TensorIdentityOrText(ForwardRule):
                 if any(oracle.is_tensor(a) for a in [*node.args, *(k.value for k in node.keywords)]):
                     return _used("the text of `str.format` of a tensor", node, scope)
             return None
-        if isinstance(func, ast.Attribute) and func.attr == "data_ptr" and not node.args and oracle.is_tensor(func.value):
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == "data_ptr"
+            and not node.args
+            and oracle.is_tensor(func.value)
+        ):
             return _used("a tensor's `.data_ptr()`", node, scope)
         return None
 
@@ -166,8 +174,13 @@ def _consumer(node: ast.AST, ancestors: list[ast.AST]) -> type | None:
 
 def _used(what: str, node: ast.AST, scope: Scope) -> Break:
     if what.endswith("`.data_ptr()`"):
-        return Break(f"{what} compared or computed with while tracing: dynamo cannot (GB5976 for a comparison, GB0088 "
-                     "otherwise, which skips the whole frame silently); keep identity checks outside the compiled module",
-                     "GB5976")
-    return Break(f"{what} is used (measured, concatenated or compared) while tracing: dynamo raises (GB0088, which skips "
-                 "the whole frame silently; GB3934; GB9648); format shapes or dtypes instead", "GB0088")
+        return Break(
+            f"{what} compared or computed with while tracing: dynamo cannot (GB5976 for a comparison, GB0088 "
+            "otherwise, which skips the whole frame silently); keep identity checks outside the compiled module",
+            "GB5976",
+        )
+    return Break(
+        f"{what} is used (measured, concatenated or compared) while tracing: dynamo raises (GB0088, which skips "
+        "the whole frame silently; GB3934; GB9648); format shapes or dtypes instead",
+        "GB0088",
+    )

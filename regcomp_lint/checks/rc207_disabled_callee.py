@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import ast
 
+from regcomp_lint.analysis.reachability import DISABLE
 from regcomp_lint.checks.base import Invalid
 from regcomp_lint.checks.forward_rule import Break, ForwardRule, Scope
 from regcomp_lint.knowledge.graph_breaks import RULE_BREAKS
-from regcomp_lint.analysis.reachability import DISABLE
 
 GRAPH_BREAK = ("torch._dynamo.graph_break",)
 
@@ -76,17 +76,31 @@ class DisabledCallee(ForwardRule):
         "        torch._dynamo.graph_break()\n        return x\n",
     ]
     invalid = [
-        Invalid(_HEAD + "@torch.compiler.disable\ndef route(x):\n    return x\nclass Net(nn.Module):\n"
-                "    def forward(self, x):\n        return route(x)\n", message="GB0098"),
-        Invalid(_HEAD + "import torch._dynamo\nclass Net(nn.Module):\n    def forward(self, x):\n        y = x * 2\n"
-                "        torch._dynamo.graph_break()\n        return y\n", message="GB0025"),
-        Invalid(_HEAD + "class Net(nn.Module):\n    def forward(self, x):\n        return self.slow(x)\n"
-                "    @torch._dynamo.disable(recursive=False)\n    def slow(self, x):\n        return x\n"),
-        Invalid(_HEAD + "def slow(x):\n    return x\nfast = torch.compiler.disable(slow)\nclass Net(nn.Module):\n"
-                "    def forward(self, x):\n        return fast(x)\n"),
-        Invalid(_HEAD + "class Router(nn.Module):\n    @torch.compiler.disable\n    def forward(self, x):\n        return x\n"
-                "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.router = Router()\n"
-                "    def forward(self, x):\n        return self.router(x)\n", message="`self.router`"),
+        Invalid(
+            _HEAD + "@torch.compiler.disable\ndef route(x):\n    return x\nclass Net(nn.Module):\n"
+            "    def forward(self, x):\n        return route(x)\n",
+            message="GB0098",
+        ),
+        Invalid(
+            _HEAD + "import torch._dynamo\nclass Net(nn.Module):\n    def forward(self, x):\n        y = x * 2\n"
+            "        torch._dynamo.graph_break()\n        return y\n",
+            message="GB0025",
+        ),
+        Invalid(
+            _HEAD + "class Net(nn.Module):\n    def forward(self, x):\n        return self.slow(x)\n"
+            "    @torch._dynamo.disable(recursive=False)\n    def slow(self, x):\n        return x\n"
+        ),
+        Invalid(
+            _HEAD + "def slow(x):\n    return x\nfast = torch.compiler.disable(slow)\nclass Net(nn.Module):\n"
+            "    def forward(self, x):\n        return fast(x)\n"
+        ),
+        Invalid(
+            _HEAD
+            + "class Router(nn.Module):\n    @torch.compiler.disable\n    def forward(self, x):\n        return x\n"
+            "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.router = Router()\n"
+            "    def forward(self, x):\n        return self.router(x)\n",
+            message="`self.router`",
+        ),
     ]
 
     def finish(self) -> None:
@@ -103,8 +117,11 @@ class DisabledCallee(ForwardRule):
     def judge(cls, node: ast.Call, scope: Scope) -> Break | None:
         func = node.func
         if scope.resolves_to(func, *GRAPH_BREAK):
-            return Break("`torch._dynamo.graph_break()` splits the graph here (GB0025), and `fullgraph=True` raises; "
-                         "remove it unless the split is wanted", "GB0025")
+            return Break(
+                "`torch._dynamo.graph_break()` splits the graph here (GB0025), and `fullgraph=True` raises; "
+                "remove it unless the split is wanted",
+                "GB0025",
+            )
         wrapped = scope.module_value(func)
         if isinstance(wrapped, ast.Call) and scope.resolves_to(wrapped.func, *DISABLE):
             return _disabled(func)
@@ -114,8 +131,11 @@ class DisabledCallee(ForwardRule):
 
 
 def _disabled(func: ast.AST) -> Break:
-    return Break(f"`{ast.unparse(func)}` runs a `torch.compiler.disable`d function: the graph breaks around the call "
-                 "(GB0098), and `fullgraph=True` raises", "GB0098")
+    return Break(
+        f"`{ast.unparse(func)}` runs a `torch.compiler.disable`d function: the graph breaks around the call "
+        "(GB0098), and `fullgraph=True` raises",
+        "GB0098",
+    )
 
 
 def _imported_root(func: ast.AST, imports) -> bool:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import ast
 
+from regcomp_lint.analysis.reachability import PARAMETER
 from regcomp_lint.checks.base import Invalid
 from regcomp_lint.checks.forward_rule import Break, ForwardRule, Scope
 from regcomp_lint.knowledge.graph_breaks import RULE_BREAKS
-from regcomp_lint.analysis.reachability import PARAMETER
 
 _HEAD = "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
 
@@ -71,12 +71,20 @@ class ParameterInForward(ForwardRule):
         "        return Parameter(x * 2)\n",
     ]
     invalid = [
-        Invalid(_HEAD + "    def forward(self, x):\n        self.scale = nn.Parameter(torch.ones(x.shape[-1]))\n"
-                "        return x * self.scale\n", message="GB0264"),
-        Invalid("import torch\nfrom torch.nn import Module, Parameter\nclass Net(Module):\n    def forward(self, x):\n"
-                "        return x + Parameter(x * 2)\n"),
-        Invalid(_HEAD + "    def forward(self, x):\n        return self.build(x)\n    def build(self, x):\n"
-                "        return torch.nn.Parameter(torch.zeros_like(x))\n", message="reached via Net.forward → Net.build"),
+        Invalid(
+            _HEAD + "    def forward(self, x):\n        self.scale = nn.Parameter(torch.ones(x.shape[-1]))\n"
+            "        return x * self.scale\n",
+            message="GB0264",
+        ),
+        Invalid(
+            "import torch\nfrom torch.nn import Module, Parameter\nclass Net(Module):\n    def forward(self, x):\n"
+            "        return x + Parameter(x * 2)\n"
+        ),
+        Invalid(
+            _HEAD + "    def forward(self, x):\n        return self.build(x)\n    def build(self, x):\n"
+            "        return torch.nn.Parameter(torch.zeros_like(x))\n",
+            message="reached via Net.forward → Net.build",
+        ),
     ]
 
     @classmethod
@@ -93,5 +101,8 @@ class ParameterInForward(ForwardRule):
             bindings = scope.reach.facts(scope.func).bindings.get(data.id, ())
             if bindings and all(kind == "param" for kind, _, _ in bindings):
                 return None  # a forward input wrapped as is: traced
-        return Break("`nn.Parameter(...)` built while tracing: graph break (GB0264), and a fresh parameter on every call; "
-                     "create it in `__init__` (or set `torch._dynamo.config.graph_break_on_nn_param_ctor = False`)", "GB0264")
+        return Break(
+            "`nn.Parameter(...)` built while tracing: graph break (GB0264), and a fresh parameter on every call; "
+            "create it in `__init__` (or set `torch._dynamo.config.graph_break_on_nn_param_ctor = False`)",
+            "GB0264",
+        )

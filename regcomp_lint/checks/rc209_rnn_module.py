@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import ast
 
+from regcomp_lint.analysis.reachability import Submodule
 from regcomp_lint.checks.base import Invalid
 from regcomp_lint.checks.forward_rule import Break, ForwardRule, Scope
 from regcomp_lint.knowledge.graph_breaks import RULE_BREAKS
-from regcomp_lint.analysis.reachability import Submodule
 
 RNN_CLASSES = frozenset({"LSTM", "GRU", "RNN"})
 
@@ -15,9 +15,13 @@ _HEAD = "import torch\nfrom torch import nn\n"
 
 
 def _rnn_net(init: str, body: str) -> str:
-    return (_HEAD + "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-            + "".join(f"        {line}\n" for line in init.splitlines())
-            + "    def forward(self, x):\n" + "".join(f"        {line}\n" for line in body.splitlines()))
+    return (
+        _HEAD
+        + "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        + "".join(f"        {line}\n" for line in init.splitlines())
+        + "    def forward(self, x):\n"
+        + "".join(f"        {line}\n" for line in body.splitlines())
+    )
 
 
 class RnnModule(ForwardRule):
@@ -70,12 +74,21 @@ class RnnModule(ForwardRule):
         _rnn_net("self.rnn = nn.GRU(4, 4)", "return x") + "    def encode(self, x):\n        return self.rnn(x)\n",
     ]
     invalid = [
-        Invalid(_rnn_net("self.rnn = nn.LSTM(4, 4, batch_first=True)", "out, _ = self.rnn(x)\nreturn out"), message="GB0014"),
-        Invalid(_rnn_net("self.layers = nn.ModuleList([nn.GRU(4, 4) for _ in range(2)])",
-                         "for layer in self.layers:\n    x, _ = layer(x)\nreturn x")),
-        Invalid("import torch.nn as nn\nfrom torch.nn import RNN\nclass Net(nn.Module):\n    def __init__(self):\n"
-                "        super().__init__()\n        self.encoder = RNN(4, 4)\n    def forward(self, x):\n"
-                "        return self.encoder(x)[0]\n", message="allow_rnn"),
+        Invalid(
+            _rnn_net("self.rnn = nn.LSTM(4, 4, batch_first=True)", "out, _ = self.rnn(x)\nreturn out"), message="GB0014"
+        ),
+        Invalid(
+            _rnn_net(
+                "self.layers = nn.ModuleList([nn.GRU(4, 4) for _ in range(2)])",
+                "for layer in self.layers:\n    x, _ = layer(x)\nreturn x",
+            )
+        ),
+        Invalid(
+            "import torch.nn as nn\nfrom torch.nn import RNN\nclass Net(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.encoder = RNN(4, 4)\n    def forward(self, x):\n"
+            "        return self.encoder(x)[0]\n",
+            message="allow_rnn",
+        ),
     ]
 
     @classmethod
@@ -88,9 +101,12 @@ class RnnModule(ForwardRule):
             for qualname in sub.external:
                 last = qualname.rsplit(".", 1)[-1]
                 if qualname.startswith("torch.nn.") and last in RNN_CLASSES:
-                    return Break(f"`nn.{last}` is not traced by dynamo: the calling frame falls back to eager (GB0014), and "
-                                 "`fullgraph=True` raises; keep it out of the compiled region or set "
-                                 "`torch._dynamo.config.allow_rnn = True`", "GB0014")
+                    return Break(
+                        f"`nn.{last}` is not traced by dynamo: the calling frame falls back to eager (GB0014), and "
+                        "`fullgraph=True` raises; keep it out of the compiled region or set "
+                        "`torch._dynamo.config.allow_rnn = True`",
+                        "GB0014",
+                    )
         return None
 
 
@@ -107,7 +123,12 @@ def _called_submodules(expr: ast.AST, scope: Scope, depth: int) -> list[Submodul
     if isinstance(expr, ast.Name):
         found: list[Submodule] = []
         for kind, value, index in scope.reach.facts(scope.func).bindings.get(expr.id, ()):
-            if kind == "iter" and isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "enumerate":
+            if (
+                kind == "iter"
+                and isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Name)
+                and value.func.id == "enumerate"
+            ):
                 value, index = (value.args[0], None) if index == 1 and value.args else (None, index)
             if kind in ("iter", "value") and index is None and value is not None:
                 found.extend(_called_submodules(value, scope, depth + 1))

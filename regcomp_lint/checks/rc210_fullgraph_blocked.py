@@ -6,13 +6,12 @@ import ast
 import os
 from dataclasses import dataclass
 
-from regcomp_lint.analysis import callsites
-from regcomp_lint.analysis import reachability
-from regcomp_lint.checks.base import Invalid, Rule
-from regcomp_lint.checks.forward_rule import ForwardRule, breaks_in
+from regcomp_lint.analysis import callsites, reachability
 from regcomp_lint.analysis.file_context import is_true, keyword_value
 from regcomp_lint.analysis.models import FACTORY_METHODS, PREPARE_METHODS, SAME_MODULE_METHODS, WRAPPERS
 from regcomp_lint.analysis.reachability import FUNCTION_DEFS, ModuleClass, Reachability, top_level_statements
+from regcomp_lint.checks.base import Invalid, Rule
+from regcomp_lint.checks.forward_rule import ForwardRule, breaks_in
 
 MAX_DEPTH = 20
 
@@ -84,17 +83,22 @@ class FullgraphBlocked(Rule):
         # a model of unknown class
         "import torch\nfrom mylib import build\nmodel = torch.compile(build(), fullgraph=True)\n",
         # a compile of a different, clean model
-        _MODEL + _CLEAN.replace("class Net", "class Clean").split("import torch\nfrom torch import nn\n", 1)[1]
+        _MODEL
+        + _CLEAN.replace("class Net", "class Clean").split("import torch\nfrom torch import nn\n", 1)[1]
         + "model = Clean()\nmodel = torch.compile(model, fullgraph=True)\n",
     ]
     invalid = [
-        Invalid(_MODEL + "model = torch.compile(Net(), fullgraph=True)\n",
-                message="`Net` breaks the graph at line 5: RC203"),
-        Invalid(_MODEL + "model = Net().to('cuda')\nmodel = torch.compile(model, mode='max-autotune', fullgraph=True)\n",
-                message="reached via Net.forward → Block.forward"),
+        Invalid(
+            _MODEL + "model = torch.compile(Net(), fullgraph=True)\n", message="`Net` breaks the graph at line 5: RC203"
+        ),
+        Invalid(
+            _MODEL + "model = Net().to('cuda')\nmodel = torch.compile(model, mode='max-autotune', fullgraph=True)\n",
+            message="reached via Net.forward → Block.forward",
+        ),
         Invalid(_MODEL + "model = Net()\nmodel.compile(fullgraph=True)\n"),
         Invalid(
-            "from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\n" + _MODEL
+            "from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\n"
+            + _MODEL
             + "plugin = TorchDynamoPlugin(backend='inductor', fullgraph=True)\n"
             "accelerator = Accelerator(dynamo_plugin=plugin)\nmodel = accelerator.prepare(Net())\n"
         ),
@@ -111,7 +115,7 @@ class FullgraphBlocked(Rule):
         self._sites: list[tuple[ast.AST, ast.expr | None, _Where | None, str | None]] = []
         self._prepared: list[tuple[ast.expr, _Where]] = []
 
-    def _here(self, node: ast.AST) -> "_Where":
+    def _here(self, node: ast.AST) -> _Where:
         ancestors = self.ctx.ancestors
         defs = tuple(a for a in ancestors if isinstance(a, FUNCTION_DEFS))
         classes = [a for a in ancestors if isinstance(a, ast.ClassDef)]
@@ -134,7 +138,9 @@ class FullgraphBlocked(Rule):
             where = self._here(node)
             self._prepared.extend((arg, where) for arg in node.args if not isinstance(arg, ast.Starred))
         fullgraph = keyword_value(node, "fullgraph")
-        plugin_like = len(node.args) > 2 and (getattr(func, "attr", None) or getattr(func, "id", None)) == "TorchDynamoPlugin"
+        plugin_like = (
+            len(node.args) > 2 and (getattr(func, "attr", None) or getattr(func, "id", None)) == "TorchDynamoPlugin"
+        )
         if fullgraph is None and not plugin_like:
             return  # the cheap exit for almost every call
         site = callsites.classify(self.ctx, node)
@@ -230,8 +236,11 @@ class _Resolver:
                     if isinstance(target, ast.Name) and target.id == expr.id:
                         values.append((stmt.value, None))
                     elif isinstance(target, (ast.Tuple, ast.List)):
-                        values.extend((stmt.value, i) for i, e in enumerate(target.elts)
-                                      if isinstance(e, ast.Name) and e.id == expr.id)
+                        values.extend(
+                            (stmt.value, i)
+                            for i, e in enumerate(target.elts)
+                            if isinstance(e, ast.Name) and e.id == expr.id
+                        )
         return _last_before(values, where.pos if not where.defs else (10**9, 0))
 
 
@@ -244,8 +253,12 @@ def _element(value: ast.AST, index: int) -> ast.AST | None:
     """Element ``index`` of ``a, b = value``: a tuple display, or ``prepare(a, b)``."""
     if isinstance(value, (ast.Tuple, ast.List)) and index < len(value.elts):
         return value.elts[index]
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in PREPARE_METHODS \
-            and index < len(value.args):
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in PREPARE_METHODS
+        and index < len(value.args)
+    ):
         return value.args[index]
     return None
 
@@ -262,14 +275,21 @@ def _blocked(reach, cls: ModuleClass, filename: str) -> str | None:
     """The message for the first break of ``cls`` that ``fullgraph=True`` raises on, if any."""
     from regcomp_lint.checks import ALL_RULES  # the registry imports this module
 
-    rules = [rule for code, rule in ALL_RULES.items()
-             if issubclass(rule, ForwardRule) and "RC201" <= code <= "RC209"]
-    found = [(rule, node, func, brk) for rule, node, func, brk in breaks_in(reach, reach.reached_from(cls), rules)
-             if brk.blocks_fullgraph]
+    rules = [rule for code, rule in ALL_RULES.items() if issubclass(rule, ForwardRule) and "RC201" <= code <= "RC209"]
+    found = [
+        (rule, node, func, brk)
+        for rule, node, func, brk in breaks_in(reach, reach.reached_from(cls), rules)
+        if brk.blocks_fullgraph
+    ]
     if not found:
         return None
-    found.sort(key=lambda item: (item[2].module.path != reach.module.path, item[2].module.path or "",
-                                 getattr(item[3].at or item[1], "lineno", 0)))
+    found.sort(
+        key=lambda item: (
+            item[2].module.path != reach.module.path,
+            item[2].module.path or "",
+            getattr(item[3].at or item[1], "lineno", 0),
+        )
+    )
     rule, node, func, brk = found[0]
     line = getattr(brk.at or node, "lineno", 0)
     if func.module.path == reach.module.path:
@@ -278,8 +298,10 @@ def _blocked(reach, cls: ModuleClass, filename: str) -> str | None:
         place = f"{_relative(func.module.path, filename)}:{line}"
     chain = dict(reach.reached_from(cls))[func]
     more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-    return (f"`fullgraph=True` will raise `torch._dynamo.exc.Unsupported`: `{cls.name}` breaks the graph at {place}: "
-            f"{rule.code} {brk.gb_id}, {rule.name}{more} ({chain})")
+    return (
+        f"`fullgraph=True` will raise `torch._dynamo.exc.Unsupported`: `{cls.name}` breaks the graph at {place}: "
+        f"{rule.code} {brk.gb_id}, {rule.name}{more} ({chain})"
+    )
 
 
 def _relative(path: str | None, filename: str) -> str:

@@ -6,9 +6,9 @@ import ast
 from dataclasses import dataclass
 
 from regcomp_lint.analysis import reachability
-from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.analysis.containers import Containers, Node
 from regcomp_lint.analysis.reachability import ModuleClass, Reachability
+from regcomp_lint.checks.base import Invalid, Rule
 
 #: Arithmetic that keeps one value per block (``i + 1``, ``2 * i``, ``i // 2``); ``%`` and
 #: comparisons fold the index into a few values and are left alone.
@@ -20,14 +20,17 @@ _HEAD = "import torch\nfrom torch import nn\n"
 
 
 def _model(block_init: str, block_forward: str, build: str, block_methods: str = "") -> str:
-    return (_HEAD + "class Block(nn.Module):\n    def __init__(self, dim, layer_idx=None):\n        super().__init__()\n"
-            "        self.fc = nn.Linear(dim, dim)\n"
-            + "".join(f"        {line}\n" for line in block_init.splitlines())
-            + "    def forward(self, x):\n" + "".join(f"        {line}\n" for line in block_forward.splitlines())
-            + "".join(f"    {line}\n" for line in block_methods.splitlines())
-            + "class Net(nn.Module):\n    def __init__(self, n=12):\n        super().__init__()\n"
-            + "".join(f"        {line}\n" for line in build.splitlines())
-            + "    def forward(self, x):\n        for block in self.blocks:\n            x = block(x)\n        return x\n")
+    return (
+        _HEAD + "class Block(nn.Module):\n    def __init__(self, dim, layer_idx=None):\n        super().__init__()\n"
+        "        self.fc = nn.Linear(dim, dim)\n"
+        + "".join(f"        {line}\n" for line in block_init.splitlines())
+        + "    def forward(self, x):\n"
+        + "".join(f"        {line}\n" for line in block_forward.splitlines())
+        + "".join(f"    {line}\n" for line in block_methods.splitlines())
+        + "class Net(nn.Module):\n    def __init__(self, n=12):\n        super().__init__()\n"
+        + "".join(f"        {line}\n" for line in build.splitlines())
+        + "    def forward(self, x):\n        for block in self.blocks:\n            x = block(x)\n        return x\n"
+    )
 
 
 @dataclass(frozen=True)
@@ -109,39 +112,72 @@ class PerBlockIntAttribute(Rule):
 
     code = "RC301"
     name = "per-block-int-attribute"
-    message = "an int attribute that differs per block is read in forward: every block recompiles under regional compilation"
+    message = (
+        "an int attribute that differs per block is read in forward: every block recompiles under regional compilation"
+    )
     triggers = ("ModuleList",)
 
     valid = [
         # the index is only used in __init__
-        _model("nn.init.normal_(self.fc.weight, std=0.02 / (layer_idx + 1))", "return self.fc(x)",
-               "self.blocks = nn.ModuleList([Block(8, layer_idx=i) for i in range(n)])"),
+        _model(
+            "nn.init.normal_(self.fc.weight, std=0.02 / (layer_idx + 1))",
+            "return self.fc(x)",
+            "self.blocks = nn.ModuleList([Block(8, layer_idx=i) for i in range(n)])",
+        ),
         # stored but never read in forward (only in extra_repr)
-        _model("self.layer_idx = layer_idx", "return self.fc(x)",
-               "self.blocks = nn.ModuleList([Block(8, i) for i in range(n)])",
-               "def extra_repr(self):\n    return f'layer_idx={self.layer_idx}'"),
+        _model(
+            "self.layer_idx = layer_idx",
+            "return self.fc(x)",
+            "self.blocks = nn.ModuleList([Block(8, i) for i in range(n)])",
+            "def extra_repr(self):\n    return f'layer_idx={self.layer_idx}'",
+        ),
         # a derived bool: two values, one recompilation
-        _model("self.is_first = layer_idx == 0", "return self.fc(x) if self.is_first else x",
-               "self.blocks = nn.ModuleList([Block(8, layer_idx=i) for i in range(n)])"),
+        _model(
+            "self.is_first = layer_idx == 0",
+            "return self.fc(x) if self.is_first else x",
+            "self.blocks = nn.ModuleList([Block(8, layer_idx=i) for i in range(n)])",
+        ),
         # the same int for every block
-        _model("self.layer_idx = layer_idx", "return self.fc(x) * self.layer_idx",
-               "self.blocks = nn.ModuleList([Block(8, layer_idx=n) for i in range(n)])"),
+        _model(
+            "self.layer_idx = layer_idx",
+            "return self.fc(x) * self.layer_idx",
+            "self.blocks = nn.ModuleList([Block(8, layer_idx=n) for i in range(n)])",
+        ),
         # the loop variable is not an int
-        _model("self.layer_idx = layer_idx", "return self.fc(x) * self.layer_idx",
-               "self.blocks = nn.ModuleList([Block(8, layer_idx=k) for k in ('a', 'b')])"),
+        _model(
+            "self.layer_idx = layer_idx",
+            "return self.fc(x) * self.layer_idx",
+            "self.blocks = nn.ModuleList([Block(8, layer_idx=k) for k in ('a', 'b')])",
+        ),
     ]
     invalid = [
-        Invalid(_model("self.layer_idx = layer_idx", "return self.fc(x) * self.layer_idx",
-                       "self.blocks = nn.ModuleList([Block(8, layer_idx=i) for i in range(n)])"),
-                message="`self.layer_idx`"),
+        Invalid(
+            _model(
+                "self.layer_idx = layer_idx",
+                "return self.fc(x) * self.layer_idx",
+                "self.blocks = nn.ModuleList([Block(8, layer_idx=i) for i in range(n)])",
+            ),
+            message="`self.layer_idx`",
+        ),
         # positional argument, appended in a loop, read in a branch
-        Invalid(_model("self.idx = layer_idx", "if self.idx == 0:\n    x = x * 2\nreturn self.fc(x)",
-                       "self.blocks = nn.ModuleList()\nfor i in range(12):\n    self.blocks.append(Block(8, i))"),
-                message="12 blocks"),
+        Invalid(
+            _model(
+                "self.idx = layer_idx",
+                "if self.idx == 0:\n    x = x * 2\nreturn self.fc(x)",
+                "self.blocks = nn.ModuleList()\nfor i in range(12):\n    self.blocks.append(Block(8, i))",
+            ),
+            message="12 blocks",
+        ),
         # arithmetic of the index, enumerate, read in a helper method
-        Invalid(_model("self.depth = layer_idx + 1", "return self._scale(self.fc(x))",
-                       "self.blocks = nn.ModuleList([Block(8, layer_idx=i) for i, _ in enumerate(range(n))])",
-                       "def _scale(self, h):\n    return h / self.depth"), message="Block._scale"),
+        Invalid(
+            _model(
+                "self.depth = layer_idx + 1",
+                "return self._scale(self.fc(x))",
+                "self.blocks = nn.ModuleList([Block(8, layer_idx=i) for i, _ in enumerate(range(n))])",
+                "def _scale(self, h):\n    return h / self.depth",
+            ),
+            message="Block._scale",
+        ),
     ]
 
     def finish(self) -> None:
@@ -169,13 +205,20 @@ class PerBlockIntAttribute(Rule):
 
     def _report(self, stored: _Stored, node: ast.Attribute, label: str, chain: reachability.Chain, local: bool) -> None:
         source = self.ctx.source
-        built = source.segment(stored.call) if stored.call.end_lineno == stored.call.lineno else f"{stored.cls.name}(...)"
+        built = (
+            source.segment(stored.call) if stored.call.end_lineno == stored.call.lineno else f"{stored.cls.name}(...)"
+        )
         count = f" ({stored.count} blocks)" if stored.count is not None else ""
-        over = (f"; past `recompile_limit` ({RECOMPILE_LIMIT}) the rest run uncompiled"
-                if stored.count is None or stored.count > RECOMPILE_LIMIT else "")
-        message = (f"`self.{stored.attr}` differs per block (`{built}`, line {stored.call.lineno}) and `{label}` reads it: "
-                   f"under regional compilation each block recompiles{count}{over}. Set "
-                   f"`torch._dynamo.config.allow_unspec_int_on_nn_module = True` or keep it in a buffer ({chain})")
+        over = (
+            f"; past `recompile_limit` ({RECOMPILE_LIMIT}) the rest run uncompiled"
+            if stored.count is None or stored.count > RECOMPILE_LIMIT
+            else ""
+        )
+        message = (
+            f"`self.{stored.attr}` differs per block (`{built}`, line {stored.call.lineno}) and `{label}` reads it: "
+            f"under regional compilation each block recompiles{count}{over}. Set "
+            f"`torch._dynamo.config.allow_unspec_int_on_nn_module = True` or keep it in a buffer ({chain})"
+        )
         self.report(node if local else stored.call, message)
 
 
@@ -192,7 +235,12 @@ def _list_elements(node: Node, depth: int = 0):
     for element in node.elements:
         if element.kind == "container":
             yield from _list_elements(element, depth + 1)
-        elif node.container == "ModuleList" and element.kind == "local" and element.loop_ints and isinstance(element.at, ast.Call):
+        elif (
+            node.container == "ModuleList"
+            and element.kind == "local"
+            and element.loop_ints
+            and isinstance(element.at, ast.Call)
+        ):
             yield element, element.count
 
 
@@ -226,8 +274,15 @@ def _per_block(expr: ast.AST, ints: frozenset[str]) -> bool:
     if isinstance(expr, ast.Name):
         return expr.id in ints
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, PER_BLOCK_OPS):
-        return (_per_block(expr.left, ints) and _constant_like(expr.right)) or (_per_block(expr.right, ints) and _constant_like(expr.left))
-    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in ("int", "str") and len(expr.args) == 1:
+        return (_per_block(expr.left, ints) and _constant_like(expr.right)) or (
+            _per_block(expr.right, ints) and _constant_like(expr.left)
+        )
+    if (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Name)
+        and expr.func.id in ("int", "str")
+        and len(expr.args) == 1
+    ):
         return _per_block(expr.args[0], ints)
     if isinstance(expr, ast.JoinedStr):
         return any(isinstance(v, ast.FormattedValue) and _per_block(v.value, ints) for v in expr.values)
@@ -239,8 +294,15 @@ def _constant_like(expr: ast.AST) -> bool:
     return isinstance(expr, (ast.Constant, ast.Name, ast.Attribute))
 
 
-def _follow(containers: Containers, cls: ModuleClass, param: str, call: ast.Call, count: int | None,
-            found: list[_Stored], hops: int) -> None:
+def _follow(
+    containers: Containers,
+    cls: ModuleClass,
+    param: str,
+    call: ast.Call,
+    count: int | None,
+    found: list[_Stored],
+    hops: int,
+) -> None:
     """Where ``cls.__init__`` puts its parameter ``param``: on ``self``, or into a submodule."""
     method = cls.method("__init__")
     if method is None or hops > MAX_HOPS:
@@ -267,8 +329,16 @@ def _follow(containers: Containers, cls: ModuleClass, param: str, call: ast.Call
                     _follow(containers, resolved, name, call, count, found, hops + 1)
 
 
-def _follow_init(containers: Containers, cls: ModuleClass, base: ModuleClass, param: str, call: ast.Call,
-                 count: int | None, found: list[_Stored], hops: int) -> None:
+def _follow_init(
+    containers: Containers,
+    cls: ModuleClass,
+    base: ModuleClass,
+    param: str,
+    call: ast.Call,
+    count: int | None,
+    found: list[_Stored],
+    hops: int,
+) -> None:
     """``super().__init__(..., layer_idx)``: the base's assignments land on ``cls`` itself."""
     start = len(found)
     _follow(containers, base, param, call, count, found, hops)
@@ -311,7 +381,12 @@ def _reads(func: ast.FunctionDef | ast.AsyncFunctionDef, attr: str):
     stack: list[tuple[ast.AST, bool]] = [(stmt, False) for stmt in func.body]
     while stack:
         node, optional = stack.pop()
-        if isinstance(node, ast.Attribute) and node.attr == attr and _is_self(node.value) and isinstance(node.ctx, ast.Load):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == attr
+            and _is_self(node.value)
+            and isinstance(node.ctx, ast.Load)
+        ):
             yield node, optional
         if isinstance(node, (ast.If, ast.IfExp)) and _optional_test(node.test, optional_args):
             stack.append((node.test, optional))
@@ -332,7 +407,7 @@ def _reads(func: ast.FunctionDef | ast.AsyncFunctionDef, attr: str):
 def _optional_arguments(func: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
     args = func.args
     positional = [*args.posonlyargs, *args.args]
-    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    pairs = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults))
     pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
     return frozenset(a.arg for a, d in pairs if isinstance(d, ast.Constant) and d.value in (None, False))
 
@@ -342,8 +417,11 @@ def _optional_test(test: ast.AST, optional_args: frozenset[str]) -> bool:
     for node in ast.walk(test):
         if isinstance(node, ast.Name) and node.id in optional_args:
             return True
-        if isinstance(node, ast.Compare) and any(isinstance(op, ast.IsNot) for op in node.ops) \
-                and any(isinstance(c, ast.Constant) and c.value is None for c in node.comparators):
+        if (
+            isinstance(node, ast.Compare)
+            and any(isinstance(op, ast.IsNot) for op in node.ops)
+            and any(isinstance(c, ast.Constant) and c.value is None for c in node.comparators)
+        ):
             return True
     return False
 
@@ -353,5 +431,10 @@ def _is_self(node: ast.AST) -> bool:
 
 
 def _is_super_init(func: ast.AST) -> bool:
-    return (isinstance(func, ast.Attribute) and func.attr == "__init__" and isinstance(func.value, ast.Call)
-            and isinstance(func.value.func, ast.Name) and func.value.func.id == "super")
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "__init__"
+        and isinstance(func.value, ast.Call)
+        and isinstance(func.value.func, ast.Name)
+        and func.value.func.id == "super"
+    )

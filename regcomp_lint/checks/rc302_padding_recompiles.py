@@ -7,15 +7,19 @@ from dataclasses import dataclass
 
 from regcomp_lint.analysis import callsites
 from regcomp_lint.analysis.callsites import Site
-from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.analysis.file_context import is_none, keyword_value, string_literal
+from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.knowledge.modes import MODE_OPTIONS
 
 #: transformers collators that pad each batch to its longest sample unless told otherwise.
-PADDING_COLLATORS = frozenset({
-    "DataCollatorWithPadding", "DataCollatorForSeq2Seq", "DataCollatorForTokenClassification",
-    "DataCollatorForMultipleChoice",
-})
+PADDING_COLLATORS = frozenset(
+    {
+        "DataCollatorWithPadding",
+        "DataCollatorForSeq2Seq",
+        "DataCollatorForTokenClassification",
+        "DataCollatorForMultipleChoice",
+    }
+)
 PAD_SEQUENCE = ("torch.nn.utils.rnn.pad_sequence",)
 #: Tokenizer methods that take ``padding=``.
 TOKENIZER_METHODS = frozenset({"pad", "batch_encode_plus", "encode_plus", "__call__"})
@@ -79,14 +83,17 @@ class PaddingRecompiles(Rule):
 
     code = "RC302"
     name = "padding-recompiles"
-    message = "compiled for static shapes while batches are padded to their longest sample: one recompile per new length"
+    message = (
+        "compiled for static shapes while batches are padded to their longest sample: one recompile per new length"
+    )
     triggers = ("dynamic", "reduce-overhead", "max-autotune", "DynamoPlugin(")
 
     valid = [
         # dynamic shapes allowed (the default)
         _IMPORTS + "collator = DataCollatorWithPadding(tok)\nmodel = torch.compile(model)\n",
         # fixed-size buckets
-        _IMPORTS + "collator = DataCollatorWithPadding(tok, pad_to_multiple_of=64)\nmodel = torch.compile(model, dynamic=False)\n",
+        _IMPORTS
+        + "collator = DataCollatorWithPadding(tok, pad_to_multiple_of=64)\nmodel = torch.compile(model, dynamic=False)\n",
         _IMPORTS + "batch = tok(texts, padding='max_length', max_length=128, truncation=True)\n"
         "model = torch.compile(model, mode='reduce-overhead')\n",
         _IMPORTS + "collator = DataCollatorWithPadding(tok, padding='max_length', max_length=128)\n"
@@ -94,22 +101,37 @@ class PaddingRecompiles(Rule):
         # no padding in this file
         "import torch\nmodel = torch.compile(model, dynamic=False)\n",
         # a mode without CUDA graphs
-        _IMPORTS + "batch = tok(texts, padding=True)\nmodel = torch.compile(model, mode='max-autotune-no-cudagraphs')\n",
+        _IMPORTS
+        + "batch = tok(texts, padding=True)\nmodel = torch.compile(model, mode='max-autotune-no-cudagraphs')\n",
         # `padding=True` of something that is not a tokenizer
-        ("import torch\nfrom torchvision import transforms\nt = transforms.Pad(padding=True)\n"
-         "model = torch.compile(model, dynamic=False)\n"),
+        (
+            "import torch\nfrom torchvision import transforms\nt = transforms.Pad(padding=True)\n"
+            "model = torch.compile(model, dynamic=False)\n"
+        ),
     ]
     invalid = [
-        Invalid(_IMPORTS + "collator = DataCollatorWithPadding(tokenizer=tok)\nmodel = torch.compile(model, dynamic=False)\n",
-                message="DataCollatorWithPadding"),
-        Invalid(_IMPORTS + "def collate(batch):\n    return tok([b['text'] for b in batch], padding=True, return_tensors='pt')\n"
-                "model.compile(mode='reduce-overhead')\n", message="CUDA graph"),
-        Invalid("from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\n"
-                "from torch.nn.utils.rnn import pad_sequence\n"
-                "def collate(batch):\n    return pad_sequence(batch, batch_first=True)\n"
-                "plugin = TorchDynamoPlugin(backend='inductor', dynamic=False)\n", message="pad_sequence"),
-        Invalid(_IMPORTS + "enc = tokenizer(texts, padding='longest', pad_to_multiple_of=None)\n"
-                "@torch.compile(dynamic=False)\ndef step(batch):\n    return model(**batch)\n"),
+        Invalid(
+            _IMPORTS
+            + "collator = DataCollatorWithPadding(tokenizer=tok)\nmodel = torch.compile(model, dynamic=False)\n",
+            message="DataCollatorWithPadding",
+        ),
+        Invalid(
+            _IMPORTS
+            + "def collate(batch):\n    return tok([b['text'] for b in batch], padding=True, return_tensors='pt')\n"
+            "model.compile(mode='reduce-overhead')\n",
+            message="CUDA graph",
+        ),
+        Invalid(
+            "from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\n"
+            "from torch.nn.utils.rnn import pad_sequence\n"
+            "def collate(batch):\n    return pad_sequence(batch, batch_first=True)\n"
+            "plugin = TorchDynamoPlugin(backend='inductor', dynamic=False)\n",
+            message="pad_sequence",
+        ),
+        Invalid(
+            _IMPORTS + "enc = tokenizer(texts, padding='longest', pad_to_multiple_of=None)\n"
+            "@torch.compile(dynamic=False)\ndef step(batch):\n    return model(**batch)\n"
+        ),
     ]
 
     def __init__(self, ctx) -> None:
@@ -132,8 +154,12 @@ class PaddingRecompiles(Rule):
         mode = callsites.plugin_argument(call, "mode") if plugin else keyword_value(call, "mode")
         if isinstance(dynamic, ast.Constant) and dynamic.value is False:
             self._static.append(_Static(dynamic, "`dynamic=False` recompiles for every new shape"))
-        elif string_literal(mode) in CUDAGRAPH_MODES and not (isinstance(dynamic, ast.Constant) and dynamic.value is True):
-            self._static.append(_Static(mode, f"`mode={string_literal(mode)!r}` records one CUDA graph per input shape"))
+        elif string_literal(mode) in CUDAGRAPH_MODES and not (
+            isinstance(dynamic, ast.Constant) and dynamic.value is True
+        ):
+            self._static.append(
+                _Static(mode, f"`mode={string_literal(mode)!r}` records one CUDA graph per input shape")
+            )
 
     def _pads_to_longest(self, call: ast.Call) -> str | None:
         """What pads this batch to its longest sample, or None."""
@@ -146,7 +172,12 @@ class PaddingRecompiles(Rule):
         if self.ctx.resolves_to(func, *PAD_SEQUENCE):
             return "`pad_sequence` pads each batch to its longest sequence"
         padding = keyword_value(call, "padding")
-        if padding is not None and _longest(padding) and _tokenizer_call(call) and _fixed(call, "padding", default_pads=False) is False:
+        if (
+            padding is not None
+            and _longest(padding)
+            and _tokenizer_call(call)
+            and _fixed(call, "padding", default_pads=False) is False
+        ):
             return f"`padding={ast.unparse(padding)}` pads each batch to its longest sample"
         return None
 
@@ -154,8 +185,11 @@ class PaddingRecompiles(Rule):
         qualname = self.ctx.qualname(func) or ""
         if qualname.startswith("transformers.") and self.ctx.imports.root_is_import(func):
             return True
-        return isinstance(func, ast.Name) and not self.ctx.imports.imported(func.id) and any(
-            m == "transformers" or m.startswith("transformers.") for m in self.ctx.imports.star_modules)
+        return (
+            isinstance(func, ast.Name)
+            and not self.ctx.imports.imported(func.id)
+            and any(m == "transformers" or m.startswith("transformers.") for m in self.ctx.imports.star_modules)
+        )
 
     def finish(self) -> None:
         if not self._static:
@@ -165,9 +199,12 @@ class PaddingRecompiles(Rule):
             return
         pad_call, why = padding
         for static in self._static:
-            self.report(static.node, f"{static.why}, and batches vary in length: {why} (line {pad_call.lineno}); "
-                        "pad to fixed lengths (`pad_to_multiple_of`, `padding=\"max_length\"`) or let dynamo mark the "
-                        "length dynamic")
+            self.report(
+                static.node,
+                f"{static.why}, and batches vary in length: {why} (line {pad_call.lineno}); "
+                'pad to fixed lengths (`pad_to_multiple_of`, `padding="max_length"`) or let dynamo mark the '
+                "length dynamic",
+            )
 
 
 def _longest(value: ast.AST) -> bool:
@@ -199,5 +236,7 @@ def _tokenizer_call(call: ast.Call) -> bool:
         return True
     func = call.func
     receiver = func.value if isinstance(func, ast.Attribute) and func.attr in TOKENIZER_METHODS else func
-    name = receiver.attr if isinstance(receiver, ast.Attribute) else receiver.id if isinstance(receiver, ast.Name) else ""
+    name = (
+        receiver.attr if isinstance(receiver, ast.Attribute) else receiver.id if isinstance(receiver, ast.Name) else ""
+    )
     return "tok" in name.lower() or "processor" in name.lower()

@@ -145,10 +145,14 @@ class ManualBackward(FeedsAccelerateScript, Rule):
             "from accelerate import Accelerator\ndef step(loss):\n    loss.backward()\ndef main():\n    accelerator = Accelerator()\n",
         ),
         # two accelerators visible: which one is the author's call
-        Invalid("from accelerate import Accelerator\nteacher_acc = Accelerator()\nstudent_acc = Accelerator()\nloss.backward()\n"),
+        Invalid(
+            "from accelerate import Accelerator\nteacher_acc = Accelerator()\nstudent_acc = Accelerator()\nloss.backward()\n"
+        ),
         # the gradient passed positionally: reported, fixed by hand
-        Invalid("from accelerate import Accelerator\naccelerator = Accelerator()\nout.backward(torch.ones_like(out))\n",
-                message="gradient"),
+        Invalid(
+            "from accelerate import Accelerator\naccelerator = Accelerator()\nout.backward(torch.ones_like(out))\n",
+            message="gradient",
+        ),
     ]
 
     def __init__(self, ctx) -> None:
@@ -160,7 +164,11 @@ class ManualBackward(FeedsAccelerateScript, Rule):
     def visit_Call(self, node: ast.Call) -> None:
         self.script.visit(node)
         func = node.func
-        if isinstance(func, ast.Attribute) and func.attr == "backward" and not self.ctx.imports.root_is_import(func.value):
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == "backward"
+            and not self.ctx.imports.root_is_import(func.value)
+        ):
             self._calls.append((node, self.bindings.here(node)))
 
     def finish(self) -> None:
@@ -178,8 +186,10 @@ class ManualBackward(FeedsAccelerateScript, Rule):
         name = self.script.accelerator_name(where)
         spelled = name.text if name else "accelerator"
         if call.args:
-            message = (f"`.backward(gradient)` in an Accelerate script: call `{spelled}.backward(loss, gradient=...)` "
-                       "so Accelerate can scale and accumulate")
+            message = (
+                f"`.backward(gradient)` in an Accelerate script: call `{spelled}.backward(loss, gradient=...)` "
+                "so Accelerate can scale and accumulate"
+            )
             self.report(call, message)
             return
         loss = _argument_text(self.ctx.source.segment(receiver), receiver)
@@ -187,8 +197,10 @@ class ManualBackward(FeedsAccelerateScript, Rule):
         new = f"{spelled}.backward({loss}{', ' + rest if rest else ''})"
         scaled = _is_scaler_call(receiver)
         if scaled:
-            message = (f"`.backward()` of a `GradScaler`-scaled loss in an Accelerate script: drop the `GradScaler` "
-                       f"(use `mixed_precision=\"fp16\"`) and call `{spelled}.backward(loss)`")
+            message = (
+                f"`.backward()` of a `GradScaler`-scaled loss in an Accelerate script: drop the `GradScaler` "
+                f'(use `mixed_precision="fp16"`) and call `{spelled}.backward(loss)`'
+            )
         else:
             message = f"`.backward()` in an Accelerate script: call `{new if len(new) <= 60 else spelled + '.backward(loss)'}`"
         self.report(call, message, fix=self._fix(call, new, name, scaled))
@@ -197,8 +209,11 @@ class ManualBackward(FeedsAccelerateScript, Rule):
         if name is None:
             return None
         unsafe = scaled or not name.certain
-        return self.make_fix(f"Call `{name.text}.backward(...)`", [self.ctx.source.replace(call, new)],
-                             Applicability.UNSAFE if unsafe else Applicability.SAFE)
+        return self.make_fix(
+            f"Call `{name.text}.backward(...)`",
+            [self.ctx.source.replace(call, new)],
+            Applicability.UNSAFE if unsafe else Applicability.SAFE,
+        )
 
     def _keywords_text(self, call: ast.Call) -> str:
         """The call's keyword arguments as written (comments and layout kept)."""
@@ -212,7 +227,9 @@ class ManualBackward(FeedsAccelerateScript, Rule):
 def _may_take_the_loss(receiver: ast.expr) -> bool:
     """``x.backward(arg)`` on something that may be an accelerator or an engine (DeepSpeed's
     ``model_engine.backward(loss)``), whose positional argument is the loss."""
-    name = receiver.attr if isinstance(receiver, ast.Attribute) else receiver.id if isinstance(receiver, ast.Name) else ""
+    name = (
+        receiver.attr if isinstance(receiver, ast.Attribute) else receiver.id if isinstance(receiver, ast.Name) else ""
+    )
     lowered = name.lower().lstrip("_")
     return lowered.startswith("acc") or any(hint in lowered for hint in ENGINE_HINTS)
 

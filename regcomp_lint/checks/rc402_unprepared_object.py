@@ -14,11 +14,11 @@ from regcomp_lint.analysis.accelerate_script import (
     key_expr,
 )
 from regcomp_lint.analysis.bindings import Bound, Where, binding_key
-from regcomp_lint.checks.base import Invalid, Rule
-from regcomp_lint.diagnostics import Applicability, Edit, Fix
-from regcomp_lint.checks.text_edits import append_keyword
 from regcomp_lint.analysis.models import SAME_MODULE_METHODS, WRAPPERS
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
+from regcomp_lint.checks.base import Invalid, Rule
+from regcomp_lint.checks.text_edits import append_keyword
+from regcomp_lint.diagnostics import Applicability, Edit, Fix
 
 #: How the loop uses an object, and which kinds of object that use means.
 USES = {
@@ -266,7 +266,9 @@ class UnpreparedObject(FeedsAccelerateScript, Rule):
         receiver = func.value
         if func.attr in STEP_METHODS:
             self._use_in_loop(node, receiver, "stepped")
-        elif func.attr == "requires_grad_" and _is_false(node.args[0] if node.args else _keyword_value(node, "requires_grad")):
+        elif func.attr == "requires_grad_" and _is_false(
+            node.args[0] if node.args else _keyword_value(node, "requires_grad")
+        ):
             self._frozen.append((receiver, self.bindings.here(node)))
         elif func.attr == "train":
             self._trained.append((receiver, self.bindings.here(node)))
@@ -303,7 +305,9 @@ class UnpreparedObject(FeedsAccelerateScript, Rule):
         name = self.script.accelerator_name(use.where)
         spelled = name.text if name else "accelerator"
         text = self.ctx.source.segment(use.expr)
-        message = f"`{text}` ({origin.kind.value}) is used in the training loop but never passed to `{spelled}.prepare(...)`"
+        message = (
+            f"`{text}` ({origin.kind.value}) is used in the training loop but never passed to `{spelled}.prepare(...)`"
+        )
         self.report(use.expr, message, fix=self._fix(use))
 
     def _prepared_origins(self) -> set[int] | None:
@@ -364,8 +368,11 @@ class UnpreparedObject(FeedsAccelerateScript, Rule):
                 return PREPARED
             if func.attr in SAME_MODULE_METHODS:
                 return self._origin(func.value, where, depth + 1)
-        if call.args and (self.ctx.resolves_to(func, *WRAPPERS) or callsites.is_torch_compile(self.ctx, func)
-                          or callsites.is_compile_regions(self.ctx, func)):
+        if call.args and (
+            self.ctx.resolves_to(func, *WRAPPERS)
+            or callsites.is_torch_compile(self.ctx, func)
+            or callsites.is_compile_regions(self.ctx, func)
+        ):
             return self._origin(call.args[0], where, depth + 1)
         kind = constructor_kind(self.ctx, call, self.bindings.classes)
         if kind is not None:

@@ -130,7 +130,11 @@ class ManualDevicePlacement(FeedsAccelerateScript, Rule):
     def visit_Call(self, node: ast.Call) -> None:
         self.script.visit(node)
         func = node.func
-        if isinstance(func, ast.Attribute) and func.attr in ("cuda", "to") and not self.ctx.imports.root_is_import(func.value):
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in ("cuda", "to")
+            and not self.ctx.imports.root_is_import(func.value)
+        ):
             self._moves.append((node, self.bindings.here(node)))
 
     def finish(self) -> None:

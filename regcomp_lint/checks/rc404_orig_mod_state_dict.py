@@ -14,12 +14,12 @@ from regcomp_lint.analysis.accelerate_script import (
     FeedsAccelerateScript,
 )
 from regcomp_lint.analysis.bindings import Where, binding_key
-from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.analysis.file_context import has_star_kwargs, keyword, keyword_value
-from regcomp_lint.diagnostics import Applicability
-from regcomp_lint.checks.text_edits import append_keyword
 from regcomp_lint.analysis.models import SAME_MODULE_METHODS, WRAPPERS
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
+from regcomp_lint.checks.base import Invalid, Rule
+from regcomp_lint.checks.text_edits import append_keyword
+from regcomp_lint.diagnostics import Applicability
 
 KEEP = "keep_torch_compile"
 #: Statements under which a compile may not have happened (``if args.compile:``).
@@ -235,7 +235,9 @@ class OrigModStateDict(FeedsAccelerateScript, Rule):
         func = node.func
         if isinstance(func, ast.Attribute):
             attr = func.attr
-            if attr in ("state_dict", "save_pretrained", *ACCELERATOR_SAVES) and not self.ctx.imports.root_is_import(func.value):
+            if attr in ("state_dict", "save_pretrained", *ACCELERATOR_SAVES) and not self.ctx.imports.root_is_import(
+                func.value
+            ):
                 self._sinks.append((attr, node, self.bindings.here(node)))
             elif attr == "unwrap_model":
                 self._unwraps.add(id(node))
@@ -296,11 +298,15 @@ class OrigModStateDict(FeedsAccelerateScript, Rule):
         if not (self.script.compile_state(ref).compiles or (held is not None and held.kind == "compiled")):
             return
         accelerator = self.ctx.source.segment(call.func.value)
-        message = (f"`{kind}` keeps the compile wrapper, so the keys get `_orig_mod`: pass "
-                   f"`{accelerator}.unwrap_model(model, keep_torch_compile=False)`")
+        message = (
+            f"`{kind}` keeps the compile wrapper, so the keys get `_orig_mod`: pass "
+            f"`{accelerator}.unwrap_model(model, keep_torch_compile=False)`"
+        )
         text = self.ctx.source.segment(model)
         edit = self.ctx.source.replace(model, f"{accelerator}.unwrap_model({text}, {KEEP}=False)")
-        self.report(call, message, fix=self.make_fix("Save the unwrapped, uncompiled model", [edit], Applicability.UNSAFE))
+        self.report(
+            call, message, fix=self.make_fix("Save the unwrapped, uncompiled model", [edit], Applicability.UNSAFE)
+        )
 
     def _judge_unwrap(self, call: ast.Call, where: Where, regional_only: bool) -> None:
         if id(call) in self._reported:
@@ -327,8 +333,11 @@ class OrigModStateDict(FeedsAccelerateScript, Rule):
 
     def _report_compiled(self, call: ast.Call, receiver: ast.expr, held: _Held, regional: bool) -> None:
         text = self.ctx.source.segment(receiver)
-        how = ("was compiled with `compile_regions`: its keys carry `._orig_mod.` at every region" if regional
-               else "is a `torch.compile` wrapper: its keys start with `_orig_mod.`")
+        how = (
+            "was compiled with `compile_regions`: its keys carry `._orig_mod.` at every region"
+            if regional
+            else "is a `torch.compile` wrapper: its keys start with `_orig_mod.`"
+        )
         if held.wrappers:
             message = f"`{text}` wraps a compiled model: its keys start with `module._orig_mod.`; save the inner model's `_orig_mod`"
             self.report(call, message)
@@ -355,7 +364,9 @@ class OrigModStateDict(FeedsAccelerateScript, Rule):
         message = f"`{text}` is compiled by the accelerator's dynamo plugin, so its keys get `_orig_mod`: use `{fixed}.{kind}(...)`"
         fix = None
         if name is not None:
-            fix = self.make_fix("Save the unwrapped, uncompiled model", [self.ctx.source.replace(receiver, fixed)], Applicability.UNSAFE)
+            fix = self.make_fix(
+                "Save the unwrapped, uncompiled model", [self.ctx.source.replace(receiver, fixed)], Applicability.UNSAFE
+            )
         self.report(call, message, fix=fix)
 
     def _may_be_model(self, held: _Held) -> bool:

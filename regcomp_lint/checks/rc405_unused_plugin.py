@@ -136,7 +136,11 @@ class UnusedPlugin(FeedsBindings, Rule):
             self._binding(node.target, node.value, node)
 
     def _binding(self, target: ast.AST, value: ast.AST, statement: ast.stmt) -> None:
-        if isinstance(target, ast.Name) and isinstance(value, ast.Call) and callsites.is_dynamo_plugin(self.ctx, value.func):
+        if (
+            isinstance(target, ast.Name)
+            and isinstance(value, ast.Call)
+            and callsites.is_dynamo_plugin(self.ctx, value.func)
+        ):
             module_level = not any(isinstance(a, SCOPES) for a in self.ctx.ancestors)
             self._plugins.append(_Plugin(target.id, value, target, statement, module_level))
 

@@ -6,13 +6,13 @@ import ast
 from dataclasses import dataclass
 
 from regcomp_lint.analysis import callsites
-from regcomp_lint.checks.accelerate_fixes import PLUGIN_MODULE, backend_keyword_to_plugin, local_name
 from regcomp_lint.analysis.bindings import Bindings, FeedsBindings, Where, binding_key
-from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.analysis.file_context import has_star_kwargs, is_none, is_true, keyword, string_literal
-from regcomp_lint.diagnostics import Applicability, Fix
-from regcomp_lint.checks.text_edits import append_keyword
 from regcomp_lint.analysis.models import PREPARE_METHODS, ModelFinder, RepeatedBlocks
+from regcomp_lint.checks.accelerate_fixes import PLUGIN_MODULE, backend_keyword_to_plugin, local_name
+from regcomp_lint.checks.base import Invalid, Rule
+from regcomp_lint.checks.text_edits import append_keyword
+from regcomp_lint.diagnostics import Applicability, Fix
 
 DYNAMO_BACKEND_ENUM = ("accelerate.utils.DynamoBackend", "accelerate.utils.dataclasses.DynamoBackend")
 REGIONAL = "use_regional_compilation"
@@ -288,7 +288,9 @@ class PreferRegionalCompilation(FeedsBindings, Rule):
         self._judge_accelerators(finder)
 
     def _report_torch_compile(self, call: ast.Call, model: RepeatedBlocks) -> None:
-        message = f"whole-model `torch.compile` of a model with repeated blocks ({model.describe()}): use `compile_regions`"
+        message = (
+            f"whole-model `torch.compile` of a model with repeated blocks ({model.describe()}): use `compile_regions`"
+        )
         fix = None
         spelled = local_name(self.ctx, callsites.COMPILE_REGIONS, PLUGIN_MODULE, "compile_regions")
         if spelled is not None and len(call.args) == 1:
@@ -298,8 +300,10 @@ class PreferRegionalCompilation(FeedsBindings, Rule):
         self.report(call, message, fix=fix)
 
     def _report_module_compile(self, site: _Site, model: RepeatedBlocks) -> None:
-        message = (f"whole-model `.compile()` of a model with repeated blocks ({model.describe()}): "
-                   "compile its blocks (`compile_regions`)")
+        message = (
+            f"whole-model `.compile()` of a model with repeated blocks ({model.describe()}): "
+            "compile its blocks (`compile_regions`)"
+        )
         self.report(site.call, message, fix=self._module_compile_suggestion(site))
 
     def _module_compile_suggestion(self, site: _Site) -> Fix | None:
@@ -351,7 +355,12 @@ class PreferRegionalCompilation(FeedsBindings, Rule):
         if isinstance(expr, ast.Call) and id(expr) in self._accelerators:
             return expr, self._accelerators[id(expr)]
         bound = self.bindings.lookup(expr, where)
-        if bound is not None and bound.index is None and isinstance(bound.value, ast.Call) and id(bound.value) in self._accelerators:
+        if (
+            bound is not None
+            and bound.index is None
+            and isinstance(bound.value, ast.Call)
+            and id(bound.value) in self._accelerators
+        ):
             return bound.value, bound.where
         return None
 
@@ -394,8 +403,10 @@ class PreferRegionalCompilation(FeedsBindings, Rule):
         return False
 
     def _report_plugin(self, plugin: ast.Call, model: RepeatedBlocks) -> None:
-        message = (f"`TorchDynamoPlugin` compiles the whole model, which has repeated blocks "
-                   f"({model.describe()}): set `use_regional_compilation=True`")
+        message = (
+            f"`TorchDynamoPlugin` compiles the whole model, which has repeated blocks "
+            f"({model.describe()}): set `use_regional_compilation=True`"
+        )
         regional = keyword(plugin, REGIONAL)
         if regional is not None:
             edits = [self.ctx.source.replace(regional.value, "True")]
@@ -404,8 +415,10 @@ class PreferRegionalCompilation(FeedsBindings, Rule):
         self.report(plugin, message, fix=self.make_fix("Set `use_regional_compilation=True`", edits))
 
     def _report_backend(self, kw: ast.keyword, model: RepeatedBlocks) -> None:
-        message = (f"`dynamo_backend=` compiles the whole model, which has repeated blocks "
-                   f"({model.describe()}): use `TorchDynamoPlugin(..., use_regional_compilation=True)`")
+        message = (
+            f"`dynamo_backend=` compiles the whole model, which has repeated blocks "
+            f"({model.describe()}): use `TorchDynamoPlugin(..., use_regional_compilation=True)`"
+        )
         edits = backend_keyword_to_plugin(self.ctx, kw, extra=f", {REGIONAL}=True")
         fix = self.make_fix("Use a `TorchDynamoPlugin` with regional compilation", edits) if edits else None
         self.report(kw, message, fix=fix)

@@ -6,33 +6,44 @@ import ast
 import os
 from dataclasses import dataclass
 
-from regcomp_lint.analysis import callsites
-from regcomp_lint.analysis import reachability
+from regcomp_lint.analysis import callsites, reachability
 from regcomp_lint.analysis.bindings import Bindings, FeedsBindings, Where
-from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.analysis.containers import Containers, Node, Tree, is_repeated, mixes_classes
 from regcomp_lint.analysis.file_context import is_true, keyword_value
 from regcomp_lint.analysis.models import PREPARE_METHODS, SAME_MODULE_METHODS
 from regcomp_lint.analysis.reachability import ModuleClass, Reachability
+from regcomp_lint.checks.base import Invalid, Rule
 
 REGIONAL = "use_regional_compilation"
 MAX_DEPTH = 12
 #: Calls that iterate their argument: ``iter(OptimizedModule)`` raises.
-ITERATING_CALLS = frozenset({"enumerate", "zip", "list", "tuple", "iter", "reversed", "sorted", "map", "filter", "sum", "any", "all"})
+ITERATING_CALLS = frozenset(
+    {"enumerate", "zip", "list", "tuple", "iter", "reversed", "sorted", "map", "filter", "sum", "any", "all"}
+)
 #: Container methods ``OptimizedModule`` forwards to the original module: what they return runs eagerly.
 FORWARDED_METHODS = frozenset({"values", "items", "children", "named_children", "modules", "named_modules"})
-SUGGESTION = "keep repeated blocks in an `nn.ModuleList` of one class, or compile each block in place (`block.compile()`)"
+SUGGESTION = (
+    "keep repeated blocks in an `nn.ModuleList` of one class, or compile each block in place (`block.compile()`)"
+)
 
 _HEAD = "import torch\nfrom torch import nn\nfrom accelerate.utils import compile_regions\n"
-_BLOCK = "class Block(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 4)\n" \
-         "    def forward(self, x):\n        return self.fc(x)\n"
+_BLOCK = (
+    "class Block(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 4)\n"
+    "    def forward(self, x):\n        return self.fc(x)\n"
+)
 
 
 def _net(init: str, forward: str, tail: str = "model = compile_regions(Net())\n") -> str:
-    return (_HEAD + _BLOCK + "class Other(Block):\n    pass\n"
-            + "class Net(nn.Module):\n    def __init__(self, n=6):\n        super().__init__()\n"
-            + "".join(f"        {line}\n" for line in init.splitlines())
-            + "    def forward(self, x):\n" + "".join(f"        {line}\n" for line in forward.splitlines()) + tail)
+    return (
+        _HEAD
+        + _BLOCK
+        + "class Other(Block):\n    pass\n"
+        + "class Net(nn.Module):\n    def __init__(self, n=6):\n        super().__init__()\n"
+        + "".join(f"        {line}\n" for line in init.splitlines())
+        + "    def forward(self, x):\n"
+        + "".join(f"        {line}\n" for line in forward.splitlines())
+        + tail
+    )
 
 
 @dataclass(frozen=True)
@@ -106,38 +117,73 @@ class BlocksNotRegionalizable(FeedsBindings, Rule):
     triggers = ("compile_regions", REGIONAL)
 
     valid = [
-        _net("self.blocks = nn.ModuleList([Block() for _ in range(n)])", "for b in self.blocks:\n    x = b(x)\nreturn x"),
+        _net(
+            "self.blocks = nn.ModuleList([Block() for _ in range(n)])", "for b in self.blocks:\n    x = b(x)\nreturn x"
+        ),
         # a Sequential of plain layers beside the blocks, called as a whole
-        _net("self.stem = nn.Sequential(nn.Linear(4, 4), nn.ReLU())\nself.blocks = nn.ModuleList([Block() for _ in range(n)])",
-             "x = self.stem(x)\nfor b in self.blocks:\n    x = b(x)\nreturn x"),
+        _net(
+            "self.stem = nn.Sequential(nn.Linear(4, 4), nn.ReLU())\nself.blocks = nn.ModuleList([Block() for _ in range(n)])",
+            "x = self.stem(x)\nfor b in self.blocks:\n    x = b(x)\nreturn x",
+        ),
         # no regional compilation asked for
-        _net("self.blocks = nn.Sequential(*[Block() for _ in range(n)])", "return self.blocks(x)",
-             "model = torch.compile(Net())\n"),
+        _net(
+            "self.blocks = nn.Sequential(*[Block() for _ in range(n)])",
+            "return self.blocks(x)",
+            "model = torch.compile(Net())\n",
+        ),
         # nothing repeated: a whole-model compile is all there is
         _net("self.fc = nn.Linear(4, 4)", "return self.fc(x)"),
         # a plain head module beside the blocks
-        _net("self.blocks = nn.ModuleList([Block() for _ in range(n)])\nself.head = nn.Linear(4, 2)",
-             "for b in self.blocks:\n    x = b(x)\nreturn self.head(x)"),
+        _net(
+            "self.blocks = nn.ModuleList([Block() for _ in range(n)])\nself.head = nn.Linear(4, 2)",
+            "for b in self.blocks:\n    x = b(x)\nreturn self.head(x)",
+        ),
     ]
     invalid = [
-        Invalid(_net("self.blocks = nn.Sequential(*[Block() for _ in range(n)])", "return self.blocks(x)"),
-                message="compiles the whole model"),
-        Invalid(_net("self.layers = nn.ModuleList([Block() if i % 2 else Other() for i in range(n)])",
-                     "for layer in self.layers:\n    x = layer(x)\nreturn x"), message="mixing"),
-        Invalid(_net("self.blocks = nn.ModuleList([Block() for _ in range(n)])\n"
-                     "self.heads = nn.ModuleDict({'a': nn.Linear(4, 2), 'b': nn.Linear(4, 3)})",
-                     "for b in self.blocks:\n    x = b(x)\nreturn self.heads['a'](x)"), message="not subscriptable"),
-        Invalid(_net("self.stem = nn.Sequential(nn.Linear(4, 4), nn.ReLU())\nself.blocks = nn.ModuleList([Block() for _ in range(n)])",
-                     "for layer in self.stem:\n    x = layer(x)\nfor b in self.blocks:\n    x = b(x)\nreturn x"),
-                message="not iterable"),
-        Invalid(_net("self.blocks = nn.ModuleList([Block() for _ in range(n)])\nself.heads = nn.ModuleDict({'a': nn.Linear(4, 2)})",
-                     "for b in self.blocks:\n    x = b(x)\nreturn [h(x) for h in self.heads.values()]"), message="uncompiled"),
+        Invalid(
+            _net("self.blocks = nn.Sequential(*[Block() for _ in range(n)])", "return self.blocks(x)"),
+            message="compiles the whole model",
+        ),
+        Invalid(
+            _net(
+                "self.layers = nn.ModuleList([Block() if i % 2 else Other() for i in range(n)])",
+                "for layer in self.layers:\n    x = layer(x)\nreturn x",
+            ),
+            message="mixing",
+        ),
+        Invalid(
+            _net(
+                "self.blocks = nn.ModuleList([Block() for _ in range(n)])\n"
+                "self.heads = nn.ModuleDict({'a': nn.Linear(4, 2), 'b': nn.Linear(4, 3)})",
+                "for b in self.blocks:\n    x = b(x)\nreturn self.heads['a'](x)",
+            ),
+            message="not subscriptable",
+        ),
+        Invalid(
+            _net(
+                "self.stem = nn.Sequential(nn.Linear(4, 4), nn.ReLU())\nself.blocks = nn.ModuleList([Block() for _ in range(n)])",
+                "for layer in self.stem:\n    x = layer(x)\nfor b in self.blocks:\n    x = b(x)\nreturn x",
+            ),
+            message="not iterable",
+        ),
+        Invalid(
+            _net(
+                "self.blocks = nn.ModuleList([Block() for _ in range(n)])\nself.heads = nn.ModuleDict({'a': nn.Linear(4, 2)})",
+                "for b in self.blocks:\n    x = b(x)\nreturn [h(x) for h in self.heads.values()]",
+            ),
+            message="uncompiled",
+        ),
         # Accelerate: the plugin asks for regional compilation of the model it prepares
-        Invalid(_net("self.blocks = nn.Sequential(Block(), Block(), Block())", "return self.blocks(x)",
-                     "from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\n"
-                     "plugin = TorchDynamoPlugin(backend='inductor', use_regional_compilation=True)\n"
-                     "accelerator = Accelerator(dynamo_plugin=plugin)\nmodel = accelerator.prepare(Net().cuda())\n"),
-                message="`Net.blocks`"),
+        Invalid(
+            _net(
+                "self.blocks = nn.Sequential(Block(), Block(), Block())",
+                "return self.blocks(x)",
+                "from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\n"
+                "plugin = TorchDynamoPlugin(backend='inductor', use_regional_compilation=True)\n"
+                "accelerator = Accelerator(dynamo_plugin=plugin)\nmodel = accelerator.prepare(Net().cuda())\n",
+            ),
+            message="`Net.blocks`",
+        ),
     ]
 
     def __init__(self, ctx) -> None:
@@ -152,7 +198,11 @@ class BlocksNotRegionalizable(FeedsBindings, Rule):
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
         if name in PREPARE_METHODS and isinstance(func, ast.Attribute):
             self._prepares.append((node, self.bindings.here(node)))
-        elif name == "compile_regions" or (isinstance(func, ast.Name) and self.ctx.imports.imported(func.id)) or name == "Accelerator":
+        elif (
+            name == "compile_regions"
+            or (isinstance(func, ast.Name) and self.ctx.imports.imported(func.id))
+            or name == "Accelerator"
+        ):
             if callsites.is_compile_regions(self.ctx, func) and node.args and not isinstance(node.args[0], ast.Starred):
                 self._regions.append((node, self.bindings.here(node)))
             elif callsites.is_accelerator(self.ctx, func):
@@ -205,8 +255,12 @@ class BlocksNotRegionalizable(FeedsBindings, Rule):
         if isinstance(expr, ast.Call):
             func = expr.func
             if isinstance(func, ast.Attribute) and (func.attr in SAME_MODULE_METHODS or func.attr in PREPARE_METHODS):
-                return self._model_class(reach, func.value if func.attr in SAME_MODULE_METHODS else (expr.args[0] if expr.args else None),
-                                         where, depth + 1)
+                return self._model_class(
+                    reach,
+                    func.value if func.attr in SAME_MODULE_METHODS else (expr.args[0] if expr.args else None),
+                    where,
+                    depth + 1,
+                )
             resolved = reach.resolve_class(func, reach.module)
             if isinstance(resolved, ModuleClass):
                 return resolved if resolved.is_module else None
@@ -219,7 +273,11 @@ class BlocksNotRegionalizable(FeedsBindings, Rule):
             return None
         for bound in self.bindings.candidates(expr, where):
             value = bound.value
-            if value is None or bound.index is not None or isinstance(value, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            if (
+                value is None
+                or bound.index is not None
+                or isinstance(value, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            ):
                 continue
             found = self._model_class(reach, value, bound.where, depth + 1)
             if found is not None:
@@ -260,17 +318,24 @@ class _Judge:
             return []
         path, node, block, _ = holders[0]
         where = f"(`{path}`, {_line(node.at, None if node.path == self.reach.module.path else node.path)})"
-        layout = (f"sit in an `nn.Sequential` {where}" if node.container == "Sequential" else
-                  f"sit in a `ModuleList` mixing {_classes(node)} {where}")
+        layout = (
+            f"sit in an `nn.Sequential` {where}"
+            if node.container == "Sequential"
+            else f"sit in a `ModuleList` mixing {_classes(node)} {where}"
+        )
         whole = self.tree.has_repeated(Node("local", cls.node, cls=cls))
         if whole is False:
             effect = "`compile_regions` finds no ModuleList of one class and compiles the whole model as one graph"
         elif whole:
-            effect = ("`compile_regions` compiles only the one-class ModuleLists inside them, layer by layer, and runs the "
-                      "blocks' own `forward` eagerly")
+            effect = (
+                "`compile_regions` compiles only the one-class ModuleLists inside them, layer by layer, and runs the "
+                "blocks' own `forward` eagerly"
+            )
         else:
             effect = "`compile_regions` does not compile them as shared regions"
-        return [f"regional compilation of `{cls.name}`: its repeated `{block.name}` blocks {layout}, so {effect}; {SUGGESTION}"]
+        return [
+            f"regional compilation of `{cls.name}`: its repeated `{block.name}` blocks {layout}, so {effect}; {SUGGESTION}"
+        ]
 
     def _walk(self, node: Node, path: str, depth: int = 0, seen: frozenset[int] = frozenset()):
         if depth > MAX_DEPTH:
@@ -281,7 +346,11 @@ class _Judge:
                 return
             seen = seen | {id(node.cls)}
         elements = node.elements if node.kind == "choice" else [c for _, c in self.tree.children(node)]
-        names = [str(i) for i in range(len(elements))] if node.kind == "choice" else [k for k, _ in self.tree.children(node)]
+        names = (
+            [str(i) for i in range(len(elements))]
+            if node.kind == "choice"
+            else [k for k, _ in self.tree.children(node)]
+        )
         for name, child in zip(names, elements):
             yield from self._walk(child, path if node.kind == "choice" else f"{path}.{name}", depth + 1, seen)
 
@@ -334,7 +403,11 @@ def _forward_methods(cls: ModuleClass) -> list[tuple[ModuleClass, ast.FunctionDe
     methods = [found]
     for _, method in methods:
         for node in ast.walk(method):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _self_path(node.func.value) == ():
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and _self_path(node.func.value) == ()
+            ):
                 callee = cls.method(node.func.attr)
                 if callee is not None and id(callee[1]) not in seen:
                     seen.add(id(callee[1]))
@@ -342,10 +415,14 @@ def _forward_methods(cls: ModuleClass) -> list[tuple[ModuleClass, ast.FunctionDe
     return methods
 
 
-def _wrapped_message(owner: ModuleClass, path: tuple[str, ...], container: Node, effect: str, label: str, line: str) -> str:
+def _wrapped_message(
+    owner: ModuleClass, path: tuple[str, ...], container: Node, effect: str, label: str, line: str
+) -> str:
     name = "self." + ".".join(path)
-    return (f"regional compilation wraps `{name}` of `{owner.name}` (an {container.label}) in one `OptimizedModule` beside "
-            f"the repeated blocks, and `{label}` {effect} ({line}); {SUGGESTION}")
+    return (
+        f"regional compilation wraps `{name}` of `{owner.name}` (an {container.label}) in one `OptimizedModule` beside "
+        f"the repeated blocks, and `{label}` {effect} ({line}); {SUGGESTION}"
+    )
 
 
 def _line(node: ast.AST, path: str | None) -> str:
@@ -361,9 +438,18 @@ def _effect(node: ast.Attribute, parents: dict[int, ast.AST], keys: set[str]) ->
         return "iterates it: `TypeError: 'OptimizedModule' object is not iterable`"
     if isinstance(parent, ast.Starred):
         return "unpacks it: `TypeError: 'OptimizedModule' object is not iterable`"
-    if isinstance(parent, ast.Call) and node in parent.args and isinstance(parent.func, ast.Name) and parent.func.id in ITERATING_CALLS:
+    if (
+        isinstance(parent, ast.Call)
+        and node in parent.args
+        and isinstance(parent.func, ast.Name)
+        and parent.func.id in ITERATING_CALLS
+    ):
         return f"passes it to `{parent.func.id}()`: `TypeError: 'OptimizedModule' object is not iterable`"
-    if isinstance(parent, ast.Attribute) and parent.value is node and (parent.attr in FORWARDED_METHODS or parent.attr in keys):
+    if (
+        isinstance(parent, ast.Attribute)
+        and parent.value is node
+        and (parent.attr in FORWARDED_METHODS or parent.attr in keys)
+    ):
         return f"reaches its members through `.{parent.attr}`: they run uncompiled"
     return None
 
@@ -405,7 +491,7 @@ def _repeated_local(node: Node) -> tuple[ModuleClass, int | None] | None:
 def _classes(node: Node) -> str:
     names = []
     for element in node.elements:
-        for entry in (element.elements if element.kind == "choice" else [element]):
+        for entry in element.elements if element.kind == "choice" else [element]:
             if entry.label not in names:
                 names.append(entry.label)
     return " and ".join(f"`{n}`" for n in names[:3])

@@ -28,7 +28,13 @@ def add_import(ctx: FileContext, module: str, name: str) -> Edit | None:
     for stmt in body:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             anchor = stmt
-        elif anchor is None and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str) and stmt is body[0]:
+        elif (
+            anchor is None
+            and isinstance(stmt, ast.Expr)
+            and isinstance(stmt.value, ast.Constant)
+            and isinstance(stmt.value.value, str)
+            and stmt is body[0]
+        ):
             anchor = stmt  # module docstring
         elif anchor is not None:
             break
@@ -103,5 +109,7 @@ def append_keyword(ctx: FileContext, call: ast.Call, text: str) -> list[Edit]:
     indent = line[: len(line) - len(line.lstrip())]
     edits = [] if trailing_comma else [Edit(",", last_end, last_end)]
     start_of_paren_line = Location(close.row, 1)
-    edits.append(Edit(f"{indent}{text}{',' if trailing_comma else ''}{src.newline}", start_of_paren_line, start_of_paren_line))
+    edits.append(
+        Edit(f"{indent}{text}{',' if trailing_comma else ''}{src.newline}", start_of_paren_line, start_of_paren_line)
+    )
     return edits

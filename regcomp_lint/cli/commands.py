@@ -61,28 +61,77 @@ def _selectors(ctx, param, values):
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @click.argument("paths", nargs=-1, type=click.Path(), metavar="[PATH]...", cls=PathsArgument)
-@click.option("--select", multiple=True, callback=_selectors, metavar="CODES",
-              help="Rules to enable, replacing the config's selection: codes, prefixes (RC1), names or ALL. Comma-separated, repeatable.")
-@click.option("--extend-select", multiple=True, callback=_selectors, metavar="CODES", help="Rules to enable on top of the selection.")
+@click.option(
+    "--select",
+    multiple=True,
+    callback=_selectors,
+    metavar="CODES",
+    help="Rules to enable, replacing the config's selection: codes, prefixes (RC1), names or ALL. Comma-separated, repeatable.",
+)
+@click.option(
+    "--extend-select",
+    multiple=True,
+    callback=_selectors,
+    metavar="CODES",
+    help="Rules to enable on top of the selection.",
+)
 @click.option("--ignore", multiple=True, callback=_selectors, metavar="CODES", help="Rules to disable.")
-@click.option("--format", "--output-format", "output_format", type=click.Choice(list(FORMATS), case_sensitive=False),
-              default="text", show_default=True, help="Output format.")
-@click.option("--stdin-filename", metavar="NAME", help="File name for code read from stdin (`-`): shown in output, used for per-file-ignores.")
+@click.option(
+    "--format",
+    "--output-format",
+    "output_format",
+    type=click.Choice(list(FORMATS), case_sensitive=False),
+    default="text",
+    show_default=True,
+    help="Output format.",
+)
+@click.option(
+    "--stdin-filename",
+    metavar="NAME",
+    help="File name for code read from stdin (`-`): shown in output, used for per-file-ignores.",
+)
 @click.option("--fix", is_flag=True, help="Apply safe fixes in place.")
-@click.option("--unsafe-fixes", is_flag=True, help="Also apply (with --fix) or count as fixable the fixes that may change behaviour.")
-@click.option("--diff", is_flag=True, help="Print a unified diff of the fixes instead of writing them; exit 1 when there is one.")
+@click.option(
+    "--unsafe-fixes",
+    is_flag=True,
+    help="Also apply (with --fix) or count as fixable the fixes that may change behaviour.",
+)
+@click.option(
+    "--diff", is_flag=True, help="Print a unified diff of the fixes instead of writing them; exit 1 when there is one."
+)
 @click.option("--statistics", is_flag=True, help="Print how often each rule fired instead of the findings.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings (errors still exit 2).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N", help="Worker processes (default: one per CPU).")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), metavar="PATH",
-              help="Read settings from this file instead of the nearest pyproject.toml.")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    metavar="PATH",
+    help="Read settings from this file instead of the nearest pyproject.toml.",
+)
 @click.option("--show-settings", is_flag=True, help="Print the resolved settings as JSON and exit.")
 @click.version_option(__version__, "-V", "--version", prog_name="regcomp-lint", message="%(prog)s %(version)s")
 @click.pass_context
 @handled
-def main(ctx: click.Context, paths, select, extend_select, ignore, output_format, stdin_filename, fix, unsafe_fixes, diff,
-         statistics, exit_zero, no_cache, jobs, config_path, show_settings) -> None:
+def main(
+    ctx: click.Context,
+    paths,
+    select,
+    extend_select,
+    ignore,
+    output_format,
+    stdin_filename,
+    fix,
+    unsafe_fixes,
+    diff,
+    statistics,
+    exit_zero,
+    no_cache,
+    jobs,
+    config_path,
+    show_settings,
+) -> None:
     """Find torch.compile / Accelerate configuration problems in training scripts.
 
     Lints PATHs (files or folders, default `.`); `-` reads code from stdin. Never imports torch
@@ -93,10 +142,21 @@ def main(ctx: click.Context, paths, select, extend_select, ignore, output_format
     from regcomp_lint.cli.lint_command import LintOptions, lint
 
     options = LintOptions(
-        paths=tuple(paths), stdin_filename=stdin_filename, select=select, extend_select=extend_select or (),
-        ignore=ignore or (), output_format=output_format.lower(), exit_zero=exit_zero, statistics=statistics,
-        no_cache=no_cache, jobs=jobs, config=config_path, show_settings=show_settings, fix=fix,
-        unsafe_fixes=unsafe_fixes, diff=diff,
+        paths=tuple(paths),
+        stdin_filename=stdin_filename,
+        select=select,
+        extend_select=extend_select or (),
+        ignore=ignore or (),
+        output_format=output_format.lower(),
+        exit_zero=exit_zero,
+        statistics=statistics,
+        no_cache=no_cache,
+        jobs=jobs,
+        config=config_path,
+        show_settings=show_settings,
+        fix=fix,
+        unsafe_fixes=unsafe_fixes,
+        diff=diff,
     )
     ctx.exit(lint(options))
 
@@ -104,14 +164,21 @@ def main(ctx: click.Context, paths, select, extend_select, ignore, output_format
 @main.command("rule")
 @click.argument("code_or_name", required=False, metavar="CODE|NAME")
 @click.option("--all", "show_all", is_flag=True, help="Every rule.")
-@click.option("--format", "--output-format", "output_format", type=click.Choice(["text", "json"], case_sensitive=False),
-              default="text", show_default=True, help="Markdown page(s) or JSON.")
+@click.option(
+    "--format",
+    "--output-format",
+    "output_format",
+    type=click.Choice(["text", "json"], case_sensitive=False),
+    default="text",
+    show_default=True,
+    help="Markdown page(s) or JSON.",
+)
 @click.pass_context
 @handled
 def rule_command(ctx: click.Context, code_or_name: str | None, show_all: bool, output_format: str) -> None:
     """Explain a rule: print its page (what it finds, why, examples, fix safety)."""
-    from regcomp_lint.lint import rule_docs as docs
     from regcomp_lint.checks import ALL_RULES
+    from regcomp_lint.lint import rule_docs as docs
 
     if show_all == (code_or_name is not None):
         raise UsageFailure("give either a rule code or name (`regcomp-lint rule RC101`) or `--all`")
@@ -125,27 +192,95 @@ def rule_command(ctx: click.Context, code_or_name: str | None, show_all: bool, o
 @main.command("trace", context_settings={"ignore_unknown_options": False})
 @click.argument("script", required=False, metavar="[SCRIPT]")
 @click.argument("script_args", nargs=-1, metavar="[-- ARGS...]")
-@click.option("--model", "model_ref", metavar="FILE_OR_MODULE:FACTORY", help="Factory returning the nn.Module (models.py:make_model, pkg.models:build).")
-@click.option("--inputs", "inputs_ref", metavar="FILE_OR_MODULE:FACTORY", help="Factory returning the batch: a tensor, a tuple (positional) or a dict (keyword arguments).")
-@click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "meta"], case_sensitive=False), default="auto", show_default=True,
-              help="Where to run: auto is cuda when available; meta materialises nothing (models too big for memory).")
-@click.option("--format", "--output-format", "output_format", type=click.Choice(["text", "json"], case_sensitive=False),
-              default="text", show_default=True, help="Report format.")
-@click.option("--plan", "plan_path", type=click.Path(dir_okay=False), metavar="PLAN.JSON", help="Write the recommended plan (for regcomp-fix --plan and apply_plan).")
-@click.option("--graph", "graph_path", type=click.Path(dir_okay=False), metavar="OUT.{dot,json,html}", help="Write the region graph as DOT, JSON or a self-contained HTML page.")
+@click.option(
+    "--model",
+    "model_ref",
+    metavar="FILE_OR_MODULE:FACTORY",
+    help="Factory returning the nn.Module (models.py:make_model, pkg.models:build).",
+)
+@click.option(
+    "--inputs",
+    "inputs_ref",
+    metavar="FILE_OR_MODULE:FACTORY",
+    help="Factory returning the batch: a tensor, a tuple (positional) or a dict (keyword arguments).",
+)
+@click.option(
+    "--device",
+    type=click.Choice(["auto", "cpu", "cuda", "meta"], case_sensitive=False),
+    default="auto",
+    show_default=True,
+    help="Where to run: auto is cuda when available; meta materialises nothing (models too big for memory).",
+)
+@click.option(
+    "--format",
+    "--output-format",
+    "output_format",
+    type=click.Choice(["text", "json"], case_sensitive=False),
+    default="text",
+    show_default=True,
+    help="Report format.",
+)
+@click.option(
+    "--plan",
+    "plan_path",
+    type=click.Path(dir_okay=False),
+    metavar="PLAN.JSON",
+    help="Write the recommended plan (for regcomp-fix --plan and apply_plan).",
+)
+@click.option(
+    "--graph",
+    "graph_path",
+    type=click.Path(dir_okay=False),
+    metavar="OUT.{dot,json,html}",
+    help="Write the region graph as DOT, JSON or a self-contained HTML page.",
+)
 @click.option("--apply", is_flag=True, help="Compile the model in place as recommended and run the sample batch.")
-@click.option("--check", is_flag=True, help="With --apply: compare compiled and eager outputs (max abs difference); exit 1 above --tolerance.")
-@click.option("--tolerance", type=float, default=1e-4, show_default=True, help="Largest max-abs difference --check accepts.")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="With --apply: compare compiled and eager outputs (max abs difference); exit 1 above --tolerance.",
+)
+@click.option(
+    "--tolerance", type=float, default=1e-4, show_default=True, help="Largest max-abs difference --check accepts."
+)
 @click.option("--backend", default="inductor", show_default=True, help="Backend the plan compiles with.")
 @click.option("--mode", default=None, help="Mode the plan compiles with (default, reduce-overhead, max-autotune, ...).")
-@click.option("--dynamic-dim", default="auto", show_default=True, metavar="auto|none|N",
-              help="Dimension the second batch shortens to probe shape recompiles (auto: the sequence for token ids, else the batch).")
-@click.option("--max-seconds", type=click.FloatRange(min=0.1), default=300.0, show_default=True, help="Script mode: give up when the script has not called forward by then.")
+@click.option(
+    "--dynamic-dim",
+    default="auto",
+    show_default=True,
+    metavar="auto|none|N",
+    help="Dimension the second batch shortens to probe shape recompiles (auto: the sequence for token ids, else the batch).",
+)
+@click.option(
+    "--max-seconds",
+    type=click.FloatRange(min=0.1),
+    default=300.0,
+    show_default=True,
+    help="Script mode: give up when the script has not called forward by then.",
+)
 @click.option("--exit-non-zero-on-break", is_flag=True, help="Exit 1 when a graph break was found (for CI).")
 @click.pass_context
 @handled
-def trace_command(ctx: click.Context, script, script_args, model_ref, inputs_ref, device, output_format, plan_path, graph_path,
-                  apply, check, tolerance, backend, mode, dynamic_dim, max_seconds, exit_non_zero_on_break) -> None:
+def trace_command(
+    ctx: click.Context,
+    script,
+    script_args,
+    model_ref,
+    inputs_ref,
+    device,
+    output_format,
+    plan_path,
+    graph_path,
+    apply,
+    check,
+    tolerance,
+    backend,
+    mode,
+    dynamic_dim,
+    max_seconds,
+    exit_non_zero_on_break,
+) -> None:
     """Run the model once under torch dynamo and report how it really compiles.
 
     \b
@@ -164,9 +299,21 @@ def trace_command(ctx: click.Context, script, script_args, model_ref, inputs_ref
     from regcomp_lint.cli.trace_command import TraceOptions, trace
 
     options = TraceOptions(
-        script=script, script_args=tuple(script_args), model=model_ref, inputs=inputs_ref, device=device.lower(),
-        output_format=output_format.lower(), plan=plan_path, graph=graph_path, apply=apply, check=check,
-        backend=backend, mode=mode, dynamic_dim=dynamic_dim, max_seconds=max_seconds, tolerance=tolerance,
+        script=script,
+        script_args=tuple(script_args),
+        model=model_ref,
+        inputs=inputs_ref,
+        device=device.lower(),
+        output_format=output_format.lower(),
+        plan=plan_path,
+        graph=graph_path,
+        apply=apply,
+        check=check,
+        backend=backend,
+        mode=mode,
+        dynamic_dim=dynamic_dim,
+        max_seconds=max_seconds,
+        tolerance=tolerance,
         exit_non_zero_on_break=exit_non_zero_on_break,
     )
     ctx.exit(trace(options))
@@ -174,26 +321,75 @@ def trace_command(ctx: click.Context, script, script_args, model_ref, inputs_ref
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.argument("paths", nargs=-1, type=click.Path(), metavar="PATH...")
-@click.option("--apply", is_flag=True, help="Write the changes (atomically; encoding, BOM, newlines and mode kept) instead of printing a diff.")
-@click.option("--diff", is_flag=True, help="Print the unified diff (the default without --apply; with --apply, of what was written; with `-`, instead of the code).")
-@click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that may change behaviour (lint fixes marked unsafe; replacing hand-made DDP with prepare).")
-@click.option("--select", multiple=True, callback=_selectors, metavar="CODES",
-              help="Rules whose lint fixes run after the conversion (default: the config's selection). Comma-separated, repeatable.")
-@click.option("--ignore", multiple=True, callback=_selectors, metavar="CODES", help="Rules whose lint fixes do not run.")
+@click.option(
+    "--apply",
+    is_flag=True,
+    help="Write the changes (atomically; encoding, BOM, newlines and mode kept) instead of printing a diff.",
+)
+@click.option(
+    "--diff",
+    is_flag=True,
+    help="Print the unified diff (the default without --apply; with --apply, of what was written; with `-`, instead of the code).",
+)
+@click.option(
+    "--unsafe-fixes",
+    is_flag=True,
+    help="Also apply fixes that may change behaviour (lint fixes marked unsafe; replacing hand-made DDP with prepare).",
+)
+@click.option(
+    "--select",
+    multiple=True,
+    callback=_selectors,
+    metavar="CODES",
+    help="Rules whose lint fixes run after the conversion (default: the config's selection). Comma-separated, repeatable.",
+)
+@click.option(
+    "--ignore", multiple=True, callback=_selectors, metavar="CODES", help="Rules whose lint fixes do not run."
+)
 @click.option("--backend", metavar="NAME", help="TorchDynamoPlugin backend (overrides the script and the plan).")
 @click.option("--mode", metavar="NAME", help="TorchDynamoPlugin mode (default, reduce-overhead, max-autotune, ...).")
 @click.option("--fullgraph/--no-fullgraph", default=None, help="Set fullgraph= in the plugin.")
 @click.option("--dynamic/--no-dynamic", default=None, help="Set dynamic= in the plugin.")
-@click.option("--regional/--no-regional", default=None, help="Force use_regional_compilation on or off (default: decided from the model).")
-@click.option("--plan", "plan_path", type=click.Path(dir_okay=False), metavar="PLAN.JSON",
-              help="Apply a compilation plan (as written by `regcomp-lint trace`); the flags above override it.")
-@click.option("--stdin-filename", metavar="NAME", help="File name for code read from stdin (`-`): shown in messages, used for config.")
-@click.option("--exit-non-zero-on-fix", is_flag=True, help="With --apply, exit 1 when a file was changed (for pre-commit).")
+@click.option(
+    "--regional/--no-regional",
+    default=None,
+    help="Force use_regional_compilation on or off (default: decided from the model).",
+)
+@click.option(
+    "--plan",
+    "plan_path",
+    type=click.Path(dir_okay=False),
+    metavar="PLAN.JSON",
+    help="Apply a compilation plan (as written by `regcomp-lint trace`); the flags above override it.",
+)
+@click.option(
+    "--stdin-filename",
+    metavar="NAME",
+    help="File name for code read from stdin (`-`): shown in messages, used for config.",
+)
+@click.option(
+    "--exit-non-zero-on-fix", is_flag=True, help="With --apply, exit 1 when a file was changed (for pre-commit)."
+)
 @click.version_option(__version__, "-V", "--version", prog_name="regcomp-fix", message="%(prog)s %(version)s")
 @click.pass_context
 @handled
-def fix_main(ctx: click.Context, paths, apply, diff, unsafe_fixes, select, ignore, backend, mode, fullgraph, dynamic, regional,
-             plan_path, stdin_filename, exit_non_zero_on_fix) -> None:
+def fix_main(
+    ctx: click.Context,
+    paths,
+    apply,
+    diff,
+    unsafe_fixes,
+    select,
+    ignore,
+    backend,
+    mode,
+    fullgraph,
+    dynamic,
+    regional,
+    plan_path,
+    stdin_filename,
+    exit_non_zero_on_fix,
+) -> None:
     """Convert training scripts to Accelerate + TorchDynamoPlugin, then apply the selected lint fixes.
 
     PATHs are files or folders (walked like regcomp-lint: excludes and .gitignore respected); `-`
@@ -212,9 +408,20 @@ def fix_main(ctx: click.Context, paths, apply, diff, unsafe_fixes, select, ignor
     from regcomp_lint.cli.fix_command import FixOptions, fix
 
     options = FixOptions(
-        paths=tuple(paths), apply=apply, diff=diff, unsafe_fixes=unsafe_fixes, select=select, ignore=ignore or (),
-        backend=backend, mode=mode, fullgraph=fullgraph, dynamic=dynamic, regional=regional, plan=plan_path,
-        stdin_filename=stdin_filename, exit_non_zero_on_fix=exit_non_zero_on_fix,
+        paths=tuple(paths),
+        apply=apply,
+        diff=diff,
+        unsafe_fixes=unsafe_fixes,
+        select=select,
+        ignore=ignore or (),
+        backend=backend,
+        mode=mode,
+        fullgraph=fullgraph,
+        dynamic=dynamic,
+        regional=regional,
+        plan=plan_path,
+        stdin_filename=stdin_filename,
+        exit_non_zero_on_fix=exit_non_zero_on_fix,
     )
     ctx.exit(fix(options))
 

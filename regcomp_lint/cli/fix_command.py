@@ -34,14 +34,6 @@ from dataclasses import dataclass, field
 
 import click
 
-from regcomp_lint.lint.engine import lint_source
-from regcomp_lint.files import writeback
-from regcomp_lint.codemod.convert import convert_source
-from regcomp_lint.codemod.options import ConvertOptions
-from regcomp_lint.codemod.plain import NO_TRAINING_STEP
-from regcomp_lint.lint.config import Settings
-from regcomp_lint.diagnostics import Applicability, Diagnostic
-from regcomp_lint.files.discovery import discover
 from regcomp_lint.cli.error_handling import (
     EXIT_ERROR,
     EXIT_FINDINGS,
@@ -50,7 +42,6 @@ from regcomp_lint.cli.error_handling import (
     UsageFailure,
     echo_error,
 )
-from regcomp_lint.lint.fix_files import fix_text, needs_fixing, unified_diff
 from regcomp_lint.cli.lint_command import (
     STDIN,
     LintOptions,
@@ -58,9 +49,18 @@ from regcomp_lint.cli.lint_command import (
     _write_stdout_bytes,
     resolve_settings,
 )
+from regcomp_lint.codemod.convert import convert_source
+from regcomp_lint.codemod.options import ConvertOptions
+from regcomp_lint.codemod.plain import NO_TRAINING_STEP
+from regcomp_lint.diagnostics import Applicability, Diagnostic
+from regcomp_lint.files import writeback
+from regcomp_lint.files.discovery import discover
+from regcomp_lint.files.source import DecodeError
+from regcomp_lint.lint.config import Settings
+from regcomp_lint.lint.engine import lint_source
+from regcomp_lint.lint.fix_files import fix_text, needs_fixing, unified_diff
 from regcomp_lint.output.render_context import plural
 from regcomp_lint.plan import Plan, PlanError
-from regcomp_lint.files.source import DecodeError
 
 _FIXES = (Applicability.SAFE, Applicability.UNSAFE)
 
@@ -112,8 +112,15 @@ def convert_options(opts: FixOptions) -> ConvertOptions:
             plan = Plan.load(opts.plan)
         except PlanError as exc:
             raise UsageFailure(str(exc)) from None
-    return ConvertOptions(backend=opts.backend, mode=opts.mode, fullgraph=opts.fullgraph, dynamic=opts.dynamic,
-                          regional=opts.regional, plan=plan, unsafe=opts.unsafe_fixes)
+    return ConvertOptions(
+        backend=opts.backend,
+        mode=opts.mode,
+        fullgraph=opts.fullgraph,
+        dynamic=opts.dynamic,
+        regional=opts.regional,
+        plan=plan,
+        unsafe=opts.unsafe_fixes,
+    )
 
 
 def process_text(text: str, filename: str, settings: Settings, convert: ConvertOptions, unsafe: bool) -> FileResult:
@@ -146,8 +153,9 @@ def fix(opts: FixOptions) -> int:
         raise UsageFailure("give the files or folders to fix (`regcomp-fix train.py`), or `-` to read stdin")
     if STDIN in paths and len(paths) > 1:
         raise UsageFailure("`-` (stdin) cannot be combined with other paths")
-    settings = resolve_settings(LintOptions(paths=tuple(paths), stdin_filename=opts.stdin_filename,
-                                            select=opts.select, ignore=opts.ignore))
+    settings = resolve_settings(
+        LintOptions(paths=tuple(paths), stdin_filename=opts.stdin_filename, select=opts.select, ignore=opts.ignore)
+    )
     convert = convert_options(opts)
     if paths == [STDIN]:
         return _fix_stdin(opts, settings, convert)
@@ -212,8 +220,11 @@ def _fix_file(path: str, opts: FixOptions, settings: Settings, convert: ConvertO
     try:
         result = process_text(snap.text, path, settings, convert, opts.unsafe_fixes)
     except Exception as exc:  # a bug of ours: this file stays untouched, the others are still fixed
-        return FileResult(path, error=f"{path}: internal error while fixing this file ({type(exc).__name__}: {exc}); "
-                                      f"left untouched; please report it at {ISSUES_URL}")
+        return FileResult(
+            path,
+            error=f"{path}: internal error while fixing this file ({type(exc).__name__}: {exc}); "
+            f"left untouched; please report it at {ISSUES_URL}",
+        )
     if opts.apply and result.changed:
         try:
             writeback.write(snap, result.text)

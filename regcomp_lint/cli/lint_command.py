@@ -15,18 +15,17 @@ from dataclasses import dataclass, field
 
 import click
 
-from regcomp_lint.lint.engine import lint_source
-from regcomp_lint.lint import config
-from regcomp_lint.lint import runner
-from regcomp_lint.lint.config import Settings
-from regcomp_lint.diagnostics import Diagnostic
 from regcomp_lint.cli.error_handling import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, echo_error
-from regcomp_lint.lint.fix_files import FileFix, fix_file, fix_text, needs_fixing
-from regcomp_lint.output import RenderContext, render
-from regcomp_lint.output.render_context import color_enabled, plural
-from regcomp_lint.output.progress import ProgressLine
+from regcomp_lint.diagnostics import Diagnostic
 from regcomp_lint.files.source import DecodeError
 from regcomp_lint.files.writeback import WritebackError, snapshot_bytes
+from regcomp_lint.lint import config, runner
+from regcomp_lint.lint.config import Settings
+from regcomp_lint.lint.engine import lint_source
+from regcomp_lint.lint.fix_files import FileFix, fix_file, fix_text, needs_fixing
+from regcomp_lint.output import RenderContext, render
+from regcomp_lint.output.progress import ProgressLine
+from regcomp_lint.output.render_context import color_enabled, plural
 
 STDIN = "-"
 STDIN_DISPLAY = "-"
@@ -165,7 +164,9 @@ def _lint_files(paths: list[str], opts: LintOptions, settings: Settings, outcome
         missing = [p for p in paths if not os.path.lexists(p)]
     missing_set = set(missing)
     outcome.warnings.extend(getattr(result, "warnings", []))
-    outcome.errors.extend(e for e in getattr(result, "errors", []) if not any(e.startswith(f"{m}:") for m in missing_set))
+    outcome.errors.extend(
+        e for e in getattr(result, "errors", []) if not any(e.startswith(f"{m}:") for m in missing_set)
+    )
     diagnostics = [d for d in result.diagnostics if d.filename not in missing_set]
     if fixing:
         diagnostics = _fix_files(diagnostics, opts, settings, outcome)
@@ -173,7 +174,9 @@ def _lint_files(paths: list[str], opts: LintOptions, settings: Settings, outcome
     return list(missing)
 
 
-def _fix_files(diagnostics: list[Diagnostic], opts: LintOptions, settings: Settings, outcome: _Outcome) -> list[Diagnostic]:
+def _fix_files(
+    diagnostics: list[Diagnostic], opts: LintOptions, settings: Settings, outcome: _Outcome
+) -> list[Diagnostic]:
     by_file: dict[str, list[Diagnostic]] = defaultdict(list)
     for diag in diagnostics:
         by_file[diag.filename].append(diag)
@@ -253,7 +256,10 @@ def _emit_diff(outcome: _Outcome) -> int:
         click.echo("".join(diffs), nl=False)
     fixed = sum(f.fixed for f in outcome.fixes)
     if diffs:
-        click.echo(f"Would fix {plural(fixed, 'error')} in {plural(len(diffs), 'file')} ({len(outcome.diagnostics)} would remain).", err=True)
+        click.echo(
+            f"Would fix {plural(fixed, 'error')} in {plural(len(diffs), 'file')} ({len(outcome.diagnostics)} would remain).",
+            err=True,
+        )
         return EXIT_FINDINGS
     click.echo(f"No fixes to apply ({plural(len(outcome.diagnostics), 'error')} without an applicable fix).", err=True)
     return EXIT_OK

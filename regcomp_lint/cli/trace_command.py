@@ -40,7 +40,9 @@ def _require_torch() -> None:
     try:
         import torch  # noqa: F401
     except ImportError:
-        raise UsageFailure("trace needs torch: pip install 'regcomp-lint[trace]' (the static lint and regcomp-fix do not)") from None
+        raise UsageFailure(
+            "trace needs torch: pip install 'regcomp-lint[trace]' (the static lint and regcomp-fix do not)"
+        ) from None
 
 
 def trace(options: TraceOptions) -> int:
@@ -52,8 +54,9 @@ def trace(options: TraceOptions) -> int:
     device = devices.resolve(options.device)
     model, batch, requests = _model_and_batch(options, device)
     model, batch = devices.place(model, batch, device)
-    analysis = analyze(model, batch, device, Options(backend=options.backend, mode=options.mode,
-                                                     dynamic_dim=options.dynamic_dim))
+    analysis = analyze(
+        model, batch, device, Options(backend=options.backend, mode=options.mode, dynamic_dim=options.dynamic_dim)
+    )
     data = report.to_json(analysis)
     if requests:
         data["script_requests"] = [{"api": r.api, "kwargs": r.kwargs, "where": r.where} for r in requests]
@@ -75,7 +78,8 @@ def trace(options: TraceOptions) -> int:
         text = report.to_text(analysis)
         if requests:
             text += "\nThe script asked for:\n" + "".join(
-                f"  {r.api}({', '.join(f'{k}={v!r}' for k, v in r.kwargs.items())})  at {r.where}\n" for r in requests)
+                f"  {r.api}({', '.join(f'{k}={v!r}' for k, v in r.kwargs.items())})  at {r.where}\n" for r in requests
+            )
         if options.plan:
             text += f"\nplan written to {options.plan} (apply it: regcomp-fix --plan {options.plan} train.py, or regcomp_lint.apply_plan(model, {options.plan!r}))\n"
         if options.graph:
@@ -95,8 +99,10 @@ def _check_usage(options: TraceOptions) -> None:
     if options.script and factories:
         raise UsageFailure("trace: give a script (regcomp-lint trace train.py -- ARGS) or --model/--inputs, not both")
     if not options.script and not (options.model and options.inputs):
-        raise UsageFailure("trace: give a training script (regcomp-lint trace train.py [-- ARGS...]) "
-                           "or both --model FILE:FACTORY and --inputs FILE:FACTORY")
+        raise UsageFailure(
+            "trace: give a training script (regcomp-lint trace train.py [-- ARGS...]) "
+            "or both --model FILE:FACTORY and --inputs FILE:FACTORY"
+        )
     if options.check and not options.apply:
         raise UsageFailure("trace: --check compares eager and compiled outputs of --apply: add --apply")
 
@@ -132,7 +138,9 @@ def _apply(model, batch, plan, options: TraceOptions) -> dict:
     from regcomp_lint.trace.loading import user_error
 
     if options.device == "meta" or next((p.device.type for p in model.parameters()), "cpu") == "meta":
-        raise TraceError("--apply runs the compiled model: it cannot run on the meta device; trace on cpu or cuda to apply")
+        raise TraceError(
+            "--apply runs the compiled model: it cannot run on the meta device; trace on cpu or cuda to apply"
+        )
     out: dict = {"strategy": plan.strategy, "plugin": dict(plan.plugin)}
     reference = None
     training = model.training
@@ -213,4 +221,3 @@ def _apply_text(applied: dict) -> str:
         shown = "outputs differ in structure" if diff is None else f"{diff:.3g}"
         line += f"; check: max abs difference vs eager {shown} (tolerance {applied['tolerance']:g}) {verdict}"
     return line + "\n"
-

@@ -13,8 +13,8 @@ import libcst as cst
 from regcomp_lint.codemod.builders import call_statement, expression, keyword, rename_keyword, with_keyword
 from regcomp_lint.codemod.compile_sites import collect_settings, find_compile_sites
 from regcomp_lint.codemod.options import ConvertOptions
-from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name, plugin_calls
 from regcomp_lint.codemod.regional import repeated_blocks
+from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name, plugin_calls
 from regcomp_lint.codemod.roles import backward_calls, bindings
 from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, resolve
 from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, read_keys, single_target
@@ -34,7 +34,9 @@ class AcceleratePlanner(Planner):
             legacy = keyword(call, "dynamo_backend")
             if legacy is not None:
                 if keyword(call, "dynamo_plugin") is not None:
-                    raise Refusal(f"Accelerator(...) at line {tree.line(call)} passes both dynamo_backend and dynamo_plugin, which raises (RC106); keep one")
+                    raise Refusal(
+                        f"Accelerator(...) at line {tree.line(call)} passes both dynamo_backend and dynamo_plugin, which raises (RC106); keep one"
+                    )
                 script.add("backend", legacy.value, f"dynamo_backend= at line {tree.line(call)}")
         prepared = self._prepared_keys()
         sites = find_compile_sites(tree, self.scope, prepared)
@@ -71,7 +73,9 @@ class AcceleratePlanner(Planner):
                 keys.add(target[0])
         if len(functions) > 1:
             where = ", ".join(function_name(f) for f in functions)
-            raise Refusal(f"Accelerator(...) is built in several functions ({where}); build it in one place before converting")
+            raise Refusal(
+                f"Accelerator(...) is built in several functions ({where}); build it in one place before converting"
+            )
         self.scope = functions[0]
         self.acc_key = keys.pop() if len(keys) == 1 else "accelerator"
 
@@ -86,7 +90,9 @@ class AcceleratePlanner(Planner):
         plugin = found[0]
         for arg in plugin.args:
             if arg.keyword is None or arg.star:
-                raise Refusal(f"TorchDynamoPlugin(...) at line {tree.line(plugin)} takes positional or ** arguments; spell them as keywords")
+                raise Refusal(
+                    f"TorchDynamoPlugin(...) at line {tree.line(plugin)} takes positional or ** arguments; spell them as keywords"
+                )
             script.add(arg.keyword.value, arg.value, f"TorchDynamoPlugin(...) at line {tree.line(plugin)}")
         return plugin
 
@@ -108,11 +114,17 @@ class AcceleratePlanner(Planner):
         return None
 
     # -- the plugin ---------------------------------------------------------------------------
-    def _apply_plugin(self, plugin: cst.Call | None, settings: dict[str, Setting], script: ScriptSettings) -> str | None:
+    def _apply_plugin(
+        self, plugin: cst.Call | None, settings: dict[str, Setting], script: ScriptSettings
+    ) -> str | None:
         """Edit the existing plugin or plan a new one; the name the Accelerators pass (None: inline)."""
         tree = self.tree
         if plugin is not None:
-            changes = {k: s for k, s in settings.items() if s.source != "script" and (k not in script.values or code(script.values[k]) != s.code)}
+            changes = {
+                k: s
+                for k, s in settings.items()
+                if s.source != "script" and (k not in script.values or code(script.values[k]) != s.code)
+            }
             if script.condition is not None and "backend" in settings:
                 changes["backend"] = settings["backend"]
             if changes:
@@ -151,11 +163,15 @@ class AcceleratePlanner(Planner):
             raise Refusal("cannot find a statement to put the TorchDynamoPlugin before; convert by hand")
         for name in {k.split(".")[0] for s in settings.values() for k in read_keys(expression(s.code, self.module))}:
             if self.binding_index(block, name, self.scope) >= index:
-                raise Refusal(f"the plugin's settings use {name!r}, assigned after the Accelerator is built; move it up")
+                raise Refusal(
+                    f"the plugin's settings use {name!r}, assigned after the Accelerator is built; move it up"
+                )
         text = [f"{k}={s.code}" for k, s in settings.items()]
         plugin = call_statement("dynamo_plugin = ", "TorchDynamoPlugin", text, self.module, self.indentation_of(block))
         self.edits.add_statements(block, index, [plugin], after=False)
-        self.notes.append(f"created dynamo_plugin = TorchDynamoPlugin({', '.join(text)}) in {function_name(self.scope)}")
+        self.notes.append(
+            f"created dynamo_plugin = TorchDynamoPlugin({', '.join(text)}) in {function_name(self.scope)}"
+        )
 
     def _connect(self, plugin: cst.Call | None, plugin_name: str | None) -> None:
         tree = self.tree
@@ -163,14 +179,20 @@ class AcceleratePlanner(Planner):
             given = keyword(call, "dynamo_plugin")
             if given is not None:
                 if given.value is not plugin and (plugin_name is None or key_of(given.value) != plugin_name):
-                    self.notes.append(f"Accelerator(...) at line {tree.line(call)} passes its own dynamo_plugin={code(given.value)}; left as is")
+                    self.notes.append(
+                        f"Accelerator(...) at line {tree.line(call)} passes its own dynamo_plugin={code(given.value)}; left as is"
+                    )
                 continue
             if plugin_name is None:
-                raise Refusal(f"Accelerator(...) at line {tree.line(call)} needs the plugin, which is built inline elsewhere; assign it to a name first")
+                raise Refusal(
+                    f"Accelerator(...) at line {tree.line(call)} needs the plugin, which is built inline elsewhere; assign it to a name first"
+                )
             value = cst.Name(plugin_name)
             if keyword(call, "dynamo_backend") is not None:
                 self.edits.on(call, lambda u, v=value: rename_keyword(u, "dynamo_backend", "dynamo_plugin", v))  # type: ignore[arg-type]
-                self.notes.append(f"Accelerator(...) at line {tree.line(call)}: dynamo_backend= -> dynamo_plugin={plugin_name} (RC105)")
+                self.notes.append(
+                    f"Accelerator(...) at line {tree.line(call)}: dynamo_backend= -> dynamo_plugin={plugin_name} (RC105)"
+                )
             else:
                 self.edits.on(call, lambda u, v=value: with_keyword(u, "dynamo_plugin", v))  # type: ignore[arg-type]
                 self.notes.append(f"Accelerator(...) at line {tree.line(call)}: added dynamo_plugin={plugin_name}")
@@ -180,7 +202,9 @@ class AcceleratePlanner(Planner):
         count = 0
         for call in backward_calls(tree, {self.acc_key}):
             if not self._reaches(tree.function_of(call)):
-                self.notes.append(f"backward() at line {tree.line(call)} runs outside {function_name(self.scope)}: left as is (RC401)")
+                self.notes.append(
+                    f"backward() at line {tree.line(call)} runs outside {function_name(self.scope)}: left as is (RC401)"
+                )
                 continue
             self.rewrite_backward(call)
             count += 1

@@ -37,6 +37,7 @@ def call_statement(prefix: str, func: str, args: list[str], module: cst.Module, 
 
 # -- keyword arguments ------------------------------------------------------------------------
 
+
 def keyword(call: cst.Call, name: str) -> cst.Arg | None:
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == name:
@@ -63,7 +64,9 @@ def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Ca
         if arg.keyword is not None and arg.keyword.value == name:
             args[i] = arg.with_changes(value=value)
             return call.with_changes(args=args)
-    new = cst.Arg(value=value, keyword=cst.Name(name), equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+    new = cst.Arg(
+        value=value, keyword=cst.Name(name), equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+    )
     if not args:
         return call.with_changes(args=[new])
     if any(a.star == "**" for a in args):
@@ -79,9 +82,14 @@ def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Ca
         closing = gap.with_changes(first_line=cst.TrailingWhitespace(newline=gap.first_line.newline))
     else:
         between, closing = separator, gap
-    new_last = last.with_changes(comma=cst.Comma(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=between), whitespace_after_arg=cst.SimpleWhitespace(""))
+    new_last = last.with_changes(
+        comma=cst.Comma(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=between),
+        whitespace_after_arg=cst.SimpleWhitespace(""),
+    )
     if trailing_comma:
-        new = new.with_changes(comma=cst.Comma(whitespace_before=last.comma.whitespace_before, whitespace_after=closing))  # type: ignore[union-attr]
+        new = new.with_changes(
+            comma=cst.Comma(whitespace_before=last.comma.whitespace_before, whitespace_after=closing)
+        )  # type: ignore[union-attr]
     else:
         new = new.with_changes(whitespace_after_arg=closing)
     return call.with_changes(args=[*args[:-1], new_last, new])
@@ -90,14 +98,18 @@ def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Ca
 def _insert_before_double_star(call: cst.Call, new: cst.Arg) -> cst.Call:
     args = list(call.args)
     star_index = next(i for i, a in enumerate(args) if a.star == "**")
-    new = new.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")), whitespace_after_arg=cst.SimpleWhitespace(""))
+    new = new.with_changes(
+        comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")), whitespace_after_arg=cst.SimpleWhitespace("")
+    )
     return call.with_changes(args=[*args[:star_index], new, *args[star_index:]])
 
 
 def rename_keyword(call: cst.Call, old: str, new_name: str, value: cst.BaseExpression) -> cst.Call:
     """Turn ``old=...`` into ``new_name=value`` where it stands (its comma and comment stay)."""
     args = [
-        arg.with_changes(keyword=cst.Name(new_name), value=value) if arg.keyword is not None and arg.keyword.value == old else arg
+        arg.with_changes(keyword=cst.Name(new_name), value=value)
+        if arg.keyword is not None and arg.keyword.value == old
+        else arg
         for arg in call.args
     ]
     return call.with_changes(args=args)

@@ -28,17 +28,23 @@ def plan_conversion(tree: Tree, options: ConvertOptions) -> Conversion:
     """Decide every edit, or raise :class:`Refusal`."""
     distribution = find_distribution(tree)
     if distribution.blockers:
-        raise Refusal(f"not converted: {distribution.blockers[0]}; Accelerate sets up distribution itself, so port it by hand")
+        raise Refusal(
+            f"not converted: {distribution.blockers[0]}; Accelerate sets up distribution itself, so port it by hand"
+        )
     constructions = accelerator_calls(tree)
     if constructions:
         if distribution.by_hand:
-            raise Refusal(f"it uses Accelerate and also sets up distribution by hand ({distribution.describe(tree)}); remove the hand-made part first")
+            raise Refusal(
+                f"it uses Accelerate and also sets up distribution by hand ({distribution.describe(tree)}); remove the hand-made part first"
+            )
         return AcceleratePlanner(tree, options, constructions).plan()
     return PlainPlanner(tree, options, distribution).plan()
 
 
 class ConvertToAccelerate(VisitorBasedCodemodCommand):
-    DESCRIPTION = "Move a PyTorch training script onto Accelerate: TorchDynamoPlugin, prepare(), accelerator.backward()."
+    DESCRIPTION = (
+        "Move a PyTorch training script onto Accelerate: TorchDynamoPlugin, prepare(), accelerator.backward()."
+    )
     METADATA_DEPENDENCIES = (ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider)
 
     def __init__(self, context: CodemodContext, options: ConvertOptions) -> None:
@@ -77,7 +83,10 @@ class ConvertToAccelerate(VisitorBasedCodemodCommand):
             updated = edit(updated)  # type: ignore[arg-type]
         if isinstance(original_node, (cst.Module, cst.IndentedBlock)):
             updated = self._rebuild_block(original_node, updated)  # type: ignore[arg-type]
-        if isinstance(original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)) and original_node in self._touched:
+        if (
+            isinstance(original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
+            and original_node in self._touched
+        ):
             lost = missing_comments(original_node, updated)  # type: ignore[arg-type]
             if lost:
                 updated = updated.with_changes(leading_lines=[*updated.leading_lines, *map(comment_line, lost)])  # type: ignore[union-attr]

@@ -49,11 +49,18 @@ def _site(tree: Tree, function: Function, call: cst.Call, models: set[str]) -> C
                 return CompileSite(call, assigned[0], parent, _condition(tree, function, parent), origin)
             if target is not None and key_of(target) is None:  # model = torch.compile(Net(...))
                 return CompileSite(call, assigned[0], None, _condition(tree, function, parent), origin)
-            raise Refusal(f"{origin} compiles {code(target) if target else 'nothing'} into {assigned[0]}; compile the model in place before converting")
+            raise Refusal(
+                f"{origin} compiles {code(target) if target else 'nothing'} into {assigned[0]}; compile the model in place before converting"
+            )
         if isinstance(parent, cst.IfExp) and parent.body is call:
             assign = tree.parent(parent)
             assigned = single_target(assign) if isinstance(assign, cst.Assign) else None
-            if assigned and assigned[0] in models and key_of(target) == assigned[0] and key_of(parent.orelse) == assigned[0]:
+            if (
+                assigned
+                and assigned[0] in models
+                and key_of(target) == assigned[0]
+                and key_of(parent.orelse) == assigned[0]
+            ):
                 own = _condition(tree, function, assign)
                 if own is not None:
                     raise Refusal(f"{origin} is conditional twice; simplify it before converting")
@@ -70,7 +77,9 @@ def _site(tree: Tree, function: Function, call: cst.Call, models: set[str]) -> C
 
 def _refuse_if_model(target: cst.BaseExpression | None, models: set[str], origin: str) -> None:
     if target is not None and key_of(target) in models:
-        raise Refusal(f"{origin} compiles the model in a way the conversion does not take apart; use model = torch.compile(model, ...) before converting")
+        raise Refusal(
+            f"{origin} compiles the model in a way the conversion does not take apart; use model = torch.compile(model, ...) before converting"
+        )
     return None
 
 
@@ -83,10 +92,14 @@ def _condition(tree: Tree, function: Function, stmt: cst.CSTNode) -> cst.BaseExp
             break
         if isinstance(anc, cst.If):
             if not tree.contains(anc.body, child):
-                raise Refusal(f"the compile at line {tree.line(stmt)} is in an else branch; move it under a plain if before converting")
+                raise Refusal(
+                    f"the compile at line {tree.line(stmt)} is in an else branch; move it under a plain if before converting"
+                )
             tests.append(anc.test)
         elif isinstance(anc, (cst.For, cst.While)):
-            raise Refusal(f"the compile at line {tree.line(stmt)} runs inside a loop (RC104); compile once before the loop")
+            raise Refusal(
+                f"the compile at line {tree.line(stmt)} runs inside a loop (RC104); compile once before the loop"
+            )
         child = anc
     if not tests:
         return None
@@ -113,7 +126,9 @@ def _is_torch_compile(tree: Tree, call: cst.Call) -> bool:
 
 def _take_keyword(tree: Tree, arg: cst.Arg, site: CompileSite, settings: ScriptSettings) -> None:
     if arg.star:
-        raise Refusal(f"{site.origin} passes {arg.star}{code(arg.value)}; spell the compile keywords out before converting")
+        raise Refusal(
+            f"{site.origin} passes {arg.star}{code(arg.value)}; spell the compile keywords out before converting"
+        )
     if arg.keyword is None:
         raise Refusal(f"{site.origin} passes a positional argument after the model; use keywords before converting")
     name = arg.keyword.value
@@ -122,7 +137,9 @@ def _take_keyword(tree: Tree, arg: cst.Arg, site: CompileSite, settings: ScriptS
     if name not in names.COMPILE_KEYWORDS:
         raise Refusal(f"{site.origin} passes {name}=, which TorchDynamoPlugin does not take")
     if name == "backend" and not _could_be_backend_name(tree, arg.value):
-        raise Refusal(f"{site.origin} uses a callable backend ({code(arg.value)}); TorchDynamoPlugin takes backend names only")
+        raise Refusal(
+            f"{site.origin} uses a callable backend ({code(arg.value)}); TorchDynamoPlugin takes backend names only"
+        )
     settings.add(name, arg.value, site.origin, hand_compile=True)
 
 

@@ -19,11 +19,11 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 
 from regcomp_lint.codemod.command import ConvertToAccelerate
+from regcomp_lint.codemod.deep import call_deep
 from regcomp_lint.codemod.options import ConversionResult, ConvertOptions
 from regcomp_lint.codemod.plain import NO_TRAINING_STEP
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import clear_find_cache
-from regcomp_lint.codemod.deep import call_deep
 from regcomp_lint.files.source import DecodeError, comments, decode_source
 
 _BOM = "\ufeff"
@@ -40,15 +40,21 @@ def convert_source(text: str, filename: str = "<stdin>", options: ConvertOptions
     try:
         _parse(body, filename)
     except SyntaxError as exc:  # the interpreter's own position and words (as RC001 reports them)
-        return _refused(text, f"{filename}: cannot parse line {exc.lineno}, column {exc.offset}: {exc.msg}; fix the syntax error first")
+        return _refused(
+            text,
+            f"{filename}: cannot parse line {exc.lineno}, column {exc.offset}: {exc.msg}; fix the syntax error first",
+        )
     except (RecursionError, MemoryError, ValueError) as exc:  # too deep for the parser itself; a NUL byte
         return _refused(text, f"{filename}: cannot parse: {exc}; nothing changed")
     if not any(word in body for word in ("backward", "Accelerator", "TorchDynamoPlugin")):
         # cheap answer for most files of a repository: nothing to convert, no libcst metadata needed
         return _refused(text, f"{filename}: not converted: {NO_TRAINING_STEP}")
     if len(body) > MAX_CHARS:
-        return _refused(text, f"{filename}: not converted: {len(body):,} characters is more than the fixer converts ({MAX_CHARS:,}; "
-                              "libcst's tree of a file this size takes minutes and gigabytes); nothing changed")
+        return _refused(
+            text,
+            f"{filename}: not converted: {len(body):,} characters is more than the fixer converts ({MAX_CHARS:,}; "
+            "libcst's tree of a file this size takes minutes and gigabytes); nothing changed",
+        )
     # libcst drops the last line ending of a file whose lines end in a lone CR (old Mac style):
     # such a file is converted with LF endings and given its CRs back (it has no LF of its own)
     cr_only = "\r" in body and "\n" not in body
@@ -59,11 +65,21 @@ def convert_source(text: str, filename: str = "<stdin>", options: ConvertOptions
     except cst.ParserSyntaxError as exc:
         return _refused(text, f"{filename}: libcst cannot parse line {exc.raw_line}: {exc.message}")
     except _NotExact:
-        return _refused(text, f"{filename}: not converted: libcst does not reproduce this file byte for byte (unusual line endings?); nothing changed")
+        return _refused(
+            text,
+            f"{filename}: not converted: libcst does not reproduce this file byte for byte (unusual line endings?); nothing changed",
+        )
     except (RecursionError, MemoryError):
-        return _refused(text, f"{filename}: not converted: the code is nested too deeply for the fixer; nothing changed")
+        return _refused(
+            text, f"{filename}: not converted: the code is nested too deeply for the fixer; nothing changed"
+        )
     except Refusal as refusal:
-        return _refused(text, f"{filename}: not converted: {refusal}" if not str(refusal).startswith("not converted") else f"{filename}: {refusal}")
+        return _refused(
+            text,
+            f"{filename}: not converted: {refusal}"
+            if not str(refusal).startswith("not converted")
+            else f"{filename}: {refusal}",
+        )
     except ValueError as exc:  # libcst's tokenizer rejects some valid code, e.g. a form feed in an indent
         return _refused(text, f"{filename}: not converted: libcst cannot parse this file ({exc}); nothing changed")
     if cr_only:
@@ -111,7 +127,13 @@ def convert_bytes(data: bytes, filename: str = "<stdin>", options: ConvertOption
     try:
         encoded = result.text.encode("utf-8" if encoding == "utf-8-sig" else encoding)
     except UnicodeEncodeError as exc:
-        return ConversionResult(text, False, f"{filename}: the converted text does not fit the file's encoding {encoding}: {exc.reason}", [], data)
+        return ConversionResult(
+            text,
+            False,
+            f"{filename}: the converted text does not fit the file's encoding {encoding}: {exc.reason}",
+            [],
+            data,
+        )
     result.data = (codecs.BOM_UTF8 + encoded) if bom else encoded
     return result
 

@@ -29,7 +29,9 @@ class Distribution:
         return bool(self.data_parallel or self.init_process_group)
 
     def describe(self, tree: Tree) -> str:
-        parts = [f"{_short(tree, c)} at line {tree.line(c)}" for c in [*self.data_parallel, *self.init_process_group][:3]]
+        parts = [
+            f"{_short(tree, c)} at line {tree.line(c)}" for c in [*self.data_parallel, *self.init_process_group][:3]
+        ]
         return ", ".join(parts)
 
 
@@ -50,7 +52,9 @@ def find_distribution(tree: Tree) -> Distribution:
         elif tree.resolves_to(func, *names.CUDA_SET_DEVICE):
             found.set_device.append(call)
         elif tree.resolves_to(func, *names.SPAWN):
-            found.blockers.append(f"it starts its own worker processes (torch.multiprocessing spawn at line {tree.line(call)})")
+            found.blockers.append(
+                f"it starts its own worker processes (torch.multiprocessing spawn at line {tree.line(call)})"
+            )
         elif tree.resolves_to(func, *names.FSDP):
             found.blockers.append(f"it shards the model with FSDP by hand (line {tree.line(call)})")
         elif tree.resolves_under(func, names.RPC_PREFIX):

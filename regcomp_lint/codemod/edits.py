@@ -10,8 +10,8 @@ compose. Removing a statement never loses a comment: its comments move to the ne
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import libcst as cst
 
@@ -33,7 +33,9 @@ class EditPlan:
     def on(self, node: cst.CSTNode, fn: Replace) -> None:
         self.replace.setdefault(node, []).append(fn)
 
-    def add_statements(self, block: cst.CSTNode, index: int, statements: list[cst.BaseStatement], *, after: bool) -> None:
+    def add_statements(
+        self, block: cst.CSTNode, index: int, statements: list[cst.BaseStatement], *, after: bool
+    ) -> None:
         """Insert before ``block.body[index]``; ``after``: the statements belong with what precedes them."""
         self.insert.setdefault(block, {}).setdefault(index, []).append((after, statements))
 
@@ -43,6 +45,7 @@ class EditPlan:
 
 
 # -- comment rescue -------------------------------------------------------------------------
+
 
 def comment_line(text: str) -> cst.EmptyLine:
     return cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=cst.Comment(text))

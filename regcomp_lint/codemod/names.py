@@ -6,7 +6,11 @@ import re
 
 TORCH_COMPILE = ("torch.compile",)
 ACCELERATOR = ("accelerate.Accelerator", "accelerate.accelerator.Accelerator")
-DYNAMO_PLUGIN = ("accelerate.utils.TorchDynamoPlugin", "accelerate.utils.dataclasses.TorchDynamoPlugin", "accelerate.TorchDynamoPlugin")
+DYNAMO_PLUGIN = (
+    "accelerate.utils.TorchDynamoPlugin",
+    "accelerate.utils.dataclasses.TorchDynamoPlugin",
+    "accelerate.TorchDynamoPlugin",
+)
 DATALOADER = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
 MODULE_LIST = ("torch.nn.ModuleList", "torch.nn.modules.container.ModuleList")
 SCHEDULER_PREFIXES = ("torch.optim.lr_scheduler",)

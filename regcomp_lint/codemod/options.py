@@ -23,7 +23,7 @@ class ConvertOptions:
     unsafe: bool = False
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "ConvertOptions":
+    def from_dict(cls, data: dict[str, Any]) -> ConvertOptions:
         """From JSON-like data (fixtures, config); ``plan`` may be a plan document."""
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
@@ -36,7 +36,13 @@ class ConvertOptions:
 
     def explicit_plugin_settings(self) -> dict[str, Any]:
         """The plugin keywords the caller fixed, by their ``TorchDynamoPlugin`` names."""
-        given = {"backend": self.backend, "mode": self.mode, "fullgraph": self.fullgraph, "dynamic": self.dynamic, "use_regional_compilation": self.regional}
+        given = {
+            "backend": self.backend,
+            "mode": self.mode,
+            "fullgraph": self.fullgraph,
+            "dynamic": self.dynamic,
+            "use_regional_compilation": self.regional,
+        }
         return {k: v for k, v in given.items() if v is not None}
 
 

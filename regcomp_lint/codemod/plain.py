@@ -16,8 +16,8 @@ from regcomp_lint.codemod.builders import call_statement, expression, statement
 from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, find_compile_sites
 from regcomp_lint.codemod.distribution import Distribution
 from regcomp_lint.codemod.options import ConvertOptions
-from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name
 from regcomp_lint.codemod.regional import repeated_blocks
+from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name
 from regcomp_lint.codemod.roles import (
     backward_calls,
     bindings,
@@ -30,7 +30,6 @@ from regcomp_lint.codemod.roles import (
 )
 from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, resolve
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, read_keys, single_target
-
 
 NO_TRAINING_STEP = "no training step found (no X.backward() call); regcomp-fix converts training scripts only"
 
@@ -81,7 +80,9 @@ class PlainPlanner(Planner):
                 if models:
                     found.append((function, creation.key, models))
         if not found:
-            raise Refusal("no optimizer found (a torch.optim class, or something built from model.parameters()); convert by hand")
+            raise Refusal(
+                "no optimizer found (a torch.optim class, or something built from model.parameters()); convert by hand"
+            )
         scopes: list[Function] = []
         for function, _, _ in found:
             if all(function is not s for s in scopes):
@@ -90,7 +91,9 @@ class PlainPlanner(Planner):
             training_scopes = [s for s in scopes if s in self.training]
             if len(training_scopes) != 1:
                 where = ", ".join(function_name(s) for s in scopes)
-                raise Refusal(f"optimizers are built in several places ({where}); convert by hand or build them in one function")
+                raise Refusal(
+                    f"optimizers are built in several places ({where}); convert by hand or build them in one function"
+                )
             scopes = training_scopes
         self.scope = scopes[0]
         self.optimizer_found = [(key, models) for function, key, models in found if function is self.scope]
@@ -99,7 +102,9 @@ class PlainPlanner(Planner):
         if self_keys and owner is not None:
             methods = [s for s in owner.body.body if isinstance(s, cst.FunctionDef)]
             if not any(m in self.training for m in methods):
-                raise Refusal(f"class {owner.name.value} builds the optimizer but none of its methods trains; convert by hand")
+                raise Refusal(
+                    f"class {owner.name.value} builds the optimizer but none of its methods trains; convert by hand"
+                )
             self.acc_key = "self.accelerator"
             self.owner = owner
         else:
@@ -113,7 +118,9 @@ class PlainPlanner(Planner):
     def _check_free_names(self) -> None:
         for name in ("accelerator", "dynamo_plugin"):
             key = f"self.{name}" if self.owner is not None and name == "accelerator" else name
-            places = [self.scope, self.tree.module] + ([m for m in self.owner.body.body if isinstance(m, cst.FunctionDef)] if self.owner else [])
+            places = [self.scope, self.tree.module] + (
+                [m for m in self.owner.body.body if isinstance(m, cst.FunctionDef)] if self.owner else []
+            )
             for place in places:
                 if bindings(place, key):
                     raise Refusal(f"the script already uses the name {key!r}; rename it before converting")
@@ -127,7 +134,9 @@ class PlainPlanner(Planner):
             models += [m for m in owners if m not in models]
         for model in models:
             if not bindings(self.scope, model) and not tree.is_parameter(model, self.scope):
-                raise Refusal(f"the model {model} is not created in {function_name(self.scope)}, where its optimizer is; convert by hand")
+                raise Refusal(
+                    f"the model {model} is not created in {function_name(self.scope)}, where its optimizer is; convert by hand"
+                )
         loaders, schedulers, skipped = [], [], []
         for creation in creations(self.scope):
             if creation.key in loaders + schedulers + optimizers + models:
@@ -141,9 +150,16 @@ class PlainPlanner(Planner):
                 schedulers.append(creation.key)
         for key in skipped:
             if key not in loaders:
-                self.notes.append(f"{key} is not iterated by the training loop: left unprepared (evaluation is not sharded)")
+                self.notes.append(
+                    f"{key} is not iterated by the training loop: left unprepared (evaluation is not sharded)"
+                )
         order = self._first_binding_order()
-        return sorted(models, key=order), sorted(optimizers, key=order), sorted(loaders, key=order), sorted(schedulers, key=order)
+        return (
+            sorted(models, key=order),
+            sorted(optimizers, key=order),
+            sorted(loaders, key=order),
+            sorted(schedulers, key=order),
+        )
 
     def _first_binding_order(self):
         def line(key: str) -> int:
@@ -165,7 +181,12 @@ class PlainPlanner(Planner):
                 if key in iterated_keys(loop):
                     return True
             for call in find_all(place, cst.Call):
-                if isinstance(call.func, cst.Name) and call.func.value == "iter" and call.args and key_of(call.args[0].value) == key:
+                if (
+                    isinstance(call.func, cst.Name)
+                    and call.func.value == "iter"
+                    and call.args
+                    and key_of(call.args[0].value) == key
+                ):
                     return True
         if depth < 3 and not key.startswith("self."):
             for callee, call in self.graph.calls_from(function):
@@ -188,9 +209,13 @@ class PlainPlanner(Planner):
         for call in dist.data_parallel:
             assign = tree.parent(call)
             target = single_target(assign) if isinstance(assign, cst.Assign) else None
-            wraps_in_place = target is not None and target[0] in models and call.args and key_of(call.args[0].value) == target[0]
+            wraps_in_place = (
+                target is not None and target[0] in models and call.args and key_of(call.args[0].value) == target[0]
+            )
             if not wraps_in_place or tree.function_of(call) is not self.scope:
-                raise Refusal(f"{code(call.func)} at line {tree.line(call)} does not wrap the model in place in {function_name(self.scope)}; port it by hand")
+                raise Refusal(
+                    f"{code(call.func)} at line {tree.line(call)} does not wrap the model in place in {function_name(self.scope)}; port it by hand"
+                )
             self.remove_small(assign)  # type: ignore[arg-type]
             self.forget_import(call.func)
         for call in dist.init_process_group + dist.set_device:
@@ -205,19 +230,27 @@ class PlainPlanner(Planner):
             if owner not in models:
                 continue
             if attr.attr.value == "no_sync":
-                raise Refusal(f"{owner}.no_sync() at line {tree.line(attr)} needs accelerator.no_sync({owner}); port it by hand")
+                raise Refusal(
+                    f"{owner}.no_sync() at line {tree.line(attr)} needs accelerator.no_sync({owner}); port it by hand"
+                )
             if attr.attr.value == "module":
                 self._unwrap(attr, owner)
                 unwraps += 1
             elif attr.attr.value == "require_backward_grad_sync":
                 assign = tree.parent(tree.parent(attr))
                 if not isinstance(assign, cst.Assign):
-                    raise Refusal(f"{owner}.require_backward_grad_sync at line {tree.line(attr)} is read; port it by hand")
+                    raise Refusal(
+                        f"{owner}.require_backward_grad_sync at line {tree.line(attr)} is read; port it by hand"
+                    )
                 self.remove_small(assign)
                 syncs += 1
-        self.notes.append(f"removed the script's own process-group set-up and {len(dist.data_parallel)} DDP wrap(s): accelerator.prepare() does that now; start it with accelerate launch")
+        self.notes.append(
+            f"removed the script's own process-group set-up and {len(dist.data_parallel)} DDP wrap(s): accelerator.prepare() does that now; start it with accelerate launch"
+        )
         if syncs:
-            self.notes.append("removed require_backward_grad_sync toggling: gradients now sync on every micro-step (use accelerator.accumulate(model) to skip it)")
+            self.notes.append(
+                "removed require_backward_grad_sync toggling: gradients now sync on every micro-step (use accelerator.accumulate(model) to skip it)"
+            )
         if unwraps:
             self.notes.append("model.module -> accelerator.unwrap_model(model, keep_torch_compile=False)")
 
@@ -240,12 +273,16 @@ class PlainPlanner(Planner):
             else:
                 self.edits.on(site.call, lambda u: u.args[0].value)  # type: ignore[attr-defined]
         leftover = [
-            c for c in find_all(self.tree.module, cst.Call)
-            if self.tree.resolves_to(c.func, *names.TORCH_COMPILE) and not self.tree.contains(self.scope, c)
+            c
+            for c in find_all(self.tree.module, cst.Call)
+            if self.tree.resolves_to(c.func, *names.TORCH_COMPILE)
+            and not self.tree.contains(self.scope, c)
             and isinstance(self.tree.parent(c), cst.Assign)
         ]
         for call in leftover:
-            self.notes.append(f"torch.compile at line {self.tree.line(call)} is outside {function_name(self.scope)} and was left as is")
+            self.notes.append(
+                f"torch.compile at line {self.tree.line(call)} is outside {function_name(self.scope)} and was left as is"
+            )
 
     def _regional_reason(self) -> str | None:
         for model in self.models:
@@ -270,14 +307,24 @@ class PlainPlanner(Planner):
                     reach.append(callee)
                     frontier.append(callee)
         for function in find_all(tree.module, cst.FunctionDef):
-            if any(f is self.scope for f in tree.enclosing_functions(function)) and all(function is not r for r in reach):
+            if any(f is self.scope for f in tree.enclosing_functions(function)) and all(
+                function is not r for r in reach
+            ):
                 reach.append(function)
         if self.owner is not None:
             for method in self.owner.body.body:
-                if isinstance(method, cst.FunctionDef) and method in self.training and all(method is not r for r in reach):
+                if (
+                    isinstance(method, cst.FunctionDef)
+                    and method in self.training
+                    and all(method is not r for r in reach)
+                ):
                     reach.append(method)
         if isinstance(self.scope, cst.Module):
-            reach += [f for f in find_all(tree.module, cst.FunctionDef) if f in self.training and all(f is not r for r in reach)]
+            reach += [
+                f
+                for f in find_all(tree.module, cst.FunctionDef)
+                if f in self.training and all(f is not r for r in reach)
+            ]
         return reach
 
     def _rewrites(self, backwards: list[cst.Call]) -> None:
@@ -288,7 +335,9 @@ class PlainPlanner(Planner):
             if self.is_removed(call):
                 continue
             if all(tree.function_of(call) is not r for r in reach):
-                raise Refusal(f"the backward() at line {tree.line(call)} runs outside the code that trains the model built in {function_name(self.scope)}; convert by hand")
+                raise Refusal(
+                    f"the backward() at line {tree.line(call)} runs outside the code that trains the model built in {function_name(self.scope)}; convert by hand"
+                )
             self.rewrite_backward(call)
             self.backwards += 1
         self.cudas = self.devices = 0
@@ -328,7 +377,9 @@ class PlainPlanner(Planner):
         scope_block: Block = tree.body_of(self.scope)
         prepared = self.models + self.optimizers + self.loaders + self.schedulers
         created = [n for key in prepared for n in bindings(self.scope, key) if not self.is_removed(n)]
-        steps = [c for c in backward_calls(tree, set()) if tree.contains(self.scope, c) and tree.function_of(c) is self.scope]
+        steps = [
+            c for c in backward_calls(tree, set()) if tree.contains(self.scope, c) and tree.function_of(c) is self.scope
+        ]
         steps += [call for callee, call in self.graph.calls_from(self.scope) if callee in self.training]
         block = self.descend(scope_block, created + steps) if created else scope_block
         last = max((self.project(block, n) for n in created if self.project(block, n) is not None), default=-1)
@@ -348,7 +399,9 @@ class PlainPlanner(Planner):
         self.edits.add_statements(block, prepare_index, [prepare], after=True)
         self.prepared = prepared
 
-    def _place_accelerator(self, settings: dict[str, Setting], script: ScriptSettings, prepare_block: Block, prepare_index: int) -> None:
+    def _place_accelerator(
+        self, settings: dict[str, Setting], script: ScriptSettings, prepare_block: Block, prepare_index: int
+    ) -> None:
         tree = self.tree
         scope_block: Block = tree.body_of(self.scope)
         uses = [u for u in self.uses if tree.contains(self.scope, u)]
@@ -362,7 +415,9 @@ class PlainPlanner(Planner):
             if holder is not None:
                 positions.append(holder)
         first_use = min(positions)
-        dependencies = _names_in([*script.values.values(), *([script.condition] if script.condition is not None else [])])
+        dependencies = _names_in(
+            [*script.values.values(), *([script.condition] if script.condition is not None else [])]
+        )
         last_dependency = max((self.binding_index(block, name, self.scope) for name in dependencies), default=-1)
         extra: list[cst.BaseStatement] = []
         if last_dependency >= first_use:
@@ -384,7 +439,9 @@ class PlainPlanner(Planner):
         plugin = call_statement("dynamo_plugin = ", "TorchDynamoPlugin", _plugin_text(settings), self.module, indent)
         accelerator = statement(f"{self.acc_key} = Accelerator(dynamo_plugin=dynamo_plugin)", self.module)
         self.edits.add_statements(block, first_use, [plugin, accelerator, *extra], after=False)
-        self.created_at = function_name(self.scope) if self.owner is None else f"{self.owner.name.value}.{function_name(self.scope)}"
+        self.created_at = (
+            function_name(self.scope) if self.owner is None else f"{self.owner.name.value}.{function_name(self.scope)}"
+        )
 
     def _describe(self, settings: dict[str, Setting], reason: str | None, sites: list[CompileSite]) -> None:
         plugin = ", ".join(_plugin_text(settings))
@@ -400,7 +457,9 @@ class PlainPlanner(Planner):
         if self.cudas:
             notes.append(f"{self.cudas} .cuda()/.to('cuda') call(s) now use {self.acc_key}.device")
         if getattr(self, "checkpoints", 0):
-            notes.append("state_dict() of the prepared model is taken from accelerator.unwrap_model(..., keep_torch_compile=False) (no _orig_mod. keys)")
+            notes.append(
+                "state_dict() of the prepared model is taken from accelerator.unwrap_model(..., keep_torch_compile=False) (no _orig_mod. keys)"
+            )
         if self.options.plan is not None:
             notes += [f"plan: {why}" for why in self.options.plan.why]
             notes += self._plan_model_mismatch()
@@ -418,7 +477,9 @@ class PlainPlanner(Planner):
                     names.add(code(node.value.func).rsplit(".", 1)[-1])
         if wanted in names:
             return []
-        return [f"the plan was made for model {wanted!r}, which this script does not build ({', '.join(sorted(names))})"]
+        return [
+            f"the plan was made for model {wanted!r}, which this script does not build ({', '.join(sorted(names))})"
+        ]
 
 
 def _names_in(expressions: list[cst.BaseExpression]) -> list[str]:

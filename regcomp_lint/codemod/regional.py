@@ -39,7 +39,11 @@ def _innermost_constructor(expr: cst.BaseExpression) -> cst.Call | None:
     """``Net(...)`` out of ``Net(...).to(device)`` / ``Net(...).cuda()`` chains."""
     while isinstance(expr, cst.Call):
         func = expr.func
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call) and func.attr.value in ("to", "cuda", "cpu", "train", "eval", "float", "half", "bfloat16", "requires_grad_"):
+        if (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Call)
+            and func.attr.value in ("to", "cuda", "cpu", "train", "eval", "float", "half", "bfloat16", "requires_grad_")
+        ):
             expr = func.value
             continue
         return expr

@@ -97,7 +97,12 @@ class Planner:
             if not isinstance(stmt, cst.SimpleStatementLine) or comments_in(stmt):
                 continue
             for small in stmt.body:
-                if isinstance(small, cst.ImportFrom) and not small.relative and not isinstance(small.names, cst.ImportStar) and small.module is not None:
+                if (
+                    isinstance(small, cst.ImportFrom)
+                    and not small.relative
+                    and not isinstance(small.names, cst.ImportStar)
+                    and small.module is not None
+                ):
                     for alias in small.names:
                         local = alias.asname.name.value if alias.asname else code(alias.name)  # type: ignore[union-attr]
                         if local == func.value:
@@ -117,7 +122,9 @@ class Planner:
             if _first_param(function) == "self":
                 return self.acc_key
         if isinstance(function, cst.Module):
-            raise Refusal(f"module-level code needs the accelerator, which is created in {function_name(self.scope)}; move that code into it")
+            raise Refusal(
+                f"module-level code needs the accelerator, which is created in {function_name(self.scope)}; move that code into it"
+            )
         self._inject(function)
         return "accelerator"
 
@@ -133,7 +140,9 @@ class Planner:
         calls = {id(call.func) for _, call in callers}
         for ref in tree.references_to(function):
             if id(ref) not in calls:
-                raise Refusal(f"{name}() needs the accelerator but is used other than by a call (line {tree.line(ref)}); pass it in by hand")
+                raise Refusal(
+                    f"{name}() needs the accelerator but is used other than by a call (line {tree.line(ref)}); pass it in by hand"
+                )
         if not callers:
             raise Refusal(f"{name}() needs the accelerator but is never called in this file; pass it in by hand")
         if not _has_param(function, "accelerator"):
@@ -152,8 +161,15 @@ class Planner:
 
         def rewrite(updated: cst.CSTNode) -> cst.CSTNode:
             assert isinstance(updated, cst.Call) and isinstance(updated.func, cst.Attribute)
-            receiver = updated.func.value.with_changes(lpar=[], rpar=[]) if updated.func.value.lpar else updated.func.value
-            first = cst.Arg(receiver, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if updated.args else cst.MaybeSentinel.DEFAULT)
+            receiver = (
+                updated.func.value.with_changes(lpar=[], rpar=[]) if updated.func.value.lpar else updated.func.value
+            )
+            first = cst.Arg(
+                receiver,
+                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                if updated.args
+                else cst.MaybeSentinel.DEFAULT,
+            )
             return updated.with_changes(func=expression(f"{acc}.backward", module), args=[first, *updated.args])
 
         self.edits.on(call, rewrite)
@@ -167,7 +183,10 @@ class Planner:
         def rewrite(updated: cst.CSTNode) -> cst.CSTNode:
             assert isinstance(updated, cst.Call) and isinstance(updated.func, cst.Attribute)
             kept = [a for a in updated.args if a.keyword is not None and a.keyword.value != "device"]
-            device = cst.Arg(expression(f"{acc}.device", module), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if kept else cst.MaybeSentinel.DEFAULT)
+            device = cst.Arg(
+                expression(f"{acc}.device", module),
+                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if kept else cst.MaybeSentinel.DEFAULT,
+            )
             if kept:
                 kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
             return updated.with_changes(func=updated.func.with_changes(attr=cst.Name("to")), args=[device, *kept])
@@ -196,7 +215,12 @@ class Planner:
             if func.attr.value == "cuda" and not self.is_removed(call):
                 self.rewrite_cuda(call)
                 cudas += 1
-            elif func.attr.value == "to" and call.args and _is_cuda_literal(call.args[0].value) and not self.is_removed(call):
+            elif (
+                func.attr.value == "to"
+                and call.args
+                and _is_cuda_literal(call.args[0].value)
+                and not self.is_removed(call)
+            ):
                 acc = self.accelerator_in(function)
                 value = expression(f"{acc}.device", self.module)
                 self.edits.on(call.args[0], lambda u, v=value: u.with_changes(value=v))  # type: ignore[attr-defined]
@@ -266,14 +290,20 @@ def _add_parameter(updated: cst.CSTNode) -> cst.CSTNode:
     assert isinstance(updated, cst.FunctionDef)
     params = updated.params
     new = cst.Param(cst.Name("accelerator"))
-    simple = not params.kwonly_params and not isinstance(params.star_arg, (cst.Param, cst.ParamStar)) and not isinstance(params.star_kwarg, cst.Param)
+    simple = (
+        not params.kwonly_params
+        and not isinstance(params.star_arg, (cst.Param, cst.ParamStar))
+        and not isinstance(params.star_kwarg, cst.Param)
+    )
     simple = simple and all(p.default is None for p in params.params)
     if simple:
         return updated.with_changes(params=params.with_changes(params=_append(list(params.params), new)))
     if isinstance(params.star_kwarg, cst.Param):
         return updated  # **kwargs already accepts accelerator=
     star = params.star_arg if isinstance(params.star_arg, (cst.Param, cst.ParamStar)) else cst.ParamStar()
-    return updated.with_changes(params=params.with_changes(star_arg=star, kwonly_params=_append(list(params.kwonly_params), new)))
+    return updated.with_changes(
+        params=params.with_changes(star_arg=star, kwonly_params=_append(list(params.kwonly_params), new))
+    )
 
 
 def _append(items: list[cst.Param], new: cst.Param) -> list[cst.Param]:
@@ -281,7 +311,11 @@ def _append(items: list[cst.Param], new: cst.Param) -> list[cst.Param]:
         return [new]
     last = items[-1]
     if isinstance(last.comma, cst.Comma):  # trailing comma: one parameter per line
-        separator = items[-2].comma if len(items) > 1 and isinstance(items[-2].comma, cst.Comma) else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        separator = (
+            items[-2].comma
+            if len(items) > 1 and isinstance(items[-2].comma, cst.Comma)
+            else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        )
         return [*items[:-1], last.with_changes(comma=separator), new.with_changes(comma=last.comma)]
     return [*items[:-1], last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), new]
 
@@ -302,11 +336,19 @@ def _is_cuda_literal(value: cst.BaseExpression) -> bool:
 
 
 def accelerator_calls(tree: Tree) -> list[cst.Call]:
-    return [c for c in find_all(tree.module, cst.Call) if tree.resolves_to(c.func, *names.ACCELERATOR) or _bare(tree, c.func, "Accelerator")]
+    return [
+        c
+        for c in find_all(tree.module, cst.Call)
+        if tree.resolves_to(c.func, *names.ACCELERATOR) or _bare(tree, c.func, "Accelerator")
+    ]
 
 
 def plugin_calls(tree: Tree) -> list[cst.Call]:
-    return [c for c in find_all(tree.module, cst.Call) if tree.resolves_to(c.func, *names.DYNAMO_PLUGIN) or _bare(tree, c.func, "TorchDynamoPlugin")]
+    return [
+        c
+        for c in find_all(tree.module, cst.Call)
+        if tree.resolves_to(c.func, *names.DYNAMO_PLUGIN) or _bare(tree, c.func, "TorchDynamoPlugin")
+    ]
 
 
 def _bare(tree: Tree, func: cst.BaseExpression, name: str) -> bool:

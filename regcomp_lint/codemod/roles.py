@@ -16,8 +16,8 @@ import libcst as cst
 from regcomp_lint.codemod import names
 from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, read_keys, single_target
 
-
 # -- bindings ----------------------------------------------------------------------------------
+
 
 def _target_keys(target: cst.BaseExpression) -> list[str]:
     if isinstance(target, (cst.Tuple, cst.List)):
@@ -49,7 +49,17 @@ def bound_keys(node: cst.CSTNode) -> list[str]:
 
 def bindings(function: Function, key: str) -> list[cst.CSTNode]:
     """Nodes inside ``function`` (not in nested defs) that bind ``key``, in source order."""
-    kinds = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.With, cst.FunctionDef, cst.ClassDef, cst.Import, cst.ImportFrom)
+    kinds = (
+        cst.Assign,
+        cst.AnnAssign,
+        cst.AugAssign,
+        cst.For,
+        cst.With,
+        cst.FunctionDef,
+        cst.ClassDef,
+        cst.Import,
+        cst.ImportFrom,
+    )
     found = []
     for node in find_all(function, kinds, enter_functions=False):
         if node is function:
@@ -61,6 +71,7 @@ def bindings(function: Function, key: str) -> list[cst.CSTNode]:
 
 # -- the call graph and the training step ------------------------------------------------------
 
+
 @dataclass
 class CallGraph:
     """Calls from one function of the file to another, resolved by name or ``self.method``."""
@@ -68,16 +79,23 @@ class CallGraph:
     edges: list[tuple[Function, cst.FunctionDef, cst.Call]] = field(default_factory=list)
 
     @classmethod
-    def build(cls, tree: Tree) -> "CallGraph":
+    def build(cls, tree: Tree) -> CallGraph:
         graph = cls()
         methods: dict[int, dict[str, cst.FunctionDef]] = {}
         for call in find_all(tree.module, cst.Call):
             caller = tree.function_of(call)
             callee = tree.function_named(call)
-            if callee is None and isinstance(call.func, cst.Attribute) and key_of(call.func) is not None and code(call.func.value) == "self":
+            if (
+                callee is None
+                and isinstance(call.func, cst.Attribute)
+                and key_of(call.func) is not None
+                and code(call.func.value) == "self"
+            ):
                 owner = tree.class_of(caller)
                 if owner is not None:
-                    table = methods.setdefault(id(owner), {s.name.value: s for s in owner.body.body if isinstance(s, cst.FunctionDef)})
+                    table = methods.setdefault(
+                        id(owner), {s.name.value: s for s in owner.body.body if isinstance(s, cst.FunctionDef)}
+                    )
                     callee = table.get(call.func.attr.value)
             if callee is not None:
                 graph.edges.append((caller, callee, call))
@@ -116,6 +134,7 @@ def backward_calls(tree: Tree, accelerator_keys: set[str]) -> list[cst.Call]:
 
 
 # -- roles -------------------------------------------------------------------------------------
+
 
 @dataclass
 class Creation:

@@ -52,7 +52,9 @@ class ScriptSettings:
             return
         previous = None if self.condition is None else code(self.condition)
         if previous != text:
-            raise Refusal(f"{self.condition_origin} and {origin} compile under different conditions; compile in one place before converting")
+            raise Refusal(
+                f"{self.condition_origin} and {origin} compile under different conditions; compile in one place before converting"
+            )
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,9 @@ class Setting:
     code: str
 
 
-def resolve(script: ScriptSettings, options: ConvertOptions, regional_reason: str | None) -> tuple[dict[str, Setting], list[str]]:
+def resolve(
+    script: ScriptSettings, options: ConvertOptions, regional_reason: str | None
+) -> tuple[dict[str, Setting], list[str]]:
     """The plugin's keywords in ``PLUGIN_KEYWORDS`` order (absent keys are left to the plugin),
     and notes about settings that could not be carried over as they were."""
     explicit = options.explicit_plugin_settings()
@@ -87,7 +91,11 @@ def resolve(script: ScriptSettings, options: ConvertOptions, regional_reason: st
         raise Refusal("mode and options would both reach torch.compile, which refuses that; drop one (RC103)")
     notes = []
     regional = out.get("use_regional_compilation", Setting("", "False")).code == "True"
-    if "fullgraph" in script.from_hand_compile and out.get("fullgraph", Setting("", "")) == Setting("script", "True") and not regional:
+    if (
+        "fullgraph" in script.from_hand_compile
+        and out.get("fullgraph", Setting("", "")) == Setting("script", "True")
+        and not regional
+    ):
         # prepare() compiles the DDP-wrapped model; DDP's forward breaks the graph (GB0156), so
         # fullgraph=True would raise under several processes. Regional compilation compiles the
         # blocks inside the wrapper and keeps it.
@@ -97,5 +105,7 @@ def resolve(script: ScriptSettings, options: ConvertOptions, regional_reason: st
             "breaks the graph under several processes (pass --fullgraph to keep it anyway)"
         )
     elif out.get("fullgraph", Setting("", "")).code == "True" and not regional:
-        notes.append("fullgraph=True with a whole-model compile raises under several processes (DDP's forward breaks the graph); regional compilation avoids that")
+        notes.append(
+            "fullgraph=True with a whole-model compile raises under several processes (DDP's forward breaks the graph); regional compilation avoids that"
+        )
     return out, notes

@@ -7,7 +7,8 @@ call?" or "which statement of this block contains it?" instead of walking parent
 
 from __future__ import annotations
 
-from typing import Iterator, TypeVar
+from collections.abc import Iterator
+from typing import TypeVar
 
 import libcst as cst
 from libcst.metadata import (

@@ -21,8 +21,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from regcomp_lint.lint.config import Settings
 from regcomp_lint.files.gitignore import IgnoreFile, IgnoreStack, stack_for, translate
+from regcomp_lint.lint.config import Settings
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 
@@ -84,7 +84,7 @@ class ExcludeMatcher:
         prefix = self.root if self.root.endswith(os.sep) else self.root + os.sep
         if not path.startswith(prefix):
             return None
-        rel = path[len(prefix):]
+        rel = path[len(prefix) :]
         return rel.replace(os.sep, "/") if os.sep != "/" else rel
 
 
@@ -112,7 +112,9 @@ def discover(paths: list[str], settings: Settings) -> Discovered:
     return found
 
 
-def _walk(display_root: str, root: str, excluder: ExcludeMatcher, respect_gitignore: bool, add, errors: list[str]) -> None:
+def _walk(
+    display_root: str, root: str, excluder: ExcludeMatcher, respect_gitignore: bool, add, errors: list[str]
+) -> None:
     """Depth first, sorted; a folder's files come before its sub-folders."""
     start_stack = stack_for(root) if respect_gitignore else IgnoreStack()
     pending: list[tuple[str, str, IgnoreStack]] = [(display_root, root, start_stack)]

@@ -125,12 +125,12 @@ class IgnoreFile:
     rules: tuple[IgnoreRule, ...]
 
     @classmethod
-    def from_text(cls, base: str, text: str) -> "IgnoreFile":
+    def from_text(cls, base: str, text: str) -> IgnoreFile:
         rules = tuple(rule for rule in map(parse_line, text.splitlines()) if rule is not None)
         return cls(os.path.abspath(base), rules)
 
     @classmethod
-    def read(cls, path: str, base: str | None = None) -> "IgnoreFile | None":
+    def read(cls, path: str, base: str | None = None) -> IgnoreFile | None:
         """The file's rules, or None when it is absent, unreadable or has no rules."""
         try:
             with open(path, "rb") as handle:
@@ -159,7 +159,7 @@ class IgnoreStack:
     def __bool__(self) -> bool:
         return bool(self.files)
 
-    def push(self, ignore_file: IgnoreFile | None) -> "IgnoreStack":
+    def push(self, ignore_file: IgnoreFile | None) -> IgnoreStack:
         return self if ignore_file is None else IgnoreStack(self.files + (ignore_file,))
 
     def ignored(self, path: str, is_dir: bool) -> bool:
@@ -178,7 +178,7 @@ def _relative(path: str, base: str) -> str | None:
     prefix = base if base.endswith(os.sep) else base + os.sep
     if not path.startswith(prefix):
         return None
-    rel = path[len(prefix):]
+    rel = path[len(prefix) :]
     return rel.replace(os.sep, "/") if os.sep != "/" else rel
 
 

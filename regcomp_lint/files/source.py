@@ -41,7 +41,7 @@ def decode_source(data: bytes) -> str:
     except SyntaxError as exc:
         message = exc.msg if hasattr(exc, "msg") else str(exc)
         if not message.startswith("invalid or missing encoding declaration"):
-            raise DecodeError(f"cannot determine the encoding: {message}")
+            raise DecodeError(f"cannot determine the encoding: {message}") from exc
         # tokenize says this when line 1 or 2 is not UTF-8; read the cookie from the raw bytes
         # (as the interpreter does) so the decode below reports the bad byte where it is
         cookie = _CODING_COOKIE.search(b"\n".join(data.split(b"\n", 2)[:2]).decode("latin-1"))
@@ -58,7 +58,9 @@ def decode_source(data: bytes) -> str:
             column = len(data[line_start:start].decode(encoding, errors="replace")) + 1  # characters, not bytes
         except LookupError:
             column = start - line_start + 1
-        raise DecodeError(f"file is not valid {encoding} text: {exc.reason if hasattr(exc, 'reason') else exc}", row, column)
+        raise DecodeError(
+            f"file is not valid {encoding} text: {exc.reason if hasattr(exc, 'reason') else exc}", row, column
+        ) from exc
     if text.startswith("\ufeff"):
         text = text[1:]
     return text

@@ -43,7 +43,9 @@ class Snapshot:
         try:
             return text.encode(self.encoding)
         except UnicodeEncodeError as exc:
-            raise WritebackError(f"{self.path}: the fixed text cannot be encoded as {self.encoding}: {exc.reason}") from None
+            raise WritebackError(
+                f"{self.path}: the fixed text cannot be encoded as {self.encoding}: {exc.reason}"
+            ) from None
 
 
 def detect_encoding(data: bytes) -> str:
@@ -81,7 +83,9 @@ def write(snap: Snapshot, new_text: str) -> None:
         raise WritebackError(f"{snap.path}: cannot stat: {exc.strerror or exc}") from None
     if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(target, os.W_OK):
         # os.replace would happily swap a read-only file (and root ignores the bits): ask first
-        raise WritebackError(f"{snap.path}: read-only file; not written (make it writable, or run without writing to see the diff)")
+        raise WritebackError(
+            f"{snap.path}: read-only file; not written (make it writable, or run without writing to see the diff)"
+        )
     _remove_stale_temporaries(folder, os.path.basename(target))
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.{os.getpid()}.", suffix=TMP_SUFFIX)
@@ -120,7 +124,7 @@ def _remove_stale_temporaries(folder: str, name: str) -> None:
     except OSError:
         return
     for entry in leftovers:
-        pid_text = entry[len(prefix):].split(".", 1)[0]
+        pid_text = entry[len(prefix) :].split(".", 1)[0]
         if pid_text.isdigit() and not pid_alive(int(pid_text)):
             _remove_quietly(os.path.join(folder, entry))
 

@@ -24,31 +24,33 @@ TORCH_VERSION = "2.13.0"
 ACCELERATE_VERSION = "1.15.0"
 
 #: torch._dynamo.list_backends(exclude_tags=()) in torch 2.13.0.
-TORCH_BACKENDS: frozenset[str] = frozenset({
-    "aot_eager",
-    "aot_eager_decomp_partition",
-    "aot_eager_decomp_partition_crossref",
-    "aot_eager_decomp_partition_with_mode",
-    "aot_eager_default_partitioner",
-    "aot_ts",
-    "cudagraphs",
-    "dynamo_accuracy_minifier_backend",
-    "dynamo_minifier_backend",
-    "eager",
-    "eager_debug",
-    "eager_noexcept",
-    "inductor",
-    "invoke_subgraph",
-    "non_leaf_compile_error_TESTING_ONLY",
-    "openxla",
-    "openxla_eval",
-    "pre_dispatch_eager",
-    "relu_accuracy_error_TESTING_ONLY",
-    "relu_compile_error_TESTING_ONLY",
-    "relu_runtime_error_TESTING_ONLY",
-    "ts",
-    "tvm",
-})
+TORCH_BACKENDS: frozenset[str] = frozenset(
+    {
+        "aot_eager",
+        "aot_eager_decomp_partition",
+        "aot_eager_decomp_partition_crossref",
+        "aot_eager_decomp_partition_with_mode",
+        "aot_eager_default_partitioner",
+        "aot_ts",
+        "cudagraphs",
+        "dynamo_accuracy_minifier_backend",
+        "dynamo_minifier_backend",
+        "eager",
+        "eager_debug",
+        "eager_noexcept",
+        "inductor",
+        "invoke_subgraph",
+        "non_leaf_compile_error_TESTING_ONLY",
+        "openxla",
+        "openxla_eval",
+        "pre_dispatch_eager",
+        "relu_accuracy_error_TESTING_ONLY",
+        "relu_compile_error_TESTING_ONLY",
+        "relu_runtime_error_TESTING_ONLY",
+        "ts",
+        "tvm",
+    }
+)
 
 #: torch._dynamo.list_backends() (default tags excluded) in torch 2.13.0.
 TORCH_LISTED_BACKENDS: frozenset[str] = frozenset({"cudagraphs", "inductor", "openxla", "tvm"})
@@ -118,15 +120,17 @@ ACCELERATE_BACKENDS: tuple[str, ...] = (
 )
 
 #: Accelerate members that torch 2.13 no longer registers: ``prepare()`` raises InvalidBackend.
-ACCELERATE_DEAD: frozenset[str] = frozenset({
-    "aot_ts_nvfuser",
-    "nvprims_nvfuser",
-    "ofi",
-    "fx2trt",
-    "onnxrt",
-    "aot_torchxla_trace_once",
-    "torchxla_trace_once",
-})
+ACCELERATE_DEAD: frozenset[str] = frozenset(
+    {
+        "aot_ts_nvfuser",
+        "nvprims_nvfuser",
+        "ofi",
+        "fx2trt",
+        "onnxrt",
+        "aot_torchxla_trace_once",
+        "torchxla_trace_once",
+    }
+)
 
 #: Accelerate members that work only with a vendor package installed (never reported).
 ACCELERATE_NEEDS_PLUGIN: dict[str, str] = {

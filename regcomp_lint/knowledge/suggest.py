@@ -1,4 +1,4 @@
-""""Did you mean ...?" for a misspelt backend or mode, only when one answer is clearly best."""
+""" "Did you mean ...?" for a misspelt backend or mode, only when one answer is clearly best."""
 
 from __future__ import annotations
 

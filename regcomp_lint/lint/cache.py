@@ -25,9 +25,9 @@ import secrets
 from functools import lru_cache
 from pathlib import Path
 
+from regcomp_lint.diagnostics import Diagnostic
 from regcomp_lint.files import reading
 from regcomp_lint.lint.config import Settings
-from regcomp_lint.diagnostics import Diagnostic
 
 FORMAT = 1
 ENV_VAR = "REGCOMP_CACHE_DIR"
@@ -109,7 +109,7 @@ class LintCache:
         self._dependency_digests: dict[str, str] = {}
 
     @classmethod
-    def open(cls, settings: Settings) -> "LintCache":
+    def open(cls, settings: Settings) -> LintCache:
         """Load the cache for these settings; never raises."""
         from regcomp_lint import __version__
 
@@ -178,7 +178,9 @@ class LintCache:
             _make_folder(folder)
             _remove_stale_temporaries(folder)
             candidate = str(folder / f".lint-{os.getpid()}-{secrets.token_hex(4)}.tmp")
-            fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies, unlike mkstemp's 0600
+            fd = os.open(
+                candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666
+            )  # the umask applies, unlike mkstemp's 0600
             tmp_name = candidate
             with os.fdopen(fd, "wb") as handle:
                 handle.write(payload)
@@ -205,7 +207,7 @@ def _remove_stale_temporaries(folder: Path) -> None:
     except OSError:
         return
     for name in names:
-        pid_text = name[len(".lint-"):].split("-", 1)[0]
+        pid_text = name[len(".lint-") :].split("-", 1)[0]
         if pid_text.isdigit() and not pid_alive(int(pid_text)):
             try:
                 os.unlink(folder / name)

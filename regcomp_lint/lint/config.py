@@ -16,16 +16,43 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
-from regcomp_lint.lint import selection
 from regcomp_lint.checks import ALL_RULES
+from regcomp_lint.lint import selection
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-KNOWN_KEYS = ("select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude", "respect-gitignore", "cache-dir")
-DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "build", "dist", "node_modules", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".regcomp_cache", ".eggs", "site-packages")
+KNOWN_KEYS = (
+    "select",
+    "ignore",
+    "extend-select",
+    "per-file-ignores",
+    "exclude",
+    "extend-exclude",
+    "respect-gitignore",
+    "cache-dir",
+)
+DEFAULT_EXCLUDE = (
+    ".git",
+    ".hg",
+    ".svn",
+    ".venv",
+    "venv",
+    ".tox",
+    ".nox",
+    "__pycache__",
+    "build",
+    "dist",
+    "node_modules",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    ".regcomp_cache",
+    ".eggs",
+    "site-packages",
+)
 
 
 class ConfigError(Exception):
@@ -53,11 +80,13 @@ class Settings:
     def __post_init__(self) -> None:
         try:
             enabled = selection.resolve(self.select, self.extend_select, self.ignore, ALL_RULES, _names())
-            for pattern, codes in self.per_file_ignores:
+            for _pattern, codes in self.per_file_ignores:
                 selection.resolve(codes, (), (), ALL_RULES, _names())
         except selection.UnknownSelector as exc:
             where = f" in {self.config_file}" if self.config_file else ""
-            raise ConfigError(f"unknown rule selector {str(exc)!r}{where}; valid selectors are ALL, a code prefix such as RC1, a code such as RC101, or a rule name (see `regcomp-lint rule --all`)") from None
+            raise ConfigError(
+                f"unknown rule selector {str(exc)!r}{where}; valid selectors are ALL, a code prefix such as RC1, a code such as RC101, or a rule name (see `regcomp-lint rule --all`)"
+            ) from None
         object.__setattr__(self, "_enabled", enabled)
 
     @property
@@ -82,7 +111,7 @@ class Settings:
         payload = json.dumps([__version__, sorted(self.enabled), self.per_file_ignores, self.root], sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
-    def with_overrides(self, **changes) -> "Settings":
+    def with_overrides(self, **changes) -> Settings:
         return replace(self, **changes)
 
     def to_json(self) -> dict:
@@ -184,7 +213,9 @@ def load(config_path: str | None = None, start: str = ".") -> Settings:
         raise ConfigError(f"{where}: [tool.regcomp-lint] must be a table")
     unknown = sorted(set(table) - set(KNOWN_KEYS))
     if unknown:
-        raise ConfigError(f"{where}: unknown key(s) in [tool.regcomp-lint]: {', '.join(unknown)}; known keys: {', '.join(KNOWN_KEYS)}")
+        raise ConfigError(
+            f"{where}: unknown key(s) in [tool.regcomp-lint]: {', '.join(unknown)}; known keys: {', '.join(KNOWN_KEYS)}"
+        )
     kwargs: dict = {"config_file": where, "root": str(path.parent.resolve())}
     for key in ("select", "ignore", "extend-select", "exclude", "extend-exclude"):
         if key in table:
@@ -193,7 +224,9 @@ def load(config_path: str | None = None, start: str = ".") -> Settings:
         pfi = table["per-file-ignores"]
         if not isinstance(pfi, dict):
             raise ConfigError(f"{where}: `per-file-ignores` must be a table of glob = [codes]")
-        kwargs["per_file_ignores"] = tuple((pattern, _str_list(codes, f"per-file-ignores.{pattern}", where)) for pattern, codes in pfi.items())
+        kwargs["per_file_ignores"] = tuple(
+            (pattern, _str_list(codes, f"per-file-ignores.{pattern}", where)) for pattern, codes in pfi.items()
+        )
     if "respect-gitignore" in table:
         if not isinstance(table["respect-gitignore"], bool):
             raise ConfigError(f"{where}: `respect-gitignore` must be true or false")

@@ -14,14 +14,14 @@ import ast
 import re
 import warnings
 from collections import defaultdict
-from functools import lru_cache
-from typing import Iterable
+from collections.abc import Iterable
+from functools import cache, lru_cache
 
-from regcomp_lint.lint import suppressions as sup_mod
-from regcomp_lint.checks import ALL_RULES, Rule
 from regcomp_lint.analysis.file_context import FileContext
+from regcomp_lint.checks import ALL_RULES, Rule
 from regcomp_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
 from regcomp_lint.files.source import DecodeError, SourceFile, decode_source
+from regcomp_lint.lint import suppressions as sup_mod
 from regcomp_lint.lint.config import Settings
 
 SYNTAX_ERROR = "RC001"
@@ -64,8 +64,11 @@ def _syntax_error(exc: BaseException, source: SourceFile) -> Diagnostic:
 
 def active_rules(text: str, enabled: Iterable[str]) -> list[type[Rule]]:
     """Enabled visitor rules whose triggers occur in ``text`` (the prefilter)."""
-    return [rule for rule in _visitor_rules(frozenset(enabled))
-            if all(r in text for r in rule.required) and (not rule.triggers or any(t in text for t in rule.triggers))]
+    return [
+        rule
+        for rule in _visitor_rules(frozenset(enabled))
+        if all(r in text for r in rule.required) and (not rule.triggers or any(t in text for t in rule.triggers))
+    ]
 
 
 @lru_cache(maxsize=64)
@@ -74,8 +77,9 @@ def _visitor_rules(enabled: frozenset[str]) -> tuple[type[Rule], ...]:
 
 
 #: Fields that never hold a node, skipped without a look (names, flags, constants' values).
-_LEAF_FIELDS = frozenset({"ctx", "id", "attr", "arg", "asname", "module", "level", "kind", "type_comment",
-                          "conversion", "is_async"})
+_LEAF_FIELDS = frozenset(
+    {"ctx", "id", "attr", "arg", "asname", "module", "level", "kind", "type_comment", "conversion", "is_async"}
+)
 
 
 #: Values of node fields that are never nodes.
@@ -109,7 +113,7 @@ def _dispatch(rules: list[Rule]) -> tuple[dict[type, list], dict[type, list]]:
     return dict(visit), dict(leave)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _handler_names(rule_cls: type[Rule]) -> tuple[str, ...]:
     return tuple(rule_cls.handlers())
 
@@ -182,8 +186,13 @@ def lint_text(text: str, filename: str, enabled: frozenset[str]) -> list[Diagnos
         for rule in rules:
             for rep in rule.reports:
                 diag = Diagnostic(
-                    rule.code, rule.name, rep.message, filename,
-                    source.start(rep.node), source.end(rep.end_node or rep.node), rep.fix,
+                    rule.code,
+                    rule.name,
+                    rep.message,
+                    filename,
+                    source.start(rep.node),
+                    source.end(rep.end_node or rep.node),
+                    rep.fix,
                 )
                 found.append((diag, rep.stmt_row))
                 nodes.append(rep.node)
@@ -229,7 +238,7 @@ def _statement_rows(tree: ast.Module, nodes: list[ast.AST]) -> list[int | None]:
     return rows
 
 
-#: A ``# noqa`` comment that names one of our codes (RC...): only those can be RC002/RC003.
+#: A noqa comment that names one of our codes (RC...): only those can be RC002/RC003.
 _NOQA_WITH_OUR_CODE = re.compile(r"noqa[^\r\n]*?rc", re.IGNORECASE)
 
 
@@ -245,7 +254,9 @@ def _suppressions_matter(text: str, found: bool, enabled: frozenset[str]) -> boo
     return "regcomp:" in text or _NOQA_WITH_OUR_CODE.search(text) is not None
 
 
-def _apply_suppressions(found: list[tuple[Diagnostic, int]], source: SourceFile, enabled: frozenset[str]) -> list[Diagnostic]:
+def _apply_suppressions(
+    found: list[tuple[Diagnostic, int]], source: SourceFile, enabled: frozenset[str]
+) -> list[Diagnostic]:
     index = sup_mod.SuppressionIndex(sup_mod.parse(source.text, source.lines))
     kept: list[Diagnostic] = []
     for diag, stmt_row in found:
@@ -266,19 +277,42 @@ def _suppression_findings(sup: sup_mod.Suppression, source: SourceFile, enabled:
     out: list[Diagnostic] = []
     if sup.codes is None:
         if sup.kind == "ignore" and not sup.used_any and UNUSED_SUPPRESSION in enabled:
-            out.append(_diag(UNUSED_SUPPRESSION, "unused `# regcomp: ignore` (nothing to silence here)", source.filename, start, end,
-                             _rewrite_directive(sup, source, [])))
+            out.append(
+                _diag(
+                    UNUSED_SUPPRESSION,
+                    "unused `# regcomp: ignore` (nothing to silence here)",
+                    source.filename,
+                    start,
+                    end,
+                    _rewrite_directive(sup, source, []),
+                )
+            )
         return out
     ours = [c for c in sup.codes if c.startswith("RC") or sup.kind == "ignore"]
     unknown = [c for c in ours if c not in ALL_RULES]
     unused = [c for c in ours if c in ALL_RULES and c in enabled and c not in sup.used]
     if unknown and UNKNOWN_SUPPRESSION_CODE in enabled:
-        out.append(_diag(UNKNOWN_SUPPRESSION_CODE, f"unknown rule code in suppression: {', '.join(unknown)} (see `regcomp-lint rule --all`)",
-                         source.filename, start, end))
+        out.append(
+            _diag(
+                UNKNOWN_SUPPRESSION_CODE,
+                f"unknown rule code in suppression: {', '.join(unknown)} (see `regcomp-lint rule --all`)",
+                source.filename,
+                start,
+                end,
+            )
+        )
     if unused and UNUSED_SUPPRESSION in enabled:
         keep = [c for c in sup.codes if c not in unused]
-        out.append(_diag(UNUSED_SUPPRESSION, f"unused suppression of {', '.join(unused)} (the rule did not fire here)",
-                         source.filename, start, end, _rewrite_directive(sup, source, keep)))
+        out.append(
+            _diag(
+                UNUSED_SUPPRESSION,
+                f"unused suppression of {', '.join(unused)} (the rule did not fire here)",
+                source.filename,
+                start,
+                end,
+                _rewrite_directive(sup, source, keep),
+            )
+        )
     return out
 
 
@@ -290,7 +324,7 @@ def _rewrite_directive(sup: sup_mod.Suppression, source: SourceFile, keep: list[
         edit = Edit(new, Location(sup.row, sup.column + 1), Location(sup.row, sup.end_column + 1))
         return Fix(Applicability.SAFE, "Remove the unused codes", (edit,))
     start = sup.column
-    rest = line[sup.end_column:]
+    rest = line[sup.end_column :]
     if not rest.strip():
         while start > 0 and line[start - 1] in " \t":
             start -= 1

@@ -9,12 +9,11 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
-from regcomp_lint.lint.fixes import fix_source
-from regcomp_lint.files import writeback
-from regcomp_lint.lint.config import Settings
 from regcomp_lint.diagnostics import Diagnostic
-from regcomp_lint.lint.fixes import applicable
+from regcomp_lint.files import writeback
 from regcomp_lint.files.source import DecodeError, split_lines
+from regcomp_lint.lint.config import Settings
+from regcomp_lint.lint.fixes import applicable, fix_source
 
 
 @dataclass
@@ -36,7 +35,9 @@ def fix_text(text: str, filename: str, diagnostics: list[Diagnostic], settings: 
     new_text, remaining = fix_source(text, filename, settings, unsafe=unsafe)
     if new_text == text:
         return FileFix(filename, 0, remaining)
-    return FileFix(filename, max(len(diagnostics) - len(remaining), 0), remaining, unified_diff(text, new_text, filename), new_text)
+    return FileFix(
+        filename, max(len(diagnostics) - len(remaining), 0), remaining, unified_diff(text, new_text, filename), new_text
+    )
 
 
 def fix_file(path: str, diagnostics: list[Diagnostic], settings: Settings, unsafe: bool, write: bool) -> FileFix:

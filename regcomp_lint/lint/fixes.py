@@ -58,8 +58,9 @@ def apply_fixes(text: str, diagnostics: list[Diagnostic], unsafe: bool = False) 
     return apply_edits(text, [e for d in chosen for e in d.fix.edits]), chosen
 
 
-def fix_source(text: str, filename: str = "<stdin>", config: Settings | None = None, unsafe: bool = False,
-               max_rounds: int = 10) -> tuple[str, list[Diagnostic]]:
+def fix_source(
+    text: str, filename: str = "<stdin>", config: Settings | None = None, unsafe: bool = False, max_rounds: int = 10
+) -> tuple[str, list[Diagnostic]]:
     """Apply fixes until none applies; return the new text and the remaining diagnostics."""
     from regcomp_lint.lint.engine import lint_source
 

@@ -33,7 +33,12 @@ _FIX_TEXT = {
     Applicability.UNSAFE: "unsafe (applied by `--fix --unsafe-fixes`)",
     Applicability.DISPLAY: "display only (shown, never applied)",
 }
-_FIX_SHORT = {None: "none", Applicability.SAFE: "safe", Applicability.UNSAFE: "unsafe", Applicability.DISPLAY: "display"}
+_FIX_SHORT = {
+    None: "none",
+    Applicability.SAFE: "safe",
+    Applicability.UNSAFE: "unsafe",
+    Applicability.DISPLAY: "display",
+}
 
 
 def fix_text(rule: type[Rule]) -> str:
@@ -55,7 +60,13 @@ def _code_block(code: str) -> str:
 def render_page(rule: type[Rule]) -> str:
     """The markdown page for one rule."""
     lines = [f"# {rule.code} {rule.name}", "", GENERATED_NOTE, ""]
-    lines += ["| | |", "|---|---|", f"| Code | `{rule.code}` |", f"| Name | `{rule.name}` |", f"| Fix | {fix_text(rule)} |"]
+    lines += [
+        "| | |",
+        "|---|---|",
+        f"| Code | `{rule.code}` |",
+        f"| Name | `{rule.name}` |",
+        f"| Fix | {fix_text(rule)} |",
+    ]
     if rule.graph_break_ids:
         lines.append(f"| torch graph-break ids | {', '.join(f'`{gb}`' for gb in rule.graph_break_ids)} |")
     lines.append(f"| Message | {_cell(rule.message)} |")
@@ -90,7 +101,9 @@ def _examples(rule: type[Rule]) -> list[str]:
 def _table_rows(rules: dict[str, type[Rule]], link_prefix: str) -> list[str]:
     rows = ["| Code | Name | Summary | Fix |", "|---|---|---|---|"]
     for code, rule in rules.items():
-        rows.append(f"| [{code}]({link_prefix}{code}.md) | `{rule.name}` | {_cell(rule.summary())} | {_FIX_SHORT[rule.fix_applicability]} |")
+        rows.append(
+            f"| [{code}]({link_prefix}{code}.md) | `{rule.name}` | {_cell(rule.summary())} | {_FIX_SHORT[rule.fix_applicability]} |"
+        )
     return rows
 
 
@@ -156,8 +169,14 @@ def lookup(code_or_name: str) -> type[Rule]:
         return rule
     key = code_or_name.strip()
     candidates = {code: code for code in ALL_RULES} | {r.name: code for code, r in ALL_RULES.items()}
-    close = difflib.get_close_matches(key.upper() if key.upper().startswith("RC") else key, list(candidates), n=3, cutoff=0.6)
-    hint = f"; did you mean {' or '.join(sorted({candidates[c] + ' (' + ALL_RULES[candidates[c]].name + ')' for c in close}))}?" if close else ""
+    close = difflib.get_close_matches(
+        key.upper() if key.upper().startswith("RC") else key, list(candidates), n=3, cutoff=0.6
+    )
+    hint = (
+        f"; did you mean {' or '.join(sorted({candidates[c] + ' (' + ALL_RULES[candidates[c]].name + ')' for c in close}))}?"
+        if close
+        else ""
+    )
     raise UnknownRule(f"unknown rule {code_or_name!r}{hint} (list them all with `regcomp-lint rule --all`)")
 
 
@@ -214,7 +233,9 @@ def write(folder: Path, rules: dict[str, type[Rule]] | None = None) -> list[str]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m regcomp_lint.lint.rule_docs", description="Generate or check the rule pages in rules/.")
+    parser = argparse.ArgumentParser(
+        prog="python -m regcomp_lint.lint.rule_docs", description="Generate or check the rule pages in rules/."
+    )
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--write", action="store_true", help="rewrite the pages that differ")
     mode.add_argument("--check", action="store_true", help="exit 1 when a page is missing, stale or orphaned")

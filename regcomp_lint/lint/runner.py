@@ -19,19 +19,20 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, NamedTuple
+from typing import NamedTuple
 
 from regcomp_lint.analysis import dependencies
-from regcomp_lint.files import reading
-from regcomp_lint.lint.cache import LintCache, content_digest
 from regcomp_lint.checks import ALL_RULES
-from regcomp_lint.lint.config import Settings
 from regcomp_lint.diagnostics import Diagnostic, Location
+from regcomp_lint.files import reading
 from regcomp_lint.files.discovery import discover
+from regcomp_lint.lint.cache import LintCache, content_digest
+from regcomp_lint.lint.config import Settings
 from regcomp_lint.lint.engine import SYNTAX_ERROR, lint_bytes
 
 ISSUES_URL = "https://github.com/regcomp-lint/regcomp-lint/issues"
@@ -70,6 +71,7 @@ class Task(NamedTuple):
 
 
 # -- one file --------------------------------------------------------------------------------
+
 
 def lint_file(path: str, enabled: frozenset[str], data: bytes | None = None) -> Outcome:
     """Lint one file; never raises (except KeyboardInterrupt and the like)."""
@@ -122,8 +124,14 @@ def internal_error(path: str, what: str) -> Diagnostic:
 
 # -- many files ------------------------------------------------------------------------------
 
-def run(paths: list[str], settings: Settings, jobs: int | None = None, use_cache: bool = True,
-        progress: Progress | None = None) -> RunResult:
+
+def run(
+    paths: list[str],
+    settings: Settings,
+    jobs: int | None = None,
+    use_cache: bool = True,
+    progress: Progress | None = None,
+) -> RunResult:
     """Lint ``paths`` (files and folders). ``jobs``: worker processes (None or 0: one per CPU;
     1: none). ``progress(done, total)`` is called as files finish."""
     workers = worker_count(jobs)
@@ -191,8 +199,9 @@ def available_cpus() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _lint_tasks(todo: list[Task], workers: int, finished, progress: Progress | None, done: int, total: int,
-                warnings: list[str]) -> int:
+def _lint_tasks(
+    todo: list[Task], workers: int, finished, progress: Progress | None, done: int, total: int, warnings: list[str]
+) -> int:
     """Lint the cache misses; return how many worker processes were started."""
     if not todo:
         return 0
@@ -216,6 +225,7 @@ def _size(path: str) -> int:
 
 
 # -- the pool --------------------------------------------------------------------------------
+
 
 def chunk_tasks(todo: list[Task], sizes: list[int], workers: int) -> list[list[Task]]:
     """Largest files first, grouped into chunks of about equal bytes."""
@@ -289,7 +299,10 @@ def _lint_isolated(tasks: list[Task], finished, progress, done, total) -> None:
             except BrokenProcessPool:
                 executor.shutdown(wait=False)
                 executor = None
-                index, outcome = task.index, Outcome(None, [internal_error(task.path, "the worker process linting it died")], False)
+                index, outcome = (
+                    task.index,
+                    Outcome(None, [internal_error(task.path, "the worker process linting it died")], False),
+                )
             finished(index, outcome)
             done += 1
             if progress is not None:
@@ -312,7 +325,11 @@ def _init_worker() -> None:
 def _context():
     """``fork`` where it is safe (Linux, no other threads): workers start in milliseconds with
     everything imported. Elsewhere the platform's default."""
-    if sys.platform.startswith("linux") and threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
+    if (
+        sys.platform.startswith("linux")
+        and threading.active_count() == 1
+        and "fork" in multiprocessing.get_all_start_methods()
+    ):
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context()
 

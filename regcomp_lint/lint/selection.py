@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 
 class UnknownSelector(ValueError):
@@ -24,7 +24,13 @@ def expand(selector: str, known: Iterable[str], names: dict[str, str] | None = N
     return matched
 
 
-def resolve(select: Iterable[str], extend_select: Iterable[str], ignore: Iterable[str], known: Iterable[str], names: dict[str, str] | None = None) -> frozenset[str]:
+def resolve(
+    select: Iterable[str],
+    extend_select: Iterable[str],
+    ignore: Iterable[str],
+    known: Iterable[str],
+    names: dict[str, str] | None = None,
+) -> frozenset[str]:
     known = list(known)
     enabled: set[str] = set()
     for sel in list(select) + list(extend_select):

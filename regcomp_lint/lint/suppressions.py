@@ -18,7 +18,10 @@ from regcomp_lint.files.source import comments
 
 # A code is letters then a digit then any alphanumerics, so a typo such as ``RC1O1`` stays one
 # (unknown) code instead of splitting into ``RC1`` and ``O1``.
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9][A-Za-z0-9]*(?:(?:\s*,\s*|\s+)[A-Za-z]+[0-9][A-Za-z0-9]*)*))?", re.IGNORECASE)
+_NOQA = re.compile(
+    r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9][A-Za-z0-9]*(?:(?:\s*,\s*|\s+)[A-Za-z]+[0-9][A-Za-z0-9]*)*))?",
+    re.IGNORECASE,
+)
 _IGNORE = re.compile(r"#\s*regcomp:\s*ignore(?:\[(?P<codes>[^\]]*)\])?")
 _CODE = re.compile(r"[A-Za-z]+[0-9][A-Za-z0-9]*|[A-Za-z0-9_]+")
 

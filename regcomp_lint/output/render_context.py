@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from regcomp_lint.files import reading
 from regcomp_lint.diagnostics import Applicability, Diagnostic
+from regcomp_lint.files import reading
 from regcomp_lint.files.source import DecodeError, decode_source, split_lines
 
 _ANSI = {"bold": "1", "red": "31", "green": "32", "yellow": "33", "blue": "34", "cyan": "36", "dim": "2"}

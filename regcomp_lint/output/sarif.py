@@ -82,7 +82,9 @@ def _result(diag: Diagnostic, index: dict[str, int], ctx: RenderContext) -> dict
         "ruleId": diag.code,
         "level": "error",
         "message": {"text": diag.message},
-        "locations": [{"physicalLocation": {"artifactLocation": location, "region": region(diag.location, diag.end_location)}}],
+        "locations": [
+            {"physicalLocation": {"artifactLocation": location, "region": region(diag.location, diag.end_location)}}
+        ],
     }
     if diag.code in index:
         result["ruleIndex"] = index[diag.code]
@@ -98,7 +100,10 @@ def _fix(fix: Fix, location: dict) -> dict:
             {
                 "artifactLocation": location,
                 "replacements": [
-                    {"deletedRegion": region(edit.location, edit.end_location), "insertedContent": {"text": edit.content}}
+                    {
+                        "deletedRegion": region(edit.location, edit.end_location),
+                        "insertedContent": {"text": edit.content},
+                    }
                     for edit in fix.edits
                 ],
             }

@@ -29,7 +29,9 @@ def render(diagnostics: list[Diagnostic], ctx: RenderContext, as_json: bool = Fa
     name_w = max(len("name"), *(len(r["name"]) for r in table))
     lines = [f"{'count':>{count_w}}  {'code':<{code_w}}  {'name':<{name_w}}  fixable"]
     for r in table:
-        lines.append(f"{r['count']:>{count_w}}  {ctx.style(r['code'], 'bold', 'red') + ' ' * (code_w - len(r['code']))}  {r['name']:<{name_w}}  {r['fixable']:>7}")
+        lines.append(
+            f"{r['count']:>{count_w}}  {ctx.style(r['code'], 'bold', 'red') + ' ' * (code_w - len(r['code']))}  {r['name']:<{name_w}}  {r['fixable']:>7}"
+        )
     total = sum(r["count"] for r in table)
     lines.append(f"{total:>{count_w}}  {'total':<{code_w}}  {'':<{name_w}}  {sum(r['fixable'] for r in table):>7}")
     return "\n".join(line.rstrip() for line in lines) + "\n"

@@ -1,12 +1,12 @@
 """Default human format: ``path:line:col: CODE message``, the source line and a caret under the span.
 
-    train.py:3:1: RC107 `suppress_errors = True` hides compiler failures ...
-      |
-    3 | torch._dynamo.config.suppress_errors = True
-      | ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
-      = help: Remove the line
+train.py:3:1: RC107 `suppress_errors = True` hides compiler failures ...
+  |
+3 | torch._dynamo.config.suppress_errors = True
+  | ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  = help: Remove the line
 
-    Found 1 error.
+Found 1 error.
 """
 
 from __future__ import annotations

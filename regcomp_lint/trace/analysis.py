@@ -20,7 +20,9 @@ import warnings
 from dataclasses import dataclass, field
 
 from regcomp_lint.trace import explain as explain_step
-from regcomp_lint.trace import locate, recommend as recommend_step, regions as regions_step, static_match, verdicts
+from regcomp_lint.trace import locate, static_match, verdicts
+from regcomp_lint.trace import recommend as recommend_step
+from regcomp_lint.trace import regions as regions_step
 from regcomp_lint.trace.batch import Batch
 from regcomp_lint.trace.errors import TraceError
 
@@ -28,12 +30,12 @@ from regcomp_lint.trace.errors import TraceError
 @dataclass
 class PlacedBreak:
     site: explain_step.BreakSite
-    instances: list[str]            # module paths that ran it
-    regions: list[str]              # the regions those are in
-    label: str                      # "transformer.h[0..11]", "lm_head", "<model>"
-    placed_by: str                  # "probe" | "code" | "none"
+    instances: list[str]  # module paths that ran it
+    regions: list[str]  # the regions those are in
+    label: str  # "transformer.h[0..11]", "lm_head", "<model>"
+    placed_by: str  # "probe" | "code" | "none"
     code: str | None
-    code_source: str                # "static" | "gb-id" | "none"
+    code_source: str  # "static" | "gb-id" | "none"
     registry: dict
 
 
@@ -57,7 +59,7 @@ class Analysis:
 class Options:
     backend: str = "inductor"
     mode: str | None = None
-    dynamic_dim: str = "auto"       # "auto" | "none" | an int as text
+    dynamic_dim: str = "auto"  # "auto" | "none" | an int as text
     recompiles: bool = True
 
 
@@ -73,17 +75,21 @@ def analyze(model, batch: Batch, device: str, options: Options | None = None) ->
             result = _timed(timings, "explain", lambda: explain_step.run_explain(model, batch))
         except TraceError as exc:
             if device == "meta":
-                raise TraceError(f"{exc} (on the meta device: code in forward that makes real tensors, such as a "
-                                 "KV cache, cannot be traced; pass use_cache=False in the inputs, or trace a smaller "
-                                 "config of the model on --device cpu)") from None
+                raise TraceError(
+                    f"{exc} (on the meta device: code in forward that makes real tensors, such as a "
+                    "KV cache, cannot be traced; pass use_cache=False in the inputs, or trace a smaller "
+                    "config of the model on --device cpu)"
+                ) from None
             # say what is wrong with the batch in eager terms when eager fails too
             locate.probe(model, batch, set(), fatal=True)
             raise
         lines = {(s.file, s.line) for s in result.breaks}
         probe = _timed(timings, "probe", lambda: locate.probe(model, batch, lines, fatal=device != "meta"))
         if not probe.ok:
-            notes.append(f"the eager probe run failed on {device} ({probe.error}): breaks are placed by code "
-                         "(every instance of the class that holds the line), call order by the traced graphs")
+            notes.append(
+                f"the eager probe run failed on {device} ({probe.error}): breaks are placed by code "
+                "(every instance of the class that holds the line), call order by the traced graphs"
+            )
             probe.order = list(result.ops_by_module)
         _record_order(graph, probe.order)
         placed = [_place(model, graph, site, probe) for site in result.breaks]
@@ -91,10 +97,15 @@ def analyze(model, batch: Batch, device: str, options: Options | None = None) ->
         clean = result.graph_count == 1 and not result.breaks and not result.counted_breaks
         whole = _timed(timings, "fullgraph", lambda: verdicts.whole_model(model, batch, one_clean_graph=clean))
         dim = _dynamic_dim(batch, options.dynamic_dim)
-        regional = _timed(timings, "regions_verdicts", lambda: _regional(model, batch, graph, dim, probe, placed, options, notes, clean))
+        regional = _timed(
+            timings,
+            "regions_verdicts",
+            lambda: _regional(model, batch, graph, dim, probe, placed, options, notes, clean),
+        )
         _record_verdicts(graph, regional)
-    analysis = Analysis(type(model).__name__, device, batch, graph, result, probe, placed, whole, regional,
-                        timings=timings, notes=notes)
+    analysis = Analysis(
+        type(model).__name__, device, batch, graph, result, probe, placed, whole, regional, timings=timings, notes=notes
+    )
     analysis.recommendation = recommend_step.recommend(analysis, options.backend, options.mode)
     timings["total"] = time.perf_counter() - start
     return analysis
@@ -139,8 +150,16 @@ def _place(model, graph, site, probe: locate.Probe) -> PlacedBreak:
         placed_by = "code" if instances else "none"
     region_names = list(dict.fromkeys(graph.region_of(p) for p in instances))
     code, how = static_match.rule_for(site.file, site.line, site.gb_id)
-    return PlacedBreak(site, instances, region_names, label_for(graph, region_names), placed_by, code, how,
-                       static_match.registry_entry(site.gb_id))
+    return PlacedBreak(
+        site,
+        instances,
+        region_names,
+        label_for(graph, region_names),
+        placed_by,
+        code,
+        how,
+        static_match.registry_entry(site.gb_id),
+    )
 
 
 def label_for(graph, region_names: list[str]) -> str:

@@ -79,7 +79,7 @@ def compile_kwargs(plan: Plan) -> dict[str, Any]:
     return kwargs
 
 
-def apply_plan(model: "nn.Module", plan: "Plan | str | os.PathLike[str]") -> "nn.Module":
+def apply_plan(model: nn.Module, plan: Plan | str | os.PathLike[str]) -> nn.Module:
     """Compile ``model`` in place as ``plan`` (a ``Plan`` or the path of a plan file) says.
 
     Returns ``model`` itself. Raises ``regcomp_lint.plan.PlanError`` for a plan file that cannot
@@ -136,7 +136,7 @@ def apply_plan(model: "nn.Module", plan: "Plan | str | os.PathLike[str]") -> "nn
     return model
 
 
-def _block_function(block: "nn.Module") -> Any:
+def _block_function(block: nn.Module) -> Any:
     """The plain function behind ``block.forward`` (its class's, unless the instance has its own)."""
     import types
 
@@ -151,7 +151,7 @@ def _block_function(block: "nn.Module") -> Any:
     )
 
 
-def _split_at_blocks(blocks: list["nn.Module"]) -> None:
+def _split_at_blocks(blocks: list[nn.Module]) -> None:
     """Make every block call its own frame under the model's compile (idempotent).
 
     ``block.forward = torch.compiler.disable(functools.partial(Class.forward, block),
@@ -174,7 +174,7 @@ def _split_at_blocks(blocks: list["nn.Module"]) -> None:
         block.forward = wrapper
 
 
-def _mark_nested(blocks: list["nn.Module"]) -> None:
+def _mark_nested(blocks: list[nn.Module]) -> None:
     """Make each block's ``forward`` a nested compile region, per instance (idempotent).
 
     The instance gets ``forward = functools.partial(marked, block)``, ``marked`` being one
@@ -194,11 +194,13 @@ def _mark_nested(blocks: list["nn.Module"]) -> None:
             continue  # already marked by an earlier apply_plan
         func = _block_function(block)
         if func not in marked:
-            marked[func] = func if hasattr(func, "__marked_compile_region_fn__") else torch.compiler.nested_compile_region(func)
+            marked[func] = (
+                func if hasattr(func, "__marked_compile_region_fn__") else torch.compiler.nested_compile_region(func)
+            )
         block.forward = functools.partial(marked[func], block)
 
 
-def _region_blocks(model: "nn.Module", regions: list[str]) -> list["nn.Module"]:
+def _region_blocks(model: nn.Module, regions: list[str]) -> list[nn.Module]:
     """The child blocks of every region container, in order, each once; checked before any compile."""
     from torch import nn
 
@@ -214,7 +216,9 @@ def _region_blocks(model: "nn.Module", regions: list[str]) -> list["nn.Module"]:
             )
         children = list(container.children())
         if not children:
-            raise ApplyError(f"apply_plan: region {path!r} is an empty {type(container).__name__}: there are no blocks to compile")
+            raise ApplyError(
+                f"apply_plan: region {path!r} is an empty {type(container).__name__}: there are no blocks to compile"
+            )
         for child in children:
             if id(child) not in seen:
                 seen.add(id(child))
@@ -222,7 +226,7 @@ def _region_blocks(model: "nn.Module", regions: list[str]) -> list["nn.Module"]:
     return blocks
 
 
-def _resolve(model: "nn.Module", path: str) -> "nn.Module":
+def _resolve(model: nn.Module, path: str) -> nn.Module:
     """``model.get_submodule(path)`` with an error that says where the path stops matching."""
     if not isinstance(path, str) or not path.strip():
         raise ApplyError(f"apply_plan: region path {path!r} is empty; name a container such as 'transformer.h'")

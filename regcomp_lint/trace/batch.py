@@ -17,7 +17,7 @@ class Batch:
     kwargs: dict = field(default_factory=dict)
 
     @classmethod
-    def from_value(cls, value: Any, where: str = "the inputs factory") -> "Batch":
+    def from_value(cls, value: Any, where: str = "the inputs factory") -> Batch:
         """A tensor is one positional argument, a tuple or list the positional arguments, a dict the keywords."""
         import torch
 
@@ -30,20 +30,24 @@ class Batch:
         if isinstance(value, dict):
             bad = [k for k in value if not isinstance(k, str)]
             if bad:
-                raise TraceError(f"{where} returned a dict with a non-string key {bad[0]!r}: keys must be the forward's parameter names")
+                raise TraceError(
+                    f"{where} returned a dict with a non-string key {bad[0]!r}: keys must be the forward's parameter names"
+                )
             return cls((), dict(value))
-        raise TraceError(f"{where} returned {type(value).__name__}; return a tensor, a tuple of positional arguments or a dict of keyword arguments")
+        raise TraceError(
+            f"{where} returned {type(value).__name__}; return a tensor, a tuple of positional arguments or a dict of keyword arguments"
+        )
 
     def tensors(self) -> list:
         import torch
 
         return [v for v in _leaves(self.args, self.kwargs) if isinstance(v, torch.Tensor)]
 
-    def map(self, fn) -> "Batch":
+    def map(self, fn) -> Batch:
         """The batch with ``fn`` applied to every tensor (nested lists, tuples and dicts followed)."""
         return Batch(tuple(_map(a, fn) for a in self.args), {k: _map(v, fn) for k, v in self.kwargs.items()})
 
-    def to(self, device) -> "Batch":
+    def to(self, device) -> Batch:
         return self.map(lambda t: t.to(device))
 
     def call(self, module):
@@ -63,7 +67,7 @@ class Batch:
             return 1
         return 0 if any(t.dim() >= 1 for t in tensors) else None
 
-    def resized(self, dim: int) -> tuple["Batch", int, int] | None:
+    def resized(self, dim: int) -> tuple[Batch, int, int] | None:
         """The batch with every tensor whose size on ``dim`` equals the first one's cut shorter
         (a slice: the values stay valid token ids, labels, pixels); ``(batch, old, new)``, or None
         when the size is 1 and cannot shrink."""

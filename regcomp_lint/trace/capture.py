@@ -35,8 +35,9 @@ import sys
 import threading
 import tokenize
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from regcomp_lint.trace.errors import TraceError
 
@@ -368,9 +369,7 @@ def capture_script(path: str, argv: list[str], max_seconds: float = 300.0) -> Ca
     try:
         import torch  # noqa: F401
     except ImportError as exc:  # pragma: no cover - the trace extra is missing
-        raise TraceError(
-            "trace needs torch: pip install 'regcomp-lint[trace]'"
-        ) from exc
+        raise TraceError("trace needs torch: pip install 'regcomp-lint[trace]'") from exc
 
     path = os.fspath(path)
     _check_script(path)
@@ -418,7 +417,8 @@ def capture_script(path: str, argv: list[str], max_seconds: float = 300.0) -> Ca
         message = _first_line(str(outcome))
         text = type(outcome).__name__ + (f": {message}" if message else "")
         raise TraceError(
-            f"{path} raised {text}" + (f" at {where}" if where else "")
+            f"{path} raised {text}"
+            + (f" at {where}" if where else "")
             + f" before calling a model's forward; fix the script, or {_FALLBACK_HINT}"
         ) from outcome
     raise TraceError(f"{path} ended but never called a model's forward; {_FALLBACK_HINT}")

@@ -21,8 +21,10 @@ def resolve(device: str) -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
-        raise TraceError("--device cuda: no CUDA GPU is available here (torch.cuda.is_available() is False); "
-                         "use --device cpu, or --device meta for a model too big for memory")
+        raise TraceError(
+            "--device cuda: no CUDA GPU is available here (torch.cuda.is_available() is False); "
+            "use --device cpu, or --device meta for a model too big for memory"
+        )
     return device
 
 

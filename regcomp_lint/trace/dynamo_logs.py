@@ -106,7 +106,9 @@ def explanation(text: str) -> str | None:
 def hints(text: str) -> list[str]:
     """The hints of the first break in a message (not of the follow-up ones)."""
     first = text.split("*** While handling this graph break", 1)[0]
-    return [line.strip().removeprefix("Hint:").strip() for line in first.splitlines() if line.strip().startswith("Hint:")]
+    return [
+        line.strip().removeprefix("Hint:").strip() for line in first.splitlines() if line.strip().startswith("Hint:")
+    ]
 
 
 def user_frames(text: str) -> list[tuple[str, int, str]]:

@@ -44,9 +44,9 @@ class ExplainResult:
     graph_count: int
     graph_break_count: int
     breaks: list[BreakSite]
-    ops: int                               # ops in all graphs
-    ops_by_module: dict[str, int]          # module path -> ops traced inside it (its subtree)
-    counted_breaks: int                    # counters["graph_break"], the cross-check
+    ops: int  # ops in all graphs
+    ops_by_module: dict[str, int]  # module path -> ops traced inside it (its subtree)
+    counted_breaks: int  # counters["graph_break"], the cross-check
     seconds: float
 
 
@@ -119,8 +119,16 @@ def _add(sites: dict, text: str, frames: list[tuple[str, int, str]], source: str
             site.explanation, site.hints = dynamo_logs.explanation(text), dynamo_logs.hints(text)
             sites[key] = site
         else:
-            site = sites[key] = BreakSite(file, line, function, gb, dynamo_logs.gb_type(text),
-                                          dynamo_logs.explanation(text), dynamo_logs.hints(text), user)
+            site = sites[key] = BreakSite(
+                file,
+                line,
+                function,
+                gb,
+                dynamo_logs.gb_type(text),
+                dynamo_logs.explanation(text),
+                dynamo_logs.hints(text),
+                user,
+            )
     site.count += 1
     site.sources.add(source)
     if len(user) > len(site.frames):

@@ -27,7 +27,8 @@ import json
 import math
 import os
 import tempfile
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import networkx as nx
 
@@ -53,9 +54,7 @@ def write_graph(graph: nx.DiGraph, path: str, *, collapse: bool = True) -> None:
     elif suffix in (".html", ".htm"):
         text = render_html(graph, collapse=collapse)
     else:
-        raise TraceError(
-            f"cannot write a graph to {path!r}: give a file ending in .dot, .json or .html"
-        )
+        raise TraceError(f"cannot write a graph to {path!r}: give a file ending in .dot, .json or .html")
     _write_atomic(path, text)
 
 
@@ -207,7 +206,7 @@ def _int(graph: nx.DiGraph, node: Any, key: str) -> int:
 def _member_range(name: str, members: list) -> str:
     """``transformer.h[0..11]`` for ``transformer.h.0`` … ``transformer.h.11``."""
     prefix = name + "." if name else ""
-    suffixes = [str(m)[len(prefix):] if str(m).startswith(prefix) else str(m) for m in members]
+    suffixes = [str(m)[len(prefix) :] if str(m).startswith(prefix) else str(m) for m in members]
     if all(s.isdigit() for s in suffixes):
         numbers = [int(s) for s in suffixes]
         if len(numbers) > 1 and numbers == list(range(numbers[0], numbers[0] + len(numbers))):
@@ -265,8 +264,7 @@ def _dot_id(value: Any) -> str:
 def _dot_label(lines: Iterable[str]) -> str:
     """A quoted label whose lines are separated by DOT's ``\\n``."""
     escaped = [
-        str(line).replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ").replace("\r", " ")
-        for line in lines
+        str(line).replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ").replace("\r", " ") for line in lines
     ]
     return '"' + "\\n".join(escaped) + '"'
 
@@ -304,7 +302,7 @@ def render_dot(graph: nx.DiGraph, *, collapse: bool = True) -> str:
     title = f"{view.model}" + (f" on {view.device}" if view.device else "") + ": region graph"
     out = [
         "digraph regions {",
-        f"  graph [label={_dot_label([title])}, labelloc=t, fontname=\"Helvetica\", fontsize=14,"
+        f'  graph [label={_dot_label([title])}, labelloc=t, fontname="Helvetica", fontsize=14,'
         " rankdir=TB, nodesep=0.25, ranksep=0.35];",
         '  node [shape=box, style="rounded,filled", fillcolor="#ffffff", color="#555555",'
         ' fontname="Helvetica", fontsize=10];',
@@ -380,8 +378,10 @@ def render_dot(graph: nx.DiGraph, *, collapse: bool = True) -> str:
         container = group.get("container") or "?"
         label = f"group {group['name']}: {group['class']} ×{len(group['members'])} ({container})"
         out.append(f"  subgraph {_dot_id(f'cluster_group_{index}')} {{")
-        out.append(f"    label={_dot_label([label])}; style=\"dashed,rounded\"; color=\"#5c6bc0\";"
-                   " fontcolor=\"#3949ab\"; fontsize=10;")
+        out.append(
+            f'    label={_dot_label([label])}; style="dashed,rounded"; color="#5c6bc0";'
+            ' fontcolor="#3949ab"; fontsize=10;'
+        )
         out += ["  " + line for line in lines]
         out.append("  }")
     out += edges
@@ -513,8 +513,11 @@ def render_html(graph: nx.DiGraph, *, collapse: bool = True) -> str:
     whole = _attr(graph, "", "fullgraph") if "" in graph else None
     title = f"Region graph — {view.model}" + (f" ({view.device})" if view.device else "")
 
-    meta = [f"<b>{_e(amount(root_params))}</b> params", f"<b>{n_nodes}</b> modules",
-            f"<b>{len(view.groups)}</b> {'group' if len(view.groups) == 1 else 'groups'}"]
+    meta = [
+        f"<b>{_e(amount(root_params))}</b> params",
+        f"<b>{n_nodes}</b> modules",
+        f"<b>{len(view.groups)}</b> {'group' if len(view.groups) == 1 else 'groups'}",
+    ]
     if view.device:
         meta.insert(0, f"device <b>{_e(view.device)}</b>")
     meta.append(f"<b>{total_breaks}</b> graph {'break' if total_breaks == 1 else 'breaks'}")
@@ -554,9 +557,11 @@ def render_html(graph: nx.DiGraph, *, collapse: bool = True) -> str:
 
     if view.groups:
         out.append("<h2>Groups of identical blocks</h2>")
-        out.append('<div class="card"><table><thead><tr><th>group</th><th>class</th><th>count</th>'
-                   "<th>container</th><th>params each</th><th>graph breaks</th><th>recompiles</th>"
-                   "<th>fullgraph</th></tr></thead><tbody>")
+        out.append(
+            '<div class="card"><table><thead><tr><th>group</th><th>class</th><th>count</th>'
+            "<th>container</th><th>params each</th><th>graph breaks</th><th>recompiles</th>"
+            "<th>fullgraph</th></tr></thead><tbody>"
+        )
         for group in view.groups:
             breaks, recompiles, verdict = view.group_totals(group)
             container = group.get("container") or "?"
@@ -565,7 +570,7 @@ def render_html(graph: nx.DiGraph, *, collapse: bool = True) -> str:
                 note = ' <span class="note">(Accelerate\'s <code>compile_regions</code> only sees ModuleList)</span>'
             verdict_text = {True: "✓", False: "✗", None: "?"}[verdict]
             out.append(
-                f"<tr><td class=\"mono\">{_e(group['label'])}</td><td class=\"cls\">{_e(group['class'])}</td>"
+                f'<tr><td class="mono">{_e(group["label"])}</td><td class="cls">{_e(group["class"])}</td>'
                 f"<td>{len(group['members'])}</td><td>{_e(container)}{note}</td>"
                 f"<td>{_e(amount(_attr(graph, group['members'][0], 'params', 0)))}</td>"
                 f"<td>{breaks}</td><td>{recompiles}</td><td>{verdict_text}</td></tr>"
@@ -599,15 +604,14 @@ def _html_summary(view: _View, node: Any, edge_name: str | None) -> tuple[str, s
         f'<span class="name">{_e(name)}</span> '
         f'<span class="cls">{_e(data.get("cls") or "?")}</span> '
         f'<span class="params">{_e(amount(data.get("params")))} params</span>'
-        f'{_badges(breaks, sub_breaks, recompiles, data.get("fullgraph"), called)}'
+        f"{_badges(breaks, sub_breaks, recompiles, data.get('fullgraph'), called)}"
         f'<span class="path mono" title="{_e(tip)}">{_e(node)}</span>'
     )
     search = f"{node} {data.get('cls') or ''}"
     return text, search
 
 
-def _html_node(view: _View, node: Any, parent: Any, depth: int, collapse: bool,
-               out: list[str], seen: set) -> None:
+def _html_node(view: _View, node: Any, parent: Any, depth: int, collapse: bool, out: list[str], seen: set) -> None:
     """Append the ``<li>`` of ``node`` (and its subtree) to ``out``, iteratively."""
     # (node, parent, depth, phase): phase 0 opens the node, phase 1 closes it
     stack: list[tuple] = [(node, parent, depth, 0)]

@@ -13,8 +13,9 @@ import importlib.util
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from regcomp_lint.trace.batch import Batch
 from regcomp_lint.trace.errors import TraceError
@@ -23,7 +24,9 @@ from regcomp_lint.trace.errors import TraceError
 def split_reference(reference: str, option: str) -> tuple[str, str]:
     target, sep, name = reference.rpartition(":")
     if not sep or not target or not name or not name.replace(".", "_").isidentifier():
-        raise TraceError(f"{option} {reference!r}: expected FILE_OR_MODULE:FACTORY, e.g. models.py:make_model or mypkg.models:build")
+        raise TraceError(
+            f"{option} {reference!r}: expected FILE_OR_MODULE:FACTORY, e.g. models.py:make_model or mypkg.models:build"
+        )
     return target, name
 
 
@@ -81,7 +84,9 @@ def build_model(reference: str, device: str):
         if isinstance(factory, torch.nn.Module):
             return factory
         if not callable(factory):
-            raise TraceError(f"--model {reference!r} is a {type(factory).__name__}, not a factory: name a function or class that returns an nn.Module")
+            raise TraceError(
+                f"--model {reference!r} is a {type(factory).__name__}, not a factory: name a function or class that returns an nn.Module"
+            )
         if device == "meta":
             with torch.device("meta"):
                 return factory()
@@ -102,7 +107,9 @@ def build_batch(reference: str, device: str) -> Batch:
         if isinstance(factory, (torch.Tensor, tuple, list, dict)):
             return factory
         if not callable(factory):
-            raise TraceError(f"--inputs {reference!r} is a {type(factory).__name__}: name a function that returns the batch")
+            raise TraceError(
+                f"--inputs {reference!r} is a {type(factory).__name__}: name a function that returns the batch"
+            )
         if device == "meta":
             with torch.device("meta"):
                 return factory()

@@ -27,7 +27,7 @@ from regcomp_lint.trace.loading import user_error
 class Probe:
     ok: bool
     error: str | None = None
-    order: list[str] = field(default_factory=list)                 # module paths by first call
+    order: list[str] = field(default_factory=list)  # module paths by first call
     hits: dict[tuple[str, int], list[str]] = field(default_factory=dict)  # break line -> module paths
 
 
@@ -61,8 +61,10 @@ def probe(model, batch: Batch, lines: set[tuple[str, int]], fatal: bool) -> Prob
     def global_trace(frame, event, arg):
         return local if frame.f_code.co_filename in files else None
 
-    handles = [torch.nn.modules.module.register_module_forward_pre_hook(pre),
-               torch.nn.modules.module.register_module_forward_hook(post)]
+    handles = [
+        torch.nn.modules.module.register_module_forward_pre_hook(pre),
+        torch.nn.modules.module.register_module_forward_hook(post),
+    ]
     old_trace = sys.gettrace()
     try:
         if lines:

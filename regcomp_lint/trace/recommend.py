@@ -17,8 +17,10 @@ from regcomp_lint.plan import Plan
 from regcomp_lint.trace.loading import display_path
 from regcomp_lint.trace.regions import amount
 
-PER_BLOCK_FIX = ("torch._dynamo.config.allow_unspec_int_on_nn_module = True (or raise "
-                 "torch._dynamo.config.recompile_limit, or keep the int in a buffer)")
+PER_BLOCK_FIX = (
+    "torch._dynamo.config.allow_unspec_int_on_nn_module = True (or raise "
+    "torch._dynamo.config.recompile_limit, or keep the int in a buffer)"
+)
 
 
 @dataclass
@@ -27,11 +29,16 @@ class Recommendation:
     regions: list[str]
     plugin: dict
     why: list[str] = field(default_factory=list)
-    saving: dict | None = None     # {"traced_ops_full", "traced_ops_regional", "fraction"}
+    saving: dict | None = None  # {"traced_ops_full", "traced_ops_regional", "fraction"}
 
     def plan(self, model_name: str | None) -> Plan:
-        return Plan(strategy=self.strategy, regions=list(self.regions), plugin=dict(self.plugin),
-                    why=list(self.why), model=model_name)
+        return Plan(
+            strategy=self.strategy,
+            regions=list(self.regions),
+            plugin=dict(self.plugin),
+            why=list(self.why),
+            model=model_name,
+        )
 
 
 def recommend(analysis, backend: str = "inductor", mode: str | None = None) -> Recommendation:
@@ -42,34 +49,49 @@ def recommend(analysis, backend: str = "inductor", mode: str | None = None) -> R
     if mode:
         base["mode"] = mode
     if explain.graph_count == 0:
-        return Recommendation("none", [], {"backend": "no"},
-                              ["dynamo traced no graph: every frame fell back to eager, so compiling buys nothing until the breaks above are fixed"])
+        return Recommendation(
+            "none",
+            [],
+            {"backend": "no"},
+            [
+                "dynamo traced no graph: every frame fell back to eager, so compiling buys nothing until the breaks above are fixed"
+            ],
+        )
     verdicts = analysis.regional.fullgraph
     failing = {r: v for r, v in verdicts.items() if v.ok is False}
     if regions.groups:
         containers = list(dict.fromkeys(g.container_path for g in regions.groups))
         for group in regions.groups:
-            why.append(f"{group.collapsed}: {group.count} identical {group.cls} blocks "
-                       f"({amount(group.params_each)} params each) compile once and reuse the compiled code")
+            why.append(
+                f"{group.collapsed}: {group.count} identical {group.cls} blocks "
+                f"({amount(group.params_each)} params each) compile once and reuse the compiled code"
+            )
             if not group.accelerate_sees:
-                why.append(f"{group.container_path or '<model>'} is an nn.{group.container}"
-                           f"{' of mixed classes' if group.container == 'ModuleList' else ''}: Accelerate's compile_regions "
-                           "(use_regional_compilation=True) compiles it as one graph instead of block by block; "
-                           "apply_plan compiles its blocks one by one in place")
+                why.append(
+                    f"{group.container_path or '<model>'} is an nn.{group.container}"
+                    f"{' of mixed classes' if group.container == 'ModuleList' else ''}: Accelerate's compile_regions "
+                    "(use_regional_compilation=True) compiles it as one graph instead of block by block; "
+                    "apply_plan compiles its blocks one by one in place"
+                )
         fullgraph = not failing and all(v.ok for v in verdicts.values() if v.ok is not None)
         why.append(_fullgraph_reason(fullgraph, failing, {v.how for v in verdicts.values()}))
         plugin = {**base, "fullgraph": bool(fullgraph), "use_regional_compilation": True}
         saving = _saving(analysis)
         if saving:
-            why.append(f"estimated cold-start saving: dynamo traces {saving['traced_ops_regional']} ops instead of "
-                       f"{saving['traced_ops_full']} for a full compile ({saving['fraction']:.0%} less to compile)")
+            why.append(
+                f"estimated cold-start saving: dynamo traces {saving['traced_ops_regional']} ops instead of "
+                f"{saving['traced_ops_full']} for a full compile ({saving['fraction']:.0%} less to compile)"
+            )
         strategy, chosen = "regional", containers
     else:
         whole = analysis.whole
         fullgraph = bool(whole.ok)
         why.append("no repeated blocks: one graph for the whole model")
-        why.append("fullgraph=True works on the whole model" if fullgraph else
-                   f"fullgraph=True fails on the whole model{_at(whole)}: keep fullgraph=False")
+        why.append(
+            "fullgraph=True works on the whole model"
+            if fullgraph
+            else f"fullgraph=True fails on the whole model{_at(whole)}: keep fullgraph=False"
+        )
         plugin = {**base, "fullgraph": fullgraph, "use_regional_compilation": False}
         strategy, chosen, saving = "full", [], None
     why.extend(_recompile_reasons(analysis))
@@ -81,8 +103,10 @@ def _fullgraph_reason(ok: bool, failing: dict, how: set[str]) -> str:
         if how == {"explain"}:
             return "fullgraph=True works in every region (explain placed no break in any; not compiled region by region on this device)"
         if "explain" in how:
-            return ("fullgraph=True works in every region (each group's first block compiled with backend=eager, "
-                    "fullgraph=True; the regions around them traced in explain's single graph)")
+            return (
+                "fullgraph=True works in every region (each group's first block compiled with backend=eager, "
+                "fullgraph=True; the regions around them traced in explain's single graph)"
+            )
         return "fullgraph=True works in every region (each compiled with backend=eager, fullgraph=True)"
     # one line per distinct failure (every member of a group shares its first block's verdict)
     by_failure: dict[tuple, list[str]] = {}
@@ -97,7 +121,11 @@ def _fullgraph_reason(ok: bool, failing: dict, how: set[str]) -> str:
 
 def _at(verdict) -> str:
     if verdict.file and verdict.line:
-        return f" at {display_path(verdict.file)}:{verdict.line} ({verdict.gb_id or ''} {verdict.reason or ''})".replace("( ", "(")
+        return (
+            f" at {display_path(verdict.file)}:{verdict.line} ({verdict.gb_id or ''} {verdict.reason or ''})".replace(
+                "( ", "("
+            )
+        )
     return f" ({verdict.reason})" if verdict.reason else ""
 
 
@@ -108,19 +136,25 @@ def _recompile_reasons(analysis) -> list[str]:
     if attribute:
         guards = sorted({r.reason.split(" == ")[0] for r in attribute})
         seen = ", ".join(dict.fromkeys(r.region for r in attribute))
-        out.append(f"blocks recompile on {', '.join(guards)} (seen on {seen})"
-                   f"{' at ' + attribute[0].file + ':' + str(attribute[0].line) if attribute[0].file else ''}: set {PER_BLOCK_FIX}")
+        out.append(
+            f"blocks recompile on {', '.join(guards)} (seen on {seen})"
+            f"{' at ' + attribute[0].file + ':' + str(attribute[0].line) if attribute[0].file else ''}: set {PER_BLOCK_FIX}"
+        )
     cache = [r for r in regional.recompiles if r.kind == "other" and r.file and "cache" in r.file.rsplit("/", 1)[-1]]
     if cache:
-        out.append(f"the blocks recompile on their slot of a per-layer cache ({cache[0].reason}, {cache[0].file}:{cache[0].line}): "
-                   "call the model with use_cache=False when training (the cache is for generation)")
+        out.append(
+            f"the blocks recompile on their slot of a per-layer cache ({cache[0].reason}, {cache[0].file}:{cache[0].line}): "
+            "call the model with use_cache=False when training (the cache is for generation)"
+        )
     if regional.limit_hit:
         out.append(regional.limit_hit)
     shape = [r for r in regional.recompiles if r.kind == "shape"]
     if shape:
-        out.append(f"a batch of another size recompiled ({regional.second_batch}); with dynamic=None torch marks the "
-                   "dimension dynamic after the first change: pad batches to a fixed multiple (pad_to_multiple_of) "
-                   "or pass dynamic=True to avoid even that")
+        out.append(
+            f"a batch of another size recompiled ({regional.second_batch}); with dynamic=None torch marks the "
+            "dimension dynamic after the first change: pad batches to a fixed multiple (pad_to_multiple_of) "
+            "or pass dynamic=True to avoid even that"
+        )
     return out
 
 
@@ -137,4 +171,3 @@ def _saving(analysis) -> dict | None:
     if not saved:
         return None
     return {"traced_ops_full": total, "traced_ops_regional": total - saved, "fraction": round(saved / total, 3)}
-

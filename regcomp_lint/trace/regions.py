@@ -22,11 +22,11 @@ import networkx as nx
 
 @dataclass
 class Group:
-    name: str              # "transformer.h" (the container), or "layers[Block]" in a mixed container
+    name: str  # "transformer.h" (the container), or "layers[Block]" in a mixed container
     cls: str
-    container: str         # "ModuleList" | "Sequential"
+    container: str  # "ModuleList" | "Sequential"
     container_path: str
-    members: list[str]     # module paths, in order
+    members: list[str]  # module paths, in order
     params_each: int
     accelerate_sees: bool  # compile_regions regionalizes it
 
@@ -50,9 +50,9 @@ class Group:
 class RegionGraph:
     graph: nx.DiGraph
     groups: list[Group] = field(default_factory=list)
-    group_of: dict[str, Group] = field(default_factory=dict)   # member path -> its group
+    group_of: dict[str, Group] = field(default_factory=dict)  # member path -> its group
 
-    regions: list[str] = field(default_factory=list)            # the partition, in module order
+    regions: list[str] = field(default_factory=list)  # the partition, in module order
     region_set: set[str] = field(default_factory=set)
 
     def region_of(self, path: str) -> str:
@@ -82,10 +82,17 @@ def build(model) -> RegionGraph:
     for path, module in model.named_modules(remove_duplicate=False):
         if path in graph:
             continue
-        graph.add_node(path, cls=type(module).__name__,
-                       params=sum(p.numel() for p in module.parameters()),
-                       buffers=sum(b.numel() for b in module.buffers()),
-                       order=None, group=None, fullgraph=None, breaks=0, recompiles=0)
+        graph.add_node(
+            path,
+            cls=type(module).__name__,
+            params=sum(p.numel() for p in module.parameters()),
+            buffers=sum(b.numel() for b in module.buffers()),
+            order=None,
+            group=None,
+            fullgraph=None,
+            breaks=0,
+            recompiles=0,
+        )
         if path:
             parent, _, name = path.rpartition(".")
             graph.add_edge(parent, path, name=name)
@@ -99,8 +106,10 @@ def build(model) -> RegionGraph:
             graph.nodes[member]["group"] = group.name
     region.regions = _partition(graph, "", region.group_of)
     region.region_set = set(region.regions)
-    graph.graph["groups"] = [{"name": g.name, "class": g.cls, "count": g.count, "container": g.container,
-                              "members": list(g.members)} for g in region.groups]
+    graph.graph["groups"] = [
+        {"name": g.name, "class": g.cls, "count": g.count, "container": g.container, "members": list(g.members)}
+        for g in region.groups
+    ]
     return region
 
 
@@ -123,12 +132,17 @@ def _groups_in(path: str, container) -> list[Group]:
         cls = type(members[0][1]).__name__
         whole = len(members) == len(children)
         name = path if (whole and len(repeated) == 1) else f"{path}[{cls}]"
-        groups.append(Group(
-            name=name or "<root>", cls=cls, container=kind, container_path=path,
-            members=[f"{path}.{n}" if path else n for n, _ in members],
-            params_each=sum(p.numel() for p in members[0][1].parameters()),
-            accelerate_sees=kind == "ModuleList" and one_class,
-        ))
+        groups.append(
+            Group(
+                name=name or "<root>",
+                cls=cls,
+                container=kind,
+                container_path=path,
+                members=[f"{path}.{n}" if path else n for n, _ in members],
+                params_each=sum(p.numel() for p in members[0][1].parameters()),
+                accelerate_sees=kind == "ModuleList" and one_class,
+            )
+        )
     return groups
 
 

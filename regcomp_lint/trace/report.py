@@ -23,45 +23,86 @@ def to_json(analysis: Analysis) -> dict:
         "model": analysis.model_name,
         "device": analysis.device,
         "batch": analysis.batch.describe(),
-        "groups": [{"name": g.name, "class": g.cls, "count": g.count, "container": g.container,
-                    "members": list(g.members), "params_each": g.params_each,
-                    "accelerate_regionalizes": g.accelerate_sees} for g in graph.groups],
-        "regions": [{
-            "name": r or "<model>",
-            "class": nodes[r]["cls"],
-            "group": nodes[r]["group"],
-            "params": nodes[r]["params"],
-            "graph_breaks": sum(1 for b in analysis.breaks if r in b.regions),
-            "fullgraph": _verdict_value(analysis.regional.fullgraph.get(r)),
-            "fullgraph_checked": (analysis.regional.fullgraph[r].how if r in analysis.regional.fullgraph else None),
-            "order": nodes[r]["order"],
-        } for r in graph.regions],
-        "graph_breaks": [{
-            "region": b.label,
-            "regions": [r or "<model>" for r in b.regions],
-            "file": display_path(b.site.file),
-            "line": b.site.line,
-            "function": b.site.function,
-            "gb_id": b.site.gb_id,
-            "code": b.code,
-            "code_from": b.code_source,
-            "reason": b.site.reason,
-            "explanation": b.site.explanation or b.registry.get("explanation"),
-            "hints": b.site.hints or list(b.registry.get("hints", [])),
-            "count": b.site.count,
-            "placed_by": b.placed_by,
-        } for b in analysis.breaks],
-        "recompiles": [{"region": r.region or "<model>", "reason": r.reason, "kind": r.kind,
-                        "file": display_path(r.file), "line": r.line, "hint": r.hint} for r in analysis.regional.recompiles],
+        "groups": [
+            {
+                "name": g.name,
+                "class": g.cls,
+                "count": g.count,
+                "container": g.container,
+                "members": list(g.members),
+                "params_each": g.params_each,
+                "accelerate_regionalizes": g.accelerate_sees,
+            }
+            for g in graph.groups
+        ],
+        "regions": [
+            {
+                "name": r or "<model>",
+                "class": nodes[r]["cls"],
+                "group": nodes[r]["group"],
+                "params": nodes[r]["params"],
+                "graph_breaks": sum(1 for b in analysis.breaks if r in b.regions),
+                "fullgraph": _verdict_value(analysis.regional.fullgraph.get(r)),
+                "fullgraph_checked": (analysis.regional.fullgraph[r].how if r in analysis.regional.fullgraph else None),
+                "order": nodes[r]["order"],
+            }
+            for r in graph.regions
+        ],
+        "graph_breaks": [
+            {
+                "region": b.label,
+                "regions": [r or "<model>" for r in b.regions],
+                "file": display_path(b.site.file),
+                "line": b.site.line,
+                "function": b.site.function,
+                "gb_id": b.site.gb_id,
+                "code": b.code,
+                "code_from": b.code_source,
+                "reason": b.site.reason,
+                "explanation": b.site.explanation or b.registry.get("explanation"),
+                "hints": b.site.hints or list(b.registry.get("hints", [])),
+                "count": b.site.count,
+                "placed_by": b.placed_by,
+            }
+            for b in analysis.breaks
+        ],
+        "recompiles": [
+            {
+                "region": r.region or "<model>",
+                "reason": r.reason,
+                "kind": r.kind,
+                "file": display_path(r.file),
+                "line": r.line,
+                "hint": r.hint,
+            }
+            for r in analysis.regional.recompiles
+        ],
         "recompile_limit_hit": analysis.regional.limit_hit,
         "second_batch": analysis.regional.second_batch,
         "fullgraph_ok": bool(analysis.whole.ok),
-        "fullgraph": {"ok": analysis.whole.ok, "checked": analysis.whole.how, "gb_id": analysis.whole.gb_id,
-                      "reason": analysis.whole.reason, "file": display_path(analysis.whole.file), "line": analysis.whole.line},
-        "explain": {"graph_count": analysis.explain.graph_count, "graph_break_count": analysis.explain.graph_break_count,
-                    "ops": analysis.explain.ops, "break_counter": analysis.explain.counted_breaks},
-        "recommendation": {"strategy": rec.strategy, "regions": list(rec.regions), "plugin": dict(rec.plugin),
-                           "why": list(rec.why), "saving": rec.saving} if rec else None,
+        "fullgraph": {
+            "ok": analysis.whole.ok,
+            "checked": analysis.whole.how,
+            "gb_id": analysis.whole.gb_id,
+            "reason": analysis.whole.reason,
+            "file": display_path(analysis.whole.file),
+            "line": analysis.whole.line,
+        },
+        "explain": {
+            "graph_count": analysis.explain.graph_count,
+            "graph_break_count": analysis.explain.graph_break_count,
+            "ops": analysis.explain.ops,
+            "break_counter": analysis.explain.counted_breaks,
+        },
+        "recommendation": {
+            "strategy": rec.strategy,
+            "regions": list(rec.regions),
+            "plugin": dict(rec.plugin),
+            "why": list(rec.why),
+            "saving": rec.saving,
+        }
+        if rec
+        else None,
         "notes": list(analysis.notes),
         "timings": dict(analysis.timings),
     }
@@ -73,13 +114,16 @@ def _verdict_value(verdict):
 
 # -- text ------------------------------------------------------------------------------------
 
+
 def to_text(analysis: Analysis) -> str:
     out: list[str] = []
     ex = analysis.explain
     out.append(f"{analysis.model_name} on {analysis.device}, batch {analysis.batch.describe()}")
-    out.append(f"explain: {ex.graph_count} graph{'s' if ex.graph_count != 1 else ''}, "
-               f"{len(analysis.breaks)} graph-break site{'s' if len(analysis.breaks) != 1 else ''}, {ex.ops} ops "
-               f"({analysis.timings.get('explain', 0):.1f} s; whole trace {analysis.timings.get('total', 0):.1f} s)")
+    out.append(
+        f"explain: {ex.graph_count} graph{'s' if ex.graph_count != 1 else ''}, "
+        f"{len(analysis.breaks)} graph-break site{'s' if len(analysis.breaks) != 1 else ''}, {ex.ops} ops "
+        f"({analysis.timings.get('explain', 0):.1f} s; whole trace {analysis.timings.get('total', 0):.1f} s)"
+    )
     out.append("")
     out.append("Regions")
     out.extend(_tree(analysis))
@@ -88,8 +132,10 @@ def to_text(analysis: Analysis) -> str:
         out.append(f"Graph breaks ({len(analysis.breaks)})")
         for b in analysis.breaks:
             code = f" [{b.code}]" if b.code else ""
-            out.append(f"  {b.label}: {display_path(b.site.file)}:{b.site.line} in {b.site.function}: "
-                       f"{b.site.gb_id or 'graph break'} {b.site.reason}{code}")
+            out.append(
+                f"  {b.label}: {display_path(b.site.file)}:{b.site.line} in {b.site.function}: "
+                f"{b.site.gb_id or 'graph break'} {b.site.reason}{code}"
+            )
             source = linecache.getline(b.site.file, b.site.line).rstrip()
             if source:
                 out.append(f"    {b.site.line:>5} | {source.strip()}")
@@ -123,10 +169,16 @@ def to_text(analysis: Analysis) -> str:
         out.append("")
     whole = analysis.whole
     if whole.ok:
-        out.append(f"fullgraph=True on the whole model: ok ({'one graph, no break in explain' if whole.how == 'explain' else 'compiled'})")
+        out.append(
+            f"fullgraph=True on the whole model: ok ({'one graph, no break in explain' if whole.how == 'explain' else 'compiled'})"
+        )
     elif whole.ok is False:
         where = f" at {display_path(whole.file)}:{whole.line}" if whole.file else ""
-        out.append(f"fullgraph=True on the whole model: fails{where} ({whole.gb_id or ''} {whole.reason or ''})".replace("( ", "("))
+        out.append(
+            f"fullgraph=True on the whole model: fails{where} ({whole.gb_id or ''} {whole.reason or ''})".replace(
+                "( ", "("
+            )
+        )
     else:
         out.append(f"fullgraph=True on the whole model: unknown ({whole.reason})")
     for note in analysis.notes:
@@ -189,9 +241,11 @@ def _tree(analysis: Analysis) -> list[str]:
             shown_groups.add(group.name)
             label = group.collapsed
             if group.container_path and label.startswith(group.container_path):
-                label = group.container_path.rsplit(".", 1)[-1] + label[len(group.container_path):]
-            lines.append(f"  {prefix}{connector}{label}  {group.cls} ×{group.count}  {amount(group.params_each)} params each"
-                         f"{verdict(group.members[0])}{extras(group.members)}")
+                label = group.container_path.rsplit(".", 1)[-1] + label[len(group.container_path) :]
+            lines.append(
+                f"  {prefix}{connector}{label}  {group.cls} ×{group.count}  {amount(group.params_each)} params each"
+                f"{verdict(group.members[0])}{extras(group.members)}"
+            )
             return
         whole_group = next((grp for grp in graph.groups if grp.name == path and path), None)
         if whole_group is not None:  # a container that is exactly one group: show it collapsed
@@ -203,12 +257,10 @@ def _tree(analysis: Analysis) -> list[str]:
             return
         own = extras([path])
         lines.append(head + own)
-        children = [c for c in g.successors(path)
-                    if not (c in graph.group_of and graph.group_of[c].members[0] != c)]
+        children = [c for c in g.successors(path) if not (c in graph.group_of and graph.group_of[c].members[0] != c)]
         child_prefix = prefix + ("" if depth == 0 else ("   " if last else "│  "))
         for i, child in enumerate(children):
             walk(child, child_prefix, i == len(children) - 1, depth + 1)
 
     walk("", "", True, 0)
     return lines
-

@@ -14,8 +14,8 @@ from regcomp_lint.knowledge.graph_breaks import REGISTRY, RULE_BREAKS
 
 @lru_cache(maxsize=256)
 def _findings(path: str) -> dict[int, tuple[str, ...]]:
-    from regcomp_lint.lint.engine import lint_source
     from regcomp_lint.lint.config import Settings
+    from regcomp_lint.lint.engine import lint_source
 
     try:
         with open(path, "rb") as handle:
@@ -75,6 +75,9 @@ def registry_entry(gb_id: str | None) -> dict:
     entries = _torch_registry().get(gb_id or "")
     if entries:
         first = entries[0]
-        return {"type": first.get("Gb_type", ""), "explanation": first.get("Explanation", ""),
-                "hints": list(first.get("Hints", []))}
+        return {
+            "type": first.get("Gb_type", ""),
+            "explanation": first.get("Explanation", ""),
+            "hints": list(first.get("Hints", [])),
+        }
     return dict(REGISTRY.get(gb_id or "", {}))

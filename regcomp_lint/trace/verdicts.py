@@ -30,8 +30,8 @@ _HINT = re.compile(r"\(HINT: (.+?)\)\s*$", re.MULTILINE)
 
 @dataclass
 class Verdict:
-    ok: bool | None                 # None: undecided (not called, or the run failed for another reason)
-    how: str                        # "compiled" | "explain" | "not called" | "skipped"
+    ok: bool | None  # None: undecided (not called, or the run failed for another reason)
+    how: str  # "compiled" | "explain" | "not called" | "skipped"
     gb_id: str | None = None
     reason: str | None = None
     file: str | None = None
@@ -42,7 +42,7 @@ class Verdict:
 class Recompile:
     region: str
     reason: str
-    kind: str                       # "attribute" | "shape" | "tensor" | "other" (see recompile_kind)
+    kind: str  # "attribute" | "shape" | "tensor" | "other" (see recompile_kind)
     file: str | None = None
     line: int | None = None
     hint: str | None = None
@@ -50,9 +50,9 @@ class Recompile:
 
 @dataclass
 class RegionalRun:
-    fullgraph: dict[str, Verdict] = field(default_factory=dict)      # region path -> verdict
+    fullgraph: dict[str, Verdict] = field(default_factory=dict)  # region path -> verdict
     recompiles: list[Recompile] = field(default_factory=list)
-    limit_hit: str | None = None     # "recompile_limit (8) hit at transformer.h.8"
+    limit_hit: str | None = None  # "recompile_limit (8) hit at transformer.h.8"
     second_batch: str | None = None  # what the shape probe changed, or why it did not run
     error: str | None = None
 
@@ -63,8 +63,14 @@ def _unsupported_verdict(exc: BaseException) -> Verdict:
     frame = innermost_user_frame(frames) if frames else None
     if frame is None:
         frame = innermost_user_frame(traceback.extract_tb(exc.__traceback__))
-    return Verdict(False, "compiled", dynamo_logs.gb_id(text), dynamo_logs.gb_type(text).splitlines()[0][:200],
-                   frame.filename if frame else None, frame.lineno if frame else None)
+    return Verdict(
+        False,
+        "compiled",
+        dynamo_logs.gb_id(text),
+        dynamo_logs.gb_type(text).splitlines()[0][:200],
+        frame.filename if frame else None,
+        frame.lineno if frame else None,
+    )
 
 
 def whole_model(model, batch: Batch, one_clean_graph: bool) -> Verdict:
@@ -95,8 +101,9 @@ def whole_model(model, batch: Batch, one_clean_graph: bool) -> Verdict:
 SAMPLED_MEMBERS = 3
 
 
-def regional(model, batch: Batch, regions: RegionGraph, dynamic_dim: int | None,
-             explain_clean: bool = False) -> RegionalRun:
+def regional(
+    model, batch: Batch, regions: RegionGraph, dynamic_dim: int | None, explain_clean: bool = False
+) -> RegionalRun:
     """One compile session, as regional compilation would run it, with no cache reset inside:
 
     - regions compiled separately (``backend="eager"``): each group's first block and every region
@@ -132,8 +139,10 @@ def regional(model, batch: Batch, regions: RegionGraph, dynamic_dim: int | None,
     # torch.nn leaf regions (Linear, LayerNorm...) share one code object, so each new one
     # "recompiles" it: room for all of them, or the later ones would silently stay eager
     limit = dynamo.config.recompile_limit
-    with dynamo_logs.collecting(graph_breaks=False, recompiles=True) as logs, \
-            dynamo.config.patch(recompile_limit=max(limit, len(paths) + limit)):
+    with (
+        dynamo_logs.collecting(graph_breaks=False, recompiles=True) as logs,
+        dynamo.config.patch(recompile_limit=max(limit, len(paths) + limit)),
+    ):
         for _ in range(len(strict) + 1):
             dynamo.reset()
             start = logs.mark()
@@ -187,11 +196,15 @@ def _per_block_limit(regions: RegionGraph, run: RegionalRun, limit: int) -> str 
         seen = ", ".join(followers)
         if group.count > limit:
             eager = group.members[limit:]
-            return (f"every block of {group.collapsed} recompiles (seen on {seen}: a value of its own in the guard); with recompile_limit ({limit}) "
-                    f"{eager[0]}{' .. ' + eager[-1] if len(eager) > 1 else ''} ({len(eager)} of {group.count}) "
-                    "run eagerly, without a word")
-        return (f"every block of {group.collapsed} recompiles (seen on {seen}): {group.count} compiles instead of 1 "
-                f"(within recompile_limit {limit}, but the cold start grows with depth)")
+            return (
+                f"every block of {group.collapsed} recompiles (seen on {seen}: a value of its own in the guard); with recompile_limit ({limit}) "
+                f"{eager[0]}{' .. ' + eager[-1] if len(eager) > 1 else ''} ({len(eager)} of {group.count}) "
+                "run eagerly, without a word"
+            )
+        return (
+            f"every block of {group.collapsed} recompiles (seen on {seen}): {group.count} compiles instead of 1 "
+            f"(within recompile_limit {limit}, but the cold start grows with depth)"
+        )
     return None
 
 
@@ -304,12 +317,20 @@ def _collect_recompiles(records, start: int, calls, regions: RegionGraph, run: R
             continue
         seen.add((region, reason))
         end = text.find("\n", guard.end()) if guard else -1
-        first = text[guard.start(): end if end != -1 else len(text)] if guard else ""  # that failure's own line
+        first = text[guard.start() : end if end != -1 else len(text)] if guard else ""  # that failure's own line
         site = _GUARD_SITE.search(first)
         hint = _HINT.search(first)
         kind = recompile_kind(reason)
-        run.recompiles.append(Recompile(region, reason, kind, site.group(1) if site else None,
-                                        int(site.group(2)) if site else None, hint.group(1) if hint else None))
+        run.recompiles.append(
+            Recompile(
+                region,
+                reason,
+                kind,
+                site.group(1) if site else None,
+                int(site.group(2)) if site else None,
+                hint.group(1) if hint else None,
+            )
+        )
 
 
 def from_explain(regions: RegionGraph, placed) -> RegionalRun:
@@ -323,10 +344,9 @@ def from_explain(regions: RegionGraph, placed) -> RegionalRun:
         if item.site.gb_id in FULLGRAPH_CAPTURED:
             continue
         for region in item.regions:
-            blocked.setdefault(region, Verdict(False, "explain", item.site.gb_id, item.site.reason,
-                                               item.site.file, item.site.line))
+            blocked.setdefault(
+                region, Verdict(False, "explain", item.site.gb_id, item.site.reason, item.site.file, item.site.line)
+            )
     for region in regions.regions:
         run.fullgraph[region] = blocked.get(region, Verdict(True, "explain"))
     return run
-
-

@@ -33,12 +33,15 @@ def test_fix_is_unsafe_and_not_applied_by_default():
     assert fix_source(src, unsafe=True)[0] == src.replace("inductr", "inductor")
 
 
-@pytest.mark.parametrize("literal,fixed", [
-    ('"Inductor"', '"inductor"'),
-    ("'''Inductor'''", "'''inductor'''"),
-    ('r"Inductor"', 'r"inductor"'),
-    ('"Induc" "tor"', '"inductor"'),
-])
+@pytest.mark.parametrize(
+    "literal,fixed",
+    [
+        ('"Inductor"', '"inductor"'),
+        ("'''Inductor'''", "'''inductor'''"),
+        ('r"Inductor"', 'r"inductor"'),
+        ('"Induc" "tor"', '"inductor"'),
+    ],
+)
 def test_fix_keeps_prefix_and_quotes(literal, fixed):
     src = f"import torch\nm = torch.compile(m, backend={literal})\n"
     assert fix_source(src, unsafe=True)[0] == f"import torch\nm = torch.compile(m, backend={fixed})\n"

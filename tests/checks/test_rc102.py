@@ -16,28 +16,38 @@ def rc102(src: str):
 @pytest.mark.parametrize("mode", INDUCTOR_MODES)
 def test_every_torch_2_13_mode_is_accepted(mode):
     assert rc102(f"import torch\nm = torch.compile(m, mode={mode!r})\n") == []
-    assert rc102(f"from accelerate.utils import TorchDynamoPlugin\np = TorchDynamoPlugin(backend='inductor', mode={mode!r})\n") == []
+    assert (
+        rc102(
+            f"from accelerate.utils import TorchDynamoPlugin\np = TorchDynamoPlugin(backend='inductor', mode={mode!r})\n"
+        )
+        == []
+    )
 
 
-@pytest.mark.parametrize("backend,reported", [
-    (None, True),
-    ("'inductor'", True),
-    ("'eager'", False),  # eager ignores the mode (torch logs a warning)
-    ("'Inductor'", False),  # RC101's business: torch.compile fails on the backend first
-    ("args.backend", False),
-    ("my_backend", False),
-])
+@pytest.mark.parametrize(
+    "backend,reported",
+    [
+        (None, True),
+        ("'inductor'", True),
+        ("'eager'", False),  # eager ignores the mode (torch logs a warning)
+        ("'Inductor'", False),  # RC101's business: torch.compile fails on the backend first
+        ("args.backend", False),
+        ("my_backend", False),
+    ],
+)
 def test_mode_matters_only_for_inductor(backend, reported):
     extra = f", backend={backend}" if backend else ""
     assert bool(rc102(f"import torch\nm = torch.compile(m, mode='max_autotune'{extra})\n")) is reported
 
 
 def test_plugin_backend_is_case_insensitive():
-    assert rc102("from accelerate.utils import TorchDynamoPlugin\np = TorchDynamoPlugin(backend='INDUCTOR', mode='fast')\n")
+    assert rc102(
+        "from accelerate.utils import TorchDynamoPlugin\np = TorchDynamoPlugin(backend='INDUCTOR', mode='fast')\n"
+    )
 
 
 def test_finding_points_at_the_mode_and_fix_is_unsafe():
-    src = "import torch\nm = torch.compile(m, mode=\"max_autotune\")\n"
+    src = 'import torch\nm = torch.compile(m, mode="max_autotune")\n'
     [diag] = rc102(src)
     assert (diag.location, diag.end_location) == (Location(2, 27), Location(2, 41))
     assert diag.fix.applicability is Applicability.UNSAFE

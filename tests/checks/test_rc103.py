@@ -42,7 +42,9 @@ def test_display_fix_moves_mode_settings_into_options():
 
 def test_display_fix_fills_an_empty_dict_and_handles_decorators():
     src = "import torch\n@torch.compile(mode='reduce-overhead', options={})\ndef f(x):\n    return x\n"
-    assert shown_fix(src) == "import torch\n@torch.compile(options={'triton.cudagraphs': True})\ndef f(x):\n    return x\n"
+    assert (
+        shown_fix(src) == "import torch\n@torch.compile(options={'triton.cudagraphs': True})\ndef f(x):\n    return x\n"
+    )
 
 
 def test_default_mode_just_disappears():

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from regcomp_lint.api import fix_source, lint_source
-from regcomp_lint.lint.config import Settings
 from regcomp_lint.diagnostics import Applicability, Location
+from regcomp_lint.lint.config import Settings
 
 ONLY_RC105 = Settings(select=("RC105",))
 
@@ -33,7 +33,11 @@ def test_import_goes_after_docstring_and_future_import():
         "def main():\n    import accelerate\n    return accelerate.Accelerator(dynamo_backend='eager')\n"
     )
     fixed, _ = fix_source(src, config=ONLY_RC105)
-    assert fixed.splitlines()[:3] == ['"""Train."""', "from __future__ import annotations", "from accelerate.utils import TorchDynamoPlugin"]
+    assert fixed.splitlines()[:3] == [
+        '"""Train."""',
+        "from __future__ import annotations",
+        "from accelerate.utils import TorchDynamoPlugin",
+    ]
     assert "accelerate.Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='eager'))" in fixed
 
 
@@ -58,10 +62,16 @@ def test_two_accelerators_share_one_added_import():
 
 
 def test_reuses_top_level_plugin_import_from_accelerate_and_dataclasses():
-    for line in ("from accelerate import TorchDynamoPlugin as P", "from accelerate.utils.dataclasses import TorchDynamoPlugin as P"):
+    for line in (
+        "from accelerate import TorchDynamoPlugin as P",
+        "from accelerate.utils.dataclasses import TorchDynamoPlugin as P",
+    ):
         src = f"{line}\nfrom accelerate import Accelerator\nacc = Accelerator(dynamo_backend='eager')\n"
         fixed, _ = fix_source(src, config=ONLY_RC105)
-        assert fixed == f"{line}\nfrom accelerate import Accelerator\nacc = Accelerator(dynamo_plugin=P(backend='eager'))\n"
+        assert (
+            fixed
+            == f"{line}\nfrom accelerate import Accelerator\nacc = Accelerator(dynamo_plugin=P(backend='eager'))\n"
+        )
 
 
 def test_no_fix_when_the_name_is_defined_in_the_file():

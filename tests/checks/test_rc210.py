@@ -53,12 +53,16 @@ def project(tmp_path):
 
 def test_break_in_another_file_is_named(tmp_path):
     project(tmp_path)
-    train = write(tmp_path, "train.py", """
+    train = write(
+        tmp_path,
+        "train.py",
+        """
         import torch
         from pkg.model import GPT
         model = GPT()
         model = torch.compile(model, fullgraph=True)
-    """)
+    """,
+    )
     found = rc210(train)
     assert len(found) == 1
     message = found[0].message
@@ -69,7 +73,10 @@ def test_break_in_another_file_is_named(tmp_path):
 
 def test_plugin_with_the_prepared_model_in_a_function(tmp_path):
     project(tmp_path)
-    train = write(tmp_path, "train.py", """
+    train = write(
+        tmp_path,
+        "train.py",
+        """
         from accelerate import Accelerator
         from accelerate.utils import TorchDynamoPlugin
         from pkg.model import GPT
@@ -79,13 +86,17 @@ def test_plugin_with_the_prepared_model_in_a_function(tmp_path):
             accelerator = Accelerator(dynamo_plugin=plugin)
             model = GPT().to(accelerator.device)
             model, opt = accelerator.prepare(model, make_optimizer())
-    """)
+    """,
+    )
     assert len(rc210(train)) == 1
 
 
 def test_model_held_by_a_trainer(tmp_path):
     project(tmp_path)
-    train = write(tmp_path, "train.py", """
+    train = write(
+        tmp_path,
+        "train.py",
+        """
         import torch
         from pkg.model import GPT
 
@@ -94,7 +105,8 @@ def test_model_held_by_a_trainer(tmp_path):
                 self.model = GPT()
             def setup(self):
                 self.model = torch.compile(self.model, fullgraph=True)
-    """)
+    """,
+    )
     assert len(rc210(train)) == 1
 
 
@@ -102,35 +114,50 @@ def test_clean_model_and_captured_breaks_are_not_reported(tmp_path):
     pkg = tmp_path / "clean"
     pkg.mkdir()
     write(pkg, "__init__.py", "")
-    write(pkg, "model.py", """
+    write(
+        pkg,
+        "model.py",
+        """
         import torch
         from torch import nn
         class Net(nn.Module):
             def forward(self, x):
                 n = x.sum().item()        # captured under fullgraph=True
                 return x[x > 0] * n       # also captured
-    """)
-    train = write(tmp_path, "train.py", """
+    """,
+    )
+    train = write(
+        tmp_path,
+        "train.py",
+        """
         import torch
         from clean.model import Net
         model = torch.compile(Net(), fullgraph=True)
         other = torch.compile(Net())
-    """)
+    """,
+    )
     assert rc210(train) == []
 
 
 def test_unknown_model_is_not_reported(tmp_path):
-    train = write(tmp_path, "train.py", """
+    train = write(
+        tmp_path,
+        "train.py",
+        """
         import torch
         from transformers import AutoModel
         model = AutoModel.from_pretrained("gpt2")
         model = torch.compile(model, fullgraph=True)
-    """)
+    """,
+    )
     assert rc210(train) == []
 
 
 def test_more_breaks_are_counted(tmp_path):
-    train = write(tmp_path, "m.py", """
+    train = write(
+        tmp_path,
+        "m.py",
+        """
         import torch
         from torch import nn
         class Net(nn.Module):
@@ -139,6 +166,7 @@ def test_more_breaks_are_counted(tmp_path):
                 torch._dynamo.graph_break()
                 return x
         net = torch.compile(Net(), fullgraph=True)
-    """)
+    """,
+    )
     (found,) = rc210(train)
     assert "at line 6: RC203 GB0059, print-or-logging (and 1 more)" in found.message

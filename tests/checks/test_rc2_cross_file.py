@@ -89,7 +89,10 @@ def test_the_imported_file_alone_reports_nothing(tmp_path):
 def test_helper_called_only_from_the_training_loop_or_with_numbers_is_not_reported(tmp_path):
     """`log_loss` is never reached from forward; `width` gets a shape int: no tensor branch."""
     write(tmp_path, "_ops.py", OPS)
-    train = write(tmp_path, "train.py", """
+    train = write(
+        tmp_path,
+        "train.py",
+        """
         import torch
         from torch import nn
         from _ops import log_loss, width
@@ -100,26 +103,38 @@ def test_helper_called_only_from_the_training_loop_or_with_numbers_is_not_report
 
         model = Net()
         log_loss(model(torch.ones(2, 4)).sum())
-    """)
+    """,
+    )
     assert lint(train) == []
 
 
 def test_relative_import_in_a_package_and_a_module_attribute_call(tmp_path):
     pkg = tmp_path / "pkg"
     write(pkg, "__init__.py", "")
-    write(pkg, "ops.py", """
+    write(
+        pkg,
+        "ops.py",
+        """
         import time
 
         def stamp(x):
             t = time.time()
             return x * 2
-    """)
-    write(pkg, "util.py", """
+    """,
+    )
+    write(
+        pkg,
+        "util.py",
+        """
         def show(x):
             print(x.shape)
             return x
-    """)
-    model = write(pkg, "model.py", """
+    """,
+    )
+    model = write(
+        pkg,
+        "model.py",
+        """
         from torch import nn
         from . import util
         from .ops import stamp
@@ -128,7 +143,8 @@ def test_relative_import_in_a_package_and_a_module_attribute_call(tmp_path):
             def forward(self, x):
                 x = stamp(x)
                 return util.show(x)
-    """)
+    """,
+    )
     found = lint(model)
     assert sorted(where(found)) == [("RC203", 9, 16), ("RC205", 8, 13)]
     by_code = {d.code: d.message for d in found}
@@ -138,14 +154,21 @@ def test_relative_import_in_a_package_and_a_module_attribute_call(tmp_path):
 
 
 def test_every_break_once_however_many_calls_reach_it(tmp_path):
-    write(tmp_path, "_ops.py", """
+    write(
+        tmp_path,
+        "_ops.py",
+        """
         def noisy(x):
             print(x.shape)
             if x.sum() > 0:
                 x = -x
             return x
-    """)
-    net = write(tmp_path, "net.py", """
+    """,
+    )
+    net = write(
+        tmp_path,
+        "net.py",
+        """
         from torch import nn
         from _ops import noisy
 
@@ -162,7 +185,8 @@ def test_every_break_once_however_many_calls_reach_it(tmp_path):
                 for block in self.blocks:
                     x = block(x)
                 return noisy(x)
-    """)
+    """,
+    )
     found = lint(net)
     assert sorted(where(found)) == [("RC202", 14, 13), ("RC203", 14, 13)]
     assert all(d.message.endswith("(reached via Net.forward → _ops.noisy)") for d in found)
@@ -170,7 +194,10 @@ def test_every_break_once_however_many_calls_reach_it(tmp_path):
 
 def test_a_module_class_of_another_file_reports_its_own_breaks_there(tmp_path):
     """`Block` (another file) breaks in its own forward: `layers.py` reports it, `net.py` does not."""
-    write(tmp_path, "layers.py", """
+    write(
+        tmp_path,
+        "layers.py",
+        """
         from torch import nn
 
         class Block(nn.Module):
@@ -178,8 +205,12 @@ def test_a_module_class_of_another_file_reports_its_own_breaks_there(tmp_path):
                 if x.sum() > 0:
                     x = -x
                 return x
-    """)
-    net = write(tmp_path, "net.py", """
+    """,
+    )
+    net = write(
+        tmp_path,
+        "net.py",
+        """
         from torch import nn
         from layers import Block
 
@@ -189,7 +220,8 @@ def test_a_module_class_of_another_file_reports_its_own_breaks_there(tmp_path):
                 self.block = Block()
             def forward(self, x):
                 return self.block(x)
-    """)
+    """,
+    )
     assert lint(net) == []
     assert where(lint(tmp_path / "layers.py")) == [("RC202", 6, 12)]
 
@@ -197,15 +229,22 @@ def test_a_module_class_of_another_file_reports_its_own_breaks_there(tmp_path):
 def test_a_chain_through_another_files_module_is_reported_by_that_file(tmp_path):
     """net.Net → layers.Block (a module of layers.py) → ops.shout: layers.py reports it, once."""
     write(tmp_path, "ops.py", "def shout(x):\n    print(x)\n    return x\n")
-    layers = write(tmp_path, "layers.py", """
+    layers = write(
+        tmp_path,
+        "layers.py",
+        """
         from torch import nn
         from ops import shout
 
         class Block(nn.Module):
             def forward(self, x):
                 return shout(x)
-    """)
-    net = write(tmp_path, "net.py", """
+    """,
+    )
+    net = write(
+        tmp_path,
+        "net.py",
+        """
         from torch import nn
         from layers import Block
 
@@ -215,7 +254,8 @@ def test_a_chain_through_another_files_module_is_reported_by_that_file(tmp_path)
                 self.block = Block()
             def forward(self, x):
                 return self.block(x)
-    """)
+    """,
+    )
     assert lint(net) == []
     found = lint(layers)
     assert where(found) == [("RC203", 7, 16)]
@@ -223,7 +263,10 @@ def test_a_chain_through_another_files_module_is_reported_by_that_file(tmp_path)
 
 
 def test_a_helper_its_own_file_already_reaches_is_reported_there_only(tmp_path):
-    ops = write(tmp_path, "ops.py", """
+    ops = write(
+        tmp_path,
+        "ops.py",
+        """
         from torch import nn
 
         def shout(x):
@@ -233,15 +276,20 @@ def test_a_helper_its_own_file_already_reaches_is_reported_there_only(tmp_path):
         class Loud(nn.Module):
             def forward(self, x):
                 return shout(x)
-    """)
-    net = write(tmp_path, "net.py", """
+    """,
+    )
+    net = write(
+        tmp_path,
+        "net.py",
+        """
         from torch import nn
         from ops import shout
 
         class Net(nn.Module):
             def forward(self, x):
                 return shout(x)
-    """)
+    """,
+    )
     assert where(lint(ops)) == [("RC203", 5, 5)]
     assert lint(net) == []
 
@@ -249,14 +297,18 @@ def test_a_helper_its_own_file_already_reaches_is_reported_there_only(tmp_path):
 def test_two_hops_through_plain_functions_name_the_last_file(tmp_path):
     write(tmp_path, "deep.py", "import random\n\ndef jitter(x):\n    return x * random.random()\n")
     write(tmp_path, "mid.py", "from deep import jitter\n\ndef mix(x):\n    return jitter(x) + x\n")
-    net = write(tmp_path, "net.py", """
+    net = write(
+        tmp_path,
+        "net.py",
+        """
         from torch import nn
         from mid import mix
 
         class Net(nn.Module):
             def forward(self, x):
                 return mix(x)
-    """)
+    """,
+    )
     found = lint(net)
     assert where(found) == [("RC205", 7, 16)]
     assert found[0].message.startswith("at deep.py:4, in code this call runs: ")
@@ -264,7 +316,10 @@ def test_two_hops_through_plain_functions_name_the_last_file(tmp_path):
 
 
 def test_calls_dynamo_skips_are_not_followed_and_an_imported_disabled_callee_is_rc207(tmp_path):
-    write(tmp_path, "_ops.py", """
+    write(
+        tmp_path,
+        "_ops.py",
+        """
         import torch
 
         def shout(x):
@@ -275,8 +330,12 @@ def test_calls_dynamo_skips_are_not_followed_and_an_imported_disabled_callee_is_
         def quiet(x):
             print(x)
             return x
-    """)
-    net = write(tmp_path, "net.py", """
+    """,
+    )
+    net = write(
+        tmp_path,
+        "net.py",
+        """
         import torch
         from torch import nn
         from _ops import quiet, shout
@@ -286,7 +345,8 @@ def test_calls_dynamo_skips_are_not_followed_and_an_imported_disabled_callee_is_
                 if not torch.compiler.is_compiling():
                     shout(x)
                 return quiet(x)
-    """)
+    """,
+    )
     found = lint(net)
     # not followed into `quiet`, but the call of a disabled function is itself a break (RC207)
     assert where(found) == [("RC207", 10, 16)]
@@ -294,7 +354,10 @@ def test_calls_dynamo_skips_are_not_followed_and_an_imported_disabled_callee_is_
 
 
 def test_closures_and_methods_of_an_imported_plain_class(tmp_path):
-    write(tmp_path, "_ops.py", """
+    write(
+        tmp_path,
+        "_ops.py",
+        """
         class Scaler:
             def __call__(self, x):
                 return x
@@ -303,15 +366,20 @@ def test_closures_and_methods_of_an_imported_plain_class(tmp_path):
             def gate(t):
                 return t * t.sum().item()
             return gate(x)
-    """)
-    net = write(tmp_path, "net.py", """
+    """,
+    )
+    net = write(
+        tmp_path,
+        "net.py",
+        """
         from torch import nn
         from _ops import gated
 
         class Net(nn.Module):
             def forward(self, x):
                 return gated(x)
-    """)
+    """,
+    )
     found = lint(net)
     assert where(found) == [("RC201", 7, 16)]
     assert found[0].message.startswith("at _ops.py:8, in code this call runs: ")
@@ -320,7 +388,9 @@ def test_closures_and_methods_of_an_imported_plain_class(tmp_path):
 
 def test_a_suppression_at_the_call_silences_it(tmp_path):
     write(tmp_path, "_ops.py", OPS)
-    net = write(tmp_path, "net.py", NET.replace("return scale_by_norm(h) * n", "return scale_by_norm(h) * n  # noqa: RC202"))
+    net = write(
+        tmp_path, "net.py", NET.replace("return scale_by_norm(h) * n", "return scale_by_norm(h) * n  # noqa: RC202")
+    )
     assert [d.code for d in lint_source(net.read_text(), str(net))] == []
 
 
@@ -355,7 +425,10 @@ def test_cached_result_goes_stale_when_either_file_changes(tmp_path):
 def test_decorated_functions_of_another_file_are_not_followed(tmp_path):
     """`lru_cache` or a wrapper may change what runs (transformers makes some compile-time
     constants): nothing inside is judged, nor what they call."""
-    write(tmp_path, "_ops.py", """
+    write(
+        tmp_path,
+        "_ops.py",
+        """
         import logging
         from functools import lru_cache
 
@@ -373,8 +446,12 @@ def test_decorated_functions_of_another_file_are_not_followed(tmp_path):
         def plain(x):
             print(x)
             return x
-    """)
-    net = write(tmp_path, "net.py", """
+    """,
+    )
+    net = write(
+        tmp_path,
+        "net.py",
+        """
         from torch import nn
         from _ops import available, plain
 
@@ -383,5 +460,6 @@ def test_decorated_functions_of_another_file_are_not_followed(tmp_path):
                 if available():
                     x = x * 2
                 return plain(x)
-    """)
+    """,
+    )
     assert where(lint(net)) == [("RC203", 9, 16)]

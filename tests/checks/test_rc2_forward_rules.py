@@ -9,8 +9,8 @@ import pytest
 from regcomp_lint.api import lint_source
 from regcomp_lint.checks import ALL_RULES
 from regcomp_lint.checks.forward_rule import ForwardRule
-from regcomp_lint.lint.engine import active_rules
 from regcomp_lint.knowledge import graph_breaks
+from regcomp_lint.lint.engine import active_rules
 
 RC2 = [code for code in ALL_RULES if code.startswith("RC2")]
 
@@ -88,14 +88,17 @@ def test_generate_and_training_loop_are_not_judged():
     assert not rows & {46, 47, 48, 50, 51, 52, 53}
 
 
-@pytest.mark.parametrize("guard,skipped", [
-    ("if not torch.compiler.is_compiling():", True),
-    ("if not torch._dynamo.is_compiling():", True),
-    ("if not is_torchdynamo_compiling():", True),
-    ("if torch.compiler.is_compiling():\n            pass\n        else:", True),
-    ("if torch.compiler.is_compiling():", False),
-    ("if self.training:", False),
-])
+@pytest.mark.parametrize(
+    "guard,skipped",
+    [
+        ("if not torch.compiler.is_compiling():", True),
+        ("if not torch._dynamo.is_compiling():", True),
+        ("if not is_torchdynamo_compiling():", True),
+        ("if torch.compiler.is_compiling():\n            pass\n        else:", True),
+        ("if torch.compiler.is_compiling():", False),
+        ("if self.training:", False),
+    ],
+)
 def test_code_dynamo_skips_is_not_judged(guard, skipped):
     src = f"""
     import torch
@@ -141,12 +144,22 @@ def test_several_rules_share_one_walk_and_each_reports():
             return out
     """
     assert sorted(d.code for d in lint(src, *RC2)) == [
-        "RC201", "RC202", "RC203", "RC204", "RC205", "RC206", "RC207", "RC208", "RC209"]
+        "RC201",
+        "RC202",
+        "RC203",
+        "RC204",
+        "RC205",
+        "RC206",
+        "RC207",
+        "RC208",
+        "RC209",
+    ]
 
 
 def test_a_rule_alone_still_gets_its_facts():
     """With one RC2xx rule selected it feeds the facts itself."""
     from regcomp_lint.lint.config import Settings
+
     src = textwrap.dedent(MODEL)
     settings = Settings(select=("RC202",))
     found = [d for d in lint_source(src, "m.py", settings)]
@@ -172,9 +185,11 @@ def test_no_torch_import():
     import subprocess
     import sys
 
-    code = ("import sys, textwrap\nfrom regcomp_lint.api import lint_source\n"
-            f"lint_source(textwrap.dedent({MODEL!r}), 'model.py')\n"
-            "print(sorted(m for m in ('torch', 'transformers', 'accelerate', 'networkx') if m in sys.modules))\n")
+    code = (
+        "import sys, textwrap\nfrom regcomp_lint.api import lint_source\n"
+        f"lint_source(textwrap.dedent({MODEL!r}), 'model.py')\n"
+        "print(sorted(m for m in ('torch', 'transformers', 'accelerate', 'networkx') if m in sys.modules))\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"  # nor networkx: the call graph needs no import on the lint path
 

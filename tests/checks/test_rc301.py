@@ -7,8 +7,8 @@ import textwrap
 import pytest
 
 from regcomp_lint.api import lint_source
-from regcomp_lint.lint.config import Settings
 from regcomp_lint.diagnostics import Location
+from regcomp_lint.lint.config import Settings
 
 
 def rc301(src: str, filename: str = "model.py"):
@@ -101,35 +101,41 @@ def block(store="self.idx = idx", use="x = x * self.idx", arg="i"):
     return BLOCK.format(store=store, use=use, arg=arg)
 
 
-@pytest.mark.parametrize("store,use,arg", [
-    ("self.idx = idx", "x = x * self.idx", "i"),
-    ("self.idx = idx", "x = x * self.idx", "i + 1"),
-    ("self.idx = idx", "x = x * self.idx", "2 * i"),
-    ("self.idx = idx", "x = x * self.idx", "i // 2"),
-    ("self.idx = idx + 1", "x = x * self.idx", "i"),
-    ("self.idx = int(idx)", "x = x * self.idx", "i"),
-    # measured: a branch, an `is None` test and a string attribute all recompile per block
-    ("self.idx = idx", "if self.idx == 0:\n                x = x * 2", "i"),
-    ("self.idx = idx", "if self.idx is None:\n                x = x * 2", "i"),
-    ("self.name = f'block{idx}'", "x = x if self.name else x * 2", "i"),
-])
+@pytest.mark.parametrize(
+    "store,use,arg",
+    [
+        ("self.idx = idx", "x = x * self.idx", "i"),
+        ("self.idx = idx", "x = x * self.idx", "i + 1"),
+        ("self.idx = idx", "x = x * self.idx", "2 * i"),
+        ("self.idx = idx", "x = x * self.idx", "i // 2"),
+        ("self.idx = idx + 1", "x = x * self.idx", "i"),
+        ("self.idx = int(idx)", "x = x * self.idx", "i"),
+        # measured: a branch, an `is None` test and a string attribute all recompile per block
+        ("self.idx = idx", "if self.idx == 0:\n                x = x * 2", "i"),
+        ("self.idx = idx", "if self.idx is None:\n                x = x * 2", "i"),
+        ("self.name = f'block{idx}'", "x = x if self.name else x * 2", "i"),
+    ],
+)
 def test_per_block_values_read_in_forward(store, use, arg):
     assert len(rc301(block(store, use, arg))) == 1
 
 
-@pytest.mark.parametrize("store,use,arg", [
-    # folded into two values: one recompilation, not one per block
-    ("self.odd = idx % 2 == 1", "x = x * self.odd", "i"),
-    ("self.first = idx == 0", "x = x * self.first", "i"),
-    # a float: dynamo makes it dynamic after one recompilation
-    ("self.scale = 1.0 / (idx + 1)", "x = x * self.scale", "i"),
-    # the same value for every block
-    ("self.idx = idx", "x = x * self.idx", "4"),
-    # never read in forward
-    ("self.idx = idx", "x = x * 2", "i"),
-    # a buffer is a tensor input, not a guarded constant
-    ("self.register_buffer('idx', torch.tensor(idx))", "x = x * self.idx", "i"),
-])
+@pytest.mark.parametrize(
+    "store,use,arg",
+    [
+        # folded into two values: one recompilation, not one per block
+        ("self.odd = idx % 2 == 1", "x = x * self.odd", "i"),
+        ("self.first = idx == 0", "x = x * self.first", "i"),
+        # a float: dynamo makes it dynamic after one recompilation
+        ("self.scale = 1.0 / (idx + 1)", "x = x * self.scale", "i"),
+        # the same value for every block
+        ("self.idx = idx", "x = x * self.idx", "4"),
+        # never read in forward
+        ("self.idx = idx", "x = x * 2", "i"),
+        # a buffer is a tensor input, not a guarded constant
+        ("self.register_buffer('idx', torch.tensor(idx))", "x = x * self.idx", "i"),
+    ],
+)
 def test_not_per_block_or_not_read(store, use, arg):
     assert rc301(block(store, use, arg)) == []
 
@@ -196,21 +202,29 @@ def test_index_forwarded_through_super_init():
 
 def test_reads_outside_forward_are_not_judged():
     src = block(use="x = x").replace(
-        "return self.fc(x)\n", "return self.fc(x)\n\n        def describe(self):\n            print(self.idx)\n", 1)
+        "return self.fc(x)\n", "return self.fc(x)\n\n        def describe(self):\n            print(self.idx)\n", 1
+    )
     assert rc301(src) == []
 
 
 def test_blocks_in_a_sequential_are_not_compiled_per_block_by_compile_regions():
-    assert rc301(block().replace("nn.ModuleList([", "nn.Sequential(*[").replace("for i in range(n)])", "for i in range(n)])")) == []
+    assert (
+        rc301(
+            block().replace("nn.ModuleList([", "nn.Sequential(*[").replace("for i in range(n)])", "for i in range(n)])")
+        )
+        == []
+    )
 
 
 def test_reads_on_an_optional_path_are_not_judged():
     """HF attention reads `self.layer_idx` only under `if past_key_values is not None:`; a
     training step passes no cache, so dynamo never guards on it."""
-    src = GPT2.replace("        def forward(self, x):\n            w = self.c_attn(x)\n            w = w / float(self.layer_idx + 1)\n            return w * self.layer_idx",
-                       "        def forward(self, x, cache=None, use_cache=False):\n            w = self.c_attn(x)\n"
-                       "            if cache is not None:\n                w = cache.update(w, self.layer_idx)\n"
-                       "            w = w * self.layer_idx if use_cache else w\n            return w")
+    src = GPT2.replace(
+        "        def forward(self, x):\n            w = self.c_attn(x)\n            w = w / float(self.layer_idx + 1)\n            return w * self.layer_idx",
+        "        def forward(self, x, cache=None, use_cache=False):\n            w = self.c_attn(x)\n"
+        "            if cache is not None:\n                w = cache.update(w, self.layer_idx)\n"
+        "            w = w * self.layer_idx if use_cache else w\n            return w",
+    )
     assert "cache.update" in src
     assert rc301(src) == []
     assert len(rc301(src.replace("if cache is not None:", "if w.dim() == 3:"))) == 1

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from regcomp_lint.api import fix_source, lint_source
-from regcomp_lint.lint.config import Settings
 from regcomp_lint.diagnostics import Applicability, Location
+from regcomp_lint.lint.config import Settings
 
 ONLY = Settings(select=("RC401",))
 ACC = "from accelerate import Accelerator\n"
@@ -40,14 +40,20 @@ def test_keywords_and_double_star_are_carried():
 
 
 def test_accelerator_built_in_two_branches_is_one_name():
-    src = ACC + "if cfg:\n    accelerator = Accelerator(log_with='all')\nelse:\n    accelerator = Accelerator()\nloss.backward()\n"
+    src = (
+        ACC
+        + "if cfg:\n    accelerator = Accelerator(log_with='all')\nelse:\n    accelerator = Accelerator()\nloss.backward()\n"
+    )
     [diag] = rc401(src)
     assert diag.fix.applicability is Applicability.SAFE
     assert fix_source(src, config=ONLY)[0].endswith("accelerator.backward(loss)\n")
 
 
 def test_closure_sees_the_enclosing_accelerator():
-    src = ACC + "def main():\n    accelerator = Accelerator()\n    def step(loss):\n        loss.backward()\n    return step\n"
+    src = (
+        ACC
+        + "def main():\n    accelerator = Accelerator()\n    def step(loss):\n        loss.backward()\n    return step\n"
+    )
     assert fix_source(src, config=ONLY)[0].endswith("        accelerator.backward(loss)\n    return step\n")
 
 
@@ -82,6 +88,9 @@ def test_module_receivers_and_positional_engines_are_not_reported():
 
 
 def test_any_import_spelling_of_accelerator():
-    for head, call in (("import accelerate as A\n", "A.Accelerator()"), ("from accelerate.accelerator import Accelerator as X\n", "X()")):
+    for head, call in (
+        ("import accelerate as A\n", "A.Accelerator()"),
+        ("from accelerate.accelerator import Accelerator as X\n", "X()"),
+    ):
         src = head + f"acc = {call}\nloss.backward()\n"
         assert fix_source(src, config=ONLY)[0].endswith("acc.backward(loss)\n"), head

@@ -4,8 +4,8 @@ is offered, and how objects are followed (helpers, tuples, wrappers, trainer cla
 from __future__ import annotations
 
 from regcomp_lint.api import fix_source, lint_source
-from regcomp_lint.lint.config import Settings
 from regcomp_lint.diagnostics import Applicability, Location
+from regcomp_lint.lint.config import Settings
 
 ONLY = Settings(select=("RC402",))
 HEAD = (
@@ -20,10 +20,16 @@ def rc402(src: str):
 
 
 def test_one_finding_per_object_at_its_first_use_in_a_loop():
-    src = HEAD + "model, opt = accelerator.prepare(model, opt)\nfor epoch in range(2):\n    for x in loader:\n        opt.step()\n    for x in loader:\n        pass\n"
+    src = (
+        HEAD
+        + "model, opt = accelerator.prepare(model, opt)\nfor epoch in range(2):\n    for x in loader:\n        opt.step()\n    for x in loader:\n        pass\n"
+    )
     [diag] = rc402(src)
     assert (diag.location, diag.end_location) == (Location(10, 14), Location(10, 20))
-    assert diag.message == "`loader` (data loader) is used in the training loop but never passed to `accelerator.prepare(...)`"
+    assert (
+        diag.message
+        == "`loader` (data loader) is used in the training loop but never passed to `accelerator.prepare(...)`"
+    )
     assert diag.fix.applicability is Applicability.UNSAFE
 
 
@@ -39,32 +45,45 @@ def test_no_fix_when_names_do_not_line_up_or_two_prepares_fit():
     src = HEAD + "net, opt = accelerator.prepare(model, opt)\nfor x in loader:\n    opt.step()\n"
     [diag] = rc402(src)
     assert diag.fix is None
-    src = HEAD + "model = accelerator.prepare(model)\nopt = accelerator.prepare(opt)\nfor x in loader:\n    opt.step()\n"
+    src = (
+        HEAD + "model = accelerator.prepare(model)\nopt = accelerator.prepare(opt)\nfor x in loader:\n    opt.step()\n"
+    )
     [diag] = rc402(src)
     assert diag.fix is None
 
 
 def test_no_fix_when_the_object_is_rebound_after_prepare():
-    src = HEAD + "model, opt = accelerator.prepare(model, opt)\nloader = DataLoader(other)\nfor x in loader:\n    opt.step()\n"
+    src = (
+        HEAD
+        + "model, opt = accelerator.prepare(model, opt)\nloader = DataLoader(other)\nfor x in loader:\n    opt.step()\n"
+    )
     [diag] = rc402(src)
     assert diag.fix is None
 
 
 def test_loaders_returned_by_a_helper_are_followed():
     helper = "def loaders():\n    return DataLoader(a), DataLoader(b)\n"
-    src = HEAD + helper + "train, val = loaders()\ntrain = accelerator.prepare(train)\nfor x in train:\n    opt.step()\nfor x in val:\n    pass\n"
+    src = (
+        HEAD
+        + helper
+        + "train, val = loaders()\ntrain = accelerator.prepare(train)\nfor x in train:\n    opt.step()\nfor x in val:\n    pass\n"
+    )
     assert [d.message.split("`")[1] for d in rc402(src)] == ["opt", "val"]
 
 
 def test_helper_with_two_return_shapes_is_not_guessed():
-    helper = "def setup(full):\n    if full:\n        return DataLoader(a), DataLoader(b)\n    return (DataLoader(a),)\n"
+    helper = (
+        "def setup(full):\n    if full:\n        return DataLoader(a), DataLoader(b)\n    return (DataLoader(a),)\n"
+    )
     src = HEAD + helper + "train, val = setup(True)\nfor x in val:\n    opt.step()\n"
     assert [d.message.split("`")[1] for d in rc402(src)] == ["opt"]
 
 
 def test_compiled_and_ddp_wrapped_models_are_still_models():
-    src = HEAD + "from torch.nn.parallel import DistributedDataParallel as DDP\nnet = DDP(torch.compile(model))\n" + (
-        "opt = accelerator.prepare(opt)\nfor x in data:\n    net(x).sum().backward()\n"
+    src = (
+        HEAD
+        + "from torch.nn.parallel import DistributedDataParallel as DDP\nnet = DDP(torch.compile(model))\n"
+        + ("opt = accelerator.prepare(opt)\nfor x in data:\n    net(x).sum().backward()\n")
     )
     [diag] = rc402(src)
     assert diag.message.startswith("`net` (model)")
@@ -80,9 +99,15 @@ def test_trainer_class_attributes():
         "    def fit(self, loader):\n        for x in loader:\n            self.optimizer.step()\n            self.scheduler.step()\n"
     )
     [diag] = rc402(src)
-    assert diag.message == "`self.scheduler` (LR scheduler) is used in the training loop but never passed to `self.accelerator.prepare(...)`"
+    assert (
+        diag.message
+        == "`self.scheduler` (LR scheduler) is used in the training loop but never passed to `self.accelerator.prepare(...)`"
+    )
     fixed, _ = fix_source(src, config=ONLY, unsafe=True)
-    assert "self.model, self.optimizer, self.scheduler = self.accelerator.prepare(self.model, self.optimizer, self.scheduler)\n" in fixed
+    assert (
+        "self.model, self.optimizer, self.scheduler = self.accelerator.prepare(self.model, self.optimizer, self.scheduler)\n"
+        in fixed
+    )
 
 
 def test_eval_then_train_is_not_frozen_but_eval_alone_is():
@@ -107,6 +132,10 @@ def test_optimizer_and_scheduler_spellings():
         ("from transformers import get_scheduler\n", "get_scheduler('linear', opt)", "LR scheduler"),
         ("from torch.optim.lr_scheduler import OneCycleLR\n", "OneCycleLR(opt, 1.0, 10)", "LR scheduler"),
     ):
-        src = "from accelerate import Accelerator\n" + head + f"acc = Accelerator()\nthing = {build}\nfor x in data:\n    thing.step()\n"
+        src = (
+            "from accelerate import Accelerator\n"
+            + head
+            + f"acc = Accelerator()\nthing = {build}\nfor x in data:\n    thing.step()\n"
+        )
         [diag] = rc402(src)
         assert f"({kind})" in diag.message, head

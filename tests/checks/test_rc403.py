@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from regcomp_lint.api import fix_source, lint_source
-from regcomp_lint.lint.config import Settings
 from regcomp_lint.diagnostics import Applicability, Location
+from regcomp_lint.lint.config import Settings
 
 ONLY = Settings(select=("RC403",))
 ACC = "import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\n"
@@ -16,17 +16,34 @@ def rc403(src: str):
     return [d for d in lint_source(src, "train.py", ONLY) if d.code == "RC403"]
 
 
-@pytest.mark.parametrize("device", [
-    "'cuda'", "'CUDA:1'", "f'cuda:{rank}'", "'cuda:' + str(rank)", "torch.device('cuda', rank)",
-    "torch.device(type='cuda')", "torch.cuda.current_device()", "'cuda' if torch.cuda.is_available() else 'cpu'",
-])
+@pytest.mark.parametrize(
+    "device",
+    [
+        "'cuda'",
+        "'CUDA:1'",
+        "f'cuda:{rank}'",
+        "'cuda:' + str(rank)",
+        "torch.device('cuda', rank)",
+        "torch.device(type='cuda')",
+        "torch.cuda.current_device()",
+        "'cuda' if torch.cuda.is_available() else 'cpu'",
+    ],
+)
 def test_fixed_cuda_devices(device):
     assert len(rc403(ACC + f"dev = {device}\nx = x.to(dev)\n")) == 1
 
 
-@pytest.mark.parametrize("device", [
-    "accelerator.device", "'cpu'", "torch.float16", "x.device", "'mps'", "rank",
-])
+@pytest.mark.parametrize(
+    "device",
+    [
+        "accelerator.device",
+        "'cpu'",
+        "torch.float16",
+        "x.device",
+        "'mps'",
+        "rank",
+    ],
+)
 def test_devices_that_are_not_fixed_cuda(device):
     assert rc403(ACC + f"dev = {device}\nx = x.to(dev)\n") == []
 

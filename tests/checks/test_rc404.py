@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from regcomp_lint.api import fix_source, lint_source
-from regcomp_lint.lint.config import Settings
 from regcomp_lint.diagnostics import Applicability
+from regcomp_lint.lint.config import Settings
 
 ONLY = Settings(select=("RC404",))
 HEAD = "from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin, DynamoBackend\n"
@@ -18,26 +18,32 @@ def rc404(src: str):
     return [d for d in lint_source(src, "train.py", ONLY) if d.code == "RC404"]
 
 
-@pytest.mark.parametrize("setup", [
-    "acc = Accelerator(dynamo_backend='inductor')\n",
-    "acc = Accelerator(dynamo_backend=DynamoBackend.INDUCTOR)\n",
-    "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend=args.backend))\n",
-    "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin('eager'))\n",
-    "acc = Accelerator(dynamo_plugin=make_plugin())\n",
-    "plugin = TorchDynamoPlugin(backend='inductor', use_regional_compilation=True)\nacc = Accelerator(dynamo_plugin=plugin)\n",
-])
+@pytest.mark.parametrize(
+    "setup",
+    [
+        "acc = Accelerator(dynamo_backend='inductor')\n",
+        "acc = Accelerator(dynamo_backend=DynamoBackend.INDUCTOR)\n",
+        "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend=args.backend))\n",
+        "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin('eager'))\n",
+        "acc = Accelerator(dynamo_plugin=make_plugin())\n",
+        "plugin = TorchDynamoPlugin(backend='inductor', use_regional_compilation=True)\nacc = Accelerator(dynamo_plugin=plugin)\n",
+    ],
+)
 def test_accelerators_that_compile(setup):
     assert len(rc404(HEAD + setup + SAVE)) == 1
 
 
-@pytest.mark.parametrize("setup", [
-    "acc = Accelerator()\n",
-    "acc = Accelerator(dynamo_backend='no')\n",
-    "acc = Accelerator(dynamo_backend=DynamoBackend.NO)\n",
-    "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin())\n",
-    "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='inductor', disable=True))\n",
-    "acc = Accelerator(dynamo_plugin=None)\n",
-])
+@pytest.mark.parametrize(
+    "setup",
+    [
+        "acc = Accelerator()\n",
+        "acc = Accelerator(dynamo_backend='no')\n",
+        "acc = Accelerator(dynamo_backend=DynamoBackend.NO)\n",
+        "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin())\n",
+        "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='inductor', disable=True))\n",
+        "acc = Accelerator(dynamo_plugin=None)\n",
+    ],
+)
 def test_accelerators_that_do_not_compile(setup):
     assert rc404(HEAD + setup + SAVE) == []
 
@@ -52,20 +58,25 @@ def test_unwrap_fix_is_safe_and_applied_by_default():
 
 
 def test_save_model_fix_is_unsafe_and_reuses_the_receiver():
-    src = HEAD + "class T:\n    def __init__(self):\n        self.acc = Accelerator(dynamo_backend='inductor')\n" + (
-        "    def save(self, model):\n        self.acc.save_model(model=model, save_directory='out')\n"
+    src = (
+        HEAD
+        + "class T:\n    def __init__(self):\n        self.acc = Accelerator(dynamo_backend='inductor')\n"
+        + ("    def save(self, model):\n        self.acc.save_model(model=model, save_directory='out')\n")
     )
     [diag] = rc404(src)
     assert diag.fix.applicability is Applicability.UNSAFE
     assert fix_source(src, config=ONLY)[0] == src
-    assert "self.acc.save_model(model=self.acc.unwrap_model(model, keep_torch_compile=False), save_directory='out')" in (
-        fix_source(src, config=ONLY, unsafe=True)[0]
+    assert (
+        "self.acc.save_model(model=self.acc.unwrap_model(model, keep_torch_compile=False), save_directory='out')"
+        in (fix_source(src, config=ONLY, unsafe=True)[0])
     )
 
 
 def test_unwrap_without_a_save_is_not_reported():
-    src = HEAD + "acc = Accelerator(dynamo_backend='inductor')\nmodel = acc.prepare(model)\n" + (
-        "net = acc.unwrap_model(model)\nprint(net.config)\nout = net.generate(ids)\n"
+    src = (
+        HEAD
+        + "acc = Accelerator(dynamo_backend='inductor')\nmodel = acc.prepare(model)\n"
+        + ("net = acc.unwrap_model(model)\nprint(net.config)\nout = net.generate(ids)\n")
     )
     assert rc404(src) == []
 
@@ -73,8 +84,26 @@ def test_unwrap_without_a_save_is_not_reported():
 def test_save_pretrained_only_when_regional_may_be_on():
     save = "model = acc.prepare(model)\nacc.unwrap_model(model).save_pretrained('out')\n"
     assert rc404(HEAD + "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='inductor'))\n" + save) == []
-    assert len(rc404(HEAD + "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='inductor', use_regional_compilation=flag))\n" + save)) == 1
-    assert len(rc404(HEAD + "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='inductor', use_regional_compilation=True))\n" + save)) == 1
+    assert (
+        len(
+            rc404(
+                HEAD
+                + "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='inductor', use_regional_compilation=flag))\n"
+                + save
+            )
+        )
+        == 1
+    )
+    assert (
+        len(
+            rc404(
+                HEAD
+                + "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='inductor', use_regional_compilation=True))\n"
+                + save
+            )
+        )
+        == 1
+    )
 
 
 def test_accelerator_passed_in_uses_the_files_accelerators():
@@ -92,7 +121,7 @@ def test_unconditional_compile_gets_the_plain_fix_conditional_the_getattr_one():
     plain = "import torch\nm = torch.compile(net)\nsd = m.state_dict()\n"
     assert fix_source(plain, config=ONLY, unsafe=True)[0].endswith("sd = m._orig_mod.state_dict()\n")
     cond = "import torch\nm = net\nif flag:\n    m = torch.compile(net)\nsd = m.state_dict()\n"
-    assert fix_source(cond, config=ONLY, unsafe=True)[0].endswith("sd = getattr(m, \"_orig_mod\", m).state_dict()\n")
+    assert fix_source(cond, config=ONLY, unsafe=True)[0].endswith('sd = getattr(m, "_orig_mod", m).state_dict()\n')
 
 
 def test_compile_inside_a_function_and_the_state_dict_elsewhere():
@@ -103,8 +132,12 @@ def test_compile_inside_a_function_and_the_state_dict_elsewhere():
 
 def test_prepared_optimizers_schedulers_and_loaders_are_not_models():
     head = "import torch\n" + HEAD + "acc = Accelerator(dynamo_backend='inductor')\nopt = torch.optim.AdamW(p)\n"
-    src = head + "model, opt, sched, train_dl = acc.prepare(model, opt, sched, train_dl)\n" + (
-        "torch.save({'o': opt.state_dict(), 's': sched.state_dict(), 'd': train_dl.state_dict()}, 'c.pt')\n"
-        "torch.save(model.state_dict(), 'm.pt')\n"
+    src = (
+        head
+        + "model, opt, sched, train_dl = acc.prepare(model, opt, sched, train_dl)\n"
+        + (
+            "torch.save({'o': opt.state_dict(), 's': sched.state_dict(), 'd': train_dl.state_dict()}, 'c.pt')\n"
+            "torch.save(model.state_dict(), 'm.pt')\n"
+        )
     )
     assert [d.location.row for d in rc404(src)] == [8]

@@ -19,7 +19,7 @@ import pytest
 TORCH_PYTHON = os.environ.get("REGCOMP_TORCH_PYTHON") or sys.executable
 
 PROBE = textwrap.dedent(
-    '''
+    """
     import json, os, tempfile
     import torch
     from torch import nn
@@ -98,20 +98,22 @@ PROBE = textwrap.dedent(
     acc.backward(b(x).pow(2).mean())
     out["backward same grads"] = all(torch.equal(p.grad, q.grad) for p, q in zip(a.parameters(), b.parameters()))
     print("RESULT " + json.dumps(out))
-    '''
+    """
 )
 
 
 @pytest.fixture(scope="module")
 def measured() -> dict:
-    check = subprocess.run([TORCH_PYTHON, "-c", "import torch, accelerate, safetensors"], capture_output=True, timeout=120)
+    check = subprocess.run(
+        [TORCH_PYTHON, "-c", "import torch, accelerate, safetensors"], capture_output=True, timeout=120
+    )
     if check.returncode != 0:
         pytest.skip(f"torch/accelerate not importable by {TORCH_PYTHON}; set REGCOMP_TORCH_PYTHON")
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", TORCHDYNAMO_VERBOSE="0")
     proc = subprocess.run([TORCH_PYTHON, "-c", PROBE], capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-4000:]
     line = next(text for text in proc.stdout.splitlines() if text.startswith("RESULT "))
-    return json.loads(line[len("RESULT "):])
+    return json.loads(line[len("RESULT ") :])
 
 
 def test_hand_compile_prefixes_and_in_place_compile_does_not(measured):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import ast
 
 from regcomp_lint.api import fix_source, lint_source
-from regcomp_lint.lint.config import Settings
 from regcomp_lint.diagnostics import Applicability, Location
 from regcomp_lint.files.source import apply_edits
+from regcomp_lint.lint.config import Settings
 
 GPT = (
     "import torch\nfrom torch import nn\n\n"
@@ -55,8 +55,10 @@ def test_existing_compile_regions_alias_is_used_and_a_foreign_one_blocks_the_fix
 
 
 def test_legacy_backend_is_fixed_to_a_regional_plugin_together_with_rc105():
-    src = "from accelerate import Accelerator\nfrom transformers import AutoModel\n" + MODEL + (
-        "accelerator = Accelerator(dynamo_backend='inductor')\nmodel = accelerator.prepare(model)\n"
+    src = (
+        "from accelerate import Accelerator\nfrom transformers import AutoModel\n"
+        + MODEL
+        + ("accelerator = Accelerator(dynamo_backend='inductor')\nmodel = accelerator.prepare(model)\n")
     )
     fixed, remaining = fix_source(src, config=Settings(select=("RC105", "RC501")), unsafe=True)
     assert "Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='inductor', use_regional_compilation=True))" in fixed
@@ -66,13 +68,19 @@ def test_legacy_backend_is_fixed_to_a_regional_plugin_together_with_rc105():
 
 def test_plugin_regional_none_or_false_is_replaced():
     for value in ("None", "False"):
-        src = ACC + MODEL + f"acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='eager', use_regional_compilation={value}))\nmodel = acc.prepare(model)\n"
+        src = (
+            ACC
+            + MODEL
+            + f"acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='eager', use_regional_compilation={value}))\nmodel = acc.prepare(model)\n"
+        )
         fixed, _ = fix_source(src, unsafe=True)
         assert "TorchDynamoPlugin(backend='eager', use_regional_compilation=True)" in fixed
 
 
 def test_plugin_cases_reported():
-    assert plugin_reported("acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='inductor'))\nmodel = acc.prepare(model)\n")
+    assert plugin_reported(
+        "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='inductor'))\nmodel = acc.prepare(model)\n"
+    )
     assert plugin_reported("model = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='eager')).prepare(model)\n")
     assert plugin_reported(
         "from accelerate.utils import DynamoBackend\n"
@@ -97,28 +105,44 @@ def test_plugin_cases_not_reported():
     ]:
         src = "from accelerate.utils import DynamoBackend\n" + f"plugin = {plugin}\n" + prepare
         assert not plugin_reported(src), plugin
-    assert not plugin_reported("plugin = TorchDynamoPlugin(backend='inductor')\nplugin.use_regional_compilation = True\n" + prepare)
     assert not plugin_reported(
-        "plugin = TorchDynamoPlugin(backend='inductor')\n" + prepare + "acc.state.dynamo_plugin.use_regional_compilation = True\n"
+        "plugin = TorchDynamoPlugin(backend='inductor')\nplugin.use_regional_compilation = True\n" + prepare
+    )
+    assert not plugin_reported(
+        "plugin = TorchDynamoPlugin(backend='inductor')\n"
+        + prepare
+        + "acc.state.dynamo_plugin.use_regional_compilation = True\n"
     )
     # the accelerator never prepares the model, or prepares something else
     assert not plugin_reported("acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='inductor'))\n")
-    assert not plugin_reported("acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='inductor'))\nopt = acc.prepare(opt)\n")
-    assert not plugin_reported("acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='inductor'))\nm = acc.prepare(*things)\n")
+    assert not plugin_reported(
+        "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='inductor'))\nopt = acc.prepare(opt)\n"
+    )
+    assert not plugin_reported(
+        "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='inductor'))\nm = acc.prepare(*things)\n"
+    )
 
 
 def test_one_plugin_shared_by_two_accelerators_is_reported_once():
-    src = ACC + MODEL + (
-        "plugin = TorchDynamoPlugin(backend='inductor')\n"
-        "a = Accelerator(dynamo_plugin=plugin)\nb = Accelerator(dynamo_plugin=plugin, cpu=True)\n"
-        "model = a.prepare(model)\nmodel2 = b.prepare(model)\n"
+    src = (
+        ACC
+        + MODEL
+        + (
+            "plugin = TorchDynamoPlugin(backend='inductor')\n"
+            "a = Accelerator(dynamo_plugin=plugin)\nb = Accelerator(dynamo_plugin=plugin, cpu=True)\n"
+            "model = a.prepare(model)\nmodel2 = b.prepare(model)\n"
+        )
     )
     [diag] = rc501(src)
     assert diag.location.row == 5
 
 
 def test_both_keywords_is_left_to_rc106():
-    src = ACC + MODEL + "acc = Accelerator(dynamo_backend='eager', dynamo_plugin=TorchDynamoPlugin(backend='eager'))\nmodel = acc.prepare(model)\n"
+    src = (
+        ACC
+        + MODEL
+        + "acc = Accelerator(dynamo_backend='eager', dynamo_plugin=TorchDynamoPlugin(backend='eager'))\nmodel = acc.prepare(model)\n"
+    )
     assert rc501(src) == []
 
 
@@ -147,11 +171,17 @@ def test_keras_style_compile_on_unknown_objects_is_ignored():
 
 
 def test_triggers_let_a_plugin_only_script_through():
-    src = ACC + MODEL + "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='eager'))\nmodel = acc.prepare(model)\n"
+    src = (
+        ACC
+        + MODEL
+        + "acc = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='eager'))\nmodel = acc.prepare(model)\n"
+    )
     assert "compile" not in src
     assert len(rc501(src)) == 1
-    src = "from accelerate import Accelerator\nfrom transformers import AutoModel\n" + MODEL + (
-        "acc = Accelerator(dynamo_backend='eager')\nmodel = acc.prepare(model)\n"
+    src = (
+        "from accelerate import Accelerator\nfrom transformers import AutoModel\n"
+        + MODEL
+        + ("acc = Accelerator(dynamo_backend='eager')\nmodel = acc.prepare(model)\n")
     )
     assert "compile" not in src and "DynamoPlugin" not in src
     assert len(rc501(src)) == 1

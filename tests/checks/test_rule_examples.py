@@ -12,8 +12,16 @@ from regcomp_lint.checks.base import DOC_SECTIONS
 from regcomp_lint.diagnostics import Applicability
 from regcomp_lint.lint.fixes import apply_fixes
 
-VALID = [pytest.param(rule, src, id=f"{code}-valid-{i}") for code, rule in ALL_RULES.items() for i, src in enumerate(rule.valid)]
-INVALID = [pytest.param(rule, ex, id=f"{code}-invalid-{i}") for code, rule in ALL_RULES.items() for i, ex in enumerate(rule.invalid)]
+VALID = [
+    pytest.param(rule, src, id=f"{code}-valid-{i}")
+    for code, rule in ALL_RULES.items()
+    for i, src in enumerate(rule.valid)
+]
+INVALID = [
+    pytest.param(rule, ex, id=f"{code}-invalid-{i}")
+    for code, rule in ALL_RULES.items()
+    for i, ex in enumerate(rule.invalid)
+]
 
 
 def findings(rule, src):

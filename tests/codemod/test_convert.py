@@ -25,7 +25,13 @@ LOOP = """
 
 
 def script(setup: str, loop: str = LOOP, imports: str = "import torch\n") -> str:
-    return imports + "\n\ndef main():\n" + textwrap.indent(textwrap.dedent(setup), "    ") + textwrap.dedent(loop).replace("\n", "\n    ").rstrip(" ") + "\n"
+    return (
+        imports
+        + "\n\ndef main():\n"
+        + textwrap.indent(textwrap.dedent(setup), "    ")
+        + textwrap.dedent(loop).replace("\n", "\n    ").rstrip(" ")
+        + "\n"
+    )
 
 
 def convert(text: str, **options) -> ConversionResult:
@@ -46,10 +52,13 @@ def plugin_line(result: ConversionResult) -> str:
     return re.sub(r"\s*\n\s*", " ", joined)
 
 
-HAND_COMPILED = script("model = torch.nn.Linear(2, 1)\nmodel = torch.compile(model, mode=\"max-autotune\", fullgraph=True)\n")
+HAND_COMPILED = script(
+    'model = torch.nn.Linear(2, 1)\nmodel = torch.compile(model, mode="max-autotune", fullgraph=True)\n'
+)
 
 
 # -- settings precedence: options > plan > script > defaults ----------------------------------
+
 
 def test_defaults_compile_with_inductor():
     result = convert(script("model = torch.nn.Linear(2, 1)\n"))
@@ -57,8 +66,13 @@ def test_defaults_compile_with_inductor():
 
 
 def test_script_settings_move_into_the_plugin():
-    result = convert(script("model = torch.nn.Linear(2, 1)\nmodel = torch.compile(model, mode=\"max-autotune\", dynamic=False)\n"))
-    assert plugin_line(result) == 'dynamo_plugin = TorchDynamoPlugin(backend="inductor", mode="max-autotune", dynamic=False)'
+    result = convert(
+        script('model = torch.nn.Linear(2, 1)\nmodel = torch.compile(model, mode="max-autotune", dynamic=False)\n')
+    )
+    assert (
+        plugin_line(result)
+        == 'dynamo_plugin = TorchDynamoPlugin(backend="inductor", mode="max-autotune", dynamic=False)'
+    )
     assert "torch.compile" not in result.text
 
 
@@ -73,29 +87,44 @@ def test_hand_compile_fullgraph_is_dropped_for_a_whole_model_compile():
 
 def test_hand_compile_fullgraph_is_kept_with_regional_compilation():
     result = convert(HAND_COMPILED, regional=True)
-    assert plugin_line(result) == 'dynamo_plugin = TorchDynamoPlugin(backend="inductor", mode="max-autotune", fullgraph=True, use_regional_compilation=True)'
+    assert (
+        plugin_line(result)
+        == 'dynamo_plugin = TorchDynamoPlugin(backend="inductor", mode="max-autotune", fullgraph=True, use_regional_compilation=True)'
+    )
 
 
 def test_plan_beats_script():
     plan = Plan(strategy="full", plugin={"backend": "aot_eager", "fullgraph": False})
     result = convert(HAND_COMPILED, plan=plan)
-    assert plugin_line(result) == 'dynamo_plugin = TorchDynamoPlugin(backend="aot_eager", mode="max-autotune", fullgraph=False, use_regional_compilation=False)'
+    assert (
+        plugin_line(result)
+        == 'dynamo_plugin = TorchDynamoPlugin(backend="aot_eager", mode="max-autotune", fullgraph=False, use_regional_compilation=False)'
+    )
 
 
 def test_options_beat_plan_and_script():
     plan = Plan(strategy="regional", plugin={"backend": "aot_eager", "mode": "default"})
     result = convert(HAND_COMPILED, plan=plan, backend="eager", fullgraph=False, dynamic=True, regional=False)
-    assert plugin_line(result) == 'dynamo_plugin = TorchDynamoPlugin(backend="eager", mode="default", fullgraph=False, dynamic=True, use_regional_compilation=False)'
+    assert (
+        plugin_line(result)
+        == 'dynamo_plugin = TorchDynamoPlugin(backend="eager", mode="default", fullgraph=False, dynamic=True, use_regional_compilation=False)'
+    )
 
 
 def test_plan_strategy_none_turns_compilation_off_even_under_a_condition():
-    text = script("model = torch.nn.Linear(2, 1)\nif args.compile:\n    model = torch.compile(model)\n", imports="import torch\nargs = None\n")
+    text = script(
+        "model = torch.nn.Linear(2, 1)\nif args.compile:\n    model = torch.compile(model)\n",
+        imports="import torch\nargs = None\n",
+    )
     result = convert(text, plan=Plan(strategy="none"))
     assert plugin_line(result) == 'dynamo_plugin = TorchDynamoPlugin(backend="no")'
 
 
 def test_condition_of_the_hand_compile_is_kept():
-    text = script("model = torch.nn.Linear(2, 1)\nif args.compile:\n    model = torch.compile(model)\n", imports="import torch\nargs = None\n")
+    text = script(
+        "model = torch.nn.Linear(2, 1)\nif args.compile:\n    model = torch.compile(model)\n",
+        imports="import torch\nargs = None\n",
+    )
     result = convert(text, backend="eager")
     assert plugin_line(result) == 'dynamo_plugin = TorchDynamoPlugin(backend="eager" if args.compile else "no")'
 
@@ -121,12 +150,17 @@ def test_few_blocks_are_not_repeated_blocks():
 
 
 def test_transformers_model_is_regional():
-    text = script("model = AutoModelForCausalLM.from_config(config)\n", imports="import torch\nfrom transformers import AutoModelForCausalLM\nconfig = None\n")
+    text = script(
+        "model = AutoModelForCausalLM.from_config(config)\n",
+        imports="import torch\nfrom transformers import AutoModelForCausalLM\nconfig = None\n",
+    )
     assert "use_regional_compilation=True" in plugin_line(convert(text))
 
 
 def test_disagreeing_compiles_are_refused_unless_an_option_decides():
-    text = script("model = torch.nn.Linear(2, 1)\nmodel.compile(mode=\"default\")\nmodel = torch.compile(model, mode=\"max-autotune\")\n")
+    text = script(
+        'model = torch.nn.Linear(2, 1)\nmodel.compile(mode="default")\nmodel = torch.compile(model, mode="max-autotune")\n'
+    )
     result = convert(text)
     assert result.refused and "set mode differently" in result.refused and "--mode" in result.refused
     assert result.text == text
@@ -134,8 +168,11 @@ def test_disagreeing_compiles_are_refused_unless_an_option_decides():
 
 # -- what is left alone -----------------------------------------------------------------------
 
+
 def test_compiled_functions_are_left_alone():
-    text = "import torch\n\n@torch.compile\ndef gelu(x):\n    return x\n\nfast = torch.compile(gelu)\n" + script("model = torch.nn.Linear(2, 1)\n", imports="")
+    text = "import torch\n\n@torch.compile\ndef gelu(x):\n    return x\n\nfast = torch.compile(gelu)\n" + script(
+        "model = torch.nn.Linear(2, 1)\n", imports=""
+    )
     result = convert(text)
     assert "@torch.compile\ndef gelu(x):" in result.text
     assert "fast = torch.compile(gelu)" in result.text
@@ -163,6 +200,7 @@ def test_result_of_conversion_is_stable_and_already_accelerate_scripts_are_untou
 
 # -- refusals ---------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     "text,reason",
     [
@@ -170,10 +208,24 @@ def test_result_of_conversion_is_stable_and_already_accelerate_scripts_are_untou
         ("import torch\nx = torch.randn(2, requires_grad=True)\nx.sum().backward()\n", "no optimizer found"),
         ("import deepspeed\n" + HAND_COMPILED, "it uses DeepSpeed"),
         ("import lightning as L\n" + HAND_COMPILED, "it uses Lightning"),
-        ("from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n" + script("model = FSDP(torch.nn.Linear(2, 1))\n"), "shards the model with FSDP"),
-        ("import torch.multiprocessing as mp\n" + HAND_COMPILED + "mp.spawn(main, nprocs=2)\n", "starts its own worker processes"),
-        ("import torch.distributed.rpc as rpc\n" + HAND_COMPILED + "rpc.init_rpc('w', rank=0, world_size=1)\n", "torch.distributed.rpc"),
-        ("from torch.nn.parallel import DistributedDataParallel as DDP\n" + script("model = DDP(torch.nn.Linear(2, 1))\n"), "--unsafe-fixes"),
+        (
+            "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+            + script("model = FSDP(torch.nn.Linear(2, 1))\n"),
+            "shards the model with FSDP",
+        ),
+        (
+            "import torch.multiprocessing as mp\n" + HAND_COMPILED + "mp.spawn(main, nprocs=2)\n",
+            "starts its own worker processes",
+        ),
+        (
+            "import torch.distributed.rpc as rpc\n" + HAND_COMPILED + "rpc.init_rpc('w', rank=0, world_size=1)\n",
+            "torch.distributed.rpc",
+        ),
+        (
+            "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+            + script("model = DDP(torch.nn.Linear(2, 1))\n"),
+            "--unsafe-fixes",
+        ),
         ("def broken(:\n    pass\n", "cannot parse line 1"),
     ],
 )
@@ -185,7 +237,9 @@ def test_refusals_leave_the_text_unchanged_with_one_clear_line(text, reason):
 
 
 def test_ddp_that_does_not_wrap_in_place_is_refused_even_when_unsafe():
-    text = "from torch.nn.parallel import DistributedDataParallel as DDP\n" + script("model = torch.nn.Linear(2, 1)\nddp_model = DDP(model)\n")
+    text = "from torch.nn.parallel import DistributedDataParallel as DDP\n" + script(
+        "model = torch.nn.Linear(2, 1)\nddp_model = DDP(model)\n"
+    )
     result = convert(text, unsafe=True)
     assert result.refused and "does not wrap the model in place" in result.refused
 
@@ -196,7 +250,9 @@ def test_name_clash_is_refused():
 
 
 def test_settings_that_are_assigned_too_late_are_refused():
-    setup = "model = torch.nn.Linear(2, 1).cuda()\nuse_compile = True\nif use_compile:\n    model = torch.compile(model)\n"
+    setup = (
+        "model = torch.nn.Linear(2, 1).cuda()\nuse_compile = True\nif use_compile:\n    model = torch.compile(model)\n"
+    )
     result = convert(script(setup))
     assert result.refused and "'use_compile'" in result.refused and "move that assignment up" in result.refused
 
@@ -225,6 +281,7 @@ def test_device_chosen_above_the_settings_is_set_again_after_the_accelerator():
 
 
 # -- static: no torch, nothing run ------------------------------------------------------------
+
 
 def test_conversion_never_imports_torch_nor_runs_the_script(tmp_path):
     marker = tmp_path / "ran.txt"
@@ -258,7 +315,9 @@ def test_convert_source_keeps_a_bom_in_text():
 def test_plan_for_another_model_is_reported():
     result = convert(HAND_COMPILED, plan=Plan(strategy="full", model="GPT"))
     assert any("the plan was made for model 'GPT'" in note for note in result.notes)
-    assert not any("the plan was made" in note for note in convert(HAND_COMPILED, plan=Plan(strategy="full", model="model")).notes)
+    assert not any(
+        "the plan was made" in note for note in convert(HAND_COMPILED, plan=Plan(strategy="full", model="model")).notes
+    )
 
 
 def test_unknown_option_in_from_dict_is_an_error():

@@ -55,7 +55,7 @@ EAGER_CASES = {
 }
 INDUCTOR_CASE = "module_level_script"
 
-WRAPPER = '''
+WRAPPER = """
 import faulthandler, runpy, sys
 faulthandler.dump_traceback_later(HANG_AFTER, exit=True)  # a hung process says where, then exits
 script = sys.argv[1]
@@ -64,12 +64,16 @@ runpy.run_path(script, run_name="__main__")
 from accelerate import PartialState
 state = PartialState()
 print(f"[regcomp] process {state.process_index} of {state.num_processes}", flush=True)
-'''
+"""
 
 
 @functools.lru_cache(maxsize=1)
 def _torch_missing() -> str | None:
-    probe = subprocess.run([TORCH_PYTHON, "-c", "import torch, accelerate; print(torch.__version__, accelerate.__version__)"], capture_output=True, text=True)
+    probe = subprocess.run(
+        [TORCH_PYTHON, "-c", "import torch, accelerate; print(torch.__version__, accelerate.__version__)"],
+        capture_output=True,
+        text=True,
+    )
     if probe.returncode != 0:
         return f"torch and accelerate are not importable in {TORCH_PYTHON} (set REGCOMP_TORCH_PYTHON to an interpreter that has them)"
     return None
@@ -89,7 +93,11 @@ def _free_port() -> int:
 
 
 def _environment(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ACCELERATE_", "RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("ACCELERATE_", "RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_"))
+    }
     env.update(
         OMP_NUM_THREADS="1",
         HF_HOME=str(tmp_path / "hf"),  # no accelerate config file of the developer's
@@ -143,7 +151,9 @@ def _write(tmp_path: Path, case: str, backend: str | None) -> Path:
 
 def _plain(case: str, tmp_path: Path, backend: str | None) -> float:
     script = _write(tmp_path, case, backend)
-    stdout, elapsed = _run([TORCH_PYTHON, "wrapper.py", str(script), *EAGER_CASES.get(case, [])], tmp_path, _environment(tmp_path))
+    stdout, elapsed = _run(
+        [TORCH_PYTHON, "wrapper.py", str(script), *EAGER_CASES.get(case, [])], tmp_path, _environment(tmp_path)
+    )
     _assert_learns(stdout)
     assert "[regcomp] process 0 of 1" in stdout
     print(f"\n{case} ({backend or 'as converted'}), 1 process: {elapsed:.1f}s")
@@ -155,10 +165,23 @@ def _launched(case: str, tmp_path: Path, backend: str | None) -> float:
     env = _environment(tmp_path)
     env["ACCELERATE_USE_CPU"] = "1"
     launch = [
-        TORCH_PYTHON, "-m", "accelerate.commands.launch",
-        "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
-        "--dynamo_backend", "no", "--main_process_port", str(_free_port()),
-        "wrapper.py", str(script), *EAGER_CASES.get(case, []),
+        TORCH_PYTHON,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "--main_process_port",
+        str(_free_port()),
+        "wrapper.py",
+        str(script),
+        *EAGER_CASES.get(case, []),
     ]
     stdout, elapsed = _run(launch, tmp_path, env, processes=2)
     _assert_learns(stdout)

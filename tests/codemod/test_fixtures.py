@@ -46,7 +46,9 @@ def test_conversion_matches_expected(case):
 def test_refused_scripts_are_left_byte_identical(case):
     folder = FIXTURES / case
     if not (folder / "expected_refusal.txt").exists():
-        assert (folder / "expected.py").read_bytes() != (folder / "input.py").read_bytes(), "a converted case must change something"
+        assert (folder / "expected.py").read_bytes() != (folder / "input.py").read_bytes(), (
+            "a converted case must change something"
+        )
         return
     assert (folder / "expected.py").read_bytes() == (folder / "input.py").read_bytes()
     refusal = (folder / "expected_refusal.txt").read_text(encoding="utf-8")

@@ -74,7 +74,9 @@ def test_untouched_lines_are_byte_identical(case, results):
         if tag in ("replace", "delete"):
             for line in old[i1:i2]:
                 moved_comment = line.lstrip().startswith("#") and line.strip() in kept_comment_lines
-                assert TARGETED.search(line) or moved_comment, f"changed a line the conversion does not target: {line!r}"
+                assert TARGETED.search(line) or moved_comment, (
+                    f"changed a line the conversion does not target: {line!r}"
+                )
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -106,7 +108,9 @@ def test_crlf_file_has_only_crlf_after_conversion(results):
 def test_tab_indented_file_stays_tab_indented(results):
     _, result = results["tabs_indent"]
     assert result.changed
-    indents = {line[: len(line) - len(line.lstrip(" \t"))] for line in decode_source(result.data).splitlines() if line.strip()}
+    indents = {
+        line[: len(line) - len(line.lstrip(" \t"))] for line in decode_source(result.data).splitlines() if line.strip()
+    }
     assert all(" " not in indent for indent in indents), indents
     assert "\tdynamo_plugin = TorchDynamoPlugin(" in decode_source(result.data)
 

@@ -17,7 +17,18 @@ def test_versions_are_recorded():
 
 
 def test_issue_backends_are_in_the_torch_table():
-    for name in ("inductor", "eager", "aot_eager", "aot_eager_decomp_partition", "cudagraphs", "openxla", "openxla_eval", "tvm", "ts", "aot_ts"):
+    for name in (
+        "inductor",
+        "eager",
+        "aot_eager",
+        "aot_eager_decomp_partition",
+        "cudagraphs",
+        "openxla",
+        "openxla_eval",
+        "tvm",
+        "ts",
+        "aot_ts",
+    ):
         assert name in B.TORCH_BACKENDS
     assert B.TORCH_LISTED_BACKENDS <= B.TORCH_BACKENDS
 
@@ -57,7 +68,10 @@ def test_refresh_script_check_agrees_with_the_tables(capsys):
         "backends_all": sorted(B.TORCH_BACKENDS),
         "modes": list(M.INDUCTOR_MODES),
         "dynamo_backend_members": list(B.ACCELERATE_BACKENDS),
-        "prepare_and_forward": {name: ("fails at prepare(): InvalidBackend" if name in B.ACCELERATE_DEAD else "ok") for name in B.ACCELERATE_BACKENDS},
+        "prepare_and_forward": {
+            name: ("fails at prepare(): InvalidBackend" if name in B.ACCELERATE_DEAD else "ok")
+            for name in B.ACCELERATE_BACKENDS
+        },
     }
     assert script.check(tables) == 0
     tables["modes"] = [*tables["modes"], "turbo"]

@@ -5,7 +5,9 @@ from __future__ import annotations
 from regcomp_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
 
 
-def diag(code="RC107", message="msg", filename="a.py", start=(1, 1), end=(1, 2), fix=None, name="suppress-errors") -> Diagnostic:
+def diag(
+    code="RC107", message="msg", filename="a.py", start=(1, 1), end=(1, 2), fix=None, name="suppress-errors"
+) -> Diagnostic:
     return Diagnostic(code, name, message, filename, Location(*start), Location(*end), fix)
 
 

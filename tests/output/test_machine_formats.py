@@ -35,7 +35,10 @@ def test_github_escaping_rules():
 def test_github_line_escapes_file_and_message(tmp_path):
     d = diag(message="line one\nline 100%", filename=str(tmp_path / "we,ird:name.py"), start=(3, 4), end=(5, 6))
     out = render("github", [d], RenderContext(cwd=str(tmp_path)))
-    assert out == "::error file=we%2Cird%3Aname.py,line=3,col=4,endLine=5,endColumn=6,title=RC107::line one%0Aline 100%25\n"
+    assert (
+        out
+        == "::error file=we%2Cird%3Aname.py,line=3,col=4,endLine=5,endColumn=6,title=RC107::line one%0Aline 100%25\n"
+    )
 
 
 def test_github_without_findings_prints_nothing():
@@ -43,7 +46,12 @@ def test_github_without_findings_prints_nothing():
 
 
 def test_statistics_rows_sorted_by_count_then_code():
-    found = [diag(code="RC002", name="unused-suppression", fix=fix()), diag(), diag(), diag(code="RC001", name="syntax-error")]
+    found = [
+        diag(code="RC002", name="unused-suppression", fix=fix()),
+        diag(),
+        diag(),
+        diag(code="RC001", name="syntax-error"),
+    ]
     rows = statistics.rows(found, RenderContext())
     assert [(r["code"], r["count"], r["fixable"]) for r in rows] == [("RC107", 2, 0), ("RC001", 1, 0), ("RC002", 1, 1)]
 

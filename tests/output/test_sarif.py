@@ -48,7 +48,12 @@ def test_empty_run_is_valid_and_describes_every_rule(validator, tmp_path):
 
 def test_results_with_fixes_odd_paths_and_empty_regions_are_valid(validator, tmp_path):
     found = [
-        diag(filename=str(tmp_path / "dir with space" / "é.py"), start=(1, 1), end=(2, 3), fix=fix(Applicability.SAFE, "x", (1, 1), (1, 1))),
+        diag(
+            filename=str(tmp_path / "dir with space" / "é.py"),
+            start=(1, 1),
+            end=(2, 3),
+            fix=fix(Applicability.SAFE, "x", (1, 1), (1, 1)),
+        ),
         diag(filename="/elsewhere/abs.py", fix=fix(Applicability.UNSAFE)),
         diag(filename="<stdin>", start=(4, 2), end=(4, 2)),
         diag(code="RC999", name="not-a-rule"),
@@ -68,4 +73,6 @@ def test_results_with_fixes_odd_paths_and_empty_regions_are_valid(validator, tmp
 def test_schema_rejects_a_broken_log(validator):
     """The stored schema really constrains: a result without a message is refused."""
     with pytest.raises(jsonschema.ValidationError):
-        validator.validate({"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "x"}}, "results": [{"ruleId": "RC1"}]}]})
+        validator.validate(
+            {"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "x"}}, "results": [{"ruleId": "RC1"}]}]}
+        )

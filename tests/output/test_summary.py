@@ -18,12 +18,24 @@ def test_counts_and_plural():
 
 
 def test_fixable_and_hidden_unsafe_fixes():
-    found = [diag(fix=fix(Applicability.SAFE)), diag(fix=fix(Applicability.UNSAFE)), diag(fix=fix(Applicability.DISPLAY))]
-    assert summary_line(found, RenderContext()) == "Found 3 errors (1 fixable with --fix; 1 more with --fix --unsafe-fixes)."
-    assert summary_line(found, RenderContext(unsafe_fixes=True)) == "Found 3 errors (2 fixable with --fix --unsafe-fixes)."
+    found = [
+        diag(fix=fix(Applicability.SAFE)),
+        diag(fix=fix(Applicability.UNSAFE)),
+        diag(fix=fix(Applicability.DISPLAY)),
+    ]
+    assert (
+        summary_line(found, RenderContext())
+        == "Found 3 errors (1 fixable with --fix; 1 more with --fix --unsafe-fixes)."
+    )
+    assert (
+        summary_line(found, RenderContext(unsafe_fixes=True)) == "Found 3 errors (2 fixable with --fix --unsafe-fixes)."
+    )
     only_unsafe = [diag(fix=fix(Applicability.UNSAFE))]
     assert summary_line(only_unsafe, RenderContext()) == "Found 1 error (1 fixable with --fix --unsafe-fixes)."
-    assert summary_line(only_unsafe, RenderContext(fix_mode=True)) == "Found 1 error (0 fixed, 1 remaining; 1 fixable with --unsafe-fixes)."
+    assert (
+        summary_line(only_unsafe, RenderContext(fix_mode=True))
+        == "Found 1 error (0 fixed, 1 remaining; 1 fixable with --unsafe-fixes)."
+    )
 
 
 def test_after_fix():

@@ -15,14 +15,7 @@ def ctx(**kw) -> RenderContext:
 def test_snippet_and_caret_from_in_memory_source():
     d = diag(message="bad backend", filename="t.py", start=(2, 5), end=(2, 8))
     out = render("text", [d], ctx(sources={"t.py": "x = 1\nm = foo(y)\n"}))
-    assert out == (
-        "t.py:2:5: RC107 bad backend\n"
-        "  |\n"
-        "2 | m = foo(y)\n"
-        "  |     ^^^\n"
-        "\n"
-        "Found 1 error.\n"
-    )
+    assert out == ("t.py:2:5: RC107 bad backend\n  |\n2 | m = foo(y)\n  |     ^^^\n\nFound 1 error.\n")
 
 
 def test_snippet_read_from_disk_with_its_encoding(tmp_path):
@@ -61,7 +54,11 @@ def test_fix_markers():
     display = diag(fix=fix(Applicability.DISPLAY))
     text = render("text", [safe, unsafe, display], ctx())
     headers = [line for line in text.splitlines() if line.startswith("a.py:")]
-    assert headers == ["a.py:1:1: RC107 msg (fixable)", "a.py:1:1: RC107 msg (fixable with --unsafe-fixes)", "a.py:1:1: RC107 msg"]
+    assert headers == [
+        "a.py:1:1: RC107 msg (fixable)",
+        "a.py:1:1: RC107 msg (fixable with --unsafe-fixes)",
+        "a.py:1:1: RC107 msg",
+    ]
     concise = render("concise", [safe, unsafe, display], ctx()).splitlines()
     assert concise[:3] == ["a.py:1:1: RC107 [*] msg", "a.py:1:1: RC107 msg", "a.py:1:1: RC107 msg"]
     concise_unsafe = render("concise", [safe, unsafe, display], ctx(unsafe_fixes=True)).splitlines()

@@ -24,14 +24,27 @@ def command(tool: str) -> list[str]:
     if script.exists():
         return [str(script)]
     entry = "main" if tool == "regcomp-lint" else "fix_main"
-    return [sys.executable, "-c", f"import sys; sys.argv[0] = {tool!r}; from regcomp_lint.cli.commands import {entry}; sys.exit({entry}())"]
+    return [
+        sys.executable,
+        "-c",
+        f"import sys; sys.argv[0] = {tool!r}; from regcomp_lint.cli.commands import {entry}; sys.exit({entry}())",
+    ]
 
 
-def run(tool: str, *args, cwd, timeout: float = 300, extra_env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
+def run(
+    tool: str, *args, cwd, timeout: float = 300, extra_env: dict | None = None, **kwargs
+) -> subprocess.CompletedProcess:
     environment = env()
     environment.update(extra_env or {})
-    return subprocess.run([*command(tool), *map(str, args)], cwd=cwd, env=environment, capture_output=True,
-                          text=True, timeout=timeout, **kwargs)
+    return subprocess.run(
+        [*command(tool), *map(str, args)],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **kwargs,
+    )
 
 
 def assert_no_traceback(proc: subprocess.CompletedProcess) -> None:

@@ -54,10 +54,15 @@ CASES: dict[str, tuple[bytes, tuple[int, int] | None]] = {
     "blank_lines_only.py": (b"\n\n   \n\t\n", None),
     "no_final_newline.py": (b"x = 1", None),
     "non_ascii_names.py": ("café = 1\nnaïve = café + 1\n".encode(), None),
-    "match_statement.py": (b"match command:\n    case [x, y]:\n        pass\n    case {'k': v}:\n        pass\n    case _:\n        pass\n", None),
+    "match_statement.py": (
+        b"match command:\n    case [x, y]:\n        pass\n    case {'k': v}:\n        pass\n    case _:\n        pass\n",
+        None,
+    ),
     "walrus.py": (b"if (n := len([1, 2])) > 1:\n    print(n)\n", None),
-    "pep695.py": (b"type Point = tuple[float, float]\ndef first[T](xs: list[T]) -> T:\n    return xs[0]\n",
-                  None if PEP695_OK else (1, 6)),
+    "pep695.py": (
+        b"type Point = tuple[float, float]\ndef first[T](xs: list[T]) -> T:\n    return xs[0]\n",
+        None if PEP695_OK else (1, 6),
+    ),
     "notes.txt": (b"These are notes, not code.\n", (1, 7)),
     "script_without_suffix": (b"#!/usr/bin/env python\nx = 1\n", None),
 }
@@ -119,12 +124,27 @@ def test_every_input_in_one_run(tree):
     pipe = rc001(found, "named_pipe.py")
     assert len(pipe) == 1 and "not a regular file (a named pipe)" in pipe[0]["message"]
     for sentinel in ("sentinel.py", "inside.py", "real.py"):
-        assert [d["location"]["row"] for d in found if d["code"] == "RC107" and os.path.basename(d["filename"]) == sentinel] == [2], sentinel
+        assert [
+            d["location"]["row"] for d in found if d["code"] == "RC107" and os.path.basename(d["filename"]) == sentinel
+        ] == [2], sentinel
     assert "too deeply nested" in rc001(found, "nested_5000.py")[0]["message"]
 
 
-@pytest.mark.parametrize("name", ["binary.py", "invalid_utf8.py", "mixed_indentation.py", "python2_print.py", "empty.py",
-                                  "cr_only.py", "notes.txt", "nested_5000.py", "named_pipe.py", "loop"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "binary.py",
+        "invalid_utf8.py",
+        "mixed_indentation.py",
+        "python2_print.py",
+        "empty.py",
+        "cr_only.py",
+        "notes.txt",
+        "nested_5000.py",
+        "named_pipe.py",
+        "loop",
+    ],
+)
 def test_each_alone_exits_0_or_1(tree, name):
     status, found, stderr = lint_json(tree, name)
     expected = 0 if name in ("empty.py", "cr_only.py", "loop") else 1
@@ -200,6 +220,7 @@ def test_files_deleted_mid_run(tmp_path):
 
 # -- regcomp-fix ---------------------------------------------------------------------------
 
+
 def test_fix_apply_never_touches_what_it_cannot_decode_or_parse(tree, tmp_path):
     work = tmp_path / "fix"
     work.mkdir()
@@ -263,7 +284,11 @@ def test_fix_apply_keeps_bom_newlines_encoding_tabs_and_mode(tmp_path):
         assert os.stat(tmp_path / name).st_mode & 0o777 == 0o754, name
         text = data.decode(encoding)
         assert data.startswith(b"\xef\xbb\xbf") == (encoding == "utf-8-sig"), name
-        ends = {"\r\n": text.count("\r\n"), "\r": text.count("\r") - text.count("\r\n"), "\n": text.count("\n") - text.count("\r\n")}
+        ends = {
+            "\r\n": text.count("\r\n"),
+            "\r": text.count("\r") - text.count("\r\n"),
+            "\n": text.count("\n") - text.count("\r\n"),
+        }
         assert {k for k, v in ends.items() if v} == {newline}, (name, ends)
         assert text.endswith(newline) == (name != "no_final_newline.py"), name
         normal = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")

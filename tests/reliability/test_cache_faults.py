@@ -78,8 +78,17 @@ def test_cache_dir_that_cannot_be_created_only_warns(project):
 def test_two_processes_at_once_agree_and_leave_a_valid_cache(project):
     expected = lint(project, "--no-cache")
     for round_ in range(3):
-        procs = [subprocess.Popen([*command("regcomp-lint"), "--format", "json", "--jobs", "1", "."], cwd=project, env=env(),
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        procs = [
+            subprocess.Popen(
+                [*command("regcomp-lint"), "--format", "json", "--jobs", "1", "."],
+                cwd=project,
+                env=env(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(2)
+        ]
         outs = [p.communicate(timeout=300) for p in procs]
         for p, (out, err) in zip(procs, outs):
             assert "Traceback" not in err

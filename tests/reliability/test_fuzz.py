@@ -15,8 +15,9 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 
 from tests.reliability import fuzz_properties as props  # noqa: E402
 
-FAST = settings(max_examples=20, deadline=None, derandomize=True, database=None,
-                suppress_health_check=list(HealthCheck))
+FAST = settings(
+    max_examples=20, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+)
 programs = hypothesmith.from_grammar()
 
 

@@ -37,8 +37,13 @@ def temporaries(folder: Path) -> list[str]:
 
 
 def start(path: Path) -> subprocess.Popen:
-    return subprocess.Popen([*command("regcomp-fix"), "--apply", path.name], cwd=path.parent, env=env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [*command("regcomp-fix"), "--apply", path.name],
+        cwd=path.parent,
+        env=env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +93,10 @@ def test_sigkill_at_random_points_leaves_old_or_new_content(tmp_path, contents):
         left = temporaries(folder)
         leftovers += bool(left)
         for name in left:
-            assert name.startswith(".big.py.") and (folder / name).read_bytes() in (b"", new[: len((folder / name).read_bytes())])
+            assert name.startswith(".big.py.") and (folder / name).read_bytes() in (
+                b"",
+                new[: len((folder / name).read_bytes())],
+            )
         if left and leftovers == 1 or attempt == RUNS - 1:
             # the next run finishes the job and removes the dead run's temporary files
             proc = run("regcomp-fix", "--apply", path.name, cwd=folder)
@@ -96,7 +104,9 @@ def test_sigkill_at_random_points_leaves_old_or_new_content(tmp_path, contents):
             assert path.read_bytes() == new
             assert temporaries(folder) == [], "stale temporary file not cleaned up"
             assert sorted(os.listdir(folder)) == ["big.py"]
-    print(f"{RUNS} SIGKILLs: {seen['old']} old, {seen['new']} new, {leftovers} left a temporary (cleaned by the next run)")
+    print(
+        f"{RUNS} SIGKILLs: {seen['old']} old, {seen['new']} new, {leftovers} left a temporary (cleaned by the next run)"
+    )
     assert seen["old"] and seen["new"], seen
 
 

@@ -32,7 +32,7 @@ def load_fixture(name: str):
     return module
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def traced(name: str):
     """The :class:`Analysis` of fixture ``name`` on the CPU (cached for the session)."""
     pytest.importorskip("torch")

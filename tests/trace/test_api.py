@@ -11,8 +11,10 @@ from tests.trace.conftest import REPO, load_fixture
 
 
 def test_import_regcomp_lint_does_not_import_torch():
-    code = ("import sys, regcomp_lint; from regcomp_lint import recommend, apply_plan, trace_model, Plan; "
-            "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith('torch'))")
+    code = (
+        "import sys, regcomp_lint; from regcomp_lint import recommend, apply_plan, trace_model, Plan; "
+        "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith('torch'))"
+    )
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, timeout=60)
 
 

@@ -59,7 +59,9 @@ def _regional(method=None, regions=("body.blocks",), **plugin):
     # nested regions need AOT autograd: "aot_eager" is the cheapest backend that has it
     backend = "aot_eager" if method == "nested" else "eager"
     return Plan(
-        strategy="regional", regions=list(regions), method=method,
+        strategy="regional",
+        regions=list(regions),
+        method=method,
         plugin={"backend": backend, "use_regional_compilation": True, **plugin},
     )
 
@@ -167,7 +169,11 @@ def test_none_compiles_nothing():
 
 
 def test_compile_kwargs_come_from_the_plugin():
-    plan = Plan(strategy="regional", regions=["h"], plugin={"mode": "max-autotune", "fullgraph": True, "dynamic": False, "use_regional_compilation": True})
+    plan = Plan(
+        strategy="regional",
+        regions=["h"],
+        plugin={"mode": "max-autotune", "fullgraph": True, "dynamic": False, "use_regional_compilation": True},
+    )
     assert compile_kwargs(plan) == {"backend": "inductor", "mode": "max-autotune", "fullgraph": True, "dynamic": False}
     assert compile_kwargs(Plan(strategy="full", plugin={"backend": "eager", "mode": None})) == {"backend": "eager"}
 
@@ -324,8 +330,9 @@ def test_region_under_a_compile_wrapper_says_so():
 # -- a real model --------------------------------------------------------------------------
 def test_gpt2_regional_nested_equals_eager():
     transformers = pytest.importorskip("transformers")
-    config = transformers.GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=64, n_positions=32,
-                                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    config = transformers.GPT2Config(
+        n_layer=2, n_embd=32, n_head=2, vocab_size=64, n_positions=32, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0
+    )
     torch.manual_seed(0)
     eager = transformers.GPT2LMHeadModel(config)
     torch.manual_seed(0)
@@ -335,8 +342,12 @@ def test_gpt2_regional_nested_equals_eager():
     ids = torch.randint(0, 64, (2, 8), generator=torch.Generator().manual_seed(0))
     ref = eager(input_ids=ids, labels=ids).loss
     keys = list(model.state_dict())
-    plan = Plan(strategy="regional", regions=["transformer.h"], method="nested",
-                plugin={"backend": "aot_eager", "fullgraph": True, "use_regional_compilation": True})
+    plan = Plan(
+        strategy="regional",
+        regions=["transformer.h"],
+        method="nested",
+        plugin={"backend": "aot_eager", "fullgraph": True, "use_regional_compilation": True},
+    )
     assert apply_plan(model, plan) is model
     out = model(input_ids=ids, labels=ids).loss
     torch.testing.assert_close(out, ref)

@@ -38,12 +38,15 @@ def test_a_batch_passes_through():
     assert Batch.from_value(batch) is batch
 
 
-@pytest.mark.parametrize("value, words", [
-    ("input_ids", "returned str"),
-    (3, "returned int"),
-    (None, "returned NoneType"),
-    ({0: torch.zeros(1)}, "non-string key 0"),
-])
+@pytest.mark.parametrize(
+    "value, words",
+    [
+        ("input_ids", "returned str"),
+        (3, "returned int"),
+        (None, "returned NoneType"),
+        ({0: torch.zeros(1)}, "non-string key 0"),
+    ],
+)
 def test_anything_else_is_a_clear_error(value, words):
     with pytest.raises(TraceError) as info:
         Batch.from_value(value, "--inputs 'm.py:f'")

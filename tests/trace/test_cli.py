@@ -62,30 +62,46 @@ def assert_one_error_line(result, *words):
     return errors[0]
 
 
-@pytest.mark.parametrize("args, words", [
-    pytest.param(factories(f"{M}/raises.py:make_model", f"{M}/raises.py:make_inputs"),
-                 ["ValueError: Refuses wants a 3-d batch, got 2 dimensions", "raises.py:15"], id="forward-raises"),
-    pytest.param(factories(f"{BAD}:make_model", f"{BAD}:make_wrong_shape"),
-                 ["the model raised on the sample batch (float32[2, 5])", "mat1 and mat2 shapes"], id="wrong-shape"),
-    pytest.param(factories(f"{BAD}:make_not_a_module"), ["returned dict, not a torch.nn.Module"], id="not-a-module"),
-    pytest.param([f"{S}/exits.py"], ["exit", "3"], id="script-exits"),
-    pytest.param(["--check", *factories(f"{BAD}:make_model")], ["--check", "--apply"], id="check-without-apply"),
-    pytest.param([f"{S}/plain_compile.py", *factories(f"{BAD}:make_model")], ["not both"], id="script-and-model"),
-    pytest.param([], ["--model"], id="nothing-to-trace"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        pytest.param(
+            factories(f"{M}/raises.py:make_model", f"{M}/raises.py:make_inputs"),
+            ["ValueError: Refuses wants a 3-d batch, got 2 dimensions", "raises.py:15"],
+            id="forward-raises",
+        ),
+        pytest.param(
+            factories(f"{BAD}:make_model", f"{BAD}:make_wrong_shape"),
+            ["the model raised on the sample batch (float32[2, 5])", "mat1 and mat2 shapes"],
+            id="wrong-shape",
+        ),
+        pytest.param(
+            factories(f"{BAD}:make_not_a_module"), ["returned dict, not a torch.nn.Module"], id="not-a-module"
+        ),
+        pytest.param([f"{S}/exits.py"], ["exit", "3"], id="script-exits"),
+        pytest.param(["--check", *factories(f"{BAD}:make_model")], ["--check", "--apply"], id="check-without-apply"),
+        pytest.param([f"{S}/plain_compile.py", *factories(f"{BAD}:make_model")], ["not both"], id="script-and-model"),
+        pytest.param([], ["--model"], id="nothing-to-trace"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(args, words):
     assert_one_error_line(run(*args), *words)
 
 
-@pytest.mark.parametrize("args, words", [
-    pytest.param(factories(f"{BAD}:nope"), ["has no 'nope'", "make_model"], id="factory-not-found"),
-    pytest.param(factories(f"{M}/missing.py:make_model"), ["file", "missing.py", "not found"], id="file-not-found"),
-    pytest.param(factories("no_such_package.models:make_model"), ["no file or module named"], id="module-not-found"),
-    pytest.param(factories(f"{BAD}:not_callable"), ["is a int, not a factory"], id="not-callable"),
-    pytest.param(factories(f"{BAD}:make_model", f"{BAD}:make_string"), ["returned str"], id="inputs-string"),
-    pytest.param(factories("models.py"), ["expected FILE_OR_MODULE:FACTORY"], id="no-factory-name"),
-    pytest.param([f"{S}/no_forward.py", "--max-seconds", "60"], ["forward"], id="script-never-calls-forward"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        pytest.param(factories(f"{BAD}:nope"), ["has no 'nope'", "make_model"], id="factory-not-found"),
+        pytest.param(factories(f"{M}/missing.py:make_model"), ["file", "missing.py", "not found"], id="file-not-found"),
+        pytest.param(
+            factories("no_such_package.models:make_model"), ["no file or module named"], id="module-not-found"
+        ),
+        pytest.param(factories(f"{BAD}:not_callable"), ["is a int, not a factory"], id="not-callable"),
+        pytest.param(factories(f"{BAD}:make_model", f"{BAD}:make_string"), ["returned str"], id="inputs-string"),
+        pytest.param(factories("models.py"), ["expected FILE_OR_MODULE:FACTORY"], id="no-factory-name"),
+        pytest.param([f"{S}/no_forward.py", "--max-seconds", "60"], ["forward"], id="script-never-calls-forward"),
+    ],
+)
 def test_bad_input_in_process(args, words):
     assert_one_error_line(in_process(*args), *words)
 
@@ -111,15 +127,24 @@ def test_device_cuda_without_a_gpu():
 
     if torch.cuda.is_available():
         pytest.skip("a GPU is available here")
-    assert_one_error_line(in_process("--device", "cuda", *factories(f"{BAD}:make_model")), "--device cuda", "no CUDA GPU")
+    assert_one_error_line(
+        in_process("--device", "cuda", *factories(f"{BAD}:make_model")), "--device cuda", "no CUDA GPU"
+    )
 
 
 def test_json_on_stdout_with_a_printing_model_plus_plan_and_graph(tmp_path):
     from regcomp_lint.plan import Plan
 
     plan, graph = tmp_path / "plan.json", tmp_path / "graph.html"
-    result = run(*factories(f"{M}/planted_breaks.py:make_model", f"{M}/planted_breaks.py:make_inputs"),
-                 "--format", "json", "--plan", str(plan), "--graph", str(graph))
+    result = run(
+        *factories(f"{M}/planted_breaks.py:make_model", f"{M}/planted_breaks.py:make_inputs"),
+        "--format",
+        "json",
+        "--plan",
+        str(plan),
+        "--graph",
+        str(graph),
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     data = json.loads(result.stdout)  # the model's prints went to stderr
     assert "head input" in result.stderr and "head input" not in result.stdout
@@ -135,8 +160,9 @@ def test_json_on_stdout_with_a_printing_model_plus_plan_and_graph(tmp_path):
     script = tmp_path / "train.py"
     shutil.copy(REPO / "fixtures" / "lint" / "nlp_example.py", script)
     fix = REPO / ".venv" / "bin" / "regcomp-fix"
-    fixed = subprocess.run([str(fix), "--plan", str(plan), str(script)], cwd=tmp_path, capture_output=True,
-                           text=True, timeout=120)
+    fixed = subprocess.run(
+        [str(fix), "--plan", str(plan), str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert fixed.returncode in (0, 1), fixed.stderr
     assert "use_regional_compilation=True" in fixed.stdout
 
@@ -176,8 +202,13 @@ def test_apply_check_reports_the_max_abs_difference():
 
     if not hasattr(apply, "apply_plan"):
         pytest.xfail("regcomp_lint/trace/apply.py has no apply_plan yet")
-    result = run(*factories(f"{M}/planted_breaks.py:make_model", f"{M}/planted_breaks.py:make_inputs"),
-                 "--apply", "--check", "--backend", "eager")
+    result = run(
+        *factories(f"{M}/planted_breaks.py:make_model", f"{M}/planted_breaks.py:make_inputs"),
+        "--apply",
+        "--check",
+        "--backend",
+        "eager",
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "apply: regional compiled in place" in result.stdout
     assert "max abs difference vs eager" in result.stdout and " ok" in result.stdout.splitlines()[-1]
@@ -186,8 +217,9 @@ def test_apply_check_reports_the_max_abs_difference():
 def test_apply_check_compares_the_numbers_inside_a_kv_cache():
     """GPT-2 returns a fresh ``DynamicCache`` each call: the check must compare the tensors in it,
     not call two cache objects different (it once said MISMATCH for every transformers LM)."""
-    result = run(*factories(f"{M}/gpt2.py:make_model", f"{M}/gpt2.py:make_inputs"),
-                 "--apply", "--check", "--backend", "eager")
+    result = run(
+        *factories(f"{M}/gpt2.py:make_model", f"{M}/gpt2.py:make_inputs"), "--apply", "--check", "--backend", "eager"
+    )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     last = result.stdout.splitlines()[-1]
     assert "max abs difference vs eager" in last and last.endswith(" ok"), last

@@ -52,20 +52,27 @@ def stable_report(name: str) -> dict:
     finally:
         os.chdir(cwd)
     rec = data["recommendation"]
-    return _paths({
-        "model": data["model"],
-        "device": data["device"],
-        "groups": [{k: g[k] for k in ("name", "class", "count", "container", "accelerate_regionalizes")}
-                   for g in data["groups"]],
-        "regions": [{k: r[k] for k in ("name", "class", "group", "params", "graph_breaks", "fullgraph")}
-                    for r in data["regions"]],
-        "graph_breaks": [{k: b[k] for k in ("region", "file", "line", "gb_id", "code", "reason")}
-                         for b in data["graph_breaks"]],
-        "recompiles": [{k: r[k] for k in ("region", "reason", "kind", "file", "line")} for r in data["recompiles"]],
-        "recompile_limit_hit": data["recompile_limit_hit"],
-        "fullgraph_ok": data["fullgraph_ok"],
-        "recommendation": {k: rec[k] for k in ("strategy", "regions", "plugin", "why")},
-    })
+    return _paths(
+        {
+            "model": data["model"],
+            "device": data["device"],
+            "groups": [
+                {k: g[k] for k in ("name", "class", "count", "container", "accelerate_regionalizes")}
+                for g in data["groups"]
+            ],
+            "regions": [
+                {k: r[k] for k in ("name", "class", "group", "params", "graph_breaks", "fullgraph")}
+                for r in data["regions"]
+            ],
+            "graph_breaks": [
+                {k: b[k] for k in ("region", "file", "line", "gb_id", "code", "reason")} for b in data["graph_breaks"]
+            ],
+            "recompiles": [{k: r[k] for k in ("region", "reason", "kind", "file", "line")} for r in data["recompiles"]],
+            "recompile_limit_hit": data["recompile_limit_hit"],
+            "fullgraph_ok": data["fullgraph_ok"],
+            "recommendation": {k: rec[k] for k in ("strategy", "regions", "plugin", "why")},
+        }
+    )
 
 
 def planted(name: str, pattern) -> set[tuple[int, str]]:
@@ -82,7 +89,8 @@ def test_golden_report(name):
         path.write_text(text, encoding="utf-8")
     assert path.exists(), f"missing {path.name}; run with REGCOMP_UPDATE_GOLDEN=1 and review it"
     assert json.loads(path.read_text(encoding="utf-8")) == report, (
-        f"{name}: the trace report changed; if intended, regenerate with REGCOMP_UPDATE_GOLDEN=1 and review the diff")
+        f"{name}: the trace report changed; if intended, regenerate with REGCOMP_UPDATE_GOLDEN=1 and review the diff"
+    )
 
 
 @pytest.mark.parametrize("name", TRACED)
@@ -98,17 +106,28 @@ def test_golden_breaks_are_the_planted_lines(name):
 def test_golden_attribute_recompiles_are_the_planted_lines(name):
     golden = json.loads((GOLDEN / f"{name}.json").read_text(encoding="utf-8"))
     fixture = f"fixtures/trace/models/{name}.py"
-    found = {(r["line"], r["reason"].split(" == ")[0]) for r in golden["recompiles"]
-             if r["kind"] == "attribute" and r["file"] == fixture}
+    found = {
+        (r["line"], r["reason"].split(" == ")[0])
+        for r in golden["recompiles"]
+        if r["kind"] == "attribute" and r["file"] == fixture
+    }
     assert found == planted(name, PLANTED_RECOMPILE)
 
 
 # -- what each fixture is for (independent of the exact golden text) ---------------------------
 
+
 def test_gpt2_regional_over_the_blocks_with_fullgraph():
     report = stable_report("gpt2")
-    assert report["groups"] == [{"name": "transformer.h", "class": "GPT2Block", "count": 4,
-                                 "container": "ModuleList", "accelerate_regionalizes": True}]
+    assert report["groups"] == [
+        {
+            "name": "transformer.h",
+            "class": "GPT2Block",
+            "count": 4,
+            "container": "ModuleList",
+            "accelerate_regionalizes": True,
+        }
+    ]
     assert report["graph_breaks"] == []
     assert report["fullgraph_ok"] is True
     assert all(r["fullgraph"] is True for r in report["regions"])
@@ -119,10 +138,24 @@ def test_gpt2_regional_over_the_blocks_with_fullgraph():
 
 def test_vit_sequential_is_a_group_accelerate_does_not_regionalize():
     report = stable_report("vit_sequential")
-    assert report["groups"] == [{"name": "blocks", "class": "EncoderBlock", "count": 4,
-                                 "container": "Sequential", "accelerate_regionalizes": False}]
-    assert [r["name"] for r in report["regions"]] == ["patch_embed", "blocks.0", "blocks.1", "blocks.2", "blocks.3",
-                                                      "norm", "head"]
+    assert report["groups"] == [
+        {
+            "name": "blocks",
+            "class": "EncoderBlock",
+            "count": 4,
+            "container": "Sequential",
+            "accelerate_regionalizes": False,
+        }
+    ]
+    assert [r["name"] for r in report["regions"]] == [
+        "patch_embed",
+        "blocks.0",
+        "blocks.1",
+        "blocks.2",
+        "blocks.3",
+        "norm",
+        "head",
+    ]
     why = " ".join(report["recommendation"]["why"])
     assert "nn.Sequential" in why and "compile_regions" in why
     assert report["graph_breaks"] == [] and report["fullgraph_ok"] is True
@@ -131,8 +164,8 @@ def test_vit_sequential_is_a_group_accelerate_does_not_regionalize():
 def test_planted_breaks_each_in_its_region():
     report = stable_report("planted_breaks")
     by_line = {b["line"]: b for b in report["graph_breaks"]}
-    block_line, = (n for n, gb in planted("planted_breaks", PLANTED_BREAK) if gb == "GB0124")
-    head_line, = (n for n, gb in planted("planted_breaks", PLANTED_BREAK) if gb == "GB0059")
+    (block_line,) = (n for n, gb in planted("planted_breaks", PLANTED_BREAK) if gb == "GB0124")
+    (head_line,) = (n for n, gb in planted("planted_breaks", PLANTED_BREAK) if gb == "GB0059")
     assert by_line[block_line]["region"] == "blocks[0..2]" and by_line[block_line]["code"] == "RC201"
     assert by_line[head_line]["region"] == "head" and by_line[head_line]["code"] == "RC203"
     regions = {r["name"]: r for r in report["regions"]}

@@ -19,8 +19,17 @@ NASTY = 'extra<b>&"x'  # a ModuleDict key may be any string: it must be escaped 
 
 
 def add(g, path, cls, params, parent=None, *, order=0, group=None, fullgraph=None, breaks=0, recompiles=0):
-    g.add_node(path, cls=cls, params=params, buffers=0, order=order, group=group,
-               fullgraph=fullgraph, breaks=breaks, recompiles=recompiles)
+    g.add_node(
+        path,
+        cls=cls,
+        params=params,
+        buffers=0,
+        order=order,
+        group=group,
+        fullgraph=fullgraph,
+        breaks=breaks,
+        recompiles=recompiles,
+    )
     if parent is not None:
         g.add_edge(parent, path, name=path.rsplit(".", 1)[-1])
 
@@ -35,8 +44,7 @@ def make_graph(n_blocks=3):
     for i in range(n_blocks):
         p = f"blocks.{i}"
         members.append(p)
-        add(g, p, "Block", 1_000, "blocks", order=2 + 3 * i, group="blocks", fullgraph=i != 1,
-            recompiles=1 if i else 0)
+        add(g, p, "Block", 1_000, "blocks", order=2 + 3 * i, group="blocks", fullgraph=i != 1, recompiles=1 if i else 0)
         add(g, p + ".attn", "Attention", 600, p, order=3 + 3 * i, breaks=2 if i == 1 else 0)
         add(g, p + ".mlp", "MLP", 400, p, order=4 + 3 * i)
     add(g, "stem", "Sequential", 100, "", order=40)
@@ -46,8 +54,7 @@ def make_graph(n_blocks=3):
     add(g, NASTY, "Identity", 0, "", order=None)
     g.graph["groups"] = [
         {"name": "blocks", "class": "Block", "count": n_blocks, "container": "ModuleList", "members": members},
-        {"name": "stem", "class": "Conv2d", "count": 2, "container": "Sequential",
-         "members": ["stem.0", "stem.1"]},
+        {"name": "stem", "class": "Conv2d", "count": 2, "container": "Sequential", "members": ["stem.0", "stem.1"]},
     ]
     return g
 
@@ -97,8 +104,7 @@ def test_dot_collapses_groups_into_clusters():
     assert label_of(nodes[NASTY])[0] == NASTY  # quotes escaped, read back whole
     assert ("blocks", "blocks[0..2]") in edges and ("stem", "stem[0..1]") in edges
     assert ("", "head") in edges and ("", NASTY) in edges
-    assert re.search(r'subgraph "cluster_group_0" \{\n\s+label="group blocks: Block ×3 \(ModuleList\)"',
-                     render_dot(g))
+    assert re.search(r'subgraph "cluster_group_0" \{\n\s+label="group blocks: Block ×3 \(ModuleList\)"', render_dot(g))
 
 
 def test_dot_uncollapsed_has_every_node_and_edge():
@@ -120,8 +126,15 @@ def test_dot_large_model_is_one_node_per_group(tmp_path):
         add(g, members[-1], "LlamaDecoderLayer", 856_000_000, "model.layers", group="model.layers")
         for sub in ("self_attn", "mlp", "input_layernorm"):
             add(g, f"{members[-1]}.{sub}", sub, 1, members[-1])
-    g.graph["groups"] = [{"name": "model.layers", "class": "LlamaDecoderLayer", "count": 80,
-                          "container": "ModuleList", "members": members}]
+    g.graph["groups"] = [
+        {
+            "name": "model.layers",
+            "class": "LlamaDecoderLayer",
+            "count": 80,
+            "container": "ModuleList",
+            "members": members,
+        }
+    ]
     out = tmp_path / "llama.dot"
     write_graph(g, str(out))
     nodes, _ = parse_dot(out.read_text())
@@ -150,9 +163,7 @@ def test_json_round_trips(tmp_path):
     assert isinstance(back, nx.DiGraph)
     assert list(back.nodes) == list(g.nodes)
     assert dict(back.nodes(data=True)) == dict(g.nodes(data=True))
-    assert {(u, v): d for u, v, d in back.edges(data=True)} == {
-        (u, v): d for u, v, d in g.edges(data=True)
-    }
+    assert {(u, v): d for u, v, d in back.edges(data=True)} == {(u, v): d for u, v, d in g.edges(data=True)}
     assert back.graph == g.graph
     # stable: keys sorted, the same bytes every time
     assert text == json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

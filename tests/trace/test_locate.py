@@ -46,7 +46,7 @@ def located():
 
 def test_the_probe_places_a_break_on_the_one_instance_that_ran_it(located):
     model, result, probe = located
-    site, = result.breaks
+    (site,) = result.breaks
     assert site.gb_id == "GB0059"
     assert probe.ok and probe.hits[(site.file, site.line)] == ["blocks.3"]
 

@@ -42,9 +42,11 @@ def test_per_block_recompiles_name_the_fix():
 
 def test_no_groups_is_full_with_the_whole_model_verdict():
     analysis = SimpleNamespace(
-        regions=SimpleNamespace(groups=[]), explain=SimpleNamespace(graph_count=2),
+        regions=SimpleNamespace(groups=[]),
+        explain=SimpleNamespace(graph_count=2),
         regional=RegionalRun(fullgraph={"": Verdict(False, "compiled")}),
-        whole=Verdict(False, "compiled", "GB0059", "Failed to trace builtin operator", "m.py", 3))
+        whole=Verdict(False, "compiled", "GB0059", "Failed to trace builtin operator", "m.py", 3),
+    )
     rec = rec_mod.recommend(analysis)
     assert rec.strategy == "full" and rec.regions == []
     assert rec.plugin == {"backend": "inductor", "fullgraph": False, "use_regional_compilation": False}

@@ -54,7 +54,7 @@ class MixedModel(nn.Module):
 
 def test_modulelist_group_and_partition():
     region = build(ListModel())
-    group, = region.groups
+    (group,) = region.groups
     assert (group.name, group.cls, group.count, group.container) == ("body.layers", "Block", 3, "ModuleList")
     assert group.members == ["body.layers.0", "body.layers.1", "body.layers.2"]
     assert group.collapsed == "body.layers[0..2]"
@@ -69,7 +69,7 @@ def test_modulelist_group_and_partition():
 
 def test_sequential_group_skips_activations_and_is_not_seen_by_accelerate():
     region = build(SeqModel())
-    group, = region.groups
+    (group,) = region.groups
     assert group.container == "Sequential" and group.accelerate_sees is False
     assert group.members == ["blocks.0", "blocks.2", "blocks.4"]
     assert group.collapsed == "blocks[0,2,4]"
@@ -103,6 +103,13 @@ def test_a_model_without_children_is_one_region():
 
 def test_amount():
     assert [amount(n) for n in (0, 999, 1_000, 1_234, 1_500, 12_345_678, 124_439_808, 7 * 10**10)] == [
-        "0", "999", "1K", "1.2K", "1.5K", "12.3M", "124M", "70B"
+        "0",
+        "999",
+        "1K",
+        "1.2K",
+        "1.5K",
+        "12.3M",
+        "124M",
+        "70B",
     ]
     assert amount(None) == "?"

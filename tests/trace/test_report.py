@@ -21,8 +21,8 @@ def test_the_tree_collapses_a_group(text_of):
     text = text_of("gpt2")
     lines = text.splitlines()
     assert lines[0] == "GPT2LMHeadModel on cpu, batch input_ids=int64[2, 16]"
-    tree = lines[lines.index("Regions"):lines.index("Graph breaks: none")]
-    group_line, = (line for line in tree if "GPT2Block" in line)
+    tree = lines[lines.index("Regions") : lines.index("Graph breaks: none")]
+    (group_line,) = (line for line in tree if "GPT2Block" in line)
     assert "h[0..3]  GPT2Block ×4  50K params each  fullgraph ok" in group_line
     assert "transformer.h.1" not in "\n".join(tree) and "GPT2Block ×4" in group_line
     assert "Recommendation: regional over transformer.h" in text
@@ -33,11 +33,15 @@ def test_breaks_with_code_frame_and_hint(text_of):
     text = text_of("planted_breaks")
     assert "Graph breaks (2)" in text
     lines = text.splitlines()
-    first = lines.index(next(line for line in lines if line.startswith("  blocks[0..2]: fixtures/trace/models/planted_breaks.py:16")))
+    first = lines.index(
+        next(line for line in lines if line.startswith("  blocks[0..2]: fixtures/trace/models/planted_breaks.py:16"))
+    )
     assert "GB0124" in lines[first] and "[RC201]" in lines[first]
     assert lines[first + 1] == "       16 | scale = x.abs().mean().item()  # planted: GB0124"
     assert lines[first + 2].strip().startswith("= hint: Set `torch._dynamo.config.capture_scalar_outputs = True`")
-    assert any(line.startswith("  head: fixtures/trace/models/planted_breaks.py:26") and "GB0059" in line for line in lines)
+    assert any(
+        line.startswith("  head: fixtures/trace/models/planted_breaks.py:26") and "GB0059" in line for line in lines
+    )
     assert "head  Head  68 params  fullgraph FAILS (GB0059)  1 break" in text
     assert "fullgraph=True on the whole model: fails at fixtures/trace/models/planted_breaks.py:26" in text
 
@@ -45,7 +49,10 @@ def test_breaks_with_code_frame_and_hint(text_of):
 def test_recompiles_and_the_limit(text_of):
     text = text_of("layer_idx")
     assert "layers.1, layers.2: self.layer_idx changed (fixtures/trace/models/layer_idx.py:19)" in text
-    assert "! every block of layers[0..9] recompiles (seen on layers.1, layers.2: a value of its own in the guard); with recompile_limit (8) layers.8 .. layers.9" in text
+    assert (
+        "! every block of layers[0..9] recompiles (seen on layers.1, layers.2: a value of its own in the guard); with recompile_limit (8) layers.8 .. layers.9"
+        in text
+    )
 
 
 def test_sequential_group_is_collapsed_and_explained(text_of):

@@ -54,10 +54,14 @@ def test_per_block_recompiles_and_the_limit():
     assert [r.region for r in attribute] == [f"layers.{i}" for i in range(1, verdicts.SAMPLED_MEMBERS)]
     assert attribute[0].reason == "self.layer_idx == 0"
     # the guard's site as torch prints it (relative to the working directory: the repository)
-    assert (REPO / attribute[0].file).resolve() == MODELS / "layer_idx.py" and "allow_unspec_int_on_nn_module" in attribute[0].hint
+    assert (
+        REPO / attribute[0].file
+    ).resolve() == MODELS / "layer_idx.py" and "allow_unspec_int_on_nn_module" in attribute[0].hint
     seen = ", ".join(f"layers.{i}" for i in range(1, verdicts.SAMPLED_MEMBERS))
-    assert run.limit_hit.startswith(f"every block of layers[0..9] recompiles (seen on {seen}: a value of its own in the guard); "
-                                    "with recompile_limit (8) layers.8 .. layers.9")
+    assert run.limit_hit.startswith(
+        f"every block of layers[0..9] recompiles (seen on {seen}: a value of its own in the guard); "
+        "with recompile_limit (8) layers.8 .. layers.9"
+    )
 
 
 def test_no_per_block_recompile_without_an_int_attribute():
