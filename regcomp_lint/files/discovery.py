@@ -20,9 +20,12 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from regcomp_lint.files.gitignore import IgnoreFile, IgnoreStack, stack_for, translate
-from regcomp_lint.lint.config import Settings
+
+if TYPE_CHECKING:  # only the type: discovery reads four fields and never imports the lint layer
+    from regcomp_lint.lint.config import Settings
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 
