@@ -50,7 +50,7 @@ class PathsArgument(click.Argument):
 
 
 def _selectors(ctx, param, values):
-    from regcomp_lint.cli.lint_command import split_selectors
+    from regcomp_lint.cli.shared import split_selectors
 
     return split_selectors(values) if values else None
 

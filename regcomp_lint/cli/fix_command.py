@@ -42,13 +42,7 @@ from regcomp_lint.cli.error_handling import (
     UsageFailure,
     echo_error,
 )
-from regcomp_lint.cli.lint_command import (
-    STDIN,
-    LintOptions,
-    _read_stdin,
-    _write_stdout_bytes,
-    resolve_settings,
-)
+from regcomp_lint.cli.shared import STDIN, read_stdin, resolve_settings, write_stdout_bytes
 from regcomp_lint.codemod.convert import convert_source
 from regcomp_lint.codemod.options import ConvertOptions
 from regcomp_lint.codemod.plain import NO_TRAINING_STEP
@@ -153,9 +147,7 @@ def fix(opts: FixOptions) -> int:
         raise UsageFailure("give the files or folders to fix (`regcomp-fix train.py`), or `-` to read stdin")
     if STDIN in paths and len(paths) > 1:
         raise UsageFailure("`-` (stdin) cannot be combined with other paths")
-    settings = resolve_settings(
-        LintOptions(paths=tuple(paths), stdin_filename=opts.stdin_filename, select=opts.select, ignore=opts.ignore)
-    )
+    settings = resolve_settings(tuple(paths), opts.stdin_filename, select=opts.select, ignore=opts.ignore)
     convert = convert_options(opts)
     if paths == [STDIN]:
         return _fix_stdin(opts, settings, convert)
@@ -165,7 +157,7 @@ def fix(opts: FixOptions) -> int:
 # -- stdin -----------------------------------------------------------------------------------
 def _fix_stdin(opts: FixOptions, settings: Settings, convert: ConvertOptions) -> int:
     """The result on stdout (the original bytes when nothing changed), or its diff with ``--diff``."""
-    data = _read_stdin()
+    data = read_stdin()
     filename = opts.stdin_filename or STDIN
     try:
         snap = writeback.snapshot_bytes(filename, data)
@@ -183,7 +175,7 @@ def _fix_stdin(opts: FixOptions, settings: Settings, convert: ConvertOptions) ->
         if result.changed:
             click.echo(unified_diff(result.original, result.text, filename), nl=False)
     else:
-        _write_stdout_bytes(out if result.error is None else data)
+        write_stdout_bytes(out if result.error is None else data)
     _report_file(result, opts, stream_err=True)
     return _status([result], opts)
 

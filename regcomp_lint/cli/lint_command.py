@@ -1,6 +1,6 @@
 """One ``regcomp-lint [PATH...]`` run: settings, lint (or fix), output, exit status.
 
-Kept apart from ``cli.py`` so the command-line layer only declares options. Exit status: 0 no
+Kept apart from ``commands`` so the command-line layer only declares options. Exit status: 0 no
 findings, 1 findings (or, with ``--diff``, changes to make), 2 an error the user must fix
 (config, missing path, unreadable or unwritable file).
 """
@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 
 import click
 
+from regcomp_lint.cli import shared
 from regcomp_lint.cli.error_handling import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, echo_error
 from regcomp_lint.diagnostics import Diagnostic
 from regcomp_lint.files.source import DecodeError
 from regcomp_lint.files.writeback import WritebackError, snapshot_bytes
-from regcomp_lint.lint import config, runner
+from regcomp_lint.lint import runner
 from regcomp_lint.lint.config import Settings
 from regcomp_lint.lint.engine import lint_source
 from regcomp_lint.lint.fix_files import FileFix, fix_file, fix_text, needs_fixing
@@ -27,7 +28,7 @@ from regcomp_lint.output import RenderContext, render
 from regcomp_lint.output.progress import ProgressLine
 from regcomp_lint.output.render_context import color_enabled, plural
 
-STDIN = "-"
+STDIN = shared.STDIN
 STDIN_DISPLAY = "-"
 
 
@@ -51,38 +52,10 @@ class LintOptions:
     diff: bool = False
 
 
-def split_selectors(values: tuple[str, ...] | list[str] | None) -> tuple[str, ...]:
-    """``("RC1,RC2", "RC5")`` → ``("RC1", "RC2", "RC5")`` (repeatable and comma-separated)."""
-    out: list[str] = []
-    for value in values or ():
-        out.extend(part.strip() for part in value.split(",") if part.strip())
-    return tuple(out)
-
-
 def resolve_settings(opts: LintOptions) -> Settings:
-    """Config file (``--config`` or nearest pyproject.toml), then command-line selectors.
-
-    Like ruff, ``--select`` starts the selection afresh (the config's select, extend-select and
-    ignore no longer apply); ``--extend-select`` and ``--ignore`` add to the config's.
-    """
-    settings = config.load(opts.config, start=_config_start(opts))
-    if opts.select is not None:
-        return settings.with_overrides(select=opts.select, extend_select=opts.extend_select, ignore=opts.ignore)
-    changes = {}
-    if opts.extend_select:
-        changes["extend_select"] = settings.extend_select + opts.extend_select
-    if opts.ignore:
-        changes["ignore"] = settings.ignore + opts.ignore
-    return settings.with_overrides(**changes) if changes else settings
-
-
-def _config_start(opts: LintOptions) -> str:
-    for path in opts.paths:
-        if path != STDIN:
-            return path
-    if opts.stdin_filename:
-        return os.path.dirname(os.path.abspath(opts.stdin_filename))
-    return "."
+    return shared.resolve_settings(
+        opts.paths, opts.stdin_filename, opts.config, opts.select, opts.extend_select, opts.ignore
+    )
 
 
 @dataclass
@@ -126,7 +99,7 @@ def lint(opts: LintOptions) -> int:
 
 # -- linting ---------------------------------------------------------------------------------
 def _lint_stdin(opts: LintOptions, settings: Settings, outcome: _Outcome, fixing: bool) -> None:
-    data = _read_stdin()
+    data = shared.read_stdin()
     filename = opts.stdin_filename or STDIN_DISPLAY
     diagnostics = lint_source(data, filename, settings)
     try:
@@ -193,23 +166,6 @@ def _fix_files(
     return kept
 
 
-def _read_stdin() -> bytes:
-    """Raw bytes, so the code is decoded like a file (BOM, coding line), not by the locale."""
-    stream = sys.stdin
-    buffer = getattr(stream, "buffer", None)
-    return buffer.read() if buffer is not None else stream.read().encode("utf-8")
-
-
-def _write_stdout_bytes(data: bytes) -> None:
-    buffer = getattr(sys.stdout, "buffer", None)
-    if buffer is None:
-        sys.stdout.write(data.decode("utf-8", errors="replace"))
-    else:
-        sys.stdout.flush()
-        buffer.write(data)
-        buffer.flush()
-
-
 def _stderr_is_tty() -> bool:
     try:
         return sys.stderr.isatty()
@@ -241,7 +197,7 @@ def _emit_report(opts: LintOptions, outcome: _Outcome, incomplete: bool) -> int:
     else:
         text = render(opts.output_format, outcome.diagnostics, ctx)
     if outcome.stdin_fixed_bytes is not None:
-        _write_stdout_bytes(outcome.stdin_fixed_bytes)
+        shared.write_stdout_bytes(outcome.stdin_fixed_bytes)
     if text:
         click.echo(text, nl=False, err=to_stderr, color=ctx.color)
     if outcome.diagnostics and not opts.exit_zero:

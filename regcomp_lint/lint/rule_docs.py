@@ -41,7 +41,7 @@ _FIX_SHORT = {
 }
 
 
-def fix_text(rule: type[Rule]) -> str:
+def fix_availability(rule: type[Rule]) -> str:
     return _FIX_TEXT[rule.fix_applicability]
 
 
@@ -65,7 +65,7 @@ def render_page(rule: type[Rule]) -> str:
         "|---|---|",
         f"| Code | `{rule.code}` |",
         f"| Name | `{rule.name}` |",
-        f"| Fix | {fix_text(rule)} |",
+        f"| Fix | {fix_availability(rule)} |",
     ]
     if rule.graph_break_ids:
         lines.append(f"| torch graph-break ids | {', '.join(f'`{gb}`' for gb in rule.graph_break_ids)} |")
