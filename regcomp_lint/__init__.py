@@ -5,7 +5,7 @@ Static lint (this package minus ``trace``) never imports torch and never runs th
 they are imported on first use, so ``import regcomp_lint`` stays torch-free.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the one version source: pyproject reads it (dynamic = ["version"])
 
 from regcomp_lint.api import apply_plan, lint_paths, lint_source, recommend, trace_model  # noqa: E402
 from regcomp_lint.plan import Plan  # noqa: E402
