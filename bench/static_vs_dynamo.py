@@ -4,9 +4,14 @@ Runs every model of ``fixtures/models/`` under torch dynamo (``bench/_dynamo_pro
 interpreter that has torch 2.13 + accelerate, given with ``--python``), then lints the same files
 with ``regcomp_lint.api.lint_source`` (no torch) and compares:
 
-- **RC201–RC209** (graph breaks) line by line: a finding is a true alarm when dynamo broke on a
-  line inside its span; a dynamo break is found when a finding's span holds it. Precision and
+- **the graph-break rules** (every RC2xx rule of ``regcomp_lint.checks.ALL_RULES`` that is a
+  ``ForwardRule``: RC201–RC209 today) line by line: a finding is a true alarm when dynamo broke on
+  a line inside its span; a dynamo break is found when a finding's span holds it. Precision and
   recall per model and overall; targets: precision 1.0, recall ≥ 0.9.
+- **RC210** (``fullgraph=True`` will raise) per model, linting the file with a
+  ``torch.compile(<what make_model() returns>, fullgraph=True)`` line appended: flagged, against
+  "``torch.compile(model, fullgraph=True)`` raised"; and the break its message names must be a
+  line dynamo broke on.
 - **RC301** (per-block int attribute) per model: flagged, against "compiling each block with
   ``compile_regions`` recompiled because a guard on one module attribute failed for two or more
   values" (block k fails on the k values compiled before it; a bool attribute fails on one).
@@ -38,7 +43,6 @@ ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "fixtures" / "models"
 STORED = MODELS / "dynamo_breaks.json"
 PROBE = Path(__file__).resolve().parent / "_dynamo_probe.py"
-BREAK_RULES = tuple(f"RC20{i}" for i in range(1, 10))
 PRECISION_TARGET = 1.0
 RECALL_TARGET = 0.9
 #: RC301's measured positive: guards on one module attribute failed for this many different
@@ -50,6 +54,29 @@ REGIONAL_REQUEST = (
 )
 
 sys.path.insert(0, str(ROOT))
+
+
+def rc2xx_rules() -> tuple[str, ...]:
+    """Every RC2xx code of the rule registry: the rules this bench must check against dynamo."""
+    from regcomp_lint.checks import ALL_RULES
+
+    return tuple(sorted(code for code in ALL_RULES if code.startswith("RC2")))
+
+
+def graph_break_rules() -> tuple[str, ...]:
+    """The RC2xx rules that report the line a graph break happens on (checked line by line)."""
+    from regcomp_lint.checks import ALL_RULES
+    from regcomp_lint.checks.forward_rule import ForwardRule
+
+    return tuple(code for code in rc2xx_rules() if issubclass(ALL_RULES[code], ForwardRule))
+
+
+BREAK_RULES = graph_break_rules()
+#: RC2xx rules judged model by model (not at a break line), with what dynamo measured for them.
+MODEL_VERDICT_RULES = {"RC210": "torch.compile(model, fullgraph=True) raised"}
+#: RC210's message names the break it stops at: ``breaks the graph at line 16: RC202``, or
+#: ``at _shared_ops.py:12: RC202`` for a break in an imported file.
+NAMED_BREAK = re.compile(r"breaks the graph at (?:line (\d+)|(\S+\.py):(\d+)): RC")
 
 
 @dataclass(frozen=True)
@@ -91,16 +118,18 @@ class ModelScore:
 
 @dataclass
 class Verdict:
-    """One model's RC301 or RC502 verdict: measured by dynamo vs flagged by the lint."""
+    """One model's RC210, RC301 or RC502 verdict: measured by dynamo vs flagged by the lint."""
 
     name: str
     measured: bool
     flagged: bool
     evidence: str
+    #: why a finding is wrong although flagged and measured match (RC210 naming a line that ran fine)
+    wrong: str = ""
 
     @property
     def agrees(self) -> bool:
-        return self.measured == self.flagged
+        return self.measured == self.flagged and not self.wrong
 
 
 @dataclass
@@ -110,6 +139,7 @@ class Comparison:
     sites: list[Site]
     rc301: list[Verdict]
     rc502: list[Verdict]
+    rc210: list[Verdict] = field(default_factory=list)
 
     @property
     def missed(self) -> list[Site]:
@@ -134,6 +164,7 @@ class Comparison:
             and self.recall >= RECALL_TARGET
             and all(v.agrees for v in self.rc301)
             and all(v.agrees for v in self.rc502)
+            and all(v.agrees for v in self.rc210)
         )
 
 
@@ -220,7 +251,7 @@ def compare(stored: dict, models: Path = MODELS) -> Comparison:
             findings_by_file[path.name] = lint_findings(path, BREAK_RULES, models=models)
         return findings_by_file[path.name]
 
-    scores, rc301, rc502 = [], [], []
+    scores, rc301, rc502, rc210 = [], [], [], []
     all_sites: dict[tuple[str, int], Site] = {}
     for name, entry in sorted(stored["models"].items()):
         path = models / entry["file"]
@@ -236,12 +267,15 @@ def compare(stored: dict, models: Path = MODELS) -> Comparison:
         regional = entry.get("regional", {})
         rc301.append(rc301_verdict(name, path, regional))
         rc502.append(rc502_verdict(name, path, regional))
+        rc210.append(rc210_verdict(name, path, entry, models))
     every_finding = sorted({f for fs in findings_by_file.values() for f in fs}, key=lambda f: (f.file, f.row, f.code))
     for path in sorted(models.glob("*.py")):  # helpers no model imports are judged too
         for finding in findings_of(path):
             if finding not in every_finding:
                 every_finding.append(finding)
-    return Comparison(scores, every_finding, sorted(all_sites.values(), key=lambda s: (s.file, s.line)), rc301, rc502)
+    return Comparison(
+        scores, every_finding, sorted(all_sites.values(), key=lambda s: (s.file, s.line)), rc301, rc502, rc210
+    )
 
 
 def rc301_verdict(name: str, path: Path, regional: dict) -> Verdict:
@@ -263,6 +297,40 @@ def rc502_verdict(name: str, path: Path, regional: dict) -> Verdict:
     )
     flagged = lint_findings(path, ("RC502",), REGIONAL_REQUEST)
     return Verdict(name, measured, bool(flagged), evidence + _lines(flagged))
+
+
+def fullgraph_request(path: Path) -> str:
+    """``torch.compile(<the expression make_model() returns>, fullgraph=True)`` to append to the
+    file: RC210 needs the model's class, and does not look inside a factory function."""
+    text = path.read_text(encoding="utf-8")
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef) and node.name == "make_model":
+            returned = node.body[-1]
+            if isinstance(returned, ast.Return) and isinstance(returned.value, ast.Call):
+                model = ast.get_source_segment(text, returned.value)
+                return f"\n\nimport torch\n_fullgraph = torch.compile({model}, fullgraph=True)\n"
+    raise ValueError(f"{path.name}: make_model() must end with `return SomeModel(...)` for the RC210 check")
+
+
+def rc210_verdict(name: str, path: Path, entry: dict, models: Path = MODELS) -> Verdict:
+    """Flagged iff ``fullgraph=True`` raised; a finding must name a line dynamo broke on."""
+    fullgraph = entry.get("fullgraph", {})
+    measured = fullgraph.get("ok") is False
+    evidence = f"{fullgraph.get('gb_type')} @{fullgraph.get('file')}:{fullgraph.get('line')}" if measured else ""
+    flagged = lint_findings(path, ("RC210",), fullgraph_request(path), models)
+    broke = {(b["file"], b["line"]) for b in entry.get("dynamo", {}).get("breaks", [])}
+    named = [named_break(f, path.name) for f in flagged]
+    wrong = ", ".join(f"{site} is not a line dynamo broke on" for site in named if site not in broke)
+    lines = "".join(f" [lint: {site[0]}:{site[1]}]" if site else " [lint: no line named]" for site in named)
+    return Verdict(name, measured, bool(flagged), evidence + lines + (f" [wrong: {wrong}]" if wrong else ""), wrong)
+
+
+def named_break(finding: Finding, file: str) -> tuple[str, int] | None:
+    """The (file, line) of the break an RC210 message names."""
+    found = NAMED_BREAK.search(finding.message)
+    if found is None:
+        return None
+    return (file, int(found.group(1))) if found.group(1) else (Path(found.group(2)).name, int(found.group(3)))
 
 
 def _lines(findings: list[Finding]) -> str:
@@ -318,7 +386,7 @@ def render(result: Comparison, stored: dict) -> str:
         "False alarms (RC2xx finding, dynamo did not break):" if result.false_alarms else "False alarms: none",
     ]
     lines += [f"- {f.file}:{f.row} {f.code} {f.message}" for f in result.false_alarms]
-    for code, verdicts in (("RC301", result.rc301), ("RC502", result.rc502)):
+    for code, verdicts in (("RC210", result.rc210), ("RC301", result.rc301), ("RC502", result.rc502)):
         interesting = [v for v in verdicts if v.measured or v.flagged]
         agree = sum(v.agrees for v in verdicts)
         lines += [
@@ -334,7 +402,7 @@ def render(result: Comparison, stored: dict) -> str:
         ]
     lines += [
         "",
-        f"targets: precision ≥ {PRECISION_TARGET}, recall ≥ {RECALL_TARGET}, RC301/RC502 agree on every model: "
+        f"targets: precision ≥ {PRECISION_TARGET}, recall ≥ {RECALL_TARGET}, RC210/RC301/RC502 agree on every model: "
         + ("PASS" if result.passed else "FAIL"),
     ]
     return "\n".join(lines)

@@ -20,7 +20,6 @@ ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "fixtures" / "models"
 STORED = json.loads((MODELS / "dynamo_breaks.json").read_text(encoding="utf-8"))
 PLANTED = re.compile(r"# planted: (RC\d{3})")
-BREAK_RULES = tuple(f"RC20{i}" for i in range(1, 10))
 
 #: Dynamo breaks the lint is known to miss, and why (the rule owner's to-do list). A new miss
 #: fails the test even while recall stays above the target. None today: the break in
@@ -36,6 +35,9 @@ def load_bench():
         sys.modules["static_vs_dynamo"] = module
         spec.loader.exec_module(module)
     return sys.modules["static_vs_dynamo"]
+
+
+BREAK_RULES = load_bench().BREAK_RULES
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +60,38 @@ def test_stored_results_belong_to_these_fixtures():
     current = {p.name: hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in sorted(MODELS.glob("*.py"))}
     assert STORED["files"] == current
     assert STORED["torch"].startswith("2.13.")
+
+
+@pytest.mark.parametrize("code", load_bench().rc2xx_rules())
+def test_every_rc2xx_rule_is_checked_against_dynamo(result, code):
+    """Every RC2xx rule of the registry, not a list written here: a graph-break rule needs a
+    `# planted: RCnnn` line that dynamo broke on and the lint found; a model-level rule (RC210)
+    needs a model where dynamo's measurement and the lint's verdict are both positive."""
+    bench = load_bench()
+    update = "then `python bench/static_vs_dynamo.py --python <torch python> --update`"
+    if code in bench.BREAK_RULES:
+        broke = {(s.file, s.line) for s in result.sites}
+        missed = {(s.file, s.line) for s in result.missed}
+        lines = [site for site, planted_code in planted().items() if planted_code == code]
+        checked = [site for site in lines if site in broke and site not in missed]
+        assert checked, (
+            f"{code} has no fixture line checked against dynamo: add a `brk_*.py` model to fixtures/models/ "
+            f"whose forward reaches a line that breaks the graph the way {code} describes, marked "
+            f"`# planted: {code}`, {update} (planted: {lines}, dynamo broke on none of them or the lint missed them)"
+        )
+    elif code in bench.MODEL_VERDICT_RULES:
+        verdicts = getattr(result, code.lower())
+        assert any(v.measured and v.flagged for v in verdicts), (
+            f"{code}: no fixture model where `{bench.MODEL_VERDICT_RULES[code]}` and the lint agrees: "
+            f"add a model to fixtures/models/ that triggers it, {update}"
+        )
+    else:
+        pytest.fail(
+            f"{code} is not checked against dynamo: it is neither a ForwardRule (checked line by line against "
+            f"dynamo's breaks: plant a `# planted: {code}` line in a `brk_*.py` model of fixtures/models/) nor "
+            f"judged model by model (add it to MODEL_VERDICT_RULES in bench/static_vs_dynamo.py with a verdict "
+            f"from what bench/_dynamo_probe.py measures), {update}"
+        )
 
 
 def test_fixture_set_covers_every_graph_break_rule_at_25_models_or_more():
@@ -105,8 +139,8 @@ def test_a_break_in_an_imported_file_is_found_at_the_call_that_reaches_it(result
     assert found[0].message.endswith("(reached via Classifier.forward → _shared_ops.stabilize_logits)")
 
 
-@pytest.mark.parametrize("code", ["rc301", "rc502"])
-def test_recompile_and_regional_verdicts_agree_with_dynamo(result, code):
+@pytest.mark.parametrize("code", ["rc210", "rc301", "rc502"])
+def test_fullgraph_recompile_and_regional_verdicts_agree_with_dynamo(result, code):
     verdicts = getattr(result, code)
     assert [v for v in verdicts if not v.agrees] == []
     assert sum(v.measured for v in verdicts) >= 2  # the measurement found real cases to agree on
@@ -124,3 +158,16 @@ def test_render_reports_pass(result):
     text = load_bench().render(result, STORED)
     assert "| **overall** (distinct lines) |" in text
     assert text.rstrip().endswith("PASS")
+
+
+def test_rc210_stays_silent_on_breaks_that_fullgraph_captures(result):
+    """`.item()`, `nonzero` and boolean masks break a default compile but not `fullgraph=True`
+    (torch turns on capture_scalar_outputs/capture_dynamic_output_shape_ops): measured, not flagged."""
+    captured = [
+        name
+        for name, entry in STORED["models"].items()
+        if entry["dynamo"]["breaks"] and entry["fullgraph"].get("ok") is True
+    ]
+    assert captured  # brk_dynamic_shape, brk_item_in_block
+    verdicts = {v.name: v for v in result.rc210}
+    assert [name for name in captured if verdicts[name].flagged] == []
