@@ -207,6 +207,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{written[0].relative_to(ROOT)}; then `python -m regcomp_lint.lint.rule_docs --write` and "
         f"`REGCOMP_UPDATE_GOLDEN=1 python -m pytest tests/test_fixtures_golden.py` (see CONTRIBUTING.md)."
     )
+    if code.startswith("RC2"):
+        print(
+            "RC2xx rules are checked against dynamo: add a fixture model as CONTRIBUTING.md says "
+            "(Adding a rule, step 6), or tests/test_static_vs_dynamo.py fails for this rule."
+        )
     return 0
 
 
