@@ -33,7 +33,8 @@ class LintGroup(click.Group):
             if hasattr(ctx, "_protected_args"):  # click >= 8.2
                 ctx._protected_args, ctx.args = rest
             else:  # pragma: no cover - click 8.1
-                ctx.protected_args, ctx.args = rest
+                # click 8.1 declares protected_args writable; the pinned click types it read-only
+                ctx.protected_args, ctx.args = rest  # type: ignore[misc]
             return ctx.args
         return click.Command.parse_args(self, ctx, args)
 
@@ -183,7 +184,7 @@ def rule_command(ctx: click.Context, code_or_name: str | None, show_all: bool, o
     if show_all == (code_or_name is not None):
         raise UsageFailure("give either a rule code or name (`regcomp-lint rule RC101`) or `--all`")
     try:
-        rules = list(ALL_RULES.values()) if show_all else [docs.lookup(code_or_name)]
+        rules = list(ALL_RULES.values()) if code_or_name is None else [docs.lookup(code_or_name)]
     except docs.UnknownRule as exc:
         raise UsageFailure(str(exc)) from None
     click.echo(docs.show(rules, output_format.lower(), as_list=show_all), nl=False)

@@ -250,7 +250,7 @@ def _what(result: FileResult) -> str:
 
 def _unfixed_line(unfixed: list[Diagnostic], unsafe: bool) -> str:
     codes = ", ".join(sorted({d.code for d in unfixed}))
-    unsafe_left = any(d.fix.applicability is Applicability.UNSAFE for d in unfixed)
+    unsafe_left = any(d.fix is not None and d.fix.applicability is Applicability.UNSAFE for d in unfixed)
     hint = " (rerun with --unsafe-fixes)" if unsafe_left and not unsafe else ""
     return f"{plural(len(unfixed), 'finding')} with a fix not applied: {codes}{hint}"
 

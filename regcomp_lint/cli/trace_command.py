@@ -60,6 +60,7 @@ def trace(options: TraceOptions) -> int:
     data = report.to_json(analysis)
     if requests:
         data["script_requests"] = [{"api": r.api, "kwargs": r.kwargs, "where": r.where} for r in requests]
+    assert analysis.recommendation is not None  # analyze() always recommends
     plan = analysis.recommendation.plan(analysis.model_name)
     if options.plan:
         _write_text(options.plan, plan.to_json(), "--plan")
@@ -116,6 +117,7 @@ def _model_and_batch(options: TraceOptions, device: str):
 
         captured = capture_script(options.script, list(options.script_args), options.max_seconds)
         return captured.model, Batch(tuple(captured.args), dict(captured.kwargs)), captured.requests
+    assert options.model is not None and options.inputs is not None  # _check_usage: no script, both factories
     return build_model(options.model, device), build_batch(options.inputs, device), []
 
 
@@ -206,9 +208,10 @@ def max_abs_difference(a, b, _seen: set | None = None) -> float | None:
         parts = [max_abs_difference(fields_a[k], fields_b[k], seen) for k in fields_a]
     else:
         return 0.0 if a is b or type(a) is type(b) and a == b else None
-    if any(p is None for p in parts):
+    known = [p for p in parts if p is not None]
+    if len(known) < len(parts):
         return None
-    return max(parts, default=0.0)
+    return max(known, default=0.0)
 
 
 def _apply_text(applied: dict) -> str:

@@ -6,13 +6,13 @@ helpers here do that conversion once, in one place.
 
 from __future__ import annotations
 
-import ast
 import codecs
 import io
 import re
 import tokenize
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Protocol
 
 from regcomp_lint.diagnostics import Edit, Location
 
@@ -73,6 +73,15 @@ def split_lines(text: str) -> list[str]:
     return io.StringIO(text, newline="").readlines()
 
 
+class Positioned(Protocol):
+    """An ast node that carries a source position (expressions, statements, arguments, keywords...)."""
+
+    lineno: int
+    col_offset: int
+    end_lineno: int | None
+    end_col_offset: int | None
+
+
 @dataclass
 class SourceFile:
     """Text of one file plus position helpers shared by every rule."""
@@ -105,15 +114,15 @@ class SourceFile:
             raw = self._line_bytes[row] = line.encode("utf-8")
         return len(raw[:byte_col].decode("utf-8", errors="replace"))
 
-    def start(self, node: ast.AST) -> Location:
+    def start(self, node: Positioned) -> Location:
         return Location(node.lineno, self.char_column(node.lineno, node.col_offset) + 1)
 
-    def end(self, node: ast.AST) -> Location:
+    def end(self, node: Positioned) -> Location:
         row = node.end_lineno or node.lineno
         col = node.end_col_offset if node.end_col_offset is not None else node.col_offset
         return Location(row, self.char_column(row, col) + 1)
 
-    def segment(self, node: ast.AST) -> str:
+    def segment(self, node: Positioned) -> str:
         return self.text_between(self.start(node), self.end(node))
 
     def offset(self, loc: Location) -> int:
@@ -123,7 +132,7 @@ class SourceFile:
     def text_between(self, start: Location, end: Location) -> str:
         return self.text[self.offset(start) : self.offset(end)]
 
-    def replace(self, node: ast.AST, content: str) -> Edit:
+    def replace(self, node: Positioned, content: str) -> Edit:
         return Edit(content, self.start(node), self.end(node))
 
     def insert_at(self, loc: Location, content: str) -> Edit:

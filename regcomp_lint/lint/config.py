@@ -193,6 +193,7 @@ def _str_list(value, key: str, where: str) -> tuple[str, ...]:
 
 def load(config_path: str | None = None, start: str = ".") -> Settings:
     """Settings from ``config_path`` or the nearest pyproject.toml; defaults when there is none."""
+    path: Path | None
     if config_path is not None:
         path = Path(config_path)
         if not path.is_file():

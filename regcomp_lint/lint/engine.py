@@ -16,11 +16,12 @@ import warnings
 from collections import defaultdict
 from collections.abc import Iterable
 from functools import cache, lru_cache
+from typing import Any, cast
 
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.checks import ALL_RULES, Rule
 from regcomp_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
-from regcomp_lint.files.source import DecodeError, SourceFile, decode_source
+from regcomp_lint.files.source import DecodeError, Positioned, SourceFile, decode_source
 from regcomp_lint.lint import suppressions as sup_mod
 from regcomp_lint.lint.config import Settings
 
@@ -102,7 +103,8 @@ def _dispatch(rules: list[Rule]) -> tuple[dict[type, list], dict[type, list]]:
     visit: dict[type, list] = defaultdict(list)
     leave: dict[type, list] = defaultdict(list)
     for rule in rules:
-        for method in _handler_names(type(rule)):
+        # a class is hashable; mypy checks type[X] against Hashable with X's instance __hash__ (python/mypy#11470)
+        for method in _handler_names(type(rule)):  # type: ignore[arg-type]
             kind, _, type_name = method.partition("_")
             node_type = getattr(ast, type_name, None)
             if node_type is None:
@@ -155,7 +157,7 @@ def walk(ctx: FileContext, rules: list[Rule]) -> None:
             fields = child_fields[node_type] = _child_fields(node_type)
         depth += 1
         for name in fields:  # reversed: the first child is pushed last and popped first
-            value = getattr(node, name, None)
+            value: Any = getattr(node, name, None)  # a child node, a list of them, or a scalar
             if type(value) is list:
                 for item in reversed(value):
                     if type(item) not in inert:
@@ -190,8 +192,10 @@ def lint_text(text: str, filename: str, enabled: frozenset[str]) -> list[Diagnos
                     rule.name,
                     rep.message,
                     filename,
-                    source.start(rep.node),
-                    source.end(rep.end_node or rep.node),
+                    # rules report on expressions and statements, which carry positions (Rule.report
+                    # already reads rep.node's row); Report still types them as plain ast.AST
+                    source.start(cast(Positioned, rep.node)),
+                    source.end(cast(Positioned, rep.end_node or rep.node)),
                     rep.fix,
                 )
                 found.append((diag, rep.stmt_row))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import warnings
 
-from regcomp_lint.diagnostics import Applicability, Diagnostic
+from regcomp_lint.diagnostics import Applicability, Diagnostic, Edit
 from regcomp_lint.files.source import SourceFile, apply_edits
 from regcomp_lint.lint.config import Settings
 
@@ -40,22 +40,25 @@ def apply_fixes(text: str, diagnostics: list[Diagnostic], unsafe: bool = False) 
     """
     src = SourceFile("<fix>", text)
     chosen: list[Diagnostic] = []
+    chosen_edits: list[Edit] = []
     taken: list[tuple[int, int]] = []
     for diag in sorted(diagnostics, key=Diagnostic.sort_key):
-        if not applicable(diag, unsafe):
+        fix = diag.fix
+        if fix is None or not applicable(diag, unsafe):
             continue
-        spans = [(src.offset(e.location), src.offset(e.end_location)) for e in diag.fix.edits]
+        spans = [(src.offset(e.location), src.offset(e.end_location)) for e in fix.edits]
         if any(s < te and ts < e or (s == e == ts == te) for s, e in spans for ts, te in taken):
             continue
         # import insertions at the same point by two fixes: keep only one copy
-        candidate = apply_edits(text, [e for d in chosen for e in d.fix.edits] + list(diag.fix.edits))
+        candidate = apply_edits(text, chosen_edits + list(fix.edits))
         if not parses(candidate):
             continue
         chosen.append(diag)
+        chosen_edits.extend(fix.edits)
         taken.extend(spans)
     if not chosen:
         return text, []
-    return apply_edits(text, [e for d in chosen for e in d.fix.edits]), chosen
+    return apply_edits(text, chosen_edits), chosen
 
 
 def fix_source(

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from regcomp_lint.analysis import dependencies
@@ -63,8 +63,9 @@ class Outcome(NamedTuple):
     depends_on: tuple[tuple[str, str], ...] = ()
 
 
-class Task(NamedTuple):
-    index: int
+@dataclass(frozen=True, order=True)  # a NamedTuple field "index" would shadow tuple.index
+class Task:
+    index: int  # position in the run's file list
     path: str
     enabled: frozenset[str]
     data: bytes | None  # already read by the cache check, or None
@@ -169,7 +170,7 @@ def run(
 
     def finished(index: int, outcome: Outcome) -> None:
         per_file[index] = outcome.diagnostics
-        if cache is not None and outcome.cacheable:
+        if cache is not None and outcome.cacheable and outcome.digest is not None:  # cacheable: it was read
             cache.store(keys[index], outcome.digest, outcome.diagnostics, outcome.depends_on)
 
     result.workers = _lint_tasks(todo, workers, finished, progress, done, total, result.warnings)
@@ -235,7 +236,7 @@ def chunk_tasks(todo: list[Task], sizes: list[int], workers: int) -> list[list[T
     current: list[Task] = []
     current_bytes = 0
     for i in order:
-        current.append(todo[i]._replace(data=None))  # workers read the file themselves
+        current.append(replace(todo[i], data=None))  # workers read the file themselves
         current_bytes += sizes[i]
         if current_bytes >= target:
             chunks.append(current)

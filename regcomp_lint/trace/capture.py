@@ -333,13 +333,12 @@ def _first_line(text: str) -> str:
 @contextlib.contextmanager
 def _alarm(max_seconds: float | None):
     """Raise ``_ScriptTimeout`` in the main thread after ``max_seconds`` (no limit elsewhere)."""
-    usable = (
-        max_seconds is not None
-        and max_seconds > 0
-        and hasattr(signal, "setitimer")
-        and threading.current_thread() is threading.main_thread()
-    )
-    if not usable:
+    if (
+        max_seconds is None
+        or max_seconds <= 0
+        or not hasattr(signal, "setitimer")
+        or threading.current_thread() is not threading.main_thread()
+    ):
         yield
         return
 

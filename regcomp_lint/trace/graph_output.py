@@ -28,7 +28,7 @@ import math
 import os
 import tempfile
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeGuard
 
 import networkx as nx
 
@@ -168,7 +168,7 @@ class _View:
             verdict = None
         return sum(t[0] for t in totals), sum(t[1] for t in totals), verdict
 
-    def collapsible(self, group: dict | None) -> bool:
+    def collapsible(self, group: dict | None) -> TypeGuard[dict]:
         return group is not None and len(group["members"]) >= 2
 
 

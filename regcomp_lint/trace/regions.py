@@ -119,7 +119,7 @@ def _groups_in(path: str, container) -> list[Group]:
     children = list(container.named_children())
     if len(children) < 2:
         return []
-    by_signature: dict[tuple, list[tuple[str, object]]] = {}
+    by_signature: dict[tuple, list[tuple[str, torch.nn.Module]]] = {}
     for name, child in children:
         if not child._modules and not any(True for _ in child.parameters(recurse=False)):
             continue  # activations, dropout: nothing to compile separately

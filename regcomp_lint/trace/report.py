@@ -186,8 +186,8 @@ def to_text(analysis: Analysis) -> str:
     rec = analysis.recommendation
     if rec:
         out.append("")
-        regions = f" over {', '.join(rec.regions)}" if rec.regions else ""
-        out.append(f"Recommendation: {rec.strategy}{regions}")
+        over = f" over {', '.join(rec.regions)}" if rec.regions else ""
+        out.append(f"Recommendation: {rec.strategy}{over}")
         kwargs = ", ".join(f"{k}={v!r}" for k, v in rec.plugin.items()).replace("True", "True").replace("'", '"')
         out.append(f"  TorchDynamoPlugin({kwargs})")
         for reason in rec.why:

@@ -259,6 +259,7 @@ def compiled_regions(model, modules: dict, paths: dict[str, bool], marks=None):
             parent = modules[parent_path]
             original = parent._modules[name]
             compiled = torch.compile(original, backend="eager", fullgraph=fullgraph)
+            assert isinstance(compiled, torch.nn.Module)  # compiling a module gives an OptimizedModule
             compiled.register_forward_pre_hook(_recorder(swap.calls, path, marks))
             parent._modules[name] = compiled
             swap.originals[path] = (parent, name, original)
