@@ -17,26 +17,24 @@ that each process really saw two processes.
 
 from __future__ import annotations
 
-import functools
-import os
 import re
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.codemod.fixture_cases import FIXTURES, convert_case
+from tests.launch import (
+    TORCH_PYTHON,
+    accelerate_launch,
+    clean_environment,
+    cpu_launch_environment,
+    process_markers,
+    run_once_more_on_teardown_abort,
+    torch_missing,
+    write_wrapper,
+)
 
-TORCH_PYTHON = os.environ.get("REGCOMP_TORCH_PYTHON") or sys.executable
-TIMEOUT = 300
 HANG_AFTER = 60
-#: torch 2.13 can abort a process while the interpreter shuts down, after the script finished
-#: (gloo/compile-worker threads at finalization, pytorch/pytorch#190489; seen under CPU load).
-#: Such a run, where every process printed its end marker, is retried once.
-TEARDOWN_ABORT = "terminate called without an active exception"
 
 #: case -> script arguments (small limits; flags that switch the hand compile on)
 EAGER_CASES = {
@@ -55,58 +53,12 @@ EAGER_CASES = {
 }
 INDUCTOR_CASE = "module_level_script"
 
-WRAPPER = """
-import faulthandler, runpy, sys
-faulthandler.dump_traceback_later(HANG_AFTER, exit=True)  # a hung process says where, then exits
-script = sys.argv[1]
-sys.argv = sys.argv[1:]
-runpy.run_path(script, run_name="__main__")
-from accelerate import PartialState
-state = PartialState()
-print(f"[regcomp] process {state.process_index} of {state.num_processes}", flush=True)
-"""
-
-
-@functools.lru_cache(maxsize=1)
-def _torch_missing() -> str | None:
-    probe = subprocess.run(
-        [TORCH_PYTHON, "-c", "import torch, accelerate; print(torch.__version__, accelerate.__version__)"],
-        capture_output=True,
-        text=True,
-    )
-    if probe.returncode != 0:
-        return f"torch and accelerate are not importable in {TORCH_PYTHON} (set REGCOMP_TORCH_PYTHON to an interpreter that has them)"
-    return None
-
 
 @pytest.fixture(autouse=True)
 def _needs_torch():
-    reason = _torch_missing()
+    reason = torch_missing()
     if reason:
         pytest.skip(reason)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _environment(tmp_path: Path) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("ACCELERATE_", "RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_"))
-    }
-    env.update(
-        OMP_NUM_THREADS="1",
-        HF_HOME=str(tmp_path / "hf"),  # no accelerate config file of the developer's
-        HF_HUB_OFFLINE="1",
-        TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"),
-        OUT_DIR=str(tmp_path),
-        PYTHONWARNINGS="ignore",
-    )
-    return env
 
 
 def _losses(output: str) -> list[float]:
@@ -114,18 +66,9 @@ def _losses(output: str) -> list[float]:
 
 
 def _run(command: list[str], tmp_path: Path, env: dict[str, str], processes: int = 1) -> tuple[str, float]:
-    for attempt in (1, 2):
-        start = time.perf_counter()
-        done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=TIMEOUT)
-        elapsed = time.perf_counter() - start
-        output = done.stdout + done.stderr
-        finished = all(f"[regcomp] process {i} of {processes}" in done.stdout for i in range(processes))
-        if done.returncode != 0 and attempt == 1 and finished and TEARDOWN_ABORT in output:
-            print(f"\nretrying once: a process aborted at interpreter exit after finishing ({TEARDOWN_ABORT})")
-            continue
-        break
-    assert done.returncode == 0, f"exit code {done.returncode}:\n{output[-4000:]}"
-    return done.stdout, elapsed
+    done = run_once_more_on_teardown_abort(command, tmp_path, env, process_markers(processes))
+    assert done.returncode == 0, f"exit code {done.returncode}:\n{done.output[-4000:]}"
+    return done.stdout, done.elapsed
 
 
 def _assert_learns(stdout: str) -> None:
@@ -145,14 +88,14 @@ def _write(tmp_path: Path, case: str, backend: str | None) -> Path:
         data = result.data
     script = tmp_path / "train.py"
     script.write_bytes(data)
-    (tmp_path / "wrapper.py").write_text(WRAPPER.replace("HANG_AFTER", str(HANG_AFTER)))
+    write_wrapper(tmp_path, HANG_AFTER)
     return script
 
 
 def _plain(case: str, tmp_path: Path, backend: str | None) -> float:
     script = _write(tmp_path, case, backend)
     stdout, elapsed = _run(
-        [TORCH_PYTHON, "wrapper.py", str(script), *EAGER_CASES.get(case, [])], tmp_path, _environment(tmp_path)
+        [TORCH_PYTHON, "wrapper.py", str(script), *EAGER_CASES.get(case, [])], tmp_path, clean_environment(tmp_path)
     )
     _assert_learns(stdout)
     assert "[regcomp] process 0 of 1" in stdout
@@ -162,27 +105,8 @@ def _plain(case: str, tmp_path: Path, backend: str | None) -> float:
 
 def _launched(case: str, tmp_path: Path, backend: str | None) -> float:
     script = _write(tmp_path, case, backend)
-    env = _environment(tmp_path)
-    env["ACCELERATE_USE_CPU"] = "1"
-    launch = [
-        TORCH_PYTHON,
-        "-m",
-        "accelerate.commands.launch",
-        "--multi_gpu",
-        "--num_processes",
-        "2",
-        "--num_machines",
-        "1",
-        "--mixed_precision",
-        "no",
-        "--dynamo_backend",
-        "no",
-        "--main_process_port",
-        str(_free_port()),
-        "wrapper.py",
-        str(script),
-        *EAGER_CASES.get(case, []),
-    ]
+    env = cpu_launch_environment(tmp_path)
+    launch = accelerate_launch(["wrapper.py", str(script), *EAGER_CASES.get(case, [])])
     stdout, elapsed = _run(launch, tmp_path, env, processes=2)
     _assert_learns(stdout)
     assert "[regcomp] process 0 of 2" in stdout and "[regcomp] process 1 of 2" in stdout, stdout[-2000:]

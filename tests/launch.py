@@ -1,0 +1,181 @@
+"""Running training scripts in a torch interpreter, on one process or two gloo processes on CPU.
+
+Shared by the tests that run scripts for real (tests/codemod/test_converted_scripts_run.py,
+tests/equivalence/). The scripts run in the interpreter named by ``REGCOMP_TORCH_PYTHON``, else
+in this one; :func:`torch_missing` says why they cannot run when neither has torch and accelerate.
+
+Launch facts (torch 2.13, accelerate 1.15):
+- ``accelerate launch --cpu --num_processes 2`` starts ONE process unless mpirun is configured;
+  two CPU processes need the torchrun launcher (``--multi_gpu``) with ``ACCELERATE_USE_CPU=1``.
+- torch 2.13 can abort a process while the interpreter shuts down, after the script finished
+  (gloo/compile-worker threads at finalization, pytorch/pytorch#190489; seen under CPU load):
+  "terminate called without an active exception". Such a run, where every process printed its
+  end marker, is retried once.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+TORCH_PYTHON = os.environ.get("REGCOMP_TORCH_PYTHON") or sys.executable
+TIMEOUT = 300
+TEARDOWN_ABORT = "terminate called without an active exception"
+
+#: Runs a script as ``__main__`` and then prints an end marker naming the process by the
+#: launcher's environment (a hung process dumps its stack and exits after HANG_AFTER seconds).
+WRAPPER = """
+import faulthandler, os, runpy, sys
+faulthandler.dump_traceback_later(HANG_AFTER, exit=True)
+script = sys.argv[1]
+sys.argv = sys.argv[1:]
+sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+runpy.run_path(script, run_name="__main__")
+CHECK_ACCELERATE
+"""
+ENV_MARKER = (
+    "print(f\"[regcomp] process {os.environ.get('RANK', '0')} of {os.environ.get('WORLD_SIZE', '1')}\", flush=True)"
+)
+ACCELERATE_MARKER = """
+from accelerate import PartialState
+state = PartialState()
+print(f"[regcomp] process {state.process_index} of {state.num_processes}", flush=True)
+"""
+
+
+@functools.lru_cache(maxsize=1)
+def torch_missing() -> str | None:
+    """Why scripts cannot run here (None when torch and accelerate import in TORCH_PYTHON)."""
+    probe = subprocess.run(
+        [TORCH_PYTHON, "-c", "import torch, accelerate; print(torch.__version__, accelerate.__version__)"],
+        capture_output=True,
+        text=True,
+    )
+    if probe.returncode != 0:
+        return (
+            f"torch and accelerate are not importable in {TORCH_PYTHON} "
+            "(set REGCOMP_TORCH_PYTHON to an interpreter that has them)"
+        )
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def clean_environment(tmp_path: Path) -> dict[str, str]:
+    """This environment without launcher variables or the developer's accelerate config."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("ACCELERATE_", "RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_"))
+    }
+    env.update(
+        OMP_NUM_THREADS="1",
+        HF_HOME=str(tmp_path / "hf"),  # no accelerate config file of the developer's
+        HF_HUB_OFFLINE="1",
+        TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"),
+        OUT_DIR=str(tmp_path),
+        PYTHONWARNINGS="ignore",
+    )
+    return env
+
+
+def write_wrapper(folder: Path, hang_after: int = 60, accelerate_marker: bool = True) -> Path:
+    """``wrapper.py`` in ``folder``. Its end marker comes from accelerate's view of the processes
+    (proves the launch really made two), or from the launcher's environment variables when the
+    script has torn down its own process group (``accelerate_marker=False``)."""
+    marker = ACCELERATE_MARKER if accelerate_marker else ENV_MARKER
+    wrapper = folder / "wrapper.py"
+    wrapper.write_text(WRAPPER.replace("HANG_AFTER", str(hang_after)).replace("CHECK_ACCELERATE", marker))
+    return wrapper
+
+
+def accelerate_launch(script: Sequence[str], processes: int = 2) -> list[str]:
+    """``accelerate launch`` of ``script`` (a command after the launcher) on CPU processes.
+
+    The environment needs ``ACCELERATE_USE_CPU=1`` (see :func:`cpu_launch_environment`)."""
+    return [
+        TORCH_PYTHON,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",
+        "--num_processes",
+        str(processes),
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "--main_process_port",
+        str(free_port()),
+        *script,
+    ]
+
+
+def torchrun(script: Sequence[str], processes: int = 2) -> list[str]:
+    """``torchrun`` of ``script`` on one machine (gloo is the script's own choice on CPU)."""
+    return [
+        TORCH_PYTHON,
+        "-m",
+        "torch.distributed.run",
+        "--nnodes",
+        "1",
+        "--nproc_per_node",
+        str(processes),
+        "--master_port",
+        str(free_port()),
+        *script,
+    ]
+
+
+def cpu_launch_environment(tmp_path: Path) -> dict[str, str]:
+    env = clean_environment(tmp_path)
+    env["ACCELERATE_USE_CPU"] = "1"
+    return env
+
+
+@dataclass
+class Finished:
+    """A command that exited: its output and how long it took."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    elapsed: float
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+def run_once_more_on_teardown_abort(
+    command: list[str], cwd: Path, env: dict[str, str], end_markers: Sequence[str], timeout: int = TIMEOUT
+) -> Finished:
+    """Run ``command``; rerun it once when it failed only by the teardown abort (every end marker
+    printed, then "terminate called without an active exception")."""
+    for attempt in (1, 2):
+        start = time.perf_counter()
+        done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+        result = Finished(done.returncode, done.stdout, done.stderr, time.perf_counter() - start)
+        finished = all(marker in done.stdout for marker in end_markers)
+        if done.returncode != 0 and attempt == 1 and finished and TEARDOWN_ABORT in result.output:
+            print(f"\nretrying once: a process aborted at interpreter exit after finishing ({TEARDOWN_ABORT})")
+            continue
+        break
+    return result
+
+
+def process_markers(processes: int) -> list[str]:
+    """The wrapper's end markers of a run on ``processes`` processes."""
+    return [f"[regcomp] process {i} of {processes}" for i in range(processes)]
