@@ -8,6 +8,8 @@ is edited, never duplicated; hand compiles of prepared models are folded in; lef
 
 from __future__ import annotations
 
+from functools import partial
+
 import libcst as cst
 
 from regcomp_lint.codemod.builders import call_statement, expression, keyword, rename_keyword, with_keyword
@@ -45,7 +47,7 @@ class AcceleratePlanner(Planner):
             if site.remove is not None:
                 self.remove_small(site.remove)
             else:
-                self.edits.on(site.call, lambda u: u.args[0].value)  # type: ignore[attr-defined]
+                self.edits.on(site.call, lambda u: u.args[0].value)
             self.notes.append(f"removed {site.origin}: the plugin compiles the model in prepare()")
         reason = self._regional_reason(prepared)
         settings, setting_notes = resolve(script, self.options, reason)
@@ -101,7 +103,7 @@ class AcceleratePlanner(Planner):
         for call in find_all(self.scope, cst.Call):
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value == "prepare" and key_of(func.value) == self.acc_key:
-                keys |= {key_of(a.value) for a in call.args if key_of(a.value)}  # type: ignore[misc]
+                keys |= {key for a in call.args if (key := key_of(a.value))}
         return keys
 
     def _regional_reason(self, prepared: set[str]) -> str | None:
@@ -130,9 +132,9 @@ class AcceleratePlanner(Planner):
             if changes:
                 module = self.module
 
-                def edit(updated: cst.CSTNode) -> cst.CSTNode:
+                def edit(updated: cst.Call) -> cst.Call:
                     for key, setting in changes.items():
-                        updated = with_keyword(updated, key, expression(setting.code, module))  # type: ignore[arg-type]
+                        updated = with_keyword(updated, key, expression(setting.code, module))
                     return updated
 
                 self.edits.on(plugin, edit)
@@ -155,7 +157,7 @@ class AcceleratePlanner(Planner):
         if len(self.constructions) == 1:
             line = tree.line_of(self.constructions[0])
             block = tree.block_of(line)
-            index = block.body.index(line) if block is not None else None  # type: ignore[arg-type]
+            index = block.body.index(line) if block is not None else None
         else:
             block = self.descend(tree.body_of(self.scope), list(self.constructions))
             index = min(i for i in (self.project(block, c) for c in self.constructions) if i is not None)
@@ -189,12 +191,14 @@ class AcceleratePlanner(Planner):
                 )
             value = cst.Name(plugin_name)
             if keyword(call, "dynamo_backend") is not None:
-                self.edits.on(call, lambda u, v=value: rename_keyword(u, "dynamo_backend", "dynamo_plugin", v))  # type: ignore[arg-type]
+                self.edits.on(
+                    call, partial(rename_keyword, old="dynamo_backend", new_name="dynamo_plugin", value=value)
+                )
                 self.notes.append(
                     f"Accelerator(...) at line {tree.line(call)}: dynamo_backend= -> dynamo_plugin={plugin_name} (RC105)"
                 )
             else:
-                self.edits.on(call, lambda u, v=value: with_keyword(u, "dynamo_plugin", v))  # type: ignore[arg-type]
+                self.edits.on(call, partial(with_keyword, name="dynamo_plugin", value=value))
                 self.notes.append(f"Accelerator(...) at line {tree.line(call)}: added dynamo_plugin={plugin_name}")
 
     def _backwards(self) -> None:

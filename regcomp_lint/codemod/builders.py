@@ -72,9 +72,11 @@ def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Ca
     if any(a.star == "**" for a in args):
         return _insert_before_double_star(call, new)
     last = args[-1]
-    trailing_comma = isinstance(last.comma, cst.Comma)
-    gap = last.comma.whitespace_after if trailing_comma else last.whitespace_after_arg  # type: ignore[union-attr]
+    trailing_comma = last.comma if isinstance(last.comma, cst.Comma) else None
+    gap = trailing_comma.whitespace_after if trailing_comma is not None else last.whitespace_after_arg
     separator = _separator(args)
+    between: cst.BaseParenthesizableWhitespace
+    closing: cst.BaseParenthesizableWhitespace
     if isinstance(gap, cst.ParenthesizedWhitespace):
         # `last,  # comment` NEWLINE `)`: keep the comment after `last`, put `new` on the next line
         line_after_last = separator.last_line if isinstance(separator, cst.ParenthesizedWhitespace) else gap.last_line
@@ -86,10 +88,10 @@ def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Ca
         comma=cst.Comma(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=between),
         whitespace_after_arg=cst.SimpleWhitespace(""),
     )
-    if trailing_comma:
+    if trailing_comma is not None:
         new = new.with_changes(
-            comma=cst.Comma(whitespace_before=last.comma.whitespace_before, whitespace_after=closing)
-        )  # type: ignore[union-attr]
+            comma=cst.Comma(whitespace_before=trailing_comma.whitespace_before, whitespace_after=closing)
+        )
     else:
         new = new.with_changes(whitespace_after_arg=closing)
     return call.with_changes(args=[*args[:-1], new_last, new])

@@ -44,7 +44,8 @@ def _site(tree: Tree, function: Function, call: cst.Call, models: set[str]) -> C
         if isinstance(parent, cst.Assign):
             assigned = single_target(parent)
             if assigned is None or assigned[0] not in models:
-                return _refuse_if_model(target, models, origin)
+                _refuse_if_model(target, models, origin)
+                return None
             if target is not None and key_of(target) == assigned[0]:
                 return CompileSite(call, assigned[0], parent, _condition(tree, function, parent), origin)
             if target is not None and key_of(target) is None:  # model = torch.compile(Net(...))
@@ -56,21 +57,25 @@ def _site(tree: Tree, function: Function, call: cst.Call, models: set[str]) -> C
             assign = tree.parent(parent)
             assigned = single_target(assign) if isinstance(assign, cst.Assign) else None
             if (
-                assigned
+                isinstance(assign, cst.Assign)
+                and assigned
                 and assigned[0] in models
+                and target is not None
                 and key_of(target) == assigned[0]
                 and key_of(parent.orelse) == assigned[0]
             ):
                 own = _condition(tree, function, assign)
                 if own is not None:
                     raise Refusal(f"{origin} is conditional twice; simplify it before converting")
-                return CompileSite(call, assigned[0], assign, parent.test, origin)  # type: ignore[arg-type]
-        return _refuse_if_model(target, models, origin)
+                return CompileSite(call, assigned[0], assign, parent.test, origin)
+        _refuse_if_model(target, models, origin)
+        return None
     func = call.func
-    if isinstance(func, cst.Attribute) and func.attr.value == "compile" and key_of(func.value) in models:
+    key = key_of(func.value) if isinstance(func, cst.Attribute) and func.attr.value == "compile" else None
+    if key is not None and key in models:
         parent = tree.parent(call)
         if isinstance(parent, cst.Expr):
-            return CompileSite(call, key_of(func.value), parent, _condition(tree, function, parent), origin)  # type: ignore[arg-type]
+            return CompileSite(call, key, parent, _condition(tree, function, parent), origin)
         raise Refusal(f"{origin}: the result of nn.Module.compile() is used; call it as a statement before converting")
     return None
 
@@ -80,7 +85,6 @@ def _refuse_if_model(target: cst.BaseExpression | None, models: set[str], origin
         raise Refusal(
             f"{origin} compiles the model in a way the conversion does not take apart; use model = torch.compile(model, ...) before converting"
         )
-    return None
 
 
 def _condition(tree: Tree, function: Function, stmt: cst.CSTNode) -> cst.BaseExpression | None:

@@ -26,13 +26,14 @@ _lock = threading.Lock()
 
 def call_deep(func: Callable[..., T], *args, **kwargs) -> T:
     """``func(*args, **kwargs)`` with room for deep recursion; its exception is re-raised here."""
-    outcome: dict[str, object] = {}
+    value: list[T] = []
+    error: list[BaseException] = []
 
     def target() -> None:
         try:
-            outcome["value"] = func(*args, **kwargs)
+            value.append(func(*args, **kwargs))
         except BaseException as exc:  # handed to the caller's thread
-            outcome["error"] = exc
+            error.append(exc)
 
     with _lock:  # the recursion limit is process-wide: one deep call at a time
         old_limit = sys.getrecursionlimit()
@@ -48,6 +49,6 @@ def call_deep(func: Callable[..., T], *args, **kwargs) -> T:
         finally:
             sys.setrecursionlimit(old_limit)
             threading.stack_size(old_stack)
-    if "error" in outcome:
-        raise outcome["error"]  # type: ignore[misc]
-    return outcome["value"]  # type: ignore[return-value]
+    if error:
+        raise error[0]
+    return value[0]

@@ -12,12 +12,19 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar, cast
 
 import libcst as cst
 
 from regcomp_lint.codemod.tree import comments_in, find_all
 
 Replace = Callable[[cst.CSTNode], cst.CSTNode]
+N = TypeVar("N", bound=cst.CSTNode)
+
+
+def replaced_by(node: cst.CSTNode) -> Replace:
+    """An edit that puts ``node`` where the (updated) node was."""
+    return lambda _updated: node
 
 
 @dataclass
@@ -30,8 +37,10 @@ class EditPlan:
     #: it (it then takes over that statement's blank lines above)
     insert: dict[cst.CSTNode, dict[int, list[tuple[bool, list[cst.BaseStatement]]]]] = field(default_factory=dict)
 
-    def on(self, node: cst.CSTNode, fn: Replace) -> None:
-        self.replace.setdefault(node, []).append(fn)
+    def on(self, node: N, fn: Callable[[N], cst.CSTNode]) -> None:
+        """``fn`` gets ``node`` as updated by the edits of its children: a node of the same type
+        (the edits recorded on one node keep its type, so a later one can read its fields)."""
+        self.replace.setdefault(node, []).append(cast(Replace, fn))
 
     def add_statements(
         self, block: cst.CSTNode, index: int, statements: list[cst.BaseStatement], *, after: bool

@@ -15,6 +15,7 @@ from regcomp_lint.codemod import names
 from regcomp_lint.codemod.builders import call_statement, expression, statement
 from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, find_compile_sites
 from regcomp_lint.codemod.distribution import Distribution
+from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.options import ConvertOptions
 from regcomp_lint.codemod.regional import repeated_blocks
 from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name
@@ -99,6 +100,7 @@ class PlainPlanner(Planner):
         self.optimizer_found = [(key, models) for function, key, models in found if function is self.scope]
         self_keys = all(key.startswith("self.") for key, _ in self.optimizer_found)
         owner = tree.class_of(self.scope)
+        self.owner: cst.ClassDef | None  # the class whose methods build and train, when they use self.*
         if self_keys and owner is not None:
             methods = [s for s in owner.body.body if isinstance(s, cst.FunctionDef)]
             if not any(m in self.training for m in methods):
@@ -137,7 +139,9 @@ class PlainPlanner(Planner):
                 raise Refusal(
                     f"the model {model} is not created in {function_name(self.scope)}, where its optimizer is; convert by hand"
                 )
-        loaders, schedulers, skipped = [], [], []
+        loaders: list[str] = []
+        schedulers: list[str] = []
+        skipped: list[str] = []
         for creation in creations(self.scope):
             if creation.key in loaders + schedulers + optimizers + models:
                 continue
@@ -212,11 +216,11 @@ class PlainPlanner(Planner):
             wraps_in_place = (
                 target is not None and target[0] in models and call.args and key_of(call.args[0].value) == target[0]
             )
-            if not wraps_in_place or tree.function_of(call) is not self.scope:
+            if not isinstance(assign, cst.Assign) or not wraps_in_place or tree.function_of(call) is not self.scope:
                 raise Refusal(
                     f"{code(call.func)} at line {tree.line(call)} does not wrap the model in place in {function_name(self.scope)}; port it by hand"
                 )
-            self.remove_small(assign)  # type: ignore[arg-type]
+            self.remove_small(assign)
             self.forget_import(call.func)
         for call in dist.init_process_group + dist.set_device:
             expr = tree.parent(call)
@@ -237,7 +241,8 @@ class PlainPlanner(Planner):
                 self._unwrap(attr, owner)
                 unwraps += 1
             elif attr.attr.value == "require_backward_grad_sync":
-                assign = tree.parent(tree.parent(attr))
+                holder = tree.parent(attr)
+                assign = tree.parent(holder) if holder is not None else None
                 if not isinstance(assign, cst.Assign):
                     raise Refusal(
                         f"{owner}.require_backward_grad_sync at line {tree.line(attr)} is read; port it by hand"
@@ -257,12 +262,12 @@ class PlainPlanner(Planner):
     def _unwrap(self, attr: cst.Attribute, owner: str) -> None:
         tree = self.tree
         acc = self.accelerator_in(tree.function_of(attr))
-        node: cst.CSTNode = attr
+        node: cst.BaseExpression = attr
         parent = tree.parent(attr)
         if isinstance(parent, cst.IfExp) and parent.body is attr and key_of(parent.orelse) == owner:
             node = parent  # model.module if ddp else model
         value = expression(f"{acc}.unwrap_model({owner}, keep_torch_compile=False)", self.module)
-        self.edits.on(node, lambda u: value.with_changes(lpar=u.lpar, rpar=u.rpar))  # type: ignore[attr-defined]
+        self.edits.on(node, lambda u: value.with_changes(lpar=u.lpar, rpar=u.rpar))
         self.uses.append(node)
 
     # -- hand compiles ------------------------------------------------------------------------
@@ -271,7 +276,7 @@ class PlainPlanner(Planner):
             if site.remove is not None:
                 self.remove_small(site.remove)
             else:
-                self.edits.on(site.call, lambda u: u.args[0].value)  # type: ignore[attr-defined]
+                self.edits.on(site.call, lambda u: u.args[0].value)
         leftover = [
             c
             for c in find_all(self.tree.module, cst.Call)
@@ -363,11 +368,11 @@ class PlainPlanner(Planner):
                     acc = self.accelerator_in(place)
                     model = key_of(func.value)
                     value = expression(f"{acc}.unwrap_model({model}, keep_torch_compile=False)", self.module)
-                    self.edits.on(func.value, lambda u, v=value: v)
+                    self.edits.on(func.value, replaced_by(value))
                     self.uses.append(call)
                     for anc in tree.ancestors(call):
                         if isinstance(anc, cst.Call) and tree.resolves_to(anc.func, "torch.save"):
-                            self.edits.on(anc.func, lambda u, a=acc: expression(f"{a}.save", self.module))
+                            self.edits.on(anc.func, replaced_by(expression(f"{acc}.save", self.module)))
                             break
                     self.checkpoints = getattr(self, "checkpoints", 0) + 1
 
@@ -377,12 +382,12 @@ class PlainPlanner(Planner):
         scope_block: Block = tree.body_of(self.scope)
         prepared = self.models + self.optimizers + self.loaders + self.schedulers
         created = [n for key in prepared for n in bindings(self.scope, key) if not self.is_removed(n)]
-        steps = [
+        steps: list[cst.CSTNode] = [
             c for c in backward_calls(tree, set()) if tree.contains(self.scope, c) and tree.function_of(c) is self.scope
         ]
         steps += [call for callee, call in self.graph.calls_from(self.scope) if callee in self.training]
         block = self.descend(scope_block, created + steps) if created else scope_block
-        last = max((self.project(block, n) for n in created if self.project(block, n) is not None), default=-1)
+        last = max((i for i in (self.project(block, n) for n in created) if i is not None), default=-1)
         first_step = min((i for i in (self.project(block, n) for n in steps) if i is not None), default=None)
         if first_step is not None and last >= first_step:
             late = max(created, key=lambda n: tree.line(n))

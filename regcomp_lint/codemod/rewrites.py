@@ -9,6 +9,8 @@ completely raises :class:`Refusal` and comes back byte-identical.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
+from typing import TypeGuard
 
 import libcst as cst
 
@@ -36,7 +38,7 @@ def function_name(function: Function) -> str:
     return "module level" if isinstance(function, cst.Module) else f"{function.name.value}()"
 
 
-def is_main_guard(stmt: cst.CSTNode) -> bool:
+def is_main_guard(stmt: cst.CSTNode) -> TypeGuard[cst.If]:
     return isinstance(stmt, cst.If) and "__name__" in code(stmt.test) and "__main__" in code(stmt.test)
 
 
@@ -104,9 +106,9 @@ class Planner:
                     and small.module is not None
                 ):
                     for alias in small.names:
-                        local = alias.asname.name.value if alias.asname else code(alias.name)  # type: ignore[union-attr]
+                        local = alias.evaluated_alias or code(alias.name)
                         if local == func.value:
-                            asname = alias.asname.name.value if alias.asname else None  # type: ignore[union-attr]
+                            asname = alias.evaluated_alias
                             self.unused_imports.append((code(small.module), code(alias.name), asname))
 
     # -- reaching the accelerator ---------------------------------------------------------------
@@ -151,7 +153,7 @@ class Planner:
         for caller, call in callers:
             spelled = self.accelerator_in(caller)
             if keyword(call, "accelerator") is None:
-                self.edits.on(call, lambda u, s=spelled: with_keyword(u, "accelerator", expression(s, self.module)))
+                self.edits.on(call, partial(with_keyword, name="accelerator", value=expression(spelled, self.module)))
                 self.uses.append(call)
 
     # -- rewrites that every converted script gets --------------------------------------------
@@ -200,7 +202,7 @@ class Planner:
         new = f"str({acc}.device)" if _is_string_valued(assign.value) else f"{acc}.device"
         value = expression(new, self.module)
         self.device_values[assign] = (code(assign.targets[0].target), new)
-        self.edits.on(assign, lambda u: u.with_changes(value=value))  # type: ignore[attr-defined]
+        self.edits.on(assign, lambda u: u.with_changes(value=value))
         self.uses.append(assign)
 
     def device_and_cuda_rewrites(self, function: Function, device_key: str) -> tuple[int, int]:
@@ -223,7 +225,7 @@ class Planner:
             ):
                 acc = self.accelerator_in(function)
                 value = expression(f"{acc}.device", self.module)
-                self.edits.on(call.args[0], lambda u, v=value: u.with_changes(value=v))  # type: ignore[attr-defined]
+                self.edits.on(call.args[0], partial(cst.Arg.with_changes, value=value))
                 self.uses.append(call)
                 cudas += 1
         for assign in find_all(function, cst.Assign, enter_functions=False):
@@ -255,9 +257,10 @@ class Planner:
         """The innermost ``with``/``try``/main-guard body that holds every node, else ``block``."""
         while nodes:
             indices = {self.project(block, n) for n in nodes}
-            if len(indices) != 1 or None in indices:
+            index = indices.pop() if len(indices) == 1 else None
+            if index is None:
                 return block
-            stmt = block.body[indices.pop()]  # type: ignore[index]
+            stmt = block.body[index]
             if not (isinstance(stmt, _DESCENDABLE) or is_main_guard(stmt)):
                 return block
             body = stmt.body

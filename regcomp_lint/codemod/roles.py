@@ -9,6 +9,7 @@ a training data loader is iterated by a loop that reaches a ``backward()`` call;
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -41,9 +42,9 @@ def bound_keys(node: cst.CSTNode) -> list[str]:
     if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
         return [node.name.value]
     if isinstance(node, cst.Import):
-        return [(a.asname.name.value if a.asname else code(a.name).split(".")[0]) for a in node.names]  # type: ignore[union-attr]
+        return [(a.evaluated_alias or code(a.name).split(".")[0]) for a in node.names]
     if isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar):
-        return [(a.asname.name.value if a.asname else code(a.name)) for a in node.names]  # type: ignore[union-attr]
+        return [(a.evaluated_alias or code(a.name)) for a in node.names]
     return []
 
 
@@ -204,7 +205,7 @@ def creations(function: Function) -> list[Creation]:
     return out
 
 
-def loops_reaching(root: cst.CSTNode, training_calls: list[cst.CSTNode], tree: Tree) -> list[cst.CSTNode]:
+def loops_reaching(root: cst.CSTNode, training_calls: Sequence[cst.CSTNode], tree: Tree) -> list[cst.CSTNode]:
     """``for``/``while`` loops and comprehensions under ``root`` whose body holds a training call."""
     loops = find_all(root, (cst.For, cst.While, cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp))
     return [loop for loop in loops if any(tree.contains(loop, c) and c is not loop for c in training_calls)]
@@ -214,12 +215,12 @@ def iterated_keys(loop: cst.CSTNode) -> set[str]:
     """Keys named in what a loop iterates over (``enumerate(train_loader)`` -> train_loader)."""
     if isinstance(loop, cst.For):
         sources = [loop.iter]
-    elif isinstance(loop, cst.While):
+    elif isinstance(loop, cst.BaseComp):  # list/set/dict comprehensions and generator expressions
         sources = []
-    else:
-        sources = []
-        comp = loop.for_in  # type: ignore[attr-defined]
+        comp: cst.CompFor | None = loop.for_in
         while comp is not None:
             sources.append(comp.iter)
             comp = comp.inner_for_in
+    else:  # while loops
+        sources = []
     return {key for source in sources for key in read_keys(source)}

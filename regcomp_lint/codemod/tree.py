@@ -8,7 +8,7 @@ call?" or "which statement of this block contains it?" instead of walking parent
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TypeVar
+from typing import TypeVar, cast, overload
 
 import libcst as cst
 from libcst.metadata import (
@@ -21,6 +21,7 @@ from libcst.metadata import (
 )
 
 N = TypeVar("N", bound=cst.CSTNode)
+M = TypeVar("M", bound=cst.CSTNode)
 Block = cst.Module | cst.IndentedBlock
 Function = cst.FunctionDef | cst.Module  # the module stands for top-level code
 
@@ -179,7 +180,11 @@ class Tree:
         return [anc for anc in self.ancestors(node) if isinstance(anc, cst.FunctionDef)]
 
     def body_of(self, function: Function) -> Block:
-        return function if isinstance(function, cst.Module) else function.body  # type: ignore[return-value]
+        if isinstance(function, cst.Module):
+            return function
+        # only a one-line ``def f(): ...`` has a SimpleStatementSuite; the planner asks for the
+        # body of the function that builds the model and runs the training loop, a compound statement
+        return cast(cst.IndentedBlock, function.body)
 
     def statement_in(self, block: Block, node: cst.CSTNode) -> int | None:
         """Index of the statement of ``block`` that contains ``node`` (None when outside)."""
@@ -225,7 +230,14 @@ def clear_find_cache() -> None:
     _FOUND.clear()
 
 
-def find_all(root: cst.CSTNode, kind: type[N] | tuple[type, ...], *, enter_functions: bool = True) -> list[N]:
+# The overloads give callers the node types they asked for (a pair of kinds: either of the two).
+@overload
+def find_all(root: cst.CSTNode, kind: type[N], *, enter_functions: bool = True) -> list[N]: ...
+@overload
+def find_all(root: cst.CSTNode, kind: tuple[type[N], type[M]], *, enter_functions: bool = True) -> list[N | M]: ...
+@overload
+def find_all(root: cst.CSTNode, kind: tuple[type[N], ...], *, enter_functions: bool = True) -> list[N]: ...
+def find_all(root: cst.CSTNode, kind: type | tuple[type, ...], *, enter_functions: bool = True) -> list:
     """All descendants of ``root`` (itself included) of a node type, in source order."""
     key = (id(root), kind, enter_functions)
     hit = _FOUND.get(key)
@@ -242,7 +254,7 @@ def _find_all(root: cst.CSTNode, kind, enter_functions: bool) -> list:
     class _Collect(cst.CSTVisitor):
         def on_visit(self, node: cst.CSTNode) -> bool:
             if isinstance(node, kind):
-                found.append(node)  # type: ignore[arg-type]
+                found.append(node)
             if not enter_functions and isinstance(node, (cst.FunctionDef, cst.ClassDef)) and node is not root:
                 return False
             return True

@@ -76,6 +76,8 @@ class Settings:
     #: Where the settings came from (a pyproject.toml path) and the folder paths are relative to.
     config_file: str | None = None
     root: str = field(default_factory=os.getcwd)
+    #: The enabled codes, resolved (and validated) once in __post_init__.
+    _enabled: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         try:
@@ -91,7 +93,7 @@ class Settings:
 
     @property
     def enabled(self) -> frozenset[str]:
-        return self._enabled  # type: ignore[attr-defined]
+        return self._enabled
 
     def enabled_for(self, filename: str) -> frozenset[str]:
         """Enabled codes for one file, after ``per-file-ignores``."""
