@@ -1,13 +1,15 @@
 """The libcst codemod: plan the conversion from the metadata, then apply it in one pass.
 
 Imports are added and removed by libcst's ``AddImportsVisitor``/``RemoveImportsVisitor``, which
-``CodemodCommand.transform_module`` runs after this pass.
+``CodemodCommand.transform_module`` runs after this pass. They are scheduled through those visitors'
+static methods, not the ``self.add_needed_import`` helpers, which libcst only gained in 1.6.
 """
 
 from __future__ import annotations
 
 import libcst as cst
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
+from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider
 
 from regcomp_lint.codemod.accelerated import AcceleratePlanner
@@ -70,9 +72,9 @@ class ConvertToAccelerate(VisitorBasedCodemodCommand):
                     break
                 self._touched.add(anc)
         for module, obj in conversion.imports:
-            self.add_needed_import(module, obj)
+            AddImportsVisitor.add_needed_import(self.context, module, obj)
         for module, obj, asname in conversion.unused_imports:
-            self.remove_unused_import(module, obj, asname)
+            RemoveImportsVisitor.remove_unused_import(self.context, module, obj, asname)
         return tree.visit(self)
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):  # type: ignore[override]
