@@ -2,7 +2,7 @@
 
 Imports are added and removed by libcst's ``AddImportsVisitor``/``RemoveImportsVisitor``, which
 ``CodemodCommand.transform_module`` runs after this pass. They are scheduled through those visitors'
-static methods, not the ``self.add_needed_import`` helpers, which libcst only gained in 1.6.
+static methods, not the ``self.add_needed_import`` helpers, which libcst only gained in 1.9.
 """
 
 from __future__ import annotations
