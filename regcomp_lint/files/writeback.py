@@ -13,7 +13,9 @@ from __future__ import annotations
 import io
 import os
 import stat
+import sys
 import tempfile
+import time
 import tokenize
 from dataclasses import dataclass
 
@@ -91,15 +93,20 @@ def write(snap: Snapshot, new_text: str) -> None:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.{os.getpid()}.", suffix=TMP_SUFFIX)
     except OSError as exc:
         raise WritebackError(f"{snap.path}: cannot create a temporary file beside it: {exc.strerror or exc}") from None
+    _pause_at("temporary-created")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
             handle.flush()
+            _pause_at("temporary-written")
             os.fsync(handle.fileno())
+        _pause_at("temporary-synced")
         os.chmod(tmp, mode)
         if _current_bytes(target) != snap.data:
             raise ChangedOnDisk(f"{snap.path}: changed on disk since it was read; not overwritten (run again)")
+        _pause_at("before-replace")
         os.replace(tmp, target)
+        _pause_at("replaced")
     except WritebackError:
         _remove_quietly(tmp)
         raise
@@ -109,6 +116,21 @@ def write(snap: Snapshot, new_text: str) -> None:
 
 
 TMP_SUFFIX = ".regcomp-tmp"
+
+#: Test hook (``tests/reliability/test_kill.py``): with ``REGCOMP_WRITEBACK_PAUSE=<point>`` a write
+#: stops at that point, says so on stderr and sleeps until it is killed, so a test can SIGKILL it
+#: at an exact step instead of at a random moment. Inert unless the variable names a point.
+PAUSE_ENV = "REGCOMP_WRITEBACK_PAUSE"
+PAUSE_POINTS = ("temporary-created", "temporary-written", "temporary-synced", "before-replace", "replaced")
+
+
+def _pause_at(point: str) -> None:
+    if os.environ.get(PAUSE_ENV) != point:
+        return
+    sys.stderr.write(f"regcomp-writeback paused at {point}\n")
+    sys.stderr.flush()
+    while True:
+        time.sleep(60)
 
 
 def _remove_stale_temporaries(folder: str, name: str) -> None:

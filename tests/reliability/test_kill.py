@@ -1,16 +1,23 @@
-"""``regcomp-fix --apply`` killed with SIGKILL at random points never leaves a partial file.
+"""``regcomp-fix --apply`` killed with SIGKILL during the write never leaves a partial file.
 
 The file is always the old or the new content. A kill between creating the temporary file and
 renaming it can leave that temporary (a hidden ``.<name>.<pid>.*.regcomp-tmp`` beside the file,
 never picked up as Python); the next write of the file removes leftovers of dead processes, so
-they do not pile up. Kills are timed two ways: at random moments of the run, and the instant the
-temporary file appears (the write window itself, which random timing rarely hits).
+they do not pile up.
+
+The kills are deterministic: ``REGCOMP_WRITEBACK_PAUSE=<point>`` (``writeback.PAUSE_POINTS``)
+stops the real command at a named step of the write, the test waits until it says so on stderr,
+then sends SIGKILL, so every step is hit on every run and the expected outcome is known. (Killing
+after random sleeps, as this test once did, missed the write window most of the time and needed
+both outcomes to turn up by luck: it failed about one run in three.) A few seeded kills at
+arbitrary moments remain, with assertions that hold whatever moment they hit.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import selectors
 import signal
 import subprocess
 import sys
@@ -19,10 +26,13 @@ from pathlib import Path
 
 import pytest
 
+from regcomp_lint.files.writeback import PAUSE_ENV, PAUSE_POINTS
 from tests.reliability._helpers import command, env, run
 
-#: 8 by default (about 20 s on a busy 2-core machine); REGCOMP_KILL_RUNS=200 for a long run.
-RUNS = int(os.environ.get("REGCOMP_KILL_RUNS", "8"))
+#: Extra kills at arbitrary (seeded) moments; REGCOMP_KILL_RUNS=200 for a long run.
+RUNS = int(os.environ.get("REGCOMP_KILL_RUNS", "4"))
+#: Seconds a paused writer may take to report the point it stopped at (a slow, shared machine).
+PAUSE_TIMEOUT = 120
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 
 
@@ -36,14 +46,50 @@ def temporaries(folder: Path) -> list[str]:
     return sorted(name for name in os.listdir(folder) if name.endswith(".regcomp-tmp"))
 
 
-def start(path: Path) -> subprocess.Popen:
+def start(path: Path, pause: str | None = None) -> subprocess.Popen:
+    environment = env()
+    environment.pop(PAUSE_ENV, None)
+    if pause:
+        environment[PAUSE_ENV] = pause
     return subprocess.Popen(
         [*command("regcomp-fix"), "--apply", path.name],
         cwd=path.parent,
-        env=env(),
+        env=environment,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE if pause else subprocess.DEVNULL,
     )
+
+
+def wait_until_paused(proc: subprocess.Popen, point: str) -> None:
+    """Read the writer's stderr until it reports that it stopped at ``point``."""
+    expected = f"regcomp-writeback paused at {point}".encode()
+    seen = b""
+    deadline = time.monotonic() + PAUSE_TIMEOUT
+    with selectors.DefaultSelector() as selector:
+        selector.register(proc.stderr, selectors.EVENT_READ)
+        while expected not in seen:
+            left = deadline - time.monotonic()
+            assert left > 0, f"the writer never reached {point!r}; stderr: {seen[-2000:]!r}"
+            if selector.select(timeout=left):
+                chunk = os.read(proc.stderr.fileno(), 65536)
+                assert chunk, f"the writer exited (status {proc.wait()}) before {point!r}; stderr: {seen[-2000:]!r}"
+                seen += chunk
+
+
+def kill(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait(timeout=60) == -signal.SIGKILL
+    if proc.stderr:
+        proc.stderr.close()
+
+
+def finish_and_check_cleanup(path: Path, new: bytes) -> None:
+    """The next run finishes the job and removes the dead run's temporary files."""
+    proc = run("regcomp-fix", "--apply", path.name, cwd=path.parent)
+    assert proc.returncode == 0, proc.stderr
+    assert path.read_bytes() == new
+    assert temporaries(path.parent) == [], "stale temporary file not cleaned up"
+    assert sorted(os.listdir(path.parent)) == [path.name]
 
 
 @pytest.fixture(scope="module")
@@ -63,51 +109,56 @@ def contents(tmp_path_factory):
     return old, new, took
 
 
-def test_sigkill_at_random_points_leaves_old_or_new_content(tmp_path, contents):
+def prepared(folder: Path, old: bytes) -> Path:
+    path = folder / "big.py"
+    path.write_bytes(old)
+    os.chmod(path, 0o640)
+    return path
+
+
+@pytest.mark.parametrize("point", PAUSE_POINTS)
+def test_sigkill_at_each_step_of_the_write_leaves_old_or_new_content(tmp_path, contents, point):
+    old, new, _ = contents
+    path = prepared(tmp_path, old)
+    proc = start(path, pause=point)
+    try:
+        wait_until_paused(proc, point)
+    finally:
+        kill(proc)
+    assert path.read_bytes() == (new if point == "replaced" else old)
+    assert os.stat(path).st_mode & 0o777 == 0o640, "mode changed"
+    left = temporaries(tmp_path)
+    if point == "replaced":
+        assert left == []
+    else:  # the dead writer's temporary, named after the file and the dead process
+        assert len(left) == 1 and left[0].startswith(f".big.py.{proc.pid}."), left
+        assert (tmp_path / left[0]).read_bytes() == (b"" if point == "temporary-created" else new)
+    finish_and_check_cleanup(path, new)
+
+
+def test_sigkill_at_arbitrary_moments_leaves_old_or_new_content(tmp_path, contents):
+    """Kills at seeded moments of the whole run (start-up, lint, write, exit): whatever the
+    moment, the file is the old or the new content and a leftover is removed by the next run."""
     old, new, took = contents
     rng = random.Random(20261202)
-    seen = {"old": 0, "new": 0}
-    leftovers = 0
     for attempt in range(RUNS):
         folder = tmp_path / f"run{attempt}"
         folder.mkdir()
-        path = folder / "big.py"
-        path.write_bytes(old)
-        os.chmod(path, 0o640)
+        path = prepared(folder, old)
         proc = start(path)
         try:
-            if attempt % 2:  # the write window: kill as soon as the temporary file exists
-                deadline = time.monotonic() + took * 3 + 10
-                while proc.poll() is None and time.monotonic() < deadline and not temporaries(folder):
-                    pass
-                time.sleep(rng.uniform(0, 0.003))
-            else:
-                time.sleep(rng.uniform(0.05, 1.0) * took)
+            time.sleep(rng.uniform(0.05, 1.2) * took)
         finally:
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=60)
         data = path.read_bytes()
         assert data in (old, new), f"run {attempt}: partial file ({len(data)} bytes)"
-        seen["old" if data == old else "new"] += 1
         assert os.stat(path).st_mode & 0o777 == 0o640, "mode changed"
-        left = temporaries(folder)
-        leftovers += bool(left)
-        for name in left:
-            assert name.startswith(".big.py.") and (folder / name).read_bytes() in (
-                b"",
-                new[: len((folder / name).read_bytes())],
-            )
-        if left and leftovers == 1 or attempt == RUNS - 1:
-            # the next run finishes the job and removes the dead run's temporary files
-            proc = run("regcomp-fix", "--apply", path.name, cwd=folder)
-            assert proc.returncode == 0, proc.stderr
-            assert path.read_bytes() == new
-            assert temporaries(folder) == [], "stale temporary file not cleaned up"
-            assert sorted(os.listdir(folder)) == ["big.py"]
-    print(
-        f"{RUNS} SIGKILLs: {seen['old']} old, {seen['new']} new, {leftovers} left a temporary (cleaned by the next run)"
-    )
-    assert seen["old"] and seen["new"], seen
+        for name in temporaries(folder):
+            assert name.startswith(".big.py.")
+            partial = (folder / name).read_bytes()
+            assert partial == new[: len(partial)]
+        finish_and_check_cleanup(path, new)
 
 
 CRASH = r"""
