@@ -37,8 +37,15 @@ faulthandler.dump_traceback_later(HANG_AFTER, exit=True)
 script = sys.argv[1]
 sys.argv = sys.argv[1:]
 sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+ONLY_MAIN_STDOUT
 runpy.run_path(script, run_name="__main__")
+sys.stdout = sys.__stdout__
 CHECK_ACCELERATE
+"""
+#: The script's own stdout kept from the main process only (RANK 0): the others' goes to a file.
+ONLY_MAIN_STDOUT = """
+if os.environ.get("RANK", "0") != "0":
+    sys.stdout = open(f"stdout.rank{os.environ['RANK']}.log", "w")
 """
 ENV_MARKER = (
     "print(f\"[regcomp] process {os.environ.get('RANK', '0')} of {os.environ.get('WORLD_SIZE', '1')}\", flush=True)"
@@ -90,13 +97,18 @@ def clean_environment(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def write_wrapper(folder: Path, hang_after: int = 60, accelerate_marker: bool = True) -> Path:
+def write_wrapper(
+    folder: Path, hang_after: int = 60, accelerate_marker: bool = True, main_stdout_only: bool = False
+) -> Path:
     """``wrapper.py`` in ``folder``. Its end marker comes from accelerate's view of the processes
     (proves the launch really made two), or from the launcher's environment variables when the
-    script has torn down its own process group (``accelerate_marker=False``)."""
+    script has torn down its own process group (``accelerate_marker=False``). ``main_stdout_only``:
+    what the script prints on other processes goes to ``stdout.rank<N>.log`` in the working folder
+    (the end markers still reach stdout)."""
     marker = ACCELERATE_MARKER if accelerate_marker else ENV_MARKER
     wrapper = folder / "wrapper.py"
-    wrapper.write_text(WRAPPER.replace("HANG_AFTER", str(hang_after)).replace("CHECK_ACCELERATE", marker))
+    text = WRAPPER.replace("HANG_AFTER", str(hang_after)).replace("CHECK_ACCELERATE", marker)
+    wrapper.write_text(text.replace("ONLY_MAIN_STDOUT", ONLY_MAIN_STDOUT if main_stdout_only else ""))
     return wrapper
 
 

@@ -1,0 +1,35 @@
+"""Load checkpoints strictly into fresh models from a fixture's own factory; one JSON line each.
+
+Run in the torch interpreter by the harness (the test process need not have torch):
+    python checkpoint_check.py FIXTURE_FOLDER MODULE:FUNCTION KEY_JSON STRIP_PREFIX_JSON PATH...
+KEY_JSON: the state_dict's key in the saved dict, or null when the file is the state_dict.
+STRIP_PREFIX_JSON: a prefix every key carries (DDP's "module."), or null.
+"""
+
+import importlib
+import json
+import sys
+
+
+def main() -> None:
+    folder, factory, key, strip = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
+    sys.path.insert(0, folder)
+    import torch
+
+    module_name, _, function = factory.partition(":")
+    build = getattr(importlib.import_module(module_name), function)
+    for path in sys.argv[5:]:
+        error = None
+        try:
+            saved = torch.load(path, map_location="cpu", weights_only=False)
+            state = saved[key] if key is not None else saved
+            if strip and all(k.startswith(strip) for k in state):
+                state = {k[len(strip) :]: v for k, v in state.items()}
+            build().load_state_dict(state, strict=True)
+        except Exception as exc:  # noqa: BLE001 - every failure is a finding, reported as text
+            error = f"{type(exc).__name__}: {str(exc)[:400]}"
+        print(json.dumps({"path": path, "error": error}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,135 @@
+"""Each fixture under fixtures/equivalence/ trains the same before and after ``regcomp-fix``.
+
+See harness.py for the pairings and tolerances. Two tests per fixture: the fixture itself is a
+working script (its original runs learn and save loadable checkpoints), and its conversion trains
+the same. A refused conversion fails with the refusal; today's failures are strict xfails listed
+in known_failures.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.equivalence import harness
+from tests.equivalence.known_failures import KNOWN_FAILURES
+from tests.launch import torch_missing
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def _needs_torch():
+    reason = torch_missing()
+    if reason:
+        pytest.skip(reason)
+
+
+class OriginalRuns:
+    """The original script's runs, shared by both tests of a fixture (each runs once a session)."""
+
+    def __init__(self, root):
+        self.root = root
+        self.runs: dict[tuple[str, int], harness.Run] = {}
+
+    def get(self, case: harness.Case, processes: int) -> harness.Run:
+        key = (case.name, processes)
+        if key not in self.runs:
+            folder = harness.stage(
+                case, self.root / case.name / f"original-{processes}", (case.folder / "train.py").read_bytes()
+            )
+            if processes == 1:
+                launcher = "plain"
+            else:
+                launcher = "spawn" if case.launch == "spawn" else "torchrun"
+            label = "original, 1 process" if processes == 1 else f"original under {launcher}, 2 processes"
+            self.runs[key] = harness.run(case, folder, label, launcher, converted=False)
+        return self.runs[key]
+
+
+@pytest.fixture(scope="session")
+def originals(tmp_path_factory):
+    return OriginalRuns(tmp_path_factory.mktemp("equivalence"))
+
+
+def _cases_with_known_failures():
+    return [
+        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=KNOWN_FAILURES[name]))
+        if name in KNOWN_FAILURES
+        else name
+        for name in harness.CASES
+    ]
+
+
+def test_there_are_enough_fixtures_and_every_known_failure_names_one():
+    assert len(harness.CASES) >= 12, harness.CASES
+    assert set(KNOWN_FAILURES) <= set(harness.CASES), set(KNOWN_FAILURES) - set(harness.CASES)
+
+
+@pytest.mark.parametrize("name", harness.CASES)
+def test_fixture_trains_as_written(name, originals):
+    case = harness.load_case(name)
+    runs = [originals.get(case, 1)]
+    if case.two_process and case.launch != "single":
+        runs.append(originals.get(case, 2))
+    problems = []
+    for run in runs:
+        if run.failed:
+            pytest.fail(run.failed)
+        assert len({s.step for s in run.steps}) == len(run.steps), f"{run.label}: a step was printed twice"
+        third = max(1, len(run.steps) // 3)
+        first = sum(s.loss for s in run.steps[:third]) / third
+        last = sum(s.loss for s in run.steps[-third:]) / third
+        if not last < first:
+            problems.append(f"{run.label}: loss did not go down ({first:.4f} -> {last:.4f})")
+        if not run.metrics:
+            problems.append(f"{run.label}: no 'EQ eval' line")
+        if not run.checkpoints():
+            problems.append(f"{run.label}: saved no checkpoint")
+    problems += harness.check_checkpoints(case, runs)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("name", _cases_with_known_failures())
+def test_conversion_trains_the_same(name, originals, tmp_path):
+    case = harness.load_case(name)
+    result = harness.convert(case)
+    if result.refused is not None:
+        pytest.fail(f"regcomp-fix refused: {result.refused}")
+    assert result.changed, "regcomp-fix changed nothing"
+    converted = result.data if result.data is not None else result.text.encode()
+
+    reference = originals.get(case, 1)
+    assert reference.failed is None, f"the original does not run: {reference.failed}"
+    problems: list[str] = []
+    runs = [reference]
+
+    def converted_run(launcher: str) -> harness.Run | None:
+        label = "converted, 1 process" if launcher == "plain" else f"converted under {launcher} launch, 2 processes"
+        run = harness.run(case, harness.stage(case, tmp_path / launcher, converted), label, launcher, converted=True)
+        print(f"\n{name}: {label}: {run.elapsed:.1f}s")
+        if run.failed:
+            problems.append(run.failed)
+            return None
+        runs.append(run)
+        if harness.saved_names(run) != harness.saved_names(reference):
+            problems.append(f"{label} saved {harness.saved_names(run)}, original {harness.saved_names(reference)}")
+        return run
+
+    one = converted_run("plain")
+    if one is not None:
+        problems += harness.compare(reference, one, ratio=1, order_kept=True, bands={})
+
+    if case.two_process:
+        if case.launch == "single":
+            two_reference, ratio, order_kept = reference, 2, False
+        else:
+            two_reference, ratio, order_kept = originals.get(case, 2), 1, case.order_kept_on_two_processes
+            assert two_reference.failed is None, f"the original does not run: {two_reference.failed}"
+            runs.append(two_reference)
+        for launcher in case.converted_launchers:
+            two = converted_run(launcher)
+            if two is not None:
+                problems += harness.compare(two_reference, two, ratio=ratio, order_kept=order_kept, bands=case.bands)
+
+    problems += harness.check_checkpoints(case, runs[1:])
+    assert not problems, "\n\n".join(problems)
