@@ -5,24 +5,23 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from regcomp_lint.analysis.accelerate_script import AccelerateScript, FeedsAccelerateScript, in_loop_body
+from regcomp_lint.analysis.accelerate_script import in_loop_body
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.checks.base import Rule
 from regcomp_lint.files.source import SourceFile
 from regcomp_lint.lint.engine import walk
 
 
-class _Probe(FeedsAccelerateScript, Rule):
+class _Probe(Rule):
     code, name, message = "RC998", "accelerate-probe", ""
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        self.script = AccelerateScript(ctx)
+        self.script = ctx.semantic.accelerate_script
         self.bindings = self.script.bindings
         self.probes = []
 
     def visit_Call(self, node):
-        self.script.visit(node)
         if isinstance(node.func, ast.Name) and node.func.id == "probe":
             self.probes.append((node, self.bindings.here(node), in_loop_body(self.ctx, node)))
 
@@ -126,3 +125,54 @@ def test_prepare_calls_are_collected_with_their_statement():
     )
     kinds = [(call.func.attr, type(statement).__name__) for call, statement, _ in rule.script.prepares]
     assert kinds == [("prepare", "Assign"), ("prepare_model", "Expr")]
+
+
+class _BindingsOnly(Rule):
+    code, name, message = "RC996", "bindings-probe", ""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.bindings = ctx.semantic.bindings
+        self.wheres = []
+
+    def visit_Call(self, node):
+        if isinstance(node.func, ast.Name) and node.func.id == "probe":
+            self.wheres.append(self.bindings.here(node))
+
+
+def test_the_script_asked_for_after_the_walk_answers_as_the_fed_one():
+    src = textwrap.dedent(
+        """
+        from accelerate import Accelerator
+        class T:
+            def __init__(self):
+                self.accelerator = Accelerator(dynamo_backend="inductor")
+            def step(self):
+                probe()
+        def train(accel: Accelerator):
+            probe()
+        probe()
+        """
+    )
+    fed = run(src)
+    ctx = FileContext(SourceFile("a.py", src), fed.ctx.tree)
+    rule = _BindingsOnly(ctx)
+    walk(ctx, [rule])  # the file's bindings are fed; its script is not
+    late = ctx.semantic.accelerate_script
+    assert late is ctx.semantic.accelerate_script
+    assert late.bindings is not ctx.semantic.bindings  # the late pass follows bindings of its own
+    assert [late.accelerator_name(w) for w in rule.wheres] == [fed.script.accelerator_name(w) for _, w, _ in fed.probes]
+    texts = [name.text if name else None for name in map(late.accelerator_name, rule.wheres)]
+    assert texts == ["self.accelerator", "accel", None]
+    assert late.compile_state(None) == fed.script.compile_state(None)
+
+
+def test_build_alone_feeds_the_bindings_and_the_script_in_one_pass():
+    src = "from accelerate import Accelerator\ndef train(accelerator: Accelerator):\n    probe()\n"
+    fed = run(src)
+    ctx = FileContext(SourceFile("a.py", src), fed.ctx.tree)
+    script = ctx.semantic.accelerate_script  # asked for before any walk: waits for one
+    ctx.semantic.build_alone()  # none comes
+    assert script.bindings is ctx.semantic.bindings
+    where = fed.probes[0][1]
+    assert script.accelerator_name(where) == fed.script.accelerator_name(where) is not None

@@ -5,19 +5,20 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from regcomp_lint.analysis.bindings import Bindings, FeedsBindings
+import pytest
+
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.checks.base import Rule
 from regcomp_lint.files.source import SourceFile
 from regcomp_lint.lint.engine import walk
 
 
-class _Probe(FeedsBindings, Rule):
+class _Probe(Rule):
     code, name, message = "RC999", "probe", ""
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        self.bindings = Bindings()
+        self.bindings = ctx.semantic.bindings
         self.probes = []
 
     def visit_Call(self, node):
@@ -127,3 +128,58 @@ def test_returns_are_recorded_per_function():
     f, h = ctx.tree.body
     assert [ast.unparse(v) for v, _ in rule.bindings.returns(f)] == ["1", "g()"]
     assert rule.bindings.returns(h) == []
+
+
+# -- one Bindings per file, in the file's semantic model ----------------------------------------
+
+SHARED = """
+model = Net()
+def train(model):
+    probe(model)
+    model = wrap(model)
+    probe(model)
+probe(model)
+"""
+
+
+def _texts(bindings, probes):
+    found = []
+    for expr, where in probes:
+        bound = bindings.lookup(expr, where)
+        found.append(None if bound is None else "?" if bound.value is None else ast.unparse(bound.value))
+    return found
+
+
+def test_every_rule_of_a_file_gets_the_same_bindings_fed_once():
+    src = textwrap.dedent(SHARED)
+    ctx = FileContext(SourceFile("b.py", src), ast.parse(src))
+    first, second = _Probe(ctx), _Probe(ctx)
+    assert first.bindings is second.bindings is ctx.semantic.bindings
+    walk(ctx, [first, second])
+    assert first.probes == second.probes
+    assert _texts(first.bindings, first.probes) == ["?", "wrap(model)", "Net()"]
+
+
+def test_bindings_asked_for_after_the_walk_are_built_alone_with_the_same_answers():
+    src = textwrap.dedent(SHARED)
+    fed_ctx = FileContext(SourceFile("b.py", src), ast.parse(src))
+    rule = _Probe(fed_ctx)
+    walk(fed_ctx, [rule])
+    late_ctx = FileContext(SourceFile("b.py", src), fed_ctx.tree)  # same nodes, so the same points
+    late_ctx.semantic.build_alone()
+    assert _texts(late_ctx.semantic.bindings, rule.probes) == _texts(rule.bindings, rule.probes)
+    assert late_ctx.ancestors == []
+
+
+def test_a_walk_fed_analysis_cannot_be_asked_for_in_the_middle_of_the_walk():
+    src = "x = 1\nprobe(x)\n"
+    ctx = FileContext(SourceFile("b.py", src), ast.parse(src))
+
+    class _Late(Rule):
+        code, name, message = "RC997", "late", ""
+
+        def visit_Call(self, node):
+            self.late = self.ctx.semantic.bindings
+
+    with pytest.raises(RuntimeError, match="before the walk"):
+        walk(ctx, [_Late(ctx)])

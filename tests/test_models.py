@@ -11,20 +11,19 @@ import textwrap
 
 import pytest
 
-from regcomp_lint.analysis.bindings import Bindings, FeedsBindings
 from regcomp_lint.analysis.file_context import FileContext
-from regcomp_lint.analysis.models import ModelFinder, RepeatedBlocks, is_transformers_model_name, iteration_count
+from regcomp_lint.analysis.models import RepeatedBlocks, is_transformers_model_name, iteration_count
 from regcomp_lint.checks.base import Rule
 from regcomp_lint.files.source import SourceFile
 from regcomp_lint.lint.engine import walk
 
 
-class _Probe(FeedsBindings, Rule):
+class _Probe(Rule):
     code, name, message = "RC999", "probe", ""
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        self.bindings = Bindings()
+        self.bindings = ctx.semantic.bindings
         self.probes = []
 
     def visit_Call(self, node):
@@ -37,7 +36,7 @@ def probed(src: str) -> list[RepeatedBlocks | None]:
     ctx = FileContext(SourceFile("m.py", src), ast.parse(src))
     rule = _Probe(ctx)
     walk(ctx, [rule])
-    finder = ModelFinder(ctx, rule.bindings)
+    finder = ctx.semantic.model_finder
     return [finder.model_of(expr, where) for expr, where in rule.probes]
 
 

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from regcomp_lint.analysis import reachability
-from regcomp_lint.analysis.reachability import from_source, module_file
+from regcomp_lint.analysis.reachability import from_source, module_file, modules
 
 
 def build(src: str, filename: str = "<string>"):
@@ -349,7 +349,7 @@ def test_unparsable_local_module_is_ignored(tmp_path):
     assert list(chains(reach)) == ["Net.forward"]
 
 
-def test_for_context_is_cached_per_file():
+def test_the_semantic_model_builds_each_graph_once_per_file():
     import ast
 
     from regcomp_lint.analysis.file_context import FileContext
@@ -360,8 +360,11 @@ def test_for_context_is_cached_per_file():
     for stmt in ctx.tree.body:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             ctx.imports.add(stmt)
-    assert reachability.for_context(ctx) is reachability.for_context(ctx)
-    assert "N" in reachability.for_context(ctx).classes
+    semantic = ctx.semantic
+    assert semantic.reachability() is semantic.reachability()
+    assert semantic.reachability(deep=True) is semantic.reachability(deep=True, functions=True)
+    assert semantic.reachability(deep=True) is not semantic.reachability()
+    assert "N" in semantic.reachability().classes
 
 
 def test_closures_called_in_a_method_are_nodes_with_their_parent():
@@ -503,4 +506,4 @@ def test_a_local_module_that_became_a_named_pipe_is_skipped_not_waited_on(tmp_pa
 
     fifo = tmp_path / "helpers.py"
     os.mkfifo(fifo)
-    assert reachability._load(str(fifo), 0, 0) is None
+    assert modules._load(str(fifo), 0, 0) is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from regcomp_lint.analysis import dependencies, reachability
+from regcomp_lint.analysis import dependencies
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.analysis.reachability import ParsedModule, Reachability
 from regcomp_lint.files.source import SourceFile
@@ -69,9 +69,9 @@ def _shape(reach):
 def test_functions_graph_is_the_one_built_from_scratch(tmp_path):
     path = _project(tmp_path)
     ctx = _ctx(path)
-    reachability.for_context(ctx).reached()  # the default graph first, as the rules build it
-    shared = reachability.for_context(ctx, functions=True)
-    assert shared.module is reachability.for_context(ctx).module
+    ctx.semantic.reachability().reached()  # the default graph first, as the rules build it
+    shared = ctx.semantic.reachability(functions=True)
+    assert shared.module is ctx.semantic.reachability().module
     fresh = Reachability(ParsedModule.from_tree(ctx.tree, ctx.filename, ctx.imports), deep=False, functions=True)
     assert _shape(shared) == _shape(fresh)
     labels = [label for label, _, _ in _shape(shared)]
@@ -84,7 +84,7 @@ def test_other_files_callees_memo_still_records_their_files(tmp_path):
     for _ in range(2):  # the second time, other files' callees come from the memo
         ctx = _ctx(path)
         with dependencies.recording() as paths:
-            shapes.append(_shape(reachability.for_context(ctx, functions=True)))
+            shapes.append(_shape(ctx.semantic.reachability(functions=True)))
         recorded.append({p.rsplit("/", 1)[-1] for p in paths})
     assert shapes[0] == shapes[1]
     assert recorded[0] == recorded[1] and {"ops.py", "more.py"} <= recorded[0]
@@ -92,8 +92,10 @@ def test_other_files_callees_memo_still_records_their_files(tmp_path):
 
 def test_memo_is_recomputed_when_a_module_is_parsed_again(tmp_path):
     path = _project(tmp_path)
-    first = _shape(reachability.for_context(_ctx(path), functions=True))
+    ctx = _ctx(path)  # the semantic model holds its context weakly: keep the context
+    first = _shape(ctx.semantic.reachability(functions=True))
     (path.parent / "more.py").write_text("def deeper(x):\n    return other(x)\ndef other(x):\n    return x\n")
     # ``ops.py`` is not parsed again: what was kept about its ``scale`` must not name the old ``deeper``.
-    second = _shape(reachability.for_context(_ctx(path), functions=True))
+    ctx = _ctx(path)
+    second = _shape(ctx.semantic.reachability(functions=True))
     assert [label for label, _, _ in second] == [label for label, _, _ in first] + ["other"]

@@ -2,18 +2,20 @@
 ``Accelerator``, which names hold one where, which ``prepare`` calls there are, whether the
 setup compiles, and which code runs inside a loop.
 
-Built from the engine's one walk: a rule holds an :class:`AccelerateScript` and feeds it through
-:class:`FeedsAccelerateScript` (the same pattern as :class:`~regcomp_lint.analysis.bindings.FeedsBindings`);
-its questions are asked in ``finish()``, when the whole file is known.
+One per file, shared by the RC4xx rules (``ctx.semantic.accelerate_script``) and built on the
+file's shared :class:`~regcomp_lint.analysis.bindings.Bindings`: the engine's one walk feeds it
+(:meth:`AccelerateScript.walk_handlers`, after the bindings); its questions are asked in
+``finish()``, when the whole file is known.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from regcomp_lint.analysis import callsites
-from regcomp_lint.analysis.bindings import Bindings, FeedsBindings, Where, binding_key
+from regcomp_lint.analysis.bindings import Bindings, Where, binding_key
 from regcomp_lint.analysis.file_context import FileContext, has_star_kwargs, is_none, is_true, keyword, string_literal
 
 #: ``Accelerator`` methods that wrap an object for the run (``accelerator.prepare(model, opt)``).
@@ -66,11 +68,10 @@ class AcceleratorName:
 
 
 class AccelerateScript:
-    def __init__(self, ctx: FileContext, active: bool = True) -> None:
+    def __init__(self, ctx: FileContext, bindings: Bindings) -> None:
+        """``bindings``: fed the same walk, each node before this script is."""
         self.ctx = ctx
-        #: False: the rule already knows the file cannot concern it; feeding is skipped.
-        self.active = active
-        self.bindings = Bindings()
+        self.bindings = bindings
         #: id of every ``Accelerator(...)`` call -> (call, where it is evaluated)
         self.accelerators: dict[int, tuple[ast.Call, Where]] = {}
         #: names and ``self.`` attributes assigned an accelerator or an alias of one
@@ -80,21 +81,16 @@ class AccelerateScript:
         self.prepares: list[tuple[ast.Call, ast.AST | None, Where]] = []
 
     # -- feeding ---------------------------------------------------------------------------
-    def visit(self, node: ast.AST) -> None:
-        if not self.active:
-            return
-        self.bindings.visit(node)
-        kind = type(node)
-        if kind is ast.Call:
-            self._visit_call(node)
-        elif kind is ast.Assign or kind is ast.AnnAssign:
-            self._visit_assign(node)
-        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
-            self._visit_function(node)
-
-    def leave(self, node: ast.AST) -> None:
-        if self.active:
-            self.bindings.leave(node)
+    def walk_handlers(self) -> tuple[dict[type, Callable[[ast.AST], None]], dict[type, Callable[[ast.AST], None]]]:
+        """What a walk calls on visiting a node, by type (after the bindings'); nothing on leaving."""
+        visit: dict[type, Callable] = {
+            ast.Call: self._visit_call,
+            ast.Assign: self._visit_assign,
+            ast.AnnAssign: self._visit_assign,
+            ast.FunctionDef: self._visit_function,
+            ast.AsyncFunctionDef: self._visit_function,
+        }
+        return visit, {}
 
     def _visit_call(self, node: ast.Call) -> None:
         func = node.func
@@ -269,27 +265,6 @@ class AccelerateScript:
         if qualname and self.ctx.imports.root_is_import(value) and qualname.rsplit(".", 1)[0] in DYNAMO_BACKEND_ENUM:
             return qualname.rsplit(".", 1)[1] != "NO"
         return True
-
-
-class FeedsAccelerateScript(FeedsBindings):
-    """Mixin for a rule holding ``self.script``: feeds it from the walk. A rule that also handles
-    one of these node types calls ``self.script.visit(node)`` itself first."""
-
-    script: AccelerateScript
-
-    def _feed(self, node: ast.AST) -> None:
-        self.script.visit(node)
-
-    def _unfeed(self, node: ast.AST) -> None:
-        self.script.leave(node)
-
-    visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = _feed
-    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _feed
-    visit_Assign = visit_AnnAssign = visit_AugAssign = visit_NamedExpr = _feed
-    visit_For = visit_AsyncFor = visit_comprehension = visit_withitem = visit_Return = _feed
-    visit_Call = _feed
-    leave_FunctionDef = leave_AsyncFunctionDef = leave_Lambda = leave_ClassDef = _unfeed
-    leave_ListComp = leave_SetComp = leave_DictComp = leave_GeneratorExp = _unfeed
 
 
 def in_loop_body(ctx: FileContext, node: ast.AST) -> bool:

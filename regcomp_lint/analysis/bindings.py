@@ -1,9 +1,10 @@
 """What a name holds at a given point of a file: the cheap, approximate data flow rules need.
 
-A rule feeds :class:`Bindings` every node of the engine's single walk (:meth:`Bindings.visit`
-before the children, :meth:`Bindings.leave` after), then asks :meth:`Bindings.lookup` which
-expression a name (``model``) or a ``self`` attribute (``self.model``) was last assigned before
-some use.
+One :class:`Bindings` per file, shared by every rule (``ctx.semantic.bindings``), is fed the
+nodes of the engine's single walk (:meth:`Bindings.walk_handlers`: before the children, and
+after them on leaving a scope); a rule keeps :meth:`Bindings.here` of a node it visits and asks
+:meth:`Bindings.lookup` in ``finish()`` which expression a name (``model``) or a ``self``
+attribute (``self.model``) was last assigned before that use.
 
 Deliberately simple and flow-insensitive in branches and loops: the binding that comes last in
 the source before the use wins. Scopes follow Python: a name bound anywhere in a function is
@@ -17,7 +18,9 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
+from types import MethodType
 
 Position = tuple[int, int]
 FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
@@ -99,12 +102,31 @@ class Bindings:
             handler(self, node)
 
     def leave(self, node: ast.AST) -> None:
+        """Leave ``node``'s scope, if it opens one; call after its children."""
         if isinstance(node, FUNCTION_NODES + COMPREHENSION_NODES):
-            self._frames.pop()
-            self._scopes.pop()
-            self._scope_tuple = tuple(self._scopes)
+            self._leave_scope(node)
         elif isinstance(node, ast.ClassDef):
-            self._frames.pop()
+            self._leave_class(node)
+
+    def walk_handlers(self) -> tuple[dict[type, Callable[[ast.AST], None]], dict[type, Callable[[ast.AST], None]]]:
+        """What a walk calls, by node type: on visiting a node (before its children), and on
+        leaving it (after them). Fed these, in walk order, the bindings follow the walk."""
+        visit: dict[type, Callable[[ast.AST], None]] = {
+            node_type: MethodType(handler, self) for node_type, handler in _VISITORS.items()
+        }
+        leave: dict[type, Callable[[ast.AST], None]] = dict.fromkeys(
+            FUNCTION_NODES + COMPREHENSION_NODES, self._leave_scope
+        )
+        leave[ast.ClassDef] = self._leave_class
+        return visit, leave
+
+    def _leave_scope(self, node: ast.AST) -> None:
+        self._frames.pop()
+        self._scopes.pop()
+        self._scope_tuple = tuple(self._scopes)
+
+    def _leave_class(self, node: ast.AST) -> None:
+        self._frames.pop()
 
     def _visit_function(self, node: ast.AST) -> None:
         if not isinstance(node, ast.Lambda):
@@ -268,23 +290,3 @@ def _last_before(bindings: list[Bound], pos: Position) -> Bound | None:
         if bound.end <= pos:
             best = bound
     return best
-
-
-class FeedsBindings:
-    """Mixin for a :class:`~regcomp_lint.checks.base.Rule`: feeds ``self.bindings`` from the
-    engine's walk. A rule that also handles one of these node types calls the mixin's method."""
-
-    bindings: Bindings
-
-    def _feed(self, node: ast.AST) -> None:
-        self.bindings.visit(node)
-
-    def _unfeed(self, node: ast.AST) -> None:
-        self.bindings.leave(node)
-
-    visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = _feed
-    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _feed
-    visit_Assign = visit_AnnAssign = visit_AugAssign = visit_NamedExpr = _feed
-    visit_For = visit_AsyncFor = visit_comprehension = visit_withitem = visit_Return = _feed
-    leave_FunctionDef = leave_AsyncFunctionDef = leave_Lambda = leave_ClassDef = _unfeed
-    leave_ListComp = leave_SetComp = leave_DictComp = leave_GeneratorExp = _unfeed

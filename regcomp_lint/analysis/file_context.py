@@ -1,12 +1,18 @@
-"""Per-file state a rule reads while the engine walks: source, imports, ancestors, helpers."""
+"""Per-file state a rule reads while the engine walks: source, imports, ancestors, helpers, and
+the file's semantic model (``ctx.semantic``: every per-file analysis, built once and shared)."""
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 from regcomp_lint.analysis.name_resolution import ImportMap
 from regcomp_lint.files.source import SourceFile
+
+if TYPE_CHECKING:
+    from regcomp_lint.analysis.semantic_model import SemanticModel
 
 
 class FileContext:
@@ -20,6 +26,13 @@ class FileContext:
     @property
     def filename(self) -> str:
         return self.source.filename
+
+    @cached_property
+    def semantic(self) -> SemanticModel:
+        """The file's analyses (bindings, Accelerate script, reachability...), built on first use."""
+        from regcomp_lint.analysis.semantic_model import SemanticModel  # it builds on this module
+
+        return SemanticModel(self)
 
     # -- names -----------------------------------------------------------------------------
     def qualname(self, node: ast.AST) -> str | None:

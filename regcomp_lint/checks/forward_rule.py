@@ -128,10 +128,11 @@ WALKED_TYPES = tuple(
 
 
 class ForwardRule(Rule):
-    """Base of RC201-RC209. One instance per file feeds the engine's walk to the file's
-    :class:`~regcomp_lint.analysis.reachability.FactsCollector` and hands each node to the RC2xx rules
-    that want its type; the other instances switch their handlers off. So a ``Call`` costs one
-    handler call however many RC2xx rules run."""
+    """Base of RC201-RC209. The engine's walk feeds the file's
+    :class:`~regcomp_lint.analysis.reachability.FactsCollector` (``ctx.semantic.facts``); one
+    instance per file hands each node of a type some RC2xx rule wants to those rules (a
+    :class:`_CandidateDispatch` shared through the semantic model); the other instances switch
+    their handlers off. So a ``Call`` costs one handler call however many RC2xx rules run."""
 
     required = ("forward",)
     #: ast node types whose instances may be candidates (a subset of ``WALKED_TYPES``).
@@ -140,18 +141,23 @@ class ForwardRule(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._candidates: list[tuple[ast.AST, tuple[ast.AST, ...]]] = []
-        self._facts, feeder = reachability.collector_for(ctx)
-        # What the feeding rule runs for this rule on each node of a wanted type: the cheap
-        # syntactic test and where to keep the node, or a collector that also asks ``accepts``.
+        self._facts = ctx.semantic.facts
+        dispatch = ctx.semantic.shared(_CandidateDispatch.KEY, _CandidateDispatch)
+        # What the dispatching rule runs for this rule on each node of a wanted type: the cheap
+        # syntactic test, the test that needs ancestors (only for rules that override it), and
+        # where to keep the node.
         in_context = type(self).accepts.__func__ is not ForwardRule.accepts.__func__
-        entry = (None, self._collect_in_context) if in_context else (self.candidate, self._candidates)
+        entry = (self.candidate, type(self).accepts if in_context else None, self._candidates)
+        self._wanted = dispatch.wanted  # filled by every RC2xx rule of the file
+        if dispatch.dispatcher is None:
+            dispatch.dispatcher = weakref.ref(self)  # weak: the file's model must not keep its rules
+        for node_type in WALKED_TYPES:  # the dispatcher's handlers are switched on below, by type
+            setattr(self, f"visit_{node_type.__name__}", None)
+        dispatcher = dispatch.dispatcher()
         for node_type in self.node_types:
-            self._facts.wanted.setdefault(node_type, []).append(entry)
-        if not feeder:
-            for node_type in WALKED_TYPES:
-                setattr(self, f"visit_{node_type.__name__}", None)
-                if node_type in FUNCTION_TYPES:
-                    setattr(self, f"leave_{node_type.__name__}", None)
+            dispatch.wanted.setdefault(node_type, []).append(entry)
+            if dispatcher is not None:
+                setattr(dispatcher, f"visit_{node_type.__name__}", dispatcher._walked)
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -167,27 +173,14 @@ class ForwardRule(Rule):
         facts = self._facts
         if not facts.defs:
             return  # module level: not in any function, nothing to collect
-        if type(node) in _FED:
-            facts.visit(node)
+        wanted = self._wanted.get(type(node))
+        if not wanted:
+            return
         defs = None
-        for candidate, sink in facts.wanted.get(type(node), ()):
-            if candidate is None:
-                sink(node)
-            elif candidate(node):
+        for candidate, accepts, sink in wanted:
+            if candidate(node) and (accepts is None or accepts(node, self.ctx.ancestors)):
                 defs = defs or tuple(facts.defs)
                 sink.append((node, defs))
-
-    def _entered(self, node: ast.AST) -> None:
-        facts = self._facts
-        facts.enter(node)
-        for candidate, sink in facts.wanted.get(type(node), ()):
-            if candidate is None:
-                sink(node)
-            elif candidate(node):
-                sink.append((node, tuple(facts.defs)))
-
-    def _left(self, node: ast.AST) -> None:
-        self._facts.leave(node)
 
     # -- to override ------------------------------------------------------------------------
     @classmethod
@@ -204,17 +197,13 @@ class ForwardRule(Rule):
     def judge(cls, node: ast.AST, scope: Scope) -> Break | None:
         raise NotImplementedError
 
-    # -- the walk and the report ---------------------------------------------------------------
-    def _collect_in_context(self, node: ast.AST) -> None:
-        if self.candidate(node) and self.accepts(node, self.ctx.ancestors):
-            self._candidates.append((node, tuple(self._facts.defs)))
-
+    # -- the report ----------------------------------------------------------------------------
     def finish(self) -> None:
         if self._candidates:
             ctx = self.ctx
-            reach = reachability.for_context(ctx)
+            reach = ctx.semantic.reachability()
             untraced = self._facts.is_untraced
-            deep = lambda: reachability.for_context(ctx, functions=True)  # noqa: E731
+            deep = lambda: ctx.semantic.reachability(functions=True)  # noqa: E731
             for node, defs in self._candidates:
                 located = reach.locate(defs)
                 if located is None or located[0].disabled or untraced(node):
@@ -248,13 +237,21 @@ class ForwardRule(Rule):
             self.report(site.call, f"at {place}{ELSEWHERE_SEPARATOR}{found.message} ({site.chain})")
 
 
-_FED = frozenset(FACT_TYPES)
-for _type in WALKED_TYPES:
-    if _type in FUNCTION_TYPES:
-        setattr(ForwardRule, f"visit_{_type.__name__}", ForwardRule._entered)
-        setattr(ForwardRule, f"leave_{_type.__name__}", ForwardRule._left)
-    else:
-        setattr(ForwardRule, f"visit_{_type.__name__}", ForwardRule._walked)
+for _type in WALKED_TYPES:  # declared, so that the engine asks instances for them
+    setattr(ForwardRule, f"visit_{_type.__name__}", ForwardRule._walked)
+
+
+class _CandidateDispatch:
+    """The RC2xx rules of one file: which want each node type (their ``candidate``, their
+    ``accepts`` when they override it, where they keep candidates), and whether one of them
+    already dispatches the walk's nodes for all."""
+
+    KEY = "rc2xx-candidates"
+
+    def __init__(self) -> None:
+        self.wanted: dict[type, list[tuple[Callable, Callable | None, list]]] = {}
+        #: The rule whose handlers dispatch (switched on for the wanted types only).
+        self.dispatcher: weakref.ref[ForwardRule] | None = None
 
 
 def is_disabled(func: Function) -> bool:
@@ -337,27 +334,21 @@ class ElsewhereSite:
     reach: Reachability  # the linted file's graph, functions of other files followed
 
 
-_SITES: weakref.WeakKeyDictionary[FileContext, list[ElsewhereSite]] = weakref.WeakKeyDictionary()
-
-
 def elsewhere_sites(ctx: FileContext, facts: reachability.FactsCollector) -> list[ElsewhereSite]:
     """Every candidate node of other files the file's forwards reach, once per file for all
     RC2xx rules. Empty, without building the deep graph, when the file has no module class or
     imports no local module."""
-    found = _SITES.get(ctx)
-    if found is None:
-        found = _SITES[ctx] = _find_elsewhere_sites(ctx, facts)
-    return found
+    return ctx.semantic.shared("rc2xx-elsewhere-sites", lambda: _find_elsewhere_sites(ctx, facts))
 
 
 def _find_elsewhere_sites(ctx: FileContext, facts: reachability.FactsCollector) -> list[ElsewhereSite]:
     filename = ctx.filename
     if not filename or filename.startswith("<") or filename == "-" or not _imports_local_module(ctx):
         return []
-    shallow = reachability.for_context(ctx)
+    shallow = ctx.semantic.reachability()
     if not shallow.classes or not _calls_into_local_module(shallow):
         return []
-    reach = reachability.for_context(ctx, functions=True)
+    reach = ctx.semantic.reachability(functions=True)
 
     def follows(caller: Function, call: ast.Call, callee: Function) -> bool:
         if caller.local and facts.is_untraced(call):
@@ -425,7 +416,7 @@ def _imports_local_module(ctx: FileContext) -> bool:
         if dotted.startswith("."):
             return True
         for module in (dotted, dotted.rpartition(".")[0]):
-            if module and not reachability._is_third_party(module) and reachability.module_file(ctx.filename, module):
+            if module and not reachability.is_third_party(module) and reachability.module_file(ctx.filename, module):
                 return True
     return False
 
@@ -443,7 +434,7 @@ def _calls_into_local_module(shallow: Reachability) -> bool:
             if type(target) is not ast.Name or not imports.imported(target.id):
                 continue
             qualname = imports.qualname(call.func)
-            if qualname and not reachability._is_third_party(qualname) and shallow._local_module_path(qualname, module):
+            if qualname and not reachability.is_third_party(qualname) and shallow._local_module_path(qualname, module):
                 return True
     return False
 

@@ -6,7 +6,7 @@ import ast
 import os
 from dataclasses import dataclass
 
-from regcomp_lint.analysis import callsites, reachability
+from regcomp_lint.analysis import callsites
 from regcomp_lint.analysis.file_context import is_true, keyword_value
 from regcomp_lint.analysis.models import FACTORY_METHODS, PREPARE_METHODS, SAME_MODULE_METHODS, WRAPPERS
 from regcomp_lint.analysis.reachability import FUNCTION_DEFS, ModuleClass, Reachability, top_level_statements
@@ -158,7 +158,7 @@ class FullgraphBlocked(Rule):
     def finish(self) -> None:
         if not self._sites:
             return
-        reach = reachability.for_context(self.ctx, deep=True)
+        reach = self.ctx.semantic.reachability(deep=True)
         for at, model, where, class_name in self._sites:
             if class_name is not None:
                 classes = [reach.classes[class_name]] if class_name in reach.classes else []

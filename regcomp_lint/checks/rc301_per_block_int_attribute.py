@@ -181,7 +181,7 @@ class PerBlockIntAttribute(Rule):
     ]
 
     def finish(self) -> None:
-        reach = reachability.for_context(self.ctx)
+        reach = self.ctx.semantic.reachability()
         if not reach.classes:
             return
         containers = Containers(reach)

@@ -5,9 +5,7 @@ from __future__ import annotations
 import ast
 
 from regcomp_lint.analysis.accelerate_script import (
-    AccelerateScript,
     AcceleratorName,
-    FeedsAccelerateScript,
 )
 from regcomp_lint.analysis.bindings import Where
 from regcomp_lint.checks.base import Invalid, Rule
@@ -18,7 +16,7 @@ from regcomp_lint.diagnostics import Applicability, Fix
 ENGINE_HINTS = ("accel", "engine", "fabric")
 
 
-class ManualBackward(FeedsAccelerateScript, Rule):
+class ManualBackward(Rule):
     """## What it does
     Reports `X.backward()` for any expression `X` (`loss.backward()`,
     `(loss / accum).backward()`, `F.cross_entropy(out, y).backward()`) in a file that builds an
@@ -157,12 +155,11 @@ class ManualBackward(FeedsAccelerateScript, Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.script = AccelerateScript(ctx)
+        self.script = ctx.semantic.accelerate_script
         self.bindings = self.script.bindings
         self._calls: list[tuple[ast.Call, Where]] = []
 
     def visit_Call(self, node: ast.Call) -> None:
-        self.script.visit(node)
         func = node.func
         if (
             isinstance(func, ast.Attribute)

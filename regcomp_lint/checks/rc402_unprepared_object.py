@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from regcomp_lint.analysis import callsites
 from regcomp_lint.analysis.accelerate_script import (
     MAX_DEPTH,
-    AccelerateScript,
-    FeedsAccelerateScript,
     in_loop_body,
     key_expr,
 )
@@ -55,7 +53,7 @@ class _Use:
     callee: ast.expr | None = None  # for "passed": the function it is passed to
 
 
-class UnpreparedObject(FeedsAccelerateScript, Rule):
+class UnpreparedObject(Rule):
     """## What it does
     Reports a model, optimizer, data loader or LR scheduler that an Accelerate script uses in its
     training loop but never passes to `accelerator.prepare(...)` (or `prepare_model`,
@@ -224,7 +222,7 @@ class UnpreparedObject(FeedsAccelerateScript, Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.script = AccelerateScript(ctx)
+        self.script = ctx.semantic.accelerate_script
         self.bindings = self.script.bindings
         self._uses: list[_Use] = []
         self._frozen: list[tuple[ast.expr, Where]] = []
@@ -234,7 +232,6 @@ class UnpreparedObject(FeedsAccelerateScript, Rule):
 
     # -- collecting ------------------------------------------------------------------------
     def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
-        self.script.visit(node)
         where = self.bindings.here(node.iter)
         for expr in _iterated(node.iter):
             self._uses.append(_Use(expr, "iterated", where))
@@ -242,7 +239,6 @@ class UnpreparedObject(FeedsAccelerateScript, Rule):
     visit_AsyncFor = visit_For
 
     def visit_Call(self, node: ast.Call) -> None:
-        self.script.visit(node)
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr in TRAINING_CALLS:
             self._trains = True

@@ -6,8 +6,6 @@ import ast
 
 from regcomp_lint.analysis.accelerate_script import (
     MAX_DEPTH,
-    AccelerateScript,
-    FeedsAccelerateScript,
 )
 from regcomp_lint.analysis.bindings import Where
 from regcomp_lint.checks.base import Invalid, Rule
@@ -17,7 +15,7 @@ TORCH_DEVICE = ("torch.device",)
 CUDA_DEVICE_CALLS = ("torch.cuda.current_device",)
 
 
-class ManualDevicePlacement(FeedsAccelerateScript, Rule):
+class ManualDevicePlacement(Rule):
     """## What it does
     Reports `.cuda()` and `.to(D)` where `D` is a fixed CUDA device (`"cuda"`, `"cuda:0"`,
     `f"cuda:{rank}"`, `torch.device("cuda")`, `"cuda" if torch.cuda.is_available() else "cpu"`,
@@ -123,12 +121,11 @@ class ManualDevicePlacement(FeedsAccelerateScript, Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.script = AccelerateScript(ctx)
+        self.script = ctx.semantic.accelerate_script
         self.bindings = self.script.bindings
         self._moves: list[tuple[ast.Call, Where]] = []
 
     def visit_Call(self, node: ast.Call) -> None:
-        self.script.visit(node)
         func = node.func
         if (
             isinstance(func, ast.Attribute)

@@ -11,9 +11,8 @@ from regcomp_lint.analysis.accelerate_script import (
     PREPARE_METHODS,
     SCOPES,
     AccelerateScript,
-    FeedsAccelerateScript,
 )
-from regcomp_lint.analysis.bindings import Where, binding_key
+from regcomp_lint.analysis.bindings import Bindings, Where, binding_key
 from regcomp_lint.analysis.file_context import has_star_kwargs, keyword, keyword_value
 from regcomp_lint.analysis.models import SAME_MODULE_METHODS, WRAPPERS
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
@@ -43,7 +42,7 @@ class _Held:
     prepared: ast.expr | None = None  # for "prepared": the argument that went into prepare
 
 
-class OrigModStateDict(FeedsAccelerateScript, Rule):
+class OrigModStateDict(Rule):
     """## What it does
     Reports the places where a compiled model's state dict, with `_orig_mod` in every key, is
     taken or saved:
@@ -217,19 +216,22 @@ class OrigModStateDict(FeedsAccelerateScript, Rule):
         ),
     ]
 
+    script: AccelerateScript
+    bindings: Bindings
+
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         text = ctx.source.text
         self._may_compile = "compile" in text or "dynamo" in text.lower()
-        self.script = AccelerateScript(ctx, active=self._may_compile)
-        self.bindings = self.script.bindings
+        if self._may_compile:  # else the file cannot concern the rule: the script is not even fed for it
+            self.script = ctx.semantic.accelerate_script
+            self.bindings = self.script.bindings
         self._compiles: dict[int, tuple[bool, bool]] = {}  # id(call) -> (regional, conditional)
         self._unwraps: set[int] = set()
         self._sinks: list[tuple[str, ast.Call, Where]] = []
         self._reported: set[int] = set()  # unwrap_model calls already reported
 
     def visit_Call(self, node: ast.Call) -> None:
-        self.script.visit(node)
         if not self._may_compile:
             return
         func = node.func

@@ -6,7 +6,7 @@ import ast
 from dataclasses import dataclass
 
 from regcomp_lint.analysis import callsites
-from regcomp_lint.analysis.bindings import Bindings, FeedsBindings, Where
+from regcomp_lint.analysis.bindings import Where
 from regcomp_lint.checks.base import Invalid, Rule
 
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -23,7 +23,7 @@ class _Plugin:
     module_level: bool
 
 
-class UnusedPlugin(FeedsBindings, Rule):
+class UnusedPlugin(Rule):
     """## What it does
     Reports a `TorchDynamoPlugin(...)` bound to a name that the file never hands on: never
     passed to an `Accelerator(...)` or any other call, never returned, stored on an object or
@@ -117,21 +117,19 @@ class UnusedPlugin(FeedsBindings, Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.bindings = Bindings()
+        self.bindings = ctx.semantic.bindings
         self._plugins: list[_Plugin] = []
         self._reads: list[tuple[ast.Name, ast.AST | None, Where]] = []
         self._builds_accelerator = False
         self._exported: set[str] = set()
 
     def visit_Assign(self, node: ast.Assign) -> None:
-        self.bindings.visit(node)
         if len(node.targets) == 1:
             self._binding(node.targets[0], node.value, node)
             if isinstance(node.targets[0], ast.Name) and node.targets[0].id == "__all__" and not self.ctx.ancestors[1:]:
                 self._exported |= {e.value for e in getattr(node.value, "elts", []) if isinstance(e, ast.Constant)}
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        self.bindings.visit(node)
         if node.value is not None:
             self._binding(node.target, node.value, node)
 

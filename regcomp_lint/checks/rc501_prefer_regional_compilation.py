@@ -6,7 +6,7 @@ import ast
 from dataclasses import dataclass
 
 from regcomp_lint.analysis import callsites
-from regcomp_lint.analysis.bindings import Bindings, FeedsBindings, Where, binding_key
+from regcomp_lint.analysis.bindings import Where, binding_key
 from regcomp_lint.analysis.file_context import has_star_kwargs, is_none, is_true, keyword, string_literal
 from regcomp_lint.analysis.models import PREPARE_METHODS, ModelFinder, RepeatedBlocks
 from regcomp_lint.checks.accelerate_fixes import PLUGIN_MODULE, backend_keyword_to_plugin, local_name
@@ -25,7 +25,7 @@ class _Site:
     parent: ast.AST | None = None
 
 
-class PreferRegionalCompilation(FeedsBindings, Rule):
+class PreferRegionalCompilation(Rule):
     """## What it does
     Reports a whole-model compile of a model made of repeated blocks: `torch.compile(model)`,
     `model.compile()`, or an Accelerate setup that compiles the model it prepares with a
@@ -236,7 +236,7 @@ class PreferRegionalCompilation(FeedsBindings, Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.bindings = Bindings()
+        self.bindings = ctx.semantic.bindings
         self._torch_compiles: list[_Site] = []
         self._module_compiles: list[_Site] = []
         self._prepares: list[_Site] = []
@@ -245,7 +245,6 @@ class PreferRegionalCompilation(FeedsBindings, Rule):
 
     # -- collecting, during the walk -------------------------------------------------------
     def visit_Assign(self, node: ast.Assign) -> None:
-        self.bindings.visit(node)
         for target in node.targets:
             if isinstance(target, ast.Attribute) and target.attr == REGIONAL:
                 self._regional_set.append((target.value, self.bindings.here(node)))
@@ -276,7 +275,7 @@ class PreferRegionalCompilation(FeedsBindings, Rule):
     def finish(self) -> None:
         if not (self._torch_compiles or self._module_compiles or (self._prepares and self._accelerators)):
             return
-        finder = ModelFinder(self.ctx, self.bindings)
+        finder = self.ctx.semantic.model_finder
         for site in self._torch_compiles:
             model = finder.model_of(site.call.args[0], site.where)
             if model is not None:

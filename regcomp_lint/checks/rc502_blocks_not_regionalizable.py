@@ -6,8 +6,8 @@ import ast
 import os
 from dataclasses import dataclass
 
-from regcomp_lint.analysis import callsites, reachability
-from regcomp_lint.analysis.bindings import Bindings, FeedsBindings, Where
+from regcomp_lint.analysis import callsites
+from regcomp_lint.analysis.bindings import Where
 from regcomp_lint.analysis.containers import Containers, Node, Tree, is_repeated, mixes_classes
 from regcomp_lint.analysis.file_context import is_true, keyword_value
 from regcomp_lint.analysis.models import PREPARE_METHODS, SAME_MODULE_METHODS
@@ -55,7 +55,7 @@ class _Request:
     where: Where
 
 
-class BlocksNotRegionalizable(FeedsBindings, Rule):
+class BlocksNotRegionalizable(Rule):
     """## What it does
     Reports regional compilation — `accelerate.utils.compile_regions(model)` or
     `TorchDynamoPlugin(use_regional_compilation=True)` given to the `Accelerator` that prepares
@@ -188,7 +188,7 @@ class BlocksNotRegionalizable(FeedsBindings, Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.bindings = Bindings()
+        self.bindings = ctx.semantic.bindings
         self._regions: list[tuple[ast.Call, Where]] = []
         self._prepares: list[tuple[ast.Call, Where]] = []
         self._accelerators: set[int] = set()
@@ -214,7 +214,7 @@ class BlocksNotRegionalizable(FeedsBindings, Rule):
         requests += self._plugin_requests()
         if not requests:
             return
-        reach = reachability.for_context(self.ctx, deep=True)  # the model often lives in model.py
+        reach = self.ctx.semantic.reachability(deep=True)  # the model often lives in model.py
         judge = _Judge(reach)
         for request in requests:
             cls = self._model_class(reach, request.model, request.where, 0)

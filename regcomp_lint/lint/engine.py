@@ -121,7 +121,8 @@ def _handler_names(rule_cls: type[Rule]) -> tuple[str, ...]:
 
 
 def walk(ctx: FileContext, rules: list[Rule]) -> None:
-    """One iterative depth-first walk (no recursion limit on deep code) for all rules.
+    """One iterative depth-first walk (no recursion limit on deep code) for all rules and the
+    file's shared analyses that follow it (``ctx.semantic``).
 
     This loop runs once per node of every file a rule may care about, so it is written for
     speed: child fields are looked up per node type once, leaves no rule asks for (names,
@@ -129,6 +130,13 @@ def walk(ctx: FileContext, rules: list[Rule]) -> None:
     "leave" entry per node.
     """
     visit, leave = _dispatch(rules)
+    # The file's shared analyses that follow the walk (bindings, facts...): fed before the rules
+    # visit a node and after they leave it, so a rule sees them at the node it is given.
+    fed_visit, fed_leave = ctx.semantic.begin_walk()
+    for fed_type, fed in fed_visit.items():
+        visit[fed_type] = [*fed, *visit.get(fed_type, ())]
+    for fed_type, fed in fed_leave.items():
+        leave[fed_type] = [*leave.get(fed_type, ()), *fed]
     imports = ctx.imports
     for import_type in (ast.Import, ast.ImportFrom):  # imports are recorded before any rule sees them
         visit[import_type] = [imports.add, *visit.get(import_type, ())]
@@ -168,6 +176,7 @@ def walk(ctx: FileContext, rules: list[Rule]) -> None:
         done = ancestors.pop()
         for handler in leave.get(type(done), ()):
             handler(done)
+    ctx.semantic.end_walk()
     for rule in rules:
         rule.finish()
 

@@ -1,0 +1,173 @@
+"""Parsed files: one file's top-level definitions and imports, and the local modules of the
+project it imports, found by name and parsed lazily, once per run (by path, mtime and size)."""
+
+from __future__ import annotations
+
+import ast
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from regcomp_lint.analysis import dependencies
+from regcomp_lint.analysis.name_resolution import ImportMap
+from regcomp_lint.files import reading
+
+FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+MAX_PARENT_DIRS = 6
+
+
+@dataclass(eq=False)
+class ParsedModule:
+    """One Python file's top-level definitions and imports."""
+
+    path: str | None
+    tree: ast.Module
+    imports: ImportMap
+    classes: dict[str, ast.ClassDef]
+    functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
+    #: ``name = value`` at the top level (the last one wins): ``logger = logging.getLogger(...)``.
+    assignments: dict[str, ast.expr] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return f"ParsedModule({self.path!r})"
+
+    @classmethod
+    def from_tree(cls, tree: ast.Module, path: str | None, imports: ImportMap | None = None) -> ParsedModule:
+        classes: dict[str, ast.ClassDef] = {}
+        functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        assignments: dict[str, ast.expr] = {}
+        own_imports = imports is None
+        imports = imports or ImportMap()
+        for stmt in top_level_statements(tree.body):
+            if isinstance(stmt, ast.ClassDef):
+                classes[stmt.name] = stmt
+            elif isinstance(stmt, FUNCTION_DEFS):
+                functions[stmt.name] = stmt
+            elif isinstance(stmt, ast.Assign):
+                for target in stmt.targets:
+                    if isinstance(target, ast.Name):
+                        assignments[target.id] = stmt.value
+            elif own_imports and isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                imports.add(stmt)
+        return cls(path, tree, imports, classes, functions, assignments)
+
+
+def top_level_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Top-level statements, looking inside ``if``/``try``/``with`` blocks (guarded definitions)."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, ast.If):
+            yield from top_level_statements(stmt.body)
+            yield from top_level_statements(stmt.orelse)
+        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            yield from top_level_statements(stmt.body)
+            for handler in stmt.handlers:
+                yield from top_level_statements(handler.body)
+            yield from top_level_statements(stmt.orelse)
+            yield from top_level_statements(stmt.finalbody)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            yield from top_level_statements(stmt.body)
+
+
+#: Bumped whenever a module object that memos may hold stops being the one :func:`load_module`
+#: returns for its path (the cache evicts a module, or a file is parsed again): what is kept
+#: per process about other files' functions (their callees) is then recomputed.
+_generation = 0
+_parsed_paths: set[str] = set()
+
+
+@lru_cache(maxsize=256)
+def _load(path: str, mtime_ns: int, size: int) -> ParsedModule | None:
+    global _generation
+    info = _load.cache_info()
+    if path in _parsed_paths or info.currsize >= (info.maxsize or 0) > 0:
+        _generation += 1
+    _parsed_paths.add(path)
+    try:
+        tree = ast.parse(reading.read_bytes(path), filename=path)  # never blocks on a pipe
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    return ParsedModule.from_tree(tree, path)
+
+
+def _stamp(path: str) -> tuple[int, int] | None:
+    """What :func:`load_module` keys a parsed file on (None: unreadable)."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
+def load_module(path: str) -> ParsedModule | None:
+    """Parse a local module once per run (cached by path, mtime and size); None if unreadable."""
+    dependencies.record(path)
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return _load(path, stat.st_mtime_ns, stat.st_size)
+
+
+def module_file(importer: str | None, dotted: str) -> str | None:
+    """The ``.py`` file a module name refers to, seen from file ``importer``.
+
+    ``dotted`` is as :class:`ImportMap` records it: ``.layers`` / ``..pkg.mod`` for relative
+    imports, ``pkg.mod`` for absolute ones (looked for in the importer's folder and up to
+    ``MAX_PARENT_DIRS`` folders above it: the project's own packages, never site-packages).
+    """
+    if not importer or importer.startswith("<") or importer == "-":
+        return None
+    folder = os.path.dirname(os.path.abspath(importer))
+    level = len(dotted) - len(dotted.lstrip("."))
+    parts = [p for p in dotted[level:].split(".") if p]
+    if level:
+        for _ in range(level - 1):
+            folder = os.path.dirname(folder)
+        return _module_in(folder, parts)
+    if not parts or "site-packages" in folder:
+        return None
+    for _ in range(MAX_PARENT_DIRS):
+        found = _module_in(folder, parts)
+        if found:
+            return found
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return None
+
+
+def _module_in(folder: str, parts: list[str]) -> str | None:
+    base = os.path.join(folder, *parts)
+    for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def same_file(a: str | None, b: str | None) -> bool:
+    return a is not None and b is not None and os.path.abspath(a) == os.path.abspath(b)
+
+
+def is_third_party(dotted: str) -> bool:
+    root = dotted.split(".")[0]
+    return root in (
+        "torch",
+        "transformers",
+        "accelerate",
+        "numpy",
+        "typing",
+        "os",
+        "sys",
+        "math",
+        "functools",
+        "collections",
+        "dataclasses",
+        "einops",
+        "diffusers",
+        "lightning",
+        "pytorch_lightning",
+        "timm",
+    )
