@@ -348,3 +348,75 @@ def test_many_methods_reassigning_an_attribute_stay_fast():
 def test_deep_chains_of_names_end():
     chain = "".join(f"m{i + 1} = m{i}\n" for i in range(200))
     assert probed(NANOGPT + "m0 = GPT(cfg)\n" + chain + "probe(m200)\n") == [None]  # past MAX_DEPTH: unknown
+
+
+# -- the conversion asks the same question ---------------------------------------------------
+
+_BLOCK = "class Block(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.mlp = nn.Linear(2, 2)\n\n"
+_NET = "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        {}\n\n"
+_LOOP = (
+    "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+    "    for step in range(10):\n"
+    "        loss = model(torch.randn(4, 2)).sum()\n"
+    "        optimizer.zero_grad()\n"
+    "        loss.backward()\n"
+    "        optimizer.step()\n"
+)
+
+#: (definitions, model expression, has repeated blocks). Each case once split the lint (RC501)
+#: and the conversion (``use_regional_compilation=True``), which had their own copies.
+DISAGREED = [
+    # the conversion counted single-op torch layers as blocks
+    (_NET.format("self.h = nn.ModuleList([nn.Linear(2, 2) for _ in range(6)])"), "Net()", False),
+    # the conversion read a literal range(a, b) as unknown, so "many"
+    (_BLOCK + _NET.format("self.h = nn.ModuleList([Block() for _ in range(1, 3)])"), "Net()", False),
+    # the conversion did not see `[Block()] * n`, `append` in a loop, a base class, a factory function
+    (_BLOCK + _NET.format("self.h = nn.ModuleList([Block()] * 4)"), "Net()", True),
+    (
+        _BLOCK
+        + _NET.format("self.h = nn.ModuleList()\n        for _ in range(6):\n            self.h.append(Block())"),
+        "Net()",
+        True,
+    ),
+    (
+        _BLOCK + _NET.format("self.h = nn.ModuleList([Block() for _ in range(6)])") + "class Child(Net):\n    pass\n\n",
+        "Child()",
+        True,
+    ),
+    (
+        _BLOCK
+        + _NET.format("self.h = nn.ModuleList([Block() for _ in range(6)])")
+        + "def build():\n    return Net()\n\n",
+        "build()",
+        True,
+    ),
+    # the conversion matched any name shaped like a model, imported from transformers or not
+    (
+        "from transformers import DataCollatorForLanguageModeling\n",
+        "DataCollatorForLanguageModeling.from_pretrained('x')",
+        False,
+    ),
+    ("class MyModel(nn.Module):\n    pass\n\n", "MyModel.from_pretrained('x')", False),
+    # the lint missed model classes with an underscore in the name
+    (
+        "from transformers import Qwen2_5_VLForConditionalGeneration\n",
+        "Qwen2_5_VLForConditionalGeneration(config)",
+        True,
+    ),
+    # both always agreed on these
+    ("from transformers import AutoModelForCausalLM\n", "AutoModelForCausalLM.from_config(config)", True),
+    (_BLOCK + _NET.format("self.h = nn.ModuleList([Block() for _ in range(n_layer)])"), "Net().to('cpu')", True),
+]
+
+
+@pytest.mark.parametrize("definitions, creation, expected", DISAGREED)
+def test_lint_and_conversion_agree_on_repeated_blocks(definitions, creation, expected):
+    from regcomp_lint.codemod import ConvertOptions, convert_source
+
+    head = "import torch\nfrom torch import nn\nconfig = n_layer = None\n" + definitions
+    [found] = probed(head + f"probe({creation})\n")
+    assert (found is not None) == expected, found
+    result = convert_source(head + f"\n\ndef main():\n    model = {creation}\n" + _LOOP, "train.py", ConvertOptions())
+    assert result.refused is None
+    [plugin] = [line for line in result.text.splitlines() if "TorchDynamoPlugin(" in line and "import" not in line]
+    assert ("use_regional_compilation=True" in plugin) == expected, plugin

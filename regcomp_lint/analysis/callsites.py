@@ -10,38 +10,11 @@ import ast
 import enum
 
 from regcomp_lint.analysis.file_context import FileContext
-
-TORCH_COMPILE = ("torch.compile", "torch._dynamo.optimize")
-DYNAMO_PLUGIN = (
-    "accelerate.utils.TorchDynamoPlugin",
-    "accelerate.utils.dataclasses.TorchDynamoPlugin",
-    "accelerate.TorchDynamoPlugin",
-)
-ACCELERATOR = ("accelerate.Accelerator", "accelerate.accelerator.Accelerator")
-COMPILE_REGIONS = ("accelerate.utils.compile_regions", "accelerate.utils.other.compile_regions")
-#: Keyword parameters of ``torch.compile`` (torch 2.13); ``nn.Module.compile(**kwargs)`` forwards
-#: them. A ``.compile(...)`` call with any other keyword (Keras' ``optimizer=``/``loss=``) or a
-#: positional argument is some other library's ``compile``.
-TORCH_COMPILE_KWARGS = frozenset(
-    {
-        "fullgraph",
-        "dynamic",
-        "backend",
-        "mode",
-        "options",
-        "name",
-        "disable",
-        "recompile_limit",
-        "isolate_recompiles",
-        "shapes_spec",
-    }
-)
+from regcomp_lint.knowledge.accelerate_api import ACCELERATOR, COMPILE_REGIONS, DYNAMO_PLUGIN, PLUGIN_FIELDS
+from regcomp_lint.knowledge.torch_api import DYNAMO_OPTIMIZE, TORCH_COMPILE, TORCH_COMPILE_KWARGS
 
 #: Last names of every call :func:`compile_config_site` can recognise without an import alias.
 _SITE_NAMES = frozenset({"compile", "optimize", "TorchDynamoPlugin", "Accelerator", "compile_regions"})
-
-#: ``TorchDynamoPlugin`` is a dataclass: these fields can also be passed positionally, in order.
-PLUGIN_FIELDS = ("backend", "mode", "fullgraph", "dynamic", "options", "disable", "use_regional_compilation")
 
 
 class Site(str, enum.Enum):
@@ -61,12 +34,12 @@ def _named(ctx: FileContext, func: ast.AST, qualnames: tuple[str, ...], bare: st
 
 
 def is_torch_compile(ctx: FileContext, func: ast.AST) -> bool:
-    return ctx.resolves_to(func, "torch.compile")
+    return ctx.resolves_to(func, *TORCH_COMPILE)
 
 
 def is_dynamo_optimize(ctx: FileContext, func: ast.AST) -> bool:
     """``torch._dynamo.optimize(backend, ...)``: the older spelling of ``torch.compile``."""
-    return ctx.resolves_to(func, "torch._dynamo.optimize")
+    return ctx.resolves_to(func, *DYNAMO_OPTIMIZE)
 
 
 def is_dynamo_plugin(ctx: FileContext, func: ast.AST) -> bool:

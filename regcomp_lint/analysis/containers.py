@@ -31,10 +31,8 @@ from regcomp_lint.analysis.reachability import (
     ParsedModule,
     Reachability,
 )
+from regcomp_lint.knowledge.torch_api import MODULE_CONTAINERS, TORCH_STACKS
 
-CONTAINER_KINDS = ("ModuleList", "Sequential", "ModuleDict")
-#: ``torch.nn`` modules that build a ModuleList of identical layers inside them.
-TORCH_STACKS = frozenset({"TransformerEncoder", "TransformerDecoder", "Transformer"})
 MAX_DEPTH = 8
 
 
@@ -273,7 +271,7 @@ class _Reader:
             last = resolved.rsplit(".", 1)[-1]
             if last in TORCH_NN_NOT_MODULES:
                 return Node("unknown", call, many=many)
-            if last in CONTAINER_KINDS:
+            if last in MODULE_CONTAINERS:
                 node = Node("container", call, container=last, many=many, loop_ints=ints)
                 node.elements = self._elements(call, last, ints)
                 return node

@@ -23,51 +23,22 @@ opt)``, DDP wrappers and local functions that return a model.
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass
 
 from regcomp_lint.analysis.bindings import Bindings, Where, binding_key
 from regcomp_lint.analysis.file_context import FileContext
+from regcomp_lint.knowledge.accelerate_api import MODEL_PREPARE_METHODS
+from regcomp_lint.knowledge.model_classes import (
+    AUTO_PREFIX,
+    DEEPCOPY,
+    FACTORY_METHODS,
+    MIN_BLOCKS,
+    TRANSFORMERS,
+    is_transformers_model_name,
+)
+from regcomp_lint.knowledge.torch_api import DATA_PARALLEL, MODULE_LIST, SAME_MODULE_METHODS
 
-MIN_BLOCKS = 4
 MAX_DEPTH = 40
-
-MODULE_LIST = ("torch.nn.ModuleList", "torch.nn.modules.container.ModuleList")
-DEEPCOPY = ("copy.deepcopy",)
-WRAPPERS = (
-    "torch.nn.parallel.DistributedDataParallel",
-    "torch.nn.parallel.distributed.DistributedDataParallel",
-    "torch.nn.DataParallel",
-    "torch.nn.parallel.DataParallel",
-    "torch.nn.parallel.data_parallel.DataParallel",
-)
-#: ``nn.Module`` methods that return the module itself.
-SAME_MODULE_METHODS = frozenset(
-    {
-        "to",
-        "cuda",
-        "cpu",
-        "xpu",
-        "mps",
-        "half",
-        "float",
-        "double",
-        "bfloat16",
-        "type",
-        "train",
-        "eval",
-        "requires_grad_",
-        "to_empty",
-        "share_memory",
-        "apply",
-        "zero_grad",
-    }
-)
-FACTORY_METHODS = ("from_pretrained", "from_config")
-PREPARE_METHODS = ("prepare", "prepare_model")
-
-_MODEL_CLASS = re.compile(r"^[A-Z][A-Za-z0-9]*(?:Model|LMHeadModel|For[A-Z][A-Za-z0-9]*)$")
-_NOT_MODEL_PREFIXES = ("TF", "Flax", "DataCollator", "PreTrained", "Pretrained")
 
 
 @dataclass(frozen=True)
@@ -86,17 +57,13 @@ class RepeatedBlocks:
         return f"{block} ×{self.count if self.count is not None else 'n'}"
 
 
-def is_transformers_model_name(name: str) -> bool:
-    return bool(_MODEL_CLASS.match(name)) and not name.startswith(_NOT_MODEL_PREFIXES)
-
-
 def transformers_model_class(ctx: FileContext, node: ast.AST) -> str | None:
     """The class name when ``node`` names a transformers model class through an import."""
     if isinstance(node, ast.Name) and not ctx.imports.imported(node.id):
-        star = any(m == "transformers" or m.startswith("transformers.") for m in ctx.imports.star_modules)
+        star = any(m == TRANSFORMERS or m.startswith(TRANSFORMERS + ".") for m in ctx.imports.star_modules)
         return node.id if star and is_transformers_model_name(node.id) else None
     qualname = ctx.qualname(node)
-    if not qualname or not qualname.startswith("transformers.") or not ctx.imports.root_is_import(node):
+    if not qualname or not qualname.startswith(TRANSFORMERS + ".") or not ctx.imports.root_is_import(node):
         return None
     name = qualname.rsplit(".", 1)[-1]
     return name if is_transformers_model_name(name) else None
@@ -144,9 +111,9 @@ class ModelFinder:
                 return self._class_instance(func.value, factory=True)
             if func.attr in SAME_MODULE_METHODS:
                 return self.model_of(func.value, where, depth + 1)
-            if func.attr in PREPARE_METHODS and len(call.args) == 1 and not call.keywords:
+            if func.attr in MODEL_PREPARE_METHODS and len(call.args) == 1 and not call.keywords:
                 return self.model_of(call.args[0], where, depth + 1)
-        if self.ctx.resolves_to(func, *WRAPPERS) and call.args:
+        if self.ctx.resolves_to(func, *DATA_PARALLEL) and call.args:
             return self.model_of(call.args[0], where, depth + 1)
         found = self._class_instance(func)
         if found is not None or not isinstance(func, ast.Name):
@@ -163,7 +130,7 @@ class ModelFinder:
         """What an instance of the class named by ``cls`` holds (None when not a known model).
         ``factory``: made by ``from_pretrained``/``from_config`` (the only way for ``Auto*``)."""
         name = transformers_model_class(self.ctx, cls)
-        if name is not None and (factory or not name.startswith("Auto")):
+        if name is not None and (factory or not name.startswith(AUTO_PREFIX)):
             return RepeatedBlocks("transformers", name, None, None)
         if isinstance(cls, ast.Name) and not self.ctx.imports.imported(cls.id):
             local = self.bindings.classes.get(cls.id)
@@ -274,7 +241,11 @@ def _element(value: ast.AST, index: int) -> ast.AST | None:
     """Element ``index`` of a tuple/list display, or the argument of ``prepare(a, b, ...)``."""
     if isinstance(value, (ast.Tuple, ast.List)):
         elts = value.elts
-    elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in PREPARE_METHODS:
+    elif (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in MODEL_PREPARE_METHODS
+    ):
         elts = value.args
     else:
         return None

@@ -14,7 +14,24 @@ import ast
 import enum
 
 from regcomp_lint.analysis.file_context import FileContext
-from regcomp_lint.analysis.models import FACTORY_METHODS, transformers_model_class
+from regcomp_lint.analysis.models import transformers_model_class
+from regcomp_lint.knowledge.model_classes import (
+    DIFFUSERS,
+    DIFFUSERS_MODEL_PREFIXES,
+    DIFFUSERS_MODEL_SUFFIXES,
+    FACTORY_METHODS,
+    MODEL_FACTORIES,
+    MODEL_MODULES,
+    PRETRAINED_MODEL,
+)
+from regcomp_lint.knowledge.torch_api import MODEL_LAYERS, MODULE, NOT_OPTIMIZER_MODULES, SCHEDULER_MODULES
+from regcomp_lint.knowledge.training_libraries import (
+    DATALOADERS,
+    OPTIMIZER_MODULES,
+    OPTIMIZERS,
+    SCHEDULER_FACTORY_MODULES,
+    SCHEDULERS,
+)
 
 
 class Kind(str, enum.Enum):
@@ -24,63 +41,11 @@ class Kind(str, enum.Enum):
     SCHEDULER = "LR scheduler"
 
 
-OPTIMIZER_MODULES = (
-    "torch.optim.",
-    "bitsandbytes.optim.",
-    "apex.optimizers.",
-    "timm.optim.",
-    "deepspeed.ops.adam.",
-    "deepspeed.ops.lamb.",
-)
-OPTIMIZERS = (
-    "transformers.AdamW",
-    "transformers.Adafactor",
-    "transformers.optimization.AdamW",
-    "transformers.optimization.Adafactor",
-    "accelerate.utils.DummyOptim",
-    "torch.distributed.optim.ZeroRedundancyOptimizer",
-    "lion_pytorch.Lion",
-    "schedulefree.AdamWScheduleFree",
-)
-NOT_OPTIMIZER_MODULES = ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")
-SCHEDULER_MODULES = ("torch.optim.lr_scheduler.",)
-#: ``transformers.get_linear_schedule_with_warmup`` and friends, ``get_scheduler``; diffusers'.
-SCHEDULER_FACTORY_MODULES = ("transformers", "transformers.optimization", "diffusers.optimization")
-SCHEDULERS = ("accelerate.utils.DummyScheduler",)
-DATALOADERS = (
-    "torch.utils.data.DataLoader",
-    "torch.utils.data.dataloader.DataLoader",
-    "torchdata.stateful_dataloader.StatefulDataLoader",
-)
-MODULE_BASES = (
-    "torch.nn.Module",
-    "torch.nn.modules.module.Module",
-    "transformers.PreTrainedModel",
-    "transformers.modeling_utils.PreTrainedModel",
-)
-#: torch.nn layers people train directly as "the model" (a loss or an activation is not one).
-TORCH_MODEL_LAYERS = frozenset(
-    {
-        "Sequential",
-        "Linear",
-        "Bilinear",
-        "Conv1d",
-        "Conv2d",
-        "Conv3d",
-        "LSTM",
-        "GRU",
-        "RNN",
-        "Transformer",
-        "TransformerEncoder",
-        "TransformerDecoder",
-        "Embedding",
-        "EmbeddingBag",
-        "MultiheadAttention",
-    }
-)
-MODEL_FACTORIES = ("timm.create_model",)
-MODEL_MODULES = ("torchvision.models.",)
-DIFFUSERS_MODEL_SUFFIXES = ("Model", "Model2D", "ConditionModel")
+#: Prefixes of qualified names, dotted so ``torch.optim.`` does not match ``torch.optimize``.
+_OPTIMIZER_PREFIXES = tuple(m + "." for m in OPTIMIZER_MODULES)
+_NOT_OPTIMIZER_PREFIXES = tuple(m + "." for m in NOT_OPTIMIZER_MODULES)
+_SCHEDULER_PREFIXES = tuple(m + "." for m in SCHEDULER_MODULES)
+_MODULE_BASES = (*MODULE, *PRETRAINED_MODEL)
 #: ``from torch.optim import *``: a bare ``AdamW`` is read as coming from the first of these.
 STAR_MODULES = ("torch", "transformers", "diffusers", "bitsandbytes", "accelerate")
 
@@ -98,21 +63,21 @@ def constructor_kind(ctx: FileContext, call: ast.Call, classes: dict[str, ast.Cl
     last = name.rsplit(".", 1)[-1]
     if name in DATALOADERS:
         return Kind.DATALOADER
-    if name in SCHEDULERS or (name.startswith(SCHEDULER_MODULES) and last[:1].isupper()):
+    if name in SCHEDULERS or (name.startswith(_SCHEDULER_PREFIXES) and last[:1].isupper()):
         return Kind.SCHEDULER
     if name.rsplit(".", 1)[0] in SCHEDULER_FACTORY_MODULES and last.startswith("get_") and "schedule" in last:
         return Kind.SCHEDULER
     if name in OPTIMIZERS or (
-        name.startswith(OPTIMIZER_MODULES)
-        and not name.startswith(NOT_OPTIMIZER_MODULES)
+        name.startswith(_OPTIMIZER_PREFIXES)
+        and not name.startswith(_NOT_OPTIMIZER_PREFIXES)
         and last[:1].isupper()
-        and last not in ("Optimizer",)
+        and last != "Optimizer"  # the base class, in torch and the other libraries
     ):
         return Kind.OPTIMIZER
     if (
         name in MODEL_FACTORIES
         or name.startswith(MODEL_MODULES)
-        or (name.startswith("torch.nn.") and last in TORCH_MODEL_LAYERS)
+        or (name.startswith("torch.nn.") and last in MODEL_LAYERS)
     ):
         return Kind.MODEL
     return None
@@ -134,9 +99,9 @@ def _model_class(ctx: FileContext, cls: ast.AST, classes: dict[str, ast.ClassDef
     if name is not None:
         return factory or not name.startswith("Auto")
     qualname = _imported_name(ctx, cls)
-    if qualname and qualname.startswith("diffusers.") and factory:
+    if qualname and qualname.startswith(DIFFUSERS + ".") and factory:
         last = qualname.rsplit(".", 1)[-1]
-        return last.startswith(("UNet", "Autoencoder")) or last.endswith(DIFFUSERS_MODEL_SUFFIXES)
+        return last.startswith(DIFFUSERS_MODEL_PREFIXES) or last.endswith(DIFFUSERS_MODEL_SUFFIXES)
     if isinstance(cls, ast.Name) and not ctx.imports.imported(cls.id) and cls.id in classes:
         return is_module_class(ctx, classes[cls.id], classes)
     return False
@@ -148,7 +113,7 @@ def is_module_class(
     """``cls`` derives from ``nn.Module`` (directly, through a transformers model class, or
     through another class of the file)."""
     for base in cls.bases:
-        if ctx.resolves_to(base, *MODULE_BASES) or transformers_model_class(ctx, base):
+        if ctx.resolves_to(base, *_MODULE_BASES) or transformers_model_class(ctx, base):
             return True
         if (
             isinstance(base, ast.Name)

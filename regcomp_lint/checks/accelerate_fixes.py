@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import ast
 
-from regcomp_lint.analysis import callsites
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.checks.text_edits import add_import
 from regcomp_lint.diagnostics import Edit, Location
-
-PLUGIN_MODULE = "accelerate.utils"
+from regcomp_lint.knowledge.accelerate_api import DYNAMO_PLUGIN, UTILS_MODULE
 
 
 def local_name(ctx: FileContext, qualnames: tuple[str, ...], module: str, name: str) -> tuple[str, Edit | None] | None:
@@ -39,7 +37,7 @@ def _defined_at_module_level(tree: ast.Module, name: str) -> bool:
 
 
 def plugin_name(ctx: FileContext) -> tuple[str, Edit | None] | None:
-    return local_name(ctx, callsites.DYNAMO_PLUGIN, PLUGIN_MODULE, "TorchDynamoPlugin")
+    return local_name(ctx, DYNAMO_PLUGIN, UTILS_MODULE, "TorchDynamoPlugin")
 
 
 def backend_keyword_to_plugin(ctx: FileContext, kw: ast.keyword, extra: str = "") -> list[Edit] | None:

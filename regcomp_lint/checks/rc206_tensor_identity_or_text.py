@@ -7,8 +7,8 @@ import ast
 from regcomp_lint.checks.base import Invalid
 from regcomp_lint.checks.forward_rule import Break, ForwardRule, Scope
 from regcomp_lint.knowledge.graph_breaks import RULE_BREAKS
+from regcomp_lint.knowledge.model_classes import DEEPCOPY
 
-DEEPCOPY = ("copy.deepcopy",)
 #: Expressions that use a lazily built string (``len()`` is the Call) or a data pointer at once.
 _CONSUMED_TEXT = (ast.Compare, ast.BinOp, ast.Call)
 _CONSUMED_POINTER = (ast.Compare, ast.BinOp)

@@ -8,10 +8,12 @@ from dataclasses import dataclass
 
 from regcomp_lint.analysis import callsites
 from regcomp_lint.analysis.file_context import is_true, keyword_value
-from regcomp_lint.analysis.models import FACTORY_METHODS, PREPARE_METHODS, SAME_MODULE_METHODS, WRAPPERS
 from regcomp_lint.analysis.reachability import FUNCTION_DEFS, ModuleClass, Reachability, top_level_statements
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.checks.forward_rule import ForwardRule, breaks_in
+from regcomp_lint.knowledge.accelerate_api import MODEL_PREPARE_METHODS
+from regcomp_lint.knowledge.model_classes import FACTORY_METHODS
+from regcomp_lint.knowledge.torch_api import DATA_PARALLEL, SAME_MODULE_METHODS
 
 MAX_DEPTH = 20
 
@@ -134,7 +136,7 @@ class FullgraphBlocked(Rule):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
-        if type(func) is ast.Attribute and func.attr in PREPARE_METHODS:
+        if type(func) is ast.Attribute and func.attr in MODEL_PREPARE_METHODS:
             where = self._here(node)
             self._prepared.extend((arg, where) for arg in node.args if not isinstance(arg, ast.Starred))
         fullgraph = keyword_value(node, "fullgraph")
@@ -197,11 +199,11 @@ class _Resolver:
             if isinstance(func, ast.Attribute):
                 if func.attr in SAME_MODULE_METHODS:
                     return self.classes_of(func.value, where, depth + 1)
-                if func.attr in PREPARE_METHODS and len(expr.args) == 1:
+                if func.attr in MODEL_PREPARE_METHODS and len(expr.args) == 1:
                     return self.classes_of(expr.args[0], where, depth + 1)
                 if func.attr in FACTORY_METHODS:
                     return []
-            if self.ctx.resolves_to(func, *WRAPPERS) and expr.args:
+            if self.ctx.resolves_to(func, *DATA_PARALLEL) and expr.args:
                 return self.classes_of(expr.args[0], where, depth + 1)
             found = self.reach.resolve_class(func, self.reach.module)
             return [found] if isinstance(found, ModuleClass) and found.is_module else []
@@ -256,7 +258,7 @@ def _element(value: ast.AST, index: int) -> ast.AST | None:
     if (
         isinstance(value, ast.Call)
         and isinstance(value.func, ast.Attribute)
-        and value.func.attr in PREPARE_METHODS
+        and value.func.attr in MODEL_PREPARE_METHODS
         and index < len(value.args)
     ):
         return value.args[index]

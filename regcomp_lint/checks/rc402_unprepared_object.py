@@ -12,11 +12,11 @@ from regcomp_lint.analysis.accelerate_script import (
     key_expr,
 )
 from regcomp_lint.analysis.bindings import Bound, Where, binding_key
-from regcomp_lint.analysis.models import SAME_MODULE_METHODS, WRAPPERS
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.checks.text_edits import append_keyword
 from regcomp_lint.diagnostics import Applicability, Edit, Fix
+from regcomp_lint.knowledge.torch_api import DATA_PARALLEL, SAME_MODULE_METHODS
 
 #: How the loop uses an object, and which kinds of object that use means.
 USES = {
@@ -365,7 +365,7 @@ class UnpreparedObject(Rule):
             if func.attr in SAME_MODULE_METHODS:
                 return self._origin(func.value, where, depth + 1)
         if call.args and (
-            self.ctx.resolves_to(func, *WRAPPERS)
+            self.ctx.resolves_to(func, *DATA_PARALLEL)
             or callsites.is_torch_compile(self.ctx, func)
             or callsites.is_compile_regions(self.ctx, func)
         ):

@@ -14,11 +14,11 @@ from regcomp_lint.analysis.accelerate_script import (
 )
 from regcomp_lint.analysis.bindings import Bindings, Where, binding_key
 from regcomp_lint.analysis.file_context import has_star_kwargs, keyword, keyword_value
-from regcomp_lint.analysis.models import SAME_MODULE_METHODS, WRAPPERS
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.checks.text_edits import append_keyword
 from regcomp_lint.diagnostics import Applicability
+from regcomp_lint.knowledge.torch_api import DATA_PARALLEL, SAME_MODULE_METHODS
 
 KEEP = "keep_torch_compile"
 #: Statements under which a compile may not have happened (``if args.compile:``).
@@ -432,7 +432,7 @@ class OrigModStateDict(Rule):
                 return _Held("prepared", call, where, prepared=call.args[0]) if len(call.args) == 1 else None
             if func.attr in SAME_MODULE_METHODS:
                 return self._held(func.value, where, depth + 1)
-        if call.args and self.ctx.resolves_to(func, *WRAPPERS):
+        if call.args and self.ctx.resolves_to(func, *DATA_PARALLEL):
             inner = self._held(call.args[0], where, depth + 1)
             return replace(inner, wrappers=inner.wrappers + 1) if inner is not None else None
         return None

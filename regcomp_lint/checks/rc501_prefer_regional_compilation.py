@@ -8,14 +8,18 @@ from dataclasses import dataclass
 from regcomp_lint.analysis import callsites
 from regcomp_lint.analysis.bindings import Where, binding_key
 from regcomp_lint.analysis.file_context import has_star_kwargs, is_none, is_true, keyword, string_literal
-from regcomp_lint.analysis.models import PREPARE_METHODS, ModelFinder, RepeatedBlocks
-from regcomp_lint.checks.accelerate_fixes import PLUGIN_MODULE, backend_keyword_to_plugin, local_name
+from regcomp_lint.analysis.models import ModelFinder, RepeatedBlocks
+from regcomp_lint.checks.accelerate_fixes import backend_keyword_to_plugin, local_name
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.checks.text_edits import append_keyword
 from regcomp_lint.diagnostics import Applicability, Fix
-
-DYNAMO_BACKEND_ENUM = ("accelerate.utils.DynamoBackend", "accelerate.utils.dataclasses.DynamoBackend")
-REGIONAL = "use_regional_compilation"
+from regcomp_lint.knowledge.accelerate_api import (
+    COMPILE_REGIONS,
+    DYNAMO_BACKEND_ENUM,
+    MODEL_PREPARE_METHODS,
+    REGIONAL_FIELD,
+    UTILS_MODULE,
+)
 
 
 @dataclass
@@ -246,13 +250,13 @@ class PreferRegionalCompilation(Rule):
     # -- collecting, during the walk -------------------------------------------------------
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
-            if isinstance(target, ast.Attribute) and target.attr == REGIONAL:
+            if isinstance(target, ast.Attribute) and target.attr == REGIONAL_FIELD:
                 self._regional_set.append((target.value, self.bindings.here(node)))
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         if isinstance(func, ast.Attribute):
-            if func.attr in PREPARE_METHODS:
+            if func.attr in MODEL_PREPARE_METHODS:
                 self._prepares.append(_Site(node, self.bindings.here(node)))
             elif func.attr == "compile":
                 self._compile_call(node)
@@ -291,7 +295,7 @@ class PreferRegionalCompilation(Rule):
             f"whole-model `torch.compile` of a model with repeated blocks ({model.describe()}): use `compile_regions`"
         )
         fix = None
-        spelled = local_name(self.ctx, callsites.COMPILE_REGIONS, PLUGIN_MODULE, "compile_regions")
+        spelled = local_name(self.ctx, COMPILE_REGIONS, UTILS_MODULE, "compile_regions")
         if spelled is not None and len(call.args) == 1:
             name, import_edit = spelled
             edits = [self.ctx.source.replace(call.func, name)] + ([import_edit] if import_edit else [])
@@ -311,7 +315,7 @@ class PreferRegionalCompilation(Rule):
         receiver = call.func.value
         if not (isinstance(site.parent, ast.Expr) and site.parent.value is call and binding_key(receiver)):
             return None
-        spelled = local_name(self.ctx, callsites.COMPILE_REGIONS, PLUGIN_MODULE, "compile_regions")
+        spelled = local_name(self.ctx, COMPILE_REGIONS, UTILS_MODULE, "compile_regions")
         if spelled is None:
             return None
         name, import_edit = spelled
@@ -372,7 +376,7 @@ class PreferRegionalCompilation(Rule):
         disable = keyword(plugin, "disable")
         if has_star_kwargs(plugin) or plugin.args or (disable is not None and is_true(disable.value)):
             return False
-        regional = keyword(plugin, REGIONAL)
+        regional = keyword(plugin, REGIONAL_FIELD)
         if regional is not None and not (is_none(regional.value) or _is_false(regional.value)):
             return False
         backend = keyword(plugin, "backend")
@@ -406,11 +410,11 @@ class PreferRegionalCompilation(Rule):
             f"`TorchDynamoPlugin` compiles the whole model, which has repeated blocks "
             f"({model.describe()}): set `use_regional_compilation=True`"
         )
-        regional = keyword(plugin, REGIONAL)
+        regional = keyword(plugin, REGIONAL_FIELD)
         if regional is not None:
             edits = [self.ctx.source.replace(regional.value, "True")]
         else:
-            edits = append_keyword(self.ctx, plugin, f"{REGIONAL}=True")
+            edits = append_keyword(self.ctx, plugin, f"{REGIONAL_FIELD}=True")
         self.report(plugin, message, fix=self.make_fix("Set `use_regional_compilation=True`", edits))
 
     def _report_backend(self, kw: ast.keyword, model: RepeatedBlocks) -> None:
@@ -418,7 +422,7 @@ class PreferRegionalCompilation(Rule):
             f"`dynamo_backend=` compiles the whole model, which has repeated blocks "
             f"({model.describe()}): use `TorchDynamoPlugin(..., use_regional_compilation=True)`"
         )
-        edits = backend_keyword_to_plugin(self.ctx, kw, extra=f", {REGIONAL}=True")
+        edits = backend_keyword_to_plugin(self.ctx, kw, extra=f", {REGIONAL_FIELD}=True")
         fix = self.make_fix("Use a `TorchDynamoPlugin` with regional compilation", edits) if edits else None
         self.report(kw, message, fix=fix)
 

@@ -10,11 +10,11 @@ from regcomp_lint.analysis import callsites
 from regcomp_lint.analysis.bindings import Where
 from regcomp_lint.analysis.containers import Containers, Node, Tree, is_repeated, mixes_classes
 from regcomp_lint.analysis.file_context import is_true, keyword_value
-from regcomp_lint.analysis.models import PREPARE_METHODS, SAME_MODULE_METHODS
 from regcomp_lint.analysis.reachability import ModuleClass, Reachability
 from regcomp_lint.checks.base import Invalid, Rule
+from regcomp_lint.knowledge.accelerate_api import MODEL_PREPARE_METHODS, REGIONAL_FIELD
+from regcomp_lint.knowledge.torch_api import SAME_MODULE_METHODS
 
-REGIONAL = "use_regional_compilation"
 MAX_DEPTH = 12
 #: Calls that iterate their argument: ``iter(OptimizedModule)`` raises.
 ITERATING_CALLS = frozenset(
@@ -114,7 +114,7 @@ class BlocksNotRegionalizable(Rule):
     code = "RC502"
     name = "blocks-not-regionalizable"
     message = "regional compilation of a model whose block layout defeats it"
-    triggers = ("compile_regions", REGIONAL)
+    triggers = ("compile_regions", REGIONAL_FIELD)
 
     valid = [
         _net(
@@ -196,7 +196,7 @@ class BlocksNotRegionalizable(Rule):
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
-        if name in PREPARE_METHODS and isinstance(func, ast.Attribute):
+        if name in MODEL_PREPARE_METHODS and isinstance(func, ast.Attribute):
             self._prepares.append((node, self.bindings.here(node)))
         elif (
             name == "compile_regions"
@@ -232,7 +232,7 @@ class BlocksNotRegionalizable(Rule):
             plugin = self._value(keyword_value(accelerator, "dynamo_plugin"), where)
             if not (isinstance(plugin, ast.Call) and callsites.is_dynamo_plugin(self.ctx, plugin.func)):
                 continue
-            regional = callsites.plugin_argument(plugin, REGIONAL)
+            regional = callsites.plugin_argument(plugin, REGIONAL_FIELD)
             if not is_true(regional):
                 continue
             for arg in call.args:
@@ -254,7 +254,9 @@ class BlocksNotRegionalizable(Rule):
             return None
         if isinstance(expr, ast.Call):
             func = expr.func
-            if isinstance(func, ast.Attribute) and (func.attr in SAME_MODULE_METHODS or func.attr in PREPARE_METHODS):
+            if isinstance(func, ast.Attribute) and (
+                func.attr in SAME_MODULE_METHODS or func.attr in MODEL_PREPARE_METHODS
+            ):
                 return self._model_class(
                     reach,
                     func.value if func.attr in SAME_MODULE_METHODS else (expr.args[0] if expr.args else None),

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from regcomp_lint.codemod import names
 from regcomp_lint.codemod.settings import Refusal, ScriptSettings
 from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, single_target
+from regcomp_lint.knowledge import accelerate_api, torch_api
 
 
 @dataclass
@@ -38,7 +38,7 @@ def find_compile_sites(tree: Tree, function: Function, models: set[str]) -> list
 
 def _site(tree: Tree, function: Function, call: cst.Call, models: set[str]) -> CompileSite | None:
     origin = f"{code(call.func)}(...) at line {tree.line(call)}"
-    if tree.resolves_to(call.func, *names.TORCH_COMPILE):
+    if tree.resolves_to(call.func, *torch_api.TORCH_COMPILE):
         target = call.args[0].value if call.args and call.args[0].keyword is None and not call.args[0].star else None
         parent = tree.parent(call)
         if isinstance(parent, cst.Assign):
@@ -125,7 +125,7 @@ def collect_settings(tree: Tree, sites: list[CompileSite], settings: ScriptSetti
 
 
 def _is_torch_compile(tree: Tree, call: cst.Call) -> bool:
-    return tree.resolves_to(call.func, *names.TORCH_COMPILE)
+    return tree.resolves_to(call.func, *torch_api.TORCH_COMPILE)
 
 
 def _take_keyword(tree: Tree, arg: cst.Arg, site: CompileSite, settings: ScriptSettings) -> None:
@@ -138,7 +138,7 @@ def _take_keyword(tree: Tree, arg: cst.Arg, site: CompileSite, settings: ScriptS
     name = arg.keyword.value
     if name == "model":
         return
-    if name not in names.COMPILE_KEYWORDS:
+    if name not in accelerate_api.PLUGIN_COMPILE_KEYWORDS:
         raise Refusal(f"{site.origin} passes {name}=, which TorchDynamoPlugin does not take")
     if name == "backend" and not _could_be_backend_name(tree, arg.value):
         raise Refusal(

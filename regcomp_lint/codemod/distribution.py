@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from regcomp_lint.codemod import names
 from regcomp_lint.codemod.tree import Tree, find_all
+from regcomp_lint.knowledge import torch_api
+from regcomp_lint.knowledge.training_libraries import FOREIGN_FRAMEWORKS
 
 
 @dataclass
@@ -45,23 +46,23 @@ def find_distribution(tree: Tree) -> Distribution:
     found = Distribution()
     for call in find_all(tree.module, cst.Call):
         func = call.func
-        if tree.resolves_to(func, *names.DATA_PARALLEL):
+        if tree.resolves_to(func, *torch_api.DATA_PARALLEL):
             found.data_parallel.append(call)
-        elif tree.resolves_to(func, *names.INIT_PROCESS_GROUP):
+        elif tree.resolves_to(func, *torch_api.INIT_PROCESS_GROUP):
             found.init_process_group.append(call)
-        elif tree.resolves_to(func, *names.CUDA_SET_DEVICE):
+        elif tree.resolves_to(func, *torch_api.CUDA_SET_DEVICE):
             found.set_device.append(call)
-        elif tree.resolves_to(func, *names.SPAWN):
+        elif tree.resolves_to(func, *torch_api.SPAWN):
             found.blockers.append(
                 f"it starts its own worker processes (torch.multiprocessing spawn at line {tree.line(call)})"
             )
-        elif tree.resolves_to(func, *names.FSDP):
+        elif tree.resolves_to(func, *torch_api.FSDP):
             found.blockers.append(f"it shards the model with FSDP by hand (line {tree.line(call)})")
-        elif tree.resolves_under(func, names.RPC_PREFIX):
+        elif tree.resolves_under(func, torch_api.RPC_MODULE):
             found.blockers.append(f"it distributes work with torch.distributed.rpc (line {tree.line(call)})")
     for stmt in find_all(tree.module, (cst.Import, cst.ImportFrom)):
         module = _imported_module(stmt)
-        for prefix, framework in names.FOREIGN_FRAMEWORKS:
+        for prefix, framework in FOREIGN_FRAMEWORKS:
             if module == prefix or module.startswith(prefix + "."):
                 found.blockers.append(f"it uses {framework} (import at line {tree.line(stmt)})")
                 break

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import libcst as cst
 
-from regcomp_lint.codemod import names
 from regcomp_lint.codemod.builders import call_statement, expression, statement
 from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, find_compile_sites
 from regcomp_lint.codemod.distribution import Distribution
@@ -31,6 +30,7 @@ from regcomp_lint.codemod.roles import (
 )
 from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, resolve
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, read_keys, single_target
+from regcomp_lint.knowledge import torch_api
 
 NO_TRAINING_STEP = "no training step found (no X.backward() call); regcomp-fix converts training scripts only"
 
@@ -280,7 +280,7 @@ class PlainPlanner(Planner):
         leftover = [
             c
             for c in find_all(self.tree.module, cst.Call)
-            if self.tree.resolves_to(c.func, *names.TORCH_COMPILE)
+            if self.tree.resolves_to(c.func, *torch_api.TORCH_COMPILE)
             and not self.tree.contains(self.scope, c)
             and isinstance(self.tree.parent(c), cst.Assign)
         ]

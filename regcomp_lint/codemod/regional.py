@@ -1,111 +1,128 @@
-"""Does a model have repeated blocks, so regional compilation pays off (RC501's test)?
+"""Does a model have repeated blocks, so regional compilation pays off? RC501's answer.
 
-Yes for a transformers model (``*Model``/``*For*``/``*LMHeadModel`` built by ``from_pretrained``,
-``from_config`` or its constructor) and for a class defined in the file whose ``__init__`` builds
-an ``nn.ModuleList`` of at least four instances of one class (a comprehension over ``range(n)``
-with unknown ``n`` counts), directly or in a class it instantiates there.
+The conversion does not decide this itself: it parses the script with ``ast`` once, finds the
+expression a libcst node stands for by its source position, and asks
+:class:`~regcomp_lint.analysis.models.ModelFinder` (the code RC501 asks) about it there. So
+``use_regional_compilation=True`` is written exactly where the lint reports a whole-model
+compile of a model with repeated blocks.
 """
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
+import weakref
 
-from regcomp_lint.codemod.names import MIN_REPEATED_BLOCKS, MODULE_LIST, TRANSFORMERS_FACTORIES, TRANSFORMERS_MODEL
-from regcomp_lint.codemod.tree import Tree, code, find_all
+import libcst as cst
+from libcst.metadata import PositionProvider
+
+from regcomp_lint.analysis.bindings import Where
+from regcomp_lint.analysis.file_context import FileContext
+from regcomp_lint.analysis.models import ModelFinder, RepeatedBlocks
+from regcomp_lint.checks.base import Rule
+from regcomp_lint.codemod.tree import Tree
+from regcomp_lint.files.source import SourceFile
+from regcomp_lint.knowledge.model_classes import FACTORY_METHODS
+from regcomp_lint.lint.engine import walk
+
+#: The expressions :class:`ModelFinder` can answer for (anything else holds no model).
+_ASKABLE = (ast.Call, ast.Name, ast.Attribute)
+#: (line, character column) of a start or an end.
+_Point = tuple[int, int]
 
 
 def repeated_blocks(tree: Tree, creation: cst.BaseExpression) -> str | None:
-    """Why the model built by ``creation`` has repeated blocks, or None."""
-    call = _innermost_constructor(creation)
-    if call is None:
+    """Why the model ``creation`` builds has repeated blocks (the note the conversion prints), or None."""
+    view = _views.get(tree)
+    if view is None:
+        view = _views[tree] = _LintView(tree)
+    return view.repeated_blocks(creation)
+
+
+class _Recorder(Rule):
+    """Remembers where each askable expression sits (the walk feeds the file's shared bindings)."""
+
+    code, name, message = "RC000", "model-positions", ""
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self.bindings = ctx.semantic.bindings
+        self.wheres: dict[int, Where] = {}
+
+    def _record(self, node: ast.AST) -> None:
+        self.wheres[id(node)] = self.bindings.here(node)
+
+    visit_Call = visit_Name = visit_Attribute = _record
+
+
+class _LintView:
+    """One script as the lint sees it: its ``ast``, bindings and model finder."""
+
+    def __init__(self, tree: Tree) -> None:
+        self._positions = tree.wrapper.resolve(PositionProvider)
+        source = SourceFile("<regcomp-fix>", tree.module.code)
+        try:
+            parsed = ast.parse(source.text)
+        except (SyntaxError, ValueError):
+            self._finder = None
+            return
+        ctx = FileContext(source, parsed)
+        recorder = _Recorder(ctx)
+        walk(ctx, [recorder])
+        self._finder = ModelFinder(ctx, recorder.bindings)
+        self._wheres = recorder.wheres
+        # breadth first: an expression comes before the parts it contains
+        self._spans = [
+            (_start(source, node), _end(source, node), node) for node in ast.walk(parsed) if isinstance(node, _ASKABLE)
+        ]
+
+    def repeated_blocks(self, creation: cst.BaseExpression) -> str | None:
+        expr = self._expression_at(creation)
+        if expr is None or self._finder is None:
+            return None
+        found = self._finder.model_of(expr, self._wheres[id(expr)])
+        return _reason(found, expr) if found is not None else None
+
+    def _expression_at(self, node: cst.CSTNode) -> ast.AST | None:
+        """The outermost askable ``ast`` expression inside ``node``'s source range (libcst
+        counts enclosing parentheses into a node, ast does not)."""
+        if self._finder is None:
+            return None
+        span = self._positions.get(node)
+        if span is None:
+            return None
+        start, end = (span.start.line, span.start.column), (span.end.line, span.end.column)
+        for first, last, expr in self._spans:
+            if start <= first and last <= end:
+                return expr if _spans_all_but_parentheses(first, last, start, end, node) else None
         return None
-    func = call.func
-    if isinstance(func, cst.Attribute) and func.attr.value in TRANSFORMERS_FACTORIES:
-        owner = func.value
-        name = owner.attr.value if isinstance(owner, cst.Attribute) else getattr(owner, "value", "")
-        if isinstance(name, str) and TRANSFORMERS_MODEL.match(name):
-            return f"{name}.{func.attr.value}() builds a transformers model (a stack of identical blocks)"
-        return None
-    transformers_name = tree.resolves_under(func, "transformers")
-    if transformers_name and TRANSFORMERS_MODEL.match(transformers_name.rsplit(".", 1)[-1]):
-        return f"{transformers_name.rsplit('.', 1)[-1]} is a transformers model (a stack of identical blocks)"
-    local = _local_class(tree, func)
-    if local is not None:
-        return _class_blocks(tree, local, seen=set())
-    return None
 
 
-def _innermost_constructor(expr: cst.BaseExpression) -> cst.Call | None:
-    """``Net(...)`` out of ``Net(...).to(device)`` / ``Net(...).cuda()`` chains."""
-    while isinstance(expr, cst.Call):
-        func = expr.func
-        if (
-            isinstance(func, cst.Attribute)
-            and isinstance(func.value, cst.Call)
-            and func.attr.value in ("to", "cuda", "cpu", "train", "eval", "float", "half", "bfloat16", "requires_grad_")
-        ):
-            expr = func.value
-            continue
-        return expr
-    return None
-
-
-def _local_class(tree: Tree, func: cst.BaseExpression) -> cst.ClassDef | None:
-    if not isinstance(func, cst.Name):
-        return None
-    for stmt in tree.module.body:
-        if isinstance(stmt, cst.ClassDef) and stmt.name.value == func.value:
-            return stmt
-    return None
-
-
-def _class_blocks(tree: Tree, cls: cst.ClassDef, seen: set[str]) -> str | None:
-    if cls.name.value in seen:
-        return None
-    seen.add(cls.name.value)
-    init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
-    if init is None:
-        return None
-    for call in find_all(init, cst.Call):
-        if _is_module_list(tree, call):
-            block = _repeated_element(call)
-            if block is not None:
-                return f"{cls.name.value}.__init__ builds an nn.ModuleList of repeated {block} blocks"
-    for call in find_all(init, cst.Call):  # blocks one level down: self.encoder = Encoder(...)
-        inner = _local_class(tree, call.func)
-        if inner is not None:
-            found = _class_blocks(tree, inner, seen)
-            if found:
-                return found
-    return None
-
-
-def _is_module_list(tree: Tree, call: cst.Call) -> bool:
-    if tree.resolves_to(call.func, *MODULE_LIST):
+def _spans_all_but_parentheses(first: _Point, last: _Point, start: _Point, end: _Point, node: cst.CSTNode) -> bool:
+    """True when the ast expression is ``node`` itself, not a part of it (``Net()`` inside
+    ``[Net()]``): the same range, or one narrowed only by ``node``'s own parentheses."""
+    if (first, last) == (start, end):
         return True
-    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "ModuleList"
+    return bool(getattr(node, "lpar", ())) and first > start and last < end
 
 
-def _repeated_element(call: cst.Call) -> str | None:
-    """The block class's name when the ModuleList holds >= 4 instances of one class."""
-    if not call.args:
-        return None
-    items = call.args[0].value
-    if isinstance(items, (cst.ListComp, cst.GeneratorExp)) and isinstance(items.elt, cst.Call):
-        count = _range_count(items.for_in.iter)
-        if count is None or count >= MIN_REPEATED_BLOCKS:
-            return code(items.elt.func)
-        return None
-    if isinstance(items, cst.List):
-        funcs = [code(el.value.func) for el in items.elements if isinstance(el.value, cst.Call)]
-        if len(funcs) == len(items.elements) >= MIN_REPEATED_BLOCKS and len(set(funcs)) == 1:
-            return funcs[0]
-    return None
+def _reason(found: RepeatedBlocks, expr: ast.AST) -> str:
+    if found.origin == "transformers":
+        func = expr.func if isinstance(expr, ast.Call) else None
+        if isinstance(func, ast.Attribute) and func.attr in FACTORY_METHODS:
+            return f"{found.model}.{func.attr}() builds a transformers model (a stack of identical blocks)"
+        return f"{found.model} is a transformers model (a stack of identical blocks)"
+    if found.block is None:  # [copy.deepcopy(layer) for _ in range(n)]
+        return f"{found.model}.__init__ builds an nn.ModuleList of copies of one block"
+    return f"{found.model}.__init__ builds an nn.ModuleList of repeated {found.block} blocks"
 
 
-def _range_count(iterable: cst.BaseExpression) -> int | None:
-    """``n`` of ``range(n)`` when it is a literal; None when unknown (counts as many)."""
-    if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "range":
-        if len(iterable.args) == 1 and isinstance(iterable.args[0].value, cst.Integer):
-            return int(iterable.args[0].value.value)
-    return None
+def _start(source: SourceFile, node: ast.AST) -> _Point:
+    return node.lineno, source.char_column(node.lineno, node.col_offset)
+
+
+def _end(source: SourceFile, node: ast.AST) -> _Point:
+    line = node.end_lineno or node.lineno
+    return line, source.char_column(line, node.end_col_offset or 0)
+
+
+_views: weakref.WeakKeyDictionary[Tree, _LintView] = weakref.WeakKeyDictionary()

@@ -14,13 +14,13 @@ from typing import TypeGuard
 
 import libcst as cst
 
-from regcomp_lint.codemod import names
 from regcomp_lint.codemod.builders import expression, keyword, with_keyword
 from regcomp_lint.codemod.edits import EditPlan
 from regcomp_lint.codemod.options import ConvertOptions
 from regcomp_lint.codemod.roles import CallGraph, bindings
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, comments_in, find_all, single_target
+from regcomp_lint.knowledge import accelerate_api
 
 #: compound statements a new statement may go inside of when everything happens there
 _DESCENDABLE = (cst.With, cst.Try)
@@ -342,7 +342,7 @@ def accelerator_calls(tree: Tree) -> list[cst.Call]:
     return [
         c
         for c in find_all(tree.module, cst.Call)
-        if tree.resolves_to(c.func, *names.ACCELERATOR) or _bare(tree, c.func, "Accelerator")
+        if tree.resolves_to(c.func, *accelerate_api.ACCELERATOR) or _bare(tree, c.func, "Accelerator")
     ]
 
 
@@ -350,7 +350,7 @@ def plugin_calls(tree: Tree) -> list[cst.Call]:
     return [
         c
         for c in find_all(tree.module, cst.Call)
-        if tree.resolves_to(c.func, *names.DYNAMO_PLUGIN) or _bare(tree, c.func, "TorchDynamoPlugin")
+        if tree.resolves_to(c.func, *accelerate_api.DYNAMO_PLUGIN) or _bare(tree, c.func, "TorchDynamoPlugin")
     ]
 
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from regcomp_lint.codemod import names
 from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, read_keys, single_target
+from regcomp_lint.knowledge import torch_api, training_libraries
 
 # -- bindings ----------------------------------------------------------------------------------
 
@@ -170,8 +170,10 @@ def optimizer_models(tree: Tree, function: Function, value: cst.BaseExpression) 
     if isinstance(func, cst.Attribute) and func.attr.value == "configure_optimizers":
         key = key_of(func.value)
         return [key] if key else None
-    qualified = tree.resolves_under(func, *names.OPTIMIZER_PREFIXES)
-    if qualified and not any(qualified == n or qualified.startswith(n + ".") for n in names.NOT_OPTIMIZERS):
+    qualified = tree.resolves_under(func, *training_libraries.OPTIMIZER_MODULES, *training_libraries.OPTIMIZERS)
+    if qualified and not any(
+        qualified == n or qualified.startswith(n + ".") for n in training_libraries.NOT_OPTIMIZERS
+    ):
         return _parameter_owners(tree, function, value)
     if tree.resolves_under(func, "torch.nn", "torch.optim.lr_scheduler"):
         return None  # clip_grad_norm_(model.parameters()) and friends
@@ -182,7 +184,7 @@ def optimizer_models(tree: Tree, function: Function, value: cst.BaseExpression) 
 def is_scheduler(tree: Tree, value: cst.BaseExpression, optimizers: set[str]) -> bool:
     if not isinstance(value, cst.Call):
         return False
-    if tree.resolves_under(value.func, *names.SCHEDULER_PREFIXES):
+    if tree.resolves_under(value.func, *torch_api.SCHEDULER_MODULES):
         return True
     last = code(value.func).rsplit(".", 1)[-1].lower()
     if "schedule" in last:
@@ -192,7 +194,7 @@ def is_scheduler(tree: Tree, value: cst.BaseExpression, optimizers: set[str]) ->
 
 
 def is_dataloader(tree: Tree, value: cst.BaseExpression) -> bool:
-    return isinstance(value, cst.Call) and tree.resolves_to(value.func, *names.DATALOADER)
+    return isinstance(value, cst.Call) and tree.resolves_to(value.func, *training_libraries.DATALOADERS)
 
 
 def creations(function: Function) -> list[Creation]:

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from regcomp_lint.codemod.builders import literal, parenthesized
-from regcomp_lint.codemod.names import PLUGIN_KEYWORDS
 from regcomp_lint.codemod.options import ConvertOptions
 from regcomp_lint.codemod.tree import code
+from regcomp_lint.knowledge.accelerate_api import PLUGIN_FIELDS
 
 
 class Refusal(Exception):
@@ -66,12 +66,12 @@ class Setting:
 def resolve(
     script: ScriptSettings, options: ConvertOptions, regional_reason: str | None
 ) -> tuple[dict[str, Setting], list[str]]:
-    """The plugin's keywords in ``PLUGIN_KEYWORDS`` order (absent keys are left to the plugin),
+    """The plugin's keywords in ``PLUGIN_FIELDS`` order (absent keys are left to the plugin),
     and notes about settings that could not be carried over as they were."""
     explicit = options.explicit_plugin_settings()
     planned = options.plan.plugin_settings() if options.plan is not None else {}
     out: dict[str, Setting] = {}
-    for key in PLUGIN_KEYWORDS:
+    for key in PLUGIN_FIELDS:
         if key in explicit:
             out[key] = Setting("option", literal(explicit[key]))
         elif key in planned:

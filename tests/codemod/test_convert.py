@@ -134,10 +134,15 @@ def test_regional_is_decided_from_the_model_and_can_be_turned_off():
         import torch
         from torch import nn
 
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.mlp = nn.Linear(2, 2)
+
         class Net(nn.Module):
             def __init__(self):
                 super().__init__()
-                self.blocks = nn.ModuleList([nn.Linear(2, 2) for _ in range(8)])
+                self.blocks = nn.ModuleList([Block() for _ in range(8)])
     """)
     text = model + script("model = Net()\n", imports="")
     assert "use_regional_compilation=True" in plugin_line(convert(text))
@@ -145,7 +150,7 @@ def test_regional_is_decided_from_the_model_and_can_be_turned_off():
 
 
 def test_few_blocks_are_not_repeated_blocks():
-    model = "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.blocks = nn.ModuleList([nn.Linear(2, 2) for _ in range(2)])\n"
+    model = "import torch\nfrom torch import nn\n\nclass Block(nn.Module):\n    pass\n\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.blocks = nn.ModuleList([Block() for _ in range(2)])\n"
     assert "use_regional_compilation" not in plugin_line(convert(model + script("model = Net()\n", imports="")))
 
 

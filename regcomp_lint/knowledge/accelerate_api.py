@@ -1,0 +1,35 @@
+"""Qualified names and fields of Accelerate, as scripts spell them (read from accelerate 1.15).
+
+``Accelerator``, ``TorchDynamoPlugin`` (a dataclass: its fields can be passed positionally, in
+``PLUGIN_FIELDS`` order) and ``compile_regions``, for the RC1xx/RC4xx/RC5xx rules and the
+conversion. ``tests/knowledge/test_accelerate_api.py`` checks them against the installed package.
+"""
+
+from __future__ import annotations
+
+ACCELERATOR = ("accelerate.Accelerator", "accelerate.accelerator.Accelerator")
+#: ``accelerate.TorchDynamoPlugin`` is not exported by accelerate 1.15; scripts write it anyway
+#: (their import fails), and the rules treat such a name as the plugin it means.
+DYNAMO_PLUGIN = (
+    "accelerate.utils.TorchDynamoPlugin",
+    "accelerate.utils.dataclasses.TorchDynamoPlugin",
+    "accelerate.TorchDynamoPlugin",
+)
+#: The module new ``TorchDynamoPlugin`` / ``compile_regions`` imports come from.
+UTILS_MODULE = "accelerate.utils"
+COMPILE_REGIONS = ("accelerate.utils.compile_regions", "accelerate.utils.other.compile_regions")
+DYNAMO_BACKEND_ENUM = ("accelerate.utils.DynamoBackend", "accelerate.utils.dataclasses.DynamoBackend")
+#: ``TorchDynamoPlugin``'s dataclass fields, in order.
+PLUGIN_FIELDS = ("backend", "mode", "fullgraph", "dynamic", "options", "disable", "use_regional_compilation")
+REGIONAL_FIELD = "use_regional_compilation"
+#: The fields ``TorchDynamoPlugin`` passes on to ``torch.compile`` as keywords of the same name.
+PLUGIN_COMPILE_KEYWORDS = tuple(f for f in PLUGIN_FIELDS if f != REGIONAL_FIELD)
+#: ``Accelerator`` methods that wrap objects for the run (``accelerator.prepare(model, opt)``).
+PREPARE_METHODS = frozenset(
+    {"prepare", "prepare_model", "prepare_optimizer", "prepare_data_loader", "prepare_scheduler"}
+)
+#: The ones that take (and give back) a model.
+MODEL_PREPARE_METHODS = ("prepare", "prepare_model")
+#: DeepSpeed placeholders the script hands to ``prepare`` in place of an optimizer / scheduler.
+DUMMY_OPTIMIZERS = ("accelerate.utils.DummyOptim", "accelerate.utils.deepspeed.DummyOptim")
+DUMMY_SCHEDULERS = ("accelerate.utils.DummyScheduler", "accelerate.utils.deepspeed.DummyScheduler")

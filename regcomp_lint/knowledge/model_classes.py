@@ -1,0 +1,45 @@
+"""Which classes build a model with repeated blocks, by name (read from transformers 5.24;
+diffusers is not installed here, its names follow its documented model classes).
+
+Every transformers model class (``GPT2LMHeadModel``, ``LlamaForCausalLM``, ``Qwen3_5Model``,
+``AutoModelForCausalLM``) stacks identical layers, so regional compilation pays off for all of
+them; configs, tokenizers, processors and data collators are not models. Both the lint (RC501)
+and the conversion (``use_regional_compilation``) decide with :func:`is_transformers_model_name`.
+"""
+
+from __future__ import annotations
+
+import re
+
+TRANSFORMERS = "transformers"
+#: ``<Name>Model``, ``<Name>LMHeadModel``, ``<Name>For<Task>``; underscores and a lowercase
+#: first letter occur (``Qwen2_5_VLModel``, ``xLSTMForCausalLM``).
+_MODEL_CLASS = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(?:Model|For[A-Z][A-Za-z0-9_]*)$")
+#: TensorFlow/Flax twins (transformers 4), collators (``DataCollatorForLanguageModeling``) and
+#: the bare base class are not torch models.
+_NOT_MODEL_PREFIXES = ("TF", "Flax", "DataCollator", "PreTrained", "Pretrained")
+#: ``Auto*`` classes are only factories: ``AutoModel(...)`` raises, ``AutoModel.from_pretrained`` builds.
+AUTO_PREFIX = "Auto"
+#: Class methods that build a model instance.
+FACTORY_METHODS = ("from_pretrained", "from_config")
+#: Base classes of every transformers torch model (a class deriving one is an ``nn.Module``).
+PRETRAINED_MODEL = ("transformers.PreTrainedModel", "transformers.modeling_utils.PreTrainedModel")
+
+DIFFUSERS = "diffusers"
+#: diffusers model classes built by ``from_pretrained`` (``UNet2DConditionModel``, ``AutoencoderKL``).
+DIFFUSERS_MODEL_PREFIXES = ("UNet", "Autoencoder")
+DIFFUSERS_MODEL_SUFFIXES = ("Model", "Model2D", "ConditionModel")
+
+#: Other libraries' model factories and modules of model constructors.
+MODEL_FACTORIES = ("timm.create_model",)
+MODEL_MODULES = ("torchvision.models.",)
+
+#: A ``ModuleList`` of at least this many instances of one class counts as repeated blocks.
+MIN_BLOCKS = 4
+#: ``[copy.deepcopy(layer) for _ in range(n)]`` clones one block n times.
+DEEPCOPY = ("copy.deepcopy",)
+
+
+def is_transformers_model_name(name: str) -> bool:
+    """True for a transformers model class name (``Auto*`` included), by its shape alone."""
+    return bool(_MODEL_CLASS.match(name)) and not name.startswith(_NOT_MODEL_PREFIXES)

@@ -1,0 +1,106 @@
+"""Qualified names and signatures of torch, as scripts spell them (read from torch 2.13).
+
+One home for what both the lint and the conversion recognise: a ``torch.compile`` call, a data
+loader, an optimizer, a DDP/FSDP wrapper, a process spawn. Each tuple lists the public spelling
+and the defining module's spelling, because ``from torch.nn.parallel.distributed import
+DistributedDataParallel`` resolves to the latter. ``tests/knowledge/test_torch_api.py`` imports
+every name here and checks it is the same object as its public twin.
+"""
+
+from __future__ import annotations
+
+TORCH_COMPILE = ("torch.compile",)
+#: ``torch._dynamo.optimize(backend)(model)``: the older spelling; its first argument is the backend.
+DYNAMO_OPTIMIZE = ("torch._dynamo.optimize",)
+#: Keyword parameters of ``torch.compile``; ``nn.Module.compile(**kwargs)`` forwards them.
+TORCH_COMPILE_KWARGS = frozenset(
+    {
+        "fullgraph",
+        "dynamic",
+        "backend",
+        "mode",
+        "options",
+        "name",
+        "disable",
+        "recompile_limit",
+        "isolate_recompiles",
+        "shapes_spec",
+    }
+)
+
+MODULE = ("torch.nn.Module", "torch.nn.modules.module.Module")
+#: ``torch.nn`` containers of modules (the ones regional compilation looks into).
+MODULE_CONTAINERS = ("ModuleList", "Sequential", "ModuleDict")
+MODULE_LIST = ("torch.nn.ModuleList", "torch.nn.modules.container.ModuleList")
+#: ``nn.Module`` methods that return the module itself (``model = Net().to(device)``).
+SAME_MODULE_METHODS = frozenset(
+    {
+        "to",
+        "cuda",
+        "cpu",
+        "xpu",
+        "half",
+        "float",
+        "double",
+        "bfloat16",
+        "type",
+        "train",
+        "eval",
+        "requires_grad_",
+        "to_empty",
+        "share_memory",
+        "apply",
+    }
+)
+#: ``torch.nn`` modules that build a ModuleList of identical layers inside them.
+TORCH_STACKS = frozenset({"TransformerEncoder", "TransformerDecoder", "Transformer"})
+#: ``torch.nn`` layers people train directly as "the model" (a loss or an activation is not one).
+MODEL_LAYERS = frozenset(
+    {
+        "Sequential",
+        "Linear",
+        "Bilinear",
+        "Conv1d",
+        "Conv2d",
+        "Conv3d",
+        "LSTM",
+        "GRU",
+        "RNN",
+        "Transformer",
+        "TransformerEncoder",
+        "TransformerDecoder",
+        "Embedding",
+        "EmbeddingBag",
+        "MultiheadAttention",
+    }
+)
+
+DATALOADER = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
+#: Every public class of this module is an optimizer, except the ones below.
+OPTIMIZER_MODULE = "torch.optim"
+NOT_OPTIMIZER_MODULES = ("torch.optim.lr_scheduler", "torch.optim.swa_utils")
+OPTIMIZER_BASE = ("torch.optim.Optimizer",)
+#: Every public class of these modules is an LR scheduler.
+SCHEDULER_MODULES = ("torch.optim.lr_scheduler",)
+
+#: The script wraps the model for data parallelism itself; ``accelerator.prepare`` does this instead.
+DATA_PARALLEL = (
+    "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.parallel.distributed.DistributedDataParallel",
+    "torch.nn.DataParallel",
+    "torch.nn.parallel.DataParallel",
+    "torch.nn.parallel.data_parallel.DataParallel",
+)
+INIT_PROCESS_GROUP = ("torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group")
+CUDA_SET_DEVICE = ("torch.cuda.set_device",)
+SPAWN = ("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes", "torch.multiprocessing.spawn.spawn")
+FSDP = (
+    "torch.distributed.fsdp.FullyShardedDataParallel",
+    "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
+    "torch.distributed.fsdp.fully_shard",
+    "torch.distributed._composable.fsdp.fully_shard",
+    "torch.distributed._composable.fsdp.fully_shard.fully_shard",
+)
+#: Remote procedure calls between processes: a distribution model Accelerate does not replace.
+RPC_MODULE = "torch.distributed.rpc"
+ZERO_REDUNDANCY_OPTIMIZER = ("torch.distributed.optim.ZeroRedundancyOptimizer",)

@@ -1,0 +1,49 @@
+"""Other libraries' optimizers, schedulers, data loaders and distribution frameworks (read
+from transformers 5.24 and accelerate 1.15; the others are not installed here and are kept by
+their documented module paths).
+
+What ``accelerator.prepare`` must see besides torch's own classes (those are in
+:mod:`regcomp_lint.knowledge.torch_api`), and the frameworks whose scripts the conversion refuses.
+"""
+
+from __future__ import annotations
+
+from regcomp_lint.knowledge import accelerate_api, torch_api
+
+#: Every public class of these modules is an optimizer.
+OPTIMIZER_MODULES = (
+    torch_api.OPTIMIZER_MODULE,
+    "bitsandbytes.optim",
+    "apex.optimizers",
+    "timm.optim",
+    "deepspeed.ops.adam",
+    "deepspeed.ops.lamb",
+)
+#: Not optimizers although under an optimizer module: schedulers, SWA helpers, the base class.
+NOT_OPTIMIZERS = (*torch_api.NOT_OPTIMIZER_MODULES, *torch_api.OPTIMIZER_BASE)
+#: Optimizer classes outside those modules. ``transformers.AdamW`` was removed in transformers 5
+#: and is kept for scripts written against 4.x.
+OPTIMIZERS = (
+    "transformers.AdamW",
+    "transformers.Adafactor",
+    "transformers.optimization.AdamW",
+    "transformers.optimization.Adafactor",
+    *accelerate_api.DUMMY_OPTIMIZERS,
+    *torch_api.ZERO_REDUNDANCY_OPTIMIZER,
+    "lion_pytorch.Lion",
+    "schedulefree.AdamWScheduleFree",
+)
+#: ``transformers.get_linear_schedule_with_warmup`` and friends, ``get_scheduler``; diffusers'.
+SCHEDULER_FACTORY_MODULES = ("transformers", "transformers.optimization", "diffusers.optimization")
+SCHEDULERS = accelerate_api.DUMMY_SCHEDULERS
+DATALOADERS = (*torch_api.DATALOADER, "torchdata.stateful_dataloader.StatefulDataLoader")
+
+#: Imports of another training framework that owns distribution: (module prefix, what to call it).
+FOREIGN_FRAMEWORKS = (
+    ("deepspeed", "DeepSpeed"),
+    ("lightning.fabric", "Lightning Fabric"),
+    ("lightning_fabric", "Lightning Fabric"),
+    ("lightning", "Lightning"),
+    ("pytorch_lightning", "PyTorch Lightning"),
+    ("horovod", "Horovod"),
+)
