@@ -65,7 +65,7 @@ class ModuleClass:
         return {s.name: s for s in self.node.body if isinstance(s, FUNCTION_DEFS)}
 
     @property
-    def init(self) -> ast.FunctionDef | None:
+    def init(self) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         return self.local_methods.get("__init__")
 
     def mro(self) -> list[ModuleClass]:
@@ -160,7 +160,8 @@ def _collect_submodules(reach: Resolver, cls: ModuleClass) -> None:
         facts = reach.facts(method)
         lists: dict[str, list[ast.expr]] = {}
         for local, bindings in facts.bindings.items():
-            values = [value for kind, value, index in bindings if kind == "value" and index is None]
+            # (a "value" binding's value is always an expression)
+            values = [v for kind, v, index in bindings if kind == "value" and index is None and isinstance(v, ast.expr)]
             if values:
                 lists[local] = values
         assigns = list(facts.self_assigns)

@@ -45,7 +45,7 @@ class CallEdges(Resolver):
         classes this graph shares) found: the same, but for the calls of imported names it left
         unresolved (``callee`` None), which are resolved here."""
         functions = self._functions
-        result = []
+        result: list[tuple[Function, ast.Call]] = []
         for callee, call in specs:
             if callee is None:
                 result.extend((found, call) for found in self._call_targets(call.func, caller, self.facts(caller)))
@@ -97,11 +97,12 @@ class CallEdges(Resolver):
                 callee = self.function(node, None, module)
             else:
                 key = (id(node), id(caller.cls))
-                callee = functions.get(key)
-                if callee is None:
-                    callee = functions[key] = Function(
+                closure = functions.get(key)
+                if closure is None:
+                    closure = functions[key] = Function(
                         node, caller.cls, caller.module, f"{caller.label}.{node.name}", caller.local, parent=caller
                     )
+                callee = closure
             result.append((callee, call))
         return result
 
@@ -228,7 +229,7 @@ class CallEdges(Resolver):
                 if container is not None and container.container:
                     return list(container.classes)  # a ModuleDict member: self.layers.h
             owners = self._module_classes_of(value, caller, facts, depth + 1)
-            found = []
+            found: list[ModuleClass] = []
             for owner in owners:
                 sub = owner.submodule(expr.attr)
                 if sub is not None:
@@ -243,12 +244,12 @@ class CallEdges(Resolver):
         ):
             return self._module_classes_of(expr.func.value, caller, facts, depth + 1)
         if isinstance(expr, ast.Name):
-            found: list[ModuleClass] = []
-            for kind, value, index in facts.bindings.get(expr.id, ()):
+            found = []
+            for kind, bound, index in facts.bindings.get(expr.id, ()):
                 if kind == "value" and index is None:
-                    found.extend(self._module_classes_of(value, caller, facts, depth + 1))
+                    found.extend(self._module_classes_of(bound, caller, facts, depth + 1))
                 elif kind == "iter":
-                    found.extend(self._iterated(value, index, caller, facts, depth + 1))
+                    found.extend(self._iterated(bound, index, caller, facts, depth + 1))
             return found
         return []
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
+
+from regcomp_lint.files.source import Positioned
 
 
 @dataclass
@@ -70,18 +73,21 @@ class FactsCollector:
     def is_untraced(self, node: ast.AST) -> bool:
         if not self.untraced:
             return False
-        if not hasattr(node, "lineno"):  # a comprehension: where its target is
+        if isinstance(node, ast.comprehension):  # no position of its own: where its target is
             node = node.target
-        where = (node.lineno, node.col_offset)
+        # Every other node asked about is a candidate of a rule (an expression or a statement)
+        at = cast(Positioned, node)
+        where = (at.lineno, at.col_offset)
         return any(start <= where <= end for start, end in self.untraced)
 
     def enter(self, func: ast.AST) -> None:
+        assert isinstance(func, self.FUNCTION_TYPES)  # the walk calls it for these types only
         stack = self._stack
         args = _arguments(func.args)
         for outer in stack:  # a nested function's names are unknown values to its parents
             for arg in args:
                 outer.bindings.setdefault(arg.arg, []).append(("unknown", arg, None))
-            if type(func) is not ast.Lambda:
+            if not isinstance(func, ast.Lambda):
                 outer.bindings.setdefault(func.name, []).append(("unknown", func, None))
         facts = FunctionFacts()
         for arg in args:
@@ -99,8 +105,7 @@ class FactsCollector:
         stack = self._stack
         if not stack:
             return
-        kind = type(node)
-        if kind is ast.If:
+        if type(node) is ast.If:
             guard = compiling_guard(node.test)
             if guard is not None:
                 skipped = node.orelse if guard else node.body
@@ -112,32 +117,32 @@ class FactsCollector:
                             (last.end_lineno or last.lineno, last.end_col_offset or 0),
                         )
                     )
-        elif kind is ast.Call:
+        elif type(node) is ast.Call:
             for facts in stack:
                 facts.calls.append(node)
-        elif kind is ast.Assign:
+        elif type(node) is ast.Assign:
             for target in node.targets:
                 self._bind(target, "value", node.value)
-        elif kind is ast.AnnAssign or kind is ast.NamedExpr:
+        elif type(node) is ast.AnnAssign or type(node) is ast.NamedExpr:
             if node.value is not None:
                 self._bind(node.target, "value", node.value)
-        elif kind is ast.AugAssign:
+        elif type(node) is ast.AugAssign:
             self._bind(node.target, "value", ast.BinOp(node.target, node.op, node.value))
-        elif kind is ast.For or kind is ast.AsyncFor or kind is ast.comprehension:
+        elif type(node) is ast.For or type(node) is ast.AsyncFor or type(node) is ast.comprehension:
             self._bind(node.target, "iter", node.iter)
-        elif kind is ast.withitem:
+        elif type(node) is ast.withitem:
             if node.optional_vars is not None:
                 self._bind(node.optional_vars, "unknown", node)
-        elif kind is ast.Return:
+        elif type(node) is ast.Return:
             if node.value is not None:
                 stack[-1].returns.append(node.value)
-        elif kind is ast.Global or kind is ast.Nonlocal:
+        elif type(node) is ast.Global or type(node) is ast.Nonlocal:
             for name in node.names:
                 self._add(name, ("unknown", node, None))
-        elif kind is ast.ExceptHandler:
+        elif type(node) is ast.ExceptHandler:
             if node.name:
                 self._add(node.name, ("unknown", node, None))
-        elif kind is ast.Import or kind is ast.ImportFrom:
+        elif type(node) is ast.Import or type(node) is ast.ImportFrom:
             for alias in node.names:
                 self._add((alias.asname or alias.name).split(".")[0], ("unknown", node, None))
 
@@ -146,14 +151,19 @@ class FactsCollector:
             facts.bindings.setdefault(name, []).append(binding)
 
     def _bind(self, target: ast.AST, kind: str, value: ast.AST) -> None:
-        kind_of_target = type(target)
-        if kind_of_target is ast.Name:
+        if type(target) is ast.Name:
             self._add(target.id, (kind, value, None))
-        elif kind_of_target is ast.Attribute:
-            if kind == "value" and type(target.value) is ast.Name and target.value.id == "self":
+        elif type(target) is ast.Attribute:
+            # (a "value" binding's value is always an expression)
+            if (
+                kind == "value"
+                and isinstance(value, ast.expr)
+                and type(target.value) is ast.Name
+                and target.value.id == "self"
+            ):
                 for facts in self._stack:
                     facts.self_assigns.append((target.attr, value))
-        elif kind_of_target is ast.Tuple or kind_of_target is ast.List:
+        elif type(target) is ast.Tuple or type(target) is ast.List:
             for i, elt in enumerate(target.elts):
                 if type(elt) is ast.Starred:
                     self._bind(elt.value, "unknown", value)
@@ -223,10 +233,10 @@ _LEAF_FIELDS = frozenset(
         "value_str",
     }
 )
-_FIELDS: dict[type, tuple[str, ...]] = {}
+_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
 
 
-def _fields(node_type: type) -> tuple[str, ...]:
+def _fields(node_type: type[ast.AST]) -> tuple[str, ...]:
     found = _FIELDS.get(node_type)
     if found is None:
         found = (
@@ -250,10 +260,10 @@ def function_facts(func: ast.FunctionDef | ast.AsyncFunctionDef) -> FunctionFact
     while stack:
         node, nested = pop()
         kind = type(node)
-        if kind in nested_types:
+        if isinstance(node, nested_types):
             for arg in _arguments(node.args):
                 facts.bindings.setdefault(arg.arg, []).append(("unknown", arg, None))
-            if kind is not ast.Lambda:
+            if not isinstance(node, ast.Lambda):
                 facts.bindings.setdefault(node.name, []).append(("unknown", node, None))
             nested = True
         elif not (nested and kind is ast.Return):  # a nested function's return is not ours

@@ -52,11 +52,12 @@ class Reachability(CallEdges):
         return self._nx
 
     def _successors(self) -> dict[Function, dict[Function, list[ast.Call]]]:
-        if self._succ is None:
-            self._build()
-        return self._succ
+        succ = self._succ
+        if succ is None:
+            succ = self._build()
+        return succ
 
-    def _build(self) -> None:
+    def _build(self) -> dict[Function, dict[Function, list[ast.Call]]]:
         succ: dict[Function, dict[Function, list[ast.Call]]] = {}
         pred = self._pred
         self._succ = succ
@@ -77,10 +78,11 @@ class Reachability(CallEdges):
                 self.roots.append(func)
                 for callee, chain in self._chains_from([func]).items():
                     self._chains.setdefault(callee, chain)
+        return succ
 
     def _expand(self, roots: list[Function]) -> None:
         """Add ``roots`` and everything they reach to the graph."""
-        succ, pred = self._succ, self._pred
+        succ, pred = self._successors(), self._pred  # (set before _build expands the forwards)
         pending = [root for root in roots if root not in succ]
         for func in pending:
             succ[func] = {}

@@ -53,6 +53,10 @@ class ParsedModule:
         return cls(path, tree, imports, classes, functions, assignments)
 
 
+#: ``try`` statements; ``ast.TryStar`` (``except*``, Python 3.11+) has the fields of ``ast.Try``.
+TRY_TYPES: tuple[type[ast.Try], ...] = tuple(getattr(ast, name) for name in ("Try", "TryStar") if hasattr(ast, name))
+
+
 def top_level_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     """Top-level statements, looking inside ``if``/``try``/``with`` blocks (guarded definitions)."""
     for stmt in body:
@@ -60,7 +64,7 @@ def top_level_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
         if isinstance(stmt, ast.If):
             yield from top_level_statements(stmt.body)
             yield from top_level_statements(stmt.orelse)
-        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+        elif isinstance(stmt, TRY_TYPES):
             yield from top_level_statements(stmt.body)
             for handler in stmt.handlers:
                 yield from top_level_statements(handler.body)

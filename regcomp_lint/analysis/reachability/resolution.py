@@ -35,19 +35,23 @@ class Resolver:
         ``functions``: follow calls of functions of local modules even when not ``deep``.
         ``classes_from``: a graph of the same file with the same ``deep``: its module, classes
         and facts are taken over (``module`` and ``facts`` are then ignored)."""
-        self.deep = deep = deep if classes_from is None else classes_from.deep
+        self.deep: bool = deep if classes_from is None else classes_from.deep
+        deep = self.deep
         self.functions = deep or functions
         self._functions: dict[tuple[int, int], Function] = {}
         self._classes_from = classes_from
         self._hole = False
         #: Per function of the linted file (by def and receiver): what :meth:`_find_callees` found.
         self._local_specs: dict[tuple[int, int], list] = {}
+        self.module: ParsedModule
         if classes_from is not None:
             self.module = module = classes_from.module
             self._classes: dict[int, ModuleClass | None] = dict(classes_from._classes)
             self._facts: dict[int, FunctionFacts] = dict(classes_from._facts)
             self.classes: dict[str, ModuleClass] = dict(classes_from.classes)
         else:
+            if module is None:
+                raise ValueError("a graph needs a module, or classes_from")
             self.module = module
             self._classes = {}
             self._facts = dict(facts) if facts else {}
@@ -195,7 +199,7 @@ class Resolver:
         owner, node = method
         return self.function(node, cls, owner.module, owner)
 
-    def facts(self, func: Function | ast.AST) -> FunctionFacts:
+    def facts(self, func: Function | ast.FunctionDef | ast.AsyncFunctionDef) -> FunctionFacts:
         node = func.node if isinstance(func, Function) else func
         found = self._facts.get(id(node))
         if found is None:
