@@ -21,10 +21,17 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import MethodType
+from typing import Any
+
+from regcomp_lint.files.source import Positioned
 
 Position = tuple[int, int]
 FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 COMPREHENSION_NODES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+#: A node that opens a scope of names (one of ``FUNCTION_NODES`` or ``COMPREHENSION_NODES``).
+ScopeNode = (
+    ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp
+)
 
 
 @dataclass(frozen=True)
@@ -32,15 +39,15 @@ class Where:
     """A point in the file: its enclosing function and comprehension scopes (outermost first),
     the class whose method it is in (what ``self`` means there) and its position."""
 
-    functions: tuple[ast.AST, ...]
+    functions: tuple[ScopeNode, ...]
     cls: ast.ClassDef | None
     pos: Position
 
     @property
-    def function(self) -> ast.AST | None:
+    def function(self) -> ScopeNode | None:
         return self.functions[-1] if self.functions else None
 
-    def at(self, node: ast.AST) -> Where:
+    def at(self, node: Positioned) -> Where:
         """The same scope at another node's start (the right-hand side of an assignment)."""
         return Where(self.functions, self.cls, (node.lineno, node.col_offset))
 
@@ -60,7 +67,7 @@ class Bound:
 
 @dataclass(frozen=True)
 class _Frame:
-    node: ast.AST | None  # None for the module
+    node: ScopeNode | ast.ClassDef | None  # None for the module
     kind: str  # "module" | "function" | "comprehension" | "class"
     method_cls: ast.ClassDef | None
 
@@ -74,15 +81,15 @@ def binding_key(target: ast.AST) -> str | None:
     return None
 
 
-def _end(node: ast.AST) -> Position:
+def _end(node: Positioned) -> Position:
     return (node.end_lineno or node.lineno, node.end_col_offset or 0)
 
 
 class Bindings:
     def __init__(self) -> None:
         self._frames: list[_Frame] = [_Frame(None, "module", None)]
-        self._scopes: list[ast.AST] = []  # function and comprehension nodes, outermost first
-        self._scope_tuple: tuple[ast.AST, ...] = ()
+        self._scopes: list[ScopeNode] = []  # function and comprehension nodes, outermost first
+        self._scope_tuple: tuple[ScopeNode, ...] = ()
         # (id of scope node, or None for the module; key) -> bindings in source order
         self._names: dict[tuple[int | None, str], list[Bound]] = defaultdict(list)
         # (id of class node, "self.attr") -> bindings in that class's methods, in source order
@@ -92,7 +99,7 @@ class Bindings:
         self.classes: dict[str, ast.ClassDef] = {}
 
     # -- feeding, from the engine's walk ----------------------------------------------------
-    def here(self, node: ast.AST) -> Where:
+    def here(self, node: Positioned) -> Where:
         return Where(self._scope_tuple, self._frames[-1].method_cls, (node.lineno, node.col_offset))
 
     def visit(self, node: ast.AST) -> None:
@@ -128,16 +135,17 @@ class Bindings:
     def _leave_class(self, node: ast.AST) -> None:
         self._frames.pop()
 
-    def _visit_function(self, node: ast.AST) -> None:
+    def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
         if not isinstance(node, ast.Lambda):
             self._bind_key(node.name, node, None, self.here(node), _end(node))
         parent = self._frames[-1]
-        method_cls = parent.node if parent.kind == "class" else parent.method_cls
-        self._enter(_Frame(node, "function", method_cls))
+        # (a "class" frame's node is its ClassDef)
+        method_cls = parent.node if isinstance(parent.node, ast.ClassDef) else parent.method_cls
+        self._enter(node, "function", method_cls)
         self._bind_parameters(node)
 
-    def _visit_comprehension_scope(self, node: ast.AST) -> None:
-        self._enter(_Frame(node, "comprehension", self._frames[-1].method_cls))
+    def _visit_comprehension_scope(self, node: ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp) -> None:
+        self._enter(node, "comprehension", self._frames[-1].method_cls)
 
     def _visit_class(self, node: ast.ClassDef) -> None:
         self._bind_key(node.name, node, None, self.here(node), _end(node))
@@ -164,9 +172,9 @@ class Bindings:
         if node.value is not None and function is not None:
             self._returns[id(function)].append((node.value, self.here(node)))
 
-    def _enter(self, frame: _Frame) -> None:
-        self._frames.append(frame)
-        self._scopes.append(frame.node)
+    def _enter(self, node: ScopeNode, kind: str, method_cls: ast.ClassDef | None) -> None:
+        self._frames.append(_Frame(node, kind, method_cls))
+        self._scopes.append(node)
         self._scope_tuple = tuple(self._scopes)
 
     def _innermost_function(self) -> ast.AST | None:
@@ -175,14 +183,14 @@ class Bindings:
                 return frame.node
         return None
 
-    def _bind_parameters(self, func: ast.AST) -> None:
+    def _bind_parameters(self, func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
         args = func.args
         where = self.here(func)
         for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
             if arg is not None:
                 self._names[(id(func), arg.arg)].append(Bound(None, None, where, where.pos))
 
-    def _bind_target(self, target: ast.AST, value: ast.AST | None, stmt: ast.AST) -> None:
+    def _bind_target(self, target: ast.expr, value: ast.expr | None, stmt: ast.stmt | ast.expr) -> None:
         where = self.here(value if value is not None else stmt)
         if isinstance(target, (ast.Tuple, ast.List)):
             for i, elt in enumerate(target.elts):
@@ -233,10 +241,11 @@ class Bindings:
         """``expr`` itself when it is a call, else the call it is bound to whole (not unpacked
         from a tuple) at ``where``: what ``plugin`` in ``Accelerator(dynamo_plugin=plugin)`` was
         built by."""
-        if not isinstance(expr, ast.Call):
-            bound = self.lookup(expr, where)
-            expr = bound.value if bound is not None and bound.index is None else None
-        return expr if isinstance(expr, ast.Call) else None
+        if isinstance(expr, ast.Call):
+            return expr
+        bound = self.lookup(expr, where)
+        value = bound.value if bound is not None and bound.index is None else None
+        return value if isinstance(value, ast.Call) else None
 
     def _lookup_attr(self, key: str, where: Where) -> Bound | None:
         candidates = self._attr_candidates(key, where)
@@ -266,7 +275,8 @@ class Bindings:
         return self._returns.get(id(function), [])
 
 
-_VISITORS = {
+#: By node type, the method that records what a node of that type binds (its only argument).
+_VISITORS: dict[type[ast.AST], Callable[[Bindings, Any], None]] = {
     ast.FunctionDef: Bindings._visit_function,
     ast.AsyncFunctionDef: Bindings._visit_function,
     ast.Lambda: Bindings._visit_function,

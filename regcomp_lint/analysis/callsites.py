@@ -93,7 +93,8 @@ def compile_config_site(ctx: FileContext, call: ast.Call) -> Site | None:
         if func.attr not in _SITE_NAMES:
             return None
     elif not isinstance(func, ast.Name) or (
-        func.id not in _SITE_NAMES and ctx.qualname(func).rpartition(".")[2] not in _SITE_NAMES
+        func.id not in _SITE_NAMES
+        and (ctx.qualname(func) or "").rpartition(".")[2] not in _SITE_NAMES  # (never None for a name)
     ):
         return None  # cheap exit for most calls (`from torch import compile as tc`: tc means torch.compile)
     if isinstance(func, ast.Attribute) and func.attr == "compile" and not ctx.imports.root_is_import(func.value):

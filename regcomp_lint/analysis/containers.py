@@ -68,9 +68,9 @@ class Node:
     def label(self) -> str:
         if self.kind == "container":
             return f"nn.{self.container}"
-        if self.kind == "local":
+        if self.kind == "local" and self.cls is not None:
             return self.cls.name
-        if self.kind == "torch":
+        if self.kind == "torch" and self.qualname is not None:
             return "nn." + self.qualname.rsplit(".", 1)[-1]
         if self.kind == "choice":
             return " or ".join(e.label for e in self.elements)
@@ -183,27 +183,25 @@ class _Reader:
         whether they were added in a loop."""
         if self._lists is not None:
             return self._lists
-        lists: dict[str, list[tuple[ast.expr, frozenset[str], bool]]] = {}
+        lists: dict[str, list[_Entry]] = {}
         self._lists = lists
         self._scan(
             self.method.body if isinstance(self.method, FUNCTION_DEFS) else [],
-            _Entry(None, frozenset(), False, None),
+            _Loop(frozenset(), False, None),
             lists,
         )
         return lists
 
-    def _scan(self, body: list[ast.stmt], where: _Entry, lists: dict) -> None:
-        """``where``: the loop context (its ``value`` unused)."""
+    def _scan(self, body: list[ast.stmt], where: _Loop, lists: dict[str, list[_Entry]]) -> None:
+        """``where``: the loop context."""
         for stmt in body:
             if isinstance(stmt, (ast.For, ast.AsyncFor)):
-                inner = _Entry(
-                    None, where.ints | _int_targets(stmt.target, stmt.iter), True, iteration_count(stmt.iter)
-                )
+                inner = _Loop(where.ints | _int_targets(stmt.target, stmt.iter), True, iteration_count(stmt.iter))
                 self._scan(stmt.body, inner, lists)
                 self._scan(stmt.orelse, where, lists)
                 continue
             if isinstance(stmt, ast.While):
-                self._scan(stmt.body, _Entry(None, where.ints, True, None), lists)
+                self._scan(stmt.body, _Loop(where.ints, True, None), lists)
                 continue
             if isinstance(stmt, (ast.If, ast.With, ast.AsyncWith, ast.Try)):
                 for part in ("body", "orelse", "finalbody"):
@@ -221,11 +219,11 @@ class _Reader:
                 if isinstance(func, ast.Attribute) and func.attr in ("append", "extend", "insert") and call.args:
                     key = _target_key(func.value)
                     if key is not None:
-                        value = call.args[-1]
+                        added = call.args[-1]
                         if func.attr == "extend":
-                            value = ast.List([ast.Starred(value, ast.Load())], ast.Load())  # spread like `+=`
+                            value = ast.List([ast.Starred(added, ast.Load())], ast.Load())  # spread like `+=`
                         else:
-                            value = ast.List([value], ast.Load())
+                            value = ast.List([added], ast.Load())
                         entry = where.with_value(value)
                         if key.startswith("self."):
                             self._appended.setdefault(key, []).append(entry)
@@ -364,17 +362,26 @@ class _Reader:
 
 
 @dataclass(frozen=True)
-class _Entry:
-    """A value added to a list, with its loop context: int loop variables, inside a loop at
-    all, and the loop's literal count."""
+class _Loop:
+    """Where a value is added to a list: int loop variables, inside a loop at all, and the
+    loop's literal count."""
 
-    value: ast.expr | None
     ints: frozenset[str]
     looped: bool
     count: int | None
 
     def with_value(self, value: ast.expr) -> _Entry:
         return _Entry(value, self.ints, self.looped, self.count)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """A value added to a list, with its loop context (see :class:`_Loop`)."""
+
+    value: ast.expr
+    ints: frozenset[str]
+    looped: bool
+    count: int | None
 
 
 def dataclass_replace(node: Node, **changes) -> Node:
@@ -421,7 +428,7 @@ class Tree:
     def children(self, node: Node) -> list[tuple[str, Node]]:
         if node.kind == "container":
             return [(e.key or str(i), e) for i, e in enumerate(node.elements)]
-        if node.kind == "local":
+        if node.kind == "local" and node.cls is not None:
             return [(attr, child.node) for attr, child in self.containers.class_children(node.cls).items()]
         return []
 
@@ -437,13 +444,13 @@ class Tree:
             found = self._any_repeated(node, depth)
             self._has[key] = found
             return found
-        if node.kind == "torch":
+        if node.kind == "torch" and node.qualname is not None:
             return None if node.qualname.rsplit(".", 1)[-1] in TORCH_STACKS else False
         if node.kind == "unknown":
             return None
         if node.kind == "choice":
-            found = [self.has_repeated(e, depth + 1) for e in node.elements]
-            return True if any(found) else None if None in found else False
+            answers = [self.has_repeated(e, depth + 1) for e in node.elements]
+            return True if any(answers) else None if None in answers else False
         return self._any_repeated(node, depth)
 
     def _any_repeated(self, node: Node, depth: int) -> bool | None:
@@ -485,7 +492,9 @@ def _may_be_module(value: ast.expr) -> bool:
         func = value.func
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
         self_method = isinstance(func, ast.Attribute) and _is_self(func.value)
-        return bool(name) and (name[:1].isupper() or self_method or name == "deepcopy")
+        if not name:
+            return False
+        return name[:1].isupper() or self_method or name == "deepcopy"
     return True
 
 
@@ -505,7 +514,7 @@ def _int_targets(target: ast.AST, iterable: ast.AST) -> frozenset[str]:
     return frozenset()
 
 
-def _comprehension_ints(comp: ast.AST) -> frozenset[str]:
+def _comprehension_ints(comp: ast.DictComp | ast.ListComp | ast.GeneratorExp) -> frozenset[str]:
     found: frozenset[str] = frozenset()
     for gen in comp.generators:
         found |= _int_targets(gen.target, gen.iter)

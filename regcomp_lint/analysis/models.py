@@ -208,7 +208,7 @@ class ModelFinder:
     def _submodel(self, func: ast.AST, cls: ast.ClassDef) -> RepeatedBlocks | None:
         """``self.backbone = AutoModel.from_pretrained(...)`` or ``self.model = Inner(cfg)``."""
         factory = isinstance(func, ast.Attribute) and func.attr in FACTORY_METHODS
-        target = func.value if factory else func
+        target = func.value if isinstance(func, ast.Attribute) and factory else func
         if isinstance(target, ast.Name) and target.id == cls.name:
             return None
         return self._class_instance(target, factory)
@@ -266,9 +266,10 @@ def iteration_count(node: ast.AST) -> int | None:
         return len(node.elts)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range" and not node.keywords:
         values = [_int(a) for a in node.args]
-        if values and None not in values and len(values) <= 3:
+        ints = [v for v in values if v is not None]
+        if ints and len(ints) == len(values) and len(ints) <= 3:
             try:
-                return len(range(*values))
+                return len(range(*ints))
             except ValueError:
                 return None
     return None
@@ -293,10 +294,11 @@ def _repeated(arg: ast.AST) -> tuple[ast.expr, int | None] | None:
 
 
 def _same_calls(elts: list[ast.expr]) -> bool:
-    if not all(isinstance(e, ast.Call) for e in elts):
+    calls = [e for e in elts if isinstance(e, ast.Call)]
+    if len(calls) != len(elts):
         return False
-    first = ast.dump(elts[0].func)
-    return all(ast.dump(e.func) == first for e in elts[1:])
+    first = ast.dump(calls[0].func)
+    return all(ast.dump(c.func) == first for c in calls[1:])
 
 
 def _appended_in_loops(init: ast.FunctionDef) -> dict[str, tuple[ast.expr, int | None]]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import weakref
+from typing import cast
 
 from regcomp_lint.analysis.reachability import Function, Reachability, traced_operands
 
@@ -189,7 +190,8 @@ class TensorOracle:
     def __init__(self, reach: Reachability, func: Function) -> None:
         # A proxy: the reachability caches its oracles, and a cycle would keep each linted
         # file's tree alive until the cyclic garbage collector runs.
-        self.reach = reach if isinstance(reach, weakref.ProxyType) else weakref.proxy(reach)
+        # (the proxy stands in for the Reachability: typed as one)
+        self.reach = cast(Reachability, reach if isinstance(reach, weakref.ProxyType) else weakref.proxy(reach))
         self.func = func
         self.facts = reach.facts(func)
         self.imports = func.module.imports
@@ -215,28 +217,27 @@ class TensorOracle:
     def is_tensor(self, expr: ast.AST | None, depth: int = 0) -> bool:
         if expr is None or depth > 30:
             return False
-        kind = type(expr)
-        if kind is ast.Name:
+        if type(expr) is ast.Name:
             return self._name(expr.id)
-        if kind is ast.Attribute:
+        if type(expr) is ast.Attribute:
             return self._attribute(expr, depth)
-        if kind is ast.Subscript:
+        if type(expr) is ast.Subscript:
             return self.is_tensor(expr.value, depth + 1)
-        if kind is ast.Call:
+        if type(expr) is ast.Call:
             return self._call(expr, None, depth)
-        if kind is ast.BinOp:
+        if type(expr) is ast.BinOp:
             return self.is_tensor(expr.left, depth + 1) or self.is_tensor(expr.right, depth + 1)
-        if kind is ast.UnaryOp:
+        if type(expr) is ast.UnaryOp:
             return not isinstance(expr.op, ast.Not) and self.is_tensor(expr.operand, depth + 1)
-        if kind is ast.Compare:
+        if type(expr) is ast.Compare:
             if any(isinstance(op, NOT_VALUE_COMPARES) for op in expr.ops):
                 return False
             return any(self.is_tensor(side, depth + 1) for side in (expr.left, *expr.comparators))
-        if kind is ast.IfExp:
+        if type(expr) is ast.IfExp:
             return self.is_tensor(expr.body, depth + 1) and self.is_tensor(expr.orelse, depth + 1)
-        if kind is ast.BoolOp:
+        if type(expr) is ast.BoolOp:
             return all(self.is_tensor(v, depth + 1) for v in expr.values)
-        if kind is ast.NamedExpr:
+        if type(expr) is ast.NamedExpr:
             return self.is_tensor(expr.value, depth + 1)
         return False
 
@@ -274,8 +275,8 @@ class TensorOracle:
             return self.element_is_tensor(value, index)
         if kind == "iter":
             return self._iterated(value, index)
-        if kind == "param":
-            return self.param_is_tensor(value)
+        if kind == "param":  # (a parameter binding holds its ast.arg)
+            return isinstance(value, ast.arg) and self.param_is_tensor(value)
         return False
 
     def _iterated(self, iterable: ast.AST, index: int | None) -> bool:
@@ -493,7 +494,7 @@ def _annotation_is_tensor(annotation: ast.AST) -> bool:
             return _annotation_is_tensor(annotation.slice)
         return False
     name = _last(annotation)
-    return bool(name) and name.endswith("Tensor")
+    return name is not None and name.endswith("Tensor")
 
 
 def _is_none_annotation(node: ast.AST) -> bool:
