@@ -33,12 +33,13 @@ import re
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar, cast
 
 from regcomp_lint.analysis import reachability, tensors
 from regcomp_lint.analysis.name_resolution import ImportMap
 from regcomp_lint.analysis.reachability import Chain, Function, ParsedModule, Reachability, compiling_guard, same_file
 from regcomp_lint.checks.base import Rule
+from regcomp_lint.files.source import Positioned
 from regcomp_lint.knowledge.graph_breaks import FULLGRAPH_CAPTURED
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ class Break:
     message: str
     gb_id: str
     #: The node to point at, when not the candidate itself (the test of an ``if``).
-    at: ast.AST | None = None
+    at: ast.expr | None = None
 
     @property
     def blocks_fullgraph(self) -> bool:
@@ -127,8 +128,12 @@ WALKED_TYPES = tuple(
 )
 
 
-class ForwardRule(Rule):
-    """Base of RC201-RC209. The engine's walk feeds the file's
+#: The node types a :class:`ForwardRule` judges (the union of its ``node_types``).
+NodeT = TypeVar("NodeT", bound=ast.AST)
+
+
+class ForwardRule(Rule, Generic[NodeT]):
+    """Base of RC201-RC209, generic in the node types it judges (``ForwardRule[ast.Call]``). The engine's walk feeds the file's
     :class:`~regcomp_lint.analysis.reachability.FactsCollector` (``ctx.semantic.facts``); one
     instance per file hands each node of a type some RC2xx rule wants to those rules (a
     :class:`_CandidateDispatch` shared through the semantic model); the other instances switch
@@ -140,13 +145,13 @@ class ForwardRule(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self._candidates: list[tuple[ast.AST, tuple[ast.AST, ...]]] = []
+        self._candidates: list[tuple[NodeT, tuple[ast.AST, ...]]] = []
         self._facts = ctx.semantic.facts
         dispatch = ctx.semantic.shared(_CandidateDispatch.KEY, _CandidateDispatch)
         # What the dispatching rule runs for this rule on each node of a wanted type: the cheap
         # syntactic test, the test that needs ancestors (only for rules that override it), and
         # where to keep the node.
-        in_context = type(self).accepts.__func__ is not ForwardRule.accepts.__func__
+        in_context = _overrides(type(self), "accepts")
         entry = (self.candidate, type(self).accepts if in_context else None, self._candidates)
         self._wanted = dispatch.wanted  # filled by every RC2xx rule of the file
         if dispatch.dispatcher is None:
@@ -183,18 +188,19 @@ class ForwardRule(Rule):
                 sink.append((node, defs))
 
     # -- to override ------------------------------------------------------------------------
+    # ``node`` is always an instance of one of ``node_types``.
     @classmethod
-    def candidate(cls, node: ast.AST) -> bool:
+    def candidate(cls, node: NodeT) -> bool:
         return True
 
     @classmethod
-    def accepts(cls, node: ast.AST, ancestors: list[ast.AST]) -> bool:
+    def accepts(cls, node: NodeT, ancestors: list[ast.AST]) -> bool:
         """A second syntactic test that needs the node's ancestors (outermost first); only
         rules that override it pay for it."""
         return True
 
     @classmethod
-    def judge(cls, node: ast.AST, scope: Scope) -> Break | None:
+    def judge(cls, node: NodeT, scope: Scope) -> Break | None:
         raise NotImplementedError
 
     # -- the report ----------------------------------------------------------------------------
@@ -219,17 +225,16 @@ class ForwardRule(Rule):
         the call that leaves this file, unless a file on the way reports them itself."""
         rule = type(self)
         for site in elsewhere_sites(self.ctx, self._facts):
-            node = site.node
-            if (
-                not isinstance(node, rule.node_types)
-                or not rule.candidate(node)
-                or not rule.accepts(node, site.ancestors)
-            ):
+            if not isinstance(site.node, rule.node_types):
+                continue
+            node = cast(NodeT, site.node)  # (an instance of node_types: what the rule judges)
+            if not rule.candidate(node) or not rule.accepts(node, site.ancestors):
                 continue
             found = rule.judge(node, Scope(site.reach, site.func, site.chain))
             if found is None or _reported_in_own_file(rule, site):
                 continue
-            at = found.at or node
+            # (a candidate without a position of its own, a comprehension, always names ``at``)
+            at = found.at if found.at is not None else cast(Positioned, node)
             start, end = at.lineno, getattr(at, "end_lineno", None) or at.lineno
             place = f"{_relative(site.func.module.path, self.ctx.filename)}:{start}" + (
                 f"-{end}" if end != start else ""
@@ -239,6 +244,11 @@ class ForwardRule(Rule):
 
 for _type in WALKED_TYPES:  # declared, so that the engine asks instances for them
     setattr(ForwardRule, f"visit_{_type.__name__}", ForwardRule._walked)
+
+
+def _overrides(rule: type[ForwardRule], name: str) -> bool:
+    """Whether ``rule`` (or a base between it and :class:`ForwardRule`) redefines the classmethod ``name``."""
+    return getattr(rule, name).__func__ is not getattr(ForwardRule, name).__func__
 
 
 class _CandidateDispatch:
@@ -362,8 +372,8 @@ def _find_elsewhere_sites(ctx: FileContext, facts: reachability.FactsCollector) 
     if not foreign:
         return []
     innermost: dict[int, Function] = {}
-    for func in tree:  # breadth first: the first one is the shortest chain
-        innermost.setdefault(id(func.node), func)
+    for reached in tree:  # breadth first: the first one is the shortest chain
+        innermost.setdefault(id(reached.node), reached)
     # Functions a forward of a module class of another file reaches: that file reports them.
     other_forwards = [f for f in foreign if f.is_method and f.node.name == "forward" and not _here_cls(f, filename)]
     delegated = {id(f.node) for f in reach.reachable(other_forwards, tree)}

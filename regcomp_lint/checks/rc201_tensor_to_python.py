@@ -24,7 +24,7 @@ def _net(body: str) -> str:
     return _GPT + "".join(f"        {line}\n" for line in body.splitlines())
 
 
-class TensorToPython(ForwardRule):
+class TensorToPython(ForwardRule[ast.Call]):
     """## What it does
     Reports code reached from an `nn.Module`'s `forward` that turns a tensor into a Python value:
     `t.item()`, `int(t)`, `float(t)`, `bool(t)`, `t.tolist()`, a conversion of `t.numpy()`
@@ -154,6 +154,8 @@ class TensorToPython(ForwardRule):
                     f"`{func.id}(...)` of a tensor's `.numpy()` reads its data: graph break (GB0033); stay in torch",
                     "GB0033",
                 )
+            return None
+        if not isinstance(func, ast.Attribute):  # (candidate() lets only names and attributes through)
             return None
         if func.attr in ("equal", "allclose"):
             if scope.resolves_to(func, *DATA_DEPENDENT) and any(oracle.is_tensor(a) for a in node.args):

@@ -26,7 +26,11 @@ def _net(body: str, signature: str = "self, x, mask=None, use_cache: bool = Fals
 _TEST_PARENTS = (ast.If, ast.While, ast.IfExp, ast.Assert, ast.comprehension)
 
 
-class DataDependentBranch(ForwardRule):
+#: What branches: the rule's ``node_types``.
+Branching = ast.If | ast.While | ast.IfExp | ast.comprehension | ast.BoolOp
+
+
+class DataDependentBranch(ForwardRule[Branching]):
     """## What it does
     Reports a condition on a tensor's value in code reached from an `nn.Module`'s `forward`:
     the test of an `if`, `while`, conditional expression or comprehension filter, and the
@@ -125,24 +129,24 @@ class DataDependentBranch(ForwardRule):
     ]
 
     @classmethod
-    def candidate(cls, node: ast.AST) -> bool:
-        if type(node) is ast.comprehension:
+    def candidate(cls, node: Branching) -> bool:
+        if isinstance(node, ast.comprehension):
             return bool(node.ifs)
         return True
 
     @classmethod
-    def judge(cls, node: ast.AST, scope: Scope) -> Break | None:
+    def judge(cls, node: Branching, scope: Scope) -> Break | None:
         oracle = scope.tensors
-        kind = type(node)
-        if kind is ast.comprehension:
+        hit: ast.expr | None
+        if isinstance(node, ast.comprehension):
             hit = next((test for test in node.ifs if oracle.reads_tensor_value(test)), None)
             what = "a comprehension filter"
-        elif kind is ast.BoolOp:
+        elif isinstance(node, ast.BoolOp):
             hit = node if any(oracle.reads_tensor_value(v) for v in traced_operands(node)[:-1]) else None
             what = f"`{'and' if isinstance(node.op, ast.And) else 'or'}`"
         else:
             hit = node.test if oracle.reads_tensor_value(node.test) else None
-            what = {ast.If: "`if`", ast.While: "`while`", ast.IfExp: "a conditional expression"}[kind]
+            what = {ast.If: "`if`", ast.While: "`while`", ast.IfExp: "a conditional expression"}[type(node)]
         if hit is None:
             return None
         return Break(
@@ -153,7 +157,7 @@ class DataDependentBranch(ForwardRule):
         )
 
     @classmethod
-    def accepts(cls, node: ast.AST, ancestors: list[ast.AST]) -> bool:
+    def accepts(cls, node: Branching, ancestors: list[ast.AST]) -> bool:
         if type(node) is ast.BoolOp and ancestors:
             parent = ancestors[-1]
             if isinstance(parent, _TEST_PARENTS + (ast.BoolOp, ast.UnaryOp)):

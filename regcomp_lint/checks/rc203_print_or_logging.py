@@ -41,7 +41,7 @@ def _net(body: str) -> str:
     )
 
 
-class PrintOrLogging(ForwardRule):
+class PrintOrLogging(ForwardRule[ast.Call]):
     """## What it does
     Reports `print(...)`, `logger.<level>(...)` (a module-level `logging.getLogger(...)` or
     transformers' `logging.get_logger(...)`, including `warning_once`), `logging.<level>(...)`
@@ -145,6 +145,8 @@ class PrintOrLogging(ForwardRule):
                     "`torch._dynamo.config.reorderable_logging_functions`",
                     "GB0059",
                 )
+            return None
+        if not isinstance(func, ast.Attribute):  # (candidate() lets only names and attributes through)
             return None
         if scope.resolves_to(func, *WARN):
             return Break(

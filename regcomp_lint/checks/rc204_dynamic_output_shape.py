@@ -48,7 +48,7 @@ def _net(body: str) -> str:
     return _HEAD + "".join(f"        {line}\n" for line in body.splitlines())
 
 
-class DynamicOutputShape(ForwardRule):
+class DynamicOutputShape(ForwardRule[ast.Call | ast.Subscript]):
     """## What it does
     Reports operations whose output size depends on tensor data, in code reached from an
     `nn.Module`'s `forward`: `torch.nonzero` / `x.nonzero()`, `argwhere`, `unique`,
@@ -120,8 +120,8 @@ class DynamicOutputShape(ForwardRule):
     ]
 
     @classmethod
-    def candidate(cls, node: ast.AST) -> bool:
-        if type(node) is ast.Subscript:
+    def candidate(cls, node: ast.Call | ast.Subscript) -> bool:
+        if isinstance(node, ast.Subscript):
             return type(node.ctx) is ast.Load and type(node.slice) in (
                 ast.Compare,
                 ast.UnaryOp,
@@ -139,13 +139,15 @@ class DynamicOutputShape(ForwardRule):
         )
 
     @classmethod
-    def judge(cls, node: ast.AST, scope: Scope) -> Break | None:
+    def judge(cls, node: ast.Call | ast.Subscript, scope: Scope) -> Break | None:
         oracle = scope.tensors
         if isinstance(node, ast.Subscript):
             if oracle.is_tensor(node.value) and _is_bool_tensor(node.slice, scope):
                 return _break("boolean mask indexing `x[mask]`")
             return None
         func = node.func
+        if not isinstance(func, ast.Attribute):  # (candidate() lets only method-style calls through)
+            return None
         op = func.attr
         is_torch = scope.resolves_to(func, f"torch.{op}")
         method = not is_torch and not scope.imports.root_is_import(func.value) and oracle.is_tensor(func.value)

@@ -72,7 +72,7 @@ def _net(body: str) -> str:
     return _HEAD + "".join(f"        {line}\n" for line in body.splitlines())
 
 
-class UntraceableCall(ForwardRule):
+class UntraceableCall(ForwardRule[ast.Call]):
     """## What it does
     Reports calls dynamo cannot trace, in code reached from an `nn.Module`'s `forward`: clocks
     (`time.time`, `time.perf_counter`, `time.sleep`...), Python's `random` state

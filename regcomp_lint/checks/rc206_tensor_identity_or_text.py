@@ -20,7 +20,7 @@ def _net(body: str) -> str:
     return _HEAD + "".join(f"        {line}\n" for line in body.splitlines())
 
 
-class TensorIdentityOrText(ForwardRule):
+class TensorIdentityOrText(ForwardRule[ast.Call | ast.JoinedStr]):
     """## What it does
     Reports code reached from an `nn.Module`'s `forward` that needs a tensor's identity or its
     printed text: `copy.deepcopy(t)`, `str(t)`, `repr(t)`, and an f-string or `str.format` of a
@@ -98,8 +98,8 @@ class TensorIdentityOrText(ForwardRule):
     ]
 
     @classmethod
-    def candidate(cls, node: ast.AST) -> bool:
-        if type(node) is ast.JoinedStr:
+    def candidate(cls, node: ast.Call | ast.JoinedStr) -> bool:
+        if isinstance(node, ast.JoinedStr):
             return True
         func = node.func
         if type(func) is ast.Name:
@@ -107,7 +107,7 @@ class TensorIdentityOrText(ForwardRule):
         return type(func) is ast.Attribute and func.attr in ("deepcopy", "format", "data_ptr")
 
     @classmethod
-    def accepts(cls, node: ast.AST, ancestors: list[ast.AST]) -> bool:
+    def accepts(cls, node: ast.Call | ast.JoinedStr, ancestors: list[ast.AST]) -> bool:
         for anc in reversed(ancestors):
             if isinstance(anc, (ast.Raise, ast.Assert)):
                 return False  # a message built only on the error path: never traced into a graph
@@ -118,7 +118,7 @@ class TensorIdentityOrText(ForwardRule):
         return True
 
     @classmethod
-    def judge(cls, node: ast.AST, scope: Scope) -> Break | None:
+    def judge(cls, node: ast.Call | ast.JoinedStr, scope: Scope) -> Break | None:
         oracle = scope.tensors
         if isinstance(node, ast.JoinedStr):
             if any(isinstance(part, ast.FormattedValue) and oracle.is_tensor(part.value) for part in node.values):
@@ -152,20 +152,21 @@ class TensorIdentityOrText(ForwardRule):
         return None
 
 
-def _lazy(node: ast.AST) -> bool:
+def _lazy(node: ast.Call | ast.JoinedStr) -> bool:
     """Values dynamo builds lazily: they break only where they are used."""
-    if type(node) is ast.JoinedStr:
+    if isinstance(node, ast.JoinedStr):
         return True
     func = node.func
     return type(func) is ast.Attribute and func.attr in ("format", "data_ptr")
 
 
-def _consumer(node: ast.AST, ancestors: list[ast.AST]) -> type | None:
+def _consumer(node: ast.Call | ast.JoinedStr, ancestors: list[ast.AST]) -> type | None:
     """The kind of expression that uses ``node`` right away: a comparison, ``+``/``%``, ``len()``."""
     if not ancestors:
         return None
     parent = ancestors[-1]
-    pointer = type(node) is ast.Call and node.func.attr == "data_ptr"
+    # (a lazy call is a method call: see _lazy)
+    pointer = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "data_ptr"
     consumers = _CONSUMED_POINTER if pointer else _CONSUMED_TEXT
     if type(parent) is ast.Call and not (isinstance(parent.func, ast.Name) and parent.func.id == "len"):
         return None

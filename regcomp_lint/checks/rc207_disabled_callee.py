@@ -14,7 +14,7 @@ GRAPH_BREAK = ("torch._dynamo.graph_break",)
 _HEAD = "import torch\nfrom torch import nn\n"
 
 
-class DisabledCallee(ForwardRule):
+class DisabledCallee(ForwardRule[ast.Call]):
     """## What it does
     Reports, in code reached from an `nn.Module`'s `forward`, calls of functions, methods or
     submodules whose code is decorated with `@torch.compiler.disable` / `@torch._dynamo.disable`

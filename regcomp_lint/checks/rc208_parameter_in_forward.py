@@ -12,7 +12,7 @@ from regcomp_lint.knowledge.graph_breaks import RULE_BREAKS
 _HEAD = "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
 
 
-class ParameterInForward(ForwardRule):
+class ParameterInForward(ForwardRule[ast.Call]):
     """## What it does
     Reports `nn.Parameter(...)` built in code reached from an `nn.Module`'s `forward` (any
     spelling: `torch.nn.Parameter`, `from torch.nn import Parameter`). Wrapping a forward input

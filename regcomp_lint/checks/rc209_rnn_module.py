@@ -24,7 +24,7 @@ def _rnn_net(init: str, body: str) -> str:
     )
 
 
-class RnnModule(ForwardRule):
+class RnnModule(ForwardRule[ast.Call]):
     """## What it does
     Reports a call of an `nn.LSTM`, `nn.GRU` or `nn.RNN` submodule (built in `__init__`,
     directly or in a `ModuleList`) in code reached from an `nn.Module`'s `forward`. The cell
@@ -123,14 +123,15 @@ def _called_submodules(expr: ast.AST, scope: Scope, depth: int) -> list[Submodul
     if isinstance(expr, ast.Name):
         found: list[Submodule] = []
         for kind, value, index in scope.reach.facts(scope.func).bindings.get(expr.id, ()):
+            bound: ast.AST | None = value
             if (
                 kind == "iter"
                 and isinstance(value, ast.Call)
                 and isinstance(value.func, ast.Name)
                 and value.func.id == "enumerate"
             ):
-                value, index = (value.args[0], None) if index == 1 and value.args else (None, index)
-            if kind in ("iter", "value") and index is None and value is not None:
-                found.extend(_called_submodules(value, scope, depth + 1))
+                bound, index = (value.args[0], None) if index == 1 and value.args else (None, index)
+            if kind in ("iter", "value") and index is None and bound is not None:
+                found.extend(_called_submodules(bound, scope, depth + 1))
         return found
     return []

@@ -4,7 +4,7 @@ the questions rules ask of it: :class:`Reachability`."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from typing import TYPE_CHECKING
 
 from regcomp_lint.analysis.reachability.classes import ModuleClass
@@ -177,7 +177,7 @@ class Reachability(CallEdges):
                 order.append(callee)
         return tree
 
-    def reachable(self, starts: Iterable[Function], within: dict[Function, object] | set[Function]) -> set[Function]:
+    def reachable(self, starts: Iterable[Function], within: Container[Function]) -> set[Function]:
         """Functions of ``within`` reachable from ``starts`` (themselves included)."""
         succ = self._successors()
         seen = {f for f in starts if f in within}
