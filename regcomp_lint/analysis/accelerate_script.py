@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from regcomp_lint.analysis import callsites
 from regcomp_lint.analysis.bindings import Bindings, Where, binding_key
@@ -201,7 +202,7 @@ class AccelerateScript:
         key, ref = found[0]
         return AcceleratorName(key, not isinstance(ref, AcceleratorParam) or ref.certain)
 
-    def is_prepare_result(self, bound_value: ast.AST | None) -> bool:
+    def is_prepare_result(self, bound_value: ast.AST | None) -> TypeGuard[ast.Call]:
         """``bound_value`` is what an ``X.prepare*(...)`` call returned."""
         if not isinstance(bound_value, ast.Call):
             return False

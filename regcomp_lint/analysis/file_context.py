@@ -76,6 +76,13 @@ def keyword_value(call: ast.Call, name: str) -> ast.expr | None:
     return kw.value if kw else None
 
 
+def method_receiver(call: ast.Call) -> ast.expr:
+    """``obj`` of a method call ``obj.method(...)``, for a call a rule kept as one."""
+    func = call.func
+    assert isinstance(func, ast.Attribute), "not a method call"
+    return func.value
+
+
 def has_star_kwargs(call: ast.Call) -> bool:
     return any(kw.arg is None for kw in call.keywords)
 

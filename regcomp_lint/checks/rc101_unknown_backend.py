@@ -259,8 +259,8 @@ class UnknownBackend(Rule):
         """``register_backend`` registers ``name=`` or else the compiler function's ``__name__``."""
         if name is None and function_name is not None:
             self._registered.add(function_name)
-        elif string_literal(name) is not None:
-            self._registered.add(string_literal(name))
+        elif (literal := string_literal(name)) is not None:
+            self._registered.add(literal)
         else:
             self._registers_unknown_names = True
 
@@ -288,7 +288,7 @@ class UnknownBackend(Rule):
 
     def _check_torch(self, value: ast.expr | None) -> None:
         name = string_literal(value)
-        if name is None:
+        if value is None or name is None:
             return
         verdict = judge_torch_backend(name)
         if verdict is not None:
@@ -297,7 +297,7 @@ class UnknownBackend(Rule):
 
     def _check_accelerate(self, value: ast.expr | None, where: str) -> None:
         name = string_literal(value)
-        if name is None:
+        if value is None or name is None:
             return
         verdict = judge_accelerate_backend(name, where)
         if verdict is not None:

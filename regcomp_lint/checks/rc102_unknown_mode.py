@@ -133,7 +133,7 @@ class UnknownMode(Rule):
             return
         value = plugin_argument(node, "mode") if site is Site.DYNAMO_PLUGIN else keyword_value(node, "mode")
         mode = string_literal(value)
-        if mode is None or mode in INDUCTOR_MODES or not mode_reaches_inductor(node, site):
+        if value is None or mode is None or mode in INDUCTOR_MODES or not mode_reaches_inductor(node, site):
             return
         raiser = "`accelerator.prepare()`" if site is Site.DYNAMO_PLUGIN else "torch.compile"
         suggestion = did_you_mean(mode, INDUCTOR_MODES, separator="-")

@@ -59,7 +59,7 @@ def fresh_names(body: list[ast.stmt], targets: set[str]) -> set[str]:
     return fresh
 
 
-def comprehension_targets(comp: ast.AST) -> set[str]:
+def comprehension_targets(comp: ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp) -> set[str]:
     return set().union(*(bound_names(gen.target) for gen in comp.generators))
 
 
@@ -79,7 +79,7 @@ def later_siblings(parent: ast.AST, child: ast.AST) -> list[ast.AST]:
 class Repetition:
     """Where a compile runs again and again: the loop or comprehension that repeats it."""
 
-    node: ast.AST
+    node: ast.stmt | ast.expr
     kind: str  # "loop" or "comprehension"
 
 
@@ -320,7 +320,10 @@ class CompileInLoop(Rule):
             return "torch.compile(...)"
         if site is Site.DYNAMO_OPTIMIZE:
             return "torch._dynamo.optimize(...)"
-        if site is Site.MODULE_COMPILE and "torch" in self.ctx.source.text:  # Keras' model.compile() is not ours
+        # (a MODULE_COMPILE site is a method call: ``obj.compile()``)
+        if (
+            site is Site.MODULE_COMPILE and isinstance(node.func, ast.Attribute) and "torch" in self.ctx.source.text
+        ):  # Keras' model.compile() is not ours
             receiver = ast.unparse(node.func.value)
             return f"{receiver}.compile()" if len(receiver) <= 30 else ".compile()"
         if site is Site.COMPILE_REGIONS:

@@ -32,7 +32,7 @@ _IMPORTS = "import torch\nfrom transformers import AutoTokenizer, DataCollatorWi
 
 @dataclass(frozen=True)
 class _Static:
-    node: ast.AST  # the `dynamic=False` / `mode=...` value
+    node: ast.expr  # the `dynamic=False` / `mode=...` value
     why: str
 
 
@@ -154,8 +154,10 @@ class PaddingRecompiles(Rule):
         mode = callsites.plugin_argument(call, "mode") if plugin else keyword_value(call, "mode")
         if isinstance(dynamic, ast.Constant) and dynamic.value is False:
             self._static.append(_Static(dynamic, "`dynamic=False` recompiles for every new shape"))
-        elif string_literal(mode) in CUDAGRAPH_MODES and not (
-            isinstance(dynamic, ast.Constant) and dynamic.value is True
+        elif (
+            mode is not None
+            and string_literal(mode) in CUDAGRAPH_MODES
+            and not (isinstance(dynamic, ast.Constant) and dynamic.value is True)
         ):
             self._static.append(
                 _Static(mode, f"`mode={string_literal(mode)!r}` records one CUDA graph per input shape")

@@ -157,7 +157,7 @@ class ManualBackward(Rule):
         super().__init__(ctx)
         self.script = ctx.semantic.accelerate_script
         self.bindings = self.script.bindings
-        self._calls: list[tuple[ast.Call, Where]] = []
+        self._calls: list[tuple[ast.Call, ast.Attribute, Where]] = []  # (call, its callee, where)
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
@@ -166,13 +166,13 @@ class ManualBackward(Rule):
             and func.attr == "backward"
             and not self.ctx.imports.root_is_import(func.value)
         ):
-            self._calls.append((node, self.bindings.here(node)))
+            self._calls.append((node, func, self.bindings.here(node)))
 
     def finish(self) -> None:
         if not self.script.builds_accelerator:
             return
-        for call, where in self._calls:
-            receiver = call.func.value
+        for call, func, where in self._calls:
+            receiver = func.value
             if self.script.accelerator_of(receiver, where) is not None:
                 continue
             if call.args and _may_take_the_loss(receiver):
@@ -242,6 +242,11 @@ def _argument_text(text: str, node: ast.expr) -> str:
         parsed = ast.parse(f"f({text}\n)", mode="eval").body
     except SyntaxError:
         return f"({text})"
-    if len(parsed.args) == 1 and not parsed.keywords and ast.dump(parsed.args[0]) == ast.dump(node):
+    if (
+        isinstance(parsed, ast.Call)  # (always: it is ``f(...)``)
+        and len(parsed.args) == 1
+        and not parsed.keywords
+        and ast.dump(parsed.args[0]) == ast.dump(node)
+    ):
         return text
     return f"({text})"

@@ -436,7 +436,7 @@ def _lined_up(call: ast.Call, statement: ast.AST | None) -> list[ast.expr] | Non
     order; None for any other shape."""
     if not isinstance(statement, ast.Assign) or statement.value is not call or len(statement.targets) != 1:
         return None
-    if call.func.attr != "prepare" or call.keywords or not call.args:
+    if not isinstance(call.func, ast.Attribute) or call.func.attr != "prepare" or call.keywords or not call.args:
         return None
     target = statement.targets[0]
     targets = list(target.elts) if isinstance(target, (ast.Tuple, ast.List)) else [target]

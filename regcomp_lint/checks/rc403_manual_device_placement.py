@@ -123,7 +123,7 @@ class ManualDevicePlacement(Rule):
         super().__init__(ctx)
         self.script = ctx.semantic.accelerate_script
         self.bindings = self.script.bindings
-        self._moves: list[tuple[ast.Call, Where]] = []
+        self._moves: list[tuple[ast.Call, ast.Attribute, Where]] = []  # (call, its callee, where)
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
@@ -132,14 +132,14 @@ class ManualDevicePlacement(Rule):
             and func.attr in ("cuda", "to")
             and not self.ctx.imports.root_is_import(func.value)
         ):
-            self._moves.append((node, self.bindings.here(node)))
+            self._moves.append((node, func, self.bindings.here(node)))
 
     def finish(self) -> None:
         if not self.script.builds_accelerator:
             return
-        for call, where in self._moves:
-            if call.func.attr == "cuda":
-                self._report_cuda(call, where)
+        for call, func, where in self._moves:
+            if func.attr == "cuda":
+                self._report_cuda(call, func, where)
                 continue
             device = _device_argument(call)
             if device is not None and self._fixed_cuda(device, where):
@@ -150,14 +150,14 @@ class ManualDevicePlacement(Rule):
                 fix = self._fix([self.ctx.source.replace(device, f"{spelled}.device")], name is not None, spelled)
                 self.report(call, message, fix=fix)
 
-    def _report_cuda(self, call: ast.Call, where: Where) -> None:
+    def _report_cuda(self, call: ast.Call, func: ast.Attribute, where: Where) -> None:
         name = self.script.accelerator_name(where)
         spelled = name.text if name else "accelerator"
         message = f"`.cuda()` in an Accelerate script puts every process on one GPU: use `.to({spelled}.device)`"
         src = self.ctx.source
         kept = [src.segment(kw) for kw in call.keywords if kw.arg != "device"]
         new = f".to({', '.join([f'{spelled}.device', *kept])})"
-        edit = Edit(new, src.end(call.func.value), src.end(call))
+        edit = Edit(new, src.end(func.value), src.end(call))
         self.report(call, message, fix=self._fix([edit], name is not None, spelled))
 
     def _fix(self, edits: list[Edit], possible: bool, spelled: str) -> Fix | None:

@@ -13,7 +13,7 @@ from regcomp_lint.analysis.accelerate_script import (
     AccelerateScript,
 )
 from regcomp_lint.analysis.bindings import Bindings, Where, binding_key
-from regcomp_lint.analysis.file_context import has_star_kwargs, keyword, keyword_value
+from regcomp_lint.analysis.file_context import has_star_kwargs, keyword, keyword_value, method_receiver
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.checks.text_edits import append_keyword
@@ -273,7 +273,7 @@ class OrigModStateDict(Rule):
                 self._module_save(kind, call, where)
 
     def _module_save(self, kind: str, call: ast.Call, where: Where) -> None:
-        receiver = call.func.value
+        receiver = method_receiver(call)
         held = self._held(receiver, where)
         if held is None:
             return
@@ -284,7 +284,7 @@ class OrigModStateDict(Rule):
             if kind == "state_dict" or regional:
                 self._report_compiled(call, receiver, held, regional)
         elif held.kind == "prepared" and held.wrappers == 0 and self._may_be_model(held):
-            state = self.script.compile_state(self.script.accelerator_of(held.call.func.value, held.where))
+            state = self.script.compile_state(self.script.accelerator_of(method_receiver(held.call), held.where))
             if state.compiles and (kind == "state_dict" or state.regional is not False):
                 self._report_prepared(call, receiver, where, kind)
 
@@ -296,10 +296,10 @@ class OrigModStateDict(Rule):
         if held is not None and held.kind == "unwrap":
             self._judge_unwrap(held.call, held.where, regional_only=False)
             return
-        ref = self.script.accelerator_of(call.func.value, where)
+        ref = self.script.accelerator_of(method_receiver(call), where)
         if not (self.script.compile_state(ref).compiles or (held is not None and held.kind == "compiled")):
             return
-        accelerator = self.ctx.source.segment(call.func.value)
+        accelerator = self.ctx.source.segment(method_receiver(call))
         message = (
             f"`{kind}` keeps the compile wrapper, so the keys get `_orig_mod`: pass "
             f"`{accelerator}.unwrap_model(model, keep_torch_compile=False)`"
@@ -318,12 +318,16 @@ class OrigModStateDict(Rule):
             return  # False, or decided at run time
         if keep is None and (has_star_kwargs(call) or len(call.args) > 2):
             return
-        state = self.script.compile_state(self.script.accelerator_of(call.func.value, where))
+        state = self.script.compile_state(self.script.accelerator_of(method_receiver(call), where))
         model = self._held(call.args[0], where) if call.args else None
         hand_compiled = model is not None and model.kind == "compiled"
         if not (state.compiles or hand_compiled):
             return
-        if regional_only and state.regional is False and not (hand_compiled and self._compiles[id(model.call)][0]):
+        if (
+            regional_only
+            and state.regional is False
+            and not (hand_compiled and model is not None and self._compiles[id(model.call)][0])
+        ):
             return
         self._reported.add(id(call))
         if keep is not None:
@@ -351,7 +355,7 @@ class OrigModStateDict(Rule):
             fixed = f'getattr({text}, "_orig_mod", {text})'
         else:
             fixed = None
-        message = f"`{text}` {how}; use `{fixed or text + '._orig_mod'}.{call.func.attr}(...)`"
+        message = f"`{text}` {how}; use `{fixed or text + '._orig_mod'}.{_method(call)}(...)`"
         fix = None
         if fixed is not None:
             edit = self.ctx.source.replace(receiver, fixed)
@@ -374,7 +378,7 @@ class OrigModStateDict(Rule):
     def _may_be_model(self, held: _Held) -> bool:
         """A prepared object is judged as a model unless it is built as an optimizer, loader or
         scheduler, or (built out of sight) named like one: ``opt.state_dict()`` is no model's."""
-        if held.call.func.attr == "prepare_model":
+        if _method(held.call) == "prepare_model":
             return True
         kind = self._object_kind(held.prepared, held.where)
         if kind is not None:
@@ -442,3 +446,10 @@ def _is_name_chain(node: ast.AST) -> bool:
     while isinstance(node, ast.Attribute):
         node = node.value
     return isinstance(node, ast.Name)
+
+
+def _method(call: ast.Call) -> str:
+    """``method`` of ``obj.method(...)``: the saves, unwraps and prepares kept here are method calls."""
+    func = call.func
+    assert isinstance(func, ast.Attribute)
+    return func.attr

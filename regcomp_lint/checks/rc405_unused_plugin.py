@@ -127,7 +127,11 @@ class UnusedPlugin(Rule):
         if len(node.targets) == 1:
             self._binding(node.targets[0], node.value, node)
             if isinstance(node.targets[0], ast.Name) and node.targets[0].id == "__all__" and not self.ctx.ancestors[1:]:
-                self._exported |= {e.value for e in getattr(node.value, "elts", []) if isinstance(e, ast.Constant)}
+                self._exported |= {
+                    e.value
+                    for e in getattr(node.value, "elts", [])
+                    if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                }
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:

@@ -7,7 +7,14 @@ from dataclasses import dataclass
 
 from regcomp_lint.analysis import callsites
 from regcomp_lint.analysis.bindings import Where, binding_key
-from regcomp_lint.analysis.file_context import has_star_kwargs, is_none, is_true, keyword, string_literal
+from regcomp_lint.analysis.file_context import (
+    has_star_kwargs,
+    is_none,
+    is_true,
+    keyword,
+    method_receiver,
+    string_literal,
+)
 from regcomp_lint.analysis.models import ModelFinder, RepeatedBlocks
 from regcomp_lint.checks.accelerate_fixes import backend_keyword_to_plugin, local_name
 from regcomp_lint.checks.base import Invalid, Rule
@@ -285,7 +292,7 @@ class PreferRegionalCompilation(Rule):
             if model is not None:
                 self._report_torch_compile(site.call, model)
         for site in self._module_compiles:
-            model = finder.model_of(site.call.func.value, site.where)
+            model = finder.model_of(method_receiver(site.call), site.where)
             if model is not None:
                 self._report_module_compile(site, model)
         self._judge_accelerators(finder)
@@ -312,15 +319,15 @@ class PreferRegionalCompilation(Rule):
     def _module_compile_suggestion(self, site: _Site) -> Fix | None:
         """Display only: ``model.compile(kw)`` → ``model = compile_regions(model, kw)``."""
         call = site.call
-        receiver = call.func.value
-        if not (isinstance(site.parent, ast.Expr) and site.parent.value is call and binding_key(receiver)):
+        obj = method_receiver(call)
+        if not (isinstance(site.parent, ast.Expr) and site.parent.value is call and binding_key(obj)):
             return None
         spelled = local_name(self.ctx, COMPILE_REGIONS, UTILS_MODULE, "compile_regions")
         if spelled is None:
             return None
         name, import_edit = spelled
         src = self.ctx.source
-        target = src.segment(receiver)
+        target = src.segment(obj)
         arguments = src.text_between(src.end(call.func), src.end(call)).strip()[1:-1].strip()
         new = f"{target} = {name}({target}{', ' + arguments if arguments else ''})"
         edits = [src.replace(call, new)] + ([import_edit] if import_edit else [])
@@ -329,7 +336,7 @@ class PreferRegionalCompilation(Rule):
     def _judge_accelerators(self, finder: ModelFinder) -> None:
         prepared: dict[int, tuple[ast.Call, Where, RepeatedBlocks]] = {}
         for site in self._prepares:
-            accelerator = self._accelerator_of(site.call.func.value, site.where)
+            accelerator = self._accelerator_of(method_receiver(site.call), site.where)
             if accelerator is None or id(accelerator[0]) in prepared:
                 continue
             for arg in site.call.args:

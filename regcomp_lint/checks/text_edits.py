@@ -53,7 +53,7 @@ def add_import(ctx: FileContext, module: str, name: str) -> Edit | None:
 def keyword_span_with_comma(ctx: FileContext, call: ast.Call, kw: ast.keyword) -> tuple[Location, Location]:
     """Span that removes ``kw`` from ``call``'s arguments together with one adjoining comma."""
     src = ctx.source
-    args: list[ast.AST] = [*call.args, *call.keywords]
+    args: list[ast.expr | ast.keyword] = [*call.args, *call.keywords]
     args.sort(key=lambda n: (n.lineno, n.col_offset))
     i = args.index(kw)
     if i > 0:
@@ -96,7 +96,8 @@ def append_keyword(ctx: FileContext, call: ast.Call, text: str) -> list[Edit]:
     src = ctx.source
     end = src.end(call)
     close = Location(end.row, end.column - 1)  # the closing parenthesis
-    args = sorted([*call.args, *call.keywords], key=lambda n: (n.lineno, n.col_offset))
+    arguments: list[ast.expr | ast.keyword] = [*call.args, *call.keywords]
+    args = sorted(arguments, key=lambda n: (n.lineno, n.col_offset))
     if not args:
         return [Edit(text, close, close)]
     last = args[-1]
