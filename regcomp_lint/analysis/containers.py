@@ -47,7 +47,7 @@ class Node:
     """
 
     kind: str
-    at: ast.AST
+    at: ast.expr | ast.stmt
     container: str | None = None
     cls: ModuleClass | None = None
     qualname: str | None = None

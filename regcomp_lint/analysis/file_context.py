@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from regcomp_lint.analysis.name_resolution import ImportMap
 from regcomp_lint.files.source import SourceFile
@@ -93,7 +93,7 @@ def string_literal(node: ast.AST | None) -> str | None:
     return None
 
 
-def is_true(node: ast.AST | None) -> bool:
+def is_true(node: ast.AST | None) -> TypeGuard[ast.Constant]:
     return isinstance(node, ast.Constant) and node.value is True
 
 

@@ -246,10 +246,12 @@ def _list_elements(node: Node, depth: int = 0):
 
 def _stored_per_block(containers: Containers, element: Node, count: int | None) -> list[_Stored]:
     """Attributes of the element's class (or of submodules it hands the int to) holding it."""
-    call = element.at
+    call, cls = element.at, element.cls
     found: list[_Stored] = []
-    for param in _varying_params(element.cls, call, element.loop_ints):
-        _follow(containers, element.cls, param, call, count, found, 0)
+    if not isinstance(call, ast.Call) or cls is None:  # (never: the caller picks local classes built by a call)
+        return found
+    for param in _varying_params(cls, call, element.loop_ints):
+        _follow(containers, cls, param, call, count, found, 0)
     return found
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from regcomp_lint.analysis import callsites
 from regcomp_lint.analysis.bindings import Where
 from regcomp_lint.analysis.containers import Containers, Node, Tree, is_repeated, mixes_classes
-from regcomp_lint.analysis.file_context import is_true, keyword_value
+from regcomp_lint.analysis.file_context import is_true, keyword_value, method_receiver
 from regcomp_lint.analysis.reachability import ModuleClass, Reachability
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.knowledge.accelerate_api import MODEL_PREPARE_METHODS, REGIONAL_FIELD
@@ -50,7 +50,7 @@ def _net(init: str, forward: str, tail: str = "model = compile_regions(Net())\n"
 class _Request:
     """Where regional compilation is asked for, and the model expression it applies to."""
 
-    at: ast.AST
+    at: ast.expr
     model: ast.expr
     where: Where
 
@@ -226,7 +226,7 @@ class BlocksNotRegionalizable(Rule):
     def _plugin_requests(self) -> list[_Request]:
         found = []
         for call, where in self._prepares:
-            accelerator = self._value(call.func.value, where)
+            accelerator = self._value(method_receiver(call), where)
             if not (isinstance(accelerator, ast.Call) and id(accelerator) in self._accelerators):
                 continue
             plugin = self._value(keyword_value(accelerator, "dynamo_plugin"), where)
@@ -247,7 +247,7 @@ class BlocksNotRegionalizable(Rule):
         bound = self.bindings.lookup(expr, where)
         return bound.value if bound is not None and bound.index is None else None
 
-    def _model_class(self, reach: Reachability, expr: ast.AST, where: Where, depth: int) -> ModuleClass | None:
+    def _model_class(self, reach: Reachability, expr: ast.AST | None, where: Where, depth: int) -> ModuleClass | None:
         """The local module class an expression holds an instance of (through names,
         ``.to(device)``-style calls, ``prepare`` and local functions that return one)."""
         if depth > MAX_DEPTH or expr is None:
@@ -313,9 +313,9 @@ class _Judge:
                 local_lists = True
                 continue
             if node.container == "Sequential" or mixes_classes(node):
-                block = _repeated_local(node)
-                if block is not None:
-                    holders.append((path, node, *block))
+                repeated = _repeated_local(node)
+                if repeated is not None:
+                    holders.append((path, node, *repeated))
         if local_lists or not holders:
             return []
         path, node, block, _ = holders[0]
@@ -362,7 +362,7 @@ class _Judge:
             return []
         found = []
         for name, child in self.tree.children(node):
-            if child.kind == "local":
+            if child.kind == "local" and child.cls is not None:
                 found += self._wrapped_containers(child, child.cls, (), depth + 1)
                 continue
             path = chain + (name,)
@@ -395,7 +395,7 @@ class _Judge:
         return best[1] if best else None
 
 
-def _forward_methods(cls: ModuleClass) -> list[tuple[ModuleClass, ast.FunctionDef]]:
+def _forward_methods(cls: ModuleClass) -> list[tuple[ModuleClass, ast.FunctionDef | ast.AsyncFunctionDef]]:
     """``forward`` and the methods it calls through ``self.method(...)``, transitively (the
     model may come from another file, outside this file's call graph)."""
     found = cls.method("forward")
@@ -427,7 +427,7 @@ def _wrapped_message(
     )
 
 
-def _line(node: ast.AST, path: str | None) -> str:
+def _line(node: ast.expr | ast.stmt, path: str | None) -> str:
     """``line 12``, or ``model.py:12`` for code in another file."""
     return f"{os.path.basename(path)}:{node.lineno}" if path else f"line {node.lineno}"
 
@@ -481,7 +481,7 @@ def _repeated_local(node: Node) -> tuple[ModuleClass, int | None] | None:
         entries += element.elements if element.kind == "choice" else [element]
     counts: dict[int, tuple[ModuleClass, int, bool]] = {}
     for entry in entries:
-        if entry.kind == "local":
+        if entry.kind == "local" and entry.cls is not None:
             cls, n, many = counts.get(id(entry.cls), (entry.cls, 0, False))
             counts[id(entry.cls)] = (cls, n + 1, many or entry.many)
     for cls, n, many in counts.values():
