@@ -7,10 +7,11 @@ import os
 from dataclasses import dataclass
 
 from regcomp_lint.analysis import callsites
-from regcomp_lint.analysis.file_context import is_true, keyword_value
+from regcomp_lint.analysis.file_context import is_true, keyword_value, method_receiver
 from regcomp_lint.analysis.reachability import FUNCTION_DEFS, ModuleClass, Reachability, top_level_statements
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.checks.forward_rule import ForwardRule, breaks_in
+from regcomp_lint.files.source import Positioned
 from regcomp_lint.knowledge.accelerate_api import MODEL_PREPARE_METHODS
 from regcomp_lint.knowledge.model_classes import FACTORY_METHODS
 from regcomp_lint.knowledge.torch_api import DATA_PARALLEL, SAME_MODULE_METHODS
@@ -114,10 +115,10 @@ class FullgraphBlocked(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         #: (the ``fullgraph`` value to point at, the model expression or None, where it is, a class name)
-        self._sites: list[tuple[ast.AST, ast.expr | None, _Where | None, str | None]] = []
+        self._sites: list[tuple[ast.expr, ast.expr | None, _Where | None, str | None]] = []
         self._prepared: list[tuple[ast.expr, _Where]] = []
 
-    def _here(self, node: ast.AST) -> _Where:
+    def _here(self, node: Positioned) -> _Where:
         ancestors = self.ctx.ancestors
         defs = tuple(a for a in ancestors if isinstance(a, FUNCTION_DEFS))
         classes = [a for a in ancestors if isinstance(a, ast.ClassDef)]
@@ -129,8 +130,9 @@ class FullgraphBlocked(Rule):
             return
         for decorator in node.decorator_list:
             call = callsites.decorator_compile_call(self.ctx, decorator)
-            if isinstance(call, ast.Call) and is_true(keyword_value(call, "fullgraph")):
-                self._sites.append((keyword_value(call, "fullgraph"), None, None, parent.name))
+            fullgraph = keyword_value(call, "fullgraph") if isinstance(call, ast.Call) else None
+            if is_true(fullgraph):
+                self._sites.append((fullgraph, None, None, parent.name))
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
@@ -153,7 +155,7 @@ class FullgraphBlocked(Rule):
         if site is callsites.Site.TORCH_COMPILE and node.args:
             self._sites.append((fullgraph, node.args[0], self._here(node), None))
         elif site is callsites.Site.MODULE_COMPILE and callsites.is_torch_module_compile(self.ctx, node):
-            self._sites.append((fullgraph, func.value, self._here(node), None))
+            self._sites.append((fullgraph, method_receiver(node), self._here(node), None))
         elif site is callsites.Site.DYNAMO_PLUGIN:
             self._sites.append((fullgraph, None, self._here(node), None))
 
@@ -164,7 +166,7 @@ class FullgraphBlocked(Rule):
         for at, model, where, class_name in self._sites:
             if class_name is not None:
                 classes = [reach.classes[class_name]] if class_name in reach.classes else []
-            elif model is not None:
+            elif model is not None and where is not None:  # (a model expression comes with its place)
                 classes = _Resolver(reach, self.ctx).classes_of(model, where)
             else:  # a plugin: whatever the file prepares
                 resolver = _Resolver(reach, self.ctx)
@@ -178,7 +180,7 @@ class FullgraphBlocked(Rule):
 
 @dataclass(frozen=True)
 class _Where:
-    defs: tuple[ast.AST, ...]  # enclosing functions, outermost first
+    defs: tuple[ast.FunctionDef | ast.AsyncFunctionDef, ...]  # enclosing functions, outermost first
     cls: ast.ClassDef | None
     pos: tuple[int, int]
 
@@ -205,21 +207,20 @@ class _Resolver:
                     return []
             if self.ctx.resolves_to(func, *DATA_PARALLEL) and expr.args:
                 return self.classes_of(expr.args[0], where, depth + 1)
-            found = self.reach.resolve_class(func, self.reach.module)
-            return [found] if isinstance(found, ModuleClass) and found.is_module else []
+            resolved = self.reach.resolve_class(func, self.reach.module)
+            return [resolved] if isinstance(resolved, ModuleClass) and resolved.is_module else []
         found: list[ModuleClass] = []
         for value, index in self._values(expr, where):
-            if index is not None:
-                value = _element(value, index)
-            found.extend(self.classes_of(value, where, depth + 1))
+            held = _element(value, index) if index is not None else value
+            found.extend(self.classes_of(held, where, depth + 1))
         return found
 
-    def _values(self, expr: ast.AST, where: _Where) -> list[tuple[ast.AST, int | None]]:
+    def _values(self, expr: ast.AST, where: _Where) -> list[tuple[ast.expr, int | None]]:
         """The value last assigned to a name (or ``self.attr``) before ``where``."""
         if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
             if where.cls is None:
                 return []
-            found = []
+            found: list[tuple[ast.expr, int | None]] = []
             for stmt in where.cls.body:
                 if isinstance(stmt, FUNCTION_DEFS):
                     found.extend((v, None) for attr, v in self.reach.facts(stmt).self_assigns if attr == expr.attr)
@@ -229,7 +230,8 @@ class _Resolver:
         for scope in reversed(where.defs):
             bindings = self.reach.facts(scope).bindings.get(expr.id)
             if bindings:
-                values = [(v, i) for kind, v, i in bindings if kind == "value"]
+                # (a "value" binding's value is always an expression)
+                values = [(v, i) for kind, v, i in bindings if kind == "value" and isinstance(v, ast.expr)]
                 return _last_before(values, where.pos)
         values = []
         for stmt in top_level_statements(self.ctx.tree.body):
@@ -246,7 +248,7 @@ class _Resolver:
         return _last_before(values, where.pos if not where.defs else (10**9, 0))
 
 
-def _last_before(values: list[tuple[ast.AST, int | None]], pos: tuple[int, int]) -> list[tuple[ast.AST, int | None]]:
+def _last_before(values: list[tuple[ast.expr, int | None]], pos: tuple[int, int]) -> list[tuple[ast.expr, int | None]]:
     before = [(v, i) for v, i in values if (v.lineno, v.col_offset) < pos]
     return before[-1:] if before else values[-1:]
 
