@@ -7,6 +7,8 @@ static methods, not the ``self.add_needed_import`` helpers, which libcst only ga
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import libcst as cst
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
@@ -20,6 +22,13 @@ from regcomp_lint.codemod.plain import PlainPlanner
 from regcomp_lint.codemod.rewrites import Conversion, accelerator_calls
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import Tree
+
+
+def _leading_lines(stmt: cst.BaseStatement) -> Sequence[cst.EmptyLine]:
+    """The blank and comment lines above a statement of a block (libcst types a block's body as
+    ``BaseStatement``, whose two kinds both have them)."""
+    assert isinstance(stmt, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
+    return stmt.leading_lines
 
 
 def _blank_only(lines) -> bool:
@@ -73,18 +82,21 @@ class ConvertToAccelerate(VisitorBasedCodemodCommand):
                 self._touched.add(anc)
         for module, obj in conversion.imports:
             AddImportsVisitor.add_needed_import(self.context, module, obj)
-        for module, obj, asname in conversion.unused_imports:
-            RemoveImportsVisitor.remove_unused_import(self.context, module, obj, asname)
+        for unused_module, unused_obj, asname in conversion.unused_imports:
+            RemoveImportsVisitor.remove_unused_import(self.context, unused_module, unused_obj, asname)
         return tree.visit(self)
 
-    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):  # type: ignore[override]
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):
         updated = super().on_leave(original_node, updated_node)
         if isinstance(original_node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-            updated = self._drop_small_statements(original_node, updated)  # type: ignore[arg-type]
+            updated = self._drop_small_statements(original_node, updated)
         for edit in self.plan.replace.get(original_node, ()):
             updated = edit(updated)  # type: ignore[arg-type]
-        if isinstance(original_node, (cst.Module, cst.IndentedBlock)):
-            updated = self._rebuild_block(original_node, updated)  # type: ignore[arg-type]
+        # (a block's updated node is a block of the same kind)
+        if isinstance(original_node, (cst.Module, cst.IndentedBlock)) and isinstance(
+            updated, (cst.Module, cst.IndentedBlock)
+        ):
+            updated = self._rebuild_block(original_node, updated)
         if (
             isinstance(original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
             and original_node in self._touched
@@ -113,18 +125,22 @@ class ConvertToAccelerate(VisitorBasedCodemodCommand):
         def emit(stmt: cst.BaseStatement) -> None:
             nonlocal pending
             if pending:
-                stmt = stmt.with_changes(leading_lines=[*pending, *stmt.leading_lines])
+                stmt = stmt.with_changes(leading_lines=[*pending, *_leading_lines(stmt)])
                 pending = []
             body.append(stmt)
 
         for index, (old, new) in enumerate(zip(original.body, updated.body, strict=True)):
             groups = inserts.get(index, [])
-            if old not in self.plan.remove and any(not after for after, _ in groups) and _blank_only(new.leading_lines):
+            if (
+                old not in self.plan.remove
+                and any(not after for after, _ in groups)
+                and _blank_only(_leading_lines(new))
+            ):
                 # statements glued to `new` go where its blank lines were; `new` follows them directly
                 moved, glued = False, []
                 for after, stmts in groups:
                     if not after and not moved:
-                        stmts, moved = [stmts[0].with_changes(leading_lines=new.leading_lines), *stmts[1:]], True
+                        stmts, moved = [stmts[0].with_changes(leading_lines=_leading_lines(new)), *stmts[1:]], True
                     glued.append((after, stmts))
                 groups = glued
                 new = new.with_changes(leading_lines=[])

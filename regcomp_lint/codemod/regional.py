@@ -20,7 +20,7 @@ from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.analysis.models import ModelFinder, RepeatedBlocks
 from regcomp_lint.checks.base import Rule
 from regcomp_lint.codemod.tree import Tree
-from regcomp_lint.files.source import SourceFile
+from regcomp_lint.files.source import Positioned, SourceFile
 from regcomp_lint.knowledge.model_classes import FACTORY_METHODS
 from regcomp_lint.lint.engine import walk
 
@@ -48,7 +48,7 @@ class _Recorder(Rule):
         self.bindings = ctx.semantic.bindings
         self.wheres: dict[int, Where] = {}
 
-    def _record(self, node: ast.AST) -> None:
+    def _record(self, node: ast.expr) -> None:
         self.wheres[id(node)] = self.bindings.here(node)
 
     visit_Call = visit_Name = visit_Attribute = _record
@@ -116,11 +116,11 @@ def _reason(found: RepeatedBlocks, expr: ast.AST) -> str:
     return f"{found.model}.__init__ builds an nn.ModuleList of repeated {found.block} blocks"
 
 
-def _start(source: SourceFile, node: ast.AST) -> _Point:
+def _start(source: SourceFile, node: Positioned) -> _Point:
     return node.lineno, source.char_column(node.lineno, node.col_offset)
 
 
-def _end(source: SourceFile, node: ast.AST) -> _Point:
+def _end(source: SourceFile, node: Positioned) -> _Point:
     line = node.end_lineno or node.lineno
     return line, source.char_column(line, node.end_col_offset or 0)
 
