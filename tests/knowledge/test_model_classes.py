@@ -40,7 +40,9 @@ def test_model_classes_match_and_are_torch_models(name):
     import transformers
 
     assert is_transformers_model_name(name)
-    cls = getattr(transformers, name)
+    cls = getattr(transformers, name, None)
+    if cls is None:  # the pattern is checked above; the class itself came in a later release
+        pytest.skip(f"transformers {transformers.__version__} has no {name}")
     if name.startswith(AUTO_PREFIX):
         assert hasattr(cls, "from_pretrained") and hasattr(cls, "from_config")
     else:
