@@ -93,6 +93,7 @@ def clean_environment(tmp_path: Path) -> dict[str, str]:
         TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"),
         OUT_DIR=str(tmp_path),
         PYTHONWARNINGS="ignore",
+        PYTHONUNBUFFERED="1",  # every line reaches the pipe before a teardown abort can lose it
     )
     return env
 

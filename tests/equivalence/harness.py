@@ -57,8 +57,10 @@ CHECKPOINT_CHECK = Path(__file__).with_name("checkpoint_check.py")
 LOSS_TOLERANCE = 2e-3
 SCRIPT = "train.py"
 
-STEP_LINE = re.compile(r"^EQ step=(\d+) epoch=(\d+) loss=(\S+) lr=(\S+)\s*$", re.MULTILINE)
-EVAL_LINE = re.compile(r"^EQ eval (.*)$", re.MULTILINE)
+#: Not anchored at the line start: under torchrun the workers share the launcher's stdout, and a
+#: line another process leaves unterminated can end up in front of ours.
+STEP_LINE = re.compile(r"EQ step=(\d+) epoch=(\d+) loss=(\S+) lr=(\S+)\s*$", re.MULTILINE)
+EVAL_LINE = re.compile(r"EQ eval (.*)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
