@@ -15,6 +15,7 @@ from regcomp_lint.codemod.builders import call_statement, expression, statement
 from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, find_compile_sites
 from regcomp_lint.codemod.distribution import Distribution
 from regcomp_lint.codemod.edits import replaced_by
+from regcomp_lint.codemod.optimizers import find_optimizers, not_optimizers
 from regcomp_lint.codemod.options import ConvertOptions
 from regcomp_lint.codemod.regional import repeated_blocks
 from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name
@@ -26,7 +27,6 @@ from regcomp_lint.codemod.roles import (
     is_scheduler,
     iterated_keys,
     loops_reaching,
-    optimizer_models,
 )
 from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, resolve
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, read_keys, single_target
@@ -75,14 +75,30 @@ class PlainPlanner(Planner):
     def _find_scope(self) -> None:
         tree = self.tree
         found: list[tuple[Function, str, list[str]]] = []
+        untraced: list[str] = []
         for function in self._functions():
-            for creation in creations(function):
-                models = optimizer_models(tree, function, creation.value)
-                if models:
-                    found.append((function, creation.key, models))
+            for optimizer in find_optimizers(tree, self.graph, function):
+                if optimizer.key in _returned_keys(function):
+                    continue  # a factory: the optimizer is found where the factory is called
+                if optimizer.models:
+                    found.append((function, optimizer.key, optimizer.models))
+                else:
+                    untraced.append(
+                        f"{optimizer.key} = {optimizer.construct}(...) at line {tree.line(optimizer.stmt)} is built from "
+                        "parameters whose model cannot be traced"
+                    )
         if not found:
+            others = [
+                f"{text!r} at line {line} is fed model parameters but is not used as an optimizer"
+                for function in self._functions()
+                for text, line in not_optimizers(tree, self.graph, function)
+            ]
+            detail = "; ".join(untraced + others)
             raise Refusal(
-                "no optimizer found (a torch.optim class, or something built from model.parameters()); convert by hand"
+                "no optimizer found (a torch.optim class, a torch.optim.Optimizer subclass, a function returning one, "
+                "or something built from model.parameters() and stepped)"
+                + (f": {detail}" if detail else "")
+                + "; convert by hand"
             )
         scopes: list[Function] = []
         for function, _, _ in found:
@@ -485,6 +501,14 @@ class PlainPlanner(Planner):
         return [
             f"the plan was made for model {wanted!r}, which this script does not build ({', '.join(sorted(names))})"
         ]
+
+
+def _returned_keys(function: Function) -> set[str]:
+    """Keys a function returns as a whole (``return optimizer``)."""
+    if isinstance(function, cst.Module):
+        return set()
+    returns = find_all(function, cst.Return, enter_functions=False)
+    return {key for r in returns if r.value is not None for key in [key_of(r.value)] if key}
 
 
 def _names_in(expressions: list[cst.BaseExpression]) -> list[str]:

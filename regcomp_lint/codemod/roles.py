@@ -1,9 +1,8 @@
 """Which objects of a script are its model(s), optimizer(s), training data loader(s) and
 scheduler(s), and which functions run its training step.
 
-Recognised by what the script does with them, not by their names: an optimizer is built from a
-model's ``parameters()`` (or is a ``torch.optim`` class, or comes from ``configure_optimizers``);
-a training data loader is iterated by a loop that reaches a ``backward()`` call; a scheduler is a
+Recognised by what the script does with them, not by their names (optimizers: see
+``optimizers.py``; schedulers' stepping: see ``schedulers.py``); a training data loader is iterated by a loop that reaches a ``backward()`` call; a scheduler is a
 ``torch.optim.lr_scheduler`` (or ``get_*schedule*``) built on one of the optimizers.
 """
 
@@ -142,43 +141,6 @@ class Creation:
     key: str
     stmt: cst.Assign
     value: cst.BaseExpression
-
-
-def _parameter_owners(tree: Tree, function: Function, expr: cst.CSTNode, depth: int = 0) -> list[str]:
-    """Keys ``M`` of every ``M.parameters()`` / ``M.named_parameters()`` inside ``expr`` (one
-    level through a local variable: ``params = [p for p in model.parameters() ...]``)."""
-    owners: list[str] = []
-    for call in find_all(expr, cst.Call):
-        func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value in ("parameters", "named_parameters"):
-            key = key_of(func.value)
-            if key and key not in owners:
-                owners.append(key)
-    if not owners and depth == 0:
-        for name in find_all(expr, cst.Name):
-            for node in bindings(function, name.value):
-                if isinstance(node, cst.Assign):
-                    owners += [k for k in _parameter_owners(tree, function, node.value, 1) if k not in owners]
-    return owners
-
-
-def optimizer_models(tree: Tree, function: Function, value: cst.BaseExpression) -> list[str] | None:
-    """The model keys an optimizer is built from, or None when ``value`` is not an optimizer."""
-    if not isinstance(value, cst.Call):
-        return None
-    func = value.func
-    if isinstance(func, cst.Attribute) and func.attr.value == "configure_optimizers":
-        key = key_of(func.value)
-        return [key] if key else None
-    qualified = tree.resolves_under(func, *training_libraries.OPTIMIZER_MODULES, *training_libraries.OPTIMIZERS)
-    if qualified and not any(
-        qualified == n or qualified.startswith(n + ".") for n in training_libraries.NOT_OPTIMIZERS
-    ):
-        return _parameter_owners(tree, function, value)
-    if tree.resolves_under(func, "torch.nn", "torch.optim.lr_scheduler"):
-        return None  # clip_grad_norm_(model.parameters()) and friends
-    owners = [k for arg in value.args for k in _parameter_owners(tree, function, arg.value, 1)]
-    return owners or None
 
 
 def is_scheduler(tree: Tree, value: cst.BaseExpression, optimizers: set[str]) -> bool:

@@ -328,3 +328,85 @@ def test_plan_for_another_model_is_reported():
 def test_unknown_option_in_from_dict_is_an_error():
     with pytest.raises(ValueError, match="unknown conversion option 'backnd'"):
         ConvertOptions.from_dict({"backnd": "eager"})
+
+
+# -- optimizers found by dataflow (issue 12) --------------------------------------------------
+
+
+def test_parameter_count_is_not_an_optimizer():
+    result = convert(script("model = torch.nn.Linear(2, 1)\nn_params = sum(p.numel() for p in model.parameters())\n"))
+    assert result.refused is None, result.refused
+    assert "model, optimizer = accelerator.prepare(model, optimizer)" in result.text
+    assert "prepared: model, optimizer" in result.notes
+
+
+def test_optimizer_from_a_local_factory_function():
+    text = textwrap.dedent("""
+        import torch
+
+
+        def make_optimizer(model, cfg):
+            groups = []
+            for name, param in model.named_parameters():
+                groups.append({"params": [param], "weight_decay": 0.0 if name.endswith("bias") else cfg})
+            opt = torch.optim.AdamW(groups, lr=1e-3)
+            return opt
+
+
+        def main():
+            net = torch.nn.Linear(2, 1)
+            opt = make_optimizer(net, 0.1)
+            for step in range(10):
+                loss = net(torch.randn(4, 2)).sum()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    """)
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert "net, opt = accelerator.prepare(net, opt)" in result.text
+    assert "prepared: net, opt" in result.notes
+
+
+def test_optimizer_subclass_defined_in_the_script():
+    subclass = """
+        class Lion(torch.optim.Optimizer):
+            def step(self, closure=None):
+                return None
+    """
+    text = script(
+        "model = torch.nn.Linear(2, 1)\nparams = list(model.parameters())\n",
+        loop=LOOP.replace("torch.optim.SGD(model.parameters(), lr=0.1)", "Lion(params, defaults={})"),
+    )
+    text = text.replace("\n\ndef main", textwrap.dedent(subclass) + "\n\ndef main")
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert "model, optimizer = accelerator.prepare(model, optimizer)" in result.text
+
+
+def test_timm_optimizer_factory():
+    text = script(
+        "model = torch.nn.Linear(2, 1)\n",
+        loop=LOOP.replace("torch.optim.SGD(model.parameters(), lr=0.1)", 'create_optimizer_v2(model, "adamw", lr=0.1)'),
+        imports="import torch\nfrom timm.optim import create_optimizer_v2\n",
+    )
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert "model, optimizer = accelerator.prepare(model, optimizer)" in result.text
+
+
+def test_refusal_names_what_was_fed_parameters_but_never_stepped():
+    text = script(
+        "model = torch.nn.Linear(2, 1)\nema = Averager(model.parameters())\n",
+        loop="""
+            for step in range(10):
+                loss = model(torch.randn(4, 2)).sum()
+                loss.backward()
+                ema.update()
+        """,
+    )
+    result = convert(text)
+    assert result.refused is not None and "no optimizer found" in result.refused
+    assert "'ema = Averager(model.parameters())' at line 6 is fed model parameters but is not used as an optimizer" in (
+        result.refused
+    )
