@@ -18,6 +18,7 @@ from typing import TypeGuard
 from regcomp_lint.analysis import callsites
 from regcomp_lint.analysis.bindings import Bindings, Where, binding_key
 from regcomp_lint.analysis.file_context import FileContext, has_star_kwargs, is_none, is_true, keyword, string_literal
+from regcomp_lint.analysis.training_loops import TrainingLoops
 
 #: ``Accelerator`` methods that wrap an object for the run (``accelerator.prepare(model, opt)``).
 PREPARE_METHODS = frozenset(
@@ -80,6 +81,7 @@ class AccelerateScript:
         self._params: dict[ParamKey, bool] = {}
         #: every ``X.prepare*(...)`` call, the statement holding it, and where it is
         self.prepares: list[tuple[ast.Call, ast.AST | None, Where]] = []
+        self._training_loops: TrainingLoops | None = None
 
     # -- feeding ---------------------------------------------------------------------------
     def walk_handlers(self) -> tuple[dict[type, Callable[[ast.AST], None]], dict[type, Callable[[ast.AST], None]]]:
@@ -202,6 +204,13 @@ class AccelerateScript:
         key, ref = found[0]
         return AcceleratorName(key, not isinstance(ref, AcceleratorParam) or ref.certain)
 
+    @property
+    def training_loops(self) -> TrainingLoops:
+        """Which loops train and which loaders they iterate (built on first use, after the walk)."""
+        if self._training_loops is None:
+            self._training_loops = TrainingLoops(self.ctx.tree)
+        return self._training_loops
+
     def is_prepare_result(self, bound_value: ast.AST | None) -> TypeGuard[ast.Call]:
         """``bound_value`` is what an ``X.prepare*(...)`` call returned."""
         if not isinstance(bound_value, ast.Call):
@@ -271,15 +280,20 @@ class AccelerateScript:
 def in_loop_body(ctx: FileContext, node: ast.AST) -> bool:
     """``node`` (being visited) runs inside the body of a ``for``/``while`` loop of its own
     function: not in a loop's header or ``else``, not in a function merely defined in a loop."""
-    ancestors = ctx.ancestors
+    return bool(enclosing_loops(ctx, node))
+
+
+def enclosing_loops(ctx: FileContext, node: ast.AST) -> tuple[ast.AST, ...]:
+    """The loops of its own function whose bodies ``node`` (being visited) runs in, innermost first."""
+    loops: list[ast.AST] = []
     child = node
-    for anc in reversed(ancestors):
+    for anc in reversed(ctx.ancestors):
         if isinstance(anc, LOOPS) and any(stmt is child for stmt in anc.body):
-            return True
+            loops.append(anc)
         if isinstance(anc, SCOPES):
-            return False
+            break
         child = anc
-    return False
+    return tuple(loops)
 
 
 def key_expr(key: str) -> ast.expr:

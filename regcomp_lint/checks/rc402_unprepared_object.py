@@ -8,10 +8,12 @@ from dataclasses import dataclass
 from regcomp_lint.analysis import callsites
 from regcomp_lint.analysis.accelerate_script import (
     MAX_DEPTH,
+    enclosing_loops,
     in_loop_body,
     key_expr,
 )
 from regcomp_lint.analysis.bindings import Bound, Where, binding_key
+from regcomp_lint.analysis.training_loops import iterated
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.checks.text_edits import append_keyword
@@ -51,6 +53,8 @@ class _Use:
     how: str
     where: Where
     callee: ast.expr | None = None  # for "passed": the function it is passed to
+    call: ast.Call | None = None  # for "passed": the call passing it
+    loops: tuple[ast.AST, ...] = ()  # the loops it is used in, innermost first
 
 
 class UnpreparedObject(Rule):
@@ -65,10 +69,16 @@ class UnpreparedObject(Rule):
     constructor), diffusers, `torchvision.models`, `timm.create_model`, `nn.Sequential`-style
     torch layers and `nn.Module` subclasses defined in the file. "Used in the training loop"
     means, inside a `for`/`while` body: a model is called, an optimizer or scheduler is
-    `.step()`ped or `.zero_grad()`ed, a data loader is iterated (also through `enumerate`,
-    `tqdm`, `zip`, `iter`), or any of them is passed to a function of the same file. Names are
-    followed through assignments, `.to(device)`-style calls, DDP and `torch.compile` wrappers,
-    tuple unpacking and local functions that return the object.
+    `.step()`ped or `.zero_grad()`ed, or any of them is passed to a function of the same file.
+    A data loader counts when it feeds training: iterated (also through `enumerate`, `tqdm`,
+    `zip`, `iter`) by a loop that reaches a `.backward(...)` call (directly or through the
+    file's own functions), or passed to a function of the file whose such loop iterates it; an
+    evaluation loader iterated only by loops without a backward pass may stay whole (unsharded,
+    as `regcomp-fix` leaves it). Likewise a scheduler stepped once per epoch (in a loop that
+    reaches the backward pass only through a loop nested in it) is not reported: prepared, it
+    would step once per process. Names are followed through assignments, `.to(device)`-style
+    calls, DDP and `torch.compile` wrappers, tuple unpacking and local functions that return
+    the object.
 
     Only files that train are checked: some `.backward(...)` or `.step()` call must occur (a
     loop that only calls a model is inference). Not reported: frozen models
@@ -143,6 +153,14 @@ class UnpreparedObject(Rule):
         "import torch\nfrom accelerate import Accelerator\nclass Trainer:\n    def __init__(self):\n        self.accelerator = Accelerator()\n"
         "        self.model = torch.nn.Linear(4, 2)\n        self.model = self.accelerator.prepare(self.model)\n"
         "    def fit(self, loader):\n        for x in loader:\n            self.model(x)\n",
+        # evaluation loaders iterated by loops without a backward pass, directly or in a function
+        # of the file, stay whole: regcomp-fix leaves them unprepared on purpose
+        "from accelerate import Accelerator\nfrom torch.utils.data import DataLoader\nacc = Accelerator()\n"
+        "train_dl = DataLoader(train_ds, shuffle=True)\neval_dl = DataLoader(eval_ds)\n"
+        "def test(model, loader):\n    for batch in loader:\n        model(batch)\n"
+        "model, optimizer, train_dl = acc.prepare(model, optimizer, train_dl)\n"
+        "for epoch in range(3):\n    for batch in train_dl:\n        acc.backward(model(batch).loss)\n"
+        "    for batch in eval_dl:\n        evaluate(batch)\n    test(model, eval_dl)\n",
         # prepared through a starred argument: unknown, so silent
         "import torch\nfrom accelerate import Accelerator\nacc = Accelerator()\nopt = torch.optim.SGD(p)\nobjs = acc.prepare(*things)\n"
         "for x in data:\n    opt.step()\n",
@@ -162,17 +180,17 @@ class UnpreparedObject(Rule):
             "for batch in loader:\n    accelerator.backward(model(**batch).loss)\n    optimizer.step()\n    scheduler.step()\n",
             message="`scheduler` (LR scheduler)",
         ),
-        # an eval loader iterated in the loop; a multi-line prepare keeps its layout
+        # the training loader left out (the eval loader may stay whole); a multi-line prepare keeps its layout
         Invalid(
             "from accelerate import Accelerator\nfrom torch.utils.data import DataLoader\nacc = Accelerator()\n"
             "train_dl = DataLoader(train_ds, shuffle=True)\neval_dl = DataLoader(eval_ds)\n"
-            "model, train_dl = acc.prepare(\n    model,\n    train_dl,\n)\n"
-            "for epoch in range(3):\n    for batch in train_dl:\n        acc.backward(model(batch).loss)\n    for i, batch in enumerate(eval_dl):\n        evaluate(batch)\n",
+            "model, optimizer = acc.prepare(\n    model,\n    optimizer,\n)\n"
+            "for epoch in range(3):\n    for i, batch in enumerate(train_dl):\n        acc.backward(model(batch).loss)\n    for batch in eval_dl:\n        evaluate(batch)\n",
             fixed="from accelerate import Accelerator\nfrom torch.utils.data import DataLoader\nacc = Accelerator()\n"
             "train_dl = DataLoader(train_ds, shuffle=True)\neval_dl = DataLoader(eval_ds)\n"
-            "model, train_dl, eval_dl = acc.prepare(\n    model,\n    train_dl,\n    eval_dl,\n)\n"
-            "for epoch in range(3):\n    for batch in train_dl:\n        acc.backward(model(batch).loss)\n    for i, batch in enumerate(eval_dl):\n        evaluate(batch)\n",
-            message="`eval_dl` (data loader)",
+            "model, optimizer, train_dl = acc.prepare(\n    model,\n    optimizer,\n    train_dl,\n)\n"
+            "for epoch in range(3):\n    for i, batch in enumerate(train_dl):\n        acc.backward(model(batch).loss)\n    for batch in eval_dl:\n        evaluate(batch)\n",
+            message="`train_dl` (data loader)",
         ),
         # a model of the file's own nn.Module class, moved by hand and never prepared;
         # a single-name prepare target grows into a tuple
@@ -233,8 +251,8 @@ class UnpreparedObject(Rule):
     # -- collecting ------------------------------------------------------------------------
     def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
         where = self.bindings.here(node.iter)
-        for expr in _iterated(node.iter):
-            self._uses.append(_Use(expr, "iterated", where))
+        for expr in iterated(node.iter):
+            self._uses.append(_Use(expr, "iterated", where, loops=(node,)))
 
     visit_AsyncFor = visit_For
 
@@ -250,13 +268,14 @@ class UnpreparedObject(Rule):
             if node.args and binding_key(node.args[0]) is not None:
                 self._use_in_loop(node, node.args[0], "iterated")
             return
-        if not in_loop_body(self.ctx, node):
+        loops = enclosing_loops(self.ctx, node)
+        if not loops:
             return
         where = self.bindings.here(node)
-        self._uses.append(_Use(func, "called", where))
+        self._uses.append(_Use(func, "called", where, loops=loops))
         for arg in [*node.args, *(kw.value for kw in node.keywords)]:
             if binding_key(arg) is not None:
-                self._uses.append(_Use(arg, "passed", where, func))
+                self._uses.append(_Use(arg, "passed", where, func, node, loops))
 
     def _method_call(self, node: ast.Call, func: ast.Attribute) -> None:
         receiver = func.value
@@ -272,8 +291,9 @@ class UnpreparedObject(Rule):
             self._evaluated.append((receiver, self.bindings.here(node)))
 
     def _use_in_loop(self, node: ast.Call, expr: ast.expr, how: str) -> None:
-        if in_loop_body(self.ctx, node):
-            self._uses.append(_Use(expr, how, self.bindings.here(node)))
+        loops = enclosing_loops(self.ctx, node)
+        if loops:
+            self._uses.append(_Use(expr, how, self.bindings.here(node), loops=loops))
 
     # -- judging ---------------------------------------------------------------------------
     def finish(self) -> None:
@@ -292,10 +312,22 @@ class UnpreparedObject(Rule):
                 continue
             if origin.kind not in USES[use.how] or (origin.kind is Kind.MODEL and id(origin.call) in frozen):
                 continue
+            if origin.kind is Kind.DATALOADER and not self._trains_on(use):
+                continue  # an evaluation loader: left whole on purpose (the converter does too)
+            if origin.kind is Kind.SCHEDULER and use.loops and self.script.training_loops.runs_per_epoch(use.loops[0]):
+                continue  # stepped once per epoch: a prepared scheduler would step once per process
             if not self.script.sees_accelerator(use.where):
                 continue  # a plain-PyTorch baseline beside the Accelerate code
             reported.add(id(origin.call))
             self._report(use, origin)
+
+    def _trains_on(self, use: _Use) -> bool:
+        """The loader ``use`` is iterated by a training loop, or passed to a function of the file
+        whose training loop iterates it (``analysis.training_loops``)."""
+        loops = self.script.training_loops
+        if use.how == "passed":
+            return use.call is not None and loops.passes_for_training(use.call, use.expr)
+        return any(loops.loop_trains(loop) for loop in use.loops)
 
     def _report(self, use: _Use, origin: Origin) -> None:
         name = self.script.accelerator_name(use.where)
@@ -447,16 +479,6 @@ def _lined_up(call: ast.Call, statement: ast.AST | None) -> list[ast.expr] | Non
         if key is None or key != binding_key(a):
             return None
     return targets
-
-
-def _iterated(node: ast.expr) -> list[ast.expr]:
-    """The names a ``for`` header iterates over: ``loader``, and the arguments of calls around
-    it (``enumerate(loader)``, ``tqdm(loader, ...)``, ``zip(a, b)``)."""
-    if binding_key(node) is not None:
-        return [node]
-    if isinstance(node, ast.Call):  # also accelerator.skip_first_batches(loader, n)
-        return [e for arg in node.args for e in _iterated(arg)]
-    return []
 
 
 def _keyword_value(call: ast.Call, name: str) -> ast.expr | None:

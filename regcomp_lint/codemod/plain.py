@@ -28,6 +28,7 @@ from regcomp_lint.codemod.roles import (
     iterated_keys,
     loops_reaching,
 )
+from regcomp_lint.codemod.schedulers import Cadence, cadence
 from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, resolve
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, read_keys, single_target
 from regcomp_lint.knowledge import torch_api
@@ -158,6 +159,7 @@ class PlainPlanner(Planner):
         loaders: list[str] = []
         schedulers: list[str] = []
         skipped: list[str] = []
+        self.kept_schedulers: list[str] = []  # stepped per epoch: created before prepare, not prepared
         for creation in creations(self.scope):
             if creation.key in loaders + schedulers + optimizers + models:
                 continue
@@ -167,7 +169,15 @@ class PlainPlanner(Planner):
                 else:
                     skipped.append(creation.key)
             elif is_scheduler(tree, creation.value, set(optimizers)):
-                schedulers.append(creation.key)
+                how, step = cadence(tree, self.graph, self.scope, creation.key, creation.value, optimizers)
+                if how is Cadence.PER_EPOCH and step is not None:
+                    self.kept_schedulers.append(creation.key)
+                    self.notes.append(
+                        f"{creation.key} steps once per epoch (line {tree.line(step)}): left unprepared, so its LR "
+                        "moves exactly as in the original (a prepared scheduler steps once per process)"
+                    )
+                else:
+                    schedulers.append(creation.key)
         for key in skipped:
             if key not in loaders:
                 self.notes.append(
@@ -397,7 +407,9 @@ class PlainPlanner(Planner):
         tree = self.tree
         scope_block: Block = tree.body_of(self.scope)
         prepared = self.models + self.optimizers + self.loaders + self.schedulers
-        created = [n for key in prepared for n in bindings(self.scope, key) if not self.is_removed(n)]
+        created = [
+            n for key in prepared + self.kept_schedulers for n in bindings(self.scope, key) if not self.is_removed(n)
+        ]
         steps: list[cst.CSTNode] = [
             c for c in backward_calls(tree, set()) if tree.contains(self.scope, c) and tree.function_of(c) is self.scope
         ]

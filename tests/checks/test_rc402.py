@@ -66,9 +66,9 @@ def test_loaders_returned_by_a_helper_are_followed():
     src = (
         HEAD
         + helper
-        + "train, val = loaders()\ntrain = accelerator.prepare(train)\nfor x in train:\n    opt.step()\nfor x in val:\n    pass\n"
+        + "train, val = loaders()\nval = accelerator.prepare(val)\nfor x in val:\n    pass\nfor x in train:\n    opt.step()\n"
     )
-    assert [d.message.split("`")[1] for d in rc402(src)] == ["opt", "val"]
+    assert [d.message.split("`")[1] for d in rc402(src)] == ["train", "opt"]
 
 
 def test_helper_with_two_return_shapes_is_not_guessed():
@@ -139,3 +139,90 @@ def test_optimizer_and_scheduler_spellings():
         )
         [diag] = rc402(src)
         assert f"({kind})" in diag.message, head
+
+
+# -- training loaders (analysis.training_loops): what regcomp-fix leaves whole is not reported --
+LOADERS = (
+    "import torch\nfrom accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n"
+    "accelerator = Accelerator()\nmodel = torch.nn.Linear(4, 2)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+    "train_dl = DataLoader(a, shuffle=True)\nval_dl = DataLoader(b)\n"
+)
+PREPARED = "model, opt = accelerator.prepare(model, opt)\n"
+
+
+def reported(src: str) -> list[str]:
+    return [d.message.split("`")[1] for d in rc402(src)]
+
+
+def test_only_the_loader_a_backward_loop_iterates_is_reported():
+    src = (
+        LOADERS
+        + PREPARED
+        + "for epoch in range(2):\n    for x in train_dl:\n        accelerator.backward(model(x).sum())\n        opt.step()\n"
+        "    for x in val_dl:\n        opt.step()\n"  # a step without backward is not training
+    )
+    assert reported(src) == ["train_dl"]
+
+
+def test_one_epoch_function_with_train_and_eval_loops_reports_the_train_loader_only():
+    src = (
+        LOADERS + "def run_epoch(model, opt, train, val):\n"
+        "    for x in train:\n        loss = model(x).sum()\n        accelerator.backward(loss)\n        opt.step()\n"
+        "    for x in val:\n        model(x)\n"
+        + PREPARED
+        + "for epoch in range(2):\n    run_epoch(model, opt, train_dl, val=val_dl)\n"
+    )
+    assert reported(src) == ["train_dl"]
+
+
+def test_the_step_reached_through_the_files_functions_and_methods():
+    step = "def step(model, x):\n    model(x).sum().backward()\n"
+    src = LOADERS + step + PREPARED + "for x in val_dl:\n    model(x)\nfor x in train_dl:\n    step(model, x)\n"
+    assert reported(src) == ["train_dl"]
+    src = (
+        "import torch\nfrom accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n"
+        "class Trainer:\n    def __init__(self):\n        self.accelerator = Accelerator()\n"
+        "        self.train_dl = DataLoader(a)\n        self.val_dl = DataLoader(b)\n"
+        "    def update(self, x):\n        self.accelerator.backward(x.sum())\n"
+        "    def fit(self):\n        for x in self.val_dl:\n            print(x)\n"
+        "        for x in self.train_dl:\n            self.update(x)\n"
+    )
+    assert reported(src) == ["self.train_dl"]
+
+
+def test_a_loader_passed_on_through_two_functions_is_followed():
+    src = (
+        LOADERS + "def inner(loader, model):\n    for x in loader:\n        model(x).sum().backward()\n"
+        "def outer(model, loader):\n    inner(loader, model)\n"
+        + PREPARED
+        + "for epoch in range(2):\n    outer(model, train_dl)\n    outer(model, loader=val_dl)\n"
+    )
+    # both reach inner's backward loop: val_dl through the keyword too
+    assert reported(src) == ["train_dl", "val_dl"]
+
+
+def test_without_any_backward_the_steps_stand_for_training():
+    src = LOADERS + PREPARED + "for x in train_dl:\n    opt.step()\nfor x in val_dl:\n    model(x)\n"
+    assert reported(src) == ["train_dl"]
+
+
+def test_a_scheduler_stepped_once_per_epoch_is_left_alone():
+    sched = "sched = torch.optim.lr_scheduler.StepLR(opt, 1)\n"
+    train = "    for x in train_dl:\n        accelerator.backward(model(x).sum())\n        opt.step()\n"
+    prepared = "model, opt, train_dl = accelerator.prepare(model, opt, train_dl)\n"
+    per_epoch = LOADERS + sched + prepared + "for epoch in range(2):\n" + train + "    sched.step()\n"
+    assert reported(per_epoch) == []
+    per_step = LOADERS + sched + prepared + "for epoch in range(2):\n" + train + "        sched.step()\n"
+    assert reported(per_step) == ["sched"]
+    through_a_function = (
+        LOADERS
+        + sched
+        + "def train(model, loader, opt):\n"
+        + train.replace("train_dl", "loader")
+        + prepared
+        + "for epoch in range(2):\n    train(model, train_dl, opt)\n    sched.step()\n"
+    )
+    assert reported(through_a_function) == []
+    assert reported(
+        through_a_function.replace("    sched.step()\n", "    for i in range(1):\n        sched.step()\n")
+    ) == ["sched"]  # its own loop: stepped per its own iterations, not known to be per epoch

@@ -410,3 +410,57 @@ def test_refusal_names_what_was_fed_parameters_but_never_stepped():
     assert "'ema = Averager(model.parameters())' at line 6 is fed model parameters but is not used as an optimizer" in (
         result.refused
     )
+
+
+# -- schedulers by where .step() runs (issue 12) ----------------------------------------------
+
+TRAIN_ONE_EPOCH = """
+def train_one_epoch(model, loader, optimizer):
+    for x in loader:
+        loss = model(x).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+EPOCHS = """
+    import torch
+
+
+    def main():
+        model = torch.nn.Linear(2, 1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1)
+        loader = torch.utils.data.DataLoader(torch.randn(8, 2), batch_size=2)
+        for epoch in range(3):
+            {body}
+"""
+
+
+def test_per_epoch_scheduler_is_not_prepared():
+    body = "for x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    optimizer.step()\nscheduler.step()"
+    result = convert(textwrap.dedent(EPOCHS).replace("{body}", body.replace("\n", "\n        ")))
+    assert result.refused is None, result.refused
+    assert "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)" in result.text
+    assert any(n.startswith("scheduler steps once per epoch (line 15): left unprepared") for n in result.notes)
+
+
+def test_per_epoch_scheduler_through_a_training_function():
+    body = "train_one_epoch(model, loader, optimizer)\nscheduler.step()"
+    text = textwrap.dedent(EPOCHS).replace("{body}", body.replace("\n", "\n        "))
+    result = convert(text.replace("\n\ndef main", TRAIN_ONE_EPOCH + "\n\ndef main"))
+    assert result.refused is None, result.refused
+    assert "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)" in result.text
+    assert any(n.startswith("scheduler steps once per epoch (line 19)") for n in result.notes)
+
+
+def test_per_step_scheduler_is_prepared_also_with_accumulation_loops():
+    body = (
+        "for micro in range(2):\n    loss = model(torch.randn(2, 2)).sum()\n    loss.backward()\n"
+        "scaler.step(optimizer)\nscheduler.step()"
+    )
+    text = textwrap.dedent(EPOCHS).replace("{body}", body.replace("\n", "\n        "))
+    text = text.replace("    for epoch in range(3):", "    scaler = torch.amp.GradScaler()\n    for epoch in range(3):")
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert "model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)" in result.text
+    assert not any("once per epoch" in n for n in result.notes)

@@ -19,8 +19,4 @@ KNOWN_FAILURES: dict[str, str] = {
         "the --resume run of the conversion crashes: the save side is unwrapped but the load side is not, so "
         "model.load_state_dict(checkpoint['model']) into the prepared (compiled) model misses the _orig_mod. keys"
     ),
-    "step_lr_per_epoch": (
-        "on 2 processes (accelerate launch) the prepared per-epoch StepLR steps once per process: LR 0.49 in "
-        "epoch 1 where the original has 0.7 (16 of 24 steps differ)"
-    ),
 }

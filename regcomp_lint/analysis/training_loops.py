@@ -1,0 +1,190 @@
+"""Which loops of a file train, and so which data loaders are training loaders.
+
+A loop trains when its body reaches the training step -- an ``X.backward(...)`` call
+(``loss.backward()``, ``accelerator.backward(loss)``) -- directly or through the file's own
+functions it calls (by name, or ``self.method(...)`` inside a class). A data loader iterated by
+such a loop, or passed to a parameter that such a loop iterates, is a training loader; one only
+iterated by other loops (evaluation, validation) is not, and is left whole on purpose by the
+converter. In a file without any ``backward`` call, ``.step()`` calls stand for the step.
+
+Decided by dataflow, never by names, so the lint (RC402) and the converter agree on which
+loaders ``prepare`` must see.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from collections.abc import Iterator
+
+from regcomp_lint.analysis.bindings import binding_key
+
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+LOOPS = (ast.For, ast.AsyncFor, ast.While)
+#: Nodes whose bodies belong to another scope (not run where they are written).
+_OTHER_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+#: How deep a loader is followed through parameters of the file's functions.
+MAX_PASSES = 4
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def iterated(node: ast.expr) -> list[ast.expr]:
+    """The names a ``for`` header iterates over: ``loader``, and the arguments of calls around
+    it (``enumerate(loader)``, ``tqdm(loader, ...)``, ``zip(a, b)``, ``skip_first_batches(loader, n)``)."""
+    if binding_key(node) is not None:
+        return [node]
+    if isinstance(node, ast.Call):
+        return [e for arg in node.args for e in iterated(arg)]
+    return []
+
+
+def own_nodes(roots: list[ast.stmt], enter_loops: bool = True) -> Iterator[ast.AST]:
+    """Every node under ``roots`` that runs there: not inside a nested def, lambda or class (nor
+    a nested loop's body, with ``enter_loops=False``)."""
+    stack: list[ast.AST] = list(reversed(roots))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, _OTHER_SCOPES):
+            continue
+        if not enter_loops and isinstance(node, LOOPS):
+            stack.extend(
+                reversed([node.target, node.iter] if isinstance(node, (ast.For, ast.AsyncFor)) else [node.test])
+            )
+            continue
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+class TrainingLoops:
+    """The training loops of one module (see the module docstring)."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self._by_name: dict[str, list[Function]] = defaultdict(list)
+        self._methods: dict[int, dict[str, Function]] = {}
+        self._class_of: dict[int, ast.ClassDef] = {}  # method id -> its class
+        self._function_of: dict[int, Function | None] = {}  # loop or call id -> the function it is in
+        self._index(tree, None, None)
+        has_backward = any(_is_method_call(n, "backward") for n in ast.walk(tree))
+        self._step = "backward" if has_backward else "step"
+        functions = [f for fs in self._by_name.values() for f in fs]
+        #: functions that reach the step, and those that reach it outside any loop of theirs
+        self._training = self._closure(functions, self._reaches_step)
+        self._stepping = self._closure(functions, self._steps_once)
+
+    def _closure(self, functions: list[Function], test) -> set[int]:
+        """ids of the functions passing ``test``, which may ask about the ones found so far."""
+        found: set[int] = set()
+        changed = True
+        while changed:
+            changed = False
+            for function in functions:
+                if id(function) not in found and test(function.body, function, found):
+                    found.add(id(function))
+                    changed = True
+        return found
+
+    def _index(self, node: ast.AST, function: Function | None, cls: ast.ClassDef | None) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, FUNCTIONS):
+                self._by_name[child.name].append(child)
+                if cls is not None and node is cls:
+                    self._methods.setdefault(id(cls), {})[child.name] = child
+                    self._class_of[id(child)] = cls
+                self._index(child, child, None)
+            elif isinstance(child, ast.ClassDef):
+                self._index(child, function, child)
+            else:
+                if isinstance(child, (*LOOPS, ast.Call)):
+                    self._function_of[id(child)] = function
+                self._index(child, function, cls)
+
+    # -- the training step -----------------------------------------------------------------
+    def _callees(self, call: ast.Call, caller: Function | None) -> list[Function]:
+        func = call.func
+        if isinstance(func, ast.Name):
+            return self._by_name.get(func.id, [])
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            cls = self._class_of.get(id(caller)) if caller is not None else None
+            method = self._methods.get(id(cls), {}).get(func.attr) if cls is not None else None
+            return [method] if method is not None else []
+        return []
+
+    def _reaches_step(self, body: list[ast.stmt], caller: Function | None, training: set[int] | None = None) -> bool:
+        return self._calls_step(own_nodes(body), caller, self._training if training is None else training)
+
+    def _steps_once(self, body: list[ast.stmt], caller: Function | None, stepping: set[int] | None = None) -> bool:
+        return self._calls_step(
+            own_nodes(body, enter_loops=False), caller, self._stepping if stepping is None else stepping
+        )
+
+    def _calls_step(self, nodes: Iterator[ast.AST], caller: Function | None, functions: set[int]) -> bool:
+        for node in nodes:
+            if not isinstance(node, ast.Call):
+                continue
+            if _is_method_call(node, self._step):
+                return True
+            if any(id(callee) in functions for callee in self._callees(node, caller)):
+                return True
+        return False
+
+    def loop_trains(self, loop: ast.AST) -> bool:
+        """``loop`` (a ``for``/``while`` of this module) reaches the training step."""
+        if not isinstance(loop, LOOPS):
+            return False
+        return self._reaches_step(loop.body, self._function_of.get(id(loop)))
+
+    def runs_per_epoch(self, loop: ast.AST) -> bool:
+        """``loop`` reaches the training step only through loops nested in it (an epoch loop): a
+        scheduler stepped in its body steps once per epoch, and stays unprepared on purpose (a
+        prepared one steps once per process)."""
+        if not self.loop_trains(loop) or not isinstance(loop, LOOPS):
+            return False
+        return not self._steps_once(loop.body, self._function_of.get(id(loop)))
+
+    # -- training loaders ------------------------------------------------------------------
+    def passes_for_training(self, call: ast.Call, arg: ast.expr, depth: int = 0) -> bool:
+        """``arg``, an argument of ``call``, reaches a parameter of the called function of this
+        file that a training loop iterates (there or further down)."""
+        if depth > MAX_PASSES:
+            return False
+        for callee in self._callees(call, self._function_of.get(id(call))):
+            param = _parameter_for(callee, call, arg, is_method=id(callee) in self._class_of)
+            if param is not None and self.iterates_for_training(callee, param, depth + 1):
+                return True
+        return False
+
+    def iterates_for_training(self, function: Function, name: str, depth: int = 0) -> bool:
+        """``name`` (a parameter of ``function``) is iterated by a training loop of it, or passed
+        on to a function of this file that does so."""
+        for node in own_nodes(function.body):
+            if isinstance(node, (ast.For, ast.AsyncFor)) and any(binding_key(e) == name for e in iterated(node.iter)):
+                if self.loop_trains(node):
+                    return True
+            elif isinstance(node, ast.Call) and depth <= MAX_PASSES:
+                for arg in [*node.args, *(kw.value for kw in node.keywords)]:
+                    if binding_key(arg) == name and self.passes_for_training(node, arg, depth + 1):
+                        return True
+        return False
+
+
+def _is_method_call(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == name
+
+
+def _parameter_for(function: Function, call: ast.Call, arg: ast.expr, is_method: bool) -> str | None:
+    """The parameter of ``function`` that ``arg`` of ``call`` binds (``self`` skipped for a
+    method called through ``self.``)."""
+    params = [*function.args.posonlyargs, *function.args.args]
+    if is_method and params and isinstance(call.func, ast.Attribute):
+        params = params[1:]
+    for index, value in enumerate(call.args):
+        if value is arg:
+            if isinstance(value, ast.Starred) or any(isinstance(a, ast.Starred) for a in call.args[:index]):
+                return None
+            return params[index].arg if index < len(params) else None
+    for kw in call.keywords:
+        if kw.value is arg and kw.arg is not None:
+            names = {p.arg for p in [*params, *function.args.kwonlyargs]}
+            return kw.arg if kw.arg in names else None
+    return None
