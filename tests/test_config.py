@@ -112,6 +112,7 @@ def test_missing_config_file_is_an_error(tmp_path):
         ("extend-exclude = 3\n", "`extend-exclude` must be a list of strings"),
         ('respect-gitignore = "yes"\n', "`respect-gitignore` must be true or false"),
         ("cache-dir = 1\n", "`cache-dir` must be a string"),
+        ("fix-exclude = [1]\n", "`fix-exclude` must be a list of strings"),
         ('per-file-ignores = ["x"]\n', "`per-file-ignores` must be a table"),
         ('per-file-ignores = { "tests/*" = 1 }\n', "per-file-ignores.tests/*"),
         ('per-file-ignores = { "tests/*" = ["RC999"] }\n', "'RC999'"),
@@ -248,6 +249,19 @@ def test_exclude_from_config_is_applied_by_discovery(tmp_path):
     found = discover([str(tmp_path)], load(start=str(tmp_path)))
     rels = sorted(os.path.relpath(f, tmp_path).replace(os.sep, "/") for f in found.files)
     assert rels == ["a.py", "legacy/keep/k.py"]
+
+
+def test_fix_exclude_marks_the_files_regcomp_fix_does_not_convert(tmp_path):
+    write(tmp_path / "pyproject.toml", '[tool.regcomp-lint]\nfix-exclude = ["legacy/", "*_ddp.py"]\n')
+    settings = load(start=str(tmp_path))
+    assert settings.fix_exclude == ("legacy/", "*_ddp.py")
+    assert settings.excludes_from_conversion(str(tmp_path / "legacy" / "old" / "train.py"))
+    assert settings.excludes_from_conversion(str(tmp_path / "scripts" / "train_ddp.py"))
+    assert not settings.excludes_from_conversion(str(tmp_path / "scripts" / "train.py"))
+    assert settings.to_json()["fix-exclude"] == ["legacy/", "*_ddp.py"]
+    # the lint itself is unaffected: same files, same results
+    assert settings.fingerprint() == Settings(root=str(tmp_path), config_file=settings.config_file).fingerprint()
+    assert settings.exclude == Settings().exclude
 
 
 # -- fingerprint ---------------------------------------------------------------------------------

@@ -101,11 +101,11 @@ def test_nothing_to_change_exits_0(project):
     assert "No changes; no training script found" in result.stderr
 
 
-def test_refusal_in_diff_mode_changes_nothing_and_exits_0(project):
+def test_refusal_in_diff_mode_changes_nothing_and_exits_3(project):
     path = copy_fixture("refuse_mp_spawn", project)
     before = path.read_bytes()
     result = invoke("train.py")
-    assert result.exit_code == 0  # nothing would change
+    assert result.exit_code == 3  # nothing would change, but it is not clean either
     assert result.stdout == ""
     assert "train.py: not converted: it starts its own worker processes" in result.stderr
     assert path.read_bytes() == before
@@ -143,13 +143,13 @@ def test_apply_with_diff_prints_what_was_written(project):
     assert "accelerator.backward(loss)" in path.read_text(encoding="utf-8")
 
 
-def test_refusal_with_apply_is_byte_identical_and_exits_1(project):
-    for case in ("refuse_mp_spawn", "nanogpt_ddp_refused"):
+def test_refusal_with_apply_is_byte_identical_and_exits_3(project):
+    for case in ("refuse_mp_spawn",):
         path = copy_fixture(case, project)
         before = path.read_bytes()
         mtime = path.stat().st_mtime_ns
         result = invoke("--apply", "train.py")
-        assert result.exit_code == 1, case
+        assert result.exit_code == 3, case
         refusal = (FIXTURES / case / "expected_refusal.txt").read_text(encoding="utf-8").strip()
         assert refusal.replace("input.py", "train.py") in result.stderr
         assert path.read_bytes() == before and path.stat().st_mtime_ns == mtime
@@ -412,7 +412,7 @@ def test_changed_on_disk_between_read_and_write_is_not_overwritten(project, monk
 def test_syntax_error_is_a_refusal(project):
     path = write(project, "train.py", "def f(:\n    loss.backward()\n")
     result = invoke("--apply", "train.py")
-    assert result.exit_code == 1
+    assert result.exit_code == 3
     assert "train.py: cannot parse line 1" in result.stderr
     assert path.read_text(encoding="utf-8") == "def f(:\n    loss.backward()\n"
 
@@ -462,13 +462,71 @@ def test_all_fixtures_at_once_in_diff_mode(project):
         copy_fixture(case, project / "cases", f"{case}.py")
     before = {p: p.read_bytes() for p in (project / "cases").iterdir()}
     result = invoke("cases")
-    assert result.exit_code == 1
+    assert result.exit_code == 3  # a refusal outranks "would change"
     for path, data in before.items():
         assert path.read_bytes() == data
         expected = (FIXTURES / path.stem / "expected.py").read_bytes()
         if expected != data:
             assert f"+++ b/{os.path.join('cases', path.name)}\n" in result.stdout, path.name
     assert "refuse_mp_spawn.py: not converted" in result.stderr
+
+
+# -- exit codes and opt-outs ----------------------------------------------------------------
+SKIP = "# regcomp-fix: skip  (we launch it with mp.spawn ourselves)\n"
+
+
+@pytest.mark.parametrize("apply", [False, True])
+def test_exit_codes_tell_clean_changed_and_refused_apart(project, apply):
+    flags = ["--apply"] if apply else []
+    write(project, "clean.py", NOT_TRAINING)
+    assert invoke(*flags, "clean.py").exit_code == 0
+    write(project, "train.py", PLAIN)
+    assert invoke(*flags, "--exit-non-zero-on-fix", "train.py").exit_code == 1
+    copy_fixture("refuse_mp_spawn", project, "spawn.py")
+    assert invoke(*flags, "spawn.py").exit_code == 3
+    assert invoke(*flags, "clean.py", "spawn.py").exit_code == 3
+
+
+def test_help_documents_the_exit_codes():
+    text = invoke("--help").stdout
+    assert "3 a script was refused" in " ".join(text.split())
+
+
+def test_skip_comment_opts_a_refused_file_out(project):
+    data = (FIXTURES / "refuse_mp_spawn" / "input.py").read_text(encoding="utf-8")
+    path = write(project, "spawn.py", SKIP + data)
+    for flags in ([], ["--apply", "--exit-non-zero-on-fix"]):
+        result = invoke(*flags, "spawn.py")
+        assert result.exit_code == 0, result.output
+        assert "not converted:" not in result.stderr
+        assert "1 file not converted (opted out)" in result.output
+    assert path.read_text(encoding="utf-8") == SKIP + data
+    # only near the top: further down it is just a comment
+    late = write(project, "late.py", data + "\n" * 30 + SKIP)
+    assert invoke("late.py").exit_code == 3 and late.read_text(encoding="utf-8").endswith(SKIP)
+
+
+def test_skip_comment_keeps_a_training_script_unconverted_but_lint_fixed(project):
+    path = write(project, "train.py", SKIP + PLAIN + UNUSED_NOQA)
+    result = invoke("--apply", "train.py")
+    assert result.exit_code == 0, result.output
+    assert path.read_text(encoding="utf-8") == SKIP + PLAIN + "x = 1\n"  # RC002's safe fix only
+    assert "Accelerator" not in path.read_text(encoding="utf-8")
+
+
+def test_fix_exclude_in_pyproject_opts_files_out(project):
+    write(project, "pyproject.toml", '[tool.regcomp-lint]\nfix-exclude = ["legacy/"]\n')
+    legacy = copy_fixture("refuse_mp_spawn", project / "legacy", "spawn.py")
+    before = legacy.read_bytes()
+    trainer = write(project, "src/train.py", PLAIN)
+    result = invoke("--apply", ".")
+    assert result.exit_code == 0, result.output
+    assert legacy.read_bytes() == before
+    assert "accelerator.backward(loss)" in trainer.read_text(encoding="utf-8")
+    assert "1 file not converted (opted out)" in result.stdout
+    # stdin named into the excluded folder is excluded too
+    piped = invoke("--stdin-filename", "legacy/other.py", "-", input=PLAIN)
+    assert piped.exit_code == 0 and piped.stdout == PLAIN
 
 
 # -- stdin -----------------------------------------------------------------------------------
@@ -513,12 +571,12 @@ def test_stdin_filename_alone_reads_stdin(project):
     assert "accelerator.backward(loss)" in result.stdout
 
 
-def test_stdin_refusal_echoes_input_and_exits_1(project):
+def test_stdin_refusal_echoes_input_and_exits_3(project):
     data = (FIXTURES / "refuse_mp_spawn" / "input.py").read_bytes()
     result = CliRunner().invoke(
         fix_main, ["--apply", "--stdin-filename", "spawn.py", "-"], input=data, catch_exceptions=False
     )
-    assert result.exit_code == 1
+    assert result.exit_code == 3
     assert result.stdout_bytes == data
     assert "spawn.py: not converted" in result.stderr
 

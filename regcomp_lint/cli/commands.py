@@ -397,14 +397,17 @@ def fix_main(
     reads stdin and writes the result to stdout (the original bytes when nothing changed). Never
     imports torch and never imports or runs the code it rewrites. A script it cannot convert
     completely is left byte-identical, with one line saying why. Only safe fixes by default.
+    A file with a `# regcomp-fix: skip` comment line among its first 20 lines, or matching the
+    config's `fix-exclude` globs, is not converted (its lint fixes still apply).
 
     \b
-    Exit status without --apply: 0 nothing would change, 1 something would, 2 error.
-    Exit status with --apply: 0 everything fixed; 1 something could not be fixed: a refused
-    script, or a finding of a selected rule whose fix was not applied (an unsafe fix without
-    --unsafe-fixes, or a fix that could not be applied); findings without a fix are left to
-    regcomp-lint and do not count; 2 error (unreadable, read-only or changed-on-disk file,
-    missing path, bad plan or arguments).
+    Exit status without --apply: 0 nothing would change, 1 something would.
+    Exit status with --apply: 0 everything fixed; 1 a finding of a selected rule whose fix
+    was not applied (an unsafe fix without --unsafe-fixes, or a fix that could not be
+    applied; findings without a fix are left to regcomp-lint), or with --exit-non-zero-on-fix
+    a file was changed.
+    Both: 3 a script was refused (left unchanged; opt it out to pass); 2 error (unreadable,
+    read-only or changed-on-disk file, missing path, bad plan or arguments).
     """
     from regcomp_lint.cli.fix_command import FixOptions, fix
 

@@ -13,22 +13,27 @@ Per file:
    (``writeback.write``) and print one line.
 
 A file that holds no training step (no ``X.backward()``) is not a training script: it is not
-converted and not counted as a refusal, but the lint fixes still apply to it.
+converted and not counted as a refusal, but the lint fixes still apply to it. Nor is a file the
+user opted out of conversion: a ``# regcomp-fix: skip`` comment line among its first
+``SKIP_COMMENT_LINES`` lines, or a match of the config's ``fix-exclude`` globs.
 
-Exit status:
+Exit status (``EXIT_REFUSED`` first: a refusal needs the user, not a rerun):
 
+- 2 an error (unreadable, read-only or changed-on-disk file, missing path, bad plan, bad
+  arguments);
+- 3 a script was refused (left byte-identical); opt it out to make the run pass;
 - without ``--apply``: 0 nothing would change, 1 something would change (``--check``
-  convention), 2 an error;
-- with ``--apply``: 0 everything fixed, 1 something could not be fixed: a refusal, or a finding
-  of a selected rule that has a fix which was not applied (unsafe without ``--unsafe-fixes``, or
-  one that could not be applied); findings without any fix are ``regcomp-lint``'s to report and do
-  not count; 2 an error (unreadable, read-only or changed-on-disk file, missing path, bad plan,
-  bad arguments). ``--exit-non-zero-on-fix`` makes a run that changed something exit 1 too (the
-  pre-commit hook uses it).
+  convention);
+- with ``--apply``: 0 everything fixed, 1 something could not be fixed: a finding of a selected
+  rule that has a fix which was not applied (unsafe without ``--unsafe-fixes``, or one that could
+  not be applied); findings without any fix are ``regcomp-lint``'s to report and do not count.
+  ``--exit-non-zero-on-fix`` makes a run that changed something exit 1 too (the pre-commit hook
+  uses it).
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -57,6 +62,11 @@ from regcomp_lint.output.render_context import plural
 from regcomp_lint.plan import Plan, PlanError
 
 _FIXES = (Applicability.SAFE, Applicability.UNSAFE)
+#: A script was refused: distinct from 1 (something changed or would), so a check can tell them apart.
+EXIT_REFUSED = 3
+#: ``# regcomp-fix: skip`` opts a file out of conversion when it is among these first lines.
+SKIP_COMMENT_LINES = 20
+_SKIP_COMMENT = re.compile(r"^[ \t]*#[ \t]*regcomp-fix:[ \t]*skip\b", re.IGNORECASE)
 
 
 @dataclass
@@ -92,6 +102,7 @@ class FileResult:
     notes: list[str] = field(default_factory=list)
     error: str | None = None
     not_training: bool = False
+    opted_out: str | None = None  # why conversion was skipped at the user's request
 
     @property
     def changed(self) -> bool:
@@ -117,19 +128,30 @@ def convert_options(opts: FixOptions) -> ConvertOptions:
     )
 
 
+def opt_out(text: str, filename: str, settings: Settings) -> str | None:
+    """Why the user keeps ``filename`` out of conversion, or None."""
+    if any(_SKIP_COMMENT.match(line) for line in text.splitlines()[:SKIP_COMMENT_LINES]):
+        return "# regcomp-fix: skip"
+    if filename != STDIN and settings.excludes_from_conversion(filename):
+        return "fix-exclude"
+    return None
+
+
 def process_text(text: str, filename: str, settings: Settings, convert: ConvertOptions, unsafe: bool) -> FileResult:
-    """Convert ``text`` and apply the selected lint fixes, all in memory."""
+    """Convert ``text`` (unless opted out) and apply the selected lint fixes, all in memory."""
     result = FileResult(filename, original=text, text=text)
-    conversion = convert_source(text, filename, convert)
-    if conversion.refused is not None:
-        if NO_TRAINING_STEP not in conversion.refused:
-            result.refused = conversion.refused
-            return result  # a refusal changes nothing at all
-        result.not_training = True
-    elif conversion.changed:
-        result.converted = True
-        result.text = conversion.text
-        result.notes = list(conversion.notes)
+    result.opted_out = opt_out(text, filename, settings)
+    if result.opted_out is None:
+        conversion = convert_source(text, filename, convert)
+        if conversion.refused is not None:
+            if NO_TRAINING_STEP not in conversion.refused:
+                result.refused = conversion.refused
+                return result  # a refusal changes nothing at all
+            result.not_training = True
+        elif conversion.changed:
+            result.converted = True
+            result.text = conversion.text
+            result.notes = list(conversion.notes)
     diagnostics = lint_source(result.text, filename, settings)
     if needs_fixing(diagnostics, unsafe):
         fixed = fix_text(result.text, filename, diagnostics, settings, unsafe)
@@ -262,9 +284,12 @@ def _summary(results: list[FileResult], opts: FixOptions) -> None:
     converted = sum(1 for r in changed if r.converted)
     tail = []
     if refused:
-        tail.append(f"{plural(refused, 'file')} refused")
+        tail.append(f"{plural(refused, 'file')} refused (to leave one as it is: `# regcomp-fix: skip` or fix-exclude)")
     if unfixed:
         tail.append(f"{plural(unfixed, 'finding')} left with a fix not applied")
+    opted_out = sum(1 for r in results if r.opted_out)
+    if opted_out:
+        tail.append(f"{plural(opted_out, 'file')} not converted (opted out)")
     if not changed and results and all(r.not_training for r in results):
         tail.append("no training script found (no X.backward() call)")
     rest = ("; " + "; ".join(tail)) if tail else ""
@@ -280,10 +305,12 @@ def _summary(results: list[FileResult], opts: FixOptions) -> None:
 def _status(results: list[FileResult], opts: FixOptions) -> int:
     if any(r.error for r in results):
         return EXIT_ERROR
+    if any(r.refused for r in results):
+        return EXIT_REFUSED
     changed = any(r.changed for r in results)
     if not opts.apply:
         return EXIT_FINDINGS if changed else EXIT_OK
-    if any(r.refused or r.unfixed for r in results):
+    if any(r.unfixed for r in results):
         return EXIT_FINDINGS
     if changed and opts.exit_non_zero_on_fix:
         return EXIT_FINDINGS

@@ -33,6 +33,7 @@ KNOWN_KEYS = (
     "extend-exclude",
     "respect-gitignore",
     "cache-dir",
+    "fix-exclude",
 )
 DEFAULT_EXCLUDE = (
     ".git",
@@ -73,6 +74,8 @@ class Settings:
     extend_exclude: tuple[str, ...] = ()
     respect_gitignore: bool = True
     cache_dir: str | None = None
+    #: Globs (like ``per-file-ignores``') of files ``regcomp-fix`` never converts (its lint fixes still apply).
+    fix_exclude: tuple[str, ...] = ()
     #: Where the settings came from (a pyproject.toml path) and the folder paths are relative to.
     config_file: str | None = None
     root: str = field(default_factory=os.getcwd)
@@ -106,6 +109,11 @@ class Settings:
                 removed |= selection.resolve(codes, (), (), ALL_RULES, _names())
         return self.enabled - removed
 
+    def excludes_from_conversion(self, filename: str) -> bool:
+        """``filename`` matches a ``fix-exclude`` pattern: ``regcomp-fix`` leaves it unconverted."""
+        rel = _relative(filename, self.root)
+        return any(_glob_match(rel, pattern) for pattern in self.fix_exclude)
+
     def fingerprint(self) -> str:
         """Hash of everything that changes results (for the cache key)."""
         from regcomp_lint import __version__
@@ -128,6 +136,7 @@ class Settings:
             "extend-exclude": list(self.extend_exclude),
             "respect-gitignore": self.respect_gitignore,
             "cache-dir": self.cache_dir,
+            "fix-exclude": list(self.fix_exclude),
             "enabled": sorted(self.enabled),
         }
 
@@ -220,7 +229,7 @@ def load(config_path: str | None = None, start: str = ".") -> Settings:
             f"{where}: unknown key(s) in [tool.regcomp-lint]: {', '.join(unknown)}; known keys: {', '.join(KNOWN_KEYS)}"
         )
     kwargs: dict = {"config_file": where, "root": str(path.parent.resolve())}
-    for key in ("select", "ignore", "extend-select", "exclude", "extend-exclude"):
+    for key in ("select", "ignore", "extend-select", "exclude", "extend-exclude", "fix-exclude"):
         if key in table:
             kwargs[key.replace("-", "_")] = _str_list(table[key], key, where)
     if "per-file-ignores" in table:
