@@ -328,7 +328,7 @@ def test_fix_converts_deeply_nested_code_and_refuses_a_huge_file(tmp_path):
     (tmp_path / "huge.py").write_text(huge)
     proc = run("regcomp-fix", "--apply", "deep.py", "huge.py", cwd=tmp_path)
     assert_no_traceback(proc)
-    assert proc.returncode == 1, proc.stderr  # huge.py refused
+    assert proc.returncode == 3, proc.stderr  # huge.py refused (exit 3: a refusal)
     assert "accelerator.backward(loss)" in (tmp_path / "deep.py").read_text()
     assert (tmp_path / "huge.py").read_text() == huge
     assert "huge.py: not converted:" in proc.stderr and "more than the fixer converts" in proc.stderr
