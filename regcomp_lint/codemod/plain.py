@@ -381,26 +381,37 @@ class PlainPlanner(Planner):
 
     def _checkpoint_rewrites(self) -> None:
         """``model.state_dict()`` -> from the unwrapped model, so no ``_orig_mod.``/``module.``
-        prefixes reach checkpoints (RC404); ``torch.save`` of it -> ``accelerator.save`` (once per machine)."""
+        prefixes reach checkpoints (RC404); ``torch.save`` of it -> ``accelerator.save`` (once per
+        machine). The matching ``model.load_state_dict(...)`` loads into the unwrapped model too, so
+        a checkpoint saved with clean keys resumes (prepared optimizers and schedulers load their own)."""
         tree = self.tree
         places: list[Function] = [self.scope]
         if self.owner is not None:
             places += [m for m in self.owner.body.body if isinstance(m, cst.FunctionDef) and m is not self.scope]
         models = set(self.models)
+        self.checkpoint_saves = self.checkpoint_loads = 0
         for place in places:
             for call in find_all(place, cst.Call, enter_functions=False):
                 func = call.func
-                if isinstance(func, cst.Attribute) and func.attr.value == "state_dict" and key_of(func.value) in models:
-                    acc = self.accelerator_in(place)
-                    model = key_of(func.value)
-                    value = expression(f"{acc}.unwrap_model({model}, keep_torch_compile=False)", self.module)
-                    self.edits.on(func.value, replaced_by(value))
-                    self.uses.append(call)
-                    for anc in tree.ancestors(call):
-                        if isinstance(anc, cst.Call) and tree.resolves_to(anc.func, "torch.save"):
-                            self.edits.on(anc.func, replaced_by(expression(f"{acc}.save", self.module)))
-                            break
-                    self.checkpoints = getattr(self, "checkpoints", 0) + 1
+                if not (
+                    isinstance(func, cst.Attribute)
+                    and func.attr.value in ("state_dict", "load_state_dict")
+                    and key_of(func.value) in models
+                ):
+                    continue
+                acc = self.accelerator_in(place)
+                model = key_of(func.value)
+                value = expression(f"{acc}.unwrap_model({model}, keep_torch_compile=False)", self.module)
+                self.edits.on(func.value, replaced_by(value))
+                self.uses.append(call)
+                if func.attr.value == "load_state_dict":
+                    self.checkpoint_loads += 1
+                    continue
+                for anc in tree.ancestors(call):
+                    if isinstance(anc, cst.Call) and tree.resolves_to(anc.func, "torch.save"):
+                        self.edits.on(anc.func, replaced_by(expression(f"{acc}.save", self.module)))
+                        break
+                self.checkpoint_saves += 1
 
     # -- placing the accelerator and prepare ----------------------------------------------------
     def _place(self, settings: dict[str, Setting], script: ScriptSettings) -> None:
@@ -489,9 +500,14 @@ class PlainPlanner(Planner):
             notes.append(f"{self.devices} device assignment(s) now use {self.acc_key}.device")
         if self.cudas:
             notes.append(f"{self.cudas} .cuda()/.to('cuda') call(s) now use {self.acc_key}.device")
-        if getattr(self, "checkpoints", 0):
+        if self.checkpoint_saves:
             notes.append(
                 "state_dict() of the prepared model is taken from accelerator.unwrap_model(..., keep_torch_compile=False) (no _orig_mod. keys)"
+            )
+        if self.checkpoint_loads:
+            notes.append(
+                f"{self.checkpoint_loads} load_state_dict() into the prepared model now load(s) into "
+                "accelerator.unwrap_model(..., keep_torch_compile=False), matching the clean keys saved"
             )
         if self.options.plan is not None:
             notes += [f"plan: {why}" for why in self.options.plan.why]

@@ -464,3 +464,25 @@ def test_per_step_scheduler_is_prepared_also_with_accumulation_loops():
     assert result.refused is None, result.refused
     assert "model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)" in result.text
     assert not any("once per epoch" in n for n in result.notes)
+
+
+# -- checkpoint load side (issue 12) ----------------------------------------------------------
+
+
+def test_model_load_state_dict_loads_into_the_unwrapped_model():
+    text = script(
+        "model = torch.nn.Linear(2, 1)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        'checkpoint = torch.load("ckpt.pt")\nmodel.load_state_dict(checkpoint["model"])\n'
+        'optimizer.load_state_dict(checkpoint["optimizer"])\n',
+        loop=LOOP.replace("    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n", "")
+        + '    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, "ckpt.pt")\n',
+    )
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert (
+        'accelerator.unwrap_model(model, keep_torch_compile=False).load_state_dict(checkpoint["model"])' in result.text
+    )
+    assert '"model": accelerator.unwrap_model(model, keep_torch_compile=False).state_dict()' in result.text
+    assert 'optimizer.load_state_dict(checkpoint["optimizer"])' in result.text  # the prepared optimizer loads its own
+    assert any("load_state_dict() into the prepared model" in n for n in result.notes)
+    assert convert(result.text).changed is False

@@ -15,8 +15,4 @@ KNOWN_FAILURES: dict[str, str] = {
     "no_sync_accumulation": _OWN_DISTRIBUTION,
     "torchrun_env_ddp": _OWN_DISTRIBUTION,
     "spawn_worker": "refused: it starts its own worker processes (torch.multiprocessing spawn); port it by hand",
-    "checkpoint_resume": (
-        "the --resume run of the conversion crashes: the save side is unwrapped but the load side is not, so "
-        "model.load_state_dict(checkpoint['model']) into the prepared (compiled) model misses the _orig_mod. keys"
-    ),
 }
