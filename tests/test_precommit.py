@@ -94,9 +94,13 @@ def run_pre_commit(args: list[str], cwd: Path, home: Path) -> subprocess.Complet
     return subprocess.run([*PRE_COMMIT, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
 
 
+def hooks_by_id() -> dict[str, dict]:
+    return {h["id"]: h for h in yaml.safe_load(HOOKS_FILE.read_text(encoding="utf-8"))}
+
+
 def test_hooks_file_declares_regcomp_lint():
     hooks = yaml.safe_load(HOOKS_FILE.read_text(encoding="utf-8"))
-    assert [h["id"] for h in hooks] == ["regcomp-lint", "regcomp-fix"]
+    assert [h["id"] for h in hooks] == ["regcomp-lint", "regcomp-lint-fix", "regcomp-fix"]
     hook = hooks[0]
     assert hook["entry"] == "regcomp-lint"
     assert hook["language"] == "python"
@@ -105,9 +109,17 @@ def test_hooks_file_declares_regcomp_lint():
     assert "files" not in hook and "pass_filenames" not in hook
 
 
+def test_hooks_file_declares_the_safe_fixes_alone():
+    hook = hooks_by_id()["regcomp-lint-fix"]
+    assert hook["entry"] == "regcomp-lint --fix"  # the lint's safe fixes: no conversion, nothing unsafe
+    assert hook["language"] == "python" and hook["types_or"] == ["python", "pyi"]
+    assert hook["require_serial"] is True
+    assert "files" not in hook and "pass_filenames" not in hook
+    assert len({h["name"] for h in hooks_by_id().values()}) == 3  # told apart in pre-commit's output
+
+
 def test_hooks_file_declares_regcomp_fix():
-    hook = yaml.safe_load(HOOKS_FILE.read_text(encoding="utf-8"))[1]
-    assert hook["id"] == "regcomp-fix"
+    hook = hooks_by_id()["regcomp-fix"]
     # writes safe fixes, and fails the commit when it changed a file
     assert hook["entry"] == "regcomp-fix --apply --exit-non-zero-on-fix"
     assert "--unsafe-fixes" not in hook["entry"]
@@ -131,6 +143,8 @@ def test_entry_is_a_console_script():
     for hook in hooks:
         assert hook["entry"].split()[0] in scripts
 
+
+NOQA = "x = 1  # noqa: RC107\n"  # RC002: a suppression that silences nothing, with a safe fix
 
 TRAIN = """\
 import torch
@@ -191,3 +205,48 @@ def test_try_repo_fails_on_finding_then_passes(tmp_path):
     assert again.returncode == 0, output
     assert "Passed" in output, output
     assert (project / "train.py").read_text(encoding="utf-8") == converted
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="pre-commit needs git")
+def test_try_repo_safe_fixes_hook_and_conversion_opt_out(tmp_path):
+    """regcomp-lint-fix applies safe fixes only (no conversion); regcomp-fix fails on a refused
+    script and passes once the script opts out with a comment or fix-exclude."""
+    hook_repo = copy_hook_repo(tmp_path / "hook-repo")
+    project = tmp_path / "project"
+    init_repo(project)
+    (project / "noqa.py").write_text(NOQA, encoding="utf-8")
+    (project / "train.py").write_text(TRAIN, encoding="utf-8")
+    git("add", "-A", cwd=project)
+    git("commit", "-q", "-m", "initial", cwd=project)
+    home = tmp_path / "pre-commit-home"
+
+    fixing = run_pre_commit(["try-repo", str(hook_repo), "regcomp-lint-fix", "--all-files"], project, home)
+    output = fixing.stdout + fixing.stderr
+    assert fixing.returncode == 1, output
+    assert "regcomp-lint (safe fixes)" in output and "files were modified by this hook" in output, output
+    assert (project / "noqa.py").read_text(encoding="utf-8") == "x = 1\n"
+    assert (project / "train.py").read_text(encoding="utf-8") == TRAIN  # never converted by this hook
+    git("add", "-A", cwd=project)
+    again = run_pre_commit(["try-repo", str(hook_repo), "regcomp-lint-fix", "--all-files"], project, home)
+    assert again.returncode == 0, again.stdout + again.stderr
+
+    spawn = "import torch.multiprocessing as mp\n\n\ndef worker(rank):\n    pass\n\n\nmp.spawn(worker, nprocs=2)\n"
+    (project / "spawn.py").write_text(TRAIN + spawn, encoding="utf-8")
+    (project / "train.py").unlink()
+    git("add", "-A", cwd=project)
+    refused = run_pre_commit(["try-repo", str(hook_repo), "regcomp-fix", "--all-files"], project, home)
+    output = refused.stdout + refused.stderr
+    assert refused.returncode == 1, output
+    assert "exit code: 3" in output and "spawn.py: not converted" in output, output
+
+    (project / "spawn.py").write_text("# regcomp-fix: skip\n" + TRAIN + spawn, encoding="utf-8")
+    git("add", "-A", cwd=project)
+    skipped = run_pre_commit(["try-repo", str(hook_repo), "regcomp-fix", "--all-files"], project, home)
+    assert skipped.returncode == 0, skipped.stdout + skipped.stderr
+
+    (project / "spawn.py").write_text(TRAIN + spawn, encoding="utf-8")
+    (project / "pyproject.toml").write_text('[tool.regcomp-lint]\nfix-exclude = ["spawn.py"]\n', encoding="utf-8")
+    git("add", "-A", cwd=project)
+    excluded = run_pre_commit(["try-repo", str(hook_repo), "regcomp-fix", "--all-files"], project, home)
+    assert excluded.returncode == 0, excluded.stdout + excluded.stderr
+    assert (project / "spawn.py").read_text(encoding="utf-8") == TRAIN + spawn
