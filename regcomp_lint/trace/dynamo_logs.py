@@ -125,3 +125,39 @@ def user_frames(text: str) -> list[tuple[str, int, str]]:
 def break_site(text: str) -> tuple[str, int] | None:
     found = BREAK_AT.search(text)
     return (found.group(1), int(found.group(2))) if found else None
+
+
+def unshorten_torch_path(printed: str) -> str:
+    """The real file behind a path torch printed through ``torch.utils._traceback.shorten_filename``.
+
+    torch cuts a file's path at its common path with torch's own install folder (site-packages),
+    not at the working directory: ``/work/proj/model.py`` with torch under ``/work/proj/.venv``
+    prints ``model.py``, but with torch under ``/usr/lib/...`` the common path is ``/`` and it
+    prints ``ome/me/proj/model.py`` (one character too many cut). Guard-failure sites come that
+    way, so the report would name a file that does not exist. Library code installed beside torch
+    keeps its short name (``transformers/cache_utils.py``); ``printed`` also comes back unchanged
+    when no existing file matches.
+    """
+    import os
+
+    import torch.utils._traceback as torch_traceback
+
+    if not printed or os.path.isabs(printed):
+        return printed
+    ancestor = os.path.dirname(os.path.dirname(torch_traceback.__file__))
+    libraries = os.path.dirname(ancestor)  # site-packages (or wherever torch is installed)
+    while True:
+        parent = os.path.dirname(ancestor)
+        if parent == ancestor:  # the root: the first name lost its first character
+            break
+        candidate = os.path.join(ancestor, printed)
+        if os.path.isfile(candidate):
+            return printed if ancestor == libraries else candidate
+        ancestor = parent
+    first, _, rest = printed.partition("/")
+    try:
+        roots = [name for name in os.listdir(ancestor) if len(name) == len(first) + 1 and name[1:] == first]
+    except OSError:
+        return printed
+    found = [os.path.join(ancestor, name, rest) for name in roots if os.path.isfile(os.path.join(ancestor, name, rest))]
+    return found[0] if len(found) == 1 else printed

@@ -327,7 +327,7 @@ def _collect_recompiles(records, start: int, calls, regions: RegionGraph, run: R
                 region,
                 reason,
                 kind,
-                site.group(1) if site else None,
+                dynamo_logs.unshorten_torch_path(site.group(1)) if site else None,
                 int(site.group(2)) if site else None,
                 hint.group(1) if hint else None,
             )
