@@ -20,14 +20,6 @@ from regcomp_lint.codemod.roles import CallGraph, bindings, creations
 from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of
 from regcomp_lint.knowledge import torch_api, training_libraries
 
-#: Library functions that build an optimizer from the model passed first (``model_or_params``).
-OPTIMIZER_FACTORIES = (
-    "timm.optim.create_optimizer_v2",
-    "timm.optim.create_optimizer",
-    "timm.optim.optim_factory.create_optimizer_v2",
-    "timm.optim.optim_factory.create_optimizer",
-    "timm.optim._optim_factory.create_optimizer_v2",
-)
 _FACTORY_MODEL_KEYWORDS = ("model_or_params", "model")
 _MAX_DEPTH = 3
 
@@ -142,7 +134,7 @@ def optimizer_source(
     if isinstance(func, cst.Attribute) and func.attr.value == "configure_optimizers":
         key = key_of(func.value)
         return ([key] if key else []), code(func)
-    if tree.resolves_to(func, *OPTIMIZER_FACTORIES):
+    if tree.resolves_to(func, *training_libraries.OPTIMIZER_FACTORIES):
         model = next((a.value for a in value.args if a.keyword and a.keyword.value in _FACTORY_MODEL_KEYWORDS), None)
         if model is None and value.args and value.args[0].keyword is None:
             model = value.args[0].value

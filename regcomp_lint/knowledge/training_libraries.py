@@ -33,6 +33,14 @@ OPTIMIZERS = (
     "lion_pytorch.Lion",
     "schedulefree.AdamWScheduleFree",
 )
+#: Library functions that build an optimizer from the model passed first (``model_or_params``).
+OPTIMIZER_FACTORIES = (
+    "timm.optim.create_optimizer_v2",
+    "timm.optim.create_optimizer",
+    "timm.optim.optim_factory.create_optimizer_v2",
+    "timm.optim.optim_factory.create_optimizer",
+    "timm.optim._optim_factory.create_optimizer_v2",
+)
 #: ``transformers.get_linear_schedule_with_warmup`` and friends, ``get_scheduler``; diffusers'.
 SCHEDULER_FACTORY_MODULES = ("transformers", "transformers.optimization", "diffusers.optimization")
 SCHEDULERS = accelerate_api.DUMMY_SCHEDULERS
