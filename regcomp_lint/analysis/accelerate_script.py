@@ -19,12 +19,8 @@ from regcomp_lint.analysis import callsites
 from regcomp_lint.analysis.bindings import Bindings, Where, binding_key
 from regcomp_lint.analysis.file_context import FileContext, has_star_kwargs, is_none, is_true, keyword, string_literal
 from regcomp_lint.analysis.training_loops import TrainingLoops
+from regcomp_lint.knowledge.accelerate_api import DYNAMO_BACKEND_ENUM, PREPARE_METHODS
 
-#: ``Accelerator`` methods that wrap an object for the run (``accelerator.prepare(model, opt)``).
-PREPARE_METHODS = frozenset(
-    {"prepare", "prepare_model", "prepare_optimizer", "prepare_data_loader", "prepare_scheduler"}
-)
-DYNAMO_BACKEND_ENUM = ("accelerate.utils.DynamoBackend", "accelerate.utils.dataclasses.DynamoBackend")
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 MAX_DEPTH = 30

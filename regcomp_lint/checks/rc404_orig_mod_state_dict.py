@@ -8,7 +8,6 @@ from dataclasses import dataclass, replace
 from regcomp_lint.analysis import callsites
 from regcomp_lint.analysis.accelerate_script import (
     MAX_DEPTH,
-    PREPARE_METHODS,
     SCOPES,
     AccelerateScript,
 )
@@ -18,6 +17,7 @@ from regcomp_lint.analysis.training_objects import Kind, constructor_kind
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.checks.text_edits import append_keyword
 from regcomp_lint.diagnostics import Applicability
+from regcomp_lint.knowledge.accelerate_api import PREPARE_METHODS
 from regcomp_lint.knowledge.torch_api import DATA_PARALLEL, SAME_MODULE_METHODS
 
 KEEP = "keep_torch_compile"

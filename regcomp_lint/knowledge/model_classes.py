@@ -15,9 +15,10 @@ TRANSFORMERS = "transformers"
 #: ``<Name>Model``, ``<Name>LMHeadModel``, ``<Name>For<Task>``; underscores and a lowercase
 #: first letter occur (``Qwen2_5_VLModel``, ``xLSTMForCausalLM``).
 _MODEL_CLASS = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(?:Model|For[A-Z][A-Za-z0-9_]*)$")
-#: TensorFlow/Flax twins (transformers 4), collators (``DataCollatorForLanguageModeling``) and
-#: the bare base class are not torch models.
-_NOT_MODEL_PREFIXES = ("TF", "Flax", "DataCollator", "PreTrained", "Pretrained")
+#: transformers 4's TensorFlow/Flax twins of each torch class (``TFBertModel``): not torch modules.
+OTHER_FRAMEWORK_PREFIXES = ("TF", "Flax")
+#: Those, collators (``DataCollatorForLanguageModeling``) and the bare base class are not torch models.
+_NOT_MODEL_PREFIXES = (*OTHER_FRAMEWORK_PREFIXES, "DataCollator", "PreTrained", "Pretrained")
 #: ``Auto*`` classes are only factories: ``AutoModel(...)`` raises, ``AutoModel.from_pretrained`` builds.
 AUTO_PREFIX = "Auto"
 #: Class methods that build a model instance.

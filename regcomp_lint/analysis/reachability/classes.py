@@ -10,15 +10,17 @@ from typing import TYPE_CHECKING
 
 from regcomp_lint.analysis.name_resolution import ImportMap
 from regcomp_lint.analysis.reachability.modules import FUNCTION_DEFS, ParsedModule
+from regcomp_lint.knowledge import torch_api
+from regcomp_lint.knowledge.model_classes import OTHER_FRAMEWORK_PREFIXES
 
 if TYPE_CHECKING:
     from regcomp_lint.analysis.reachability.resolution import Resolver
 
-MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
+MODULE_BASES = torch_api.MODULE
 #: Bases known by their last name to be ``nn.Module`` subclasses (no need to resolve them).
 KNOWN_MODULE_BASE_NAMES = frozenset({"GradientCheckpointingLayer", "LightningModule", "ModelMixin"})
 KNOWN_MODULE_BASE_SUFFIXES = ("PreTrainedModel",)
-NOT_TORCH_PREFIXES = ("TF", "Flax")
+NOT_TORCH_PREFIXES = OTHER_FRAMEWORK_PREFIXES
 #: ``torch.nn`` names that are not modules (a class deriving from them is not a model).
 TORCH_NN_NOT_MODULES = frozenset({"Parameter", "UninitializedParameter", "UninitializedBuffer", "Buffer"})
 CONTAINERS = frozenset({"ModuleList", "Sequential", "ModuleDict", "ParameterList", "ParameterDict"})
