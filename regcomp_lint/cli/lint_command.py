@@ -17,6 +17,7 @@ import click
 
 from regcomp_lint.cli import shared
 from regcomp_lint.cli.error_handling import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, echo_error
+from regcomp_lint.cli.shared import STDIN
 from regcomp_lint.diagnostics import Diagnostic
 from regcomp_lint.files.source import DecodeError
 from regcomp_lint.files.writeback import WritebackError, snapshot_bytes
@@ -28,7 +29,6 @@ from regcomp_lint.output import RenderContext, render
 from regcomp_lint.output.progress import ProgressLine
 from regcomp_lint.output.render_context import color_enabled, plural
 
-STDIN = shared.STDIN
 STDIN_DISPLAY = "-"
 
 

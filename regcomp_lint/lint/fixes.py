@@ -11,6 +11,7 @@ import warnings
 from regcomp_lint.diagnostics import Applicability, Diagnostic, Edit
 from regcomp_lint.files.source import SourceFile, apply_edits
 from regcomp_lint.lint.config import Settings
+from regcomp_lint.lint.engine import lint_source
 
 
 def applicable(diag: Diagnostic, unsafe: bool) -> bool:
@@ -65,8 +66,6 @@ def fix_source(
     text: str, filename: str = "<stdin>", config: Settings | None = None, unsafe: bool = False, max_rounds: int = 10
 ) -> tuple[str, list[Diagnostic]]:
     """Apply fixes until none applies; return the new text and the remaining diagnostics."""
-    from regcomp_lint.lint.engine import lint_source
-
     for _ in range(max_rounds):
         diagnostics = lint_source(text, filename, config)
         text_after, applied = apply_fixes(text, diagnostics, unsafe=unsafe)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -138,8 +139,6 @@ def unshorten_torch_path(printed: str) -> str:
     keeps its short name (``transformers/cache_utils.py``); ``printed`` also comes back unchanged
     when no existing file matches.
     """
-    import os
-
     import torch.utils._traceback as torch_traceback
 
     if not printed or os.path.isabs(printed):
