@@ -102,12 +102,12 @@ def test_nothing_to_change_exits_0(project):
 
 
 def test_refusal_in_diff_mode_changes_nothing_and_exits_3(project):
-    path = copy_fixture("refuse_mp_spawn", project)
+    path = copy_fixture("refuse_fsdp", project)
     before = path.read_bytes()
     result = invoke("train.py")
     assert result.exit_code == 3  # nothing would change, but it is not clean either
     assert result.stdout == ""
-    assert "train.py: not converted: it starts its own worker processes" in result.stderr
+    assert "train.py: not converted: it shards the model with FSDP by hand" in result.stderr
     assert path.read_bytes() == before
 
 
@@ -144,7 +144,7 @@ def test_apply_with_diff_prints_what_was_written(project):
 
 
 def test_refusal_with_apply_is_byte_identical_and_exits_3(project):
-    for case in ("refuse_mp_spawn",):
+    for case in ("refuse_fsdp",):
         path = copy_fixture(case, project)
         before = path.read_bytes()
         mtime = path.stat().st_mtime_ns
@@ -156,10 +156,10 @@ def test_refusal_with_apply_is_byte_identical_and_exits_3(project):
         assert "1 file refused" in result.stdout
 
 
-def test_unsafe_fixes_converts_ddp_script(project):
+def test_torchrun_ddp_script_converts_by_default(project):
     path = copy_fixture("nanogpt_ddp", project)
-    result = invoke("--apply", "--unsafe-fixes", "train.py")
-    assert result.exit_code in (0, 1), result.output  # converted; lint findings may remain
+    result = invoke("--apply", "train.py")
+    assert result.exit_code == 0, result.output
     assert path.read_bytes() != (FIXTURES / "nanogpt_ddp" / "input.py").read_bytes()
     assert "DistributedDataParallel(" not in path.read_text(encoding="utf-8")
     assert "not converted" not in result.stderr
@@ -468,11 +468,11 @@ def test_all_fixtures_at_once_in_diff_mode(project):
         expected = (FIXTURES / path.stem / "expected.py").read_bytes()
         if expected != data:
             assert f"+++ b/{os.path.join('cases', path.name)}\n" in result.stdout, path.name
-    assert "refuse_mp_spawn.py: not converted" in result.stderr
+    assert "refuse_fsdp.py: not converted" in result.stderr
 
 
 # -- exit codes and opt-outs ----------------------------------------------------------------
-SKIP = "# regcomp-fix: skip  (we launch it with mp.spawn ourselves)\n"
+SKIP = "# regcomp-fix: skip  (we shard it with FSDP ourselves)\n"
 
 
 @pytest.mark.parametrize("apply", [False, True])
@@ -482,9 +482,9 @@ def test_exit_codes_tell_clean_changed_and_refused_apart(project, apply):
     assert invoke(*flags, "clean.py").exit_code == 0
     write(project, "train.py", PLAIN)
     assert invoke(*flags, "--exit-non-zero-on-fix", "train.py").exit_code == 1
-    copy_fixture("refuse_mp_spawn", project, "spawn.py")
-    assert invoke(*flags, "spawn.py").exit_code == 3
-    assert invoke(*flags, "clean.py", "spawn.py").exit_code == 3
+    copy_fixture("refuse_fsdp", project, "fsdp.py")
+    assert invoke(*flags, "fsdp.py").exit_code == 3
+    assert invoke(*flags, "clean.py", "fsdp.py").exit_code == 3
 
 
 def test_help_documents_the_exit_codes():
@@ -493,10 +493,10 @@ def test_help_documents_the_exit_codes():
 
 
 def test_skip_comment_opts_a_refused_file_out(project):
-    data = (FIXTURES / "refuse_mp_spawn" / "input.py").read_text(encoding="utf-8")
-    path = write(project, "spawn.py", SKIP + data)
+    data = (FIXTURES / "refuse_fsdp" / "input.py").read_text(encoding="utf-8")
+    path = write(project, "fsdp.py", SKIP + data)
     for flags in ([], ["--apply", "--exit-non-zero-on-fix"]):
-        result = invoke(*flags, "spawn.py")
+        result = invoke(*flags, "fsdp.py")
         assert result.exit_code == 0, result.output
         assert "not converted:" not in result.stderr
         assert "1 file not converted (opted out)" in result.output
@@ -516,7 +516,7 @@ def test_skip_comment_keeps_a_training_script_unconverted_but_lint_fixed(project
 
 def test_fix_exclude_in_pyproject_opts_files_out(project):
     write(project, "pyproject.toml", '[tool.regcomp-lint]\nfix-exclude = ["legacy/"]\n')
-    legacy = copy_fixture("refuse_mp_spawn", project / "legacy", "spawn.py")
+    legacy = copy_fixture("refuse_fsdp", project / "legacy", "fsdp.py")
     before = legacy.read_bytes()
     trainer = write(project, "src/train.py", PLAIN)
     result = invoke("--apply", ".")
@@ -572,13 +572,13 @@ def test_stdin_filename_alone_reads_stdin(project):
 
 
 def test_stdin_refusal_echoes_input_and_exits_3(project):
-    data = (FIXTURES / "refuse_mp_spawn" / "input.py").read_bytes()
+    data = (FIXTURES / "refuse_fsdp" / "input.py").read_bytes()
     result = CliRunner().invoke(
-        fix_main, ["--apply", "--stdin-filename", "spawn.py", "-"], input=data, catch_exceptions=False
+        fix_main, ["--apply", "--stdin-filename", "fsdp.py", "-"], input=data, catch_exceptions=False
     )
     assert result.exit_code == 3
     assert result.stdout_bytes == data
-    assert "spawn.py: not converted" in result.stderr
+    assert "fsdp.py: not converted" in result.stderr
 
 
 # -- the installed console script ------------------------------------------------------------

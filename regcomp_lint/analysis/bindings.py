@@ -237,6 +237,21 @@ class Bindings:
             return _last_before(found, where.pos)
         return found[-1]
 
+    def every_binding(self, expr: ast.AST, where: Where) -> list[Bound]:
+        """Every binding of the name ``expr`` that may reach ``where``, whatever the branch taken:
+        ``s = DistributedSampler(d) if ddp else None`` and ``if ddp: s = ...`` / ``else: s = None``
+        alike (``lookup`` gives only the latest)."""
+        key = binding_key(expr)
+        if key is None or key.startswith("self."):
+            return self.candidates(expr, where)
+        for scope in [*reversed(where.functions), None]:
+            found = self._names.get((id(scope) if scope is not None else None, key))
+            if found:
+                if scope is where.function:
+                    return [b for b in found if _last_before([b], where.pos) is not None]
+                return list(found)
+        return []
+
     def call_value(self, expr: ast.AST, where: Where) -> ast.Call | None:
         """``expr`` itself when it is a call, else the call it is bound to whole (not unpacked
         from a tuple) at ``where``: what ``plugin`` in ``Accelerator(dynamo_plugin=plugin)`` was

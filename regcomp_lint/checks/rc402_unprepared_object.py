@@ -18,7 +18,7 @@ from regcomp_lint.analysis.training_objects import Kind, constructor_kind
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.checks.text_edits import append_keyword
 from regcomp_lint.diagnostics import Applicability, Edit, Fix
-from regcomp_lint.knowledge.torch_api import DATA_PARALLEL, SAME_MODULE_METHODS
+from regcomp_lint.knowledge.torch_api import DATA_PARALLEL, DISTRIBUTED_SAMPLER, SAME_MODULE_METHODS
 
 #: How the loop uses an object, and which kinds of object that use means.
 USES = {
@@ -45,6 +45,7 @@ PREPARED = _Prepared()
 class Origin:
     kind: Kind
     call: ast.Call
+    where: Where
 
 
 @dataclass
@@ -76,7 +77,9 @@ class UnpreparedObject(Rule):
     evaluation loader iterated only by loops without a backward pass may stay whole (unsharded,
     as `regcomp-fix` leaves it). Likewise a scheduler stepped once per epoch (in a loop that
     reaches the backward pass only through a loop nested in it) is not reported: prepared, it
-    would step once per process. Names are followed through assignments, `.to(device)`-style
+    would step once per process. Nor is a loader fed a `DistributedSampler` (`sampler=` or
+    `batch_sampler=`, directly or through a name): it already gives each rank its own shard, and
+    `prepare` would shard it again. Names are followed through assignments, `.to(device)`-style
     calls, DDP and `torch.compile` wrappers, tuple unpacking and local functions that return
     the object.
 
@@ -161,6 +164,11 @@ class UnpreparedObject(Rule):
         "model, optimizer, train_dl = acc.prepare(model, optimizer, train_dl)\n"
         "for epoch in range(3):\n    for batch in train_dl:\n        acc.backward(model(batch).loss)\n"
         "    for batch in eval_dl:\n        evaluate(batch)\n    test(model, eval_dl)\n",
+        # a torchrun script's loader sharded by its own DistributedSampler (what regcomp-fix keeps)
+        "import torch\nfrom accelerate import Accelerator\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
+        "acc = Accelerator()\nmodel = torch.nn.Linear(4, 2)\nopt = torch.optim.SGD(model.parameters())\n"
+        "sampler = DistributedSampler(ds) if ddp else None\nloader = DataLoader(ds, sampler=sampler)\n"
+        "model, opt = acc.prepare(model, opt)\nfor x in loader:\n    acc.backward(model(x).sum())\n    opt.step()\n",
         # prepared through a starred argument: unknown, so silent
         "import torch\nfrom accelerate import Accelerator\nacc = Accelerator()\nopt = torch.optim.SGD(p)\nobjs = acc.prepare(*things)\n"
         "for x in data:\n    opt.step()\n",
@@ -314,6 +322,8 @@ class UnpreparedObject(Rule):
                 continue
             if origin.kind is Kind.DATALOADER and not self._trains_on(use):
                 continue  # an evaluation loader: left whole on purpose (the converter does too)
+            if origin.kind is Kind.DATALOADER and self._sharded_by_sampler(origin):
+                continue  # already one shard per rank: prepare() would shard it again
             if origin.kind is Kind.SCHEDULER and use.loops and self.script.training_loops.runs_per_epoch(use.loops[0]):
                 continue  # stepped once per epoch: a prepared scheduler would step once per process
             if not self.script.sees_accelerator(use.where):
@@ -328,6 +338,21 @@ class UnpreparedObject(Rule):
         if use.how == "passed":
             return use.call is not None and loops.passes_for_training(use.call, use.expr)
         return any(loops.loop_trains(loop) for loop in use.loops)
+
+    def _sharded_by_sampler(self, origin: Origin) -> bool:
+        """``DataLoader(..., sampler=DistributedSampler(...))``, directly or through a name."""
+        for kw in origin.call.keywords:
+            if kw.arg not in ("sampler", "batch_sampler"):
+                continue
+            values: list[ast.AST] = [kw.value]
+            values += [b.value for b in self.bindings.every_binding(kw.value, origin.where) if b.value is not None]
+            for value in values:
+                if any(
+                    isinstance(node, ast.Call) and self.ctx.resolves_to(node.func, *DISTRIBUTED_SAMPLER)
+                    for node in ast.walk(value)
+                ):
+                    return True
+        return False
 
     def _report(self, use: _Use, origin: Origin) -> None:
         name = self.script.accelerator_name(use.where)
@@ -404,7 +429,7 @@ class UnpreparedObject(Rule):
             return self._origin(call.args[0], where, depth + 1)
         kind = constructor_kind(self.ctx, call, self.bindings.classes)
         if kind is not None:
-            return Origin(kind, call)
+            return Origin(kind, call, where)
         for value, at in self._returned(func, where):
             found = self._origin(value, at, depth + 1)
             if found is not None:

@@ -335,7 +335,7 @@ def trace_command(
 @click.option(
     "--unsafe-fixes",
     is_flag=True,
-    help="Also apply fixes that may change behaviour (lint fixes marked unsafe; replacing hand-made DDP with prepare).",
+    help="Also apply the lint fixes marked unsafe (they may change behaviour) after the conversion.",
 )
 @click.option(
     "--select",

@@ -124,7 +124,6 @@ def convert_options(opts: FixOptions) -> ConvertOptions:
         dynamic=opts.dynamic,
         regional=opts.regional,
         plan=plan,
-        unsafe=opts.unsafe_fixes,
     )
 
 

@@ -44,9 +44,10 @@ def plan_conversion(tree: Tree, options: ConvertOptions) -> Conversion:
         )
     constructions = accelerator_calls(tree)
     if constructions:
-        if distribution.by_hand:
+        if distribution.data_parallel:  # its own process-group set-up may stay (what the conversion keeps)
             raise Refusal(
-                f"it uses Accelerate and also sets up distribution by hand ({distribution.describe(tree)}); remove the hand-made part first"
+                f"it uses Accelerate and also wraps the model by hand ({distribution.describe(tree)}); "
+                "remove the wrap first: prepare() wraps the model"
             )
         return AcceleratePlanner(tree, options, constructions).plan()
     return PlainPlanner(tree, options, distribution).plan()

@@ -1,9 +1,8 @@
 """Find the distribution set-up a script does by hand.
 
-Accelerate owns process groups and data-parallel wrapping; a script that also does them must
-either be taken apart completely (the nanoGPT shape: ``init_process_group`` + ``model =
-DDP(model)``, which ``prepare`` replaces) or refused. Spawning workers, FSDP and other
-frameworks are always refused: their structure has no one-to-one Accelerate equivalent.
+Accelerate owns data-parallel wrapping; a script that also wraps is adapted by
+``hand_distribution`` (torchrun env-rank scripts and ``mp.spawn`` workers). FSDP, RPC and other
+frameworks are refused: their structure has no one-to-one Accelerate equivalent.
 """
 
 from __future__ import annotations
@@ -22,12 +21,14 @@ class Distribution:
     data_parallel: list[cst.Call] = field(default_factory=list)
     init_process_group: list[cst.Call] = field(default_factory=list)
     set_device: list[cst.Call] = field(default_factory=list)
+    #: ``mp.spawn(worker, ...)`` calls: the script starts its own worker processes
+    spawn: list[cst.Call] = field(default_factory=list)
     #: reasons the script can never be converted (spawn, FSDP, other frameworks)
     blockers: list[str] = field(default_factory=list)
 
     @property
     def by_hand(self) -> bool:
-        return bool(self.data_parallel or self.init_process_group)
+        return bool(self.data_parallel or self.init_process_group or self.spawn)
 
     def describe(self, tree: Tree) -> str:
         parts = [
@@ -53,9 +54,7 @@ def find_distribution(tree: Tree) -> Distribution:
         elif tree.resolves_to(func, *torch_api.CUDA_SET_DEVICE):
             found.set_device.append(call)
         elif tree.resolves_to(func, *torch_api.SPAWN):
-            found.blockers.append(
-                f"it starts its own worker processes (torch.multiprocessing spawn at line {tree.line(call)})"
-            )
+            found.spawn.append(call)
         elif tree.resolves_to(func, *torch_api.FSDP):
             found.blockers.append(f"it shards the model with FSDP by hand (line {tree.line(call)})")
         elif tree.resolves_under(func, torch_api.RPC_MODULE):

@@ -11,8 +11,7 @@ from regcomp_lint.plan import Plan
 @dataclass(frozen=True)
 class ConvertOptions:
     """Settings from the command line. ``None`` means "not given": the plan, then the script,
-    then the defaults decide. ``regional=None`` lets the conversion decide from the model.
-    ``unsafe`` allows conversions that delete the script's own distribution code (DDP)."""
+    then the defaults decide. ``regional=None`` lets the conversion decide from the model."""
 
     backend: str | None = None
     mode: str | None = None
@@ -20,7 +19,6 @@ class ConvertOptions:
     dynamic: bool | None = None
     regional: bool | None = None
     plan: Plan | None = None
-    unsafe: bool = False
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ConvertOptions:

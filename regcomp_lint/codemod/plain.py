@@ -4,7 +4,7 @@ Finds the scope that builds the model and optimizer (a function, ``main()``, the
 class's ``__init__`` holding ``self.model``), then plans: the plugin and the ``Accelerator``
 before their first use, one ``prepare`` after the last prepared object is created, every
 ``backward`` through the accelerator, devices from the accelerator, hand compiles folded into
-the plugin, and — only with ``unsafe`` — the script's own DDP set-up taken apart.
+the plugin, and the script's own DDP set-up adapted (``hand_distribution``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from regcomp_lint.codemod.builders import call_statement, expression, statement
 from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, find_compile_sites
 from regcomp_lint.codemod.distribution import Distribution
 from regcomp_lint.codemod.edits import replaced_by
+from regcomp_lint.codemod.hand_distribution import adapt_distribution, sharded_by_sampler
 from regcomp_lint.codemod.optimizers import find_optimizers, not_optimizers
 from regcomp_lint.codemod.options import ConvertOptions
 from regcomp_lint.codemod.regional import repeated_blocks
@@ -30,7 +31,7 @@ from regcomp_lint.codemod.roles import (
 )
 from regcomp_lint.codemod.schedulers import Cadence, cadence
 from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, resolve
-from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, read_keys, single_target
+from regcomp_lint.codemod.tree import Block, Function, Tree, code, dotted, find_all, key_of, read_keys
 from regcomp_lint.knowledge import torch_api
 
 NO_TRAINING_STEP = "no training step found (no X.backward() call); regcomp-fix converts training scripts only"
@@ -44,6 +45,14 @@ class PlainPlanner(Planner):
     def __init__(self, tree: Tree, options: ConvertOptions, distribution: Distribution) -> None:
         super().__init__(tree, options)
         self.distribution = distribution
+        #: keywords the created ``Accelerator(...)`` gets besides the plugin
+        self.accelerator_keywords: list[str] = []
+        #: when the created ``Accelerator`` must run on the CPU (joined into one ``cpu=`` keyword)
+        self.cpu_conditions: list[str] = []
+        #: nodes the ``Accelerator`` must be created after (a spawned worker's init_process_group)
+        self.accelerator_after: list[cst.CSTNode] = []
+        #: statements (source) written just before the plugin and the ``Accelerator``
+        self.before_accelerator: list[str] = []
 
     def plan(self) -> Conversion:
         tree = self.tree
@@ -55,7 +64,7 @@ class PlainPlanner(Planner):
         self._check_free_names()
         self.models, self.optimizers, self.loaders, self.schedulers = self._roles()
         if self.distribution.by_hand:
-            self._take_apart_distribution()
+            adapt_distribution(self)
         script = ScriptSettings()
         sites = find_compile_sites(tree, self.scope, set(self.models))
         collect_settings(tree, sites, script)
@@ -164,7 +173,12 @@ class PlainPlanner(Planner):
             if creation.key in loaders + schedulers + optimizers + models:
                 continue
             if is_dataloader(tree, creation.value):
-                if self._feeds_training(creation.key, self.scope, 0):
+                if sharded_by_sampler(tree, self.scope, creation.value):
+                    self.notes.append(
+                        f"{creation.key} is sharded by its DistributedSampler: left unprepared, so every rank sees "
+                        "the batches it saw before"
+                    )
+                elif self._feeds_training(creation.key, self.scope, 0):
                     loaders.append(creation.key)
                 else:
                     skipped.append(creation.key)
@@ -227,65 +241,8 @@ class PlainPlanner(Planner):
         return False
 
     # -- hand-made distribution -----------------------------------------------------------------
-    def _take_apart_distribution(self) -> None:
-        tree = self.tree
-        dist = self.distribution
-        if not self.options.unsafe:
-            raise Refusal(
-                f"it sets up its own distribution ({dist.describe(tree)}); rerun with --unsafe-fixes to replace that "
-                "with Accelerator + prepare (then start it with accelerate launch), or port it by hand"
-            )
-        models = set(self.models)
-        for call in dist.data_parallel:
-            assign = tree.parent(call)
-            target = single_target(assign) if isinstance(assign, cst.Assign) else None
-            wraps_in_place = (
-                target is not None and target[0] in models and call.args and key_of(call.args[0].value) == target[0]
-            )
-            if not isinstance(assign, cst.Assign) or not wraps_in_place or tree.function_of(call) is not self.scope:
-                raise Refusal(
-                    f"{code(call.func)} at line {tree.line(call)} does not wrap the model in place in {function_name(self.scope)}; port it by hand"
-                )
-            self.remove_small(assign)
-            self.forget_import(call.func)
-        for call in dist.init_process_group + dist.set_device:
-            expr = tree.parent(call)
-            if not isinstance(expr, cst.Expr):
-                raise Refusal(f"the result of {code(call.func)} at line {tree.line(call)} is used; port it by hand")
-            self.remove_small(expr)
-            self.forget_import(call.func)
-        unwraps = syncs = 0
-        for attr in find_all(tree.module, cst.Attribute):
-            owner = key_of(attr.value)
-            if owner not in models:
-                continue
-            if attr.attr.value == "no_sync":
-                raise Refusal(
-                    f"{owner}.no_sync() at line {tree.line(attr)} needs accelerator.no_sync({owner}); port it by hand"
-                )
-            if attr.attr.value == "module":
-                self._unwrap(attr, owner)
-                unwraps += 1
-            elif attr.attr.value == "require_backward_grad_sync":
-                holder = tree.parent(attr)
-                assign = tree.parent(holder) if holder is not None else None
-                if not isinstance(assign, cst.Assign):
-                    raise Refusal(
-                        f"{owner}.require_backward_grad_sync at line {tree.line(attr)} is read; port it by hand"
-                    )
-                self.remove_small(assign)
-                syncs += 1
-        self.notes.append(
-            f"removed the script's own process-group set-up and {len(dist.data_parallel)} DDP wrap(s): accelerator.prepare() does that now; start it with accelerate launch"
-        )
-        if syncs:
-            self.notes.append(
-                "removed require_backward_grad_sync toggling: gradients now sync on every micro-step (use accelerator.accumulate(model) to skip it)"
-            )
-        if unwraps:
-            self.notes.append("model.module -> accelerator.unwrap_model(model, keep_torch_compile=False)")
-
-    def _unwrap(self, attr: cst.Attribute, owner: str) -> None:
+    def unwrap(self, attr: cst.Attribute, owner: str) -> None:
+        """``model.module`` (and ``model.module if ddp else model``) -> the unwrapped model."""
         tree = self.tree
         acc = self.accelerator_in(tree.function_of(attr))
         node: cst.BaseExpression = attr
@@ -459,33 +416,81 @@ class PlainPlanner(Planner):
             if holder is not None:
                 positions.append(holder)
         first_use = min(positions)
+        flags = self._device_flags()
         dependencies = _names_in(
             [*script.values.values(), *([script.condition] if script.condition is not None else [])]
-        )
+        ) + [key.split(".")[0] for key in flags]
         last_dependency = max((self.binding_index(block, name, self.scope) for name in dependencies), default=-1)
+        rebinds = _global_rebinds(block) if isinstance(self.scope, cst.Module) else []
+        configured_devices = [
+            u for u in uses if u in self.device_values and rebinds and (self.project(block, u) or 0) <= rebinds[-1]
+        ]
+        if rebinds and (dependencies or configured_devices):
+            # nanoGPT's configurator: exec(open(...).read()) / globals().update(...) rebinds any global
+            last_dependency = max(last_dependency, rebinds[-1])
+        for node in self.accelerator_after:
+            index = self.project(block, node)
+            if index is None:
+                raise Refusal(
+                    f"the Accelerator must be created after line {tree.line(node)}, which is not in the block that "
+                    "prepares the model; convert by hand"
+                )
+            last_dependency = max(last_dependency, index)
         extra: list[cst.BaseStatement] = []
         if last_dependency >= first_use:
             early = [u for u in uses if (self.project(block, u) or 0) <= last_dependency]
             movable = all(_is_own_line(block, self.project(block, u), u) and u in self.device_values for u in early)
             if not movable or (prepare_block is block and prepare_index <= last_dependency):
-                name = next(n for n in dependencies if self.binding_index(block, n, self.scope) == last_dependency)
+                name = next(
+                    (n for n in dependencies if self.binding_index(block, n, self.scope) == last_dependency), None
+                )
+                needed = (
+                    f"the Accelerator is needed from line {tree.line(early[0]) if early else tree.line(self.scope)} on"
+                )
+                later = tree.line(block.body[last_dependency])
                 raise Refusal(
-                    f"the Accelerator is needed from line {tree.line(early[0]) if early else tree.line(self.scope)} on, but its settings "
-                    f"use {name!r}, assigned later (line {tree.line(block.body[last_dependency])}); move that assignment up"
+                    f"{needed}, but its settings use {name!r}, assigned later (line {later}); move that assignment up"
+                    if name is not None
+                    else f"{needed}, but it can only be created after line {later} (process group set-up, or a "
+                    "configurator that may rebind any global); move that code up"
                 )
             for use in early:  # `device = "cuda"` above the settings: keep it, set it again right after
                 self.edits.replace.pop(use, None)
                 self.devices -= 1
                 target, value = self.device_values[use]
                 extra.append(statement(f"{target} = {value}", self.module))
+                if rebinds and use in configured_devices:
+                    flags.append(target)  # a config value the command line may set to "cpu"
             first_use = last_dependency + 1
+        if flags:
+            self.cpu_conditions += [f'str({key}) == "cpu"' for key in dict.fromkeys(flags)]
+            self.notes.append(
+                f'the script\'s device setting ({", ".join(dict.fromkeys(flags))}) still works: "cpu" gives '
+                "Accelerator(cpu=True); any other value lets Accelerate place each process on its own device"
+            )
+        if self.cpu_conditions:
+            self.accelerator_keywords.append(f"cpu={' or '.join(self.cpu_conditions)}")
         indent = self.indentation_of(block)
         plugin = call_statement("dynamo_plugin = ", "TorchDynamoPlugin", _plugin_text(settings), self.module, indent)
-        accelerator = statement(f"{self.acc_key} = Accelerator(dynamo_plugin=dynamo_plugin)", self.module)
-        self.edits.add_statements(block, first_use, [plugin, accelerator, *extra], after=False)
+        keywords = ", ".join(["dynamo_plugin=dynamo_plugin", *self.accelerator_keywords])
+        accelerator = statement(f"{self.acc_key} = Accelerator({keywords})", self.module)
+        before = [statement(source, self.module) for source in self.before_accelerator]
+        self.edits.add_statements(block, first_use, [*before, plugin, accelerator, *extra], after=False)
         self.created_at = (
             function_name(self.scope) if self.owner is None else f"{self.owner.name.value}.{function_name(self.scope)}"
         )
+
+    def _device_flags(self) -> list[str]:
+        """Keys like ``args.device`` that rewritten device assignments read: the user's device flag."""
+        flags: list[str] = []
+        for assign in self.device_values:
+            if assign not in self.edits.replace or not isinstance(assign, cst.Assign):
+                continue
+            for attr in find_all(assign.value, cst.Attribute):
+                key = dotted(attr)
+                if key and "device" in attr.attr.value and not self.tree.is_module_reference(attr):
+                    flags.append(key)
+        return flags
 
     def _describe(self, settings: dict[str, Setting], reason: str | None, sites: list[CompileSite]) -> None:
         plugin = ", ".join(_plugin_text(settings))
@@ -544,6 +549,20 @@ def _names_in(expressions: list[cst.BaseExpression]) -> list[str]:
     found: list[str] = []
     for expr in expressions:
         found += [key.split(".")[0] for key in read_keys(expr) if key.split(".")[0] not in found]
+    return found
+
+
+def _global_rebinds(block: Block) -> list[int]:
+    """Indices of top-level statements that may rebind any global: ``exec(...)``, ``globals().update(...)``."""
+    found = []
+    for index, stmt in enumerate(block.body):
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for call in find_all(stmt, cst.Call):
+            func = call.func
+            if (isinstance(func, cst.Name) and func.value == "exec") or code(func) == "globals().update":
+                found.append(index)
+                break
     return found
 
 

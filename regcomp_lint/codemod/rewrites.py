@@ -30,7 +30,7 @@ _DESCENDABLE = (cst.With, cst.Try)
 class Conversion:
     edits: EditPlan
     notes: list[str]
-    imports: list[tuple[str, str]] = field(default_factory=list)
+    imports: list[tuple[str, str | None]] = field(default_factory=list)  # (module, None): import module
     unused_imports: list[tuple[str, str | None, str | None]] = field(default_factory=list)
 
 
@@ -49,7 +49,7 @@ class Planner:
         self.options = options
         self.edits = EditPlan()
         self.notes: list[str] = []
-        self.imports: list[tuple[str, str]] = []
+        self.imports: list[tuple[str, str | None]] = []
         self.unused_imports: list[tuple[str, str | None, str | None]] = []
         self.graph = CallGraph.build(tree)
         #: where the accelerator lives and how that function spells it

@@ -30,6 +30,16 @@ PREPARE_METHODS = frozenset(
 )
 #: The ones that take (and give back) a model.
 MODEL_PREPARE_METHODS = ("prepare", "prepare_model")
+#: ``DistributedDataParallelKwargs``' fields: the DDP options Accelerate passes on when it wraps.
+DDP_KWARGS_FIELDS = (
+    "dim",
+    "broadcast_buffers",
+    "bucket_cap_mb",
+    "find_unused_parameters",
+    "check_reduction",
+    "gradient_as_bucket_view",
+    "static_graph",
+)
 #: DeepSpeed placeholders the script hands to ``prepare`` in place of an optimizer / scheduler.
 DUMMY_OPTIMIZERS = ("accelerate.utils.DummyOptim", "accelerate.utils.deepspeed.DummyOptim")
 DUMMY_SCHEDULERS = ("accelerate.utils.DummyScheduler", "accelerate.utils.deepspeed.DummyScheduler")

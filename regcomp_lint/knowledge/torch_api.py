@@ -92,6 +92,8 @@ DATA_PARALLEL = (
     "torch.nn.parallel.data_parallel.DataParallel",
 )
 INIT_PROCESS_GROUP = ("torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group")
+#: A sampler that already gives each rank its own shard of the data.
+DISTRIBUTED_SAMPLER = ("torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler")
 CUDA_SET_DEVICE = ("torch.cuda.set_device",)
 SPAWN = ("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes", "torch.multiprocessing.spawn.spawn")
 FSDP = (

@@ -220,7 +220,7 @@ def test_result_of_conversion_is_stable_and_already_accelerate_scripts_are_untou
         ),
         (
             "import torch.multiprocessing as mp\n" + HAND_COMPILED + "mp.spawn(main, nprocs=2)\n",
-            "starts its own worker processes",
+            "main(), started by mp.spawn(...) at line 16, never calls init_process_group()",
         ),
         (
             "import torch.distributed.rpc as rpc\n" + HAND_COMPILED + "rpc.init_rpc('w', rank=0, world_size=1)\n",
@@ -228,8 +228,8 @@ def test_result_of_conversion_is_stable_and_already_accelerate_scripts_are_untou
         ),
         (
             "from torch.nn.parallel import DistributedDataParallel as DDP\n"
-            + script("model = DDP(torch.nn.Linear(2, 1))\n"),
-            "--unsafe-fixes",
+            + script("model = torch.nn.Linear(2, 1)\nmodel = DDP(model, [0], 0, 0)\n"),
+            "DDP(...) at line 7 passes options other than the devices by position",
         ),
         ("def broken(:\n    pass\n", "cannot parse line 1"),
     ],
@@ -241,12 +241,49 @@ def test_refusals_leave_the_text_unchanged_with_one_clear_line(text, reason):
     assert "\n" not in result.refused and result.refused.startswith("train.py: ")
 
 
-def test_ddp_that_does_not_wrap_in_place_is_refused_even_when_unsafe():
+def test_ddp_that_does_not_wrap_the_trained_model_is_refused():
     text = "from torch.nn.parallel import DistributedDataParallel as DDP\n" + script(
         "model = torch.nn.Linear(2, 1)\nddp_model = DDP(model)\n"
     )
-    result = convert(text, unsafe=True)
-    assert result.refused and "does not wrap the model in place" in result.refused
+    result = convert(text)
+    assert result.refused and "DDP(...) at line 7 does not wrap the trained model in place" in result.refused
+
+
+def test_ddp_wrap_of_a_fresh_model_keeps_the_model_and_moves_options_to_the_kwargs_handler():
+    text = "from torch.nn.parallel import DistributedDataParallel as DDP\n" + script(
+        "model = DDP(torch.nn.Linear(2, 1), device_ids=[0], find_unused_parameters=True)\n"
+    )
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert "    model = torch.nn.Linear(2, 1)\n" in result.text
+    assert "DDP" not in result.text
+    assert "kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)]" in result.text
+    assert "from accelerate.utils import DistributedDataParallelKwargs" in result.text or (
+        "DistributedDataParallelKwargs, TorchDynamoPlugin" in result.text
+    )
+
+
+def test_own_process_group_is_kept_and_guarded_and_no_sync_goes_through_the_accelerator():
+    text = (
+        "import torch\nimport torch.distributed as dist\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n\n\n"
+        "def main():\n"
+        "    dist.init_process_group('gloo')\n"
+        "    model = DDP(torch.nn.Linear(2, 1))\n"
+        "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    for step in range(4):\n"
+        "        with model.no_sync():\n"
+        "            model(torch.randn(4, 2)).sum().backward()\n"
+        "        optimizer.step()\n"
+        "    dist.destroy_process_group()\n"
+    )
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert "    if not dist.is_initialized():\n        dist.init_process_group('gloo')\n" in result.text
+    assert "with accelerator.no_sync(model):" in result.text
+    assert "Accelerator(dynamo_plugin=dynamo_plugin, cpu=not torch.cuda.is_available())" in result.text
+    assert "dist.destroy_process_group()" in result.text
+    assert convert(result.text).refused is None and not convert(result.text).changed
 
 
 def test_name_clash_is_refused():

@@ -20,8 +20,8 @@ step, ``EQ eval <metric>=<value> ...`` once, and ``EQ done`` at the end; the con
 
 Pairings: converted on one process vs the original on one process (losses within LOSS_TOLERANCE,
 LR exactly, eval within LOSS_TOLERANCE); converted on two processes (accelerate launch, and torchrun
-for scripts the user starts with torchrun/mp.spawn) vs the original on two processes (torchrun or its
-own mp.spawn). A one-process original has no two-process run: its two-process conversion is compared
+for scripts the user starts with torchrun; its own mp.spawn for a spawning script, which accelerate
+launch would start twice over) vs the original on two processes (torchrun or its own mp.spawn). A one-process original has no two-process run: its two-process conversion is compared
 with the one-process original at the same point of the data (converted step k of an epoch <-> original
 step 2k of that epoch: the LR exactly, final metrics within the case's bands).
 """
@@ -86,11 +86,12 @@ class Case:
 
     @property
     def converted_launchers(self) -> list[str]:
-        """Two-process launchers for the converted script: accelerate launch always; torchrun too
-        when the user starts the original that way (the converted script must still start so)."""
+        """Two-process launchers for the converted script: the way the user starts the original
+        (torchrun, or the script's own mp.spawn: the converted script must still start so), and
+        accelerate launch for scripts that do not start their own workers."""
         if not self.two_process:
             return []
-        return ["accelerate", "torchrun"] if self.launch in ("torchrun", "spawn") else ["accelerate"]
+        return {"torchrun": ["accelerate", "torchrun"], "spawn": ["spawn"]}.get(self.launch, ["accelerate"])
 
 
 def load_case(name: str) -> Case:

@@ -54,6 +54,7 @@ SAME_OBJECT_TUPLES = {
     "OPTIMIZER_BASE": torch_api.OPTIMIZER_BASE,
     "INIT_PROCESS_GROUP": torch_api.INIT_PROCESS_GROUP,
     "CUDA_SET_DEVICE": torch_api.CUDA_SET_DEVICE,
+    "DISTRIBUTED_SAMPLER": torch_api.DISTRIBUTED_SAMPLER,
     "ZERO_REDUNDANCY_OPTIMIZER": torch_api.ZERO_REDUNDANCY_OPTIMIZER,
     "DDP": torch_api.DATA_PARALLEL[:2],
     "DP": torch_api.DATA_PARALLEL[2:],
@@ -124,6 +125,15 @@ def test_plugin_fields_are_the_dataclass_fields_in_order():
     assert accelerate_api.PLUGIN_FIELDS == tuple(f.name for f in dataclasses.fields(TorchDynamoPlugin))
     assert accelerate_api.REGIONAL_FIELD in accelerate_api.PLUGIN_FIELDS
     assert set(accelerate_api.PLUGIN_COMPILE_KEYWORDS) <= torch_api.TORCH_COMPILE_KWARGS
+
+
+def test_ddp_kwargs_fields_are_ddp_keywords_accelerate_passes_on():
+    from accelerate.utils import DistributedDataParallelKwargs
+    from torch.nn.parallel import DistributedDataParallel
+
+    fields = {f.name for f in dataclasses.fields(DistributedDataParallelKwargs)}
+    assert set(accelerate_api.DDP_KWARGS_FIELDS) <= fields
+    assert set(accelerate_api.DDP_KWARGS_FIELDS) <= set(inspect.signature(DistributedDataParallel).parameters)
 
 
 def test_prepare_methods_are_accelerator_methods():

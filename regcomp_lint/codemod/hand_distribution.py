@@ -1,0 +1,251 @@
+"""Adapting a script that sets up its own distribution (torchrun env-rank DDP) to Accelerate.
+
+The script keeps what still works under both ``torchrun`` and ``accelerate launch`` — its
+``RANK``/``LOCAL_RANK``/``WORLD_SIZE`` reads, ``master_process``, ``DistributedSampler`` +
+``set_epoch``, ``dist.all_reduce``/``barrier``, ``destroy_process_group`` — and loses only what
+Accelerate now owns:
+
+- the DDP/DataParallel wrap (``accelerator.prepare`` wraps; DDP keywords move to
+  ``DistributedDataParallelKwargs``);
+- a second process-group initialisation (``init_process_group`` is guarded by
+  ``is_initialized()``: the ``Accelerator`` may have created the group already);
+- ``model.no_sync()`` becomes ``accelerator.no_sync(model)`` and ``model.module`` reads the
+  unwrapped model.
+
+Loaders fed by a ``DistributedSampler`` are already sharded and stay unprepared, so every rank
+sees exactly the batches it saw before.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from regcomp_lint.codemod.builders import expression
+from regcomp_lint.codemod.roles import bindings
+from regcomp_lint.codemod.settings import Refusal
+from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, read_keys, single_target
+from regcomp_lint.knowledge import accelerate_api, torch_api
+
+if TYPE_CHECKING:
+    from regcomp_lint.codemod.plain import PlainPlanner
+
+#: DDP's second and third parameters: no effect once Accelerate places the model (it passes the
+#: device itself).
+_DEVICE_KEYWORDS = ("device_ids", "output_device")
+
+
+def adapt_distribution(planner: PlainPlanner) -> None:
+    """Remove the wraps, guard the process-group set-up and read the model through the wrapper."""
+    tree = planner.tree
+    dist = planner.distribution
+    models = set(planner.models)
+    ddp_keywords: list[str] = []
+    for call in dist.data_parallel:
+        ddp_keywords += _remove_wrap(planner, call, models)
+    workers = [_spawned_worker(planner, call) for call in dist.spawn]
+    for call in dist.init_process_group:
+        if any(tree.contains(worker, call) for worker in workers):
+            planner.accelerator_after.append(call)  # the worker joins its group, then Accelerate looks
+        else:
+            _guard_initialisation(planner, call)
+    unwraps = 0
+    for attr in find_all(tree.module, cst.Attribute):
+        owner = key_of(attr.value)
+        if owner not in models:
+            continue
+        if attr.attr.value == "no_sync":
+            _rewrite_no_sync(planner, attr, owner)
+        elif attr.attr.value == "module":
+            planner.unwrap(attr, owner)
+            unwraps += 1
+    if ddp_keywords:
+        handler = f"DistributedDataParallelKwargs({', '.join(ddp_keywords)})"
+        planner.accelerator_keywords.append(f"kwargs_handlers=[{handler}]")
+        planner.imports.append((accelerate_api.UTILS_MODULE, "DistributedDataParallelKwargs"))
+    for worker in workers:
+        _tell_accelerate_the_rank(planner, worker)
+    guarded = [c for c in dist.init_process_group if c not in planner.accelerator_after]
+    if dist.init_process_group and _torch_is_imported(tree):
+        # without CUDA, Accelerate treats the script's processes as one unless told to use the CPU
+        planner.cpu_conditions.append("not torch.cuda.is_available()")
+    starts = "its own workers, as before" if workers else "torchrun as before, and with accelerate launch"
+    if dist.data_parallel:
+        planner.notes.append(
+            f"removed {len(dist.data_parallel)} DDP wrap(s): accelerator.prepare() wraps the model; the script's own "
+            f"rank set-up is kept, so it starts with {starts}"
+        )
+    if guarded:
+        planner.notes.append(
+            "init_process_group() runs only when the Accelerator has not set up the process group already"
+        )
+    if "not torch.cuda.is_available()" in planner.cpu_conditions:
+        planner.notes.append(
+            "cpu=not torch.cuda.is_available(): on a machine without CUDA, Accelerate joins the script's "
+            "processes only when told to use the CPU"
+        )
+    if unwraps:
+        planner.notes.append("model.module -> accelerator.unwrap_model(model, keep_torch_compile=False)")
+
+
+def _remove_wrap(planner: PlainPlanner, call: cst.Call, models: set[str]) -> list[str]:
+    """``model = DDP(model, ...)`` goes; ``model = DDP(Net(), ...)`` keeps ``Net()``; return the
+    keywords Accelerate must pass on."""
+    tree = planner.tree
+    assign = tree.parent(call)
+    target = single_target(assign) if isinstance(assign, cst.Assign) else None
+    if not isinstance(assign, cst.Assign) or target is None or target[0] not in models or not call.args:
+        raise Refusal(
+            f"{code(call.func)}(...) at line {tree.line(call)} does not wrap the trained model in place "
+            "(model = DDP(model, ...)); Accelerate's prepare() wraps the prepared model itself, so port it by hand"
+        )
+    kept: list[str] = []
+    for position, arg in enumerate(call.args[1:], start=1):
+        if arg.star or (arg.keyword is None and position > len(_DEVICE_KEYWORDS)):
+            raise Refusal(
+                f"{code(call.func)}(...) at line {tree.line(call)} passes options other than the devices by "
+                "position; name them, or port it by hand"
+            )
+        name = arg.keyword.value if arg.keyword is not None else _DEVICE_KEYWORDS[position - 1]
+        if name in _DEVICE_KEYWORDS:
+            continue
+        if name not in accelerate_api.DDP_KWARGS_FIELDS:
+            raise Refusal(
+                f"{code(call.func)}(..., {name}=...) at line {tree.line(call)} has no DistributedDataParallelKwargs "
+                "equivalent; port it by hand"
+            )
+        kept.append(f"{name}={code(arg.value)}")
+    if key_of(call.args[0].value) == target[0]:
+        planner.remove_small(assign)
+    else:
+        planner.edits.on(call, lambda updated: updated.args[0].value)
+    planner.forget_import(call.func)
+    return kept
+
+
+def _spawned_worker(planner: PlainPlanner, call: cst.Call) -> cst.FunctionDef:
+    """The function ``mp.spawn(worker, ...)`` starts: it must build the model and join a group."""
+    tree = planner.tree
+    target = call.args[0].value if call.args and call.args[0].keyword is None else None
+    worker = next(
+        (
+            f
+            for f in find_all(tree.module, cst.FunctionDef)
+            if isinstance(target, cst.Name) and f.name.value == target.value
+        ),
+        None,
+    )
+    if worker is None or tree.class_of(worker) is not None:
+        raise Refusal(
+            f"{code(call.func)}(...) at line {tree.line(call)} does not start a function of this file; port it by hand"
+        )
+    if worker is not planner.scope:
+        raise Refusal(
+            f"{code(call.func)}(...) at line {tree.line(call)} starts {worker.name.value}(), but the model and "
+            f"optimizer are built elsewhere; build them in the worker, or port it by hand"
+        )
+    if not any(tree.contains(worker, init) for init in planner.distribution.init_process_group):
+        raise Refusal(
+            f"{worker.name.value}(), started by {code(call.func)}(...) at line {tree.line(call)}, never calls "
+            "init_process_group(); Accelerate cannot tell its processes apart, so port it by hand"
+        )
+    return worker
+
+
+def _tell_accelerate_the_rank(planner: PlainPlanner, worker: cst.FunctionDef) -> None:
+    """Accelerate reads the process's place from ``RANK``/``LOCAL_RANK``/``WORLD_SIZE``, which
+    torchrun sets and ``mp.spawn`` does not: the worker sets them from its group (its first
+    parameter is the local rank mp.spawn passes)."""
+    init = next(c for c in planner.distribution.init_process_group if planner.tree.contains(worker, c))
+    func = init.func
+    prefix = f"{code(func.value)}." if isinstance(func, cst.Attribute) else ""
+    if not prefix:
+        planner.imports += [("torch.distributed", "is_initialized"), ("torch.distributed", "get_rank")]
+        planner.imports.append(("torch.distributed", "get_world_size"))
+    params = [*worker.params.posonly_params, *worker.params.params]
+    if not params:
+        raise Refusal(f"{worker.name.value}() takes no process index; port it by hand")
+    local_rank = params[0].name.value
+    nl, unit = planner.module.default_newline, planner.module.default_indent
+    planner.before_accelerator.append(
+        f"if {prefix}is_initialized():  # started by mp.spawn: Accelerate reads the process's place from here{nl}"
+        f"{unit}os.environ.update(RANK=str({prefix}get_rank()), LOCAL_RANK=str({local_rank}), "
+        f"WORLD_SIZE=str({prefix}get_world_size()))"
+    )
+    planner.imports.append(("os", None))
+    planner.notes.append(
+        f"{worker.name.value}() is started by mp.spawn: the Accelerator is created after its "
+        "init_process_group(), once RANK/LOCAL_RANK/WORLD_SIZE say which process it is; the script "
+        "still starts its own workers"
+    )
+
+
+def _guard_initialisation(planner: PlainPlanner, call: cst.Call) -> None:
+    """``init_process_group(...)`` -> ``if not is_initialized(): init_process_group(...)``."""
+    tree = planner.tree
+    expr = tree.parent(call)
+    line = tree.parent(expr) if expr is not None else None
+    if not (isinstance(expr, cst.Expr) and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
+        raise Refusal(
+            f"{code(call.func)}(...) at line {tree.line(call)} is not a statement of its own; the Accelerator may "
+            "set up the process group first, so guard it with is_initialized() by hand"
+        )
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        check = f"{code(func.value)}.is_initialized()"
+    else:
+        check = "is_initialized()"
+        planner.imports.append(("torch.distributed", "is_initialized"))
+    test = expression(f"not {check}", planner.module)
+
+    def guard(updated: cst.CSTNode) -> cst.CSTNode:
+        assert isinstance(updated, cst.SimpleStatementLine)
+        return cst.If(
+            test=test,
+            body=cst.IndentedBlock(body=[updated.with_changes(leading_lines=[])]),
+            leading_lines=updated.leading_lines,
+        )
+
+    planner.edits.on(line, guard)
+
+
+def _rewrite_no_sync(planner: PlainPlanner, attr: cst.Attribute, owner: str) -> None:
+    """``model.no_sync()`` -> ``accelerator.no_sync(model)`` (a no-op on one process, as before)."""
+    tree = planner.tree
+    call = tree.parent(attr)
+    if not (isinstance(call, cst.Call) and call.func is attr and not call.args):
+        raise Refusal(f"{owner}.no_sync at line {tree.line(attr)} is not called as {owner}.no_sync(); port it by hand")
+    acc = planner.accelerator_in(tree.function_of(call))
+    value = expression(f"{acc}.no_sync({owner})", planner.module)
+    planner.edits.on(call, lambda updated: value.with_changes(lpar=updated.lpar, rpar=updated.rpar))
+    planner.uses.append(call)
+
+
+def sharded_by_sampler(tree: Tree, function: Function, loader: cst.BaseExpression) -> bool:
+    """Is this ``DataLoader(...)`` fed a ``DistributedSampler`` (directly or through a name)?"""
+    if not isinstance(loader, cst.Call):
+        return False
+    for arg in loader.args:
+        if arg.keyword is None or arg.keyword.value not in ("sampler", "batch_sampler"):
+            continue
+        values: list[cst.CSTNode] = [arg.value]
+        for key in read_keys(arg.value):
+            for node in bindings(function, key):
+                if isinstance(node, cst.Assign):
+                    values.append(node.value)
+        for value in values:
+            if any(tree.resolves_to(c.func, *torch_api.DISTRIBUTED_SAMPLER) for c in find_all(value, cst.Call)):
+                return True
+    return False
+
+
+def _torch_is_imported(tree: Tree) -> bool:
+    for stmt in tree.module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Import) and any(
+                    code(alias.name).split(".")[0] == "torch" and alias.asname is None for alias in small.names
+                ):
+                    return True
+    return False
