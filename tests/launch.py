@@ -34,6 +34,7 @@ TEARDOWN_ABORT = "terminate called without an active exception"
 WRAPPER = """
 import faulthandler, os, runpy, sys
 faulthandler.dump_traceback_later(HANG_AFTER, exit=True)
+sys.stdout.reconfigure(line_buffering=True)  # whole lines: processes share the launcher's pipe
 script = sys.argv[1]
 sys.argv = sys.argv[1:]
 sys.path.insert(0, os.path.dirname(os.path.abspath(script)))

@@ -7,6 +7,7 @@ Accelerate now owns:
 
 - the DDP/DataParallel wrap (``accelerator.prepare`` wraps; DDP keywords move to
   ``DistributedDataParallelKwargs``);
+- ``torch.cuda.set_device`` (Accelerate sets each process's device);
 - a second process-group initialisation (``init_process_group`` is guarded by
   ``is_initialized()``: the ``Accelerator`` may have created the group already);
 - ``model.no_sync()`` becomes ``accelerator.no_sync(model)`` and ``model.module`` reads the
@@ -50,6 +51,10 @@ def adapt_distribution(planner: PlainPlanner) -> None:
             planner.accelerator_after.append(call)  # the worker joins its group, then Accelerate looks
         else:
             _guard_initialisation(planner, call)
+    for call in dist.set_device:  # Accelerate sets each process's device itself (and CPU has none to set)
+        expr = tree.parent(call)
+        if isinstance(expr, cst.Expr):
+            planner.remove_small(expr)
     unwraps = 0
     for attr in find_all(tree.module, cst.Attribute):
         owner = key_of(attr.value)

@@ -31,7 +31,8 @@ from regcomp_lint.codemod.roles import (
 )
 from regcomp_lint.codemod.schedulers import Cadence, cadence
 from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, resolve
-from regcomp_lint.codemod.tree import Block, Function, Tree, code, dotted, find_all, key_of, read_keys
+from regcomp_lint.codemod.tree import Block, Function, Tree, code, dotted, find_all, key_of, read_keys, single_target
+from regcomp_lint.codemod.wrapped_access import places_using_prepared, read_through_wrapper, sees_prepared
 from regcomp_lint.knowledge import torch_api
 
 NO_TRAINING_STEP = "no training step found (no X.backward() call); regcomp-fix converts training scripts only"
@@ -65,6 +66,12 @@ class PlainPlanner(Planner):
         self.models, self.optimizers, self.loaders, self.schedulers = self._roles()
         if self.distribution.by_hand:
             adapt_distribution(self)
+        elif not self.loaders and not self.sharded_loaders:
+            self.notes.append(
+                "no DataLoader feeds the training loop: its batches come from the script's own code, which "
+                "accelerate launch does not split; under several processes every rank draws the same batches "
+                "unless that code uses accelerator.process_index (a per-rank seed or offset)"
+            )
         script = ScriptSettings()
         sites = find_compile_sites(tree, self.scope, set(self.models))
         collect_settings(tree, sites, script)
@@ -169,11 +176,13 @@ class PlainPlanner(Planner):
         schedulers: list[str] = []
         skipped: list[str] = []
         self.kept_schedulers: list[str] = []  # stepped per epoch: created before prepare, not prepared
+        self.sharded_loaders: list[str] = []  # fed a DistributedSampler: already one shard per rank
         for creation in creations(self.scope):
             if creation.key in loaders + schedulers + optimizers + models:
                 continue
             if is_dataloader(tree, creation.value):
                 if sharded_by_sampler(tree, self.scope, creation.value):
+                    self.sharded_loaders.append(creation.key)
                     self.notes.append(
                         f"{creation.key} is sharded by its DistributedSampler: left unprepared, so every rank sees "
                         "the batches it saw before"
@@ -282,7 +291,7 @@ class PlainPlanner(Planner):
         return None
 
     # -- rewrites -------------------------------------------------------------------------------
-    def _reach(self) -> list[Function]:
+    def reach(self) -> list[Function]:
         """Functions whose code runs with the accelerator: the scope, what it calls to train,
         functions nested in it, and (for a Trainer class) the class's training methods."""
         tree = self.tree
@@ -317,7 +326,7 @@ class PlainPlanner(Planner):
 
     def _rewrites(self, backwards: list[cst.Call]) -> None:
         tree = self.tree
-        reach = self._reach()
+        reach = self.reach()
         self.backwards = 0
         for call in backwards:
             if self.is_removed(call):
@@ -345,6 +354,7 @@ class PlainPlanner(Planner):
         places: list[Function] = [self.scope]
         if self.owner is not None:
             places += [m for m in self.owner.body.body if isinstance(m, cst.FunctionDef) and m is not self.scope]
+        places += [p for p in places_using_prepared(self) if all(p is not q for q in places)]
         models = set(self.models)
         self.checkpoint_saves = self.checkpoint_loads = 0
         for place in places:
@@ -356,19 +366,58 @@ class PlainPlanner(Planner):
                     and key_of(func.value) in models
                 ):
                     continue
-                acc = self.accelerator_in(place)
                 model = key_of(func.value)
+                assert model is not None
+                if (
+                    place is not self.scope
+                    and place not in self.owner_methods()
+                    and not sees_prepared(place, model, self)
+                ):
+                    continue
+                if not self.can_reach_accelerator(place):
+                    self.notes.append(
+                        f"{model}.{func.attr.value}() at line {tree.line(call)} is left as is: no accelerator in reach "
+                        f"there; save and load through accelerator.unwrap_model({model}, keep_torch_compile=False)"
+                    )
+                    continue
+                acc = self.accelerator_in(place)
                 value = expression(f"{acc}.unwrap_model({model}, keep_torch_compile=False)", self.module)
                 self.edits.on(func.value, replaced_by(value))
                 self.uses.append(call)
                 if func.attr.value == "load_state_dict":
                     self.checkpoint_loads += 1
                     continue
-                for anc in tree.ancestors(call):
-                    if isinstance(anc, cst.Call) and tree.resolves_to(anc.func, "torch.save"):
-                        self.edits.on(anc.func, replaced_by(expression(f"{acc}.save", self.module)))
-                        break
+                for save in self._saves_of(place, call):
+                    self.edits.on(save.func, replaced_by(expression(f"{acc}.save", self.module)))
                 self.checkpoint_saves += 1
+
+    def owner_methods(self) -> list[cst.FunctionDef]:
+        if self.owner is None:
+            return []
+        return [m for m in self.owner.body.body if isinstance(m, cst.FunctionDef)]
+
+    def _saves_of(self, place: Function, state_dict: cst.Call) -> list[cst.Call]:
+        """The ``torch.save`` calls that write this state dict: around it, or of the name it is put
+        in (``state = {"net": model.state_dict()}`` then ``torch.save(state, path)``)."""
+        tree = self.tree
+        for anc in tree.ancestors(state_dict):
+            if isinstance(anc, cst.Call) and tree.resolves_to(anc.func, "torch.save"):
+                return [anc]
+            if isinstance(anc, cst.Assign):
+                target = single_target(anc)
+                if target is None:
+                    return []
+                return [
+                    c
+                    for c in find_all(place, cst.Call, enter_functions=False)
+                    if tree.resolves_to(c.func, "torch.save")
+                    and c.args
+                    and key_of(c.args[0].value) == target[0]
+                    and tree.line(c) > tree.line(anc)
+                ]
+            if isinstance(anc, cst.BaseStatement):
+                return []
+        return []
 
     # -- placing the accelerator and prepare ----------------------------------------------------
     def _place(self, settings: dict[str, Setting], script: ScriptSettings) -> None:
@@ -396,6 +445,7 @@ class PlainPlanner(Planner):
         acc = self.acc_key
         targets = ", ".join(prepared)
         prepare = call_statement(f"{targets} = ", f"{acc}.prepare", prepared, self.module, indent)
+        read_through_wrapper(self, block, prepare_index)
         self._place_accelerator(settings, script, block, prepare_index)
         self.edits.add_statements(block, prepare_index, [prepare], after=True)
         self.prepared = prepared
@@ -417,6 +467,13 @@ class PlainPlanner(Planner):
                 positions.append(holder)
         first_use = min(positions)
         flags = self._device_flags()
+        # a device choice read from the script's own flags (`"cuda" if use_cuda else "cpu"`) is kept
+        # only where its names are bound before the Accelerator's place
+        choices = [
+            (condition, roots)
+            for condition, roots in self._device_choices()
+            if all(self.binding_index(block, root, self.scope) < first_use for root in roots)
+        ]
         dependencies = _names_in(
             [*script.values.values(), *([script.condition] if script.condition is not None else [])]
         ) + [key.split(".")[0] for key in flags]
@@ -468,6 +525,13 @@ class PlainPlanner(Planner):
                 f'the script\'s device setting ({", ".join(dict.fromkeys(flags))}) still works: "cpu" gives '
                 "Accelerator(cpu=True); any other value lets Accelerate place each process on its own device"
             )
+        for condition, _ in choices:
+            if condition not in self.cpu_conditions:
+                self.cpu_conditions.append(condition)
+                self.notes.append(
+                    f"the script's own choice of the CPU still works: Accelerator(cpu={condition}); otherwise "
+                    "Accelerate places each process on its own device"
+                )
         if self.cpu_conditions:
             self.accelerator_keywords.append(f"cpu={' or '.join(self.cpu_conditions)}")
         indent = self.indentation_of(block)
@@ -479,6 +543,51 @@ class PlainPlanner(Planner):
         self.created_at = (
             function_name(self.scope) if self.owner is None else f"{self.owner.name.value}.{function_name(self.scope)}"
         )
+
+    def _device_choices(self) -> list[tuple[str, list[str]]]:
+        """``"cuda" if use_cuda else "cpu"`` in a rewritten device assignment: the CPU condition
+        (``not use_cuda``) and the names it reads; a test on ``torch.cuda.is_available()`` alone
+        is what Accelerate does anyway and gives nothing."""
+        found: list[tuple[str, list[str]]] = []
+        for assign in self.device_values:
+            if assign not in self.edits.replace or not isinstance(assign, cst.Assign):
+                continue
+            for choice in find_all(assign.value, cst.IfExp):
+                names = [n for n in find_all(choice.test, cst.Name) if not self.tree.is_module_reference(n)]
+                names = [n for n in names if self.tree.parent(n) is None or not _is_attribute_name(self.tree, n)]
+                if not names:
+                    continue
+                test = code(choice.test).strip()
+                if _is_cpu_literal(choice.orelse):
+                    inner = choice.test
+                    condition = (
+                        code(inner.expression).strip()
+                        if isinstance(inner, cst.UnaryOperation) and isinstance(inner.operator, cst.Not)
+                        else (f"not ({test})" if " " in test else f"not {test}")
+                    )
+                elif _is_cpu_literal(choice.body):
+                    condition = f"({test})" if " " in test else test
+                else:
+                    continue
+                found.append((condition, list(dict.fromkeys(n.value for n in names))))
+        # `if args.cuda: model.cuda()`: the flag that chose the GPU
+        for node in self.edits.replace:
+            if not (
+                isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "cuda"
+            ):
+                continue
+            for anc in self.tree.ancestors(node):
+                if isinstance(anc, (cst.FunctionDef, cst.Module)):
+                    break
+                if isinstance(anc, cst.If) and self.tree.contains(anc.body, node):
+                    names = [n for n in find_all(anc.test, cst.Name) if not self.tree.is_module_reference(n)]
+                    names = [n for n in names if not _is_attribute_name(self.tree, n)]
+                    if names:
+                        test = code(anc.test).strip()
+                        condition = f"not ({test})" if " " in test else f"not {test}"
+                        found.append((condition, list(dict.fromkeys(n.value for n in names))))
+                    break
+        return found
 
     def _device_flags(self) -> list[str]:
         """Keys like ``args.device`` that rewritten device assignments read: the user's device flag."""
@@ -550,6 +659,16 @@ def _names_in(expressions: list[cst.BaseExpression]) -> list[str]:
     for expr in expressions:
         found += [key.split(".")[0] for key in read_keys(expr) if key.split(".")[0] not in found]
     return found
+
+
+def _is_cpu_literal(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.SimpleString) and node.evaluated_value == "cpu"
+
+
+def _is_attribute_name(tree: Tree, name: cst.Name) -> bool:
+    """``x`` in ``a.x``: an attribute, not a variable the expression reads."""
+    parent = tree.parent(name)
+    return isinstance(parent, cst.Attribute) and parent.attr is name
 
 
 def _global_rebinds(block: Block) -> list[int]:

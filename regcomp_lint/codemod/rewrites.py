@@ -130,23 +130,49 @@ class Planner:
         self._inject(function)
         return "accelerator"
 
-    def _inject(self, function: cst.FunctionDef) -> None:
-        if function in self._injected:
-            return
-        self._injected.add(function)
+    def can_reach_accelerator(self, function: Function, seen: frozenset[int] = frozenset()) -> bool:
+        """Would :meth:`accelerator_in` succeed here? Asks without editing anything."""
+        tree = self.tree
+        if function is self.scope or isinstance(self.scope, cst.Module) or function in self._injected:
+            return True
+        if any(f is self.scope for f in tree.enclosing_functions(function)):
+            return True
+        scope_class = tree.class_of(self.scope)
+        if self.acc_key.startswith("self.") and scope_class is not None and tree.class_of(function) is scope_class:
+            if _first_param(function) == "self":
+                return True
+        if isinstance(function, cst.Module) or id(function) in seen:
+            return False
+        if self._injection_problem(function) is not None:
+            return False
+        return all(
+            self.can_reach_accelerator(caller, seen | {id(function)}) for caller, _ in self.graph.callers_of(function)
+        )
+
+    def _injection_problem(self, function: cst.FunctionDef) -> str | None:
+        """Why ``function`` cannot be given an ``accelerator`` parameter, if it cannot."""
         tree = self.tree
         name = function.name.value
         if tree.class_of(function) is not None:
-            raise Refusal(f"method {name}() needs the accelerator but its class does not hold one; pass it in by hand")
+            return f"method {name}() needs the accelerator but its class does not hold one; pass it in by hand"
         callers = self.graph.callers_of(function)
         calls = {id(call.func) for _, call in callers}
         for ref in tree.references_to(function):
             if id(ref) not in calls:
-                raise Refusal(
-                    f"{name}() needs the accelerator but is used other than by a call (line {tree.line(ref)}); pass it in by hand"
-                )
+                return f"{name}() needs the accelerator but is used other than by a call (line {tree.line(ref)}); pass it in by hand"
         if not callers:
-            raise Refusal(f"{name}() needs the accelerator but is never called in this file; pass it in by hand")
+            return f"{name}() needs the accelerator but is never called in this file; pass it in by hand"
+        return None
+
+    def _inject(self, function: cst.FunctionDef) -> None:
+        if function in self._injected:
+            return
+        self._injected.add(function)
+        problem = self._injection_problem(function)
+        if problem is not None:
+            raise Refusal(problem)
+        name = function.name.value
+        callers = self.graph.callers_of(function)
         if not _has_param(function, "accelerator"):
             self.edits.on(function, _add_parameter)
             self.notes.append(f"{name}() takes the accelerator as a new parameter")

@@ -14,7 +14,7 @@ from enum import Enum
 
 import libcst as cst
 
-from regcomp_lint.codemod.roles import CallGraph
+from regcomp_lint.codemod.roles import CallGraph, bindings
 from regcomp_lint.codemod.tree import Function, Tree, find_all, key_of
 
 _MAX_DEPTH = 3
@@ -71,6 +71,14 @@ def _receivers(
     if key.startswith("self.") and owner is not None:
         found += [(m, key) for m in owner.body.body if isinstance(m, cst.FunctionDef) and m is not function]
         return found
+    # functions that read ``key`` as a global (a module-level script) or from the enclosing
+    # function (a closure): ``def train(epoch): ... optimizer.step()`` beside ``scheduler.step()``
+    inner = (
+        [f for f in find_all(tree.module, cst.FunctionDef) if tree.class_of(f) is None]
+        if isinstance(function, cst.Module)
+        else [f for f in find_all(function, cst.FunctionDef) if f is not function]
+    )
+    found += [(f, key) for f in inner if "." not in key and key not in _parameters(f) and not bindings(f, key)]
     if depth >= _MAX_DEPTH:
         return found
     for callee, call in graph.calls_from(function):

@@ -83,6 +83,27 @@ OPTIMIZER_BASE = ("torch.optim.Optimizer",)
 #: Every public class of these modules is an LR scheduler.
 SCHEDULER_MODULES = ("torch.optim.lr_scheduler",)
 
+#: ``nn.Module``'s public API: reachable through any wrapper (DDP, FSDP, ``torch.compile``) since
+#: the wrapper is a module too. Any other attribute (a custom method such as ``generate`` or
+#: ``configure_optimizers``, ``config``, a submodule) is the wrapped model's own: DDP does not
+#: forward it ("'DistributedDataParallel' object has no attribute ...").
+MODULE_API = frozenset(
+    {
+        "add_module", "apply", "bfloat16", "buffers", "children", "compile", "cpu", "cuda", "double",
+        "eval", "extra_repr", "float", "forward", "get_buffer", "get_extra_state", "get_parameter",
+        "get_submodule", "half", "ipu", "load_state_dict", "modules", "mtia", "named_buffers",
+        "named_children", "named_modules", "named_parameters", "parameters", "register_backward_hook",
+        "register_buffer", "register_forward_hook", "register_forward_pre_hook",
+        "register_full_backward_hook", "register_full_backward_pre_hook",
+        "register_load_state_dict_post_hook", "register_load_state_dict_pre_hook", "register_module",
+        "register_parameter", "register_state_dict_post_hook", "register_state_dict_pre_hook",
+        "requires_grad_", "set_extra_state", "set_submodule", "share_memory", "state_dict", "to",
+        "to_empty", "train", "training", "type", "xpu", "zero_grad",
+    }
+)  # fmt: skip
+#: What DDP adds on top (the conversion handles each of them itself).
+DATA_PARALLEL_API = frozenset({"module", "no_sync", "require_backward_grad_sync"})
+
 #: The script wraps the model for data parallelism itself; ``accelerator.prepare`` does this instead.
 DATA_PARALLEL = (
     "torch.nn.parallel.DistributedDataParallel",

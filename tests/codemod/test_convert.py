@@ -523,3 +523,56 @@ def test_model_load_state_dict_loads_into_the_unwrapped_model():
     assert 'optimizer.load_state_dict(checkpoint["optimizer"])' in result.text  # the prepared optimizer loads its own
     assert any("load_state_dict() into the prepared model" in n for n in result.notes)
     assert convert(result.text).changed is False
+
+
+METHODS_AFTER_PREPARE = '''import torch
+import torch.nn as nn
+
+
+class GPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.head(x)
+
+    def configure_optimizers(self, lr):
+        return torch.optim.AdamW(self.parameters(), lr=lr)
+
+    @torch.no_grad()
+    def generate(self, x):
+        return self(x).argmax(-1)
+
+
+def evaluate(model, data):
+    model.eval()
+    out = model.generate(data)
+    model.train()
+    return out
+
+
+def main():
+    model = GPT()
+    optimizer = model.configure_optimizers(1e-3)
+    for step in range(10):
+        loss = model(torch.randn(2, 4)).sum()
+        loss.backward()
+        optimizer.step()
+        model.head.weight.grad = None
+        if step % 5 == 0:
+            print(evaluate(model, torch.randn(2, 4)))
+'''
+
+
+def test_model_own_attributes_after_prepare_are_read_from_the_unwrapped_model():
+    """DDP does not pass ``generate``/``head`` through; nn.Module's API (eval/train) and anything
+    before prepare (configure_optimizers builds the optimizer) stay as they are."""
+    result = convert(METHODS_AFTER_PREPARE)
+    assert result.refused is None, result.refused
+    assert "    optimizer = model.configure_optimizers(1e-3)\n" in result.text
+    assert "    out = accelerator.unwrap_model(model).generate(data)\n" in result.text
+    assert "    model.eval()\n" in result.text and "    model.train()\n" in result.text
+    assert "        accelerator.unwrap_model(model).head.weight.grad = None\n" in result.text
+    assert "def evaluate(model, data, accelerator):" in result.text
+    assert not convert(result.text).changed

@@ -59,7 +59,8 @@ SCRIPT = "train.py"
 
 #: Not anchored at the line start: under torchrun the workers share the launcher's stdout, and a
 #: line another process leaves unterminated can end up in front of ours.
-STEP_LINE = re.compile(r"EQ step=(\d+) epoch=(\d+) loss=(\S+) lr=(\S+)\s*$", re.MULTILINE)
+_NUMBER = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf)"
+STEP_LINE = re.compile(rf"EQ step=(\d+) epoch=(\d+) loss=({_NUMBER}) lr=({_NUMBER})\s*$", re.MULTILINE)
 EVAL_LINE = re.compile(r"EQ eval (.*)$", re.MULTILINE)
 
 
@@ -181,6 +182,8 @@ def parse_metrics(output: str) -> dict[str, float]:
 
 def stage(case: Case, folder: Path, script: bytes) -> Path:
     """A copy of the fixture's folder with ``script`` as its ``train.py``."""
+    if folder.exists():  # a run retried after an error in an earlier test of the session
+        shutil.rmtree(folder)
     folder.mkdir(parents=True)
     for source in case.folder.iterdir():
         if source.is_file() and source.suffix == ".py" and source.name != "case.py":

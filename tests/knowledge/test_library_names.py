@@ -136,6 +136,19 @@ def test_ddp_kwargs_fields_are_ddp_keywords_accelerate_passes_on():
     assert set(accelerate_api.DDP_KWARGS_FIELDS) <= set(inspect.signature(DistributedDataParallel).parameters)
 
 
+def test_module_api_is_nn_modules_public_api():
+    import torch
+    from torch.nn.parallel import DistributedDataParallel
+
+    public = {n for n in dir(torch.nn.Module) if not n.startswith("_")} | {"training"}
+    assert torch_api.MODULE_API <= public, torch_api.MODULE_API - public
+    missing = public - torch_api.MODULE_API - {"T_destination", "call_super_init", "dump_patches"}
+    assert not missing, f"new nn.Module API in this torch: {sorted(missing)}"
+    assert {"no_sync", "require_backward_grad_sync"} <= set(dir(DistributedDataParallel)) | {
+        "require_backward_grad_sync"  # an instance attribute
+    }
+
+
 def test_prepare_methods_are_accelerator_methods():
     from accelerate import Accelerator
 

@@ -1,0 +1,103 @@
+"""The model's own attributes, read through the unwrapped model once it is prepared.
+
+``prepare`` may hand back the model inside DDP (several processes) and ``torch.compile``'s
+wrapper. The wrapper is an ``nn.Module`` too, so ``train()``, ``parameters()`` and the rest of
+``nn.Module``'s API still work, but the model's own methods and attributes (``generate``,
+``configure_optimizers``, ``config``, a submodule such as ``transformer``) do not pass through
+DDP: "'DistributedDataParallel' object has no attribute ...". After ``prepare`` the conversion
+reads them from ``accelerator.unwrap_model(model)`` (the compile wrapper kept, so a compiled
+method stays compiled); before it, the script's own object is still the plain model.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from regcomp_lint.codemod.builders import expression
+from regcomp_lint.codemod.edits import replaced_by
+from regcomp_lint.codemod.roles import bindings
+from regcomp_lint.codemod.tree import Block, Function, find_all, key_of
+from regcomp_lint.knowledge.torch_api import DATA_PARALLEL_API, MODULE_API
+
+if TYPE_CHECKING:
+    from regcomp_lint.codemod.plain import PlainPlanner
+
+
+def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int) -> None:
+    """Rewrite ``model.own_attribute`` after ``prepare`` to ``accelerator.unwrap_model(model).own_attribute``."""
+    tree = planner.tree
+    models = set(planner.models)
+    rewritten: list[str] = []
+    unreachable: list[str] = []
+    for function in places_using_prepared(planner):
+        for attr in find_all(function, cst.Attribute, enter_functions=False):
+            owner = key_of(attr.value)
+            name = attr.attr.value
+            if owner not in models or name in MODULE_API or name in DATA_PARALLEL_API:
+                continue
+            if planner.is_removed(attr) or _is_assigned(tree, attr):
+                continue
+            if function is planner.scope:
+                index = planner.project(block, attr)
+                if index is None or index < prepare_index:
+                    continue  # still the script's own, unprepared model
+            elif not sees_prepared(function, owner, planner) or (
+                owner.startswith("self.") and function not in planner.reach()
+            ):
+                continue
+            if not planner.can_reach_accelerator(function):
+                unreachable.append(f"{owner}.{name} (line {tree.line(attr)})")
+                continue
+            acc = planner.accelerator_in(function)
+            planner.edits.on(attr.value, replaced_by(expression(f"{acc}.unwrap_model({owner})", planner.module)))
+            planner.uses.append(attr)
+            rewritten.append(f"{owner}.{name}")
+    if rewritten:
+        shown = ", ".join(dict.fromkeys(rewritten))
+        planner.notes.append(
+            f"{shown} read from {planner.acc_key}.unwrap_model(...) after prepare(): DDP does not pass the model's own "
+            "attributes through"
+        )
+    if unreachable:
+        planner.notes.append(
+            f"{', '.join(unreachable)}: the model's own attribute, read through the prepared model where no "
+            "accelerator is in reach; under several processes read it from accelerator.unwrap_model(model)"
+        )
+
+
+def places_using_prepared(planner: PlainPlanner) -> list[Function]:
+    """Where the prepared model is used: the code that trains, what the scope calls (evaluation,
+    sampling) and, for a module-level script, every top-level function."""
+    tree = planner.tree
+    places = list(planner.reach())
+    places += [callee for callee, _ in planner.graph.calls_from(planner.scope)]
+    if isinstance(planner.scope, cst.Module):
+        places += [f for f in find_all(tree.module, cst.FunctionDef) if tree.class_of(f) is None]
+    unique: list[Function] = []
+    for place in places:
+        if all(place is not u for u in unique):
+            unique.append(place)
+    return unique
+
+
+def _is_assigned(tree, attr: cst.Attribute) -> bool:
+    """``model.x = ...``, ``model.x += ...``, ``del model.x``: written, not read."""
+    parent = tree.parent(attr)
+    if isinstance(parent, cst.AssignTarget) or isinstance(parent, cst.Del):
+        return True
+    return isinstance(parent, (cst.AugAssign, cst.AnnAssign)) and parent.target is attr
+
+
+def sees_prepared(function: Function, owner: str, planner: PlainPlanner) -> bool:
+    """Does ``owner`` in this (non-scope) function name the prepared model? ``self.model`` in the
+    trainer's methods, a parameter of that name, or the global the module-level script prepares."""
+    if owner.startswith("self."):
+        return True
+    if isinstance(function, cst.FunctionDef):
+        params = [*function.params.posonly_params, *function.params.params, *function.params.kwonly_params]
+        if any(p.name.value == owner for p in params):
+            return True
+        return isinstance(planner.scope, cst.Module) and not bindings(function, owner)
+    return False
