@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from regcomp_lint.codemod.builders import expression
+from regcomp_lint.codemod.builders import expression, statement
 from regcomp_lint.codemod.roles import bindings
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, read_keys, single_target
@@ -47,9 +47,7 @@ def adapt_distribution(planner: PlainPlanner) -> None:
         ddp_keywords += _remove_wrap(planner, call, models)
     workers = [_spawned_worker(planner, call) for call in dist.spawn]
     for call in dist.init_process_group:
-        if any(tree.contains(worker, call) for worker in workers):
-            planner.accelerator_after.append(call)  # the worker joins its group, then Accelerate looks
-        else:
+        if not any(_joining_statement(planner, worker) for worker in workers):
             _guard_initialisation(planner, call)
     for call in dist.set_device:  # Accelerate sets each process's device itself (and CPU has none to set)
         expr = tree.parent(call)
@@ -71,7 +69,7 @@ def adapt_distribution(planner: PlainPlanner) -> None:
         planner.imports.append((accelerate_api.UTILS_MODULE, "DistributedDataParallelKwargs"))
     for worker in workers:
         _tell_accelerate_the_rank(planner, worker)
-    guarded = [c for c in dist.init_process_group if c not in planner.accelerator_after]
+    guarded = dist.init_process_group if not workers else []
     if dist.init_process_group and _torch_is_imported(tree):
         # without CUDA, Accelerate treats the script's processes as one unless told to use the CPU
         planner.cpu_conditions.append("not torch.cuda.is_available()")
@@ -130,7 +128,9 @@ def _remove_wrap(planner: PlainPlanner, call: cst.Call, models: set[str]) -> lis
 
 
 def _spawned_worker(planner: PlainPlanner, call: cst.Call) -> cst.FunctionDef:
-    """The function ``mp.spawn(worker, ...)`` starts: it must build the model and join a group."""
+    """The function ``mp.spawn(worker, ...)`` starts: it must join a process group (itself or
+    through a function it calls) and build the Accelerator (itself, or in what it calls later,
+    such as a ``Trainer(...)``)."""
     tree = planner.tree
     target = call.args[0].value if call.args and call.args[0].keyword is None else None
     worker = next(
@@ -145,12 +145,12 @@ def _spawned_worker(planner: PlainPlanner, call: cst.Call) -> cst.FunctionDef:
         raise Refusal(
             f"{code(call.func)}(...) at line {tree.line(call)} does not start a function of this file; port it by hand"
         )
-    if worker is not planner.scope:
+    if worker is not planner.scope and not _reaches_scope(planner, worker):
         raise Refusal(
             f"{code(call.func)}(...) at line {tree.line(call)} starts {worker.name.value}(), but the model and "
             f"optimizer are built elsewhere; build them in the worker, or port it by hand"
         )
-    if not any(tree.contains(worker, init) for init in planner.distribution.init_process_group):
+    if _joining_statement(planner, worker) is None:
         raise Refusal(
             f"{worker.name.value}(), started by {code(call.func)}(...) at line {tree.line(call)}, never calls "
             "init_process_group(); Accelerate cannot tell its processes apart, so port it by hand"
@@ -158,11 +158,43 @@ def _spawned_worker(planner: PlainPlanner, call: cst.Call) -> cst.FunctionDef:
     return worker
 
 
+def _reaches_scope(planner: PlainPlanner, worker: cst.FunctionDef) -> bool:
+    """Does the worker run the code that builds the Accelerator (a call, or ``Trainer(...)``)?"""
+    scope = planner.scope
+    if isinstance(scope, cst.FunctionDef) and worker in planner.graph.closure_of_callers({scope}):
+        return True
+    owner = planner.tree.class_of(scope)
+    return owner is not None and any(
+        isinstance(c.func, cst.Name) and c.func.value == owner.name.value for c in find_all(worker, cst.Call)
+    )
+
+
+def _joining_statement(planner: PlainPlanner, worker: cst.FunctionDef) -> tuple[int, cst.Call] | None:
+    """The worker's own statement that joins the process group (``init_process_group(...)`` or a
+    call of the file's function that does, like ``ddp_setup(rank, world_size)``), with that init."""
+    tree = planner.tree
+    body = worker.body
+    if not isinstance(body, cst.IndentedBlock):
+        return None
+    for init in planner.distribution.init_process_group:
+        holder = tree.function_of(init)
+        if holder is worker:
+            index = tree.statement_in(body, init)
+        else:
+            calls = [c for callee, c in planner.graph.calls_from(worker) if callee is holder]
+            index = tree.statement_in(body, calls[0]) if calls else None
+        if index is not None:
+            return index, init
+    return None
+
+
 def _tell_accelerate_the_rank(planner: PlainPlanner, worker: cst.FunctionDef) -> None:
     """Accelerate reads the process's place from ``RANK``/``LOCAL_RANK``/``WORLD_SIZE``, which
-    torchrun sets and ``mp.spawn`` does not: the worker sets them from its group (its first
-    parameter is the local rank mp.spawn passes)."""
-    init = next(c for c in planner.distribution.init_process_group if planner.tree.contains(worker, c))
+    torchrun sets and ``mp.spawn`` does not: the worker sets them from its group once it joined
+    (its first parameter is the local rank mp.spawn passes)."""
+    joined = _joining_statement(planner, worker)
+    assert joined is not None
+    index, init = joined
     func = init.func
     prefix = f"{code(func.value)}." if isinstance(func, cst.Attribute) else ""
     if not prefix:
@@ -173,16 +205,21 @@ def _tell_accelerate_the_rank(planner: PlainPlanner, worker: cst.FunctionDef) ->
         raise Refusal(f"{worker.name.value}() takes no process index; port it by hand")
     local_rank = params[0].name.value
     nl, unit = planner.module.default_newline, planner.module.default_indent
-    planner.before_accelerator.append(
+    source = (
         f"if {prefix}is_initialized():  # started by mp.spawn: Accelerate reads the process's place from here{nl}"
         f"{unit}os.environ.update(RANK=str({prefix}get_rank()), LOCAL_RANK=str({local_rank}), "
         f"WORLD_SIZE=str({prefix}get_world_size()))"
     )
+    if worker is planner.scope:
+        planner.before_accelerator.append(source)
+        planner.accelerator_after.append(init if planner.tree.function_of(init) is worker else worker.body.body[index])
+    else:
+        assert isinstance(worker.body, cst.IndentedBlock)
+        planner.edits.add_statements(worker.body, index + 1, [statement(source, planner.module)], after=True)
     planner.imports.append(("os", None))
     planner.notes.append(
-        f"{worker.name.value}() is started by mp.spawn: the Accelerator is created after its "
-        "init_process_group(), once RANK/LOCAL_RANK/WORLD_SIZE say which process it is; the script "
-        "still starts its own workers"
+        f"{worker.name.value}() is started by mp.spawn: once it joined its process group, RANK/LOCAL_RANK/"
+        "WORLD_SIZE tell the Accelerator which process it is; the script still starts its own workers"
     )
 
 

@@ -16,6 +16,7 @@ from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, fi
 from regcomp_lint.codemod.distribution import Distribution
 from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.hand_distribution import adapt_distribution, sharded_by_sampler
+from regcomp_lint.codemod.handed_in import find_handed_in
 from regcomp_lint.codemod.optimizers import find_optimizers, not_optimizers
 from regcomp_lint.codemod.options import ConvertOptions
 from regcomp_lint.codemod.regional import repeated_blocks
@@ -104,6 +105,13 @@ class PlainPlanner(Planner):
                         f"{optimizer.key} = {optimizer.construct}(...) at line {tree.line(optimizer.stmt)} is built from "
                         "parameters whose model cannot be traced"
                     )
+        if not any(function in self.training for function, _, _ in found):
+            handed = find_handed_in(tree, self.graph, self.training)
+            if handed is not None:  # Trainer(model, loader, optimizer): prepare where it keeps them
+                found = [(handed.init, handed.optimizer, handed.models)]
+                self.notes.append(
+                    f"{', '.join(handed.models)} and {handed.optimizer} are handed to the trainer: prepared in its __init__"
+                )
         if not found:
             others = [
                 f"{text!r} at line {line} is fed model parameters but is not used as an optimizer"

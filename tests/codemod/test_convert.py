@@ -525,7 +525,7 @@ def test_model_load_state_dict_loads_into_the_unwrapped_model():
     assert convert(result.text).changed is False
 
 
-METHODS_AFTER_PREPARE = '''import torch
+METHODS_AFTER_PREPARE = """import torch
 import torch.nn as nn
 
 
@@ -562,7 +562,7 @@ def main():
         model.head.weight.grad = None
         if step % 5 == 0:
             print(evaluate(model, torch.randn(2, 4)))
-'''
+"""
 
 
 def test_model_own_attributes_after_prepare_are_read_from_the_unwrapped_model():
