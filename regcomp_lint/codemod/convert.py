@@ -46,7 +46,7 @@ def convert_source(text: str, filename: str = "<stdin>", options: ConvertOptions
         )
     except (RecursionError, MemoryError, ValueError) as exc:  # too deep for the parser itself; a NUL byte
         return _refused(text, f"{filename}: cannot parse: {exc}; nothing changed")
-    if not any(word in body for word in ("backward", "Accelerator", "TorchDynamoPlugin")):
+    if not any(word in body for word in ("backward", "Accelerator", "TorchDynamoPlugin", "DataParallel")):
         # cheap answer for most files of a repository: nothing to convert, no libcst metadata needed
         return _refused(text, f"{filename}: not converted: {NO_TRAINING_STEP}")
     if len(body) > MAX_CHARS:

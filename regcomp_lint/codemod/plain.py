@@ -59,9 +59,17 @@ class PlainPlanner(Planner):
     def plan(self) -> Conversion:
         tree = self.tree
         backwards = backward_calls(tree, set())
+        if not backwards and self.distribution.data_parallel:  # MAE's main_pretrain.py + engine_pretrain.py
+            raise Refusal(
+                f"it wraps the model for data parallelism ({self.distribution.describe(tree)}) but has no X.backward() "
+                "of its own: its training step runs elsewhere (another module, a loss scaler); convert by hand"
+            )
         if not backwards:
             raise Refusal(NO_TRAINING_STEP)
-        self.training = self.graph.closure_of_callers({tree.function_of(c) for c in backwards})
+        steps: set[Function] = {tree.function_of(c) for c in backwards}
+        # a closure handed to the optimizer (`optimizer.step(closure)`, LBFGS) trains where it is defined
+        steps |= {tree.function_of(f) for f in list(steps) if isinstance(f, cst.FunctionDef) and _is_passed(tree, f)}
+        self.training = self.graph.closure_of_callers(steps)
         self._find_scope()
         self._check_free_names()
         self.models, self.optimizers, self.loaders, self.schedulers = self._roles()
@@ -80,6 +88,7 @@ class PlainPlanner(Planner):
         reason = self._regional_reason()
         settings, setting_notes = resolve(script, self.options, reason)
         self._rewrites(backwards)
+        self._stay_on_cpu_without_devices()
         self._place(settings, script)
         self.imports += [("accelerate", "Accelerator"), ("accelerate.utils", "TorchDynamoPlugin")]
         self._describe(settings, reason, sites)
@@ -552,6 +561,20 @@ class PlainPlanner(Planner):
             function_name(self.scope) if self.owner is None else f"{self.owner.name.value}.{function_name(self.scope)}"
         )
 
+    def _stay_on_cpu_without_devices(self) -> None:
+        """A script that never places anything on a device and has no loader to prepare trains on
+        the CPU; prepare() would move the model to the GPU while its data stays on the CPU."""
+        if self.devices or self.cudas or self.loaders or self.sharded_loaders or self.distribution.by_hand:
+            return
+        text = self.module.code
+        if any(word in text for word in ("cuda", "device", ".to(", "mps")):
+            return
+        self.cpu_conditions.append("True")
+        self.notes.append(
+            "cpu=True: the script never moves its model or data to a device, so it trains on the CPU as before "
+            "(prepare() would otherwise put the model on the GPU and leave the data on the CPU)"
+        )
+
     def _device_choices(self) -> list[tuple[str, list[str]]]:
         """``"cuda" if use_cuda else "cpu"`` in a rewritten device assignment: the CPU condition
         (``not use_cuda``) and the names it reads; a test on ``torch.cuda.is_available()`` alone
@@ -667,6 +690,14 @@ def _names_in(expressions: list[cst.BaseExpression]) -> list[str]:
     for expr in expressions:
         found += [key.split(".")[0] for key in read_keys(expr) if key.split(".")[0] not in found]
     return found
+
+
+def _is_passed(tree: Tree, function: cst.FunctionDef) -> bool:
+    """Is this nested function handed to a call (``optimizer.step(closure)``) where it is defined?"""
+    return (
+        any(isinstance(tree.parent(ref), cst.Arg) for ref in tree.references_to(function))
+        and tree.function_of(function) is not function
+    )
 
 
 def _is_cpu_literal(node: cst.BaseExpression) -> bool:

@@ -576,3 +576,44 @@ def test_model_own_attributes_after_prepare_are_read_from_the_unwrapped_model():
     assert "        accelerator.unwrap_model(model).head.weight.grad = None\n" in result.text
     assert "def evaluate(model, data, accelerator):" in result.text
     assert not convert(result.text).changed
+
+
+def test_a_closure_handed_to_the_optimizer_trains_where_it_is_defined():
+    """LBFGS: backward() inside ``closure`` passed to ``optimizer.step(closure)``."""
+    text = (
+        "import torch\nmodel = torch.nn.Linear(4, 1)\nx, y = torch.randn(8, 4), torch.randn(8, 1)\n"
+        "optimizer = torch.optim.LBFGS(model.parameters())\nfor i in range(10):\n"
+        "    def closure():\n        optimizer.zero_grad()\n        loss = ((model(x) - y) ** 2).mean()\n"
+        "        loss.backward()\n        return loss\n    optimizer.step(closure)\n"
+    )
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert "        accelerator.backward(loss)\n" in result.text
+    # nothing in it ever goes to a device: it keeps training on the CPU
+    assert "Accelerator(dynamo_plugin=dynamo_plugin, cpu=True)" in result.text
+
+
+def test_a_ddp_script_whose_backward_is_in_another_module_is_refused_not_skipped():
+    text = (
+        "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nfrom engine import train_one_epoch\n\n"
+        "model = DDP(torch.nn.Linear(4, 1))\noptimizer = torch.optim.AdamW(model.parameters())\n"
+        "for epoch in range(3):\n    train_one_epoch(model, optimizer)\n"
+    )
+    result = convert(text)
+    assert result.refused and "has no X.backward() of its own: its training step runs elsewhere" in result.refused
+
+
+def test_device_flags_of_the_script_become_the_accelerators_cpu_choice():
+    text = (
+        "import argparse\nimport torch\n\n\ndef main():\n    parser = argparse.ArgumentParser()\n"
+        "    parser.add_argument('--no-cuda', action='store_true')\n    args = parser.parse_args()\n"
+        "    use_cuda = not args.no_cuda and torch.cuda.is_available()\n"
+        "    device = torch.device('cuda' if use_cuda else 'cpu')\n"
+        "    model = torch.nn.Linear(4, 1).to(device)\n    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    for step in range(3):\n        loss = model(torch.randn(2, 4, device=device)).sum()\n"
+        "        loss.backward()\n        optimizer.step()\n"
+    )
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert "Accelerator(dynamo_plugin=dynamo_plugin, cpu=not use_cuda)" in result.text
+    assert "    device = accelerator.device\n" in result.text
