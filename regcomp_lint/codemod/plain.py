@@ -147,7 +147,11 @@ class PlainPlanner(Planner):
                 )
             scopes = training_scopes
         self.scope = scopes[0]
-        self.optimizer_found = [(key, models) for function, key, models in found if function is self.scope]
+        self.optimizer_found = [
+            (key, [_wrapped_model(self.scope, m) for m in models])
+            for function, key, models in found
+            if function is self.scope
+        ]
         self_keys = all(key.startswith("self.") for key, _ in self.optimizer_found)
         owner = tree.class_of(self.scope)
         self.owner: cst.ClassDef | None  # the class whose methods build and train, when they use self.*
@@ -444,18 +448,26 @@ class PlainPlanner(Planner):
         created = [
             n for key in prepared + self.kept_schedulers for n in bindings(self.scope, key) if not self.is_removed(n)
         ]
-        steps: list[cst.CSTNode] = [
+        backwards_here = [
             c for c in backward_calls(tree, set()) if tree.contains(self.scope, c) and tree.function_of(c) is self.scope
         ]
+        steps: list[cst.Call] = list(backwards_here)
         steps += [call for callee, call in self.graph.calls_from(self.scope) if callee in self.training]
-        block = self.descend(scope_block, created + steps) if created else scope_block
+        block = self.descend(scope_block, [*created, *steps]) if created else scope_block
         last = max((i for i in (self.project(block, n) for n in created) if i is not None), default=-1)
         first_step = min((i for i in (self.project(block, n) for n in steps) if i is not None), default=None)
         if first_step is not None and last >= first_step:
             late = max(created, key=lambda n: tree.line(n))
+            early = min((n for n in steps if self.project(block, n) == first_step), key=tree.line)
+            what = (
+                "a backward pass" if early in backwards_here else f"a call into the training code ({code(early.func)})"
+            )
+            late_key = next(
+                (k for k in prepared + self.kept_schedulers if late in bindings(self.scope, k)), "an object"
+            )
             raise Refusal(
-                f"the training loop starts (line {tree.line(block.body[first_step])}) before the last object to prepare is created "
-                f"(line {tree.line(late)}); create model, optimizer and data loaders before the loop"
+                f"{what} runs at line {tree.line(early)}, before the last object to prepare ({late_key}, line "
+                f"{tree.line(late)}) is created; create model, optimizer and data loaders before training starts"
             )
         prepare_index = last + 1
         indent = self.indentation_of(block)
@@ -690,6 +702,19 @@ def _names_in(expressions: list[cst.BaseExpression]) -> list[str]:
     for expr in expressions:
         found += [key.split(".")[0] for key in read_keys(expr) if key.split(".")[0] not in found]
     return found
+
+
+def _wrapped_model(function: Function, key: str) -> str:
+    """``raw_model = model.module`` (or ``model.module if ddp else model``): an optimizer built from
+    ``raw_model`` trains ``model``, the object the script calls and prepare() must wrap (llm.c)."""
+    nodes = [n for n in bindings(function, key) if isinstance(n, cst.Assign)]
+    if len(nodes) != 1:
+        return key
+    value = nodes[0].value
+    if isinstance(value, cst.IfExp):
+        value = value.body
+    inner = key_of(value.value) if isinstance(value, cst.Attribute) and value.attr.value == "module" else None
+    return inner or key
 
 
 def _is_passed(tree: Tree, function: cst.FunctionDef) -> bool:

@@ -617,3 +617,17 @@ def test_device_flags_of_the_script_become_the_accelerators_cpu_choice():
     assert result.refused is None, result.refused
     assert "Accelerator(dynamo_plugin=dynamo_plugin, cpu=not use_cuda)" in result.text
     assert "    device = accelerator.device\n" in result.text
+
+
+def test_optimizer_built_from_the_unwrapped_alias_prepares_the_wrapped_model():
+    """llm.c: ``model = DDP(model)``, ``raw_model = model.module``, optimizer from ``raw_model``."""
+    text = (
+        "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n\n\ndef main():\n"
+        "    model = torch.nn.Linear(4, 4)\n    model = DDP(model)\n    raw_model = model.module\n"
+        "    optimizer = torch.optim.AdamW(raw_model.parameters())\n    for step in range(3):\n"
+        "        loss = model(torch.randn(2, 4)).sum()\n        loss.backward()\n        optimizer.step()\n"
+    )
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert "model, optimizer = accelerator.prepare(model, optimizer)" in result.text
+    assert "raw_model = accelerator.unwrap_model(model, keep_torch_compile=False)" in result.text
