@@ -56,7 +56,7 @@ def adapt_distribution(planner: PlainPlanner) -> None:
     unwraps = 0
     for attr in find_all(tree.module, cst.Attribute):
         owner = key_of(attr.value)
-        if owner not in models:
+        if owner is None or (owner not in models and owner not in _aliases(tree, tree.function_of(attr), models)):
             continue
         if attr.attr.value == "no_sync":
             _rewrite_no_sync(planner, attr, owner)
@@ -90,6 +90,16 @@ def adapt_distribution(planner: PlainPlanner) -> None:
         )
     if unwraps:
         planner.notes.append("model.module -> accelerator.unwrap_model(model, keep_torch_compile=False)")
+
+
+def _aliases(tree: Tree, function: Function, models: set[str]) -> set[str]:
+    """Local names for a model: ``model = self.model`` (minGPT-DDP's snapshot code)."""
+    found = set()
+    for assign in find_all(function, cst.Assign, enter_functions=False):
+        target = single_target(assign)
+        if target is not None and key_of(target[1]) in models:
+            found.add(target[0])
+    return found
 
 
 def _remove_wrap(planner: PlainPlanner, call: cst.Call, models: set[str]) -> list[str]:
