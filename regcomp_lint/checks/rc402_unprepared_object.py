@@ -79,7 +79,9 @@ class UnpreparedObject(Rule):
     reaches the backward pass only through a loop nested in it) is not reported: prepared, it
     would step once per process. Nor is a loader fed a `DistributedSampler` (`sampler=` or
     `batch_sampler=`, directly or through a name): it already gives each rank its own shard, and
-    `prepare` would shard it again. Names are followed through assignments, `.to(device)`-style
+    `prepare` would shard it again. Nor is a scheduler sized from the length of an already
+    prepared loader (`len(train_dl) * epochs` after `prepare`): it counts one process's steps, and
+    prepared it would step once per process. Names are followed through assignments, `.to(device)`-style
     calls, DDP and `torch.compile` wrappers, tuple unpacking and local functions that return
     the object.
 
@@ -164,6 +166,10 @@ class UnpreparedObject(Rule):
         "model, optimizer, train_dl = acc.prepare(model, optimizer, train_dl)\n"
         "for epoch in range(3):\n    for batch in train_dl:\n        acc.backward(model(batch).loss)\n"
         "    for batch in eval_dl:\n        evaluate(batch)\n    test(model, eval_dl)\n",
+        # a scheduler sized from the prepared (sharded) loader: one process's steps, left unprepared
+        "from accelerate import Accelerator\nfrom transformers import get_linear_schedule_with_warmup\nacc = Accelerator()\n"
+        "model, opt, dl = acc.prepare(model, opt, dl)\nsched = get_linear_schedule_with_warmup(opt, 100, len(dl) * 3)\n"
+        "for batch in dl:\n    acc.backward(model(**batch).loss)\n    opt.step()\n    sched.step()\n",
         # a torchrun script's loader sharded by its own DistributedSampler (what regcomp-fix keeps)
         "import torch\nfrom accelerate import Accelerator\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
         "acc = Accelerator()\nmodel = torch.nn.Linear(4, 2)\nopt = torch.optim.SGD(model.parameters())\n"
@@ -322,6 +328,8 @@ class UnpreparedObject(Rule):
                 continue
             if origin.kind is Kind.DATALOADER and not self._trains_on(use):
                 continue  # an evaluation loader: left whole on purpose (the converter does too)
+            if origin.kind is Kind.SCHEDULER and self._sized_from_prepared_loader(origin):
+                continue  # sized in one process's steps already: prepared, it would step N times too fast
             if origin.kind is Kind.DATALOADER and self._sharded_by_sampler(origin):
                 continue  # already one shard per rank: prepare() would shard it again
             if origin.kind is Kind.SCHEDULER and use.loops and self.script.training_loops.runs_per_epoch(use.loops[0]):
@@ -338,6 +346,20 @@ class UnpreparedObject(Rule):
         if use.how == "passed":
             return use.call is not None and loops.passes_for_training(use.call, use.expr)
         return any(loops.loop_trains(loop) for loop in use.loops)
+
+    def _sized_from_prepared_loader(self, origin: Origin) -> bool:
+        """``get_linear_schedule_with_warmup(opt, 100, len(train_dl) * epochs)`` after ``train_dl``
+        was prepared: the schedule counts one process's steps."""
+        for node in ast.walk(origin.call):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "len"
+                and len(node.args) == 1
+                and self._origin(node.args[0], origin.where) is PREPARED
+            ):
+                return True
+        return False
 
     def _sharded_by_sampler(self, origin: Origin) -> bool:
         """``DataLoader(..., sampler=DistributedSampler(...))``, directly or through a name."""
