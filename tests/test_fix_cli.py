@@ -612,3 +612,19 @@ def test_fixer_never_imports_torch_or_the_script(project):
     assert "IMPORTED []" in proc.stdout, proc.stdout + proc.stderr
     assert not marker.exists()
     assert "accelerator.backward(loss)" in (project / "train.py").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--backend", "inductr"], "'inductr' is not a TorchDynamoPlugin backend; did you mean 'inductor'?"),
+        (["--backend", "nvprims_nvfuser"], "(torch no longer registers it)"),
+        (["--mode", "max_autotune"], "'max_autotune' is not a torch.compile mode; did you mean 'max-autotune'?"),
+    ],
+)
+def test_backend_and_mode_are_checked_with_the_lints_tables(project, flags, message):
+    path = write(project, "train.py", PLAIN)
+    result = invoke("--apply", *flags, "train.py")
+    assert result.exit_code == 2
+    assert message in " ".join(result.output.split())
+    assert path.read_text(encoding="utf-8") == PLAIN

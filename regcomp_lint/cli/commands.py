@@ -56,6 +56,35 @@ def _selectors(ctx, param, values):
     return split_selectors(values) if values else None
 
 
+def _plugin_backend(ctx, param, value):
+    """``--backend`` must build a working ``TorchDynamoPlugin`` (the lint's tables: RC101)."""
+    from regcomp_lint.knowledge import backends
+    from regcomp_lint.knowledge.suggest import did_you_mean
+
+    if value is None or (backends.accelerate_parses(value) and value.lower() not in backends.ACCELERATE_DEAD):
+        return value
+    hint = did_you_mean(value, backends.ACCELERATE_SUGGESTIONS)
+    dead = " (torch no longer registers it)" if value.lower() in backends.ACCELERATE_DEAD else ""
+    raise click.BadParameter(
+        f"{value!r} is not a TorchDynamoPlugin backend{dead}"
+        + (f"; did you mean {hint!r}?" if hint else f"; use one of: {', '.join(backends.ACCELERATE_SUGGESTIONS)}")
+    )
+
+
+def _plugin_mode(ctx, param, value):
+    """``--mode`` must be one torch.compile's inductor accepts (the lint's tables: RC102)."""
+    from regcomp_lint.knowledge.modes import INDUCTOR_MODES
+    from regcomp_lint.knowledge.suggest import did_you_mean
+
+    if value is None or value in INDUCTOR_MODES:
+        return value
+    hint = did_you_mean(value, INDUCTOR_MODES, separator="-")
+    raise click.BadParameter(
+        f"{value!r} is not a torch.compile mode"
+        + (f"; did you mean {hint!r}?" if hint else f"; use one of: {', '.join(INDUCTOR_MODES)}")
+    )
+
+
 @click.group(
     cls=LintGroup,
     invoke_without_command=True,
@@ -347,8 +376,18 @@ def trace_command(
 @click.option(
     "--ignore", multiple=True, callback=_selectors, metavar="CODES", help="Rules whose lint fixes do not run."
 )
-@click.option("--backend", metavar="NAME", help="TorchDynamoPlugin backend (overrides the script and the plan).")
-@click.option("--mode", metavar="NAME", help="TorchDynamoPlugin mode (default, reduce-overhead, max-autotune, ...).")
+@click.option(
+    "--backend",
+    metavar="NAME",
+    callback=_plugin_backend,
+    help="TorchDynamoPlugin backend (overrides the script and the plan; checked like RC101).",
+)
+@click.option(
+    "--mode",
+    metavar="NAME",
+    callback=_plugin_mode,
+    help="TorchDynamoPlugin mode (default, reduce-overhead, max-autotune, ...; checked like RC102).",
+)
 @click.option("--fullgraph/--no-fullgraph", default=None, help="Set fullgraph= in the plugin.")
 @click.option("--dynamic/--no-dynamic", default=None, help="Set dynamic= in the plugin.")
 @click.option(

@@ -648,6 +648,10 @@ class PlainPlanner(Planner):
         plugin = ", ".join(_plugin_text(settings))
         notes = [f"Accelerator(dynamo_plugin=TorchDynamoPlugin({plugin})) created in {self.created_at}"]
         notes.append(f"prepared: {', '.join(self.prepared)}")
+        notes.append(
+            "the script passes its own plugin: `accelerate launch --dynamo_*` flags and `accelerate config` only fill "
+            "the plugin fields it leaves unset"
+        )
         for site in sites:
             notes.append(f"removed {site.origin}: the plugin compiles the model in prepare()")
         if reason and settings.get("use_regional_compilation", Setting("", "")).code == "True":
