@@ -14,7 +14,7 @@ from regcomp_lint.analysis.accelerate_script import (
 )
 from regcomp_lint.analysis.bindings import Bound, Where, binding_key
 from regcomp_lint.analysis.training_loops import iterated
-from regcomp_lint.analysis.training_objects import Kind, constructor_kind
+from regcomp_lint.analysis.training_objects import Kind, constructor_kind, is_module_class
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.checks.text_edits import append_keyword
 from regcomp_lint.diagnostics import Applicability, Edit, Fix
@@ -166,6 +166,12 @@ class UnpreparedObject(Rule):
         "model, optimizer, train_dl = acc.prepare(model, optimizer, train_dl)\n"
         "for epoch in range(3):\n    for batch in train_dl:\n        acc.backward(model(batch).loss)\n"
         "    for batch in eval_dl:\n        evaluate(batch)\n    test(model, eval_dl)\n",
+        # a submodule called in a loop of its model's own forward (a time-sequence model's head)
+        "import torch\nfrom torch import nn\nfrom accelerate import Accelerator\nclass Seq(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.cell = nn.Linear(1, 8)\n"
+        "    def forward(self, x):\n        for t in x.chunk(4, dim=1):\n            h = self.cell(t)\n        return h[0]\n"
+        "acc = Accelerator()\nseq = Seq()\nopt = torch.optim.SGD(seq.parameters())\nseq, opt = acc.prepare(seq, opt)\n"
+        "for x in data:\n    acc.backward(seq(x).sum())\n    opt.step()\n",
         # a scheduler sized from the prepared (sharded) loader: one process's steps, left unprepared
         "from accelerate import Accelerator\nfrom transformers import get_linear_schedule_with_warmup\nacc = Accelerator()\n"
         "model, opt, dl = acc.prepare(model, opt, dl)\nsched = get_linear_schedule_with_warmup(opt, 100, len(dl) * 3)\n"
@@ -326,6 +332,8 @@ class UnpreparedObject(Rule):
                 continue
             if origin.kind not in USES[use.how] or (origin.kind is Kind.MODEL and id(origin.call) in frozen):
                 continue
+            if origin.kind is Kind.MODEL and self._inside_a_module(use):
+                continue  # `self.linear(h)` in a model's own forward: a submodule, prepared with its model
             if origin.kind is Kind.DATALOADER and not self._trains_on(use):
                 continue  # an evaluation loader: left whole on purpose (the converter does too)
             if origin.kind is Kind.SCHEDULER and self._sized_from_prepared_loader(origin):
@@ -346,6 +354,16 @@ class UnpreparedObject(Rule):
         if use.how == "passed":
             return use.call is not None and loops.passes_for_training(use.call, use.expr)
         return any(loops.loop_trains(loop) for loop in use.loops)
+
+    def _inside_a_module(self, use: _Use) -> bool:
+        cls = use.where.cls
+        return (
+            cls is not None
+            and isinstance(use.expr, ast.Attribute)
+            and isinstance(use.expr.value, ast.Name)
+            and use.expr.value.id == "self"
+            and is_module_class(self.ctx, cls, self.bindings.classes)
+        )
 
     def _sized_from_prepared_loader(self, origin: Origin) -> bool:
         """``get_linear_schedule_with_warmup(opt, 100, len(train_dl) * epochs)`` after ``train_dl``
