@@ -90,7 +90,9 @@ class UnpreparedObject(Rule):
     (`requires_grad_(False)`, or `.eval()` outside any loop and no `.train()`), as diffusers
     scripts keep their VAE and text encoder; objects reached only through parameters; loops
     where no accelerator is in sight (a plain-PyTorch baseline beside the Accelerate code);
-    files with a `prepare(*objects)` call (what it prepares is unknown).
+    files with a `prepare(*objects)` call (what it prepares is unknown); a scheduler stepped only in
+    a loop that does not train (`for _ in range(start_epoch): scheduler.step()` on resume); a
+    submodule called through `self.` inside its own model's methods.
 
     ## Why is this bad
     `prepare` is what makes the script distributed and compiled: it moves the model to the
@@ -172,6 +174,11 @@ class UnpreparedObject(Rule):
         "    def forward(self, x):\n        for t in x.chunk(4, dim=1):\n            h = self.cell(t)\n        return h[0]\n"
         "acc = Accelerator()\nseq = Seq()\nopt = torch.optim.SGD(seq.parameters())\nseq, opt = acc.prepare(seq, opt)\n"
         "for x in data:\n    acc.backward(seq(x).sum())\n    opt.step()\n",
+        # a per-epoch scheduler fast-forwarded on resume, in a loop that does not train
+        "import torch\nfrom accelerate import Accelerator\nacc = Accelerator()\nmodel = torch.nn.Linear(4, 2)\n"
+        "opt = torch.optim.SGD(model.parameters())\nsched = torch.optim.lr_scheduler.StepLR(opt, 1)\n"
+        "model, opt, dl = acc.prepare(model, opt, dl)\nfor _ in range(start_epoch):\n    sched.step()\n"
+        "for epoch in range(9):\n    for x in dl:\n        acc.backward(model(x).sum())\n        opt.step()\n    sched.step()\n",
         # a scheduler sized from the prepared (sharded) loader: one process's steps, left unprepared
         "from accelerate import Accelerator\nfrom transformers import get_linear_schedule_with_warmup\nacc = Accelerator()\n"
         "model, opt, dl = acc.prepare(model, opt, dl)\nsched = get_linear_schedule_with_warmup(opt, 100, len(dl) * 3)\n"
@@ -340,6 +347,8 @@ class UnpreparedObject(Rule):
                 continue  # sized in one process's steps already: prepared, it would step N times too fast
             if origin.kind is Kind.DATALOADER and self._sharded_by_sampler(origin):
                 continue  # already one shard per rank: prepare() would shard it again
+            if origin.kind is Kind.SCHEDULER and not self._trains_on(use):
+                continue  # stepped in a loop apart from training (fast-forwarding the schedule on resume)
             if origin.kind is Kind.SCHEDULER and use.loops and self.script.training_loops.runs_per_epoch(use.loops[0]):
                 continue  # stepped once per epoch: a prepared scheduler would step once per process
             if not self.script.sees_accelerator(use.where):

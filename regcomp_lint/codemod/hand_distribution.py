@@ -74,9 +74,15 @@ def adapt_distribution(planner: PlainPlanner) -> None:
         # without CUDA, Accelerate treats the script's processes as one unless told to use the CPU
         planner.cpu_conditions.append("not torch.cuda.is_available()")
     starts = "its own workers, as before" if workers else "torchrun as before, and with accelerate launch"
-    if dist.data_parallel:
+    single = [c for c in dist.data_parallel if tree.resolves_to(c.func, *torch_api.SINGLE_PROCESS_DATA_PARALLEL)]
+    if single:
         planner.notes.append(
-            f"removed {len(dist.data_parallel)} DDP wrap(s): accelerator.prepare() wraps the model; the script's own "
+            f"removed the DataParallel wrap (line {tree.line(single[0])}): one process now drives one GPU; start it "
+            "with accelerate launch to use several (one process each, DDP)"
+        )
+    if len(single) < len(dist.data_parallel):
+        planner.notes.append(
+            f"removed {len(dist.data_parallel) - len(single)} DDP wrap(s): accelerator.prepare() wraps the model; the script's own "
             f"rank set-up is kept, so it starts with {starts}"
         )
     if guarded:

@@ -223,9 +223,11 @@ class Planner:
         self.uses.append(call)
 
     def rewrite_device(self, assign: cst.Assign) -> None:
-        """``device = ...`` -> ``device = accelerator.device`` (``str(...)`` when it was a string)."""
+        """``device = ...`` -> ``device = accelerator.device``; a string stays a string, the device's type
+        (``"cuda"``: Accelerate has made each process's GPU the current one, and ``device == "cuda"``
+        checks keep working)."""
         acc = self.accelerator_in(self.tree.function_of(assign))
-        new = f"str({acc}.device)" if _is_string_valued(assign.value) else f"{acc}.device"
+        new = f"{acc}.device.type" if _is_string_valued(assign.value) else f"{acc}.device"
         value = expression(new, self.module)
         self.device_values[assign] = (code(assign.targets[0].target), new)
         self.edits.on(assign, lambda u: u.with_changes(value=value))
@@ -258,7 +260,7 @@ class Planner:
             target = single_target(assign)
             if target is None or target[0] != device_key or self.is_removed(assign):
                 continue
-            if code(target[1]) in (acc_device, f"str({acc_device})", "accelerator.device", "str(accelerator.device)"):
+            if code(target[1]) in (acc_device, f"{acc_device}.type", "accelerator.device", "accelerator.device.type"):
                 continue
             self.rewrite_device(assign)
             devices += 1

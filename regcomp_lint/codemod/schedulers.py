@@ -5,7 +5,9 @@ call, which is right for a schedule sized in optimizer steps of one process and 
 stepped per epoch (a ``StepLR`` would move twice per epoch on two processes). The cadence is read
 from the loops around each call, followed through the functions the script calls: the scheduler
 steps per optimizer step when its ``.step()`` sits in the same loop as the optimizer's, per epoch
-when the optimizer steps in a loop nested inside the one that steps the scheduler.
+when the optimizer steps in a loop nested inside the one that steps the scheduler. A ``.step()``
+in a loop of its own, apart from training (``for _ in range(start_epoch): scheduler.step()`` on
+resume), does not decide.
 """
 
 from __future__ import annotations
@@ -129,6 +131,8 @@ def cadence(
         path = loop_path(tree, graph, call, scope)
         if path is None:
             return Cadence.UNKNOWN, None
+        if path and not any(other is not None and other[:1] == path[:1] for other in optimizer_paths):
+            continue  # a loop apart from training (fast-forwarding the schedule on resume)
         for other in optimizer_paths:
             assert other is not None
             if other == path:

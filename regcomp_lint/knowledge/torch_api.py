@@ -112,6 +112,8 @@ DATA_PARALLEL = (
     "torch.nn.parallel.DataParallel",
     "torch.nn.parallel.data_parallel.DataParallel",
 )
+#: The single-process, multi-GPU wrap among them.
+SINGLE_PROCESS_DATA_PARALLEL = DATA_PARALLEL[2:]
 INIT_PROCESS_GROUP = ("torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group")
 #: A sampler that already gives each rank its own shard of the data.
 DISTRIBUTED_SAMPLER = ("torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler")

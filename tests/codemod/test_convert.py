@@ -317,7 +317,7 @@ def test_device_chosen_above_the_settings_is_set_again_after_the_accelerator():
     assert (
         'dynamo_plugin = TorchDynamoPlugin(backend="inductor" if use_compile else "no")\n'
         "accelerator = Accelerator(dynamo_plugin=dynamo_plugin)\n"
-        "device = str(accelerator.device)\n"
+        "device = accelerator.device.type\n"
         "model = torch.nn.Linear(2, 1).to(device)\n"
     ) in result.text
 
