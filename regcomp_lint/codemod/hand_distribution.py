@@ -78,7 +78,8 @@ def adapt_distribution(planner: PlainPlanner) -> None:
     if single:
         planner.notes.append(
             f"removed the DataParallel wrap (line {tree.line(single[0])}): one process now drives one GPU; start it "
-            "with accelerate launch to use several (one process each, DDP)"
+            "with accelerate launch to use several (one process each, DDP); checkpoints the original saved while "
+            "wrapped have `module.`-prefixed keys, the converted script saves and loads clean ones"
         )
     if len(single) < len(dist.data_parallel):
         planner.notes.append(
