@@ -26,7 +26,7 @@ import libcst as cst
 from regcomp_lint.codemod.builders import expression, statement
 from regcomp_lint.codemod.roles import bindings
 from regcomp_lint.codemod.settings import Refusal
-from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, read_keys, single_target
+from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, parameter_names, read_keys, single_target
 from regcomp_lint.knowledge import accelerate_api, torch_api
 
 if TYPE_CHECKING:
@@ -217,10 +217,10 @@ def _tell_accelerate_the_rank(planner: PlainPlanner, worker: cst.FunctionDef) ->
     if not prefix:
         planner.imports += [("torch.distributed", "is_initialized"), ("torch.distributed", "get_rank")]
         planner.imports.append(("torch.distributed", "get_world_size"))
-    params = [*worker.params.posonly_params, *worker.params.params]
+    params = parameter_names(worker, keyword_only=False)
     if not params:
         raise Refusal(f"{worker.name.value}() takes no process index; port it by hand")
-    local_rank = params[0].name.value
+    local_rank = params[0]
     nl, unit = planner.module.default_newline, planner.module.default_indent
     source = (
         f"if {prefix}is_initialized():  # started by mp.spawn: Accelerate reads the process's place from here{nl}"

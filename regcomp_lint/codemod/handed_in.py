@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from regcomp_lint.codemod.roles import CallGraph
-from regcomp_lint.codemod.tree import Function, Tree, find_all, key_of, single_target
+from regcomp_lint.codemod.tree import Function, Tree, find_all, key_of, parameter_names, single_target
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ def find_handed_in(tree: Tree, graph: CallGraph, training: set[Function]) -> Han
 
 def _kept_parameters(tree: Tree, init: cst.FunctionDef) -> list[str]:
     """``self.x`` keys assigned from a parameter of ``__init__`` (``p`` or ``p.to(...)``)."""
-    params = {p.name.value for p in [*init.params.posonly_params, *init.params.params, *init.params.kwonly_params]}
+    params = set(parameter_names(init))
     kept: list[str] = []
     for assign in find_all(init, cst.Assign, enter_functions=False):
         target = single_target(assign)

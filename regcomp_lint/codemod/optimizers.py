@@ -17,7 +17,7 @@ from typing import cast
 import libcst as cst
 
 from regcomp_lint.codemod.roles import CallGraph, bindings, creations
-from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of
+from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, parameter_names
 from regcomp_lint.knowledge import torch_api, training_libraries
 
 _FACTORY_MODEL_KEYWORDS = ("model_or_params", "model")
@@ -75,13 +75,9 @@ def local_optimizer_class(tree: Tree, func: cst.BaseExpression, depth: int = 0) 
     return None
 
 
-def _callee_parameters(callee: cst.FunctionDef) -> list[str]:
-    return [p.name.value for p in [*callee.params.posonly_params, *callee.params.params, *callee.params.kwonly_params]]
-
-
 def _argument_for(callee: cst.FunctionDef, call: cst.Call, parameter: str) -> cst.BaseExpression | None:
     """The expression ``call`` passes to ``callee``'s ``parameter``."""
-    positional = [p.name.value for p in [*callee.params.posonly_params, *callee.params.params]]
+    positional = parameter_names(callee, keyword_only=False)
     position = 0
     for arg in call.args:
         if arg.star:
@@ -116,7 +112,7 @@ def _factory_result(tree: Tree, factory: cst.FunctionDef, depth: int) -> tuple[l
             return None
         owners += [m for m in found[0] if m not in owners]
         constructs.append(found[1])
-    parameters = _callee_parameters(factory)
+    parameters = parameter_names(factory)
     # the groups a factory builds are often filled in loops (`for n, p in model.named_parameters()`)
     owners += [m for m in parameter_owners(tree, factory, factory.body, 1) if m not in owners]
     return [m for m in owners if m in parameters], constructs[0]
@@ -185,7 +181,7 @@ def used_as_optimizer(tree: Tree, graph: CallGraph, function: Function, key: str
     if depth >= _MAX_DEPTH or key.startswith("self."):
         return False
     for callee, call in graph.calls_from(function):
-        for parameter in _callee_parameters(callee):
+        for parameter in parameter_names(callee):
             argument = _argument_for(callee, call, parameter)
             if argument is not None and key_of(argument) == key:
                 if used_as_optimizer(tree, graph, callee, parameter, depth + 1):

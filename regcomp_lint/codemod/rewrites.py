@@ -19,7 +19,7 @@ from regcomp_lint.codemod.edits import EditPlan
 from regcomp_lint.codemod.options import ConvertOptions
 from regcomp_lint.codemod.roles import CallGraph, bindings
 from regcomp_lint.codemod.settings import Refusal
-from regcomp_lint.codemod.tree import Block, Function, Tree, code, comments_in, find_all, single_target
+from regcomp_lint.codemod.tree import Block, Function, Tree, code, comments_in, find_all, parameter_names, single_target
 from regcomp_lint.knowledge import accelerate_api
 
 #: compound statements a new statement may go inside of when everything happens there
@@ -306,14 +306,12 @@ class Planner:
 def _first_param(function: Function) -> str | None:
     if isinstance(function, cst.Module):
         return None
-    params = [*function.params.posonly_params, *function.params.params]
-    return params[0].name.value if params else None
+    params = parameter_names(function, keyword_only=False)
+    return params[0] if params else None
 
 
 def _has_param(function: cst.FunctionDef, name: str) -> bool:
-    params = function.params
-    every = [*params.posonly_params, *params.params, *params.kwonly_params]
-    return any(p.name.value == name for p in every)
+    return name in parameter_names(function)
 
 
 def _add_parameter(updated: cst.CSTNode) -> cst.CSTNode:

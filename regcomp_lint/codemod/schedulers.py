@@ -17,7 +17,7 @@ from enum import Enum
 import libcst as cst
 
 from regcomp_lint.codemod.roles import CallGraph, bindings
-from regcomp_lint.codemod.tree import Function, Tree, find_all, key_of
+from regcomp_lint.codemod.tree import Function, Tree, find_all, key_of, parameter_names
 
 _MAX_DEPTH = 3
 
@@ -59,10 +59,6 @@ def loop_path(tree: Tree, graph: CallGraph, node: cst.CSTNode, scope: Function, 
     return outer + own
 
 
-def _parameters(callee: cst.FunctionDef) -> list[str]:
-    return [p.name.value for p in [*callee.params.posonly_params, *callee.params.params, *callee.params.kwonly_params]]
-
-
 def _receivers(
     tree: Tree, graph: CallGraph, function: Function, key: str, depth: int = 0
 ) -> list[tuple[Function, str]]:
@@ -80,11 +76,11 @@ def _receivers(
         if isinstance(function, cst.Module)
         else [f for f in find_all(function, cst.FunctionDef) if f is not function]
     )
-    found += [(f, key) for f in inner if "." not in key and key not in _parameters(f) and not bindings(f, key)]
+    found += [(f, key) for f in inner if "." not in key and key not in parameter_names(f) and not bindings(f, key)]
     if depth >= _MAX_DEPTH:
         return found
     for callee, call in graph.calls_from(function):
-        positional = [p.name.value for p in [*callee.params.posonly_params, *callee.params.params]]
+        positional = parameter_names(callee, keyword_only=False)
         if isinstance(call.func, cst.Attribute) and positional and positional[0] == "self":
             positional = positional[1:]
         position = 0
@@ -95,7 +91,7 @@ def _receivers(
             if name is None:
                 name = positional[position] if position < len(positional) else None
                 position += 1
-            if name is not None and name in _parameters(callee) and key_of(arg.value) == key:
+            if name is not None and name in parameter_names(callee) and key_of(arg.value) == key:
                 found += _receivers(tree, graph, callee, name, depth + 1)
     return found
 

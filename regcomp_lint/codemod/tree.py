@@ -230,6 +230,13 @@ def clear_find_cache() -> None:
     _FOUND.clear()
 
 
+def parameter_names(function: cst.FunctionDef, *, keyword_only: bool = True) -> list[str]:
+    """The names a ``def`` binds as parameters, in order (``*args``/``**kwargs`` not included)."""
+    params = function.params
+    every = [*params.posonly_params, *params.params, *(params.kwonly_params if keyword_only else ())]
+    return [p.name.value for p in every]
+
+
 # The overloads give callers the node types they asked for (a pair of kinds: either of the two).
 @overload
 def find_all(root: cst.CSTNode, kind: type[N], *, enter_functions: bool = True) -> list[N]: ...

@@ -18,7 +18,7 @@ import libcst as cst
 from regcomp_lint.codemod.builders import expression
 from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.roles import bindings
-from regcomp_lint.codemod.tree import Block, Function, find_all, key_of
+from regcomp_lint.codemod.tree import Block, Function, find_all, key_of, parameter_names
 from regcomp_lint.knowledge.torch_api import DATA_PARALLEL_API, MODULE_API
 
 if TYPE_CHECKING:
@@ -96,8 +96,7 @@ def sees_prepared(function: Function, owner: str, planner: PlainPlanner) -> bool
     if owner.startswith("self."):
         return True
     if isinstance(function, cst.FunctionDef):
-        params = [*function.params.posonly_params, *function.params.params, *function.params.kwonly_params]
-        if any(p.name.value == owner for p in params):
+        if owner in parameter_names(function):
             return True
         return isinstance(planner.scope, cst.Module) and not bindings(function, owner)
     return False
