@@ -26,7 +26,17 @@ import libcst as cst
 from regcomp_lint.codemod.builders import expression, statement
 from regcomp_lint.codemod.roles import bindings
 from regcomp_lint.codemod.settings import Refusal
-from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, parameter_names, read_keys, single_target
+from regcomp_lint.codemod.tree import (
+    Function,
+    Tree,
+    code,
+    dotted,
+    find_all,
+    key_of,
+    parameter_names,
+    read_keys,
+    single_target,
+)
 from regcomp_lint.knowledge import accelerate_api, torch_api
 
 if TYPE_CHECKING:
@@ -113,8 +123,12 @@ def _remove_wrap(planner: PlainPlanner, call: cst.Call, models: set[str]) -> lis
     """``model = DDP(model, ...)`` goes; ``model = DDP(Net(), ...)`` keeps ``Net()``; return the
     keywords Accelerate must pass on."""
     tree = planner.tree
-    assign = tree.parent(call)
+    assign = _assignment_through_moves(tree, call)
     target = single_target(assign) if isinstance(assign, cst.Assign) else None
+    if isinstance(assign, cst.Assign) and _wraps_a_submodule_in_place(assign, call, models):
+        planner.remove_small(assign)  # `model.features = DataParallel(model.features)`: prepare wraps all
+        planner.forget_import(call.func)
+        return []
     if not isinstance(assign, cst.Assign) or target is None or target[0] not in models or not call.args:
         raise Refusal(
             f"{code(call.func)}(...) at line {tree.line(call)} does not wrap the trained model in place "
@@ -136,7 +150,7 @@ def _remove_wrap(planner: PlainPlanner, call: cst.Call, models: set[str]) -> lis
                 "equivalent; port it by hand"
             )
         kept.append(f"{name}={code(arg.value)}")
-    if key_of(call.args[0].value) == target[0]:
+    if key_of(call.args[0].value) == target[0] and assign.value is call:
         planner.remove_small(assign)
     else:
         planner.edits.on(call, lambda updated: updated.args[0].value)
@@ -237,6 +251,32 @@ def _tell_accelerate_the_rank(planner: PlainPlanner, worker: cst.FunctionDef) ->
     planner.notes.append(
         f"{worker.name.value}() is started by mp.spawn: once it joined its process group, RANK/LOCAL_RANK/"
         "WORLD_SIZE tell the Accelerator which process it is; the script still starts its own workers"
+    )
+
+
+def _assignment_through_moves(tree: Tree, call: cst.Call) -> cst.CSTNode | None:
+    """The statement a wrap is assigned in, through ``.cuda()``/``.to(...)`` chained on it
+    (``model = DataParallel(model).cuda()``)."""
+    node: cst.CSTNode = call
+    parent = tree.parent(node)
+    while (
+        isinstance(parent, cst.Attribute)
+        and parent.value is node
+        and parent.attr.value in ("cuda", "to")
+        and isinstance(tree.parent(parent), cst.Call)
+    ):
+        node = tree.parent(parent)  # type: ignore[assignment]
+        parent = tree.parent(node)
+    return parent
+
+
+def _wraps_a_submodule_in_place(assign: cst.Assign, call: cst.Call, models: set[str]) -> bool:
+    """``model.features = DataParallel(model.features)`` (the ImageNet example's AlexNet/VGG)."""
+    if len(assign.targets) != 1 or assign.value is not call or len(call.args) != 1:
+        return False
+    target = dotted(assign.targets[0].target)
+    return (
+        target is not None and "." in target and target.split(".")[0] in models and dotted(call.args[0].value) == target
     )
 
 

@@ -613,7 +613,7 @@ class PlainPlanner(Planner):
                 else:
                     continue
                 found.append((condition, list(dict.fromkeys(n.value for n in names))))
-        # `if args.cuda: model.cuda()`: the flag that chose the GPU
+        # `if args.cuda: model.cuda()` (no else): the flag that chose the GPU
         for node in self.edits.replace:
             if not (
                 isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "cuda"
@@ -623,6 +623,8 @@ class PlainPlanner(Planner):
                 if isinstance(anc, (cst.FunctionDef, cst.Module)):
                     break
                 if isinstance(anc, cst.If) and self.tree.contains(anc.body, node):
+                    if anc.orelse is not None or isinstance(self.tree.parent(anc), cst.If):
+                        break  # an if/else over where to run, not a switch for the GPU
                     names = [n for n in find_all(anc.test, cst.Name) if not self.tree.is_module_reference(n)]
                     names = [n for n in names if not _is_attribute_name(self.tree, n)]
                     if names:

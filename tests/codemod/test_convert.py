@@ -631,3 +631,21 @@ def test_optimizer_built_from_the_unwrapped_alias_prepares_the_wrapped_model():
     assert result.refused is None, result.refused
     assert "model, optimizer = accelerator.prepare(model, optimizer)" in result.text
     assert "raw_model = accelerator.unwrap_model(model, keep_torch_compile=False)" in result.text
+
+
+def test_dataparallel_on_a_submodule_and_chained_moves_are_removed_for_prepare():
+    """The ImageNet example: ``model.features = DataParallel(model.features)`` (AlexNet/VGG) and
+    ``model = DataParallel(model).cuda()``; an if/else over devices is not a CPU switch."""
+    text = (
+        "import torch\n\n\ndef main(arch, gpu):\n    model = torch.nn.Sequential(torch.nn.Linear(4, 4))\n"
+        "    if gpu is not None:\n        model.cuda(gpu)\n    elif arch.startswith('vgg'):\n"
+        "        model.features = torch.nn.DataParallel(model.features)\n        model.cuda()\n"
+        "    else:\n        model = torch.nn.DataParallel(model).cuda()\n"
+        "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n    for step in range(3):\n"
+        "        loss = model(torch.randn(2, 4).cuda()).sum()\n        loss.backward()\n        optimizer.step()\n"
+    )
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert "DataParallel" not in result.text
+    assert "        model = model.to(accelerator.device)\n" in result.text
+    assert "Accelerator(dynamo_plugin=dynamo_plugin)\n" in result.text  # no cpu= from `if gpu is not None`
