@@ -360,6 +360,12 @@ class PlainPlanner(Planner):
             self.backwards += 1
         self.cudas = self.devices = 0
         device_key = "self.device" if self.owner is not None else "device"
+        # evaluation and sampling code the scope calls uses the prepared model too: its .cuda() calls
+        # follow the accelerator's device, as RC403 asks (with the functions nested in it)
+        for place in places_using_prepared(self):
+            if all(place is not r for r in reach) and not isinstance(place, cst.Module):
+                if self.can_reach_accelerator(place):
+                    reach += [place, *(f for f in find_all(place, cst.FunctionDef) if f is not place)]
         for function in reach:
             cudas, devices = self.device_and_cuda_rewrites(function, device_key if function is self.scope else "device")
             self.cudas += cudas

@@ -127,6 +127,9 @@ class Planner:
             raise Refusal(
                 f"module-level code needs the accelerator, which is created in {function_name(self.scope)}; move that code into it"
             )
+        outer = [f for f in tree.enclosing_functions(function) if f is not function]
+        if outer and tree.class_of(outer[-1]) is None:
+            return self.accelerator_in(outer[-1])  # a nested function reads its definer's, as a closure
         self._inject(function)
         return "accelerator"
 
@@ -143,6 +146,9 @@ class Planner:
                 return True
         if isinstance(function, cst.Module) or id(function) in seen:
             return False
+        outer = [f for f in tree.enclosing_functions(function) if f is not function]
+        if outer and tree.class_of(outer[-1]) is None:
+            return self.can_reach_accelerator(outer[-1], seen | {id(function)})
         if self._injection_problem(function) is not None:
             return False
         return all(

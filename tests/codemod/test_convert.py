@@ -649,3 +649,20 @@ def test_dataparallel_on_a_submodule_and_chained_moves_are_removed_for_prepare()
     assert "DataParallel" not in result.text
     assert "        model = model.to(accelerator.device)\n" in result.text
     assert "Accelerator(dynamo_plugin=dynamo_plugin)\n" in result.text  # no cpu= from `if gpu is not None`
+
+
+def test_evaluation_code_the_scope_calls_follows_the_accelerators_device():
+    """RC403 reports ``.cuda()`` in evaluation code that uses the prepared model; the fixer moves it
+    too, and a function nested in it reads its definer's ``accelerator`` as a closure."""
+    text = (
+        "import torch\n\n\ndef validate(loader, model):\n    def run(batches):\n        for x in batches:\n"
+        "            model(x.cuda())\n    run(loader)\n\n\ndef main(loader):\n"
+        "    model = torch.nn.Linear(4, 1).cuda()\n    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    for x in loader:\n        model(x.cuda()).sum().backward()\n        optimizer.step()\n"
+        "    validate(loader, model)\n"
+    )
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert "def validate(loader, model, accelerator):\n    def run(batches):\n" in result.text
+    assert "            model(x.to(accelerator.device))\n" in result.text
+    assert "    validate(loader, model, accelerator=accelerator)\n" in result.text
