@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 #: DDP's second and third parameters: no effect once Accelerate places the model (it passes the
 #: device itself).
 _DEVICE_KEYWORDS = ("device_ids", "output_device")
+#: The ``cpu=`` condition that keeps a CPU run of the script's processes distributed.
+_NO_CUDA = "not torch.cuda.is_available()"
 
 
 def adapt_distribution(planner: PlainPlanner) -> None:
@@ -56,18 +58,26 @@ def adapt_distribution(planner: PlainPlanner) -> None:
     for call in dist.data_parallel:
         ddp_keywords += _remove_wrap(planner, call, models)
     workers = [_spawned_worker(planner, call) for call in dist.spawn]
-    for call in dist.init_process_group:
-        if not any(_joining_statement(planner, worker) for worker in workers):
-            _guard_initialisation(planner, call)
+    # a spawned worker joins its group before the Accelerator exists; torchrun scripts may join after
+    guarded = [] if workers else dist.init_process_group
+    for call in guarded:
+        _guard_initialisation(planner, call)
     for call in dist.set_device:  # Accelerate sets each process's device itself (and CPU has none to set)
         expr = tree.parent(call)
         if isinstance(expr, cst.Expr):
             planner.remove_small(expr)
     unwraps = 0
+    aliases: dict[int, set[str]] = {}  # per function, found once
     for attr in find_all(tree.module, cst.Attribute):
         owner = key_of(attr.value)
-        if owner is None or (owner not in models and owner not in _aliases(tree, tree.function_of(attr), models)):
+        if owner is None:
             continue
+        if owner not in models:
+            function = tree.function_of(attr)
+            if id(function) not in aliases:
+                aliases[id(function)] = _aliases(function, models)
+            if owner not in aliases[id(function)]:
+                continue
         if attr.attr.value == "no_sync":
             _rewrite_no_sync(planner, attr, owner)
         elif attr.attr.value == "module":
@@ -77,12 +87,11 @@ def adapt_distribution(planner: PlainPlanner) -> None:
         handler = f"DistributedDataParallelKwargs({', '.join(ddp_keywords)})"
         planner.accelerator_keywords.append(f"kwargs_handlers=[{handler}]")
         planner.imports.append((accelerate_api.UTILS_MODULE, "DistributedDataParallelKwargs"))
-    for worker in workers:
-        _tell_accelerate_the_rank(planner, worker)
-    guarded = dist.init_process_group if not workers else []
+    for worker, joined in workers:
+        _tell_accelerate_the_rank(planner, worker, joined)
     if dist.init_process_group and _torch_is_imported(tree):
         # without CUDA, Accelerate treats the script's processes as one unless told to use the CPU
-        planner.cpu_conditions.append("not torch.cuda.is_available()")
+        planner.cpu_conditions.append(_NO_CUDA)
     starts = "its own workers, as before" if workers else "torchrun as before, and with accelerate launch"
     single = [c for c in dist.data_parallel if tree.resolves_to(c.func, *torch_api.SINGLE_PROCESS_DATA_PARALLEL)]
     if single:
@@ -100,7 +109,7 @@ def adapt_distribution(planner: PlainPlanner) -> None:
         planner.notes.append(
             "init_process_group() runs only when the Accelerator has not set up the process group already"
         )
-    if "not torch.cuda.is_available()" in planner.cpu_conditions:
+    if _NO_CUDA in planner.cpu_conditions:
         planner.notes.append(
             "cpu=not torch.cuda.is_available(): on a machine without CUDA, Accelerate joins the script's "
             "processes only when told to use the CPU"
@@ -109,7 +118,7 @@ def adapt_distribution(planner: PlainPlanner) -> None:
         planner.notes.append("model.module -> accelerator.unwrap_model(model, keep_torch_compile=False)")
 
 
-def _aliases(tree: Tree, function: Function, models: set[str]) -> set[str]:
+def _aliases(function: Function, models: set[str]) -> set[str]:
     """Local names for a model: ``model = self.model`` (minGPT-DDP's snapshot code)."""
     found = set()
     for assign in find_all(function, cst.Assign, enter_functions=False):
@@ -158,7 +167,7 @@ def _remove_wrap(planner: PlainPlanner, call: cst.Call, models: set[str]) -> lis
     return kept
 
 
-def _spawned_worker(planner: PlainPlanner, call: cst.Call) -> cst.FunctionDef:
+def _spawned_worker(planner: PlainPlanner, call: cst.Call) -> tuple[cst.FunctionDef, tuple[int, cst.Call]]:
     """The function ``mp.spawn(worker, ...)`` starts: it must join a process group (itself or
     through a function it calls) and build the Accelerator (itself, or in what it calls later,
     such as a ``Trainer(...)``)."""
@@ -181,12 +190,13 @@ def _spawned_worker(planner: PlainPlanner, call: cst.Call) -> cst.FunctionDef:
             f"{code(call.func)}(...) at line {tree.line(call)} starts {worker.name.value}(), but the model and "
             f"optimizer are built elsewhere; build them in the worker, or port it by hand"
         )
-    if _joining_statement(planner, worker) is None:
+    joined = _joining_statement(planner, worker)
+    if joined is None:
         raise Refusal(
             f"{worker.name.value}(), started by {code(call.func)}(...) at line {tree.line(call)}, never calls "
             "init_process_group(); Accelerate cannot tell its processes apart, so port it by hand"
         )
-    return worker
+    return worker, joined
 
 
 def _reaches_scope(planner: PlainPlanner, worker: cst.FunctionDef) -> bool:
@@ -219,12 +229,10 @@ def _joining_statement(planner: PlainPlanner, worker: cst.FunctionDef) -> tuple[
     return None
 
 
-def _tell_accelerate_the_rank(planner: PlainPlanner, worker: cst.FunctionDef) -> None:
+def _tell_accelerate_the_rank(planner: PlainPlanner, worker: cst.FunctionDef, joined: tuple[int, cst.Call]) -> None:
     """Accelerate reads the process's place from ``RANK``/``LOCAL_RANK``/``WORLD_SIZE``, which
     torchrun sets and ``mp.spawn`` does not: the worker sets them from its group once it joined
     (its first parameter is the local rank mp.spawn passes)."""
-    joined = _joining_statement(planner, worker)
-    assert joined is not None
     index, init = joined
     func = init.func
     prefix = f"{code(func.value)}." if isinstance(func, cst.Attribute) else ""

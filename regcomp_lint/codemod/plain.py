@@ -174,9 +174,7 @@ class PlainPlanner(Planner):
     def _check_free_names(self) -> None:
         for name in ("accelerator", "dynamo_plugin"):
             key = f"self.{name}" if self.owner is not None and name == "accelerator" else name
-            places = [self.scope, self.tree.module] + (
-                [m for m in self.owner.body.body if isinstance(m, cst.FunctionDef)] if self.owner else []
-            )
+            places = [self.scope, self.tree.module, *self.owner_methods()]
             for place in places:
                 if bindings(place, key):
                     raise Refusal(f"the script already uses the name {key!r}; rename it before converting")
@@ -247,7 +245,7 @@ class PlainPlanner(Planner):
         tree = self.tree
         places: list[Function] = [function]
         if key.startswith("self.") and self.owner is not None:
-            places += [m for m in self.owner.body.body if isinstance(m, cst.FunctionDef) and m in self.training]
+            places += [m for m in self.owner_methods() if m in self.training]
         for place in places:
             steps = [c for c in backward_calls(tree, set()) if tree.contains(place, c)]
             steps += [call for callee, call in self.graph.calls_from(place) if callee in self.training]
@@ -329,14 +327,9 @@ class PlainPlanner(Planner):
                 function is not r for r in reach
             ):
                 reach.append(function)
-        if self.owner is not None:
-            for method in self.owner.body.body:
-                if (
-                    isinstance(method, cst.FunctionDef)
-                    and method in self.training
-                    and all(method is not r for r in reach)
-                ):
-                    reach.append(method)
+        for method in self.owner_methods():
+            if method in self.training and all(method is not r for r in reach):
+                reach.append(method)
         if isinstance(self.scope, cst.Module):
             reach += [
                 f
@@ -378,9 +371,7 @@ class PlainPlanner(Planner):
         machine). The matching ``model.load_state_dict(...)`` loads into the unwrapped model too, so
         a checkpoint saved with clean keys resumes (prepared optimizers and schedulers load their own)."""
         tree = self.tree
-        places: list[Function] = [self.scope]
-        if self.owner is not None:
-            places += [m for m in self.owner.body.body if isinstance(m, cst.FunctionDef) and m is not self.scope]
+        places: list[Function] = [self.scope, *(m for m in self.owner_methods() if m is not self.scope)]
         places += [p for p in places_using_prepared(self) if all(p is not q for q in places)]
         models = set(self.models)
         self.checkpoint_saves = self.checkpoint_loads = 0
@@ -419,6 +410,7 @@ class PlainPlanner(Planner):
                 self.checkpoint_saves += 1
 
     def owner_methods(self) -> list[cst.FunctionDef]:
+        """The methods of the trainer class the conversion works in (none for plain functions)."""
         if self.owner is None:
             return []
         return [m for m in self.owner.body.body if isinstance(m, cst.FunctionDef)]
@@ -602,23 +594,17 @@ class PlainPlanner(Planner):
             if assign not in self.edits.replace or not isinstance(assign, cst.Assign):
                 continue
             for choice in find_all(assign.value, cst.IfExp):
-                names = [n for n in find_all(choice.test, cst.Name) if not self.tree.is_module_reference(n)]
-                names = [n for n in names if self.tree.parent(n) is None or not _is_attribute_name(self.tree, n)]
+                names = self._flag_names(choice.test)
                 if not names:
                     continue
-                test = code(choice.test).strip()
                 if _is_cpu_literal(choice.orelse):
-                    inner = choice.test
-                    condition = (
-                        code(inner.expression).strip()
-                        if isinstance(inner, cst.UnaryOperation) and isinstance(inner.operator, cst.Not)
-                        else (f"not ({test})" if " " in test else f"not {test}")
-                    )
+                    condition = _negated(choice.test)
                 elif _is_cpu_literal(choice.body):
+                    test = code(choice.test).strip()
                     condition = f"({test})" if " " in test else test
                 else:
                     continue
-                found.append((condition, list(dict.fromkeys(n.value for n in names))))
+                found.append((condition, names))
         # `if args.cuda: model.cuda()` (no else): the flag that chose the GPU
         for node in self.edits.replace:
             if not (
@@ -631,14 +617,21 @@ class PlainPlanner(Planner):
                 if isinstance(anc, cst.If) and self.tree.contains(anc.body, node):
                     if anc.orelse is not None or isinstance(self.tree.parent(anc), cst.If):
                         break  # an if/else over where to run, not a switch for the GPU
-                    names = [n for n in find_all(anc.test, cst.Name) if not self.tree.is_module_reference(n)]
-                    names = [n for n in names if not _is_attribute_name(self.tree, n)]
+                    names = self._flag_names(anc.test)
                     if names:
-                        test = code(anc.test).strip()
-                        condition = f"not ({test})" if " " in test else f"not {test}"
-                        found.append((condition, list(dict.fromkeys(n.value for n in names))))
+                        found.append((_negated(anc.test), names))
                     break
         return found
+
+    def _flag_names(self, test: cst.BaseExpression) -> list[str]:
+        """The script's own names a device test reads (``use_cuda``, ``args`` of ``args.no_cuda``;
+        not ``torch`` nor an attribute's name): none means the test is Accelerate's own choice."""
+        names = [
+            n
+            for n in find_all(test, cst.Name)
+            if not self.tree.is_module_reference(n) and not _is_attribute_name(self.tree, n)
+        ]
+        return list(dict.fromkeys(n.value for n in names))
 
     def _device_flags(self) -> list[str]:
         """Keys like ``args.device`` that rewritten device assignments read: the user's device flag."""
@@ -730,11 +723,16 @@ def _wrapped_model(function: Function, key: str) -> str:
 
 
 def _is_passed(tree: Tree, function: cst.FunctionDef) -> bool:
-    """Is this nested function handed to a call (``optimizer.step(closure)``) where it is defined?"""
-    return (
-        any(isinstance(tree.parent(ref), cst.Arg) for ref in tree.references_to(function))
-        and tree.function_of(function) is not function
-    )
+    """Is this function handed to a call (``optimizer.step(closure)``) where it is defined?"""
+    return any(isinstance(tree.parent(ref), cst.Arg) for ref in tree.references_to(function))
+
+
+def _negated(test: cst.BaseExpression) -> str:
+    """``not <test>`` as source: ``not x`` for a plain name, ``x`` for ``not x``, else ``not (...)``."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return code(test.expression).strip()
+    text = code(test).strip()
+    return f"not ({text})" if " " in text else f"not {text}"
 
 
 def _is_cpu_literal(node: cst.BaseExpression) -> bool:

@@ -31,6 +31,7 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
     models = set(planner.models)
     rewritten: list[str] = []
     unreachable: list[str] = []
+    trains = planner.reach()
     for function in places_using_prepared(planner):
         for attr in find_all(function, cst.Attribute, enter_functions=False):
             owner = key_of(attr.value)
@@ -43,9 +44,7 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
                 index = planner.project(block, attr)
                 if index is None or index < prepare_index:
                     continue  # still the script's own, unprepared model
-            elif not sees_prepared(function, owner, planner) or (
-                owner.startswith("self.") and function not in planner.reach()
-            ):
+            elif not sees_prepared(function, owner, planner) or (owner.startswith("self.") and function not in trains):
                 continue
             if not planner.can_reach_accelerator(function):
                 unreachable.append(f"{owner}.{name} (line {tree.line(attr)})")
