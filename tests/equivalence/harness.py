@@ -62,6 +62,7 @@ SCRIPT = "train.py"
 _NUMBER = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf)"
 STEP_LINE = re.compile(rf"EQ step=(\d+) epoch=(\d+) loss=({_NUMBER}) lr=({_NUMBER})\s*$", re.MULTILINE)
 EVAL_LINE = re.compile(r"EQ eval (.*)$", re.MULTILINE)
+METRIC_ITEM = re.compile(rf"(\w+)=({_NUMBER})")
 
 
 @dataclass(frozen=True)
@@ -174,8 +175,9 @@ def parse_steps(output: str) -> list[Step]:
 def parse_metrics(output: str) -> dict[str, float]:
     metrics: dict[str, float] = {}
     for line in EVAL_LINE.findall(output):
-        for item in line.split():
-            key, _, value = item.partition("=")
+        # each value read as a number: another process's end marker can land right after the last
+        # one when both write to torchrun's shared stdout ("val_loss=3.714056[regcomp] process 1 of 2")
+        for key, value in METRIC_ITEM.findall(line):
             metrics[key] = float(value)
     return metrics
 

@@ -133,3 +133,10 @@ def test_conversion_trains_the_same(name, originals, tmp_path):
 
     problems += harness.check_checkpoints(case, runs[1:])
     assert not problems, "\n\n".join(problems)
+
+
+def test_metrics_and_steps_are_read_through_another_process_marker():
+    """Seen in CI: rank 1's end marker landed right after rank 0's last value on torchrun's pipe."""
+    output = "EQ step=3 epoch=0 loss=0.5 lr=0.1\nEQ eval val_loss=3.714056[regcomp] process 1 of 2\n"
+    assert harness.parse_metrics(output) == {"val_loss": 3.714056}
+    assert [s.step for s in harness.parse_steps(output)] == [3]
