@@ -52,6 +52,10 @@ def kind_of(src: str) -> Kind | None:
         ("import torch.nn as nn\nclass Net(nn.Module):\n    pass\nNet()", Kind.MODEL),
         ("import torch.nn as nn\nclass Base(nn.Module):\n    pass\nclass Net(Base):\n    pass\nNet()", Kind.MODEL),
         ("from transformers import GPT2LMHeadModel\nclass Mine(GPT2LMHeadModel):\n    pass\nMine(cfg)", Kind.MODEL),
+        # classes of the file, by their bases: a Muon-style optimizer, a warm-up schedule
+        ("import torch\nclass Muon(torch.optim.Optimizer):\n    pass\nMuon(p, lr=0.02)", Kind.OPTIMIZER),
+        ("from torch.optim import Optimizer\nclass A(Optimizer):\n    pass\nclass B(A):\n    pass\nB(p)", Kind.OPTIMIZER),
+        ("from torch.optim.lr_scheduler import LRScheduler\nclass Warm(LRScheduler):\n    pass\nWarm(o)", Kind.SCHEDULER),
     ],
 )
 def test_recognised(src, kind):
@@ -72,6 +76,8 @@ def test_recognised(src, kind):
         "class Net:\n    pass\nNet()",
         "from mylib import DataLoader\nDataLoader(ds)",
         "make_model()",
+        "import torch\nclass Avg(torch.optim.swa_utils.AveragedModel):\n    pass\nAvg(m)",
+        "class Muon:\n    pass\nMuon(p)",
     ],
 )
 def test_not_recognised(src):

@@ -5,13 +5,15 @@ ask ``ctx.semantic`` instead of building their own copy or keeping module-global
 
 - ``bindings``: what a name holds at a point (:class:`~regcomp_lint.analysis.bindings.Bindings`);
 - ``accelerate_script``: the file's Accelerate setup (:class:`AccelerateScript`, on those bindings);
+- ``training_roles``: what each built object does there -- trains, shards, steps per epoch
+  (:class:`~regcomp_lint.analysis.training_roles.TrainingRoles`, read by RC402 and the converter);
 - ``facts``: every function's :class:`FunctionFacts` and the ``is_compiling()``-guarded code
   (:class:`FactsCollector`);
 - ``reachability(deep=..., functions=...)``: the call graphs from the forwards (:class:`Reachability`);
 - ``model_finder``: which expressions hold a model with repeated blocks (:class:`ModelFinder`);
 - ``shared(key, build)``: anything a higher layer computes once per file (RC2xx's breaks in other files).
 
-The first three follow the walk (a rule asks "what does ``x`` hold *here*" while the engine
+The first four follow the walk (a rule asks "what does ``x`` hold *here*" while the engine
 visits a node), so they are fed by the engine's single walk, once for all rules: asked for
 before the walk (in a rule's ``__init__``), they are registered, and the engine calls their
 handlers before the rules' ``visit_*`` and after the rules' ``leave_*``. Asked for after the
@@ -34,6 +36,7 @@ from regcomp_lint.analysis.accelerate_script import AccelerateScript
 from regcomp_lint.analysis.bindings import Bindings
 from regcomp_lint.analysis.models import ModelFinder
 from regcomp_lint.analysis.reachability import FactsCollector, ParsedModule, Reachability
+from regcomp_lint.analysis.training_roles import TrainingRoles
 
 if TYPE_CHECKING:
     from regcomp_lint.analysis.file_context import FileContext
@@ -58,6 +61,7 @@ class SemanticModel:
         self._bindings: Bindings | None = None
         self._script: AccelerateScript | None = None
         self._facts: FactsCollector | None = None
+        self._roles: TrainingRoles | None = None
         self._reach: dict[tuple[bool, bool], Reachability] = {}
         self._model_finder: ModelFinder | None = None
         self._shared: dict[str, object] = {}
@@ -87,6 +91,23 @@ class SemanticModel:
                 script = self._script = AccelerateScript(self._ctx, self.bindings)
                 self._feed(*script.walk_handlers())
         return self._script
+
+    @property
+    def training_roles(self) -> TrainingRoles:
+        if self._roles is None:
+            self._not_walking()
+            if self._state == WALKED:
+                # the uses need bindings that follow them node by node: a pass of its own with
+                # fresh bindings and script (the file's own were fed by the walk already)
+                bindings = Bindings()
+                roles = self._roles = TrainingRoles(self._ctx, AccelerateScript(self._ctx, bindings))
+                self._walk_alone(
+                    _joined([bindings.walk_handlers(), roles.script.walk_handlers(), roles.walk_handlers()])
+                )
+            else:
+                roles = self._roles = TrainingRoles(self._ctx, self.accelerate_script)
+                self._feed(*roles.walk_handlers())
+        return self._roles
 
     @property
     def facts(self) -> FactsCollector:

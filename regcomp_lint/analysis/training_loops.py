@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from regcomp_lint.analysis.bindings import binding_key
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
+#: Comprehensions loop too: ``[self.train_step(b) for b in self.train_loader]``.
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 #: Nodes whose bodies belong to another scope (not run where they are written).
 _OTHER_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 #: How deep a loader is followed through parameters of the file's functions.
@@ -39,19 +41,13 @@ def iterated(node: ast.expr) -> list[ast.expr]:
     return []
 
 
-def own_nodes(roots: list[ast.stmt], enter_loops: bool = True) -> Iterator[ast.AST]:
-    """Every node under ``roots`` that runs there: not inside a nested def, lambda or class (nor
-    a nested loop's body, with ``enter_loops=False``)."""
+def own_nodes(roots: Sequence[ast.AST]) -> Iterator[ast.AST]:
+    """Every node under ``roots`` that runs there: not inside a nested def, lambda or class."""
     stack: list[ast.AST] = list(reversed(roots))
     while stack:
         node = stack.pop()
         yield node
         if isinstance(node, _OTHER_SCOPES):
-            continue
-        if not enter_loops and isinstance(node, LOOPS):
-            stack.extend(
-                reversed([node.target, node.iter] if isinstance(node, (ast.For, ast.AsyncFor)) else [node.test])
-            )
             continue
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
 
@@ -64,13 +60,14 @@ class TrainingLoops:
         self._methods: dict[int, dict[str, Function]] = {}
         self._class_of: dict[int, ast.ClassDef] = {}  # method id -> its class
         self._function_of: dict[int, Function | None] = {}  # loop or call id -> the function it is in
+        self._calls: list[ast.Call] = []
+        self._callers: dict[int, list[ast.Call]] | None = None  # function id -> calls of it
         self._index(tree, None, None)
         has_backward = any(_is_method_call(n, "backward") for n in ast.walk(tree))
         self._step = "backward" if has_backward else "step"
         functions = [f for fs in self._by_name.values() for f in fs]
-        #: functions that reach the step, and those that reach it outside any loop of theirs
+        #: functions that reach the step
         self._training = self._closure(functions, self._reaches_step)
-        self._stepping = self._closure(functions, self._steps_once)
 
     def _closure(self, functions: list[Function], test) -> set[int]:
         """ids of the functions passing ``test``, which may ask about the ones found so far."""
@@ -95,8 +92,10 @@ class TrainingLoops:
             elif isinstance(child, ast.ClassDef):
                 self._index(child, function, child)
             else:
-                if isinstance(child, (*LOOPS, ast.Call)):
+                if isinstance(child, (*LOOPS, *COMPREHENSIONS, ast.Call)):
                     self._function_of[id(child)] = function
+                    if isinstance(child, ast.Call):
+                        self._calls.append(child)
                 self._index(child, function, cls)
 
     # -- the training step -----------------------------------------------------------------
@@ -110,13 +109,17 @@ class TrainingLoops:
             return [method] if method is not None else []
         return []
 
-    def _reaches_step(self, body: list[ast.stmt], caller: Function | None, training: set[int] | None = None) -> bool:
-        return self._calls_step(own_nodes(body), caller, self._training if training is None else training)
+    def callers_of(self, function: Function) -> list[ast.Call]:
+        """The calls of the file that call ``function`` (by name, or ``self.method(...)``)."""
+        if self._callers is None:
+            self._callers = defaultdict(list)
+            for call in self._calls:
+                for callee in self._callees(call, self._function_of.get(id(call))):
+                    self._callers[id(callee)].append(call)
+        return self._callers.get(id(function), [])
 
-    def _steps_once(self, body: list[ast.stmt], caller: Function | None, stepping: set[int] | None = None) -> bool:
-        return self._calls_step(
-            own_nodes(body, enter_loops=False), caller, self._stepping if stepping is None else stepping
-        )
+    def _reaches_step(self, body: Sequence[ast.AST], caller: Function | None, training: set[int] | None = None) -> bool:
+        return self._calls_step(own_nodes(body), caller, self._training if training is None else training)
 
     def _calls_step(self, nodes: Iterator[ast.AST], caller: Function | None, functions: set[int]) -> bool:
         for node in nodes:
@@ -129,18 +132,16 @@ class TrainingLoops:
         return False
 
     def loop_trains(self, loop: ast.AST) -> bool:
-        """``loop`` (a ``for``/``while`` of this module) reaches the training step."""
-        if not isinstance(loop, LOOPS):
+        """``loop`` (a ``for``/``while`` or a comprehension of this module) reaches the training step."""
+        if isinstance(loop, LOOPS):
+            body: Sequence[ast.AST] = loop.body
+        elif isinstance(loop, ast.DictComp):
+            body = [loop.key, loop.value, *(test for gen in loop.generators for test in gen.ifs)]
+        elif isinstance(loop, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            body = [loop.elt, *(test for gen in loop.generators for test in gen.ifs)]
+        else:
             return False
-        return self._reaches_step(loop.body, self._function_of.get(id(loop)))
-
-    def runs_per_epoch(self, loop: ast.AST) -> bool:
-        """``loop`` reaches the training step only through loops nested in it (an epoch loop): a
-        scheduler stepped in its body steps once per epoch, and stays unprepared on purpose (a
-        prepared one steps once per process)."""
-        if not self.loop_trains(loop) or not isinstance(loop, LOOPS):
-            return False
-        return not self._steps_once(loop.body, self._function_of.get(id(loop)))
+        return self._reaches_step(body, self._function_of.get(id(loop)))
 
     # -- training loaders ------------------------------------------------------------------
     def passes_for_training(self, call: ast.Call, arg: ast.expr, depth: int = 0) -> bool:

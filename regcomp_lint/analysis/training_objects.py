@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import enum
+from collections.abc import Callable
 
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.analysis.models import transformers_model_class
@@ -57,6 +58,9 @@ def constructor_kind(ctx: FileContext, call: ast.Call, classes: dict[str, ast.Cl
         return Kind.MODEL if _model_class(ctx, func.value, classes, factory=True) else None
     if _model_class(ctx, func, classes, factory=False):
         return Kind.MODEL
+    local = local_class_kind(ctx, func, classes)
+    if local is not None:
+        return local
     name = _imported_name(ctx, func)
     if name is None:
         return None
@@ -112,8 +116,43 @@ def is_module_class(
 ) -> bool:
     """``cls`` derives from ``nn.Module`` (directly, through a transformers model class, or
     through another class of the file)."""
+    return _derives(
+        ctx,
+        cls,
+        classes,
+        lambda base: ctx.resolves_to(base, *_MODULE_BASES) or bool(transformers_model_class(ctx, base)),
+        seen,
+    )
+
+
+def local_class_kind(ctx: FileContext, func: ast.AST, classes: dict[str, ast.ClassDef]) -> Kind | None:
+    """What an instance of a class of the file is, by its bases: an optimizer (a Muon-style
+    ``class Muon(torch.optim.Optimizer)``) or an LR scheduler (``class Warmup(LRScheduler)``)."""
+    if not isinstance(func, ast.Name) or func.id not in classes or ctx.imports.imported(func.id):
+        return None
+    cls = classes[func.id]
+
+    def under(prefixes: tuple[str, ...]) -> Callable[[ast.expr], bool]:
+        return lambda base: (_imported_name(ctx, base) or "").startswith(prefixes)
+
+    if _derives(ctx, cls, classes, under(_SCHEDULER_PREFIXES)):
+        return Kind.SCHEDULER
+    optimizer = under(_OPTIMIZER_PREFIXES)
+    if _derives(ctx, cls, classes, lambda base: optimizer(base) and not under(_NOT_OPTIMIZER_PREFIXES)(base)):
+        return Kind.OPTIMIZER
+    return None
+
+
+def _derives(
+    ctx: FileContext,
+    cls: ast.ClassDef,
+    classes: dict[str, ast.ClassDef],
+    is_root: Callable[[ast.expr], bool],
+    seen: frozenset[str] = frozenset(),
+) -> bool:
+    """``cls`` has a base passing ``is_root``, directly or through other classes of the file."""
     for base in cls.bases:
-        if ctx.resolves_to(base, *_MODULE_BASES) or transformers_model_class(ctx, base):
+        if is_root(base):
             return True
         if (
             isinstance(base, ast.Name)
@@ -121,6 +160,6 @@ def is_module_class(
             and base.id not in seen
             and not ctx.imports.imported(base.id)
         ):
-            if is_module_class(ctx, classes[base.id], classes, seen | {cls.name}):
+            if _derives(ctx, classes[base.id], classes, is_root, seen | {cls.name}):
                 return True
     return False

@@ -3,22 +3,14 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
-from regcomp_lint.analysis import callsites
-from regcomp_lint.analysis.accelerate_script import (
-    MAX_DEPTH,
-    enclosing_loops,
-    in_loop_body,
-    key_expr,
-)
-from regcomp_lint.analysis.bindings import Bound, Where, binding_key
-from regcomp_lint.analysis.training_loops import iterated
-from regcomp_lint.analysis.training_objects import Kind, constructor_kind, is_module_class
+from regcomp_lint.analysis.accelerate_script import key_expr
+from regcomp_lint.analysis.bindings import Where, binding_key
+from regcomp_lint.analysis.training_objects import Kind, is_module_class
+from regcomp_lint.analysis.training_roles import Cadence, Origin, Use
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.checks.text_edits import append_keyword
 from regcomp_lint.diagnostics import Applicability, Edit, Fix
-from regcomp_lint.knowledge.torch_api import DATA_PARALLEL, DISTRIBUTED_SAMPLER, SAME_MODULE_METHODS
 
 #: How the loop uses an object, and which kinds of object that use means.
 USES = {
@@ -27,35 +19,6 @@ USES = {
     "iterated": (Kind.DATALOADER,),
     "passed": tuple(Kind),
 }
-STEP_METHODS = ("step", "zero_grad")
-#: Calls wrapping a loader in a ``for`` header: ``enumerate(loader)``, ``tqdm(loader)``, ``zip(a, b)``.
-ITERATION_CALLS = ("iter", "next")
-#: A file with none of these calls (``loss.backward()``, ``optimizer.step()``) trains nothing.
-TRAINING_CALLS = ("backward", "step")
-
-
-class _Prepared:
-    """Sentinel: the expression holds what a ``prepare`` call returned."""
-
-
-PREPARED = _Prepared()
-
-
-@dataclass(frozen=True)
-class Origin:
-    kind: Kind
-    call: ast.Call
-    where: Where
-
-
-@dataclass
-class _Use:
-    expr: ast.expr
-    how: str
-    where: Where
-    callee: ast.expr | None = None  # for "passed": the function it is passed to
-    call: ast.Call | None = None  # for "passed": the call passing it
-    loops: tuple[ast.AST, ...] = ()  # the loops it is used in, innermost first
 
 
 class UnpreparedObject(Rule):
@@ -75,15 +38,15 @@ class UnpreparedObject(Rule):
     `zip`, `iter`) by a loop that reaches a `.backward(...)` call (directly or through the
     file's own functions), or passed to a function of the file whose such loop iterates it; an
     evaluation loader iterated only by loops without a backward pass may stay whole (unsharded,
-    as `regcomp-fix` leaves it). Likewise a scheduler stepped once per epoch (in a loop that
-    reaches the backward pass only through a loop nested in it) is not reported: prepared, it
-    would step once per process. Nor is a loader fed a `DistributedSampler` (`sampler=` or
+    as `regcomp-fix` leaves it). Likewise a scheduler stepped once per epoch (its `.step()` in a
+    loop around the one where its optimizer steps, followed through the file's functions) is not
+    reported: prepared, it would step once per process. Nor is a loader fed a `DistributedSampler` (`sampler=` or
     `batch_sampler=`, directly or through a name): it already gives each rank its own shard, and
     `prepare` would shard it again. Nor is a scheduler sized from the length of an already
     prepared loader (`len(train_dl) * epochs` after `prepare`): it counts one process's steps, and
     prepared it would step once per process. Names are followed through assignments, `.to(device)`-style
-    calls, DDP and `torch.compile` wrappers, tuple unpacking and local functions that return
-    the object.
+    calls, DDP and `torch.compile` wrappers, `iter(...)`, tuple unpacking and local functions that return
+    the object. The roles come from `analysis/training_roles.py`, the model `regcomp-fix` reads too.
 
     Only files that train are checked: some `.backward(...)` or `.step()` call must occur (a
     loop that only calls a model is inference). Not reported: frozen models
@@ -268,103 +231,44 @@ class UnpreparedObject(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self.script = ctx.semantic.accelerate_script
+        self.roles = ctx.semantic.training_roles
         self.bindings = self.script.bindings
-        self._uses: list[_Use] = []
-        self._frozen: list[tuple[ast.expr, Where]] = []
-        self._trained: list[tuple[ast.expr, Where]] = []
-        self._evaluated: list[tuple[ast.expr, Where]] = []
-        self._trains = False
 
-    # -- collecting ------------------------------------------------------------------------
-    def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
-        where = self.bindings.here(node.iter)
-        for expr in iterated(node.iter):
-            self._uses.append(_Use(expr, "iterated", where, loops=(node,)))
-
-    visit_AsyncFor = visit_For
-
-    def visit_Call(self, node: ast.Call) -> None:
-        func = node.func
-        if isinstance(func, ast.Attribute) and func.attr in TRAINING_CALLS:
-            self._trains = True
-        if binding_key(func) is None:  # a method: optimizer.step(), model.train()
-            if isinstance(func, ast.Attribute) and binding_key(func.value) is not None:
-                self._method_call(node, func)
-            return
-        if isinstance(func, ast.Name) and func.id in ITERATION_CALLS:
-            if node.args and binding_key(node.args[0]) is not None:
-                self._use_in_loop(node, node.args[0], "iterated")
-            return
-        loops = enclosing_loops(self.ctx, node)
-        if not loops:
-            return
-        where = self.bindings.here(node)
-        self._uses.append(_Use(func, "called", where, loops=loops))
-        for arg in [*node.args, *(kw.value for kw in node.keywords)]:
-            if binding_key(arg) is not None:
-                self._uses.append(_Use(arg, "passed", where, func, node, loops))
-
-    def _method_call(self, node: ast.Call, func: ast.Attribute) -> None:
-        receiver = func.value
-        if func.attr in STEP_METHODS:
-            self._use_in_loop(node, receiver, "stepped")
-        elif func.attr == "requires_grad_" and _is_false(
-            node.args[0] if node.args else _keyword_value(node, "requires_grad")
-        ):
-            self._frozen.append((receiver, self.bindings.here(node)))
-        elif func.attr == "train":
-            self._trained.append((receiver, self.bindings.here(node)))
-        elif func.attr == "eval" and not in_loop_body(self.ctx, node):
-            self._evaluated.append((receiver, self.bindings.here(node)))
-
-    def _use_in_loop(self, node: ast.Call, expr: ast.expr, how: str) -> None:
-        loops = enclosing_loops(self.ctx, node)
-        if loops:
-            self._uses.append(_Use(expr, how, self.bindings.here(node), loops=loops))
-
-    # -- judging ---------------------------------------------------------------------------
     def finish(self) -> None:
-        if not (self.script.builds_accelerator and self._trains and self._uses):
+        roles = self.roles
+        if not (self.script.builds_accelerator and roles.trains and roles.uses):
             return
         prepared = self._prepared_origins()
         if prepared is None:
             return
-        frozen = self._frozen_origins()
+        frozen = roles.frozen_origins()
         reported: set[int] = set()
-        for use in self._uses:
+        for use in roles.uses:
             if use.how == "passed" and not self._is_local_function(use.callee, use.where):
                 continue
-            origin = self._origin(use.expr, use.where)
+            origin = roles.origin(use.expr, use.where)
             if not isinstance(origin, Origin) or id(origin.call) in prepared or id(origin.call) in reported:
                 continue
             if origin.kind not in USES[use.how] or (origin.kind is Kind.MODEL and id(origin.call) in frozen):
                 continue
             if origin.kind is Kind.MODEL and self._inside_a_module(use):
                 continue  # `self.linear(h)` in a model's own forward: a submodule, prepared with its model
-            if origin.kind is Kind.DATALOADER and not self._trains_on(use):
+            if origin.kind is Kind.DATALOADER and not roles.trains_on(use):
                 continue  # an evaluation loader: left whole on purpose (the converter does too)
-            if origin.kind is Kind.SCHEDULER and self._sized_from_prepared_loader(origin):
+            if origin.kind is Kind.SCHEDULER and roles.sized_from_prepared_loader(origin):
                 continue  # sized in one process's steps already: prepared, it would step N times too fast
-            if origin.kind is Kind.DATALOADER and self._sharded_by_sampler(origin):
+            if origin.kind is Kind.DATALOADER and roles.sharded_by_sampler(origin):
                 continue  # already one shard per rank: prepare() would shard it again
-            if origin.kind is Kind.SCHEDULER and not self._trains_on(use):
+            if origin.kind is Kind.SCHEDULER and not roles.trains_on(use):
                 continue  # stepped in a loop apart from training (fast-forwarding the schedule on resume)
-            if origin.kind is Kind.SCHEDULER and use.loops and self.script.training_loops.runs_per_epoch(use.loops[0]):
+            if origin.kind is Kind.SCHEDULER and roles.cadence(origin)[0] is Cadence.PER_EPOCH:
                 continue  # stepped once per epoch: a prepared scheduler would step once per process
             if not self.script.sees_accelerator(use.where):
                 continue  # a plain-PyTorch baseline beside the Accelerate code
             reported.add(id(origin.call))
             self._report(use, origin)
 
-    def _trains_on(self, use: _Use) -> bool:
-        """The loader ``use`` is iterated by a training loop, or passed to a function of the file
-        whose training loop iterates it (``analysis.training_loops``)."""
-        loops = self.script.training_loops
-        if use.how == "passed":
-            return use.call is not None and loops.passes_for_training(use.call, use.expr)
-        return any(loops.loop_trains(loop) for loop in use.loops)
-
-    def _inside_a_module(self, use: _Use) -> bool:
+    def _inside_a_module(self, use: Use) -> bool:
         cls = use.where.cls
         return (
             cls is not None
@@ -374,36 +278,7 @@ class UnpreparedObject(Rule):
             and is_module_class(self.ctx, cls, self.bindings.classes)
         )
 
-    def _sized_from_prepared_loader(self, origin: Origin) -> bool:
-        """``get_linear_schedule_with_warmup(opt, 100, len(train_dl) * epochs)`` after ``train_dl``
-        was prepared: the schedule counts one process's steps."""
-        for node in ast.walk(origin.call):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Name)
-                and node.func.id == "len"
-                and len(node.args) == 1
-                and self._origin(node.args[0], origin.where) is PREPARED
-            ):
-                return True
-        return False
-
-    def _sharded_by_sampler(self, origin: Origin) -> bool:
-        """``DataLoader(..., sampler=DistributedSampler(...))``, directly or through a name."""
-        for kw in origin.call.keywords:
-            if kw.arg not in ("sampler", "batch_sampler"):
-                continue
-            values: list[ast.AST] = [kw.value]
-            values += [b.value for b in self.bindings.every_binding(kw.value, origin.where) if b.value is not None]
-            for value in values:
-                if any(
-                    isinstance(node, ast.Call) and self.ctx.resolves_to(node.func, *DISTRIBUTED_SAMPLER)
-                    for node in ast.walk(value)
-                ):
-                    return True
-        return False
-
-    def _report(self, use: _Use, origin: Origin) -> None:
+    def _report(self, use: Use, origin: Origin) -> None:
         name = self.script.accelerator_name(use.where)
         spelled = name.text if name else "accelerator"
         text = self.ctx.source.segment(use.expr)
@@ -420,96 +295,17 @@ class UnpreparedObject(Rule):
             if any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords):
                 return None
             for arg in [*call.args, *(kw.value for kw in call.keywords)]:
-                origin = self._origin(arg, where)
+                origin = self.roles.origin(arg, where)
                 if isinstance(origin, Origin):
                     found.add(id(origin.call))
         return found
-
-    def _frozen_origins(self) -> set[int]:
-        def origins(marks):
-            return {id(o.call) for expr, where in marks if isinstance(o := self._origin(expr, where), Origin)}
-
-        return origins(self._frozen) | (origins(self._evaluated) - origins(self._trained))
 
     def _is_local_function(self, callee: ast.expr | None, where: Where) -> bool:
         bound = self.bindings.lookup(callee, where) if callee is not None else None
         return bound is not None and isinstance(bound.value, (ast.FunctionDef, ast.AsyncFunctionDef))
 
-    # -- what an expression holds ------------------------------------------------------------
-    def _origin(self, expr: ast.AST | None, where: Where, depth: int = 0) -> Origin | _Prepared | None:
-        if expr is None or depth > MAX_DEPTH:
-            return None
-        if isinstance(expr, ast.Call):
-            return self._call_origin(expr, where, depth)
-        if isinstance(expr, ast.IfExp):
-            return self._origin(expr.body, where, depth + 1) or self._origin(expr.orelse, where, depth + 1)
-        for bound in self.bindings.candidates(expr, where):
-            found = self._bound_origin(bound, depth)
-            if found is not None:
-                return found
-        return None
-
-    def _bound_origin(self, bound: Bound, depth: int) -> Origin | _Prepared | None:
-        value = bound.value
-        if value is None or isinstance(value, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            return None
-        if bound.index is None:
-            return self._origin(value, bound.where, depth + 1)
-        if self.script.is_prepare_result(value):
-            return PREPARED
-        for element, at in self._elements(value, bound.index, bound.where, depth):
-            found = self._origin(element, at, depth + 1)
-            if found is not None:
-                return found
-        return None
-
-    def _call_origin(self, call: ast.Call, where: Where, depth: int) -> Origin | _Prepared | None:
-        func = call.func
-        if isinstance(func, ast.Attribute):
-            if self.script.is_prepare_result(call):
-                return PREPARED
-            if func.attr in SAME_MODULE_METHODS:
-                return self._origin(func.value, where, depth + 1)
-        if call.args and (
-            self.ctx.resolves_to(func, *DATA_PARALLEL)
-            or callsites.is_torch_compile(self.ctx, func)
-            or callsites.is_compile_regions(self.ctx, func)
-        ):
-            return self._origin(call.args[0], where, depth + 1)
-        kind = constructor_kind(self.ctx, call, self.bindings.classes)
-        if kind is not None:
-            return Origin(kind, call, where)
-        for value, at in self._returned(func, where):
-            found = self._origin(value, at, depth + 1)
-            if found is not None:
-                return found
-        return None
-
-    def _returned(self, func: ast.expr, where: Where) -> list[tuple[ast.expr, Where]]:
-        """The values a local function called as ``func`` returns."""
-        if not isinstance(func, ast.Name):
-            return []
-        bound = self.bindings.lookup(func, where)
-        if bound is None or not isinstance(bound.value, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return []
-        return self.bindings.returns(bound.value)
-
-    def _elements(self, value: ast.AST, index: int, where: Where, depth: int) -> list[tuple[ast.expr, Where]]:
-        """Element ``index`` of a tuple display, or of the tuples a local function returns."""
-        if isinstance(value, (ast.Tuple, ast.List)):
-            elts = value.elts
-            if index < len(elts) and not any(isinstance(e, ast.Starred) for e in elts[: index + 1]):
-                return [(elts[index], where)]
-            return []
-        if isinstance(value, ast.Call) and depth < MAX_DEPTH:
-            returned = self._returned(value.func, where)
-            if len({len(r.elts) for r, _ in returned if isinstance(r, (ast.Tuple, ast.List))}) > 1:
-                return []  # tuples of different shapes: which one this unpacking gets is unknown
-            return [item for r, at in returned for item in self._elements(r, index, at, depth + 1)]
-        return []
-
     # -- the fix ---------------------------------------------------------------------------
-    def _fix(self, use: _Use) -> Fix | None:
+    def _fix(self, use: Use) -> Fix | None:
         key = binding_key(use.expr)
         held = self.bindings.candidates(use.expr, use.where)
         if key is None or not held:
@@ -553,14 +349,3 @@ def _lined_up(call: ast.Call, statement: ast.AST | None) -> list[ast.expr] | Non
         if key is None or key != binding_key(a):
             return None
     return targets
-
-
-def _keyword_value(call: ast.Call, name: str) -> ast.expr | None:
-    for kw in call.keywords:
-        if kw.arg == name:
-            return kw.value
-    return None
-
-
-def _is_false(node: ast.AST | None) -> bool:
-    return isinstance(node, ast.Constant) and node.value is False

@@ -1,7 +1,8 @@
 """The libcst codemod: plan the conversion from the metadata, then apply it in one pass.
 
 Imports are added and removed by libcst's ``AddImportsVisitor``/``RemoveImportsVisitor``, which
-``CodemodCommand.transform_module`` runs after this pass. They are scheduled through those visitors'
+``CodemodCommand.transform_module`` runs after this pass (``imports.py`` then moves the added
+ones into the script's third-party group). They are scheduled through those visitors'
 static methods, not the ``self.add_needed_import`` helpers, which libcst only gained in 1.9.
 """
 
@@ -17,6 +18,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 from regcomp_lint.codemod.accelerated import AcceleratePlanner
 from regcomp_lint.codemod.distribution import find_distribution
 from regcomp_lint.codemod.edits import EditPlan, comment_line, missing_comments, rescued_lines
+from regcomp_lint.codemod.imports import place_added_imports
 from regcomp_lint.codemod.options import ConvertOptions
 from regcomp_lint.codemod.plain import PlainPlanner
 from regcomp_lint.codemod.rewrites import Conversion, accelerator_calls
@@ -65,6 +67,10 @@ class ConvertToAccelerate(VisitorBasedCodemodCommand):
         self.plan = EditPlan()
         self.notes: list[str] = []
         self._touched: set[cst.CSTNode] = set()
+
+    def transform_module(self, tree: cst.Module) -> cst.Module:
+        """Convert, then libcst adds the imports; they move into the third-party group."""
+        return place_added_imports(tree, super().transform_module(tree))
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         assert self.context.wrapper is not None

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from regcomp_lint.codemod.builders import expression, statement
-from regcomp_lint.codemod.roles import bindings
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import (
     Function,
@@ -34,7 +33,6 @@ from regcomp_lint.codemod.tree import (
     find_all,
     key_of,
     parameter_names,
-    read_keys,
     single_target,
 )
 from regcomp_lint.knowledge import accelerate_api, torch_api
@@ -327,24 +325,6 @@ def _rewrite_no_sync(planner: PlainPlanner, attr: cst.Attribute, owner: str) -> 
     value = expression(f"{acc}.no_sync({owner})", planner.module)
     planner.edits.on(call, lambda updated: value.with_changes(lpar=updated.lpar, rpar=updated.rpar))
     planner.uses.append(call)
-
-
-def sharded_by_sampler(tree: Tree, function: Function, loader: cst.BaseExpression) -> bool:
-    """Is this ``DataLoader(...)`` fed a ``DistributedSampler`` (directly or through a name)?"""
-    if not isinstance(loader, cst.Call):
-        return False
-    for arg in loader.args:
-        if arg.keyword is None or arg.keyword.value not in ("sampler", "batch_sampler"):
-            continue
-        values: list[cst.CSTNode] = [arg.value]
-        for key in read_keys(arg.value):
-            for node in bindings(function, key):
-                if isinstance(node, cst.Assign):
-                    values.append(node.value)
-        for value in values:
-            if any(tree.resolves_to(c.func, *torch_api.DISTRIBUTED_SAMPLER) for c in find_all(value, cst.Call)):
-                return True
-    return False
 
 
 def _torch_is_imported(tree: Tree) -> bool:

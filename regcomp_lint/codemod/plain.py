@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import libcst as cst
 
+from regcomp_lint.analysis.training_objects import Kind
+from regcomp_lint.analysis.training_roles import Cadence
 from regcomp_lint.codemod.builders import call_statement, expression, statement
 from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, find_compile_sites
 from regcomp_lint.codemod.distribution import Distribution
 from regcomp_lint.codemod.edits import replaced_by
-from regcomp_lint.codemod.hand_distribution import adapt_distribution, sharded_by_sampler
+from regcomp_lint.codemod.hand_distribution import adapt_distribution
 from regcomp_lint.codemod.handed_in import find_handed_in
+from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.optimizers import find_optimizers, not_optimizers
 from regcomp_lint.codemod.options import ConvertOptions
 from regcomp_lint.codemod.regional import repeated_blocks
@@ -25,12 +28,7 @@ from regcomp_lint.codemod.roles import (
     backward_calls,
     bindings,
     creations,
-    is_dataloader,
-    is_scheduler,
-    iterated_keys,
-    loops_reaching,
 )
-from regcomp_lint.codemod.schedulers import Cadence, cadence
 from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, resolve
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, dotted, find_all, key_of, read_keys, single_target
 from regcomp_lint.codemod.wrapped_access import places_using_prepared, read_through_wrapper, sees_prepared
@@ -196,26 +194,30 @@ class PlainPlanner(Planner):
         skipped: list[str] = []
         self.kept_schedulers: list[str] = []  # stepped per epoch: created before prepare, not prepared
         self.sharded_loaders: list[str] = []  # fed a DistributedSampler: already one shard per rank
+        view = lint_view(tree)
         for creation in creations(self.scope):
             if creation.key in loaders + schedulers + optimizers + models:
                 continue
-            if is_dataloader(tree, creation.value):
-                if sharded_by_sampler(tree, self.scope, creation.value):
+            built = view.origin(creation.value)
+            if built is None or built.call is not view.expression_at(creation.value) or view.roles is None:
+                continue  # not built here (an alias of another object), or nothing the roles know
+            if built.kind is Kind.DATALOADER:
+                if view.roles.sharded_by_sampler(built):
                     self.sharded_loaders.append(creation.key)
                     self.notes.append(
                         f"{creation.key} is sharded by its DistributedSampler: left unprepared, so every rank sees "
                         "the batches it saw before"
                     )
-                elif self._feeds_training(creation.key, self.scope, 0):
+                elif view.roles.is_training_loader(built):
                     loaders.append(creation.key)
                 else:
                     skipped.append(creation.key)
-            elif is_scheduler(tree, creation.value, set(optimizers)):
-                how, step = cadence(tree, self.graph, self.scope, creation.key, creation.value, optimizers)
+            elif built.kind is Kind.SCHEDULER:
+                how, step = view.roles.cadence(built)
                 if how is Cadence.PER_EPOCH and step is not None:
                     self.kept_schedulers.append(creation.key)
                     self.notes.append(
-                        f"{creation.key} steps once per epoch (line {tree.line(step)}): left unprepared, so its LR "
+                        f"{creation.key} steps once per epoch (line {step.lineno}): left unprepared, so its LR "
                         "moves exactly as in the original (a prepared scheduler steps once per process)"
                     )
                 else:
@@ -239,34 +241,6 @@ class PlainPlanner(Planner):
             return self.tree.line(nodes[0]) if nodes else 0
 
         return line
-
-    def _feeds_training(self, key: str, function: Function, depth: int) -> bool:
-        """Is ``key`` iterated by a loop that reaches the training step (here or in a callee)?"""
-        tree = self.tree
-        places: list[Function] = [function]
-        if key.startswith("self.") and self.owner is not None:
-            places += [m for m in self.owner_methods() if m in self.training]
-        for place in places:
-            steps = [c for c in backward_calls(tree, set()) if tree.contains(place, c)]
-            steps += [call for callee, call in self.graph.calls_from(place) if callee in self.training]
-            for loop in loops_reaching(place, steps, tree):
-                if key in iterated_keys(loop):
-                    return True
-            for call in find_all(place, cst.Call):
-                if (
-                    isinstance(call.func, cst.Name)
-                    and call.func.value == "iter"
-                    and call.args
-                    and key_of(call.args[0].value) == key
-                ):
-                    return True
-        if depth < 3 and not key.startswith("self."):
-            for callee, call in self.graph.calls_from(function):
-                if callee in self.training:
-                    param = _parameter_for(callee, call, key)
-                    if param and self._feeds_training(param, callee, depth + 1):
-                        return True
-        return False
 
     # -- hand-made distribution -----------------------------------------------------------------
     def unwrap(self, attr: cst.Attribute, owner: str) -> None:
@@ -765,22 +739,3 @@ def _is_own_line(block: Block, index: int | None, node: cst.CSTNode) -> bool:
         return False
     line = block.body[index]
     return isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 and line.body[0] is node
-
-
-def _parameter_for(callee: cst.FunctionDef, call: cst.Call, key: str) -> str | None:
-    """The parameter of ``callee`` that receives ``key`` at ``call``."""
-    params = [*callee.params.posonly_params, *callee.params.params]
-    if isinstance(call.func, cst.Attribute) and params and params[0].name.value == "self":
-        params = params[1:]
-    position = 0
-    for arg in call.args:
-        if arg.star:
-            return None
-        if arg.keyword is not None:
-            if key_of(arg.value) == key:
-                return arg.keyword.value
-            continue
-        if key_of(arg.value) == key:
-            return params[position].name.value if position < len(params) else None
-        position += 1
-    return None

@@ -1,20 +1,18 @@
-"""Which objects of a script are its model(s), optimizer(s), training data loader(s) and
-scheduler(s), and which functions run its training step.
+"""The converter's libcst view of a script's functions: what each statement binds, the calls
+between the file's functions, the ``backward`` calls and the ``key = value`` creations.
 
-Recognised by what the script does with them, not by their names (optimizers: see
-``optimizers.py``; schedulers' stepping: see ``schedulers.py``); a training data loader is iterated by a loop that reaches a ``backward()`` call; a scheduler is a
-``torch.optim.lr_scheduler`` (or ``get_*schedule*``) built on one of the optimizers.
+Which creation is a training or evaluation loader, a sharded one, or a scheduler stepped per
+epoch is not decided here: ``lint_view`` asks the lint's roles (``analysis/training_roles.py``).
+Optimizers are found by what feeds and steps them (``optimizers.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
 
-from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, read_keys, single_target
-from regcomp_lint.knowledge import torch_api, training_libraries
+from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, single_target
 
 # -- bindings ----------------------------------------------------------------------------------
 
@@ -143,22 +141,6 @@ class Creation:
     value: cst.BaseExpression
 
 
-def is_scheduler(tree: Tree, value: cst.BaseExpression, optimizers: set[str]) -> bool:
-    if not isinstance(value, cst.Call):
-        return False
-    if tree.resolves_under(value.func, *torch_api.SCHEDULER_MODULES):
-        return True
-    last = code(value.func).rsplit(".", 1)[-1].lower()
-    if "schedule" in last:
-        return True
-    first_arg = value.args[0].value if value.args else None
-    return first_arg is not None and key_of(first_arg) in optimizers and "sched" in last + code(value.func).lower()
-
-
-def is_dataloader(tree: Tree, value: cst.BaseExpression) -> bool:
-    return isinstance(value, cst.Call) and tree.resolves_to(value.func, *training_libraries.DATALOADERS)
-
-
 def creations(function: Function) -> list[Creation]:
     """Every ``key = value`` assignment in ``function`` (not in nested defs)."""
     out = []
@@ -167,24 +149,3 @@ def creations(function: Function) -> list[Creation]:
         if target is not None:
             out.append(Creation(target[0], assign, target[1]))
     return out
-
-
-def loops_reaching(root: cst.CSTNode, training_calls: Sequence[cst.CSTNode], tree: Tree) -> list[cst.CSTNode]:
-    """``for``/``while`` loops and comprehensions under ``root`` whose body holds a training call."""
-    loops = find_all(root, (cst.For, cst.While, cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp))
-    return [loop for loop in loops if any(tree.contains(loop, c) and c is not loop for c in training_calls)]
-
-
-def iterated_keys(loop: cst.CSTNode) -> set[str]:
-    """Keys named in what a loop iterates over (``enumerate(train_loader)`` -> train_loader)."""
-    if isinstance(loop, cst.For):
-        sources = [loop.iter]
-    elif isinstance(loop, cst.BaseComp):  # list/set/dict comprehensions and generator expressions
-        sources = []
-        comp: cst.CompFor | None = loop.for_in
-        while comp is not None:
-            sources.append(comp.iter)
-            comp = comp.inner_for_in
-    else:  # while loops
-        sources = []
-    return {key for source in sources for key in read_keys(source)}

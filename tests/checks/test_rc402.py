@@ -226,3 +226,40 @@ def test_a_scheduler_stepped_once_per_epoch_is_left_alone():
     assert reported(
         through_a_function.replace("    sched.step()\n", "    for i in range(1):\n        sched.step()\n")
     ) == ["sched"]  # its own loop: stepped per its own iterations, not known to be per epoch
+
+
+# -- roles shared with regcomp-fix (analysis/training_roles.py) ----------------------------------
+def test_an_optimizer_class_of_the_file_is_an_optimizer():
+    src = (
+        "import torch\nfrom accelerate import Accelerator\nclass Muon(torch.optim.Optimizer):\n    pass\n"
+        "accelerator = Accelerator()\nmodel = torch.nn.Linear(4, 2)\nopt = Muon(model.parameters())\n"
+        "model = accelerator.prepare(model)\nfor x in data:\n    accelerator.backward(model(x).sum())\n    opt.step()\n"
+    )
+    [diag] = rc402(src)
+    assert diag.message.startswith("`opt` (optimizer)")
+
+
+def test_a_loader_drawn_with_next_from_an_iterator_trains():
+    src = (
+        HEAD
+        + "model, opt = accelerator.prepare(model, opt)\nit = iter(loader)\nfor step in range(10):\n"
+        + "    x = next(it)\n    accelerator.backward(model(x).sum())\n    opt.step()\n"
+    )
+    [diag] = rc402(src)
+    assert diag.message.startswith("`it` (data loader)")
+
+
+def test_each_call_of_a_loader_factory_is_its_own_loader():
+    src = (
+        HEAD
+        + "def make(ds):\n    return DataLoader(ds)\ntrain_dl = make(a)\nval_dl = make(b)\n"
+        + "model, opt, train_dl = accelerator.prepare(model, opt, train_dl)\n"
+        + "for x in train_dl:\n    accelerator.backward(model(x).sum())\n    opt.step()\nfor x in val_dl:\n    model(x)\n"
+    )
+    assert rc402(src) == []
+    unprepared = src.replace(
+        "model, opt, train_dl = accelerator.prepare(model, opt, train_dl)",
+        "model, opt = accelerator.prepare(model, opt)",
+    )
+    [diag] = rc402(unprepared)
+    assert diag.message.startswith("`train_dl` (data loader)")

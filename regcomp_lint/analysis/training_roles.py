@@ -1,0 +1,470 @@
+"""What each object a training script builds does there: the one model of roles that RC402 and
+``regcomp-fix`` both read, so the lint and the fixer never disagree about what a script does.
+
+A constructor call (``torch.optim.AdamW(...)``, ``DataLoader(...)``, ``StepLR(...)``, ``Net()``:
+:func:`~regcomp_lint.analysis.training_objects.constructor_kind`) is its *origin*. Every use of a
+name or ``self.`` attribute is followed back to its origin through the file's dataflow:
+assignments, tuple unpacking, ``.to(device)``-style calls, DDP and ``torch.compile`` wraps,
+``iter(loader)``, the values local functions return (a factory's call site is the origin, so
+``train_dl = make_loader(a)`` and ``val_dl = make_loader(b)`` stay two objects) and, for a
+function's parameter, the arguments its callers pass. From the uses:
+
+- a data loader *trains* when a loop that reaches the training step iterates it, there or in a
+  function it is passed to (:mod:`~regcomp_lint.analysis.training_loops`); any other loader is an
+  evaluation loader, left whole on purpose;
+- a loader fed a ``DistributedSampler`` is *sharded* already: one shard per rank;
+- a scheduler's *cadence* compares the loops around its ``.step()`` with those around its
+  optimizer's (``opt.step()`` or ``scaler.step(opt)``), followed up through the functions that
+  call them: the same loops, once per optimizer step; the optimizer's nested inside, once per
+  epoch (prepared, it would step once per process). A ``.step()`` in a loop apart from training
+  (``for _ in range(start_epoch): scheduler.step()`` on resume) does not decide.
+
+Uses are collected during the engine's walk (where each sits needs the walk's bindings); the
+questions are answered after it. The converter asks through ``codemod.lint_view``, which maps
+its libcst nodes onto this model by source position.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from regcomp_lint.analysis import callsites
+from regcomp_lint.analysis.accelerate_script import MAX_DEPTH, AccelerateScript, enclosing_loops, in_loop_body
+from regcomp_lint.analysis.bindings import Bound, Where, binding_key
+from regcomp_lint.analysis.file_context import FileContext
+from regcomp_lint.analysis.training_loops import COMPREHENSIONS, Function, iterated
+from regcomp_lint.analysis.training_objects import Kind, constructor_kind
+from regcomp_lint.knowledge.torch_api import DATA_PARALLEL, DISTRIBUTED_SAMPLER, SAME_MODULE_METHODS
+
+#: Calls that hand on a loader's batches: ``next(iter(loader))``, ``it = iter(loader)``.
+ITERATION_CALLS = ("iter", "next")
+#: Methods that step an optimizer or scheduler.
+STEP_METHODS = ("step", "zero_grad")
+#: A file with none of these calls (``loss.backward()``, ``optimizer.step()``) trains nothing.
+TRAINING_CALLS = ("backward", "step")
+#: How many callers up a ``.step()``'s loops are followed.
+MAX_CALLER_DEPTH = 3
+
+
+class Cadence(str, enum.Enum):
+    PER_STEP = "per optimizer step"
+    PER_EPOCH = "per epoch"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where an object comes from. ``call`` is its identity: the constructor call, or the call
+    of a local function that returns one. ``built`` is the constructor call itself."""
+
+    kind: Kind
+    call: ast.Call
+    where: Where
+    built: ast.Call
+
+
+class _Prepared:
+    """Sentinel: the expression holds what a ``prepare`` call returned."""
+
+
+PREPARED = _Prepared()
+
+
+@dataclass
+class Use:
+    """One place the script uses a name: ``how`` is ``called``, ``stepped``, ``iterated`` or
+    ``passed`` (to ``callee``, by ``call``); ``loops``: the loops of its function around it,
+    innermost first."""
+
+    expr: ast.expr
+    how: str
+    where: Where
+    callee: ast.expr | None = None
+    call: ast.Call | None = None
+    loops: tuple[ast.AST, ...] = ()
+
+
+@dataclass
+class _Step:
+    """An ``X.step(...)`` call anywhere in the file."""
+
+    call: ast.Call
+    receiver: ast.expr
+    where: Where
+    loops: tuple[ast.AST, ...]  # innermost first
+
+
+@dataclass
+class _Marks:
+    frozen: list[tuple[ast.expr, Where]] = field(default_factory=list)  # requires_grad_(False)
+    trained: list[tuple[ast.expr, Where]] = field(default_factory=list)  # .train()
+    evaluated: list[tuple[ast.expr, Where]] = field(default_factory=list)  # .eval() outside loops
+
+
+class TrainingRoles:
+    """The roles of one file's training objects (see the module docstring); ``ctx.semantic.training_roles``."""
+
+    def __init__(self, ctx: FileContext, script: AccelerateScript) -> None:
+        self.ctx = ctx
+        self.script = script
+        self.bindings = script.bindings
+        #: Uses inside loops (and passes to functions), in walk order.
+        self.uses: list[Use] = []
+        #: The file calls ``.backward()`` or ``.step()`` somewhere.
+        self.trains = False
+        self._marks = _Marks()
+        self._steps: list[_Step] = []
+        self._calls: dict[int, tuple[Where, tuple[ast.AST, ...]]] = {}  # call id -> where, loops
+        self._cadence: dict[int, tuple[Cadence, ast.Call | None]] = {}
+
+    # -- feeding, from the walk ------------------------------------------------------------
+    def walk_handlers(self) -> tuple[dict[type, Callable[[ast.AST], None]], dict[type, Callable[[ast.AST], None]]]:
+        visit: dict[type, Callable] = {
+            ast.For: self._visit_for,
+            ast.AsyncFor: self._visit_for,
+            ast.Call: self._visit_call,
+        }
+        visit.update((kind, self._visit_comprehension) for kind in COMPREHENSIONS)
+        return visit, {}
+
+    def _visit_comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> None:
+        for generator in node.generators:
+            where = self.bindings.here(generator.iter)
+            for expr in iterated(generator.iter):
+                self.uses.append(Use(expr, "iterated", where, loops=(node,)))
+
+    def _visit_for(self, node: ast.For | ast.AsyncFor) -> None:
+        where = self.bindings.here(node.iter)
+        for expr in iterated(node.iter):
+            self.uses.append(Use(expr, "iterated", where, loops=(node,)))
+
+    def _visit_call(self, node: ast.Call) -> None:
+        func = node.func
+        where = self.bindings.here(node)
+        loops = enclosing_loops(self.ctx, node)
+        self._calls[id(node)] = (where, loops)
+        if isinstance(func, ast.Attribute) and func.attr in TRAINING_CALLS:
+            self.trains = True
+        if binding_key(func) is None:  # a method: optimizer.step(), model.train()
+            if isinstance(func, ast.Attribute) and func.attr == "step":
+                self._steps.append(_Step(node, func.value, where, loops))
+            if isinstance(func, ast.Attribute) and binding_key(func.value) is not None:
+                self._method_call(node, func, where, loops)
+            return
+        if isinstance(func, ast.Name) and func.id in ITERATION_CALLS:
+            if node.args and binding_key(node.args[0]) is not None and loops:
+                self.uses.append(Use(node.args[0], "iterated", where, loops=loops))
+            return
+        if not loops:
+            return
+        self.uses.append(Use(func, "called", where, loops=loops))
+        for arg in [*node.args, *(kw.value for kw in node.keywords)]:
+            if binding_key(arg) is not None:
+                self.uses.append(Use(arg, "passed", where, func, node, loops))
+
+    def _method_call(self, node: ast.Call, func: ast.Attribute, where: Where, loops: tuple[ast.AST, ...]) -> None:
+        receiver = func.value
+        if func.attr in STEP_METHODS:
+            if loops:
+                self.uses.append(Use(receiver, "stepped", where, loops=loops))
+        elif func.attr == "requires_grad_" and _is_false(
+            node.args[0] if node.args else _keyword_value(node, "requires_grad")
+        ):
+            self._marks.frozen.append((receiver, where))
+        elif func.attr == "train":
+            self._marks.trained.append((receiver, where))
+        elif func.attr == "eval" and not in_loop_body(self.ctx, node):
+            self._marks.evaluated.append((receiver, where))
+
+    # -- what an expression holds ------------------------------------------------------------
+    def origin(
+        self, expr: ast.AST | None, where: Where, depth: int = 0, through: bool = False
+    ) -> Origin | _Prepared | None:
+        """What ``expr`` at ``where`` holds: an object the file builds, a prepared one, or None.
+        ``through``: a prepared object is the object it was prepared from."""
+        if expr is None or depth > MAX_DEPTH:
+            return None
+        if isinstance(expr, ast.Call):
+            return self._call_origin(expr, where, depth, through)
+        if isinstance(expr, ast.IfExp):
+            return self.origin(expr.body, where, depth + 1, through) or self.origin(
+                expr.orelse, where, depth + 1, through
+            )
+        for bound in self.bindings.candidates(expr, where):
+            found = self._bound_origin(bound, depth, through)
+            if found is not None:
+                return found
+        return None
+
+    def _bound_origin(self, bound: Bound, depth: int, through: bool) -> Origin | _Prepared | None:
+        value = bound.value
+        if value is None or isinstance(value, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return None
+        if bound.index is None:
+            return self.origin(value, bound.where, depth + 1, through)
+        if self.script.is_prepare_result(value):
+            if through and _plain_arguments(value) and bound.index < len(value.args):
+                return self.origin(value.args[bound.index], bound.where, depth + 1, through)
+            return PREPARED
+        for element, at in self._elements(value, bound.index, bound.where, depth):
+            found = self.origin(element, at, depth + 1, through)
+            if found is not None:
+                return found
+        return None
+
+    def _call_origin(self, call: ast.Call, where: Where, depth: int, through: bool) -> Origin | _Prepared | None:
+        func = call.func
+        if isinstance(func, ast.Attribute):
+            if self.script.is_prepare_result(call):
+                if through and _plain_arguments(call) and len(call.args) == 1:
+                    return self.origin(call.args[0], where, depth + 1, through)
+                return PREPARED
+            if func.attr in SAME_MODULE_METHODS:
+                return self.origin(func.value, where, depth + 1, through)
+        if call.args and (
+            self.ctx.resolves_to(func, *DATA_PARALLEL)
+            or callsites.is_torch_compile(self.ctx, func)
+            or callsites.is_compile_regions(self.ctx, func)
+            or (isinstance(func, ast.Name) and func.id == "iter" and not self.ctx.imports.imported("iter"))
+        ):
+            return self.origin(call.args[0], where, depth + 1, through)
+        kind = constructor_kind(self.ctx, call, self.bindings.classes)
+        if kind is None and self._built_on_optimizer(call, where, depth):
+            kind = Kind.SCHEDULER  # a scheduler of another library: create_scheduler(optimizer, ...)
+        if kind is not None:
+            return Origin(kind, call, where, call)
+        for value, at in self._returned(func, where):
+            found = self.origin(value, at, depth + 1, through)
+            if isinstance(found, Origin):
+                return Origin(found.kind, call, where, found.built)  # each call of a factory: its own object
+            if found is not None:
+                return found
+        return None
+
+    def _built_on_optimizer(self, call: ast.Call, where: Where, depth: int) -> bool:
+        """``XScheduler(optimizer, ...)``: a call named a scheduler whose first argument holds an
+        optimizer (the name only tells a scheduler from an optimizer wrapper such as Lookahead)."""
+        func = call.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if not call.args or "sched" not in name.lower():
+            return False
+        found = self.origin(call.args[0], where, depth + 1, through=True)
+        return isinstance(found, Origin) and found.kind is Kind.OPTIMIZER
+
+    def _returned(self, func: ast.expr, where: Where) -> list[tuple[ast.expr, Where]]:
+        """The values a local function called as ``func`` returns."""
+        if not isinstance(func, ast.Name):
+            return []
+        bound = self.bindings.lookup(func, where)
+        if bound is None or not isinstance(bound.value, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return []
+        return self.bindings.returns(bound.value)
+
+    def _elements(self, value: ast.AST, index: int, where: Where, depth: int) -> list[tuple[ast.expr, Where]]:
+        """Element ``index`` of a tuple display, or of the tuples a local function returns."""
+        if isinstance(value, (ast.Tuple, ast.List)):
+            elts = value.elts
+            if index < len(elts) and not any(isinstance(e, ast.Starred) for e in elts[: index + 1]):
+                return [(elts[index], where)]
+            return []
+        if isinstance(value, ast.Call) and depth < MAX_DEPTH:
+            returned = self._returned(value.func, where)
+            if len({len(r.elts) for r, _ in returned if isinstance(r, (ast.Tuple, ast.List))}) > 1:
+                return []  # tuples of different shapes: which one this unpacking gets is unknown
+            return [item for r, at in returned for item in self._elements(r, index, at, depth + 1)]
+        return []
+
+    def passed_origin(self, expr: ast.AST, where: Where, depth: int = 0) -> Origin | _Prepared | None:
+        """Like :meth:`origin`, and a parameter of a local function is followed to what its
+        callers pass (the first one that holds something)."""
+        found = self.origin(expr, where, through=True)
+        if found is not None or depth >= MAX_CALLER_DEPTH:
+            return found
+        function = where.function
+        key = binding_key(expr)
+        if key is None or "." in key or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        bound = self.bindings.lookup(expr, where)
+        if bound is None or bound.value is not None or bound.where.function is not function:
+            return None
+        for call in self.script.training_loops.callers_of(function):
+            arg = _argument_for(function, call, key)
+            if arg is None or id(call) not in self._calls:
+                continue
+            found = self.passed_origin(arg, self._calls[id(call)][0], depth + 1)
+            if found is not None:
+                return found
+        return None
+
+    # -- roles -----------------------------------------------------------------------------
+    def frozen_origins(self) -> set[int]:
+        """ids of origins of models the script freezes (``requires_grad_(False)``, or ``.eval()``
+        outside loops and never ``.train()``): they stay unprepared on purpose."""
+
+        def origins(marks: list[tuple[ast.expr, Where]]) -> set[int]:
+            return {id(o.call) for expr, where in marks if isinstance(o := self.origin(expr, where), Origin)}
+
+        marks = self._marks
+        return origins(marks.frozen) | (origins(marks.evaluated) - origins(marks.trained))
+
+    def trains_on(self, use: Use) -> bool:
+        """``use`` sits in a training loop: iterated by a loop reaching the training step, or
+        passed to a function of the file whose training loop iterates it."""
+        loops = self.script.training_loops
+        if use.how == "passed":
+            return use.call is not None and loops.passes_for_training(use.call, use.expr)
+        return any(loops.loop_trains(loop) for loop in use.loops)
+
+    def is_training_loader(self, origin: Origin) -> bool:
+        """Some loop that trains iterates the loader built at ``origin`` (there or in a callee)."""
+        for use in self.uses:
+            if use.how in ("iterated", "passed") and self.trains_on(use):
+                found = self.origin(use.expr, use.where)
+                if isinstance(found, Origin) and found.call is origin.call:
+                    return True
+        return False
+
+    def sharded_by_sampler(self, origin: Origin) -> bool:
+        """``DataLoader(..., sampler=DistributedSampler(...))``, directly or through a name
+        (whatever branch bound it: ``s = DistributedSampler(d) if ddp else None``)."""
+        for kw in origin.built.keywords:
+            if kw.arg not in ("sampler", "batch_sampler"):
+                continue
+            values: list[ast.AST] = [kw.value]
+            values += [b.value for b in self.bindings.every_binding(kw.value, origin.where) if b.value is not None]
+            for value in values:
+                if any(
+                    isinstance(node, ast.Call) and self.ctx.resolves_to(node.func, *DISTRIBUTED_SAMPLER)
+                    for node in ast.walk(value)
+                ):
+                    return True
+        return False
+
+    def sized_from_prepared_loader(self, origin: Origin) -> bool:
+        """``get_linear_schedule_with_warmup(opt, 100, len(train_dl) * epochs)`` after ``train_dl``
+        was prepared: the schedule counts one process's steps."""
+        for node in ast.walk(origin.call):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "len"
+                and len(node.args) == 1
+                and self.origin(node.args[0], origin.where) is PREPARED
+            ):
+                return True
+        return False
+
+    def cadence(self, scheduler: Origin) -> tuple[Cadence, ast.Call | None]:
+        """How often the scheduler built at ``scheduler`` steps, with the ``.step()`` call that
+        decided it (see the module docstring)."""
+        key = id(scheduler.call)
+        if key not in self._cadence:
+            self._cadence[key] = self._read_cadence(scheduler)
+        return self._cadence[key]
+
+    def _read_cadence(self, scheduler: Origin) -> tuple[Cadence, ast.Call | None]:
+        built_on = self.origin(scheduler.built.args[0], scheduler.where, through=True) if scheduler.built.args else None
+        own_steps: list[_Step] = []
+        optimizer_steps: list[_Step] = []
+        for step in self._steps:
+            receiver = self._step_origin(step.receiver, step.where)
+            if isinstance(receiver, Origin) and receiver.call is scheduler.call:
+                own_steps.append(step)
+            elif isinstance(receiver, Origin) and receiver.kind is Kind.OPTIMIZER and _is(receiver, built_on):
+                optimizer_steps.append(step)
+            elif any(_is(self._step_origin(a, step.where), built_on, Kind.OPTIMIZER) for a in step.call.args):
+                optimizer_steps.append(step)  # scaler.step(optimizer)
+        if not own_steps or not optimizer_steps:
+            return Cadence.UNKNOWN, None
+        scope = scheduler.where.function
+        optimizer_paths = [self._loop_path(s.call, scope) for s in optimizer_steps]
+        if any(p is None for p in optimizer_paths):
+            return Cadence.UNKNOWN, None
+        found: set[Cadence] = set()
+        for step in own_steps:
+            path = self._loop_path(step.call, scope)
+            if path is None:
+                return Cadence.UNKNOWN, None
+            if path and not any(other is not None and other[:1] == path[:1] for other in optimizer_paths):
+                continue  # a loop apart from training (fast-forwarding the schedule on resume)
+            for other in optimizer_paths:
+                assert other is not None
+                if other == path:
+                    found.add(Cadence.PER_STEP)
+                elif len(other) > len(path) and other[: len(path)] == path:
+                    found.add(Cadence.PER_EPOCH)
+                else:
+                    found.add(Cadence.UNKNOWN)
+        if len(found) == 1:
+            return found.pop(), own_steps[0].call
+        return Cadence.UNKNOWN, None
+
+    def _step_origin(self, expr: ast.AST, where: Where) -> Origin | _Prepared | None:
+        return self.passed_origin(expr, where) if binding_key(expr) is not None else None
+
+    def _loop_path(self, call: ast.Call, scope: object, depth: int = 0) -> tuple[ast.AST, ...] | None:
+        """The loops (outermost first) that run ``call``, from ``scope`` down through the calls
+        that reach it; None when calls from different loops reach it."""
+        where, loops = self._calls.get(id(call), (None, ()))
+        own = tuple(reversed(loops))
+        function = where.function if where is not None else None
+        if (
+            function is scope
+            or depth >= MAX_CALLER_DEPTH
+            or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+        ):
+            return own
+        callers = self.script.training_loops.callers_of(function)
+        if not callers:
+            return own
+        paths = {self._loop_path(c, scope, depth + 1) for c in callers}
+        if len(paths) != 1 or None in paths:
+            return None
+        (outer,) = paths
+        assert outer is not None
+        return outer + own
+
+
+def _is(found: Origin | _Prepared | None, target: Origin | _Prepared | None, kind: Kind | None = None) -> bool:
+    """``found`` is the object ``target`` (any object of ``kind`` when ``target`` is unknown)."""
+    if not isinstance(found, Origin):
+        return False
+    if isinstance(target, Origin):
+        return found.call is target.call
+    return kind is None or found.kind is kind
+
+
+def _plain_arguments(call: ast.Call) -> bool:
+    """``prepare(a, b)``: no ``*args`` nor keywords, so result ``i`` is argument ``i``."""
+    return not call.keywords and not any(isinstance(a, ast.Starred) for a in call.args)
+
+
+def _argument_for(function: Function, call: ast.Call, parameter: str) -> ast.expr | None:
+    """The argument of ``call`` that binds ``parameter`` of ``function`` (``self`` skipped for a
+    method called through an attribute)."""
+    params = [p.arg for p in [*function.args.posonlyargs, *function.args.args]]
+    if params and params[0] == "self" and isinstance(call.func, ast.Attribute):
+        params = params[1:]
+    for kw in call.keywords:
+        if kw.arg == parameter:
+            return kw.value
+    for index, value in enumerate(call.args):
+        if isinstance(value, ast.Starred):
+            return None
+        if index < len(params) and params[index] == parameter:
+            return value
+    return None
+
+
+def _keyword_value(call: ast.Call, name: str) -> ast.expr | None:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    return None
+
+
+def _is_false(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is False

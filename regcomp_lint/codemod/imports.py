@@ -1,0 +1,118 @@
+"""Where the imports a conversion adds go: into the script's third-party group.
+
+libcst's ``AddImportsVisitor`` appends a new import after the module's last import, which in
+most training scripts is a local one (nanoGPT's ``from model import GPTConfig, GPT``), so
+``from accelerate import Accelerator`` would land among the project's own imports. The script's
+import block is read as groups separated by blank lines (the isort/ruff layout). Each added
+line moves next to the script's imports of the same package (``from accelerate.utils import
+...`` after ``from accelerate import ...``), or else to the end of the group that imports
+``torch`` (the third-party group) when a later group follows it; otherwise libcst's place stays. to the end of the group that imports ``torch`` (the third-party group) when a later group
+follows it. A script without such a group keeps libcst's placement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypeGuard
+
+import libcst as cst
+
+#: The root module whose group is the third-party group.
+ANCHOR = "torch"
+
+
+def place_added_imports(before: cst.Module, after: cst.Module) -> cst.Module:
+    """``after`` (``before`` with imports added) with each added import line moved next to the
+    script's imports of the same package, or else to the end of its third-party group."""
+    existing = {_source(s) for s in _import_lines(before.body)}
+    added = [s for s in _import_lines(after.body) if _source(s) not in existing]
+    if not added:
+        return after
+    body: list[cst.BaseStatement] = [s for s in after.body if not any(s is a for a in added)]
+    groups = _import_groups(body)
+    placed = [s for group in groups for s in group]
+    third_party = [g for g in groups if any(_root(s) == ANCHOR for s in g)]
+    moved_lines: list[cst.SimpleStatementLine] = []
+    for line in added:
+        same_package = [s for s in placed if _root(s) == _root(line)]
+        if same_package:
+            anchor = same_package[-1]
+        elif third_party and third_party[-1] is not groups[-1]:
+            anchor = third_party[-1][-1]
+        else:
+            continue  # no third-party group, or nothing after it: libcst's place is right
+        moved_lines.append(line)
+        line = line.with_changes(leading_lines=())
+        body.insert(next(i for i, s in enumerate(body) if s is anchor) + 1, line)
+        placed.append(line)
+    if not moved_lines:
+        return after
+    return after.with_changes(
+        body=_with_unmoved(after.body, body, [a for a in added if not any(a is m for m in moved_lines)])
+    )
+
+
+def _with_unmoved(
+    original: Sequence[cst.BaseStatement], body: list[cst.BaseStatement], unmoved: list[cst.SimpleStatementLine]
+) -> list[cst.BaseStatement]:
+    """``body`` with the lines that stay where libcst put them put back after the statement
+    they followed there."""
+    for line in unmoved:
+        index = next(i for i, s in enumerate(original) if s is line)
+        previous = original[index - 1] if index else None
+        at = next((i + 1 for i, s in enumerate(body) if s is previous), 0)
+        body.insert(at, line)
+    return body
+
+
+def _source(stmt: cst.SimpleStatementLine) -> str:
+    """What a one-import line imports from: ``from M import ...`` -> ``from M`` (libcst adds
+    names to such a line in place: it stays where it is), ``import a, b`` -> its code."""
+    node = stmt.body[0]
+    if isinstance(node, cst.ImportFrom):
+        module = cst.Module([]).code_for_node(node.module) if node.module is not None else ""
+        return f"from {'.' * len(node.relative)}{module}"
+    return cst.Module([]).code_for_node(node)
+
+
+def _import_lines(body: Sequence[cst.BaseStatement]) -> list[cst.SimpleStatementLine]:
+    return [s for s in body if _is_import_line(s)]
+
+
+def _is_import_line(stmt: cst.CSTNode) -> TypeGuard[cst.SimpleStatementLine]:
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], (cst.Import, cst.ImportFrom))
+    )
+
+
+def _import_groups(body: Sequence[cst.BaseStatement]) -> list[list[cst.SimpleStatementLine]]:
+    """The module's leading imports (after its docstring and ``__future__`` imports), in groups
+    separated by blank or comment lines."""
+    groups: list[list[cst.SimpleStatementLine]] = []
+    for stmt in body:
+        if not _is_import_line(stmt):
+            if groups:
+                break
+            continue  # the docstring, or code before the first import
+        assert isinstance(stmt, cst.SimpleStatementLine)
+        if not groups or stmt.leading_lines:
+            groups.append([])
+        groups[-1].append(stmt)
+    return groups
+
+
+def _root(stmt: cst.SimpleStatementLine) -> str | None:
+    """The top-level package a one-import line imports from (None for a relative import)."""
+    node = stmt.body[0]
+    if isinstance(node, cst.ImportFrom):
+        if node.relative or node.module is None:
+            return None
+        module: cst.BaseExpression = node.module
+    else:
+        assert isinstance(node, cst.Import)
+        module = node.names[0].name
+    while isinstance(module, cst.Attribute):
+        module = module.value
+    return module.value if isinstance(module, cst.Name) else None

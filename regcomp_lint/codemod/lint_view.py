@@ -1,0 +1,126 @@
+"""The script as the lint sees it, for the converter: one ``ast`` parse, the file's bindings,
+training roles (:mod:`~regcomp_lint.analysis.training_roles`) and model finder, and a map from
+the converter's libcst nodes to the ``ast`` expressions at the same source position.
+
+So the converter never decides a role on its own: which loaders train, which are sharded by a
+``DistributedSampler``, how often a scheduler steps and which models have repeated blocks are
+the answers RC402 and RC501 read, asked about the expression a libcst node stands for.
+"""
+
+from __future__ import annotations
+
+import ast
+import weakref
+
+import libcst as cst
+from libcst.metadata import PositionProvider
+
+from regcomp_lint.analysis.bindings import Where
+from regcomp_lint.analysis.file_context import FileContext
+from regcomp_lint.analysis.models import ModelFinder
+from regcomp_lint.analysis.training_roles import Origin, TrainingRoles
+from regcomp_lint.checks.base import Rule
+from regcomp_lint.codemod.tree import Tree
+from regcomp_lint.files.source import Positioned, SourceFile
+from regcomp_lint.lint.engine import walk
+
+#: The expressions the view can answer for (anything else holds no object).
+_ASKABLE = (ast.Call, ast.Name, ast.Attribute)
+#: (line, character column) of a start or an end.
+_Point = tuple[int, int]
+
+
+def lint_view(tree: Tree) -> LintView:
+    """The view of ``tree``'s script, built once per tree."""
+    view = _views.get(tree)
+    if view is None:
+        view = _views[tree] = LintView(tree)
+    return view
+
+
+class _Recorder(Rule):
+    """Remembers where each askable expression sits (the walk feeds the file's shared analyses)."""
+
+    code, name, message = "RC000", "lint-view", ""
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self.bindings = ctx.semantic.bindings
+        self.roles = ctx.semantic.training_roles  # asked before the walk: fed by it
+        self.wheres: dict[int, Where] = {}
+
+    def _record(self, node: ast.expr) -> None:
+        self.wheres[id(node)] = self.bindings.here(node)
+
+    visit_Call = visit_Name = visit_Attribute = _record
+
+
+class LintView:
+    """One script as the lint sees it (see the module docstring)."""
+
+    def __init__(self, tree: Tree) -> None:
+        self._positions = tree.wrapper.resolve(PositionProvider)
+        self.roles: TrainingRoles | None = None
+        self.model_finder: ModelFinder | None = None
+        self._wheres: dict[int, Where] = {}
+        self._spans: list[tuple[_Point, _Point, ast.AST]] = []
+        source = SourceFile("<regcomp-fix>", tree.module.code)
+        try:
+            parsed = ast.parse(source.text)
+        except (SyntaxError, ValueError):
+            return
+        self._ctx = ctx = FileContext(source, parsed)  # kept: the semantic model holds it weakly
+        recorder = _Recorder(ctx)
+        walk(ctx, [recorder])
+        self.roles = recorder.roles
+        self.model_finder = ModelFinder(ctx, recorder.bindings)
+        self._wheres = recorder.wheres
+        # breadth first: an expression comes before the parts it contains
+        self._spans = [
+            (_start(source, node), _end(source, node), node) for node in ast.walk(parsed) if isinstance(node, _ASKABLE)
+        ]
+
+    def expression_at(self, node: cst.CSTNode) -> ast.expr | None:
+        """The outermost askable ``ast`` expression inside ``node``'s source range (libcst
+        counts enclosing parentheses into a node, ast does not)."""
+        span = self._positions.get(node)
+        if span is None:
+            return None
+        start, end = (span.start.line, span.start.column), (span.end.line, span.end.column)
+        for first, last, expr in self._spans:
+            if start <= first and last <= end:
+                if _spans_all_but_parentheses(first, last, start, end, node):
+                    return expr  # type: ignore[return-value]
+                return None
+        return None
+
+    def where(self, expr: ast.AST) -> Where:
+        return self._wheres[id(expr)]
+
+    def origin(self, node: cst.BaseExpression) -> Origin | None:
+        """The object the expression ``node`` builds or holds, as the lint's roles see it."""
+        expr = self.expression_at(node)
+        if expr is None or self.roles is None:
+            return None
+        found = self.roles.origin(expr, self.where(expr))
+        return found if isinstance(found, Origin) else None
+
+
+def _spans_all_but_parentheses(first: _Point, last: _Point, start: _Point, end: _Point, node: cst.CSTNode) -> bool:
+    """True when the ast expression is ``node`` itself, not a part of it (``Net()`` inside
+    ``[Net()]``): the same range, or one narrowed only by ``node``'s own parentheses."""
+    if (first, last) == (start, end):
+        return True
+    return bool(getattr(node, "lpar", ())) and first > start and last < end
+
+
+def _start(source: SourceFile, node: Positioned) -> _Point:
+    return node.lineno, source.char_column(node.lineno, node.col_offset)
+
+
+def _end(source: SourceFile, node: Positioned) -> _Point:
+    line = node.end_lineno or node.lineno
+    return line, source.char_column(line, node.end_col_offset or 0)
+
+
+_views: weakref.WeakKeyDictionary[Tree, LintView] = weakref.WeakKeyDictionary()

@@ -1,0 +1,38 @@
+"""Added imports join the script's third-party group (codemod/imports.py)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from regcomp_lint.codemod.imports import place_added_imports
+
+ADDED = "from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\n"
+
+
+def placed(header: str, libcst_result: str) -> str:
+    return place_added_imports(cst.parse_module(header), cst.parse_module(libcst_result)).code
+
+
+def test_added_imports_move_before_the_local_group():
+    header = '"""Doc."""\nimport os\n\nimport torch\nimport numpy as np\n\nfrom model import GPT\n\n\nx = 1\n'
+    libcst = header.replace("from model import GPT\n", "from model import GPT\n" + ADDED)
+    assert placed(header, libcst) == (
+        '"""Doc."""\nimport os\n\nimport torch\nimport numpy as np\n' + ADDED + "\nfrom model import GPT\n\n\nx = 1\n"
+    )
+
+
+def test_a_torch_group_at_the_end_keeps_libcst_placement():
+    header = "import os\n\nimport torch\n\n\nx = 1\n"
+    libcst = header.replace("import torch\n", "import torch\n" + ADDED)
+    assert placed(header, libcst) == libcst
+
+
+def test_without_a_torch_import_nothing_moves():
+    header = "import os\n\nfrom model import GPT\n\nx = 1\n"
+    libcst = header.replace("from model import GPT\n", "from model import GPT\n" + ADDED)
+    assert placed(header, libcst) == libcst
+
+
+def test_imports_already_there_are_not_moved():
+    header = "import torch\n\nfrom accelerate import Accelerator\n\nx = 1\n"
+    assert placed(header, header) == header

@@ -1,0 +1,203 @@
+"""The roles of a script's objects (analysis/training_roles.py): what RC402 and regcomp-fix both read."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from regcomp_lint.analysis.bindings import Where
+from regcomp_lint.analysis.file_context import FileContext
+from regcomp_lint.analysis.training_objects import Kind
+from regcomp_lint.analysis.training_roles import Cadence, Origin, TrainingRoles
+from regcomp_lint.checks.base import Rule
+from regcomp_lint.files.source import SourceFile
+from regcomp_lint.lint.engine import walk
+
+HEAD = """\
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+from torch.optim.lr_scheduler import StepLR, OneCycleLR
+model = torch.nn.Linear(4, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+"""
+
+
+class _Wheres(Rule):
+    """Where each call sits (the point the roles are asked from)."""
+
+    code, name, message = "RC000", "wheres", ""
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self.bindings = ctx.semantic.bindings
+        self.wheres: dict[int, Where] = {}
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self.wheres[id(node)] = self.bindings.here(node)
+
+
+class Roles:
+    """A script's roles, and the origin of whatever a top-level ``name = ...`` builds."""
+
+    def __init__(self, body: str) -> None:
+        src = HEAD + textwrap.dedent(body)
+        tree = ast.parse(src)
+        self.ctx = FileContext(SourceFile("t.py", src), tree)
+        self.roles: TrainingRoles = self.ctx.semantic.training_roles  # asked before the walk: fed by it
+        recorder = _Wheres(self.ctx)
+        walk(self.ctx, [recorder])
+        self.wheres = recorder.wheres
+        self.tree = tree
+
+    def origin_of(self, name: str) -> object:
+        """What the first ``name = ...`` anywhere in the file assigns, as the roles see it."""
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Assign) and any(binding_key_of(t) == name for t in node.targets):
+                return self.roles.origin(node.value, self.wheres[id(node.value)])
+        raise AssertionError(f"no assignment to {name}")
+
+    def built(self, name: str) -> Origin:
+        found = self.origin_of(name)
+        assert isinstance(found, Origin), name
+        return found
+
+
+def binding_key_of(target: ast.expr) -> str | None:
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+        return f"{target.value.id}.{target.attr}"
+    return None
+
+
+# -- loaders -------------------------------------------------------------------------------------
+def test_factory_calls_are_separate_objects():
+    roles = Roles("""
+        def make_loader(ds):
+            return DataLoader(ds, batch_size=8)
+        train_dl = make_loader(train_ds)
+        val_dl = make_loader(val_ds)
+        for x in train_dl:
+            model(x).sum().backward()
+            opt.step()
+        for x in val_dl:
+            model(x)
+    """)
+    train, val = roles.built("train_dl"), roles.built("val_dl")
+    assert train.kind is val.kind is Kind.DATALOADER
+    assert train.call is not val.call and train.built is val.built
+    assert roles.roles.is_training_loader(train)
+    assert not roles.roles.is_training_loader(val)
+
+
+@pytest.mark.parametrize(
+    "loop",
+    [
+        # an iterator drawn from inside the training loop
+        "it = iter(train_dl)\nfor step in range(10):\n    x = next(it)\n    model(x).sum().backward()\n",
+        # a comprehension whose element runs the training step
+        "def step(x):\n    model(x).sum().backward()\n    return 1\nlosses = [step(x) for x in train_dl]\n",
+        # a function handed the loader as a parameter
+        "def fit(loader):\n    for x in loader:\n        model(x).sum().backward()\nfor epoch in range(2):\n    fit(train_dl)\n",
+    ],
+)
+def test_training_loaders_by_dataflow(loop):
+    roles = Roles("train_dl = DataLoader(ds)\n" + loop)
+    assert roles.roles.is_training_loader(roles.built("train_dl"))
+
+
+@pytest.mark.parametrize(
+    "sampler",
+    [
+        "sampler=DistributedSampler(ds)",
+        "sampler=s",  # through a name bound on one branch only
+    ],
+)
+def test_sharded_by_sampler(sampler):
+    roles = Roles(f"s = DistributedSampler(ds) if ddp else None\ndl = DataLoader(ds, {sampler})\n")
+    assert roles.roles.sharded_by_sampler(roles.built("dl"))
+
+
+def test_a_plain_loader_is_not_sharded():
+    roles = Roles("dl = DataLoader(ds, shuffle=True)\n")
+    assert not roles.roles.sharded_by_sampler(roles.built("dl"))
+
+
+# -- scheduler cadence ---------------------------------------------------------------------------
+TRAIN_EPOCH = """\
+def train_epoch(loader, optimizer):
+    for x in loader:
+        model(x).sum().backward()
+        optimizer.step()
+"""
+
+
+@pytest.mark.parametrize(
+    "body,cadence,line",
+    [
+        # stepped beside the optimizer: once per optimizer step
+        (
+            "sched = OneCycleLR(opt, 1.0, total_steps=10)\nfor x in dl:\n    opt.step()\n    sched.step()\n",
+            Cadence.PER_STEP,
+            9,
+        ),
+        # the optimizer steps in a function the epoch loop calls: once per epoch
+        (
+            TRAIN_EPOCH
+            + "sched = StepLR(opt, 1)\nfor epoch in range(3):\n    train_epoch(dl, opt)\n    sched.step()\n",
+            Cadence.PER_EPOCH,
+            13,
+        ),
+        # both handed to a function as parameters: the same loop there
+        (
+            "def fit(o, s):\n    for x in dl:\n        o.step()\n        s.step()\nsched = StepLR(opt, 1)\nfit(opt, sched)\n",
+            Cadence.PER_STEP,
+            9,
+        ),
+        # scaler.step(optimizer) is the optimizer's step
+        (
+            "scaler = torch.amp.GradScaler()\nsched = StepLR(opt, 1)\nfor epoch in range(3):\n    for x in dl:\n"
+            "        scaler.step(opt)\n    sched.step()\n",
+            Cadence.PER_EPOCH,
+            11,
+        ),
+        # a fast-forward loop on resume does not decide
+        (
+            "sched = StepLR(opt, 1)\nfor _ in range(start):\n    sched.step()\nfor epoch in range(3):\n"
+            "    for x in dl:\n        opt.step()\n    sched.step()\n",
+            Cadence.PER_EPOCH,
+            8,
+        ),
+    ],
+)
+def test_cadence(body, cadence, line):
+    roles = Roles(body)
+    found, step = roles.roles.cadence(roles.built("sched"))
+    assert found is cadence
+    assert step is not None and step.lineno == line
+
+
+def test_cadence_is_unknown_without_a_step():
+    roles = Roles("sched = StepLR(opt, 1)\nfor x in dl:\n    opt.step()\n")
+    assert roles.roles.cadence(roles.built("sched")) == (Cadence.UNKNOWN, None)
+
+
+def test_a_prepared_optimizer_is_the_optimizer_it_was_prepared_from():
+    """The lint reads scripts already converted: ``opt`` after ``prepare`` is still ``opt``."""
+    roles = Roles(
+        "sched = StepLR(opt, 1)\nmodel, opt = accelerator.prepare(model, opt)\n"
+        "for epoch in range(3):\n    for x in dl:\n        opt.step()\n    sched.step()\n"
+    )
+    assert roles.roles.cadence(roles.built("sched"))[0] is Cadence.PER_EPOCH
+
+
+def test_a_scheduler_of_another_library_built_on_the_optimizer():
+    roles = Roles("from timm.scheduler import create_scheduler\nsched = create_scheduler(opt, 10)\n")
+    assert roles.built("sched").kind is Kind.SCHEDULER
+
+
+def test_an_optimizer_wrapper_is_not_a_scheduler():
+    roles = Roles("from mylib import Lookahead\nlook = Lookahead(opt)\n")
+    assert roles.origin_of("look") is None
