@@ -201,3 +201,56 @@ def test_a_scheduler_of_another_library_built_on_the_optimizer():
 def test_an_optimizer_wrapper_is_not_a_scheduler():
     roles = Roles("from mylib import Lookahead\nlook = Lookahead(opt)\n")
     assert roles.origin_of("look") is None
+
+
+# -- optimizers (analysis/optimizer_sources.py) --------------------------------------------------
+@pytest.mark.parametrize(
+    "body,owners,construct",
+    [
+        ("o = model.configure_optimizers(0.1, 6e-4)\n", ["model"], "model.configure_optimizers"),
+        (
+            "from timm.optim import create_optimizer_v2\no = create_optimizer_v2(model, 'adamw')\n",
+            ["model"],
+            "create_optimizer_v2",
+        ),
+        (
+            "def make(m, lr):\n    groups = [{'params': [p for p in m.parameters()]}]\n    return torch.optim.AdamW(groups, lr=lr)\n"
+            "o = make(model, 0.1)\n",
+            ["model"],
+            "make() (returns torch.optim.AdamW)",
+        ),
+        ("class Muon(torch.optim.Optimizer):\n    pass\no = Muon(model.parameters())\n", ["model"], "Muon"),
+        # an optimizer of a library we do not know, used as one
+        (
+            "from mylib import Sophia\no = Sophia(model.parameters())\nfor x in dl:\n    o.step()\n    o.zero_grad()\n",
+            ["model"],
+            "Sophia",
+        ),
+    ],
+)
+def test_optimizer_sources(body, owners, construct):
+    roles = Roles(body)
+    built = roles.built("o")
+    assert built.kind is Kind.OPTIMIZER
+    call = next(
+        n.value for n in ast.walk(roles.tree) if isinstance(n, ast.Assign) and binding_key_of(n.targets[0]) == "o"
+    )
+    optimizers = roles.roles.optimizers
+    source = optimizers.source(call, roles.wheres[id(call)])
+    if source is None:  # known by use only
+        assert optimizers.used_as_optimizer(call)
+        assert optimizers.fed_parameters(call, roles.wheres[id(call)]) == owners
+    else:
+        assert (source.owners, source.construct) == (owners, construct)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "o = sum(p.numel() for p in model.parameters())\n",  # an int fed parameters
+        "from mylib import EMA\no = EMA(model.parameters())\nfor x in dl:\n    o.step(model.parameters())\n",  # stepped with parameters
+        "o = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n",
+    ],
+)
+def test_not_optimizers(body):
+    assert Roles(body).origin_of("o") is None

@@ -189,3 +189,20 @@ def _parameter_for(function: Function, call: ast.Call, arg: ast.expr, is_method:
             names = {p.arg for p in [*params, *function.args.kwonlyargs]}
             return kw.arg if kw.arg in names else None
     return None
+
+
+def argument_for(function: Function, call: ast.Call, parameter: str) -> ast.expr | None:
+    """The argument of ``call`` that binds ``parameter`` of ``function`` (``self`` skipped for a
+    method called through an attribute)."""
+    params = [p.arg for p in [*function.args.posonlyargs, *function.args.args]]
+    if params and params[0] == "self" and isinstance(call.func, ast.Attribute):
+        params = params[1:]
+    for kw in call.keywords:
+        if kw.arg == parameter:
+            return kw.value
+    for index, value in enumerate(call.args):
+        if isinstance(value, ast.Starred):
+            return None
+        if index < len(params) and params[index] == parameter:
+            return value
+    return None

@@ -35,7 +35,8 @@ from regcomp_lint.analysis import callsites
 from regcomp_lint.analysis.accelerate_script import MAX_DEPTH, AccelerateScript, enclosing_loops, in_loop_body
 from regcomp_lint.analysis.bindings import Bound, Where, binding_key
 from regcomp_lint.analysis.file_context import FileContext
-from regcomp_lint.analysis.training_loops import COMPREHENSIONS, Function, iterated
+from regcomp_lint.analysis.optimizer_sources import OptimizerSources
+from regcomp_lint.analysis.training_loops import COMPREHENSIONS, argument_for, iterated
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
 from regcomp_lint.knowledge.torch_api import DATA_PARALLEL, DISTRIBUTED_SAMPLER, SAME_MODULE_METHODS
 
@@ -119,6 +120,11 @@ class TrainingRoles:
         self._steps: list[_Step] = []
         self._calls: dict[int, tuple[Where, tuple[ast.AST, ...]]] = {}  # call id -> where, loops
         self._cadence: dict[int, tuple[Cadence, ast.Call | None]] = {}
+        #: ``X.zero_grad()``, ``X.step()`` without positional arguments, ``X.param_groups``
+        self._optimizer_uses: list[tuple[ast.expr, Where]] = []
+        #: calls being asked "is it used as an optimizer?": they hold an optimizer meanwhile
+        self._asking: list[ast.Call] = []
+        self.optimizers = OptimizerSources(ctx, self.bindings, self._optimizer_uses, self._holds)
 
     # -- feeding, from the walk ------------------------------------------------------------
     def walk_handlers(self) -> tuple[dict[type, Callable[[ast.AST], None]], dict[type, Callable[[ast.AST], None]]]:
@@ -126,6 +132,7 @@ class TrainingRoles:
             ast.For: self._visit_for,
             ast.AsyncFor: self._visit_for,
             ast.Call: self._visit_call,
+            ast.Attribute: self._visit_attribute,
         }
         visit.update((kind, self._visit_comprehension) for kind in COMPREHENSIONS)
         return visit, {}
@@ -140,6 +147,10 @@ class TrainingRoles:
         where = self.bindings.here(node.iter)
         for expr in iterated(node.iter):
             self.uses.append(Use(expr, "iterated", where, loops=(node,)))
+
+    def _visit_attribute(self, node: ast.Attribute) -> None:
+        if node.attr == "param_groups" and binding_key(node.value) is not None:
+            self._optimizer_uses.append((node.value, self.bindings.here(node)))
 
     def _visit_call(self, node: ast.Call) -> None:
         func = node.func
@@ -167,6 +178,8 @@ class TrainingRoles:
 
     def _method_call(self, node: ast.Call, func: ast.Attribute, where: Where, loops: tuple[ast.AST, ...]) -> None:
         receiver = func.value
+        if func.attr == "zero_grad" or (func.attr == "step" and not node.args):
+            self._optimizer_uses.append((receiver, where))
         if func.attr in STEP_METHODS:
             if loops:
                 self.uses.append(Use(receiver, "stepped", where, loops=loops))
@@ -232,6 +245,8 @@ class TrainingRoles:
         ):
             return self.origin(call.args[0], where, depth + 1, through)
         kind = constructor_kind(self.ctx, call, self.bindings.classes)
+        if kind is None and self._builds_optimizer(call, where):
+            kind = Kind.OPTIMIZER
         if kind is None and self._built_on_optimizer(call, where, depth):
             kind = Kind.SCHEDULER  # a scheduler of another library: create_scheduler(optimizer, ...)
         if kind is not None:
@@ -243,6 +258,24 @@ class TrainingRoles:
             if found is not None:
                 return found
         return None
+
+    def _builds_optimizer(self, call: ast.Call, where: Where) -> bool:
+        """A factory of an optimizer, or a call fed parameters whose result is used as one."""
+        if any(call is asked for asked in self._asking):
+            return True
+        optimizers = self.optimizers
+        if optimizers.source(call, where) is not None:
+            return True
+        return bool(optimizers.fed_parameters(call, where)) and optimizers.used_as_optimizer(call)
+
+    def _holds(self, expr: ast.expr, where: Where, call: ast.Call) -> bool:
+        """``expr`` at ``where`` holds what ``call`` returns, taken as an optimizer meanwhile."""
+        self._asking.append(call)
+        try:
+            found = self.passed_origin(expr, where)
+        finally:
+            self._asking.pop()
+        return isinstance(found, Origin) and found.call is call
 
     def _built_on_optimizer(self, call: ast.Call, where: Where, depth: int) -> bool:
         """``XScheduler(optimizer, ...)``: a call named a scheduler whose first argument holds an
@@ -291,7 +324,7 @@ class TrainingRoles:
         if bound is None or bound.value is not None or bound.where.function is not function:
             return None
         for call in self.script.training_loops.callers_of(function):
-            arg = _argument_for(function, call, key)
+            arg = argument_for(function, call, key)
             if arg is None or id(call) not in self._calls:
                 continue
             found = self.passed_origin(arg, self._calls[id(call)][0], depth + 1)
@@ -440,23 +473,6 @@ def _is(found: Origin | _Prepared | None, target: Origin | _Prepared | None, kin
 def _plain_arguments(call: ast.Call) -> bool:
     """``prepare(a, b)``: no ``*args`` nor keywords, so result ``i`` is argument ``i``."""
     return not call.keywords and not any(isinstance(a, ast.Starred) for a in call.args)
-
-
-def _argument_for(function: Function, call: ast.Call, parameter: str) -> ast.expr | None:
-    """The argument of ``call`` that binds ``parameter`` of ``function`` (``self`` skipped for a
-    method called through an attribute)."""
-    params = [p.arg for p in [*function.args.posonlyargs, *function.args.args]]
-    if params and params[0] == "self" and isinstance(call.func, ast.Attribute):
-        params = params[1:]
-    for kw in call.keywords:
-        if kw.arg == parameter:
-            return kw.value
-    for index, value in enumerate(call.args):
-        if isinstance(value, ast.Starred):
-            return None
-        if index < len(params) and params[index] == parameter:
-            return value
-    return None
 
 
 def _keyword_value(call: ast.Call, name: str) -> ast.expr | None:

@@ -97,6 +97,10 @@ class LintView:
     def where(self, expr: ast.AST) -> Where:
         return self._wheres[id(expr)]
 
+    def text(self, expr: ast.expr) -> str:
+        """``expr``'s source text."""
+        return self._ctx.source.segment(expr)
+
     def origin(self, node: cst.BaseExpression) -> Origin | None:
         """The object the expression ``node`` builds or holds, as the lint's roles see it."""
         expr = self.expression_at(node)

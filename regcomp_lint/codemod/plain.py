@@ -102,7 +102,7 @@ class PlainPlanner(Planner):
         found: list[tuple[Function, str, list[str]]] = []
         untraced: list[str] = []
         for function in self._functions():
-            for optimizer in find_optimizers(tree, self.graph, function):
+            for optimizer in find_optimizers(tree, function):
                 if optimizer.key in _returned_keys(function):
                     continue  # a factory: the optimizer is found where the factory is called
                 if optimizer.models:
@@ -123,7 +123,7 @@ class PlainPlanner(Planner):
             others = [
                 f"{text!r} at line {line} is fed model parameters but is not used as an optimizer"
                 for function in self._functions()
-                for text, line in not_optimizers(tree, self.graph, function)
+                for text, line in not_optimizers(tree, function)
             ]
             detail = "; ".join(untraced + others)
             raise Refusal(

@@ -41,6 +41,9 @@ OPTIMIZER_FACTORIES = (
     "timm.optim.optim_factory.create_optimizer",
     "timm.optim._optim_factory.create_optimizer_v2",
 )
+#: Model methods that return the model's optimizer, by the convention nanoGPT and Lightning
+#: share (``optimizer = model.configure_optimizers(weight_decay, lr, betas, device_type)``).
+OPTIMIZER_FACTORY_METHODS = ("configure_optimizers",)
 #: ``transformers.get_linear_schedule_with_warmup`` and friends, ``get_scheduler``; diffusers'.
 SCHEDULER_FACTORY_MODULES = ("transformers", "transformers.optimization", "diffusers.optimization")
 SCHEDULERS = accelerate_api.DUMMY_SCHEDULERS

@@ -1,0 +1,172 @@
+"""Which calls build an optimizer, and from which model(s): by dataflow, for RC402 and regcomp-fix.
+
+An optimizer is a ``torch.optim`` (or other known library) optimizer, an instance of a class the
+script derives from ``torch.optim.Optimizer`` (a Muon-style optimizer), whatever a local factory
+function returns when every value it returns is one (``make_optimizer(model, cfg)``), a known
+library factory (timm's ``create_optimizer_v2(model, ...)``), ``model.configure_optimizers()``,
+or any other call fed ``model.parameters()`` / param groups whose result the script uses as an
+optimizer (``.zero_grad()``, a ``.step()`` without positional arguments, ``.param_groups``). A
+value fed parameters but never used so (``sum(p.numel() for p in model.parameters())``, an EMA
+stepped with parameters) is not one -- and never an ``int``.
+
+The *owners* of an optimizer are the models whose parameters it holds, as binding keys
+(``model``, ``self.model``): what the converter must prepare with it.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from regcomp_lint.analysis.bindings import Bindings, Where, binding_key
+from regcomp_lint.analysis.file_context import FileContext
+from regcomp_lint.analysis.training_loops import argument_for
+from regcomp_lint.analysis.training_objects import Kind, constructor_kind
+from regcomp_lint.knowledge.training_libraries import OPTIMIZER_FACTORIES, OPTIMIZER_FACTORY_METHODS
+
+#: Keywords timm's factories take the model (or its parameters) by.
+_FACTORY_MODEL_KEYWORDS = ("model_or_params", "model")
+#: Calls fed parameters that are not optimizers: clip_grad_norm_(model.parameters()), schedulers.
+_NOT_FED_PREFIXES = ("torch.nn.", "torch.optim.lr_scheduler.")
+_PARAMETER_METHODS = ("parameters", "named_parameters")
+_MAX_DEPTH = 3
+
+
+@dataclass(frozen=True)
+class OptimizerSource:
+    """A call that builds an optimizer: the models it optimizes and what builds it (for notes)."""
+
+    owners: list[str]
+    construct: str
+
+
+class OptimizerSources:
+    """The optimizer questions of one file. ``holds(expr, where, call)`` answers whether ``expr``
+    holds what ``call`` returned (the roles' dataflow), for "used as an optimizer"."""
+
+    def __init__(
+        self,
+        ctx: FileContext,
+        bindings: Bindings,
+        optimizer_uses: list[tuple[ast.expr, Where]],
+        holds: Callable[[ast.expr, Where, ast.Call], bool],
+    ) -> None:
+        self.ctx = ctx
+        self.bindings = bindings
+        self._optimizer_uses = optimizer_uses
+        self._holds = holds
+        self._used: dict[int, bool] = {}
+
+    def source(self, call: ast.Call, where: Where, depth: int = 0) -> OptimizerSource | None:
+        """What ``call`` builds when it certainly builds an optimizer, else None."""
+        if depth > _MAX_DEPTH:
+            return None
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in OPTIMIZER_FACTORY_METHODS:
+            key = binding_key(func.value)
+            return OptimizerSource([key] if key else [], self._text(func))
+        if self.ctx.resolves_to(func, *OPTIMIZER_FACTORIES):
+            model = next((kw.value for kw in call.keywords if kw.arg in _FACTORY_MODEL_KEYWORDS), None)
+            if model is None and call.args and not isinstance(call.args[0], ast.Starred):
+                model = call.args[0]
+            owners = self.parameter_owners(model, where) if model is not None else []
+            key = binding_key(model) if model is not None and not owners else None
+            return OptimizerSource(owners or ([key] if key else []), self._text(func))
+        if constructor_kind(self.ctx, call, self.bindings.classes) is Kind.OPTIMIZER:
+            return OptimizerSource(self.parameter_owners(call, where), self._text(func))
+        factory = self._local_function(func, where)
+        if factory is not None and factory is not where.function:
+            return self._factory_call(call, where, factory, depth)
+        return None
+
+    def fed_parameters(self, call: ast.Call, where: Where) -> list[str]:
+        """Model keys whose parameters a call of unknown kind receives (one level through a name)."""
+        if (self.ctx.qualname(call.func) or "").startswith(_NOT_FED_PREFIXES):
+            return []
+        return [
+            k for arg in [*call.args, *(kw.value for kw in call.keywords)] for k in self.parameter_owners(arg, where)
+        ]
+
+    def used_as_optimizer(self, call: ast.Call) -> bool:
+        """Something holding what ``call`` returns gets ``.zero_grad()``, a ``.step()`` without
+        positional arguments or ``.param_groups`` (here, in functions it is passed to, or in
+        the class's other methods)."""
+        if id(call) not in self._used:
+            self._used[id(call)] = False  # asked again while answering: not (yet) known
+            self._used[id(call)] = any(self._holds(expr, where, call) for expr, where in self._optimizer_uses)
+        return self._used[id(call)]
+
+    def parameter_owners(self, node: ast.AST, where: Where, depth: int = 0) -> list[str]:
+        """Keys ``M`` of every ``M.parameters()`` / ``M.named_parameters()`` inside ``node`` (one
+        level through a name: ``params = [p for p in model.parameters() if ...]``)."""
+        owners: list[str] = []
+        for sub in ast.walk(node):
+            if (
+                isinstance(sub, ast.Call)
+                and isinstance(sub.func, ast.Attribute)
+                and sub.func.attr in _PARAMETER_METHODS
+            ):
+                key = binding_key(sub.func.value)
+                if key and key not in owners:
+                    owners.append(key)
+        if not owners and depth == 0:
+            for name in (n for n in ast.walk(node) if isinstance(n, ast.Name)):
+                for bound in self.bindings.every_binding(name, where):
+                    if bound.value is not None and not isinstance(bound.value, (ast.FunctionDef, ast.ClassDef)):
+                        found = self.parameter_owners(bound.value, bound.where, 1)
+                        owners += [k for k in found if k not in owners]
+        return owners
+
+    # -- local factories ---------------------------------------------------------------------
+    def _factory_call(
+        self, call: ast.Call, where: Where, factory: ast.FunctionDef, depth: int
+    ) -> OptimizerSource | None:
+        result = self._factory_result(factory, depth)
+        if result is None:
+            return None
+        parameters, construct = result
+        models: list[str] = []
+        for parameter in parameters:
+            argument = argument_for(factory, call, parameter)
+            if argument is None:
+                continue
+            key = binding_key(argument)
+            owners = self.parameter_owners(argument, where, 1) or ([key] if key else [])
+            models += [m for m in owners if m not in models]
+        return OptimizerSource(models, f"{self._text(call.func)}() (returns {construct})")
+
+    def _factory_result(self, factory: ast.FunctionDef, depth: int) -> tuple[list[str], str] | None:
+        """(model-owning parameters of ``factory``, construct) when every value it returns is an optimizer."""
+        returns = self.bindings.returns(factory)
+        if not returns:
+            return None
+        constructs: list[str] = []
+        owners: list[str] = []
+        for value, where in returns:
+            if binding_key(value) is not None:  # `opt = AdamW(...); return opt`
+                bound = self.bindings.lookup(value, where)
+                if bound is None or not isinstance(bound.value, ast.Call) or bound.index is not None:
+                    return None
+                value, where = bound.value, bound.where
+            if not isinstance(value, ast.Call):
+                return None
+            found = self.source(value, where, depth + 1)
+            if found is None:
+                return None
+            owners += [m for m in found.owners if m not in owners]
+            constructs.append(found.construct)
+        # the groups a factory builds are often filled in loops (`for n, p in model.named_parameters()`)
+        inside = returns[0][1]
+        owners += [m for s in factory.body for m in self.parameter_owners(s, inside, 1) if m not in owners]
+        parameters = {a.arg for a in [*factory.args.posonlyargs, *factory.args.args, *factory.args.kwonlyargs]}
+        return [m for m in owners if m in parameters], constructs[0]
+
+    def _local_function(self, func: ast.expr, where: Where) -> ast.FunctionDef | None:
+        if not isinstance(func, ast.Name):
+            return None
+        bound = self.bindings.lookup(func, where)
+        return bound.value if bound is not None and isinstance(bound.value, ast.FunctionDef) else None
+
+    def _text(self, node: ast.expr) -> str:
+        return self.ctx.source.segment(node)
