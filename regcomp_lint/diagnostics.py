@@ -33,6 +33,32 @@ class Applicability(str, enum.Enum):
     DISPLAY = "display"
 
 
+class Severity(str, enum.Enum):
+    """How much a finding matters (ruff's and SARIF's levels); each rule declares one.
+
+    ERROR: the configuration fails or silently does the wrong thing at run time. WARNING: it runs,
+    but a graph break or recompile costs speed. INFO: advice worth reading, such as a faster way.
+    """
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        """Higher is more severe: ``finding.severity.rank >= threshold.rank`` fails a run."""
+        return {"info": 0, "warning": 1, "error": 2}[self.value]
+
+    @property
+    def sarif_level(self) -> str:
+        return {"info": "note", "warning": "warning", "error": "error"}[self.value]
+
+    @property
+    def github_command(self) -> str:
+        """The GitHub Actions workflow command for an annotation of this severity."""
+        return {"info": "notice", "warning": "warning", "error": "error"}[self.value]
+
+
 @dataclass(frozen=True)
 class Edit:
     """Replace the text between two locations (end exclusive) with ``content``."""
@@ -73,6 +99,7 @@ class Diagnostic:
     end_location: Location
     fix: Fix | None = None
     url: str = field(default="")
+    severity: Severity = Severity.ERROR
 
     @property
     def fixable(self) -> bool:
@@ -86,6 +113,7 @@ class Diagnostic:
         return {
             "code": self.code,
             "name": self.name,
+            "severity": self.severity.value,
             "message": self.message,
             "filename": self.filename,
             "location": self.location.to_json(),
@@ -120,4 +148,5 @@ class Diagnostic:
                 ),
             ),
             url=data.get("url", ""),
+            severity=Severity(data.get("severity", Severity.ERROR.value)),
         )

@@ -59,10 +59,10 @@ def test_finding_exits_1_with_location_snippet_and_caret(project):
     result = invoke("bad.py")
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("bad.py:2:1: RC107 `suppress_errors = True` hides compiler failures")
+    assert lines[0].startswith("bad.py:2:1: RC107 [warning] `suppress_errors = True` hides compiler failures")
     assert lines[2] == "2 | torch._dynamo.config.suppress_errors = True"
     assert lines[3] == "  | " + "^" * len("torch._dynamo.config.suppress_errors = True")
-    assert lines[-1] == "Found 1 error."
+    assert lines[-1] == "Found 1 warning."
     assert "\x1b[" not in result.stdout, "no colour when stdout is not a terminal"
 
 
@@ -78,10 +78,10 @@ def test_fixable_marker_and_summary(project):
     write(project, "noqa.py", UNUSED_NOQA)
     result = invoke("noqa.py")
     assert result.exit_code == 1
-    assert "noqa.py:1:8: RC002 unused suppression of RC107" in result.stdout
+    assert "noqa.py:1:8: RC002 [warning] unused suppression of RC107" in result.stdout
     assert "(fixable)" in result.stdout
     assert "= help: Remove the unused suppression" in result.stdout
-    assert result.stdout.splitlines()[-1] == "Found 1 error (1 fixable with --fix)."
+    assert result.stdout.splitlines()[-1] == "Found 1 warning (1 fixable with --fix)."
 
 
 def test_syntax_error_is_a_finding_and_the_run_goes_on(project):
@@ -127,9 +127,9 @@ def test_concise_format_one_line_per_finding(project):
     result = invoke("--format", "concise", "bad.py")
     assert result.exit_code == 1
     assert result.stdout.splitlines() == [
-        "bad.py:2:1: RC107 `suppress_errors = True` hides compiler failures: dynamo silently falls back to eager",
-        "bad.py:3:8: RC002 [*] unused suppression of RC107 (the rule did not fire here)",
-        "Found 2 errors (1 fixable with --fix).",
+        "bad.py:2:1: RC107 [warning] `suppress_errors = True` hides compiler failures: dynamo silently falls back to eager",
+        "bad.py:3:8: RC002 [warning] [*] unused suppression of RC107 (the rule did not fire here)",
+        "Found 2 warnings (1 fixable with --fix).",
     ]
 
 
@@ -184,7 +184,7 @@ def test_github_format(project):
     result = invoke("--format", "github", "bad.py")
     assert result.exit_code == 1
     assert result.stdout == (
-        "::error file=bad.py,line=2,col=1,endLine=2,endColumn=44,title=RC107::"
+        "::warning file=bad.py,line=2,col=1,endLine=2,endColumn=44,title=RC107::"
         "`suppress_errors = True` hides compiler failures: dynamo silently falls back to eager\n"
     )
 
@@ -207,18 +207,33 @@ def test_statistics_table(project):
     result = invoke("--statistics", "a.py", "b.py")
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["count", "code", "name", "fixable"]
-    assert lines[1].split() == ["2", "RC107", "suppress-errors", "0"]
-    assert lines[2].split() == ["1", "RC002", "unused-suppression", "1"]
+    assert lines[0].split() == ["count", "code", "name", "severity", "fixable"]
+    assert lines[1].split() == ["2", "RC107", "suppress-errors", "warning", "0"]
+    assert lines[2].split() == ["1", "RC002", "unused-suppression", "warning", "1"]
     assert lines[3].split() == ["3", "total", "1"]
+    assert lines[4] == "(3 warnings)"
 
 
 def test_statistics_as_json(project):
     write(project, "a.py", SUPPRESS + UNUSED_NOQA)
     result = invoke("--statistics", "--format", "json", "a.py")
     assert json.loads(result.stdout) == [
-        {"code": "RC002", "name": "unused-suppression", "count": 1, "fixable": 1},
-        {"code": "RC107", "name": "suppress-errors", "count": 1, "fixable": 0},
+        {
+            "code": "RC002",
+            "name": "unused-suppression",
+            "severity": "warning",
+            "count": 1,
+            "fixable": 1,
+            "unsafe_fixable": 0,
+        },
+        {
+            "code": "RC107",
+            "name": "suppress-errors",
+            "severity": "warning",
+            "count": 1,
+            "fixable": 0,
+            "unsafe_fixable": 0,
+        },
     ]
 
 
@@ -380,7 +395,7 @@ def test_stdin_fix_prints_the_fixed_code_and_reports_on_stderr(project):
     result = invoke("-", "--fix", input=SUPPRESS + UNUSED_NOQA)
     assert result.exit_code == 1
     assert result.stdout == SUPPRESS + "x = 1\n"
-    assert "RC107" in result.stderr and "Found 2 errors (1 fixed, 1 remaining)." in result.stderr
+    assert "RC107" in result.stderr and "Found 2 findings (1 fixed, 1 remaining)." in result.stderr
 
 
 def test_stdin_fix_with_nothing_to_fix_echoes_the_code(project):
@@ -402,7 +417,7 @@ def test_fix_writes_the_file_and_exits_0_when_nothing_remains(project):
     result = invoke("--fix", "noqa.py")
     assert path.read_text() == "import os\nx = 1\n"
     assert result.exit_code == 0
-    assert result.stdout.splitlines()[-1] == "Found 1 error (1 fixed, 0 remaining)."
+    assert result.stdout.splitlines()[-1] == "Found 1 finding (1 fixed, 0 remaining)."
 
 
 def test_fix_reports_what_remains_and_exits_1(project):
@@ -411,8 +426,8 @@ def test_fix_reports_what_remains_and_exits_1(project):
     assert result.exit_code == 1
     assert path.read_text() == SUPPRESS + "x = 1\n"
     assert result.stdout.splitlines() == [
-        "bad.py:2:1: RC107 `suppress_errors = True` hides compiler failures: dynamo silently falls back to eager",
-        "Found 2 errors (1 fixed, 1 remaining).",
+        "bad.py:2:1: RC107 [warning] `suppress_errors = True` hides compiler failures: dynamo silently falls back to eager",
+        "Found 2 findings (1 fixed, 1 remaining).",
     ]
 
 
@@ -449,7 +464,7 @@ def test_diff_prints_a_diff_and_does_not_write(project):
     assert result.exit_code == 1
     assert path.read_text() == UNUSED_NOQA
     assert result.stdout == "--- a/noqa.py\n+++ b/noqa.py\n@@ -1 +1 @@\n-x = 1  # noqa: RC107\n+x = 1\n"
-    assert "Would fix 1 error in 1 file" in result.stderr
+    assert "Would fix 1 finding in 1 file" in result.stderr
 
 
 def test_diff_wins_over_fix(project):
@@ -548,8 +563,9 @@ def test_internal_error_is_short_and_asks_for_a_report(project, monkeypatch):
 def test_rule_prints_the_page(project):
     result = invoke("rule", "RC107")
     assert result.exit_code == 0
-    assert result.stdout == docs.render_page(ALL_RULES["RC107"])
+    assert result.stdout == docs.render_page(ALL_RULES["RC107"], generated_note=False)
     assert result.stdout.startswith("# RC107 suppress-errors\n")
+    assert "<!--" not in result.stdout  # the note for editors of rules/ is not for the terminal
 
 
 @pytest.mark.parametrize("key", ["rc107", "suppress-errors"])

@@ -11,7 +11,7 @@ import pytest
 
 from regcomp_lint.checks import ALL_RULES
 from regcomp_lint.checks.base import DOC_SECTIONS, Invalid, Rule
-from regcomp_lint.diagnostics import Applicability
+from regcomp_lint.diagnostics import Applicability, Severity
 from regcomp_lint.lint import rule_docs as docs
 
 STALE = f"rules/ is out of date: run `{docs.REGENERATE}`"
@@ -65,6 +65,7 @@ class Example(Rule):
     code = "RC999"
     name = "example-rule"
     message = "`thing` | found"
+    severity = Severity.WARNING
     fix_applicability = Applicability.UNSAFE
     graph_break_ids = ("GB0059", "GB0124")
     valid = ["other()\n"]
@@ -106,8 +107,8 @@ def test_code_blocks_survive_backticks_in_examples():
 
 def test_index_lists_every_rule_with_summary_and_fix():
     index = docs.render_index({"RC999": Example, "RC107": ALL_RULES["RC107"]})
-    assert "| [RC999](RC999.md) | `example-rule` | Finds `thing`. | unsafe |" in index
-    assert f"| [RC107](RC107.md) | `suppress-errors` | {ALL_RULES['RC107'].summary()} | display |" in index
+    assert "| [RC999](RC999.md) | `example-rule` | warning | Finds `thing`. | unsafe |" in index
+    assert f"| [RC107](RC107.md) | `suppress-errors` | warning | {ALL_RULES['RC107'].summary()} | display |" in index
 
 
 def test_write_then_check_round_trip(tmp_path):

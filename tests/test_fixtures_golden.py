@@ -195,8 +195,15 @@ def test_cli_concise_output_matches_golden_files(tmp_path):
     )
     assert proc.returncode == 1, proc.stderr
     finding = re.compile(r"^[\w.]+\.py:\d+:\d+: RC\d{3} ")
-    fixable_mark = re.compile(r"^(\S+ RC\d{3}) \[\*\] ")  # ruff-style marker of a safe fix
-    printed = sorted(fixable_mark.sub(r"\1 ", line) for line in proc.stdout.splitlines() if finding.match(line))
+    # the severity tag (checked against the rule's own), ruff's marker of a safe fix, the unsafe-fix note
+    tagged = re.compile(r"^(\S+ (RC\d{3})) \[(\w+)\] (?:\[\*\] )?(.*?)(?: \(fixable with --unsafe-fixes\))?$")
+    printed = []
+    for line in proc.stdout.splitlines():
+        if finding.match(line):
+            match = tagged.match(line)
+            assert match and match.group(3) == ALL_RULES[match.group(2)].severity.value, line
+            printed.append(f"{match.group(1)} {match.group(4)}")
+    printed.sort()
     golden = sorted(
         line for p in FIXTURES for line in p.with_suffix(".expected").read_text(encoding="utf-8").splitlines()
     )

@@ -11,6 +11,7 @@ Writing a rule::
         code = "RC107"
         name = "suppress-errors"
         message = "..."
+        severity = Severity.WARNING  # why: in the docs' "Why is this bad"
         triggers = ("suppress_errors",)
         valid = ["..."]
         invalid = [Invalid("...", fixed="...")]
@@ -32,7 +33,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from regcomp_lint.diagnostics import Applicability, Edit, Fix
+from regcomp_lint.diagnostics import Applicability, Edit, Fix, Severity
 
 if TYPE_CHECKING:
     from regcomp_lint.analysis.file_context import FileContext
@@ -68,6 +69,10 @@ class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
     message: ClassVar[str]
+    #: How much a finding matters by default (config ``[tool.regcomp-lint.severity]`` overrides it).
+    #: Every rule declares its own (no default here): error = fails or goes wrong at run time,
+    #: warning = costs speed (graph break, recompile), info = advice.
+    severity: ClassVar[Severity]
     #: Substrings of which at least one must occur in a file for the rule to run on it; the
     #: engine's prefilter skips files that match no enabled rule. Empty: never prefiltered out.
     triggers: ClassVar[tuple[str, ...]] = ()

@@ -1,6 +1,7 @@
 """RC001 syntax-error."""
 
 from regcomp_lint.checks.base import Invalid, Rule
+from regcomp_lint.diagnostics import Severity
 
 
 class SyntaxErrorRule(Rule):
@@ -33,6 +34,7 @@ class SyntaxErrorRule(Rule):
 
     code = "RC001"
     name = "syntax-error"
+    severity = Severity.ERROR
     message = "file is not valid Python"
     engine_rule = True
     valid = ["x = 1\n", "", "# only a comment\n"]

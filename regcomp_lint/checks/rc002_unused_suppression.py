@@ -1,7 +1,7 @@
 """RC002 unused-suppression."""
 
 from regcomp_lint.checks.base import Invalid, Rule
-from regcomp_lint.diagnostics import Applicability
+from regcomp_lint.diagnostics import Applicability, Severity
 
 
 class UnusedSuppression(Rule):
@@ -33,6 +33,7 @@ class UnusedSuppression(Rule):
 
     code = "RC002"
     name = "unused-suppression"
+    severity = Severity.WARNING
     message = "unused suppression"
     engine_rule = True
     fix_applicability = Applicability.SAFE

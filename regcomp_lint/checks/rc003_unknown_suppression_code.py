@@ -1,6 +1,7 @@
 """RC003 unknown-suppression-code."""
 
 from regcomp_lint.checks.base import Invalid, Rule
+from regcomp_lint.diagnostics import Severity
 
 
 class UnknownSuppressionCode(Rule):
@@ -33,6 +34,7 @@ class UnknownSuppressionCode(Rule):
 
     code = "RC003"
     name = "unknown-suppression-code"
+    severity = Severity.WARNING
     message = "unknown rule code in suppression"
     engine_rule = True
     valid = ["x = 1  # noqa: E501\n", "x = 1  # noqa\n"]

@@ -9,7 +9,7 @@ from regcomp_lint.analysis.callsites import Site, compile_config_site, plugin_ar
 from regcomp_lint.analysis.file_context import keyword_value, string_literal
 from regcomp_lint.checks.base import Invalid, Report, Rule
 from regcomp_lint.checks.text_edits import replace_string_literal
-from regcomp_lint.diagnostics import Applicability
+from regcomp_lint.diagnostics import Applicability, Severity
 from regcomp_lint.knowledge import backends as B
 from regcomp_lint.knowledge.suggest import did_you_mean
 
@@ -135,6 +135,7 @@ class UnknownBackend(Rule):
 
     code = "RC101"
     name = "unknown-backend"
+    severity = Severity.ERROR
     message = "unknown compile backend"
     triggers = ("backend", "optimize", "TorchDynamoPlugin")
     fix_applicability = Applicability.UNSAFE

@@ -8,7 +8,7 @@ from regcomp_lint.analysis.callsites import Site, compile_config_site, plugin_ar
 from regcomp_lint.analysis.file_context import has_star_kwargs, keyword_value, string_literal
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.checks.text_edits import replace_string_literal
-from regcomp_lint.diagnostics import Applicability
+from regcomp_lint.diagnostics import Applicability, Severity
 from regcomp_lint.knowledge.modes import INDUCTOR_MODES, TORCH_VERSION
 from regcomp_lint.knowledge.suggest import did_you_mean
 
@@ -73,6 +73,7 @@ class UnknownMode(Rule):
 
     code = "RC102"
     name = "unknown-mode"
+    severity = Severity.ERROR
     message = "unknown torch.compile mode"
     triggers = ("mode=", "mode =", "TorchDynamoPlugin")
     fix_applicability = Applicability.UNSAFE

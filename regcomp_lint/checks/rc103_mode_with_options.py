@@ -8,7 +8,7 @@ from regcomp_lint.analysis.callsites import Site, compile_config_site, plugin_ar
 from regcomp_lint.analysis.file_context import FileContext, keyword, keyword_value, string_literal
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.checks.text_edits import keyword_span_with_comma
-from regcomp_lint.diagnostics import Applicability, Edit, Location
+from regcomp_lint.diagnostics import Applicability, Edit, Location, Severity
 from regcomp_lint.knowledge.modes import MODE_OPTIONS, PLUGIN_DEFAULT_MODE
 
 TORCH_SITES = (Site.TORCH_COMPILE, Site.MODULE_COMPILE, Site.COMPILE_REGIONS)
@@ -93,6 +93,7 @@ class ModeWithOptions(Rule):
 
     code = "RC103"
     name = "mode-with-options"
+    severity = Severity.ERROR
     message = "`mode` and `options` cannot be combined: torch.compile raises RuntimeError"
     triggers = ("options", "TorchDynamoPlugin")
     fix_applicability = Applicability.DISPLAY

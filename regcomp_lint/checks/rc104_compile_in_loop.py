@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from regcomp_lint.analysis.callsites import Site, compile_config_site, decorator_compile_call
 from regcomp_lint.checks.base import Invalid, Rule
+from regcomp_lint.diagnostics import Severity
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -237,6 +238,7 @@ class CompileInLoop(Rule):
 
     code = "RC104"
     name = "compile-in-loop"
+    severity = Severity.WARNING
     message = "compile runs again and again: compile once, outside the loop"
     triggers = ("compile", "optimize")
 

@@ -6,7 +6,7 @@ from regcomp_lint.analysis.callsites import is_accelerator
 from regcomp_lint.analysis.file_context import has_star_kwargs, is_none, keyword
 from regcomp_lint.checks.accelerate_fixes import backend_keyword_to_plugin
 from regcomp_lint.checks.base import Invalid, Rule
-from regcomp_lint.diagnostics import Applicability
+from regcomp_lint.diagnostics import Applicability, Severity
 
 
 class LegacyDynamoBackend(Rule):
@@ -53,6 +53,7 @@ class LegacyDynamoBackend(Rule):
 
     code = "RC105"
     name = "legacy-dynamo-backend"
+    severity = Severity.INFO
     message = "`dynamo_backend=` only sets the backend: pass `dynamo_plugin=TorchDynamoPlugin(backend=...)` instead"
     triggers = ("dynamo_backend",)
     fix_applicability = Applicability.SAFE

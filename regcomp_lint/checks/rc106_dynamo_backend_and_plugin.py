@@ -6,7 +6,7 @@ from regcomp_lint.analysis.callsites import is_accelerator
 from regcomp_lint.analysis.file_context import is_none, keyword
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.checks.text_edits import keyword_span_with_comma
-from regcomp_lint.diagnostics import Applicability, Edit
+from regcomp_lint.diagnostics import Applicability, Edit, Severity
 
 
 class DynamoBackendAndPlugin(Rule):
@@ -46,6 +46,7 @@ class DynamoBackendAndPlugin(Rule):
 
     code = "RC106"
     name = "dynamo-backend-and-plugin"
+    severity = Severity.ERROR
     message = "`dynamo_backend=` and `dynamo_plugin=` together raise ValueError in `Accelerator`: set the backend on the plugin"
     triggers = ("dynamo_backend",)
     fix_applicability = Applicability.DISPLAY

@@ -4,7 +4,7 @@ import ast
 
 from regcomp_lint.analysis.file_context import is_true
 from regcomp_lint.checks.base import Invalid, Rule
-from regcomp_lint.diagnostics import Applicability
+from regcomp_lint.diagnostics import Applicability, Severity
 
 SUPPRESS_ERRORS = ("torch._dynamo.config.suppress_errors",)
 
@@ -43,6 +43,7 @@ class SuppressErrors(Rule):
 
     code = "RC107"
     name = "suppress-errors"
+    severity = Severity.WARNING
     message = "`suppress_errors = True` hides compiler failures: dynamo silently falls back to eager"
     triggers = ("suppress_errors",)
     fix_applicability = Applicability.DISPLAY

@@ -6,6 +6,7 @@ import ast
 
 from regcomp_lint.checks.base import Invalid
 from regcomp_lint.checks.forward_rule import Break, ForwardRule, Scope
+from regcomp_lint.diagnostics import Severity
 from regcomp_lint.knowledge.graph_breaks import RULE_BREAKS
 
 CONVERSIONS = ("int", "float", "bool", "complex")
@@ -69,6 +70,7 @@ class TensorToPython(ForwardRule[ast.Call]):
 
     code = "RC201"
     name = "tensor-to-python"
+    severity = Severity.WARNING
     message = "a tensor is turned into a Python value in code reached from `forward`: graph break"
     triggers = (".item(", "int(", "float(", "bool(", "complex(", ".tolist(", ".numpy(", "equal", "allclose")
     graph_break_ids = RULE_BREAKS["RC201"]

@@ -7,6 +7,7 @@ import ast
 from regcomp_lint.analysis.reachability import traced_operands
 from regcomp_lint.checks.base import Invalid
 from regcomp_lint.checks.forward_rule import Break, ForwardRule, Scope
+from regcomp_lint.diagnostics import Severity
 from regcomp_lint.knowledge.graph_breaks import RULE_BREAKS
 
 _HEAD = "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
@@ -76,6 +77,7 @@ class DataDependentBranch(ForwardRule[Branching]):
 
     code = "RC202"
     name = "data-dependent-branch"
+    severity = Severity.WARNING
     message = "a branch depends on a tensor's value in code reached from `forward`: graph break"
     triggers = ("if ", "while ", " and ", " or ")
     graph_break_ids = RULE_BREAKS["RC202"][:1]

@@ -6,6 +6,7 @@ import ast
 
 from regcomp_lint.checks.base import Invalid
 from regcomp_lint.checks.forward_rule import Break, ForwardRule, Scope
+from regcomp_lint.diagnostics import Severity
 from regcomp_lint.knowledge.graph_breaks import RULE_BREAKS
 
 LOG_METHODS = frozenset(
@@ -86,6 +87,7 @@ class PrintOrLogging(ForwardRule[ast.Call]):
 
     code = "RC203"
     name = "print-or-logging"
+    severity = Severity.WARNING
     message = "print or logging in code reached from `forward`: graph break"
     triggers = ("print(", "log", "warn")
     graph_break_ids = RULE_BREAKS["RC203"]

@@ -6,6 +6,7 @@ import ast
 
 from regcomp_lint.checks.base import Invalid
 from regcomp_lint.checks.forward_rule import Break, ForwardRule, Scope
+from regcomp_lint.diagnostics import Severity
 from regcomp_lint.knowledge.graph_breaks import RULE_BREAKS
 
 #: Ops whose output size depends on the data (function and method spellings).
@@ -88,6 +89,7 @@ class DynamicOutputShape(ForwardRule[ast.Call | ast.Subscript]):
 
     code = "RC204"
     name = "dynamic-output-shape"
+    severity = Severity.WARNING
     message = "an op with a data-dependent output shape in code reached from `forward`: graph break"
     triggers = ("nonzero", "argwhere", "unique", "masked_select", "where(", "repeat_interleave", "[")
     graph_break_ids = RULE_BREAKS["RC204"]

@@ -6,6 +6,7 @@ import ast
 
 from regcomp_lint.checks.base import Invalid
 from regcomp_lint.checks.forward_rule import Break, ForwardRule, Scope
+from regcomp_lint.diagnostics import Severity
 from regcomp_lint.knowledge.graph_breaks import RULE_BREAKS
 
 #: Calls that dynamo skips (GB0007), each probed under torch 2.13. Not listed because they trace
@@ -121,6 +122,7 @@ class UntraceableCall(ForwardRule[ast.Call]):
 
     code = "RC205"
     name = "untraceable-call"
+    severity = Severity.WARNING
     message = "a call dynamo cannot trace in code reached from `forward`: graph break"
     triggers = ("time", "random", "os.", "inspect", "pdb", "breakpoint(", "open(", "input(", "manual_seed")
     graph_break_ids = RULE_BREAKS["RC205"]

@@ -6,6 +6,7 @@ import ast
 
 from regcomp_lint.checks.base import Invalid
 from regcomp_lint.checks.forward_rule import Break, ForwardRule, Scope
+from regcomp_lint.diagnostics import Severity
 from regcomp_lint.knowledge.graph_breaks import RULE_BREAKS
 from regcomp_lint.knowledge.model_classes import DEEPCOPY
 
@@ -69,6 +70,7 @@ class TensorIdentityOrText(ForwardRule[ast.Call | ast.JoinedStr]):
 
     code = "RC206"
     name = "tensor-identity-or-text"
+    severity = Severity.WARNING
     message = "a tensor's identity or text is needed in code reached from `forward`: graph break"
     triggers = ("deepcopy", "str(", "repr(", 'f"', "f'", ".format(", "data_ptr")
     graph_break_ids = RULE_BREAKS["RC206"]

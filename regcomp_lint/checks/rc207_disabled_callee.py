@@ -7,6 +7,7 @@ import ast
 from regcomp_lint.analysis.reachability import DISABLE
 from regcomp_lint.checks.base import Invalid
 from regcomp_lint.checks.forward_rule import Break, ForwardRule, Scope
+from regcomp_lint.diagnostics import Severity
 from regcomp_lint.knowledge.graph_breaks import RULE_BREAKS
 
 GRAPH_BREAK = ("torch._dynamo.graph_break",)
@@ -56,6 +57,7 @@ class DisabledCallee(ForwardRule[ast.Call]):
 
     code = "RC207"
     name = "disabled-callee"
+    severity = Severity.WARNING
     message = "a call of a `torch.compiler.disable`d function in code reached from `forward`: graph break"
     triggers = ("disable", "graph_break")
     graph_break_ids = RULE_BREAKS["RC207"]

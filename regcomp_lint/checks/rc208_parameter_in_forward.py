@@ -7,6 +7,7 @@ import ast
 from regcomp_lint.analysis.reachability import PARAMETER
 from regcomp_lint.checks.base import Invalid
 from regcomp_lint.checks.forward_rule import Break, ForwardRule, Scope
+from regcomp_lint.diagnostics import Severity
 from regcomp_lint.knowledge.graph_breaks import RULE_BREAKS
 
 _HEAD = "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
@@ -56,6 +57,7 @@ class ParameterInForward(ForwardRule[ast.Call]):
 
     code = "RC208"
     name = "parameter-in-forward"
+    severity = Severity.WARNING
     message = "`nn.Parameter` created in code reached from `forward`: graph break"
     triggers = ("Parameter",)
     graph_break_ids = RULE_BREAKS["RC208"]

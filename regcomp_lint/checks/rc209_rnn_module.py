@@ -7,6 +7,7 @@ import ast
 from regcomp_lint.analysis.reachability import Submodule
 from regcomp_lint.checks.base import Invalid
 from regcomp_lint.checks.forward_rule import Break, ForwardRule, Scope
+from regcomp_lint.diagnostics import Severity
 from regcomp_lint.knowledge.graph_breaks import RULE_BREAKS
 
 RNN_CLASSES = frozenset({"LSTM", "GRU", "RNN"})
@@ -61,6 +62,7 @@ class RnnModule(ForwardRule[ast.Call]):
 
     code = "RC209"
     name = "rnn-module"
+    severity = Severity.WARNING
     message = "an `nn.LSTM`/`GRU`/`RNN` submodule called in code reached from `forward`: the frame is not compiled"
     triggers = ("LSTM", "GRU", "RNN")
     graph_break_ids = RULE_BREAKS["RC209"]

@@ -11,6 +11,7 @@ from regcomp_lint.analysis.file_context import is_true, keyword_value, method_re
 from regcomp_lint.analysis.reachability import FUNCTION_DEFS, ModuleClass, Reachability, top_level_statements
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.checks.forward_rule import ForwardRule, breaks_in
+from regcomp_lint.diagnostics import Severity
 from regcomp_lint.files.source import Positioned
 from regcomp_lint.knowledge.accelerate_api import MODEL_PREPARE_METHODS
 from regcomp_lint.knowledge.model_classes import FACTORY_METHODS
@@ -73,6 +74,7 @@ class FullgraphBlocked(Rule):
 
     code = "RC210"
     name = "fullgraph-blocked"
+    severity = Severity.ERROR
     message = "`fullgraph=True` will raise `torch._dynamo.exc.Unsupported`: the model has a graph break"
     triggers = ("fullgraph=True", "fullgraph = True", "TorchDynamoPlugin(")
 

@@ -9,6 +9,7 @@ from regcomp_lint.analysis import reachability
 from regcomp_lint.analysis.containers import Containers, Node
 from regcomp_lint.analysis.reachability import ModuleClass, Reachability
 from regcomp_lint.checks.base import Invalid, Rule
+from regcomp_lint.diagnostics import Severity
 
 #: Arithmetic that keeps one value per block (``i + 1``, ``2 * i``, ``i // 2``); ``%`` and
 #: comparisons fold the index into a few values and are left alone.
@@ -112,6 +113,7 @@ class PerBlockIntAttribute(Rule):
 
     code = "RC301"
     name = "per-block-int-attribute"
+    severity = Severity.WARNING
     message = (
         "an int attribute that differs per block is read in forward: every block recompiles under regional compilation"
     )

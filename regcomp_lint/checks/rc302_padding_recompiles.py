@@ -9,6 +9,7 @@ from regcomp_lint.analysis import callsites
 from regcomp_lint.analysis.callsites import Site
 from regcomp_lint.analysis.file_context import is_none, keyword_value, string_literal
 from regcomp_lint.checks.base import Invalid, Rule
+from regcomp_lint.diagnostics import Severity
 from regcomp_lint.knowledge.modes import MODE_OPTIONS
 
 #: transformers collators that pad each batch to its longest sample unless told otherwise.
@@ -83,6 +84,7 @@ class PaddingRecompiles(Rule):
 
     code = "RC302"
     name = "padding-recompiles"
+    severity = Severity.WARNING
     message = (
         "compiled for static shapes while batches are padded to their longest sample: one recompile per new length"
     )

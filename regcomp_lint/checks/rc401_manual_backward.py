@@ -9,7 +9,7 @@ from regcomp_lint.analysis.accelerate_script import (
 )
 from regcomp_lint.analysis.bindings import Where
 from regcomp_lint.checks.base import Invalid, Rule
-from regcomp_lint.diagnostics import Applicability, Fix
+from regcomp_lint.diagnostics import Applicability, Fix, Severity
 
 #: Name parts of objects whose ``.backward(x)`` takes the loss (an accelerator, DeepSpeed's
 #: ``model_engine``, Lightning's ``fabric``), not a tensor's gradient.
@@ -70,6 +70,7 @@ class ManualBackward(Rule):
 
     code = "RC401"
     name = "manual-backward"
+    severity = Severity.ERROR
     message = "`.backward()` in an Accelerate script: call `accelerator.backward(loss)`"
     triggers = ("Accelerator",)
     fix_applicability = Applicability.SAFE

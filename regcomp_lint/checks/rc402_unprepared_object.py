@@ -10,7 +10,7 @@ from regcomp_lint.analysis.training_objects import Kind, is_module_class
 from regcomp_lint.analysis.training_roles import Cadence, Origin, Use
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.checks.text_edits import append_keyword
-from regcomp_lint.diagnostics import Applicability, Edit, Fix
+from regcomp_lint.diagnostics import Applicability, Edit, Fix, Severity
 
 #: How the loop uses an object, and which kinds of object that use means.
 USES = {
@@ -96,6 +96,7 @@ class UnpreparedObject(Rule):
 
     code = "RC402"
     name = "unprepared-object"
+    severity = Severity.ERROR
     message = "used in the training loop but never passed to `accelerator.prepare(...)`"
     triggers = ("Accelerator",)
     fix_applicability = Applicability.UNSAFE

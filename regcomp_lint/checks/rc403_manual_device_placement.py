@@ -9,7 +9,7 @@ from regcomp_lint.analysis.accelerate_script import (
 )
 from regcomp_lint.analysis.bindings import Where
 from regcomp_lint.checks.base import Invalid, Rule
-from regcomp_lint.diagnostics import Applicability, Edit, Fix
+from regcomp_lint.diagnostics import Applicability, Edit, Fix, Severity
 
 TORCH_DEVICE = ("torch.device",)
 CUDA_DEVICE_CALLS = ("torch.cuda.current_device",)
@@ -67,6 +67,7 @@ class ManualDevicePlacement(Rule):
 
     code = "RC403"
     name = "manual-device-placement"
+    severity = Severity.WARNING
     message = "manual CUDA placement in an Accelerate script: use `accelerator.device`"
     triggers = ("Accelerator",)
     fix_applicability = Applicability.UNSAFE

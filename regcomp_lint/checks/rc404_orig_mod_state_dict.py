@@ -16,7 +16,7 @@ from regcomp_lint.analysis.file_context import has_star_kwargs, keyword, keyword
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.checks.text_edits import append_keyword
-from regcomp_lint.diagnostics import Applicability
+from regcomp_lint.diagnostics import Applicability, Severity
 from regcomp_lint.knowledge.accelerate_api import PREPARE_METHODS
 from regcomp_lint.knowledge.torch_api import DATA_PARALLEL, SAME_MODULE_METHODS
 
@@ -121,6 +121,7 @@ class OrigModStateDict(Rule):
 
     code = "RC404"
     name = "orig-mod-state-dict"
+    severity = Severity.ERROR
     message = "the state dict of a compiled model has `_orig_mod.` in every key"
     #: ``save_pretrained`` is judged only after ``unwrap_model``, ``compile_regions`` or a regional plugin.
     triggers = ("state_dict", "save_model", "unwrap_model", "use_regional_compilation", "compile_regions")

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from regcomp_lint.analysis import callsites
 from regcomp_lint.analysis.bindings import Where
 from regcomp_lint.checks.base import Invalid, Rule
+from regcomp_lint.diagnostics import Severity
 
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 #: Parents under which reading a name only inspects the plugin (``if plugin is None``).
@@ -65,6 +66,7 @@ class UnusedPlugin(Rule):
 
     code = "RC405"
     name = "unused-plugin"
+    severity = Severity.WARNING
     message = "`TorchDynamoPlugin` is never passed to an `Accelerator`: it configures nothing"
     triggers = ("DynamoPlugin",)
 

@@ -19,7 +19,7 @@ from regcomp_lint.analysis.models import ModelFinder, RepeatedBlocks
 from regcomp_lint.checks.accelerate_fixes import backend_keyword_to_plugin, local_name
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.checks.text_edits import append_keyword
-from regcomp_lint.diagnostics import Applicability, Fix
+from regcomp_lint.diagnostics import Applicability, Fix, Severity
 from regcomp_lint.knowledge.accelerate_api import (
     COMPILE_REGIONS,
     DYNAMO_BACKEND_ENUM,
@@ -103,6 +103,7 @@ class PreferRegionalCompilation(Rule):
 
     code = "RC501"
     name = "prefer-regional-compilation"
+    severity = Severity.INFO
     message = "whole-model compile of a model with repeated blocks: use regional compilation"
     triggers = ("compile", "DynamoPlugin", "dynamo_backend")
     fix_applicability = Applicability.UNSAFE

@@ -12,6 +12,7 @@ from regcomp_lint.analysis.containers import Containers, Node, Tree, is_repeated
 from regcomp_lint.analysis.file_context import is_true, keyword_value, method_receiver
 from regcomp_lint.analysis.reachability import ModuleClass, Reachability
 from regcomp_lint.checks.base import Invalid, Rule
+from regcomp_lint.diagnostics import Severity
 from regcomp_lint.knowledge.accelerate_api import MODEL_PREPARE_METHODS, REGIONAL_FIELD
 from regcomp_lint.knowledge.torch_api import SAME_MODULE_METHODS
 
@@ -113,6 +114,7 @@ class BlocksNotRegionalizable(Rule):
 
     code = "RC502"
     name = "blocks-not-regionalizable"
+    severity = Severity.WARNING
     message = "regional compilation of a model whose block layout defeats it"
     triggers = ("compile_regions", REGIONAL_FIELD)
 

@@ -131,6 +131,11 @@ def _plugin_mode(ctx, param, value):
 )
 @click.option("--statistics", is_flag=True, help="Print how often each rule fired instead of the findings.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings (errors still exit 2).")
+@click.option(
+    "--fail-on",
+    type=click.Choice(["error", "warning", "info"], case_sensitive=False),
+    help="Least severe finding that makes the exit status 1 (default: the config's `fail-on`, else warning).",
+)
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N", help="Worker processes (default: one per CPU).")
 @click.option(
@@ -157,6 +162,7 @@ def main(
     diff,
     statistics,
     exit_zero,
+    fail_on,
     no_cache,
     jobs,
     config_path,
@@ -165,7 +171,8 @@ def main(
     """Find torch.compile / Accelerate configuration problems in training scripts.
 
     Lints PATHs (files or folders, default `.`); `-` reads code from stdin. Never imports torch
-    and never runs the code it reads. Exit status: 0 clean, 1 findings, 2 error.
+    and never runs the code it reads. Exit status: 0 clean (or only findings below `--fail-on`,
+    by default info), 1 findings, 2 error.
     """
     if ctx.invoked_subcommand is not None:
         return
@@ -179,6 +186,7 @@ def main(
         ignore=ignore or (),
         output_format=output_format.lower(),
         exit_zero=exit_zero,
+        fail_on=fail_on.lower() if fail_on else None,
         statistics=statistics,
         no_cache=no_cache,
         jobs=jobs,
@@ -194,6 +202,7 @@ def main(
 @main.command("rule")
 @click.argument("code_or_name", required=False, metavar="CODE|NAME")
 @click.option("--all", "show_all", is_flag=True, help="Every rule.")
+@click.option("--list", "show_list", is_flag=True, help="One line per rule: code, severity, fix, name, summary.")
 @click.option(
     "--format",
     "--output-format",
@@ -205,13 +214,20 @@ def main(
 )
 @click.pass_context
 @handled
-def rule_command(ctx: click.Context, code_or_name: str | None, show_all: bool, output_format: str) -> None:
+def rule_command(
+    ctx: click.Context, code_or_name: str | None, show_all: bool, show_list: bool, output_format: str
+) -> None:
     """Explain a rule: print its page (what it finds, why, examples, fix safety)."""
     from regcomp_lint.checks import ALL_RULES
     from regcomp_lint.lint import rule_docs as docs
 
-    if show_all == (code_or_name is not None):
-        raise UsageFailure("give either a rule code or name (`regcomp-lint rule RC101`) or `--all`")
+    if show_list and code_or_name is None and not show_all and output_format.lower() == "text":
+        click.echo(docs.one_line_list(list(ALL_RULES.values())), nl=False)
+        return
+    if show_all == (code_or_name is not None) or show_list:
+        raise UsageFailure(
+            "give either a rule code or name (`regcomp-lint rule RC101`), `--all` or `--list` (text only)"
+        )
     try:
         rules = list(ALL_RULES.values()) if code_or_name is None else [docs.lookup(code_or_name)]
     except docs.UnknownRule as exc:

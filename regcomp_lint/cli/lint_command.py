@@ -1,7 +1,7 @@
 """One ``regcomp-lint [PATH...]`` run: settings, lint (or fix), output, exit status.
 
 Kept apart from ``commands`` so the command-line layer only declares options. Exit status: 0 no
-findings, 1 findings (or, with ``--diff``, changes to make), 2 an error the user must fix
+findings at or above ``fail-on`` (default warning: info findings are advice), 1 findings (or, with ``--diff``, changes to make), 2 an error the user must fix
 (config, missing path, unreadable or unwritable file).
 """
 
@@ -42,6 +42,8 @@ class LintOptions:
     ignore: tuple[str, ...] = ()
     output_format: str = "text"
     exit_zero: bool = False
+    #: ``--fail-on``: overrides the config's ``fail-on``; None: keep it.
+    fail_on: str | None = None
     statistics: bool = False
     no_cache: bool = False
     jobs: int | None = None
@@ -53,9 +55,10 @@ class LintOptions:
 
 
 def resolve_settings(opts: LintOptions) -> Settings:
-    return shared.resolve_settings(
+    settings = shared.resolve_settings(
         opts.paths, opts.stdin_filename, opts.config, opts.select, opts.extend_select, opts.ignore
     )
+    return settings.with_overrides(fail_on=opts.fail_on) if opts.fail_on else settings
 
 
 @dataclass
@@ -85,7 +88,7 @@ def lint(opts: LintOptions) -> int:
     outcome.diagnostics.sort(key=Diagnostic.sort_key)
 
     incomplete = bool(outcome.errors or missing)
-    status = _emit_diff(outcome) if opts.diff else _emit_report(opts, outcome, incomplete)
+    status = _emit_diff(outcome) if opts.diff else _emit_report(opts, settings, outcome, incomplete)
     for message in outcome.warnings:  # cost speed only: reported, status unchanged
         click.echo(f"regcomp-lint: warning: {message}", err=True)
     for message in outcome.errors:
@@ -185,7 +188,7 @@ def _render_context(opts: LintOptions, outcome: _Outcome, stream, incomplete: bo
     )
 
 
-def _emit_report(opts: LintOptions, outcome: _Outcome, incomplete: bool) -> int:
+def _emit_report(opts: LintOptions, settings: Settings, outcome: _Outcome, incomplete: bool) -> int:
     # `--fix` on stdin: the fixed code owns stdout, the report goes to stderr
     to_stderr = outcome.stdin_fixed_bytes is not None
     stream = sys.stderr if to_stderr else sys.stdout
@@ -200,7 +203,7 @@ def _emit_report(opts: LintOptions, outcome: _Outcome, incomplete: bool) -> int:
         shared.write_stdout_bytes(outcome.stdin_fixed_bytes)
     if text:
         click.echo(text, nl=False, err=to_stderr, color=ctx.color)
-    if outcome.diagnostics and not opts.exit_zero:
+    if settings.fails(outcome.diagnostics) and not opts.exit_zero:
         return EXIT_FINDINGS
     return EXIT_OK
 
@@ -213,9 +216,11 @@ def _emit_diff(outcome: _Outcome) -> int:
     fixed = sum(f.fixed for f in outcome.fixes)
     if diffs:
         click.echo(
-            f"Would fix {plural(fixed, 'error')} in {plural(len(diffs), 'file')} ({len(outcome.diagnostics)} would remain).",
+            f"Would fix {plural(fixed, 'finding')} in {plural(len(diffs), 'file')} ({len(outcome.diagnostics)} would remain).",
             err=True,
         )
         return EXIT_FINDINGS
-    click.echo(f"No fixes to apply ({plural(len(outcome.diagnostics), 'error')} without an applicable fix).", err=True)
+    click.echo(
+        f"No fixes to apply ({plural(len(outcome.diagnostics), 'finding')} without an applicable fix).", err=True
+    )
     return EXIT_OK

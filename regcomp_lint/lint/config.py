@@ -17,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from regcomp_lint.checks import ALL_RULES
+from regcomp_lint.diagnostics import Diagnostic, Severity
 from regcomp_lint.lint import selection
 
 if sys.version_info >= (3, 11):
@@ -34,6 +35,8 @@ KNOWN_KEYS = (
     "respect-gitignore",
     "cache-dir",
     "fix-exclude",
+    "severity",
+    "fail-on",
 )
 DEFAULT_EXCLUDE = (
     ".git",
@@ -56,6 +59,9 @@ DEFAULT_EXCLUDE = (
 )
 
 
+LEVELS = tuple(level.value for level in Severity)
+
+
 class ConfigError(Exception):
     """A configuration problem the user must fix; the CLI prints it and exits 2."""
 
@@ -76,23 +82,61 @@ class Settings:
     cache_dir: str | None = None
     #: Globs (like ``per-file-ignores``') of files ``regcomp-fix`` never converts (its lint fixes still apply).
     fix_exclude: tuple[str, ...] = ()
+    #: ``[tool.regcomp-lint.severity]``: (selector, level) pairs that override rules' own
+    #: severities; later pairs win, so ``RC2 = "info"`` then ``RC210 = "error"`` works.
+    severity: tuple[tuple[str, str], ...] = ()
+    #: The least severe finding that makes the run exit 1 (``--fail-on``); info findings (advice)
+    #: do not fail a run unless asked.
+    fail_on: str = Severity.WARNING.value
     #: Where the settings came from (a pyproject.toml path) and the folder paths are relative to.
     config_file: str | None = None
     root: str = field(default_factory=os.getcwd)
     #: The enabled codes, resolved (and validated) once in __post_init__.
     _enabled: frozenset[str] = field(init=False, repr=False, compare=False)
+    _severities: dict[str, Severity] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         try:
             enabled = selection.resolve(self.select, self.extend_select, self.ignore, ALL_RULES, _names())
             for _pattern, codes in self.per_file_ignores:
                 selection.resolve(codes, (), (), ALL_RULES, _names())
+            severities = self._resolve_severities()
         except selection.UnknownSelector as exc:
             where = f" in {self.config_file}" if self.config_file else ""
             raise ConfigError(
                 f"unknown rule selector {str(exc)!r}{where}; valid selectors are ALL, a code prefix such as RC1, a code such as RC101, or a rule name (see `regcomp-lint rule --all`)"
             ) from None
         object.__setattr__(self, "_enabled", enabled)
+        object.__setattr__(self, "_severities", severities)
+        if self.fail_on not in LEVELS:
+            raise ConfigError(f"`fail-on` must be one of {', '.join(LEVELS)}, not {self.fail_on!r}")
+
+    def _resolve_severities(self) -> dict[str, Severity]:
+        severities = {code: rule.severity for code, rule in ALL_RULES.items()}
+        for selector, level in self.severity:
+            if level not in LEVELS:
+                where = f" in {self.config_file}" if self.config_file else ""
+                raise ConfigError(f"severity {level!r} for {selector!r}{where} is not one of {', '.join(LEVELS)}")
+            for code in selection.resolve((selector,), (), (), ALL_RULES, _names()):
+                severities[code] = Severity(level)
+        return severities
+
+    def severity_of(self, code: str) -> Severity:
+        """The rule's severity after ``[tool.regcomp-lint.severity]``."""
+        return self._severities.get(code, Severity.ERROR)
+
+    def apply_severities(self, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+        """Findings with the configured severity (a rule's own, unless the config overrides it)."""
+        out = []
+        for diag in diagnostics:
+            level = self.severity_of(diag.code)
+            out.append(diag if diag.severity is level else replace(diag, severity=level))
+        return out
+
+    def fails(self, diagnostics: list[Diagnostic]) -> bool:
+        """Does any finding reach the ``fail-on`` level (so the run exits 1)?"""
+        threshold = Severity(self.fail_on).rank
+        return any(diag.severity.rank >= threshold for diag in diagnostics)
 
     @property
     def enabled(self) -> frozenset[str]:
@@ -137,6 +181,8 @@ class Settings:
             "respect-gitignore": self.respect_gitignore,
             "cache-dir": self.cache_dir,
             "fix-exclude": list(self.fix_exclude),
+            "severity": dict(self.severity),
+            "fail-on": self.fail_on,
             "enabled": sorted(self.enabled),
         }
 
@@ -239,6 +285,15 @@ def load(config_path: str | None = None, start: str = ".") -> Settings:
         kwargs["per_file_ignores"] = tuple(
             (pattern, _str_list(codes, f"per-file-ignores.{pattern}", where)) for pattern, codes in pfi.items()
         )
+    if "severity" in table:
+        levels = table["severity"]
+        if not isinstance(levels, dict) or not all(isinstance(v, str) for v in levels.values()):
+            raise ConfigError(f'{where}: `severity` must be a table of selector = "error" | "warning" | "info"')
+        kwargs["severity"] = tuple(levels.items())
+    if "fail-on" in table:
+        if table["fail-on"] not in LEVELS:
+            raise ConfigError(f"{where}: `fail-on` must be one of {', '.join(LEVELS)}")
+        kwargs["fail_on"] = table["fail-on"]
     if "respect-gitignore" in table:
         if not isinstance(table["respect-gitignore"], bool):
             raise ConfigError(f"{where}: `respect-gitignore` must be true or false")

@@ -31,7 +31,8 @@ UNKNOWN_SUPPRESSION_CODE = "RC003"
 
 
 def _diag(code: str, message: str, filename: str, start: Location, end: Location, fix: Fix | None = None) -> Diagnostic:
-    return Diagnostic(code, ALL_RULES[code].name, message, filename, start, end, fix)
+    rule = ALL_RULES[code]
+    return Diagnostic(code, rule.name, message, filename, start, end, fix, severity=rule.severity)
 
 
 def lint_bytes(data: bytes, filename: str, enabled: frozenset[str]) -> list[Diagnostic]:
@@ -206,6 +207,7 @@ def lint_text(text: str, filename: str, enabled: frozenset[str]) -> list[Diagnos
                     source.start(cast(Positioned, rep.node)),
                     source.end(cast(Positioned, rep.end_node or rep.node)),
                     rep.fix,
+                    severity=rule.severity,
                 )
                 found.append((diag, rep.stmt_row))
                 nodes.append(rep.node)
@@ -352,7 +354,8 @@ def _rewrite_directive(sup: sup_mod.Suppression, source: SourceFile, keep: list[
 
 def lint_source(text: str | bytes, filename: str = "<stdin>", config: Settings | None = None) -> list[Diagnostic]:
     """Lint one file's content; ``bytes`` are decoded like the interpreter would (BOM, coding line)."""
-    enabled = (config or Settings()).enabled_for(filename)
+    settings = config or Settings()
+    enabled = settings.enabled_for(filename)
     if isinstance(text, bytes):
-        return lint_bytes(text, filename, enabled)
-    return lint_text(text, filename, enabled)
+        return settings.apply_severities(lint_bytes(text, filename, enabled))
+    return settings.apply_severities(lint_text(text, filename, enabled))

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from regcomp_lint.checks import ALL_RULES, Rule, rule_by_name
-from regcomp_lint.diagnostics import RULES_URL, Applicability
+from regcomp_lint.diagnostics import RULES_URL, Applicability, Severity
 
 #: Where the generated pages live in a source checkout.
 RULES_DIR = Path(__file__).resolve().parents[2] / "rules"
@@ -41,6 +41,18 @@ _FIX_SHORT = {
 }
 
 
+#: What each default severity means, shown on every rule page next to the rule's own level.
+SEVERITY_MEANING = {
+    Severity.ERROR: "the script fails, or silently trains or saves the wrong thing, at run time",
+    Severity.WARNING: "the script runs, but compiles worse than it could (a graph break, a recompile, a hidden fallback)",
+    Severity.INFO: "advice: a faster or clearer setup; findings do not fail a run unless `--fail-on info`",
+}
+
+
+def severity_text(rule: type[Rule]) -> str:
+    return f"{rule.severity.value} ({SEVERITY_MEANING[rule.severity]}; override in `[tool.regcomp-lint.severity]`)"
+
+
 def fix_availability(rule: type[Rule]) -> str:
     return _FIX_TEXT[rule.fix_applicability]
 
@@ -57,14 +69,16 @@ def _code_block(code: str) -> str:
     return f"{fence}python\n{code.rstrip(chr(10))}\n{fence}"
 
 
-def render_page(rule: type[Rule]) -> str:
-    """The markdown page for one rule."""
-    lines = [f"# {rule.code} {rule.name}", "", GENERATED_NOTE, ""]
+def render_page(rule: type[Rule], generated_note: bool = True) -> str:
+    """The markdown page for one rule; ``generated_note=False`` leaves out the HTML comment that
+    tells editors of ``rules/`` where the page comes from (``regcomp-lint rule`` prints it so)."""
+    lines = [f"# {rule.code} {rule.name}", ""] + ([GENERATED_NOTE, ""] if generated_note else [])
     lines += [
         "| | |",
         "|---|---|",
         f"| Code | `{rule.code}` |",
         f"| Name | `{rule.name}` |",
+        f"| Severity | {severity_text(rule)} |",
         f"| Fix | {fix_availability(rule)} |",
     ]
     if rule.graph_break_ids:
@@ -99,10 +113,10 @@ def _examples(rule: type[Rule]) -> list[str]:
 
 
 def _table_rows(rules: dict[str, type[Rule]], link_prefix: str) -> list[str]:
-    rows = ["| Code | Name | Summary | Fix |", "|---|---|---|---|"]
+    rows = ["| Code | Name | Severity | Summary | Fix |", "|---|---|---|---|---|"]
     for code, rule in rules.items():
         rows.append(
-            f"| [{code}]({link_prefix}{code}.md) | `{rule.name}` | {_cell(rule.summary())} | {_FIX_SHORT[rule.fix_applicability]} |"
+            f"| [{code}]({link_prefix}{code}.md) | `{rule.name}` | {rule.severity.value} | {_cell(rule.summary())} | {_FIX_SHORT[rule.fix_applicability]} |"
         )
     return rows
 
@@ -133,7 +147,9 @@ def render_index(rules: dict[str, type[Rule]] | None = None) -> str:
         "",
         "Every rule has a code and a name; both work in `select`, `ignore`, `# noqa:` and",
         "`regcomp-lint rule`. Fix: safe fixes are applied by `--fix`, unsafe ones by",
-        "`--fix --unsafe-fixes`, display fixes are only shown.",
+        "`--fix --unsafe-fixes`, display fixes are only shown. Severity: error (fails or goes",
+        "wrong at run time), warning (costs compiled speed), info (advice; does not fail a run",
+        "unless `--fail-on info`); `[tool.regcomp-lint.severity]` overrides it per rule.",
         "",
         *_table_rows(rules, ""),
     ]
@@ -147,6 +163,7 @@ def rule_json(rule: type[Rule]) -> dict:
         "name": rule.name,
         "summary": rule.summary(),
         "message": rule.message,
+        "severity": rule.severity.value,
         "fix": rule.fix_applicability.value if rule.fix_applicability else None,
         "graph_break_ids": list(rule.graph_break_ids),
         "url": RULES_URL.format(code=rule.code),
@@ -185,7 +202,18 @@ def show(rules: list[type[Rule]], fmt: str, as_list: bool) -> str:
     if fmt == "json":
         data = [rule_json(rule) for rule in rules]
         return json.dumps(data if as_list else data[0], indent=2, ensure_ascii=False) + "\n"
-    return "\n".join(render_page(rule) for rule in rules)
+    return "\n".join(render_page(rule, generated_note=False) for rule in rules)
+
+
+def one_line_list(rules: list[type[Rule]]) -> str:
+    """``regcomp-lint rule --list``: ``CODE  severity  fix  name  summary``, one rule a line."""
+    name_w = max(len(rule.name) for rule in rules)
+    lines = []
+    for rule in rules:
+        fix = _FIX_SHORT[rule.fix_applicability]
+        summary = " ".join(rule.summary().split()).split(". ", 1)[0].rstrip(".") + "."
+        lines.append(f"{rule.code}  {rule.severity.value:<7}  {fix:<7}  {rule.name:<{name_w}}  {summary}")
+    return "\n".join(lines) + "\n"
 
 
 def expected_files(rules: dict[str, type[Rule]] | None = None) -> dict[str, str]:

@@ -106,7 +106,8 @@ def read_file(path: str) -> bytes:
 
 def _rc001(path: str, message: str) -> Diagnostic:
     start = Location(1, 1)
-    return Diagnostic(SYNTAX_ERROR, ALL_RULES[SYNTAX_ERROR].name, message, path, start, start)
+    rule = ALL_RULES[SYNTAX_ERROR]
+    return Diagnostic(SYNTAX_ERROR, rule.name, message, path, start, start, severity=rule.severity)
 
 
 def unreadable(path: str, exc: OSError, enabled: frozenset[str]) -> list[Diagnostic]:
@@ -180,7 +181,7 @@ def run(
         problem = cache.save()
         if problem:
             result.warnings.append(problem)
-    result.diagnostics = [diag for diagnostics in per_file for diag in diagnostics]
+    result.diagnostics = settings.apply_severities([diag for diagnostics in per_file for diag in diagnostics])
     result.diagnostics.sort(key=Diagnostic.sort_key)
     return result
 

@@ -1,4 +1,5 @@
-"""GitHub Actions workflow commands: one ``::error`` annotation per finding.
+"""GitHub Actions workflow commands: one annotation per finding, ``::error``, ``::warning`` or
+``::notice`` after its severity.
 
 Escaping follows the runner's rules: in the message ``%``, ``\\r`` and ``\\n`` are
 percent-encoded; in properties also ``:`` and ``,``.
@@ -30,5 +31,5 @@ def render(diagnostics: list[Diagnostic], ctx: RenderContext) -> str:
             "title": diag.code,
         }
         joined = ",".join(f"{key}={escape_property(str(value))}" for key, value in props.items())
-        lines.append(f"::error {joined}::{escape_data(diag.message)}")
+        lines.append(f"::{diag.severity.github_command} {joined}::{escape_data(diag.message)}")
     return "".join(line + "\n" for line in lines)

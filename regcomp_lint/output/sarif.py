@@ -2,7 +2,7 @@
 
 Every rule is described in ``tool.driver.rules`` (so a service can show its docs); each finding is
 a result with a region in 1-based line/column (``columnKind: unicodeCodePoints``, the columns we
-count) and, when it has one, its fix as ``artifactChanges``. File URIs are relative to the
+count), a ``level`` after its severity (error, warning, note) and, when it has one, its fix as ``artifactChanges``. File URIs are relative to the
 ``%SRCROOT%`` base, the current folder.
 """
 
@@ -58,7 +58,7 @@ def rule_descriptor(rule: type[Rule]) -> dict:
         "fullDescription": {"text": rule.docs() or rule.message, "markdown": rule.docs() or rule.message},
         "messageStrings": {"default": {"text": rule.message}},
         "helpUri": RULES_URL.format(code=rule.code),
-        "defaultConfiguration": {"level": "error"},
+        "defaultConfiguration": {"level": rule.severity.sarif_level},
         "properties": properties,
     }
 
@@ -80,7 +80,7 @@ def _result(diag: Diagnostic, index: dict[str, int], ctx: RenderContext) -> dict
     location = artifact_location(diag.filename, ctx)
     result: dict = {
         "ruleId": diag.code,
-        "level": "error",
+        "level": diag.severity.sarif_level,
         "message": {"text": diag.message},
         "locations": [
             {"physicalLocation": {"artifactLocation": location, "region": region(diag.location, diag.end_location)}}

@@ -1,10 +1,13 @@
-"""The closing line of human output: ``Found N errors (M fixable with --fix).`` or ``All checks passed!``."""
+"""The closing line of human output: ``Found 2 errors, 1 warning (M fixable with --fix).`` or ``All checks passed!``.
+
+Counts go by severity, so advice (info) is never announced as an error.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from regcomp_lint.diagnostics import Diagnostic
+from regcomp_lint.diagnostics import Diagnostic, Severity
 from regcomp_lint.output.render_context import RenderContext, plural
 
 INCOMPLETE = "No findings in the files that were read, but not everything could be linted (see the errors below)."
@@ -22,7 +25,7 @@ def summary_line(diagnostics: Sequence[Diagnostic], ctx: RenderContext) -> str:
         note = f"{ctx.fixed} fixed, {remaining} remaining"
         if hidden:
             note += f"; {hidden} fixable with --unsafe-fixes"
-        return f"Found {plural(total, 'error')} ({note})."
+        return f"Found {plural(total, 'finding')} ({note})."
     if remaining == 0:
         return "All checks passed!"
     fixable = sum(ctx.fix_applies(d) for d in diagnostics)
@@ -33,4 +36,14 @@ def summary_line(diagnostics: Sequence[Diagnostic], ctx: RenderContext) -> str:
     if hidden:
         notes.append(f"{hidden} {'more' if fixable else 'fixable'} with --fix --unsafe-fixes")
     suffix = f" ({'; '.join(notes)})" if notes else ""
-    return f"Found {plural(remaining, 'error')}{suffix}."
+    return f"Found {severity_counts(diagnostics)}{suffix}."
+
+
+def severity_counts(diagnostics: Sequence[Diagnostic]) -> str:
+    """``3 errors, 5 warnings, 1 info``: most severe first, levels without findings left out."""
+    parts = []
+    for level in (Severity.ERROR, Severity.WARNING, Severity.INFO):
+        count = sum(d.severity is level for d in diagnostics)
+        if count:
+            parts.append(f"{count} info" if level is Severity.INFO else plural(count, level.value))
+    return ", ".join(parts)

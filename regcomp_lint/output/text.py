@@ -1,19 +1,19 @@
 """Default human format: ``path:line:col: CODE message``, the source line and a caret under the span.
 
-train.py:3:1: RC107 `suppress_errors = True` hides compiler failures ...
+train.py:3:1: RC107 [warning] `suppress_errors = True` hides compiler failures ...
   |
 3 | torch._dynamo.config.suppress_errors = True
   | ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
   = help: Remove the line
 
-Found 1 error.
+Found 1 warning.
 """
 
 from __future__ import annotations
 
 import unicodedata
 
-from regcomp_lint.diagnostics import Diagnostic
+from regcomp_lint.diagnostics import Diagnostic, Severity
 from regcomp_lint.output.render_context import RenderContext
 from regcomp_lint.output.summary import summary_line
 
@@ -26,11 +26,16 @@ def render(diagnostics: list[Diagnostic], ctx: RenderContext) -> str:
     return "\n".join(blocks)
 
 
+#: Colour of a finding's code and severity tag, by severity.
+SEVERITY_COLOR = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "blue"}
+
+
 def header(diag: Diagnostic, ctx: RenderContext) -> str:
-    """``path:line:col: CODE`` with styling, shared with the concise format."""
+    """``path:line:col: CODE [severity]`` with styling, shared with the concise format."""
     path = ctx.style(ctx.display_path(diag.filename), "bold")
     where = f"{path}{ctx.style(':', 'cyan')}{diag.location.row}{ctx.style(':', 'cyan')}{diag.location.column}{ctx.style(':', 'cyan')}"
-    return f"{where} {ctx.style(diag.code, 'bold', 'red')}"
+    color = SEVERITY_COLOR[diag.severity]
+    return f"{where} {ctx.style(diag.code, 'bold', color)} {ctx.style(f'[{diag.severity.value}]', color)}"
 
 
 def fix_marker(diag: Diagnostic, ctx: RenderContext) -> str:

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from regcomp_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
+from regcomp_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
 
 
 def diag(
-    code="RC107", message="msg", filename="a.py", start=(1, 1), end=(1, 2), fix=None, name="suppress-errors"
+    code="RC107",
+    message="msg",
+    filename="a.py",
+    start=(1, 1),
+    end=(1, 2),
+    fix=None,
+    name="suppress-errors",
+    severity=Severity.ERROR,
 ) -> Diagnostic:
-    return Diagnostic(code, name, message, filename, Location(*start), Location(*end), fix)
+    return Diagnostic(code, name, message, filename, Location(*start), Location(*end), fix, severity=severity)
 
 
 def fix(applicability=Applicability.SAFE, content="", start=(1, 1), end=(1, 2), message="Do it") -> Fix:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from regcomp_lint.diagnostics import Applicability
+from regcomp_lint.diagnostics import Applicability, Severity
 from regcomp_lint.output import RenderContext
 from regcomp_lint.output.summary import INCOMPLETE, summary_line
 from tests.output.helpers import diag, fix
@@ -34,16 +34,22 @@ def test_fixable_and_hidden_unsafe_fixes():
     assert summary_line(only_unsafe, RenderContext()) == "Found 1 error (1 fixable with --fix --unsafe-fixes)."
     assert (
         summary_line(only_unsafe, RenderContext(fix_mode=True))
-        == "Found 1 error (0 fixed, 1 remaining; 1 fixable with --unsafe-fixes)."
+        == "Found 1 finding (0 fixed, 1 remaining; 1 fixable with --unsafe-fixes)."
     )
 
 
 def test_after_fix():
-    assert summary_line([], RenderContext(fix_mode=True, fixed=2)) == "Found 2 errors (2 fixed, 0 remaining)."
-    assert summary_line([diag()], RenderContext(fix_mode=True, fixed=1)) == "Found 2 errors (1 fixed, 1 remaining)."
+    assert summary_line([], RenderContext(fix_mode=True, fixed=2)) == "Found 2 findings (2 fixed, 0 remaining)."
+    assert summary_line([diag()], RenderContext(fix_mode=True, fixed=1)) == "Found 2 findings (1 fixed, 1 remaining)."
     assert summary_line([], RenderContext(fix_mode=True)) == "All checks passed!"
 
 
 def test_incomplete_run_never_claims_success():
     assert summary_line([], RenderContext(incomplete=True)) == INCOMPLETE
     assert summary_line([diag()], RenderContext(incomplete=True)) == "Found 1 error."
+
+
+def test_counts_go_by_severity_most_severe_first():
+    found = [diag(severity=Severity.INFO), diag(), diag(severity=Severity.WARNING), diag(severity=Severity.WARNING)]
+    assert summary_line(found, RenderContext()) == "Found 1 error, 2 warnings, 1 info."
+    assert summary_line([diag(severity=Severity.INFO)] * 2, RenderContext()) == "Found 2 info."

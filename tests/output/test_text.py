@@ -15,7 +15,7 @@ def ctx(**kw) -> RenderContext:
 def test_snippet_and_caret_from_in_memory_source():
     d = diag(message="bad backend", filename="t.py", start=(2, 5), end=(2, 8))
     out = render("text", [d], ctx(sources={"t.py": "x = 1\nm = foo(y)\n"}))
-    assert out == ("t.py:2:5: RC107 bad backend\n  |\n2 | m = foo(y)\n  |     ^^^\n\nFound 1 error.\n")
+    assert out == ("t.py:2:5: RC107 [error] bad backend\n  |\n2 | m = foo(y)\n  |     ^^^\n\nFound 1 error.\n")
 
 
 def test_snippet_read_from_disk_with_its_encoding(tmp_path):
@@ -28,7 +28,7 @@ def test_snippet_read_from_disk_with_its_encoding(tmp_path):
 
 def test_unreadable_source_prints_no_snippet():
     out = render("text", [diag(filename="/does/not/exist.py")], ctx())
-    assert out.splitlines()[0] == "/does/not/exist.py:1:1: RC107 msg"
+    assert out.splitlines()[0] == "/does/not/exist.py:1:1: RC107 [error] msg"
     assert "|" not in out
 
 
@@ -55,14 +55,18 @@ def test_fix_markers():
     text = render("text", [safe, unsafe, display], ctx())
     headers = [line for line in text.splitlines() if line.startswith("a.py:")]
     assert headers == [
-        "a.py:1:1: RC107 msg (fixable)",
-        "a.py:1:1: RC107 msg (fixable with --unsafe-fixes)",
-        "a.py:1:1: RC107 msg",
+        "a.py:1:1: RC107 [error] msg (fixable)",
+        "a.py:1:1: RC107 [error] msg (fixable with --unsafe-fixes)",
+        "a.py:1:1: RC107 [error] msg",
     ]
     concise = render("concise", [safe, unsafe, display], ctx()).splitlines()
-    assert concise[:3] == ["a.py:1:1: RC107 [*] msg", "a.py:1:1: RC107 msg", "a.py:1:1: RC107 msg"]
+    assert concise[:3] == [
+        "a.py:1:1: RC107 [error] [*] msg",
+        "a.py:1:1: RC107 [error] msg (fixable with --unsafe-fixes)",
+        "a.py:1:1: RC107 [error] msg",
+    ]
     concise_unsafe = render("concise", [safe, unsafe, display], ctx(unsafe_fixes=True)).splitlines()
-    assert concise_unsafe[:2] == ["a.py:1:1: RC107 [*] msg", "a.py:1:1: RC107 [*] msg"]
+    assert concise_unsafe[:2] == ["a.py:1:1: RC107 [error] [*] msg", "a.py:1:1: RC107 [error] [*] msg"]
 
 
 def test_paths_are_shown_relative_to_the_current_folder(tmp_path):
