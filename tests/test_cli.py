@@ -693,3 +693,36 @@ def test_lint_path_imports_neither_libcst_nor_torch(tmp_path):
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, timeout=60, check=False)
     assert b"HEAVY []" in proc.stderr, proc.stderr.decode()
+
+
+def test_rule_list_is_one_line_per_rule(project):
+    result = invoke("rule", "--list")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == list(ALL_RULES)
+    rc501 = next(line for line in lines if line.startswith("RC501"))
+    assert rc501.split()[1:4] == ["info", "unsafe", "prefer-regional-compilation"]
+
+
+def test_concise_and_statistics_show_fixes_that_need_unsafe_fixes(project):
+    write(project, "b.py", "import torch\nm = torch.compile(torch.nn.Linear(2, 2), backend='inducter')\n")
+    concise = invoke("--format", "concise", "b.py").stdout.splitlines()[0]
+    assert concise.endswith("(fixable with --unsafe-fixes)")
+    stats = invoke("--statistics", "b.py").stdout.splitlines()
+    assert stats[0].endswith("fixable  with --unsafe-fixes")
+    assert stats[1].split()[-2:] == ["0", "1"]
+
+
+def test_a_missing_path_is_not_reported_as_a_clean_run(project):
+    result = invoke("nope.py")
+    assert result.exit_code == 2
+    assert result.stdout == "No files were linted (see the errors below).\n"
+    assert "nope.py: no such file or directory" in result.stderr
+
+
+def test_ignore_all_does_not_claim_all_checks_passed(project):
+    write(project, "bad.py", SUPPRESS)
+    result = invoke("--ignore", "ALL", "bad.py")
+    assert "All checks passed" not in result.stdout
+    assert result.stdout.startswith("No rules are enabled")
+    assert "no rules are enabled" in result.stderr

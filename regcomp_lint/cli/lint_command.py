@@ -69,6 +69,7 @@ class _Outcome:
     warnings: list[str] = field(default_factory=list)
     fixes: list[FileFix] = field(default_factory=list)
     stdin_fixed_bytes: bytes | None = None
+    files_linted: int = 0
 
 
 def lint(opts: LintOptions) -> int:
@@ -88,6 +89,8 @@ def lint(opts: LintOptions) -> int:
     outcome.diagnostics.sort(key=Diagnostic.sort_key)
 
     incomplete = bool(outcome.errors or missing)
+    if not settings.enabled:
+        outcome.warnings.append("no rules are enabled (the selection ignores every rule): nothing was checked")
     status = _emit_diff(outcome) if opts.diff else _emit_report(opts, settings, outcome, incomplete)
     for message in outcome.warnings:  # cost speed only: reported, status unchanged
         click.echo(f"regcomp-lint: warning: {message}", err=True)
@@ -125,6 +128,7 @@ def _lint_stdin(opts: LintOptions, settings: Settings, outcome: _Outcome, fixing
     if opts.fix and not opts.diff:
         outcome.stdin_fixed_bytes = fixed_bytes  # `--fix` on stdin always echoes the code, fixed or not
     outcome.diagnostics.extend(diagnostics)
+    outcome.files_linted += 1
 
 
 def _lint_files(paths: list[str], opts: LintOptions, settings: Settings, outcome: _Outcome, fixing: bool) -> list[str]:
@@ -139,6 +143,7 @@ def _lint_files(paths: list[str], opts: LintOptions, settings: Settings, outcome
     if missing is None:  # older runner: find them here
         missing = [p for p in paths if not os.path.lexists(p)]
     missing_set = set(missing)
+    outcome.files_linted += result.files
     outcome.warnings.extend(getattr(result, "warnings", []))
     outcome.errors.extend(
         e for e in getattr(result, "errors", []) if not any(e.startswith(f"{m}:") for m in missing_set)
@@ -177,9 +182,13 @@ def _stderr_is_tty() -> bool:
 
 
 # -- output ----------------------------------------------------------------------------------
-def _render_context(opts: LintOptions, outcome: _Outcome, stream, incomplete: bool) -> RenderContext:
+def _render_context(
+    opts: LintOptions, settings: Settings, outcome: _Outcome, stream, incomplete: bool
+) -> RenderContext:
     return RenderContext(
         incomplete=incomplete,
+        files_linted=outcome.files_linted,
+        rules_enabled=bool(settings.enabled),
         color=color_enabled(stream),
         unsafe_fixes=opts.unsafe_fixes,
         fix_mode=opts.fix,
@@ -192,7 +201,7 @@ def _emit_report(opts: LintOptions, settings: Settings, outcome: _Outcome, incom
     # `--fix` on stdin: the fixed code owns stdout, the report goes to stderr
     to_stderr = outcome.stdin_fixed_bytes is not None
     stream = sys.stderr if to_stderr else sys.stdout
-    ctx = _render_context(opts, outcome, stream, incomplete)
+    ctx = _render_context(opts, settings, outcome, stream, incomplete)
     if opts.statistics:
         from regcomp_lint.output import statistics
 

@@ -23,6 +23,10 @@ class RenderContext:
     fixed: int = 0
     #: Some paths could not be linted (errors follow the report): no "All checks passed!".
     incomplete: bool = False
+    #: Files (stdin counts as one) that were linted; None: not known (library callers).
+    files_linted: int | None = None
+    #: False when the selection enables no rule at all (``--ignore ALL``): nothing was checked.
+    rules_enabled: bool = True
     #: Text of files that are not on disk (stdin), by filename.
     sources: dict[str, str] = field(default_factory=dict)
     #: Folder paths are shown relative to.

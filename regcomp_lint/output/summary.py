@@ -11,12 +11,16 @@ from regcomp_lint.diagnostics import Diagnostic, Severity
 from regcomp_lint.output.render_context import RenderContext, plural
 
 INCOMPLETE = "No findings in the files that were read, but not everything could be linted (see the errors below)."
+NOTHING_READ = "No files were linted (see the errors below)."
+NO_RULES = "No rules are enabled (the selection ignores them all), so nothing was checked."
 
 
 def summary_line(diagnostics: Sequence[Diagnostic], ctx: RenderContext) -> str:
     remaining = len(diagnostics)
     if ctx.incomplete and remaining == 0 and not ctx.fixed:
-        return INCOMPLETE
+        return NOTHING_READ if ctx.files_linted == 0 else INCOMPLETE
+    if not ctx.rules_enabled and remaining == 0:
+        return NO_RULES
     hidden = 0 if ctx.unsafe_fixes else sum(ctx.hidden_unsafe(d) for d in diagnostics)
     if ctx.fix_mode:
         total = ctx.fixed + remaining

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from regcomp_lint.diagnostics import Applicability, Severity
 from regcomp_lint.output import RenderContext
-from regcomp_lint.output.summary import INCOMPLETE, summary_line
+from regcomp_lint.output.summary import INCOMPLETE, NO_RULES, NOTHING_READ, summary_line
 from tests.output.helpers import diag, fix
 
 
@@ -53,3 +53,8 @@ def test_counts_go_by_severity_most_severe_first():
     found = [diag(severity=Severity.INFO), diag(), diag(severity=Severity.WARNING), diag(severity=Severity.WARNING)]
     assert summary_line(found, RenderContext()) == "Found 1 error, 2 warnings, 1 info."
     assert summary_line([diag(severity=Severity.INFO)] * 2, RenderContext()) == "Found 2 info."
+
+
+def test_nothing_read_and_no_rules_are_said_as_such():
+    assert summary_line([], RenderContext(incomplete=True, files_linted=0)) == NOTHING_READ
+    assert summary_line([], RenderContext(rules_enabled=False)) == NO_RULES
