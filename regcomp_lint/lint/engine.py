@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from functools import cache, lru_cache
 from typing import Any, cast
 
+from regcomp_lint.analysis import dead_code
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.checks import ALL_RULES, Rule
 from regcomp_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
@@ -195,8 +196,11 @@ def lint_text(text: str, filename: str, enabled: frozenset[str]) -> list[Diagnos
     nodes: list[ast.AST] = []
     if rules:
         walk(ctx, rules)
+        spans = dead_code.dead_spans(tree) if any(rule.reports for rule in rules) else []
         for rule in rules:
             for rep in rule.reports:
+                if dead_code.is_dead(rep.node, spans):
+                    continue  # a constant-false flag keeps this code from running
                 diag = Diagnostic(
                     rule.code,
                     rule.name,

@@ -1,0 +1,75 @@
+"""Findings in code a constant-false flag keeps from running are dropped (issue 13: RC501 fired
+on a compile switched off two lines above)."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from regcomp_lint.analysis.dead_code import dead_spans, is_dead
+from regcomp_lint.api import lint_source
+
+MODEL = textwrap.dedent(
+    """
+    import torch
+    from torch import nn
+
+    class Block(nn.Module):
+        def forward(self, x):
+            return x
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = nn.ModuleList([Block() for _ in range(4)])
+
+        def forward(self, x):
+            for b in self.blocks:
+                x = b(x)
+            return x
+
+    model = GPT()
+    """
+)
+
+
+def rc501(tail: str) -> list[int]:
+    return [d.location.row for d in lint_source(MODEL + textwrap.dedent(tail), "train.py") if d.code == "RC501"]
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        "use_compile = False\nif use_compile:\n    model = torch.compile(model)\n",
+        "use_compile = 0\nmodel = torch.compile(model) if use_compile else model\n",
+        "if False:\n    model = torch.compile(model)\n",
+        "eager = None\nif not eager:\n    pass\nelse:\n    model = torch.compile(model)\n",
+        "use_compile = False\nif use_compile and torch.cuda.is_available():\n    model = torch.compile(model)\n",
+    ],
+)
+def test_rc501_is_silent_on_a_compile_switched_off_by_a_constant(tail):
+    assert rc501(tail) == []
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        "use_compile = True\nif use_compile:\n    model = torch.compile(model)\n",
+        # a second binding: the flag may be switched on (argparse, a loop, a function argument)
+        "use_compile = False\nif args.c:\n    use_compile = True\nif use_compile:\n    model = torch.compile(model)\n",
+        "use_compile = False\nfor use_compile in (True,):\n    pass\nif use_compile:\n    model = torch.compile(model)\n",
+        "import os\nif os.environ.get('COMPILE'):\n    model = torch.compile(model)\n",
+    ],
+)
+def test_rc501_still_fires_where_the_compile_may_run(tail):
+    assert len(rc501(tail)) == 1
+
+
+def test_spans_cover_only_the_dead_arm():
+    tree = ast.parse("flag = False\nif flag:\n    a = 1\nelse:\n    b = 2\nc = x if flag else y\n")
+    spans = dead_spans(tree)
+    names = {n.id: is_dead(n, spans) for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    assert names["a"] is True and names["b"] is False
+    assert names["x"] is True and names["y"] is False and names["c"] is False
