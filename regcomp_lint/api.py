@@ -14,7 +14,11 @@ __all__ = ["lint_source", "fix_source", "lint_paths", "trace_model", "recommend"
 
 
 def lint_paths(paths, config: Settings | None = None, **options) -> list[Diagnostic]:
-    """Lint files and directories (recursively, ``*.py``), honouring excludes and the cache."""
+    """Lint files and directories (recursively, ``*.py``), honouring excludes and the cache.
+
+    The files found are the project: RC2xx/RC3xx findings stay only in files a compile of the
+    project reaches, unless selected explicitly (``lint.scope``). ``lint_source`` judges one text
+    on its own and reports them everywhere."""
     from regcomp_lint.lint.runner import run
 
     return run(list(paths), config or Settings(), **options).diagnostics

@@ -182,7 +182,8 @@ def test_cli_concise_output_matches_golden_files(tmp_path):
     if UPDATE:
         pytest.skip("golden files are being regenerated")
     config = tmp_path / "pyproject.toml"  # default settings, like the API calls above
-    config.write_text("[tool.regcomp-lint]\n", encoding="utf-8")
+    # RC2xx/RC3xx named, so they report outside compiled files too, as lint_source does
+    config.write_text('[tool.regcomp-lint]\nextend-select = ["RC2", "RC3"]\n', encoding="utf-8")
     names = [p.name for p in FIXTURES]
     env = dict(os.environ, NO_COLOR="1")
     proc = subprocess.run(

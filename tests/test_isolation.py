@@ -119,7 +119,10 @@ API_SCRIPT = textwrap.dedent(
     per_file = {}
     for path in sorted(fixture_dir.glob("*.py")):
         per_file[path.name] = [[d.code, d.location.row, d.location.column] for d in lint_source(path.read_bytes(), path.name, Settings())]
-    via_paths = [[Path(d.filename).name, d.code, d.location.row, d.location.column] for d in lint_paths([str(fixture_dir)], Settings())]
+    # RC2xx/RC3xx named explicitly: lint_paths then reports them outside compiled files too,
+    # as lint_source (one text, no project) always does
+    everywhere = Settings(extend_select=("RC2", "RC3"))
+    via_paths = [[Path(d.filename).name, d.code, d.location.row, d.location.column] for d in lint_paths([str(fixture_dir)], everywhere)]
     loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "accelerate", "transformers"))
     print(json.dumps({"per_file": per_file, "paths": via_paths, "rules": sorted(ALL_RULES), "loaded": loaded}))
     """

@@ -85,6 +85,12 @@ class Rule:
     graph_break_ids: ClassVar[tuple[str, ...]] = ()
     valid: ClassVar[list[str]] = []
     invalid: ClassVar[list[Invalid]] = []
+    #: Judges a model's own code (graph breaks, per-block recompiles): by default its findings
+    #: are kept only in files a compile of the linted project reaches (``lint.scope``), unless
+    #: the rule is selected explicitly.
+    needs_compiled_module: ClassVar[bool] = False
+    #: Advice for a faster cold start: ``prefer-steady-state = true`` in the config turns it off.
+    cold_start_advice: ClassVar[bool] = False
     #: Tool rules (RC0xx) are produced by the engine itself, not by a visitor.
     engine_rule: ClassVar[bool] = False
 

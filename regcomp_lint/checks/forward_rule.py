@@ -140,6 +140,7 @@ class ForwardRule(Rule, Generic[NodeT]):
     their handlers off. So a ``Call`` costs one handler call however many RC2xx rules run."""
 
     required = ("forward",)
+    needs_compiled_module = True
     #: ast node types whose instances may be candidates (a subset of ``WALKED_TYPES``).
     node_types: ClassVar[tuple[type[ast.AST], ...]] = ()
 

@@ -114,6 +114,7 @@ class PerBlockIntAttribute(Rule):
     code = "RC301"
     name = "per-block-int-attribute"
     severity = Severity.WARNING
+    needs_compiled_module = True
     message = (
         "an int attribute that differs per block is read in forward: every block recompiles under regional compilation"
     )

@@ -104,6 +104,7 @@ class PreferRegionalCompilation(Rule):
     code = "RC501"
     name = "prefer-regional-compilation"
     severity = Severity.INFO
+    cold_start_advice = True
     message = "whole-model compile of a model with repeated blocks: use regional compilation"
     triggers = ("compile", "DynamoPlugin", "dynamo_backend")
     fix_applicability = Applicability.UNSAFE

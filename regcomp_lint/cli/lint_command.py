@@ -21,7 +21,7 @@ from regcomp_lint.cli.shared import STDIN
 from regcomp_lint.diagnostics import Diagnostic
 from regcomp_lint.files.source import DecodeError
 from regcomp_lint.files.writeback import WritebackError, snapshot_bytes
-from regcomp_lint.lint import runner
+from regcomp_lint.lint import runner, scope
 from regcomp_lint.lint.config import Settings
 from regcomp_lint.lint.engine import lint_source
 from regcomp_lint.lint.fix_files import FileFix, fix_file, fix_text, needs_fixing
@@ -114,6 +114,8 @@ def _lint_stdin(opts: LintOptions, settings: Settings, outcome: _Outcome, fixing
         snap = None
     if snap is not None:
         outcome.sources[filename] = snap.text
+        text = snap.text  # stdin is a project of one file: its own compiles decide the scope
+        diagnostics = scope.limit_to_compiled(diagnostics, settings, [filename], lambda _path: text)
     fixed_bytes = data
     if fixing and snap is not None and needs_fixing(diagnostics, opts.unsafe_fixes):
         result = fix_text(snap.text, filename, diagnostics, settings, opts.unsafe_fixes)

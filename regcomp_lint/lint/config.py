@@ -37,6 +37,7 @@ KNOWN_KEYS = (
     "fix-exclude",
     "severity",
     "fail-on",
+    "prefer-steady-state",
 )
 DEFAULT_EXCLUDE = (
     ".git",
@@ -88,6 +89,9 @@ class Settings:
     #: The least severe finding that makes the run exit 1 (``--fail-on``); info findings (advice)
     #: do not fail a run unless asked.
     fail_on: str = Severity.WARNING.value
+    #: The project excludes compile time on purpose (long runs, steady-state speed first): advice
+    #: for a faster cold start (RC501) is off, even when selected.
+    prefer_steady_state: bool = False
     #: Where the settings came from (a pyproject.toml path) and the folder paths are relative to.
     config_file: str | None = None
     root: str = field(default_factory=os.getcwd)
@@ -106,6 +110,8 @@ class Settings:
             raise ConfigError(
                 f"unknown rule selector {str(exc)!r}{where}; valid selectors are ALL, a code prefix such as RC1, a code such as RC101, or a rule name (see `regcomp-lint rule --all`)"
             ) from None
+        if self.prefer_steady_state:
+            enabled = frozenset(code for code in enabled if not ALL_RULES[code].cold_start_advice)
         object.__setattr__(self, "_enabled", enabled)
         object.__setattr__(self, "_severities", severities)
         if self.fail_on not in LEVELS:
@@ -120,6 +126,15 @@ class Settings:
             for code in selection.resolve((selector,), (), (), ALL_RULES, _names()):
                 severities[code] = Severity(level)
         return severities
+
+    def explicitly_selected(self, code: str) -> bool:
+        """``code`` is enabled by a selector that names it (a code, prefix or name), not by ``ALL``."""
+        if code not in self.enabled:
+            return False
+        return any(
+            selector.strip().upper() != "ALL" and code in selection.expand(selector, ALL_RULES, _names())
+            for selector in self.select + self.extend_select
+        )
 
     def severity_of(self, code: str) -> Severity:
         """The rule's severity after ``[tool.regcomp-lint.severity]``."""
@@ -183,6 +198,7 @@ class Settings:
             "fix-exclude": list(self.fix_exclude),
             "severity": dict(self.severity),
             "fail-on": self.fail_on,
+            "prefer-steady-state": self.prefer_steady_state,
             "enabled": sorted(self.enabled),
         }
 
@@ -294,6 +310,10 @@ def load(config_path: str | None = None, start: str = ".") -> Settings:
         if table["fail-on"] not in LEVELS:
             raise ConfigError(f"{where}: `fail-on` must be one of {', '.join(LEVELS)}")
         kwargs["fail_on"] = table["fail-on"]
+    if "prefer-steady-state" in table:
+        if not isinstance(table["prefer-steady-state"], bool):
+            raise ConfigError(f"{where}: `prefer-steady-state` must be true or false")
+        kwargs["prefer_steady_state"] = table["prefer-steady-state"]
     if "respect-gitignore" in table:
         if not isinstance(table["respect-gitignore"], bool):
             raise ConfigError(f"{where}: `respect-gitignore` must be true or false")

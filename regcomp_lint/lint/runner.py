@@ -31,6 +31,8 @@ from regcomp_lint.checks import ALL_RULES
 from regcomp_lint.diagnostics import Diagnostic, Location
 from regcomp_lint.files import reading
 from regcomp_lint.files.discovery import discover
+from regcomp_lint.files.source import DecodeError, decode_source
+from regcomp_lint.lint import scope
 from regcomp_lint.lint.cache import LintCache, content_digest
 from regcomp_lint.lint.config import Settings
 from regcomp_lint.lint.engine import SYNTAX_ERROR, lint_bytes
@@ -98,6 +100,13 @@ def _digests(paths: set[str]) -> tuple[tuple[str, str], ...]:
         except OSError:
             found.append((other, ""))
     return tuple(found)
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        return decode_source(read_file(path))
+    except (OSError, DecodeError):
+        return None
 
 
 def read_file(path: str) -> bytes:
@@ -181,7 +190,9 @@ def run(
         problem = cache.save()
         if problem:
             result.warnings.append(problem)
-    result.diagnostics = settings.apply_severities([diag for diagnostics in per_file for diag in diagnostics])
+    found_diagnostics = [diag for diagnostics in per_file for diag in diagnostics]
+    found_diagnostics = scope.limit_to_compiled(found_diagnostics, settings, found.files, _read_text)
+    result.diagnostics = settings.apply_severities(found_diagnostics)
     result.diagnostics.sort(key=Diagnostic.sort_key)
     return result
 

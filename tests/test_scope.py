@@ -1,0 +1,155 @@
+"""Default scope (issue 13): RC2xx/RC3xx findings only where a compile of the linted project
+reaches the module, everywhere when selected by name; RC501 off under prefer-steady-state."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from regcomp_lint.analysis.compiled_scope import compiled_among, compiles, imported_names
+from regcomp_lint.api import lint_paths
+from regcomp_lint.checks import ALL_RULES
+from regcomp_lint.lint.config import Settings, load
+from regcomp_lint.lint.scope import scoped_codes
+
+PLAIN_MODULE = textwrap.dedent(
+    """
+    import torch
+    from torch import nn
+
+
+    class M(nn.Module):
+        def forward(self, x):
+            print(x)
+            if x.sum() > 0:
+                return x.item()
+            return x
+    """
+)
+BREAKS = {"RC201", "RC202", "RC203"}
+
+
+def codes(paths, settings=None) -> set[str]:
+    return {d.code for d in lint_paths([str(p) for p in paths], settings or Settings(), use_cache=False)}
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_module_nobody_compiles_gets_no_graph_break_findings(tmp_path):
+    model = write(tmp_path, "model.py", PLAIN_MODULE)
+    assert codes([model]) == set()
+
+
+def test_a_module_a_script_of_the_project_compiles_does(tmp_path):
+    write(tmp_path, "model.py", PLAIN_MODULE)
+    write(tmp_path, "train.py", "import torch\nfrom model import M\nm = torch.compile(M())\n")
+    assert codes([tmp_path]) == BREAKS
+
+
+def test_compiled_through_a_chain_of_project_imports(tmp_path):
+    write(tmp_path, "pkg/__init__.py", "")
+    write(tmp_path, "pkg/layers.py", PLAIN_MODULE)
+    write(tmp_path, "pkg/model.py", "from .layers import M\n")
+    write(tmp_path, "train.py", "from accelerate.utils import TorchDynamoPlugin\nfrom pkg.model import M\n")
+    write(tmp_path, "other.py", PLAIN_MODULE)  # imported by nobody who compiles
+    found = {(Path(d.filename).name, d.code) for d in lint_paths([str(tmp_path)], Settings(), use_cache=False)}
+    assert {name for name, _ in found} == {"layers.py"}
+
+
+def test_a_file_that_asks_for_fullgraph_is_in_scope(tmp_path):
+    model = write(tmp_path, "model.py", PLAIN_MODULE + "\nFULLGRAPH = dict(fullgraph=True)\n")
+    assert codes([model]) == BREAKS
+
+
+@pytest.mark.parametrize("selector", ["RC2", "RC203", "print-or-logging"])
+def test_an_explicit_selection_reports_everywhere(tmp_path, selector):
+    model = write(tmp_path, "model.py", PLAIN_MODULE)
+    found = codes([model], Settings(extend_select=(selector,)))
+    assert found and found <= BREAKS
+    assert "RC203" in found
+
+
+def test_all_is_not_an_explicit_selection():
+    assert "RC203" in scoped_codes(Settings(select=("ALL",)))
+    assert "RC203" not in scoped_codes(Settings(select=("RC203",)))
+
+
+def test_scoped_rules_are_the_ones_that_judge_model_code():
+    scoped = {code for code, rule in ALL_RULES.items() if rule.needs_compiled_module}
+    assert {f"RC20{i}" for i in range(1, 10)} | {"RC301"} <= scoped
+    assert not scoped & {"RC210", "RC302", "RC501", "RC101", "RC404"}  # these sit at a compile already
+
+
+def test_compile_signals():
+    assert compiles("m = torch.compile(m)") and compiles("model.compile()") and compiles("TorchDynamoPlugin(")
+    assert compiles("args = TrainingArguments(torch_compile=True)") and compiles("fullgraph=True")
+    assert not compiles("import re\nPAT = re.compile(r'x')\n") and not compiles("class M(nn.Module): pass\n")
+
+
+def test_imported_names_cover_relative_and_submodule_imports():
+    import ast
+
+    tree = ast.parse("import a.b\nfrom . import layers\nfrom ..pkg import mod\nfrom x import *\n")
+    assert imported_names(tree) == ["a.b", ".layers", "..pkg", "..pkg.mod", "x"]
+
+
+def test_in_memory_sources_without_imports():
+    assert compiled_among({"a.py": "torch.compile(m)", "b.py": "x = 1"}) == {str(Path("a.py").resolve())}
+
+
+def test_stdin_is_a_project_of_one_file(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from regcomp_lint.cli.commands import main
+
+    monkeypatch.chdir(tmp_path)
+    plain = CliRunner().invoke(main, ["--format", "concise", "-"], input=PLAIN_MODULE)
+    assert plain.exit_code == 0 and "RC20" not in plain.stdout
+    compiled = CliRunner().invoke(main, ["--format", "concise", "-"], input=PLAIN_MODULE + "m = torch.compile(M())\n")
+    assert compiled.exit_code == 1 and "RC203" in compiled.stdout
+
+
+def test_prefer_steady_state_turns_rc501_off(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.regcomp-lint]\nprefer-steady-state = true\n")
+    settings = load(start=str(tmp_path))
+    assert settings.prefer_steady_state and "RC501" not in settings.enabled
+    assert "RC501" not in Settings(select=("RC501",), prefer_steady_state=True).enabled
+    assert "RC501" in Settings().enabled
+
+
+def test_rc501_is_off_on_a_script_tuned_for_steady_state(tmp_path):
+    script = write(
+        tmp_path,
+        "train.py",
+        textwrap.dedent(
+            """
+            import torch
+            from torch import nn
+
+            class Block(nn.Module):
+                def forward(self, x):
+                    return x
+
+            class GPT(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.blocks = nn.ModuleList([Block() for _ in range(4)])
+
+                def forward(self, x):
+                    for b in self.blocks:
+                        x = b(x)
+                    return x
+
+            model = torch.compile(GPT())
+            """
+        ),
+    )
+    assert codes([script]) == {"RC501"}
+    assert codes([script], Settings(prefer_steady_state=True)) == set()
