@@ -61,6 +61,16 @@ class OrigModStateDict(Rule):
       `keep_torch_compile=False` whose result is saved (`.state_dict()`, passed to `save_model`,
       or `.save_pretrained(...)` when the plugin may compile regionally).
 
+    - parameter names of a compiled model looked up by the plain model's names: `params =
+      {n: p for n, p in model.named_parameters()}` (or `dict(model.named_buffers())`) followed by
+      `params["transformer.wte.weight"]`, where `model` is compiled in the same scope or passed
+      compiled to the function that builds the table (`write_model(model, ...)`): the names
+      start with `_orig_mod.`, so the lookup raises `KeyError`.
+
+    Not reported: a state dict of a compiled model kept in memory and loaded back into that
+    same model (`best = copy.deepcopy(model.state_dict())` ... `model.load_state_dict(best)`),
+    when the copy is never given to a save: its keys match the model they go back into.
+
     A plugin whose backend is not a literal counts as compiling; one without a backend does not
     (accelerate reads `ACCELERATE_DYNAMO_BACKEND`, default `"no"`). `accelerator.save_state()`
     is not reported: it saves the models as they were before compiling.
@@ -102,6 +112,8 @@ class OrigModStateDict(Rule):
     ```
 
     ## Fix safety
+    Naming the parameters through `getattr(model, "_orig_mod", model)` is safe: the same
+    tensors, with the names the literal lookups expect, compiled or not.
     Adding `keep_torch_compile=False` to an `unwrap_model` whose result is saved is safe: the
     prepared model stays compiled and trains on (measured), and what is saved holds the same
     tensors, named the way the model's own class and `accelerator.load_state` expect. The other
@@ -110,7 +122,8 @@ class OrigModStateDict(Rule):
     model).state_dict()` when the compile is conditional, so it still works without it), and
     wrapping the model given to `save_model` / `get_state_dict` or the prepared model in
     `accelerator.unwrap_model(model, keep_torch_compile=False)`, which under FSDP or DeepSpeed
-    hands those paths an unwrapped module. No fix through a DDP wrapper that is not unwrapped
+    hands those paths an unwrapped module. No fix where the file also loads a state dict back
+    into the compiled model (`model.load_state_dict(...)`): unprefixed keys would fail there. No fix through a DDP wrapper that is not unwrapped
     with `.module`.
 
     ## References
@@ -124,7 +137,14 @@ class OrigModStateDict(Rule):
     severity = Severity.ERROR
     message = "the state dict of a compiled model has `_orig_mod.` in every key"
     #: ``save_pretrained`` is judged only after ``unwrap_model``, ``compile_regions`` or a regional plugin.
-    triggers = ("state_dict", "save_model", "unwrap_model", "use_regional_compilation", "compile_regions")
+    triggers = (
+        "state_dict",
+        "save_model",
+        "unwrap_model",
+        "use_regional_compilation",
+        "compile_regions",
+        "named_parameters",
+    )
     fix_applicability = Applicability.SAFE
 
     valid = [
@@ -145,6 +165,15 @@ class OrigModStateDict(Rule):
         "accelerator.save_state('ckpt')\nunwrapped = accelerator.unwrap_model(model, keep_torch_compile=False)\n"
         "accelerator.save(unwrapped.state_dict(), 'm.pt')\n"
         "accelerator.save_model(accelerator.unwrap_model(model, keep_torch_compile=False), 'out')\n",
+        # parameter names of a model that is not compiled, or only iterated (no lookup by name)
+        "import torch\ndef write_model(model, filename):\n"
+        "    params = {name: p.cpu() for name, p in model.named_parameters()}\n"
+        "    torch.save(params['lm_head.weight'], filename)\n"
+        "write_model(GPT(), 'gpt2.bin')\n",
+        "import torch\nmodel = torch.compile(GPT())\ndecay = [p for n, p in model.named_parameters() if p.dim() >= 2]\n",
+        # an in-memory copy loaded back into the same compiled model: the keys match (issue 13)
+        "import copy\nimport torch\nmodel = torch.compile(Net())\nbest = copy.deepcopy(model.state_dict())\n"
+        "train(model)\nmodel.load_state_dict(best)\n",
         # unwrap for generation, not for saving; a whole-model compile saves cleanly through save_pretrained
         "from accelerate import Accelerator\naccelerator = Accelerator(dynamo_backend='inductor')\nmodel = accelerator.prepare(model)\n"
         "text = accelerator.unwrap_model(model).generate(ids)\naccelerator.unwrap_model(model).save_pretrained('out')\n",
@@ -209,6 +238,24 @@ class OrigModStateDict(Rule):
             fixed="import torch\nfrom accelerate import Accelerator\nacc = Accelerator(dynamo_backend='inductor')\nmodel = acc.prepare(model)\n"
             "torch.save(acc.unwrap_model(model, keep_torch_compile=False).state_dict(), 'm.pt')\n",
         ),
+        # saved, and also loaded back into the compiled model: reported, but `_orig_mod.state_dict()`
+        # would break that load, so no fix is offered
+        Invalid(
+            "import copy\nimport torch\nmodel = torch.compile(Net())\nbest = copy.deepcopy(model.state_dict())\n"
+            "model.load_state_dict(best)\ntorch.save({'model': best}, 'ckpt.pt')\n",
+        ),
+        # the named_parameters leak: a helper indexes a compiled model's parameters by plain names
+        Invalid(
+            "import torch\ndef write_model(model, filename):\n"
+            "    params = {name: p.cpu() for name, p in model.named_parameters()}\n"
+            "    torch.save(params['lm_head.weight'], filename)\n"
+            "model = torch.compile(GPT())\nwrite_model(model, 'gpt2.bin')\n",
+            fixed="import torch\ndef write_model(model, filename):\n"
+            '    params = {name: p.cpu() for name, p in getattr(model, "_orig_mod", model).named_parameters()}\n'
+            "    torch.save(params['lm_head.weight'], filename)\n"
+            "model = torch.compile(GPT())\nwrite_model(model, 'gpt2.bin')\n",
+            message="KeyError",
+        ),
         # through DDP without `.module`: reported, fixed by hand
         Invalid(
             "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
@@ -231,6 +278,13 @@ class OrigModStateDict(Rule):
         self._unwraps: set[int] = set()
         self._sinks: list[tuple[str, ast.Call, Where]] = []
         self._reported: set[int] = set()  # unwrap_model calls already reported
+        self._statements: dict[int, ast.stmt | None] = {}  # id(sink call) -> its statement
+        #: ``X.named_parameters()`` calls: (call, where, statement, enclosing function or None)
+        self._named: list[tuple[ast.Call, Where, ast.stmt | None, ast.AST | None]] = []
+        #: calls of plain names (``write_model(model, ...)``) by name, to follow a model into a helper
+        self._calls_by_name: dict[str, list[tuple[ast.Call, Where]]] = {}
+        self._loaded_into: set[str] = set()  # receivers of `X.load_state_dict(...)`, as written
+        self._saved_names: set[str] = set()  # names given to a save call (torch.save(best, ...))
 
     def visit_Call(self, node: ast.Call) -> None:
         if not self._may_compile:
@@ -242,11 +296,25 @@ class OrigModStateDict(Rule):
                 func.value
             ):
                 self._sinks.append((attr, node, self.bindings.here(node)))
+                statement = next((a for a in reversed(self.ctx.ancestors) if isinstance(a, ast.stmt)), None)
+                self._statements[id(node)] = statement
             elif attr == "unwrap_model":
                 self._unwraps.add(id(node))
+            elif attr == "load_state_dict":
+                self._loaded_into.add(self.ctx.source.segment(func.value))
+            elif attr in NAMED_METHODS and not node.args:
+                statement = next((a for a in reversed(self.ctx.ancestors) if isinstance(a, ast.stmt)), None)
+                function = next((a for a in reversed(self.ctx.ancestors) if isinstance(a, FUNCTION_DEFS)), None)
+                self._named.append((node, self.bindings.here(node), statement, function))
+            if attr in SAVE_CALLS:
+                self._saved_names.update(_names_in(node.args, node.keywords))
             elif attr in ("compile", "compile_regions") and node.args:
                 self._compile_call(node)
-        elif isinstance(func, ast.Name) and node.args and self.ctx.imports.imported(func.id):
+        if isinstance(func, ast.Name):
+            self._calls_by_name.setdefault(func.id, []).append((node, self.bindings.here(node)))
+        if isinstance(func, ast.Name) and node.args and self.ctx.imports.imported(func.id):
+            if func.id in SAVE_CALLS:
+                self._saved_names.update(_names_in(node.args, node.keywords))
             self._compile_call(node)
 
     def _compile_call(self, node: ast.Call) -> None:
@@ -272,6 +340,52 @@ class OrigModStateDict(Rule):
                 self._accelerator_save(kind, call, where)
             else:
                 self._module_save(kind, call, where)
+        if self._may_compile:
+            for call, where, statement, function in self._named:
+                self._named_parameters(call, where, statement, function)
+
+    # -- parameter names ---------------------------------------------------------------------
+    def _named_parameters(
+        self, call: ast.Call, where: Where, statement: ast.stmt | None, function: ast.AST | None
+    ) -> None:
+        """``params = {n: p for n, p in model.named_parameters()}`` then ``params["wte.weight"]``:
+        a compiled model names every parameter ``_orig_mod.<name>``, so the lookup raises KeyError."""
+        table = _name_table(statement, call)
+        if table is None or not _looked_up_by_literal(function or self.ctx.tree, table):
+            return
+        receiver = method_receiver(call)
+        held = self._held(receiver, where)
+        via = ""
+        if held is None or held.kind != "compiled" or held.wrappers:
+            held, via = self._compiled_argument(receiver, function)
+        if held is None:
+            return
+        text = self.ctx.source.segment(receiver)
+        message = (
+            f"`{text}` is a compiled model{via}: `{_method(call)}()` names start with `_orig_mod.`, so looking "
+            f'`{table}` up by the plain model\'s names raises KeyError; use `getattr({text}, "_orig_mod", {text}).{_method(call)}()`'
+        )
+        edit = self.ctx.source.replace(receiver, f'getattr({text}, "_orig_mod", {text})')
+        self.report(
+            call, message, fix=self.make_fix("Name the original module's parameters", [edit], Applicability.SAFE)
+        )
+
+    def _compiled_argument(self, receiver: ast.expr, function: ast.AST | None) -> tuple[_Held | None, str]:
+        """A parameter of ``function`` that a call in this file passes a compiled model."""
+        if not isinstance(receiver, ast.Name) or not isinstance(function, FUNCTION_DEFS):
+            return None, ""
+        params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+        if receiver.id not in params:
+            return None, ""
+        index = params.index(receiver.id)
+        for call, where in self._calls_by_name.get(function.name, []):
+            given = next((k.value for k in call.keywords if k.arg == receiver.id), None)
+            if given is None and index < len(call.args) and not isinstance(call.args[index], ast.Starred):
+                given = call.args[index]
+            held = self._held(given, where) if given is not None else None
+            if held is not None and held.kind == "compiled" and not held.wrappers:
+                return held, f" (passed to `{function.name}` on line {call.lineno})"
+        return None, ""
 
     def _module_save(self, kind: str, call: ast.Call, where: Where) -> None:
         receiver = method_receiver(call)
@@ -282,12 +396,29 @@ class OrigModStateDict(Rule):
             self._judge_unwrap(held.call, held.where, regional_only=kind == "save_pretrained")
         elif held.kind == "compiled":
             regional = self._compiles[id(held.call)][0]
+            if kind == "state_dict" and self._round_trip(call, receiver):
+                return
             if kind == "state_dict" or regional:
                 self._report_compiled(call, receiver, held, regional)
         elif held.kind == "prepared" and held.wrappers == 0 and self._may_be_model(held):
             state = self.script.compile_state(self.script.accelerator_of(method_receiver(held.call), held.where))
             if state.compiles and (kind == "state_dict" or state.regional is not False):
                 self._report_prepared(call, receiver, where, kind)
+
+    def _round_trip(self, call: ast.Call, receiver: ast.expr) -> bool:
+        """An in-memory copy of the compiled model's weights that goes back into that same
+        model (``best = copy.deepcopy(model.state_dict())`` ... ``model.load_state_dict(best)``):
+        the keys match, nothing is saved, and ``_orig_mod.state_dict()`` would break the load."""
+        if self.ctx.source.segment(receiver) not in self._loaded_into:
+            return False
+        statement = self._statements.get(id(call))
+        if statement is None:
+            return False
+        if any(isinstance(node, ast.Call) and _called_name(node.func) in SAVE_CALLS for node in ast.walk(statement)):
+            return False  # saved right here
+        targets = statement.targets if isinstance(statement, ast.Assign) else []
+        bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        return bool(bound) and not bound & self._saved_names
 
     def _accelerator_save(self, kind: str, call: ast.Call, where: Where) -> None:
         model = call.args[0] if call.args else keyword_value(call, "model")
@@ -358,6 +489,8 @@ class OrigModStateDict(Rule):
             fixed = None
         message = f"`{text}` {how}; use `{fixed or text + '._orig_mod'}.{_method(call)}(...)`"
         fix = None
+        if text in self._loaded_into:
+            fixed = None  # the file loads a state dict back into the compiled model: unprefixed keys would fail there
         if fixed is not None:
             edit = self.ctx.source.replace(receiver, fixed)
             fix = self.make_fix("Take the state dict of the original module", [edit], Applicability.UNSAFE)
@@ -441,6 +574,58 @@ class OrigModStateDict(Rule):
             inner = self._held(call.args[0], where, depth + 1)
             return replace(inner, wrappers=inner.wrappers + 1) if inner is not None else None
         return None
+
+
+FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+#: Methods whose names carry the ``_orig_mod.`` prefix on a compiled model.
+NAMED_METHODS = ("named_parameters", "named_buffers")
+
+
+def _name_table(statement: ast.stmt | None, call: ast.Call) -> str | None:
+    """The name bound to a dict keyed by the call's names: ``t = dict(m.named_parameters())`` or
+    ``t = {n: p for n, p in m.named_parameters()}``."""
+    if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
+        return None
+    target, value = statement.targets[0], statement.value
+    if not isinstance(target, ast.Name):
+        return None
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict":
+        return target.id if value.args and value.args[0] is call else None
+    if isinstance(value, ast.DictComp) and len(value.generators) == 1 and value.generators[0].iter is call:
+        key, loop = value.key, value.generators[0].target
+        if isinstance(key, ast.Name) and isinstance(loop, ast.Tuple) and loop.elts:
+            first = loop.elts[0]
+            return target.id if isinstance(first, ast.Name) and first.id == key.id else None
+    return None
+
+
+def _looked_up_by_literal(scope: ast.AST, table: str) -> bool:
+    """``table["transformer.wte.weight"]`` somewhere in ``scope``: a name without the prefix."""
+    return any(
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == table
+        and isinstance(node.slice, ast.Constant)
+        and isinstance(node.slice.value, str)
+        and not node.slice.value.startswith("_orig_mod")
+        for node in ast.walk(scope)
+    )
+
+
+#: Calls that write a state dict out (``torch.save``, ``accelerator.save``, safetensors' ``save_file``).
+SAVE_CALLS = frozenset({"save", "save_file", "save_model", "save_pretrained", "save_state"})
+
+
+def _called_name(func: ast.expr) -> str | None:
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else None
+
+
+def _names_in(args: list[ast.expr], keywords: list[ast.keyword]) -> set[str]:
+    """Every name an argument mentions (``{"model": best}`` mentions ``best``)."""
+    values = [*args, *(k.value for k in keywords)]
+    return {n.id for value in values for n in ast.walk(value) if isinstance(n, ast.Name)}
 
 
 def _is_name_chain(node: ast.AST) -> bool:

@@ -86,6 +86,22 @@ PROBE = textwrap.dedent(
         }
         out["regional" if regional else "full"] = r
 
+    # RC404 round trip (issue 13): an in-memory copy goes back into the same compiled model;
+    # the `_orig_mod.state_dict()` the fix used to write does not
+    import copy
+    compiled = torch.compile(Net(), backend="eager")
+    best = copy.deepcopy(compiled.state_dict())
+    compiled.load_state_dict(best)
+    out["round trip loads"] = True
+    try:
+        compiled.load_state_dict(copy.deepcopy(compiled._orig_mod.state_dict()))
+        out["unprefixed into compiled loads"] = True
+    except RuntimeError:
+        out["unprefixed into compiled loads"] = False
+    # the named_parameters leak: parameter names of a compiled model carry the prefix too
+    out["named_parameters"] = next(name for name, _ in compiled.named_parameters())
+    out["named_parameters _orig_mod"] = next(name for name, _ in compiled._orig_mod.named_parameters())
+
     # RC401: with Accelerate's defaults, accelerator.backward(loss) is loss.backward()
     AcceleratorState._reset_state(True)
     acc = Accelerator(cpu=True)
@@ -122,6 +138,16 @@ def test_hand_compile_prefixes_and_in_place_compile_does_not(measured):
     assert "_orig_mod" not in measured["in place"]
     assert measured["compile_regions"].startswith("blocks.0._orig_mod.")
     assert "_orig_mod" not in measured["compile_regions _orig_mod"]
+
+
+def test_a_state_dict_copy_round_trips_into_the_same_compiled_model(measured):
+    assert measured["round trip loads"]
+    assert measured["unprefixed into compiled loads"] is False
+
+
+def test_named_parameters_of_a_compiled_model_carry_the_prefix(measured):
+    assert measured["named_parameters"].startswith("_orig_mod.")
+    assert not measured["named_parameters _orig_mod"].startswith("_orig_mod")
 
 
 def test_accelerate_keeps_the_wrapper_unless_asked(measured):
