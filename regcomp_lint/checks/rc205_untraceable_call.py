@@ -7,7 +7,7 @@ import ast
 from regcomp_lint.checks.base import Invalid
 from regcomp_lint.checks.forward_rule import Break, ForwardRule, Scope
 from regcomp_lint.diagnostics import Severity
-from regcomp_lint.knowledge.graph_breaks import RULE_BREAKS
+from regcomp_lint.knowledge.graph_breaks import EXTENSION_LIBRARIES, RULE_BREAKS, SKIPPED_THIRD_PARTY
 
 #: Calls that dynamo skips (GB0007), each probed under torch 2.13. Not listed because they trace
 #: on their own: random.randint/uniform/randrange, os.getenv, os.environ.get, os.path.join,
@@ -63,6 +63,10 @@ SKIPPED = frozenset(
     }
 )
 _LAST_NAMES = frozenset(name.rsplit(".", 1)[1] for name in SKIPPED)
+#: Libraries a call on a tensor leaves the graph for (see knowledge.graph_breaks).
+THIRD_PARTY = SKIPPED_THIRD_PARTY | EXTENSION_LIBRARIES
+#: Method calls on a tensor that keep its data (the argument still carries it): ``x.cpu().numpy()``.
+DATA_METHODS = frozenset({"cpu", "numpy", "detach", "tolist", "float", "double", "contiguous", "clone", "to"})
 #: Builtins dynamo cannot trace (GB0059).
 UNTRACEABLE_BUILTINS = frozenset({"breakpoint", "open", "input"})
 
@@ -81,6 +85,13 @@ class UntraceableCall(ForwardRule[ast.Call]):
     (`os.getpid`, `os.urandom`, `os.listdir`, `os.path.exists`...), frame inspection
     (`inspect.stack`, `inspect.currentframe`), debuggers (`pdb.set_trace()`, `breakpoint()`),
     `open()` and seeding (`torch.manual_seed`, `torch.cuda.manual_seed`).
+
+    Also calls into a third-party library that dynamo cannot trace, when they are given a tensor
+    or its data (`x.cpu().numpy()`, `x.tolist()`): the libraries torch 2.13 lists in
+    `THIRDPARTY_SKIPLIST` (`networkx`, `pandas`, `sklearn`, `tqdm`...; numpy is traced) and
+    libraries that work in compiled extensions (`scipy`, `cv2`, `PIL`, `skimage`, `numba`,
+    `faiss`). Calls into torch, numpy, the standard library and the project's own modules are
+    not reported here, and neither are calls that get no tensor data.
 
     Each listed call was probed under torch 2.13; calls that trace fine are not reported:
     `random.randint`, `random.uniform`, `os.getenv`, `os.environ.get`, `os.path.join`,
@@ -110,7 +121,10 @@ class UntraceableCall(ForwardRule[ast.Call]):
     y = model(x)
     ```
     Use `torch.rand`/`torch.randint` (traced, seeded by `torch.manual_seed` outside) instead
-    of Python's `random`.
+    of Python's `random` for values that feed tensor math. A random value that decides a Python
+    branch (`if random.random() < p:`) still breaks when drawn with `torch.rand` (branching on a
+    tensor's value is RC202's break): draw it outside `forward` and pass the decision in, or keep
+    both arms as tensors with `torch.where`.
 
     ## Fix safety
     No fix: moving the call out of `forward` is a design change.
@@ -138,8 +152,24 @@ class UntraceableCall(ForwardRule[ast.Call]):
         "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def forward(self, x):\n        time = self.clock\n"
         "        return x * time.time()\n",
         _net("if not torch.compiler.is_compiling():\n    self.t0 = time.perf_counter()\nreturn x"),
+        # third-party calls on no tensor data, numpy (traced), and the project's own helpers
+        "import scipy.special\nimport numpy as np\nfrom torch import nn\nclass Net(nn.Module):\n"
+        "    def forward(self, x):\n        c = scipy.special.comb(5, 2)\n        y = np.sqrt(x.numpy())\n"
+        "        return x * c\n",
     ]
     invalid = [
+        # a library dynamo cannot trace, on a tensor's data (issue 13)
+        Invalid(
+            "import torch\nfrom scipy.optimize import linear_sum_assignment\nfrom torch import nn\n"
+            "class Matcher(nn.Module):\n    def forward(self, cost):\n"
+            "        rows, cols = linear_sum_assignment(cost.detach().cpu().numpy())\n        return cost[rows, cols]\n",
+            message="`scipy`",
+        ),
+        Invalid(
+            "import networkx as nx\nfrom torch import nn\nclass Net(nn.Module):\n    def forward(self, x):\n"
+            "        g = nx.from_numpy_array(x.cpu().numpy())\n        return x\n",
+            message="dynamo skips it",
+        ),
         Invalid(_net("t0 = time.perf_counter()\nreturn x"), message="GB0007"),
         Invalid(_net("return x * random.random()")),
         Invalid(_net("torch.manual_seed(0)\nreturn x")),
@@ -161,8 +191,10 @@ class UntraceableCall(ForwardRule[ast.Call]):
     def candidate(cls, node: ast.Call) -> bool:
         func = node.func
         if type(func) is ast.Attribute:
-            return func.attr in _LAST_NAMES
-        return type(func) is ast.Name and (func.id in UNTRACEABLE_BUILTINS or func.id in _LAST_NAMES)
+            return func.attr in _LAST_NAMES or (bool(node.args or node.keywords) and _root_name(func) is not None)
+        return type(func) is ast.Name and (
+            func.id in UNTRACEABLE_BUILTINS or func.id in _LAST_NAMES or bool(node.args or node.keywords)
+        )
 
     @classmethod
     def judge(cls, node: ast.Call, scope: Scope) -> Break | None:
@@ -174,4 +206,37 @@ class UntraceableCall(ForwardRule[ast.Call]):
         qualname = scope.imports.qualname(func)
         if qualname in SKIPPED and scope.resolves_to(func, qualname):
             return Break(f"`{qualname}` is skipped by dynamo: graph break (GB0007); keep it out of `forward`", "GB0007")
+        if qualname and qualname.split(".")[0] in THIRD_PARTY and _takes_tensor_data(node, scope):
+            library = qualname.split(".")[0]
+            why = "dynamo skips it" if library in SKIPPED_THIRD_PARTY else "it runs compiled code dynamo cannot trace"
+            return Break(
+                f"`{qualname}` is a call into `{library}` on tensor data, and {why}: graph break (GB0007); "
+                "do it outside `forward`, or with torch ops",
+                "GB0007",
+            )
         return None
+
+
+def _root_name(func: ast.Attribute) -> str | None:
+    """``scipy`` of ``scipy.optimize.linear_sum_assignment``; None for ``self.x.f`` or a call chain."""
+    node: ast.expr = func
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) and node.id != "self" else None
+
+
+def _takes_tensor_data(call: ast.Call, scope: Scope) -> bool:
+    """An argument is a tensor, or a tensor's data (``t.cpu().numpy()``, ``t.detach().tolist()``)."""
+    oracle = scope.tensors
+    for arg in (*call.args, *(k.value for k in call.keywords)):
+        value = arg.value if isinstance(arg, ast.Starred) else arg
+        while (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr in DATA_METHODS
+            and not oracle.is_tensor(value)
+        ):
+            value = value.func.value
+        if oracle.is_tensor(value):
+            return True
+    return False

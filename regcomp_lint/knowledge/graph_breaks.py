@@ -209,3 +209,30 @@ REGISTRY: dict[str, dict] = {
     },
 }
 # --- END REGISTRY ---
+
+#: Third-party libraries whose functions dynamo never traces: ``THIRDPARTY_SKIPLIST`` in torch
+#: 2.13's ``torch/_dynamo/trace_rules.py`` without numpy (traced through ``torch._numpy``). A call
+#: into them from traced code breaks the graph (GB0007; measured for ``networkx.path_graph``).
+SKIPPED_THIRD_PARTY = frozenset(
+    {
+        "fx2trt_oss",
+        "hypothesis",
+        "networkx",
+        "onnx",
+        "onnxruntime",
+        "onnx_tf",
+        "pandas",
+        "sklearn",
+        "tabulate",
+        "tensorflow",
+        "tensorrt",
+        "torch2trt",
+        "tqdm",
+        "tree",
+        "tvm",
+        "xarray",
+    }
+)
+#: Libraries whose work happens in compiled extensions on NumPy arrays or images: dynamo has no
+#: Python code to trace there, so a tensor (or its ``.numpy()``) handed to them leaves the graph.
+EXTENSION_LIBRARIES = frozenset({"scipy", "cv2", "PIL", "skimage", "numba", "faiss"})
