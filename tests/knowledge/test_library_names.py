@@ -192,3 +192,11 @@ def _small_stack(name: str):
 def test_foreign_framework_prefixes_are_module_paths():
     for prefix, label in training_libraries.FOREIGN_FRAMEWORKS:
         assert prefix.replace("_", "").replace(".", "").isalnum() and label
+
+
+def test_skipped_third_party_is_dynamos_skiplist_without_numpy():
+    from torch._dynamo import trace_rules
+
+    from regcomp_lint.knowledge.graph_breaks import SKIPPED_THIRD_PARTY
+
+    assert set(trace_rules.THIRDPARTY_SKIPLIST) - {"numpy"} == SKIPPED_THIRD_PARTY
