@@ -198,10 +198,13 @@ class CompileInLoop(Rule):
     that tests its own result (`if compiled is None: compiled = torch.compile(model)`).
 
     ## Why is this bad
-    Each `torch.compile` call builds a new compiled wrapper; the compiled code is cached per code
-    object, so the repeat costs guard checks, cache lookups and, when something captured changed,
-    a full recompile each time, until `recompile_limit` (8) is hit and the function silently
-    runs uncompiled. Inside a training loop this turns a one-off cold start into a per-step tax.
+    Each `torch.compile` call builds a new compiled wrapper. The compiled code is cached per code
+    object, so wrapping the same model again does not recompile it (torch 2.13, measured: five
+    passes, one graph), but every pass pays the wrapper's set-up, a cache lookup and the guard
+    checks (about 1 ms a pass for a 3-layer model on CPU, against 0.1 ms for a model compiled
+    once). When something the compiled code captures changes between passes (a closure value, a
+    new module object) it does recompile, until `recompile_limit` (8) is hit and the function
+    silently runs uncompiled. Inside a training loop this turns a one-off cost into a per-step tax.
 
     ## Example
     ```python
@@ -239,7 +242,7 @@ class CompileInLoop(Rule):
     code = "RC104"
     name = "compile-in-loop"
     severity = Severity.WARNING
-    message = "compile runs again and again: compile once, outside the loop"
+    message = "a compiled wrapper is built again and again: compile once, outside the loop"
     triggers = ("compile", "optimize")
 
     valid = [
@@ -364,7 +367,11 @@ class CompileInLoop(Rule):
 
     @staticmethod
     def _message(what: str, found: Repetition) -> str:
+        cost = "a new compiled wrapper (set-up and guard checks; a recompile when what it captures changes)"
         if found.kind == "comprehension":
-            return f"`{what}` inside a comprehension runs for every item: compile once, outside it"
+            return f"`{what}` inside a comprehension builds {cost} for every item: compile once, outside it"
         loop = "while" if isinstance(found.node, ast.While) else "for"
-        return f"`{what}` inside the `{loop}` loop on line {found.node.lineno} runs on every iteration: compile once, before the loop"
+        return (
+            f"`{what}` inside the `{loop}` loop on line {found.node.lineno} builds {cost} on every "
+            "iteration: compile once, before the loop"
+        )

@@ -76,6 +76,15 @@ class RnnModule(ForwardRule[ast.Call]):
         _rnn_net("self.rnn = nn.GRU(4, 4)", "return x") + "    def encode(self, x):\n        return self.rnn(x)\n",
     ]
     invalid = [
+        # word_language_model: `getattr(nn, rnn_type)` (LSTM by default) or `nn.RNN`: the message
+        # does not claim it is an `nn.RNN` (issue 13)
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self, rnn_type='LSTM'):\n"
+            "        super().__init__()\n        if rnn_type in ['LSTM', 'GRU']:\n"
+            "            self.rnn = getattr(nn, rnn_type)(4, 4)\n        else:\n            self.rnn = nn.RNN(4, 4)\n"
+            "    def forward(self, x):\n        return self.rnn(x)\n",
+            message="`self.rnn` may be an `nn.RNN` (one of the 2 ways",
+        ),
         Invalid(
             _rnn_net("self.rnn = nn.LSTM(4, 4, batch_first=True)", "out, _ = self.rnn(x)\nreturn out"), message="GB0014"
         ),
@@ -103,13 +112,35 @@ class RnnModule(ForwardRule[ast.Call]):
             for qualname in sub.external:
                 last = qualname.rsplit(".", 1)[-1]
                 if qualname.startswith("torch.nn.") and last in RNN_CLASSES:
+                    ways = _assignments(scope.func.cls.node if scope.func.cls else None, sub.attr)
+                    what = (
+                        f"`self.{sub.attr}` may be an `nn.{last}` (one of the {ways} ways the class builds it; "
+                        "every `nn.LSTM`/`GRU`/`RNN` behaves the same)"
+                        if ways > 1
+                        else f"`nn.{last}`"
+                    )
                     return Break(
-                        f"`nn.{last}` is not traced by dynamo: the calling frame falls back to eager (GB0014), and "
+                        f"{what} is not traced by dynamo: the calling frame falls back to eager (GB0014), and "
                         "`fullgraph=True` raises; keep it out of the compiled region or set "
                         "`torch._dynamo.config.allow_rnn = True`",
                         "GB0014",
                     )
         return None
+
+
+def _assignments(cls: ast.ClassDef | None, attr: str) -> int:
+    """How many ``self.<attr> = ...`` statements the class has (one per way it is built)."""
+    if cls is None:
+        return 0
+    return sum(
+        1
+        for node in ast.walk(cls)
+        if isinstance(node, ast.Assign)
+        and any(
+            isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name) and t.value.id == "self"
+            for t in node.targets
+        )
+    )
 
 
 def _called_submodules(expr: ast.AST, scope: Scope, depth: int) -> list[Submodule]:

@@ -29,11 +29,15 @@ class ManualDevicePlacement(Rule):
     and a hand-moved batch lands on the wrong GPU in every process but the first.
 
     ## Why is this bad
-    `"cuda"` means the current CUDA device, which is GPU 0 in every process unless something
-    called `torch.cuda.set_device`. Under `accelerate launch --multi_gpu` each process owns a
-    different GPU (`accelerator.device` is `cuda:{local_rank}`), so tensors moved by hand end up
-    on GPU 0 next to a model on GPU 3: a device-mismatch error at best, every process crowding
-    one GPU at worst. On `accelerate launch --cpu`, or a machine without CUDA, `.cuda()` fails.
+    The script stops running where Accelerate runs it. `"cuda"` means the current CUDA device;
+    on a multi-GPU launch, building the `Accelerator` sets it to the process's own GPU
+    (accelerate 1.15's `PartialState.set_device` calls `torch.cuda.set_device(cuda:{local
+    process index})`), so a bare `"cuda"` after that point lands where `accelerator.device` is.
+    The risks are the rest: on hardware that is not CUDA (`accelerate launch --cpu`, Apple MPS,
+    Intel XPU, NPU, TPU) `.cuda()` and `"cuda"` fail where `accelerator.device` works; a fixed
+    index (`"cuda:0"`, or `f"cuda:{rank}"` with the global rank on several machines) pins every
+    process to one GPU; and a `"cuda"` placement that runs before the `Accelerator` is built
+    still means GPU 0 in every process.
 
     ## Example
     ```python
