@@ -129,6 +129,11 @@ def _plugin_mode(ctx, param, value):
 @click.option(
     "--diff", is_flag=True, help="Print a unified diff of the fixes instead of writing them; exit 1 when there is one."
 )
+@click.option(
+    "--add-noqa",
+    is_flag=True,
+    help="Write a `# noqa: CODE` comment for every current finding (to adopt the linter on existing code).",
+)
 @click.option("--statistics", is_flag=True, help="Print how often each rule fired instead of the findings.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings (errors still exit 2).")
 @click.option(
@@ -160,6 +165,7 @@ def main(
     fix,
     unsafe_fixes,
     diff,
+    add_noqa,
     statistics,
     exit_zero,
     fail_on,
@@ -188,6 +194,7 @@ def main(
         exit_zero=exit_zero,
         fail_on=fail_on.lower() if fail_on else None,
         statistics=statistics,
+        add_noqa=add_noqa,
         no_cache=no_cache,
         jobs=jobs,
         config=config_path,

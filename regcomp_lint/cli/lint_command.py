@@ -45,6 +45,7 @@ class LintOptions:
     #: ``--fail-on``: overrides the config's ``fail-on``; None: keep it.
     fail_on: str | None = None
     statistics: bool = False
+    add_noqa: bool = False
     no_cache: bool = False
     jobs: int | None = None
     config: str | None = None
@@ -88,6 +89,8 @@ def lint(opts: LintOptions) -> int:
         missing = _lint_files(file_paths, opts, settings, outcome, fixing)
     outcome.diagnostics.sort(key=Diagnostic.sort_key)
 
+    if opts.add_noqa:
+        return _add_noqa(opts, outcome, missing)
     incomplete = bool(outcome.errors or missing)
     if not settings.enabled:
         outcome.warnings.append("no rules are enabled (the selection ignores every rule): nothing was checked")
@@ -181,6 +184,34 @@ def _stderr_is_tty() -> bool:
         return sys.stderr.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def _add_noqa(opts: LintOptions, outcome: _Outcome, missing: list[str]) -> int:
+    """``--add-noqa``: suppress every current finding in place; report how many on stderr."""
+    from regcomp_lint.lint.add_noqa import add_noqa_file
+
+    if STDIN in opts.paths or (not opts.paths and opts.stdin_filename):
+        echo_error("--add-noqa writes files; it does not take code from stdin")
+        return EXIT_ERROR
+    by_file: dict[str, list[Diagnostic]] = defaultdict(list)
+    for diag in outcome.diagnostics:
+        by_file[diag.filename].append(diag)
+    added = skipped = files = 0
+    for filename, found in by_file.items():
+        result = add_noqa_file(filename, found)
+        if result.error:
+            outcome.errors.append(result.error)
+            continue
+        added += result.added
+        skipped += result.skipped
+        files += bool(result.added)
+    note = f" ({skipped} could not be: fix or suppress them by hand)" if skipped else ""
+    click.echo(f"Added {plural(added, 'noqa directive')} in {plural(files, 'file')}{note}.", err=True)
+    for message in outcome.errors:
+        echo_error(message)
+    for path in missing:
+        echo_error(f"{path}: no such file or directory")
+    return EXIT_ERROR if outcome.errors or missing else EXIT_OK
 
 
 # -- output ----------------------------------------------------------------------------------
