@@ -38,6 +38,7 @@ RULE_TEMPLATE = '''\
 import ast
 
 from regcomp_lint.checks.base import Invalid, Rule
+from regcomp_lint.diagnostics import Severity
 
 #: TODO: the placeholder check reports a call to this name; replace it with the real check.
 PLACEHOLDER_CALL = "{placeholder}"
@@ -67,6 +68,9 @@ class {class_name}(Rule):
 
     code = "{code}"
     name = "{name}"
+    # TODO: error (fails or goes wrong at run time), warning (costs compiled speed) or info (advice);
+    # say why in "Why is this bad".
+    severity = Severity.WARNING
     # TODO: the message says what is wrong at this place and what to do.
     {message_line}
     triggers = (PLACEHOLDER_CALL,)
