@@ -88,9 +88,13 @@ def test_scoped_rules_are_the_ones_that_judge_model_code():
 
 
 def test_compile_signals():
-    assert compiles("m = torch.compile(m)") and compiles("model.compile()") and compiles("TorchDynamoPlugin(")
-    assert compiles("args = TrainingArguments(torch_compile=True)") and compiles("fullgraph=True")
+    assert compiles("m = torch.compile(m)") and compiles("model.compile()") and compiles("p = TorchDynamoPlugin()")
+    assert compiles("args = TrainingArguments(torch_compile=True)") and compiles("fullgraph = True")
+    assert compiles("from accelerate.utils import compile_regions\n")
+    assert compiles("import os\nos.environ['ACCELERATE_DYNAMO_BACKEND'] = 'inductor'\n")
     assert not compiles("import re\nPAT = re.compile(r'x')\n") and not compiles("class M(nn.Module): pass\n")
+    # a mention in a docstring or a comment is not a compile (the transformers tree is full of them)
+    assert not compiles('def f():\n    """Works with torch.compile(fullgraph=True)."""\n    # torch.compile(m)\n')
 
 
 def test_imported_names_cover_relative_and_submodule_imports():

@@ -38,9 +38,55 @@ COMPILE_SIGNAL = re.compile(
 )
 
 
+#: Names whose use in code (called, passed, or as a keyword) compiles or asks for a compile.
+COMPILE_NAMES = frozenset({"compile_regions", "compile_repeated_blocks", "TorchDynamoPlugin", "nested_compile_region"})
+COMPILE_KEYWORDS = frozenset({"fullgraph", "dynamo_backend", "dynamo_plugin", "torch_compile"})
+
+
 def compiles(text: str) -> bool:
-    """The file compiles something, or asks for a compile (``fullgraph``, a dynamo plugin)."""
-    return COMPILE_SIGNAL.search(text) is not None
+    """The file's code (not its comments or docstrings) compiles something, or asks for a
+    compile (``fullgraph=``, a dynamo plugin, ``ACCELERATE_DYNAMO_*`` set)."""
+    if COMPILE_SIGNAL.search(text) is None:
+        return False  # the cheap test: most files never mention a compile
+    tree = _parse(text)
+    return tree is not None and _compiles_in(tree)
+
+
+def _compiles_in(tree: ast.AST) -> bool:
+    docstrings = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            if node.attr == "compile" and not (isinstance(node.value, ast.Name) and node.value.id in ("re", "regex")):
+                return True
+            if node.attr in COMPILE_NAMES or (node.attr == "optimize" and _ends_with(node.value, "_dynamo")):
+                return True
+        elif isinstance(node, ast.Name) and node.id in COMPILE_NAMES | COMPILE_KEYWORDS:
+            return True
+        elif isinstance(node, ast.alias) and node.name.rsplit(".", 1)[-1] in COMPILE_NAMES:
+            return True
+        elif isinstance(node, ast.keyword) and node.arg in COMPILE_KEYWORDS:
+            return True
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and node.value.startswith("ACCELERATE_DYNAMO_")
+            and id(node) not in docstrings
+        ):
+            return True
+    return False
+
+
+def _ends_with(node: ast.AST, attr: str) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == attr or isinstance(node, ast.Name) and node.id == attr
+
+
+def _parse(text: str) -> ast.Module | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 def imported_names(tree: ast.AST) -> list[str]:
@@ -77,13 +123,8 @@ def compiled_files(paths: Iterable[str], read: Callable[[str], str | None]) -> s
     while frontier:
         current = frontier.pop()
         text = text_of(current)
-        if text is None:
-            continue
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = _parse(text) if text is not None else None
+        if tree is None:
             continue
         for name in imported_names(tree):
             found = module_file(current, name)
