@@ -157,3 +157,13 @@ def test_rc501_is_off_on_a_script_tuned_for_steady_state(tmp_path):
     )
     assert codes([script]) == {"RC501"}
     assert codes([script], Settings(prefer_steady_state=True)) == set()
+
+
+def test_a_changed_model_file_alone_is_judged_against_its_project(tmp_path, monkeypatch):
+    """pre-commit passes only model.py: the train.py that compiles it is found under the config's root."""
+    model = write(tmp_path, "model.py", PLAIN_MODULE)
+    write(tmp_path, "train.py", "import torch\nfrom model import M\nm = torch.compile(M())\n")
+    assert codes([model]) == set()  # no config: the files given are the whole project
+    write(tmp_path, "pyproject.toml", "[tool.regcomp-lint]\n")
+    monkeypatch.chdir(tmp_path)
+    assert codes([model], load(start=str(model))) == BREAKS

@@ -102,6 +102,14 @@ def _digests(paths: set[str]) -> tuple[tuple[str, str], ...]:
     return tuple(found)
 
 
+def _project_files(settings: Settings) -> list[str]:
+    """The Python files under the config file's folder (none without a config: the working
+    folder may be a home directory, not a project)."""
+    if settings.config_file is None:
+        return []
+    return list(discover([settings.root], settings).files)
+
+
 def _read_text(path: str) -> str | None:
     try:
         return decode_source(read_file(path))
@@ -191,7 +199,9 @@ def run(
         if problem:
             result.warnings.append(problem)
     found_diagnostics = [diag for diagnostics in per_file for diag in diagnostics]
-    found_diagnostics = scope.limit_to_compiled(found_diagnostics, settings, found.files, _read_text)
+    found_diagnostics = scope.limit_to_compiled(
+        found_diagnostics, settings, found.files, _read_text, lambda: _project_files(settings)
+    )
     result.diagnostics = settings.apply_severities(found_diagnostics)
     result.diagnostics.sort(key=Diagnostic.sort_key)
     return result

@@ -31,10 +31,20 @@ def limit_to_compiled(
     settings: Settings,
     project: Iterable[str],
     read: Callable[[str], str | None],
+    whole_project: Callable[[], list[str]] | None = None,
 ) -> list[Diagnostic]:
-    """``diagnostics`` without the scoped rules' findings in files no compile of ``project`` reaches."""
+    """``diagnostics`` without the scoped rules' findings in files no compile of ``project`` reaches.
+
+    ``whole_project()`` (the files under the config's root) is asked only when some finding's
+    file is not reached by the linted files alone: pre-commit lints the changed ``model.py``
+    without the ``train.py`` that compiles it.
+    """
     scoped = scoped_codes(settings)
     if not any(d.code in scoped for d in diagnostics):
         return diagnostics
+    project = list(project)
     compiled = compiled_files(project, read)
+    unreached = {os.path.abspath(d.filename) for d in diagnostics if d.code in scoped} - compiled
+    if unreached and whole_project is not None:
+        compiled |= compiled_files(sorted(set(project) | set(whole_project())), read)
     return [d for d in diagnostics if d.code not in scoped or os.path.abspath(d.filename) in compiled]
