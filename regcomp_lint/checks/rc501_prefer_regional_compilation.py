@@ -62,6 +62,10 @@ class PreferRegionalCompilation(Rule):
     to ~52 s at 24, while regional compilation, which compiles one block and reuses the code for
     its identical siblings, stayed at ~23 s at every depth. The steady training step was about
     5-10% slower than a whole-model compile: a long run on a shallow model may prefer whole.
+    That trade-off is why this is advice (severity info, which does not fail a run unless
+    `--fail-on info`), why a project that excludes compile time on purpose turns it off with
+    `prefer-steady-state = true`, and why a compile behind a constant-false flag
+    (`use_compile = False`) is not reported.
 
     ## Example
     ```python
