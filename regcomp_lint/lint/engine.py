@@ -21,9 +21,11 @@ from typing import Any, cast
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.checks import ALL_RULES, Rule
 from regcomp_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
+from regcomp_lint.files.kinds import Kind, kind_of
 from regcomp_lint.files.source import DecodeError, Positioned, SourceFile, decode_source
 from regcomp_lint.lint import suppressions as sup_mod
 from regcomp_lint.lint.config import Settings
+from regcomp_lint.lint.settings_engine import lint_settings_text
 
 SYNTAX_ERROR = "RC001"
 UNUSED_SUPPRESSION = "RC002"
@@ -182,6 +184,9 @@ def walk(ctx: FileContext, rules: list[Rule]) -> None:
 
 
 def lint_text(text: str, filename: str, enabled: frozenset[str]) -> list[Diagnostic]:
+    kind = kind_of(filename, text)
+    if kind is not Kind.PYTHON:
+        return lint_settings_text(text, filename, kind, enabled, _apply_suppressions)
     source = SourceFile(filename, text)
     try:
         tree = _parse(text, filename)
@@ -268,9 +273,13 @@ def _suppressions_matter(text: str, found: bool, enabled: frozenset[str]) -> boo
 
 
 def _apply_suppressions(
-    found: list[tuple[Diagnostic, int]], source: SourceFile, enabled: frozenset[str]
+    found: list[tuple[Diagnostic, int]],
+    source: SourceFile,
+    enabled: frozenset[str],
+    comments: list[tuple[int, int, str]] | None = None,
 ) -> list[Diagnostic]:
-    index = sup_mod.SuppressionIndex(sup_mod.parse(source.text, source.lines))
+    """``comments``: a settings file's ``#`` comments (None: tokenize the Python text)."""
+    index = sup_mod.SuppressionIndex(sup_mod.parse(source.text, source.lines, comments))
     kept: list[Diagnostic] = []
     for diag, stmt_row in found:
         sup = index.match(diag.code, diag.location.row, stmt_row)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from regcomp_lint.checks import ALL_RULES, Rule, rule_by_name
 from regcomp_lint.diagnostics import RULES_URL, Applicability
+from regcomp_lint.files.kinds import kind_of
 
 #: Where the generated pages live in a source checkout.
 RULES_DIR = Path(__file__).resolve().parents[2] / "rules"
@@ -95,6 +96,31 @@ def _examples(rule: type[Rule]) -> list[str]:
         lines += ["### Not reported", ""]
         for code in rule.valid:
             lines += [_code_block(code), ""]
+    lines += _settings_examples(rule)
+    return lines
+
+
+#: Code-block language per settings file kind.
+_FENCE = {
+    "yaml": "yaml",
+    "json": "json",
+    "shell": "bash",
+    "makefile": "makefile",
+    "dockerfile": "dockerfile",
+    "dotenv": "bash",
+}
+
+
+def _settings_examples(rule: type[Rule]) -> list[str]:
+    if not rule.settings_invalid and not rule.settings_valid:
+        return []
+    lines = ["### In settings files (YAML, JSON, shell, Makefile, Dockerfile, `.env`)", ""]
+    for title, examples in (("Reported", rule.settings_invalid), ("Not reported", rule.settings_valid)):
+        for example in examples:
+            fence = _FENCE[kind_of(example.filename).value]
+            lines += [f"{title} in `{example.filename}`:", "", f"```{fence}\n{example.code.rstrip()}\n```", ""]
+            if example.fixed is not None:
+                lines += ["After the fix:", "", f"```{fence}\n{example.fixed.rstrip()}\n```", ""]
     return lines
 
 

@@ -24,8 +24,43 @@ INVALID = [
 ]
 
 
-def findings(rule, src):
-    return [d for d in lint_source(src, "example.py") if d.code == rule.code]
+SETTINGS_VALID = [
+    pytest.param(rule, ex, id=f"{code}-settings-valid-{i}")
+    for code, rule in ALL_RULES.items()
+    for i, ex in enumerate(rule.settings_valid)
+]
+SETTINGS_INVALID = [
+    pytest.param(rule, ex, id=f"{code}-settings-invalid-{i}")
+    for code, rule in ALL_RULES.items()
+    for i, ex in enumerate(rule.settings_invalid)
+]
+
+
+def findings(rule, src, filename="example.py"):
+    return [d for d in lint_source(src, filename) if d.code == rule.code]
+
+
+@pytest.mark.parametrize("rule,example", SETTINGS_VALID)
+def test_settings_valid_example_has_no_finding(rule, example):
+    assert findings(rule, example.code, example.filename) == []
+
+
+@pytest.mark.parametrize("rule,example", SETTINGS_INVALID)
+def test_settings_invalid_example_is_found(rule, example):
+    found = findings(rule, example.code, example.filename)
+    assert len(found) == example.count, found
+    if example.message:
+        assert example.message in found[0].message
+    if example.fixed is None:
+        assert not [d for d in found if d.fix and d.fix.applicability is not Applicability.DISPLAY]
+        return
+    text, applied = apply_fixes(example.code, found, unsafe=True, filename=example.filename)
+    assert applied and text == example.fixed
+
+
+def test_rules_with_settings_examples_read_settings():
+    for rule in ALL_RULES.values():
+        assert bool(rule.settings_invalid) == rule.reads_settings(), rule.code
 
 
 @pytest.mark.parametrize("rule,src", VALID)

@@ -1,0 +1,47 @@
+"""Compile settings written outside Python: ``accelerate config`` YAML, ``accelerate launch``
+flags, ``ACCELERATE_DYNAMO_*`` variables, ``TrainingArguments`` flags and files.
+
+:func:`mentions_settings` is the prefilter (a substring test, no parsing): most YAML, JSON and
+shell files in a repository hold no compile setting and are rejected by it.
+"""
+
+from __future__ import annotations
+
+from regcomp_lint.analysis.compile_settings.commands import read_commands
+from regcomp_lint.analysis.compile_settings.comments import hash_comments
+from regcomp_lint.analysis.compile_settings.model import LaunchCommand, Origin, Setting, SettingsFile
+from regcomp_lint.analysis.compile_settings.structured import YamlError, load_documents, read_structured
+from regcomp_lint.files.kinds import Kind
+from regcomp_lint.knowledge.launch_settings import MARKERS
+
+__all__ = [
+    "LaunchCommand",
+    "Origin",
+    "Setting",
+    "SettingsFile",
+    "hash_comments",
+    "mentions_settings",
+    "parses_as",
+    "read_settings",
+]
+
+
+def mentions_settings(text: str) -> bool:
+    return any(marker in text for marker in MARKERS)
+
+
+def read_settings(text: str, kind: Kind) -> SettingsFile:
+    if kind in (Kind.YAML, Kind.JSON):
+        return read_structured(text, kind)
+    lines = [(row, 0, line) for row, line in enumerate(text.splitlines(), start=1)]
+    return SettingsFile(kind, read_commands(lines))
+
+
+def parses_as(text: str, kind: Kind) -> bool:
+    """The text still parses in its format (a fix must never break a file)."""
+    if kind in (Kind.YAML, Kind.JSON):
+        try:
+            load_documents(text)
+        except YamlError:
+            return False
+    return True
