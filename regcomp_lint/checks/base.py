@@ -67,6 +67,8 @@ class SettingsExample:
     fixed: str | None = None
     count: int = 1
     message: str | None = None
+    #: Other files beside it, (name, text): the launched script a cross-file rule reads.
+    files: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

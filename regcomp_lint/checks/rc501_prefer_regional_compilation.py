@@ -17,7 +17,9 @@ from regcomp_lint.analysis.file_context import (
 )
 from regcomp_lint.analysis.models import ModelFinder, RepeatedBlocks
 from regcomp_lint.checks.accelerate_fixes import backend_keyword_to_plugin, local_name
-from regcomp_lint.checks.base import Invalid, Rule
+from regcomp_lint.analysis.compile_settings import SettingsFile
+from regcomp_lint.checks.base import Invalid, Rule, SettingsExample, SettingsReport
+from regcomp_lint.checks.regional_settings import regional_advice
 from regcomp_lint.checks.text_edits import append_keyword
 from regcomp_lint.diagnostics import Applicability, Fix
 from regcomp_lint.knowledge.accelerate_api import (
@@ -55,6 +57,16 @@ class PreferRegionalCompilation(Rule):
     `use_regional_compilation` set to anything but a literal `False`/`None`. A plugin without
     the keyword is reported: it then reads `ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION`
     (default false), so the script alone does not ask for regional compilation.
+
+    Outside Python the same advice is given where compilation is switched on: an `accelerate
+    config` file whose `dynamo_config:` picks a backend without
+    `dynamo_use_regional_compilation: true`, an `accelerate launch --dynamo_backend X` without
+    `--dynamo_use_regional_compilation`, and `TrainingArguments` flags or file keys
+    (`--torch_compile`, `--torch_compile_backend`, `torch_compile_backend:`): the `Trainer` has
+    no field for regional compilation, so the finding names the switch that does it,
+    `ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION=1` or `accelerate launch
+    --dynamo_use_regional_compilation` (not reported when the same file sets it). There the
+    model is not known, so check it is made of repeated blocks.
 
     ## Why is this bad
     Compiling the whole model traces every block into one big graph, so the cold start grows
@@ -103,6 +115,43 @@ class PreferRegionalCompilation(Rule):
 
     code = "RC501"
     name = "prefer-regional-compilation"
+    settings_invalid = [
+        SettingsExample(
+            "default_config.yaml",
+            "distributed_type: MULTI_GPU\ndynamo_config:\n  dynamo_backend: INDUCTOR  # compile\n  dynamo_mode: default\nnum_processes: 2\n",
+            fixed="distributed_type: MULTI_GPU\ndynamo_config:\n  dynamo_backend: INDUCTOR  # compile\n"
+            "  dynamo_use_regional_compilation: true\n  dynamo_mode: default\nnum_processes: 2\n",
+        ),
+        SettingsExample(
+            "default_config.yaml",
+            "dynamo_config:\n  dynamo_backend: INDUCTOR\n  dynamo_use_regional_compilation: false\n",
+            fixed="dynamo_config:\n  dynamo_backend: INDUCTOR\n  dynamo_use_regional_compilation: true\n",
+        ),
+        SettingsExample(
+            "train.sh",
+            "accelerate launch --dynamo_backend inductor train.py  # nightly\n",
+            fixed="accelerate launch --dynamo_backend inductor --dynamo_use_regional_compilation train.py  # nightly\n",
+        ),
+        SettingsExample(
+            "ci.yml",
+            "steps:\n  - run: |\n      python run_clm.py --torch_compile --model_name_or_path gpt2\n",
+            message="ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION=1",
+        ),
+    ]
+    settings_valid = [
+        SettingsExample("default_config.yaml", "dynamo_config:\n  dynamo_backend: NO\n"),
+        SettingsExample(
+            "default_config.yaml",
+            "dynamo_config:\n  dynamo_backend: INDUCTOR\n  dynamo_use_regional_compilation: true\n",
+        ),
+        SettingsExample(
+            "train.sh", "accelerate launch --dynamo_use_regional_compilation --dynamo_backend inductor train.py\n"
+        ),
+        SettingsExample(
+            "train.sh",
+            "export ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION=1\npython run_clm.py --torch_compile_backend inductor\n",
+        ),
+    ]
     message = "whole-model compile of a model with repeated blocks: use regional compilation"
     triggers = ("compile", "DynamoPlugin", "dynamo_backend")
     fix_applicability = Applicability.UNSAFE
@@ -255,6 +304,10 @@ class PreferRegionalCompilation(Rule):
         self._regional_set: list[tuple[ast.expr, Where]] = []
 
     # -- collecting, during the walk -------------------------------------------------------
+    @classmethod
+    def check_settings(cls, found: SettingsFile, path: str) -> list[SettingsReport]:
+        return regional_advice(found)
+
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
             if isinstance(target, ast.Attribute) and target.attr == REGIONAL_FIELD:

@@ -81,7 +81,7 @@ def render_page(rule: type[Rule]) -> str:
 
 def _examples(rule: type[Rule]) -> list[str]:
     if not rule.invalid and not rule.valid:
-        return []
+        return _settings_examples(rule)
     lines = ["## Examples checked by the tests", ""]
     if rule.invalid:
         lines += ["### Reported", ""]
@@ -119,6 +119,8 @@ def _settings_examples(rule: type[Rule]) -> list[str]:
         for example in examples:
             fence = _FENCE[kind_of(example.filename).value]
             lines += [f"{title} in `{example.filename}`:", "", f"```{fence}\n{example.code.rstrip()}\n```", ""]
+            for name, text in example.files:
+                lines += [f"beside `{name}`:", "", _code_block(text), ""]
             if example.fixed is not None:
                 lines += ["After the fix:", "", f"```{fence}\n{example.fixed.rstrip()}\n```", ""]
     return lines

@@ -32,9 +32,12 @@ def mentions_settings(text: str) -> bool:
 
 def read_settings(text: str, kind: Kind) -> SettingsFile:
     if kind in (Kind.YAML, Kind.JSON):
-        return read_structured(text, kind)
-    lines = [(row, 0, line) for row, line in enumerate(text.splitlines(), start=1)]
-    return SettingsFile(kind, read_commands(lines))
+        found = read_structured(text, kind)
+    else:
+        lines = [(row, 0, line) for row, line in enumerate(text.splitlines(), start=1)]
+        found = SettingsFile(kind, read_commands(lines))
+    found.lines = text.splitlines()
+    return found
 
 
 def parses_as(text: str, kind: Kind) -> bool:

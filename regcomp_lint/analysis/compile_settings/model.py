@@ -52,6 +52,7 @@ class SettingsFile:
     settings: list[Setting] = field(default_factory=list)
     #: (message, location) when the file does not parse in its format
     error: tuple[str, Location] | None = None
+    lines: list[str] = field(default_factory=list)  # the text's lines, without line endings
 
     def in_scope(self, scope: int) -> list[Setting]:
         return [s for s in self.settings if s.scope == scope]
