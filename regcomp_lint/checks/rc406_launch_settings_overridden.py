@@ -7,7 +7,6 @@ from regcomp_lint.analysis.compile_settings.scripts import fixed_fields, script_
 from regcomp_lint.checks.base import Rule, SettingsExample, SettingsReport
 from regcomp_lint.knowledge.launch_settings import ENVIRONMENT
 
-
 _PLUGIN_SCRIPT = (
     "from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\n"
     "accelerator = Accelerator(dynamo_plugin=TorchDynamoPlugin(backend='eager'))\n"

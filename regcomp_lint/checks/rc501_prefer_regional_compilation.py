@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from regcomp_lint.analysis import callsites
 from regcomp_lint.analysis.bindings import Where, binding_key
+from regcomp_lint.analysis.compile_settings import SettingsFile
 from regcomp_lint.analysis.file_context import (
     has_star_kwargs,
     is_none,
@@ -17,7 +18,6 @@ from regcomp_lint.analysis.file_context import (
 )
 from regcomp_lint.analysis.models import ModelFinder, RepeatedBlocks
 from regcomp_lint.checks.accelerate_fixes import backend_keyword_to_plugin, local_name
-from regcomp_lint.analysis.compile_settings import SettingsFile
 from regcomp_lint.checks.base import Invalid, Rule, SettingsExample, SettingsReport
 from regcomp_lint.checks.regional_settings import regional_advice
 from regcomp_lint.checks.text_edits import append_keyword

@@ -78,6 +78,7 @@ def _report_backend(found: SettingsFile, backend: Setting, regional: Setting | N
         f"`{backend.spelled}: {backend.value}` compiles the whole model: for a model of repeated blocks set "
         f"`{CONFIG_KEYS[REGIONAL]}: true` (cold start stays flat with depth)"
     )
+    edit: Edit | None
     if regional is not None:
         edit = Edit("true", regional.start, regional.end) if not regional.quoted else None
     else:
