@@ -72,8 +72,8 @@ def _report_backend(found: SettingsFile, backend: Setting, regional: Setting | N
             f"repeated blocks add `{LAUNCH_FLAGS[REGIONAL]}` (cold start stays flat with depth)"
         )
         after = Location(backend.end.row, backend.end.column + 1) if backend.quoted else backend.end
-        edit = Edit(f" {LAUNCH_FLAGS[REGIONAL]}", after, after)
-        return SettingsReport(backend.start, backend.end, message, _fix([edit]))
+        flag = Edit(f" {LAUNCH_FLAGS[REGIONAL]}", after, after)
+        return SettingsReport(backend.start, backend.end, message, _fix([flag]))
     message = (
         f"`{backend.spelled}: {backend.value}` compiles the whole model: for a model of repeated blocks set "
         f"`{CONFIG_KEYS[REGIONAL]}: true` (cold start stays flat with depth)"
