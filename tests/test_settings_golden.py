@@ -109,7 +109,5 @@ def test_fixture_says_what_it_shows(path):
 
 
 def test_no_orphan_golden_files():
-    orphans = [
-        p.name for p in FIXTURE_DIR.iterdir() if p.suffix in GOLDEN_SUFFIXES and not p.with_suffix("").exists()
-    ]
+    orphans = [p.name for p in FIXTURE_DIR.iterdir() if p.suffix in GOLDEN_SUFFIXES and not p.with_suffix("").exists()]
     assert not orphans

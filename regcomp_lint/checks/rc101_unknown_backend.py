@@ -13,7 +13,11 @@ from regcomp_lint.checks.settings_values import WHO_READS, is_templated, keep_ca
 from regcomp_lint.checks.text_edits import replace_string_literal
 from regcomp_lint.diagnostics import Applicability
 from regcomp_lint.knowledge import backends as B
-from regcomp_lint.knowledge.launch_settings import TRAINING_ARGUMENTS, TRAINING_ARGUMENTS_SUBCLASSES
+from regcomp_lint.knowledge.launch_settings import (
+    LAUNCH_BACKEND_CHOICES,
+    TRAINING_ARGUMENTS,
+    TRAINING_ARGUMENTS_SUBCLASSES,
+)
 from regcomp_lint.knowledge.suggest import did_you_mean
 
 TORCH_SITES = (Site.TORCH_COMPILE, Site.MODULE_COMPILE, Site.COMPILE_REGIONS, Site.DYNAMO_OPTIMIZE)
@@ -85,9 +89,14 @@ def judge_launch_backend(name: str) -> Verdict | None:
     """``accelerate launch --dynamo_backend NAME``: argparse ``choices`` are the lower-case
     ``DynamoBackend`` members, checked before anything starts; dead members pass and fail in
     ``prepare()``."""
-    if name in B.ACCELERATE_BACKENDS:
+    if name in LAUNCH_BACKEND_CHOICES:
         return judge_accelerate_backend(name, WHO_READS[Origin.LAUNCH_FLAG])
-    if name.lower() in B.ACCELERATE_BACKENDS:
+    if name in B.ACCELERATE_BACKENDS:
+        return Verdict(
+            f"`accelerate launch` refuses `--dynamo_backend {name}`: its choices miss this `DynamoBackend` member; "
+            f"set `ACCELERATE_DYNAMO_BACKEND={name}` or `TorchDynamoPlugin(backend=...)` instead"
+        )
+    if name.lower() in LAUNCH_BACKEND_CHOICES:
         return Verdict(
             f'`accelerate launch` refuses `--dynamo_backend {name}`: its choices are lower-case; use "{name.lower()}"',
             name.lower(),
@@ -135,8 +144,9 @@ class UnknownBackend(Rule):
     Makefiles, Dockerfiles and CI workflows, `ACCELERATE_DYNAMO_BACKEND=` assignments (also in
     `.env` files and `env:` maps), and `--torch_compile_backend` / `torch_compile_backend:` for
     `HfArgumentParser`. `accelerate launch` is stricter than the plugin: its `--dynamo_backend`
-    takes lower-case names only (`INDUCTOR` is refused before anything starts), while config
-    files and variables accept any case.
+    takes lower-case names only (`INDUCTOR` is refused before anything starts) from a list of
+    its own that lacks `hpu_backend` and `neuron` and misspells `torchxla_trace_once`, while
+    config files and variables accept any case of every `DynamoBackend` member.
 
     A backend that is not a string literal (`backend=args.backend`, a compiler function, a
     `$BACKEND` shell variable) is never reported. A backend that a package outside the known list registers when imported is

@@ -9,7 +9,7 @@ packages by ``tests/knowledge/test_launch_settings.py``).
   into the section when read). ``accelerate launch`` copies them onto its arguments *without*
   argparse's ``choices`` check, then parses the backend with ``DynamoBackend(value.upper())``.
 - ``accelerate launch --dynamo_backend/--dynamo_mode/--dynamo_use_*`` (``commands/launch.py``):
-  ``--dynamo_backend`` only accepts the lower-case members (``choices=["no"] + [b.lower() ...]``)
+  ``--dynamo_backend`` only accepts lower-case names from its own list (``LAUNCH_BACKEND_CHOICES``)
   and ``--dynamo_mode`` only ``accelerate.utils.constants.TORCH_DYNAMO_MODES`` (three modes:
   ``max-autotune-no-cudagraphs`` and ``lite``, which torch accepts, are refused at launch).
 - Both become ``ACCELERATE_DYNAMO_*`` variables (``utils/launch.py``), which
@@ -42,6 +42,27 @@ CONFIG_KEYS: dict[str, str] = {
 LAUNCH_FLAGS: dict[str, str] = {field: "--" + key for field, key in CONFIG_KEYS.items()}
 ENVIRONMENT: dict[str, str] = {field: "ACCELERATE_" + key.upper() for field, key in CONFIG_KEYS.items()}
 
+#: ``accelerate launch --dynamo_backend`` choices: ``"no"`` and the lower-cased
+#: ``accelerate.commands.config.config_utils.DYNAMO_BACKENDS``, a list of its own that is not
+#: ``DynamoBackend``: it lacks ``hpu_backend`` and ``neuron`` and spells ``torhchxla_trace_once``,
+#: so launch refuses ``--dynamo_backend torchxla_trace_once`` and passes the misspelling on to
+#: ``DynamoBackend(...)``, which raises ``ValueError``.
+LAUNCH_BACKEND_CHOICES: tuple[str, ...] = (
+    "no",
+    "eager",
+    "aot_eager",
+    "inductor",
+    "aot_ts_nvfuser",
+    "nvprims_nvfuser",
+    "cudagraphs",
+    "ofi",
+    "fx2trt",
+    "onnxrt",
+    "tensorrt",
+    "aot_torchxla_trace_once",
+    "torhchxla_trace_once",
+    "tvm",
+)
 #: ``accelerate launch --dynamo_mode`` choices (``accelerate.utils.constants.TORCH_DYNAMO_MODES``).
 LAUNCH_MODE_CHOICES: tuple[str, ...] = ("default", "reduce-overhead", "max-autotune")
 #: The command that launches a script with these flags; ``--config_file`` names a config YAML.
