@@ -19,6 +19,9 @@ from regcomp_lint.files.kinds import Kind
 from regcomp_lint.knowledge.launch_settings import CONFIG_KEYS, ENVIRONMENT, LAUNCH_FLAGS, is_true_word
 
 REGIONAL = "use_regional_compilation"
+#: Text that turns regional compilation on outside the plugin: a Python file holding one is
+#: trusted to set it (``os.environ[...] = "1"``, a launch command string).
+REGIONAL_SWITCHES = (ENVIRONMENT[REGIONAL], LAUNCH_FLAGS[REGIONAL], CONFIG_KEYS[REGIONAL])
 _TURN_ON = f"`{ENVIRONMENT[REGIONAL]}=1` in the launch environment or `accelerate launch {LAUNCH_FLAGS[REGIONAL]}`"
 
 

@@ -132,3 +132,15 @@ MARKERS: tuple[str, ...] = ("dynamo_", "DYNAMO_", "torch_compile")
 def is_true_word(value: str) -> bool:
     """``accelerate.utils.str_to_bool``: y, yes, t, true, on, 1 (any case) are true."""
     return value.strip().lower() in {"y", "yes", "t", "true", "on", "1"}
+
+
+#: Trainers that build their ``TorchDynamoPlugin`` from ``TrainingArguments`` (``trl``'s trainers
+#: derive ``transformers.Trainer``; ``model=`` is their first parameter).
+TRAINERS = (
+    "transformers.Trainer",
+    "transformers.trainer.Trainer",
+    "transformers.Seq2SeqTrainer",
+    "transformers.trainer_seq2seq.Seq2SeqTrainer",
+    "trl.SFTTrainer",
+    "trl.DPOTrainer",
+)
