@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
+
 from regcomp_lint.analysis.compile_settings import Origin, SettingsFile
-from regcomp_lint.analysis.compile_settings.scripts import fixed_fields, script_path
+from regcomp_lint.analysis.compile_settings.scripts import config_settings, fixed_fields, script_path
 from regcomp_lint.checks.base import Rule, SettingsExample, SettingsReport
 from regcomp_lint.knowledge.launch_settings import ENVIRONMENT
 
@@ -19,7 +21,8 @@ _TRAINER_SCRIPT = (
 
 class LaunchSettingsOverridden(Rule):
     """## What it does
-    Reports an `accelerate launch --dynamo_*` flag that the launched script ignores because it
+    Reports an `accelerate launch --dynamo_*` flag, or a `dynamo_config:` setting of the file
+    given with `--config_file`, that the launched script ignores because it
     sets the same `TorchDynamoPlugin` field itself: `TorchDynamoPlugin(backend="eager")`, or a
     `TrainingArguments(torch_compile=True)` / `torch_compile_backend=` (the `Trainer` then passes
     `backend=`, `inductor` by default) or `torch_compile_mode=` (it passes `mode=`).
@@ -71,6 +74,18 @@ class LaunchSettingsOverridden(Rule):
             files=(("train.py", _PLUGIN_SCRIPT),),
         ),
         SettingsExample(
+            "train.sh",
+            "accelerate launch --config_file fsdp.yaml train.py\n",
+            message="`dynamo_backend: INDUCTOR` in fsdp.yaml:3 is ignored",
+            files=(
+                ("train.py", _PLUGIN_SCRIPT),
+                (
+                    "fsdp.yaml",
+                    "distributed_type: FSDP\ndynamo_config:\n  dynamo_backend: INDUCTOR\n  dynamo_use_regional_compilation: true\n",
+                ),
+            ),
+        ),
+        SettingsExample(
             "Makefile",
             "train:\n\taccelerate launch --dynamo_backend inductor --dynamo_mode max-autotune train.py --epochs 3\n",
             message="torch_compile_backend",
@@ -99,6 +114,8 @@ class LaunchSettingsOverridden(Rule):
     def check_settings(cls, found: SettingsFile, path: str) -> list[SettingsReport]:
         reports = []
         cache: dict[str, dict[str, tuple[int, str]]] = {}
+        for command in found.commands:
+            reports.extend(cls._config_file_overridden(path, command, cache))
         for setting in found.settings:
             command = setting.command
             if setting.origin is not Origin.LAUNCH_FLAG or command is None or command.script is None:
@@ -120,4 +137,32 @@ class LaunchSettingsOverridden(Rule):
                     f"wins over launch flags, config files and `{ENVIRONMENT[setting.field]}`",
                 )
             )
+        return reports
+
+    @classmethod
+    def _config_file_overridden(cls, path: str, command, cache) -> list[SettingsReport]:
+        """``accelerate launch --config_file cfg.yaml train.py``: cfg's dynamo_config settings
+        that train.py fixes itself, reported at the script word."""
+        if command.config_file is None or command.script is None:
+            return []
+        script = script_path(path, command.script)
+        config = config_settings(path, command.config_file)
+        if script is None or config is None:
+            return []
+        if script not in cache:
+            cache[script] = {f.field: (f.row, f.how) for f in fixed_fields(script)}
+        config_path, settings = config
+        reports = []
+        for setting in settings:
+            if setting.field in cache[script]:
+                row, how = cache[script][setting.field]
+                shown = os.path.basename(config_path)
+                reports.append(
+                    SettingsReport(
+                        command.start,
+                        command.end,
+                        f"`{setting.spelled}: {setting.value}` in {shown}:{setting.start.row} is ignored: "
+                        f"{command.script}:{row} sets `{how}`, and a plugin field that is set wins over config files",
+                    )
+                )
         return reports

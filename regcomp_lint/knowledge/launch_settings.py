@@ -125,8 +125,9 @@ TRAINER_DEFAULT_BACKEND = "inductor"
 #: torch's environment switch for ``torch._dynamo.config.suppress_errors``.
 SUPPRESS_ERRORS_VARIABLE = "TORCHDYNAMO_SUPPRESS_ERRORS"
 
-#: Substrings one of which every file holding such a setting contains (the prefilter).
-MARKERS: tuple[str, ...] = ("dynamo_", "DYNAMO_", "torch_compile")
+#: Substrings one of which every file holding such a setting contains (the prefilter); a
+#: launch command naming a config file counts too (RC406 reads that file).
+MARKERS: tuple[str, ...] = ("dynamo_", "DYNAMO_", "torch_compile", CONFIG_FILE_FLAG, "--config-file")
 
 
 def is_true_word(value: str) -> bool:

@@ -35,7 +35,8 @@ def read_settings(text: str, kind: Kind) -> SettingsFile:
         found = read_structured(text, kind)
     else:
         lines = [(row, 0, line) for row, line in enumerate(text.splitlines(), start=1)]
-        found = SettingsFile(kind, read_commands(lines))
+        found = SettingsFile(kind)
+        found.settings = read_commands(lines, commands=found.commands)
     found.lines = text.splitlines()
     return found
 

@@ -91,11 +91,12 @@ def split_words(text: str) -> list[str] | None:
 
 
 class _Reader:
-    def __init__(self, line: _Logical, scope: int) -> None:
+    def __init__(self, line: _Logical, scope: int, commands: list[LaunchCommand]) -> None:
         self.line = line
         self.scope = scope
         self.cursor = 0
         self.found: list[Setting] = []
+        self.commands = commands
 
     def locate(self, text: str) -> tuple[Location, Location, bool]:
         """Where ``text`` is next written from the cursor (moved past it); quoted or not."""
@@ -120,8 +121,12 @@ class _Reader:
             self.cursor = at
 
 
-def read_commands(lines: Iterable[Line], first_scope: int = 0) -> list[Setting]:
-    """Every compile setting in these lines; each logical line is its own scope."""
+def read_commands(
+    lines: Iterable[Line], first_scope: int = 0, commands: list[LaunchCommand] | None = None
+) -> list[Setting]:
+    """Every compile setting in these lines; each logical line is its own scope. Launch commands
+    that name a script are added to ``commands``."""
+    commands = [] if commands is None else commands
     found: list[Setting] = []
     for number, line in enumerate(logical_lines(lines)):
         if not any(marker in line.text for marker in L.MARKERS):
@@ -129,7 +134,7 @@ def read_commands(lines: Iterable[Line], first_scope: int = 0) -> list[Setting]:
         words = split_words(line.text)
         if not words:
             continue
-        reader = _Reader(line, first_scope + number)
+        reader = _Reader(line, first_scope + number, commands)
         _read_words(reader, words)
         found.extend(reader.found)
     return found
@@ -167,6 +172,7 @@ def _read_launch(reader: _Reader, words: list[str], i: int) -> int:
         if not word.startswith("-"):
             start, end, _ = reader.locate(word)
             command = LaunchCommand(word, start, end, config_file)
+            reader.commands.append(command)
             reader.cursor = begin  # settings are located from the start of the command again
             for name, value, spelled in pending:
                 reader.skip_to(spelled)

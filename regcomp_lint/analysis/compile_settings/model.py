@@ -53,6 +53,7 @@ class SettingsFile:
     #: (message, location) when the file does not parse in its format
     error: tuple[str, Location] | None = None
     lines: list[str] = field(default_factory=list)  # the text's lines, without line endings
+    commands: list[LaunchCommand] = field(default_factory=list)  # every launch command with a script
 
     def in_scope(self, scope: int) -> list[Setting]:
         return [s for s in self.settings if s.scope == scope]

@@ -13,8 +13,13 @@ import ast
 import os
 from dataclasses import dataclass
 
+from regcomp_lint.analysis import dependencies
+from regcomp_lint.analysis.compile_settings.model import Origin, Setting
+from regcomp_lint.analysis.compile_settings.structured import read_structured
 from regcomp_lint.analysis.file_context import is_none
 from regcomp_lint.analysis.reachability.modules import load_module
+from regcomp_lint.files import reading
+from regcomp_lint.files.kinds import Kind
 from regcomp_lint.knowledge.accelerate_api import DYNAMO_PLUGIN, PLUGIN_FIELDS
 from regcomp_lint.knowledge.launch_settings import (
     TRAINER_COMPILE_FIELDS,
@@ -39,6 +44,24 @@ def script_path(settings_file: str, script: str) -> str | None:
         candidate = os.path.normpath(os.path.join(folder, script))
         if os.path.isfile(candidate):
             return candidate
+    return None
+
+
+def config_settings(settings_file: str, config_file: str) -> tuple[str, list[Setting]] | None:
+    """The ``dynamo_config:`` settings of the YAML a launch command names with ``--config_file``
+    (found beside the settings file or in the current folder), and its path."""
+    if "$" in config_file:
+        return None
+    for folder in (os.path.dirname(os.path.abspath(settings_file)), os.getcwd()):
+        candidate = os.path.normpath(os.path.join(folder, config_file))
+        if os.path.isfile(candidate):
+            dependencies.record(candidate)
+            try:
+                text = reading.read_bytes(candidate).decode("utf-8")
+            except (OSError, UnicodeDecodeError):
+                return None
+            found = read_structured(text, Kind.JSON if candidate.endswith(".json") else Kind.YAML)
+            return candidate, [s for s in found.settings if s.origin is Origin.CONFIG_FILE]
     return None
 
 

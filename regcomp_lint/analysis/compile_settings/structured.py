@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from regcomp_lint.analysis.compile_settings.commands import Line, read_commands
-from regcomp_lint.analysis.compile_settings.model import Origin, Setting, SettingsFile
+from regcomp_lint.analysis.compile_settings.model import LaunchCommand, Origin, Setting, SettingsFile
 from regcomp_lint.diagnostics import Location
 from regcomp_lint.files.kinds import Kind
 from regcomp_lint.knowledge import launch_settings as L
@@ -61,7 +61,7 @@ def read_structured(text: str, kind: Kind) -> SettingsFile:
     except YamlError as exc:
         found.error = (f"cannot parse {'JSON' if kind is Kind.JSON else 'YAML'}: {exc}", exc.location)
         return found
-    reader = _Reader(text.splitlines())
+    reader = _Reader(text.splitlines(), found.commands)
     for document in documents:
         reader.visit(document, top=True)
     found.settings = reader.found
@@ -69,8 +69,9 @@ def read_structured(text: str, kind: Kind) -> SettingsFile:
 
 
 class _Reader:
-    def __init__(self, lines: list[str]) -> None:
+    def __init__(self, lines: list[str], commands: list[LaunchCommand]) -> None:
         self.lines = lines
+        self.commands = commands
         self.found: list[Setting] = []
         self.scope = 0
 
@@ -171,7 +172,7 @@ class _Reader:
         else:
             lines = [(row + 1, col, line[col:])]
         first = self.scope + 1
-        self.found.extend(read_commands(lines, first_scope=first))
+        self.found.extend(read_commands(lines, first_scope=first, commands=self.commands))
         self.scope = first + len(lines)
 
     def _block_lines(self, row: int) -> Iterator[Line]:
