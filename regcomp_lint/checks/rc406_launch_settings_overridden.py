@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from regcomp_lint.analysis.compile_settings import Origin, SettingsFile
+from regcomp_lint.analysis.compile_settings import LaunchCommand, Origin, SettingsFile
 from regcomp_lint.analysis.compile_settings.scripts import config_settings, fixed_fields, script_path
 from regcomp_lint.checks.base import Rule, SettingsExample, SettingsReport
 from regcomp_lint.knowledge.launch_settings import ENVIRONMENT
@@ -114,8 +114,8 @@ class LaunchSettingsOverridden(Rule):
     def check_settings(cls, found: SettingsFile, path: str) -> list[SettingsReport]:
         reports = []
         cache: dict[str, dict[str, tuple[int, str]]] = {}
-        for command in found.commands:
-            reports.extend(cls._config_file_overridden(path, command, cache))
+        for launch in found.commands:
+            reports.extend(cls._config_file_overridden(path, launch, cache))
         for setting in found.settings:
             command = setting.command
             if setting.origin is not Origin.LAUNCH_FLAG or command is None or command.script is None:
@@ -140,7 +140,9 @@ class LaunchSettingsOverridden(Rule):
         return reports
 
     @classmethod
-    def _config_file_overridden(cls, path: str, command, cache) -> list[SettingsReport]:
+    def _config_file_overridden(
+        cls, path: str, command: LaunchCommand, cache: dict[str, dict[str, tuple[int, str]]]
+    ) -> list[SettingsReport]:
         """``accelerate launch --config_file cfg.yaml train.py``: cfg's dynamo_config settings
         that train.py fixes itself, reported at the script word."""
         if command.config_file is None or command.script is None:
