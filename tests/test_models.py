@@ -439,3 +439,20 @@ def test_model_class_in_a_local_module_is_judged_in_its_file(tmp_path):
     # a class of the same name that is not a model: nothing to report
     (tmp_path / "model.py").write_text("class GPT:\n    pass\n", encoding="utf-8")
     assert not [d for d in lint_source(text, str(train)) if d.code == "RC501"]
+
+
+def test_trainer_regional_switch_in_a_launch_script_beside_it(tmp_path):
+    """RC501 for the Trainer trusts a regional switch set in a launch file next to the script."""
+    from regcomp_lint.api import lint_source
+
+    train = tmp_path / "train.py"
+    text = (
+        "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
+        "model = AutoModelForCausalLM.from_pretrained('gpt2')\n"
+        "Trainer(model=model, args=TrainingArguments('out', torch_compile=True)).train()\n"
+    )
+    assert [d.code for d in lint_source(text, str(train)) if d.code == "RC501"] == ["RC501"]
+    (tmp_path / "launch.sh").write_text(
+        "accelerate launch --dynamo_use_regional_compilation train.py\n", encoding="utf-8"
+    )
+    assert not [d for d in lint_source(text, str(train)) if d.code == "RC501"]

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from regcomp_lint.analysis import callsites
 from regcomp_lint.analysis.bindings import Where, binding_key
 from regcomp_lint.analysis.compile_settings import SettingsFile
+from regcomp_lint.analysis.compile_settings.scripts import switch_nearby
 from regcomp_lint.analysis.file_context import (
     has_star_kwargs,
     is_none,
@@ -88,8 +89,10 @@ class PreferRegionalCompilation(Rule):
 
     A `transformers.Trainer` (or `Seq2SeqTrainer`, trl's `SFTTrainer`/`DPOTrainer`) given such a
     model and `TrainingArguments(torch_compile=True)` (or a compile backend or mode) is reported
-    at that argument unless the file mentions `ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION` or
-    `--dynamo_use_regional_compilation`: the Trainer's plugin can be told only by those.
+    at that argument unless the file, or a settings file beside it (launch script, Makefile,
+    accelerate config, `.env`), mentions `ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION`,
+    `--dynamo_use_regional_compilation` or `dynamo_use_regional_compilation`: the Trainer's
+    plugin can be told only by those.
 
     Outside Python the same advice is given where compilation is switched on: an `accelerate
     config` file whose `dynamo_config:` picks a backend without
@@ -417,6 +420,8 @@ class PreferRegionalCompilation(Rule):
         environment and the launch flag: ``TrainingArguments`` has no field for it)."""
         if any(switch in self.ctx.source.text for switch in REGIONAL_SWITCHES):
             return
+        if switch_nearby(self.ctx.filename, REGIONAL_SWITCHES) is not None:
+            return  # a launch script or config beside it turns regional compilation on
         finder = self.ctx.semantic.model_finder
         for site in self._trainers:
             given = keyword_value(site.call, "model") or (site.call.args[0] if site.call.args else None)

@@ -19,7 +19,7 @@ from regcomp_lint.analysis.compile_settings.structured import read_structured
 from regcomp_lint.analysis.file_context import is_none
 from regcomp_lint.analysis.reachability.modules import load_module
 from regcomp_lint.files import reading
-from regcomp_lint.files.kinds import Kind
+from regcomp_lint.files.kinds import Kind, is_settings_file
 from regcomp_lint.knowledge.accelerate_api import DYNAMO_PLUGIN, PLUGIN_FIELDS
 from regcomp_lint.knowledge.launch_settings import (
     TRAINER_COMPILE_FIELDS,
@@ -62,6 +62,37 @@ def config_settings(settings_file: str, config_file: str) -> tuple[str, list[Set
                 return None
             found = read_structured(text, Kind.JSON if candidate.endswith(".json") else Kind.YAML)
             return candidate, [s for s in found.settings if s.origin is Origin.CONFIG_FILE]
+    return None
+
+
+#: Settings files larger than this are not searched for a regional switch (data, not launch files).
+_NEARBY_MAX_BYTES = 256 * 1024
+
+
+def switch_nearby(path: str, switches: tuple[str, ...]) -> str | None:
+    """A settings file beside ``path`` (a launch script, Makefile, accelerate config...) that
+    mentions one of ``switches``: the name of the first, or None. The files read are recorded,
+    so a cached finding goes stale when one of them changes."""
+    if path.startswith("<") or path == "-":
+        return None
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return None
+    for name in names:
+        candidate = os.path.join(folder, name)
+        if not is_settings_file(name) or not os.path.isfile(candidate):
+            continue
+        try:
+            if os.path.getsize(candidate) > _NEARBY_MAX_BYTES:
+                continue
+            data = reading.read_bytes(candidate)
+        except OSError:
+            continue
+        dependencies.record(candidate)
+        if any(switch.encode() in data for switch in switches):
+            return name
     return None
 
 
