@@ -171,3 +171,26 @@ def test_fix_keeps_comments_and_layout():
     assert remaining == []
     # safe only: the unsafe backend fix is not applied
     assert fix_source(text, "c.yaml")[0] == text
+
+
+@pytest.mark.parametrize(
+    "name,data,codes",
+    [
+        (
+            "crlf.yaml",
+            b"dynamo_config:\r\n  dynamo_backend: inductr\r\n  dynamo_use_regional_compilation: true\r\n",
+            ["RC101"],
+        ),
+        ("bom.yaml", "\ufeffdynamo_config:\n  dynamo_backend: inductr\n".encode(), ["RC101", "RC501"]),
+        ("anchors.yaml", b"base: &b\n  torch_compile_backend: indcutor\nother:\n  <<: *b\n", ["RC101", "RC501"]),
+        ("multi.yaml", b"---\nx: 1\n---\ndynamo_config:\n  dynamo_backend: NO\n", []),
+        ("deep.yaml", b"dynamo_x: " + b"[" * 5000 + b"]" * 5000 + b"\n", ["RC001"]),
+        ("tabs.yaml", b"dynamo_config:\n\tdynamo_backend: x\n", ["RC001"]),
+        ("empty.json", b"", []),
+        ("latin1.sh", "# caf\xe9\necho hi\n".encode("latin-1"), []),  # no setting: never decoded
+        ("utf16.json", '{"a": 1}'.encode("utf-16"), []),
+        ("latin1_set.sh", "# caf\xe9\nACCELERATE_DYNAMO_BACKEND=x\n".encode("latin-1"), ["RC001"]),
+    ],
+)
+def test_bad_input_gets_an_answer(name, data, codes):
+    assert sorted(d.code for d in lint_source(data, name)) == codes

@@ -18,10 +18,11 @@ from collections.abc import Iterable
 from functools import cache, lru_cache
 from typing import Any, cast
 
+from regcomp_lint.analysis.compile_settings import mentions_settings
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.checks import ALL_RULES, Rule
 from regcomp_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
-from regcomp_lint.files.kinds import Kind, kind_of
+from regcomp_lint.files.kinds import Kind, kind_by_name, kind_of
 from regcomp_lint.files.source import DecodeError, Positioned, SourceFile, decode_source
 from regcomp_lint.lint import suppressions as sup_mod
 from regcomp_lint.lint.config import Settings
@@ -37,6 +38,8 @@ def _diag(code: str, message: str, filename: str, start: Location, end: Location
 
 
 def lint_bytes(data: bytes, filename: str, enabled: frozenset[str]) -> list[Diagnostic]:
+    if kind_by_name(filename) not in (None, Kind.PYTHON) and not mentions_settings(data):
+        return []  # a YAML/JSON/shell... file without compile settings: not even decoded
     try:
         text = decode_source(data)
     except DecodeError as exc:

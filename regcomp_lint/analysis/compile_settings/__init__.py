@@ -26,7 +26,14 @@ __all__ = [
 ]
 
 
-def mentions_settings(text: str) -> bool:
+_BYTE_MARKERS = tuple(marker.encode() for marker in MARKERS)
+
+
+def mentions_settings(text: str | bytes) -> bool:
+    """The prefilter, on the text or on the raw bytes (the markers are ASCII, so an unrelated file
+    in any encoding is rejected before it is even decoded)."""
+    if isinstance(text, bytes):
+        return any(marker in text for marker in _BYTE_MARKERS)
     return any(marker in text for marker in MARKERS)
 
 

@@ -107,8 +107,9 @@ class _Reader:
             elif key in _VARIABLE_FIELDS and not _is_container(value):
                 self._value(node, key, _VARIABLE_FIELDS[key], Origin.ENVIRONMENT, trainer_scope)
             elif isinstance(value, str):
-                row, col = node.lc.value(key)
-                self._string(value, row, col)
+                where = _value_position(node, key)
+                if where is not None:
+                    self._string(value, *where)
             else:
                 self.visit(value)
 
@@ -120,9 +121,10 @@ class _Reader:
 
     def _value(self, mapping: Any, key: str, name: str, origin: Origin, scope: int) -> None:
         value = mapping[key]
-        if _is_container(value):
-            return
-        row, col = mapping.lc.value(key)
+        where = _value_position(mapping, key)
+        if _is_container(value) or where is None:
+            return  # a value merged in from an anchor (``<<: *base``) is reported where it is written
+        row, col = where
         key_row, key_col = mapping.lc.key(key)
         if value is None:  # ``dynamo_backend:`` with nothing: point at the key
             start = Location(key_row + 1, key_col + 1)
@@ -191,6 +193,17 @@ class _Reader:
             elif here < indent:
                 return
             yield number + 1, indent, raw[indent:]
+
+
+def _value_position(mapping: Any, key: str) -> tuple[int, int] | None:
+    """0-based (row, column) of a key's value as written in this mapping (None: merged in)."""
+    try:
+        where = mapping.lc.value(key)
+    except (KeyError, TypeError, AttributeError):
+        return None
+    if not isinstance(where, (tuple, list)) or len(where) != 2:
+        return None
+    return where[0], where[1]
 
 
 def _is_mapping(value: Any) -> bool:
