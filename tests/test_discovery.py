@@ -254,3 +254,31 @@ def test_unreadable_folder_is_an_error_and_the_walk_goes_on(tmp_path, monkeypatc
 def test_exclude_matcher_is_empty_without_patterns(tmp_path):
     assert not ExcludeMatcher((), str(tmp_path))
     assert ExcludeMatcher(("x",), str(tmp_path))
+
+
+def test_walk_picks_the_files_compile_settings_live_in(tmp_path):
+    make(
+        tmp_path,
+        "train.py",
+        "default_config.yaml",
+        ".github/workflows/ci.yml",
+        "args.json",
+        "launch.sh",
+        "Makefile",
+        "docker/Dockerfile",
+        ".env",
+        "README.md",
+        "data.csv",
+        "LICENSE",
+    )
+    found = discover([str(tmp_path)], Settings(root=str(tmp_path)))
+    assert names(found, tmp_path) == [
+        ".env",
+        "Makefile",
+        "args.json",
+        "default_config.yaml",
+        "launch.sh",
+        "train.py",
+        ".github/workflows/ci.yml",
+        "docker/Dockerfile",
+    ]

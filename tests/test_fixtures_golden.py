@@ -33,8 +33,9 @@ FIXTURES = sorted(FIXTURE_DIR.glob("*.py"))
 UPDATE = os.environ.get("REGCOMP_UPDATE_GOLDEN", "") not in ("", "0")
 RULE_NAME = re.compile(r"^rc(\d{3})_")
 
-#: Every rule needs a positive and a negative fixture: a new rule without them fails here.
-EVERY_RULE = tuple(ALL_RULES)
+#: Every rule needs a positive and a negative fixture: a new rule without them fails here (a rule
+#: that reads settings files only has its fixtures in fixtures/settings: test_settings_golden.py).
+EVERY_RULE = tuple(code for code, rule in ALL_RULES.items() if rule.invalid)
 
 #: Fixtures that are whole scripts rather than one rule's example: the exact set of codes found.
 SCRIPT_CODES: dict[str, set[str]] = {
@@ -143,7 +144,12 @@ def test_cross_file_golden_output(path):
 
 def test_cross_file_fixtures_report_the_helpers_break_at_the_call_only():
     codes = {p.stem: [d.code for d in lint_source(p.read_bytes(), str(p), Settings())] for p in CROSS_FILE}
-    assert codes == {"rc203_helpers_module": [], "rc203_print_in_imported_helper": ["RC203"]}
+    assert codes == {
+        "rc203_helpers_module": [],
+        "rc203_print_in_imported_helper": ["RC203"],
+        "rc501_nanogpt_model": [],
+        "rc501_nanogpt_train": ["RC501"],  # the model class is judged in its own file
+    }
 
 
 def test_no_orphan_golden_files():

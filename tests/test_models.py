@@ -420,3 +420,39 @@ def test_lint_and_conversion_agree_on_repeated_blocks(definitions, creation, exp
     assert result.refused is None
     [plugin] = [line for line in result.text.splitlines() if "TorchDynamoPlugin(" in line and "import" not in line]
     assert ("use_regional_compilation=True" in plugin) == expected, plugin
+
+
+def test_model_class_in_a_local_module_is_judged_in_its_file(tmp_path):
+    """nanoGPT: train.py compiles GPT imported from model.py; the finding names model.py's line."""
+    from regcomp_lint.api import lint_source
+
+    (tmp_path / "model.py").write_text(
+        "import torch.nn as nn\nclass Block(nn.Module):\n    pass\nclass GPT(nn.Module):\n"
+        "    def __init__(self, config):\n        super().__init__()\n"
+        "        self.h = nn.ModuleList([Block() for _ in range(config.n_layer)])\n",
+        encoding="utf-8",
+    )
+    train = tmp_path / "train.py"
+    text = "import torch\nfrom model import GPT\nmodel = torch.compile(GPT(cfg))\n"
+    [diag] = [d for d in lint_source(text, str(train)) if d.code == "RC501"]
+    assert "`GPT` in model.py:7" in diag.message
+    # a class of the same name that is not a model: nothing to report
+    (tmp_path / "model.py").write_text("class GPT:\n    pass\n", encoding="utf-8")
+    assert not [d for d in lint_source(text, str(train)) if d.code == "RC501"]
+
+
+def test_trainer_regional_switch_in_a_launch_script_beside_it(tmp_path):
+    """RC501 for the Trainer trusts a regional switch set in a launch file next to the script."""
+    from regcomp_lint.api import lint_source
+
+    train = tmp_path / "train.py"
+    text = (
+        "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
+        "model = AutoModelForCausalLM.from_pretrained('gpt2')\n"
+        "Trainer(model=model, args=TrainingArguments('out', torch_compile=True)).train()\n"
+    )
+    assert [d.code for d in lint_source(text, str(train)) if d.code == "RC501"] == ["RC501"]
+    (tmp_path / "launch.sh").write_text(
+        "accelerate launch --dynamo_use_regional_compilation train.py\n", encoding="utf-8"
+    )
+    assert not [d for d in lint_source(text, str(train)) if d.code == "RC501"]

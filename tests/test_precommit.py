@@ -98,13 +98,31 @@ def hooks_by_id() -> dict[str, dict]:
     return {h["id"]: h for h in yaml.safe_load(HOOKS_FILE.read_text(encoding="utf-8"))}
 
 
+#: The identify tags the lint hooks take: Python and the formats compile settings live in.
+LINT_TYPES = ["python", "pyi", "yaml", "json", "shell", "makefile", "dockerfile"]
+
+
+def test_lint_hook_types_are_the_kinds_the_lint_reads():
+    """Every tagged name pre-commit would pass is one the lint reads as Python or as settings."""
+    from identify import identify
+
+    from regcomp_lint.files.kinds import Kind, kind_by_name
+
+    samples = ["a.py", "a.pyi", "c.yaml", "c.yml", "a.json", "run.sh", "run.bash", "Makefile", "x.mk", "Dockerfile"]
+    for name in samples:
+        assert identify.tags_from_filename(name) & set(LINT_TYPES), name
+        assert kind_by_name(name) is not None, name
+    assert kind_by_name("Containerfile") is Kind.DOCKERFILE
+    assert kind_by_name("GNUmakefile") is Kind.MAKEFILE
+
+
 def test_hooks_file_declares_regcomp_lint():
     hooks = yaml.safe_load(HOOKS_FILE.read_text(encoding="utf-8"))
     assert [h["id"] for h in hooks] == ["regcomp-lint", "regcomp-lint-fix", "regcomp-fix"]
     hook = hooks[0]
     assert hook["entry"] == "regcomp-lint"
     assert hook["language"] == "python"
-    assert hook["types_or"] == ["python", "pyi"]
+    assert hook["types_or"] == LINT_TYPES
     assert hook["require_serial"] is True  # the tool runs its own process pool
     assert "files" not in hook and "pass_filenames" not in hook
 
@@ -112,7 +130,7 @@ def test_hooks_file_declares_regcomp_lint():
 def test_hooks_file_declares_the_safe_fixes_alone():
     hook = hooks_by_id()["regcomp-lint-fix"]
     assert hook["entry"] == "regcomp-lint --fix"  # the lint's safe fixes: no conversion, nothing unsafe
-    assert hook["language"] == "python" and hook["types_or"] == ["python", "pyi"]
+    assert hook["language"] == "python" and hook["types_or"] == LINT_TYPES
     assert hook["require_serial"] is True
     assert "files" not in hook and "pass_filenames" not in hook
     assert len({h["name"] for h in hooks_by_id().values()}) == 3  # told apart in pre-commit's output

@@ -54,8 +54,14 @@ def kind_of(src: str) -> Kind | None:
         ("from transformers import GPT2LMHeadModel\nclass Mine(GPT2LMHeadModel):\n    pass\nMine(cfg)", Kind.MODEL),
         # classes of the file, by their bases: a Muon-style optimizer, a warm-up schedule
         ("import torch\nclass Muon(torch.optim.Optimizer):\n    pass\nMuon(p, lr=0.02)", Kind.OPTIMIZER),
-        ("from torch.optim import Optimizer\nclass A(Optimizer):\n    pass\nclass B(A):\n    pass\nB(p)", Kind.OPTIMIZER),
-        ("from torch.optim.lr_scheduler import LRScheduler\nclass Warm(LRScheduler):\n    pass\nWarm(o)", Kind.SCHEDULER),
+        (
+            "from torch.optim import Optimizer\nclass A(Optimizer):\n    pass\nclass B(A):\n    pass\nB(p)",
+            Kind.OPTIMIZER,
+        ),
+        (
+            "from torch.optim.lr_scheduler import LRScheduler\nclass Warm(LRScheduler):\n    pass\nWarm(o)",
+            Kind.SCHEDULER,
+        ),
     ],
 )
 def test_recognised(src, kind):

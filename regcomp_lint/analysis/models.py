@@ -5,7 +5,8 @@ Two kinds are recognised statically, without importing anything:
 - a transformers model: ``X.from_pretrained(...)`` / ``X.from_config(...)`` or ``X(config)``
   where ``X`` is imported from ``transformers`` and named like a model class (``AutoModel*``,
   ``*Model``, ``*LMHeadModel``, ``*For<Task>``). Every such model stacks identical layers.
-- an instance of a class defined in the same file whose ``__init__`` builds an
+- an instance of a class defined in the same file, or in a local module it imports (nanoGPT's
+  ``from model import GPT``), whose ``__init__`` builds an
   ``nn.ModuleList`` of at least ``MIN_BLOCKS`` instances of one class: a comprehension
   (``[Block(cfg) for _ in range(n)]``), a multiplication (``[Block()] * 6``), a literal list,
   or ``append`` in a ``for`` loop; at any nesting (nanoGPT's
@@ -23,10 +24,14 @@ opt)``, DDP wrappers and local functions that return a model.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field, replace
+from typing import cast
 
 from regcomp_lint.analysis.bindings import Bindings, Where, binding_key
 from regcomp_lint.analysis.file_context import FileContext
+from regcomp_lint.analysis.reachability.modules import ParsedModule, load_module, module_file
+from regcomp_lint.files.source import SourceFile
 from regcomp_lint.knowledge.accelerate_api import MODEL_PREPARE_METHODS
 from regcomp_lint.knowledge.model_classes import (
     AUTO_PREFIX,
@@ -49,12 +54,17 @@ class RepeatedBlocks:
     model: str | None  # the model class
     block: str | None  # the repeated block's class, when known
     count: int | None  # how many blocks, when a literal
+    #: where the block list is built, and the other local file the class is in (None: this
+    #: file); shown in messages, not part of what the model is
+    line: int | None = field(default=None, compare=False)
+    path: str | None = field(default=None, compare=False)
 
     def describe(self) -> str:
         if self.origin == "transformers":
             return f"transformers model `{self.model}`" if self.model else "transformers model"
         block = f"`{self.block}`" if self.block else "blocks"
-        return f"{block} ×{self.count if self.count is not None else 'n'}"
+        where = f", `{self.model}` in {self.path}:{self.line}" if self.path else ""
+        return f"{block} ×{self.count if self.count is not None else 'n'}{where}"
 
 
 def transformers_model_class(ctx: FileContext, node: ast.AST) -> str | None:
@@ -77,6 +87,7 @@ class ModelFinder:
         self.bindings = bindings
         self._classes: dict[int, RepeatedBlocks | None] = {}
         self._memo: dict[tuple[int, Where], RepeatedBlocks | None] = {}
+        self._foreign: dict[str, ModelFinder] = {}
 
     # -- expressions ------------------------------------------------------------------------
     def model_of(self, expr: ast.AST | None, where: Where, depth: int = 0) -> RepeatedBlocks | None:
@@ -136,7 +147,27 @@ class ModelFinder:
             local = self.bindings.classes.get(cls.id)
             if local is not None:
                 return self.class_blocks(local)
-        return None
+            return None
+        return self._imported_class(cls)
+
+    def _imported_class(self, cls: ast.AST) -> RepeatedBlocks | None:
+        """A class imported from a local module (``from model import GPT``), judged in its file."""
+        qualname = self.ctx.qualname(cls) if isinstance(cls, (ast.Name, ast.Attribute)) else None
+        if not qualname or not self.ctx.imports.root_is_import(cls):
+            return None
+        dotted, _, name = qualname.rpartition(".")
+        path = module_file(self.ctx.filename, dotted) if dotted else None
+        module = load_module(path) if path is not None else None
+        if path is None or module is None or name not in module.classes:
+            return None
+        finder = self._foreign.get(path)
+        if finder is None:
+            finder = self._foreign[path] = _module_finder(module, path)
+        found = finder.class_blocks(module.classes[name])
+        if found is None or found.origin != "local":
+            return found
+        shown = os.path.relpath(path, os.path.dirname(os.path.abspath(self.ctx.filename)))
+        return found if found.path else replace(found, path=shown.replace(os.sep, "/"))
 
     # -- classes defined in the file -------------------------------------------------------
     def class_blocks(self, cls: ast.ClassDef) -> RepeatedBlocks | None:
@@ -194,7 +225,7 @@ class ModelFinder:
         if func is None:
             return None
         if self.ctx.resolves_to(func, *DEEPCOPY):
-            return RepeatedBlocks("local", cls.name, None, count)
+            return RepeatedBlocks("local", cls.name, None, count, elt.lineno)
         qualname = self.ctx.qualname(func) or ""
         block = qualname.rsplit(".", 1)[-1] or None
         if (
@@ -203,7 +234,7 @@ class ModelFinder:
             and not qualname.endswith("Layer")
         ):
             return None  # nn.Linear ×n is not a block worth compiling on its own
-        return RepeatedBlocks("local", cls.name, block, count)
+        return RepeatedBlocks("local", cls.name, block, count, elt.lineno)
 
     def _submodel(self, func: ast.AST, cls: ast.ClassDef) -> RepeatedBlocks | None:
         """``self.backbone = AutoModel.from_pretrained(...)`` or ``self.model = Inner(cfg)``."""
@@ -221,7 +252,7 @@ class ModelFinder:
             found = self._class_instance(base)
             if found is not None:
                 if found.origin == "local":
-                    return RepeatedBlocks("local", cls.name, found.block, found.count)
+                    return replace(found, model=cls.name)
                 return found
         return None
 
@@ -232,6 +263,20 @@ class ModelFinder:
                     if any(binding_key(t) == target for t in node.targets):
                         return True
         return False
+
+
+class _ModuleClasses:
+    """What a finder asks of bindings when it only judges classes: the module's classes."""
+
+    def __init__(self, module: ParsedModule) -> None:
+        self.classes = module.classes
+
+
+def _module_finder(module: ParsedModule, path: str) -> ModelFinder:
+    """A finder for another local file's classes, resolving names with that file's imports."""
+    ctx = FileContext(SourceFile(path, ""), module.tree)
+    ctx.imports = module.imports
+    return ModelFinder(ctx, cast(Bindings, _ModuleClasses(module)))
 
 
 # -- small pure helpers ----------------------------------------------------------------------

@@ -36,7 +36,9 @@ from typing import TYPE_CHECKING, ClassVar
 from regcomp_lint.diagnostics import Applicability, Edit, Fix, Severity
 
 if TYPE_CHECKING:
+    from regcomp_lint.analysis.compile_settings import SettingsFile
     from regcomp_lint.analysis.file_context import FileContext
+    from regcomp_lint.diagnostics import Location
 
 DOC_SECTIONS = ("What it does", "Why is this bad", "Example", "Use instead", "Fix safety", "References")
 
@@ -54,6 +56,30 @@ class Invalid:
     fixed: str | None = None
     count: int = 1
     message: str | None = None
+
+
+@dataclass(frozen=True)
+class SettingsExample:
+    """An example in another format (``default_config.yaml``, ``launch.sh``...): the file name
+    says the format. Reported examples give ``count``/``message``/``fixed`` as :class:`Invalid`."""
+
+    filename: str
+    code: str
+    fixed: str | None = None
+    count: int = 1
+    message: str | None = None
+    #: Other files beside it, (name, text): the launched script a cross-file rule reads.
+    files: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class SettingsReport:
+    """A finding in a settings file: positions are already known (no ``ast`` node)."""
+
+    start: Location
+    end: Location
+    message: str
+    fix: Fix | None = None
 
 
 @dataclass
@@ -93,6 +119,10 @@ class Rule:
     cold_start_advice: ClassVar[bool] = False
     #: Tool rules (RC0xx) are produced by the engine itself, not by a visitor.
     engine_rule: ClassVar[bool] = False
+    #: Rules that also judge compile settings outside Python override :meth:`check_settings`
+    #: and give examples in those formats.
+    settings_valid: ClassVar[list[SettingsExample]] = []
+    settings_invalid: ClassVar[list[SettingsExample]] = []
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
@@ -111,6 +141,19 @@ class Rule:
 
     def finish(self) -> None:
         """Called once after the walk; rules that need the whole file report here."""
+
+    @classmethod
+    def check_settings(cls, found: SettingsFile, path: str) -> list[SettingsReport]:
+        """Findings in a YAML/JSON/shell/Makefile/Dockerfile/.env file's compile settings."""
+        return []
+
+    @classmethod
+    def reads_settings(cls) -> bool:
+        return cls.check_settings.__func__ is not Rule.check_settings.__func__  # type: ignore[attr-defined]
+
+    @classmethod
+    def settings_fix(cls, message: str, edits: list[Edit]) -> Fix:
+        return Fix(cls.fix_applicability or Applicability.SAFE, message, tuple(edits))
 
     # -- documentation ---------------------------------------------------------------------
     @classmethod

@@ -6,11 +6,18 @@ import ast
 from dataclasses import dataclass
 
 from regcomp_lint.analysis.callsites import Site, compile_config_site, plugin_argument
+from regcomp_lint.analysis.compile_settings import Origin, Setting, SettingsFile
 from regcomp_lint.analysis.file_context import keyword_value, string_literal
-from regcomp_lint.checks.base import Invalid, Report, Rule
+from regcomp_lint.checks.base import Invalid, Report, Rule, SettingsExample, SettingsReport
+from regcomp_lint.checks.settings_values import WHO_READS, is_templated, keep_case, replace_value
 from regcomp_lint.checks.text_edits import replace_string_literal
 from regcomp_lint.diagnostics import Applicability, Severity
 from regcomp_lint.knowledge import backends as B
+from regcomp_lint.knowledge.launch_settings import (
+    LAUNCH_BACKEND_CHOICES,
+    TRAINING_ARGUMENTS,
+    TRAINING_ARGUMENTS_SUBCLASSES,
+)
 from regcomp_lint.knowledge.suggest import did_you_mean
 
 TORCH_SITES = (Site.TORCH_COMPILE, Site.MODULE_COMPILE, Site.COMPILE_REGIONS, Site.DYNAMO_OPTIMIZE)
@@ -78,6 +85,40 @@ def judge_accelerate_backend(name: str, where: str) -> Verdict | None:
     return Verdict(f'unknown Accelerate dynamo backend "{name}": {where} raises ValueError{tail}', suggestion)
 
 
+def judge_launch_backend(name: str) -> Verdict | None:
+    """``accelerate launch --dynamo_backend NAME``: argparse ``choices`` are the lower-case
+    ``DynamoBackend`` members, checked before anything starts; dead members pass and fail in
+    ``prepare()``."""
+    if name in LAUNCH_BACKEND_CHOICES:
+        return judge_accelerate_backend(name, WHO_READS[Origin.LAUNCH_FLAG])
+    if name in B.ACCELERATE_BACKENDS:
+        return Verdict(
+            f"`accelerate launch` refuses `--dynamo_backend {name}`: its choices miss this `DynamoBackend` member; "
+            f"set `ACCELERATE_DYNAMO_BACKEND={name}` or `TorchDynamoPlugin(backend=...)` instead"
+        )
+    if name.lower() in LAUNCH_BACKEND_CHOICES:
+        return Verdict(
+            f'`accelerate launch` refuses `--dynamo_backend {name}`: its choices are lower-case; use "{name.lower()}"',
+            name.lower(),
+        )
+    verdict = judge_accelerate_backend(name, "`accelerate launch`")
+    suggestion = verdict.suggestion.lower() if verdict and verdict.suggestion else None
+    tail = f'; did you mean "{suggestion}"?' if suggestion else f" (choices: {', '.join(B.ACCELERATE_SUGGESTIONS)})"
+    return Verdict(f"`accelerate launch` refuses `--dynamo_backend {name}` (not one of its choices){tail}", suggestion)
+
+
+def judge_backend_setting(setting: Setting) -> Verdict | None:
+    """Why a backend written in a config file, launch flag, variable or TrainingArguments fails."""
+    if not setting.value or is_templated(setting.value):
+        return None
+    if setting.origin is Origin.LAUNCH_FLAG:
+        return judge_launch_backend(setting.value)
+    verdict = judge_accelerate_backend(setting.value, WHO_READS[setting.origin])
+    if verdict is None or verdict.suggestion is None:
+        return verdict
+    return Verdict(verdict.message, keep_case(setting.value, verdict.suggestion))
+
+
 class UnknownBackend(Rule):
     """## What it does
     Reports a backend string that will fail: at `torch.compile(..., backend=)` (call or
@@ -97,8 +138,18 @@ class UnknownBackend(Rule):
     `openxla` is right for `torch.compile` and wrong for `TorchDynamoPlugin`, and `aot_nvfuser`
     (still shown in Accelerate's docs) is wrong for both.
 
-    A backend that is not a string literal (`backend=args.backend`, a compiler function) is never
-    reported. A backend that a package outside the known list registers when imported is
+    The same backends are judged where most people set them: `transformers.TrainingArguments(
+    torch_compile_backend=)` (the `Trainer` hands it to `TorchDynamoPlugin`), `dynamo_backend:`
+    in an `accelerate config` YAML file, `accelerate launch --dynamo_backend` in shell scripts,
+    Makefiles, Dockerfiles and CI workflows, `ACCELERATE_DYNAMO_BACKEND=` assignments (also in
+    `.env` files and `env:` maps), and `--torch_compile_backend` / `torch_compile_backend:` for
+    `HfArgumentParser`. `accelerate launch` is stricter than the plugin: its `--dynamo_backend`
+    takes lower-case names only (`INDUCTOR` is refused before anything starts) from a list of
+    its own that lacks `hpu_backend` and `neuron` and misspells `torchxla_trace_once`, while
+    config files and variables accept any case of every `DynamoBackend` member.
+
+    A backend that is not a string literal (`backend=args.backend`, a compiler function, a
+    `$BACKEND` shell variable) is never reported. A backend that a package outside the known list registers when imported is
     reported: silence that line with `# noqa: RC101`. The tables were read from torch 2.13.0 and accelerate 1.15.0
     (`bench/read_backend_tables.py`).
 
@@ -136,6 +187,35 @@ class UnknownBackend(Rule):
     code = "RC101"
     name = "unknown-backend"
     severity = Severity.ERROR
+    settings_invalid = [
+        SettingsExample(
+            "default_config.yaml",
+            "compute_environment: LOCAL_MACHINE\ndynamo_config:\n  dynamo_backend: AOT_NVFUSER  # from an old tutorial\n",
+            fixed="compute_environment: LOCAL_MACHINE\ndynamo_config:\n  dynamo_backend: INDUCTOR  # from an old tutorial\n",
+            message="no longer exists",
+        ),
+        SettingsExample(
+            "launch.sh",
+            "accelerate launch --num_processes 2 \\\n  --dynamo_backend INDUCTOR train.py\n",
+            fixed="accelerate launch --num_processes 2 \\\n  --dynamo_backend inductor train.py\n",
+            message="lower-case",
+        ),
+        SettingsExample(
+            "train.env", "ACCELERATE_DYNAMO_BACKEND=fx2trt\n", fixed="ACCELERATE_DYNAMO_BACKEND=tensorrt\n"
+        ),
+        SettingsExample(
+            "args.json",
+            '{"output_dir": "out", "torch_compile_backend": "indcutor"}\n',
+            fixed='{"output_dir": "out", "torch_compile_backend": "inductor"}\n',
+        ),
+    ]
+    settings_valid = [
+        SettingsExample("default_config.yaml", "dynamo_config:\n  dynamo_backend: INDUCTOR\n  dynamo_mode: default\n"),
+        SettingsExample(
+            "launch.sh", 'accelerate launch --dynamo_backend "$BACKEND" train.py --dynamo_backend whatever\n'
+        ),
+        SettingsExample("Dockerfile", "ENV ACCELERATE_DYNAMO_BACKEND=aot_nvfuser  # noqa: RC101\n"),
+    ]
     message = "unknown compile backend"
     triggers = ("backend", "optimize", "TorchDynamoPlugin")
     fix_applicability = Applicability.UNSAFE
@@ -150,6 +230,7 @@ class UnknownBackend(Rule):
         "from accelerate.utils import TorchDynamoPlugin\nplugin = TorchDynamoPlugin(backend='INDUCTOR')\n",
         "from accelerate.utils import TorchDynamoPlugin\nplugin = TorchDynamoPlugin(backend='Inductor', mode='max-autotune')\n",
         "from accelerate import Accelerator\naccelerator = Accelerator(dynamo_backend='no')\n",
+        "import transformers\nargs = transformers.TrainingArguments('out', torch_compile_backend='INDUCTOR')\n",
         "from accelerate import Accelerator\naccelerator = Accelerator(dynamo_backend='tensorrt')\n",
         "from accelerate.utils import TorchDynamoPlugin, DynamoBackend\nplugin = TorchDynamoPlugin(backend=DynamoBackend.INDUCTOR)\n",
         # registered in the same file, by decorator or by call
@@ -162,6 +243,11 @@ class UnknownBackend(Rule):
         "torch.compile(model, backend='inductr')\n",  # `torch` was never imported
     ]
     invalid = [
+        Invalid(
+            "from transformers import TrainingArguments\nargs = TrainingArguments('out', torch_compile_backend='aot_nvfuser')\n",
+            fixed="from transformers import TrainingArguments\nargs = TrainingArguments('out', torch_compile_backend='inductor')\n",
+            message="Trainer",
+        ),
         Invalid(
             "import torch\nmodel = torch.compile(model, backend='inductr')\n",
             fixed="import torch\nmodel = torch.compile(model, backend='inductor')\n",
@@ -276,6 +362,10 @@ class UnknownBackend(Rule):
             return
         site = compile_config_site(self.ctx, node)
         if site is None:
+            if self.ctx.resolves_to(node.func, *TRAINING_ARGUMENTS, *TRAINING_ARGUMENTS_SUBCLASSES):
+                self._check_accelerate(
+                    keyword_value(node, "torch_compile_backend"), "the `Trainer`'s `TorchDynamoPlugin(...)`"
+                )
             return
         if site is Site.ACCELERATOR:
             self._check_accelerate(keyword_value(node, "dynamo_backend"), "`Accelerator(...)`")
@@ -311,6 +401,23 @@ class UnknownBackend(Rule):
             if edit is not None:
                 fix = self.make_fix(f'Use backend "{verdict.suggestion}"', [edit])
         self.report(value, verdict.message, fix=fix)
+
+    @classmethod
+    def check_settings(cls, found: SettingsFile, path: str) -> list[SettingsReport]:
+        reports = []
+        for setting in found.settings:
+            if setting.field != "backend":
+                continue
+            verdict = judge_backend_setting(setting)
+            if verdict is None:
+                continue
+            fix = None
+            if verdict.suggestion:
+                fix = cls.settings_fix(
+                    f'Use backend "{verdict.suggestion}"', [replace_value(setting, verdict.suggestion)]
+                )
+            reports.append(SettingsReport(setting.start, setting.end, verdict.message, fix))
+        return reports
 
     def finish(self) -> None:
         """Drop torch findings for backends this file registers itself (anywhere in the file)."""

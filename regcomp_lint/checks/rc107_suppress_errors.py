@@ -2,16 +2,21 @@
 
 import ast
 
+from regcomp_lint.analysis.compile_settings import SettingsFile
 from regcomp_lint.analysis.file_context import is_true
-from regcomp_lint.checks.base import Invalid, Rule
+from regcomp_lint.checks.base import Invalid, Rule, SettingsExample, SettingsReport
 from regcomp_lint.diagnostics import Applicability, Severity
+from regcomp_lint.knowledge.launch_settings import SUPPRESS_ERRORS_VARIABLE
 
 SUPPRESS_ERRORS = ("torch._dynamo.config.suppress_errors",)
 
 
 class SuppressErrors(Rule):
     """## What it does
-    Reports `torch._dynamo.config.suppress_errors = True`, however `torch._dynamo` was imported.
+    Reports `torch._dynamo.config.suppress_errors = True`, however `torch._dynamo` was imported,
+    and `TORCHDYNAMO_SUPPRESS_ERRORS=...` set in a shell script, Makefile, Dockerfile, `.env`
+    file or CI `env:` map. torch reads that variable with `bool(os.environ.get(...))`, so any
+    non-empty value turns the setting on: `TORCHDYNAMO_SUPPRESS_ERRORS=0` too.
 
     ## Why is this bad
     With errors suppressed, any failure inside the compiler makes dynamo silently fall back to
@@ -44,6 +49,15 @@ class SuppressErrors(Rule):
     code = "RC107"
     name = "suppress-errors"
     severity = Severity.WARNING
+    settings_invalid = [
+        SettingsExample(".env", "TORCHDYNAMO_SUPPRESS_ERRORS=1\n"),
+        SettingsExample("train.sh", "export TORCHDYNAMO_SUPPRESS_ERRORS=0  # meant as off\n", message="any non-empty"),
+        SettingsExample("ci.yml", "jobs:\n  t:\n    env:\n      TORCHDYNAMO_SUPPRESS_ERRORS: 'true'\n"),
+    ]
+    settings_valid = [
+        SettingsExample("train.sh", "TORCHDYNAMO_SUPPRESS_ERRORS= python train.py\n"),
+        SettingsExample(".env", "TORCHDYNAMO_SUPPRESS_ERRORS=1  # noqa: RC107\n"),
+    ]
     message = "`suppress_errors = True` hides compiler failures: dynamo silently falls back to eager"
     triggers = ("suppress_errors",)
     fix_applicability = Applicability.DISPLAY
@@ -60,6 +74,16 @@ class SuppressErrors(Rule):
         Invalid("from torch._dynamo import config\nconfig.suppress_errors = True\n"),
         Invalid("import torch._dynamo.config as dc\ndc.suppress_errors = True\n"),
     ]
+
+    @classmethod
+    def check_settings(cls, found: SettingsFile, path: str) -> list[SettingsReport]:
+        message = (
+            f"`{SUPPRESS_ERRORS_VARIABLE}` turns `suppress_errors` on (torch reads any non-empty value, "
+            "`0` included, as true): dynamo silently falls back to eager; remove the variable"
+        )
+        return [
+            SettingsReport(s.start, s.end, message) for s in found.settings if s.field == "suppress_errors" and s.value
+        ]
 
     def visit_Assign(self, node: ast.Assign) -> None:
         if not is_true(node.value):

@@ -7,17 +7,21 @@ from dataclasses import dataclass
 
 from regcomp_lint.analysis import callsites
 from regcomp_lint.analysis.bindings import Where, binding_key
+from regcomp_lint.analysis.compile_settings import SettingsFile
+from regcomp_lint.analysis.compile_settings.scripts import switch_nearby
 from regcomp_lint.analysis.file_context import (
     has_star_kwargs,
     is_none,
     is_true,
     keyword,
+    keyword_value,
     method_receiver,
     string_literal,
 )
 from regcomp_lint.analysis.models import ModelFinder, RepeatedBlocks
 from regcomp_lint.checks.accelerate_fixes import backend_keyword_to_plugin, local_name
-from regcomp_lint.checks.base import Invalid, Rule
+from regcomp_lint.checks.base import Invalid, Rule, SettingsExample, SettingsReport
+from regcomp_lint.checks.regional_settings import REGIONAL_SWITCHES, regional_advice
 from regcomp_lint.checks.text_edits import append_keyword
 from regcomp_lint.diagnostics import Applicability, Fix, Severity
 from regcomp_lint.knowledge.accelerate_api import (
@@ -27,6 +31,13 @@ from regcomp_lint.knowledge.accelerate_api import (
     REGIONAL_FIELD,
     UTILS_MODULE,
 )
+from regcomp_lint.knowledge.launch_settings import (
+    ENVIRONMENT,
+    LAUNCH_FLAGS,
+    TRAINERS,
+    TRAINING_ARGUMENTS,
+    TRAINING_ARGUMENTS_SUBCLASSES,
+)
 
 
 @dataclass
@@ -34,6 +45,26 @@ class _Site:
     call: ast.Call
     where: Where
     parent: ast.AST | None = None
+
+
+_TRAINER_NAMES = frozenset(
+    name.rsplit(".", 1)[1] for name in (*TRAINERS, *TRAINING_ARGUMENTS, *TRAINING_ARGUMENTS_SUBCLASSES)
+)
+
+
+def func_name(func: ast.expr) -> str:
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def trainer_compiles(call: ast.Call) -> bool:
+    """``TrainingArguments(torch_compile=True)``, or a literal compile backend/mode (either turns
+    ``torch_compile`` on; a backend of ``"no"`` compiles nothing)."""
+    if is_true(keyword_value(call, "torch_compile")):
+        return True
+    backend = string_literal(keyword_value(call, "torch_compile_backend"))
+    if backend is not None:
+        return backend.lower() != "no"
+    return string_literal(keyword_value(call, "torch_compile_mode")) is not None
 
 
 class PreferRegionalCompilation(Rule):
@@ -55,6 +86,23 @@ class PreferRegionalCompilation(Rule):
     `use_regional_compilation` set to anything but a literal `False`/`None`. A plugin without
     the keyword is reported: it then reads `ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION`
     (default false), so the script alone does not ask for regional compilation.
+
+    A `transformers.Trainer` (or `Seq2SeqTrainer`, trl's `SFTTrainer`/`DPOTrainer`) given such a
+    model and `TrainingArguments(torch_compile=True)` (or a compile backend or mode) is reported
+    at that argument unless the file, or a settings file beside it (launch script, Makefile,
+    accelerate config, `.env`), mentions `ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION`,
+    `--dynamo_use_regional_compilation` or `dynamo_use_regional_compilation`: the Trainer's
+    plugin can be told only by those.
+
+    Outside Python the same advice is given where compilation is switched on: an `accelerate
+    config` file whose `dynamo_config:` picks a backend without
+    `dynamo_use_regional_compilation: true`, an `accelerate launch --dynamo_backend X` without
+    `--dynamo_use_regional_compilation`, and `TrainingArguments` flags or file keys
+    (`--torch_compile`, `--torch_compile_backend`, `torch_compile_backend:`): the `Trainer` has
+    no field for regional compilation, so the finding names the switch that does it,
+    `ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION=1` or `accelerate launch
+    --dynamo_use_regional_compilation` (not reported when the same file sets it). There the
+    model is not known, so check it is made of repeated blocks.
 
     ## Why is this bad
     Compiling the whole model traces every block into one big graph, so the cold start grows
@@ -109,11 +157,55 @@ class PreferRegionalCompilation(Rule):
     name = "prefer-regional-compilation"
     severity = Severity.INFO
     cold_start_advice = True
+    settings_invalid = [
+        SettingsExample(
+            "default_config.yaml",
+            "distributed_type: MULTI_GPU\ndynamo_config:\n  dynamo_backend: INDUCTOR  # compile\n  dynamo_mode: default\nnum_processes: 2\n",
+            fixed="distributed_type: MULTI_GPU\ndynamo_config:\n  dynamo_backend: INDUCTOR  # compile\n"
+            "  dynamo_use_regional_compilation: true\n  dynamo_mode: default\nnum_processes: 2\n",
+        ),
+        SettingsExample(
+            "default_config.yaml",
+            "dynamo_config:\n  dynamo_backend: INDUCTOR\n  dynamo_use_regional_compilation: false\n",
+            fixed="dynamo_config:\n  dynamo_backend: INDUCTOR\n  dynamo_use_regional_compilation: true\n",
+        ),
+        SettingsExample(
+            "train.sh",
+            "accelerate launch --dynamo_backend inductor train.py  # nightly\n",
+            fixed="accelerate launch --dynamo_backend inductor --dynamo_use_regional_compilation train.py  # nightly\n",
+        ),
+        SettingsExample(
+            "ci.yml",
+            "steps:\n  - run: |\n      python run_clm.py --torch_compile --model_name_or_path gpt2\n",
+            message="ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION=1",
+        ),
+    ]
+    settings_valid = [
+        SettingsExample("default_config.yaml", "dynamo_config:\n  dynamo_backend: NO\n"),
+        SettingsExample(
+            "default_config.yaml",
+            "dynamo_config:\n  dynamo_backend: INDUCTOR\n  dynamo_use_regional_compilation: true\n",
+        ),
+        SettingsExample(
+            "train.sh", "accelerate launch --dynamo_use_regional_compilation --dynamo_backend inductor train.py\n"
+        ),
+        SettingsExample(
+            "train.sh",
+            "export ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION=1\npython run_clm.py --torch_compile_backend inductor\n",
+        ),
+    ]
     message = "whole-model compile of a model with repeated blocks: use regional compilation"
     triggers = ("compile", "DynamoPlugin", "dynamo_backend")
     fix_applicability = Applicability.UNSAFE
 
     valid = [
+        "import os\nfrom transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
+        "os.environ['ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION'] = '1'\n"
+        "model = AutoModelForCausalLM.from_pretrained('gpt2')\n"
+        "Trainer(model=model, args=TrainingArguments('out', torch_compile_backend='inductor')).train()\n",
+        "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
+        "model = AutoModelForCausalLM.from_pretrained('gpt2')\n"
+        "Trainer(model=model, args=TrainingArguments('out', torch_compile_backend='no')).train()\n",
         # a function, not a model
         "import torch\ndef step(x):\n    return x * 2\nstep = torch.compile(step)\n",
         # a small model without repeated blocks
@@ -152,6 +244,14 @@ class PreferRegionalCompilation(Rule):
         "def compile_it(model):\n    return torch.compile(model)\n",
     ]
     invalid = [
+        # the Trainer builds the plugin: only the environment or the launch flag turn regional on
+        Invalid(
+            "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
+            "model = AutoModelForCausalLM.from_pretrained('gpt2')\n"
+            "args = TrainingArguments('out', torch_compile=True)\n"
+            "Trainer(model=model, args=args).train()\n",
+            message="ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION=1",
+        ),
         Invalid(
             "import torch\nfrom transformers import AutoModelForCausalLM\n"
             "model = AutoModelForCausalLM.from_pretrained('gpt2')\nmodel = torch.compile(model, mode='max-autotune')\n",
@@ -259,8 +359,14 @@ class PreferRegionalCompilation(Rule):
         self._prepares: list[_Site] = []
         self._accelerators: dict[int, Where] = {}
         self._regional_set: list[tuple[ast.expr, Where]] = []
+        self._trainer_args: list[ast.Call] = []  # TrainingArguments(...) that turn compiling on
+        self._trainers: list[_Site] = []
 
     # -- collecting, during the walk -------------------------------------------------------
+    @classmethod
+    def check_settings(cls, found: SettingsFile, path: str) -> list[SettingsReport]:
+        return regional_advice(found)
+
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
             if isinstance(target, ast.Attribute) and target.attr == REGIONAL_FIELD:
@@ -275,11 +381,20 @@ class PreferRegionalCompilation(Rule):
                 self._compile_call(node)
             elif func.attr == "Accelerator" and callsites.is_accelerator(self.ctx, func):
                 self._accelerators[id(node)] = self.bindings.here(node)
-        elif isinstance(func, ast.Name) and (func.id == "Accelerator" or self.ctx.imports.imported(func.id)):
+        if isinstance(func, (ast.Name, ast.Attribute)) and func_name(func) in _TRAINER_NAMES:
+            self._trainer_call(node)
+        if isinstance(func, ast.Name) and (func.id == "Accelerator" or self.ctx.imports.imported(func.id)):
             if callsites.is_accelerator(self.ctx, func):
                 self._accelerators[id(node)] = self.bindings.here(node)
             else:
                 self._compile_call(node)
+
+    def _trainer_call(self, node: ast.Call) -> None:
+        if self.ctx.resolves_to(node.func, *TRAINING_ARGUMENTS, *TRAINING_ARGUMENTS_SUBCLASSES):
+            if trainer_compiles(node):
+                self._trainer_args.append(node)
+        elif self.ctx.resolves_to(node.func, *TRAINERS):
+            self._trainers.append(_Site(node, self.bindings.here(node)))
 
     def _compile_call(self, node: ast.Call) -> None:
         if callsites.is_torch_compile(self.ctx, node.func):
@@ -290,6 +405,8 @@ class PreferRegionalCompilation(Rule):
 
     # -- judging, once the whole file is known ---------------------------------------------
     def finish(self) -> None:
+        if self._trainer_args and self._trainers:
+            self._judge_trainer()
         if not (self._torch_compiles or self._module_compiles or (self._prepares and self._accelerators)):
             return
         finder = self.ctx.semantic.model_finder
@@ -302,6 +419,38 @@ class PreferRegionalCompilation(Rule):
             if model is not None:
                 self._report_module_compile(site, model)
         self._judge_accelerators(finder)
+
+    def _judge_trainer(self) -> None:
+        """``TrainingArguments(torch_compile=True)`` handed to a ``Trainer`` of a model with
+        repeated blocks, with no regional switch in this file (the only ways are the
+        environment and the launch flag: ``TrainingArguments`` has no field for it)."""
+        if any(switch in self.ctx.source.text for switch in REGIONAL_SWITCHES):
+            return
+        if switch_nearby(self.ctx.filename, REGIONAL_SWITCHES) is not None:
+            return  # a launch script or config beside it turns regional compilation on
+        finder = self.ctx.semantic.model_finder
+        for site in self._trainers:
+            given = keyword_value(site.call, "model") or (site.call.args[0] if site.call.args else None)
+            model = finder.model_of(given, site.where) if given is not None else None
+            if model is not None:
+                break
+        else:
+            return
+        for args in self._trainer_args:
+            where = next(
+                (
+                    kw
+                    for kw in args.keywords
+                    if kw.arg in ("torch_compile", "torch_compile_backend", "torch_compile_mode")
+                ),
+                None,
+            )
+            self.report(
+                where.value if where is not None else args,
+                f"the `Trainer` compiles the whole model ({model.describe()}): `TrainingArguments` cannot ask for "
+                f"regional compilation; set `{ENVIRONMENT[REGIONAL_FIELD]}=1` in the launch environment or launch "
+                f"with `accelerate launch {LAUNCH_FLAGS[REGIONAL_FIELD]}`",
+            )
 
     def _report_torch_compile(self, call: ast.Call, model: RepeatedBlocks) -> None:
         message = (

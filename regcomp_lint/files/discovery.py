@@ -1,6 +1,7 @@
 """From the paths a user typed to the list of files to lint.
 
-- A folder is walked recursively for ``*.py`` and ``*.pyi``; entries matching ``exclude`` /
+- A folder is walked recursively for ``*.py`` and ``*.pyi`` and for the files compile settings
+  live in (YAML, JSON, shell scripts, Makefiles, Dockerfiles, ``.env``: see ``kinds``); entries matching ``exclude`` /
   ``extend-exclude`` or (with ``respect-gitignore``) a ``.gitignore`` are skipped, folders
   pruned. The folder typed itself is never excluded: the user asked for it (ruff does the same).
 - A file typed explicitly is linted whatever its extension (a script named ``train`` too), unless
@@ -23,11 +24,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from regcomp_lint.files.gitignore import IgnoreFile, IgnoreStack, stack_for, translate
+from regcomp_lint.files.kinds import PYTHON_SUFFIXES, is_settings_file
 
 if TYPE_CHECKING:  # only the type: discovery reads four fields and never imports the lint layer
     from regcomp_lint.lint.config import Settings
-
-PYTHON_SUFFIXES = (".py", ".pyi")
 
 
 @dataclass
@@ -139,7 +139,7 @@ def _walk(
                 is_file = not is_dir and entry.is_file()  # follows a link to a file
             except OSError:
                 continue
-            if not is_dir and not (is_file and name.endswith(PYTHON_SUFFIXES)):
+            if not is_dir and not (is_file and (name.endswith(PYTHON_SUFFIXES) or is_settings_file(name))):
                 continue  # other files, links to folders, broken links
             path = os.path.join(folder, name)
             if excluder and excluder.matches(path, name):

@@ -19,12 +19,15 @@ from functools import cache, lru_cache
 from typing import Any, cast
 
 from regcomp_lint.analysis import dead_code
+from regcomp_lint.analysis.compile_settings import mentions_settings
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.checks import ALL_RULES, Rule
 from regcomp_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
+from regcomp_lint.files.kinds import Kind, kind_by_name, kind_of
 from regcomp_lint.files.source import DecodeError, Positioned, SourceFile, decode_source
 from regcomp_lint.lint import suppressions as sup_mod
 from regcomp_lint.lint.config import Settings
+from regcomp_lint.lint.settings_engine import lint_settings_text
 
 SYNTAX_ERROR = "RC001"
 UNUSED_SUPPRESSION = "RC002"
@@ -37,6 +40,8 @@ def _diag(code: str, message: str, filename: str, start: Location, end: Location
 
 
 def lint_bytes(data: bytes, filename: str, enabled: frozenset[str]) -> list[Diagnostic]:
+    if kind_by_name(filename) not in (None, Kind.PYTHON) and not mentions_settings(data):
+        return []  # a YAML/JSON/shell... file without compile settings: not even decoded
     try:
         text = decode_source(data)
     except DecodeError as exc:
@@ -184,6 +189,9 @@ def walk(ctx: FileContext, rules: list[Rule]) -> None:
 
 
 def lint_text(text: str, filename: str, enabled: frozenset[str]) -> list[Diagnostic]:
+    kind = kind_of(filename, text)
+    if kind is not Kind.PYTHON:
+        return lint_settings_text(text, filename, kind, enabled, _apply_suppressions)
     source = SourceFile(filename, text)
     try:
         tree = _parse(text, filename)
@@ -274,9 +282,13 @@ def _suppressions_matter(text: str, found: bool, enabled: frozenset[str]) -> boo
 
 
 def _apply_suppressions(
-    found: list[tuple[Diagnostic, int]], source: SourceFile, enabled: frozenset[str]
+    found: list[tuple[Diagnostic, int]],
+    source: SourceFile,
+    enabled: frozenset[str],
+    comments: list[tuple[int, int, str]] | None = None,
 ) -> list[Diagnostic]:
-    index = sup_mod.SuppressionIndex(sup_mod.parse(source.text, source.lines))
+    """``comments``: a settings file's ``#`` comments (None: tokenize the Python text)."""
+    index = sup_mod.SuppressionIndex(sup_mod.parse(source.text, source.lines, comments))
     kept: list[Diagnostic] = []
     for diag, stmt_row in found:
         sup = index.match(diag.code, diag.location.row, stmt_row)

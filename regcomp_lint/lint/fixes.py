@@ -8,7 +8,9 @@ from __future__ import annotations
 import ast
 import warnings
 
+from regcomp_lint.analysis.compile_settings import parses_as
 from regcomp_lint.diagnostics import Applicability, Diagnostic, Edit
+from regcomp_lint.files.kinds import Kind, kind_of
 from regcomp_lint.files.source import SourceFile, apply_edits
 from regcomp_lint.lint.config import Settings
 from regcomp_lint.lint.engine import lint_source
@@ -22,8 +24,12 @@ def applicable(diag: Diagnostic, unsafe: bool) -> bool:
     return unsafe and diag.fix.applicability is Applicability.UNSAFE
 
 
-def parses(text: str) -> bool:
-    """The text is valid Python (warnings about it are not ours to show)."""
+def parses(text: str, filename: str = "<fix>") -> bool:
+    """The text is valid in its format: Python (warnings about it are not ours to show), or the
+    YAML/JSON/shell... a settings file is written in."""
+    kind = kind_of(filename, text)
+    if kind is not Kind.PYTHON:
+        return parses_as(text, kind)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -33,7 +39,9 @@ def parses(text: str) -> bool:
         return False
 
 
-def apply_fixes(text: str, diagnostics: list[Diagnostic], unsafe: bool = False) -> tuple[str, list[Diagnostic]]:
+def apply_fixes(
+    text: str, diagnostics: list[Diagnostic], unsafe: bool = False, filename: str = "<fix>"
+) -> tuple[str, list[Diagnostic]]:
     """Apply every applicable fix that does not overlap an earlier one; return (text, applied).
 
     Callers loop (lint → fix → lint) until nothing changes, as ruff does, for fixes that were
@@ -52,7 +60,7 @@ def apply_fixes(text: str, diagnostics: list[Diagnostic], unsafe: bool = False) 
             continue
         # import insertions at the same point by two fixes: keep only one copy
         candidate = apply_edits(text, chosen_edits + list(fix.edits))
-        if not parses(candidate):
+        if not parses(candidate, filename):
             continue
         chosen.append(diag)
         chosen_edits.extend(fix.edits)
@@ -68,7 +76,7 @@ def fix_source(
     """Apply fixes until none applies; return the new text and the remaining diagnostics."""
     for _ in range(max_rounds):
         diagnostics = lint_source(text, filename, config)
-        text_after, applied = apply_fixes(text, diagnostics, unsafe=unsafe)
+        text_after, applied = apply_fixes(text, diagnostics, unsafe=unsafe, filename=filename)
         if not applied or text_after == text:
             return text, diagnostics
         text = text_after

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from regcomp_lint.checks import ALL_RULES, Rule, rule_by_name
 from regcomp_lint.diagnostics import RULES_URL, Applicability, Severity
+from regcomp_lint.files.kinds import kind_of
 
 #: Where the generated pages live in a source checkout.
 RULES_DIR = Path(__file__).resolve().parents[2] / "rules"
@@ -94,7 +95,7 @@ def render_page(rule: type[Rule], generated_note: bool = True) -> str:
 
 def _examples(rule: type[Rule]) -> list[str]:
     if not rule.invalid and not rule.valid:
-        return []
+        return _settings_examples(rule)
     lines = ["## Examples checked by the tests", ""]
     if rule.invalid:
         lines += ["### Reported", ""]
@@ -109,6 +110,33 @@ def _examples(rule: type[Rule]) -> list[str]:
         lines += ["### Not reported", ""]
         for code in rule.valid:
             lines += [_code_block(code), ""]
+    lines += _settings_examples(rule)
+    return lines
+
+
+#: Code-block language per settings file kind.
+_FENCE = {
+    "yaml": "yaml",
+    "json": "json",
+    "shell": "bash",
+    "makefile": "makefile",
+    "dockerfile": "dockerfile",
+    "dotenv": "bash",
+}
+
+
+def _settings_examples(rule: type[Rule]) -> list[str]:
+    if not rule.settings_invalid and not rule.settings_valid:
+        return []
+    lines = ["### In settings files (YAML, JSON, shell, Makefile, Dockerfile, `.env`)", ""]
+    for title, examples in (("Reported", rule.settings_invalid), ("Not reported", rule.settings_valid)):
+        for example in examples:
+            fence = _FENCE[kind_of(example.filename).value]
+            lines += [f"{title} in `{example.filename}`:", "", f"```{fence}\n{example.code.rstrip()}\n```", ""]
+            for name, text in example.files:
+                lines += [f"beside `{name}`:", "", _code_block(text), ""]
+            if example.fixed is not None:
+                lines += ["After the fix:", "", f"```{fence}\n{example.fixed.rstrip()}\n```", ""]
     return lines
 
 

@@ -12,6 +12,7 @@ and are left alone.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from regcomp_lint.files.source import comments
@@ -45,9 +46,12 @@ def might_have_suppressions(text: str) -> bool:
     return "noqa" in text or "NOQA" in text or "regcomp:" in text
 
 
-def parse(text: str, lines: list[str]) -> list[Suppression]:
+def parse(
+    text: str, lines: list[str], found_comments: Iterable[tuple[int, int, str]] | None = None
+) -> list[Suppression]:
+    """Directives in the comments of a Python text, or in ``found_comments`` (other formats)."""
     found: list[Suppression] = []
-    for row, col, comment in comments(text):
+    for row, col, comment in comments(text) if found_comments is None else found_comments:
         own_line = lines[row - 1][:col].strip() == "" if row - 1 < len(lines) else False
         for regex, kind in ((_NOQA, "noqa"), (_IGNORE, "ignore")):
             for m in regex.finditer(comment):

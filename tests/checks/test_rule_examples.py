@@ -24,8 +24,51 @@ INVALID = [
 ]
 
 
-def findings(rule, src):
-    return [d for d in lint_source(src, "example.py") if d.code == rule.code]
+SETTINGS_VALID = [
+    pytest.param(rule, ex, id=f"{code}-settings-valid-{i}")
+    for code, rule in ALL_RULES.items()
+    for i, ex in enumerate(rule.settings_valid)
+]
+SETTINGS_INVALID = [
+    pytest.param(rule, ex, id=f"{code}-settings-invalid-{i}")
+    for code, rule in ALL_RULES.items()
+    for i, ex in enumerate(rule.settings_invalid)
+]
+
+
+def findings(rule, src, filename="example.py"):
+    return [d for d in lint_source(src, filename) if d.code == rule.code]
+
+
+def settings_findings(rule, example, folder):
+    """Lint the example as a file in ``folder``, beside the other files it names."""
+    for name, text in example.files:
+        (folder / name).write_text(text, encoding="utf-8")
+    filename = str(folder / example.filename) if example.files else example.filename
+    return [d for d in lint_source(example.code, filename) if d.code == rule.code]
+
+
+@pytest.mark.parametrize("rule,example", SETTINGS_VALID)
+def test_settings_valid_example_has_no_finding(rule, example, tmp_path):
+    assert settings_findings(rule, example, tmp_path) == []
+
+
+@pytest.mark.parametrize("rule,example", SETTINGS_INVALID)
+def test_settings_invalid_example_is_found(rule, example, tmp_path):
+    found = settings_findings(rule, example, tmp_path)
+    assert len(found) == example.count, found
+    if example.message:
+        assert example.message in found[0].message
+    if example.fixed is None:
+        assert not [d for d in found if d.fix and d.fix.applicability is not Applicability.DISPLAY]
+        return
+    text, applied = apply_fixes(example.code, found, unsafe=True, filename=example.filename)
+    assert applied and text == example.fixed
+
+
+def test_rules_with_settings_examples_read_settings():
+    for rule in ALL_RULES.values():
+        assert bool(rule.settings_invalid) == rule.reads_settings(), rule.code
 
 
 @pytest.mark.parametrize("rule,src", VALID)
@@ -62,7 +105,7 @@ def test_rule_metadata(code):
     docs = rule.docs()
     for section in DOC_SECTIONS:
         assert f"## {section}" in docs, f"{code} docs miss section {section!r}"
-    assert rule.invalid, f"{code} has no invalid example"
-    assert rule.valid, f"{code} has no valid example"
+    assert rule.invalid or rule.settings_invalid, f"{code} has no invalid example"
+    assert rule.valid or rule.settings_valid, f"{code} has no valid example"
     if rule.fix_applicability is None:
         assert all(ex.fixed is None for ex in rule.invalid)
