@@ -13,6 +13,7 @@ function's parameter, the arguments its callers pass. From the uses:
   function it is passed to (:mod:`~regcomp_lint.analysis.training_loops`); any other loader is an
   evaluation loader, left whole on purpose;
 - a loader fed a ``DistributedSampler`` is *sharded* already: one shard per rank;
+- a ``GradScaler`` the script builds means it scales its loss itself (one scaling, never two);
 - a scheduler's *cadence* compares the loops around its ``.step()`` with those around its
   optimizer's (``opt.step()`` or ``scaler.step(opt)``), followed up through the functions that
   call them: the same loops, once per optimizer step; the optimizer's nested inside, once per
@@ -38,7 +39,7 @@ from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.analysis.optimizer_sources import OptimizerSources
 from regcomp_lint.analysis.training_loops import COMPREHENSIONS, argument_for, iterated
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
-from regcomp_lint.knowledge.torch_api import DATA_PARALLEL, DISTRIBUTED_SAMPLER, SAME_MODULE_METHODS
+from regcomp_lint.knowledge.torch_api import DATA_PARALLEL, DISTRIBUTED_SAMPLER, GRAD_SCALERS, SAME_MODULE_METHODS
 
 #: Calls that hand on a loader's batches: ``next(iter(loader))``, ``it = iter(loader)``.
 ITERATION_CALLS = ("iter", "next")
@@ -122,6 +123,8 @@ class TrainingRoles:
         self._cadence: dict[int, tuple[Cadence, ast.Call | None]] = {}
         #: ``X.zero_grad()``, ``X.step()`` without positional arguments, ``X.param_groups``
         self._optimizer_uses: list[tuple[ast.expr, Where]] = []
+        #: ``torch.amp.GradScaler(...)`` calls: the script scales its loss itself
+        self.grad_scalers: list[ast.Call] = []
         #: calls being asked "is it used as an optimizer?": they hold an optimizer meanwhile
         self._asking: list[ast.Call] = []
         self.optimizers = OptimizerSources(ctx, self.bindings, self._optimizer_uses, self._holds)
@@ -159,6 +162,8 @@ class TrainingRoles:
         self._calls[id(node)] = (where, loops)
         if isinstance(func, ast.Attribute) and func.attr in TRAINING_CALLS:
             self.trains = True
+        if self.ctx.resolves_to(func, *GRAD_SCALERS):
+            self.grad_scalers.append(node)
         if binding_key(func) is None:  # a method: optimizer.step(), model.train()
             if isinstance(func, ast.Attribute) and func.attr == "step":
                 self._steps.append(_Step(node, func.value, where, loops))

@@ -87,6 +87,7 @@ class PlainPlanner(Planner):
         settings, setting_notes = resolve(script, self.options, reason)
         self._rewrites(backwards)
         self._stay_on_cpu_without_devices()
+        self._keep_one_loss_scaling()
         self._place(settings, script)
         self.imports += [("accelerate", "Accelerator"), ("accelerate.utils", "TorchDynamoPlugin")]
         self._describe(settings, reason, sites)
@@ -543,6 +544,22 @@ class PlainPlanner(Planner):
         self.edits.add_statements(block, first_use, [*before, plugin, accelerator, *extra], after=False)
         self.created_at = (
             function_name(self.scope) if self.owner is None else f"{self.owner.name.value}.{function_name(self.scope)}"
+        )
+
+    def _keep_one_loss_scaling(self) -> None:
+        """A script with its own ``GradScaler`` scales its loss itself: ``mixed_precision="no"``
+        keeps that the only scaling. Without it, ``accelerate launch --mixed_precision fp16`` (or
+        an ``accelerate config`` that sets it) would make Accelerate scale the scaled loss again
+        (an explicit argument outranks both: accelerate's ``AcceleratorState``)."""
+        roles = lint_view(self.tree).roles
+        if roles is None or not roles.grad_scalers:
+            return
+        self.accelerator_keywords.append('mixed_precision="no"')
+        lines = ", ".join(str(call.lineno) for call in roles.grad_scalers)
+        self.notes.append(
+            f'the script scales its loss with its own GradScaler (line {lines}): Accelerator(mixed_precision="no") '
+            "keeps it the only scaling, whatever a --mixed_precision launch flag or accelerate config says; "
+            'to let Accelerate do it, drop the GradScaler and autocast and pass mixed_precision="fp16"'
         )
 
     def _stay_on_cpu_without_devices(self) -> None:

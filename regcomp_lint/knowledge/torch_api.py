@@ -115,6 +115,15 @@ DATA_PARALLEL = (
 #: The single-process, multi-GPU wrap among them.
 SINGLE_PROCESS_DATA_PARALLEL = DATA_PARALLEL[2:]
 INIT_PROCESS_GROUP = ("torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group")
+#: A loss scaler of the script's own mixed precision (the device-specific ones are deprecated aliases).
+GRAD_SCALERS = (
+    "torch.amp.GradScaler",
+    "torch.amp.grad_scaler.GradScaler",
+    "torch.cuda.amp.GradScaler",
+    "torch.cuda.amp.grad_scaler.GradScaler",
+    "torch.cpu.amp.GradScaler",
+    "torch.cpu.amp.grad_scaler.GradScaler",
+)
 #: A sampler that already gives each rank its own shard of the data.
 DISTRIBUTED_SAMPLER = ("torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler")
 CUDA_SET_DEVICE = ("torch.cuda.set_device",)

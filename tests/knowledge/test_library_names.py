@@ -200,3 +200,12 @@ def test_skipped_third_party_is_dynamos_skiplist_without_numpy():
     from regcomp_lint.knowledge.graph_breaks import SKIPPED_THIRD_PARTY
 
     assert set(trace_rules.THIRDPARTY_SKIPLIST) - {"numpy"} == SKIPPED_THIRD_PARTY
+
+
+def test_every_grad_scaler_is_torchs_grad_scaler():
+    """The device-specific scalers are (deprecated) subclasses of torch.amp.GradScaler."""
+    base = resolve("torch.amp.GradScaler")
+    for name in torch_api.GRAD_SCALERS:
+        found = resolve(name)
+        assert found is not _MISSING, name
+        assert isinstance(found, type) and issubclass(found, base), name
