@@ -11,13 +11,17 @@ code only it runs is noise. Dead, here, means only what the file itself makes ce
   ``a if flag else b``.
 
 A flag read from ``argparse``, the environment or a config is never constant, so it is never
-dead code: only what the code says.
+dead code: only what the code says. A module-level flag above ``exec(...)`` or
+``globals().update(...)`` (nanoGPT's configurator, ``analysis/global_rebinders.py``) is a default
+the command line may override, never a constant.
 """
 
 from __future__ import annotations
 
 import ast
 from collections import Counter
+
+from regcomp_lint.analysis.global_rebinders import rebinds_globals
 
 #: (start row, start col, end row, end col) of a dead region, in ast positions (col 0-based).
 Span = tuple[int, int, int, int]
@@ -73,6 +77,8 @@ def _false_flags(tree: ast.Module) -> set[str]:
     """Names bound exactly once in the file, by ``name = False | 0 | None``."""
     bindings: Counter[str] = Counter()
     falsy: set[str] = set()
+    if any(rebinds_globals(stmt) for stmt in tree.body):
+        return set()  # a configurator may set any module-level flag
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             bindings[node.id] += 1

@@ -64,6 +64,7 @@ class LintView:
         self.model_finder: ModelFinder | None = None
         self._wheres: dict[int, Where] = {}
         self._spans: list[tuple[_Point, _Point, ast.AST]] = []
+        self._statements: dict[_Point, ast.stmt] = {}
         source = SourceFile("<regcomp-fix>", tree.module.code)
         try:
             parsed = ast.parse(source.text)
@@ -75,6 +76,7 @@ class LintView:
         self.roles = recorder.roles
         self.model_finder = ModelFinder(ctx, recorder.bindings)
         self._wheres = recorder.wheres
+        self._statements = {_start(source, node): node for node in ast.walk(parsed) if isinstance(node, ast.stmt)}
         # breadth first: an expression comes before the parts it contains
         self._spans = [
             (_start(source, node), _end(source, node), node) for node in ast.walk(parsed) if isinstance(node, _ASKABLE)
@@ -93,6 +95,11 @@ class LintView:
                     return expr  # type: ignore[return-value]
                 return None
         return None
+
+    def statement_at(self, node: cst.CSTNode) -> ast.stmt | None:
+        """The ``ast`` statement that starts where the libcst statement ``node`` does."""
+        span = self._positions.get(node)
+        return self._statements.get((span.start.line, span.start.column)) if span is not None else None
 
     def where(self, expr: ast.AST) -> Where:
         return self._wheres[id(expr)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from regcomp_lint.analysis.global_rebinders import rebinds_globals
 from regcomp_lint.analysis.training_objects import Kind
 from regcomp_lint.analysis.training_roles import Cadence
 from regcomp_lint.codemod.builders import call_statement, expression, statement
@@ -480,7 +481,7 @@ class PlainPlanner(Planner):
             [*script.values.values(), *([script.condition] if script.condition is not None else [])]
         ) + [key.split(".")[0] for key in flags]
         last_dependency = max((self.binding_index(block, name, self.scope) for name in dependencies), default=-1)
-        rebinds = _global_rebinds(block) if isinstance(self.scope, cst.Module) else []
+        rebinds = _global_rebinds(tree, block) if isinstance(self.scope, cst.Module) else []
         configured_devices = [
             u for u in uses if u in self.device_values and rebinds and (self.project(block, u) or 0) <= rebinds[-1]
         ]
@@ -736,17 +737,16 @@ def _is_attribute_name(tree: Tree, name: cst.Name) -> bool:
     return isinstance(parent, cst.Attribute) and parent.attr is name
 
 
-def _global_rebinds(block: Block) -> list[int]:
-    """Indices of top-level statements that may rebind any global: ``exec(...)``, ``globals().update(...)``."""
+def _global_rebinds(tree: Tree, block: Block) -> list[int]:
+    """Indices of top-level statements that may rebind any global (``analysis/global_rebinders.py``)."""
+    view = lint_view(tree)
     found = []
     for index, stmt in enumerate(block.body):
         if not isinstance(stmt, cst.SimpleStatementLine):
             continue
-        for call in find_all(stmt, cst.Call):
-            func = call.func
-            if (isinstance(func, cst.Name) and func.value == "exec") or code(func) == "globals().update":
-                found.append(index)
-                break
+        statements = [view.statement_at(small) for small in stmt.body]
+        if any(s is not None and rebinds_globals(s) for s in statements):
+            found.append(index)
     return found
 
 
