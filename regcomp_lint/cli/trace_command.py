@@ -47,16 +47,40 @@ def _require_torch() -> None:
 
 def trace(options: TraceOptions) -> int:
     _check_usage(options)
+    _check_outputs(options)  # before torch is imported and the model built: a typo costs nothing
     _require_torch()
+    import sys
+
+    from regcomp_lint.output.progress import StepLine
+    from regcomp_lint.trace.streams import user_output_to_stderr
+
+    progress = StepLine(sys.stderr)
+    with user_output_to_stderr():  # the factories, the script and the compiler print to stderr
+        data, text, applied, has_breaks = _run(options, progress)
+    if options.output_format == "json":
+        click.echo(json.dumps(data, indent=2))
+    else:
+        click.echo(text, nl=False)
+    if applied is not None and applied.get("ok") is False:
+        return EXIT_FINDINGS
+    if options.exit_non_zero_on_break and has_breaks:
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def _run(options: TraceOptions, progress) -> tuple[dict, str, dict | None, bool]:
+    """Everything up to printing: ``(json data, text report, --apply result, any break)``."""
     from regcomp_lint.trace import devices, report
     from regcomp_lint.trace.analysis import Options, analyze
 
     device = devices.resolve(options.device)
-    model, batch, requests = _model_and_batch(options, device)
-    model, batch = devices.place(model, batch, device)
-    analysis = analyze(
-        model, batch, device, Options(backend=options.backend, mode=options.mode, dynamic_dim=options.dynamic_dim)
-    )
+    with progress.step("building the model and the batch"):
+        model, batch, requests = _model_and_batch(options, device)
+        model, batch = devices.place(model, batch, device)
+    with progress.step("tracing under torch dynamo"):
+        analysis = analyze(
+            model, batch, device, Options(backend=options.backend, mode=options.mode, dynamic_dim=options.dynamic_dim)
+        )
     data = report.to_json(analysis)
     if requests:
         data["script_requests"] = [{"api": r.api, "kwargs": r.kwargs, "where": r.where} for r in requests]
@@ -71,28 +95,21 @@ def trace(options: TraceOptions) -> int:
         write_graph(analysis.regions.graph, options.graph)
     applied = None
     if options.apply:
-        applied = _apply(model, batch, plan, options)
+        with progress.step(f"compiling the plan ({plan.strategy}){' and checking it' if options.check else ''}"):
+            applied = _apply(model, batch, plan, options)
         data["apply"] = applied
-    if options.output_format == "json":
-        click.echo(json.dumps(data, indent=2))
-    else:
-        text = report.to_text(analysis)
-        if requests:
-            text += "\nThe script asked for:\n" + "".join(
-                f"  {r.api}({', '.join(f'{k}={v!r}' for k, v in r.kwargs.items())})  at {r.where}\n" for r in requests
-            )
-        if options.plan:
-            text += f"\nplan written to {options.plan} (apply it: regcomp-fix --plan {options.plan} train.py, or regcomp_lint.apply_plan(model, {options.plan!r}))\n"
-        if options.graph:
-            text += f"region graph written to {options.graph}\n"
-        if applied is not None:
-            text += _apply_text(applied)
-        click.echo(text, nl=False)
-    if applied is not None and applied.get("ok") is False:
-        return EXIT_FINDINGS
-    if options.exit_non_zero_on_break and analysis.breaks:
-        return EXIT_FINDINGS
-    return EXIT_OK
+    text = report.to_text(analysis)
+    if requests:
+        text += "\nThe script asked for:\n" + "".join(
+            f"  {r.api}({', '.join(f'{k}={v!r}' for k, v in r.kwargs.items())})  at {r.where}\n" for r in requests
+        )
+    if options.plan:
+        text += f"\nplan written to {options.plan} (apply it: regcomp-fix --plan {options.plan} train.py, or regcomp_lint.apply_plan(model, {options.plan!r}))\n"
+    if options.graph:
+        text += f"region graph written to {options.graph}\n"
+    if applied is not None:
+        text += _apply_text(applied)
+    return data, text, applied, bool(analysis.breaks)
 
 
 def _check_usage(options: TraceOptions) -> None:
@@ -106,6 +123,37 @@ def _check_usage(options: TraceOptions) -> None:
         )
     if options.check and not options.apply:
         raise UsageFailure("trace: --check compares eager and compiled outputs of --apply: add --apply")
+
+
+def _check_outputs(options: TraceOptions) -> None:
+    """Refuse an output the run could not write, before the minutes of building and tracing."""
+    import os
+
+    from regcomp_lint.trace.graph_output import FORMATS  # networkx only: no torch yet
+
+    if options.graph:
+        suffix = os.path.splitext(options.graph)[1].lower()
+        if suffix not in FORMATS:
+            raise UsageFailure(
+                f"--graph {options.graph}: unknown format {suffix or '(no suffix)'!r}; give a file ending in .dot, .json or .html"
+            )
+        _check_writable(options.graph, "--graph")
+    if options.plan:
+        _check_writable(options.plan, "--plan")
+
+
+def _check_writable(path: str, option: str) -> None:
+    import os
+
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise UsageFailure(f"{option} {path}: is a directory; give a file name")
+    if not os.path.isdir(folder):
+        raise UsageFailure(f"{option} {path}: the folder {folder} does not exist")
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        raise UsageFailure(f"{option} {path}: the file is not writable")
+    if not os.path.exists(path) and not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageFailure(f"{option} {path}: cannot create a file in {folder} (permission denied)")
 
 
 def _model_and_batch(options: TraceOptions, device: str):

@@ -1,8 +1,11 @@
-"""A one-line ``files linted`` counter on stderr for long runs; only on a terminal."""
+"""Progress on stderr, only on a terminal: a ``files linted`` counter for long lint runs, and a
+line naming the long step ``trace`` is in."""
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 
 #: Runs over fewer files than this finish too fast for a counter to help.
 MIN_FILES = 50
@@ -43,3 +46,31 @@ class ProgressLine:
             self.stream.write("\r\x1b[2K")
             self.stream.flush()
             self.shown = False
+
+
+class StepLine:
+    """``regcomp-lint: compiling the plan...`` on stderr while one long step runs (trace's
+    compile, ``--apply --check``, each ``--measure`` strategy); only on a terminal, erased after."""
+
+    def __init__(self, stream, enabled: bool | None = None) -> None:
+        self.stream = stream
+        self.enabled = _is_terminal(stream) if enabled is None else enabled
+
+    @contextlib.contextmanager
+    def step(self, label: str) -> Iterator[None]:
+        if self.enabled:
+            self.stream.write(f"\r\x1b[2Kregcomp-lint: {label}...")
+            self.stream.flush()
+        try:
+            yield
+        finally:
+            if self.enabled:
+                self.stream.write("\r\x1b[2K")
+                self.stream.flush()
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False

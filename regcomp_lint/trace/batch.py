@@ -81,7 +81,9 @@ class Batch:
 
         def cut(t):
             if t.dim() > dim and t.shape[dim] == old:
-                return t.narrow(dim, 0, new)
+                # a copy, not narrow()'s view: forward code such as ``targets.view(-1)`` needs
+                # contiguous tensors, as a real batch of that size would be
+                return t.narrow(dim, 0, new).contiguous()
             return t
 
         return self.map(cut), old, new

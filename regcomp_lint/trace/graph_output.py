@@ -37,7 +37,8 @@ from regcomp_lint.trace.regions import amount
 
 __all__ = ["write_graph", "render_dot", "render_json", "render_html", "FORMATS"]
 
-FORMATS = (".dot", ".json", ".html")
+#: the suffixes ``write_graph`` knows (the CLI checks ``--graph`` against them before tracing)
+FORMATS = (".dot", ".json", ".html", ".htm")
 
 
 def write_graph(graph: nx.DiGraph, path: str, *, collapse: bool = True) -> None:

@@ -30,6 +30,10 @@ class Recommendation:
     plugin: dict
     why: list[str] = field(default_factory=list)
     saving: dict | None = None  # {"traced_ops_full", "traced_ops_regional", "fraction"}
+    #: False when Accelerate's plugin cannot split any of the regions (none is an nn.ModuleList
+    #: of one class): the plugin line would compile the model whole, so the way to apply a
+    #: regional plan is ``apply_plan`` and the report shows that instead of the plugin line
+    accelerate_splits: bool = True
 
     def plan(self, model_name: str | None) -> Plan:
         return Plan(
@@ -62,17 +66,18 @@ def recommend(analysis, backend: str = "inductor", mode: str | None = None) -> R
     if regions.groups:
         containers = list(dict.fromkeys(g.container_path for g in regions.groups))
         for group in regions.groups:
-            why.append(
+            line = (
                 f"{group.collapsed}: {group.count} identical {group.cls} blocks "
                 f"({amount(group.params_each)} params each) compile once and reuse the compiled code"
             )
             if not group.accelerate_sees:
-                why.append(
-                    f"{group.container_path or '<model>'} is an nn.{group.container}"
-                    f"{' of mixed classes' if group.container == 'ModuleList' else ''}: Accelerate's compile_regions "
-                    "(use_regional_compilation=True) compiles it as one graph instead of block by block; "
-                    "apply_plan compiles its blocks one by one in place"
+                line += (
+                    f" when apply_plan compiles them one by one in place; Accelerate's regional compilation "
+                    f"(compile_regions) does not split {group.container_path or '<model>'} (an nn.{group.container}"
+                    f"{' of mixed classes' if group.container == 'ModuleList' else ''}: it splits only an "
+                    "nn.ModuleList of one class) and compiles it as one graph"
                 )
+            why.append(line)
         fullgraph = not failing and all(v.ok for v in verdicts.values() if v.ok is not None)
         why.append(_fullgraph_reason(fullgraph, failing, {v.how for v in verdicts.values()}))
         plugin = {**base, "fullgraph": bool(fullgraph), "use_regional_compilation": True}
@@ -83,6 +88,7 @@ def recommend(analysis, backend: str = "inductor", mode: str | None = None) -> R
                 f"{saving['traced_ops_full']} for a full compile ({saving['fraction']:.0%} less to compile)"
             )
         strategy, chosen = "regional", containers
+        accelerate_splits = any(g.accelerate_sees for g in regions.groups)
     else:
         whole = analysis.whole
         fullgraph = bool(whole.ok)
@@ -93,9 +99,9 @@ def recommend(analysis, backend: str = "inductor", mode: str | None = None) -> R
             else f"fullgraph=True fails on the whole model{_at(whole)}: keep fullgraph=False"
         )
         plugin = {**base, "fullgraph": fullgraph, "use_regional_compilation": False}
-        strategy, chosen, saving = "full", [], None
+        strategy, chosen, saving, accelerate_splits = "full", [], None, True
     why.extend(_recompile_reasons(analysis))
-    return Recommendation(strategy, chosen, plugin, why, saving)
+    return Recommendation(strategy, chosen, plugin, why, saving, accelerate_splits)
 
 
 def _fullgraph_reason(ok: bool, failing: dict, how: set[str]) -> str:

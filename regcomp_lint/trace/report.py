@@ -100,6 +100,7 @@ def to_json(analysis: Analysis) -> dict:
             "plugin": dict(rec.plugin),
             "why": list(rec.why),
             "saving": rec.saving,
+            "accelerate_splits": rec.accelerate_splits,
         }
         if rec
         else None,
@@ -188,11 +189,22 @@ def to_text(analysis: Analysis) -> str:
         out.append("")
         over = f" over {', '.join(rec.regions)}" if rec.regions else ""
         out.append(f"Recommendation: {rec.strategy}{over}")
-        kwargs = ", ".join(f"{k}={v!r}" for k, v in rec.plugin.items()).replace("True", "True").replace("'", '"')
-        out.append(f"  TorchDynamoPlugin({kwargs})")
+        out.extend(f"  {line}" for line in how_to_apply(rec))
         for reason in rec.why:
             out.append(f"  - {reason}")
     return "\n".join(out) + "\n"
+
+
+def how_to_apply(rec) -> list[str]:
+    """The line that applies the recommendation: the plugin keywords, or ``apply_plan`` where
+    Accelerate's regional compilation would compile the regions whole (an nn.Sequential)."""
+    kwargs = ", ".join(f"{k}={v!r}" for k, v in rec.plugin.items()).replace("'", '"')
+    if rec.accelerate_splits:
+        return [f"TorchDynamoPlugin({kwargs})"]
+    return [
+        "regcomp_lint.apply_plan(model, plan) after accelerator.prepare (compiles each block in place);",
+        f"TorchDynamoPlugin({kwargs}) alone would compile {', '.join(rec.regions)} whole, like a full compile",
+    ]
 
 
 def _grouped_recompiles(recompiles) -> dict[str, list]:

@@ -33,3 +33,34 @@ def test_unknown_callback_shapes_are_tolerated():
     for _ in range(MIN_FILES + 1):
         progress("some/path.py")
     assert "regcomp-lint: " in stream.getvalue()
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_step_line_names_the_step_on_a_terminal_and_erases_it():
+    from regcomp_lint.output.progress import StepLine
+
+    stream = _Terminal()
+    line = StepLine(stream)
+    with line.step("compiling the plan (regional)"):
+        assert stream.getvalue().endswith("regcomp-lint: compiling the plan (regional)...")
+    assert stream.getvalue().endswith("\r\x1b[2K")
+
+
+def test_step_line_is_silent_off_a_terminal_and_erases_after_an_error():
+    from regcomp_lint.output.progress import StepLine
+
+    quiet = io.StringIO()
+    with StepLine(quiet).step("tracing"):
+        pass
+    assert quiet.getvalue() == ""
+    stream = _Terminal()
+    try:
+        with StepLine(stream).step("tracing"):
+            raise RuntimeError("boom")
+    except RuntimeError:
+        pass
+    assert stream.getvalue().endswith("\r\x1b[2K")

@@ -88,3 +88,13 @@ def test_resized_small_and_unshrinkable_sizes():
     assert (old, new, smaller.args[0].shape[0]) == (2, 1, 1)
     assert Batch.from_value(torch.zeros(1, 4)).resized(0) is None
     assert Batch.from_value(torch.zeros(4)).resized(1) is None
+
+
+def test_resized_tensors_are_contiguous_so_view_works():
+    """A GPT-style loss does ``targets.view(-1)``: a narrow() view of the sequence is not
+    contiguous and would fail there, and the report would blame the model."""
+    ids = torch.arange(32).reshape(2, 16)
+    smaller, _, _ = Batch((ids, ids.clone()), {}).resized(1)
+    for tensor in smaller.args:
+        assert tensor.is_contiguous()
+        assert tensor.view(-1).shape == (24,)

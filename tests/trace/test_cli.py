@@ -224,3 +224,70 @@ def test_apply_check_compares_the_numbers_inside_a_kv_cache():
     last = result.stdout.splitlines()[-1]
     assert "max abs difference vs eager" in last and last.endswith(" ok"), last
     assert "differ in structure" not in last
+
+
+def test_json_pipes_into_json_tool_when_the_model_prints_everywhere():
+    """Prints at import, in the factories and in forward all go to stderr; the shorter-batch
+    probe keeps ``targets.view(-1)`` working (its tensors are contiguous)."""
+    pm = f"{M}/prints_and_views.py"
+    command = [str(CLI)] if CLI.exists() else [sys.executable, "-m", "regcomp_lint"]
+    line = " ".join([*command, "trace", *factories(f"{pm}:make_model", f"{pm}:make_inputs"), "--format", "json"])
+    result = subprocess.run(
+        f"{line} | {sys.executable} -m json.tool",
+        shell=True,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=dict(os.environ, NO_COLOR="1"),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = json.loads(result.stdout)
+    assert data["model"] == "TinyGPT"
+    for printed in ("importing prints_and_views", "building TinyGPT", "building the batch", "forward on"):
+        assert printed in result.stderr
+    assert data["second_batch"] == "dim 1: 16 -> 12", data["second_batch"]  # not "the model rejected it"
+    assert [r["kind"] for r in data["recompiles"]] == ["shape"]
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        pytest.param(["--graph", "out.png"], ["--graph out.png", ".dot, .json or .html"], id="graph-suffix"),
+        pytest.param(["--graph", "graph"], ["(no suffix)"], id="graph-no-suffix"),
+        pytest.param(["--plan", "/no/such/folder/plan.json"], ["--plan", "does not exist"], id="plan-folder"),
+    ],
+)
+def test_output_paths_are_checked_before_torch_is_imported_or_the_model_built(args, words):
+    """A factory that raises would be reported if it ran: the output error comes first, and
+    torch is not even imported (the check costs nothing)."""
+    probe = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from regcomp_lint.cli.commands import main\n"
+        f"r = CliRunner().invoke(main, ['trace', *{factories(f'{M}/raises.py:make_model')!r}, *{args!r}])\n"
+        "print(r.exit_code, 'torch' in sys.modules)\n"
+        "print(r.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+    )
+    first, _, error = result.stdout.partition("\n")
+    assert first == "2 False", result.stdout + result.stderr[-2000:]
+    assert error.startswith("regcomp-lint: error:"), error
+    for word in words:
+        assert word in error, error
+
+
+def test_unwritable_plan_file_is_refused_before_tracing(tmp_path):
+    plan = tmp_path / "plan.json"
+    plan.write_text("{}", encoding="utf-8")
+    plan.chmod(0o444)
+    if os.access(plan, os.W_OK):
+        pytest.skip("running as root: every file is writable")
+    assert_one_error_line(in_process(*factories(f"{M}/raises.py:make_model"), "--plan", str(plan)), "not writable")

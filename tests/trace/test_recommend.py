@@ -65,3 +65,30 @@ def test_the_plan_carries_the_recommendation():
     assert isinstance(plan, Plan)
     assert (plan.strategy, plan.regions, plan.model) == ("regional", ["transformer.h"], "GPT2LMHeadModel")
     assert plan.plugin["use_regional_compilation"] is True
+
+
+def test_a_sequential_stack_is_applied_with_apply_plan_not_a_plugin_line_that_compiles_it_whole():
+    """Accelerate's regional compilation splits only an nn.ModuleList of one class: for the ViT's
+    nn.Sequential the plugin line would be a full compile, so the report must not recommend it as
+    regional and then say Accelerate compiles the stack whole."""
+    from regcomp_lint.trace.report import how_to_apply, to_text
+
+    analysis = traced("vit_sequential")
+    rec = analysis.recommendation
+    assert rec.strategy == "regional" and rec.accelerate_splits is False
+    lines = how_to_apply(rec)
+    assert lines[0].startswith("regcomp_lint.apply_plan(model, plan)")
+    assert "would compile blocks whole" in lines[1]
+    text = to_text(analysis)
+    after = text.split("Recommendation: regional over blocks\n", 1)[1].splitlines()
+    assert after[0].strip().startswith("regcomp_lint.apply_plan"), after[:3]
+    block_line = next(w for w in rec.why if w.startswith("blocks[0..3]"))
+    assert "when apply_plan compiles them one by one" in block_line and "does not split blocks" in block_line
+
+
+def test_a_module_list_keeps_the_plugin_line():
+    from regcomp_lint.trace.report import how_to_apply
+
+    rec = traced("gpt2").recommendation
+    assert rec.accelerate_splits is True
+    assert how_to_apply(rec) == ['TorchDynamoPlugin(backend="inductor", fullgraph=True, use_regional_compilation=True)']

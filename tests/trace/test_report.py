@@ -58,7 +58,7 @@ def test_recompiles_and_the_limit(text_of):
 def test_sequential_group_is_collapsed_and_explained(text_of):
     text = text_of("vit_sequential")
     assert "blocks[0..3]  EncoderBlock ×4" in text
-    assert "blocks is an nn.Sequential: Accelerate's compile_regions" in text
+    assert "does not split blocks (an nn.Sequential" in text and "regcomp_lint.apply_plan(model, plan)" in text
 
 
 def test_json_has_the_stable_keys_and_is_serializable(in_repo):
