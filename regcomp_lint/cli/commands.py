@@ -313,6 +313,47 @@ def rule_command(
     help="Script mode: give up when the script has not called forward by then.",
 )
 @click.option("--exit-non-zero-on-break", is_flag=True, help="Exit 1 when a graph break was found (for CI).")
+@click.option(
+    "--measure",
+    is_flag=True,
+    help="Time each strategy on this model: cold start, warm start, steady step, peak memory, graphs, "
+    "breaks, recompiles. Each strategy runs in a fresh process with its own new, empty compiler cache "
+    "(TORCHINDUCTOR_CACHE_DIR, which holds the FX graph and AOT autograd caches, and TRITON_CACHE_DIR); "
+    "the warm start is a second process reusing that cache. --max-seconds limits each process.",
+)
+@click.option(
+    "--strategies",
+    default="eager,full,regions,plan,nested",
+    show_default=True,
+    metavar="LIST",
+    help="With --measure: eager, full (torch.compile), regions (Accelerate's compile_regions), plan "
+    "(apply_plan of the traced plan), nested (nested_compile_region, where torch has it).",
+)
+@click.option(
+    "--step",
+    "step_kind",
+    type=click.Choice(["train", "infer"], case_sensitive=False),
+    default="train",
+    show_default=True,
+    help="With --measure: what a step is: forward, loss, backward and AdamW step (train), or forward under no_grad (infer).",
+)
+@click.option(
+    "--mixed-precision",
+    type=click.Choice(["no", "bf16", "fp16"], case_sensitive=False),
+    default="no",
+    show_default=True,
+    help="With --measure: autocast the forward as Accelerator(mixed_precision=...) does (fp16 on CUDA scales the loss).",
+)
+@click.option("--steps", type=click.IntRange(min=1), default=10, show_default=True, help="With --measure: steps timed.")
+@click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True, help="With --measure: steps before.")
+@click.option(
+    "--optimize",
+    type=click.Choice(["cold-start", "steady", "balanced"], case_sensitive=False),
+    default="balanced",
+    show_default=True,
+    help="With --measure: the goal the measured winner (written by --plan) serves; balanced is the fastest "
+    "cold start among strategies within 5% of the best steady step.",
+)
 @click.pass_context
 @handled
 def trace_command(
@@ -333,6 +374,13 @@ def trace_command(
     dynamic_dim,
     max_seconds,
     exit_non_zero_on_break,
+    measure,
+    strategies,
+    step_kind,
+    mixed_precision,
+    steps,
+    warmup,
+    optimize,
 ) -> None:
     """Run the model once under torch dynamo and report how it really compiles.
 
@@ -349,7 +397,7 @@ def trace_command(
     optimizer step or checkpoint write). Needs torch. Exit status: 0 report, 1 with
     --exit-non-zero-on-break and a break, or --check and a mismatch, 2 error.
     """
-    from regcomp_lint.cli.trace_command import TraceOptions, trace
+    from regcomp_lint.cli.trace_command import TraceOptions, measure_options, trace
 
     options = TraceOptions(
         script=script,
@@ -368,6 +416,10 @@ def trace_command(
         max_seconds=max_seconds,
         tolerance=tolerance,
         exit_non_zero_on_break=exit_non_zero_on_break,
+        measure=measure,
+        measure_options=measure_options(
+            strategies, step_kind.lower(), mixed_precision.lower(), steps, warmup, optimize.lower(), max_seconds, backend
+        ),
     )
     ctx.exit(trace(options))
 

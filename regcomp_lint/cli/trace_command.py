@@ -34,6 +34,39 @@ class TraceOptions:
     max_seconds: float = 300.0
     tolerance: float = 1e-4
     exit_non_zero_on_break: bool = False
+    measure: bool = False
+    measure_options: MeasureChoices | None = None
+
+
+#: the --measure strategies (trace.measure_step.STRATEGIES, spelt here so --help needs no torch)
+STRATEGIES = ("eager", "full", "regions", "plan", "nested")
+
+
+@dataclass
+class MeasureChoices:
+    """The --measure flags as given; ``trace.measure.MeasureOptions`` is built from them."""
+
+    strategies: tuple[str, ...]
+    step: str
+    mixed_precision: str
+    steps: int
+    warmup: int
+    optimize: str
+    max_seconds: float
+    backend: str
+
+
+def measure_options(
+    strategies: str, step: str, mixed_precision: str, steps: int, warmup: int, optimize: str, max_seconds, backend
+) -> MeasureChoices:
+    names = tuple(dict.fromkeys(n.strip().lower() for n in strategies.split(",") if n.strip()))
+    unknown = [n for n in names if n not in STRATEGIES]
+    if unknown or not names:
+        raise UsageFailure(
+            f"--strategies {strategies!r}: {'unknown ' + ', '.join(unknown) if unknown else 'none given'}; "
+            f"choose from {', '.join(STRATEGIES)}"
+        )
+    return MeasureChoices(names, step, mixed_precision, steps, warmup, optimize, max_seconds, backend)
 
 
 def _require_torch() -> None:
@@ -81,11 +114,16 @@ def _run(options: TraceOptions, progress) -> tuple[dict, str, dict | None, bool]
         analysis = analyze(
             model, batch, device, Options(backend=options.backend, mode=options.mode, dynamic_dim=options.dynamic_dim)
         )
-    data = report.to_json(analysis)
-    if requests:
-        data["script_requests"] = [{"api": r.api, "kwargs": r.kwargs, "where": r.where} for r in requests]
     assert analysis.recommendation is not None  # analyze() always recommends
     plan = analysis.recommendation.plan(analysis.model_name)
+    measured = None
+    if options.measure:
+        measured, plan = _measure(options, device, analysis, plan, progress)
+    data = report.to_json(analysis)
+    if measured is not None:
+        data["measure"] = measured
+    if requests:
+        data["script_requests"] = [{"api": r.api, "kwargs": r.kwargs, "where": r.where} for r in requests]
     if options.plan:
         _write_text(options.plan, plan.to_json(), "--plan")
     if options.graph:
@@ -99,6 +137,10 @@ def _run(options: TraceOptions, progress) -> tuple[dict, str, dict | None, bool]
             applied = _apply(model, batch, plan, options)
         data["apply"] = applied
     text = report.to_text(analysis)
+    if measured is not None:
+        from regcomp_lint.trace import measure_table
+
+        text += "\n" + measure_table.to_text(measured)
     if requests:
         text += "\nThe script asked for:\n" + "".join(
             f"  {r.api}({', '.join(f'{k}={v!r}' for k, v in r.kwargs.items())})  at {r.where}\n" for r in requests
@@ -154,6 +196,39 @@ def _check_writable(path: str, option: str) -> None:
         raise UsageFailure(f"{option} {path}: the file is not writable")
     if not os.path.exists(path) and not os.access(folder, os.W_OK | os.X_OK):
         raise UsageFailure(f"{option} {path}: cannot create a file in {folder} (permission denied)")
+
+
+def _measure(options: TraceOptions, device: str, analysis, traced, progress):
+    """Run the strategies; the measured verdict leads the recommendation's reasons, and the plan
+    becomes the measured winner's for the goal of --optimize (the traced plan if none ran)."""
+    from regcomp_lint.trace import measure, measure_table
+
+    if device == "meta":
+        raise UsageFailure("trace --measure runs the model: it cannot time anything on the meta device")
+    source: dict = (
+        {"script": options.script, "script_args": tuple(options.script_args)}
+        if options.script
+        else {"model": options.model, "inputs": options.inputs}
+    )
+    choices = options.measure_options
+    measure_options = measure.MeasureOptions(**vars(choices)) if choices else measure.MeasureOptions()
+    before = analysis.timings.get("total", 0.0)
+    measured = measure.measure(source, traced, device, measure_options, progress, before_s=before)
+    verdict = [line for line in measure_table.verdict_lines(measured) if not line.startswith("(")]
+    rec = analysis.recommendation
+    rec.why[:0] = [f"measured: {line}" for line in verdict]
+    winner = measured["winner"] and measure.plan_for(measured["winner"], traced, measure_options.backend)
+    if not winner:
+        return measured, rec.plan(analysis.model_name)
+    if winner.strategy == traced.strategy and winner.regions == traced.regions:
+        winner = rec.plan(analysis.model_name)  # the traced reasons still hold
+        if measured["winner"] == "nested":
+            winner = type(winner).from_dict(dict(winner.to_dict(), method="nested"))
+    else:
+        winner = type(winner).from_dict(
+            dict(winner.to_dict(), why=[f"measured: {line}" for line in verdict], model=analysis.model_name)
+        )
+    return measured, winner
 
 
 def _model_and_batch(options: TraceOptions, device: str):

@@ -43,3 +43,7 @@ DDP_KWARGS_FIELDS = (
 #: DeepSpeed placeholders the script hands to ``prepare`` in place of an optimizer / scheduler.
 DUMMY_OPTIMIZERS = ("accelerate.utils.DummyOptim", "accelerate.utils.deepspeed.DummyOptim")
 DUMMY_SCHEDULERS = ("accelerate.utils.DummyScheduler", "accelerate.utils.deepspeed.DummyScheduler")
+
+#: ``Accelerator(mixed_precision=...)`` (accelerate 1.15): the model's forward runs under
+#: ``torch.autocast(device_type, dtype)``; fp16 on CUDA also scales the loss (``GradScaler``).
+MIXED_PRECISION_DTYPES = {"no": None, "bf16": "bfloat16", "fp16": "float16"}

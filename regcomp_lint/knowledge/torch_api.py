@@ -138,3 +138,12 @@ FSDP = (
 #: Remote procedure calls between processes: a distribution model Accelerate does not replace.
 RPC_MODULE = "torch.distributed.rpc"
 ZERO_REDUNDANCY_OPTIMIZER = ("torch.distributed.optim.ZeroRedundancyOptimizer",)
+
+#: Where a compile keeps what the next process can reuse (torch 2.13): inductor's cache folder
+#: holds the FX graph cache (``fxgraph/``) and the AOT autograd cache (``aotautograd/``); Triton
+#: kernels (GPU) have their own folder. The two ``..._CACHE`` switches force those caches on.
+COMPILER_CACHE_DIR_ENV = "TORCHINDUCTOR_CACHE_DIR"
+TRITON_CACHE_DIR_ENV = "TRITON_CACHE_DIR"
+COMPILER_CACHE_SWITCHES = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_AUTOGRAD_CACHE": "1"}
+#: Environment that would disturb a measured compile (caches off, debug dumps, extra logging).
+COMPILER_DISTURBING_ENV = ("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "TORCH_COMPILE_DEBUG", "TORCH_LOGS")
