@@ -345,7 +345,9 @@ def rule_command(
     help="With --measure: autocast the forward as Accelerator(mixed_precision=...) does (fp16 on CUDA scales the loss).",
 )
 @click.option("--steps", type=click.IntRange(min=1), default=10, show_default=True, help="With --measure: steps timed.")
-@click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True, help="With --measure: steps before.")
+@click.option(
+    "--warmup", type=click.IntRange(min=0), default=3, show_default=True, help="With --measure: steps before."
+)
 @click.option(
     "--optimize",
     type=click.Choice(["cold-start", "steady", "balanced"], case_sensitive=False),
@@ -418,7 +420,14 @@ def trace_command(
         exit_non_zero_on_break=exit_non_zero_on_break,
         measure=measure,
         measure_options=measure_options(
-            strategies, step_kind.lower(), mixed_precision.lower(), steps, warmup, optimize.lower(), max_seconds, backend
+            strategies,
+            step_kind.lower(),
+            mixed_precision.lower(),
+            steps,
+            warmup,
+            optimize.lower(),
+            max_seconds,
+            backend,
         ),
     )
     ctx.exit(trace(options))

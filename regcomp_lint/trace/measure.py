@@ -166,7 +166,9 @@ def plan_for(strategy: str, traced: Plan | None, backend: str) -> Plan | None:
 def skip_reason(strategy: str, traced: Plan | None) -> str | None:
     """Why a strategy cannot run on this model or this torch (None: it can)."""
     if strategy in ("plan", "nested") and (traced is None or traced.strategy != "regional"):
-        return f"the traced plan is {traced.strategy if traced else 'missing'}, not regional: no blocks to compile alone"
+        return (
+            f"the traced plan is {traced.strategy if traced else 'missing'}, not regional: no blocks to compile alone"
+        )
     if strategy == "nested":
         import torch
 
@@ -265,9 +267,7 @@ def break_even(row: Row, full: Row) -> dict | None:
 
 def choose(rows: list[Row], goal: str) -> str | None:
     """The compiled strategy that best serves ``goal`` (eager is the baseline, not a candidate)."""
-    measured = [
-        r for r in rows if r.ok and r.strategy != "eager" and r.cold_start_s is not None and r.steady_median_ms
-    ]
+    measured = [r for r in rows if r.ok and r.strategy != "eager" and r.cold_start_s is not None and r.steady_median_ms]
     if not measured:
         return None
     if goal == "cold-start":

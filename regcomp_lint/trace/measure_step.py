@@ -267,7 +267,13 @@ def main(argv: list[str]) -> int:
         with user_output_to_stderr():
             result = run(spec)
     except Exception as exc:  # noqa: BLE001 - one strategy's failure is a row, not a crash
-        result = {"strategy": spec.strategy, "ok": False, "error": _reason(exc)}
+        result = {
+            "strategy": spec.strategy,
+            "ok": False,
+            "error": _reason(exc),
+            "pid": os.getpid(),
+            "cache_dir": os.environ.get(COMPILER_CACHE_DIR_ENV),
+        }
     with open(result_path, "w", encoding="utf-8") as handle:
         json.dump(result, handle)
     return 0

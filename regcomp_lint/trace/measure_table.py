@@ -53,7 +53,9 @@ def to_text(measured: dict) -> str:
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
     lines = [head, ""]
     for i, row in enumerate(table):
-        lines.append("  " + "  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths))))
+        lines.append(
+            "  " + "  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths)))
+        )
         if i == 0:
             lines.append("  " + "  ".join("-" * w for w in widths))
     if failures:
