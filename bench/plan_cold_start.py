@@ -208,14 +208,12 @@ def child(variant: str, plan_path: str | None, warmup: int, steps: int) -> dict:
 # parent
 # ---------------------------------------------------------------------------------------------
 def _env_with_fresh_cache(shape: dict) -> tuple[dict, str]:
+    """The environment ``trace --measure`` gives each strategy (one shared definition)."""
+    from regcomp_lint.trace.measure import child_env
+
     cache = tempfile.mkdtemp(prefix="plan-bench-cache-")
-    env = dict(os.environ)
-    env["TORCHINDUCTOR_CACHE_DIR"] = cache
-    env["TRITON_CACHE_DIR"] = os.path.join(cache, "triton")
+    env = child_env(cache)
     env["PLAN_BENCH_SHAPE"] = json.dumps(shape)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    for var in ("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "TORCH_COMPILE_DEBUG", "TORCH_LOGS"):
-        env.pop(var, None)
     return env, cache
 
 

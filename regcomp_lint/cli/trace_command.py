@@ -120,6 +120,7 @@ def _run(options: TraceOptions, progress) -> tuple[dict, str, dict | None, bool]
     if options.measure:
         measured, plan = _measure(options, device, analysis, plan, progress)
     data = report.to_json(analysis)
+    data["plan"] = plan.to_dict()
     if measured is not None:
         data["measure"] = measured
     if requests:
@@ -130,7 +131,7 @@ def _run(options: TraceOptions, progress) -> tuple[dict, str, dict | None, bool]
         from regcomp_lint.trace.graph_output import write_graph
 
         analysis.regions.graph.graph["device"] = device
-        write_graph(analysis.regions.graph, options.graph)
+        write_graph(analysis.regions.graph, options.graph, report=data)
     applied = None
     if options.apply:
         with progress.step(f"compiling the plan ({plan.strategy}){' and checking it' if options.check else ''}"):

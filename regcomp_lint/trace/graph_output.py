@@ -32,6 +32,7 @@ from typing import Any, TypeGuard
 
 import networkx as nx
 
+from regcomp_lint.trace import html_report
 from regcomp_lint.trace.errors import TraceError
 from regcomp_lint.trace.regions import amount
 
@@ -41,10 +42,11 @@ __all__ = ["write_graph", "render_dot", "render_json", "render_html", "FORMATS"]
 FORMATS = (".dot", ".json", ".html", ".htm")
 
 
-def write_graph(graph: nx.DiGraph, path: str, *, collapse: bool = True) -> None:
+def write_graph(graph: nx.DiGraph, path: str, *, collapse: bool = True, report: dict | None = None) -> None:
     """Write ``graph`` to ``path`` as DOT, JSON or HTML, chosen by the suffix.
 
-    ``collapse`` (DOT and HTML): draw each group of identical blocks as one node.
+    ``collapse`` (DOT and HTML): draw each group of identical blocks as one node. ``report``
+    (HTML): the JSON report, so the page holds every section of the text report too.
     """
     path = os.fspath(path)
     suffix = os.path.splitext(path)[1].lower()
@@ -53,7 +55,7 @@ def write_graph(graph: nx.DiGraph, path: str, *, collapse: bool = True) -> None:
     elif suffix == ".json":
         text = render_json(graph)
     elif suffix in (".html", ".htm"):
-        text = render_html(graph, collapse=collapse)
+        text = render_html(graph, collapse=collapse, report=report)
     else:
         raise TraceError(f"cannot write a graph to {path!r}: give a file ending in .dot, .json or .html")
     _write_atomic(path, text)
@@ -505,7 +507,9 @@ def _badges(breaks: int, below: int, recompiles: int, fullgraph: bool | None, ca
     return "".join(parts)
 
 
-def render_html(graph: nx.DiGraph, *, collapse: bool = True) -> str:
+def render_html(graph: nx.DiGraph, *, collapse: bool = True, report: dict | None = None) -> str:
+    """The page; with ``report`` (``trace``'s JSON report) it is the whole report: breaks,
+    recompiles, the recommendation, the plan and the ``--measure`` chart above the module tree."""
     view = _View(graph)
     n_nodes = graph.number_of_nodes()
     total_breaks = sum(_int(graph, n, "breaks") for n in graph.nodes)
@@ -521,7 +525,16 @@ def render_html(graph: nx.DiGraph, *, collapse: bool = True) -> str:
     ]
     if view.device:
         meta.insert(0, f"device <b>{_e(view.device)}</b>")
-    meta.append(f"<b>{total_breaks}</b> graph {'break' if total_breaks == 1 else 'breaks'}")
+    if report is not None:
+        sites, occurrences = html_report.break_counts(report)
+        meta.append(
+            f"<b>{sites}</b> graph-break {'site' if sites == 1 else 'sites'} "
+            f"(<b>{occurrences}</b> {'occurrence' if occurrences == 1 else 'occurrences'} in module instances)"
+        )
+    else:
+        meta.append(
+            f"<b>{total_breaks}</b> graph-break {'occurrence' if total_breaks == 1 else 'occurrences'} in module instances"
+        )
     meta.append(f"<b>{total_recompiles}</b> {'recompile' if total_recompiles == 1 else 'recompiles'}")
     if whole is True:
         meta.append('whole model <span class="badge b-ok">fullgraph ✓</span>')
@@ -535,10 +548,10 @@ def render_html(graph: nx.DiGraph, *, collapse: bool = True) -> str:
         '<meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_e(title)}</title>",
-        f"<style>{_CSS}</style>",
+        f"<style>{_CSS}{html_report.CSS if report is not None else ''}</style>",
         "</head>",
         "<body>",
-        f"<h1>Region graph: <code>{_e(view.model)}</code></h1>",
+        f"<h1>{'Trace report' if report is not None else 'Region graph'}: <code>{_e(view.model)}</code></h1>",
         f'<p class="meta">{" · ".join(meta)}</p>',
         '<div class="toolbar"><button id="expand" type="button">Expand all</button>'
         '<button id="collapse" type="button">Collapse all</button>'
@@ -546,15 +559,18 @@ def render_html(graph: nx.DiGraph, *, collapse: bool = True) -> str:
         'aria-label="Filter modules"></div>',
         "<h2>Legend</h2>",
         '<div class="card legend">'
-        '<span><span class="badge b-break">2 graph breaks</span> located in this module</span>'
-        '<span><span class="badge b-below">3 in submodules</span> breaks further down</span>'
-        '<span><span class="badge b-recompile">11 recompiles</span> guard failures</span>'
+        '<span><span class="badge b-break">N graph breaks</span> break sites this module runs</span>'
+        '<span><span class="badge b-below">N in submodules</span> breaks further down</span>'
+        '<span><span class="badge b-recompile">N recompiles</span> guard failures</span>'
         '<span><span class="badge b-ok">fullgraph ✓</span> <code>fullgraph=True</code> works</span>'
         '<span><span class="badge b-fail">fullgraph ✗</span> it fails</span>'
         '<span><span class="badge b-idle">never called</span> not run by the sample batch</span>'
-        '<span><span class="badge b-group">×12</span> a group of identical blocks (one region)</span>'
+        '<span><span class="badge b-group">×N</span> a group of N identical blocks (one region)</span>'
         "</div>",
     ]
+
+    if report is not None:
+        out += html_report.sections(report)
 
     if view.groups:
         out.append("<h2>Groups of identical blocks</h2>")

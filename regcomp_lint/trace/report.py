@@ -61,6 +61,7 @@ def to_json(analysis: Analysis) -> dict:
                 "reason": b.site.reason,
                 "explanation": b.site.explanation or b.registry.get("explanation"),
                 "hints": b.site.hints or list(b.registry.get("hints", [])),
+                "source": (linecache.getline(b.site.file, b.site.line).strip() or None) if b.site.file else None,
                 "count": b.site.count,
                 "placed_by": b.placed_by,
             }
@@ -101,6 +102,7 @@ def to_json(analysis: Analysis) -> dict:
             "why": list(rec.why),
             "saving": rec.saving,
             "accelerate_splits": rec.accelerate_splits,
+            "how_to_apply": how_to_apply(rec),
         }
         if rec
         else None,
