@@ -229,6 +229,12 @@ def _measure(options: TraceOptions, device: str, analysis, traced, progress):
         winner = type(winner).from_dict(
             dict(winner.to_dict(), why=[f"measured: {line}" for line in verdict], model=analysis.model_name)
         )
+        over = f" over {', '.join(rec.regions)}" if rec.regions else ""
+        rec.why.insert(
+            len(verdict), f"the trace alone suggested {rec.strategy}{over}; the measurement chose {measured['winner']}"
+        )
+        rec.strategy, rec.regions, rec.plugin = winner.strategy, list(winner.regions), dict(winner.plugin)
+        rec.accelerate_splits = True
     return measured, winner
 
 

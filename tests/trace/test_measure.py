@@ -263,6 +263,8 @@ def test_measure_on_the_command_line_json_and_plan(tmp_path):
     assert data["recommendation"]["why"][0].startswith("measured: regions:")
     written = json.loads(plan.read_text(encoding="utf-8"))
     assert written["strategy"] == ("full" if measured["winner"] == "full" else "regional")
+    assert data["recommendation"]["strategy"] == written["strategy"]  # the report and the plan agree
+    assert data["plan"] == written
 
 
 def test_unknown_strategy_is_a_usage_error():
