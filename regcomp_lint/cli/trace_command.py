@@ -166,6 +166,10 @@ def _check_usage(options: TraceOptions) -> None:
         )
     if options.check and not options.apply:
         raise UsageFailure("trace: --check compares eager and compiled outputs of --apply: add --apply")
+    if options.measure and options.device == "meta":
+        raise UsageFailure(
+            "trace: --measure runs and times the model; it cannot on the meta device: use --device cpu or cuda"
+        )
 
 
 def _check_outputs(options: TraceOptions) -> None:
@@ -204,8 +208,6 @@ def _measure(options: TraceOptions, device: str, analysis, traced, progress):
     becomes the measured winner's for the goal of --optimize (the traced plan if none ran)."""
     from regcomp_lint.trace import measure, measure_table
 
-    if device == "meta":
-        raise UsageFailure("trace --measure runs the model: it cannot time anything on the meta device")
     source: dict = (
         {"script": options.script, "script_args": tuple(options.script_args)}
         if options.script

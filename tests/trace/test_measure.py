@@ -292,3 +292,13 @@ def test_regional_cold_start_beats_full_on_a_12_layer_gpt2():
     assert by["full"]["ok"] and by["regions"]["ok"], data
     assert by["regions"]["cold_start_s"] < by["full"]["cold_start_s"], (by["regions"], by["full"])
     assert by["regions"]["cold_vs_full"] < 1
+
+
+def test_measure_on_the_meta_device_is_refused_before_anything_runs():
+    from click.testing import CliRunner
+
+    from regcomp_lint.cli.commands import main
+
+    args = ["trace", "--model", "a.py:m", "--inputs", "a.py:i", "--measure", "--device", "meta"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and "--measure" in result.stderr and "meta" in result.stderr
