@@ -302,3 +302,21 @@ def test_measure_on_the_meta_device_is_refused_before_anything_runs():
     args = ["trace", "--model", "a.py:m", "--inputs", "a.py:i", "--measure", "--device", "meta"]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2 and "--measure" in result.stderr and "meta" in result.stderr
+
+
+def test_a_sequential_stack_measures_every_field():
+    """The ViT's blocks are an nn.Sequential: compile_regions compiles the model whole there, the
+    traced plan block by block; both are rows with every field."""
+    from regcomp_lint.plan import Plan
+
+    vit = f"{REPO}/fixtures/trace/models/vit_sequential.py"
+    source = {"model": f"{vit}:make_model", "inputs": f"{vit}:make_inputs"}
+    traced = Plan(
+        strategy="regional", regions=["blocks"], plugin={"backend": "aot_eager", "use_regional_compilation": True}
+    )
+    options = MeasureOptions(strategies=("regions", "plan"), step="infer", steps=2, warmup=0, backend="aot_eager")
+    data = measure.measure(source, traced, "cpu", options, StepLine(sys.stderr, enabled=False))
+    by = {r["strategy"]: r for r in data["strategies"]}
+    for name in ("regions", "plan"):
+        assert by[name]["ok"], by[name]
+        assert ROW_FIELDS <= set(by[name]) and by[name]["graphs"] >= 1 and by[name]["steady_median_ms"] > 0
