@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import click
 
 from regcomp_lint.cli.error_handling import EXIT_FINDINGS, EXIT_OK, UsageFailure
+from regcomp_lint.errors import install_hint
 
 
 @dataclass
@@ -74,7 +75,7 @@ def _require_torch() -> None:
         import torch  # noqa: F401
     except ImportError:
         raise UsageFailure(
-            "trace needs torch: pip install 'regcomp-lint[trace]' (the static lint and regcomp-fix do not)"
+            f"trace needs torch: {install_hint('trace')} (the static lint and regcomp-fix do not)"
         ) from None
 
 

@@ -39,6 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from regcomp_lint.errors import install_hint
 from regcomp_lint.trace.errors import TraceError
 
 __all__ = ["CompileRequest", "Captured", "capture_script"]
@@ -368,7 +369,7 @@ def capture_script(path: str, argv: list[str], max_seconds: float = 300.0) -> Ca
     try:
         import torch  # noqa: F401
     except ImportError as exc:  # pragma: no cover - the trace extra is missing
-        raise TraceError("trace needs torch: pip install 'regcomp-lint[trace]'") from exc
+        raise TraceError(f"trace needs torch: {install_hint('trace')}") from exc
 
     path = os.fspath(path)
     _check_script(path)
