@@ -15,6 +15,8 @@ import click
 
 from regcomp_lint.cli.error_handling import EXIT_FINDINGS, EXIT_OK, UsageFailure
 from regcomp_lint.errors import install_hint
+from regcomp_lint.knowledge.launch_settings import ENVIRONMENT, LAUNCH_FLAGS
+from regcomp_lint.plan import Plan
 
 
 @dataclass
@@ -125,7 +127,7 @@ def _run(options: TraceOptions, progress) -> tuple[dict, str, dict | None, bool]
     if measured is not None:
         data["measure"] = measured
     if requests:
-        data["script_requests"] = [{"api": r.api, "kwargs": r.kwargs, "where": r.where} for r in requests]
+        data["script_requests"] = [{"api": r.api, "kwargs": r.kwargs, "where": r.where, "via": r.via} for r in requests]
     if options.plan:
         _write_text(options.plan, plan.to_json(), "--plan")
     if options.graph:
@@ -145,8 +147,12 @@ def _run(options: TraceOptions, progress) -> tuple[dict, str, dict | None, bool]
         text += "\n" + measure_table.to_text(measured)
     if requests:
         text += "\nThe script asked for:\n" + "".join(
-            f"  {r.api}({', '.join(f'{k}={v!r}' for k, v in r.kwargs.items())})  at {r.where}\n" for r in requests
+            f"  {r.api}({', '.join(f'{k}={v!r}' for k, v in r.kwargs.items())})  at {r.where}"
+            + (f" (built by the {r.via})" if r.via else "")
+            + "\n"
+            for r in requests
         )
+        text += _trainer_advice(requests, plan)
     if options.plan:
         text += f"\nplan written to {options.plan} (apply it: regcomp-fix --plan {options.plan} train.py, or regcomp_lint.apply_plan(model, {options.plan!r}))\n"
     if options.graph:
@@ -154,6 +160,19 @@ def _run(options: TraceOptions, progress) -> tuple[dict, str, dict | None, bool]
     if applied is not None:
         text += _apply_text(applied)
     return data, text, applied, bool(analysis.breaks)
+
+
+def _trainer_advice(requests: list, plan: Plan) -> str:
+    """How a Trainer script applies a regional recommendation: TrainingArguments has no switch
+    for it, the Trainer's plugin reads it from the environment (``knowledge.launch_settings``)."""
+    if plan.strategy != "regional" or not any(r.via == "transformers Trainer" for r in requests):
+        return ""
+    field = "use_regional_compilation"
+    return (
+        "The Trainer builds its plugin from TrainingArguments, which has no regional switch: set "
+        f"{ENVIRONMENT[field]}=1 or start it with accelerate launch {LAUNCH_FLAGS[field]} to apply the "
+        "recommendation.\n"
+    )
 
 
 def _check_usage(options: TraceOptions) -> None:

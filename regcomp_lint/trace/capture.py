@@ -54,6 +54,8 @@ class CompileRequest:
     api: str  # "torch.compile" | "Module.compile" | "compile_regions" | "TorchDynamoPlugin"
     kwargs: dict  # literal keyword values; values that are not JSON are repr()'d
     where: str | None  # "train.py:42": the line of the script that made the call
+    #: what built it when not the script's own code: "transformers Trainer" (from TrainingArguments)
+    via: str | None = None
 
 
 @dataclass
@@ -115,9 +117,9 @@ class _Session:
             frame = frame.f_back
         return None
 
-    def request(self, api: str, kwargs: dict) -> None:
+    def request(self, api: str, kwargs: dict, via: str | None = None) -> None:
         safe = {str(k): _json_safe(v) for k, v in kwargs.items()}
-        self.requests.append(CompileRequest(api=api, kwargs=safe, where=self.where()))
+        self.requests.append(CompileRequest(api=api, kwargs=safe, where=self.where(), via=via))
 
     # -- the model ------------------------------------------------------------------------------
     def offer_model(self, obj: Any) -> None:
@@ -243,7 +245,7 @@ class _Session:
             else:
                 settings = dict(vars(plugin))
             settings["backend"] = backend
-            session.request("TorchDynamoPlugin", settings)
+            session.request("TorchDynamoPlugin", settings, via=_builder())
 
         def prepare_hook(accelerator: Any, *args: Any, device_placement: Any = None) -> Any:
             import torch
@@ -422,3 +424,14 @@ def capture_script(path: str, argv: list[str], max_seconds: float = 300.0) -> Ca
             + f" before calling a model's forward; fix the script, or {_FALLBACK_HINT}"
         ) from outcome
     raise TraceError(f"{path} ended but never called a model's forward; {_FALLBACK_HINT}")
+
+
+def _builder() -> str | None:
+    """ "transformers Trainer" when the accelerator being prepared is the Trainer's: it builds the
+    plugin from ``TrainingArguments(torch_compile=...)``, so the script has no plugin to edit."""
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if str(frame.f_globals.get("__name__", "")).startswith("transformers.trainer"):
+            return "transformers Trainer"
+        frame = frame.f_back
+    return None

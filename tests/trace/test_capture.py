@@ -264,3 +264,17 @@ def test_non_json_kwargs_are_repr_d():
     assert kwargs["backend"].startswith("<function my_backend")
     assert kwargs["options"] == {"a": [1, 2]}
     json.dumps(kwargs)
+
+
+def test_a_trainer_script_stops_at_its_first_forward_inside_train(tmp_path, monkeypatch):
+    """The Trainer builds the plugin from TrainingArguments(torch_compile=True): recorded as built by it."""
+    pytest.importorskip("transformers")
+    marker = tmp_path / "trainer-out"
+    monkeypatch.setenv("REGCOMP_TEST_MARKER", str(marker))
+    got = capture_script(script("trainer_compile.py"), [])
+    assert type(got.model).__name__ == "GPT2LMHeadModel"
+    assert tuple(got.kwargs["input_ids"].shape) == (4, 16)
+    request = only(got.requests)
+    assert (request.api, request.via) == ("TorchDynamoPlugin", "transformers Trainer")
+    assert request.kwargs["backend"] == "inductor" and request.kwargs["use_regional_compilation"] is False
+    assert not list(marker.glob("checkpoint-*"))  # stopped before any step

@@ -147,7 +147,8 @@ def test_json_on_stdout_with_a_printing_model_plus_plan_and_graph(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-2000:]
     data = json.loads(result.stdout)  # the model's prints went to stderr
-    assert "head input" in result.stderr and "head input" not in result.stdout
+    # what the model printed (the line, not the source excerpt of its print call in the JSON)
+    assert "head input (2, 6, 16)" in result.stderr and "head input (2, 6, 16)" not in result.stdout
     assert data["model"] == "PlantedNet" and len(data["graph_breaks"]) == 2
     loaded = Plan.load(plan)
     assert loaded.strategy == data["recommendation"]["strategy"] == "regional"
@@ -291,3 +292,21 @@ def test_unwritable_plan_file_is_refused_before_tracing(tmp_path):
     if os.access(plan, os.W_OK):
         pytest.skip("running as root: every file is writable")
     assert_one_error_line(in_process(*factories(f"{M}/raises.py:make_model"), "--plan", str(plan)), "not writable")
+
+
+def test_a_trainer_script_is_told_how_to_turn_regional_compilation_on(tmp_path):
+    """TrainingArguments has no regional switch: the report names the variable and the launch flag."""
+    pytest.importorskip("transformers")
+    env_marker = tmp_path / "out"
+    result = subprocess.run(
+        [*([str(CLI)] if CLI.exists() else [sys.executable, "-m", "regcomp_lint"]), "trace", f"{S}/trainer_compile.py"],
+        cwd=REPO,
+        env=dict(os.environ, NO_COLOR="1", REGCOMP_TEST_MARKER=str(env_marker)),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert result.returncode in (0, 1), result.stderr[-3000:]
+    assert "(built by the transformers Trainer)" in result.stdout
+    assert "ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION=1" in result.stdout
+    assert "--dynamo_use_regional_compilation" in result.stdout
