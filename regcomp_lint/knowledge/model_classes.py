@@ -52,6 +52,8 @@ def is_transformers_model_name(name: str) -> bool:
 #: **kwargs)`` on every submodule whose class name is in the model class's ``_repeated_blocks``,
 #: and raises ``ValueError`` when that attribute is empty or names no submodule.
 COMPILE_REPEATED_BLOCKS = "compile_repeated_blocks"
+#: The class attribute naming a diffusers model's repeated block classes.
+REPEATED_BLOCKS_ATTRIBUTE = "_repeated_blocks"
 #: Model classes that set ``_repeated_blocks`` (class → the blocks it names).
 DIFFUSERS_REPEATED_BLOCKS: dict[str, tuple[str, ...]] = {
     "FluxTransformer2DModel": ("FluxTransformerBlock", "FluxSingleTransformerBlock"),

@@ -19,6 +19,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
+from regcomp_lint.knowledge.model_classes import REPEATED_BLOCKS_ATTRIBUTE
 from regcomp_lint.trace import explain as explain_step
 from regcomp_lint.trace import locate, static_match, verdicts
 from regcomp_lint.trace import recommend as recommend_step
@@ -53,6 +54,8 @@ class Analysis:
     recommendation: recommend_step.Recommendation | None = None
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: the block classes a diffusers model names in ``_repeated_blocks`` (its own regional compile)
+    repeated_blocks: tuple[str, ...] = ()
 
 
 @dataclass
@@ -104,7 +107,18 @@ def analyze(model, batch: Batch, device: str, options: Options | None = None) ->
         )
         _record_verdicts(graph, regional)
     analysis = Analysis(
-        type(model).__name__, device, batch, graph, result, probe, placed, whole, regional, timings=timings, notes=notes
+        type(model).__name__,
+        device,
+        batch,
+        graph,
+        result,
+        probe,
+        placed,
+        whole,
+        regional,
+        timings=timings,
+        notes=notes,
+        repeated_blocks=_repeated_blocks(model),
     )
     analysis.recommendation = recommend_step.recommend(analysis, options.backend, options.mode)
     timings["total"] = time.perf_counter() - start
@@ -197,3 +211,9 @@ def _record_verdicts(graph, regional: verdicts.RegionalRun) -> None:
     for recompile in regional.recompiles:
         if recompile.region in graph.graph:
             graph.graph.nodes[recompile.region]["recompiles"] += 1
+
+
+def _repeated_blocks(model) -> tuple[str, ...]:
+    """The block class names a diffusers ``ModelMixin`` declares for ``compile_repeated_blocks()``."""
+    names = getattr(type(model), REPEATED_BLOCKS_ATTRIBUTE, None)
+    return tuple(str(n) for n in names) if isinstance(names, (list, tuple)) else ()

@@ -34,6 +34,8 @@ class Recommendation:
     #: of one class): the plugin line would compile the model whole, so the way to apply a
     #: regional plan is ``apply_plan`` and the report shows that instead of the plugin line
     accelerate_splits: bool = True
+    #: a diffusers model's ``_repeated_blocks``: ``model.compile_repeated_blocks(...)`` applies it
+    repeated_blocks: tuple[str, ...] = ()
 
     def plan(self, model_name: str | None) -> Plan:
         return Plan(
@@ -89,6 +91,7 @@ def recommend(analysis, backend: str = "inductor", mode: str | None = None) -> R
             )
         strategy, chosen = "regional", containers
         accelerate_splits = any(g.accelerate_sees for g in regions.groups)
+        why.extend(_diffusers_blocks(analysis, regions.groups))
     else:
         whole = analysis.whole
         fullgraph = bool(whole.ok)
@@ -101,7 +104,26 @@ def recommend(analysis, backend: str = "inductor", mode: str | None = None) -> R
         plugin = {**base, "fullgraph": fullgraph, "use_regional_compilation": False}
         strategy, chosen, saving, accelerate_splits = "full", [], None, True
     why.extend(_recompile_reasons(analysis))
-    return Recommendation(strategy, chosen, plugin, why, saving, accelerate_splits)
+    blocks = analysis.repeated_blocks if strategy == "regional" else ()
+    return Recommendation(strategy, chosen, plugin, why, saving, accelerate_splits, blocks)
+
+
+def _diffusers_blocks(analysis, groups) -> list[str]:
+    """What diffusers' own regional compile does with this model, when it declares its blocks."""
+    named = analysis.repeated_blocks
+    if not named:
+        return []
+    lines = [
+        f"{analysis.model_name} names its repeated blocks ({', '.join(named)}, diffusers' _repeated_blocks): "
+        "model.compile_repeated_blocks() compiles every submodule of those classes, diffusers' own regional compile"
+    ]
+    missed = sorted({g.cls for g in groups} - set(named))
+    if missed:
+        lines.append(
+            f"compile_repeated_blocks() leaves {', '.join(missed)} uncompiled (not in _repeated_blocks): "
+            "apply_plan compiles every region found here"
+        )
+    return lines
 
 
 def _fullgraph_reason(ok: bool, failing: dict, how: set[str]) -> str:

@@ -102,6 +102,7 @@ def to_json(analysis: Analysis) -> dict:
             "why": list(rec.why),
             "saving": rec.saving,
             "accelerate_splits": rec.accelerate_splits,
+            "repeated_blocks": list(rec.repeated_blocks),
             "how_to_apply": how_to_apply(rec),
         }
         if rec
@@ -201,9 +202,15 @@ def how_to_apply(rec) -> list[str]:
     """The line that applies the recommendation: the plugin keywords, or ``apply_plan`` where
     Accelerate's regional compilation would compile the regions whole (an nn.Sequential)."""
     kwargs = ", ".join(f"{k}={v!r}" for k, v in rec.plugin.items()).replace("'", '"')
+    diffusers = []
+    if rec.repeated_blocks:  # a diffusers model: its own regional compile takes torch.compile's keywords
+        compile_kwargs = {k: v for k, v in rec.plugin.items() if k in ("backend", "mode", "fullgraph", "dynamic")}
+        spelled = ", ".join(f"{k}={v!r}" for k, v in compile_kwargs.items()).replace("'", '"')
+        diffusers = [f"model.compile_repeated_blocks({spelled}) (diffusers' own regional compile), or"]
     if rec.accelerate_splits:
-        return [f"TorchDynamoPlugin({kwargs})"]
+        return [*diffusers, f"TorchDynamoPlugin({kwargs})"]
     return [
+        *diffusers,
         "regcomp_lint.apply_plan(model, plan) after accelerator.prepare (compiles each block in place);",
         f"TorchDynamoPlugin({kwargs}) alone would compile {', '.join(rec.regions)} whole, like a full compile",
     ]

@@ -92,3 +92,52 @@ def test_a_module_list_keeps_the_plugin_line():
     rec = traced("gpt2").recommendation
     assert rec.accelerate_splits is True
     assert how_to_apply(rec) == ['TorchDynamoPlugin(backend="inductor", fullgraph=True, use_regional_compilation=True)']
+
+
+def _diffusers_like(named):
+    """A model that declares its blocks the way diffusers' ModelMixin subclasses do."""
+    import torch
+    from torch import nn
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(8, 8)
+
+        def forward(self, x):
+            return torch.relu(self.proj(x)) + x
+
+    class Denoiser(nn.Module):
+        _repeated_blocks = named
+
+        def __init__(self):
+            super().__init__()
+            self.transformer_blocks = nn.ModuleList(Block() for _ in range(3))
+            self.proj_out = nn.Linear(8, 8)
+
+        def forward(self, x):
+            for block in self.transformer_blocks:
+                x = block(x)
+            return self.proj_out(x)
+
+    return Denoiser(), torch.randn(2, 8)
+
+
+@pytest.mark.parametrize("named,missed", [(["Block"], False), (["OtherBlock"], True)])
+def test_a_diffusers_model_is_told_its_own_regional_compile(named, missed):
+    from regcomp_lint.api import trace_model
+    from regcomp_lint.trace.report import how_to_apply
+
+    model, x = _diffusers_like(named)
+    rec = trace_model(model, (x,), device="cpu").recommendation
+    assert rec.strategy == "regional" and rec.repeated_blocks == tuple(named)
+    lines = how_to_apply(rec)
+    assert lines[0].startswith('model.compile_repeated_blocks(backend="inductor", fullgraph=True)')
+    assert lines[-1].startswith("TorchDynamoPlugin(")
+    assert any("diffusers' _repeated_blocks" in w for w in rec.why)
+    assert any("leaves Block uncompiled" in w for w in rec.why) is missed
+
+
+def test_a_model_without_repeated_blocks_attribute_gets_no_diffusers_line():
+    rec = traced("gpt2").recommendation
+    assert rec.repeated_blocks == () and not any("compile_repeated_blocks" in line for line in rec.why)
