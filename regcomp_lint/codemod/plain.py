@@ -635,7 +635,7 @@ class PlainPlanner(Planner):
                 key = dotted(attr)
                 if key and "device" in attr.attr.value and not self.tree.is_module_reference(attr):
                     flags.append(key)
-        return flags
+        return flags + [f for f in self.inline_device_flags if f not in flags]
 
     def _describe(self, settings: dict[str, Setting], reason: str | None, sites: list[CompileSite]) -> None:
         plugin = ", ".join(_plugin_text(settings))
@@ -653,7 +653,7 @@ class PlainPlanner(Planner):
         if self.devices:
             notes.append(f"{self.devices} device assignment(s) now use {self.acc_key}.device")
         if self.cudas:
-            notes.append(f"{self.cudas} .cuda()/.to('cuda') call(s) now use {self.acc_key}.device")
+            notes.append(f"{self.cudas} .cuda()/.to(<device>) call(s) now use {self.acc_key}.device")
         if self.checkpoint_saves:
             notes.append(
                 "state_dict() of the prepared model is taken from accelerator.unwrap_model(..., keep_torch_compile=False) (no _orig_mod. keys)"

@@ -19,7 +19,17 @@ from regcomp_lint.codemod.edits import EditPlan
 from regcomp_lint.codemod.options import ConvertOptions
 from regcomp_lint.codemod.roles import CallGraph, bindings
 from regcomp_lint.codemod.settings import Refusal
-from regcomp_lint.codemod.tree import Block, Function, Tree, code, comments_in, find_all, parameter_names, single_target
+from regcomp_lint.codemod.tree import (
+    Block,
+    Function,
+    Tree,
+    code,
+    comments_in,
+    dotted,
+    find_all,
+    parameter_names,
+    single_target,
+)
 from regcomp_lint.knowledge import accelerate_api
 
 #: compound statements a new statement may go inside of when everything happens there
@@ -60,6 +70,8 @@ class Planner:
         self.uses: list[cst.CSTNode] = []
         #: device assignments rewritten: node -> (target, new value source)
         self.device_values: dict[cst.CSTNode, tuple[str, str]] = {}
+        #: device flags read inline, ``x.to(args.device)``: each becomes a CPU switch of the Accelerator
+        self.inline_device_flags: list[str] = []
 
     def conversion(self) -> Conversion:
         return Conversion(self.edits, self.notes, self.imports, self.unused_imports)
@@ -254,9 +266,12 @@ class Planner:
             elif (
                 func.attr.value == "to"
                 and call.args
-                and _is_cuda_literal(call.args[0].value)
+                and (_is_cuda_literal(call.args[0].value) or self._is_device_flag(call.args[0].value))
                 and not self.is_removed(call)
             ):
+                flag = dotted(call.args[0].value) if self._is_device_flag(call.args[0].value) else None
+                if flag is not None and flag not in self.inline_device_flags:
+                    self.inline_device_flags.append(flag)  # `x.to(args.device)`: the user's --device
                 acc = self.accelerator_in(function)
                 value = expression(f"{acc}.device", self.module)
                 self.edits.on(call.args[0], partial(cst.Arg.with_changes, value=value))
@@ -271,6 +286,17 @@ class Planner:
             self.rewrite_device(assign)
             devices += 1
         return cudas, devices
+
+    def _is_device_flag(self, value: cst.BaseExpression) -> bool:
+        """``args.device`` / ``cfg.train.device``: a device the user chooses, read inline (not the
+        accelerator's own ``accelerator.device``, nor a module attribute such as ``torch.device``)."""
+        key = dotted(value) if isinstance(value, cst.Attribute) else None
+        return (
+            key is not None
+            and "device" in value.attr.value  # type: ignore[attr-defined]
+            and not self.tree.is_module_reference(value)
+            and key.split(".")[0] not in ("self", self.acc_key.split(".")[0], "accelerator")
+        )
 
     # -- placing new statements -------------------------------------------------------------
     def project(self, block: Block, node: cst.CSTNode) -> int | None:
