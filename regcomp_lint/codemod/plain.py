@@ -186,6 +186,12 @@ class PlainPlanner(Planner):
         models: list[str] = []
         for _, owners in self.optimizer_found:
             models += [m for m in owners if m not in models]
+        if "self" in models:  # `self.opt = Adam(self.parameters())` in a module's own __init__
+            raise Refusal(
+                f"the optimizer is built from self.parameters() in {function_name(self.scope)}: the model would "
+                "prepare itself (each instance its own Accelerator); build the optimizer where the model is "
+                "created, or convert by hand"
+            )
         for model in models:
             if not bindings(self.scope, model) and not tree.is_parameter(model, self.scope):
                 raise Refusal(
@@ -458,7 +464,7 @@ class PlainPlanner(Planner):
     ) -> None:
         tree = self.tree
         scope_block: Block = tree.body_of(self.scope)
-        uses = [u for u in self.uses if tree.contains(self.scope, u)]
+        uses = self._scope_uses()
         anchor = prepare_block.body[prepare_index] if prepare_index < len(prepare_block.body) else None
         block = self.descend(scope_block, uses + ([anchor] if anchor is not None else [prepare_block.body[-1]]))
         positions = [i for i in (self.project(block, u) for u in uses) if i is not None]
@@ -546,6 +552,32 @@ class PlainPlanner(Planner):
         self.created_at = (
             function_name(self.scope) if self.owner is None else f"{self.owner.name.value}.{function_name(self.scope)}"
         )
+
+    def _scope_uses(self) -> list[cst.CSTNode]:
+        """Where the scope needs the accelerator. In a module-level script a use inside a function
+        counts where that function is called from module code (Python reads the global when the
+        function runs), so functions defined above ``args = parser.parse_args()`` do not pull the
+        Accelerator above the settings it reads."""
+        tree = self.tree
+        found: list[cst.CSTNode] = []
+        for use in self.uses:
+            if not tree.contains(self.scope, use):
+                continue
+            function = tree.function_of(use)
+            if isinstance(self.scope, cst.Module) and function is not self.scope:
+                found += self._module_calls_of(function, 0)
+            else:
+                found.append(use)
+        return found
+
+    def _module_calls_of(self, function: Function, depth: int) -> list[cst.CSTNode]:
+        """The calls in module-level code that (through other functions) run ``function``."""
+        if depth > 3 or isinstance(function, cst.Module):
+            return []
+        calls: list[cst.CSTNode] = []
+        for caller, call in self.graph.callers_of(function):
+            calls += [call] if isinstance(caller, cst.Module) else self._module_calls_of(caller, depth + 1)
+        return calls
 
     def _keep_one_loss_scaling(self) -> None:
         """A script with its own ``GradScaler`` scales its loss itself: ``mixed_precision="no"``

@@ -17,8 +17,9 @@ import libcst as cst
 
 from regcomp_lint.codemod.builders import expression
 from regcomp_lint.codemod.edits import replaced_by
-from regcomp_lint.codemod.roles import bindings
-from regcomp_lint.codemod.tree import Block, Function, find_all, key_of, parameter_names
+from regcomp_lint.codemod.roles import bindings, bound_keys
+from regcomp_lint.codemod.settings import Refusal
+from regcomp_lint.codemod.tree import Block, Function, find_all, key_of, parameter_names, read_keys
 from regcomp_lint.knowledge.torch_api import DATA_PARALLEL_API, MODULE_API
 
 if TYPE_CHECKING:
@@ -46,6 +47,13 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
                     continue  # still the script's own, unprepared model
             elif not sees_prepared(function, owner, planner) or (owner.startswith("self.") and function not in trains):
                 continue
+            call = tree.parent(attr)
+            if isinstance(call, cst.Call) and call.func is attr and _feeds_the_loss(tree, function, call):
+                raise Refusal(
+                    f"{owner}.{name}(...) at line {tree.line(attr)} computes the loss with the model's own method: "
+                    "through the prepared model it would bypass DDP's gradient sync and the compile (only forward() "
+                    "goes through them); compute it in forward(), or convert by hand"
+                )
             if not planner.can_reach_accelerator(function):
                 unreachable.append(f"{owner}.{name} (line {tree.line(attr)})")
                 continue
@@ -64,6 +72,44 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
             f"{', '.join(unreachable)}: the model's own attribute, read through the prepared model where no "
             "accelerator is in reach; under several processes read it from accelerator.unwrap_model(model)"
         )
+
+
+def _feeds_the_loss(tree, function: Function, call: cst.Call) -> bool:
+    """``call`` is part of what a ``X.backward()`` of ``function`` differentiates: inside ``X``,
+    or in an assignment whose names ``X`` reads, followed back through the function's assignments."""
+    backwards = [
+        c
+        for c in find_all(function, cst.Call, enter_functions=False)
+        if isinstance(c.func, cst.Attribute) and c.func.attr.value == "backward"
+    ]
+    if not backwards:
+        return False
+    sources: list[cst.CSTNode] = [b.func.value for b in backwards]  # type: ignore[attr-defined]
+    needed = {key for source in sources for key in read_keys(source)}
+    pending = list(find_all(function, cst.Assign, enter_functions=False))
+    changed = True
+    while changed:
+        changed = False
+        for assign in list(pending):
+            if set(_written_keys(assign)) & needed:
+                pending.remove(assign)
+                sources.append(assign.value)
+                needed |= set(read_keys(assign.value))
+                changed = True
+    return any(tree.contains(source, call) for source in sources)
+
+
+def _written_keys(assign: cst.Assign) -> list[str]:
+    """Names an assignment writes, ``buf`` of ``buf[i] = ...`` included (it fills ``buf``)."""
+    keys = list(bound_keys(assign))
+    for target in assign.targets:
+        node: cst.BaseExpression = target.target
+        while isinstance(node, cst.Subscript):
+            node = node.value
+        key = key_of(node)
+        if key is not None and key not in keys:
+            keys.append(key)
+    return keys
 
 
 def places_using_prepared(planner: PlainPlanner) -> list[Function]:
