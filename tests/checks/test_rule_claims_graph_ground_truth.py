@@ -495,3 +495,44 @@ def test_rc301_a_whole_model_compile_inlines_each_block_once():
     counters.clear()
     torch.compile(Whole(), backend="eager")(X)
     assert counters["stats"]["unique_graphs"] == 1
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda x: torch.unique(x).sum(),
+        lambda x: torch.unique_consecutive(x).sum(),
+        lambda x: torch.masked_select(x, x > 0).sum(),
+        lambda x: torch.where(x > 0)[0].sum(),
+        lambda x: torch.argwhere(x).sum(),
+        lambda x: torch.repeat_interleave(x[:, 0], (x[:, 0] > 0).long()).sum(),
+    ],
+    ids=["unique", "unique_consecutive", "masked_select", "where1", "argwhere", "repeat_interleave"],
+)
+def test_rc204_every_listed_op_is_a_dynamic_shape_break(op):
+    assert breaks(op, X) == ["gb0036"]
+    assert fullgraph_error(op, X) is None
+
+
+def test_rc204_repeat_interleave_with_an_int_keeps_a_static_shape():
+    assert breaks(lambda x: torch.repeat_interleave(x, 2).sum(), X) == []
+
+
+def test_rc208_wrapping_a_forward_input_is_traced():
+    class Wraps(nn.Module):
+        def forward(self, x):
+            return nn.Parameter(x) * 2
+
+    assert breaks(Wraps(), X) == []
+
+
+def test_rc210_a_recurrent_module_raises_under_fullgraph():
+    class Recurrent(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.LSTM(3, 3)
+
+        def forward(self, x):
+            return self.rnn(x)[0]
+
+    assert fullgraph_error(Recurrent(), torch.randn(2, 4, 3)) is not None
