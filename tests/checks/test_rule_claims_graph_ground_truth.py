@@ -378,13 +378,22 @@ def test_rc206_repr_and_data_pointer_comparison_break():
     assert "gb5976" in breaks(same_storage, X, X.clone())
 
 
-def test_rc206_using_the_text_of_an_fstring_skips_the_whole_frame():
-    def measured(x):
-        return x * len(f"{x}")
-
+@pytest.mark.parametrize(
+    ("use", "gb"),
+    [
+        (lambda x: x * len(f"{x}"), "gb0088"),
+        (lambda x: x * len("{}".format(x)), "gb0088"),  # noqa: UP032 (the form under test)
+        (lambda x: x * len("x=" + f"{x}"), "gb3934"),
+        (lambda x: x * 2 if f"{x}" == "a" else x, "gb9648"),
+        (lambda x: x * len("%s" % x), "gb0208"),  # noqa: UP031 (the form under test)
+    ],
+    ids=["measured", "format", "concatenated", "compared", "percent"],
+)
+def test_rc206_using_the_text_of_a_tensor_skips_the_whole_frame(use, gb):
     torch._dynamo.reset()
-    assert torch._dynamo.explain(measured)(X).graph_count == 0
-    assert "gb0088" in (fullgraph_error(measured, X) or "").lower()
+    assert torch._dynamo.explain(use)(X).graph_count == 0
+    assert gb in (fullgraph_error(use, X) or "").lower()
+    assert "gives up on the **whole frame**" in docs("RC206")
 
 
 def test_rc208_parameter_of_p_data_is_gb0229():
