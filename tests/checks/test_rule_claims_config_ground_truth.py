@@ -9,6 +9,7 @@ second or two.
 from __future__ import annotations
 
 import inspect
+import logging
 import os
 import subprocess
 import sys
@@ -233,14 +234,24 @@ def test_rc107_any_non_empty_value_turns_suppress_errors_on():
     assert "`TORCHDYNAMO_SUPPRESS_ERRORS=0` too" in docs("RC107")
 
 
-def test_rc107_suppress_errors_falls_back_to_eager_without_raising(monkeypatch):
+def test_rc107_suppress_errors_falls_back_to_eager_with_only_a_warning(monkeypatch):
     def failing_backend(gm, example_inputs):
         raise RuntimeError("compiler failed")
 
     monkeypatch.setattr(torch._dynamo.config, "suppress_errors", True)
     torch._dynamo.reset()
-    out = torch.compile(Block(), backend=failing_backend)(torch.randn(2, 4))
+    warned: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = warned.append  # type: ignore[method-assign]
+    dynamo_log = logging.getLogger("torch._dynamo")  # torch's loggers do not propagate to root
+    dynamo_log.addHandler(handler)
+    try:
+        out = torch.compile(Block(), backend=failing_backend)(torch.randn(2, 4))
+    finally:
+        dynamo_log.removeHandler(handler)
     assert out.shape == (2, 4)
+    assert any("compiler failed" in record.getMessage() for record in warned)
+    assert "only sign is a warning" in docs("RC107")
     monkeypatch.setattr(torch._dynamo.config, "suppress_errors", False)
     torch._dynamo.reset()
     with pytest.raises(Exception, match="compiler failed"):
