@@ -101,11 +101,18 @@ def test_rc101_a_dead_accelerate_backend_fails_inside_prepare(fresh_accelerator_
         accelerator.prepare(Block())
 
 
+def test_rc101_aot_nvfuser_is_gone_from_torch_and_accelerate():
+    assert "aot_nvfuser" not in torch._dynamo.list_backends(exclude_tags=())
+    assert "AOT_NVFUSER" not in DynamoBackend.__members__
+    assert "aot_nvfuser" not in (DynamoBackend.__doc__ or "").lower()
+    assert "in neither now" in docs("RC101")
+
+
 def test_rc101_torch_registry_holds_the_names_the_page_lists():
     names = set(torch._dynamo.list_backends(exclude_tags=()))
     for name in ("inductor", "eager", "aot_eager", "aot_eager_decomp_partition", "cudagraphs"):
         assert name in names
-    for name in ("openxla", "tvm"):
+    for name in ("openxla", "openxla_eval", "tvm", "ts", "aot_ts"):
         assert name in names
 
 
