@@ -438,6 +438,11 @@ class Floats(PerBlock):
         return self.fc(x) * float(self.layer_idx)
 
 
+class BranchesOnParity(PerBlock):
+    def forward(self, x):
+        return self.fc(x) * 2 if self.layer_idx % 2 else self.fc(x)
+
+
 class DerivedBool(PerBlock):
     def forward(self, x):
         return self.fc(x) * 2 if self.is_first else self.fc(x)
@@ -471,6 +476,7 @@ def compilations(block_class, **config) -> int:
     ("block_class", "expected"),
     [
         (Branches, 8),
+        (BranchesOnParity, 8),
         (TestsNone, 8),
         (IndexesAList, 8),
         (Floats, 8),
@@ -487,6 +493,10 @@ def test_rc301_what_each_kind_of_read_costs_on_12_blocks(block_class, expected):
 def test_rc301_unspec_ints_help_compute_but_not_list_indexing():
     assert compilations(Floats, allow_unspec_int_on_nn_module=True) == 2
     assert compilations(IndexesAList, allow_unspec_int_on_nn_module=True) == 8
+
+
+def test_rc301_raising_the_limit_compiles_every_block_separately():
+    assert compilations(Floats, recompile_limit=12) == 12
 
 
 def test_rc301_a_whole_model_compile_inlines_each_block_once():
