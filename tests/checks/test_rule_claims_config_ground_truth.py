@@ -233,6 +233,7 @@ def test_rc106_a_literal_none_backend_is_absent(fresh_accelerator_state):
 # --- RC107 ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a fresh interpreter imports torch (~5 s)
 def test_rc107_any_non_empty_value_turns_suppress_errors_on():
     probe = "import torch._dynamo.config as c; print(c.suppress_errors)"
     env = {**os.environ, "TORCHDYNAMO_SUPPRESS_ERRORS": "0"}
