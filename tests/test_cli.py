@@ -127,7 +127,7 @@ def test_concise_format_one_line_per_finding(project):
     result = invoke("--format", "concise", "bad.py")
     assert result.exit_code == 1
     assert result.stdout.splitlines() == [
-        "bad.py:2:1: RC107 [warning] `suppress_errors = True` hides compiler failures: dynamo silently falls back to eager",
+        "bad.py:2:1: RC107 [warning] `suppress_errors = True` hides compiler failures: dynamo falls back to eager with only a log warning",
         "bad.py:3:8: RC002 [warning] [*] unused suppression of RC107 (the rule did not fire here)",
         "Found 2 warnings (1 fixable with --fix).",
     ]
@@ -185,7 +185,7 @@ def test_github_format(project):
     assert result.exit_code == 1
     assert result.stdout == (
         "::warning file=bad.py,line=2,col=1,endLine=2,endColumn=44,title=RC107::"
-        "`suppress_errors = True` hides compiler failures: dynamo silently falls back to eager\n"
+        "`suppress_errors = True` hides compiler failures: dynamo falls back to eager with only a log warning\n"
     )
 
 
@@ -426,7 +426,7 @@ def test_fix_reports_what_remains_and_exits_1(project):
     assert result.exit_code == 1
     assert path.read_text() == SUPPRESS + "x = 1\n"
     assert result.stdout.splitlines() == [
-        "bad.py:2:1: RC107 [warning] `suppress_errors = True` hides compiler failures: dynamo silently falls back to eager",
+        "bad.py:2:1: RC107 [warning] `suppress_errors = True` hides compiler failures: dynamo falls back to eager with only a log warning",
         "Found 2 findings (1 fixed, 1 remaining).",
     ]
 

@@ -6,8 +6,10 @@ from regcomp_lint.diagnostics import Severity
 
 class SyntaxErrorRule(Rule):
     """## What it does
-    Reports a file that cannot be decoded or parsed as Python (3.8+ grammar), with the line and
-    column where parsing stopped. The run goes on with the other files.
+    Reports a file that cannot be decoded or parsed, with the line and column where parsing
+    stopped: a Python file, read with the grammar of the Python that runs the linter (so under
+    3.11 a 3.12 `type Alias = int` is reported), or a settings file it reads (an `accelerate
+    config` YAML file, a shell script). The run goes on with the other files.
 
     ## Why is this bad
     Nothing else can be checked in a file that does not parse, and the training job would fail at

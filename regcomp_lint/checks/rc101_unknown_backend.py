@@ -136,7 +136,7 @@ class UnknownBackend(Rule):
     `aot_ts_nvfuser`, `nvprims_nvfuser`, `ofi`, `fx2trt`, `onnxrt`, `aot_torchxla_trace_once` and
     `torchxla_trace_once` are no longer registered by torch 2.13 and fail in `prepare()`. So
     `openxla` is right for `torch.compile` and wrong for `TorchDynamoPlugin`, and `aot_nvfuser`
-    (still shown in Accelerate's docs) is wrong for both.
+    (a name from older torch and Accelerate releases, in neither now) is wrong for both.
 
     The same backends are judged where most people set them: `transformers.TrainingArguments(
     torch_compile_backend=)` (the `Trainer` hands it to `TorchDynamoPlugin`), `dynamo_backend:`

@@ -73,7 +73,10 @@ class PrintOrLogging(ForwardRule[ast.Call]):
     ```
     Or tell dynamo to move the calls out of the graph:
     `torch._dynamo.config.reorderable_logging_functions.add(print)` (also `warnings.warn`,
-    `logging.info`...: they run after the graph with the values they were given), or drop them:
+    `logging.info`...: they run after the graph with the values they were given). That works
+    only when every argument is a tensor, a constant or a string, not a `torch.Size`:
+    `print("shape", x.shape)` still breaks ("attempted to reorder a debugging function that
+    can't actually be reordered"); print `x` itself or a constant. Or drop the calls:
     `torch._dynamo.config.ignore_logging_functions.add(logger.warning_once)`.
 
     ## Fix safety

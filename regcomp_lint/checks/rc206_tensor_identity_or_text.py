@@ -31,14 +31,15 @@ class TensorIdentityOrText(ForwardRule[ast.Call | ast.JoinedStr]):
     Not reported: text of a shape, dtype or device (`f"{x.shape}"`); an f-string or `format`
     that is only stored or passed on (dynamo builds it lazily and, measured with torch 2.13,
     does not break until the text is used); a message built only to be raised or asserted;
-    `"%s" % t`, which breaks too (`GB0208`) but is not looked for.
+    `"%s" % t`, which stops dynamo too (`GB0208`, whole frame skipped) but is not looked for.
 
     ## Why is this bad
     A traced tensor is a fake: it has no data to print, no storage address and cannot be
     deep-copied. `copy.deepcopy` breaks the graph (`GB4198`), `str`/`repr` break it (`GB0059`,
-    `GB0569`). Using the text of an f-string raises inside dynamo (`GB0088` "Observed
-    exception", `GB3934`, `GB9648`) and comparing data pointers is unsupported (`GB5976`); with
-    `GB0088` dynamo gives up on the **whole frame** and runs it eagerly without saying so.
+    `GB0569`) and comparing data pointers is unsupported (`GB5976`). Using the text of an
+    f-string or `format` raises inside dynamo (`GB0088` "Observed exception" when measured,
+    `GB3934` when concatenated, `GB9648` when compared), and then dynamo gives up on the **whole
+    frame** and runs it eagerly without saying so (measured with torch 2.13: no graph at all).
 
     ## Example
     ```python
@@ -183,7 +184,7 @@ def _used(what: str, node: ast.AST, scope: Scope) -> Break:
             "GB5976",
         )
     return Break(
-        f"{what} is used (measured, concatenated or compared) while tracing: dynamo raises (GB0088, which skips "
-        "the whole frame silently; GB3934; GB9648); format shapes or dtypes instead",
+        f"{what} is used (measured, concatenated or compared) while tracing: dynamo raises (GB0088, GB3934 or "
+        "GB9648) and skips the whole frame silently; format shapes or dtypes instead",
         "GB0088",
     )

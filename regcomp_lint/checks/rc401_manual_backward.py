@@ -33,10 +33,13 @@ class ManualBackward(Rule):
 
     ## Why is this bad
     `accelerator.backward` is where Accelerate does its part of the backward pass: it divides the
-    loss by `gradient_accumulation_steps`, scales it for fp16 mixed precision (without the scaler
-    the `AcceleratedOptimizer` step skips or corrupts updates), and calls DeepSpeed's or
-    Megatron's own backward. A bare `loss.backward()` works on one CPU in fp32 and silently
-    trains differently once the script is launched with fp16, gradient accumulation or DeepSpeed.
+    loss by `gradient_accumulation_steps` (except under DeepSpeed, whose engine does it), scales
+    it with the `GradScaler` of fp16 mixed precision, hands it to DeepSpeed's engine, and under
+    Megatron-LM leaves it to Megatron's own train step. A bare `loss.backward()` works on one
+    CPU in fp32, silently sums unscaled gradients (N times too large) once the script is launched
+    with gradient accumulation, bypasses DeepSpeed's engine, and with fp16 on a GPU stops at the
+    first `optimizer.step()`: the prepared optimizer calls `GradScaler.step`, which raises
+    `AssertionError: Attempted step but _scale is None` when `scale(loss)` never ran.
 
     ## Example
     ```python
