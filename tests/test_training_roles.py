@@ -254,3 +254,13 @@ def test_optimizer_sources(body, owners, construct):
 )
 def test_not_optimizers(body):
     assert Roles(body).origin_of("o") is None
+
+
+def test_a_scheduler_stepped_with_a_metric_is_stepped_by_value():
+    """ReduceLROnPlateau: prepared, it would see the metric once per process (patience / N)."""
+    roles = Roles(
+        "from torch.optim.lr_scheduler import ReduceLROnPlateau\nsched = ReduceLROnPlateau(opt, patience=2)\n"
+        "for epoch in range(3):\n    for x in dl:\n        opt.step()\n    sched.step(val_loss)\n"
+    )
+    found, step = roles.roles.cadence(roles.built("sched"))
+    assert found is Cadence.BY_VALUE and step is not None and step.lineno == 11

@@ -18,7 +18,9 @@ function's parameter, the arguments its callers pass. From the uses:
   optimizer's (``opt.step()`` or ``scaler.step(opt)``), followed up through the functions that
   call them: the same loops, once per optimizer step; the optimizer's nested inside, once per
   epoch (prepared, it would step once per process). A ``.step()`` in a loop apart from training
-  (``for _ in range(start_epoch): scheduler.step()`` on resume) does not decide.
+  (``for _ in range(start_epoch): scheduler.step()`` on resume) does not decide. One stepped with
+  a value (``scheduler.step(val_loss)``, ``step(epoch)``) is stepped *by value*: prepared, it would
+  take that value once per process.
 
 Uses are collected during the engine's walk (where each sits needs the walk's bindings); the
 questions are answered after it. The converter asks through ``codemod.lint_view``, which maps
@@ -54,6 +56,9 @@ MAX_CALLER_DEPTH = 3
 class Cadence(str, enum.Enum):
     PER_STEP = "per optimizer step"
     PER_EPOCH = "per epoch"
+    #: ``scheduler.step(val_loss)`` (ReduceLROnPlateau), ``scheduler.step(epoch)`` (timm): a prepared
+    #: scheduler would take the same value once per process (patience would run out N times faster)
+    BY_VALUE = "with a value"
     UNKNOWN = "unknown"
 
 
@@ -415,6 +420,9 @@ class TrainingRoles:
                 optimizer_steps.append(step)
             elif any(_is(self._step_origin(a, step.where), built_on, Kind.OPTIMIZER) for a in step.call.args):
                 optimizer_steps.append(step)  # scaler.step(optimizer)
+        valued = [s for s in own_steps if s.call.args or s.call.keywords]
+        if valued:
+            return Cadence.BY_VALUE, valued[0].call
         if not own_steps or not optimizer_steps:
             return Cadence.UNKNOWN, None
         scope = scheduler.where.function

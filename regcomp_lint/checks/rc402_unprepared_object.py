@@ -40,7 +40,9 @@ class UnpreparedObject(Rule):
     evaluation loader iterated only by loops without a backward pass may stay whole (unsharded,
     as `regcomp-fix` leaves it). Likewise a scheduler stepped once per epoch (its `.step()` in a
     loop around the one where its optimizer steps, followed through the file's functions) is not
-    reported: prepared, it would step once per process. Nor is a loader fed a `DistributedSampler` (`sampler=` or
+    reported: prepared, it would step once per process. Nor is one stepped with a value
+    (`scheduler.step(val_loss)` of a `ReduceLROnPlateau`): prepared, it would take the metric once
+    per process and run out of patience that many times faster. Nor is a loader fed a `DistributedSampler` (`sampler=` or
     `batch_sampler=`, directly or through a name): it already gives each rank its own shard, and
     `prepare` would shard it again. Nor is a scheduler sized from the length of an already
     prepared loader (`len(train_dl) * epochs` after `prepare`): it counts one process's steps, and
@@ -262,8 +264,8 @@ class UnpreparedObject(Rule):
                 continue  # already one shard per rank: prepare() would shard it again
             if origin.kind is Kind.SCHEDULER and not roles.trains_on(use):
                 continue  # stepped in a loop apart from training (fast-forwarding the schedule on resume)
-            if origin.kind is Kind.SCHEDULER and roles.cadence(origin)[0] is Cadence.PER_EPOCH:
-                continue  # stepped once per epoch: a prepared scheduler would step once per process
+            if origin.kind is Kind.SCHEDULER and roles.cadence(origin)[0] in (Cadence.PER_EPOCH, Cadence.BY_VALUE):
+                continue  # stepped once per epoch or with a metric: prepared, it would step once per process
             if not self.script.sees_accelerator(use.where):
                 continue  # a plain-PyTorch baseline beside the Accelerate code
             reported.add(id(origin.call))

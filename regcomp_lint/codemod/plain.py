@@ -65,6 +65,7 @@ class PlainPlanner(Planner):
             )
         if not backwards:
             raise Refusal(NO_TRAINING_STEP)
+        self._refuse_double_backward()
         steps: set[Function] = {tree.function_of(c) for c in backwards}
         # a closure handed to the optimizer (`optimizer.step(closure)`, LBFGS) trains where it is defined
         steps |= {tree.function_of(f) for f in list(steps) if isinstance(f, cst.FunctionDef) and _is_passed(tree, f)}
@@ -222,10 +223,11 @@ class PlainPlanner(Planner):
                     skipped.append(creation.key)
             elif built.kind is Kind.SCHEDULER:
                 how, step = view.roles.cadence(built)
-                if how is Cadence.PER_EPOCH and step is not None:
+                if how in (Cadence.PER_EPOCH, Cadence.BY_VALUE) and step is not None:
                     self.kept_schedulers.append(creation.key)
+                    when = "once per epoch" if how is Cadence.PER_EPOCH else "with a value (a metric or an epoch)"
                     self.notes.append(
-                        f"{creation.key} steps once per epoch (line {step.lineno}): left unprepared, so its LR "
+                        f"{creation.key} steps {when} (line {step.lineno}): left unprepared, so its LR "
                         "moves exactly as in the original (a prepared scheduler steps once per process)"
                     )
                 else:
@@ -552,6 +554,22 @@ class PlainPlanner(Planner):
         self.created_at = (
             function_name(self.scope) if self.owner is None else f"{self.owner.name.value}.{function_name(self.scope)}"
         )
+
+    def _refuse_double_backward(self) -> None:
+        """A gradient penalty differentiates the loss twice, which neither the compile nor DDP supports."""
+        tree = self.tree
+        for call in find_all(tree.module, cst.Call):
+            if not tree.resolves_to(call.func, *torch_api.AUTOGRAD_GRAD):
+                continue
+            if any(
+                a.keyword is not None and a.keyword.value == "create_graph" and code(a.value) == "True"
+                for a in call.args
+            ):
+                raise Refusal(
+                    f"torch.autograd.grad(..., create_graph=True) at line {tree.line(call)} (a gradient penalty) "
+                    "differentiates the loss twice, which torch.compile (aot_autograd) and DDP do not support; "
+                    "convert by hand, keeping that model uncompiled and unwrapped"
+                )
 
     def _scope_uses(self) -> list[cst.CSTNode]:
         """Where the scope needs the accelerator. In a module-level script a use inside a function

@@ -115,6 +115,10 @@ DATA_PARALLEL = (
 #: The single-process, multi-GPU wrap among them.
 SINGLE_PROCESS_DATA_PARALLEL = DATA_PARALLEL[2:]
 INIT_PROCESS_GROUP = ("torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group")
+#: Gradients as values: with ``create_graph=True`` (a WGAN-GP gradient penalty) the loss is
+#: differentiated twice, which torch.compile's aot_autograd ("does not currently support double
+#: backward") and DDP's reducer do not support.
+AUTOGRAD_GRAD = ("torch.autograd.grad",)
 #: A loss scaler of the script's own mixed precision (the device-specific ones are deprecated aliases).
 GRAD_SCALERS = (
     "torch.amp.GradScaler",

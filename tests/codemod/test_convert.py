@@ -666,3 +666,64 @@ def test_evaluation_code_the_scope_calls_follows_the_accelerators_device():
     assert "def validate(loader, model, accelerator):\n    def run(batches):\n" in result.text
     assert "            model(x.to(accelerator.device))\n" in result.text
     assert "    validate(loader, model, accelerator=accelerator)\n" in result.text
+
+
+# -- found on real public training scripts -------------------------------------------------------
+REAL_WORLD_REFUSALS = {
+    # cleanrl's PPO: the loss comes from a method of the model, not its forward
+    "custom method": (
+        "import torch\nclass Agent(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.actor = torch.nn.Linear(4, 2)\n    def value(self, x):\n        return self.actor(x)\n"
+        "agent = Agent()\nopt = torch.optim.Adam(agent.parameters())\nfor step in range(3):\n"
+        "    out = agent.value(torch.randn(8, 4))\n    loss = -out.mean()\n    opt.zero_grad()\n"
+        "    loss.backward()\n    opt.step()\n",
+        "agent.value(...) at line 11 computes the loss with the model's own method",
+    ),
+    # pytorch/examples mnist_forward_forward: each layer owns its optimizer
+    "self-owned optimizer": (
+        "import torch\nclass Layer(torch.nn.Linear):\n    def __init__(self):\n        super().__init__(4, 4)\n"
+        "        self.opt = torch.optim.Adam(self.parameters())\n    def train_step(self, x):\n"
+        "        loss = self(x).sum()\n        self.opt.zero_grad()\n        loss.backward()\n        self.opt.step()\n"
+        "layer = Layer()\nfor i in range(3):\n    layer.train_step(torch.randn(2, 4))\n",
+        "built from self.parameters()",
+    ),
+    # WGAN-GP: a gradient penalty
+    "double backward": (
+        "import torch\nD = torch.nn.Linear(4, 1)\nopt = torch.optim.Adam(D.parameters())\nfor i in range(3):\n"
+        "    x = torch.randn(8, 4, requires_grad=True)\n"
+        "    g = torch.autograd.grad(D(x).sum(), x, create_graph=True)[0]\n"
+        "    loss = D(x).mean() + (g.norm(2, dim=1) - 1).pow(2).mean()\n    opt.zero_grad()\n    loss.backward()\n"
+        "    opt.step()\n",
+        "create_graph=True) at line 6",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", REAL_WORLD_REFUSALS)
+def test_real_world_constructs_that_would_train_wrongly_are_refused(case):
+    text, words = REAL_WORLD_REFUSALS[case]
+    result = convert(text)
+    assert result.refused and words in result.refused, result.refused
+    assert result.text == text and not result.changed
+
+
+def test_a_metric_stepped_scheduler_stays_unprepared():
+    """ReduceLROnPlateau (milesial/Pytorch-UNet): prepared, its patience would run out N times faster."""
+    text = script(
+        "model = torch.nn.Linear(2, 2)\nloader = torch.utils.data.DataLoader(list(range(8)))\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "sched = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, patience=2)\n",
+        loop="""
+        for epoch in range(3):
+            for x in loader:
+                loss = model(torch.randn(4, 2)).sum()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            sched.step(loss.item())
+        """,
+    )
+    result = convert(text)
+    assert not result.refused, result.refused
+    assert "sched steps with a value" in "\n".join(result.notes)
+    assert "accelerator.prepare(model, optimizer, loader)" in result.text
