@@ -264,3 +264,32 @@ def test_a_scheduler_stepped_with_a_metric_is_stepped_by_value():
     )
     found, step = roles.roles.cadence(roles.built("sched"))
     assert found is Cadence.BY_VALUE and step is not None and step.lineno == 11
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # DINO / timm style: a param-group helper handed the model
+        "import utils\no = torch.optim.AdamW(utils.get_params_groups(model), lr=1e-3)\n",
+        # a model of another file, known as a module by what the script does with it
+        "from models import Transformer\nnet = Transformer()\nnet.train()\n"
+        "o = torch.optim.Adam(net.get_trainable_parameters())\n",
+        "from models import Transformer\nnet = Transformer()\ndef fit(m):\n    m.train()\nfit(net)\n"
+        "o = torch.optim.Adam(net.get_trainable_parameters())\n",
+    ],
+)
+def test_an_optimizer_built_through_a_param_group_helper_optimizes_the_model(body):
+    roles = Roles(body)
+    call = next(
+        n.value for n in ast.walk(roles.tree) if isinstance(n, ast.Assign) and binding_key_of(n.targets[0]) == "o"
+    )
+    source = roles.roles.optimizers.source(call, roles.wheres[id(call)])
+    assert source is not None and source.owners == (["net"] if "net" in body else ["model"])
+
+
+def test_a_config_handed_to_a_helper_is_not_a_model():
+    roles = Roles("import utils\no = torch.optim.AdamW(utils.groups(cfg), lr=1e-3)\n")
+    call = next(
+        n.value for n in ast.walk(roles.tree) if isinstance(n, ast.Assign) and binding_key_of(n.targets[0]) == "o"
+    )
+    assert roles.roles.optimizers.source(call, roles.wheres[id(call)]).owners == []

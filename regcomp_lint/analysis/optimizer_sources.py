@@ -51,11 +51,13 @@ class OptimizerSources:
         bindings: Bindings,
         optimizer_uses: list[tuple[ast.expr, Where]],
         holds: Callable[[ast.expr, Where, ast.Call], bool],
+        is_model: Callable[[ast.expr, Where], bool],
     ) -> None:
         self.ctx = ctx
         self.bindings = bindings
         self._optimizer_uses = optimizer_uses
         self._holds = holds
+        self._is_model = is_model
         self._used: dict[int, bool] = {}
 
     def source(self, call: ast.Call, where: Where, depth: int = 0) -> OptimizerSource | None:
@@ -74,7 +76,7 @@ class OptimizerSources:
             key = binding_key(model) if model is not None and not owners else None
             return OptimizerSource(owners or ([key] if key else []), self._text(func))
         if constructor_kind(self.ctx, call, self.bindings.classes) is Kind.OPTIMIZER:
-            return OptimizerSource(self.parameter_owners(call, where), self._text(func))
+            return OptimizerSource(self.parameter_owners(call, where, handed=True), self._text(func))
         factory = self._local_function(func, where)
         if factory is not None and factory is not where.function:
             return self._factory_call(call, where, factory, depth)
@@ -97,7 +99,7 @@ class OptimizerSources:
             self._used[id(call)] = any(self._holds(expr, where, call) for expr, where in self._optimizer_uses)
         return self._used[id(call)]
 
-    def parameter_owners(self, node: ast.AST, where: Where, depth: int = 0) -> list[str]:
+    def parameter_owners(self, node: ast.AST, where: Where, depth: int = 0, *, handed: bool = False) -> list[str]:
         """Keys ``M`` of every ``M.parameters()`` / ``M.named_parameters()`` inside ``node`` (one
         level through a name: ``params = [p for p in model.parameters() if ...]``)."""
         owners: list[str] = []
@@ -114,8 +116,27 @@ class OptimizerSources:
             for name in (n for n in ast.walk(node) if isinstance(n, ast.Name)):
                 for bound in self.bindings.every_binding(name, where):
                     if bound.value is not None and not isinstance(bound.value, (ast.FunctionDef, ast.ClassDef)):
-                        found = self.parameter_owners(bound.value, bound.where, 1)
+                        found = self.parameter_owners(bound.value, bound.where, 1, handed=handed)
                         owners += [k for k in found if k not in owners]
+        if not owners and handed:  # only for a call that certainly builds an optimizer
+            owners = self._models_handed(node, where)
+        return owners
+
+    def _models_handed(self, node: ast.AST, where: Where) -> list[str]:
+        """Models a param-group helper is handed: ``get_params_groups(model)`` (DINO, timm's
+        ``param_groups_weight_decay(model, ...)``) or ``model.get_trainable_parameters()``; the
+        optimizer then holds that model's parameters, the same objects ``prepare`` wraps."""
+        owners: list[str] = []
+        for sub in ast.walk(node):
+            if not isinstance(sub, ast.Call):
+                continue
+            handed = list(sub.args)
+            if isinstance(sub.func, ast.Attribute):
+                handed.append(sub.func.value)
+            for expr in handed:
+                key = binding_key(expr)
+                if key and key not in owners and self._is_model(expr, where):
+                    owners.append(key)
         return owners
 
     # -- local factories ---------------------------------------------------------------------

@@ -118,6 +118,19 @@ class TrainingLoops:
                     self._callers[id(callee)].append(call)
         return self._callers.get(id(function), [])
 
+    def parameters_fed(self, key: str) -> list[str]:
+        """Parameters of the file's functions that a name ``key`` is passed to, by any call."""
+        found: list[str] = []
+        for call in self._calls:
+            for arg in [*call.args, *(kw.value for kw in call.keywords)]:
+                if binding_key(arg) != key:
+                    continue
+                for callee in self._callees(call, self._function_of.get(id(call))):
+                    param = _parameter_for(callee, call, arg, is_method=id(callee) in self._class_of)
+                    if param is not None and param not in found:
+                        found.append(param)
+        return found
+
     def _reaches_step(self, body: Sequence[ast.AST], caller: Function | None, training: set[int] | None = None) -> bool:
         return self._calls_step(own_nodes(body), caller, self._training if training is None else training)
 

@@ -41,7 +41,13 @@ from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.analysis.optimizer_sources import OptimizerSources
 from regcomp_lint.analysis.training_loops import COMPREHENSIONS, argument_for, iterated
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
-from regcomp_lint.knowledge.torch_api import DATA_PARALLEL, DISTRIBUTED_SAMPLER, GRAD_SCALERS, SAME_MODULE_METHODS
+from regcomp_lint.knowledge.torch_api import (
+    DATA_PARALLEL,
+    DISTRIBUTED_SAMPLER,
+    GRAD_SCALERS,
+    MODULE_ONLY_METHODS,
+    SAME_MODULE_METHODS,
+)
 
 #: Calls that hand on a loader's batches: ``next(iter(loader))``, ``it = iter(loader)``.
 ITERATION_CALLS = ("iter", "next")
@@ -130,9 +136,12 @@ class TrainingRoles:
         self._optimizer_uses: list[tuple[ast.expr, Where]] = []
         #: ``torch.amp.GradScaler(...)`` calls: the script scales its loss itself
         self.grad_scalers: list[ast.Call] = []
+        self._called_in_training: set[str] | None = None
+        #: names something only a module has is called on (``.train()``, ``.parameters()``)
+        self._module_keys: set[str] = set()
         #: calls being asked "is it used as an optimizer?": they hold an optimizer meanwhile
         self._asking: list[ast.Call] = []
-        self.optimizers = OptimizerSources(ctx, self.bindings, self._optimizer_uses, self._holds)
+        self.optimizers = OptimizerSources(ctx, self.bindings, self._optimizer_uses, self._holds, self.is_model)
 
     # -- feeding, from the walk ------------------------------------------------------------
     def walk_handlers(self) -> tuple[dict[type, Callable[[ast.AST], None]], dict[type, Callable[[ast.AST], None]]]:
@@ -190,6 +199,8 @@ class TrainingRoles:
         receiver = func.value
         if func.attr == "zero_grad" or (func.attr == "step" and not node.args):
             self._optimizer_uses.append((receiver, where))
+        if func.attr in MODULE_ONLY_METHODS:
+            self._module_keys.add(binding_key(receiver) or "")
         if func.attr in STEP_METHODS:
             if loops:
                 self.uses.append(Use(receiver, "stepped", where, loops=loops))
@@ -277,6 +288,32 @@ class TrainingRoles:
         if optimizers.source(call, where) is not None:
             return True
         return bool(optimizers.fed_parameters(call, where)) and optimizers.used_as_optimizer(call)
+
+    def is_model(self, expr: ast.expr, where: Where) -> bool:
+        """``expr`` holds a model: built as one, called in a loop that trains (``student(x)``), or
+        given a method only modules have (``transformer.train()``), for classes of other files."""
+        found = self.origin(expr, where, through=True)
+        if isinstance(found, Origin):
+            return found.kind is Kind.MODEL
+        key = binding_key(expr)
+        return key is not None and self._module_like(key, 0)
+
+    def _module_like(self, key: str, depth: int) -> bool:
+        if key in self._module_keys or key in self._trained_callees():
+            return True
+        if depth >= MAX_CALLER_DEPTH or "." in key:
+            return False
+        # handed to a function of the file whose parameter is used as a module there
+        return any(self._module_like(param, depth + 1) for param in self.script.training_loops.parameters_fed(key))
+
+    def _trained_callees(self) -> set[str]:
+        if self._called_in_training is None:
+            self._called_in_training = {
+                key
+                for use in self.uses
+                if use.how == "called" and (key := binding_key(use.expr)) is not None and self.trains_on(use)
+            }
+        return self._called_in_training
 
     def _holds(self, expr: ast.expr, where: Where, call: ast.Call) -> bool:
         """``expr`` at ``where`` holds what ``call`` returns, taken as an optimizer meanwhile."""

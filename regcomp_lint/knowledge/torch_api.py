@@ -115,6 +115,9 @@ DATA_PARALLEL = (
 #: The single-process, multi-GPU wrap among them.
 SINGLE_PROCESS_DATA_PARALLEL = DATA_PARALLEL[2:]
 INIT_PROCESS_GROUP = ("torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group")
+#: Methods of ``nn.Module`` that tensors and optimizers do not have: a name they are called on
+#: holds a module (a model of another file, known by what the script does with it).
+MODULE_ONLY_METHODS = ("train", "eval", "parameters", "named_parameters", "named_modules", "children", "modules")
 #: Gradients as values: with ``create_graph=True`` (a WGAN-GP gradient penalty) the loss is
 #: differentiated twice, which torch.compile's aot_autograd ("does not currently support double
 #: backward") and DDP's reducer do not support.

@@ -216,3 +216,11 @@ def test_every_grad_scaler_is_torchs_grad_scaler():
         found = resolve(name)
         assert found is not _MISSING, name
         assert isinstance(found, type) and issubclass(found, base), name
+
+
+def test_module_only_methods_are_modules_not_tensors_nor_optimizers():
+    import torch
+
+    for name in torch_api.MODULE_ONLY_METHODS:
+        assert callable(getattr(torch.nn.Module, name)), name
+        assert not hasattr(torch.Tensor, name) and not hasattr(torch.optim.Optimizer, name), name
