@@ -407,6 +407,11 @@ class TrainingRoles:
                     return True
         return False
 
+    def training_iterables(self) -> list[tuple[ast.expr, Where]]:
+        """Names a training loop iterates (there, or in a function they are passed to), with
+        where: what ``prepare`` must see whatever built it (a loader of another module's helper)."""
+        return [(use.expr, use.where) for use in self.uses if use.how in ("iterated", "passed") and self.trains_on(use)]
+
     def sharded_by_sampler(self, origin: Origin) -> bool:
         """``DataLoader(..., sampler=DistributedSampler(...))``, directly or through a name
         (whatever branch bound it: ``s = DistributedSampler(d) if ddp else None``)."""

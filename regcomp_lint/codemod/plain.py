@@ -9,11 +9,15 @@ the plugin, and the script's own DDP set-up adapted (``hand_distribution``).
 
 from __future__ import annotations
 
+import ast
+import builtins
+
 import libcst as cst
 
+from regcomp_lint.analysis.bindings import binding_key
 from regcomp_lint.analysis.global_rebinders import rebinds_globals
 from regcomp_lint.analysis.training_objects import Kind
-from regcomp_lint.analysis.training_roles import Cadence
+from regcomp_lint.analysis.training_roles import Cadence, Origin
 from regcomp_lint.codemod.builders import call_statement, expression, statement
 from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, find_compile_sites
 from regcomp_lint.codemod.distribution import Distribution
@@ -34,6 +38,9 @@ from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, reso
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, dotted, find_all, key_of, read_keys, single_target
 from regcomp_lint.codemod.wrapped_access import places_using_prepared, read_through_wrapper, sees_prepared
 from regcomp_lint.knowledge import torch_api
+
+#: Builtins a training loop may iterate (``range``, ``zip``, ``enumerate``): never a data loader.
+_BUILTIN_NAMES = frozenset(dir(builtins))
 
 NO_TRAINING_STEP = "no training step found (no X.backward() call); regcomp-fix converts training scripts only"
 
@@ -232,6 +239,7 @@ class PlainPlanner(Planner):
                     )
                 else:
                     schedulers.append(creation.key)
+        loaders += self._loaders_of_unknown_origin(view, loaders + skipped + optimizers + models + schedulers)
         for key in skipped:
             if key not in loaders:
                 self.notes.append(
@@ -244,6 +252,47 @@ class PlainPlanner(Planner):
             sorted(loaders, key=order),
             sorted(schedulers, key=order),
         )
+
+    def _loaders_of_unknown_origin(self, view, known: list[str]) -> list[str]:
+        """Names the training loop iterates that the scope binds from a call we cannot see into
+        (``train_dl, valid_dl = get_data()`` from another module) or unpacks from a local one:
+        prepared too, so a DataLoader is sharded across processes; ``prepare()`` hands anything
+        else back unchanged."""
+        roles = view.roles
+        if roles is None:
+            return []
+        scope_node = None if isinstance(self.scope, cst.Module) else view.statement_at(self.scope)
+        found: list[str] = []
+        for expr, where in roles.training_iterables():
+            key = binding_key(expr)
+            if (
+                key is None
+                or key in known
+                or key in found
+                or key in self.sharded_loaders
+                or where.function is not scope_node
+            ):
+                continue
+            bound = roles.bindings.lookup(expr, where)
+            if bound is None or not isinstance(bound.value, ast.Call) or bound.where.function is not scope_node:
+                continue  # a parameter, a literal, or bound elsewhere
+            func = bound.value.func
+            if isinstance(func, ast.Name) and func.id in _BUILTIN_NAMES and not roles.ctx.imports.imported(func.id):
+                continue  # range(...), zip(...), list(...): never a loader
+            if any(isinstance(roles.origin(arg, where), Origin) for arg in bound.value.args):
+                continue  # tqdm(loader), a wrapper of an object the roles know: that object decides
+            origin = roles.origin(expr, where)
+            if isinstance(origin, Origin) and origin.kind is Kind.DATALOADER:
+                if roles.sharded_by_sampler(origin):
+                    continue
+                found.append(key)
+            elif origin is None:
+                found.append(key)
+                self.notes.append(
+                    f"{key} (from {view.text(bound.value.func)}(), line {bound.value.lineno}) feeds the training loop: "
+                    "prepared too, so a DataLoader is sharded across processes (prepare() returns anything else as it is)"
+                )
+        return found
 
     def _first_binding_order(self):
         def line(key: str) -> int:

@@ -727,3 +727,20 @@ def test_a_metric_stepped_scheduler_stays_unprepared():
     assert not result.refused, result.refused
     assert "sched steps with a value" in "\n".join(result.notes)
     assert "accelerator.prepare(model, optimizer, loader)" in result.text
+
+
+def test_a_loader_from_another_modules_helper_is_prepared():
+    """pytorch/examples language_translation: `train_dl, valid_dl = get_data()` from its own module.
+    Whatever the training loop iterates is prepared (a DataLoader gets sharded, anything else comes
+    back unchanged); the evaluation loader stays whole; range() is never prepared."""
+    text = (
+        "import torch\nfrom data import get_data\n\ndef fit(model, loader, opt):\n    for x, y in loader:\n"
+        "        loss = torch.nn.functional.cross_entropy(model(x), y)\n        opt.zero_grad()\n"
+        "        loss.backward()\n        opt.step()\n\ndef main():\n    train_dl, valid_dl = get_data()\n"
+        "    steps = range(3)\n    model = torch.nn.Linear(10, 2)\n    opt = torch.optim.Adam(model.parameters())\n"
+        "    for epoch in steps:\n        fit(model, train_dl, opt)\n    for x, y in valid_dl:\n        model(x)\n"
+    )
+    result = convert(text)
+    assert not result.refused, result.refused
+    assert "model, opt, train_dl = accelerator.prepare(model, opt, train_dl)" in result.text
+    assert any(note.startswith("train_dl (from get_data(), line 12) feeds the training loop") for note in result.notes)
