@@ -65,7 +65,7 @@ class LintView:
         self._wheres: dict[int, Where] = {}
         self._spans: list[tuple[_Point, _Point, ast.AST]] = []
         self._statements: dict[_Point, ast.stmt] = {}
-        source = SourceFile("<regcomp-fix>", tree.module.code)
+        source = SourceFile("<regcomp-fix>", tree.text)
         try:
             parsed = ast.parse(source.text)
         except (SyntaxError, ValueError):

@@ -618,7 +618,7 @@ class PlainPlanner(Planner):
         the CPU; prepare() would move the model to the GPU while its data stays on the CPU."""
         if self.devices or self.cudas or self.loaders or self.sharded_loaders or self.distribution.by_hand:
             return
-        text = self.module.code
+        text = self.tree.text
         if any(word in text for word in ("cuda", "device", ".to(", "mps")):
             return
         self.cpu_conditions.append("True")
