@@ -10,9 +10,9 @@ import codecs
 import io
 import re
 import tokenize
-from itertools import accumulate
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import accumulate
 from typing import Protocol
 
 from regcomp_lint.diagnostics import Edit, Location
