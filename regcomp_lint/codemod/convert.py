@@ -27,9 +27,10 @@ from regcomp_lint.codemod.tree import clear_find_cache
 from regcomp_lint.files.source import DecodeError, comments, decode_source
 
 _BOM = "\ufeff"
-#: Larger scripts are refused: libcst with scope and qualified-name metadata needed ~14 GB and
-#: more than 13 minutes for a 10 MB file. Training scripts are a few hundred KB at most.
-MAX_CHARS = 1 << 20
+#: Larger inputs are refused before any parsing: no training script comes near (the largest are a
+#: few hundred KB), and libcst's tree of 64 MiB of source would need tens of gigabytes. The fixer is
+#: linear in file size below it (issue 16; it refused everything over 1 MiB before).
+MAX_CHARS = 64 << 20
 
 
 def convert_source(text: str, filename: str = "<stdin>", options: ConvertOptions | None = None) -> ConversionResult:
@@ -37,6 +38,12 @@ def convert_source(text: str, filename: str = "<stdin>", options: ConvertOptions
     options = options or ConvertOptions()
     bom = text.startswith(_BOM)
     body = text[1:] if bom else text
+    if len(body) > MAX_CHARS:
+        return _refused(
+            text,
+            f"{filename}: not converted: {len(body):,} characters is more than the fixer converts ({MAX_CHARS:,}: "
+            "no training script is this large; is it generated data?); nothing changed",
+        )
     try:
         _parse(body, filename)
     except SyntaxError as exc:  # the interpreter's own position and words (as RC001 reports them)
@@ -49,12 +56,6 @@ def convert_source(text: str, filename: str = "<stdin>", options: ConvertOptions
     if not any(word in body for word in ("backward", "Accelerator", "TorchDynamoPlugin", "DataParallel")):
         # cheap answer for most files of a repository: nothing to convert, no libcst metadata needed
         return _refused(text, f"{filename}: not converted: {NO_TRAINING_STEP}")
-    if len(body) > MAX_CHARS:
-        return _refused(
-            text,
-            f"{filename}: not converted: {len(body):,} characters is more than the fixer converts ({MAX_CHARS:,}; "
-            "libcst's tree of a file this size takes minutes and gigabytes); nothing changed",
-        )
     # libcst drops the last line ending of a file whose lines end in a lone CR (old Mac style):
     # such a file is converted with LF endings and given its CRs back (it has no LF of its own)
     cr_only = "\r" in body and "\n" not in body
