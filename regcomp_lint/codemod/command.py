@@ -14,7 +14,7 @@ from dataclasses import replace
 import libcst as cst
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
-from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider
+from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider, ScopeProvider
 
 from regcomp_lint.codemod.accelerated import AcceleratePlanner
 from regcomp_lint.codemod.distribution import find_distribution
@@ -60,7 +60,7 @@ class ConvertToAccelerate(VisitorBasedCodemodCommand):
     DESCRIPTION = (
         "Move a PyTorch training script onto Accelerate: TorchDynamoPlugin, prepare(), accelerator.backward()."
     )
-    METADATA_DEPENDENCIES = (ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider)
+    METADATA_DEPENDENCIES = (ParentNodeProvider, PositionProvider, ScopeProvider)
 
     def __init__(self, context: CodemodContext, options: ConvertOptions) -> None:
         super().__init__(context)

@@ -1,13 +1,13 @@
 """Read-only questions about one parsed script: what a name resolves to, where a node sits.
 
-Wraps the libcst metadata the conversion needs (``QualifiedNameProvider``, ``ScopeProvider``,
-``ParentNodeProvider``, ``PositionProvider``) so the planner asks "which function holds this
+Wraps the libcst metadata the conversion needs (``ScopeProvider``, and the qualified names it
+gives, ``ParentNodeProvider``, ``PositionProvider``) so the planner asks "which function holds this
 call?" or "which statement of this block contains it?" instead of walking parents itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import TypeVar, cast, overload
 
 import libcst as cst
@@ -15,7 +15,7 @@ from libcst.metadata import (
     MetadataWrapper,
     ParentNodeProvider,
     PositionProvider,
-    QualifiedNameProvider,
+    QualifiedName,
     QualifiedNameSource,
     ScopeProvider,
 )
@@ -69,8 +69,8 @@ class Tree:
         self.module = wrapper.module
         self._parents = wrapper.resolve(ParentNodeProvider)
         self._positions = wrapper.resolve(PositionProvider)
-        self._qualnames = wrapper.resolve(QualifiedNameProvider)
         self._scopes = wrapper.resolve(ScopeProvider)
+        self._qualnames: dict[cst.CSTNode, Collection[QualifiedName]] = {}
         #: the module's source, printed once (``module.code`` prints the whole tree on every call)
         self.text = self.module.code
         self._lines = self.text.splitlines()
@@ -78,17 +78,24 @@ class Tree:
 
     # -- names -----------------------------------------------------------------------------
     def qualnames(self, node: cst.CSTNode) -> set[str]:
-        value = self._qualnames.get(node, set())
-        if callable(value):  # QualifiedNameProvider hands out lazy values
-            value = value()
-        return {q.name for q in value}
+        return {q.name for q in self._qualified_names(node)}
 
     def imported_names(self, node: cst.CSTNode) -> set[str]:
         """Qualified names of ``node`` that come from an import (not local variables)."""
-        value = self._qualnames.get(node, set())
-        if callable(value):
-            value = value()
-        return {q.name for q in value if q.source in (QualifiedNameSource.IMPORT, QualifiedNameSource.BUILTIN)}
+        return {
+            q.name
+            for q in self._qualified_names(node)
+            if q.source in (QualifiedNameSource.IMPORT, QualifiedNameSource.BUILTIN)
+        }
+
+    def _qualified_names(self, node: cst.CSTNode) -> Collection[QualifiedName]:
+        """What libcst's ``QualifiedNameProvider`` gives ``node``, asked of its scope only for the
+        nodes the planner looks at (the provider visits every node of the file to do the same)."""
+        names = self._qualnames.get(node)
+        if names is None:
+            scope = self._scopes.get(node)
+            names = self._qualnames[node] = scope.get_qualified_names_for(node) if scope else set()
+        return names
 
     def resolves_to(self, node: cst.CSTNode, *names: str) -> bool:
         return bool(self.imported_names(node) & set(names))
