@@ -2,6 +2,8 @@
 
 ``convert_source`` takes decoded text; ``convert_bytes`` takes a file's bytes and gives them back
 in the same encoding, with the same BOM. Neither imports torch nor imports or runs the script.
+libcst and the codemod are imported only for a file that passes the prefilter: a file without
+a training step is answered without them (a third of a second of start-up).
 The result is checked before it is returned: it must parse and keep every comment; otherwise
 the input comes back unchanged with a refusal line.
 """
@@ -14,17 +16,14 @@ import io
 import tokenize
 import warnings
 from collections import Counter
+from typing import TYPE_CHECKING
 
-import libcst as cst
-from libcst.codemod import CodemodContext
-
-from regcomp_lint.codemod.command import ConvertToAccelerate
 from regcomp_lint.codemod.deep import call_deep
-from regcomp_lint.codemod.options import ConversionResult, ConvertOptions
-from regcomp_lint.codemod.plain import NO_TRAINING_STEP
-from regcomp_lint.codemod.settings import Refusal
-from regcomp_lint.codemod.tree import clear_find_cache
+from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConversionResult, ConvertOptions
 from regcomp_lint.files.source import DecodeError, comments, decode_source
+
+if TYPE_CHECKING:
+    from regcomp_lint.codemod.command import ConvertToAccelerate
 
 _BOM = "\ufeff"
 #: Larger inputs are refused before any parsing: no training script comes near (the largest are a
@@ -56,6 +55,12 @@ def convert_source(text: str, filename: str = "<stdin>", options: ConvertOptions
     if not any(word in body for word in ("backward", "Accelerator", "TorchDynamoPlugin", "DataParallel")):
         # cheap answer for most files of a repository: nothing to convert, no libcst metadata needed
         return _refused(text, f"{filename}: not converted: {NO_TRAINING_STEP}")
+    import libcst as cst  # (here: a file that stops above never needs libcst)
+    from libcst.codemod import CodemodContext
+
+    from regcomp_lint.codemod.command import ConvertToAccelerate
+    from regcomp_lint.codemod.settings import Refusal
+
     # libcst drops the last line ending of a file whose lines end in a lone CR (old Mac style):
     # such a file is converted with LF endings and given its CRs back (it has no LF of its own)
     cr_only = "\r" in body and "\n" not in body
@@ -104,6 +109,10 @@ class _NotExact(Exception):
 
 def _transform(command: ConvertToAccelerate, text: str) -> str:
     """Parse, check the round trip, convert and print: all of it recursive in libcst."""
+    import libcst as cst
+
+    from regcomp_lint.codemod.tree import clear_find_cache
+
     module = cst.parse_module(text)
     if module.code != text:  # the round trip libcst promises; never edit a file it would change
         raise _NotExact()

@@ -22,7 +22,7 @@ from regcomp_lint.codemod.hand_distribution import adapt_distribution
 from regcomp_lint.codemod.handed_in import find_handed_in
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.optimizers import find_optimizers, not_optimizers
-from regcomp_lint.codemod.options import ConvertOptions
+from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConvertOptions
 from regcomp_lint.codemod.regional import repeated_blocks
 from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name
 from regcomp_lint.codemod.roles import (
@@ -35,7 +35,7 @@ from regcomp_lint.codemod.tree import Block, Function, Tree, code, dotted, find_
 from regcomp_lint.codemod.wrapped_access import places_using_prepared, read_through_wrapper, sees_prepared
 from regcomp_lint.knowledge import torch_api
 
-NO_TRAINING_STEP = "no training step found (no X.backward() call); regcomp-fix converts training scripts only"
+__all__ = ["NO_TRAINING_STEP", "PlainPlanner"]
 
 
 def _plugin_text(settings: dict[str, Setting]) -> list[str]:
