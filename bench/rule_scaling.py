@@ -2,7 +2,8 @@
 of one training snippet repeated, at growing sizes.
 
 Each size runs in a fresh process (``--no-cache``, one worker), so the figures are a cold lint of
-one file: wall seconds, peak resident memory, and both per 10,000 lines. A linear linter keeps
+one file: wall and CPU seconds, peak resident memory, and CPU and memory per 10,000 lines (CPU
+is the figure to compare on a shared machine). A linear linter keeps
 the per-10k columns flat; a rule that rescans the file at each call site makes them grow with
 the size (before issue 16, RC105 took 12 s at 9,000 lines, 56 s at 18,000 and 292 s at 36,000).
 
@@ -58,14 +59,15 @@ def script(kind: str, lines: int) -> str:
     return HEADS[kind] + "".join(body)
 
 
-def measure(path: Path) -> tuple[float, float, int]:
-    """Wall seconds, peak RSS (MiB) and exit status of one cold lint of ``path``."""
+def measure(path: Path) -> tuple[float, float, float, int]:
+    """Wall seconds, CPU seconds, peak RSS (MiB) and exit status of one cold lint of ``path``."""
     code = (
         "import resource, sys, time\n"
         "t = time.perf_counter()\n"
         "from regcomp_lint.cli import main\n"
         "try:\n    main()\nexcept SystemExit as e:\n    rc = e.code\n"
-        "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, rc, file=sys.stderr)\n"
+        "u = resource.getrusage(resource.RUSAGE_SELF)\n"
+        "print(time.perf_counter() - t, u.ru_utime + u.ru_stime, u.ru_maxrss, rc, file=sys.stderr)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
@@ -75,8 +77,8 @@ def measure(path: Path) -> tuple[float, float, int]:
         text=True,
         check=False,
     )
-    seconds, kib, rc = done.stderr.strip().splitlines()[-1].split()
-    return float(seconds), int(kib) / 1024, int(rc)
+    seconds, cpu, kib, rc = done.stderr.strip().splitlines()[-1].split()
+    return float(seconds), float(cpu), int(kib) / 1024, int(rc)
 
 
 def main() -> None:
@@ -86,7 +88,9 @@ def main() -> None:
     args = parser.parse_args()
     kinds = ["accelerate", "plain"] if args.snippet == "both" else [args.snippet]
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"{'snippet':<11} {'lines':>8} {'seconds':>8} {'s/10k':>6} {'MiB':>7} {'MiB/10k':>8} {'exit':>4}")
+    print(
+        f"{'snippet':<11} {'lines':>8} {'wall s':>8} {'CPU s':>7} {'CPU s/10k':>9} {'MiB':>7} {'MiB/10k':>8} {'exit':>4}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for kind in kinds:
             for lines in args.lines:
@@ -94,9 +98,9 @@ def main() -> None:
                 text = script(kind, lines)
                 path.write_text(text)
                 real = text.count("\n")
-                seconds, mib, rc = measure(path)
+                seconds, cpu, mib, rc = measure(path)
                 print(
-                    f"{kind:<11} {real:>8,} {seconds:>8.2f} {seconds / real * 1e4:>6.2f} "
+                    f"{kind:<11} {real:>8,} {seconds:>8.2f} {cpu:>7.2f} {cpu / real * 1e4:>9.2f} "
                     f"{mib:>7.0f} {mib / real * 1e4:>8.1f} {rc:>4}",
                     flush=True,
                 )
