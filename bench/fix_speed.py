@@ -11,7 +11,11 @@ without ``--apply``, diff included, minus start-up):
   repository take);
 - and the console script itself on the fixtures folder (a subprocess: start-up included).
 
-Times are medians over ``--repeat`` rounds; CPU is the process's user + system time.
+Times are medians over ``--repeat`` rounds; CPU is the process's user + system time. The
+floors are measured in the same run on the same texts: ``ast.parse`` (what the lint needs) and
+``libcst.parse_module`` (what any libcst codemod needs before it can do anything); the ratio
+column is the fixer's CPU over libcst's parse. The load averages before and after say how quiet
+the machine was (the figures are only comparable on a quiet one).
 
     python bench/fix_speed.py [--repeat 3] [--blocks 200]
 """
@@ -19,6 +23,7 @@ Times are medians over ``--repeat`` rounds; CPU is the process's user + system t
 from __future__ import annotations
 
 import argparse
+import ast
 import math
 import os
 import platform
@@ -136,6 +141,15 @@ def measure(func, repeat: int) -> tuple[float, float]:
     return statistics.median(walls), statistics.median(cpus)
 
 
+def parse_floors(texts: list[tuple[str, str]], repeat: int) -> tuple[float, float]:
+    """Median CPU seconds of ``ast.parse`` and of ``libcst.parse_module`` over ``texts``."""
+    import libcst
+
+    _, ast_cpu = measure(lambda: [ast.parse(t) for _, t in texts], repeat)
+    _, cst_cpu = measure(lambda: [libcst.parse_module(t) for _, t in texts], repeat)
+    return ast_cpu, cst_cpu
+
+
 def measure_subprocess(cmd: list[str], cwd: str, repeat: int) -> float:
     walls = []
     for _ in range(repeat):
@@ -164,14 +178,25 @@ def main() -> int:
         ("same, no backward() (not a training script)", [("big_model.py", big_plain)]),
     ]
 
+    load_before = os.getloadavg()
     rows = []
     for label, texts in cases:
         lines = sum(t.count("\n") for _, t in texts)
         outcome = fix_in_memory(texts, settings)  # warm-up (imports, libcst's parser) and the outcome
         wall, cpu = measure(lambda texts=texts: fix_in_memory(texts, settings), args.repeat)
         changed, refused, skipped = outcome
+        ast_cpu, cst_cpu = parse_floors(texts, args.repeat)
         rows.append(
-            (label, len(texts), lines, wall, cpu, f"{changed} changed, {refused} refused, {skipped} not training")
+            (
+                label,
+                len(texts),
+                lines,
+                wall,
+                cpu,
+                ast_cpu,
+                cst_cpu,
+                f"{changed} changed, {refused} refused, {skipped} not training",
+            )
         )
 
     script = shutil.which("regcomp-fix") or str(Path(sys.executable).parent / "regcomp-fix")
@@ -188,19 +213,31 @@ def main() -> int:
                     lines,
                     wall,
                     float("nan"),
+                    float("nan"),
+                    float("nan"),
                     "start-up included",
                 )
             )
 
+    load_after = os.getloadavg()
     print(
         f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}, "
-        f"Python {platform.python_version()}, median of {args.repeat}; load average {os.getloadavg()[0]:.1f}\n"
+        f"Python {platform.python_version()}, median of {args.repeat}; load average (1/5/15 min) "
+        f"{'/'.join(f'{x:.1f}' for x in load_before)} before, {'/'.join(f'{x:.1f}' for x in load_after)} after\n"
     )
-    print("| case | files | lines | wall s | CPU s | lines/s | outcome |")
-    print("|---|---:|---:|---:|---:|---:|---|")
-    for label, files, lines, wall, cpu, note in rows:
-        cpu_text = "–" if math.isnan(cpu) else f"{cpu:.2f}"
-        print(f"| {label} | {files} | {lines:,} | {wall:.2f} | {cpu_text} | {lines / wall:,.0f} | {note} |")
+    print(
+        "| case | files | lines | wall s | CPU s | lines/s (CPU) | ast.parse CPU s | libcst parse CPU s "
+        "| × libcst parse | outcome |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for label, files, lines, wall, cpu, ast_cpu, cst_cpu, note in rows:
+        if math.isnan(cpu):
+            print(f"| {label} | {files} | {lines:,} | {wall:.2f} | – | – | – | – | – | {note} |")
+            continue
+        print(
+            f"| {label} | {files} | {lines:,} | {wall:.2f} | {cpu:.2f} | {lines / cpu:,.0f} | {ast_cpu:.2f} "
+            f"| {cst_cpu:.2f} | {cpu / cst_cpu:.1f} | {note} |"
+        )
     return 0
 
 

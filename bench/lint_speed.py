@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 COLD_TARGET = 1.5
+#: issue 16: a cold lint within this factor of parsing every file with ``ast.parse`` (same workers)
+FLOOR_TARGET = 2.0
 WARM_TARGET = 0.1
 DEFAULT_TORCHFIX_VENV = "/tmp/torchfix-venv"
 
@@ -129,6 +131,33 @@ def snapshot_tool(work: Path) -> Path:
     return target
 
 
+#: The floor of any Python linter: read and ``ast.parse`` every file (argv: file list, workers).
+_FLOOR = """
+import ast, sys, warnings
+from concurrent.futures import ProcessPoolExecutor
+def parse(paths):
+    warnings.simplefilter("ignore")
+    for path in paths:
+        try:
+            ast.parse(open(path, "rb").read(), path)
+        except (SyntaxError, ValueError):
+            pass
+    return len(paths)
+paths = open(sys.argv[1]).read().splitlines()
+jobs = int(sys.argv[2])
+chunks = [paths[i::jobs * 8] for i in range(jobs * 8)]
+if jobs == 1:
+    parse(paths)
+else:
+    with ProcessPoolExecutor(jobs) as pool:
+        list(pool.map(parse, chunks))
+"""
+
+
+def floor_command(file_list: Path, jobs: int) -> list[str]:
+    return [sys.executable, "-c", _FLOOR, str(file_list), str(jobs)]
+
+
 def regcomp_command(jobs: int | None = None, select: str | None = None) -> list[str]:
     """The real CLI (``python -m regcomp_lint``) from this checkout, default output format."""
     command = [sys.executable, "-m", "regcomp_lint"]
@@ -206,12 +235,16 @@ def run_benchmark(args: argparse.Namespace) -> int:
     ruff_concise = Measure("ruff, same with --output-format concise (for information)", len(files), lines)
     cold = Measure("regcomp-lint, cold (empty cache)", len(files), lines)
     warm = Measure("regcomp-lint, warm (nothing changed)", len(files), lines)
+    jobs = args.jobs or os.cpu_count() or 1
+    floor = Measure(f"floor: ast.parse of every file ({jobs} worker(s), as regcomp-lint)", len(files), lines)
     identical = True
     try:
         env["PYTHONPATH"] = str(snapshot_tool(work)) + os.pathsep + env.get("PYTHONPATH", "")
         args.rule_count = rule_count(args.select, env)
         # compile the snapshot's bytecode: "cold" means an empty result cache, not a fresh install
         timed(regcomp_command() + ["--version"], str(work), env, work / "version.out")
+        file_list = work / "files.txt"
+        file_list.write_text("\n".join(map(str, files)))
         for round_ in range(args.repeat):
             print(f"round {round_ + 1}/{args.repeat}: ruff ...", file=sys.stderr, flush=True)
             ruff_times = timed(ruff_command() + [str(folder)], str(work), others_env, work / "ruff.out")
@@ -227,16 +260,18 @@ def run_benchmark(args: argparse.Namespace) -> int:
                 regcomp_command(args.jobs, args.select) + [str(folder)], str(work), run_env, work / "warm.out"
             )
             identical &= (work / "cold.out").read_bytes() == (work / "warm.out").read_bytes()
+            floor_times = timed(floor_command(file_list, jobs), str(work), others_env, work / "floor.out")
             for measure, (wall, cpu) in (
                 (ruff, ruff_times),
                 (ruff_concise, concise_times),
                 (cold, cold_times),
                 (warm, warm_times),
+                (floor, floor_times),
             ):
                 measure.walls.append(wall)
                 measure.cpus.append(cpu)
         ruff_findings = (work / "ruff-concise.out").read_text(errors="replace").count("\n")
-        measures = [ruff, ruff_concise, cold, warm]
+        measures = [ruff, ruff_concise, cold, warm, floor]
         notes = [
             f"warm output identical to cold: {'yes' if identical else 'NO'}; ruff printed {ruff_findings:,} concise lines "
             f"(its default output renders each finding with source context, part of its time)"
@@ -278,6 +313,11 @@ def run_benchmark(args: argparse.Namespace) -> int:
     print()
     print(f"- cold ≤ {COLD_TARGET} × ruff: {cold_ratio:.2f} × → {'PASS' if cold_ok else 'FAIL'}")
     print(f"- warm ≤ {WARM_TARGET} × ruff: {warm_ratio:.3f} × → {'PASS' if warm_ok else 'FAIL'}")
+    floor_ratio = cold.wall / floor.wall
+    print(
+        f"- cold ≤ {FLOOR_TARGET} × the ast.parse floor (same run, same workers): {floor_ratio:.2f} × → "
+        f"{'PASS' if floor_ratio <= FLOOR_TARGET else 'FAIL'} (CPU: {cold.cpu / floor.cpu:.2f} ×)"
+    )
     print(
         f"- for information, against ruff with concise output: cold {cold.wall / ruff_concise.wall:.2f} ×, warm {warm.wall / ruff_concise.wall:.3f} ×"
     )
@@ -294,6 +334,7 @@ def run_benchmark(args: argparse.Namespace) -> int:
                     ],
                     "cold_ratio": cold_ratio,
                     "warm_ratio": warm_ratio,
+                    "floor_ratio": floor_ratio,
                     "pass": cold_ok and warm_ok,
                 },
                 indent=2,

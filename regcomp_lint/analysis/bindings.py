@@ -17,6 +17,7 @@ a class body are class attributes and are not tracked.
 from __future__ import annotations
 
 import ast
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -95,6 +96,8 @@ class Bindings:
         # (id of class node, "self.attr") -> bindings in that class's methods, in source order
         self._attrs: dict[tuple[int, str], list[Bound]] = defaultdict(list)
         self._returns: dict[int, list[tuple[ast.expr, Where]]] = defaultdict(list)
+        #: id of a bindings list of ``_names`` -> the ends of its bindings, and whether they only grow
+        self._ends: dict[int, tuple[list[Position], bool]] = {}
         #: Every class defined in the file, by name (the last definition wins), at any depth.
         self.classes: dict[str, ast.ClassDef] = {}
 
@@ -228,14 +231,28 @@ class Bindings:
             found = self._names.get((id(scope), key))
             if found:
                 if scope is where.function:
-                    return _last_before(found, where.pos)
+                    return self._latest_before(found, where.pos)
                 return found[-1]  # a closure sees the enclosing function's latest value
         found = self._names.get((None, key))
         if not found:
             return None
         if where.function is None:
-            return _last_before(found, where.pos)
+            return self._latest_before(found, where.pos)
         return found[-1]
+
+    def _latest_before(self, found: list[Bound], pos: Position) -> Bound | None:
+        """``_last_before(found, pos)`` by bisection when the bindings' ends only grow (the
+        common case: a scope's statements one after another), so a name bound thousands of times
+        is not rescanned at every read of it. The ends are extended as the walk appends."""
+        ends, ordered = self._ends.get(id(found), ([], True))
+        for bound in found[len(ends) :]:
+            ordered = ordered and (not ends or ends[-1] <= bound.end)
+            ends.append(bound.end)
+        self._ends[id(found)] = (ends, ordered)
+        if not ordered:
+            return _last_before(found, pos)
+        index = bisect_right(ends, pos)
+        return found[index - 1] if index else None
 
     def every_binding(self, expr: ast.AST, where: Where) -> list[Bound]:
         """Every binding of the name ``expr`` that may reach ``where``, whatever the branch taken:

@@ -37,6 +37,10 @@ COMPILE_SIGNAL = re.compile(
     r"|ACCELERATE_DYNAMO_"
 )
 
+#: A substring of every match of COMPILE_SIGNAL: files with none of them skip the regex, whose
+#: alternation is tried at every character (about 2 ms for a large file; 6 CPU-s on transformers).
+_SIGNAL_WORDS = ("compile", "TorchDynamoPlugin", "optimize", "dynamo_", "fullgraph", "ACCELERATE_DYNAMO_")
+
 
 #: Names whose use in code (called, passed, or as a keyword) compiles or asks for a compile.
 COMPILE_NAMES = frozenset({"compile_regions", "compile_repeated_blocks", "TorchDynamoPlugin", "nested_compile_region"})
@@ -46,7 +50,7 @@ COMPILE_KEYWORDS = frozenset({"fullgraph", "dynamo_backend", "dynamo_plugin", "t
 def compiles(text: str) -> bool:
     """The file's code (not its comments or docstrings) compiles something, or asks for a
     compile (``fullgraph=``, a dynamo plugin, ``ACCELERATE_DYNAMO_*`` set)."""
-    if COMPILE_SIGNAL.search(text) is None:
+    if not any(word in text for word in _SIGNAL_WORDS) or COMPILE_SIGNAL.search(text) is None:
         return False  # the cheap test: most files never mention a compile
     tree = _parse(text)
     return tree is not None and _compiles_in(tree)

@@ -29,9 +29,10 @@ Span = tuple[int, int, int, int]
 
 def dead_spans(tree: ast.Module) -> list[Span]:
     """Regions of ``tree`` that a constant-false condition keeps from running."""
-    false_flags = _false_flags(tree)
+    conditionals: list[ast.If | ast.While | ast.IfExp] = []
+    false_flags = _false_flags(tree, conditionals)
     spans: list[Span] = []
-    for node in ast.walk(tree):
+    for node in conditionals:  # (gathered by the same walk: one pass over the tree, not two)
         if isinstance(node, (ast.If, ast.While)):
             truth = _truth(node.test, false_flags)
             if truth is False and node.body:
@@ -73,13 +74,16 @@ def _truth(test: ast.expr, false_flags: set[str]) -> bool | None:
     return None
 
 
-def _false_flags(tree: ast.Module) -> set[str]:
-    """Names bound exactly once in the file, by ``name = False | 0 | None``."""
+def _false_flags(tree: ast.Module, conditionals: list[ast.If | ast.While | ast.IfExp]) -> set[str]:
+    """Names bound exactly once in the file, by ``name = False | 0 | None``; the file's ``if``,
+    ``while`` and conditional expressions are appended to ``conditionals`` on the way."""
     bindings: Counter[str] = Counter()
     falsy: set[str] = set()
     if any(rebinds_globals(stmt) for stmt in tree.body):
         return set()  # a configurator may set any module-level flag
     for node in ast.walk(tree):
+        if isinstance(node, (ast.If, ast.While, ast.IfExp)):
+            conditionals.append(node)
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             bindings[node.id] += 1
         elif isinstance(node, ast.arg):

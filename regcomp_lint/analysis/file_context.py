@@ -22,6 +22,9 @@ class FileContext:
         self.imports = ImportMap()
         #: Ancestors of the node being visited, outermost first (the node itself excluded).
         self.ancestors: list[ast.AST] = []
+        #: answers that fixes derive from the whole module (the spelling of an import), kept so
+        #: a rule asking at every call site does not rescan the module each time
+        self.memo: dict[object, object] = {}
 
     @property
     def filename(self) -> str:

@@ -16,8 +16,11 @@ class ImportMap:
     def __init__(self) -> None:
         self._aliases: dict[str, str] = {}
         self.star_modules: list[str] = []
+        #: how many imports were added: answers derived from the map stay valid while it is unchanged
+        self.version = 0
 
     def add(self, node: ast.Import | ast.ImportFrom) -> None:
+        self.version += 1
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:

@@ -49,8 +49,7 @@ from regcomp_lint.cli.error_handling import (
 )
 from regcomp_lint.cli.shared import STDIN, read_stdin, resolve_settings, write_stdout_bytes
 from regcomp_lint.codemod.convert import convert_source
-from regcomp_lint.codemod.options import ConvertOptions
-from regcomp_lint.codemod.plain import NO_TRAINING_STEP
+from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConvertOptions
 from regcomp_lint.diagnostics import Applicability, Diagnostic
 from regcomp_lint.files import writeback
 from regcomp_lint.files.discovery import discover

@@ -9,16 +9,17 @@ static methods, not the ``self.add_needed_import`` helpers, which libcst only ga
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import libcst as cst
-from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
+from libcst.codemod import CodemodCommand, CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
-from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider
+from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider, ScopeProvider
 
 from regcomp_lint.codemod.accelerated import AcceleratePlanner
 from regcomp_lint.codemod.distribution import find_distribution
 from regcomp_lint.codemod.edits import EditPlan, comment_line, missing_comments, rescued_lines
-from regcomp_lint.codemod.imports import place_added_imports
+from regcomp_lint.codemod.imports import TopImportsAdder, place_added_imports
 from regcomp_lint.codemod.options import ConvertOptions
 from regcomp_lint.codemod.plain import PlainPlanner
 from regcomp_lint.codemod.rewrites import Conversion, accelerator_calls
@@ -55,22 +56,39 @@ def plan_conversion(tree: Tree, options: ConvertOptions) -> Conversion:
     return PlainPlanner(tree, options, distribution).plan()
 
 
-class ConvertToAccelerate(VisitorBasedCodemodCommand):
+class ConvertToAccelerate(CodemodCommand, cst.CSTTransformer):
+    """A visitor-based codemod command without libcst's matcher machinery (it decorates no
+    method with matchers, and building that machinery cost about 20 ms a file)."""
+
     DESCRIPTION = (
         "Move a PyTorch training script onto Accelerate: TorchDynamoPlugin, prepare(), accelerator.backward()."
     )
-    METADATA_DEPENDENCIES = (ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider)
+    METADATA_DEPENDENCIES = (ParentNodeProvider, PositionProvider, ScopeProvider)
 
     def __init__(self, context: CodemodContext, options: ConvertOptions) -> None:
-        super().__init__(context)
+        CodemodCommand.__init__(self, context)
+        cst.CSTTransformer.__init__(self)
         self.options = options
         self.plan = EditPlan()
         self.notes: list[str] = []
         self._touched: set[cst.CSTNode] = set()
 
     def transform_module(self, tree: cst.Module) -> cst.Module:
-        """Convert, then libcst adds the imports; they move into the third-party group."""
-        return place_added_imports(tree, super().transform_module(tree))
+        """Convert ``tree`` (a module straight from ``cst.parse_module``: no node appears twice in
+        it, so libcst's defensive deep copy is skipped), then add and remove the imports; the
+        added ones move into the third-party group."""
+        wrapper = MetadataWrapper(tree, unsafe_skip_copy=True)
+        with self.resolve(wrapper):
+            self.context = replace(self.context, wrapper=wrapper)
+            try:
+                converted = self.transform_module_impl(wrapper.module)
+            finally:
+                self.context = replace(self.context, wrapper=None)
+        if AddImportsVisitor.CONTEXT_KEY in self.context.scratch:
+            converted = converted.visit(TopImportsAdder(self.context))
+        if RemoveImportsVisitor.CONTEXT_KEY in self.context.scratch:
+            converted = self._instantiate_and_run(RemoveImportsVisitor, converted)
+        return place_added_imports(tree, converted)
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         assert self.context.wrapper is not None
@@ -92,6 +110,11 @@ class ConvertToAccelerate(VisitorBasedCodemodCommand):
         for unused_module, unused_obj, asname in conversion.unused_imports:
             RemoveImportsVisitor.remove_unused_import(self.context, unused_module, unused_obj, asname)
         return tree.visit(self)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        # a subtree without an edit comes back as it is: not rebuilding it keeps the pass linear
+        # in the edits' paths instead of in the whole file
+        return node in self._touched and super().on_visit(node)
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):
         updated = super().on_leave(original_node, updated_node)

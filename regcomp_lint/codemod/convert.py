@@ -2,6 +2,8 @@
 
 ``convert_source`` takes decoded text; ``convert_bytes`` takes a file's bytes and gives them back
 in the same encoding, with the same BOM. Neither imports torch nor imports or runs the script.
+libcst and the codemod are imported only for a file that passes the prefilter: a file without
+a training step is answered without them (a third of a second of start-up).
 The result is checked before it is returned: it must parse and keep every comment; otherwise
 the input comes back unchanged with a refusal line.
 """
@@ -14,22 +16,20 @@ import io
 import tokenize
 import warnings
 from collections import Counter
+from typing import TYPE_CHECKING
 
-import libcst as cst
-from libcst.codemod import CodemodContext
-
-from regcomp_lint.codemod.command import ConvertToAccelerate
 from regcomp_lint.codemod.deep import call_deep
-from regcomp_lint.codemod.options import ConversionResult, ConvertOptions
-from regcomp_lint.codemod.plain import NO_TRAINING_STEP
-from regcomp_lint.codemod.settings import Refusal
-from regcomp_lint.codemod.tree import clear_find_cache
+from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConversionResult, ConvertOptions
 from regcomp_lint.files.source import DecodeError, comments, decode_source
 
+if TYPE_CHECKING:
+    from regcomp_lint.codemod.command import ConvertToAccelerate
+
 _BOM = "\ufeff"
-#: Larger scripts are refused: libcst with scope and qualified-name metadata needed ~14 GB and
-#: more than 13 minutes for a 10 MB file. Training scripts are a few hundred KB at most.
-MAX_CHARS = 1 << 20
+#: Larger inputs are refused before any parsing: no training script comes near (the largest are a
+#: few hundred KB), and libcst's tree of 64 MiB of source would need tens of gigabytes. The fixer is
+#: linear in file size below it (issue 16; it refused everything over 1 MiB before).
+MAX_CHARS = 64 << 20
 
 
 def convert_source(text: str, filename: str = "<stdin>", options: ConvertOptions | None = None) -> ConversionResult:
@@ -37,6 +37,12 @@ def convert_source(text: str, filename: str = "<stdin>", options: ConvertOptions
     options = options or ConvertOptions()
     bom = text.startswith(_BOM)
     body = text[1:] if bom else text
+    if len(body) > MAX_CHARS:
+        return _refused(
+            text,
+            f"{filename}: not converted: {len(body):,} characters is more than the fixer converts ({MAX_CHARS:,}: "
+            "no training script is this large; is it generated data?); nothing changed",
+        )
     try:
         _parse(body, filename)
     except SyntaxError as exc:  # the interpreter's own position and words (as RC001 reports them)
@@ -49,12 +55,12 @@ def convert_source(text: str, filename: str = "<stdin>", options: ConvertOptions
     if not any(word in body for word in ("backward", "Accelerator", "TorchDynamoPlugin", "DataParallel")):
         # cheap answer for most files of a repository: nothing to convert, no libcst metadata needed
         return _refused(text, f"{filename}: not converted: {NO_TRAINING_STEP}")
-    if len(body) > MAX_CHARS:
-        return _refused(
-            text,
-            f"{filename}: not converted: {len(body):,} characters is more than the fixer converts ({MAX_CHARS:,}; "
-            "libcst's tree of a file this size takes minutes and gigabytes); nothing changed",
-        )
+    import libcst as cst  # (here: a file that stops above never needs libcst)
+    from libcst.codemod import CodemodContext
+
+    from regcomp_lint.codemod.command import ConvertToAccelerate
+    from regcomp_lint.codemod.settings import Refusal
+
     # libcst drops the last line ending of a file whose lines end in a lone CR (old Mac style):
     # such a file is converted with LF endings and given its CRs back (it has no LF of its own)
     cr_only = "\r" in body and "\n" not in body
@@ -103,6 +109,10 @@ class _NotExact(Exception):
 
 def _transform(command: ConvertToAccelerate, text: str) -> str:
     """Parse, check the round trip, convert and print: all of it recursive in libcst."""
+    import libcst as cst
+
+    from regcomp_lint.codemod.tree import clear_find_cache
+
     module = cst.parse_module(text)
     if module.code != text:  # the round trip libcst promises; never edit a file it would change
         raise _NotExact()

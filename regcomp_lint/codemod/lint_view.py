@@ -63,9 +63,10 @@ class LintView:
         self.roles: TrainingRoles | None = None
         self.model_finder: ModelFinder | None = None
         self._wheres: dict[int, Where] = {}
-        self._spans: list[tuple[_Point, _Point, ast.AST]] = []
+        #: askable expressions by the line they start on: (breadth-first index, start, end, node)
+        self._spans: dict[int, list[tuple[int, _Point, _Point, ast.AST]]] = {}
         self._statements: dict[_Point, ast.stmt] = {}
-        source = SourceFile("<regcomp-fix>", tree.module.code)
+        source = SourceFile("<regcomp-fix>", tree.text)
         try:
             parsed = ast.parse(source.text)
         except (SyntaxError, ValueError):
@@ -78,9 +79,10 @@ class LintView:
         self._wheres = recorder.wheres
         self._statements = {_start(source, node): node for node in ast.walk(parsed) if isinstance(node, ast.stmt)}
         # breadth first: an expression comes before the parts it contains
-        self._spans = [
-            (_start(source, node), _end(source, node), node) for node in ast.walk(parsed) if isinstance(node, _ASKABLE)
-        ]
+        askable = (node for node in ast.walk(parsed) if isinstance(node, _ASKABLE))
+        for index, node in enumerate(askable):
+            first = _start(source, node)
+            self._spans.setdefault(first[0], []).append((index, first, _end(source, node), node))
 
     def expression_at(self, node: cst.CSTNode) -> ast.expr | None:
         """The outermost askable ``ast`` expression inside ``node``'s source range (libcst
@@ -89,11 +91,19 @@ class LintView:
         if span is None:
             return None
         start, end = (span.start.line, span.start.column), (span.end.line, span.end.column)
-        for first, last, expr in self._spans:
-            if start <= first and last <= end:
-                if _spans_all_but_parentheses(first, last, start, end, node):
-                    return expr  # type: ignore[return-value]
-                return None
+        # the first expression breadth first that lies inside the range: only the lines of the
+        # range are looked at (scanning every expression of the file for each node was quadratic)
+        inside = [
+            entry
+            for row in range(start[0], end[0] + 1)
+            for entry in self._spans.get(row, ())
+            if start <= entry[1] and entry[2] <= end
+        ]
+        if not inside:
+            return None
+        _, first, last, expr = min(inside, key=lambda entry: entry[0])
+        if _spans_all_but_parentheses(first, last, start, end, node):
+            return expr  # type: ignore[return-value]
         return None
 
     def statement_at(self, node: cst.CSTNode) -> ast.stmt | None:

@@ -7,6 +7,9 @@ from typing import Any
 
 from regcomp_lint.plan import Plan
 
+#: The refusal of a file without a training step (most files of a repository).
+NO_TRAINING_STEP = "no training step found (no X.backward() call); regcomp-fix converts training scripts only"
+
 
 @dataclass(frozen=True)
 class ConvertOptions:

@@ -26,7 +26,7 @@ from regcomp_lint.codemod.hand_distribution import adapt_distribution
 from regcomp_lint.codemod.handed_in import find_handed_in
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.optimizers import find_optimizers, not_optimizers
-from regcomp_lint.codemod.options import ConvertOptions
+from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConvertOptions
 from regcomp_lint.codemod.regional import repeated_blocks
 from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name
 from regcomp_lint.codemod.roles import (
@@ -42,7 +42,7 @@ from regcomp_lint.knowledge import torch_api
 #: Builtins a training loop may iterate (``range``, ``zip``, ``enumerate``): never a data loader.
 _BUILTIN_NAMES = frozenset(dir(builtins))
 
-NO_TRAINING_STEP = "no training step found (no X.backward() call); regcomp-fix converts training scripts only"
+__all__ = ["NO_TRAINING_STEP", "PlainPlanner"]
 
 
 def _plugin_text(settings: dict[str, Setting]) -> list[str]:
@@ -667,7 +667,7 @@ class PlainPlanner(Planner):
         the CPU; prepare() would move the model to the GPU while its data stays on the CPU."""
         if self.devices or self.cudas or self.loaders or self.sharded_loaders or self.distribution.by_hand:
             return
-        text = self.module.code
+        text = self.tree.text
         if any(word in text for word in ("cuda", "device", ".to(", "mps")):
             return
         self.cpu_conditions.append("True")

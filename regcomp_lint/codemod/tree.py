@@ -1,13 +1,13 @@
 """Read-only questions about one parsed script: what a name resolves to, where a node sits.
 
-Wraps the libcst metadata the conversion needs (``QualifiedNameProvider``, ``ScopeProvider``,
-``ParentNodeProvider``, ``PositionProvider``) so the planner asks "which function holds this
+Wraps the libcst metadata the conversion needs (``ScopeProvider``, and the qualified names it
+gives, ``ParentNodeProvider``, ``PositionProvider``) so the planner asks "which function holds this
 call?" or "which statement of this block contains it?" instead of walking parents itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import TypeVar, cast, overload
 
 import libcst as cst
@@ -15,7 +15,7 @@ from libcst.metadata import (
     MetadataWrapper,
     ParentNodeProvider,
     PositionProvider,
-    QualifiedNameProvider,
+    QualifiedName,
     QualifiedNameSource,
     ScopeProvider,
 )
@@ -69,22 +69,33 @@ class Tree:
         self.module = wrapper.module
         self._parents = wrapper.resolve(ParentNodeProvider)
         self._positions = wrapper.resolve(PositionProvider)
-        self._qualnames = wrapper.resolve(QualifiedNameProvider)
         self._scopes = wrapper.resolve(ScopeProvider)
+        self._qualnames: dict[cst.CSTNode, Collection[QualifiedName]] = {}
+        #: the module's source, printed once (``module.code`` prints the whole tree on every call)
+        self.text = self.module.code
+        self._lines = self.text.splitlines()
+        _index_module(self.module, self._parents)
 
     # -- names -----------------------------------------------------------------------------
     def qualnames(self, node: cst.CSTNode) -> set[str]:
-        value = self._qualnames.get(node, set())
-        if callable(value):  # QualifiedNameProvider hands out lazy values
-            value = value()
-        return {q.name for q in value}
+        return {q.name for q in self._qualified_names(node)}
 
     def imported_names(self, node: cst.CSTNode) -> set[str]:
         """Qualified names of ``node`` that come from an import (not local variables)."""
-        value = self._qualnames.get(node, set())
-        if callable(value):
-            value = value()
-        return {q.name for q in value if q.source in (QualifiedNameSource.IMPORT, QualifiedNameSource.BUILTIN)}
+        return {
+            q.name
+            for q in self._qualified_names(node)
+            if q.source in (QualifiedNameSource.IMPORT, QualifiedNameSource.BUILTIN)
+        }
+
+    def _qualified_names(self, node: cst.CSTNode) -> Collection[QualifiedName]:
+        """What libcst's ``QualifiedNameProvider`` gives ``node``, asked of its scope only for the
+        nodes the planner looks at (the provider visits every node of the file to do the same)."""
+        names = self._qualnames.get(node)
+        if names is None:
+            scope = self._scopes.get(node)
+            names = self._qualnames[node] = scope.get_qualified_names_for(node) if scope else set()
+        return names
 
     def resolves_to(self, node: cst.CSTNode, *names: str) -> bool:
         return bool(self.imported_names(node) & set(names))
@@ -212,7 +223,7 @@ class Tree:
     def indentation(self, stmt: cst.CSTNode) -> str:
         """The exact leading whitespace of the line a statement starts on (tabs kept)."""
         row = self._positions[stmt].start.line
-        line = self.module.code.splitlines()[row - 1] if row - 1 < len(self.module.code.splitlines()) else ""
+        line = self._lines[row - 1] if row - 1 < len(self._lines) else ""
         return line[: len(line) - len(line.lstrip(" \t"))]
 
     def contains(self, outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
@@ -226,8 +237,61 @@ class Tree:
 _FOUND: dict[tuple[int, object, bool], tuple[cst.CSTNode, list]] = {}
 
 
+class _NodeIndex:
+    """The converted module's nodes in source order (pre-order), each with the end of its subtree.
+
+    Built once from the parent map libcst's ``ParentNodeProvider`` already computed, so
+    ``find_all`` inside the module is a slice scan instead of a libcst visit (which rebuilds every
+    node it passes and cost most of the fixer's time on large scripts).
+    """
+
+    def __init__(self, module: cst.Module, parents) -> None:
+        children: dict[cst.CSTNode, list[cst.CSTNode]] = {}
+        for child, parent in parents.items():  # a parent's children are recorded together, in order
+            children.setdefault(parent, []).append(child)
+        self.order: list[cst.CSTNode] = []
+        self.start: dict[cst.CSTNode, int] = {}
+        self.end: list[int] = []
+        stack: list[tuple[cst.CSTNode, bool]] = [(module, False)]
+        while stack:
+            node, done = stack.pop()
+            if done:
+                self.end[self.start[node]] = len(self.order)
+                continue
+            self.start[node] = len(self.order)
+            self.order.append(node)
+            self.end.append(0)
+            stack.append((node, True))
+            stack.extend((child, False) for child in reversed(children.get(node, ())))
+
+    def find(self, root: cst.CSTNode, kind, enter_functions: bool) -> list | None:
+        first = self.start.get(root)
+        if first is None or self.order[first] is not root:
+            return None
+        order, end = self.order, self.end
+        found: list = []
+        i, stop = first, end[first]
+        while i < stop:
+            node = order[i]
+            if isinstance(node, kind):
+                found.append(node)
+            if not enter_functions and i != first and isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+                i = end[i]
+            else:
+                i += 1
+        return found
+
+
+_INDEX: list[_NodeIndex] = []
+
+
+def _index_module(module: cst.Module, parents) -> None:
+    _INDEX[:] = [_NodeIndex(module, parents)]
+
+
 def clear_find_cache() -> None:
     _FOUND.clear()
+    _INDEX.clear()
 
 
 def parameter_names(function: cst.FunctionDef, *, keyword_only: bool = True) -> list[str]:
@@ -250,7 +314,8 @@ def find_all(root: cst.CSTNode, kind: type | tuple[type, ...], *, enter_function
     hit = _FOUND.get(key)
     if hit is not None and hit[0] is root:
         return list(hit[1])
-    found = _find_all(root, kind, enter_functions)
+    indexed = _INDEX[0].find(root, kind, enter_functions) if _INDEX else None
+    found = indexed if indexed is not None else _find_all(root, kind, enter_functions)
     _FOUND[key] = (root, found)
     return list(found)
 

@@ -12,6 +12,7 @@ import re
 import tokenize
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import accumulate
 from typing import Protocol
 
 from regcomp_lint.diagnostics import Edit, Location
@@ -127,7 +128,15 @@ class SourceFile:
 
     def offset(self, loc: Location) -> int:
         """Character offset in ``text`` of a location."""
-        return sum(len(line) for line in self.lines[: loc.row - 1]) + loc.column - 1
+        if loc.row < 1:  # (not a real row: the sum over all but the last lines, as slicing gives)
+            return sum(len(line) for line in self.lines[: loc.row - 1]) + loc.column - 1
+        return self._line_starts[min(loc.row - 1, len(self.lines))] + loc.column - 1
+
+    @cached_property
+    def _line_starts(self) -> list[int]:
+        """Character offset of each line's start (and of the end of the text): ``offset`` is one
+        lookup, not a sum over every line above (quadratic with a fix per line)."""
+        return [0, *accumulate(len(line) for line in self.lines)]
 
     def text_between(self, start: Location, end: Location) -> str:
         return self.text[self.offset(start) : self.offset(end)]

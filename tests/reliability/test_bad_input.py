@@ -318,20 +318,31 @@ def test_fix_refuses_a_read_only_file_with_exit_2_and_fixes_the_others(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pyproject.toml", "ro.py", "rw.py"]
 
 
-def test_fix_converts_deeply_nested_code_and_refuses_a_huge_file(tmp_path):
-    """Nesting that used to be a RecursionError (exit 2 for the whole run) converts now; a
-    file over the fixer's size limit is refused, untouched, with one line."""
+def test_fix_converts_deeply_nested_code_and_a_script_over_the_old_1_mib_limit(tmp_path):
+    """Nesting that used to be a RecursionError (exit 2 for the whole run) converts now, and so
+    does a script over 1 MiB, which the fixer refused while it was quadratic."""
     (tmp_path / "pyproject.toml").write_text("[tool.regcomp-lint]\n")
     deep = PLAIN + "table = " + "[" * 180 + "]" * 180 + "\nchain = x" + ".a" * 800 + "\n"
     (tmp_path / "deep.py").write_text(deep)
-    huge = PLAIN + "".join(f"value_{i} = {i}\n" for i in range(90_000))
-    (tmp_path / "huge.py").write_text(huge)
-    proc = run("regcomp-fix", "--apply", "deep.py", "huge.py", cwd=tmp_path)
+    big = PLAIN + "WEIGHTS = " + repr("0123456789abcdef" * (1 << 16)) + "\n"  # 1 MiB in one string
+    assert len(big) > 1 << 20
+    (tmp_path / "big.py").write_text(big)
+    proc = run("regcomp-fix", "--apply", "deep.py", "big.py", cwd=tmp_path)
     assert_no_traceback(proc)
-    assert proc.returncode == 3, proc.stderr  # huge.py refused (exit 3: a refusal)
+    assert proc.returncode == 0, proc.stderr
     assert "accelerator.backward(loss)" in (tmp_path / "deep.py").read_text()
-    assert (tmp_path / "huge.py").read_text() == huge
-    assert "huge.py: not converted:" in proc.stderr and "more than the fixer converts" in proc.stderr
+    assert "accelerator.backward(loss)" in (tmp_path / "big.py").read_text()
+
+
+def test_fix_refuses_an_absurdly_large_input_before_parsing_it():
+    """Over ``MAX_CHARS`` (64 MiB) the answer is one line saying why, and nothing is parsed."""
+    from regcomp_lint.codemod.convert import MAX_CHARS, convert_source
+
+    text = PLAIN + "#" * MAX_CHARS + "\n"
+    result = convert_source(text, "huge.py")
+    assert not result.changed and result.text == text
+    assert result.refused is not None
+    assert result.refused.startswith("huge.py: not converted:") and "more than the fixer converts" in result.refused
 
 
 def test_fix_internal_error_in_one_file_spares_the_others(tmp_path, monkeypatch):
