@@ -702,6 +702,8 @@ class PlainPlanner(Planner):
                 isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "cuda"
             ):
                 continue
+            if any(arg.keyword is None for arg in node.args):
+                continue  # `.cuda(args.gpu)` under `if args.gpu is not None:` picks a GPU, not whether to use one
             for anc in self.tree.ancestors(node):
                 if isinstance(anc, (cst.FunctionDef, cst.Module)):
                     break

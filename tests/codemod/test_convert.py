@@ -744,3 +744,24 @@ def test_a_loader_from_another_modules_helper_is_prepared():
     assert not result.refused, result.refused
     assert "model, opt, train_dl = accelerator.prepare(model, opt, train_dl)" in result.text
     assert any(note.startswith("train_dl (from get_data(), line 12) feeds the training loop") for note in result.notes)
+
+
+def test_a_gpu_index_test_is_not_a_cpu_switch():
+    """moco: `if args.gpu is not None: x = x.cuda(args.gpu)` picks a GPU; it must not send runs without --gpu to the CPU."""
+    text = script(
+        "model = torch.nn.Linear(2, 2)\n",
+        loop="""
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            x = torch.randn(4, 2)
+            if args.gpu is not None:
+                x = x.cuda(args.gpu, non_blocking=True)
+            loss = model(x).sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        """,
+    )
+    result = convert(text)
+    assert not result.refused, result.refused
+    assert "args.gpu" not in result.text.split("Accelerator(")[1].split("\n")[0]
