@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from regcomp_lint.analysis.dead_code import dead_spans, is_dead
+from regcomp_lint.analysis.dead_code import dead_spans, is_dead, may_have_dead_code
 from regcomp_lint.api import lint_source
 
 MODEL = textwrap.dedent(
@@ -73,3 +73,25 @@ def test_spans_cover_only_the_dead_arm():
     names = {n.id: is_dead(n, spans) for n in ast.walk(tree) if isinstance(n, ast.Name)}
     assert names["a"] is True and names["b"] is False
     assert names["x"] is True and names["y"] is False and names["c"] is False
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "use_compile = False\nif use_compile:\n    x = 1\n",
+        "flag = 0\nwhile flag:\n    break\n",
+        "flag: bool = None\ny = 1 if x and (flag) else 2\n",
+        "if False:\n    x = 1\n",
+        "if True:\n    x = 1\nelse:\n    y = 2\n",
+    ],
+)
+def test_the_text_prefilter_never_hides_a_dead_region(src):
+    """may_have_dead_code is only a shortcut: wherever the tree has a dead region, it says so."""
+    tree = ast.parse(src)
+    assert dead_spans(tree) != []
+    assert may_have_dead_code(src) and dead_spans(tree, src) == dead_spans(tree)
+
+
+def test_files_without_flags_skip_the_walk():
+    src = "x = None\nfor i in range(3):\n    x = i\n"
+    assert not may_have_dead_code(src) and dead_spans(ast.parse(src), src) == []

@@ -47,17 +47,20 @@ COMPILE_NAMES = frozenset({"compile_regions", "compile_repeated_blocks", "TorchD
 COMPILE_KEYWORDS = frozenset({"fullgraph", "dynamo_backend", "dynamo_plugin", "torch_compile"})
 
 
-def compiles(text: str) -> bool:
+def compiles(text: str, parsed: dict[str, ast.Module | None] | None = None, key: str = "") -> bool:
     """The file's code (not its comments or docstrings) compiles something, or asks for a
-    compile (``fullgraph=``, a dynamo plugin, ``ACCELERATE_DYNAMO_*`` set)."""
+    compile (``fullgraph=``, a dynamo plugin, ``ACCELERATE_DYNAMO_*`` set). ``parsed`` keeps
+    the tree under ``key`` for a later question about the same file."""
     if not any(word in text for word in _SIGNAL_WORDS) or COMPILE_SIGNAL.search(text) is None:
         return False  # the cheap test: most files never mention a compile
     tree = _parse(text)
+    if parsed is not None:
+        parsed[key] = tree
     return tree is not None and _compiles_in(tree)
 
 
 def _compiles_in(tree: ast.AST) -> bool:
-    docstrings = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
+    docstrings: set[int] | None = None  # built only if a string could count
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
             if node.attr == "compile" and not (isinstance(node.value, ast.Name) and node.value.id in ("re", "regex")):
@@ -74,9 +77,11 @@ def _compiles_in(tree: ast.AST) -> bool:
             isinstance(node, ast.Constant)
             and isinstance(node.value, str)
             and node.value.startswith("ACCELERATE_DYNAMO_")
-            and id(node) not in docstrings
         ):
-            return True
+            if docstrings is None:
+                docstrings = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
+            if id(node) not in docstrings:
+                return True
     return False
 
 
@@ -109,25 +114,49 @@ def imported_names(tree: ast.AST) -> list[str]:
     return names
 
 
-def compiled_files(paths: Iterable[str], read: Callable[[str], str | None]) -> set[str]:
+class ScopeFacts:
+    """What one run learned of each file (text, compiles, tree), so asking again about a larger
+    project (pre-commit's fallback to the config root) reads and parses no file twice."""
+
+    def __init__(self) -> None:
+        self.texts: dict[str, str | None] = {}
+        self.compiling: dict[str, bool] = {}
+        self.trees: dict[str, ast.Module | None] = {}
+
+
+def compiled_files(
+    paths: Iterable[str], read: Callable[[str], str | None], facts: ScopeFacts | None = None
+) -> set[str]:
     """Absolute paths, among ``paths``, of the files a compile reaches (see the module doc).
 
     ``read(path)`` gives a file's text, or None when it cannot be read.
     """
+    facts = facts or ScopeFacts()
     project = {os.path.abspath(p): p for p in paths}
-    texts: dict[str, str | None] = {}
+    texts = facts.texts
 
     def text_of(absolute: str) -> str | None:
         if absolute not in texts:
             texts[absolute] = read(project[absolute])
         return texts[absolute]
 
-    frontier = [a for a in project if (t := text_of(a)) is not None and compiles(t)]
+    def compiling(absolute: str) -> bool:
+        if absolute not in facts.compiling:
+            text = text_of(absolute)
+            facts.compiling[absolute] = text is not None and compiles(text, facts.trees, absolute)
+        return facts.compiling[absolute]
+
+    def tree_of(absolute: str) -> ast.Module | None:
+        if absolute not in facts.trees:
+            text = text_of(absolute)
+            facts.trees[absolute] = _parse(text) if text is not None else None
+        return facts.trees[absolute]
+
+    frontier = [a for a in project if compiling(a)]
     reached = set(frontier)
     while frontier:
         current = frontier.pop()
-        text = text_of(current)
-        tree = _parse(text) if text is not None else None
+        tree = tree_of(current)
         if tree is None:
             continue
         for name in imported_names(tree):

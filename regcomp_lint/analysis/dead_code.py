@@ -19,6 +19,7 @@ the command line may override, never a constant.
 from __future__ import annotations
 
 import ast
+import re
 from collections import Counter
 
 from regcomp_lint.analysis.global_rebinders import rebinds_globals
@@ -27,8 +28,28 @@ from regcomp_lint.analysis.global_rebinders import rebinds_globals
 Span = tuple[int, int, int, int]
 
 
-def dead_spans(tree: ast.Module) -> list[Span]:
-    """Regions of ``tree`` that a constant-false condition keeps from running."""
+#: A constant test: ``if False:``, ``while 0:``, the ``else`` of ``if True:``.
+_CONSTANT_TEST = re.compile(r"\b(?:if|elif|while)[ \t(]*(?:not[ \t(]*)?(?:False|True|None|0)\b")
+#: ``name = False`` / ``name: bool = None`` / ``name = 0`` on a line of its own: a flag candidate.
+_FALSY_ASSIGNMENT = re.compile(r"^[ \t]*([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=[ \t]*(?:False|None|0)[ \t]*(?:#.*)?$", re.M)
+
+
+def may_have_dead_code(text: str) -> bool:
+    """A cheap test on the text: a constant test, or a falsy-assigned name that some
+    ``if``/``while``/``and``/``or``/conditional expression reads. False means no dead region."""
+    if _CONSTANT_TEST.search(text):
+        return True
+    for name in set(_FALSY_ASSIGNMENT.findall(text)):
+        if re.search(rf"\b(?:if|elif|while|and|or)\b[ \t(]*(?:not\b[ \t(]*)?{re.escape(name)}\b", text):
+            return True
+    return False
+
+
+def dead_spans(tree: ast.Module, text: str | None = None) -> list[Span]:
+    """Regions of ``tree`` that a constant-false condition keeps from running (``text``, when
+    given, answers most files without walking the tree)."""
+    if text is not None and not may_have_dead_code(text):
+        return []
     conditionals: list[ast.If | ast.While | ast.IfExp] = []
     false_flags = _false_flags(tree, conditionals)
     spans: list[Span] = []

@@ -204,7 +204,7 @@ def lint_text(text: str, filename: str, enabled: frozenset[str]) -> list[Diagnos
     nodes: list[ast.AST] = []
     if rules:
         walk(ctx, rules)
-        spans = dead_code.dead_spans(tree) if any(rule.reports for rule in rules) else []
+        spans = dead_code.dead_spans(tree, text) if any(rule.reports for rule in rules) else []
         for rule in rules:
             for rep in rule.reports:
                 if dead_code.is_dead(rep.node, spans):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 
-from regcomp_lint.analysis.compiled_scope import compiled_files
+from regcomp_lint.analysis.compiled_scope import ScopeFacts, compiled_files
 from regcomp_lint.checks import ALL_RULES
 from regcomp_lint.diagnostics import Diagnostic
 from regcomp_lint.lint.config import Settings
@@ -43,8 +43,9 @@ def limit_to_compiled(
     if not any(d.code in scoped for d in diagnostics):
         return diagnostics
     project = list(project)
-    compiled = compiled_files(project, read)
+    facts = ScopeFacts()
+    compiled = compiled_files(project, read, facts)
     unreached = {os.path.abspath(d.filename) for d in diagnostics if d.code in scoped} - compiled
     if unreached and whole_project is not None:
-        compiled |= compiled_files(sorted(set(project) | set(whole_project())), read)
+        compiled |= compiled_files(sorted(set(project) | set(whole_project())), read, facts)
     return [d for d in diagnostics if d.code not in scoped or os.path.abspath(d.filename) in compiled]
