@@ -32,6 +32,18 @@ def docs(code: str) -> str:
     return " ".join(ALL_RULES[code].docs().split())
 
 
+@pytest.fixture(autouse=True)
+def _restore_process_state():
+    """Accelerate keeps process-wide state, and TrainingArguments(torch_compile=True) exports
+    ACCELERATE_DYNAMO_* into os.environ: neither may leak into later tests (trace's capture tests
+    read both)."""
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+    AcceleratorState._reset_state(True)
+
+
 @pytest.fixture
 def fresh_accelerator_state(monkeypatch):
     for name in list(os.environ):

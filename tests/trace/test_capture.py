@@ -271,7 +271,12 @@ def test_a_trainer_script_stops_at_its_first_forward_inside_train(tmp_path, monk
     pytest.importorskip("transformers")
     marker = tmp_path / "trainer-out"
     monkeypatch.setenv("REGCOMP_TEST_MARKER", str(marker))
-    got = capture_script(script("trainer_compile.py"), [])
+    saved = dict(os.environ)  # TrainingArguments(torch_compile=True) exports ACCELERATE_DYNAMO_*
+    try:
+        got = capture_script(script("trainer_compile.py"), [])
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
     assert type(got.model).__name__ == "GPT2LMHeadModel"
     assert tuple(got.kwargs["input_ids"].shape) == (4, 16)
     request = only(got.requests)
