@@ -423,7 +423,7 @@ class Branches(PerBlock):
         return self.fc(x) * 2 if self.layer_idx == 0 else self.fc(x)
 
 
-class TestsNone(PerBlock):
+class ComparesWithNone(PerBlock):
     def forward(self, x):
         return self.fc(x) if self.layer_idx is None else self.fc(x) * 2
 
@@ -477,7 +477,7 @@ def compilations(block_class, **config) -> int:
     [
         (Branches, 8),
         (BranchesOnParity, 8),
-        (TestsNone, 8),
+        (ComparesWithNone, 8),
         (IndexesAList, 8),
         (Floats, 8),
         (ReadsAString, 8),
