@@ -101,11 +101,43 @@ def test_factory_calls_are_separate_objects():
         "def step(x):\n    model(x).sum().backward()\n    return 1\nlosses = [step(x) for x in train_dl]\n",
         # a function handed the loader as a parameter
         "def fit(loader):\n    for x in loader:\n        model(x).sum().backward()\nfor epoch in range(2):\n    fit(train_dl)\n",
+        # through progress bars and cycles, named or inline
+        "from tqdm.auto import tqdm\nbar = tqdm(train_dl)\nfor i, x in enumerate(bar):\n    model(x).sum().backward()\n",
+        "import itertools\nit = itertools.cycle(train_dl)\nfor step in range(10):\n    model(next(it)).sum().backward()\n",
+        # a trainer class handed the loader, kept as self.loader by __init__
+        """class Trainer:
+    def __init__(self, net, loader):
+        self.net = net
+        self.loader = loader
+    def fit(self):
+        for x in tqdm(self.loader):
+            self.net(x).sum().backward()
+from tqdm import tqdm
+Trainer(model, train_dl).fit()
+""",
     ],
 )
 def test_training_loaders_by_dataflow(loop):
     roles = Roles("train_dl = DataLoader(ds)\n" + loop)
     assert roles.roles.is_training_loader(roles.built("train_dl"))
+
+
+def test_a_loader_handed_to_a_trainer_only_for_evaluation_is_not_a_training_loader():
+    roles = Roles("""
+        class Trainer:
+            def __init__(self, loader, val_loader):
+                self.loader, self.val_loader = loader, val_loader
+            def fit(self):
+                for x in self.loader:
+                    model(x).sum().backward()
+                for x in self.val_loader:
+                    model(x)
+        train_dl = DataLoader(ds)
+        val_dl = DataLoader(ds)
+        Trainer(train_dl, val_loader=val_dl).fit()
+    """)
+    assert roles.roles.is_training_loader(roles.built("train_dl"))
+    assert not roles.roles.is_training_loader(roles.built("val_dl"))
 
 
 @pytest.mark.parametrize(

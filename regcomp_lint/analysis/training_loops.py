@@ -58,6 +58,7 @@ class TrainingLoops:
     def __init__(self, tree: ast.Module) -> None:
         self._by_name: dict[str, list[Function]] = defaultdict(list)
         self._methods: dict[int, dict[str, Function]] = {}
+        self._inits: dict[str, list[Function]] = defaultdict(list)  # class name -> its __init__
         self._class_of: dict[int, ast.ClassDef] = {}  # method id -> its class
         self._function_of: dict[int, Function | None] = {}  # loop or call id -> the function it is in
         self._calls: list[ast.Call] = []
@@ -91,6 +92,9 @@ class TrainingLoops:
                 self._index(child, child, None)
             elif isinstance(child, ast.ClassDef):
                 self._index(child, function, child)
+                init = self._methods.get(id(child), {}).get("__init__")
+                if init is not None:
+                    self._inits[child.name].append(init)
             else:
                 if isinstance(child, (*LOOPS, *COMPREHENSIONS, ast.Call)):
                     self._function_of[id(child)] = function
@@ -101,8 +105,8 @@ class TrainingLoops:
     # -- the training step -----------------------------------------------------------------
     def _callees(self, call: ast.Call, caller: Function | None) -> list[Function]:
         func = call.func
-        if isinstance(func, ast.Name):
-            return self._by_name.get(func.id, [])
+        if isinstance(func, ast.Name):  # a function, or a class of the file: its __init__
+            return [*self._by_name.get(func.id, []), *self._inits.get(func.id, [])]
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
             cls = self._class_of.get(id(caller)) if caller is not None else None
             method = self._methods.get(id(cls), {}).get(func.attr) if cls is not None else None
@@ -187,32 +191,38 @@ def _is_method_call(node: ast.AST, name: str) -> bool:
 
 
 def _parameter_for(function: Function, call: ast.Call, arg: ast.expr, is_method: bool) -> str | None:
-    """The parameter of ``function`` that ``arg`` of ``call`` binds (``self`` skipped for a
-    method called through ``self.``)."""
-    params = [*function.args.posonlyargs, *function.args.args]
-    if is_method and params and isinstance(call.func, ast.Attribute):
-        params = params[1:]
+    """The parameter of ``function`` that ``arg`` of ``call`` binds."""
     for index, value in enumerate(call.args):
+        if isinstance(value, ast.Starred):
+            return None  # positions from here on are unknown
         if value is arg:
-            if isinstance(value, ast.Starred) or any(isinstance(a, ast.Starred) for a in call.args[:index]):
-                return None
-            return params[index].arg if index < len(params) else None
+            params = positional_parameters(function, call, is_method)
+            return params[index] if index < len(params) else None
     for kw in call.keywords:
         if kw.value is arg and kw.arg is not None:
-            names = {p.arg for p in [*params, *function.args.kwonlyargs]}
+            names = {p.arg for p in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]}
             return kw.arg if kw.arg in names else None
     return None
 
 
-def argument_for(function: Function, call: ast.Call, parameter: str) -> ast.expr | None:
-    """The argument of ``call`` that binds ``parameter`` of ``function`` (``self`` skipped for a
-    method called through an attribute)."""
+def positional_parameters(function: Function, call: ast.Call, is_method: bool) -> list[str]:
+    """The parameters ``call``'s positional arguments bind, in order: ``self`` (or ``cls``) is
+    skipped for a method called through an attribute and for a class's ``__init__`` called as
+    the class (``Trainer(model, loader)``)."""
     params = [p.arg for p in [*function.args.posonlyargs, *function.args.args]]
-    if params and params[0] == "self" and isinstance(call.func, ast.Attribute):
-        params = params[1:]
+    bound_first = isinstance(call.func, ast.Attribute) or function.name == "__init__"
+    if is_method and params and bound_first:
+        return params[1:]
+    return params
+
+
+def argument_for(function: Function, call: ast.Call, parameter: str) -> ast.expr | None:
+    """The argument of ``call`` that binds ``parameter`` of ``function``."""
     for kw in call.keywords:
         if kw.arg == parameter:
             return kw.value
+    is_method = bool(function.args.args) and function.args.args[0].arg in ("self", "cls")
+    params = positional_parameters(function, call, is_method)
     for index, value in enumerate(call.args):
         if isinstance(value, ast.Starred):
             return None

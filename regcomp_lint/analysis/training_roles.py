@@ -48,6 +48,7 @@ from regcomp_lint.knowledge.torch_api import (
     MODULE_ONLY_METHODS,
     SAME_MODULE_METHODS,
 )
+from regcomp_lint.knowledge.training_libraries import ITERATION_BUILTINS, ITERATION_WRAPPERS
 
 #: Calls that hand on a loader's batches: ``next(iter(loader))``, ``it = iter(loader)``.
 ITERATION_CALLS = ("iter", "next")
@@ -215,56 +216,86 @@ class TrainingRoles:
 
     # -- what an expression holds ------------------------------------------------------------
     def origin(
-        self, expr: ast.AST | None, where: Where, depth: int = 0, through: bool = False
+        self, expr: ast.AST | None, where: Where, depth: int = 0, through: bool = False, callers: int = 0
     ) -> Origin | _Prepared | None:
         """What ``expr`` at ``where`` holds: an object the file builds, a prepared one, or None.
-        ``through``: a prepared object is the object it was prepared from."""
+        ``through``: a prepared object is the object it was prepared from. ``callers``: how many
+        calls up a parameter of a local function (or of a class's ``__init__``) is followed to
+        what its callers pass (the first one that holds something)."""
         if expr is None or depth > MAX_DEPTH:
             return None
         if isinstance(expr, ast.Call):
-            return self._call_origin(expr, where, depth, through)
+            return self._call_origin(expr, where, depth, through, callers)
         if isinstance(expr, ast.IfExp):
-            return self.origin(expr.body, where, depth + 1, through) or self.origin(
-                expr.orelse, where, depth + 1, through
+            return self.origin(expr.body, where, depth + 1, through, callers) or self.origin(
+                expr.orelse, where, depth + 1, through, callers
             )
         for bound in self.bindings.candidates(expr, where):
-            found = self._bound_origin(bound, depth, through)
+            found = self._bound_origin(bound, expr, depth, through, callers)
             if found is not None:
                 return found
         return None
 
-    def _bound_origin(self, bound: Bound, depth: int, through: bool) -> Origin | _Prepared | None:
+    def _bound_origin(
+        self, bound: Bound, expr: ast.AST, depth: int, through: bool, callers: int
+    ) -> Origin | _Prepared | None:
         value = bound.value
-        if value is None or isinstance(value, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        if value is None:
+            return self._parameter_origin(bound, expr, depth, through, callers) if callers else None
+        if isinstance(value, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             return None
         if bound.index is None:
-            return self.origin(value, bound.where, depth + 1, through)
+            return self.origin(value, bound.where, depth + 1, through, callers)
         if self.script.is_prepare_result(value):
             if through and _plain_arguments(value) and bound.index < len(value.args):
-                return self.origin(value.args[bound.index], bound.where, depth + 1, through)
+                return self.origin(value.args[bound.index], bound.where, depth + 1, through, callers)
             return PREPARED
         for element, at in self._elements(value, bound.index, bound.where, depth):
-            found = self.origin(element, at, depth + 1, through)
+            found = self.origin(element, at, depth + 1, through, callers)
             if found is not None:
                 return found
         return None
 
-    def _call_origin(self, call: ast.Call, where: Where, depth: int, through: bool) -> Origin | _Prepared | None:
+    def _parameter_origin(
+        self, bound: Bound, expr: ast.AST, depth: int, through: bool, callers: int
+    ) -> Origin | _Prepared | None:
+        """A parameter ``expr`` of a local function: what its callers pass, one call up."""
+        function = bound.where.function
+        key = binding_key(expr)
+        if (
+            key is None
+            or "." in key
+            or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+            or bound.where.pos != (function.lineno, function.col_offset)
+        ):
+            return None  # a ``for`` target or a ``with`` name: unknown, not a parameter
+        for call in self.script.training_loops.callers_of(function):
+            arg = argument_for(function, call, key)
+            if arg is None or id(call) not in self._calls:
+                continue
+            found = self.origin(arg, self._calls[id(call)][0], depth + 1, through, callers - 1)
+            if found is not None:
+                return found
+        return None
+
+    def _call_origin(
+        self, call: ast.Call, where: Where, depth: int, through: bool, callers: int = 0
+    ) -> Origin | _Prepared | None:
         func = call.func
         if isinstance(func, ast.Attribute):
             if self.script.is_prepare_result(call):
                 if through and _plain_arguments(call) and len(call.args) == 1:
-                    return self.origin(call.args[0], where, depth + 1, through)
+                    return self.origin(call.args[0], where, depth + 1, through, callers)
                 return PREPARED
             if func.attr in SAME_MODULE_METHODS:
-                return self.origin(func.value, where, depth + 1, through)
+                return self.origin(func.value, where, depth + 1, through, callers)
         if call.args and (
-            self.ctx.resolves_to(func, *DATA_PARALLEL)
+            self.ctx.resolves_to(func, *DATA_PARALLEL, *ITERATION_WRAPPERS)
             or callsites.is_torch_compile(self.ctx, func)
             or callsites.is_compile_regions(self.ctx, func)
-            or (isinstance(func, ast.Name) and func.id == "iter" and not self.ctx.imports.imported("iter"))
+            or (isinstance(func, ast.Name) and func.id in ITERATION_BUILTINS and not self.ctx.imports.imported(func.id))
         ):
-            return self.origin(call.args[0], where, depth + 1, through)
+            return self.origin(call.args[0], where, depth + 1, through, callers)
         kind = constructor_kind(self.ctx, call, self.bindings.classes)
         if kind is None and self._builds_optimizer(call, where):
             kind = Kind.OPTIMIZER
@@ -273,7 +304,7 @@ class TrainingRoles:
         if kind is not None:
             return Origin(kind, call, where, call)
         for value, at in self._returned(func, where):
-            found = self.origin(value, at, depth + 1, through)
+            found = self.origin(value, at, depth + 1, through, callers)
             if isinstance(found, Origin):
                 return Origin(found.kind, call, where, found.built)  # each call of a factory: its own object
             if found is not None:
@@ -358,26 +389,9 @@ class TrainingRoles:
         return []
 
     def passed_origin(self, expr: ast.AST, where: Where, depth: int = 0) -> Origin | _Prepared | None:
-        """Like :meth:`origin`, and a parameter of a local function is followed to what its
-        callers pass (the first one that holds something)."""
-        found = self.origin(expr, where, through=True)
-        if found is not None or depth >= MAX_CALLER_DEPTH:
-            return found
-        function = where.function
-        key = binding_key(expr)
-        if key is None or "." in key or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return None
-        bound = self.bindings.lookup(expr, where)
-        if bound is None or bound.value is not None or bound.where.function is not function:
-            return None
-        for call in self.script.training_loops.callers_of(function):
-            arg = argument_for(function, call, key)
-            if arg is None or id(call) not in self._calls:
-                continue
-            found = self.passed_origin(arg, self._calls[id(call)][0], depth + 1)
-            if found is not None:
-                return found
-        return None
+        """Like :meth:`origin` with ``through``, and a parameter of a local function (also one
+        kept as ``self.x`` by ``__init__``) is followed to what its callers pass."""
+        return self.origin(expr, where, depth, through=True, callers=MAX_CALLER_DEPTH)
 
     # -- roles -----------------------------------------------------------------------------
     def frozen_origins(self) -> set[int]:
@@ -402,7 +416,7 @@ class TrainingRoles:
         """Some loop that trains iterates the loader built at ``origin`` (there or in a callee)."""
         for use in self.uses:
             if use.how in ("iterated", "passed") and self.trains_on(use):
-                found = self.origin(use.expr, use.where)
+                found = self.origin(use.expr, use.where, callers=MAX_CALLER_DEPTH)
                 if isinstance(found, Origin) and found.call is origin.call:
                     return True
         return False

@@ -118,12 +118,14 @@ class LintView:
         """``expr``'s source text."""
         return self._ctx.source.segment(expr)
 
-    def origin(self, node: cst.BaseExpression) -> Origin | None:
-        """The object the expression ``node`` builds or holds, as the lint's roles see it."""
+    def origin(self, node: cst.BaseExpression, callers: bool = False) -> Origin | None:
+        """The object the expression ``node`` builds or holds, as the lint's roles see it.
+        ``callers``: a parameter is followed to what the function's callers pass."""
         expr = self.expression_at(node)
         if expr is None or self.roles is None:
             return None
-        found = self.roles.origin(expr, self.where(expr))
+        where = self.where(expr)
+        found = self.roles.passed_origin(expr, where) if callers else self.roles.origin(expr, where)
         return found if isinstance(found, Origin) else None
 
 

@@ -215,8 +215,12 @@ class PlainPlanner(Planner):
             if creation.key in loaders + schedulers + optimizers + models:
                 continue
             built = view.origin(creation.value)
-            if built is None or built.call is not view.expression_at(creation.value) or view.roles is None:
+            handed = built is None and self._handed_loader(view, creation.value)
+            if handed:
+                built = handed
+            elif built is None or built.call is not view.expression_at(creation.value) or view.roles is None:
                 continue  # not built here (an alias of another object), or nothing the roles know
+            assert built is not None and view.roles is not None
             if built.kind is Kind.DATALOADER:
                 if view.roles.sharded_by_sampler(built):
                     self.sharded_loaders.append(creation.key)
@@ -252,6 +256,15 @@ class PlainPlanner(Planner):
             sorted(loaders, key=order),
             sorted(schedulers, key=order),
         )
+
+    def _handed_loader(self, view, value: cst.BaseExpression) -> Origin | None:
+        """A DataLoader handed to the scope as a parameter (``self.train_loader = train_loader``
+        in a trainer's ``__init__``, the loader built by ``main()``): prepared where it is kept,
+        with the model and optimizer."""
+        if not isinstance(value, cst.Name) or not self.tree.is_parameter(value.value, self.scope):
+            return None
+        found = view.origin(value, callers=True)
+        return found if found is not None and found.kind is Kind.DATALOADER else None
 
     def _loaders_of_unknown_origin(self, view, known: list[str]) -> list[str]:
         """Names the training loop iterates that the scope binds from a call we cannot see into

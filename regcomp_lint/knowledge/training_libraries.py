@@ -58,3 +58,20 @@ FOREIGN_FRAMEWORKS = (
     ("pytorch_lightning", "PyTorch Lightning"),
     ("horovod", "Horovod"),
 )
+
+#: Calls that hand on the items of the iterable they are given, one by one: iterating
+#: ``tqdm(loader)`` or ``itertools.cycle(loader)`` iterates the loader (its sampler decides which
+#: batches a process sees). ``iter`` and ``enumerate`` are builtins and are read by name.
+ITERATION_WRAPPERS = (
+    "tqdm.tqdm",
+    "tqdm.auto.tqdm",
+    "tqdm.notebook.tqdm",
+    "tqdm.std.tqdm",
+    "tqdm.rich.tqdm",
+    "torch.hub.tqdm",
+    "itertools.cycle",
+    "itertools.islice",
+    "rich.progress.track",
+)
+#: Builtins that hand on their first argument's items.
+ITERATION_BUILTINS = ("iter", "enumerate")
