@@ -1,12 +1,14 @@
-"""The model's own attributes, read through the unwrapped model once it is prepared.
+"""The model's own attributes, reached through the unwrapped model once it is prepared.
 
 ``prepare`` may hand back the model inside DDP (several processes) and ``torch.compile``'s
 wrapper. The wrapper is an ``nn.Module`` too, so ``train()``, ``parameters()`` and the rest of
 ``nn.Module``'s API still work, but the model's own methods and attributes (``generate``,
 ``configure_optimizers``, ``config``, a submodule such as ``transformer``) do not pass through
-DDP: "'DistributedDataParallel' object has no attribute ...". After ``prepare`` the conversion
-reads them from ``accelerator.unwrap_model(model)`` (the compile wrapper kept, so a compiled
-method stays compiled); before it, the script's own object is still the plain model.
+DDP: "'DistributedDataParallel' object has no attribute ...". A write (``model.hidden = h``)
+would land on the wrapper where ``forward`` never sees it, and neither wrapper can be indexed
+(``model[0]`` of an ``nn.Sequential``). After ``prepare`` the conversion reaches them through
+``accelerator.unwrap_model(model)`` (the compile wrapper kept, so a compiled method stays
+compiled); before it, the script's own object is still the plain model.
 """
 
 from __future__ import annotations
@@ -34,12 +36,15 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
     unreachable: list[str] = []
     trains = planner.reach()
     for function in places_using_prepared(planner):
-        for attr in find_all(function, cst.Attribute, enter_functions=False):
+        for attr in find_all(function, (cst.Attribute, cst.Subscript), enter_functions=False):
             owner = key_of(attr.value)
-            name = attr.attr.value
-            if owner not in models or name in MODULE_API or name in DATA_PARALLEL_API:
-                continue
-            if planner.is_removed(attr) or _is_assigned(tree, attr):
+            if isinstance(attr, cst.Subscript):
+                name = "[...]"  # ``model[0]``: DDP and the compile wrapper are not subscriptable
+            else:
+                name = attr.attr.value
+                if name in MODULE_API or name in DATA_PARALLEL_API:
+                    continue
+            if owner not in models or planner.is_removed(attr):
                 continue
             if function is planner.scope:
                 index = planner.project(block, attr)
@@ -48,7 +53,12 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
             elif not sees_prepared(function, owner, planner) or (owner.startswith("self.") and function not in trains):
                 continue
             call = tree.parent(attr)
-            if isinstance(call, cst.Call) and call.func is attr and _feeds_the_loss(tree, function, call):
+            if (
+                isinstance(attr, cst.Attribute)
+                and isinstance(call, cst.Call)
+                and call.func is attr
+                and _feeds_the_loss(tree, function, call)
+            ):
                 raise Refusal(
                     f"{owner}.{name}(...) at line {tree.line(attr)} computes the loss with the model's own method: "
                     "through the prepared model it would bypass DDP's gradient sync and the compile (only forward() "
@@ -60,12 +70,12 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
             acc = planner.accelerator_in(function)
             planner.edits.on(attr.value, replaced_by(expression(f"{acc}.unwrap_model({owner})", planner.module)))
             planner.uses.append(attr)
-            rewritten.append(f"{owner}.{name}")
+            rewritten.append(f"{owner}{name}" if isinstance(attr, cst.Subscript) else f"{owner}.{name}")
     if rewritten:
         shown = ", ".join(dict.fromkeys(rewritten))
         planner.notes.append(
-            f"{shown} read from {planner.acc_key}.unwrap_model(...) after prepare(): DDP does not pass the model's own "
-            "attributes through"
+            f"{shown} reached through {planner.acc_key}.unwrap_model(...) after prepare(): DDP does not pass the model's "
+            "own attributes through (reads, writes and indexing)"
         )
     if unreachable:
         planner.notes.append(
@@ -125,14 +135,6 @@ def places_using_prepared(planner: PlainPlanner) -> list[Function]:
         if all(place is not u for u in unique):
             unique.append(place)
     return unique
-
-
-def _is_assigned(tree, attr: cst.Attribute) -> bool:
-    """``model.x = ...``, ``model.x += ...``, ``del model.x``: written, not read."""
-    parent = tree.parent(attr)
-    if isinstance(parent, cst.AssignTarget) or isinstance(parent, cst.Del):
-        return True
-    return isinstance(parent, (cst.AugAssign, cst.AnnAssign)) and parent.target is attr
 
 
 def sees_prepared(function: Function, owner: str, planner: PlainPlanner) -> bool:

@@ -1,0 +1,64 @@
+"""Writes and indexing through the prepared model reach the unwrapped one (codemod/wrapped_access.py).
+
+DDP is not subscriptable and an attribute set on it never reaches ``forward``: a PyTorch
+tutorial's LSTM tagger resets ``model.hidden`` each step, and a polynomial fit reads ``model[0]``.
+"""
+
+from __future__ import annotations
+
+from regcomp_lint.codemod.convert import convert_source
+
+SCRIPT = """\
+import torch
+import torch.nn as nn
+
+
+class Tagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(4, 4)
+        self.hidden = self.init_hidden()
+
+    def init_hidden(self):
+        return (torch.zeros(1, 1, 4), torch.zeros(1, 1, 4))
+
+    def forward(self, x):
+        out, self.hidden = self.lstm(x.view(len(x), 1, -1), self.hidden)
+        return out
+
+
+model = nn.Sequential(Tagger())
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(5):
+    model.zero_grad()
+    model[0].hidden = model[0].init_hidden()
+    model.extra_state = epoch
+    loss = model(torch.randn(5, 4)).sum()
+    loss.backward()
+    optimizer.step()
+print(model[0].lstm.weight_hh_l0.sum().item())
+"""
+
+
+def _converted() -> str:
+    result = convert_source(SCRIPT, "tagger.py")
+    assert result.refused is None, result.refused
+    return result.text
+
+
+def test_indexing_after_prepare_goes_through_the_unwrapped_model():
+    out = _converted()
+    assert "accelerator.unwrap_model(model)[0].hidden = accelerator.unwrap_model(model)[0].init_hidden()" in out
+    assert "print(accelerator.unwrap_model(model)[0].lstm.weight_hh_l0.sum().item())" in out
+
+
+def test_an_attribute_written_after_prepare_lands_on_the_unwrapped_model():
+    assert "accelerator.unwrap_model(model).extra_state = epoch" in _converted()
+
+
+def test_before_prepare_the_script_s_own_model_is_left_alone():
+    script = SCRIPT.replace("optimizer = torch.optim", "model[0].hidden = None\noptimizer = torch.optim")
+    result = convert_source(script, "tagger.py")
+    assert result.refused is None, result.refused
+    assert "\nmodel[0].hidden = None\n" in result.text
+    assert "model, optimizer = accelerator.prepare(model, optimizer)" in result.text
