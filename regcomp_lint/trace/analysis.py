@@ -19,7 +19,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
-from regcomp_lint.knowledge.model_classes import REPEATED_BLOCKS_ATTRIBUTE
+from regcomp_lint.knowledge.diffusers_blocks import REPEATED_BLOCKS_ATTRIBUTE
 from regcomp_lint.trace import explain as explain_step
 from regcomp_lint.trace import locate, static_match, verdicts
 from regcomp_lint.trace import recommend as recommend_step
