@@ -76,7 +76,9 @@ class PreferRegionalCompilation(Rule):
 
     A model "has repeated blocks" when it comes from transformers (`AutoModel*`, `*Model`,
     `*LMHeadModel`, `*For<Task>` via `from_pretrained`, `from_config` or the constructor) or is
-    an instance of a class defined in the same file whose `__init__` builds an `nn.ModuleList`
+    an instance of a class defined in the same file, or in a local module it imports (nanoGPT's
+    `train.py` doing `from model import GPT`: the finding names that file's line of the block
+    list), whose `__init__` builds an `nn.ModuleList`
     of at least 4 instances of one class (`[Block(cfg) for _ in range(n)]`, `[Block()] * 6`,
     `append` in a loop), at any nesting, as nanoGPT does. A depth read from a config
     (`range(config.n_layer)`) counts as deep. Names are followed through assignments,
