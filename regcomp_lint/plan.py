@@ -32,6 +32,13 @@ compiles a ``"regional"`` plan:
   reuse it for the others, inside a single graph that also holds the glue and the loss.
 
 It is allowed only with strategy ``"regional"`` and is written to JSON only when set.
+
+Optional top-level key ``"repeated_blocks"`` (a list of class names; ``apply_plan`` only): a
+diffusers model's ``_repeated_blocks``. A ``"regional"`` plan then compiles every submodule of
+those classes wherever it sits, as diffusers' ``ModelMixin.compile_repeated_blocks()`` does
+(a UNet's transformer blocks are spread over ``down_blocks[i].attentions[j]``, ``mid_block``
+and ``up_blocks[i]``: no one container holds them), besides the blocks of ``regions``. Also
+regional only, written only when non-empty.
 """
 
 from __future__ import annotations
@@ -55,7 +62,7 @@ PLUGIN_KEYS: dict[str, tuple[type, ...]] = {
     "dynamic": (bool, type(None)),
     "use_regional_compilation": (bool,),
 }
-_TOP_KEYS = ("version", "strategy", "regions", "plugin", "why", "model", "method")
+_TOP_KEYS = ("version", "strategy", "regions", "plugin", "why", "model", "method", "repeated_blocks")
 
 
 class PlanError(ValueError):
@@ -88,7 +95,8 @@ class Plan:
     ``regions`` names the repeated submodules (``transformer.h``) the tracer found, ``why`` the
     evidence, ``model`` the class or variable the plan was made for, ``method`` (optional,
     regional only) how ``apply_plan`` compiles the regions: ``"blocks"`` (the default),
-    ``"split"`` or ``"nested"``.
+    ``"split"`` or ``"nested"``; ``repeated_blocks`` (regional only) the block classes compiled
+    wherever they sit (a diffusers model's ``_repeated_blocks``).
     """
 
     strategy: str = "full"
@@ -98,6 +106,7 @@ class Plan:
     model: str | None = None
     version: int = PLAN_VERSION
     method: str | None = None
+    repeated_blocks: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -127,6 +136,11 @@ class Plan:
                 raise PlanError(
                     f"plan: method {json.dumps(self.method)} is for strategy regional only, but strategy is {json.dumps(self.strategy)}"
                 )
+        self._check_list("repeated_blocks", self.repeated_blocks)
+        if self.repeated_blocks and self.strategy != "regional":
+            raise PlanError(
+                f"plan: repeated_blocks is for strategy regional only, but strategy is {json.dumps(self.strategy)}"
+            )
 
     @staticmethod
     def _check_list(name: str, value: Any) -> None:
@@ -170,6 +184,8 @@ class Plan:
         }
         if self.method is not None:
             data["method"] = self.method
+        if self.repeated_blocks:
+            data["repeated_blocks"] = list(self.repeated_blocks)
         return data
 
     def to_json(self) -> str:
@@ -194,6 +210,7 @@ class Plan:
             why=data.get("why", []),
             model=data.get("model"),
             method=data.get("method"),
+            repeated_blocks=data.get("repeated_blocks", []),
         )
 
     @classmethod

@@ -58,6 +58,16 @@ def test_method_round_trips_and_is_written_only_when_set(method):
     assert "method" not in Plan.from_dict(FULL_DOCUMENT).to_dict()
 
 
+def test_repeated_blocks_round_trip_and_are_written_only_when_set():
+    document = dict(FULL_DOCUMENT, repeated_blocks=["FluxTransformerBlock", "FluxSingleTransformerBlock"])
+    plan = Plan.from_dict(document)
+    assert plan.repeated_blocks == ["FluxTransformerBlock", "FluxSingleTransformerBlock"]
+    assert json.loads(plan.to_json()) == document
+    assert Plan.from_json(plan.to_json()) == plan
+    assert "repeated_blocks" not in Plan.from_dict(FULL_DOCUMENT).to_dict()
+    assert Plan.from_dict(FULL_DOCUMENT).repeated_blocks == []
+
+
 def test_method_does_not_change_the_plugin_settings():
     # regcomp-fix applies plugin_settings(); Accelerate's plugin cannot express the method
     nested = Plan.from_dict(dict(FULL_DOCUMENT, method="nested"))
@@ -130,6 +140,15 @@ def test_plugin_settings_fill_in_what_the_strategy_implies(strategy, plugin, exp
             'method "nested" is for strategy regional only, but strategy is "full"',
         ),
         ({"version": 1, "strategy": "none", "method": "blocks"}, 'method "blocks" is for strategy regional only'),
+        (
+            {"version": 1, "strategy": "full", "repeated_blocks": ["BasicTransformerBlock"]},
+            'repeated_blocks is for strategy regional only, but strategy is "full"',
+        ),
+        (
+            {"version": 1, "strategy": "regional", "repeated_blocks": "BasicTransformerBlock"},
+            'repeated_blocks must be a list, got "BasicTransformerBlock"',
+        ),
+        ({"version": 1, "strategy": "regional", "repeated_blocks": [3]}, "repeated_blocks[0] must be a string, got 3"),
     ],
 )
 def test_invalid_documents_say_what_is_wrong(document, message):

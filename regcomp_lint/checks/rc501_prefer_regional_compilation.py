@@ -76,7 +76,9 @@ class PreferRegionalCompilation(Rule):
 
     A model "has repeated blocks" when it comes from transformers (`AutoModel*`, `*Model`,
     `*LMHeadModel`, `*For<Task>` via `from_pretrained`, `from_config` or the constructor) or is
-    an instance of a class defined in the same file whose `__init__` builds an `nn.ModuleList`
+    an instance of a class defined in the same file, or in a local module it imports (nanoGPT's
+    `train.py` doing `from model import GPT`: the finding names that file's line of the block
+    list), whose `__init__` builds an `nn.ModuleList`
     of at least 4 instances of one class (`[Block(cfg) for _ in range(n)]`, `[Block()] * 6`,
     `append` in a loop), at any nesting, as nanoGPT does. A depth read from a config
     (`range(config.n_layer)`) counts as deep. Names are followed through assignments,
@@ -97,7 +99,10 @@ class PreferRegionalCompilation(Rule):
     Outside Python the same advice is given where compilation is switched on: an `accelerate
     config` file whose `dynamo_config:` picks a backend without
     `dynamo_use_regional_compilation: true`, an `accelerate launch --dynamo_backend X` without
-    `--dynamo_use_regional_compilation`, and `TrainingArguments` flags or file keys
+    `--dynamo_use_regional_compilation`, an `ACCELERATE_DYNAMO_BACKEND=X` assignment (shell,
+    Makefile, Dockerfile, `.env`, workflow `env:`) in a file that nowhere turns regional
+    compilation on (no fix: the second variable is spelled differently in each), and
+    `TrainingArguments` flags or file keys
     (`--torch_compile`, `--torch_compile_backend`, `torch_compile_backend:`): the `Trainer` has
     no field for regional compilation, so the finding names the switch that does it,
     `ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION=1` or `accelerate launch
@@ -179,6 +184,11 @@ class PreferRegionalCompilation(Rule):
             "steps:\n  - run: |\n      python run_clm.py --torch_compile --model_name_or_path gpt2\n",
             message="ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION=1",
         ),
+        SettingsExample(
+            "train.sh",
+            "export ACCELERATE_DYNAMO_BACKEND=inductor\naccelerate launch train.py\n",
+            message="ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION=1",
+        ),
     ]
     settings_valid = [
         SettingsExample("default_config.yaml", "dynamo_config:\n  dynamo_backend: NO\n"),
@@ -193,6 +203,10 @@ class PreferRegionalCompilation(Rule):
             "train.sh",
             "export ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION=1\npython run_clm.py --torch_compile_backend inductor\n",
         ),
+        SettingsExample(
+            ".env", "ACCELERATE_DYNAMO_BACKEND=inductor\nACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION=true\n"
+        ),
+        SettingsExample(".env", "ACCELERATE_DYNAMO_BACKEND=no\n"),
     ]
     message = "whole-model compile of a model with repeated blocks: use regional compilation"
     triggers = ("compile", "DynamoPlugin", "dynamo_backend")

@@ -7,26 +7,29 @@ import ast
 from regcomp_lint.analysis.callsites import is_torch_compile
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.diagnostics import Applicability, Edit, Severity
-from regcomp_lint.knowledge.model_classes import (
+from regcomp_lint.knowledge.diffusers_blocks import (
     COMPILE_REPEATED_BLOCKS,
-    DIFFUSERS,
+    COMPILE_REPEATED_BLOCKS_SINCE,
     DIFFUSERS_DENOISERS,
     DIFFUSERS_PIPELINE_SUFFIX,
-    DIFFUSERS_REPEATED_BLOCKS,
-    FACTORY_METHODS,
+    repeated_blocks_of,
 )
+from regcomp_lint.knowledge.model_classes import DIFFUSERS, FACTORY_METHODS
 
 
 class PreferCompileRepeatedBlocks(Rule):
     """## What it does
     Reports a whole-model compile of a diffusers denoiser: `torch.compile(pipe.transformer)`,
     `pipe.unet.compile()`, or `torch.compile(model)` where `model` came from
-    `FluxTransformer2DModel.from_pretrained(...)` (any diffusers class known to set
-    `_repeated_blocks`: Flux, Flux 2, Wan, QwenImage, `UNet2DConditionModel`), where
-    `pipe` came from a diffusers `*Pipeline.from_pretrained(...)`.
+    `FluxTransformer2DModel.from_pretrained(...)` (any of the 48 model classes that set
+    `_repeated_blocks` in diffusers 0.42.1: Flux 1-3, Wan and its variants, QwenImage,
+    HunyuanVideo, LTX, Chroma, `UNet2DConditionModel` and more), where `pipe` came from a
+    diffusers `*Pipeline.from_pretrained(...)`.
 
-    diffusers compiles regions itself: `ModelMixin.compile_repeated_blocks(**kwargs)` calls
-    `.compile(**kwargs)` on every submodule whose class the model lists in `_repeated_blocks`.
+    diffusers compiles regions itself (since diffusers 0.35.0):
+    `ModelMixin.compile_repeated_blocks(**kwargs)` calls `.compile(**kwargs)` on every
+    submodule whose class the model lists in `_repeated_blocks`, wherever it sits (a UNet's
+    transformer blocks are spread over its down, mid and up blocks).
 
     ## Why is this bad
     A whole-model compile of a DiT or UNet traces every block into one graph: diffusers
@@ -47,7 +50,8 @@ class PreferCompileRepeatedBlocks(Rule):
     ## Fix safety
     Unsafe: the call is rewritten to `compile_repeated_blocks` with the same keywords.
     `compile_repeated_blocks` raises `ValueError` for a model class whose `_repeated_blocks`
-    is empty (a pipeline whose denoiser lacks it), and what is compiled changes; review it.
+    is empty (a pipeline whose denoiser lacks it) and does not exist before diffusers 0.35.0,
+    and what is compiled changes; review it.
 
     ## References
     - [diffusers: regional compilation](https://huggingface.co/docs/diffusers/optimization/fp16#regional-compilation)
@@ -134,7 +138,8 @@ class PreferCompileRepeatedBlocks(Rule):
 
     def _message(self, what: str) -> str:
         return (
-            f"whole-model compile of {what}: `.{COMPILE_REPEATED_BLOCKS}()` compiles each repeated block once "
+            f"whole-model compile of {what}: `.{COMPILE_REPEATED_BLOCKS}()` (diffusers >= "
+            f"{COMPILE_REPEATED_BLOCKS_SINCE}) compiles each repeated block once "
             "and reuses it (same speed, a fraction of the compile time)"
         )
 
@@ -146,8 +151,9 @@ class PreferCompileRepeatedBlocks(Rule):
                 return f"the `{pipeline}` {expr.attr}"
             return None
         name = self._built_by(expr)
-        if name in DIFFUSERS_REPEATED_BLOCKS:
-            return f"`{name}` (repeated {', '.join(f'`{b}`' for b in DIFFUSERS_REPEATED_BLOCKS[name])})"
+        blocks = repeated_blocks_of(name) if name else ()
+        if blocks:
+            return f"`{name}` (repeated {', '.join(f'`{b}`' for b in blocks)})"
         return None
 
     def _built_by(self, expr: ast.expr) -> str | None:

@@ -1,10 +1,13 @@
-"""RC501's advice where compilation is configured outside Python: an ``accelerate config`` file
-or ``accelerate launch`` command that picks a backend without regional compilation, and
+"""RC501's advice where compilation is configured outside Python: an ``accelerate config`` file,
+``accelerate launch`` command or ``ACCELERATE_DYNAMO_BACKEND=`` assignment that picks a backend
+without regional compilation, and
 ``TrainingArguments`` flags/keys that compile through the ``Trainer`` (which can only be told
 to compile regionally through the environment).
 
 The fix turns regional compilation on in place (``dynamo_use_regional_compilation: true``, or
-``--dynamo_use_regional_compilation`` after the backend flag). Safe: ``compile_regions``
+``--dynamo_use_regional_compilation`` after the backend flag); a variable gets no fix (an
+``export``, a command prefix, a ``.env`` line, ``ENV`` and a workflow ``env:`` map each spell the
+second variable differently). Safe: ``compile_regions``
 compiles a model without repeated blocks whole, as before (accelerate 1.15
 ``utils/other.py``), and the numerics do not change; only what is compiled as one graph does.
 """
@@ -36,6 +39,22 @@ def regional_advice(found: SettingsFile) -> list[SettingsReport]:
             if any(_is_on(s) for s in regional):
                 continue
             reports.append(_report_backend(found, setting, regional[0] if regional else None))
+        elif setting.field == "backend" and setting.origin is Origin.ENVIRONMENT:
+            # an exported variable reaches every later launch: regional on anywhere in the file
+            # counts, and a backend flag on the same command wins over it (that flag is judged)
+            flagged = any(
+                s.field == "backend" and s.origin is Origin.LAUNCH_FLAG for s in found.in_scope(setting.scope)
+            )
+            if regional_anywhere or flagged or not _compiles(setting.value):
+                continue
+            reports.append(
+                SettingsReport(
+                    setting.start,
+                    setting.end,
+                    f"`{setting.spelled}={setting.value}` compiles the whole model: for a model of repeated blocks "
+                    f"also set `{ENVIRONMENT[REGIONAL]}=1` (cold start stays flat with depth)",
+                )
+            )
         elif setting.origin in (Origin.TRAINER_FLAG, Origin.TRAINER_FILE) and setting.field in (
             "backend",
             "torch_compile",

@@ -1,5 +1,6 @@
 """Which classes build a model with repeated blocks, by name (read from transformers 5.24;
-diffusers is not installed here, its names follow its documented model classes).
+diffusers is not installed here, its names follow its documented model classes; which diffusers
+classes name repeated blocks lives in ``diffusers_blocks``).
 
 Every transformers model class (``GPT2LMHeadModel``, ``LlamaForCausalLM``, ``Qwen3_5Model``,
 ``AutoModelForCausalLM``) stacks identical layers, so regional compilation pays off for all of
@@ -44,24 +45,3 @@ DEEPCOPY = ("copy.deepcopy",)
 def is_transformers_model_name(name: str) -> bool:
     """True for a transformers model class name (``Auto*`` included), by its shape alone."""
     return bool(_MODEL_CLASS.match(name)) and not name.startswith(_NOT_MODEL_PREFIXES)
-
-
-#: diffusers regional compilation (diffusers is not installed here: read from
-#: ``src/diffusers/models/modeling_utils.py`` and the model files of huggingface/diffusers):
-#: ``ModelMixin.compile_repeated_blocks(*args, **kwargs)`` calls ``submodule.compile(*args,
-#: **kwargs)`` on every submodule whose class name is in the model class's ``_repeated_blocks``,
-#: and raises ``ValueError`` when that attribute is empty or names no submodule.
-COMPILE_REPEATED_BLOCKS = "compile_repeated_blocks"
-#: The class attribute naming a diffusers model's repeated block classes.
-REPEATED_BLOCKS_ATTRIBUTE = "_repeated_blocks"
-#: Model classes that set ``_repeated_blocks`` (class → the blocks it names).
-DIFFUSERS_REPEATED_BLOCKS: dict[str, tuple[str, ...]] = {
-    "FluxTransformer2DModel": ("FluxTransformerBlock", "FluxSingleTransformerBlock"),
-    "Flux2Transformer2DModel": ("Flux2TransformerBlock", "Flux2SingleTransformerBlock"),
-    "WanTransformer3DModel": ("WanTransformerBlock",),
-    "QwenImageTransformer2DModel": ("QwenImageTransformerBlock",),
-    "UNet2DConditionModel": ("BasicTransformerBlock",),
-}
-#: Pipeline components that are such models (``pipe.transformer``, ``pipe.unet``).
-DIFFUSERS_DENOISERS = ("transformer", "unet")
-DIFFUSERS_PIPELINE_SUFFIX = "Pipeline"

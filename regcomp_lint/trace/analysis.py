@@ -19,7 +19,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
-from regcomp_lint.knowledge.model_classes import REPEATED_BLOCKS_ATTRIBUTE
+from regcomp_lint.knowledge.diffusers_blocks import REPEATED_BLOCKS_ATTRIBUTE
 from regcomp_lint.trace import explain as explain_step
 from regcomp_lint.trace import locate, static_match, verdicts
 from regcomp_lint.trace import recommend as recommend_step
@@ -56,6 +56,8 @@ class Analysis:
     notes: list[str] = field(default_factory=list)
     #: the block classes a diffusers model names in ``_repeated_blocks`` (its own regional compile)
     repeated_blocks: tuple[str, ...] = ()
+    #: the module paths of every instance of those classes, in module order, wherever it sits
+    repeated_block_paths: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -119,6 +121,7 @@ def analyze(model, batch: Batch, device: str, options: Options | None = None) ->
         timings=timings,
         notes=notes,
         repeated_blocks=_repeated_blocks(model),
+        repeated_block_paths=_repeated_block_paths(model),
     )
     analysis.recommendation = recommend_step.recommend(analysis, options.backend, options.mode)
     timings["total"] = time.perf_counter() - start
@@ -214,6 +217,13 @@ def _record_verdicts(graph, regional: verdicts.RegionalRun) -> None:
 
 
 def _repeated_blocks(model) -> tuple[str, ...]:
-    """The block class names a diffusers ``ModelMixin`` declares for ``compile_repeated_blocks()``."""
-    names = getattr(type(model), REPEATED_BLOCKS_ATTRIBUTE, None)
+    """The block class names a diffusers ``ModelMixin`` declares for ``compile_repeated_blocks()``
+    (read like diffusers does, ``getattr(model, "_repeated_blocks")``: an instance value counts)."""
+    names = getattr(model, REPEATED_BLOCKS_ATTRIBUTE, None)
     return tuple(str(n) for n in names) if isinstance(names, (list, tuple)) else ()
+
+
+def _repeated_block_paths(model) -> list[str]:
+    """Where the declared blocks are: ``compile_repeated_blocks()`` compiles each of these."""
+    names = set(_repeated_blocks(model))
+    return [path for path, module in model.named_modules() if type(module).__name__ in names] if names else []

@@ -34,6 +34,14 @@ Strategies (``plan.strategy``):
     also holds the glue and the loss. In eager mode the mark is a no-op. It needs a backend
     that runs AOT autograd (``inductor``, ``aot_eager``): with ``backend="eager"`` torch 2.13
     cannot run the backward of a nested region, so that is an ``ApplyError``.
+  With ``plan.repeated_blocks`` (a diffusers model's ``_repeated_blocks``), the blocks are also
+  every submodule whose class name is listed, wherever it sits, as diffusers'
+  ``ModelMixin.compile_repeated_blocks()`` finds them (``for m in model.modules(): if
+  type(m).__name__ in names``): a UNet's ``BasicTransformerBlock``s in
+  ``down_blocks[i].attentions[j]``, ``mid_block`` and ``up_blocks[i]`` are in no one container.
+  No block is compiled inside another: a named block inside a named block is left to the outer
+  one, and a region child that holds named blocks, or sits inside one, gives way to them (its
+  other layers run eagerly, as with ``compile_repeated_blocks``).
 - ``"none"``: nothing is compiled.
 
 ``kw`` comes from ``plan.plugin``: ``backend`` (default ``"inductor"``), ``mode``, ``fullgraph``,
@@ -41,8 +49,9 @@ Strategies (``plan.strategy``):
 argument, and is not passed on.
 
 Problems a user can act on (a region path the model does not have, a region that is not a
-container, an empty one, a model that is already an out-of-place ``torch.compile`` wrapper) are
-an ``ApplyError`` naming the path and what the model has there instead.
+container, an empty one, ``repeated_blocks`` that name no class of the model, a model that is
+already an out-of-place ``torch.compile`` wrapper) are an ``ApplyError`` naming the path or
+class and what the model has instead.
 
 torch is imported only when ``apply_plan`` runs, so ``ApplyError`` can be imported without it.
 """
@@ -108,9 +117,12 @@ def apply_plan(model: nn.Module, plan: Plan | str | os.PathLike[str]) -> nn.Modu
         return model
 
     # regional
-    if not plan.regions:
-        raise ApplyError("apply_plan: the plan's strategy is regional but it names no regions (plan.regions is empty)")
-    blocks = _region_blocks(model, plan.regions)
+    if not plan.regions and not plan.repeated_blocks:
+        raise ApplyError(
+            "apply_plan: the plan's strategy is regional but it names no regions and no repeated_blocks "
+            "(plan.regions and plan.repeated_blocks are empty)"
+        )
+    blocks = _regional_blocks(model, plan)
     method = plan.method or "blocks"
     if method == "split":
         if kwargs.get("fullgraph"):
@@ -198,6 +210,46 @@ def _mark_nested(blocks: list[nn.Module]) -> None:
                 func if hasattr(func, "__marked_compile_region_fn__") else torch.compiler.nested_compile_region(func)
             )
         block.forward = functools.partial(marked[func], block)
+
+
+def _regional_blocks(model: nn.Module, plan: Plan) -> list[nn.Module]:
+    """Every block a regional plan compiles, in module order, none inside another; checked
+    before any compile."""
+    region = _region_blocks(model, plan.regions) if plan.regions else []
+    named = _named_blocks(model, plan.repeated_blocks) if plan.repeated_blocks else []
+    order = {id(module): (index, path) for index, (path, module) in enumerate(model.named_modules())}
+    named_paths = [order[id(m)][1] for m in named]
+
+    def inside(path: str, outer: str) -> bool:
+        return outer == "" or path.startswith(outer + ".")
+
+    kept = [m for m, path in zip(named, named_paths) if not any(inside(path, o) for o in named_paths if o != path)]
+    for child in region:
+        path = order[id(child)][1]
+        if any(inside(path, o) or inside(o, path) or o == path for o in named_paths):
+            continue  # the named blocks are compiled one by one instead, as compile_repeated_blocks does
+        kept.append(child)
+    return sorted(kept, key=lambda m: order[id(m)][0])
+
+
+def _named_blocks(model: nn.Module, names: list[str]) -> list[nn.Module]:
+    """Every submodule whose class name is in ``names`` (``compile_repeated_blocks``' test)."""
+    wanted = set(names)
+    found = [module for module in model.modules() if type(module).__name__ in wanted]
+    if not found:
+        counts: dict[str, int] = {}
+        for module in model.modules():
+            counts[type(module).__name__] = counts.get(type(module).__name__, 0) + 1
+        repeated = ", ".join(f"{name} ({n})" for name, n in counts.items() if n > 1 and name not in _CONTAINERS)
+        raise ApplyError(
+            f"apply_plan: repeated_blocks names {', '.join(names)} but the model ({type(model).__name__}) has no "
+            f"submodule of those classes (classes with several instances here: {repeated or 'none'})"
+        )
+    return found
+
+
+#: containers hold blocks; they are not a block class to suggest
+_CONTAINERS = ("ModuleList", "Sequential", "ModuleDict")
 
 
 def _region_blocks(model: nn.Module, regions: list[str]) -> list[nn.Module]:

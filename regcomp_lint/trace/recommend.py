@@ -5,6 +5,10 @@ Rules, in order:
 - dynamo traced nothing (every frame fell back): ``none``.
 - repeated blocks exist: ``regional`` over their containers. ``fullgraph=True`` only when every
   region's verdict is ok (the plugin's flag applies to every compiled region, glue included).
+  A diffusers model's ``_repeated_blocks`` classes count too, wherever their instances sit (a
+  UNet's): the plan names them (``repeated_blocks``) and ``apply_plan`` compiles each instance;
+  a group whose members hold such blocks is left out of ``regions`` (its blocks are compiled by
+  class instead, as ``compile_repeated_blocks()`` does).
 - otherwise ``full``, with ``fullgraph`` from the whole-model verdict.
 Recompiles add their fix to ``why``; they do not change the strategy.
 """
@@ -34,7 +38,8 @@ class Recommendation:
     #: of one class): the plugin line would compile the model whole, so the way to apply a
     #: regional plan is ``apply_plan`` and the report shows that instead of the plugin line
     accelerate_splits: bool = True
-    #: a diffusers model's ``_repeated_blocks``: ``model.compile_repeated_blocks(...)`` applies it
+    #: the classes of a diffusers model's ``_repeated_blocks`` that the model has:
+    #: ``model.compile_repeated_blocks(...)`` applies it, and so does the plan
     repeated_blocks: tuple[str, ...] = ()
 
     def plan(self, model_name: str | None) -> Plan:
@@ -44,6 +49,7 @@ class Recommendation:
             plugin=dict(self.plugin),
             why=list(self.why),
             model=model_name,
+            repeated_blocks=list(self.repeated_blocks),
         )
 
 
@@ -65,9 +71,11 @@ def recommend(analysis, backend: str = "inductor", mode: str | None = None) -> R
         )
     verdicts = analysis.regional.fullgraph
     failing = {r: v for r, v in verdicts.items() if v.ok is False}
-    if regions.groups:
-        containers = list(dict.fromkeys(g.container_path for g in regions.groups))
-        for group in regions.groups:
+    named_paths = analysis.repeated_block_paths
+    groups = [g for g in regions.groups if not _holds_named(g, named_paths)]
+    if groups or named_paths:
+        containers = list(dict.fromkeys(g.container_path for g in groups))
+        for group in groups:
             line = (
                 f"{group.collapsed}: {group.count} identical {group.cls} blocks "
                 f"({amount(group.params_each)} params each) compile once and reuse the compiled code"
@@ -90,8 +98,8 @@ def recommend(analysis, backend: str = "inductor", mode: str | None = None) -> R
                 f"{saving['traced_ops_full']} for a full compile ({saving['fraction']:.0%} less to compile)"
             )
         strategy, chosen = "regional", containers
-        accelerate_splits = any(g.accelerate_sees for g in regions.groups)
-        why.extend(_diffusers_blocks(analysis, regions.groups))
+        accelerate_splits = any(g.accelerate_sees for g in groups)
+        why.extend(_diffusers_blocks(analysis, groups, [g for g in regions.groups if g not in groups]))
     else:
         whole = analysis.whole
         fullgraph = bool(whole.ok)
@@ -104,19 +112,47 @@ def recommend(analysis, backend: str = "inductor", mode: str | None = None) -> R
         plugin = {**base, "fullgraph": fullgraph, "use_regional_compilation": False}
         strategy, chosen, saving, accelerate_splits = "full", [], None, True
     why.extend(_recompile_reasons(analysis))
-    blocks = analysis.repeated_blocks if strategy == "regional" else ()
+    blocks = _present(analysis) if strategy == "regional" else ()
     return Recommendation(strategy, chosen, plugin, why, saving, accelerate_splits, blocks)
 
 
-def _diffusers_blocks(analysis, groups) -> list[str]:
+def _present(analysis) -> tuple[str, ...]:
+    """The declared ``_repeated_blocks`` classes the model has an instance of."""
+    graph = analysis.regions.graph
+    found = {graph.nodes[p]["cls"] for p in analysis.repeated_block_paths if p in graph}
+    return tuple(name for name in analysis.repeated_blocks if name in found)
+
+
+def _holds_named(group, named_paths: list[str]) -> bool:
+    """A group member that is, holds or sits inside a declared block (compiled by class instead)."""
+    return any(
+        m == p or p.startswith(m + ".") or m.startswith(p + ".") or not p for m in group.members for p in named_paths
+    )
+
+
+def _diffusers_blocks(analysis, groups, replaced) -> list[str]:
     """What diffusers' own regional compile does with this model, when it declares its blocks."""
     named = analysis.repeated_blocks
     if not named:
         return []
+    present = _present(analysis)
+    if not present:
+        return [
+            f"{analysis.model_name} names {', '.join(named)} in diffusers' _repeated_blocks but has no submodule "
+            "of those classes: model.compile_repeated_blocks() would raise ValueError; apply_plan compiles the regions found here"
+        ]
+    paths = analysis.repeated_block_paths
+    containers = {p.rsplit(".", 1)[0] if "." in p else "" for p in paths}
     lines = [
         f"{analysis.model_name} names its repeated blocks ({', '.join(named)}, diffusers' _repeated_blocks): "
-        "model.compile_repeated_blocks() compiles every submodule of those classes, diffusers' own regional compile"
+        f"{len(paths)} instances in {len(containers)} containers; model.compile_repeated_blocks() and apply_plan "
+        "(the plan's repeated_blocks) compile each of them wherever it sits, diffusers' own regional compile"
     ]
+    for group in replaced:
+        lines.append(
+            f"{group.collapsed}: its {group.cls} blocks hold (or are) {', '.join(present)} blocks, compiled by class "
+            "instead; the rest of each runs eagerly"
+        )
     missed = sorted({g.cls for g in groups} - set(named))
     if missed:
         lines.append(

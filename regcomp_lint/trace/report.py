@@ -190,7 +190,8 @@ def to_text(analysis: Analysis) -> str:
     rec = analysis.recommendation
     if rec:
         out.append("")
-        over = f" over {', '.join(rec.regions)}" if rec.regions else ""
+        targets = [*rec.regions, *(f"every {cls}" for cls in rec.repeated_blocks)]
+        over = f" over {', '.join(targets)}" if targets else ""
         out.append(f"Recommendation: {rec.strategy}{over}")
         out.extend(f"  {line}" for line in how_to_apply(rec))
         for reason in rec.why:
@@ -200,19 +201,28 @@ def to_text(analysis: Analysis) -> str:
 
 def how_to_apply(rec) -> list[str]:
     """The line that applies the recommendation: the plugin keywords, or ``apply_plan`` where
-    Accelerate's regional compilation would compile the regions whole (an nn.Sequential)."""
+    Accelerate's regional compilation would compile the regions whole (an nn.Sequential); for a
+    diffusers model, its own ``compile_repeated_blocks`` first and ``apply_plan`` (which compiles
+    the declared blocks wherever they sit, like it, plus the regions) next."""
     kwargs = ", ".join(f"{k}={v!r}" for k, v in rec.plugin.items()).replace("'", '"')
-    diffusers = []
+    apply_line = "regcomp_lint.apply_plan(model, plan) after accelerator.prepare (compiles each block in place)"
     if rec.repeated_blocks:  # a diffusers model: its own regional compile takes torch.compile's keywords
         compile_kwargs = {k: v for k, v in rec.plugin.items() if k in ("backend", "mode", "fullgraph", "dynamic")}
         spelled = ", ".join(f"{k}={v!r}" for k, v in compile_kwargs.items()).replace("'", '"')
-        diffusers = [f"model.compile_repeated_blocks({spelled}) (diffusers' own regional compile), or"]
+        regions = ", and the regions" if rec.regions else ""
+        lines = [
+            f"model.compile_repeated_blocks({spelled}) (diffusers' own regional compile), or",
+            f"regcomp_lint.apply_plan(model, plan) (every {', '.join(rec.repeated_blocks)} wherever it sits{regions}, in place), or",
+        ]
+    elif not rec.accelerate_splits:
+        lines = [f"{apply_line};"]
+    else:
+        lines = []
     if rec.accelerate_splits:
-        return [*diffusers, f"TorchDynamoPlugin({kwargs})"]
+        return [*lines, f"TorchDynamoPlugin({kwargs})"]
     return [
-        *diffusers,
-        "regcomp_lint.apply_plan(model, plan) after accelerator.prepare (compiles each block in place);",
-        f"TorchDynamoPlugin({kwargs}) alone would compile {', '.join(rec.regions)} whole, like a full compile",
+        *lines,
+        f"TorchDynamoPlugin({kwargs}) alone would compile {', '.join(rec.regions) or 'the model'} whole, like a full compile",
     ]
 
 

@@ -43,6 +43,7 @@ def test_per_block_recompiles_name_the_fix():
 def test_no_groups_is_full_with_the_whole_model_verdict():
     analysis = SimpleNamespace(
         regions=SimpleNamespace(groups=[]),
+        repeated_block_paths=[],
         explain=SimpleNamespace(graph_count=2),
         regional=RegionalRun(fullgraph={"": Verdict(False, "compiled")}),
         whole=Verdict(False, "compiled", "GB0059", "Failed to trace builtin operator", "m.py", 3),
@@ -123,19 +124,33 @@ def _diffusers_like(named):
     return Denoiser(), torch.randn(2, 8)
 
 
-@pytest.mark.parametrize("named,missed", [(["Block"], False), (["OtherBlock"], True)])
-def test_a_diffusers_model_is_told_its_own_regional_compile(named, missed):
+def test_a_diffusers_model_is_told_its_own_regional_compile():
     from regcomp_lint.api import trace_model
     from regcomp_lint.trace.report import how_to_apply
 
-    model, x = _diffusers_like(named)
+    model, x = _diffusers_like(["Block"])
     rec = trace_model(model, (x,), device="cpu").recommendation
-    assert rec.strategy == "regional" and rec.repeated_blocks == tuple(named)
+    assert rec.strategy == "regional" and rec.repeated_blocks == ("Block",)
+    assert rec.plan("Denoiser").repeated_blocks == ["Block"]
     lines = how_to_apply(rec)
     assert lines[0].startswith('model.compile_repeated_blocks(backend="inductor", fullgraph=True)')
     assert lines[-1].startswith("TorchDynamoPlugin(")
-    assert any("diffusers' _repeated_blocks" in w for w in rec.why)
-    assert any("leaves Block uncompiled" in w for w in rec.why) is missed
+    assert any("diffusers' _repeated_blocks" in w and "3 instances" in w for w in rec.why)
+    assert not any("uncompiled" in w for w in rec.why)
+
+
+def test_declared_blocks_the_model_lacks_are_not_recommended():
+    """diffusers' compile_repeated_blocks raises ValueError when no submodule has a named class:
+    neither the report's line nor the plan may ask for it."""
+    from regcomp_lint.api import trace_model
+    from regcomp_lint.trace.report import how_to_apply
+
+    model, x = _diffusers_like(["OtherBlock"])
+    rec = trace_model(model, (x,), device="cpu").recommendation
+    assert rec.strategy == "regional" and rec.regions == ["transformer_blocks"] and rec.repeated_blocks == ()
+    assert rec.plan("Denoiser").repeated_blocks == []
+    assert not any("compile_repeated_blocks" in line for line in how_to_apply(rec))
+    assert any("would raise ValueError" in w for w in rec.why)
 
 
 def test_a_model_without_repeated_blocks_attribute_gets_no_diffusers_line():
