@@ -152,6 +152,44 @@ def test_sharded_by_sampler(sampler):
     assert roles.roles.sharded_by_sampler(roles.built("dl"))
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        # a worker mp.spawn starts: its first parameter is the rank
+        """
+        import torch.multiprocessing as mp
+        def run(rank, world_size):
+            idx = torch.arange(1000)
+            idx = idx.split(idx.size(0) // world_size)[rank]
+            dl = DataLoader(idx.to(rank), batch_size=50)
+        mp.spawn(run, args=(2,), nprocs=2)
+        """,
+        # torchrun's environment, through two names
+        """
+        import os
+        rank = int(os.environ["RANK"])
+        part = ds[rank::2]
+        dl = DataLoader(part)
+        """,
+        "dl = DataLoader(torch.utils.data.Subset(ds, range(torch.distributed.get_rank(), 100, 2)))\n",
+    ],
+)
+def test_a_loader_of_data_split_by_rank_is_already_sharded(body):
+    roles = Roles(body)
+    assert roles.roles.shard_reason(roles.built("dl")).startswith("built from data split by rank (line ")
+
+
+def test_a_rank_that_only_places_the_data_does_not_split_it():
+    roles = Roles("""
+        import torch.multiprocessing as mp
+        def run(rank):
+            x = torch.randn(8, 4).to(rank)
+            dl = DataLoader(TensorDataset(x.cuda(rank), torch.zeros(8, device=rank)))
+        mp.spawn(run, nprocs=2)
+    """)
+    assert roles.roles.shard_reason(roles.built("dl")) is None
+
+
 def test_a_plain_loader_is_not_sharded():
     roles = Roles("dl = DataLoader(ds, shuffle=True)\n")
     assert not roles.roles.sharded_by_sampler(roles.built("dl"))

@@ -46,7 +46,13 @@ from regcomp_lint.knowledge.torch_api import (
     DISTRIBUTED_SAMPLER,
     GRAD_SCALERS,
     MODULE_ONLY_METHODS,
+    PLACEMENT_KEYWORDS,
+    PLACEMENT_METHODS,
+    RANK_ATTRIBUTES,
+    RANK_CALLS,
+    RANK_VARIABLES,
     SAME_MODULE_METHODS,
+    SPAWN,
 )
 from regcomp_lint.knowledge.training_libraries import ITERATION_BUILTINS, ITERATION_WRAPPERS
 
@@ -137,6 +143,9 @@ class TrainingRoles:
         self._optimizer_uses: list[tuple[ast.expr, Where]] = []
         #: ``torch.amp.GradScaler(...)`` calls: the script scales its loss itself
         self.grad_scalers: list[ast.Call] = []
+        #: ``mp.spawn(worker, ...)`` calls, and the names of the workers they start
+        self._spawns: list[ast.Call] = []
+        self._workers: set[str] | None = None
         self._called_in_training: set[str] | None = None
         #: names something only a module has is called on (``.train()``, ``.parameters()``)
         self._module_keys: set[str] = set()
@@ -179,6 +188,8 @@ class TrainingRoles:
             self.trains = True
         if self.ctx.resolves_to(func, *GRAD_SCALERS):
             self.grad_scalers.append(node)
+        elif self.ctx.resolves_to(func, *SPAWN):
+            self._spawns.append(node)
         if binding_key(func) is None:  # a method: optimizer.step(), model.train()
             if isinstance(func, ast.Attribute) and func.attr == "step":
                 self._steps.append(_Step(node, func.value, where, loops))
@@ -442,6 +453,83 @@ class TrainingRoles:
                     return True
         return False
 
+    def shard_reason(self, origin: Origin) -> str | None:
+        """Why the loader built at ``origin`` already gives each rank its own data, if it does:
+        prepare() would shard it a second time (each rank would see 1/N of its 1/N)."""
+        if self.sharded_by_sampler(origin):
+            return "sharded by its DistributedSampler"
+        dataset = origin.built.args[0] if origin.built.args else _keyword_value(origin.built, "dataset")
+        return self.split_by_rank([dataset] if dataset is not None else [], origin.where)
+
+    def split_by_rank(self, inputs: list[ast.expr], where: Where) -> str | None:
+        """Why a loader built from ``inputs`` at ``where`` is split per rank by hand, if it is:
+        they depend on the process's rank (``idx.split(n // world_size)[rank]``, a dataset
+        indexed with ``int(os.environ["RANK"])``), followed through the names they read."""
+        seen: set[int] = set()
+        for expr in inputs:
+            read = self._rank_read(expr, where, seen, 0)
+            if read is not None:
+                return f"built from data split by rank (line {read.lineno})"
+        return None
+
+    def _rank_read(self, expr: ast.AST, where: Where, seen: set[int], depth: int) -> ast.expr | None:
+        """A read of the process's rank that ``expr``'s value depends on, through the names it
+        reads and their assignments (``idx = idx.split(n // world_size)[rank]``)."""
+        if depth > MAX_DEPTH:
+            return None
+        for node in _data_nodes(expr):
+            if isinstance(node, ast.Call) and self.ctx.resolves_to(node.func, *RANK_CALLS):
+                return node
+            if isinstance(node, ast.Attribute) and node.attr in RANK_ATTRIBUTES:
+                return node
+            if isinstance(node, ast.Constant) and node.value in RANK_VARIABLES and self._reads_environment(node, expr):
+                return node
+            if not isinstance(node, (ast.Name, ast.Attribute)) or binding_key(node) is None:
+                continue
+            for bound in self.bindings.every_binding(node, where):
+                if id(bound) in seen:
+                    continue
+                seen.add(id(bound))
+                if bound.value is None:
+                    if self._is_spawned_rank(bound, node):
+                        return node
+                elif not isinstance(bound.value, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                    found = self._rank_read(bound.value, bound.where, seen, depth + 1)
+                    if found is not None:
+                        return found
+        return None
+
+    def _reads_environment(self, name: ast.Constant, within: ast.AST) -> bool:
+        """``os.environ["RANK"]``, ``os.environ.get("LOCAL_RANK")``, ``os.getenv("RANK")``."""
+        for node in ast.walk(within):
+            if isinstance(node, ast.Subscript) and node.slice is name:
+                return self.ctx.resolves_to(node.value, "os.environ")
+            if isinstance(node, ast.Call) and node.args and node.args[0] is name:
+                func = node.func
+                return self.ctx.resolves_to(func, "os.getenv", "os.environ.get")
+        return False
+
+    def _is_spawned_rank(self, bound: Bound, name: ast.AST) -> bool:
+        """``name`` is the first parameter of a worker ``mp.spawn`` starts: its process index."""
+        function = bound.where.function
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        params = [*function.args.posonlyargs, *function.args.args]
+        if (
+            not params
+            or binding_key(name) != params[0].arg
+            or bound.where.pos != (function.lineno, function.col_offset)
+        ):
+            return False
+        return function.name in self._spawned_workers()
+
+    def _spawned_workers(self) -> set[str]:
+        if self._workers is None:
+            self._workers = {
+                call.args[0].id for call in self._spawns if call.args and isinstance(call.args[0], ast.Name)
+            }
+        return self._workers
+
     def sized_from_prepared_loader(self, origin: Origin) -> bool:
         """``get_linear_schedule_with_warmup(opt, 100, len(train_dl) * epochs)`` after ``train_dl``
         was prepared: the schedule counts one process's steps."""
@@ -542,6 +630,25 @@ def _is(found: Origin | _Prepared | None, target: Origin | _Prepared | None, kin
 def _plain_arguments(call: ast.Call) -> bool:
     """``prepare(a, b)``: no ``*args`` nor keywords, so result ``i`` is argument ``i``."""
     return not call.keywords and not any(isinstance(a, ast.Starred) for a in call.args)
+
+
+def _data_nodes(expr: ast.AST) -> list[ast.AST]:
+    """The nodes of ``expr`` that decide its data, not where it lives: the arguments of
+    ``.to(rank)``/``.cuda(rank)`` and ``device=``-style keywords are placement, not a split."""
+    found: list[ast.AST] = []
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        if isinstance(node, ast.Call):
+            func = node.func
+            stack.append(func)
+            if not (isinstance(func, ast.Attribute) and func.attr in PLACEMENT_METHODS):
+                stack.extend(node.args)
+                stack.extend(kw.value for kw in node.keywords if kw.arg not in PLACEMENT_KEYWORDS)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return found
 
 
 def _keyword_value(call: ast.Call, name: str) -> ast.expr | None:

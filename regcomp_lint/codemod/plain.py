@@ -222,11 +222,11 @@ class PlainPlanner(Planner):
                 continue  # not built here (an alias of another object), or nothing the roles know
             assert built is not None and view.roles is not None
             if built.kind is Kind.DATALOADER:
-                if view.roles.sharded_by_sampler(built):
+                shard = view.roles.shard_reason(built)
+                if shard is not None:
                     self.sharded_loaders.append(creation.key)
                     self.notes.append(
-                        f"{creation.key} is sharded by its DistributedSampler: left unprepared, so every rank sees "
-                        "the batches it saw before"
+                        f"{creation.key} is {shard}: left unprepared, so every rank sees the batches it saw before"
                     )
                 elif view.roles.is_training_loader(built):
                     loaders.append(creation.key)
@@ -294,9 +294,13 @@ class PlainPlanner(Planner):
                 continue  # range(...), zip(...), list(...): never a loader
             if any(isinstance(roles.origin(arg, where), Origin) for arg in bound.value.args):
                 continue  # tqdm(loader), a wrapper of an object the roles know: that object decides
+            by_hand = roles.split_by_rank([*bound.value.args, *(kw.value for kw in bound.value.keywords)], where)
+            if by_hand is not None:
+                self.notes.append(f"{key} is {by_hand}: left unprepared, so every rank sees the batches it saw before")
+                continue
             origin = roles.origin(expr, where)
             if isinstance(origin, Origin) and origin.kind is Kind.DATALOADER:
-                if roles.sharded_by_sampler(origin):
+                if roles.shard_reason(origin) is not None:
                     continue
                 found.append(key)
             elif origin is None:

@@ -133,6 +133,15 @@ GRAD_SCALERS = (
 )
 #: A sampler that already gives each rank its own shard of the data.
 DISTRIBUTED_SAMPLER = ("torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler")
+#: Calls that tell a process its rank; with the ``RANK``/``LOCAL_RANK`` environment variables
+#: (torchrun's), Accelerate's ``process_index`` attributes and a worker's first parameter under
+#: ``mp.spawn``, what a data set split by hand per rank reads.
+RANK_CALLS = ("torch.distributed.get_rank",)
+RANK_VARIABLES = ("RANK", "LOCAL_RANK")
+RANK_ATTRIBUTES = ("process_index", "local_process_index")
+#: Methods and keywords that say where data lives: a rank passed there is a device, not a split.
+PLACEMENT_METHODS = ("to", "cuda")
+PLACEMENT_KEYWORDS = ("device", "device_ids", "map_location", "output_device")
 CUDA_SET_DEVICE = ("torch.cuda.set_device",)
 SPAWN = ("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes", "torch.multiprocessing.spawn.spawn")
 FSDP = (
