@@ -46,6 +46,7 @@ from regcomp_lint.knowledge.torch_api import (
     DISTRIBUTED_SAMPLER,
     GRAD_SCALERS,
     MODULE_ONLY_METHODS,
+    NO_GRAD,
     PLACEMENT_KEYWORDS,
     PLACEMENT_METHODS,
     RANK_ATTRIBUTES,
@@ -143,6 +144,9 @@ class TrainingRoles:
         self._optimizer_uses: list[tuple[ast.expr, Where]] = []
         #: ``torch.amp.GradScaler(...)`` calls: the script scales its loss itself
         self.grad_scalers: list[ast.Call] = []
+        #: names called anywhere, in loops or not, split by whether autograd records the call:
+        #: a model called only under no_grad is frozen
+        self._calls_by_grad: dict[bool, list[tuple[ast.expr, Where]]] = {True: [], False: []}
         #: ``mp.spawn(worker, ...)`` calls, and the names of the workers they start
         self._spawns: list[ast.Call] = []
         self._workers: set[str] | None = None
@@ -200,12 +204,30 @@ class TrainingRoles:
             if node.args and binding_key(node.args[0]) is not None and loops:
                 self.uses.append(Use(node.args[0], "iterated", where, loops=loops))
             return
+        self._calls_by_grad[not self._under_no_grad()].append((func, where))
         if not loops:
             return
         self.uses.append(Use(func, "called", where, loops=loops))
         for arg in [*node.args, *(kw.value for kw in node.keywords)]:
             if binding_key(arg) is not None:
                 self.uses.append(Use(arg, "passed", where, func, node, loops))
+
+    def _under_no_grad(self) -> bool:
+        """The node being visited runs without autograd: inside ``with torch.no_grad():`` or a
+        function decorated ``@torch.no_grad()``."""
+        for node in self.ctx.enclosing(ast.With, ast.AsyncWith, ast.FunctionDef, ast.AsyncFunctionDef):
+            if isinstance(node, (ast.With, ast.AsyncWith)):
+                if any(self._is_no_grad(item.context_expr) for item in node.items):
+                    return True
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                self._is_no_grad(d) for d in node.decorator_list
+            ):
+                return True
+        return False
+
+    def _is_no_grad(self, expr: ast.expr) -> bool:
+        func = expr.func if isinstance(expr, ast.Call) else expr
+        return self.ctx.resolves_to(func, *NO_GRAD)
 
     def _method_call(self, node: ast.Call, func: ast.Attribute, where: Where, loops: tuple[ast.AST, ...]) -> None:
         receiver = func.value
@@ -406,14 +428,34 @@ class TrainingRoles:
 
     # -- roles -----------------------------------------------------------------------------
     def frozen_origins(self) -> set[int]:
-        """ids of origins of models the script freezes (``requires_grad_(False)``, or ``.eval()``
-        outside loops and never ``.train()``): they stay unprepared on purpose."""
+        """ids of origins of models the script freezes (``requires_grad_(False)``, ``.eval()``
+        outside loops and never ``.train()``, or called only under ``torch.no_grad()``, as a DQN's
+        target network): they stay unprepared on purpose."""
 
         def origins(marks: list[tuple[ast.expr, Where]]) -> set[int]:
             return {id(o.call) for expr, where in marks if isinstance(o := self.origin(expr, where), Origin)}
 
         marks = self._marks
-        return origins(marks.frozen) | (origins(marks.evaluated) - origins(marks.trained))
+        return (
+            origins(marks.frozen)
+            | self._called_only_without_grad()
+            | (origins(marks.evaluated) - origins(marks.trained))
+        )
+
+    def _called_only_without_grad(self) -> set[int]:
+        """ids of origins of models every call of which runs under ``torch.no_grad()``."""
+        found: set[int] = set()
+        for expr, where in self._calls_by_grad[False]:
+            origin = self.passed_origin(expr, where)
+            if isinstance(origin, Origin) and origin.kind is Kind.MODEL:
+                found.add(id(origin.call))
+        if not found:
+            return found
+        for expr, where in self._calls_by_grad[True]:
+            origin = self.passed_origin(expr, where)
+            if isinstance(origin, Origin):
+                found.discard(id(origin.call))
+        return found
 
     def trains_on(self, use: Use) -> bool:
         """``use`` sits in a training loop: iterated by a loop reaching the training step, or

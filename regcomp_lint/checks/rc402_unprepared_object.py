@@ -53,7 +53,8 @@ class UnpreparedObject(Rule):
     Only files that train are checked: some `.backward(...)` or `.step()` call must occur (a
     loop that only calls a model is inference). Not reported: frozen models
     (`requires_grad_(False)`, or `.eval()` outside any loop and no `.train()`), as diffusers
-    scripts keep their VAE and text encoder; objects reached only through parameters; loops
+    scripts keep their VAE and text encoder, and models only ever called under `torch.no_grad()`
+    (a DQN's target network, a distillation teacher); objects reached only through parameters; loops
     where no accelerator is in sight (a plain-PyTorch baseline beside the Accelerate code);
     files with a `prepare(*objects)` call (what it prepares is unknown); a scheduler stepped only in
     a loop that does not train (`for _ in range(start_epoch): scheduler.step()` on resume); a
@@ -114,6 +115,12 @@ class UnpreparedObject(Rule):
         "dl = acc.prepare_data_loader(DataLoader(ds))\nfor x in dl:\n    net(x)\n    opt.step()\n",
         # a plain PyTorch script
         "import torch\nfrom torch.utils.data import DataLoader\nmodel = torch.nn.Linear(4, 2)\nfor x in DataLoader(ds):\n    model(x)\n",
+        # a DQN's target network: only ever called under torch.no_grad(), copied from the trained one
+        "import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\nq_net = torch.nn.Linear(4, 2)\n"
+        "target_net = torch.nn.Linear(4, 2)\nopt = torch.optim.Adam(q_net.parameters())\n"
+        "q_net, opt = accelerator.prepare(q_net, opt)\nfor obs in env_steps():\n    with torch.no_grad():\n"
+        "        target = target_net(obs).max(1)[0]\n    accelerator.backward((q_net(obs).max(1)[0] - target).pow(2).mean())\n"
+        "    opt.step()\n",
         # a frozen model (diffusers' text encoder), a loss module
         "from accelerate import Accelerator\nfrom torch import nn\nfrom transformers import CLIPTextModel\naccelerator = Accelerator()\n"
         "text_encoder = CLIPTextModel.from_pretrained('x')\ntext_encoder.requires_grad_(False)\ncriterion = nn.MSELoss()\n"
@@ -172,6 +179,16 @@ class UnpreparedObject(Rule):
             "model, optimizer, loader, scheduler = accelerator.prepare(model, optimizer, loader, scheduler)\n"
             "for batch in loader:\n    accelerator.backward(model(**batch).loss)\n    optimizer.step()\n    scheduler.step()\n",
             message="`scheduler` (LR scheduler)",
+        ),
+        # evaluated under no_grad, but trained too: not frozen
+        Invalid(
+            "import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\nnet = torch.nn.Linear(4, 2)\n"
+            "opt = torch.optim.Adam(net.parameters())\nopt = accelerator.prepare(opt)\nfor x in batches():\n"
+            "    with torch.no_grad():\n        net(x)\n    accelerator.backward(net(x).sum())\n    opt.step()\n",
+            fixed="import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\nnet = torch.nn.Linear(4, 2)\n"
+            "opt = torch.optim.Adam(net.parameters())\nopt, net = accelerator.prepare(opt, net)\nfor x in batches():\n"
+            "    with torch.no_grad():\n        net(x)\n    accelerator.backward(net(x).sum())\n    opt.step()\n",
+            message="`net` (model)",
         ),
         # the training loader left out (the eval loader may stay whole); a multi-line prepare keeps its layout
         Invalid(

@@ -139,6 +139,9 @@ DISTRIBUTED_SAMPLER = ("torch.utils.data.DistributedSampler", "torch.utils.data.
 RANK_CALLS = ("torch.distributed.get_rank",)
 RANK_VARIABLES = ("RANK", "LOCAL_RANK")
 RANK_ATTRIBUTES = ("process_index", "local_process_index")
+#: Context managers and decorators under which nothing is recorded for backward: a model only
+#: ever called there (a DQN's target network, a distillation teacher) is never trained.
+NO_GRAD = ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad")
 #: Methods and keywords that say where data lives: a rank passed there is a device, not a split.
 PLACEMENT_METHODS = ("to", "cuda")
 PLACEMENT_KEYWORDS = ("device", "device_ids", "map_location", "output_device")
