@@ -98,6 +98,8 @@ def adapt_distribution(planner: PlainPlanner) -> None:
             "with accelerate launch to use several (one process each, DDP); checkpoints the original saved while "
             "wrapped have `module.`-prefixed keys, the converted script saves and loads clean ones"
         )
+        if planner.loaders:
+            _split_batches_as_data_parallel_did(planner)
     if len(single) < len(dist.data_parallel):
         planner.notes.append(
             f"removed {len(dist.data_parallel) - len(single)} DDP wrap(s): accelerator.prepare() wraps the model; the script's own "
@@ -124,6 +126,20 @@ def _aliases(function: Function, models: set[str]) -> set[str]:
         if target is not None and key_of(target[1]) in models:
             found.add(target[0])
     return found
+
+
+def _split_batches_as_data_parallel_did(planner: PlainPlanner) -> None:
+    """DataParallel split each batch across the GPUs; under ``accelerate launch`` each process
+    would draw a whole batch of its own (N times the batch, 1/N of the steps per epoch, so
+    another LR schedule). ``split_batches=True`` splits every batch across the processes instead."""
+    config = accelerate_api.DATALOADER_CONFIGURATION
+    planner.accelerator_keywords.append(f"dataloader_config={config}({accelerate_api.SPLIT_BATCHES_FIELD}=True)")
+    planner.imports.append((accelerate_api.UTILS_MODULE, config))
+    planner.notes.append(
+        "dataloader_config=DataLoaderConfiguration(split_batches=True): as DataParallel split each batch across "
+        "the GPUs, each of N processes takes 1/N of every batch, so the batch an optimizer step sees and the "
+        "steps per epoch stay as before (the batch size must divide by N)"
+    )
 
 
 def _remove_wrap(planner: PlainPlanner, call: cst.Call, models: set[str]) -> list[str]:

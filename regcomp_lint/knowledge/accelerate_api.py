@@ -41,6 +41,12 @@ DDP_KWARGS_FIELDS = (
     "static_graph",
 )
 #: DeepSpeed placeholders the script hands to ``prepare`` in place of an optimizer / scheduler.
+#: ``Accelerator(dataloader_config=DataLoaderConfiguration(split_batches=True))``: every batch the
+#: loader yields is split across the processes (accelerate 1.15 ``data_loader.py``), as
+#: ``nn.DataParallel`` split it across GPUs: the batch the optimizer sees and the steps per epoch
+#: stay those of one process; the batch size must divide by the number of processes.
+DATALOADER_CONFIGURATION = "DataLoaderConfiguration"
+SPLIT_BATCHES_FIELD = "split_batches"
 DUMMY_OPTIMIZERS = ("accelerate.utils.DummyOptim", "accelerate.utils.deepspeed.DummyOptim")
 DUMMY_SCHEDULERS = ("accelerate.utils.DummyScheduler", "accelerate.utils.deepspeed.DummyScheduler")
 
