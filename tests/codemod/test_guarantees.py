@@ -21,7 +21,7 @@ from tests.codemod.fixture_cases import CASES, FIXTURES, convert_case, options_f
 #: What a line the conversion deletes or rewrites must be about. Anything else changing is
 #: collateral damage (reformatting, lost code) and fails the byte-identity test.
 TARGETED = re.compile(
-    r"backward|compile|cuda|device|DDP|DistributedDataParallel|process_group|Accelerator|dynamo_|"
+    r"backward|compile|cuda|device|DDP|DataParallel|process_group|Accelerator|dynamo_|"
     r"TorchDynamoPlugin|state_dict|require_backward_grad_sync|\.module\b|^\s*(def |if |\)|mode=)|"
     r"^\s*$"
 )
