@@ -15,6 +15,7 @@ from typing import TypeGuard
 import libcst as cst
 
 from regcomp_lint.codemod.builders import expression, keyword, with_keyword
+from regcomp_lint.codemod.device_choice import is_chosen_device
 from regcomp_lint.codemod.edits import EditPlan
 from regcomp_lint.codemod.options import ConvertOptions
 from regcomp_lint.codemod.roles import CallGraph, bindings
@@ -72,6 +73,9 @@ class Planner:
         self.device_values: dict[cst.CSTNode, tuple[str, str]] = {}
         #: device flags read inline, ``x.to(args.device)``: each becomes a CPU switch of the Accelerator
         self.inline_device_flags: list[str] = []
+        #: device keys the script assigns (``args.device = "cuda:{}".format(args.local_rank)``): the
+        #: assignment gives ``accelerator.device`` instead, so every reader of the key follows it
+        self.assigned_device_keys: set[str] = set()
 
     def conversion(self) -> Conversion:
         return Conversion(self.edits, self.notes, self.imports, self.unused_imports)
@@ -266,10 +270,10 @@ class Planner:
             elif (
                 func.attr.value == "to"
                 and call.args
-                and (_is_cuda_literal(call.args[0].value) or self._is_device_flag(call.args[0].value))
+                and (_is_cuda_literal(call.args[0].value) or self._is_device_flag(call.args[0].value, function))
                 and not self.is_removed(call)
             ):
-                flag = dotted(call.args[0].value) if self._is_device_flag(call.args[0].value) else None
+                flag = dotted(call.args[0].value) if self._is_device_flag(call.args[0].value, function) else None
                 if flag is not None and flag not in self.inline_device_flags:
                     self.inline_device_flags.append(flag)  # `x.to(args.device)`: the user's --device
                 acc = self.accelerator_in(function)
@@ -279,23 +283,33 @@ class Planner:
                 cudas += 1
         for assign in find_all(function, cst.Assign, enter_functions=False):
             target = single_target(assign)
-            if target is None or target[0] != device_key or self.is_removed(assign):
+            if self.is_removed(assign):
                 continue
+            if target is None or target[0] != device_key:
+                target = _attribute_target(assign, self.assigned_device_keys)  # args.device = ...
+                if target is None:
+                    continue
             if code(target[1]) in (acc_device, f"{acc_device}.type", "accelerator.device", "accelerator.device.type"):
                 continue
             self.rewrite_device(assign)
             devices += 1
         return cudas, devices
 
-    def _is_device_flag(self, value: cst.BaseExpression) -> bool:
+    def _is_device_flag(self, value: cst.BaseExpression, function: Function) -> bool:
         """``args.device`` / ``cfg.train.device``: a device the user chooses, read inline (not the
-        accelerator's own ``accelerator.device``, nor a module attribute such as ``torch.device``)."""
+        accelerator's own ``accelerator.device``, nor a module attribute such as ``torch.device``,
+        nor the ``.device`` of a tensor or model, ``device_choice``). A key the script assigns
+        itself is no flag to rewrite either: its assignment now gives ``accelerator.device``, and
+        every reader follows."""
         key = dotted(value) if isinstance(value, cst.Attribute) else None
         return (
-            key is not None
-            and "device" in value.attr.value  # type: ignore[attr-defined]
+            isinstance(value, cst.Attribute)
+            and key is not None
+            and "device" in value.attr.value
             and not self.tree.is_module_reference(value)
             and key.split(".")[0] not in ("self", self.acc_key.split(".")[0], "accelerator")
+            and key not in self.assigned_device_keys
+            and is_chosen_device(self.tree, value, function)
         )
 
     # -- placing new statements -------------------------------------------------------------
@@ -379,6 +393,12 @@ def _append(items: list[cst.Param], new: cst.Param) -> list[cst.Param]:
         )
         return [*items[:-1], last.with_changes(comma=separator), new.with_changes(comma=last.comma)]
     return [*items[:-1], last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), new]
+
+
+def _attribute_target(assign: cst.Assign, keys: set[str]) -> tuple[str, cst.BaseExpression] | None:
+    """``(key, value)`` for ``args.device = value`` when ``key`` is one of ``keys``."""
+    key = dotted(assign.targets[0].target) if len(assign.targets) == 1 else None
+    return (key, assign.value) if key is not None and key in keys else None
 
 
 def _is_string_valued(value: cst.BaseExpression) -> bool:
