@@ -166,3 +166,31 @@ def local_rank_note(tree: Tree) -> str | None:
         "code that tests it (rank-0 logging, sampling, saving) runs on every process and per-rank seeds are equal; "
         "read accelerator.local_process_index or accelerator.is_main_process there"
     )
+
+
+def gpu_choice_keys(tree: Tree) -> set[str]:
+    """Keys the script hands to ``torch.cuda.set_device`` (``args.gpu``, ``local_rank``): the one
+    GPU it picked, which under several processes must be each process's own."""
+    found: set[str] = set()
+    for call in find_all(tree.module, cst.Call):
+        if len(call.args) == 1 and tree.resolves_to(call.func, "torch.cuda.set_device"):
+            key = dotted(call.args[0].value)
+            if key is not None:
+                found.add(key)
+    return found
+
+
+def reads_gpu_choice(value: cst.BaseExpression, keys: set[str]) -> bool:
+    """``args.gpu`` or ``f"cuda:{args.gpu}"`` for a key the script set its GPU from."""
+    if dotted(value) in keys:
+        return True
+    if isinstance(value, cst.FormattedString):
+        parts = value.parts
+        return (
+            len(parts) == 2
+            and isinstance(parts[0], cst.FormattedStringText)
+            and parts[0].value == "cuda:"
+            and isinstance(parts[1], cst.FormattedStringExpression)
+            and dotted(parts[1].expression) in keys
+        )
+    return False

@@ -15,7 +15,7 @@ from typing import TypeGuard
 import libcst as cst
 
 from regcomp_lint.codemod.builders import expression, keyword, with_keyword
-from regcomp_lint.codemod.device_choice import is_chosen_device
+from regcomp_lint.codemod.device_choice import gpu_choice_keys, is_chosen_device, reads_gpu_choice
 from regcomp_lint.codemod.edits import EditPlan
 from regcomp_lint.codemod.options import ConvertOptions
 from regcomp_lint.codemod.roles import CallGraph, bindings
@@ -76,6 +76,8 @@ class Planner:
         #: device keys the script assigns (``args.device = "cuda:{}".format(args.local_rank)``): the
         #: assignment gives ``accelerator.device`` instead, so every reader of the key follows it
         self.assigned_device_keys: set[str] = set()
+        #: keys the script set its one GPU from (``torch.cuda.set_device(args.gpu)``)
+        self.gpu_choice_keys: set[str] = gpu_choice_keys(tree)
 
     def conversion(self) -> Conversion:
         return Conversion(self.edits, self.notes, self.imports, self.unused_imports)
@@ -281,6 +283,7 @@ class Planner:
                 self.edits.on(call.args[0], partial(cst.Arg.with_changes, value=value))
                 self.uses.append(call)
                 cudas += 1
+        cudas += self._gpu_choice_rewrites(function)
         for assign in find_all(function, cst.Assign, enter_functions=False):
             target = single_target(assign)
             if self.is_removed(assign):
@@ -294,6 +297,25 @@ class Planner:
             self.rewrite_device(assign)
             devices += 1
         return cudas, devices
+
+    def _gpu_choice_rewrites(self, function: Function) -> int:
+        """``device=args.gpu`` (and ``device=f"cuda:{args.gpu}"``) where the script set its GPU
+        with ``torch.cuda.set_device(args.gpu)``: snli's iterator would put every process's
+        batches on that one GPU; they follow the accelerator's device, as ``.cuda(args.gpu)`` does."""
+        keys = self.gpu_choice_keys - {"device", "self.device"} - self.assigned_device_keys
+        count = 0
+        if not keys:
+            return count
+        for call in find_all(function, cst.Call, enter_functions=False):
+            if self.is_removed(call) or self.tree.resolves_to(call.func, "torch.cuda.set_device"):
+                continue
+            for arg in call.args:
+                if arg.keyword is not None and arg.keyword.value == "device" and reads_gpu_choice(arg.value, keys):
+                    value = expression(f"{self.accelerator_in(function)}.device", self.module)
+                    self.edits.on(arg, partial(cst.Arg.with_changes, value=value))
+                    self.uses.append(call)
+                    count += 1
+        return count
 
     def _is_device_flag(self, value: cst.BaseExpression, function: Function) -> bool:
         """``args.device`` / ``cfg.train.device``: a device the user chooses, read inline (not the

@@ -176,3 +176,26 @@ def test_a_local_rank_option_is_said_to_stay_at_its_default_under_accelerate_lau
         f"the rank option at line {line} (--local_rank) is passed only by python -m torch.distributed.launch" in notes
     )
     assert "accelerate launch and torchrun leave it at its default on every process" in notes
+
+
+def test_data_placed_on_the_gpu_the_script_set_follows_each_processs_device():
+    """snli: ``torch.cuda.set_device(args.gpu)`` then an iterator with ``device=args.gpu`` would
+    put every process's batches on that one GPU; like ``.cuda(args.gpu)``, they follow
+    accelerator.device (which is that GPU on one process: Accelerate uses the current one)."""
+    text = (
+        "import argparse\nimport torch\n\n"
+        "parser = argparse.ArgumentParser()\nparser.add_argument('--gpu', type=int, default=0)\n"
+        "args = parser.parse_args()\ntorch.cuda.set_device(args.gpu)\n"
+        "batches = [(torch.randn(4, 8, device=args.gpu), torch.randint(0, 3, (4,), device=f'cuda:{args.gpu}'))]\n"
+        "model = torch.nn.Linear(8, 3).cuda(args.gpu)\n"
+        "opt = torch.optim.Adam(model.parameters(), lr=1e-3)\n"
+        "for x, y in batches:\n    opt.zero_grad()\n"
+        "    torch.nn.functional.cross_entropy(model(x), y).backward()\n    opt.step()\n"
+    )
+    result = convert(text)
+    assert "torch.randn(4, 8, device=accelerator.device)" in result.text
+    assert "torch.randint(0, 3, (4,), device=accelerator.device)" in result.text
+    assert "model = torch.nn.Linear(8, 3).to(accelerator.device)\n" in result.text
+    assert "torch.cuda.set_device(args.gpu)\n" in result.text  # one process: the GPU Accelerate then uses
+    lines = result.text.splitlines()
+    assert lines.index("torch.cuda.set_device(args.gpu)") < lines.index(accelerator_line(result.text))
