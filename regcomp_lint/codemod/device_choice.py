@@ -117,13 +117,20 @@ def only_moves_devices(body: cst.BaseSuite) -> bool:
         smalls += list(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else [stmt]
     for small in smalls:
         value = small.value if isinstance(small, (cst.Expr, cst.Assign)) else None
-        if not (
-            isinstance(value, cst.Call)
-            and isinstance(value.func, cst.Attribute)
-            and value.func.attr.value in ("cuda", "to")
-        ):
+        values = (
+            [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
+        )  # a, b = a.cuda(), b.cuda()
+        if not all(_is_move(v) for v in values):
             return False
     return bool(smalls)
+
+
+def _is_move(value: cst.BaseExpression | None) -> bool:
+    return (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value in ("cuda", "to")
+    )
 
 
 def negated(test: cst.BaseExpression) -> str:

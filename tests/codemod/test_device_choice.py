@@ -119,9 +119,10 @@ def test_an_if_that_only_moves_to_the_gpu_is_still_the_cpu_choice():
         "    parser = argparse.ArgumentParser()\n    parser.add_argument('--cuda', action='store_true')\n"
         "    args = parser.parse_args()\n"
         "    model = torch.nn.Linear(4, 1)\n"
-        "    if args.cuda:\n        model.cuda()\n"
+        "    x = torch.randn(2, 4)\n"
+        "    if args.cuda:\n        model.cuda()\n        x, y = x.cuda(), x.to('cuda')\n"
         "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
-        "    for step in range(3):\n        loss = model(torch.randn(2, 4)).sum()\n"
+        "    for step in range(3):\n        loss = model(x).sum()\n"
         "        loss.backward()\n        optimizer.step()\n"
     )
     result = convert(text)
