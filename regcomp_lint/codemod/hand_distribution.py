@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from regcomp_lint.codemod.builders import expression, statement
+from regcomp_lint.codemod.device_choice import local_rank_option
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import (
     Function,
@@ -91,6 +92,8 @@ def adapt_distribution(planner: PlainPlanner) -> None:
         # without CUDA, Accelerate treats the script's processes as one unless told to use the CPU
         planner.cpu_conditions.append(_NO_CUDA)
     starts = "its own workers, as before" if workers else "torchrun as before, and with accelerate launch"
+    if not workers and local_rank_option(tree) is not None:
+        starts = "python -m torch.distributed.launch as before, and with accelerate launch (see the rank option below)"
     single = [c for c in dist.data_parallel if tree.resolves_to(c.func, *torch_api.SINGLE_PROCESS_DATA_PARALLEL)]
     if single:
         planner.notes.append(

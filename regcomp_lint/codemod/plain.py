@@ -20,6 +20,13 @@ from regcomp_lint.analysis.training_objects import Kind
 from regcomp_lint.analysis.training_roles import Cadence, Origin
 from regcomp_lint.codemod.builders import call_statement, expression, statement
 from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, find_compile_sites
+from regcomp_lint.codemod.device_choice import (
+    assigned_device_keys,
+    branch_condition,
+    is_cpu_value,
+    local_rank_note,
+    only_moves_devices,
+)
 from regcomp_lint.codemod.distribution import Distribution
 from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.hand_distribution import adapt_distribution
@@ -95,6 +102,9 @@ class PlainPlanner(Planner):
         reason = self._regional_reason()
         settings, setting_notes = resolve(script, self.options, reason)
         self._rewrites(backwards)
+        rank_note = local_rank_note(tree)
+        if rank_note is not None:
+            self.notes.append(rank_note)
         self._stay_on_cpu_without_devices()
         self._keep_one_loss_scaling()
         self._place(settings, script)
@@ -409,6 +419,7 @@ class PlainPlanner(Planner):
             if all(place is not r for r in reach) and not isinstance(place, cst.Module):
                 if self.can_reach_accelerator(place):
                     reach += [place, *(f for f in find_all(place, cst.FunctionDef) if f is not place)]
+        self.assigned_device_keys = {key for function in reach for key in assigned_device_keys(tree, function)}
         for function in reach:
             cudas, devices = self.device_and_cuda_rewrites(function, device_key if function is self.scope else "device")
             self.cudas += cudas
@@ -713,6 +724,11 @@ class PlainPlanner(Planner):
                 else:
                     continue
                 found.append((condition, names))
+            # `if use_accel: device = ... else: device = torch.device("cpu")`: the branch that chose the CPU
+            branch = branch_condition(self.tree, assign) if is_cpu_value(assign.value) else None
+            names = [n for test in branch[1] for n in self._flag_names(test)] if branch is not None else []
+            if branch is not None and names:
+                found.append((branch[0], list(dict.fromkeys(names))))
         # `if args.cuda: model.cuda()` (no else): the flag that chose the GPU
         for node in self.edits.replace:
             if not (
@@ -727,6 +743,8 @@ class PlainPlanner(Planner):
                 if isinstance(anc, cst.If) and self.tree.contains(anc.body, node):
                     if anc.orelse is not None or isinstance(self.tree.parent(anc), cst.If):
                         break  # an if/else over where to run, not a switch for the GPU
+                    if not only_moves_devices(anc.body):
+                        break  # `if args.word_vectors: <load them>; model.cuda()`: a feature switch
                     names = self._flag_names(anc.test)
                     if names:
                         found.append((_negated(anc.test), names))

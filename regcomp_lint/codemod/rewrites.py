@@ -15,6 +15,7 @@ from typing import TypeGuard
 import libcst as cst
 
 from regcomp_lint.codemod.builders import expression, keyword, with_keyword
+from regcomp_lint.codemod.device_choice import gpu_choice_keys, is_chosen_device, reads_gpu_choice
 from regcomp_lint.codemod.edits import EditPlan
 from regcomp_lint.codemod.options import ConvertOptions
 from regcomp_lint.codemod.roles import CallGraph, bindings
@@ -72,6 +73,11 @@ class Planner:
         self.device_values: dict[cst.CSTNode, tuple[str, str]] = {}
         #: device flags read inline, ``x.to(args.device)``: each becomes a CPU switch of the Accelerator
         self.inline_device_flags: list[str] = []
+        #: device keys the script assigns (``args.device = "cuda:{}".format(args.local_rank)``): the
+        #: assignment gives ``accelerator.device`` instead, so every reader of the key follows it
+        self.assigned_device_keys: set[str] = set()
+        #: keys the script set its one GPU from (``torch.cuda.set_device(args.gpu)``)
+        self.gpu_choice_keys: set[str] = gpu_choice_keys(tree)
 
     def conversion(self) -> Conversion:
         return Conversion(self.edits, self.notes, self.imports, self.unused_imports)
@@ -266,10 +272,10 @@ class Planner:
             elif (
                 func.attr.value == "to"
                 and call.args
-                and (_is_cuda_literal(call.args[0].value) or self._is_device_flag(call.args[0].value))
+                and (_is_cuda_literal(call.args[0].value) or self._is_device_flag(call.args[0].value, function))
                 and not self.is_removed(call)
             ):
-                flag = dotted(call.args[0].value) if self._is_device_flag(call.args[0].value) else None
+                flag = dotted(call.args[0].value) if self._is_device_flag(call.args[0].value, function) else None
                 if flag is not None and flag not in self.inline_device_flags:
                     self.inline_device_flags.append(flag)  # `x.to(args.device)`: the user's --device
                 acc = self.accelerator_in(function)
@@ -277,25 +283,55 @@ class Planner:
                 self.edits.on(call.args[0], partial(cst.Arg.with_changes, value=value))
                 self.uses.append(call)
                 cudas += 1
+        cudas += self._gpu_choice_rewrites(function)
         for assign in find_all(function, cst.Assign, enter_functions=False):
             target = single_target(assign)
-            if target is None or target[0] != device_key or self.is_removed(assign):
+            if self.is_removed(assign):
                 continue
+            if target is None or target[0] != device_key:
+                target = _attribute_target(assign, self.assigned_device_keys)  # args.device = ...
+                if target is None:
+                    continue
             if code(target[1]) in (acc_device, f"{acc_device}.type", "accelerator.device", "accelerator.device.type"):
                 continue
             self.rewrite_device(assign)
             devices += 1
         return cudas, devices
 
-    def _is_device_flag(self, value: cst.BaseExpression) -> bool:
+    def _gpu_choice_rewrites(self, function: Function) -> int:
+        """``device=args.gpu`` (and ``device=f"cuda:{args.gpu}"``) where the script set its GPU
+        with ``torch.cuda.set_device(args.gpu)``: snli's iterator would put every process's
+        batches on that one GPU; they follow the accelerator's device, as ``.cuda(args.gpu)`` does."""
+        keys = self.gpu_choice_keys - {"device", "self.device"} - self.assigned_device_keys
+        count = 0
+        if not keys:
+            return count
+        for call in find_all(function, cst.Call, enter_functions=False):
+            if self.is_removed(call) or self.tree.resolves_to(call.func, "torch.cuda.set_device"):
+                continue
+            for arg in call.args:
+                if arg.keyword is not None and arg.keyword.value == "device" and reads_gpu_choice(arg.value, keys):
+                    value = expression(f"{self.accelerator_in(function)}.device", self.module)
+                    self.edits.on(arg, partial(cst.Arg.with_changes, value=value))
+                    self.uses.append(call)
+                    count += 1
+        return count
+
+    def _is_device_flag(self, value: cst.BaseExpression, function: Function) -> bool:
         """``args.device`` / ``cfg.train.device``: a device the user chooses, read inline (not the
-        accelerator's own ``accelerator.device``, nor a module attribute such as ``torch.device``)."""
+        accelerator's own ``accelerator.device``, nor a module attribute such as ``torch.device``,
+        nor the ``.device`` of a tensor or model, ``device_choice``). A key the script assigns
+        itself is no flag to rewrite either: its assignment now gives ``accelerator.device``, and
+        every reader follows."""
         key = dotted(value) if isinstance(value, cst.Attribute) else None
         return (
-            key is not None
-            and "device" in value.attr.value  # type: ignore[attr-defined]
+            isinstance(value, cst.Attribute)
+            and key is not None
+            and "device" in value.attr.value
             and not self.tree.is_module_reference(value)
             and key.split(".")[0] not in ("self", self.acc_key.split(".")[0], "accelerator")
+            and key not in self.assigned_device_keys
+            and is_chosen_device(self.tree, value, function)
         )
 
     # -- placing new statements -------------------------------------------------------------
@@ -379,6 +415,12 @@ def _append(items: list[cst.Param], new: cst.Param) -> list[cst.Param]:
         )
         return [*items[:-1], last.with_changes(comma=separator), new.with_changes(comma=last.comma)]
     return [*items[:-1], last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), new]
+
+
+def _attribute_target(assign: cst.Assign, keys: set[str]) -> tuple[str, cst.BaseExpression] | None:
+    """``(key, value)`` for ``args.device = value`` when ``key`` is one of ``keys``."""
+    key = dotted(assign.targets[0].target) if len(assign.targets) == 1 else None
+    return (key, assign.value) if key is not None and key in keys else None
 
 
 def _is_string_valued(value: cst.BaseExpression) -> bool:

@@ -50,6 +50,8 @@ EAGER_CASES = {
     "if_args_compile": ["--epochs", "4", "--compile"],
     "backward_variants": [],
     "module_level_script": [],
+    "per_rank_device": ["--epochs", "6"],
+    "accelerator_cpu_switch": ["--epochs", "6", "--no-accel"],
 }
 INDUCTOR_CASE = "module_level_script"
 

@@ -1,0 +1,203 @@
+"""Which device values the script chose, and where it chose the CPU.
+
+Only a device the script picked is the user's choice: a command-line flag (``args.device``), a
+value it assigns (``args.device = "cuda:{}".format(args.local_rank)``), an ``if``/``else`` over
+where to run. The ``.device`` of a tensor or a module (``y.to(y_hat.device)``) follows that
+object, never the user, so a conversion must leave it alone.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from regcomp_lint.codemod.roles import bindings
+from regcomp_lint.codemod.tree import Function, Tree, code, dotted, find_all
+
+#: methods of ``argparse.ArgumentParser`` whose result is the command line's namespace
+_COMMAND_LINE_PARSES = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args"})
+#: the option ``torch.distributed.launch`` passes and ``torchrun`` / ``accelerate launch`` do not
+#: (torch/distributed/launch.py; accelerate/commands/launch.py passes no such option)
+LOCAL_RANK_OPTIONS = ("--local_rank", "--local-rank")
+
+
+def is_chosen_device(tree: Tree, value: cst.Attribute, function: Function) -> bool:
+    """Is ``value`` (``args.device``, ``cfg.train.device``), read in ``function``, a device the
+    script chose rather than the device of a tensor or model it holds (``y_hat.device``)?
+
+    The root name decides: a command-line namespace, a parameter, or a global we cannot see
+    bound are the user's; a local (or module-level) name bound from anything but
+    ``parser.parse_args()`` is an object that lives on a device (a tensor, a batch, a model).
+    A key the script assigns itself (``args.device = ...``) is always its choice."""
+    key = dotted(value)
+    if key is None:
+        return False
+    if key in assigned_device_keys(tree):
+        return True
+    root = key.split(".")[0]
+    for place in (function, tree.module):
+        if tree.is_parameter(root, place):
+            return True
+        found = bindings(place, root)
+        if found:
+            return any(_is_command_line(node) for node in found)
+    return True
+
+
+def assigned_device_keys(tree: Tree, function: Function | None = None) -> set[str]:
+    """Keys like ``args.device`` that the script (or ``function``, not its nested defs) assigns
+    itself; never ``self.device``, which the trainer class conversion handles as its ``device``."""
+    found: set[str] = set()
+    where = tree.module if function is None else function
+    for assign in find_all(where, cst.Assign, enter_functions=function is None):
+        key = dotted(assign.targets[0].target) if len(assign.targets) == 1 else None
+        if key is not None and is_device_attribute_key(key):
+            found.add(key)
+    return found
+
+
+def is_device_attribute_key(key: str) -> bool:
+    parts = key.split(".")
+    return len(parts) > 1 and parts[-1] == "device" and parts[0] not in ("self", "accelerator")
+
+
+def _is_command_line(node: cst.CSTNode) -> bool:
+    if not isinstance(node, cst.Assign):
+        return False
+    value = node.value.value if isinstance(node.value, cst.Subscript) else node.value  # parse_known_args()[0]
+    return (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value in _COMMAND_LINE_PARSES
+    )
+
+
+def is_cpu_value(node: cst.BaseExpression) -> bool:
+    """``"cpu"`` or ``torch.device("cpu")``."""
+    if isinstance(node, cst.SimpleString):
+        return node.evaluated_value == "cpu"
+    if isinstance(node, cst.Call) and code(node.func).endswith("device") and len(node.args) == 1:
+        return is_cpu_value(node.args[0].value)
+    return False
+
+
+def branch_condition(tree: Tree, stmt: cst.CSTNode) -> tuple[str, list[cst.BaseExpression]] | None:
+    """The condition under which ``stmt`` runs when it sits in an ``if``/``elif``/``else`` branch
+    (``args.cpu``, ``not use_accel``, ``not a and b`` for an ``elif b``) and the tests it reads,
+    else None."""
+    parts: list[str] = []
+    tests: list[cst.BaseExpression] = []
+    node: cst.CSTNode = stmt
+    for anc in tree.ancestors(stmt):
+        if isinstance(anc, (cst.FunctionDef, cst.Module, cst.ClassDef)):
+            break
+        if isinstance(anc, cst.If):
+            tests.append(anc.test)
+            if tree.contains(anc.body, node):
+                parts.append(_parenthesised(code(anc.test).strip()))
+            else:
+                parts.append(negated(anc.test))
+            parent = tree.parent(anc)
+            if not (isinstance(parent, (cst.If, cst.Else))):
+                break  # the outermost if of an if/elif chain
+        node = anc
+    if not parts:
+        return None
+    parts.reverse()
+    return " and ".join(parts), tests
+
+
+def only_moves_devices(body: cst.BaseSuite) -> bool:
+    """Does this ``if`` body do nothing but move things to the GPU (``model.cuda()``,
+    ``criterion = criterion.cuda()``)? Only then is its test a switch for the GPU."""
+    statements = body.body if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else []
+    smalls: list[cst.CSTNode] = []
+    for stmt in statements:
+        if not isinstance(stmt, (cst.SimpleStatementLine, cst.BaseSmallStatement)):
+            return False
+        smalls += list(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else [stmt]
+    for small in smalls:
+        value = small.value if isinstance(small, (cst.Expr, cst.Assign)) else None
+        values = (
+            [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
+        )  # a, b = a.cuda(), b.cuda()
+        if not all(_is_move(v) for v in values):
+            return False
+    return bool(smalls)
+
+
+def _is_move(value: cst.BaseExpression | None) -> bool:
+    return (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value in ("cuda", "to")
+    )
+
+
+def negated(test: cst.BaseExpression) -> str:
+    """``not <test>`` as source: ``not x`` for a plain name, ``x`` for ``not x``, else ``not (...)``."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return code(test.expression).strip()
+    text = code(test).strip()
+    return f"not ({text})" if " " in text else f"not {text}"
+
+
+def _parenthesised(text: str) -> str:
+    return f"({text})" if " " in text else text
+
+
+def local_rank_option(tree: Tree) -> cst.Call | None:
+    """``parser.add_argument("--local_rank", ...)``: the rank ``torch.distributed.launch`` passes
+    on the command line, which ``accelerate launch`` and ``torchrun`` never do."""
+    for call in find_all(tree.module, cst.Call):
+        if (
+            isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "add_argument"
+            and any(
+                isinstance(arg.value, cst.SimpleString) and arg.value.evaluated_value in LOCAL_RANK_OPTIONS
+                for arg in call.args
+                if arg.keyword is None
+            )
+        ):
+            return call
+    return None
+
+
+def local_rank_note(tree: Tree) -> str | None:
+    """What a converted script that reads its rank from ``--local_rank`` must be told."""
+    option = local_rank_option(tree)
+    if option is None:
+        return None
+    return (
+        f"the rank option at line {tree.line(option)} (--local_rank) is passed only by python -m "
+        "torch.distributed.launch; accelerate launch and torchrun leave it at its default on every process, so "
+        "code that tests it (rank-0 logging, sampling, saving) runs on every process and per-rank seeds are equal; "
+        "read accelerator.local_process_index or accelerator.is_main_process there"
+    )
+
+
+def gpu_choice_keys(tree: Tree) -> set[str]:
+    """Keys the script hands to ``torch.cuda.set_device`` (``args.gpu``, ``local_rank``): the one
+    GPU it picked, which under several processes must be each process's own."""
+    found: set[str] = set()
+    for call in find_all(tree.module, cst.Call):
+        if len(call.args) == 1 and tree.resolves_to(call.func, "torch.cuda.set_device"):
+            key = dotted(call.args[0].value)
+            if key is not None:
+                found.add(key)
+    return found
+
+
+def reads_gpu_choice(value: cst.BaseExpression, keys: set[str]) -> bool:
+    """``args.gpu`` or ``f"cuda:{args.gpu}"`` for a key the script set its GPU from."""
+    if dotted(value) in keys:
+        return True
+    if isinstance(value, cst.FormattedString):
+        parts = value.parts
+        return (
+            len(parts) == 2
+            and isinstance(parts[0], cst.FormattedStringText)
+            and parts[0].value == "cuda:"
+            and isinstance(parts[1], cst.FormattedStringExpression)
+            and dotted(parts[1].expression) in keys
+        )
+    return False

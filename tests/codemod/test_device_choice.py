@@ -1,0 +1,202 @@
+"""Only a device the script chose is the user's device: flags, assignments, an if/else over where
+to run. The ``.device`` of a tensor is never a flag, a feature switch is no GPU switch, and a
+per-rank device the script builds itself comes from the accelerator (survey 3, gaps 1 and 3)."""
+
+from __future__ import annotations
+
+from regcomp_lint.codemod import ConversionResult, ConvertOptions, convert_source
+
+
+def convert(text: str) -> ConversionResult:
+    result = convert_source(text, "train.py", ConvertOptions())
+    assert result.refused is None, result.refused
+    return result
+
+
+def accelerator_line(text: str) -> str:
+    return next(line.strip() for line in text.splitlines() if "= Accelerator(" in line)
+
+
+def test_a_tensors_device_is_no_flag_and_its_move_stays_as_written():
+    """PyG's reddit example: ``y = data.y.to(y_hat.device)`` where ``y_hat`` was moved to the CPU."""
+    text = (
+        "import torch\n\n"
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "model = torch.nn.Linear(8, 4).to(device)\n"
+        "optimizer = torch.optim.Adam(model.parameters(), lr=0.01)\n"
+        "x = torch.randn(16, 8, device=device)\n"
+        "labels = torch.randint(0, 4, (16,))\n\n\n"
+        "def evaluate():\n"
+        "    predicted = model(x).argmax(dim=-1).cpu()\n"
+        "    expected = labels.to(predicted.device)\n"
+        "    return int((predicted == expected).sum())\n\n\n"
+        "for epoch in range(2):\n"
+        "    optimizer.zero_grad()\n"
+        "    torch.nn.functional.cross_entropy(model(x), labels.to(device)).backward()\n"
+        "    optimizer.step()\n"
+        "    print(evaluate())\n"
+    )
+    result = convert(text)
+    assert "    expected = labels.to(predicted.device)\n" in result.text
+    assert accelerator_line(result.text) == "accelerator = Accelerator(dynamo_plugin=dynamo_plugin)"
+    assert not any("predicted.device" in note for note in result.notes)
+
+
+def test_a_command_line_device_read_inline_is_still_the_users_flag():
+    text = (
+        "import argparse\nimport torch\n\n\ndef main():\n"
+        "    parser = argparse.ArgumentParser()\n    parser.add_argument('--device', default='cpu')\n"
+        "    args = parser.parse_args()\n"
+        "    model = torch.nn.Linear(4, 1).to(args.device)\n"
+        "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    for step in range(3):\n        loss = model(torch.randn(2, 4).to(args.device)).sum()\n"
+        "        loss.backward()\n        optimizer.step()\n"
+    )
+    result = convert(text)
+    assert "torch.randn(2, 4).to(accelerator.device)" in result.text
+    assert accelerator_line(result.text) == (
+        'accelerator = Accelerator(dynamo_plugin=dynamo_plugin, cpu=str(args.device) == "cpu")'
+    )
+
+
+def test_an_if_else_that_picks_the_cpu_becomes_the_accelerators_cpu_choice():
+    """pytorch/examples' torch.accelerator idiom: ``--no-accel`` must still train on the CPU."""
+    text = (
+        "import argparse\nimport torch\n\n\ndef main():\n"
+        "    parser = argparse.ArgumentParser()\n    parser.add_argument('--no-accel', action='store_true')\n"
+        "    args = parser.parse_args()\n"
+        "    use_accel = not args.no_accel and torch.accelerator.is_available()\n"
+        "    if use_accel:\n        device = torch.accelerator.current_accelerator()\n"
+        "    else:\n        device = torch.device('cpu')\n"
+        "    model = torch.nn.Linear(4, 1).to(device)\n"
+        "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    for step in range(3):\n        loss = model(torch.randn(2, 4).to(device)).sum()\n"
+        "        loss.backward()\n        optimizer.step()\n"
+    )
+    result = convert(text)
+    assert accelerator_line(result.text) == "accelerator = Accelerator(dynamo_plugin=dynamo_plugin, cpu=not use_accel)"
+    assert "Accelerator(cpu=not use_accel)" in "\n".join(result.notes)
+
+
+def test_an_elif_chain_ending_on_the_cpu_takes_every_test_before_it():
+    text = (
+        "import argparse\nimport torch\n\n\ndef main():\n"
+        "    parser = argparse.ArgumentParser()\n    parser.add_argument('--cuda', action='store_true')\n"
+        "    parser.add_argument('--mps', action='store_true')\n    args = parser.parse_args()\n"
+        "    if args.cuda:\n        device = 'cuda'\n    elif args.mps:\n        device = 'mps'\n"
+        "    else:\n        device = 'cpu'\n"
+        "    model = torch.nn.Linear(4, 1).to(device)\n"
+        "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    for step in range(3):\n        loss = model(torch.randn(2, 4).to(device)).sum()\n"
+        "        loss.backward()\n        optimizer.step()\n"
+    )
+    result = convert(text)
+    assert accelerator_line(result.text) == (
+        "accelerator = Accelerator(dynamo_plugin=dynamo_plugin, cpu=not args.cuda and not args.mps)"
+    )
+
+
+def test_an_if_that_does_more_than_move_to_the_gpu_is_no_gpu_switch():
+    """snli: ``if args.word_vectors: <load them>; model.cuda()`` is a feature, not the CPU choice."""
+    text = (
+        "import argparse\nimport torch\n\n\ndef main():\n"
+        "    parser = argparse.ArgumentParser()\n    parser.add_argument('--word_vectors', default='')\n"
+        "    args = parser.parse_args()\n"
+        "    model = torch.nn.Linear(4, 1)\n"
+        "    if args.word_vectors:\n        model.weight.data.normal_()\n        model.cuda()\n"
+        "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    for step in range(3):\n        loss = model(torch.randn(2, 4).cuda()).sum()\n"
+        "        loss.backward()\n        optimizer.step()\n"
+    )
+    result = convert(text)
+    assert accelerator_line(result.text) == "accelerator = Accelerator(dynamo_plugin=dynamo_plugin)"
+    assert "        model.to(accelerator.device)\n" in result.text
+
+
+def test_an_if_that_only_moves_to_the_gpu_is_still_the_cpu_choice():
+    text = (
+        "import argparse\nimport torch\n\n\ndef main():\n"
+        "    parser = argparse.ArgumentParser()\n    parser.add_argument('--cuda', action='store_true')\n"
+        "    args = parser.parse_args()\n"
+        "    model = torch.nn.Linear(4, 1)\n"
+        "    x = torch.randn(2, 4)\n"
+        "    if args.cuda:\n        model.cuda()\n        x, y = x.cuda(), x.to('cuda')\n"
+        "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    for step in range(3):\n        loss = model(x).sum()\n"
+        "        loss.backward()\n        optimizer.step()\n"
+    )
+    result = convert(text)
+    assert accelerator_line(result.text) == "accelerator = Accelerator(dynamo_plugin=dynamo_plugin, cpu=not args.cuda)"
+
+
+PER_RANK_DEVICE = (
+    "import argparse\nimport torch\n\n\n"
+    "class NoiseTable:\n    def __init__(self, steps, device):\n"
+    "        self.scale = torch.linspace(1, 0.01, steps).to(device)\n\n\n"
+    "def train_one_epoch(model, table, optimizer, args):\n"
+    "    for _ in range(4):\n"
+    "        x = torch.randn(8, 4).to(args.device)\n"
+    "        loss = (model(x * table.scale[:4, None]) ** 2).mean()\n"
+    "        optimizer.zero_grad()\n        loss.backward()\n        optimizer.step()\n\n\n"
+    "def main():\n"
+    "    parser = argparse.ArgumentParser()\n    parser.add_argument('--local_rank', default=0, type=int)\n"
+    "    args = parser.parse_args()\n"
+    "    args.device = 'cuda:{}'.format(args.local_rank)\n"
+    "    model = torch.nn.Linear(4, 4).to(args.device)\n"
+    "    table = NoiseTable(100, args.device)\n"
+    "    state = torch.load('init.pt', map_location=args.device)\n"
+    "    model.load_state_dict(state)\n"
+    "    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)\n"
+    "    for epoch in range(2):\n        train_one_epoch(model, table, optimizer, args)\n"
+)
+
+
+def test_a_per_rank_device_the_script_builds_comes_from_the_accelerator_for_every_reader():
+    """minimal-diffusion: ``args.device = "cuda:{local_rank}"`` is cuda:0 on every process under
+    accelerate launch; its assignment gives accelerator.device, so the noise table and the
+    checkpoint's map_location follow it as well as the batches."""
+    result = convert(PER_RANK_DEVICE)
+    assert "    args.device = accelerator.device\n" in result.text
+    assert "cuda:{}" not in result.text
+    assert "    table = NoiseTable(100, args.device)\n" in result.text
+    assert "map_location=args.device" in result.text
+    assert "        x = torch.randn(8, 4).to(args.device)\n" in result.text
+    # no CPU switch read from a key that is only assigned after the Accelerator exists
+    assert accelerator_line(result.text) == "accelerator = Accelerator(dynamo_plugin=dynamo_plugin)"
+    lines = result.text.splitlines()
+    assert lines.index("    accelerator = Accelerator(dynamo_plugin=dynamo_plugin)") < lines.index(
+        "    args.device = accelerator.device"
+    )
+
+
+def test_a_local_rank_option_is_said_to_stay_at_its_default_under_accelerate_launch():
+    result = convert(PER_RANK_DEVICE)
+    notes = "\n".join(result.notes)
+    line = next(i for i, text in enumerate(PER_RANK_DEVICE.splitlines(), 1) if "--local_rank" in text)
+    assert (
+        f"the rank option at line {line} (--local_rank) is passed only by python -m torch.distributed.launch" in notes
+    )
+    assert "accelerate launch and torchrun leave it at its default on every process" in notes
+
+
+def test_data_placed_on_the_gpu_the_script_set_follows_each_processs_device():
+    """snli: ``torch.cuda.set_device(args.gpu)`` then an iterator with ``device=args.gpu`` would
+    put every process's batches on that one GPU; like ``.cuda(args.gpu)``, they follow
+    accelerator.device (which is that GPU on one process: Accelerate uses the current one)."""
+    text = (
+        "import argparse\nimport torch\n\n"
+        "parser = argparse.ArgumentParser()\nparser.add_argument('--gpu', type=int, default=0)\n"
+        "args = parser.parse_args()\ntorch.cuda.set_device(args.gpu)\n"
+        "batches = [(torch.randn(4, 8, device=args.gpu), torch.randint(0, 3, (4,), device=f'cuda:{args.gpu}'))]\n"
+        "model = torch.nn.Linear(8, 3).cuda(args.gpu)\n"
+        "opt = torch.optim.Adam(model.parameters(), lr=1e-3)\n"
+        "for x, y in batches:\n    opt.zero_grad()\n"
+        "    torch.nn.functional.cross_entropy(model(x), y).backward()\n    opt.step()\n"
+    )
+    result = convert(text)
+    assert "torch.randn(4, 8, device=accelerator.device)" in result.text
+    assert "torch.randint(0, 3, (4,), device=accelerator.device)" in result.text
+    assert "model = torch.nn.Linear(8, 3).to(accelerator.device)\n" in result.text
+    assert "torch.cuda.set_device(args.gpu)\n" in result.text  # one process: the GPU Accelerate then uses
+    lines = result.text.splitlines()
+    assert lines.index("torch.cuda.set_device(args.gpu)") < lines.index(accelerator_line(result.text))
