@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from regcomp_lint.codemod.optimizers import find_optimizers
 from regcomp_lint.codemod.roles import CallGraph
 from regcomp_lint.codemod.tree import Function, Tree, find_all, key_of, parameter_names, single_target
 
@@ -40,14 +41,53 @@ def find_handed_in(tree: Tree, graph: CallGraph, training: set[Function]) -> Han
         called = {key for m in trainers for key in _called_attributes(m)}
         models = [k for k in kept if k in called]
         if len(optimizers) == 1 and models:
+            models = _optimized(tree, cls, init, kept, optimizers[0], models)
             found.append(HandedIn(init, optimizers[0], models))
     return found[0] if len(found) == 1 else None
 
 
-def _kept_parameters(tree: Tree, init: cst.FunctionDef) -> list[str]:
-    """``self.x`` keys assigned from a parameter of ``__init__`` (``p`` or ``p.to(...)``)."""
+def _optimized(
+    tree: Tree, cls: cst.ClassDef, init: cst.FunctionDef, kept: dict[str, str], optimizer: str, models: list[str]
+) -> list[str]:
+    """The called attributes whose objects the handed-in optimizer optimizes, read where the
+    trainer is built (``Trainer(model, loader, optimizer, criterion)``): a loss module is called
+    too but has no parameters (DDP refuses to wrap it). All of them when that cannot be read."""
+    params = [p for p in parameter_names(init) if p != "self"]
+    owners: set[str] | None = None
+    for call in find_all(tree.module, cst.Call):
+        if not (isinstance(call.func, cst.Name) and call.func.value == cls.name.value):
+            continue
+        passed = _arguments(call, params)
+        optimizer_arg = passed.get(kept[optimizer])
+        function = tree.function_of(call)
+        found = {k for o in find_optimizers(tree, function) if o.key == optimizer_arg for k in o.models}
+        if not found:
+            return models  # built elsewhere: its models are not known here
+        owners = (owners or set()) | {param for param, key in passed.items() if key in found}
+    if owners is None:
+        return models
+    optimized = [m for m in models if kept[m] in owners]
+    return optimized or models
+
+
+def _arguments(call: cst.Call, params: list[str]) -> dict[str, str]:
+    """Parameter name -> the key of the name passed for it, for a call of the class."""
+    passed: dict[str, str] = {}
+    for index, arg in enumerate(call.args):
+        if arg.star:
+            break
+        name = arg.keyword.value if arg.keyword is not None else params[index] if index < len(params) else None
+        key = key_of(arg.value)
+        if name is not None and key is not None:
+            passed[name] = key
+    return passed
+
+
+def _kept_parameters(tree: Tree, init: cst.FunctionDef) -> dict[str, str]:
+    """``self.x`` keys assigned from a parameter of ``__init__`` (``p`` or ``p.to(...)``), with
+    the parameter."""
     params = set(parameter_names(init))
-    kept: list[str] = []
+    kept: dict[str, str] = {}
     for assign in find_all(init, cst.Assign, enter_functions=False):
         target = single_target(assign)
         if target is None or not target[0].startswith("self."):
@@ -56,7 +96,7 @@ def _kept_parameters(tree: Tree, init: cst.FunctionDef) -> list[str]:
         while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "to":
             value = value.func.value
         if isinstance(value, cst.Name) and value.value in params and target[0] not in kept:
-            kept.append(target[0])
+            kept[target[0]] = value.value
     return kept
 
 

@@ -52,6 +52,8 @@ EAGER_CASES = {
     "module_level_script": [],
     "per_rank_device": ["--epochs", "6"],
     "accelerator_cpu_switch": ["--epochs", "6", "--no-accel"],
+    "handed_in_loaders": [],
+    "data_parallel_batches": [],
 }
 INDUCTOR_CASE = "module_level_script"
 
