@@ -190,6 +190,17 @@ def test_a_rank_that_only_places_the_data_does_not_split_it():
     assert roles.roles.shard_reason(roles.built("dl")) is None
 
 
+def test_a_factory_s_loader_with_its_own_sampler_is_sharded():
+    roles = Roles("""
+        import os
+        def prepare_dataloader(dataset, batch_size):
+            sampler = DistributedSampler(dataset) if "RANK" in os.environ else None
+            return DataLoader(dataset, batch_size=batch_size, sampler=sampler)
+        dl = prepare_dataloader(ds, 32)
+    """)
+    assert roles.roles.shard_reason(roles.built("dl")) == "sharded by its DistributedSampler"
+
+
 def test_a_plain_loader_is_not_sharded():
     roles = Roles("dl = DataLoader(ds, shuffle=True)\n")
     assert not roles.roles.sharded_by_sampler(roles.built("dl"))

@@ -486,7 +486,8 @@ class TrainingRoles:
             if kw.arg not in ("sampler", "batch_sampler"):
                 continue
             values: list[ast.AST] = [kw.value]
-            values += [b.value for b in self.bindings.every_binding(kw.value, origin.where) if b.value is not None]
+            where = self._built_where(origin)
+            values += [b.value for b in self.bindings.every_binding(kw.value, where) if b.value is not None]
             for value in values:
                 if any(
                     isinstance(node, ast.Call) and self.ctx.resolves_to(node.func, *DISTRIBUTED_SAMPLER)
@@ -501,7 +502,13 @@ class TrainingRoles:
         if self.sharded_by_sampler(origin):
             return "sharded by its DistributedSampler"
         dataset = origin.built.args[0] if origin.built.args else _keyword_value(origin.built, "dataset")
-        return self.split_by_rank([dataset] if dataset is not None else [], origin.where)
+        return self.split_by_rank([dataset] if dataset is not None else [], self._built_where(origin))
+
+    def _built_where(self, origin: Origin) -> Where:
+        """Where the constructor call itself sits: inside the factory for a factory's object
+        (``origin.where`` is then the factory's call site)."""
+        found = self._calls.get(id(origin.built))
+        return found[0] if found is not None else origin.where
 
     def split_by_rank(self, inputs: list[ast.expr], where: Where) -> str | None:
         """Why a loader built from ``inputs`` at ``where`` is split per rank by hand, if it is:
