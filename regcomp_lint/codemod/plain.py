@@ -620,6 +620,8 @@ class PlainPlanner(Planner):
                     f"the script's own choice of the CPU still works: Accelerator(cpu={condition}); otherwise "
                     "Accelerate places each process on its own device"
                 )
+        if _always(self.cpu_conditions):  # `if ddp: device = "cpu" else: device = "cpu"`
+            self.cpu_conditions = ["True"]
         if self.cpu_conditions:
             self.accelerator_keywords.append(f"cpu={' or '.join(self.cpu_conditions)}")
         indent = self.indentation_of(block)
@@ -853,6 +855,11 @@ def _wrapped_model(function: Function, key: str) -> str:
 def _is_passed(tree: Tree, function: cst.FunctionDef) -> bool:
     """Is this function handed to a call (``optimizer.step(closure)``) where it is defined?"""
     return any(isinstance(tree.parent(ref), cst.Arg) for ref in tree.references_to(function))
+
+
+def _always(conditions: list[str]) -> bool:
+    """``c or not c``: both branches of a choice picked the CPU."""
+    return any(f"not {c}" in conditions or f"not ({c})" in conditions for c in conditions)
 
 
 def _negated(test: cst.BaseExpression) -> str:

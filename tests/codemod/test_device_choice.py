@@ -200,3 +200,28 @@ def test_data_placed_on_the_gpu_the_script_set_follows_each_processs_device():
     assert "torch.cuda.set_device(args.gpu)\n" in result.text  # one process: the GPU Accelerate then uses
     lines = result.text.splitlines()
     assert lines.index("torch.cuda.set_device(args.gpu)") < lines.index(accelerator_line(result.text))
+
+
+def test_an_if_else_whose_every_branch_picks_the_cpu_gives_cpu_true():
+    """A torchrun script whose DDP and single-process branches both set ``device = "cpu"``."""
+    text = (
+        "import os\n\nimport torch\nimport torch.distributed as dist\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n\n\n"
+        "def main():\n"
+        "    ddp = int(os.environ.get('RANK', -1)) != -1\n"
+        "    if ddp:\n"
+        "        dist.init_process_group(backend='gloo')\n"
+        "        device = torch.device('cpu')\n"
+        "    else:\n"
+        "        device = torch.device('cpu')\n"
+        "    model = torch.nn.Linear(4, 2).to(device)\n"
+        "    if ddp:\n"
+        "        model = DDP(model)\n"
+        "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    for step in range(3):\n"
+        "        loss = model(torch.randn(8, 4, device=device)).sum()\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n\n\n"
+        "main()\n"
+    )
+    assert accelerator_line(convert(text).text).endswith("cpu=True)")
