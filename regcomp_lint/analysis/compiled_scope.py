@@ -42,6 +42,7 @@ COMPILE_SIGNAL = re.compile(
 #: A substring of every match of COMPILE_SIGNAL: files with none of them skip the regex, whose
 #: alternation is tried at every character (about 2 ms for a large file; 6 CPU-s on transformers).
 _SIGNAL_WORDS = ("compile", "TorchDynamoPlugin", "optimize", "dynamo_", "fullgraph", "ACCELERATE_DYNAMO_")
+_SIGNAL_BYTES = tuple(word.encode() for word in _SIGNAL_WORDS)
 
 
 #: Names whose use in code (called, passed, or as a keyword) compiles or asks for a compile.
@@ -149,6 +150,14 @@ def _statements(tree: ast.AST) -> list[ast.AST]:
         if index > 1:
             found.append(node)
     return found
+
+
+def unparsed_scope(data: bytes, decode: Callable[[bytes], str | None]) -> FileScope:
+    """:func:`file_scope` of a file the lint rejects unread (a settings file without compile
+    settings): decoded only when its bytes hold one of the compile words, which are ASCII."""
+    if not any(word in data for word in _SIGNAL_BYTES):
+        return FileScope(False, ())
+    return file_scope(decode(data), None, parsed=False)
 
 
 class FileScope(NamedTuple):

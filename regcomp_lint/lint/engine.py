@@ -42,8 +42,8 @@ def _diag(code: str, message: str, filename: str, start: Location, end: Location
 def lint_bytes(data: bytes, filename: str, enabled: frozenset[str]) -> list[Diagnostic]:
     if kind_by_name(filename) not in (None, Kind.PYTHON) and not mentions_settings(data):
         if compiled_scope.recording_wanted():
-            compiled_scope.record(filename, compiled_scope.file_scope(_decoded(data), None, parsed=False))
-        return []  # a YAML/JSON/shell... file without compile settings: not parsed
+            compiled_scope.record(filename, compiled_scope.unparsed_scope(data, _decoded))
+        return []  # a YAML/JSON/shell... file without compile settings: not even decoded
     try:
         text = decode_source(data)
     except DecodeError as exc:
