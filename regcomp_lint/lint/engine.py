@@ -47,7 +47,8 @@ def lint_bytes(data: bytes, filename: str, enabled: frozenset[str]) -> list[Diag
     try:
         text = decode_source(data)
     except DecodeError as exc:
-        compiled_scope.record(filename, compiled_scope.file_scope(None, None, parsed=False))
+        if compiled_scope.recording_wanted():
+            compiled_scope.record(filename, compiled_scope.file_scope(None, None, parsed=False))
         if SYNTAX_ERROR not in enabled:
             return []
         loc = Location(exc.row, exc.column)
@@ -208,7 +209,8 @@ def lint_text(text: str, filename: str, enabled: frozenset[str]) -> list[Diagnos
     try:
         tree = _parse(text, filename)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        compiled_scope.record(filename, compiled_scope.file_scope(text, None, parsed=True))
+        if compiled_scope.recording_wanted():
+            compiled_scope.record(filename, compiled_scope.file_scope(text, None, parsed=True))
         return [_syntax_error(exc, source)] if SYNTAX_ERROR in enabled else []
     if compiled_scope.recording_wanted():  # the scope question's facts, from this one parse
         compiled_scope.record(filename, compiled_scope.file_scope(text, tree, parsed=True))
