@@ -218,3 +218,50 @@ def test_imported_names_visit_nested_statements_in_walk_order():
         name for node in walked for name in imported_names(ast.Module(body=[node], type_ignores=[]))
     ]
     assert set(imported_names(tree)) == set("abcdefij") - {"f"} | {"g", "g.h"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "torch.compile(m)",
+        "xtorch.compile(m)",
+        "torch .\ncompile",
+        "re.compile(x)",
+        "regex.compile(x)",
+        "are.compile(x)",
+        "_re.compile(",
+        "m.compile (",
+        "a_dynamo.optimize",
+        "_dynamo . optimize",
+        "torch._dynamo.optimize('x')",
+        "fullgraph",
+        "xfullgraph",
+        "éfullgraph",
+        "fullgraphs",
+        "compile_regions",
+        "acompile_regions",
+        "compile_repeated_blocks()",
+        "nested_compile_region",
+        "ACCELERATE_DYNAMO_X",
+        "TorchDynamoPlugin",
+        "MyTorchDynamoPlugin",
+        "torch_compile=",
+        "dynamo_backend",
+        "dynamo_plugin=p",
+        "xdynamo_plugin",
+        "# nothing here",
+        "",
+    ],
+)
+def test_the_fast_compile_signal_matches_what_the_plain_one_does(text):
+    """COMPILE_SIGNAL is written for speed (literal first characters); this is its plain spelling."""
+    import re
+
+    from regcomp_lint.analysis.compiled_scope import COMPILE_SIGNAL
+
+    plain = re.compile(
+        r"\btorch\s*\.\s*compile\b|(?<!\bre)(?<!\bregex)\.compile\s*\("
+        r"|\b(?:compile_regions|compile_repeated_blocks|TorchDynamoPlugin|nested_compile_region)\b"
+        r"|\b_dynamo\s*\.\s*optimize\b|\b(?:dynamo_backend|dynamo_plugin|torch_compile|fullgraph)\b|ACCELERATE_DYNAMO_"
+    )
+    assert [m.span() for m in COMPILE_SIGNAL.finditer(text)] == [m.span() for m in plain.finditer(text)]

@@ -29,13 +29,23 @@ from typing import NamedTuple
 
 from regcomp_lint.analysis.reachability.modules import module_file
 
-#: A compile, or a request for one, in a file's text. ``re.compile(`` is not one.
+#: A compile, or a request for one, in a file's text. ``re.compile(`` is not one. Every
+#: alternative starts with a literal character (its ``\b`` is a look-behind after that
+#: character): the regex engine then jumps between candidate characters instead of trying every
+#: alternative at every position, 8x faster on the transformers tree, matching the same text as
+#: ``\btorch\s*\.\s*compile\b|(?<!\bre)(?<!\bregex)\.compile\s*\(|\b(?:compile_regions|...)\b``.
 COMPILE_SIGNAL = re.compile(
-    r"\btorch\s*\.\s*compile\b"
-    r"|(?<!\bre)(?<!\bregex)\.compile\s*\("
-    r"|\b(?:compile_regions|compile_repeated_blocks|TorchDynamoPlugin|nested_compile_region)\b"
-    r"|\b_dynamo\s*\.\s*optimize\b"
-    r"|\b(?:dynamo_backend|dynamo_plugin|torch_compile|fullgraph)\b"
+    r"t(?<!\wt)orch\s*\.\s*compile\b"
+    r"|\.(?<!\bre\.)(?<!\bregex\.)compile\s*\("
+    r"|c(?<!\wc)ompile_regions\b"
+    r"|c(?<!\wc)ompile_repeated_blocks\b"
+    r"|T(?<!\wT)orchDynamoPlugin\b"
+    r"|n(?<!\wn)ested_compile_region\b"
+    r"|_(?<!\w_)dynamo\s*\.\s*optimize\b"
+    r"|d(?<!\wd)ynamo_backend\b"
+    r"|d(?<!\wd)ynamo_plugin\b"
+    r"|t(?<!\wt)orch_compile\b"
+    r"|f(?<!\wf)ullgraph\b"
     r"|ACCELERATE_DYNAMO_"
 )
 
