@@ -94,8 +94,8 @@ class DeadCode:
         return visit, {}
 
     def spans(self) -> list[Span]:
-        if any(rebinds_globals(stmt) for stmt in self._tree.body):
-            return []  # a configurator may set any module-level flag
+        if not self._conditionals:
+            return []
         bindings = self._bindings
         false_flags = {name for name in self._falsy if bindings[name] == 1}
         spans: list[Span] = []
@@ -112,6 +112,8 @@ class DeadCode:
                     spans.append(_span(node.body))
                 elif truth is True:
                     spans.append(_span(node.orelse))
+        if spans and any(rebinds_globals(stmt) for stmt in self._tree.body):
+            return []  # a configurator may set any module-level flag (asked last: it reads every statement)
         return spans
 
     # -- bindings: every way a name is bound (a Name stored or deleted is always a target) ----------
