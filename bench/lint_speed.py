@@ -18,7 +18,12 @@ TorchFix pins ``libcst<1.6``, so it lives in its own virtual environment outside
 ``python -m venv`` + ``pip install torchfix`` when absent; if that fails the row is skipped with
 a note.
 
+``--with-settings N`` lints a copy of the tree plus N rounds of settings files (issue 14's YAML,
+JSON, shell, Makefile, Dockerfile and ``.env`` files: the settings fixtures and unrelated ones),
+and says how many of them the prefilter rejects on their bytes, never decoded or parsed.
+
     python bench/lint_speed.py [--repeat 3] [--torchfix-sample 200 | --torchfix-full | --no-torchfix]
+    python bench/lint_speed.py --no-torchfix --with-settings 100
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
 
 COLD_TARGET = 1.5
 #: issue 16: a cold lint within this factor of parsing every file with ``ast.parse`` (same workers)
@@ -101,6 +108,49 @@ def count_lines(files: list[Path]) -> int:
         with open(path, "rb") as handle:
             total += handle.read().count(b"\n")
     return total
+
+
+# -- a tree with settings files (issue 14's file types) ------------------------------------------------
+
+#: Settings files with no compile setting in them, as a repository holds them: the prefilter
+#: rejects each on its bytes (never decoded, never parsed).
+UNRELATED_SETTINGS = {
+    "ci_{i}.yml": "name: tests\non: [push]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n"
+    "      - uses: actions/checkout@v4\n      - run: pip install -e . && pytest -q\n",
+    "config_{i}.json": '{{"hidden_size": 768, "num_layers": 12, "vocab_size": 32000, "dropout": 0.1}}\n',
+    "setup_{i}.sh": "#!/bin/bash\nset -euo pipefail\npip install -r requirements.txt\npython -m pytest tests/\n",
+    "Makefile_{i}/Makefile": "test:\n\tpytest -q\n\nlint:\n\truff check .\n",
+    "docker_{i}/Dockerfile": 'FROM python:3.11-slim\nCOPY . /app\nRUN pip install -e /app\nCMD ["python", "-m", "app"]\n',
+    "env_{i}/.env": "DATA_DIR=/data\nWANDB_PROJECT=demo\nOMP_NUM_THREADS=4\n",
+}
+
+
+def tree_with_settings(folder: Path, work: Path, copies: int) -> tuple[Path, list[Path], int]:
+    """A copy of ``folder`` plus ``copies`` rounds of settings files: every settings fixture
+    (``fixtures/settings/``: accelerate configs, launch scripts, workflows... with compile
+    settings) and the unrelated files above. Returns the tree, its settings files, and how many
+    of them the prefilter rejects on their bytes."""
+    sys.path.insert(0, str(ROOT))
+    from regcomp_lint.analysis.compile_settings import mentions_settings
+
+    tree = work / "tree"
+    shutil.copytree(folder, tree / folder.name, ignore=shutil.ignore_patterns("__pycache__"))
+    fixtures = [
+        p for p in sorted((ROOT / "fixtures" / "settings").iterdir()) if p.suffix not in (".expected", ".fixed", ".py")
+    ]
+    written: list[Path] = []
+    for i in range(copies):
+        target = tree / "settings" / f"set{i:03d}"
+        for fixture in fixtures:
+            written.append(target / fixture.name)
+            written[-1].parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(fixture, written[-1])
+        for name, text in UNRELATED_SETTINGS.items():
+            written.append(target / name.format(i=i))
+            written[-1].parent.mkdir(parents=True, exist_ok=True)
+            written[-1].write_text(text.format(i=i))
+    rejected = sum(not mentions_settings(path.read_bytes()) for path in written)
+    return tree, written, rejected
 
 
 # -- running a tool --------------------------------------------------------------------------------
@@ -228,6 +278,16 @@ def run_benchmark(args: argparse.Namespace) -> int:
     lines = count_lines(files)
     args.load_before = load_average()
     work = Path(tempfile.mkdtemp(prefix="regcomp-bench-"))
+    settings_note = None
+    if args.with_settings:
+        folder, written, rejected = tree_with_settings(folder, work, args.with_settings)
+        files = python_files(folder)
+        settings_note = (
+            f"the tree holds {len(written):,} settings files besides its Python files ({len(written) - rejected:,} with "
+            f"compile settings, copies of fixtures/settings/; {rejected:,} unrelated CI workflows, JSON configs, shell "
+            "scripts, Makefiles, Dockerfiles and .env files, which the prefilter rejects on their bytes: never decoded "
+            "or parsed); files and lines count the Python files, which ruff and the floor read"
+        )
     others_env = {k: v for k, v in os.environ.items() if k != "REGCOMP_CACHE_DIR"}
     env = dict(others_env)  # regcomp-lint's: runs the snapshot
 
@@ -272,7 +332,8 @@ def run_benchmark(args: argparse.Namespace) -> int:
                 measure.cpus.append(cpu)
         ruff_findings = (work / "ruff-concise.out").read_text(errors="replace").count("\n")
         measures = [ruff, ruff_concise, cold, warm, floor]
-        notes = [
+        notes = [settings_note] if settings_note else []
+        notes += [
             f"warm output identical to cold: {'yes' if identical else 'NO'}; ruff printed {ruff_findings:,} concise lines "
             f"(its default output renders each finding with source context, part of its time)"
         ]
@@ -418,6 +479,13 @@ def main(argv: list[str] | None = None) -> int:
         "--torchfix-venv",
         default=os.environ.get("REGCOMP_BENCH_TORCHFIX_VENV", DEFAULT_TORCHFIX_VENV),
         help="virtual environment holding TorchFix (default $REGCOMP_BENCH_TORCHFIX_VENV or /tmp/torchfix-venv)",
+    )
+    parser.add_argument(
+        "--with-settings",
+        type=int,
+        default=0,
+        metavar="N",
+        help="lint a copy of the tree plus N rounds of settings files (YAML, JSON, shell, Makefile, Dockerfile, .env)",
     )
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     args = parser.parse_args(argv)

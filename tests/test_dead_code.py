@@ -95,3 +95,29 @@ def test_the_text_prefilter_never_hides_a_dead_region(src):
 def test_files_without_flags_skip_the_walk():
     src = "x = None\nfor i in range(3):\n    x = i\n"
     assert not may_have_dead_code(src) and dead_spans(ast.parse(src), src) == []
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "use_compile = False\nif use_compile:\n    x = 1\n",
+        "flag = 0\nwhile flag:\n    break\n",
+        "flag: bool = None\ny = 1 if x and (flag) else 2\n",
+        "if True:\n    x = 1\nelse:\n    y = 2\n",
+        "flag = False\n(flag, other) = (1, 2)\nif flag:\n    x = 1\n",  # a second binding, in a tuple
+        "flag = False\nwith f() as [*flag]:\n    pass\nif flag:\n    x = 1\n",
+        "flag = None\ndel flag\nif flag:\n    x = 1\n",
+        "flag = False\ndef f(flag=1):\n    if flag:\n        x = 1\n",
+        "flag = False\nexec(open('c.py').read())\nif flag:\n    x = 1\n",  # a configurator
+    ],
+)
+def test_the_engine_walk_feeds_the_same_regions_as_a_walk_of_its_own(src):
+    from regcomp_lint.analysis.file_context import FileContext
+    from regcomp_lint.files.source import SourceFile
+    from regcomp_lint.lint.engine import walk
+
+    tree = ast.parse(src)
+    ctx = FileContext(SourceFile("f.py", src), tree)
+    dead = ctx.semantic.dead_code
+    walk(ctx, [])
+    assert dead.spans() == dead_spans(tree)

@@ -167,3 +167,101 @@ def test_a_changed_model_file_alone_is_judged_against_its_project(tmp_path, monk
     write(tmp_path, "pyproject.toml", "[tool.regcomp-lint]\n")
     monkeypatch.chdir(tmp_path)
     assert codes([model], load(start=str(model))) == BREAKS
+
+
+def test_the_lint_learns_each_files_scope_from_its_own_parse(tmp_path, monkeypatch):
+    """The scope question after a run reads and parses no file the lint already read."""
+    from regcomp_lint.analysis import compiled_scope
+    from regcomp_lint.lint import runner
+
+    write(tmp_path, "pkg/__init__.py", "")
+    write(tmp_path, "pkg/layers.py", PLAIN_MODULE)
+    write(tmp_path, "pkg/model.py", "from .layers import M\n")
+    write(tmp_path, "train.py", "import torch\nfrom pkg.model import M\nm = torch.compile(M())\n")
+    expected = codes([tmp_path])
+
+    def must_not_parse(text):
+        raise AssertionError("the scope question parsed a file again")
+
+    monkeypatch.setattr(compiled_scope, "_parse", must_not_parse)
+    monkeypatch.setattr(runner, "_read_text", must_not_parse)
+    settings = Settings(root=str(tmp_path))
+    assert {d.code for d in runner.run([str(tmp_path)], settings, jobs=1, use_cache=False).diagnostics} == expected
+    runner.run([str(tmp_path)], settings, jobs=1)  # cold, cached
+    warm = runner.run([str(tmp_path)], settings, jobs=1)  # warm: the cache kept each file's facts
+    assert warm.cached == 4 and {d.code for d in warm.diagnostics} == expected == BREAKS
+
+
+def test_file_scope_is_what_compiles_and_imported_names_say():
+    import ast
+
+    from regcomp_lint.analysis.compiled_scope import FileScope, file_scope
+
+    text = "import torch\nfrom .layers import M\nm = torch.compile(M())\n"
+    assert file_scope(text, ast.parse(text), parsed=True) == FileScope(True, ("torch", ".layers", ".layers.M"))
+    assert file_scope(text, None, parsed=False) == FileScope(True, ("torch", ".layers", ".layers.M"))
+    assert file_scope("import os\n", None, parsed=True) == FileScope(False, ())  # a syntax error: no tree
+    assert file_scope("import os\n", None, parsed=False) == FileScope(False, ())  # not Python: no imports
+    assert file_scope(None, None, parsed=False) == FileScope(False, ())  # unreadable
+
+
+def test_imported_names_visit_nested_statements_in_walk_order():
+    import ast
+
+    tree = ast.parse(
+        "try:\n    import a\nexcept ImportError:\n    import b\nelse:\n    import c\nfinally:\n    import d\n"
+        "def f():\n    if x:\n        import e\n    match y:\n        case 1:\n            from g import h\n"
+        "class C:\n    import i\nimport j\n"
+    )
+    walked = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert imported_names(tree) == [
+        name for node in walked for name in imported_names(ast.Module(body=[node], type_ignores=[]))
+    ]
+    assert set(imported_names(tree)) == set("abcdefij") - {"f"} | {"g", "g.h"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "torch.compile(m)",
+        "xtorch.compile(m)",
+        "torch .\ncompile",
+        "re.compile(x)",
+        "regex.compile(x)",
+        "are.compile(x)",
+        "_re.compile(",
+        "m.compile (",
+        "a_dynamo.optimize",
+        "_dynamo . optimize",
+        "torch._dynamo.optimize('x')",
+        "fullgraph",
+        "xfullgraph",
+        "éfullgraph",
+        "fullgraphs",
+        "compile_regions",
+        "acompile_regions",
+        "compile_repeated_blocks()",
+        "nested_compile_region",
+        "ACCELERATE_DYNAMO_X",
+        "TorchDynamoPlugin",
+        "MyTorchDynamoPlugin",
+        "torch_compile=",
+        "dynamo_backend",
+        "dynamo_plugin=p",
+        "xdynamo_plugin",
+        "# nothing here",
+        "",
+    ],
+)
+def test_the_fast_compile_signal_matches_what_the_plain_one_does(text):
+    """COMPILE_SIGNAL is written for speed (literal first characters); this is its plain spelling."""
+    import re
+
+    from regcomp_lint.analysis.compiled_scope import COMPILE_SIGNAL
+
+    plain = re.compile(
+        r"\btorch\s*\.\s*compile\b|(?<!\bre)(?<!\bregex)\.compile\s*\("
+        r"|\b(?:compile_regions|compile_repeated_blocks|TorchDynamoPlugin|nested_compile_region)\b"
+        r"|\b_dynamo\s*\.\s*optimize\b|\b(?:dynamo_backend|dynamo_plugin|torch_compile|fullgraph)\b|ACCELERATE_DYNAMO_"
+    )
+    assert [m.span() for m in COMPILE_SIGNAL.finditer(text)] == [m.span() for m in plain.finditer(text)]

@@ -23,23 +23,36 @@ import ast
 import os
 import re
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import NamedTuple
 
 from regcomp_lint.analysis.reachability.modules import module_file
 
-#: A compile, or a request for one, in a file's text. ``re.compile(`` is not one.
+#: A compile, or a request for one, in a file's text. ``re.compile(`` is not one. Every
+#: alternative starts with a literal character (its ``\b`` is a look-behind after that
+#: character): the regex engine then jumps between candidate characters instead of trying every
+#: alternative at every position, 8x faster on the transformers tree, matching the same text as
+#: ``\btorch\s*\.\s*compile\b|(?<!\bre)(?<!\bregex)\.compile\s*\(|\b(?:compile_regions|...)\b``.
 COMPILE_SIGNAL = re.compile(
-    r"\btorch\s*\.\s*compile\b"
-    r"|(?<!\bre)(?<!\bregex)\.compile\s*\("
-    r"|\b(?:compile_regions|compile_repeated_blocks|TorchDynamoPlugin|nested_compile_region)\b"
-    r"|\b_dynamo\s*\.\s*optimize\b"
-    r"|\b(?:dynamo_backend|dynamo_plugin|torch_compile|fullgraph)\b"
+    r"t(?<!\wt)orch\s*\.\s*compile\b"
+    r"|\.(?<!\bre\.)(?<!\bregex\.)compile\s*\("
+    r"|c(?<!\wc)ompile_regions\b"
+    r"|c(?<!\wc)ompile_repeated_blocks\b"
+    r"|T(?<!\wT)orchDynamoPlugin\b"
+    r"|n(?<!\wn)ested_compile_region\b"
+    r"|_(?<!\w_)dynamo\s*\.\s*optimize\b"
+    r"|d(?<!\wd)ynamo_backend\b"
+    r"|d(?<!\wd)ynamo_plugin\b"
+    r"|t(?<!\wt)orch_compile\b"
+    r"|f(?<!\wf)ullgraph\b"
     r"|ACCELERATE_DYNAMO_"
 )
 
 #: A substring of every match of COMPILE_SIGNAL: files with none of them skip the regex, whose
 #: alternation is tried at every character (about 2 ms for a large file; 6 CPU-s on transformers).
 _SIGNAL_WORDS = ("compile", "TorchDynamoPlugin", "optimize", "dynamo_", "fullgraph", "ACCELERATE_DYNAMO_")
+_SIGNAL_BYTES = tuple(word.encode() for word in _SIGNAL_WORDS)
 
 
 #: Names whose use in code (called, passed, or as a keyword) compiles or asks for a compile.
@@ -51,12 +64,16 @@ def compiles(text: str, parsed: dict[str, ast.Module | None] | None = None, key:
     """The file's code (not its comments or docstrings) compiles something, or asks for a
     compile (``fullgraph=``, a dynamo plugin, ``ACCELERATE_DYNAMO_*`` set). ``parsed`` keeps
     the tree under ``key`` for a later question about the same file."""
-    if not any(word in text for word in _SIGNAL_WORDS) or COMPILE_SIGNAL.search(text) is None:
+    if not _mentions_compile(text):
         return False  # the cheap test: most files never mention a compile
     tree = _parse(text)
     if parsed is not None:
         parsed[key] = tree
     return tree is not None and _compiles_in(tree)
+
+
+def _mentions_compile(text: str) -> bool:
+    return any(word in text for word in _SIGNAL_WORDS) and COMPILE_SIGNAL.search(text) is not None
 
 
 def _compiles_in(tree: ast.AST) -> bool:
@@ -100,9 +117,12 @@ def _parse(text: str) -> ast.Module | None:
 
 def imported_names(tree: ast.AST) -> list[str]:
     """Module names the file imports, as :func:`module_file` takes them (``.layers``, ``pkg.mod``);
-    ``from pkg import name`` gives both ``pkg`` and ``pkg.name`` (``name`` may be a submodule)."""
+    ``from pkg import name`` gives both ``pkg`` and ``pkg.name`` (``name`` may be a submodule).
+
+    Imports are statements, so only statement bodies are visited (no expression is entered):
+    the same names, in the same order, as a walk of every node, at a fraction of its cost."""
     names: list[str] = []
-    for node in ast.walk(tree):
+    for node in _statements(tree):
         if isinstance(node, ast.Import):
             names.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -114,6 +134,91 @@ def imported_names(tree: ast.AST) -> list[str]:
     return names
 
 
+#: Fields that hold statements, or the handlers and match cases that hold some.
+_STATEMENT_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+#: Those fields per node type, in the node's own field order (the order :func:`ast.walk` uses).
+_BODIES: dict[type, tuple[str, ...]] = {}
+
+
+def _statements(tree: ast.AST) -> list[ast.AST]:
+    """Every statement of ``tree`` (and the handlers and match cases that hold some), in the
+    breadth-first order of :func:`ast.walk`."""
+    found: list[ast.AST] = []
+    queue = [tree]
+    index = 0
+    while index < len(queue):
+        node = queue[index]
+        index += 1
+        node_type = type(node)
+        fields = _BODIES.get(node_type)
+        if fields is None:
+            fields = _BODIES[node_type] = tuple(f for f in node_type._fields if f in _STATEMENT_FIELDS)
+        for name in fields:
+            children = getattr(node, name, None)
+            if type(children) is list:
+                queue.extend(children)
+        if index > 1:
+            found.append(node)
+    return found
+
+
+def unparsed_scope(data: bytes, decode: Callable[[bytes], str | None]) -> FileScope:
+    """:func:`file_scope` of a file the lint rejects unread (a settings file without compile
+    settings): decoded only when its bytes hold one of the compile words, which are ASCII."""
+    if not any(word in data for word in _SIGNAL_BYTES):
+        return FileScope(False, ())
+    return file_scope(decode(data), None, parsed=False)
+
+
+class FileScope(NamedTuple):
+    """What the scope question needs of one file, learned while it is linted (its one parse)."""
+
+    compiles: bool
+    imports: tuple[str, ...]
+
+
+def file_scope(text: str | None, tree: ast.Module | None, parsed: bool) -> FileScope:
+    """:func:`compiles` and :func:`imported_names` for a file already read (``text`` None: it
+    could not be) and, when ``parsed``, already parsed (``tree`` None: a syntax error); an
+    unparsed file is parsed only when its text mentions a compile."""
+    if text is None:
+        return FileScope(False, ())
+    if not _mentions_compile(text):
+        compiling = False
+    else:
+        if not parsed:
+            tree, parsed = _parse(text), True
+        compiling = tree is not None and _compiles_in(tree)
+    if not parsed:
+        return FileScope(compiling, ())  # never reached through an import: not a Python module
+    return FileScope(compiling, tuple(imported_names(tree)) if tree is not None else ())
+
+
+_recorders: list[dict[str, FileScope]] = []
+
+
+def recording_wanted() -> bool:
+    return bool(_recorders)
+
+
+def record(path: str, scope: FileScope) -> None:
+    """Called by the lint of ``path`` with what it learned; kept by the innermost :func:`recording`."""
+    if _recorders:
+        _recorders[-1][path] = scope
+
+
+@contextmanager
+def recording() -> Iterator[dict[str, FileScope]]:
+    """Collect the :class:`FileScope` of every file linted inside (the runner keeps them, so the
+    scope question after the lint reads and parses no file again)."""
+    found: dict[str, FileScope] = {}
+    _recorders.append(found)
+    try:
+        yield found
+    finally:
+        _recorders.pop()
+
+
 class ScopeFacts:
     """What one run learned of each file (text, compiles, tree), so asking again about a larger
     project (pre-commit's fallback to the config root) reads and parses no file twice."""
@@ -122,6 +227,13 @@ class ScopeFacts:
         self.texts: dict[str, str | None] = {}
         self.compiling: dict[str, bool] = {}
         self.trees: dict[str, ast.Module | None] = {}
+        self.imports: dict[str, tuple[str, ...]] = {}
+
+    def learn(self, known: Mapping[str, FileScope]) -> None:
+        """Take the facts the lint itself gathered (absolute path -> :class:`FileScope`)."""
+        for absolute, scope in known.items():
+            self.compiling[absolute] = scope.compiles
+            self.imports[absolute] = scope.imports
 
 
 def compiled_files(
@@ -146,20 +258,20 @@ def compiled_files(
             facts.compiling[absolute] = text is not None and compiles(text, facts.trees, absolute)
         return facts.compiling[absolute]
 
-    def tree_of(absolute: str) -> ast.Module | None:
-        if absolute not in facts.trees:
-            text = text_of(absolute)
-            facts.trees[absolute] = _parse(text) if text is not None else None
-        return facts.trees[absolute]
+    def imports_of(absolute: str) -> tuple[str, ...]:
+        if absolute not in facts.imports:
+            if absolute not in facts.trees:
+                text = text_of(absolute)
+                facts.trees[absolute] = _parse(text) if text is not None else None
+            tree = facts.trees[absolute]
+            facts.imports[absolute] = tuple(imported_names(tree)) if tree is not None else ()
+        return facts.imports[absolute]
 
     frontier = [a for a in project if compiling(a)]
     reached = set(frontier)
     while frontier:
         current = frontier.pop()
-        tree = tree_of(current)
-        if tree is None:
-            continue
-        for name in imported_names(tree):
+        for name in imports_of(current):
             found = module_file(current, name)
             if found is None:
                 continue

@@ -21,6 +21,8 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
 from regcomp_lint.analysis.global_rebinders import rebinds_globals
 
@@ -39,34 +41,138 @@ def may_have_dead_code(text: str) -> bool:
     ``if``/``while``/``and``/``or``/conditional expression reads. False means no dead region."""
     if _CONSTANT_TEST.search(text):
         return True
-    for name in set(_FALSY_ASSIGNMENT.findall(text)):
-        if re.search(rf"\b(?:if|elif|while|and|or)\b[ \t(]*(?:not\b[ \t(]*)?{re.escape(name)}\b", text):
-            return True
-    return False
+    names = set(_FALSY_ASSIGNMENT.findall(text))
+    if not names:
+        return False
+    # one scan for all the candidates (a search per name was most of the cost in large files)
+    alternatives = "|".join(re.escape(name) for name in sorted(names))
+    return re.search(rf"\b(?:if|elif|while|and|or)\b[ \t(]*(?:not\b[ \t(]*)?(?:{alternatives})\b", text) is not None
 
 
 def dead_spans(tree: ast.Module, text: str | None = None) -> list[Span]:
     """Regions of ``tree`` that a constant-false condition keeps from running (``text``, when
-    given, answers most files without walking the tree)."""
+    given, answers most files without walking the tree). The lint's own walk feeds a
+    :class:`DeadCode` instead (``ctx.semantic.dead_code``): no walk of its own."""
     if text is not None and not may_have_dead_code(text):
         return []
-    conditionals: list[ast.If | ast.While | ast.IfExp] = []
-    false_flags = _false_flags(tree, conditionals)
-    spans: list[Span] = []
-    for node in conditionals:  # (gathered by the same walk: one pass over the tree, not two)
-        if isinstance(node, (ast.If, ast.While)):
-            truth = _truth(node.test, false_flags)
-            if truth is False and node.body:
-                spans.append(_block(node.body))
-            elif truth is True and isinstance(node, ast.If) and node.orelse:
-                spans.append(_block(node.orelse))
-        elif isinstance(node, ast.IfExp):
-            truth = _truth(node.test, false_flags)
-            if truth is False:
-                spans.append(_span(node.body))
-            elif truth is True:
-                spans.append(_span(node.orelse))
-    return spans
+    dead = DeadCode(tree)
+    visit, _ = dead.walk_handlers()
+    for node in ast.walk(tree):
+        handler = visit.get(type(node))
+        if handler is not None:
+            handler(node)
+    return dead.spans()
+
+
+class DeadCode:
+    """The dead regions of one file, from facts gathered by a walk that feeds it (the engine's).
+
+    What it keeps of each node: the conditionals (``if``, ``while``, conditional expressions),
+    how often each name is bound anywhere in the file, and the names bound to a falsy constant.
+    """
+
+    def __init__(self, tree: ast.Module) -> None:
+        self._tree = tree
+        self._conditionals: list[ast.If | ast.While | ast.IfExp] = []
+        self._bindings: Counter[str] = Counter()
+        self._falsy: set[str] = set()
+
+    def walk_handlers(self) -> tuple[dict[type, Callable[[Any], None]], dict[type, Callable[[Any], None]]]:
+        conditional = self._conditionals.append
+        visit: dict[type, Callable[[Any], None]] = dict.fromkeys((ast.If, ast.While, ast.IfExp), conditional)
+        visit.update(dict.fromkeys((ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef), self._definition))
+        visit.update(dict.fromkeys((ast.Import, ast.ImportFrom), self._import))
+        visit.update(dict.fromkeys((ast.Global, ast.Nonlocal), self._global))
+        visit.update(
+            dict.fromkeys((ast.AugAssign, ast.For, ast.AsyncFor, ast.comprehension, ast.NamedExpr), self._target)
+        )
+        visit[ast.arg] = self._arg
+        visit[ast.Assign] = self._assign
+        visit[ast.AnnAssign] = self._ann_assign
+        visit[ast.Delete] = self._delete
+        visit[ast.withitem] = self._withitem
+        return visit, {}
+
+    def spans(self) -> list[Span]:
+        if not self._conditionals:
+            return []
+        bindings = self._bindings
+        false_flags = {name for name in self._falsy if bindings[name] == 1}
+        spans: list[Span] = []
+        for node in self._conditionals:
+            if isinstance(node, (ast.If, ast.While)):
+                truth = _truth(node.test, false_flags)
+                if truth is False and node.body:
+                    spans.append(_block(node.body))
+                elif truth is True and isinstance(node, ast.If) and node.orelse:
+                    spans.append(_block(node.orelse))
+            else:
+                truth = _truth(node.test, false_flags)
+                if truth is False:
+                    spans.append(_span(node.body))
+                elif truth is True:
+                    spans.append(_span(node.orelse))
+        if spans and any(rebinds_globals(stmt) for stmt in self._tree.body):
+            return []  # a configurator may set any module-level flag (asked last: it reads every statement)
+        return spans
+
+    # -- bindings: every way a name is bound (a Name stored or deleted is always a target) ----------
+
+    def _stored(self, target: ast.AST) -> None:
+        if isinstance(target, ast.Name):
+            if isinstance(target.ctx, (ast.Store, ast.Del)):
+                self._bindings[target.id] += 1
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                self._stored(element)
+        elif isinstance(target, ast.Starred):
+            self._stored(target.value)
+
+    def _target(self, node: ast.AugAssign | ast.For | ast.AsyncFor | ast.comprehension | ast.NamedExpr) -> None:
+        self._stored(node.target)
+
+    def _assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            self._stored(target)
+        if (
+            len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Constant)
+            and node.value.value in (False, 0, None)
+            and not isinstance(node.value.value, float)
+        ):
+            self._falsy.add(node.targets[0].id)
+
+    def _ann_assign(self, node: ast.AnnAssign) -> None:
+        self._stored(node.target)
+        if (
+            isinstance(node.target, ast.Name)
+            and isinstance(node.value, ast.Constant)
+            and node.value.value in (False, 0, None)
+        ):
+            self._falsy.add(node.target.id)
+
+    def _delete(self, node: ast.Delete) -> None:
+        for target in node.targets:
+            self._stored(target)
+
+    def _withitem(self, node: ast.withitem) -> None:
+        if node.optional_vars is not None:
+            self._stored(node.optional_vars)
+
+    def _arg(self, node: ast.arg) -> None:
+        self._bindings[node.arg] += 1
+
+    def _global(self, node: ast.Global | ast.Nonlocal) -> None:
+        for name in node.names:
+            self._bindings[name] += 2  # written elsewhere, in ways this file cannot see
+
+    def _import(self, node: ast.Import | ast.ImportFrom) -> None:
+        for alias in node.names:
+            self._bindings[(alias.asname or alias.name).split(".")[0]] += 1
+
+    def _definition(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
+        self._bindings[node.name] += 1
 
 
 def is_dead(node: ast.AST, spans: list[Span]) -> bool:
@@ -93,47 +199,6 @@ def _truth(test: ast.expr, false_flags: set[str]) -> bool | None:
         if isinstance(test.op, ast.Or) and True in values:
             return True
     return None
-
-
-def _false_flags(tree: ast.Module, conditionals: list[ast.If | ast.While | ast.IfExp]) -> set[str]:
-    """Names bound exactly once in the file, by ``name = False | 0 | None``; the file's ``if``,
-    ``while`` and conditional expressions are appended to ``conditionals`` on the way."""
-    bindings: Counter[str] = Counter()
-    falsy: set[str] = set()
-    if any(rebinds_globals(stmt) for stmt in tree.body):
-        return set()  # a configurator may set any module-level flag
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.If, ast.While, ast.IfExp)):
-            conditionals.append(node)
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            bindings[node.id] += 1
-        elif isinstance(node, ast.arg):
-            bindings[node.arg] += 1
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            for name in node.names:
-                bindings[name] += 2  # written elsewhere, in ways this file cannot see
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                bindings[(alias.asname or alias.name).split(".")[0]] += 1
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bindings[node.name] += 1
-        if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.Constant)
-            and node.value.value in (False, 0, None)
-            and not isinstance(node.value.value, float)
-        ):
-            falsy.add(node.targets[0].id)
-        elif (
-            isinstance(node, ast.AnnAssign)
-            and isinstance(node.target, ast.Name)
-            and isinstance(node.value, ast.Constant)
-            and node.value.value in (False, 0, None)
-        ):
-            falsy.add(node.target.id)
-    return {name for name in falsy if bindings[name] == 1}
 
 
 def _block(body: list[ast.stmt]) -> Span:

@@ -9,11 +9,13 @@ ask ``ctx.semantic`` instead of building their own copy or keeping module-global
   (:class:`~regcomp_lint.analysis.training_roles.TrainingRoles`, read by RC402 and the converter);
 - ``facts``: every function's :class:`FunctionFacts` and the ``is_compiling()``-guarded code
   (:class:`FactsCollector`);
+- ``dead_code``: the regions a constant-false flag keeps from running
+  (:class:`~regcomp_lint.analysis.dead_code.DeadCode`; the engine drops findings there);
 - ``reachability(deep=..., functions=...)``: the call graphs from the forwards (:class:`Reachability`);
 - ``model_finder``: which expressions hold a model with repeated blocks (:class:`ModelFinder`);
 - ``shared(key, build)``: anything a higher layer computes once per file (RC2xx's breaks in other files).
 
-The first four follow the walk (a rule asks "what does ``x`` hold *here*" while the engine
+The first five follow the walk (a rule asks "what does ``x`` hold *here*" while the engine
 visits a node), so they are fed by the engine's single walk, once for all rules: asked for
 before the walk (in a rule's ``__init__``), they are registered, and the engine calls their
 handlers before the rules' ``visit_*`` and after the rules' ``leave_*``. Asked for after the
@@ -34,6 +36,7 @@ from typing import TYPE_CHECKING, TypeVar, cast
 
 from regcomp_lint.analysis.accelerate_script import AccelerateScript
 from regcomp_lint.analysis.bindings import Bindings
+from regcomp_lint.analysis.dead_code import DeadCode
 from regcomp_lint.analysis.models import ModelFinder
 from regcomp_lint.analysis.reachability import FactsCollector, ParsedModule, Reachability
 from regcomp_lint.analysis.training_roles import TrainingRoles
@@ -62,6 +65,7 @@ class SemanticModel:
         self._script: AccelerateScript | None = None
         self._facts: FactsCollector | None = None
         self._roles: TrainingRoles | None = None
+        self._dead_code: DeadCode | None = None
         self._reach: dict[tuple[bool, bool], Reachability] = {}
         self._model_finder: ModelFinder | None = None
         self._shared: dict[str, object] = {}
@@ -116,6 +120,14 @@ class SemanticModel:
             facts = self._facts = FactsCollector()
             self._feed(*facts.walk_handlers())
         return self._facts
+
+    @property
+    def dead_code(self) -> DeadCode:
+        if self._dead_code is None:
+            self._not_walking()
+            dead = self._dead_code = DeadCode(self._ctx.tree)
+            self._feed(*dead.walk_handlers())
+        return self._dead_code
 
     def _not_walking(self) -> None:
         if self._state == WALKING:

@@ -25,11 +25,12 @@ import secrets
 from functools import lru_cache
 from pathlib import Path
 
+from regcomp_lint.analysis.compiled_scope import FileScope
 from regcomp_lint.diagnostics import Diagnostic
 from regcomp_lint.files import reading
 from regcomp_lint.lint.config import Settings
 
-FORMAT = 1
+FORMAT = 2  # 2: an entry may end with the file's scope facts
 ENV_VAR = "REGCOMP_CACHE_DIR"
 DEFAULT_DIR = ".regcomp_cache"
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This folder is a cache made by regcomp-lint.\n"
@@ -96,7 +97,7 @@ def _dependencies_unchanged(deps, digests: dict[str, str]) -> bool:
 
 
 class LintCache:
-    """One settings fingerprint's entries: ``{abs path: [digest, [diagnostic json, ...]]}``."""
+    """One settings fingerprint's entries: ``{abs path: [digest, [diagnostic json, ...], deps?, scope?]}``."""
 
     def __init__(self, path: Path, key: dict, entries: dict | None = None, problem: str | None = None) -> None:
         self.path = path
@@ -137,9 +138,9 @@ class LintCache:
     def lookup(self, path: str, digest: str, filename: str) -> list[Diagnostic] | None:
         """The cached diagnostics (reported under ``filename``), or None on a miss."""
         entry = self.entries.get(path)
-        if type(entry) is not list or len(entry) not in (2, 3) or entry[0] != digest:
+        if type(entry) is not list or len(entry) not in (2, 3, 4) or entry[0] != digest:
             return None
-        if len(entry) == 3 and not _dependencies_unchanged(entry[2], self._dependency_digests):
+        if len(entry) >= 3 and not _dependencies_unchanged(entry[2], self._dependency_digests):
             return None
         if not entry[1]:
             return []
@@ -148,12 +149,29 @@ class LintCache:
         except (KeyError, TypeError, ValueError, AttributeError):
             return None  # a hand-edited or damaged entry: lint again
 
-    def store(self, path: str, digest: str, diagnostics: list[Diagnostic], depends_on=()) -> None:
-        entry = [digest, [_diagnostic_to_json(d) for d in diagnostics]]
-        if depends_on:
+    def store(
+        self, path: str, digest: str, diagnostics: list[Diagnostic], depends_on=(), scope: FileScope | None = None
+    ) -> None:
+        entry: list = [digest, [_diagnostic_to_json(d) for d in diagnostics]]
+        if depends_on or scope is not None:
             entry.append([list(dep) for dep in depends_on])
+        if scope is not None:
+            entry.append([scope.compiles, list(scope.imports)])
         self.entries[path] = entry
         self.dirty = True
+
+    def scope(self, path: str) -> FileScope | None:
+        """What the lint of the file (as last cached) learned for the scope question, if kept."""
+        entry = self.entries.get(path)
+        if type(entry) is not list or len(entry) != 4:
+            return None
+        try:
+            compiling, imports = entry[3]
+            if type(compiling) is bool and all(type(name) is str for name in imports):
+                return FileScope(compiling, tuple(imports))
+        except (TypeError, ValueError):
+            pass
+        return None  # damaged: the scope question reads the file instead
 
     def prune(self, seen: set[str], roots: list[str]) -> None:
         """Drop entries of files that were not linted although they were in scope (under a

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from functools import cache, lru_cache
 from typing import Any, cast
 
-from regcomp_lint.analysis import dead_code
+from regcomp_lint.analysis import compiled_scope, dead_code
 from regcomp_lint.analysis.compile_settings import mentions_settings
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.checks import ALL_RULES, Rule
@@ -41,15 +41,26 @@ def _diag(code: str, message: str, filename: str, start: Location, end: Location
 
 def lint_bytes(data: bytes, filename: str, enabled: frozenset[str]) -> list[Diagnostic]:
     if kind_by_name(filename) not in (None, Kind.PYTHON) and not mentions_settings(data):
+        if compiled_scope.recording_wanted():
+            compiled_scope.record(filename, compiled_scope.unparsed_scope(data, _decoded))
         return []  # a YAML/JSON/shell... file without compile settings: not even decoded
     try:
         text = decode_source(data)
     except DecodeError as exc:
+        if compiled_scope.recording_wanted():
+            compiled_scope.record(filename, compiled_scope.file_scope(None, None, parsed=False))
         if SYNTAX_ERROR not in enabled:
             return []
         loc = Location(exc.row, exc.column)
         return [_diag(SYNTAX_ERROR, f"cannot read file: {exc}", filename, loc, loc)]
     return lint_text(text, filename, enabled)
+
+
+def _decoded(data: bytes) -> str | None:
+    try:
+        return decode_source(data)
+    except DecodeError:
+        return None
 
 
 def _parse(text: str, filename: str) -> ast.Module:
@@ -191,20 +202,27 @@ def walk(ctx: FileContext, rules: list[Rule]) -> None:
 def lint_text(text: str, filename: str, enabled: frozenset[str]) -> list[Diagnostic]:
     kind = kind_of(filename, text)
     if kind is not Kind.PYTHON:
+        if compiled_scope.recording_wanted():
+            compiled_scope.record(filename, compiled_scope.file_scope(text, None, parsed=False))
         return lint_settings_text(text, filename, kind, enabled, _apply_suppressions)
     source = SourceFile(filename, text)
     try:
         tree = _parse(text, filename)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        if compiled_scope.recording_wanted():
+            compiled_scope.record(filename, compiled_scope.file_scope(text, None, parsed=True))
         return [_syntax_error(exc, source)] if SYNTAX_ERROR in enabled else []
+    if compiled_scope.recording_wanted():  # the scope question's facts, from this one parse
+        compiled_scope.record(filename, compiled_scope.file_scope(text, tree, parsed=True))
 
     ctx = FileContext(source, tree)
     rules = [rule_cls(ctx) for rule_cls in active_rules(text, enabled)]
     found: list[tuple[Diagnostic, int]] = []
     nodes: list[ast.AST] = []
     if rules:
+        dead = ctx.semantic.dead_code  # fed by the walk: findings in dead code are dropped
         walk(ctx, rules)
-        spans = dead_code.dead_spans(tree, text) if any(rule.reports for rule in rules) else []
+        spans = dead.spans() if any(rule.reports for rule in rules) else []
         for rule in rules:
             for rep in rule.reports:
                 if dead_code.is_dead(rep.node, spans):

@@ -26,7 +26,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-from regcomp_lint.analysis import dependencies
+from regcomp_lint.analysis import compiled_scope, dependencies
+from regcomp_lint.analysis.compiled_scope import FileScope
 from regcomp_lint.checks import ALL_RULES
 from regcomp_lint.diagnostics import Diagnostic, Location
 from regcomp_lint.files import reading
@@ -63,6 +64,8 @@ class Outcome(NamedTuple):
     cacheable: bool
     #: (path, digest) of other files the findings were computed from (see dependencies.py)
     depends_on: tuple[tuple[str, str], ...] = ()
+    #: what the scope question needs of the file, learned by its lint (None: not learned)
+    scope: FileScope | None = None
 
 
 @dataclass(frozen=True, order=True)  # a NamedTuple field "index" would shadow tuple.index
@@ -85,9 +88,9 @@ def lint_file(path: str, enabled: frozenset[str], data: bytes | None = None) -> 
             return Outcome(None, unreadable(path, exc, enabled), False)
     digest = content_digest(data)
     try:
-        with dependencies.recording() as read:
+        with dependencies.recording() as read, compiled_scope.recording() as learned:
             diagnostics = lint_bytes(data, path, enabled)
-        return Outcome(digest, diagnostics, True, _digests(read - {path}))
+        return Outcome(digest, diagnostics, True, _digests(read - {path}), learned.get(path))
     except Exception as exc:  # a bug of ours: report it on the file and go on
         return Outcome(digest, [internal_error(path, f"{type(exc).__name__}: {exc}")], False)
 
@@ -165,6 +168,8 @@ def run(
 
     todo: list[Task] = []
     done = 0
+    #: absolute path -> what the scope question needs, learned by the lint or kept by the cache
+    learned: dict[str, FileScope] = {}
     for index, path in enumerate(found.files):
         enabled = settings.enabled_for(path)
         if cache is None or not cache.has(keys[index]):
@@ -181,6 +186,9 @@ def run(
             todo.append(Task(index, path, enabled, data))
         else:
             per_file[index] = hit
+            known = cache.scope(keys[index])
+            if known is not None:
+                learned[keys[index]] = known
             result.cached += 1
             done += 1
     if progress is not None and total:
@@ -188,8 +196,10 @@ def run(
 
     def finished(index: int, outcome: Outcome) -> None:
         per_file[index] = outcome.diagnostics
+        if outcome.scope is not None:
+            learned[os.path.abspath(found.files[index])] = outcome.scope
         if cache is not None and outcome.cacheable and outcome.digest is not None:  # cacheable: it was read
-            cache.store(keys[index], outcome.digest, outcome.diagnostics, outcome.depends_on)
+            cache.store(keys[index], outcome.digest, outcome.diagnostics, outcome.depends_on, outcome.scope)
 
     result.workers = _lint_tasks(todo, workers, finished, progress, done, total, result.warnings)
 
@@ -200,7 +210,7 @@ def run(
             result.warnings.append(problem)
     found_diagnostics = [diag for diagnostics in per_file for diag in diagnostics]
     found_diagnostics = scope.limit_to_compiled(
-        found_diagnostics, settings, found.files, _read_text, lambda: _project_files(settings)
+        found_diagnostics, settings, found.files, _read_text, lambda: _project_files(settings), learned
     )
     result.diagnostics = settings.apply_severities(found_diagnostics)
     result.diagnostics.sort(key=Diagnostic.sort_key)

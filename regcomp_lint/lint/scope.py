@@ -9,9 +9,9 @@ compile reaches. Selecting such a rule explicitly (a code, prefix or name in ``s
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
-from regcomp_lint.analysis.compiled_scope import ScopeFacts, compiled_files
+from regcomp_lint.analysis.compiled_scope import FileScope, ScopeFacts, compiled_files
 from regcomp_lint.checks import ALL_RULES
 from regcomp_lint.diagnostics import Diagnostic
 from regcomp_lint.lint.config import Settings
@@ -32,18 +32,22 @@ def limit_to_compiled(
     project: Iterable[str],
     read: Callable[[str], str | None],
     whole_project: Callable[[], list[str]] | None = None,
+    learned: Mapping[str, FileScope] | None = None,
 ) -> list[Diagnostic]:
     """``diagnostics`` without the scoped rules' findings in files no compile of ``project`` reaches.
 
     ``whole_project()`` (the files under the config's root) is asked only when some finding's
     file is not reached by the linted files alone: pre-commit lints the changed ``model.py``
-    without the ``train.py`` that compiles it.
+    without the ``train.py`` that compiles it. ``learned`` (absolute path -> facts) holds what
+    the lint of each file already found out, so those files are not read or parsed again.
     """
     scoped = scoped_codes(settings)
     if not any(d.code in scoped for d in diagnostics):
         return diagnostics
     project = list(project)
     facts = ScopeFacts()
+    if learned:
+        facts.learn(learned)
     compiled = compiled_files(project, read, facts)
     unreached = {os.path.abspath(d.filename) for d in diagnostics if d.code in scoped} - compiled
     if unreached and whole_project is not None:
