@@ -115,6 +115,9 @@ def test_factory_calls_are_separate_objects():
 from tqdm import tqdm
 Trainer(model, train_dl).fit()
 """,
+        # handed once, outside any loop, to a function that runs the epochs itself (fastai's fit)
+        "def fit(epochs, loader):\n    for epoch in range(epochs):\n        for x in loader:\n"
+        "            model(x).sum().backward()\nfit(3, train_dl)\n",
     ],
 )
 def test_training_loaders_by_dataflow(loop):
@@ -137,6 +140,16 @@ def test_a_loader_handed_to_a_trainer_only_for_evaluation_is_not_a_training_load
         Trainer(train_dl, val_loader=val_dl).fit()
     """)
     assert roles.roles.is_training_loader(roles.built("train_dl"))
+    assert not roles.roles.is_training_loader(roles.built("val_dl"))
+
+
+def test_a_loader_handed_once_to_an_evaluation_function_is_not_a_training_loader():
+    roles = Roles(
+        "val_dl = DataLoader(ds)\n"
+        "def validate(loader):\n    return sum(model(x).sum() for x in loader)\n"
+        "for x in range(3):\n    model(x).sum().backward()\n"
+        "validate(val_dl)\n"
+    )
     assert not roles.roles.is_training_loader(roles.built("val_dl"))
 
 

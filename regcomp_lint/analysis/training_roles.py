@@ -205,12 +205,13 @@ class TrainingRoles:
                 self.uses.append(Use(node.args[0], "iterated", where, loops=loops))
             return
         self._calls_by_grad[not self._under_no_grad()].append((func, where))
-        if not loops:
-            return
-        self.uses.append(Use(func, "called", where, loops=loops))
+        # passed anywhere, loop or not: ``fit(epochs, model, opt, train_dl, valid_dl)`` called once
+        # runs its epoch loop inside (fastai style), so train_dl trains there
         for arg in [*node.args, *(kw.value for kw in node.keywords)]:
             if binding_key(arg) is not None:
                 self.uses.append(Use(arg, "passed", where, func, node, loops))
+        if loops:
+            self.uses.append(Use(func, "called", where, loops=loops))
 
     def _under_no_grad(self) -> bool:
         """The node being visited runs without autograd: inside ``with torch.no_grad():`` or a

@@ -149,7 +149,8 @@ def _remove_wrap(planner: PlainPlanner, call: cst.Call, models: set[str]) -> lis
     """``model = DDP(model, ...)`` goes; ``model = DDP(Net(), ...)`` keeps ``Net()``; return the
     keywords Accelerate must pass on."""
     tree = planner.tree
-    assign = _assignment_through_moves(tree, call)
+    wrap = _conditional_wrap(tree, call)
+    assign = _assignment_through_moves(tree, wrap)
     target = single_target(assign) if isinstance(assign, cst.Assign) else None
     if isinstance(assign, cst.Assign) and _wraps_a_submodule_in_place(assign, call, models):
         planner.remove_small(assign)  # `model.features = DataParallel(model.features)`: prepare wraps all
@@ -176,8 +177,11 @@ def _remove_wrap(planner: PlainPlanner, call: cst.Call, models: set[str]) -> lis
                 "equivalent; port it by hand"
             )
         kept.append(f"{name}={code(arg.value)}")
-    if key_of(call.args[0].value) == target[0] and assign.value is call:
+    if key_of(call.args[0].value) == target[0] and assign.value is wrap:
         planner.remove_small(assign)
+    elif isinstance(wrap, cst.IfExp):  # `ddp_model = DDP(model) if ddp else model` -> `ddp_model = model`
+        in_body = wrap.body is call
+        planner.edits.on(wrap, lambda updated: _wrapped(updated.body if in_body else updated.orelse))
     else:
         planner.edits.on(call, lambda updated: updated.args[0].value)
     planner.forget_import(call.func)
@@ -279,7 +283,23 @@ def _tell_accelerate_the_rank(planner: PlainPlanner, worker: cst.FunctionDef, jo
     )
 
 
-def _assignment_through_moves(tree: Tree, call: cst.Call) -> cst.CSTNode | None:
+def _conditional_wrap(tree: Tree, call: cst.Call) -> cst.BaseExpression:
+    """``DDP(model) if ddp else model`` (the wrap on one branch, the same model unwrapped on the
+    other: the DDP tutorial's ``ddp_model``) as a whole; else the wrap call itself."""
+    parent = tree.parent(call)
+    if isinstance(parent, cst.IfExp) and call.args:
+        other = parent.orelse if parent.body is call else parent.body
+        if key_of(other) is not None and key_of(other) == key_of(call.args[0].value):
+            return parent
+    return call
+
+
+def _wrapped(wrap: cst.BaseExpression) -> cst.BaseExpression:
+    assert isinstance(wrap, cst.Call)
+    return wrap.args[0].value
+
+
+def _assignment_through_moves(tree: Tree, call: cst.BaseExpression) -> cst.CSTNode | None:
     """The statement a wrap is assigned in, through ``.cuda()``/``.to(...)`` chained on it
     (``model = DataParallel(model).cuda()``)."""
     node: cst.CSTNode = call

@@ -436,9 +436,14 @@ class PlainPlanner(Planner):
         places += [p for p in places_using_prepared(self) if all(p is not q for q in places)]
         models = set(self.models)
         self.checkpoint_saves = self.checkpoint_loads = 0
+        self.whole_model_saves: list[int] = []
         for place in places:
             for call in find_all(place, cst.Call, enter_functions=False):
                 func = call.func
+                whole = self._whole_model_saved(call, models)
+                if whole is not None:
+                    self._save_whole_model(place, call, whole)
+                    continue
                 if not (
                     isinstance(func, cst.Attribute)
                     and func.attr.value in ("state_dict", "load_state_dict")
@@ -469,6 +474,33 @@ class PlainPlanner(Planner):
                 for save in self._saves_of(place, call):
                     self.edits.on(save.func, replaced_by(expression(f"{acc}.save", self.module)))
                 self.checkpoint_saves += 1
+
+    def _whole_model_saved(self, call: cst.Call, models: set[str]) -> str | None:
+        """The model ``torch.save(model, path)`` pickles whole, when it is a prepared one."""
+        if not (self.tree.resolves_to(call.func, "torch.save") and call.args):
+            return None
+        key = key_of(call.args[0].value)
+        return key if key in models else None
+
+    def _save_whole_model(self, place: Function, call: cst.Call, model: str) -> None:
+        """``torch.save(model, path)`` -> ``accelerator.save(accelerator.unwrap_model(model, ...), path)``:
+        the prepared model is a DDP or compiled wrapper (pickled, it loads only where a process group
+        runs, or with ``_orig_mod.`` keys), and every process would write the file."""
+        tree = self.tree
+        if place is not self.scope and place not in self.owner_methods() and not sees_prepared(place, model, self):
+            return
+        if not self.can_reach_accelerator(place):
+            self.notes.append(
+                f"torch.save({model}, ...) at line {tree.line(call)} is left as is: no accelerator in reach there; "
+                f"save accelerator.unwrap_model({model}, keep_torch_compile=False) instead"
+            )
+            return
+        acc = self.accelerator_in(place)
+        self.edits.on(call.func, replaced_by(expression(f"{acc}.save", self.module)))
+        unwrapped = expression(f"{acc}.unwrap_model({model}, keep_torch_compile=False)", self.module)
+        self.edits.on(call.args[0].value, replaced_by(unwrapped))
+        self.uses.append(call)
+        self.whole_model_saves.append(tree.line(call))
 
     def owner_methods(self) -> list[cst.FunctionDef]:
         """The methods of the trainer class the conversion works in (none for plain functions)."""
@@ -795,6 +827,12 @@ class PlainPlanner(Planner):
         if self.checkpoint_saves:
             notes.append(
                 "state_dict() of the prepared model is taken from accelerator.unwrap_model(..., keep_torch_compile=False) (no _orig_mod. keys)"
+            )
+        if self.whole_model_saves:
+            lines = ", ".join(map(str, self.whole_model_saves))
+            notes.append(
+                f"torch.save of the whole model (line {lines}) -> {self.acc_key}.save of "
+                "accelerator.unwrap_model(..., keep_torch_compile=False): the plain module is pickled, once"
             )
         if self.checkpoint_loads:
             notes.append(

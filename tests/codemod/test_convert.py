@@ -197,6 +197,36 @@ def test_eval_loader_is_not_prepared():
     assert any("val_dl is not iterated" in note for note in result.notes)
 
 
+def test_loaders_handed_once_to_a_fit_function_that_runs_the_epochs():
+    """fastai style: ``fit(epochs, model, opt, train_dl, valid_dl)`` called once, outside any loop;
+    the training loader (from a local helper) is prepared, the validation one stays whole."""
+    imports = "import torch\nfrom data import build_loader\n"
+    helpers = (
+        "def get_data():\n    return build_loader('train'), build_loader('valid')\n\n\n"
+        "def fit(epochs, model, opt, train_dl, valid_dl):\n"
+        "    for epoch in range(epochs):\n"
+        "        for x in train_dl:\n"
+        "            model(x).sum().backward()\n"
+        "            opt.step()\n"
+        "        for x in valid_dl:\n"
+        "            model(x)\n"
+    )
+    text = (
+        imports
+        + "\n\n"
+        + helpers
+        + "\n\ndef main():\n"
+        + "    train_dl, valid_dl = get_data()\n"
+        + "    model = torch.nn.Linear(2, 1)\n"
+        + "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        + "    fit(3, model, opt, train_dl, valid_dl)\n"
+    )
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert "model, opt, train_dl = accelerator.prepare(model, opt, train_dl)" in result.text
+    assert not any("no DataLoader feeds the training loop" in n for n in result.notes)
+
+
 def test_result_of_conversion_is_stable_and_already_accelerate_scripts_are_untouched():
     first = convert(HAND_COMPILED)
     second = convert(first.text)
@@ -247,6 +277,32 @@ def test_ddp_that_does_not_wrap_the_trained_model_is_refused():
     )
     result = convert(text)
     assert result.refused and "DDP(...) at line 7 does not wrap the trained model in place" in result.refused
+
+
+@pytest.mark.parametrize("wrap", ["DDP(model) if ddp else model", "model if not ddp else DDP(model)"])
+def test_ddp_wrap_on_one_branch_of_a_conditional_becomes_the_model_it_wraps(wrap):
+    """The DDP tutorial's ``ddp_model``, trained and saved under that name; the model's own name
+    keeps the plain module (same parameters), so a whole-model save of it stays as it is."""
+    text = "from torch.nn.parallel import DistributedDataParallel as DDP\n" + script(
+        f"ddp = False\nmodel = torch.nn.Linear(2, 1)\nddp_model = {wrap}\n",
+        loop=LOOP.replace("model.parameters()", "ddp_model.parameters()").replace("model(", "ddp_model(")
+        + '    torch.save(model, "model.pt")\n',
+    )
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert "    ddp_model = model\n" in result.text and "DDP" not in result.text
+    assert "ddp_model, optimizer = accelerator.prepare(ddp_model, optimizer)" in result.text
+    assert '    torch.save(model, "model.pt")\n' in result.text
+    assert convert(result.text).changed is False
+
+
+def test_ddp_wrap_of_another_model_on_a_conditional_is_still_refused():
+    text = "from torch.nn.parallel import DistributedDataParallel as DDP\n" + script(
+        "model = torch.nn.Linear(2, 1)\nother = torch.nn.Linear(2, 1)\nddp_model = DDP(model) if ddp else other\n",
+        loop=LOOP.replace("model.parameters()", "ddp_model.parameters()"),
+    )
+    result = convert(text)
+    assert result.refused and "does not wrap the trained model in place" in result.refused
 
 
 def test_ddp_wrap_of_a_fresh_model_keeps_the_model_and_moves_options_to_the_kwargs_handler():
@@ -522,6 +578,19 @@ def test_model_load_state_dict_loads_into_the_unwrapped_model():
     assert '"model": accelerator.unwrap_model(model, keep_torch_compile=False).state_dict()' in result.text
     assert 'optimizer.load_state_dict(checkpoint["optimizer"])' in result.text  # the prepared optimizer loads its own
     assert any("load_state_dict() into the prepared model" in n for n in result.notes)
+    assert convert(result.text).changed is False
+
+
+def test_whole_model_save_pickles_the_unwrapped_model_once():
+    text = script(
+        "model = torch.nn.Linear(2, 1)\n",
+        loop=LOOP + '    torch.save(model, "model.pt")\n    torch.save(optimizer.state_dict(), "opt.pt")\n',
+    )
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert 'accelerator.save(accelerator.unwrap_model(model, keep_torch_compile=False), "model.pt")' in result.text
+    assert 'torch.save(optimizer.state_dict(), "opt.pt")' in result.text  # not a model: left as it is
+    assert any("torch.save of the whole model (line 13)" in n for n in result.notes)
     assert convert(result.text).changed is False
 
 
