@@ -114,8 +114,9 @@ def write_wrapper(
     return wrapper
 
 
-def accelerate_launch(script: Sequence[str], processes: int = 2) -> list[str]:
-    """``accelerate launch`` of ``script`` (a command after the launcher) on CPU processes.
+def accelerate_launch(script: Sequence[str], processes: int = 2, mixed_precision: str = "no") -> list[str]:
+    """``accelerate launch`` of ``script`` (a command after the launcher) on CPU processes, with
+    ``--mixed_precision`` as given.
 
     The environment needs ``ACCELERATE_USE_CPU=1`` (see :func:`cpu_launch_environment`)."""
     return [
@@ -128,7 +129,7 @@ def accelerate_launch(script: Sequence[str], processes: int = 2) -> list[str]:
         "--num_machines",
         "1",
         "--mixed_precision",
-        "no",
+        mixed_precision,
         "--dynamo_backend",
         "no",
         "--main_process_port",

@@ -12,7 +12,10 @@ local modules it imports, and ``case.py`` whose ``CASE`` dict says how it runs:
 - ``factory`` (``module:function`` in the fixture folder) and ``checkpoint_key`` (None: the file
   is the state_dict itself) and ``strip_prefix``: how a checkpoint is loaded, strictly;
 - ``two_process``: None (one-process runs prove it all) or ``{"data_order": "kept"|"changed",
-  "bands": {metric: max abs difference}}``.
+  "bands": {metric: max abs difference}}``;
+- ``launch_mixed_precision`` (optional): how the user launches the *converted* script:
+  ``accelerate launch --mixed_precision <value>``, and ``ACCELERATE_MIXED_PRECISION=<value>`` in
+  the environment of its plain and torchrun runs (what ``accelerate config`` would set).
 
 Every fixture prints, on its main process (the harness reads the main process's stdout only: a
 one-process script converted to run on two prints on both, and rank 1's lines go to a file), ``EQ step=<n> epoch=<e> loss=<f> lr=<repr>`` per optimizer
@@ -77,6 +80,7 @@ class Case:
     checkpoint_key: str | None
     strip_prefix: str | None
     two_process: dict | None
+    launch_mixed_precision: str | None = None
 
     @property
     def order_kept_on_two_processes(self) -> bool:
@@ -108,6 +112,7 @@ def load_case(name: str) -> Case:
         "checkpoint_key",
         "strip_prefix",
         "two_process",
+        "launch_mixed_precision",
     }
     unknown = set(data) - known
     if unknown:
@@ -125,6 +130,7 @@ def load_case(name: str) -> Case:
         checkpoint_key=data.get("checkpoint_key"),
         strip_prefix=data.get("strip_prefix"),
         two_process=data.get("two_process"),
+        launch_mixed_precision=data.get("launch_mixed_precision"),
     )
 
 
@@ -218,10 +224,14 @@ def run(case: Case, folder: Path, label: str, launcher: str, converted: bool) ->
             command = torchrun(["wrapper.py", SCRIPT, *arguments])
             env, markers = clean_environment(folder), process_markers(2)
         elif launcher == "accelerate":
-            command = accelerate_launch(["wrapper.py", SCRIPT, *arguments])
+            command = accelerate_launch(
+                ["wrapper.py", SCRIPT, *arguments], mixed_precision=_mixed_precision(case, converted)
+            )
             env, markers = cpu_launch_environment(folder), process_markers(2)
         else:
             raise ValueError(launcher)
+        if converted and case.launch_mixed_precision and launcher != "accelerate":
+            env["ACCELERATE_MIXED_PRECISION"] = case.launch_mixed_precision
         done = run_once_more_on_teardown_abort(command, folder, env, markers)
         outputs.append(done.output)
         stdouts.append(done.stdout)
@@ -237,6 +247,10 @@ def run(case: Case, folder: Path, label: str, launcher: str, converted: bool) ->
     stdout = "\n".join(stdouts)
     output = "\n".join(outputs)
     return Run(label, processes, returncode, output, out_dir, elapsed, parse_steps(stdout), parse_metrics(stdout))
+
+
+def _mixed_precision(case: Case, converted: bool) -> str:
+    return (case.launch_mixed_precision if converted else None) or "no"
 
 
 def compare(reference: Run, candidate: Run, *, ratio: int, order_kept: bool, bands: dict[str, float]) -> list[str]:
