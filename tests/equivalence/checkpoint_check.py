@@ -2,7 +2,8 @@
 
 Run in the torch interpreter by the harness (the test process need not have torch):
     python checkpoint_check.py FIXTURE_FOLDER MODULE:FUNCTION KEY_JSON STRIP_PREFIX_JSON PATH...
-KEY_JSON: the state_dict's key in the saved dict, or null when the file is the state_dict.
+KEY_JSON: the state_dict's key in the saved dict, or null when the file is the state_dict. A file
+holding a whole pickled model must hold the factory's own class (not a DDP or compiled wrapper).
 STRIP_PREFIX_JSON: a prefix every key carries (DDP's "module."), or null.
 """
 
@@ -22,10 +23,16 @@ def main() -> None:
         error = None
         try:
             saved = torch.load(path, map_location="cpu", weights_only=False)
-            state = saved[key] if key is not None else saved
+            fresh = build()
+            if isinstance(saved, torch.nn.Module):  # a whole model pickled: the plain module, no wrapper
+                if type(saved) is not type(fresh):
+                    raise TypeError(f"a pickled {type(saved).__name__}, not a plain {type(fresh).__name__}")
+                state = saved.state_dict()
+            else:
+                state = saved[key] if key is not None else saved
             if strip and all(k.startswith(strip) for k in state):
                 state = {k[len(strip) :]: v for k, v in state.items()}
-            build().load_state_dict(state, strict=True)
+            fresh.load_state_dict(state, strict=True)
         except Exception as exc:  # noqa: BLE001 - every failure is a finding, reported as text
             error = f"{type(exc).__name__}: {str(exc)[:400]}"
         print(json.dumps({"path": path, "error": error}), flush=True)
