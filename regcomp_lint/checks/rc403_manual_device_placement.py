@@ -158,7 +158,10 @@ class ManualDevicePlacement(Rule):
     def _report_cuda(self, call: ast.Call, func: ast.Attribute, where: Where) -> None:
         name = self.script.accelerator_name(where)
         spelled = name.text if name else "accelerator"
-        message = f"`.cuda()` in an Accelerate script puts every process on one GPU: use `.to({spelled}.device)`"
+        message = (
+            "`.cuda()` ties an Accelerate script to CUDA (it fails under `--cpu`, MPS or XPU, and means GPU 0 in "
+            f"every process before the Accelerator exists): use `.to({spelled}.device)`"
+        )
         src = self.ctx.source
         kept = [src.segment(kw) for kw in call.keywords if kw.arg != "device"]
         new = f".to({', '.join([f'{spelled}.device', *kept])})"
