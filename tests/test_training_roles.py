@@ -185,6 +185,15 @@ def test_sharded_by_sampler(sampler):
         dl = DataLoader(part)
         """,
         "dl = DataLoader(torch.utils.data.Subset(ds, range(torch.distributed.get_rank(), 100, 2)))\n",
+        # the ImageNet example's namespace field, set from the spawn index
+        """
+        import torch.multiprocessing as mp
+        def main_worker(gpu, args):
+            args.rank = gpu
+            part = torch.utils.data.Subset(ds, range(args.rank, 100, args.world_size))
+            dl = DataLoader(part)
+        mp.spawn(main_worker, nprocs=2, args=(args,))
+        """,
     ],
 )
 def test_a_loader_of_data_split_by_rank_is_already_sharded(body):

@@ -534,7 +534,15 @@ class TrainingRoles:
                 return node
             if isinstance(node, ast.Constant) and node.value in RANK_VARIABLES and self._reads_environment(node, expr):
                 return node
-            if not isinstance(node, (ast.Name, ast.Attribute)) or binding_key(node) is None:
+            if isinstance(node, ast.Attribute) and binding_key(node) is None:
+                for value in _attribute_assignments(node, where):  # `args.rank = gpu` in a spawned worker
+                    if id(value) not in seen:
+                        seen.add(id(value))
+                        found = self._rank_read(value, where, seen, depth + 1)
+                        if found is not None:
+                            return found
+                continue
+            if not isinstance(node, ast.Name) or binding_key(node) is None:
                 continue
             for bound in self.bindings.every_binding(node, where):
                 if id(bound) in seen:
@@ -680,6 +688,26 @@ def _is(found: Origin | _Prepared | None, target: Origin | _Prepared | None, kin
 def _plain_arguments(call: ast.Call) -> bool:
     """``prepare(a, b)``: no ``*args`` nor keywords, so result ``i`` is argument ``i``."""
     return not call.keywords and not any(isinstance(a, ast.Starred) for a in call.args)
+
+
+def _attribute_assignments(attr: ast.Attribute, where: Where) -> list[ast.expr]:
+    """The values assigned to ``obj.attr`` (a namespace's field, ``args.rank = gpu``) in the
+    function ``where`` is in: the bindings track names and ``self.`` attributes only."""
+    function = where.function
+    if not isinstance(attr.value, ast.Name) or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return []
+    return [
+        node.value
+        for node in ast.walk(function)
+        if isinstance(node, ast.Assign)
+        and any(
+            isinstance(t, ast.Attribute)
+            and t.attr == attr.attr
+            and isinstance(t.value, ast.Name)
+            and t.value.id == attr.value.id
+            for t in node.targets
+        )
+    ]
 
 
 def _data_nodes(expr: ast.AST) -> list[ast.AST]:
