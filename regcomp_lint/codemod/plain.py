@@ -43,6 +43,7 @@ from regcomp_lint.codemod.roles import (
 )
 from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, resolve
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, dotted, find_all, key_of, read_keys, single_target
+from regcomp_lint.codemod.uneven_steps import uneven_steps, unseeded_draws
 from regcomp_lint.codemod.wrapped_access import places_using_prepared, read_through_wrapper, sees_prepared
 from regcomp_lint.knowledge import torch_api
 
@@ -80,6 +81,9 @@ class PlainPlanner(Planner):
         if not backwards:
             raise Refusal(NO_TRAINING_STEP)
         self._refuse_double_backward()
+        uneven = None if self.distribution.data_parallel else uneven_steps(tree, self.graph, backwards)
+        if uneven is not None:
+            raise Refusal(uneven)
         steps: set[Function] = {tree.function_of(c) for c in backwards}
         # a closure handed to the optimizer (`optimizer.step(closure)`, LBFGS) trains where it is defined
         steps |= {tree.function_of(f) for f in list(steps) if isinstance(f, cst.FunctionDef) and _is_passed(tree, f)}
@@ -90,10 +94,17 @@ class PlainPlanner(Planner):
         if self.distribution.by_hand:
             adapt_distribution(self)
         elif not self.loaders and not self.sharded_loaders:
+            draw = unseeded_draws(tree, backwards)
             self.notes.append(
                 "no DataLoader feeds the training loop: its batches come from the script's own code, which "
-                "accelerate launch does not split; under several processes every rank draws the same batches "
-                "unless that code uses accelerator.process_index (a per-rank seed or offset)"
+                "accelerate launch does not split; "
+                + (
+                    "under several processes every rank draws the same batches unless that code uses "
+                    "accelerator.process_index (a per-rank seed or offset)"
+                    if draw is None
+                    else f"the script draws at random without a seed ({draw}), so under several processes each "
+                    "rank draws different batches (gradients are averaged over them) and no run repeats another"
+                )
             )
         script = ScriptSettings()
         sites = find_compile_sites(tree, self.scope, set(self.models))
