@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+from collections.abc import Callable
 
 import libcst as cst
 
@@ -118,6 +119,7 @@ class PlainPlanner(Planner):
             self.notes.append(rank_note)
         self._stay_on_cpu_without_devices()
         self._keep_one_loss_scaling()
+        self._let_step_take_a_closure()
         self._place(settings, script)
         self.imports += [("accelerate", "Accelerator"), ("accelerate.utils", "TorchDynamoPlugin")]
         self._describe(settings, reason, sites)
@@ -687,6 +689,41 @@ class PlainPlanner(Planner):
             calls += [call] if isinstance(caller, cst.Module) else self._module_calls_of(caller, depth + 1)
         return calls
 
+    def _let_step_take_a_closure(self) -> None:
+        """The prepared optimizer calls ``optimizer.step(closure)`` (accelerate 1.15
+        ``AcceleratedOptimizer.step``; a GradScaler's ``step`` passes it on too): a prepared
+        ``torch.optim.Optimizer`` subclass of the script whose ``def step(self):`` takes no closure
+        (Barlow Twins' LARS) would raise TypeError at its first step; it gets ``closure=None``."""
+        constructs = {found.construct for found in find_optimizers(self.tree, self.scope)}
+        for cls in find_all(self.tree.module, cst.ClassDef):
+            if cls.name.value not in constructs or not any(
+                self.tree.resolves_to(base.value, *torch_api.OPTIMIZER_BASE) for base in cls.bases
+            ):
+                continue
+            for method in cls.body.body:
+                if not (isinstance(method, cst.FunctionDef) and method.name.value == "step"):
+                    continue
+                params = method.params
+                if (
+                    len(params.params) == 1
+                    and not params.posonly_params
+                    and not params.kwonly_params
+                    and (not isinstance(params.star_arg, cst.Param) and params.star_kwarg is None)
+                ):
+                    closure = cst.Param(
+                        cst.Name("closure"),
+                        default=cst.Name("None"),
+                        equal=cst.AssignEqual(
+                            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+                        ),
+                    )
+                    first = params.params[0].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                    self.edits.on(params, _with_params([first, closure]))
+                    self.notes.append(
+                        f"{cls.name.value}.step(self) (line {self.tree.line(method)}) now takes closure=None: the prepared "
+                        "optimizer calls step(closure), which it ignores"
+                    )
+
     def _keep_one_loss_scaling(self) -> None:
         """A script with its own ``GradScaler`` scales its loss itself: ``mixed_precision="no"``
         keeps that the only scaling. Without it, ``accelerate launch --mixed_precision fp16`` (or
@@ -832,6 +869,15 @@ class PlainPlanner(Planner):
         return [
             f"the plan was made for model {wanted!r}, which this script does not build ({', '.join(sorted(names))})"
         ]
+
+
+def _with_params(params: list[cst.Param]) -> Callable[[cst.Parameters], cst.Parameters]:
+    """An edit giving a function's parameter list exactly ``params``."""
+
+    def edit(updated: cst.Parameters) -> cst.Parameters:
+        return updated.with_changes(params=params)
+
+    return edit
 
 
 def _returned_keys(function: Function) -> set[str]:
