@@ -379,6 +379,9 @@ def test_a_scheduler_stepped_with_a_metric_is_stepped_by_value():
         "o = torch.optim.Adam(net.get_trainable_parameters())\n",
         "from models import Transformer\nnet = Transformer()\ndef fit(m):\n    m.train()\nfit(net)\n"
         "o = torch.optim.Adam(net.get_trainable_parameters())\n",
+        # Barlow Twins: LARS groups filled by a loop over the model's parameters
+        "weights, biases = [], []\nfor p in model.parameters():\n    (biases if p.ndim == 1 else weights).append(p)\n"
+        "groups = [{'params': weights}, {'params': biases}]\no = torch.optim.SGD(groups, lr=0.1)\n",
     ],
 )
 def test_an_optimizer_built_through_a_param_group_helper_optimizes_the_model(body):

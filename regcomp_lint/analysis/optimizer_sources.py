@@ -118,8 +118,40 @@ class OptimizerSources:
                     if bound.value is not None and not isinstance(bound.value, (ast.FunctionDef, ast.ClassDef)):
                         found = self.parameter_owners(bound.value, bound.where, 1, handed=handed)
                         owners += [k for k in found if k not in owners]
+        if not owners and depth <= 1:
+            for read in {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}:
+                owners += [k for k in self._filled_from_parameters(read, where) if k not in owners]
         if not owners and handed:  # only for a call that certainly builds an optimizer
             owners = self._models_handed(node, where)
+        return owners
+
+    def _filled_from_parameters(self, name: str, where: Where) -> list[str]:
+        """Models whose parameters a loop appends to list ``name`` (Barlow Twins' LARS groups:
+        ``for p in model.parameters(): (biases if p.ndim == 1 else weights).append(p)``)."""
+        scope = where.function if where.function is not None else self.ctx.tree
+        owners: list[str] = []
+        for loop in ast.walk(scope):
+            if not isinstance(loop, ast.For):
+                continue
+            models = [
+                key
+                for sub in ast.walk(loop.iter)
+                if isinstance(sub, ast.Call)
+                and isinstance(sub.func, ast.Attribute)
+                and sub.func.attr in _PARAMETER_METHODS
+                for key in [binding_key(sub.func.value)]
+                if key
+            ]
+            fills = any(
+                isinstance(sub, ast.Call)
+                and isinstance(sub.func, ast.Attribute)
+                and sub.func.attr in ("append", "extend")
+                and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(sub.func.value))
+                for stmt in loop.body
+                for sub in ast.walk(stmt)
+            )
+            if fills:
+                owners += [m for m in models if m not in owners]
         return owners
 
     def _models_handed(self, node: ast.AST, where: Where) -> list[str]:

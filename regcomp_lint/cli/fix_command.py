@@ -13,7 +13,9 @@ Per file:
    (``writeback.write``) and print one line.
 
 A file that holds no training step (no ``X.backward()``) is not a training script: it is not
-converted and not counted as a refusal, but the lint fixes still apply to it. Nor is a file the
+converted and not counted as a refusal, but the lint fixes still apply to it (unless it hands its
+model to a trainer of its own project that it imports: that is a refusal naming the trainer,
+``codemod.delegated_loop``). Nor is a file the
 user opted out of conversion: a ``# regcomp-fix: skip`` comment line among its first
 ``SKIP_COMMENT_LINES`` lines, or a match of the config's ``fix-exclude`` globs.
 

@@ -19,6 +19,8 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from regcomp_lint.codemod.deep import call_deep
+from regcomp_lint.codemod.delegated_loop import find_delegated_loop
+from regcomp_lint.codemod.delegated_loop import refusal as delegated_refusal
 from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConversionResult, ConvertOptions
 from regcomp_lint.files.source import DecodeError, comments, decode_source
 
@@ -44,7 +46,7 @@ def convert_source(text: str, filename: str = "<stdin>", options: ConvertOptions
             "no training script is this large; is it generated data?); nothing changed",
         )
     try:
-        _parse(body, filename)
+        syntax = _parse(body, filename)
     except SyntaxError as exc:  # the interpreter's own position and words (as RC001 reports them)
         return _refused(
             text,
@@ -54,7 +56,7 @@ def convert_source(text: str, filename: str = "<stdin>", options: ConvertOptions
         return _refused(text, f"{filename}: cannot parse: {exc}; nothing changed")
     if not any(word in body for word in ("backward", "Accelerator", "TorchDynamoPlugin", "DataParallel")):
         # cheap answer for most files of a repository: nothing to convert, no libcst metadata needed
-        return _refused(text, f"{filename}: not converted: {NO_TRAINING_STEP}")
+        return _no_training_step(text, syntax, filename, options)
     import libcst as cst  # (here: a file that stops above never needs libcst)
     from libcst.codemod import CodemodContext
 
@@ -80,6 +82,8 @@ def convert_source(text: str, filename: str = "<stdin>", options: ConvertOptions
             text, f"{filename}: not converted: the code is nested too deeply for the fixer; nothing changed"
         )
     except Refusal as refusal:
+        if str(refusal) == NO_TRAINING_STEP:
+            return _no_training_step(text, syntax, filename, options)
         return _refused(
             text,
             f"{filename}: not converted: {refusal}"
@@ -97,10 +101,28 @@ def convert_source(text: str, filename: str = "<stdin>", options: ConvertOptions
     return ConversionResult(new_text, new_text != text, None, command.notes if new_text != text else [])
 
 
-def _parse(text: str, filename: str) -> None:
+def _parse(text: str, filename: str) -> ast.Module:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # SyntaxWarnings about the user's code are not ours to print
-        ast.parse(text, filename)
+        return ast.parse(text, filename)
+
+
+def _no_training_step(text: str, syntax: ast.Module, filename: str, options: ConvertOptions) -> ConversionResult:
+    """Not a training script, unless it hands its model to a trainer of its own project that it
+    imports (minGPT's chargpt.py): then a refusal that names where the loop runs."""
+    found = find_delegated_loop(syntax, filename)
+    if found is None:
+        return _refused(text, f"{filename}: not converted: {NO_TRAINING_STEP}")
+    converts = None
+    if found.path is not None:
+        try:
+            with open(found.path, "rb") as trainer:
+                other = convert_bytes(trainer.read(), found.path, options)
+        except OSError as exc:
+            other = ConversionResult("", False, f"cannot read it: {exc.strerror or exc}")
+        if other.refused is not None:
+            converts = other.refused.split("not converted: ", 1)[-1]
+    return _refused(text, f"{filename}: not converted: {delegated_refusal(found, converts)}")
 
 
 class _NotExact(Exception):

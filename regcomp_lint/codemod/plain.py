@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+from collections.abc import Callable
 
 import libcst as cst
 
@@ -43,6 +44,7 @@ from regcomp_lint.codemod.roles import (
 )
 from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, resolve
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, dotted, find_all, key_of, read_keys, single_target
+from regcomp_lint.codemod.uneven_steps import uneven_steps, unseeded_draws
 from regcomp_lint.codemod.wrapped_access import places_using_prepared, read_through_wrapper, sees_prepared
 from regcomp_lint.knowledge import torch_api
 
@@ -80,6 +82,9 @@ class PlainPlanner(Planner):
         if not backwards:
             raise Refusal(NO_TRAINING_STEP)
         self._refuse_double_backward()
+        uneven = None if self.distribution.data_parallel else uneven_steps(tree, self.graph, backwards)
+        if uneven is not None:
+            raise Refusal(uneven)
         steps: set[Function] = {tree.function_of(c) for c in backwards}
         # a closure handed to the optimizer (`optimizer.step(closure)`, LBFGS) trains where it is defined
         steps |= {tree.function_of(f) for f in list(steps) if isinstance(f, cst.FunctionDef) and _is_passed(tree, f)}
@@ -90,10 +95,17 @@ class PlainPlanner(Planner):
         if self.distribution.by_hand:
             adapt_distribution(self)
         elif not self.loaders and not self.sharded_loaders:
+            draw = unseeded_draws(tree, backwards)
             self.notes.append(
                 "no DataLoader feeds the training loop: its batches come from the script's own code, which "
-                "accelerate launch does not split; under several processes every rank draws the same batches "
-                "unless that code uses accelerator.process_index (a per-rank seed or offset)"
+                "accelerate launch does not split; "
+                + (
+                    "under several processes every rank draws the same batches unless that code uses "
+                    "accelerator.process_index (a per-rank seed or offset)"
+                    if draw is None
+                    else f"the script draws at random without a seed ({draw}), so under several processes each "
+                    "rank draws different batches (gradients are averaged over them) and no run repeats another"
+                )
             )
         script = ScriptSettings()
         sites = find_compile_sites(tree, self.scope, set(self.models))
@@ -107,6 +119,7 @@ class PlainPlanner(Planner):
             self.notes.append(rank_note)
         self._stay_on_cpu_without_devices()
         self._keep_one_loss_scaling()
+        self._let_step_take_a_closure()
         self._place(settings, script)
         self.imports += [("accelerate", "Accelerator"), ("accelerate.utils", "TorchDynamoPlugin")]
         self._describe(settings, reason, sites)
@@ -708,6 +721,41 @@ class PlainPlanner(Planner):
             calls += [call] if isinstance(caller, cst.Module) else self._module_calls_of(caller, depth + 1)
         return calls
 
+    def _let_step_take_a_closure(self) -> None:
+        """The prepared optimizer calls ``optimizer.step(closure)`` (accelerate 1.15
+        ``AcceleratedOptimizer.step``; a GradScaler's ``step`` passes it on too): a prepared
+        ``torch.optim.Optimizer`` subclass of the script whose ``def step(self):`` takes no closure
+        (Barlow Twins' LARS) would raise TypeError at its first step; it gets ``closure=None``."""
+        constructs = {found.construct for found in find_optimizers(self.tree, self.scope)}
+        for cls in find_all(self.tree.module, cst.ClassDef):
+            if cls.name.value not in constructs or not any(
+                self.tree.resolves_to(base.value, *torch_api.OPTIMIZER_BASE) for base in cls.bases
+            ):
+                continue
+            for method in cls.body.body:
+                if not (isinstance(method, cst.FunctionDef) and method.name.value == "step"):
+                    continue
+                params = method.params
+                if (
+                    len(params.params) == 1
+                    and not params.posonly_params
+                    and not params.kwonly_params
+                    and (not isinstance(params.star_arg, cst.Param) and params.star_kwarg is None)
+                ):
+                    closure = cst.Param(
+                        cst.Name("closure"),
+                        default=cst.Name("None"),
+                        equal=cst.AssignEqual(
+                            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+                        ),
+                    )
+                    first = params.params[0].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                    self.edits.on(params, _with_params([first, closure]))
+                    self.notes.append(
+                        f"{cls.name.value}.step(self) (line {self.tree.line(method)}) now takes closure=None: the prepared "
+                        "optimizer calls step(closure), which it ignores"
+                    )
+
     def _keep_one_loss_scaling(self) -> None:
         """A script with its own ``GradScaler`` scales its loss itself: ``mixed_precision="no"``
         keeps that the only scaling. Without it, ``accelerate launch --mixed_precision fp16`` (or
@@ -859,6 +907,15 @@ class PlainPlanner(Planner):
         return [
             f"the plan was made for model {wanted!r}, which this script does not build ({', '.join(sorted(names))})"
         ]
+
+
+def _with_params(params: list[cst.Param]) -> Callable[[cst.Parameters], cst.Parameters]:
+    """An edit giving a function's parameter list exactly ``params``."""
+
+    def edit(updated: cst.Parameters) -> cst.Parameters:
+        return updated.with_changes(params=params)
+
+    return edit
 
 
 def _returned_keys(function: Function) -> set[str]:

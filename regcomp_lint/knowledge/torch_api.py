@@ -166,3 +166,17 @@ TRITON_CACHE_DIR_ENV = "TRITON_CACHE_DIR"
 COMPILER_CACHE_SWITCHES = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_AUTOGRAD_CACHE": "1"}
 #: Environment that would disturb a measured compile (caches off, debug dumps, extra logging).
 COMPILER_DISTURBING_ENV = ("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "TORCH_COMPILE_DEBUG", "TORCH_LOGS")
+#: Random generators that start from OS entropy in every process unless seeded (torch's default
+#: generator starts from one fixed seed, the same on every process).
+UNSEEDED_RANDOM_MODULES = ("random", "numpy.random")
+#: Seeding calls: after one of them a script's draws repeat from run to run (and, with one seed
+#: for every rank, between processes).
+SEEDS = (
+    "random.seed",
+    "numpy.random.seed",
+    "torch.manual_seed",
+    "torch.cuda.manual_seed",
+    "torch.cuda.manual_seed_all",
+    "transformers.set_seed",
+    "accelerate.utils.set_seed",
+)

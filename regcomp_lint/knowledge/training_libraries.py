@@ -59,6 +59,29 @@ FOREIGN_FRAMEWORKS = (
     ("horovod", "Horovod"),
 )
 
+#: Libraries whose trainers own their training loop (``transformers.Trainer(...).train()``,
+#: ``lightning.Trainer.fit``): a script that hands its model to one of them is not pointed at the
+#: trainer's module as "the file to convert" (that is the project's own trainers only).
+LIBRARY_TRAINER_ROOTS = (
+    "transformers",
+    "trl",
+    "accelerate",
+    "lightning",
+    "pytorch_lightning",
+    "lightning_fabric",
+    "ignite",
+    "fastai",
+    "composer",
+    "mmengine",
+    "detectron2",
+    "deepspeed",
+    "sklearn",
+    "keras",
+    "tensorflow",
+    "jax",
+    "flax",
+)
+
 #: Calls that hand on the items of the iterable they are given, one by one: iterating
 #: ``tqdm(loader)`` or ``itertools.cycle(loader)`` iterates the loader (its sampler decides which
 #: batches a process sees). ``iter`` and ``enumerate`` are builtins and are read by name.

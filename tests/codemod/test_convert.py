@@ -433,6 +433,28 @@ def test_parameter_count_is_not_an_optimizer():
     assert "prepared: model, optimizer" in result.notes
 
 
+def test_param_groups_filled_by_a_loop_over_the_model_train_that_model():
+    """Barlow Twins' LARS: the groups come from `for p in model.parameters()`, the optimizer is the
+    script's own Optimizer subclass; it refused "parameters whose model cannot be traced"."""
+    setup = (
+        "class LARS(torch.optim.Optimizer):\n    def __init__(self, params, lr):\n"
+        "        super().__init__(params, dict(lr=lr))\n\n"
+        "    def step(self):\n        pass\n\n"
+        "model = torch.nn.Linear(2, 1)\nparam_weights, param_biases = [], []\n"
+        "for param in model.parameters():\n    (param_biases if param.ndim == 1 else param_weights).append(param)\n"
+        "parameters = [{'params': param_weights}, {'params': param_biases}]\n"
+    )
+    loop = LOOP.replace(
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)", "optimizer = LARS(parameters, lr=0.1)"
+    )
+    result = convert(script(setup, loop))
+    assert result.refused is None, result.refused
+    assert "model, optimizer = accelerator.prepare(model, optimizer)" in result.text
+    assert "prepared: model, optimizer" in result.notes
+    # accelerate's AcceleratedOptimizer.step calls optimizer.step(closure): TypeError without it
+    assert "    def step(self, closure=None):\n" in result.text
+
+
 def test_optimizer_from_a_local_factory_function():
     text = textwrap.dedent("""
         import torch

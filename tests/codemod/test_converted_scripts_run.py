@@ -54,6 +54,7 @@ EAGER_CASES = {
     "accelerator_cpu_switch": ["--epochs", "6", "--no-accel"],
     "handed_in_loaders": [],
     "data_parallel_batches": [],
+    "lars_param_groups": ["--epochs", "6"],
 }
 INDUCTOR_CASE = "module_level_script"
 

@@ -1,0 +1,235 @@
+"""A script without a training step of its own that hands its model to a trainer it imports.
+
+minGPT's ``projects/chargpt/chargpt.py`` builds ``Trainer(config, model, dataset)`` from
+``mingpt/trainer.py`` and calls ``trainer.run()``; improved-diffusion's ``image_train.py`` calls
+``TrainLoop(model=model, ...).run_loop()``. Neither file has an ``X.backward()``, so both looked
+like "nothing to convert" (exit 0, no word). This module names the trainer method that runs the
+loop, so the refusal says where the training happens and what to convert instead.
+
+Evidence, strongest first: the trainer's module is readable (next to the script or in a folder
+above it, as Python would import it) and the method, or a method of its class it calls, has an
+``X.backward()``; or, when the module cannot be read, an object the script uses as a model
+(``.to()``, ``.parameters()``, ``.state_dict()``, ...) is handed to the trainer. Only the
+project's own modules count: a library's trainer (transformers, Lightning) is not this tool's to
+convert. ``ast`` only; nothing is imported or run.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import sys
+from dataclasses import dataclass
+
+from regcomp_lint.analysis.name_resolution import ImportMap
+from regcomp_lint.analysis.reachability.modules import ParsedModule, is_third_party, load_module, module_file
+from regcomp_lint.knowledge.training_libraries import LIBRARY_TRAINER_ROOTS
+
+#: Methods that use an object as an ``nn.Module``: a name the script calls them on is a model.
+_MODEL_METHODS = frozenset(
+    {"to", "cuda", "parameters", "named_parameters", "state_dict", "load_state_dict", "train", "eval"}
+)
+#: How many ``from .x import Trainer`` re-exports (a package ``__init__``) are followed.
+_MAX_REEXPORTS = 3
+#: How many ``self.method()`` calls deep the trainer's methods are searched for a backward.
+_MAX_SELF_CALLS = 4
+
+
+@dataclass(frozen=True)
+class DelegatedLoop:
+    """``trainer.run()`` at ``line`` of the script runs ``qualname`` (``mingpt.trainer.Trainer.run``)."""
+
+    qualname: str
+    line: int
+    #: the trainer's file, when it could be read
+    path: str | None = None
+    #: where the method is defined and where its ``X.backward()`` is, in ``path``
+    method_line: int | None = None
+    backward_line: int | None = None
+    #: the model-like names the script hands to the trainer (evidence when ``path`` is None)
+    models: tuple[str, ...] = ()
+
+
+def find_delegated_loop(tree: ast.Module, filename: str) -> DelegatedLoop | None:
+    """The imported trainer method this script (which has no backward) runs, or None."""
+    imports = ImportMap()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            imports.add(node)
+    constructed = _constructions(tree)
+    models = _model_names(tree)
+    importer = _importer(filename)
+    unread: DelegatedLoop | None = None
+    calls = [s for s in ast.walk(tree) if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)]
+    for stmt in sorted(calls, key=lambda s: (s.lineno, s.col_offset)):
+        call = stmt.value
+        assert isinstance(call, ast.Call)
+        if not isinstance(call.func, ast.Attribute):
+            continue
+        receiver, method = call.func.value, call.func.attr
+        ctor = receiver if isinstance(receiver, ast.Call) else None
+        if ctor is None and isinstance(receiver, ast.Name):
+            ctor = constructed.get(receiver.id)
+        if ctor is None or not imports.root_is_import(ctor.func):
+            continue
+        qualname = imports.qualname(ctor.func)
+        if qualname is None or "." not in qualname or not _is_project_module(qualname):
+            continue
+        module, cls = qualname.rsplit(".", 1)
+        found = _method_with_backward(importer, module, cls, method)
+        if found is not None:
+            path, method_line, backward_line = found
+            if backward_line is not None:
+                return DelegatedLoop(f"{qualname}.{method}", stmt.lineno, path, method_line, backward_line)
+            continue  # the class is readable and this method trains nothing
+        handed = tuple(dict.fromkeys(name for name in _argument_names(ctor) if name in models))
+        if handed and (unread is None or unread.qualname.rsplit(".", 1)[0] == qualname):
+            # unreadable: the last method the script runs on the trainer (``trainer.run()`` after
+            # ``trainer.register_callback(...)``) is taken for the one that trains
+            unread = DelegatedLoop(f"{qualname}.{method}", stmt.lineno, models=handed)
+    return unread
+
+
+def refusal(found: DelegatedLoop, converts: str | None) -> str:
+    """The one line a user reads. ``converts``: None when the trainer's file converts on its own,
+    else why it does not (only asked when the file was read)."""
+    head = (
+        f"no X.backward() in this script: the training loop runs in {found.qualname}(), "
+        f"which it imports and runs at line {found.line}"
+    )
+    if found.path is None:
+        module = found.qualname.rsplit(".", 2)[0]
+        return (
+            f"{head} (handing it {', '.join(found.models)}); {module.replace('.', '/')}.py is not found next to "
+            f"the script or in a folder above it: convert that module where it is (regcomp-fix <path to it>), "
+            "or convert by hand"
+        )
+    where = _shown_path(found.path)
+    head += f" ({where}, line {found.method_line}; X.backward() at line {found.backward_line})"
+    if converts is None:
+        return f"{head}; regcomp-fix converts that file on its own: run regcomp-fix {where}"
+    return f"{head}; convert that file, but regcomp-fix refuses it too: {converts}"
+
+
+def _constructions(tree: ast.Module) -> dict[str, ast.Call]:
+    """``trainer = Trainer(...)``: names bound (once, anywhere) to a call."""
+    found: dict[str, ast.Call] = {}
+    seen: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if name in seen:
+                found.pop(name, None)  # bound twice: not one clear trainer
+            elif isinstance(node.value, ast.Call):
+                found[name] = node.value
+            seen.add(name)
+    return found
+
+
+def _model_names(tree: ast.Module) -> set[str]:
+    """Names the script uses as an ``nn.Module`` (``model.to(device)``, ``model.state_dict()``)."""
+    return {
+        node.func.value.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in _MODEL_METHODS
+        and isinstance(node.func.value, ast.Name)
+    }
+
+
+def _argument_names(call: ast.Call) -> list[str]:
+    values = [*call.args, *(k.value for k in call.keywords)]
+    return [v.id for v in values if isinstance(v, ast.Name)]
+
+
+def _is_project_module(qualname: str) -> bool:
+    """A module of the script's own project: relative, or neither the standard library nor a
+    library with trainers of its own."""
+    if qualname.startswith("."):
+        return True
+    root = qualname.split(".")[0]
+    return not (root in sys.stdlib_module_names or is_third_party(root) or root in LIBRARY_TRAINER_ROOTS)
+
+
+def _importer(filename: str) -> str:
+    """The path imports are resolved from: the file, or for stdin the working directory (where
+    ``python - < script.py`` imports from)."""
+    if filename.startswith("<") or filename == "-" or not filename:
+        return os.path.join(os.getcwd(), "-stdin-.py")
+    return filename
+
+
+def _method_with_backward(
+    importer: str, module: str, cls: str, method: str
+) -> tuple[str, int | None, int | None] | None:
+    """(path, method line, backward line) when ``module.cls`` is readable; None when it is not."""
+    parsed = _load(importer, module)
+    for _ in range(_MAX_REEXPORTS):
+        if parsed is None:
+            return None
+        if cls in parsed.classes:
+            break
+        target = parsed.imports.qualname(ast.Name(cls, ast.Load()))
+        if target is None or target == cls or "." not in target:
+            return None
+        next_module, cls = target.rsplit(".", 1)
+        parsed = _load(parsed.path or importer, next_module)
+    if parsed is None or cls not in parsed.classes or parsed.path is None:
+        return None
+    methods = _methods(parsed, parsed.classes[cls])
+    if method not in methods:
+        return parsed.path, None, None
+    return parsed.path, methods[method].lineno, _backward_line(methods, method)
+
+
+def _load(importer: str, module: str) -> ParsedModule | None:
+    path = module_file(importer, module)
+    return load_module(path) if path else None
+
+
+def _methods(parsed: ParsedModule, node: ast.ClassDef) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The class's methods, with those of base classes defined in the same file (the class's own first)."""
+    found: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+    pending, seen = [node], set()
+    while pending:
+        current = pending.pop(0)
+        if current.name in seen:
+            continue
+        seen.add(current.name)
+        for stmt in current.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found.setdefault(stmt.name, stmt)
+        pending += [parsed.classes[b.id] for b in current.bases if isinstance(b, ast.Name) and b.id in parsed.classes]
+    return found
+
+
+def _backward_line(methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef], start: str) -> int | None:
+    """The first ``X.backward()`` in ``start`` or the ``self.method()``s it calls (a few deep)."""
+    todo, seen = [(start, 0)], set()
+    while todo:
+        name, depth = todo.pop(0)
+        if name in seen or name not in methods:
+            continue
+        seen.add(name)
+        calls = [
+            node
+            for node in ast.walk(methods[name])
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        ]
+        backwards = [call.lineno for call in calls if call.func.attr == "backward"]  # type: ignore[attr-defined]
+        if backwards:
+            return min(backwards)
+        if depth < _MAX_SELF_CALLS:
+            todo += [
+                (call.func.attr, depth + 1)  # type: ignore[attr-defined]
+                for call in calls
+                if isinstance(call.func.value, ast.Name) and call.func.value.id == "self"  # type: ignore[attr-defined]
+            ]
+    return None
+
+
+def _shown_path(path: str) -> str:
+    """The trainer's path as the user would type it: relative to the working directory when it is below it."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative

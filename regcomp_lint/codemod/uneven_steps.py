@@ -1,0 +1,179 @@
+"""Training steps whose number can differ between processes, and batches drawn without a seed.
+
+Under DDP every ``X.backward()`` all-reduces the gradients: a process that takes fewer steps
+leaves the others waiting in that all-reduce for ever. The PyTorch DQN tutorial plays episodes
+``for t in count(): ... if done: break`` where ``done`` comes from the environment and from
+``random.random()``: each process plays its own episodes, steps a different number of times, and
+a converted 2-process run hangs. A loop around the step counts here when it ends on a value the
+loop computes by a call (``done = ...env.step(...)``, ``random.random()``, ``loss.item()``);
+counters (``it += 1``, ``step == n``), flags and builtins (``len``, ``min``) end every process's
+loop at the same iteration and do not count.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import libcst as cst
+
+from regcomp_lint.codemod.roles import CallGraph
+from regcomp_lint.codemod.tree import Function, Tree, code, find_all
+from regcomp_lint.knowledge import torch_api
+
+#: How many callers up the step is followed to the loop that runs it (step() <- train() <- main()).
+_MAX_CALLER_DEPTH = 3
+_BUILTINS = frozenset(dir(builtins))
+
+
+def uneven_steps(tree: Tree, graph: CallGraph, backwards: list[cst.Call]) -> str | None:
+    """Why the number of training steps may differ between processes (one line), or None."""
+    for backward in backwards:
+        loop = _run_time_loop(tree, graph, backward, 0)
+        if loop is None:
+            continue
+        step = tree.function_of(backward)
+        guard = _early_return(tree, step, backward)
+        extra = ""
+        if guard is not None and isinstance(step, cst.FunctionDef):
+            extra = (
+                f"; {step.name.value}() also returns before its X.backward() when "
+                f"`{code(guard.test).strip()}` (line {tree.line(guard)})"
+            )
+        return (
+            f"the number of training steps can differ between processes: {loop}{extra}; every X.backward() "
+            "all-reduces gradients across processes, so one that steps fewer times leaves the others waiting "
+            "(a 2-process run hangs); convert by hand, giving every process the same number of steps"
+        )
+    return None
+
+
+def unseeded_draws(tree: Tree, backwards: list[cst.Call]) -> str | None:
+    """The first random draw that feeds a training step of a script that never seeds Python's or
+    NumPy's generator (each process then draws its own values), as ``random.sample (line 19)``;
+    None otherwise. Feeding: in the step's function before its backward, or in a function of the
+    file that code calls (``memory.sample(BATCH_SIZE)`` -> ``ReplayMemory.sample``)."""
+    calls = find_all(tree.module, cst.Call)
+    if any(tree.resolves_to(call.func, *torch_api.SEEDS) or _names_a_seed(call) for call in calls):
+        return None
+    functions = {f.name.value: f for f in find_all(tree.module, cst.FunctionDef)}
+    for backward in backwards:
+        step = tree.function_of(backward)
+        before = [c for c in find_all(step, cst.Call, enter_functions=False) if tree.line(c) < tree.line(backward)]
+        called = [functions[n] for n in (_called_name(c) for c in before) if n in functions]
+        for call in before + [c for f in called for c in find_all(f, cst.Call)]:
+            name = tree.resolves_under(call.func, *torch_api.UNSEEDED_RANDOM_MODULES)
+            if name is not None:
+                return f"{name} (line {tree.line(call)})"
+    return None
+
+
+def _called_name(call: cst.Call) -> str:
+    func = call.func
+    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+
+
+def _names_a_seed(call: cst.Call) -> bool:
+    """``set_seed(args.seed)``, ``utils.seed_everything(0)``: a project's own seeding helper."""
+    name = call.func.attr.value if isinstance(call.func, cst.Attribute) else getattr(call.func, "value", "")
+    return isinstance(name, str) and "seed" in name.lower() and name != "initial_seed"
+
+
+def _run_time_loop(tree: Tree, graph: CallGraph, node: cst.CSTNode, depth: int) -> str | None:
+    """The loop around ``node`` (in its function, or around a call of that function) that ends on
+    a value computed while it runs, described; None when every enclosing loop ends uniformly."""
+    function = tree.function_of(node)
+    for anc in tree.ancestors(node):
+        if anc is function:
+            break
+        if isinstance(anc, (cst.While, cst.For)):
+            ending = _run_time_ending(tree, anc)
+            if ending is not None:
+                header = code(anc).strip().splitlines()[0]
+                return f"the loop at line {tree.line(anc)} (`{header}`) that runs the step ends on {ending}"
+    if depth >= _MAX_CALLER_DEPTH or not isinstance(function, cst.FunctionDef):
+        return None
+    for _, call in graph.callers_of(function):
+        found = _run_time_loop(tree, graph, call, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _run_time_ending(tree: Tree, loop: cst.While | cst.For) -> str | None:
+    """What a loop ends on when that is computed inside it: its ``while`` test, or the test of an
+    ``if ...: break`` in its body."""
+    tests: list[cst.BaseExpression] = []
+    if isinstance(loop, cst.While):
+        tests.append(loop.test)
+    for if_ in _own_statements(loop.body, cst.If):
+        if any(isinstance(s, cst.Break) for s in _own_statements(if_.body, cst.Break)):
+            tests.append(if_.test)
+    for test in tests:
+        call = _call_in(test)
+        if call is not None:
+            return f"`{code(test).strip()}` (line {tree.line(test)}), which calls {code(call.func).strip()}()"
+        for name in {n.value for n in find_all(test, cst.Name)}:
+            assign = _computed_in(loop, name)
+            if assign is not None:
+                text = code(assign).strip().splitlines()[0]
+                return f"`{code(test).strip()}`, computed by `{text}` (line {tree.line(assign)})"
+    return None
+
+
+def _own_statements(root: cst.CSTNode, kind):
+    """Nodes of ``kind`` under ``root`` that belong to this loop, not to a nested loop or function."""
+    found = []
+
+    class _Visitor(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, kind):
+                found.append(node)
+            return node is root or not isinstance(node, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef))
+
+    root.visit(_Visitor())
+    return found
+
+
+def _call_in(expr: cst.CSTNode) -> cst.Call | None:
+    """A call in ``expr`` whose value may differ between processes: anything but a builtin
+    (``len``, ``min``) and a method of the ``str`` kind has that risk."""
+    for call in find_all(expr, cst.Call):
+        if isinstance(call.func, cst.Name) and call.func.value in _BUILTINS:
+            continue
+        return call
+    return None
+
+
+def _computed_in(loop: cst.While | cst.For, name: str, seen: frozenset[str] = frozenset()) -> cst.CSTNode | None:
+    """``name = <something with a call>`` (or unpacked from one) inside the loop's own body,
+    followed through plain assignments (``done = terminated or truncated``)."""
+    for assign in _own_statements(loop.body, cst.Assign):
+        targets = [n.value for t in assign.targets for n in find_all(t.target, cst.Name)]
+        if name not in targets:
+            continue
+        if _call_in(assign.value) is not None:
+            return assign
+        for read in {n.value for n in find_all(assign.value, cst.Name)} - seen - {name}:
+            found = _computed_in(loop, read, seen | {name})
+            if found is not None:
+                return found
+    return None
+
+
+def _early_return(tree: Tree, step: Function, backward: cst.Call) -> cst.If | None:
+    """``if <test>: return`` among the step function's statements before its backward."""
+    if not isinstance(step, cst.FunctionDef):
+        return None
+    body = tree.body_of(step)
+    index = tree.statement_in(body, backward)
+    for stmt in body.body[: index or 0]:
+        if (
+            isinstance(stmt, cst.If)
+            and stmt.orelse is None
+            and all(
+                isinstance(line, cst.SimpleStatementLine) and all(isinstance(s, cst.Return) for s in line.body)
+                for line in (stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else [stmt.body])
+            )
+        ):
+            return stmt
+    return None

@@ -1,0 +1,168 @@
+"""A script whose training loop runs in a trainer it imports from its own project is refused with
+the trainer's method and file named (minGPT's chargpt.py, improved-diffusion's image_train.py),
+never answered like a file with nothing to convert."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from regcomp_lint.cli.commands import fix_main
+from regcomp_lint.codemod import convert_source
+from regcomp_lint.codemod.options import NO_TRAINING_STEP
+
+SCRIPT = """\
+import torch
+from mingpt.model import GPT
+from mingpt.trainer import Trainer
+
+model = GPT(GPT.get_default_config())
+trainer = Trainer(Trainer.get_default_config(), model, torch.utils.data.TensorDataset(torch.zeros(4, 8)))
+trainer.register_callback("on_batch_end", print)
+trainer.run()
+torch.save(model.state_dict(), "model.pt")
+"""
+
+TRAINER = """\
+import torch
+
+
+class Trainer:
+    def __init__(self, config, model, train_dataset):
+        self.model = model
+        self.train_dataset = train_dataset
+
+    def register_callback(self, onevent, callback):
+        self.callback = callback
+
+    def run(self):
+        model = self.model
+        optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+        loader = torch.utils.data.DataLoader(self.train_dataset, batch_size=2)
+        for (x,) in loader:
+            loss = model(x).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""
+
+#: The step in a method ``run()`` calls; the optimizer is built from ``self.model`` there.
+STEP_TRAINER = """\
+import torch
+
+
+class Trainer:
+    def __init__(self, config, model, train_dataset):
+        self.model = model
+        self.train_dataset = train_dataset
+
+    def run(self):
+        optimizer = torch.optim.AdamW(self.model.parameters(), lr=3e-4)
+        for (x,) in torch.utils.data.DataLoader(self.train_dataset, batch_size=2):
+            self._step(x, optimizer)
+
+    def _step(self, x, optimizer):
+        loss = self.model(x).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def _project(tmp_path: Path, trainer: str = TRAINER) -> Path:
+    (tmp_path / "mingpt").mkdir()
+    (tmp_path / "mingpt" / "__init__.py").write_text("")
+    (tmp_path / "mingpt" / "trainer.py").write_text(trainer)
+    script = tmp_path / "projects" / "chargpt" / "chargpt.py"
+    script.parent.mkdir(parents=True)
+    script.write_text(SCRIPT)
+    return script
+
+
+def test_a_readable_trainer_is_named_with_its_backward_and_its_own_conversion(tmp_path):
+    script = _project(tmp_path)
+    result = convert_source(SCRIPT, str(script))
+    assert not result.changed
+    trainer = str(tmp_path / "mingpt" / "trainer.py")
+    assert result.refused == (
+        f"{script}: not converted: no X.backward() in this script: the training loop runs in "
+        "mingpt.trainer.Trainer.run(), which it imports and runs at line 8 "
+        f"({trainer}, line 12; X.backward() at line 19); "
+        f"regcomp-fix converts that file on its own: run regcomp-fix {trainer}"
+    )
+
+
+def test_a_backward_in_a_method_the_trainer_calls_and_the_trainer_refused_too(tmp_path):
+    script = _project(tmp_path, STEP_TRAINER)
+    result = convert_source(SCRIPT, str(script))
+    assert result.refused is not None
+    trainer = tmp_path / "mingpt" / "trainer.py"
+    assert f"Trainer.run(), which it imports and runs at line 8 ({trainer}, line 9; X.backward() at line 17)" in (
+        result.refused
+    )
+    assert result.refused.endswith(
+        "convert that file, but regcomp-fix refuses it too: the model self.model is not created in run(), "
+        "where its optimizer is; convert by hand"
+    )
+
+
+def test_a_readable_class_that_trains_nothing_is_not_a_training_script(tmp_path):
+    script = _project(tmp_path, "class Trainer:\n    def run(self):\n        return None\n")
+    result = convert_source(SCRIPT, str(script))
+    assert result.refused == f"{script}: not converted: {NO_TRAINING_STEP}"
+
+
+def test_an_unreadable_trainer_handed_the_model_is_named_by_the_method_run_last(tmp_path):
+    result = convert_source(SCRIPT, str(tmp_path / "chargpt.py"))
+    assert result.refused == (
+        f"{tmp_path / 'chargpt.py'}: not converted: no X.backward() in this script: the training loop runs in "
+        "mingpt.trainer.Trainer.run(), which it imports and runs at line 8 (handing it model); "
+        "mingpt/trainer.py is not found next to the script or in a folder above it: convert that module where "
+        "it is (regcomp-fix <path to it>), or convert by hand"
+    )
+
+
+def test_a_chained_trainer_call_in_main_with_keyword_arguments(tmp_path):
+    text = textwrap.dedent(
+        """\
+        from improved_diffusion.script_util import create_model_and_diffusion
+        from improved_diffusion.train_util import TrainLoop
+
+
+        def main():
+            model, diffusion = create_model_and_diffusion()
+            model.to("cpu")
+            TrainLoop(model=model, diffusion=diffusion, lr=1e-4).run_loop()
+        """
+    )
+    result = convert_source(text, str(tmp_path / "image_train.py"))
+    assert result.refused is not None
+    assert "improved_diffusion.train_util.TrainLoop.run_loop(), which it imports and runs at line 8" in result.refused
+    assert "(handing it model)" in result.refused
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a library's trainer: not the project's file to convert
+        "from transformers import Trainer\nmodel.to('cpu')\nTrainer(model=model).train()\n",
+        # nothing used as a model is handed over
+        "from myapp.server import App\nApp(port=8000).run()\n",
+        # the standard library
+        "import threading\nmodel.to('cpu')\nthreading.Thread(target=model).start()\n",
+    ],
+)
+def test_other_files_without_a_training_step_stay_quiet(tmp_path, text):
+    result = convert_source(text, str(tmp_path / "run.py"))
+    assert result.refused == f"{tmp_path / 'run.py'}: not converted: {NO_TRAINING_STEP}"
+
+
+def test_the_command_exits_3_for_a_delegated_loop(tmp_path):
+    script = _project(tmp_path)
+    result = CliRunner().invoke(fix_main, [str(script)], catch_exceptions=False, prog_name="regcomp-fix")
+    assert result.exit_code == 3
+    assert "the training loop runs in mingpt.trainer.Trainer.run()" in result.output
+    assert script.read_text() == SCRIPT

@@ -1,0 +1,158 @@
+"""A training step whose count can differ between processes (an RL episode loop that ends on
+what the environment or ``random`` says) is refused: converted, a 2-process DDP run hangs in the
+all-reduce of the process that steps more. Loops that end on counters still convert. A script
+that draws its batches at random without a seed is not told every rank draws the same ones."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from regcomp_lint.codemod import convert_source
+
+HEAD = """\
+import random
+
+import torch
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+policy_net = torch.nn.Linear(4, 2).to(device)
+optimizer = torch.optim.RMSprop(policy_net.parameters())
+memory = []
+
+
+def optimize_model():
+    if len(memory) < 8:
+        return
+    batch = torch.stack(random.sample(memory, 8))
+    loss = policy_net(batch).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+
+"""
+
+
+def _convert(loop: str):
+    return convert_source(HEAD + textwrap.dedent(loop), "dqn.py")
+
+
+def test_an_episode_loop_ending_on_a_random_draw_is_refused_naming_it_and_the_early_return():
+    result = _convert(
+        """
+        for episode in range(10):
+            done = False
+            while not done:
+                memory.append(torch.randn(4, device=device))
+                optimize_model()
+                done = random.random() < 0.1
+        """
+    )
+    assert not result.changed
+    assert result.refused == (
+        "dqn.py: not converted: the number of training steps can differ between processes: the loop at line 23 "
+        "(`while not done:`) that runs the step ends on `not done`, computed by `done = random.random() < 0.1` "
+        "(line 26); optimize_model() also returns before its X.backward() when `len(memory) < 8` (line 12); "
+        "every X.backward() all-reduces gradients across processes, so one that steps fewer times leaves the "
+        "others waiting (a 2-process run hangs); convert by hand, giving every process the same number of steps"
+    )
+
+
+def test_a_break_on_what_the_environment_returns_is_refused():
+    result = _convert(
+        """
+        from itertools import count
+
+        for episode in range(10):
+            for t in count():
+                state, reward, done, info = env.step(0)
+                memory.append(torch.randn(4, device=device))
+                optimize_model()
+                if done:
+                    break
+        """
+    )
+    assert result.refused is not None
+    assert "the loop at line 24 (`for t in count():`) that runs the step ends on `done`, computed by " in (
+        result.refused
+    )
+    assert "`state, reward, done, info = env.step(0)` (line 25)" in result.refused
+
+
+def test_a_while_test_that_calls_a_clock_is_refused():
+    result = _convert(
+        """
+        import time
+
+        start = time.time()
+        while time.time() - start < 60:
+            memory.append(torch.randn(4, device=device))
+            optimize_model()
+        """
+    )
+    assert result.refused is not None
+    assert "ends on `time.time() - start < 60` (line 24), which calls time.time()" in result.refused
+
+
+@pytest.mark.parametrize(
+    "loop",
+    [
+        # nanoGPT: an endless loop that ends on a counter
+        """
+        it = 0
+        while True:
+            memory.append(torch.randn(4, device=device))
+            optimize_model()
+            it += 1
+            if it > 100:
+                break
+        """,
+        # llm.c: a flag computed from the loop variable alone
+        """
+        for step in range(101):
+            last_step = step == 100
+            memory.append(torch.randn(4, device=device))
+            optimize_model()
+            if last_step or len(memory) > 1000:
+                break
+        """,
+    ],
+)
+def test_loops_ending_on_counters_still_convert(loop):
+    result = _convert(loop)
+    assert result.refused is None
+    assert result.changed
+
+
+def test_unseeded_random_batches_are_not_said_to_be_the_same_on_every_rank():
+    result = _convert(
+        "for step in range(100):\n    memory.append(torch.randn(4, device=device))\n    optimize_model()\n"
+    )
+    notes = [n for n in result.notes if n.startswith("no DataLoader feeds the training loop")]
+    assert notes == [
+        "no DataLoader feeds the training loop: its batches come from the script's own code, which accelerate "
+        "launch does not split; the script draws at random without a seed (random.sample (line 14)), so under "
+        "several processes each rank draws different batches (gradients are averaged over them) and no run "
+        "repeats another"
+    ]
+
+
+@pytest.mark.parametrize("seed", ["random.seed(0)", "set_seed(0)"])
+def test_seeded_random_batches_keep_the_same_batches_note(seed):
+    text = HEAD.replace("memory = []\n", f"memory = []\n{seed}\n") + (
+        "for step in range(100):\n    memory.append(torch.randn(4, device=device))\n    optimize_model()\n"
+    )
+    result = convert_source(text, "dqn.py")
+    assert any("every rank draws the same batches" in note for note in result.notes)
+
+
+def test_an_unseeded_draw_in_a_replay_memory_method_the_step_calls_is_named():
+    text = HEAD.replace(
+        "memory = []\n",
+        "class Replay(list):\n    def draw(self, n):\n        return random.sample(self, n)\n\n\nmemory = Replay()\n",
+    ).replace("torch.stack(random.sample(memory, 8))", "torch.stack(memory.draw(8))")
+    result = convert_source(
+        text + "for step in range(100):\n    memory.append(torch.randn(4))\n    optimize_model()\n", "dqn.py"
+    )
+    assert any("without a seed (random.sample (line 10))" in note for note in result.notes), result.notes
