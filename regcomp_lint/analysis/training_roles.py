@@ -13,7 +13,8 @@ function's parameter, the arguments its callers pass. From the uses:
   function it is passed to (:mod:`~regcomp_lint.analysis.training_loops`); any other loader is an
   evaluation loader, left whole on purpose;
 - a loader fed a ``DistributedSampler`` is *sharded* already: one shard per rank;
-- a ``GradScaler`` the script builds means it scales its loss itself (one scaling, never two);
+- a ``GradScaler`` the script builds means it scales its loss itself (one scaling, never two):
+  :mod:`~regcomp_lint.analysis.mixed_precision`, with its autocast regions;
 - a scheduler's *cadence* compares the loops around its ``.step()`` with those around its
   optimizer's (``opt.step()`` or ``scaler.step(opt)``), followed up through the functions that
   call them: the same loops, once per optimizer step; the optimizer's nested inside, once per
@@ -21,6 +22,9 @@ function's parameter, the arguments its callers pass. From the uses:
   (``for _ in range(start_epoch): scheduler.step()`` on resume) does not decide. One stepped with
   a value (``scheduler.step(val_loss)``, ``step(epoch)``) is stepped *by value*: prepared, it would
   take that value once per process.
+
+The roles own the file's checkpoints (:mod:`~regcomp_lint.analysis.checkpoints`: which save
+writes which state dict, which load reads it back), fed by the same walk.
 
 Uses are collected during the engine's walk (where each sits needs the walk's bindings); the
 questions are answered after it. The converter asks through ``codemod.lint_view``, which maps
@@ -37,14 +41,15 @@ from dataclasses import dataclass, field
 from regcomp_lint.analysis import callsites
 from regcomp_lint.analysis.accelerate_script import MAX_DEPTH, AccelerateScript, enclosing_loops, in_loop_body
 from regcomp_lint.analysis.bindings import Bound, Where, binding_key
+from regcomp_lint.analysis.checkpoints import Checkpoints
 from regcomp_lint.analysis.file_context import FileContext
+from regcomp_lint.analysis.mixed_precision import MixedPrecision
 from regcomp_lint.analysis.optimizer_sources import OptimizerSources
 from regcomp_lint.analysis.training_loops import COMPREHENSIONS, argument_for, iterated
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
 from regcomp_lint.knowledge.torch_api import (
     DATA_PARALLEL,
     DISTRIBUTED_SAMPLER,
-    GRAD_SCALERS,
     MODULE_ONLY_METHODS,
     NO_GRAD,
     PLACEMENT_KEYWORDS,
@@ -142,8 +147,6 @@ class TrainingRoles:
         self._cadence: dict[int, tuple[Cadence, ast.Call | None]] = {}
         #: ``X.zero_grad()``, ``X.step()`` without positional arguments, ``X.param_groups``
         self._optimizer_uses: list[tuple[ast.expr, Where]] = []
-        #: ``torch.amp.GradScaler(...)`` calls: the script scales its loss itself
-        self.grad_scalers: list[ast.Call] = []
         #: names called anywhere, in loops or not, split by whether autograd records the call:
         #: a model called only under no_grad is frozen
         self._calls_by_grad: dict[bool, list[tuple[ast.expr, Where]]] = {True: [], False: []}
@@ -156,6 +159,10 @@ class TrainingRoles:
         #: calls being asked "is it used as an optimizer?": they hold an optimizer meanwhile
         self._asking: list[ast.Call] = []
         self.optimizers = OptimizerSources(ctx, self.bindings, self._optimizer_uses, self._holds, self.is_model)
+        #: the checkpoints it writes and reads back (:mod:`~regcomp_lint.analysis.checkpoints`)
+        self.checkpoints = Checkpoints(ctx, self.bindings)
+        #: its own loss scaling and autocast regions (:mod:`~regcomp_lint.analysis.mixed_precision`)
+        self.mixed_precision = MixedPrecision(ctx, self.bindings)
 
     # -- feeding, from the walk ------------------------------------------------------------
     def walk_handlers(self) -> tuple[dict[type, Callable[[ast.AST], None]], dict[type, Callable[[ast.AST], None]]]:
@@ -164,6 +171,8 @@ class TrainingRoles:
             ast.AsyncFor: self._visit_for,
             ast.Call: self._visit_call,
             ast.Attribute: self._visit_attribute,
+            ast.With: self.mixed_precision.visit_with,
+            ast.AsyncWith: self.mixed_precision.visit_with,
         }
         visit.update((kind, self._visit_comprehension) for kind in COMPREHENSIONS)
         return visit, {}
@@ -188,11 +197,11 @@ class TrainingRoles:
         where = self.bindings.here(node)
         loops = enclosing_loops(self.ctx, node)
         self._calls[id(node)] = (where, loops)
+        self.checkpoints.visit_call(node, where)
         if isinstance(func, ast.Attribute) and func.attr in TRAINING_CALLS:
             self.trains = True
-        if self.ctx.resolves_to(func, *GRAD_SCALERS):
-            self.grad_scalers.append(node)
-        elif self.ctx.resolves_to(func, *SPAWN):
+        self.mixed_precision.visit_call(node)
+        if self.ctx.resolves_to(func, *SPAWN):
             self._spawns.append(node)
         if binding_key(func) is None:  # a method: optimizer.step(), model.train()
             if isinstance(func, ast.Attribute) and func.attr == "step":

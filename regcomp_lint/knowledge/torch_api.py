@@ -131,6 +131,32 @@ GRAD_SCALERS = (
     "torch.cpu.amp.GradScaler",
     "torch.cpu.amp.grad_scaler.GradScaler",
 )
+#: ``torch.device("cuda")``, and the call that names the current CUDA device by its index.
+TORCH_DEVICE = ("torch.device",)
+CUDA_DEVICE_CALLS = ("torch.cuda.current_device",)
+#: ``torch.save`` and ``torch.load``: a checkpoint written and read back.
+TORCH_SAVE = ("torch.save", "torch.serialization.save")
+TORCH_LOAD = ("torch.load", "torch.serialization.load")
+#: Names of the calls that write a state dict out, whoever owns them: ``torch.save``,
+#: ``accelerator.save``/``save_model``/``save_state``, safetensors' ``save_file``,
+#: transformers' ``save_pretrained``.
+STATE_WRITERS = frozenset({"save", "save_file", "save_model", "save_pretrained", "save_state"})
+#: Names of flags that are true in the main process only (``if master_process:``).
+MAIN_PROCESS_FLAGS = frozenset(
+    {"master_process", "is_main_process", "is_local_main_process", "is_master", "main_process"}
+)
+#: ``torch.autocast(device_type, dtype=None, enabled=True)`` (torch 2.13 ``amp/autocast_mode.py``).
+AUTOCAST = ("torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast")
+#: The deprecated device-specific spellings: ``(enabled=True, dtype=<the device's default>)``,
+#: the device fixed by the class.
+DEVICE_AUTOCASTS = {
+    "cuda": ("torch.cuda.amp.autocast", "torch.cuda.amp.autocast_mode.autocast"),
+    "cpu": ("torch.cpu.amp.autocast", "torch.cpu.amp.autocast_mode.autocast"),
+}
+#: The dtype an autocast without ``dtype=`` runs in, per device (``torch.get_autocast_dtype``).
+AUTOCAST_DEFAULT_DTYPES = {"cuda": "float16", "cpu": "bfloat16"}
+#: ``torch.<name>`` dtypes by the name Accelerate's ``mixed_precision`` gives them.
+HALF_DTYPES = {"float16": "float16", "half": "float16", "bfloat16": "bfloat16"}
 #: A sampler that already gives each rank its own shard of the data.
 DISTRIBUTED_SAMPLER = ("torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler")
 #: Calls that tell a process its rank; with the ``RANK``/``LOCAL_RANK`` environment variables
