@@ -15,6 +15,7 @@ ask ``ctx.semantic`` instead of building their own copy or keeping module-global
 - ``model_finder``: which expressions hold a model with repeated blocks (:class:`ModelFinder`);
 - ``devices``: fixed CUDA devices, CPU switches and device flags (:class:`Devices`, read by
   RC403 and the converter);
+- ``distributed_setup``: the distribution the script sets up by hand (:class:`DistributedSetup`);
 - ``shared(key, build)``: anything a higher layer computes once per file (RC2xx's breaks in other files).
 
 The first five follow the walk (a rule asks "what does ``x`` hold *here*" while the engine
@@ -40,6 +41,7 @@ from regcomp_lint.analysis.accelerate_script import AccelerateScript
 from regcomp_lint.analysis.bindings import Bindings
 from regcomp_lint.analysis.dead_code import DeadCode
 from regcomp_lint.analysis.devices import Devices
+from regcomp_lint.analysis.distributed_setup import DistributedSetup, find_distributed_setup
 from regcomp_lint.analysis.models import ModelFinder
 from regcomp_lint.analysis.reachability import FactsCollector, ParsedModule, Reachability
 from regcomp_lint.analysis.training_roles import TrainingRoles
@@ -72,6 +74,7 @@ class SemanticModel:
         self._reach: dict[tuple[bool, bool], Reachability] = {}
         self._model_finder: ModelFinder | None = None
         self._devices: Devices | None = None
+        self._distributed_setup: DistributedSetup | None = None
         self._shared: dict[str, object] = {}
 
     # -- analyses that follow the walk ---------------------------------------------------------
@@ -232,6 +235,12 @@ class SemanticModel:
         if self._devices is None:
             self._devices = Devices(self._ctx, self.bindings)
         return self._devices
+
+    @property
+    def distributed_setup(self) -> DistributedSetup:
+        if self._distributed_setup is None:
+            self._distributed_setup = find_distributed_setup(self._ctx)
+        return self._distributed_setup
 
     def shared(self, key: str, build: Callable[[], T]) -> T:
         """What ``build()`` returns, once per file: for analyses of higher layers that every rule

@@ -23,8 +23,10 @@ function's parameter, the arguments its callers pass. From the uses:
   a value (``scheduler.step(val_loss)``, ``step(epoch)``) is stepped *by value*: prepared, it would
   take that value once per process.
 
-The roles own the file's checkpoints (:mod:`~regcomp_lint.analysis.checkpoints`: which save
-writes which state dict, which load reads it back), fed by the same walk.
+The roles own, fed by the same walk, the file's checkpoints (:mod:`~regcomp_lint.analysis.checkpoints`:
+which save writes which state dict, which load reads it back), its mixed precision
+(:mod:`~regcomp_lint.analysis.mixed_precision`) and its metric reductions, each tied to the
+loader it summarises (:mod:`~regcomp_lint.analysis.metric_reductions`).
 
 Uses are collected during the engine's walk (where each sits needs the walk's bindings); the
 questions are answered after it. The converter asks through ``codemod.lint_view``, which maps
@@ -43,6 +45,7 @@ from regcomp_lint.analysis.accelerate_script import MAX_DEPTH, AccelerateScript,
 from regcomp_lint.analysis.bindings import Bound, Where, binding_key
 from regcomp_lint.analysis.checkpoints import Checkpoints
 from regcomp_lint.analysis.file_context import FileContext
+from regcomp_lint.analysis.metric_reductions import MetricReductions
 from regcomp_lint.analysis.mixed_precision import MixedPrecision
 from regcomp_lint.analysis.optimizer_sources import OptimizerSources
 from regcomp_lint.analysis.training_loops import COMPREHENSIONS, argument_for, iterated
@@ -163,6 +166,8 @@ class TrainingRoles:
         self.checkpoints = Checkpoints(ctx, self.bindings)
         #: its own loss scaling and autocast regions (:mod:`~regcomp_lint.analysis.mixed_precision`)
         self.mixed_precision = MixedPrecision(ctx, self.bindings)
+        #: its collectives and the loaders they summarise (:mod:`~regcomp_lint.analysis.metric_reductions`)
+        self.metric_reductions = MetricReductions(ctx)
 
     # -- feeding, from the walk ------------------------------------------------------------
     def walk_handlers(self) -> tuple[dict[type, Callable[[ast.AST], None]], dict[type, Callable[[ast.AST], None]]]:
@@ -198,6 +203,7 @@ class TrainingRoles:
         loops = enclosing_loops(self.ctx, node)
         self._calls[id(node)] = (where, loops)
         self.checkpoints.visit_call(node, where)
+        self.metric_reductions.visit_call(node, where, loops)
         if isinstance(func, ast.Attribute) and func.attr in TRAINING_CALLS:
             self.trains = True
         self.mixed_precision.visit_call(node)

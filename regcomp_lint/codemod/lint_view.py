@@ -17,6 +17,7 @@ from libcst.metadata import PositionProvider
 
 from regcomp_lint.analysis.bindings import Where
 from regcomp_lint.analysis.devices import Devices
+from regcomp_lint.analysis.distributed_setup import DistributedSetup
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.analysis.models import ModelFinder
 from regcomp_lint.analysis.training_roles import Origin, TrainingRoles
@@ -64,6 +65,7 @@ class LintView:
         self.roles: TrainingRoles | None = None
         self.model_finder: ModelFinder | None = None
         self.devices: Devices | None = None
+        self.distributed_setup: DistributedSetup | None = None
         self._wheres: dict[int, Where] = {}
         #: askable expressions by the line they start on: (breadth-first index, start, end, node)
         self._spans: dict[int, list[tuple[int, _Point, _Point, ast.AST]]] = {}
@@ -82,6 +84,7 @@ class LintView:
         self.roles = recorder.roles
         self.model_finder = ModelFinder(ctx, recorder.bindings)
         self.devices = ctx.semantic.devices
+        self.distributed_setup = ctx.semantic.distributed_setup
         self._parsed = parsed
         self._wheres = recorder.wheres
         self._statements = {_start(source, node): node for node in ast.walk(parsed) if isinstance(node, ast.stmt)}

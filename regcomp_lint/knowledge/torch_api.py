@@ -114,7 +114,26 @@ DATA_PARALLEL = (
 )
 #: The single-process, multi-GPU wrap among them.
 SINGLE_PROCESS_DATA_PARALLEL = DATA_PARALLEL[2:]
+#: Collectives a script sums or gathers its metrics with across ranks: name -> the position of
+#: the local value (torch 2.13 ``distributed_c10d``: ``all_reduce(tensor)``, ``reduce(tensor, dst)``,
+#: ``all_gather(tensor_list, tensor)``, ``all_gather_object(object_list, obj)``,
+#: ``all_gather_into_tensor(output, input)``, ``gather(tensor, gather_list, dst)``).
+COLLECTIVES = {
+    "all_reduce": 0,
+    "reduce": 0,
+    "all_gather": 1,
+    "all_gather_object": 1,
+    "all_gather_into_tensor": 1,
+    "gather": 0,
+}
+DISTRIBUTED_MODULES = ("torch.distributed", "torch.distributed.distributed_c10d")
 INIT_PROCESS_GROUP = ("torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group")
+DESTROY_PROCESS_GROUP = (
+    "torch.distributed.destroy_process_group",
+    "torch.distributed.distributed_c10d.destroy_process_group",
+)
+GET_RANK = ("torch.distributed.get_rank", "torch.distributed.distributed_c10d.get_rank")
+GET_WORLD_SIZE = ("torch.distributed.get_world_size", "torch.distributed.distributed_c10d.get_world_size")
 #: Methods of ``nn.Module`` that tensors and optimizers do not have: a name they are called on
 #: holds a module (a model of another file, known by what the script does with it).
 MODULE_ONLY_METHODS = ("train", "eval", "parameters", "named_parameters", "named_modules", "children", "modules")
@@ -157,6 +176,26 @@ DEVICE_AUTOCASTS = {
 AUTOCAST_DEFAULT_DTYPES = {"cuda": "float16", "cpu": "bfloat16"}
 #: ``torch.<name>`` dtypes by the name Accelerate's ``mixed_precision`` gives them.
 HALF_DTYPES = {"float16": "float16", "half": "float16", "bfloat16": "bfloat16"}
+#: Random index draws a hand-written batch source samples its rows with.
+RANDOM_DRAWS = (
+    "torch.randint",
+    "torch.randperm",
+    "torch.multinomial",
+    "numpy.random.randint",
+    "numpy.random.choice",
+    "numpy.random.permutation",
+    "random.randint",
+    "random.sample",
+    "random.choice",
+)
+#: Seeding calls: seeded from the rank, every process draws its own batches.
+SEEDS = (
+    "torch.manual_seed",
+    "torch.cuda.manual_seed",
+    "torch.cuda.manual_seed_all",
+    "numpy.random.seed",
+    "random.seed",
+)
 #: A sampler that already gives each rank its own shard of the data.
 DISTRIBUTED_SAMPLER = ("torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler")
 #: Calls that tell a process its rank; with the ``RANK``/``LOCAL_RANK`` environment variables
