@@ -104,3 +104,18 @@ def test_device_flags_are_the_scripts_attributes_named_like_a_device_in_source_o
 def test_own_names_leave_out_imported_modules_and_attribute_names():
     script = Script("flag = torch.cuda.is_available() and not opts.cpu and use_gpu\n")
     assert script.devices.own_names(script.value_of("flag")) == ("opts", "use_gpu")
+
+
+@pytest.mark.parametrize(
+    ("expr", "flag"),
+    [
+        ("args.device", True),
+        ("cfg.train.device", True),
+        ("torch.device", False),
+        ("get().device", False),
+        ("device", False),
+    ],
+)
+def test_is_flag(expr: str, flag: bool):
+    script = Script(f"x = {expr}\n")
+    assert script.devices.is_flag(script.value_of("x")) is flag

@@ -88,13 +88,16 @@ class Devices:
         """Device flags ``expr`` reads (``args.device`` in ``torch.device(args.device)``), in source order."""
         if expr is None:
             return []
-        found: list[str] = []
-        for node in _in_source_order(expr):
-            if isinstance(node, ast.Attribute) and "device" in node.attr and not self.ctx.imports.root_is_import(node):
-                key = _dotted(node)
-                if key is not None:
-                    found.append(key)
-        return found
+        return [key for node in _in_source_order(expr) if self.is_flag(node) and (key := _dotted(node)) is not None]
+
+    def is_flag(self, expr: ast.AST | None) -> bool:
+        """``expr`` is a device flag: ``args.device``, not ``torch.device`` (see the module docstring)."""
+        return (
+            isinstance(expr, ast.Attribute)
+            and "device" in expr.attr
+            and not self.ctx.imports.root_is_import(expr)
+            and _dotted(expr) is not None
+        )
 
 
 def _in_source_order(root: ast.AST) -> list[ast.expr]:
