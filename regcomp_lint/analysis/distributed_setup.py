@@ -31,7 +31,7 @@ class SetupCall(str, enum.Enum):
 
 #: What a rank read gives: the global rank, the rank on this machine, the number of processes.
 RANK, LOCAL_RANK, WORLD_SIZE = "rank", "local_rank", "world_size"
-_ENVIRONMENT = {"RANK": RANK, "LOCAL_RANK": LOCAL_RANK, "WORLD_SIZE": WORLD_SIZE}
+_ENVIRONMENT = torch_api.TORCHRUN_VARIABLES
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ def _call_kind(ctx: FileContext, call: ast.Call) -> SetupCall | None:
 
 def _rank_call(ctx: FileContext, call: ast.Call) -> str | None:
     """``dist.get_rank()``, ``dist.get_world_size()``, ``os.environ.get("RANK")``, ``os.getenv("LOCAL_RANK")``."""
-    if ctx.resolves_to(call.func, *torch_api.GET_RANK):
+    if ctx.resolves_to(call.func, *torch_api.RANK_CALLS):
         return RANK
     if ctx.resolves_to(call.func, *torch_api.GET_WORLD_SIZE):
         return WORLD_SIZE

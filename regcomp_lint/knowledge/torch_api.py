@@ -132,7 +132,6 @@ DESTROY_PROCESS_GROUP = (
     "torch.distributed.destroy_process_group",
     "torch.distributed.distributed_c10d.destroy_process_group",
 )
-GET_RANK = ("torch.distributed.get_rank", "torch.distributed.distributed_c10d.get_rank")
 GET_WORLD_SIZE = ("torch.distributed.get_world_size", "torch.distributed.distributed_c10d.get_world_size")
 #: Methods of ``nn.Module`` that tensors and optimizers do not have: a name they are called on
 #: holds a module (a model of another file, known by what the script does with it).
@@ -201,8 +200,10 @@ DISTRIBUTED_SAMPLER = ("torch.utils.data.DistributedSampler", "torch.utils.data.
 #: Calls that tell a process its rank; with the ``RANK``/``LOCAL_RANK`` environment variables
 #: (torchrun's), Accelerate's ``process_index`` attributes and a worker's first parameter under
 #: ``mp.spawn``, what a data set split by hand per rank reads.
-RANK_CALLS = ("torch.distributed.get_rank",)
+RANK_CALLS = ("torch.distributed.get_rank", "torch.distributed.distributed_c10d.get_rank")
 RANK_VARIABLES = ("RANK", "LOCAL_RANK")
+#: What each variable torchrun sets for its workers holds.
+TORCHRUN_VARIABLES = {"RANK": "rank", "LOCAL_RANK": "local_rank", "WORLD_SIZE": "world_size"}
 RANK_ATTRIBUTES = ("process_index", "local_process_index")
 #: Context managers and decorators under which nothing is recorded for backward: a model only
 #: ever called there (a DQN's target network, a distillation teacher) is never trained.
