@@ -44,6 +44,7 @@ from regcomp_lint.analysis import callsites
 from regcomp_lint.analysis.accelerate_script import MAX_DEPTH, AccelerateScript, enclosing_loops, in_loop_body
 from regcomp_lint.analysis.bindings import Bound, Where, binding_key
 from regcomp_lint.analysis.checkpoints import Checkpoints
+from regcomp_lint.analysis.distributed_setup import SetupCall
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.analysis.metric_reductions import MetricReductions
 from regcomp_lint.analysis.mixed_precision import MixedPrecision
@@ -61,7 +62,6 @@ from regcomp_lint.knowledge.torch_api import (
     RANK_CALLS,
     RANK_VARIABLES,
     SAME_MODULE_METHODS,
-    SPAWN,
 )
 from regcomp_lint.knowledge.training_libraries import ITERATION_BUILTINS, ITERATION_WRAPPERS
 
@@ -153,8 +153,7 @@ class TrainingRoles:
         #: names called anywhere, in loops or not, split by whether autograd records the call:
         #: a model called only under no_grad is frozen
         self._calls_by_grad: dict[bool, list[tuple[ast.expr, Where]]] = {True: [], False: []}
-        #: ``mp.spawn(worker, ...)`` calls, and the names of the workers they start
-        self._spawns: list[ast.Call] = []
+        #: the names of the workers ``mp.spawn(worker, ...)`` calls start
         self._workers: set[str] | None = None
         self._called_in_training: set[str] | None = None
         #: names something only a module has is called on (``.train()``, ``.parameters()``)
@@ -207,8 +206,6 @@ class TrainingRoles:
         if isinstance(func, ast.Attribute) and func.attr in TRAINING_CALLS:
             self.trains = True
         self.mixed_precision.visit_call(node)
-        if self.ctx.resolves_to(func, *SPAWN):
-            self._spawns.append(node)
         if binding_key(func) is None:  # a method: optimizer.step(), model.train()
             if isinstance(func, ast.Attribute) and func.attr == "step":
                 self._steps.append(_Step(node, func.value, where, loops))
@@ -598,9 +595,8 @@ class TrainingRoles:
 
     def _spawned_workers(self) -> set[str]:
         if self._workers is None:
-            self._workers = {
-                call.args[0].id for call in self._spawns if call.args and isinstance(call.args[0], ast.Name)
-            }
+            spawns = self.ctx.semantic.distributed_setup.of_kind(SetupCall.SPAWN)
+            self._workers = {call.args[0].id for call in spawns if call.args and isinstance(call.args[0], ast.Name)}
         return self._workers
 
     def sized_from_prepared_loader(self, origin: Origin) -> bool:
