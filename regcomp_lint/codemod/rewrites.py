@@ -325,7 +325,11 @@ class Planner:
         itself is no flag to rewrite either: its assignment now gives ``accelerator.device``, and
         every reader follows."""
         key = dotted(value) if isinstance(value, cst.Attribute) else None
-        if key is None or key.split(".")[0] in ("self", self.acc_key.split(".")[0], "accelerator"):
+        if (
+            not isinstance(value, cst.Attribute)
+            or key is None
+            or key.split(".")[0] in ("self", self.acc_key.split(".")[0], "accelerator")
+        ):
             return False
         if key in self.assigned_device_keys or not is_chosen_device(self.tree, value, function):
             return False
