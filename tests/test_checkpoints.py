@@ -205,3 +205,12 @@ def test_a_module_function_named_save_is_a_save_only_when_imported():
         save(model.state_dict())
         """)
     assert script.checkpoints.saves == []
+
+
+def test_save_at_answers_for_one_call():
+    script = Script('torch.save(model, "m.pt")\nprint(model)\n')
+    calls = {script.text(n): n for n in ast.walk(script.ctx.tree) if isinstance(n, ast.Call)}
+    save = script.checkpoints.save_at(calls['torch.save(model, "m.pt")'])
+    assert save is not None and save.torch_save
+    assert script.checkpoints.save_at(calls["print(model)"]) is None
+    assert script.checkpoints.save_at(None) is None

@@ -131,6 +131,10 @@ class Checkpoints:
         """The state read ``call`` is, if it is one."""
         return self._reads_by_call.get(id(call)) if call is not None else None
 
+    def save_at(self, call: ast.AST | None) -> Save | None:
+        """The save ``call`` is, if it is one."""
+        return next((save for save in self.saves if save.call is call), None) if call is not None else None
+
     def saves_of(self, read: StateRead) -> list[Save]:
         """The saves that write ``read`` (see the module docstring)."""
         if self._written is None:

@@ -477,7 +477,9 @@ class PlainPlanner(Planner):
 
     def _whole_model_saved(self, call: cst.Call, models: set[str]) -> str | None:
         """The model ``torch.save(model, path)`` pickles whole, when it is a prepared one."""
-        if not (self.tree.resolves_to(call.func, "torch.save") and call.args):
+        view = lint_view(self.tree)
+        save = view.roles.checkpoints.save_at(view.expression_at(call)) if view.roles is not None else None
+        if save is None or not save.torch_save or not call.args:
             return None
         key = key_of(call.args[0].value)
         return key if key in models else None
