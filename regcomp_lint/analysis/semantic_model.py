@@ -13,6 +13,9 @@ ask ``ctx.semantic`` instead of building their own copy or keeping module-global
   (:class:`~regcomp_lint.analysis.dead_code.DeadCode`; the engine drops findings there);
 - ``reachability(deep=..., functions=...)``: the call graphs from the forwards (:class:`Reachability`);
 - ``model_finder``: which expressions hold a model with repeated blocks (:class:`ModelFinder`);
+- ``devices``: fixed CUDA devices, CPU switches and device flags (:class:`Devices`, read by
+  RC403 and the converter);
+- ``distributed_setup``: the distribution the script sets up by hand (:class:`DistributedSetup`);
 - ``shared(key, build)``: anything a higher layer computes once per file (RC2xx's breaks in other files).
 
 The first five follow the walk (a rule asks "what does ``x`` hold *here*" while the engine
@@ -37,6 +40,8 @@ from typing import TYPE_CHECKING, TypeVar, cast
 from regcomp_lint.analysis.accelerate_script import AccelerateScript
 from regcomp_lint.analysis.bindings import Bindings
 from regcomp_lint.analysis.dead_code import DeadCode
+from regcomp_lint.analysis.devices import Devices
+from regcomp_lint.analysis.distributed_setup import DistributedSetup, find_distributed_setup
 from regcomp_lint.analysis.models import ModelFinder
 from regcomp_lint.analysis.reachability import FactsCollector, ParsedModule, Reachability
 from regcomp_lint.analysis.training_roles import TrainingRoles
@@ -68,6 +73,8 @@ class SemanticModel:
         self._dead_code: DeadCode | None = None
         self._reach: dict[tuple[bool, bool], Reachability] = {}
         self._model_finder: ModelFinder | None = None
+        self._devices: Devices | None = None
+        self._distributed_setup: DistributedSetup | None = None
         self._shared: dict[str, object] = {}
 
     # -- analyses that follow the walk ---------------------------------------------------------
@@ -222,6 +229,18 @@ class SemanticModel:
         if self._model_finder is None:
             self._model_finder = ModelFinder(self._ctx, self.bindings)
         return self._model_finder
+
+    @property
+    def devices(self) -> Devices:
+        if self._devices is None:
+            self._devices = Devices(self._ctx, self.bindings)
+        return self._devices
+
+    @property
+    def distributed_setup(self) -> DistributedSetup:
+        if self._distributed_setup is None:
+            self._distributed_setup = find_distributed_setup(self._ctx)
+        return self._distributed_setup
 
     def shared(self, key: str, build: Callable[[], T]) -> T:
         """What ``build()`` returns, once per file: for analyses of higher layers that every rule

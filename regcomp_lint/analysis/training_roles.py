@@ -13,7 +13,8 @@ function's parameter, the arguments its callers pass. From the uses:
   function it is passed to (:mod:`~regcomp_lint.analysis.training_loops`); any other loader is an
   evaluation loader, left whole on purpose;
 - a loader fed a ``DistributedSampler`` is *sharded* already: one shard per rank;
-- a ``GradScaler`` the script builds means it scales its loss itself (one scaling, never two);
+- a ``GradScaler`` the script builds means it scales its loss itself (one scaling, never two):
+  :mod:`~regcomp_lint.analysis.mixed_precision`, with its autocast regions;
 - a scheduler's *cadence* compares the loops around its ``.step()`` with those around its
   optimizer's (``opt.step()`` or ``scaler.step(opt)``), followed up through the functions that
   call them: the same loops, once per optimizer step; the optimizer's nested inside, once per
@@ -21,6 +22,11 @@ function's parameter, the arguments its callers pass. From the uses:
   (``for _ in range(start_epoch): scheduler.step()`` on resume) does not decide. One stepped with
   a value (``scheduler.step(val_loss)``, ``step(epoch)``) is stepped *by value*: prepared, it would
   take that value once per process.
+
+The roles own, fed by the same walk, the file's checkpoints (:mod:`~regcomp_lint.analysis.checkpoints`:
+which save writes which state dict, which load reads it back), its mixed precision
+(:mod:`~regcomp_lint.analysis.mixed_precision`) and its metric reductions, each tied to the
+loader it summarises (:mod:`~regcomp_lint.analysis.metric_reductions`).
 
 Uses are collected during the engine's walk (where each sits needs the walk's bindings); the
 questions are answered after it. The converter asks through ``codemod.lint_view``, which maps
@@ -37,14 +43,17 @@ from dataclasses import dataclass, field
 from regcomp_lint.analysis import callsites
 from regcomp_lint.analysis.accelerate_script import MAX_DEPTH, AccelerateScript, enclosing_loops, in_loop_body
 from regcomp_lint.analysis.bindings import Bound, Where, binding_key
+from regcomp_lint.analysis.checkpoints import Checkpoints
+from regcomp_lint.analysis.distributed_setup import SetupCall
 from regcomp_lint.analysis.file_context import FileContext
+from regcomp_lint.analysis.metric_reductions import MetricReductions
+from regcomp_lint.analysis.mixed_precision import MixedPrecision
 from regcomp_lint.analysis.optimizer_sources import OptimizerSources
 from regcomp_lint.analysis.training_loops import COMPREHENSIONS, argument_for, iterated
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
 from regcomp_lint.knowledge.torch_api import (
     DATA_PARALLEL,
     DISTRIBUTED_SAMPLER,
-    GRAD_SCALERS,
     MODULE_ONLY_METHODS,
     NO_GRAD,
     PLACEMENT_KEYWORDS,
@@ -53,7 +62,6 @@ from regcomp_lint.knowledge.torch_api import (
     RANK_CALLS,
     RANK_VARIABLES,
     SAME_MODULE_METHODS,
-    SPAWN,
 )
 from regcomp_lint.knowledge.training_libraries import ITERATION_BUILTINS, ITERATION_WRAPPERS
 
@@ -142,13 +150,10 @@ class TrainingRoles:
         self._cadence: dict[int, tuple[Cadence, ast.Call | None]] = {}
         #: ``X.zero_grad()``, ``X.step()`` without positional arguments, ``X.param_groups``
         self._optimizer_uses: list[tuple[ast.expr, Where]] = []
-        #: ``torch.amp.GradScaler(...)`` calls: the script scales its loss itself
-        self.grad_scalers: list[ast.Call] = []
         #: names called anywhere, in loops or not, split by whether autograd records the call:
         #: a model called only under no_grad is frozen
         self._calls_by_grad: dict[bool, list[tuple[ast.expr, Where]]] = {True: [], False: []}
-        #: ``mp.spawn(worker, ...)`` calls, and the names of the workers they start
-        self._spawns: list[ast.Call] = []
+        #: the names of the workers ``mp.spawn(worker, ...)`` calls start
         self._workers: set[str] | None = None
         self._called_in_training: set[str] | None = None
         #: names something only a module has is called on (``.train()``, ``.parameters()``)
@@ -156,6 +161,12 @@ class TrainingRoles:
         #: calls being asked "is it used as an optimizer?": they hold an optimizer meanwhile
         self._asking: list[ast.Call] = []
         self.optimizers = OptimizerSources(ctx, self.bindings, self._optimizer_uses, self._holds, self.is_model)
+        #: the checkpoints it writes and reads back (:mod:`~regcomp_lint.analysis.checkpoints`)
+        self.checkpoints = Checkpoints(ctx, self.bindings)
+        #: its own loss scaling and autocast regions (:mod:`~regcomp_lint.analysis.mixed_precision`)
+        self.mixed_precision = MixedPrecision(ctx, self.bindings)
+        #: its collectives and the loaders they summarise (:mod:`~regcomp_lint.analysis.metric_reductions`)
+        self.metric_reductions = MetricReductions(ctx)
 
     # -- feeding, from the walk ------------------------------------------------------------
     def walk_handlers(self) -> tuple[dict[type, Callable[[ast.AST], None]], dict[type, Callable[[ast.AST], None]]]:
@@ -164,6 +175,8 @@ class TrainingRoles:
             ast.AsyncFor: self._visit_for,
             ast.Call: self._visit_call,
             ast.Attribute: self._visit_attribute,
+            ast.With: self.mixed_precision.visit_with,
+            ast.AsyncWith: self.mixed_precision.visit_with,
         }
         visit.update((kind, self._visit_comprehension) for kind in COMPREHENSIONS)
         return visit, {}
@@ -188,12 +201,11 @@ class TrainingRoles:
         where = self.bindings.here(node)
         loops = enclosing_loops(self.ctx, node)
         self._calls[id(node)] = (where, loops)
+        self.checkpoints.visit_call(node, where)
+        self.metric_reductions.visit_call(node, where, loops)
         if isinstance(func, ast.Attribute) and func.attr in TRAINING_CALLS:
             self.trains = True
-        if self.ctx.resolves_to(func, *GRAD_SCALERS):
-            self.grad_scalers.append(node)
-        elif self.ctx.resolves_to(func, *SPAWN):
-            self._spawns.append(node)
+        self.mixed_precision.visit_call(node)
         if binding_key(func) is None:  # a method: optimizer.step(), model.train()
             if isinstance(func, ast.Attribute) and func.attr == "step":
                 self._steps.append(_Step(node, func.value, where, loops))
@@ -583,9 +595,8 @@ class TrainingRoles:
 
     def _spawned_workers(self) -> set[str]:
         if self._workers is None:
-            self._workers = {
-                call.args[0].id for call in self._spawns if call.args and isinstance(call.args[0], ast.Name)
-            }
+            spawns = self.ctx.semantic.distributed_setup.of_kind(SetupCall.SPAWN)
+            self._workers = {call.args[0].id for call in spawns if call.args and isinstance(call.args[0], ast.Name)}
         return self._workers
 
     def sized_from_prepared_loader(self, origin: Origin) -> bool:

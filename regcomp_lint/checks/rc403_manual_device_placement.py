@@ -4,15 +4,9 @@ from __future__ import annotations
 
 import ast
 
-from regcomp_lint.analysis.accelerate_script import (
-    MAX_DEPTH,
-)
 from regcomp_lint.analysis.bindings import Where
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.diagnostics import Applicability, Edit, Fix, Severity
-
-TORCH_DEVICE = ("torch.device",)
-CUDA_DEVICE_CALLS = ("torch.cuda.current_device",)
 
 
 class ManualDevicePlacement(Rule):
@@ -147,7 +141,7 @@ class ManualDevicePlacement(Rule):
                 self._report_cuda(call, func, where)
                 continue
             device = _device_argument(call)
-            if device is not None and self._fixed_cuda(device, where):
+            if device is not None and self.ctx.semantic.devices.fixed_cuda(device, where):
                 name = self.script.accelerator_name(where)
                 spelled = name.text if name else "accelerator"
                 text = self.ctx.source.segment(device)
@@ -170,30 +164,6 @@ class ManualDevicePlacement(Rule):
 
     def _fix(self, edits: list[Edit], possible: bool, spelled: str) -> Fix | None:
         return self.make_fix(f"Use `{spelled}.device`", edits) if possible else None
-
-    def _fixed_cuda(self, expr: ast.AST | None, where: Where, depth: int = 0) -> bool:
-        """``expr`` certainly names a fixed CUDA device (in at least one branch)."""
-        if expr is None or depth > MAX_DEPTH:
-            return False
-        if isinstance(expr, ast.Constant):
-            return isinstance(expr.value, str) and expr.value.strip().lower().startswith("cuda")
-        if isinstance(expr, ast.JoinedStr):
-            return bool(expr.values) and self._fixed_cuda(expr.values[0], where, depth + 1)
-        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
-            return self._fixed_cuda(expr.left, where, depth + 1)
-        if isinstance(expr, ast.IfExp):
-            return self._fixed_cuda(expr.body, where, depth + 1) or self._fixed_cuda(expr.orelse, where, depth + 1)
-        if isinstance(expr, ast.Call):
-            if self.ctx.resolves_to(expr.func, *CUDA_DEVICE_CALLS):
-                return True
-            if self.ctx.resolves_to(expr.func, *TORCH_DEVICE):
-                arg = expr.args[0] if expr.args else next((kw.value for kw in expr.keywords if kw.arg == "type"), None)
-                return self._fixed_cuda(arg, where, depth + 1)
-            return False
-        for bound in self.bindings.candidates(expr, where)[:1]:
-            if bound.value is not None and bound.index is None:
-                return self._fixed_cuda(bound.value, bound.where, depth + 1)
-        return False
 
 
 def _device_argument(call: ast.Call) -> ast.expr | None:

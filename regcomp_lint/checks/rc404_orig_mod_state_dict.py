@@ -274,17 +274,16 @@ class OrigModStateDict(Rule):
         if self._may_compile:  # else the file cannot concern the rule: the script is not even fed for it
             self.script = ctx.semantic.accelerate_script
             self.bindings = self.script.bindings
+            self.checkpoints = ctx.semantic.training_roles.checkpoints
         self._compiles: dict[int, tuple[bool, bool]] = {}  # id(call) -> (regional, conditional)
         self._unwraps: set[int] = set()
         self._sinks: list[tuple[str, ast.Call, Where]] = []
         self._reported: set[int] = set()  # unwrap_model calls already reported
-        self._statements: dict[int, ast.stmt | None] = {}  # id(sink call) -> its statement
         #: ``X.named_parameters()`` calls: (call, where, statement, enclosing function or None)
         self._named: list[tuple[ast.Call, Where, ast.stmt | None, ast.AST | None]] = []
         #: calls of plain names (``write_model(model, ...)``) by name, to follow a model into a helper
         self._calls_by_name: dict[str, list[tuple[ast.Call, Where]]] = {}
-        self._loaded_into: set[str] = set()  # receivers of `X.load_state_dict(...)`, as written
-        self._saved_names: set[str] = set()  # names given to a save call (torch.save(best, ...))
+        self._loaded_into: set[str] = set()  # receivers of `X.load_state_dict(...)`, as written (in finish)
 
     def visit_Call(self, node: ast.Call) -> None:
         if not self._may_compile:
@@ -296,25 +295,17 @@ class OrigModStateDict(Rule):
                 func.value
             ):
                 self._sinks.append((attr, node, self.bindings.here(node)))
-                statement = next((a for a in reversed(self.ctx.ancestors) if isinstance(a, ast.stmt)), None)
-                self._statements[id(node)] = statement
             elif attr == "unwrap_model":
                 self._unwraps.add(id(node))
-            elif attr == "load_state_dict":
-                self._loaded_into.add(self.ctx.source.segment(func.value))
             elif attr in NAMED_METHODS and not node.args:
                 statement = next((a for a in reversed(self.ctx.ancestors) if isinstance(a, ast.stmt)), None)
                 function = next((a for a in reversed(self.ctx.ancestors) if isinstance(a, FUNCTION_DEFS)), None)
                 self._named.append((node, self.bindings.here(node), statement, function))
-            if attr in SAVE_CALLS:
-                self._saved_names.update(_names_in(node.args, node.keywords))
-            elif attr in ("compile", "compile_regions") and node.args:
+            if attr in ("compile", "compile_regions") and node.args:
                 self._compile_call(node)
         if isinstance(func, ast.Name):
             self._calls_by_name.setdefault(func.id, []).append((node, self.bindings.here(node)))
         if isinstance(func, ast.Name) and node.args and self.ctx.imports.imported(func.id):
-            if func.id in SAVE_CALLS:
-                self._saved_names.update(_names_in(node.args, node.keywords))
             self._compile_call(node)
 
     def _compile_call(self, node: ast.Call) -> None:
@@ -335,6 +326,8 @@ class OrigModStateDict(Rule):
 
     # -- judging ---------------------------------------------------------------------------
     def finish(self) -> None:
+        if self._may_compile:
+            self._loaded_into = self.checkpoints.loaded_into()
         for kind, call, where in self._sinks:
             if kind in ACCELERATOR_SAVES:
                 self._accelerator_save(kind, call, where)
@@ -408,17 +401,14 @@ class OrigModStateDict(Rule):
     def _round_trip(self, call: ast.Call, receiver: ast.expr) -> bool:
         """An in-memory copy of the compiled model's weights that goes back into that same
         model (``best = copy.deepcopy(model.state_dict())`` ... ``model.load_state_dict(best)``):
-        the keys match, nothing is saved, and ``_orig_mod.state_dict()`` would break the load."""
+        the keys match, nothing saves it (:mod:`~regcomp_lint.analysis.checkpoints`), and
+        ``_orig_mod.state_dict()`` would break the load."""
         if self.ctx.source.segment(receiver) not in self._loaded_into:
             return False
-        statement = self._statements.get(id(call))
-        if statement is None:
+        read = self.checkpoints.read_at(call)
+        if read is None or not isinstance(read.statement, ast.Assign) or self.checkpoints.saves_of(read):
             return False
-        if any(isinstance(node, ast.Call) and _called_name(node.func) in SAVE_CALLS for node in ast.walk(statement)):
-            return False  # saved right here
-        targets = statement.targets if isinstance(statement, ast.Assign) else []
-        bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-        return bool(bound) and not bound & self._saved_names
+        return any(isinstance(n, ast.Name) for t in read.statement.targets for n in ast.walk(t))
 
     def _accelerator_save(self, kind: str, call: ast.Call, where: Where) -> None:
         model = call.args[0] if call.args else keyword_value(call, "model")
@@ -610,22 +600,6 @@ def _looked_up_by_literal(scope: ast.AST, table: str) -> bool:
         and not node.slice.value.startswith("_orig_mod")
         for node in ast.walk(scope)
     )
-
-
-#: Calls that write a state dict out (``torch.save``, ``accelerator.save``, safetensors' ``save_file``).
-SAVE_CALLS = frozenset({"save", "save_file", "save_model", "save_pretrained", "save_state"})
-
-
-def _called_name(func: ast.expr) -> str | None:
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return func.id if isinstance(func, ast.Name) else None
-
-
-def _names_in(args: list[ast.expr], keywords: list[ast.keyword]) -> set[str]:
-    """Every name an argument mentions (``{"model": best}`` mentions ``best``)."""
-    values = [*args, *(k.value for k in keywords)]
-    return {n.id for value in values for n in ast.walk(value) if isinstance(n, ast.Name)}
 
 
 def _is_name_chain(node: ast.AST) -> bool:

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from regcomp_lint.analysis.distributed_setup import SetupCall
+from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.tree import Tree, find_all
-from regcomp_lint.knowledge import torch_api
-from regcomp_lint.knowledge.training_libraries import FOREIGN_FRAMEWORKS
 
 
 @dataclass
@@ -44,36 +44,27 @@ def _short(tree: Tree, call: cst.Call) -> str:
 
 
 def find_distribution(tree: Tree) -> Distribution:
+    """The script's own distribution, as the lint's analysis sees it
+    (:mod:`~regcomp_lint.analysis.distributed_setup`), on the converter's nodes."""
     found = Distribution()
+    view = lint_view(tree)
+    setup = view.distributed_setup
+    if setup is None:
+        return found
+    lists = {
+        SetupCall.DATA_PARALLEL: found.data_parallel,
+        SetupCall.INIT_PROCESS_GROUP: found.init_process_group,
+        SetupCall.SET_DEVICE: found.set_device,
+        SetupCall.SPAWN: found.spawn,
+    }
     for call in find_all(tree.module, cst.Call):
-        func = call.func
-        if tree.resolves_to(func, *torch_api.DATA_PARALLEL):
-            found.data_parallel.append(call)
-        elif tree.resolves_to(func, *torch_api.INIT_PROCESS_GROUP):
-            found.init_process_group.append(call)
-        elif tree.resolves_to(func, *torch_api.CUDA_SET_DEVICE):
-            found.set_device.append(call)
-        elif tree.resolves_to(func, *torch_api.SPAWN):
-            found.spawn.append(call)
-        elif tree.resolves_to(func, *torch_api.FSDP):
+        kind = setup.kind_of(view.expression_at(call))
+        if kind in lists:
+            lists[kind].append(call)
+        elif kind is SetupCall.FSDP:
             found.blockers.append(f"it shards the model with FSDP by hand (line {tree.line(call)})")
-        elif tree.resolves_under(func, torch_api.RPC_MODULE):
+        elif kind is SetupCall.RPC:
             found.blockers.append(f"it distributes work with torch.distributed.rpc (line {tree.line(call)})")
-    for stmt in find_all(tree.module, (cst.Import, cst.ImportFrom)):
-        module = _imported_module(stmt)
-        for prefix, framework in FOREIGN_FRAMEWORKS:
-            if module == prefix or module.startswith(prefix + "."):
-                found.blockers.append(f"it uses {framework} (import at line {tree.line(stmt)})")
-                break
+    for framework, stmt in setup.foreign_frameworks:
+        found.blockers.append(f"it uses {framework} (import at line {stmt.lineno})")
     return found
-
-
-def _imported_module(stmt: cst.Import | cst.ImportFrom) -> str:
-    from regcomp_lint.codemod.tree import dotted
-
-    if isinstance(stmt, cst.ImportFrom):
-        if stmt.relative:
-            return ""
-        return dotted(stmt.module) or "" if stmt.module is not None else ""
-    first = stmt.names[0]
-    return dotted(first.name) or ""

@@ -16,6 +16,8 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from regcomp_lint.analysis.bindings import Where
+from regcomp_lint.analysis.devices import Devices
+from regcomp_lint.analysis.distributed_setup import DistributedSetup
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.analysis.models import ModelFinder
 from regcomp_lint.analysis.training_roles import Origin, TrainingRoles
@@ -62,11 +64,16 @@ class LintView:
         self._positions = tree.wrapper.resolve(PositionProvider)
         self.roles: TrainingRoles | None = None
         self.model_finder: ModelFinder | None = None
+        self.devices: Devices | None = None
+        self.distributed_setup: DistributedSetup | None = None
         self._wheres: dict[int, Where] = {}
         #: askable expressions by the line they start on: (breadth-first index, start, end, node)
         self._spans: dict[int, list[tuple[int, _Point, _Point, ast.AST]]] = {}
+        #: every expression the same way, indexed on first ask (:meth:`any_expression_at`)
+        self._all_spans: dict[int, list[tuple[int, _Point, _Point, ast.AST]]] | None = None
+        self._source = source = SourceFile("<regcomp-fix>", tree.text)
+        self._parsed: ast.Module | None = None
         self._statements: dict[_Point, ast.stmt] = {}
-        source = SourceFile("<regcomp-fix>", tree.text)
         try:
             parsed = ast.parse(source.text)
         except (SyntaxError, ValueError):
@@ -76,17 +83,29 @@ class LintView:
         walk(ctx, [recorder])
         self.roles = recorder.roles
         self.model_finder = ModelFinder(ctx, recorder.bindings)
+        self.devices = ctx.semantic.devices
+        self.distributed_setup = ctx.semantic.distributed_setup
+        self._parsed = parsed
         self._wheres = recorder.wheres
         self._statements = {_start(source, node): node for node in ast.walk(parsed) if isinstance(node, ast.stmt)}
-        # breadth first: an expression comes before the parts it contains
-        askable = (node for node in ast.walk(parsed) if isinstance(node, _ASKABLE))
-        for index, node in enumerate(askable):
-            first = _start(source, node)
-            self._spans.setdefault(first[0], []).append((index, first, _end(source, node), node))
+        self._spans = _index(source, parsed, _ASKABLE)
 
     def expression_at(self, node: cst.CSTNode) -> ast.expr | None:
         """The outermost askable ``ast`` expression inside ``node``'s source range (libcst
         counts enclosing parentheses into a node, ast does not)."""
+        return self._outermost(node, self._spans)
+
+    def any_expression_at(self, node: cst.CSTNode) -> ast.expr | None:
+        """The ``ast`` expression ``node`` is, whatever its kind (a test, a conditional expression)."""
+        if self._parsed is None:
+            return None
+        if self._all_spans is None:
+            self._all_spans = _index(self._source, self._parsed, (ast.expr,))
+        return self._outermost(node, self._all_spans)
+
+    def _outermost(
+        self, node: cst.CSTNode, spans: dict[int, list[tuple[int, _Point, _Point, ast.AST]]]
+    ) -> ast.expr | None:
         span = self._positions.get(node)
         if span is None:
             return None
@@ -96,7 +115,7 @@ class LintView:
         inside = [
             entry
             for row in range(start[0], end[0] + 1)
-            for entry in self._spans.get(row, ())
+            for entry in spans.get(row, ())
             if start <= entry[1] and entry[2] <= end
         ]
         if not inside:
@@ -127,6 +146,18 @@ class LintView:
         where = self.where(expr)
         found = self.roles.passed_origin(expr, where) if callers else self.roles.origin(expr, where)
         return found if isinstance(found, Origin) else None
+
+
+def _index(
+    source: SourceFile, parsed: ast.Module, kinds: tuple[type, ...]
+) -> dict[int, list[tuple[int, _Point, _Point, ast.AST]]]:
+    """The expressions of ``kinds`` by the line they start on: (breadth-first index, start, end,
+    node); breadth first, an expression comes before the parts it contains."""
+    spans: dict[int, list[tuple[int, _Point, _Point, ast.AST]]] = {}
+    for index, node in enumerate(n for n in ast.walk(parsed) if isinstance(n, kinds)):
+        first = _start(source, node)  # type: ignore[arg-type]
+        spans.setdefault(first[0], []).append((index, first, _end(source, node), node))  # type: ignore[arg-type]
+    return spans
 
 
 def _spans_all_but_parentheses(first: _Point, last: _Point, start: _Point, end: _Point, node: cst.CSTNode) -> bool:

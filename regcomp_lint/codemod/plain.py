@@ -43,7 +43,7 @@ from regcomp_lint.codemod.roles import (
     creations,
 )
 from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, resolve
-from regcomp_lint.codemod.tree import Block, Function, Tree, code, dotted, find_all, key_of, read_keys, single_target
+from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, read_keys
 from regcomp_lint.codemod.uneven_steps import uneven_steps, unseeded_draws
 from regcomp_lint.codemod.wrapped_access import places_using_prepared, read_through_wrapper, sees_prepared
 from regcomp_lint.knowledge import torch_api
@@ -490,7 +490,9 @@ class PlainPlanner(Planner):
 
     def _whole_model_saved(self, call: cst.Call, models: set[str]) -> str | None:
         """The model ``torch.save(model, path)`` pickles whole, when it is a prepared one."""
-        if not (self.tree.resolves_to(call.func, "torch.save") and call.args):
+        view = lint_view(self.tree)
+        save = view.roles.checkpoints.save_at(view.expression_at(call)) if view.roles is not None else None
+        if save is None or not save.torch_save or not call.args:
             return None
         key = key_of(call.args[0].value)
         return key if key in models else None
@@ -522,27 +524,14 @@ class PlainPlanner(Planner):
         return [m for m in self.owner.body.body if isinstance(m, cst.FunctionDef)]
 
     def _saves_of(self, place: Function, state_dict: cst.Call) -> list[cst.Call]:
-        """The ``torch.save`` calls that write this state dict: around it, or of the name it is put
-        in (``state = {"net": model.state_dict()}`` then ``torch.save(state, path)``)."""
-        tree = self.tree
-        for anc in tree.ancestors(state_dict):
-            if isinstance(anc, cst.Call) and tree.resolves_to(anc.func, "torch.save"):
-                return [anc]
-            if isinstance(anc, cst.Assign):
-                target = single_target(anc)
-                if target is None:
-                    return []
-                return [
-                    c
-                    for c in find_all(place, cst.Call, enter_functions=False)
-                    if tree.resolves_to(c.func, "torch.save")
-                    and c.args
-                    and key_of(c.args[0].value) == target[0]
-                    and tree.line(c) > tree.line(anc)
-                ]
-            if isinstance(anc, cst.BaseStatement):
-                return []
-        return []
+        """The ``torch.save`` calls in ``place`` that write this state dict, as the lint's
+        checkpoints see them (:mod:`~regcomp_lint.analysis.checkpoints`)."""
+        view = lint_view(self.tree)
+        read = view.roles.checkpoints.read_at(view.expression_at(state_dict)) if view.roles is not None else None
+        if read is None or view.roles is None:
+            return []
+        writes = {id(save.call) for save in view.roles.checkpoints.saves_of(read) if save.torch_save}
+        return [c for c in find_all(place, cst.Call, enter_functions=False) if id(view.expression_at(c)) in writes]
 
     # -- placing the accelerator and prepare ----------------------------------------------------
     def _place(self, settings: dict[str, Setting], script: ScriptSettings) -> None:
@@ -762,10 +751,10 @@ class PlainPlanner(Planner):
         an ``accelerate config`` that sets it) would make Accelerate scale the scaled loss again
         (an explicit argument outranks both: accelerate's ``AcceleratorState``)."""
         roles = lint_view(self.tree).roles
-        if roles is None or not roles.grad_scalers:
+        if roles is None or not roles.mixed_precision.scales_loss:
             return
         self.accelerator_keywords.append('mixed_precision="no"')
-        lines = ", ".join(str(call.lineno) for call in roles.grad_scalers)
+        lines = ", ".join(str(call.lineno) for call in roles.mixed_precision.grad_scalers)
         self.notes.append(
             f'the script scales its loss with its own GradScaler (line {lines}): Accelerator(mixed_precision="no") '
             "keeps it the only scaling, whatever a --mixed_precision launch flag or accelerate config says; "
@@ -790,25 +779,31 @@ class PlainPlanner(Planner):
         """``"cuda" if use_cuda else "cpu"`` in a rewritten device assignment: the CPU condition
         (``not use_cuda``) and the names it reads; a test on ``torch.cuda.is_available()`` alone
         is what Accelerate does anyway and gives nothing."""
+        view = lint_view(self.tree)
+        devices = view.devices
         found: list[tuple[str, list[str]]] = []
+        if devices is None:
+            return found
         for assign in self.device_values:
             if assign not in self.edits.replace or not isinstance(assign, cst.Assign):
                 continue
             for choice in find_all(assign.value, cst.IfExp):
-                names = self._flag_names(choice.test)
-                if not names:
+                decided = devices.choice(view.any_expression_at(choice))
+                if decided is None or not decided.flags:
                     continue
-                if _is_cpu_literal(choice.orelse):
-                    condition = _negated(choice.test)
-                elif _is_cpu_literal(choice.body):
+                if decided.cpu_when:
                     test = code(choice.test).strip()
                     condition = f"({test})" if " " in test else test
                 else:
-                    continue
-                found.append((condition, names))
+                    condition = _negated(choice.test)
+                found.append((condition, list(decided.flags)))
             # `if use_accel: device = ... else: device = torch.device("cpu")`: the branch that chose the CPU
             branch = branch_condition(self.tree, assign) if is_cpu_value(assign.value) else None
-            names = [n for test in branch[1] for n in self._flag_names(test)] if branch is not None else []
+            names = (
+                [n for test in branch[1] for n in devices.own_names(view.any_expression_at(test))]
+                if branch is not None
+                else []
+            )
             if branch is not None and names:
                 found.append((branch[0], list(dict.fromkeys(names))))
         # `if args.cuda: model.cuda()` (no else): the flag that chose the GPU
@@ -827,32 +822,20 @@ class PlainPlanner(Planner):
                         break  # an if/else over where to run, not a switch for the GPU
                     if not only_moves_devices(anc.body):
                         break  # `if args.word_vectors: <load them>; model.cuda()`: a feature switch
-                    names = self._flag_names(anc.test)
-                    if names:
-                        found.append((_negated(anc.test), names))
+                    switch = devices.own_names(view.any_expression_at(anc.test))
+                    if switch:
+                        found.append((_negated(anc.test), list(switch)))
                     break
         return found
 
-    def _flag_names(self, test: cst.BaseExpression) -> list[str]:
-        """The script's own names a device test reads (``use_cuda``, ``args`` of ``args.no_cuda``;
-        not ``torch`` nor an attribute's name): none means the test is Accelerate's own choice."""
-        names = [
-            n
-            for n in find_all(test, cst.Name)
-            if not self.tree.is_module_reference(n) and not _is_attribute_name(self.tree, n)
-        ]
-        return list(dict.fromkeys(n.value for n in names))
-
     def _device_flags(self) -> list[str]:
         """Keys like ``args.device`` that rewritten device assignments read: the user's device flag."""
+        view = lint_view(self.tree)
         flags: list[str] = []
         for assign in self.device_values:
-            if assign not in self.edits.replace or not isinstance(assign, cst.Assign):
+            if assign not in self.edits.replace or not isinstance(assign, cst.Assign) or view.devices is None:
                 continue
-            for attr in find_all(assign.value, cst.Attribute):
-                key = dotted(attr)
-                if key and "device" in attr.attr.value and not self.tree.is_module_reference(attr):
-                    flags.append(key)
+            flags += view.devices.flags(view.any_expression_at(assign.value))
         return flags + [f for f in self.inline_device_flags if f not in flags]
 
     def _describe(self, settings: dict[str, Setting], reason: str | None, sites: list[CompileSite]) -> None:
@@ -963,16 +946,6 @@ def _negated(test: cst.BaseExpression) -> str:
         return code(test.expression).strip()
     text = code(test).strip()
     return f"not ({text})" if " " in text else f"not {text}"
-
-
-def _is_cpu_literal(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.SimpleString) and node.evaluated_value == "cpu"
-
-
-def _is_attribute_name(tree: Tree, name: cst.Name) -> bool:
-    """``x`` in ``a.x``: an attribute, not a variable the expression reads."""
-    parent = tree.parent(name)
-    return isinstance(parent, cst.Attribute) and parent.attr is name
 
 
 def _global_rebinds(tree: Tree, block: Block) -> list[int]:

@@ -17,6 +17,7 @@ import libcst as cst
 from regcomp_lint.codemod.builders import expression, keyword, with_keyword
 from regcomp_lint.codemod.device_choice import gpu_choice_keys, is_chosen_device, reads_gpu_choice
 from regcomp_lint.codemod.edits import EditPlan
+from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.options import ConvertOptions
 from regcomp_lint.codemod.roles import CallGraph, bindings
 from regcomp_lint.codemod.settings import Refusal
@@ -324,15 +325,16 @@ class Planner:
         itself is no flag to rewrite either: its assignment now gives ``accelerator.device``, and
         every reader follows."""
         key = dotted(value) if isinstance(value, cst.Attribute) else None
-        return (
-            isinstance(value, cst.Attribute)
-            and key is not None
-            and "device" in value.attr.value
-            and not self.tree.is_module_reference(value)
-            and key.split(".")[0] not in ("self", self.acc_key.split(".")[0], "accelerator")
-            and key not in self.assigned_device_keys
-            and is_chosen_device(self.tree, value, function)
-        )
+        if (
+            not isinstance(value, cst.Attribute)
+            or key is None
+            or key.split(".")[0] in ("self", self.acc_key.split(".")[0], "accelerator")
+        ):
+            return False
+        if key in self.assigned_device_keys or not is_chosen_device(self.tree, value, function):
+            return False
+        view = lint_view(self.tree)
+        return view.devices is not None and view.devices.is_flag(view.any_expression_at(value))
 
     # -- placing new statements -------------------------------------------------------------
     def project(self, block: Block, node: cst.CSTNode) -> int | None:

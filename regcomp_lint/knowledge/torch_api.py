@@ -114,7 +114,25 @@ DATA_PARALLEL = (
 )
 #: The single-process, multi-GPU wrap among them.
 SINGLE_PROCESS_DATA_PARALLEL = DATA_PARALLEL[2:]
+#: Collectives a script sums or gathers its metrics with across ranks: name -> the position of
+#: the local value (torch 2.13 ``distributed_c10d``: ``all_reduce(tensor)``, ``reduce(tensor, dst)``,
+#: ``all_gather(tensor_list, tensor)``, ``all_gather_object(object_list, obj)``,
+#: ``all_gather_into_tensor(output, input)``, ``gather(tensor, gather_list, dst)``).
+COLLECTIVES = {
+    "all_reduce": 0,
+    "reduce": 0,
+    "all_gather": 1,
+    "all_gather_object": 1,
+    "all_gather_into_tensor": 1,
+    "gather": 0,
+}
+DISTRIBUTED_MODULES = ("torch.distributed", "torch.distributed.distributed_c10d")
 INIT_PROCESS_GROUP = ("torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group")
+DESTROY_PROCESS_GROUP = (
+    "torch.distributed.destroy_process_group",
+    "torch.distributed.distributed_c10d.destroy_process_group",
+)
+GET_WORLD_SIZE = ("torch.distributed.get_world_size", "torch.distributed.distributed_c10d.get_world_size")
 #: Methods of ``nn.Module`` that tensors and optimizers do not have: a name they are called on
 #: holds a module (a model of another file, known by what the script does with it).
 MODULE_ONLY_METHODS = ("train", "eval", "parameters", "named_parameters", "named_modules", "children", "modules")
@@ -131,13 +149,53 @@ GRAD_SCALERS = (
     "torch.cpu.amp.GradScaler",
     "torch.cpu.amp.grad_scaler.GradScaler",
 )
+#: ``torch.device("cuda")``, and the call that names the current CUDA device by its index.
+TORCH_DEVICE = ("torch.device",)
+CUDA_DEVICE_CALLS = ("torch.cuda.current_device",)
+#: ``torch.save`` and ``torch.load``: a checkpoint written and read back.
+TORCH_SAVE = ("torch.save", "torch.serialization.save")
+TORCH_LOAD = ("torch.load", "torch.serialization.load")
+#: Names of the calls that write a state dict out, whoever owns them: ``torch.save``,
+#: ``accelerator.save``/``save_model``/``save_state``, safetensors' ``save_file``,
+#: transformers' ``save_pretrained``.
+STATE_WRITERS = frozenset({"save", "save_file", "save_model", "save_pretrained", "save_state"})
+#: Names of flags that are true in the main process only (``if master_process:``).
+MAIN_PROCESS_FLAGS = frozenset(
+    {"master_process", "is_main_process", "is_local_main_process", "is_master", "main_process"}
+)
+#: ``torch.autocast(device_type, dtype=None, enabled=True)`` (torch 2.13 ``amp/autocast_mode.py``).
+AUTOCAST = ("torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast")
+#: The deprecated device-specific spellings: ``(enabled=True, dtype=<the device's default>)``,
+#: the device fixed by the class.
+DEVICE_AUTOCASTS = {
+    "cuda": ("torch.cuda.amp.autocast", "torch.cuda.amp.autocast_mode.autocast"),
+    "cpu": ("torch.cpu.amp.autocast", "torch.cpu.amp.autocast_mode.autocast"),
+}
+#: The dtype an autocast without ``dtype=`` runs in, per device (``torch.get_autocast_dtype``).
+AUTOCAST_DEFAULT_DTYPES = {"cuda": "float16", "cpu": "bfloat16"}
+#: ``torch.<name>`` dtypes by the name Accelerate's ``mixed_precision`` gives them.
+HALF_DTYPES = {"float16": "float16", "half": "float16", "bfloat16": "bfloat16"}
+#: Random index draws a hand-written batch source samples its rows with.
+RANDOM_DRAWS = (
+    "torch.randint",
+    "torch.randperm",
+    "torch.multinomial",
+    "numpy.random.randint",
+    "numpy.random.choice",
+    "numpy.random.permutation",
+    "random.randint",
+    "random.sample",
+    "random.choice",
+)
 #: A sampler that already gives each rank its own shard of the data.
 DISTRIBUTED_SAMPLER = ("torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler")
 #: Calls that tell a process its rank; with the ``RANK``/``LOCAL_RANK`` environment variables
 #: (torchrun's), Accelerate's ``process_index`` attributes and a worker's first parameter under
 #: ``mp.spawn``, what a data set split by hand per rank reads.
-RANK_CALLS = ("torch.distributed.get_rank",)
+RANK_CALLS = ("torch.distributed.get_rank", "torch.distributed.distributed_c10d.get_rank")
 RANK_VARIABLES = ("RANK", "LOCAL_RANK")
+#: What each variable torchrun sets for its workers holds.
+TORCHRUN_VARIABLES = {"RANK": "rank", "LOCAL_RANK": "local_rank", "WORLD_SIZE": "world_size"}
 RANK_ATTRIBUTES = ("process_index", "local_process_index")
 #: Context managers and decorators under which nothing is recorded for backward: a model only
 #: ever called there (a DQN's target network, a distillation teacher) is never trained.
@@ -169,8 +227,8 @@ COMPILER_DISTURBING_ENV = ("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "TORCH_COMPILE_
 #: Random generators that start from OS entropy in every process unless seeded (torch's default
 #: generator starts from one fixed seed, the same on every process).
 UNSEEDED_RANDOM_MODULES = ("random", "numpy.random")
-#: Seeding calls: after one of them a script's draws repeat from run to run (and, with one seed
-#: for every rank, between processes).
+#: Seeding calls: after one of them a script's draws repeat from run to run (with one seed for
+#: every rank, between processes too; seeded from the rank, every process draws its own batches).
 SEEDS = (
     "random.seed",
     "numpy.random.seed",

@@ -1,0 +1,140 @@
+"""The distribution a script sets up by hand: DDP/DataParallel wraps, ``init_process_group``,
+``torch.cuda.set_device``, ``mp.spawn`` workers, ``destroy_process_group``, the rank and world
+size it reads, and what has no Accelerate equivalent (FSDP by hand, ``torch.distributed.rpc``,
+other frameworks).
+
+``regcomp-fix`` decides from it whether and how to adapt a script's own DDP set-up
+(``codemod.distribution`` asks it call by call); the lint reads the same answer. Built after
+the engine's walk (which records the imports its names resolve through).
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+from dataclasses import dataclass, field
+
+from regcomp_lint.analysis.file_context import FileContext, string_literal
+from regcomp_lint.knowledge import torch_api
+from regcomp_lint.knowledge.training_libraries import FOREIGN_FRAMEWORKS
+
+
+class SetupCall(str, enum.Enum):
+    DATA_PARALLEL = "data parallel wrap"
+    INIT_PROCESS_GROUP = "init_process_group"
+    SET_DEVICE = "torch.cuda.set_device"
+    SPAWN = "spawn"
+    FSDP = "FSDP"
+    RPC = "rpc"
+    DESTROY_PROCESS_GROUP = "destroy_process_group"
+
+
+#: What a rank read gives: the global rank, the rank on this machine, the number of processes.
+RANK, LOCAL_RANK, WORLD_SIZE = "rank", "local_rank", "world_size"
+_ENVIRONMENT = torch_api.TORCHRUN_VARIABLES
+
+
+@dataclass(frozen=True)
+class RankRead:
+    """``os.environ["RANK"]``, ``os.environ.get("LOCAL_RANK")``, ``dist.get_rank()``..."""
+
+    node: ast.expr
+    reads: str
+
+
+@dataclass
+class DistributedSetup:
+    """The file's hand-made distribution (see the module docstring); ``ctx.semantic.distributed_setup``."""
+
+    calls: dict[int, tuple[SetupCall, ast.Call]] = field(default_factory=dict)
+    rank_reads: list[RankRead] = field(default_factory=list)
+    #: (framework, import statement) of each framework Accelerate does not replace
+    foreign_frameworks: list[tuple[str, ast.stmt]] = field(default_factory=list)
+
+    def kind_of(self, call: ast.AST | None) -> SetupCall | None:
+        """What the call ``call`` does to the distribution, if anything."""
+        found = self.calls.get(id(call)) if call is not None else None
+        return found[0] if found is not None else None
+
+    def of_kind(self, kind: SetupCall) -> list[ast.Call]:
+        return [call for found, call in self.calls.values() if found is kind]
+
+    @property
+    def by_hand(self) -> bool:
+        """The script wraps, joins a process group or spawns its workers itself."""
+        kinds = {kind for kind, _ in self.calls.values()}
+        return bool(kinds & {SetupCall.DATA_PARALLEL, SetupCall.INIT_PROCESS_GROUP, SetupCall.SPAWN})
+
+
+#: Qualified names of the calls of each kind (the RPC module is matched by prefix).
+_KINDS: tuple[tuple[SetupCall, tuple[str, ...]], ...] = (
+    (SetupCall.DATA_PARALLEL, torch_api.DATA_PARALLEL),
+    (SetupCall.INIT_PROCESS_GROUP, torch_api.INIT_PROCESS_GROUP),
+    (SetupCall.SET_DEVICE, torch_api.CUDA_SET_DEVICE),
+    (SetupCall.SPAWN, torch_api.SPAWN),
+    (SetupCall.FSDP, torch_api.FSDP),
+    (SetupCall.DESTROY_PROCESS_GROUP, torch_api.DESTROY_PROCESS_GROUP),
+)
+
+
+def find_distributed_setup(ctx: FileContext) -> DistributedSetup:
+    found = DistributedSetup()
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.Call):
+            kind = _call_kind(ctx, node)
+            if kind is not None:
+                found.calls[id(node)] = (kind, node)
+            reads = _rank_call(ctx, node)
+            if reads is not None:
+                found.rank_reads.append(RankRead(node, reads))
+        elif isinstance(node, ast.Subscript) and _is_environ(ctx, node.value):
+            reads = _ENVIRONMENT.get(string_literal(node.slice) or "")
+            if reads is not None:
+                found.rank_reads.append(RankRead(node, reads))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            framework = _foreign_framework(node)
+            if framework is not None:
+                found.foreign_frameworks.append((framework, node))
+    found.rank_reads.sort(key=lambda read: (read.node.lineno, read.node.col_offset))
+    found.foreign_frameworks.sort(key=lambda item: (item[1].lineno, item[1].col_offset))
+    return found
+
+
+def _call_kind(ctx: FileContext, call: ast.Call) -> SetupCall | None:
+    for kind, names in _KINDS:
+        if ctx.resolves_to(call.func, *names):
+            return kind
+    qualname = ctx.imports.qualname(call.func) if ctx.imports.root_is_import(call.func) else None
+    if qualname is not None and qualname.startswith(torch_api.RPC_MODULE + "."):
+        return SetupCall.RPC
+    return None
+
+
+def _rank_call(ctx: FileContext, call: ast.Call) -> str | None:
+    """``dist.get_rank()``, ``dist.get_world_size()``, ``os.environ.get("RANK")``, ``os.getenv("LOCAL_RANK")``."""
+    if ctx.resolves_to(call.func, *torch_api.RANK_CALLS):
+        return RANK
+    if ctx.resolves_to(call.func, *torch_api.GET_WORLD_SIZE):
+        return WORLD_SIZE
+    func = call.func
+    reads_environment = ctx.resolves_to(func, "os.getenv") or (
+        isinstance(func, ast.Attribute) and func.attr == "get" and _is_environ(ctx, func.value)
+    )
+    if reads_environment and call.args:
+        return _ENVIRONMENT.get(string_literal(call.args[0]) or "")
+    return None
+
+
+def _is_environ(ctx: FileContext, node: ast.expr) -> bool:
+    return ctx.resolves_to(node, "os.environ")
+
+
+def _foreign_framework(stmt: ast.Import | ast.ImportFrom) -> str | None:
+    if isinstance(stmt, ast.ImportFrom):
+        module = stmt.module or "" if not stmt.level else ""
+    else:
+        module = stmt.names[0].name
+    for prefix, framework in FOREIGN_FRAMEWORKS:
+        if module == prefix or module.startswith(prefix + "."):
+            return framework
+    return None
