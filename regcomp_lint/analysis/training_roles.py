@@ -44,7 +44,7 @@ from regcomp_lint.analysis import callsites
 from regcomp_lint.analysis.accelerate_script import MAX_DEPTH, AccelerateScript, enclosing_loops, in_loop_body
 from regcomp_lint.analysis.bindings import Bound, Where, binding_key
 from regcomp_lint.analysis.checkpoints import Checkpoints
-from regcomp_lint.analysis.distributed_setup import SetupCall
+from regcomp_lint.analysis.distributed_setup import LOCAL_RANK, RANK, SetupCall
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.analysis.metric_reductions import MetricReductions
 from regcomp_lint.analysis.mixed_precision import MixedPrecision
@@ -59,8 +59,6 @@ from regcomp_lint.knowledge.torch_api import (
     PLACEMENT_KEYWORDS,
     PLACEMENT_METHODS,
     RANK_ATTRIBUTES,
-    RANK_CALLS,
-    RANK_VARIABLES,
     SAME_MODULE_METHODS,
 )
 from regcomp_lint.knowledge.training_libraries import ITERATION_BUILTINS, ITERATION_WRAPPERS
@@ -155,6 +153,7 @@ class TrainingRoles:
         self._calls_by_grad: dict[bool, list[tuple[ast.expr, Where]]] = {True: [], False: []}
         #: the names of the workers ``mp.spawn(worker, ...)`` calls start
         self._workers: set[str] | None = None
+        self._rank_read_ids: set[int] | None = None
         self._called_in_training: set[str] | None = None
         #: names something only a module has is called on (``.train()``, ``.parameters()``)
         self._module_keys: set[str] = set()
@@ -540,11 +539,8 @@ class TrainingRoles:
         if depth > MAX_DEPTH:
             return None
         for node in _data_nodes(expr):
-            if isinstance(node, ast.Call) and self.ctx.resolves_to(node.func, *RANK_CALLS):
-                return node
-            if isinstance(node, ast.Attribute) and node.attr in RANK_ATTRIBUTES:
-                return node
-            if isinstance(node, ast.Constant) and node.value in RANK_VARIABLES and self._reads_environment(node, expr):
+            rank = id(node) in self._rank_reads() or (isinstance(node, ast.Attribute) and node.attr in RANK_ATTRIBUTES)
+            if rank and isinstance(node, ast.expr):
                 return node
             if isinstance(node, ast.Attribute) and binding_key(node) is None:
                 for value in _attribute_assignments(node, where):  # `args.rank = gpu` in a spawned worker
@@ -569,15 +565,13 @@ class TrainingRoles:
                         return found
         return None
 
-    def _reads_environment(self, name: ast.Constant, within: ast.AST) -> bool:
-        """``os.environ["RANK"]``, ``os.environ.get("LOCAL_RANK")``, ``os.getenv("RANK")``."""
-        for node in ast.walk(within):
-            if isinstance(node, ast.Subscript) and node.slice is name:
-                return self.ctx.resolves_to(node.value, "os.environ")
-            if isinstance(node, ast.Call) and node.args and node.args[0] is name:
-                func = node.func
-                return self.ctx.resolves_to(func, "os.getenv", "os.environ.get")
-        return False
+    def _rank_reads(self) -> set[int]:
+        """ids of the file's reads of a process's rank (``dist.get_rank()``, ``os.environ["RANK"]``,
+        ``os.getenv("LOCAL_RANK")``), as distributed_setup finds them."""
+        if self._rank_read_ids is None:
+            reads = self.ctx.semantic.distributed_setup.rank_reads
+            self._rank_read_ids = {id(r.node) for r in reads if r.reads in (RANK, LOCAL_RANK)}
+        return self._rank_read_ids
 
     def _is_spawned_rank(self, bound: Bound, name: ast.AST) -> bool:
         """``name`` is the first parameter of a worker ``mp.spawn`` starts: its process index."""

@@ -193,7 +193,6 @@ DISTRIBUTED_SAMPLER = ("torch.utils.data.DistributedSampler", "torch.utils.data.
 #: (torchrun's), Accelerate's ``process_index`` attributes and a worker's first parameter under
 #: ``mp.spawn``, what a data set split by hand per rank reads.
 RANK_CALLS = ("torch.distributed.get_rank", "torch.distributed.distributed_c10d.get_rank")
-RANK_VARIABLES = ("RANK", "LOCAL_RANK")
 #: What each variable torchrun sets for its workers holds.
 TORCHRUN_VARIABLES = {"RANK": "rank", "LOCAL_RANK": "local_rank", "WORLD_SIZE": "world_size"}
 RANK_ATTRIBUTES = ("process_index", "local_process_index")
