@@ -399,3 +399,39 @@ def test_a_config_handed_to_a_helper_is_not_a_model():
         n.value for n in ast.walk(roles.tree) if isinstance(n, ast.Assign) and binding_key_of(n.targets[0]) == "o"
     )
     assert roles.roles.optimizers.source(call, roles.wheres[id(call)]).owners == []
+
+
+@pytest.mark.parametrize(
+    "body,expected",
+    [
+        # "What is torch.nn really?": the model and its optimizer come back together
+        (
+            "def get_model(lr):\n    net = torch.nn.Linear(4, 2)\n    return net, torch.optim.SGD(net.parameters(), lr=lr)\n"
+            "m, o = get_model(0.1)\n",
+            {1: ([], [0], "get_model() (returns torch.optim.SGD)")},
+        ),
+        # named first, returned by name
+        (
+            "def get_model(lr):\n    net = torch.nn.Linear(4, 2)\n    opt = torch.optim.Adam(net.parameters())\n"
+            "    return net, opt\nm, o = get_model(0.1)\n",
+            {1: ([], [0], "get_model() (returns torch.optim.Adam)")},
+        ),
+        # the optimizer and its scheduler built for a model handed in
+        (
+            "def build(net):\n    opt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+            "    return opt, StepLR(opt, 1)\no, s = build(model)\n",
+            {0: (["model"], [], "build() (returns torch.optim.SGD)")},
+        ),
+        # tuples of another width: not this unpacking
+        ("def get_model():\n    return model, opt, 3\nm, o = get_model()\n", {}),
+        # returned values that are no optimizers
+        ("def get_data():\n    return [1], [2]\na, b = get_data()\n", {}),
+    ],
+)
+def test_optimizers_unpacked_from_a_helper_s_tuple(body, expected):
+    roles = Roles(body)
+    assign = next(n for n in ast.walk(roles.tree) if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Tuple))
+    call = assign.value
+    assert isinstance(call, ast.Call)
+    found = roles.roles.optimizers.unpacked_sources(call, roles.wheres[id(call)], 2)
+    assert {i: (s.owners, beside, s.construct) for i, (s, beside) in found.items()} == expected

@@ -171,6 +171,47 @@ class OptimizerSources:
                     owners.append(key)
         return owners
 
+    def unpacked_sources(
+        self, call: ast.Call, where: Where, width: int
+    ) -> dict[int, tuple[OptimizerSource, list[int]]]:
+        """The optimizers a local function returns inside tuples of ``width`` values
+        (``model, opt = get_model(lr)``), by position. Each comes with the models it holds: in
+        ``owners`` the caller's arguments it was handed (``get_opt_and_sched(model)``), in the
+        position list the tuple's other values that are its models (``return model, SGD(model...)``)."""
+        factory = self._local_function(call.func, where)
+        if factory is None or factory is where.function:
+            return {}
+        returns = self.bindings.returns(factory)
+        if not returns or any(not isinstance(v, ast.Tuple) or len(v.elts) != width for v, _ in returns):
+            return {}
+        value, inside = returns[0]
+        assert isinstance(value, ast.Tuple)
+        keys = [binding_key(e) for e in value.elts]
+        parameters = {a.arg for a in [*factory.args.posonlyargs, *factory.args.args, *factory.args.kwonlyargs]}
+        found: dict[int, tuple[OptimizerSource, list[int]]] = {}
+        for index, element in enumerate(value.elts):
+            built: ast.expr | None = element
+            at = inside
+            if binding_key(element) is not None:  # `opt = SGD(...); return model, opt`
+                bound = self.bindings.lookup(element, inside)
+                built, at = (bound.value, bound.where) if bound is not None and bound.index is None else (None, at)
+            if not isinstance(built, ast.Call):
+                continue
+            source = self.source(built, at, 1)
+            if source is None:
+                continue
+            beside = [keys.index(o) for o in source.owners if o in keys and keys.index(o) != index]
+            handed: list[str] = []
+            for owner in source.owners:
+                argument = argument_for(factory, call, owner) if owner in parameters else None
+                key = binding_key(argument) if argument is not None else None
+                if key and key not in handed:
+                    handed.append(key)
+            if beside or handed:
+                construct = f"{self._text(call.func)}() (returns {source.construct})"
+                found[index] = (OptimizerSource(handed, construct), beside)
+        return found
+
     # -- local factories ---------------------------------------------------------------------
     def _factory_call(
         self, call: ast.Call, where: Where, factory: ast.FunctionDef, depth: int

@@ -16,8 +16,8 @@ import libcst as cst
 
 from regcomp_lint.analysis.optimizer_sources import OptimizerSource
 from regcomp_lint.codemod.lint_view import lint_view
-from regcomp_lint.codemod.roles import Creation, creations
-from regcomp_lint.codemod.tree import Function, Tree, code
+from regcomp_lint.codemod.roles import Creation, creations, unpacked_keys
+from regcomp_lint.codemod.tree import Function, Tree, code, find_all
 
 
 @dataclass
@@ -29,12 +29,33 @@ class FoundOptimizer:
 
 
 def find_optimizers(tree: Tree, function: Function) -> list[FoundOptimizer]:
-    """Every ``key = <optimizer>`` assignment in ``function`` (not in nested defs), in source order."""
+    """Every ``key = <optimizer>`` assignment in ``function`` (not in nested defs), and every
+    optimizer unpacked from a local helper's tuple (``model, opt = get_model(lr)``), in source order."""
     found = []
     for creation in creations(function):
         source = _source(tree, creation)
         if source is not None:
             found.append(FoundOptimizer(creation.key, creation.stmt, source.owners, source.construct))
+    found += _unpacked(tree, function)
+    return sorted(found, key=lambda f: tree.line(f.stmt))
+
+
+def _unpacked(tree: Tree, function: Function) -> list[FoundOptimizer]:
+    """``model, opt = get_model(lr)``: the optimizer's models are the names its tuple neighbours
+    (the model returned beside it) and the call's arguments are bound to."""
+    view = lint_view(tree)
+    found = []
+    for assign in find_all(function, cst.Assign, enter_functions=False):
+        keys = unpacked_keys(assign)
+        call = view.expression_at(assign.value) if keys else None
+        if keys is None or not isinstance(call, ast.Call) or view.roles is None:
+            continue
+        unpacked = view.roles.optimizers.unpacked_sources(call, view.where(call), len(keys))
+        for index, (source, beside) in unpacked.items():
+            key = keys[index]
+            models = [k for k in [*(keys[i] for i in beside), *source.owners] if k is not None]
+            if key is not None:
+                found.append(FoundOptimizer(key, assign, list(dict.fromkeys(models)), source.construct))
     return found
 
 

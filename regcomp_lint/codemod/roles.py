@@ -149,3 +149,16 @@ def creations(function: Function) -> list[Creation]:
         if target is not None:
             out.append(Creation(target[0], assign, target[1]))
     return out
+
+
+def unpacked_keys(stmt: cst.CSTNode) -> list[str | None] | None:
+    """The keys of ``a, b = value`` by position (None where an element is no trackable name),
+    or None when ``stmt`` is not a one-target tuple unpacking without a starred element."""
+    if not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1:
+        return None
+    target = stmt.targets[0].target
+    if not isinstance(target, (cst.Tuple, cst.List)) or any(
+        isinstance(el, cst.StarredElement) for el in target.elements
+    ):
+        return None
+    return [key_of(el.value) for el in target.elements]
