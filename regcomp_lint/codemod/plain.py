@@ -762,9 +762,10 @@ class PlainPlanner(Planner):
         )
 
     def _stay_on_cpu_without_devices(self) -> None:
-        """A script that never places anything on a device and has no loader to prepare trains on
-        the CPU; prepare() would move the model to the GPU while its data stays on the CPU."""
-        if self.devices or self.cudas or self.loaders or self.sharded_loaders or self.distribution.by_hand:
+        """A script that never places anything on a device trains on the CPU, and so does its
+        conversion: prepare() would move the model (and the prepared loaders' batches) to the GPU
+        while every tensor the script makes itself stays on the CPU."""
+        if self.devices or self.cudas or self.distribution.by_hand:
             return
         text = self.tree.text
         if any(word in text for word in ("cuda", "device", ".to(", "mps")):
@@ -772,7 +773,9 @@ class PlainPlanner(Planner):
         self.cpu_conditions.append("True")
         self.notes.append(
             "cpu=True: the script never moves its model or data to a device, so it trains on the CPU as before "
-            "(prepare() would otherwise put the model on the GPU and leave the data on the CPU)"
+            "(prepare() would otherwise put the model and the prepared loaders' batches on the GPU and leave the "
+            "tensors the script makes itself on the CPU); drop cpu=True once the script places its own tensors "
+            "on accelerator.device"
         )
 
     def _device_choices(self) -> list[tuple[str, list[str]]]:
