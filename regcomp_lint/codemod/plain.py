@@ -33,6 +33,7 @@ from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.hand_distribution import adapt_distribution
 from regcomp_lint.codemod.handed_in import find_handed_in
 from regcomp_lint.codemod.lint_view import lint_view
+from regcomp_lint.codemod.checkpoint_writes import wait_before_reading_back
 from regcomp_lint.codemod.optimizers import find_optimizers, not_optimizers
 from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConvertOptions
 from regcomp_lint.codemod.regional import repeated_blocks
@@ -450,12 +451,14 @@ class PlainPlanner(Planner):
         models = set(self.models)
         self.checkpoint_saves = self.checkpoint_loads = 0
         self.whole_model_saves: list[int] = []
+        writes: list[tuple[Function, cst.Call]] = []  # now written from the main process only
         for place in places:
             for call in find_all(place, cst.Call, enter_functions=False):
                 func = call.func
                 whole = self._whole_model_saved(call, models)
                 if whole is not None:
-                    self._save_whole_model(place, call, whole)
+                    if self._save_whole_model(place, call, whole):
+                        writes.append((place, call))
                     continue
                 if not (
                     isinstance(func, cst.Attribute)
@@ -465,6 +468,9 @@ class PlainPlanner(Planner):
                     continue
                 model = key_of(func.value)
                 assert model is not None
+                again = self.recreated_at(model) if place is self.scope else None
+                if again is not None and tree.line(call) > again:
+                    continue  # the model built again after training: a plain module, not the prepared one
                 if (
                     place is not self.scope
                     and place not in self.owner_methods()
@@ -486,7 +492,9 @@ class PlainPlanner(Planner):
                     continue
                 for save in self._saves_of(place, call):
                     self.edits.on(save.func, replaced_by(expression(f"{acc}.save", self.module)))
+                    writes.append((place, save))
                 self.checkpoint_saves += 1
+        wait_before_reading_back(self, writes)
 
     def _whole_model_saved(self, call: cst.Call, models: set[str]) -> str | None:
         """The model ``torch.save(model, path)`` pickles whole, when it is a prepared one."""
@@ -497,25 +505,26 @@ class PlainPlanner(Planner):
         key = key_of(call.args[0].value)
         return key if key in models else None
 
-    def _save_whole_model(self, place: Function, call: cst.Call, model: str) -> None:
+    def _save_whole_model(self, place: Function, call: cst.Call, model: str) -> bool:
         """``torch.save(model, path)`` -> ``accelerator.save(accelerator.unwrap_model(model, ...), path)``:
         the prepared model is a DDP or compiled wrapper (pickled, it loads only where a process group
         runs, or with ``_orig_mod.`` keys), and every process would write the file."""
         tree = self.tree
         if place is not self.scope and place not in self.owner_methods() and not sees_prepared(place, model, self):
-            return
+            return False
         if not self.can_reach_accelerator(place):
             self.notes.append(
                 f"torch.save({model}, ...) at line {tree.line(call)} is left as is: no accelerator in reach there; "
                 f"save accelerator.unwrap_model({model}, keep_torch_compile=False) instead"
             )
-            return
+            return False
         acc = self.accelerator_in(place)
         self.edits.on(call.func, replaced_by(expression(f"{acc}.save", self.module)))
         unwrapped = expression(f"{acc}.unwrap_model({model}, keep_torch_compile=False)", self.module)
         self.edits.on(call.args[0].value, replaced_by(unwrapped))
         self.uses.append(call)
         self.whole_model_saves.append(tree.line(call))
+        return True
 
     def owner_methods(self) -> list[cst.FunctionDef]:
         """The methods of the trainer class the conversion works in (none for plain functions)."""
@@ -538,14 +547,8 @@ class PlainPlanner(Planner):
         tree = self.tree
         scope_block: Block = tree.body_of(self.scope)
         prepared = self.models + self.optimizers + self.loaders + self.schedulers
-        created = [
-            n for key in prepared + self.kept_schedulers for n in bindings(self.scope, key) if not self.is_removed(n)
-        ]
-        backwards_here = [
-            c for c in backward_calls(tree, set()) if tree.contains(self.scope, c) and tree.function_of(c) is self.scope
-        ]
-        steps: list[cst.Call] = list(backwards_here)
-        steps += [call for callee, call in self.graph.calls_from(self.scope) if callee in self.training]
+        backwards_here, steps = self._training_steps()
+        created = [n for key in prepared + self.kept_schedulers for n in self._creations_for_training(key, steps)]
         block = self.descend(scope_block, [*created, *steps]) if created else scope_block
         last = max((i for i in (self.project(block, n) for n in created) if i is not None), default=-1)
         first_step = min((i for i in (self.project(block, n) for n in steps) if i is not None), default=None)
@@ -571,6 +574,44 @@ class PlainPlanner(Planner):
         self._place_accelerator(settings, script, block, prepare_index)
         self.edits.add_statements(block, prepare_index, [prepare], after=True)
         self.prepared = prepared
+
+    def _training_steps(self) -> tuple[list[cst.Call], list[cst.Call]]:
+        """The scope's own backward calls, and those plus its calls into the training code."""
+        tree = self.tree
+        backwards_here = [
+            c for c in backward_calls(tree, set()) if tree.contains(self.scope, c) and tree.function_of(c) is self.scope
+        ]
+        return backwards_here, [
+            *backwards_here,
+            *(call for callee, call in self.graph.calls_from(self.scope) if callee in self.training),
+        ]
+
+    def _creations_for_training(self, key: str, steps: list[cst.Call]) -> list[cst.CSTNode]:
+        """The bindings of ``key`` that make the object training uses: not one after the last
+        training step outside any loop (the quickstart's ``model = NeuralNetwork()`` built again
+        to load the saved weights), which is a new, unprepared object."""
+        nodes = [n for n in bindings(self.scope, key) if not self.is_removed(n)]
+        last_step = max((self.tree.line(s) for s in steps), default=None)
+        if last_step is None:
+            return nodes
+        kept = [n for n in nodes if self.tree.line(n) < last_step or self._in_loop(n)]
+        return kept or nodes
+
+    def recreated_at(self, key: str) -> int | None:
+        """The line from which ``key`` names an object made again after training (see
+        :meth:`_creations_for_training`): calls on it there are the script's own, left as they are."""
+        _, steps = self._training_steps()
+        kept = self._creations_for_training(key, steps)
+        later = [self.tree.line(n) for n in bindings(self.scope, key) if n not in kept and not self.is_removed(n)]
+        return min(later, default=None)
+
+    def _in_loop(self, node: cst.CSTNode) -> bool:
+        for anc in self.tree.ancestors(node):
+            if anc is self.scope:
+                return False
+            if isinstance(anc, (cst.For, cst.While)):
+                return True
+        return False
 
     def _place_accelerator(
         self, settings: dict[str, Setting], script: ScriptSettings, prepare_block: Block, prepare_index: int

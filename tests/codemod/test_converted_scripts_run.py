@@ -55,6 +55,7 @@ EAGER_CASES = {
     "handed_in_loaders": [],
     "data_parallel_batches": [],
     "lars_param_groups": ["--epochs", "6"],
+    "model_made_again_after_training": [],
 }
 INDUCTOR_CASE = "module_level_script"
 
