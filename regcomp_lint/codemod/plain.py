@@ -20,6 +20,7 @@ from regcomp_lint.analysis.global_rebinders import rebinds_globals
 from regcomp_lint.analysis.training_objects import Kind
 from regcomp_lint.analysis.training_roles import Cadence, Origin
 from regcomp_lint.codemod.builders import call_statement, expression, statement
+from regcomp_lint.codemod.checkpoint_writes import wait_before_reading_back
 from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, find_compile_sites
 from regcomp_lint.codemod.device_choice import (
     assigned_device_keys,
@@ -33,7 +34,6 @@ from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.hand_distribution import adapt_distribution
 from regcomp_lint.codemod.handed_in import find_handed_in
 from regcomp_lint.codemod.lint_view import lint_view
-from regcomp_lint.codemod.checkpoint_writes import wait_before_reading_back
 from regcomp_lint.codemod.optimizers import find_optimizers, not_optimizers
 from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConvertOptions
 from regcomp_lint.codemod.regional import repeated_blocks
