@@ -190,7 +190,7 @@ class OptimizerSources:
         parameters = {a.arg for a in [*factory.args.posonlyargs, *factory.args.args, *factory.args.kwonlyargs]}
         found: dict[int, tuple[OptimizerSource, list[int]]] = {}
         for index, element in enumerate(value.elts):
-            built: ast.expr | None = element
+            built: ast.AST | None = element
             at = inside
             if binding_key(element) is not None:  # `opt = SGD(...); return model, opt`
                 bound = self.bindings.lookup(element, inside)

@@ -3,6 +3,8 @@ keyword-argument edits that keep the call's existing layout (one argument per li
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from regcomp_lint.codemod.tree import code
@@ -130,3 +132,18 @@ def parenthesized(node: cst.BaseExpression) -> str:
     if isinstance(node, (cst.IfExp, cst.Lambda, cst.BooleanOperation, cst.NamedExpr)) or "\n" in text or "\r" in text:
         return f"({text})"
     return text
+
+
+def guarded(test: cst.BaseExpression) -> Callable[[cst.CSTNode], cst.CSTNode]:
+    """An edit that puts a statement line under ``if <test>:``, keeping its blank lines and
+    comments above the ``if``."""
+
+    def guard(updated: cst.CSTNode) -> cst.CSTNode:
+        assert isinstance(updated, cst.SimpleStatementLine)
+        return cst.If(
+            test=test,
+            body=cst.IndentedBlock(body=[updated.with_changes(leading_lines=[])]),
+            leading_lines=updated.leading_lines,
+        )
+
+    return guard

@@ -1,4 +1,9 @@
-"""Checkpoints the converted script writes from the main process only, read back by every process.
+"""Checkpoints the converted script writes from the main process only.
+
+A local helper that writes a checkpoint (the ImageNet example's ``save_checkpoint(state,
+is_best)``: ``torch.save`` then ``shutil.copyfile``) ran in one process; launched on several,
+every process would write the same files at once. Its call goes under
+``if accelerator.is_main_process:``, unless the script already calls it under a rank test.
 
 ``accelerator.save`` writes on the main process alone. A script that saves and then reads the
 file back (the quickstart's ``torch.save(...)`` then ``model.load_state_dict(torch.load(...))``)
@@ -12,13 +17,124 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from regcomp_lint.codemod.builders import statement
-from regcomp_lint.codemod.tree import Function, find_all
+from regcomp_lint.analysis.checkpoints import is_main_process_test
+from regcomp_lint.codemod.builders import expression, guarded, statement
+from regcomp_lint.codemod.edits import replaced_by
+from regcomp_lint.codemod.lint_view import lint_view
+from regcomp_lint.codemod.tree import Function, code, find_all, key_of
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.rewrites import Planner
 
 _READS = ("torch.load",)
+#: How many calls deep a helper's write is looked for (``save_checkpoint`` -> ``_write``).
+_MAX_DEPTH = 3
+#: Calls every process must make together: a helper making one is never run on one process only.
+_COLLECTIVE_WORDS = ("barrier", "wait_for_everyone", "all_reduce", "all_gather", "gather", "broadcast", "reduce")
+
+
+def guard_helper_saves(
+    planner: Planner, places: list[Function], training: set[Function]
+) -> list[tuple[Function, cst.Call]]:
+    """Put each call of a checkpoint-writing helper in ``places`` under
+    ``if accelerator.is_main_process:``; the guarded calls are returned (main-process writes)."""
+    tree = planner.tree
+    writers = _checkpoint_writers(planner, training)
+    guarded_calls: list[tuple[Function, cst.Call]] = []
+    for place in places:
+        for call in find_all(place, cst.Call, enter_functions=False):
+            helper = tree.function_named(call)
+            if helper is None or helper not in writers or _under_rank_test(planner, call):
+                continue
+            expr = tree.parent(call)
+            line = tree.parent(expr) if expr is not None else None
+            if not (isinstance(expr, cst.Expr) and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
+                planner.notes.append(
+                    f"{helper.name.value}() at line {tree.line(call)} writes a checkpoint but its result is used: "
+                    "every process runs it; call it under `if accelerator.is_main_process:` by hand"
+                )
+                continue
+            acc = planner.accelerator_in(place)
+            planner.edits.on(line, guarded(expression(f"{acc}.is_main_process", planner.module)))
+            _unwrap_handed_models(planner, helper, call, acc)
+            planner.uses.append(call)
+            guarded_calls.append((place, call))
+            planner.notes.append(
+                f"{helper.name.value}() at line {tree.line(call)} writes a checkpoint: it runs under "
+                f"`if {acc}.is_main_process:`, so one process writes the files"
+            )
+    return guarded_calls
+
+
+def _unwrap_handed_models(planner: Planner, helper: cst.FunctionDef, call: cst.Call, acc: str) -> None:
+    """``save_weights(model, path)`` where the helper saves ``net.state_dict()``: the prepared
+    model goes in unwrapped, so the file holds the plain model's keys (no ``module.`` or
+    ``_orig_mod.``). A parameter named like the model is rewritten inside the helper instead."""
+    models = set(getattr(planner, "models", []))
+    positional = [p.name.value for p in [*helper.params.posonly_params, *helper.params.params]]
+    for index, arg in enumerate(call.args):
+        model = key_of(arg.value)
+        if model not in models or arg.star:
+            continue
+        parameter = (
+            arg.keyword.value if arg.keyword is not None else positional[index] if index < len(positional) else None
+        )
+        if parameter is None or parameter == model or not _saves_state_of(helper, parameter):
+            continue
+        unwrapped = expression(f"{acc}.unwrap_model({model}, keep_torch_compile=False)", planner.module)
+        planner.edits.on(arg.value, replaced_by(unwrapped))
+        planner.notes.append(
+            f"{helper.name.value}() gets accelerator.unwrap_model({model}, keep_torch_compile=False) at line "
+            f"{planner.tree.line(call)}: it saves {parameter}'s state, which must carry the plain model's keys"
+        )
+
+
+def _saves_state_of(helper: cst.FunctionDef, parameter: str) -> bool:
+    """The helper reads ``parameter.state_dict()`` or saves ``parameter`` whole."""
+    for call in find_all(helper, cst.Call):
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "state_dict" and code(func.value) == parameter:
+            return True
+        if code(func).endswith("save") and call.args and code(call.args[0].value) == parameter:
+            return True
+    return False
+
+
+def _checkpoint_writers(planner: Planner, training: set[Function]) -> set[cst.FunctionDef]:
+    """Local functions that write a checkpoint with ``torch.save`` outside a rank test (or call
+    one that does, up to :data:`_MAX_DEPTH` calls deep), train nothing and make no collective call."""
+    tree = planner.tree
+    view = lint_view(tree)
+    if view.roles is None:
+        return set()
+    writing = {
+        id(save.where.function) for save in view.roles.checkpoints.saves if save.torch_save and not save.main_process
+    }
+    functions = [f for f in find_all(tree.module, cst.FunctionDef) if f not in training]
+    writers = {f for f in functions if id(view.statement_at(f)) in writing}
+    for _ in range(_MAX_DEPTH - 1):
+        writers |= {f for f in functions if any(callee in writers for callee, _ in planner.graph.calls_from(f))}
+    return {f for f in writers if not _collective(planner, f, 0)}
+
+
+def _collective(planner: Planner, function: cst.FunctionDef, depth: int) -> bool:
+    for call in find_all(function, cst.Call):
+        if any(word in code(call.func).lower() for word in _COLLECTIVE_WORDS):
+            return True
+    return depth < _MAX_DEPTH and any(_collective(planner, f, depth + 1) for f, _ in planner.graph.calls_from(function))
+
+
+def _under_rank_test(planner: Planner, node: cst.CSTNode) -> bool:
+    """``node`` sits in the body of an ``if`` on the main process (``if rank == 0:``)."""
+    tree, view = planner.tree, lint_view(planner.tree)
+    for anc in tree.ancestors(node):
+        if isinstance(anc, (cst.FunctionDef, cst.Module)):
+            return False
+        if isinstance(anc, cst.If) and tree.contains(anc.body, node):
+            test = view.any_expression_at(anc.test)
+            if test is not None and is_main_process_test(test):
+                return True
+    return False
 
 
 def wait_before_reading_back(planner: Planner, writes: list[tuple[Function, cst.Call]]) -> None:
@@ -27,25 +143,29 @@ def wait_before_reading_back(planner: Planner, writes: list[tuple[Function, cst.
     that holds both (a function body, a ``with``/``try`` body). When the write and the read sit
     in one ``if`` or loop, no barrier: under ``if rank == 0`` one would never be met."""
     tree = planner.tree
-    done: set[tuple[int, int]] = set()
-    for place, write in writes:
-        reads = [
-            call
-            for call in find_all(place, cst.Call, enter_functions=False)
-            if tree.resolves_to(call.func, *_READS) and tree.line(call) > tree.line(write)
-        ]
-        if not reads:
-            continue
-        read = min(reads, key=tree.line)
-        block = planner.descend(tree.body_of(place), [write, read])
-        at_write, at_read = planner.project(block, write), planner.project(block, read)
-        if at_write is None or at_read is None or at_write >= at_read or (id(block), at_read) in done:
-            continue
-        done.add((id(block), at_read))
-        acc = planner.accelerator_in(place)
-        barrier = statement(f"{acc}.wait_for_everyone()", planner.module)
-        planner.edits.add_statements(block, at_read, [barrier], after=False)
-        planner.notes.append(
-            f"{acc}.wait_for_everyone() before the read at line {tree.line(read)}: the checkpoint written at line "
-            f"{tree.line(write)} comes from the main process only, so the other processes wait until it is there"
+    places: list[Function] = []
+    for place, _ in writes:
+        if all(place is not p for p in places):
+            places.append(place)
+    for place in places:
+        written = sorted((w for p, w in writes if p is place), key=tree.line)
+        reads = sorted(
+            (c for c in find_all(place, cst.Call, enter_functions=False) if tree.resolves_to(c.func, *_READS)),
+            key=tree.line,
         )
+        for read in reads:
+            before = [w for w in written if tree.line(w) < tree.line(read)]
+            if not before or any(tree.line(before[-1]) < tree.line(r) < tree.line(read) for r in reads):
+                continue  # nothing written before it, or an earlier read already waits
+            write = before[-1]
+            block = planner.descend(tree.body_of(place), [write, read])
+            at_write, at_read = planner.project(block, write), planner.project(block, read)
+            if at_write is None or at_read is None or at_write >= at_read:
+                continue
+            acc = planner.accelerator_in(place)
+            barrier = statement(f"{acc}.wait_for_everyone()", planner.module)
+            planner.edits.add_statements(block, at_read, [barrier], after=False)
+            planner.notes.append(
+                f"{acc}.wait_for_everyone() before the read at line {tree.line(read)}: the checkpoint written at "
+                f"line {tree.line(write)} comes from the main process only, so the other processes wait until it is there"
+            )

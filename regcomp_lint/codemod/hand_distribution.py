@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from regcomp_lint.codemod.builders import expression, statement
+from regcomp_lint.codemod.builders import expression, guarded, statement
 from regcomp_lint.codemod.device_choice import local_rank_option
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import (
@@ -342,16 +342,7 @@ def _guard_initialisation(planner: PlainPlanner, call: cst.Call) -> None:
         check = "is_initialized()"
         planner.imports.append(("torch.distributed", "is_initialized"))
     test = expression(f"not {check}", planner.module)
-
-    def guard(updated: cst.CSTNode) -> cst.CSTNode:
-        assert isinstance(updated, cst.SimpleStatementLine)
-        return cst.If(
-            test=test,
-            body=cst.IndentedBlock(body=[updated.with_changes(leading_lines=[])]),
-            leading_lines=updated.leading_lines,
-        )
-
-    planner.edits.on(line, guard)
+    planner.edits.on(line, guarded(test))
 
 
 def _rewrite_no_sync(planner: PlainPlanner, attr: cst.Attribute, owner: str) -> None:

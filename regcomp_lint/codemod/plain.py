@@ -20,7 +20,7 @@ from regcomp_lint.analysis.global_rebinders import rebinds_globals
 from regcomp_lint.analysis.training_objects import Kind
 from regcomp_lint.analysis.training_roles import Cadence, Origin
 from regcomp_lint.codemod.builders import call_statement, expression, statement
-from regcomp_lint.codemod.checkpoint_writes import wait_before_reading_back
+from regcomp_lint.codemod.checkpoint_writes import guard_helper_saves, wait_before_reading_back
 from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, find_compile_sites
 from regcomp_lint.codemod.device_choice import (
     assigned_device_keys,
@@ -494,6 +494,7 @@ class PlainPlanner(Planner):
                     self.edits.on(save.func, replaced_by(expression(f"{acc}.save", self.module)))
                     writes.append((place, save))
                 self.checkpoint_saves += 1
+        writes += guard_helper_saves(self, places, self.training)
         wait_before_reading_back(self, writes)
 
     def _whole_model_saved(self, call: cst.Call, models: set[str]) -> str | None:

@@ -56,6 +56,7 @@ EAGER_CASES = {
     "data_parallel_batches": [],
     "lars_param_groups": ["--epochs", "6"],
     "model_made_again_after_training": [],
+    "checkpoint_helpers": ["--epochs", "3"],
 }
 INDUCTOR_CASE = "module_level_script"
 

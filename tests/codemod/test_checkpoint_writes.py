@@ -1,0 +1,87 @@
+"""codemod/checkpoint_writes.py: checkpoint-writing helpers run on the main process only, and a
+read-back of a main-process write waits for it, without ever adding a barrier one rank skips."""
+
+from __future__ import annotations
+
+import textwrap
+
+from regcomp_lint.codemod import ConvertOptions, convert_source
+
+HEAD = """
+import os
+import shutil
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def save_checkpoint(state, is_best, filename="checkpoint.pth"):
+    torch.save(state, filename)
+    if is_best:
+        shutil.copyfile(filename, "best.pth")
+
+
+def synced_save(state):
+    dist.barrier()
+    torch.save(state, "synced.pth")
+
+
+def main(rank=0):
+    model = torch.nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = DataLoader(TensorDataset(torch.randn(8, 4)), batch_size=4)
+    for epoch in range(2):
+        for (x,) in loader:
+            loss = model(x).sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""
+
+
+def convert(tail: str) -> str:
+    source = HEAD + textwrap.indent(textwrap.dedent(tail), "    ")
+    result = convert_source(source, "train.py", ConvertOptions())
+    assert result.refused is None, result.refused
+    return result.text
+
+
+def test_a_helper_writing_a_checkpoint_runs_on_the_main_process_only():
+    out = convert('save_checkpoint({"model": model.state_dict()}, True)\n')
+    assert "    if accelerator.is_main_process:\n        save_checkpoint(" in out
+
+
+def test_a_helper_already_called_under_a_rank_test_is_left_alone():
+    out = convert('if rank == 0:\n    save_checkpoint({"model": model.state_dict()}, True)\n')
+    assert "is_main_process" not in out
+
+
+def test_a_helper_making_a_collective_call_is_never_guarded():
+    out = convert('synced_save({"model": model.state_dict()})\n')
+    assert "is_main_process" not in out
+
+
+def test_a_helper_whose_result_is_used_is_left_with_a_note():
+    source = HEAD.replace(
+        'shutil.copyfile(filename, "best.pth")', 'shutil.copyfile(filename, "best.pth")\n    return filename'
+    )
+    source += '    path = save_checkpoint({"model": model.state_dict()}, True)\n'
+    result = convert_source(source, "train.py", ConvertOptions())
+    assert "is_main_process" not in result.text
+    assert any("its result is used" in note for note in result.notes)
+
+
+def test_a_read_back_waits_for_the_main_process_write():
+    out = convert('save_checkpoint({"model": model.state_dict()}, True)\nstate = torch.load("checkpoint.pth")\n')
+    lines = out.splitlines()
+    wait = lines.index("    accelerator.wait_for_everyone()")
+    assert lines[wait + 1] == '    state = torch.load("checkpoint.pth")'
+
+
+def test_no_barrier_where_the_write_and_the_read_share_a_branch():
+    """A barrier inside an ``if`` or a loop is only met when every process takes that branch the
+    same number of times, which the converter cannot tell: none is added (the note-free case)."""
+    out = convert(
+        'if os.environ.get("CHECK"):\n    save_checkpoint({"model": model.state_dict()}, True)\n    torch.load("checkpoint.pth")\n'
+    )
+    assert "wait_for_everyone" not in out
