@@ -190,10 +190,7 @@ def test_ignore_drops_a_rule_from_the_count_and_the_fixes(project):
 
 #: Conversions whose output still has a finding, with the measured reason (strict xfails: a fix fails the suite
 #: until its entry goes).
-_FLAGGED_TODAY = {
-    "handed_in_loaders": "main() still moves the model with .to(device) before handing it to the trainer, whose "
-    "__init__ builds the Accelerator: RC403 (harmless on one GPU, GPU 0 first on several)",
-}
+_FLAGGED_TODAY: dict[str, str] = {}
 
 
 @pytest.mark.parametrize(

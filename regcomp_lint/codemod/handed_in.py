@@ -16,7 +16,7 @@ import libcst as cst
 
 from regcomp_lint.codemod.optimizers import find_optimizers
 from regcomp_lint.codemod.roles import CallGraph
-from regcomp_lint.codemod.tree import Function, Tree, find_all, key_of, parameter_names, single_target
+from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, parameter_names, single_target
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,7 @@ class HandedIn:
     init: cst.FunctionDef
     optimizer: str
     models: list[str]
+    cls: cst.ClassDef
 
 
 def find_handed_in(tree: Tree, graph: CallGraph, training: set[Function]) -> HandedIn | None:
@@ -42,7 +43,7 @@ def find_handed_in(tree: Tree, graph: CallGraph, training: set[Function]) -> Han
         models = [k for k in kept if k in called]
         if len(optimizers) == 1 and models:
             models = _optimized(tree, cls, init, kept, optimizers[0], models)
-            found.append(HandedIn(init, optimizers[0], models))
+            found.append(HandedIn(init, optimizers[0], models, cls))
     return found[0] if len(found) == 1 else None
 
 
@@ -118,3 +119,48 @@ def _called_attributes(method: cst.FunctionDef) -> set[str]:
         for call in find_all(method, cst.Call, enter_functions=False)
         if (key := key_of(call.func)) is not None and key.startswith("self.")
     }
+
+
+#: What a ``.to(...)`` argument names when it is a device, not a dtype.
+_DEVICE_WORDS = ("device", "cuda", "gpu", "rank")
+
+
+def placements_before(tree: Tree, handed: HandedIn) -> list[cst.Call]:
+    """``model.to(device)`` / ``model.cuda()`` on a model the trainer is handed, where the trainer
+    is built (``model = Net().to(device)`` in ``main()``): ``prepare()`` in ``__init__`` places it
+    on each process's device anyway; moved before, every process first puts a copy on one GPU.
+    Only calls in the function that builds the trainer, before that call."""
+    kept = _kept_parameters(tree, handed.init)
+    params = [p for p in parameter_names(handed.init) if p != "self"]
+    found: list[cst.Call] = []
+    for call in find_all(tree.module, cst.Call):
+        if not (isinstance(call.func, cst.Name) and call.func.value == handed.cls.name.value):
+            continue
+        passed = _arguments(call, params)
+        keys = {passed[kept[m]] for m in handed.models if m in kept and kept[m] in passed}
+        function = tree.function_of(call)
+        for place in find_all(function, cst.Call, enter_functions=False):
+            func = place.func
+            if (
+                isinstance(func, cst.Attribute)
+                and func.attr.value in ("to", "cuda")
+                and tree.line(place) < tree.line(call)
+                and _placed_model(tree, place, keys)
+                and (func.attr.value == "cuda" or _device_argument(place))
+            ):
+                found.append(place)
+    return found
+
+
+def _placed_model(tree: Tree, place: cst.Call, keys: set[str]) -> bool:
+    """``model.to(...)``, or ``model = Net(...).to(...)``: the call places one of ``keys``."""
+    assert isinstance(place.func, cst.Attribute)
+    if key_of(place.func.value) in keys:
+        return True
+    assign = tree.parent(place)
+    target = single_target(assign) if isinstance(assign, cst.Assign) and assign.value is place else None
+    return target is not None and target[0] in keys
+
+
+def _device_argument(call: cst.Call) -> bool:
+    return len(call.args) == 1 and any(word in code(call.args[0].value).lower() for word in _DEVICE_WORDS)

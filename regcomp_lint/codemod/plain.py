@@ -32,7 +32,7 @@ from regcomp_lint.codemod.device_choice import (
 from regcomp_lint.codemod.distribution import Distribution
 from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.hand_distribution import adapt_distribution
-from regcomp_lint.codemod.handed_in import find_handed_in
+from regcomp_lint.codemod.handed_in import find_handed_in, placements_before
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.optimizers import find_optimizers, not_optimizers
 from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConvertOptions
@@ -150,6 +150,7 @@ class PlainPlanner(Planner):
             handed = find_handed_in(tree, self.graph, self.training)
             if handed is not None:  # Trainer(model, loader, optimizer): prepare where it keeps them
                 found = [(handed.init, handed.optimizer, handed.models)]
+                self._drop_placements(placements_before(tree, handed))
                 self.notes.append(
                     f"{', '.join(handed.models)} and {handed.optimizer} are handed to the trainer: prepared in its __init__"
                 )
@@ -202,6 +203,23 @@ class PlainPlanner(Planner):
                     f"the model and optimizer are built in {function_name(self.scope)}, which does not run the training loop; "
                     "build them where the loop runs, or convert by hand"
                 )
+
+    def _drop_placements(self, calls: list[cst.Call]) -> None:
+        """``Net().to(device)`` -> ``Net()`` and ``model.to(device)`` (a statement) removed, for a
+        model the trainer prepares: prepare() places it on each process's own device."""
+        tree = self.tree
+        for call in calls:
+            assert isinstance(call.func, cst.Attribute)
+            parent = tree.parent(call)
+            if isinstance(parent, cst.Expr):
+                self.remove_small(parent)
+            else:
+                receiver = call.func.value
+                self.edits.on(call, lambda _updated, receiver=receiver: receiver)
+            self.notes.append(
+                f".{call.func.attr.value}({', '.join(code(a.value) for a in call.args)}) of the model at line "
+                f"{tree.line(call)} removed: the trainer's prepare() places it on each process's own device"
+            )
 
     def _check_free_names(self) -> None:
         for name in ("accelerator", "dynamo_plugin"):
