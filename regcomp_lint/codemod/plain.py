@@ -214,8 +214,7 @@ class PlainPlanner(Planner):
             if isinstance(parent, cst.Expr):
                 self.remove_small(parent)
             else:
-                receiver = call.func.value
-                self.edits.on(call, lambda _updated, receiver=receiver: receiver)
+                self.edits.on(call, _receiver_of)
             self.notes.append(
                 f".{call.func.attr.value}({', '.join(code(a.value) for a in call.args)}) of the model at line "
                 f"{tree.line(call)} removed: the trainer's prepare() places it on each process's own device"
@@ -953,6 +952,11 @@ class PlainPlanner(Planner):
         return [
             f"the plan was made for model {wanted!r}, which this script does not build ({', '.join(sorted(names))})"
         ]
+
+
+def _receiver_of(updated: cst.Call) -> cst.CSTNode:
+    """``X.to(device)`` -> ``X`` (as updated by the edits inside it)."""
+    return updated.func.value if isinstance(updated.func, cst.Attribute) else updated
 
 
 def _with_params(params: list[cst.Param]) -> Callable[[cst.Parameters], cst.Parameters]:
