@@ -114,14 +114,20 @@ def _checkpoint_writers(planner: Planner, training: set[Function]) -> set[cst.Fu
     writers = {f for f in functions if id(view.statement_at(f)) in writing}
     for _ in range(_MAX_DEPTH - 1):
         writers |= {f for f in functions if any(callee in writers for callee, _ in planner.graph.calls_from(f))}
-    return {f for f in writers if not _collective(planner, f, 0)}
+    return {f for f in writers if not _does_more(planner, f, 0)}
 
 
-def _collective(planner: Planner, function: cst.FunctionDef, depth: int) -> bool:
+def _does_more(planner: Planner, function: cst.FunctionDef, depth: int) -> bool:
+    """Does the helper do more than write files: a collective call, a loop (an evaluation pass,
+    as in kuangliu's CIFAR ``test()``, which saves when accuracy improves), or a call of a
+    prepared model (DDP's forward broadcasts buffers: run on one process, it never returns)?"""
+    models = set(getattr(planner, "models", []))
+    if find_all(function, (cst.For, cst.While)):
+        return True
     for call in find_all(function, cst.Call):
-        if any(word in code(call.func).lower() for word in _COLLECTIVE_WORDS):
+        if key_of(call.func) in models or any(word in code(call.func).lower() for word in _COLLECTIVE_WORDS):
             return True
-    return depth < _MAX_DEPTH and any(_collective(planner, f, depth + 1) for f, _ in planner.graph.calls_from(function))
+    return depth < _MAX_DEPTH and any(_does_more(planner, f, depth + 1) for f, _ in planner.graph.calls_from(function))
 
 
 def _under_rank_test(planner: Planner, node: cst.CSTNode) -> bool:

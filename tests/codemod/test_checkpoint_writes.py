@@ -85,3 +85,16 @@ def test_no_barrier_where_the_write_and_the_read_share_a_branch():
         'if os.environ.get("CHECK"):\n    save_checkpoint({"model": model.state_dict()}, True)\n    torch.load("checkpoint.pth")\n'
     )
     assert "wait_for_everyone" not in out
+
+
+def test_an_evaluation_that_saves_when_accuracy_improves_runs_on_every_process():
+    """kuangliu's CIFAR ``test()`` runs the prepared model over the test set, then saves: on one
+    process only, DDP's forward (buffer broadcast) would wait forever for the others."""
+    source = HEAD.replace(
+        "def main(rank=0):",
+        'def test(model, loader):\n    for (x,) in loader:\n        model(x)\n    torch.save(model.state_dict(), "ckpt.pth")\n\n\ndef main(rank=0):',
+    )
+    source += "    test(model, loader)\n"
+    result = convert_source(source, "train.py", ConvertOptions())
+    assert result.refused is None, result.refused
+    assert "is_main_process" not in result.text
