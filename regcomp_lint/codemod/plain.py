@@ -71,6 +71,8 @@ class PlainPlanner(Planner):
         self.accelerator_after: list[cst.CSTNode] = []
         #: statements (source) written just before the plugin and the ``Accelerator``
         self.before_accelerator: list[str] = []
+        #: device flag -> the branch (condition, tests) of the one device choice that reads it
+        self.flag_branches: dict[str, tuple[str, list[cst.BaseExpression]] | None] = {}
 
     def plan(self) -> Conversion:
         tree = self.tree
@@ -658,6 +660,7 @@ class PlainPlanner(Planner):
         dependencies = _names_in(
             [*script.values.values(), *([script.condition] if script.condition is not None else [])]
         ) + [key.split(".")[0] for key in flags]
+        dependencies += _names_in([t for b in self.flag_branches.values() if b for t in b[1]])
         last_dependency = max((self.binding_index(block, name, self.scope) for name in dependencies), default=-1)
         rebinds = _global_rebinds(tree, block) if isinstance(self.scope, cst.Module) else []
         configured_devices = [
@@ -701,7 +704,7 @@ class PlainPlanner(Planner):
                     flags.append(target)  # a config value the command line may set to "cpu"
             first_use = last_dependency + 1
         if flags:
-            self.cpu_conditions += [f'str({key}) == "cpu"' for key in dict.fromkeys(flags)]
+            self.cpu_conditions += [self._flag_cpu_condition(key) for key in dict.fromkeys(flags)]
             self.notes.append(
                 f'the script\'s device setting ({", ".join(dict.fromkeys(flags))}) still works: "cpu" gives '
                 "Accelerator(cpu=True); any other value lets Accelerate place each process on its own device"
@@ -894,11 +897,26 @@ class PlainPlanner(Planner):
         """Keys like ``args.device`` that rewritten device assignments read: the user's device flag."""
         view = lint_view(self.tree)
         flags: list[str] = []
+        self.flag_branches.clear()
         for assign in self.device_values:
             if assign not in self.edits.replace or not isinstance(assign, cst.Assign) or view.devices is None:
                 continue
-            flags += view.devices.flags(view.any_expression_at(assign.value))
+            read = view.devices.flags(view.any_expression_at(assign.value))
+            branch = branch_condition(self.tree, assign)
+            for flag in read:
+                # `if opt.cuda: ... else: device = torch.device(opt.device)`: the flag decides only there
+                if flag not in self.flag_branches:
+                    self.flag_branches[flag] = branch
+                elif (self.flag_branches[flag] or ("",))[0] != (branch or ("",))[0]:
+                    self.flag_branches[flag] = None  # read in several branches: the flag alone
+            flags += read
         return flags + [f for f in self.inline_device_flags if f not in flags]
+
+    def _flag_cpu_condition(self, flag: str) -> str:
+        """``str(args.device) == "cpu"``, and the branch it is read in (``not opt.cuda and ...``)."""
+        test = f'str({flag}) == "cpu"'
+        branch = self.flag_branches.get(flag)
+        return f"({branch[0]} and {test})" if branch is not None else test
 
     def _describe(self, settings: dict[str, Setting], reason: str | None, sites: list[CompileSite]) -> None:
         plugin = ", ".join(_plugin_text(settings))

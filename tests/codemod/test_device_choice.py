@@ -225,3 +225,24 @@ def test_an_if_else_whose_every_branch_picks_the_cpu_gives_cpu_true():
         "main()\n"
     )
     assert accelerator_line(convert(text).text).endswith("cpu=True)")
+
+
+def test_a_device_flag_read_in_the_last_branch_only_decides_there():
+    """pytorch/examples super_resolution: ``if opt.cuda: "cuda" elif use_mps: "mps" else:
+    torch.device(opt.device)`` -- with --cuda the flag's default "cpu" must not win."""
+    text = (
+        "import argparse\nimport torch\n\n"
+        "parser = argparse.ArgumentParser()\nparser.add_argument('--cuda', action='store_true')\n"
+        "parser.add_argument('--device', default='cpu')\nopt = parser.parse_args()\n"
+        "use_mps = False\n"
+        "if opt.cuda:\n    device = torch.device('cuda')\nelif use_mps:\n    device = torch.device('mps')\n"
+        "else:\n    device = torch.device(opt.device)\n"
+        "model = torch.nn.Linear(4, 1).to(device)\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for step in range(3):\n"
+        "    optimizer.zero_grad()\n    model(torch.randn(2, 4).to(device)).sum().backward()\n    optimizer.step()\n"
+    )
+    line = accelerator_line(convert(text).text)
+    assert line == (
+        'accelerator = Accelerator(dynamo_plugin=dynamo_plugin, cpu=(not opt.cuda and not use_mps and str(opt.device) == "cpu"))'
+    )
