@@ -11,7 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from regcomp_lint.codemod.roles import bindings
-from regcomp_lint.codemod.tree import Function, Tree, code, dotted, find_all
+from regcomp_lint.codemod.tree import Function, Tree, code, dotted, find_all, key_of, single_target
 
 #: methods of ``argparse.ArgumentParser`` whose result is the command line's namespace
 _COMMAND_LINE_PARSES = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args"})
@@ -184,6 +184,43 @@ def gpu_choice_keys(tree: Tree) -> set[str]:
             key = dotted(call.args[0].value)
             if key is not None:
                 found.add(key)
+    return found
+
+
+#: Words that make an expression a device index rather than a dtype (``.to(self.gpu_id)``).
+_INDEX_WORDS = ("gpu", "device", "rank", "cuda")
+
+
+def model_gpu_choices(tree: Tree, models: set[str]) -> set[str]:
+    """The expressions the script places its model with (``.cuda(device_ids[0])``,
+    ``self.model = model.to(gpu_id)``), and the ``self.x`` attributes that keep them
+    (``self.gpu_id = gpu_id``): one fixed GPU, which the batches follow with ``.to(...)``. Under
+    several processes each must be the process's own device (the DDP tutorial's ``device = 0``)."""
+    found: set[str] = set()
+    for call in find_all(tree.module, cst.Call):
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and call.args and call.args[0].keyword is None):
+            continue
+        arg = call.args[0].value
+        if isinstance(arg, (cst.SimpleString, cst.FormattedString, cst.Integer)) or tree.is_module_reference(arg):
+            continue
+        text = code(arg).strip()
+        name = dotted(arg)
+        if not any(word in text.lower() for word in _INDEX_WORDS) or (
+            name is not None and name.split(".")[-1] == "device"
+        ):
+            continue  # a dtype; or a `device` variable, whose assignment the conversion rewrites itself
+        if func.attr.value == "cuda":
+            found.add(text)
+        elif func.attr.value == "to":
+            parent = tree.parent(call)
+            target = single_target(parent) if isinstance(parent, cst.Assign) and parent.value is call else None
+            if key_of(func.value) in models or (target is not None and target[0] in models):
+                found.add(text)
+    for assign in find_all(tree.module, cst.Assign):
+        target = single_target(assign)
+        if target is not None and target[0].startswith("self.") and code(target[1]).strip() in found:
+            found.add(target[0])
     return found
 
 

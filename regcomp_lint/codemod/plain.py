@@ -27,6 +27,7 @@ from regcomp_lint.codemod.device_choice import (
     branch_condition,
     is_cpu_value,
     local_rank_note,
+    model_gpu_choices,
     only_moves_devices,
 )
 from regcomp_lint.codemod.distribution import Distribution
@@ -453,6 +454,7 @@ class PlainPlanner(Planner):
                 if self.can_reach_accelerator(place):
                     reach += [place, *(f for f in find_all(place, cst.FunctionDef) if f is not place)]
         self.assigned_device_keys = {key for function in reach for key in assigned_device_keys(tree, function)}
+        self.model_gpu_choices = model_gpu_choices(tree, set(self.models))
         for function in reach:
             cudas, devices = self.device_and_cuda_rewrites(function, device_key if function is self.scope else "device")
             self.cudas += cudas

@@ -79,6 +79,8 @@ class Planner:
         self.assigned_device_keys: set[str] = set()
         #: keys the script set its one GPU from (``torch.cuda.set_device(args.gpu)``)
         self.gpu_choice_keys: set[str] = gpu_choice_keys(tree)
+        #: how the script placed its model on its one GPU (``device_ids[0]``, ``self.gpu_id``): set by the planner
+        self.model_gpu_choices: set[str] = set()
 
     def conversion(self) -> Conversion:
         return Conversion(self.edits, self.notes, self.imports, self.unused_imports)
@@ -273,7 +275,11 @@ class Planner:
             elif (
                 func.attr.value == "to"
                 and call.args
-                and (_is_cuda_literal(call.args[0].value) or self._is_device_flag(call.args[0].value, function))
+                and (
+                    _is_cuda_literal(call.args[0].value)
+                    or self._is_device_flag(call.args[0].value, function)
+                    or code(call.args[0].value).strip() in self.model_gpu_choices
+                )
                 and not self.is_removed(call)
             ):
                 flag = dotted(call.args[0].value) if self._is_device_flag(call.args[0].value, function) else None

@@ -246,3 +246,39 @@ def test_a_device_flag_read_in_the_last_branch_only_decides_there():
     assert line == (
         'accelerator = Accelerator(dynamo_plugin=dynamo_plugin, cpu=(not opt.cuda and not use_mps and str(opt.device) == "cpu"))'
     )
+
+
+def test_batches_follow_the_gpu_the_model_was_placed_on():
+    """The DDP tutorial's single_gpu.py: ``self.model = model.to(gpu_id)``, ``self.gpu_id = gpu_id``,
+    then ``source.to(self.gpu_id)``; with ``device = 0`` every process would feed cuda:0."""
+    text = (
+        "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n\n\n"
+        "class Trainer:\n"
+        "    def __init__(self, model, train_data, optimizer, gpu_id):\n"
+        "        self.gpu_id = gpu_id\n        self.model = model.to(gpu_id)\n"
+        "        self.train_data = train_data\n        self.optimizer = optimizer\n\n"
+        "    def train(self):\n"
+        "        for source, targets in self.train_data:\n"
+        "            source = source.to(self.gpu_id)\n            targets = targets.to(self.gpu_id)\n"
+        "            self.optimizer.zero_grad()\n"
+        "            loss = torch.nn.functional.mse_loss(self.model(source), targets)\n"
+        "            loss.backward()\n            self.optimizer.step()\n\n\n"
+        "def main(device):\n"
+        "    model = torch.nn.Linear(4, 1)\n    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    data = DataLoader(TensorDataset(torch.randn(8, 4), torch.randn(8, 1)), batch_size=4)\n"
+        "    Trainer(model, data, optimizer, device).train()\n\n\nmain(0)\n"
+    )
+    out = convert(text).text
+    assert "source = source.to(self.accelerator.device)" in out
+    assert "targets = targets.to(self.accelerator.device)" in out
+    assert "self.gpu_id)" not in out
+
+
+def test_a_dtype_cast_is_no_gpu_choice():
+    text = (
+        "import torch\n\nmodel = torch.nn.Linear(4, 1).to(torch.float64)\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for step in range(3):\n"
+        "    optimizer.zero_grad()\n    model(torch.randn(2, 4).to(torch.float64)).sum().backward()\n    optimizer.step()\n"
+    )
+    assert "torch.randn(2, 4).to(torch.float64)" in convert(text).text
