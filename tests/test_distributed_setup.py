@@ -89,3 +89,23 @@ def test_kind_of_answers_for_one_call():
     calls = [n for n in ast.walk(ctx.tree) if isinstance(n, ast.Call)]
     assert [setup.kind_of(c) for c in calls] == [SetupCall.DATA_PARALLEL, None]
     assert setup.kind_of(None) is None
+
+
+def test_a_framework_imported_with_a_stand_in_is_not_in_use():
+    """minGPT's trainer: Lightning only when USE_LIGHTNING is set, its own stand-in otherwise."""
+    setup, _ = setup_of(
+        """
+        import os
+        if int(os.environ.get("USE_LIGHTNING", 0)):
+            import pytorch_lightning as pl
+        else:
+            import mingpt.fake_lightning as pl
+        try:
+            import deepspeed
+        except ImportError:
+            deepspeed = None
+        import horovod.torch as hvd
+        """
+    )
+    # the try/except binds `deepspeed` by assignment, not import: still counted (a real dependency)
+    assert [framework for framework, _ in setup.foreign_frameworks] == ["DeepSpeed", "Horovod"]

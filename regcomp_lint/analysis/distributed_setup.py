@@ -95,6 +95,8 @@ def find_distributed_setup(ctx: FileContext) -> DistributedSetup:
             framework = _foreign_framework(node)
             if framework is not None:
                 found.foreign_frameworks.append((framework, node))
+    optional = _optional_imports(ctx.tree)
+    found.foreign_frameworks = [item for item in found.foreign_frameworks if id(item[1]) not in optional]
     found.rank_reads.sort(key=lambda read: (read.node.lineno, read.node.col_offset))
     found.foreign_frameworks.sort(key=lambda item: (item[1].lineno, item[1].col_offset))
     return found
@@ -127,6 +129,31 @@ def _rank_call(ctx: FileContext, call: ast.Call) -> str | None:
 
 def _is_environ(ctx: FileContext, node: ast.expr) -> bool:
     return ctx.resolves_to(node, "os.environ")
+
+
+def _optional_imports(tree: ast.AST) -> set[int]:
+    """Imports with a stand-in: one branch of an ``if``/``try`` imports the framework and the other
+    binds the same name from elsewhere (minGPT's ``import pytorch_lightning as pl`` else
+    ``import mingpt.fake_lightning as pl``). The script then runs without the framework."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If):
+            branches = [node.body, node.orelse]
+        elif isinstance(node, ast.Try):
+            branches = [node.body, *(h.body for h in node.handlers)]
+        else:
+            continue
+        bound = [{alias: stmt for stmt in branch for alias in _imported_aliases(stmt)} for branch in branches]
+        for index, names in enumerate(bound):
+            others = set().union(*(b for i, b in enumerate(bound) if i != index))
+            found |= {id(stmt) for alias, stmt in names.items() if alias in others}
+    return found
+
+
+def _imported_aliases(stmt: ast.stmt) -> list[str]:
+    if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return []
+    return [alias.asname or alias.name.split(".")[0] for alias in stmt.names]
 
 
 def _foreign_framework(stmt: ast.Import | ast.ImportFrom) -> str | None:
