@@ -583,6 +583,20 @@ class PlainPlanner(Planner):
             late_key = next(
                 (k for k in prepared + self.kept_schedulers if late in bindings(self.scope, k)), "an object"
             )
+            again = [n for n in steps if tree.line(n) > tree.line(late)]
+            if again:  # the transfer-learning tutorial: train_model(model_ft, ...), then train_model(model_conv, ...)
+                second = min(again, key=tree.line)
+                between = [
+                    k
+                    for k in prepared + self.kept_schedulers
+                    if any(tree.line(early) < tree.line(n) < tree.line(second) for n in bindings(self.scope, k))
+                ]
+                late_key = ", ".join(dict.fromkeys(between)) or late_key
+                raise Refusal(
+                    f"the script trains more than once: {what} at line {tree.line(early)}, then again at line "
+                    f"{tree.line(second)} with objects built in between ({late_key}); one prepare() cannot serve "
+                    "both runs: convert by hand, preparing each run's objects before it"
+                )
             raise Refusal(
                 f"{what} runs at line {tree.line(early)}, before the last object to prepare ({late_key}, line "
                 f"{tree.line(late)}) is created; create model, optimizer and data loaders before training starts"

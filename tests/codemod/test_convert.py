@@ -856,3 +856,22 @@ def test_a_gpu_index_test_is_not_a_cpu_switch():
     result = convert(text)
     assert not result.refused, result.refused
     assert "args.gpu" not in result.text.split("Accelerator(")[1].split("\n")[0]
+
+
+def test_a_script_that_trains_twice_is_refused_naming_both_runs():
+    """The transfer-learning tutorial: ``train_model(model_ft, ...)``, then a second model, optimizer
+    and scheduler and ``train_model(model_conv, ...)``: one prepare() cannot serve both."""
+    text = (
+        "import torch\n\n\n"
+        "def train_model(model, optimizer):\n"
+        "    for step in range(3):\n"
+        "        optimizer.zero_grad()\n        model(torch.randn(2, 4)).sum().backward()\n        optimizer.step()\n"
+        "    return model\n\n\n"
+        "model_ft = torch.nn.Linear(4, 1)\noptimizer_ft = torch.optim.SGD(model_ft.parameters(), lr=0.1)\n"
+        "model_ft = train_model(model_ft, optimizer_ft)\n"
+        "model_conv = torch.nn.Linear(4, 1)\noptimizer_conv = torch.optim.SGD(model_conv.parameters(), lr=0.1)\n"
+        "model_conv = train_model(model_conv, optimizer_conv)\n"
+    )
+    refused = convert(text).refused
+    assert refused is not None and "trains more than once" in refused
+    assert "line 14, then again at line 17" in refused and "model_conv, optimizer_conv" in refused
