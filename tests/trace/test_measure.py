@@ -276,24 +276,6 @@ def test_unknown_strategy_is_a_usage_error():
     assert result.exit_code == 2 and "unknown jit" in result.stderr
 
 
-def test_regional_cold_start_beats_full_on_a_12_layer_gpt2():
-    """The reason regional compilation exists, measured the way users will: training step,
-    inductor, each strategy in a fresh process with an empty cache."""
-    from regcomp_lint.plan import Plan
-
-    gpt2 = f"{REPO}/fixtures/trace/models/gpt2.py"
-    source = {"model": f"{gpt2}:make_model_12_layers", "inputs": f"{gpt2}:make_training_inputs"}
-    traced = Plan(
-        strategy="regional", regions=["transformer.h"], plugin={"backend": "inductor", "use_regional_compilation": True}
-    )
-    options = MeasureOptions(strategies=("full", "regions"), steps=2, warmup=0)
-    data = measure.measure(source, traced, "cpu", options, StepLine(sys.stderr, enabled=False))
-    by = {r["strategy"]: r for r in data["strategies"]}
-    assert by["full"]["ok"] and by["regions"]["ok"], data
-    assert by["regions"]["cold_start_s"] < by["full"]["cold_start_s"], (by["regions"], by["full"])
-    assert by["regions"]["cold_vs_full"] < 1
-
-
 def test_measure_on_the_meta_device_is_refused_before_anything_runs():
     from click.testing import CliRunner
 
