@@ -59,6 +59,8 @@ class OptimizerSources:
         self._holds = holds
         self._is_model = is_model
         self._used: dict[int, bool] = {}
+        #: id of a scope -> its list-name -> models filled from parameters (see _filled_from_parameters)
+        self._fills: dict[int, dict[str, list[str]]] = {}
 
     def source(self, call: ast.Call, where: Where, depth: int = 0) -> OptimizerSource | None:
         """What ``call`` builds when it certainly builds an optimizer, else None."""
@@ -129,7 +131,13 @@ class OptimizerSources:
         """Models whose parameters a loop appends to list ``name`` (Barlow Twins' LARS groups:
         ``for p in model.parameters(): (biases if p.ndim == 1 else weights).append(p)``)."""
         scope = where.function if where.function is not None else self.ctx.tree
-        owners: list[str] = []
+        if id(scope) not in self._fills:
+            self._fills[id(scope)] = self._parameter_fills(scope)
+        return self._fills[id(scope)].get(name, [])
+
+    def _parameter_fills(self, scope: ast.AST) -> dict[str, list[str]]:
+        """List name -> models whose parameters the loops of ``scope`` append to it (one walk)."""
+        fills: dict[str, list[str]] = {}
         for loop in ast.walk(scope):
             if not isinstance(loop, ast.For):
                 continue
@@ -142,17 +150,20 @@ class OptimizerSources:
                 for key in [binding_key(sub.func.value)]
                 if key
             ]
-            fills = any(
-                isinstance(sub, ast.Call)
-                and isinstance(sub.func, ast.Attribute)
-                and sub.func.attr in ("append", "extend")
-                and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(sub.func.value))
-                for stmt in loop.body
-                for sub in ast.walk(stmt)
-            )
-            if fills:
-                owners += [m for m in models if m not in owners]
-        return owners
+            if not models:
+                continue
+            for stmt in loop.body:
+                for sub in ast.walk(stmt):
+                    if (
+                        isinstance(sub, ast.Call)
+                        and isinstance(sub.func, ast.Attribute)
+                        and sub.func.attr in ("append", "extend")
+                    ):
+                        for n in ast.walk(sub.func.value):
+                            if isinstance(n, ast.Name):
+                                owners = fills.setdefault(n.id, [])
+                                owners += [m for m in models if m not in owners]
+        return fills
 
     def _models_handed(self, node: ast.AST, where: Where) -> list[str]:
         """Models a param-group helper is handed: ``get_params_groups(model)`` (DINO, timm's
