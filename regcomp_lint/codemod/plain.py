@@ -32,6 +32,7 @@ from regcomp_lint.codemod.device_choice import (
 )
 from regcomp_lint.codemod.distribution import Distribution
 from regcomp_lint.codemod.edits import replaced_by
+from regcomp_lint.codemod.first_downloads import download_first
 from regcomp_lint.codemod.hand_distribution import adapt_distribution
 from regcomp_lint.codemod.handed_in import find_handed_in, placements_before
 from regcomp_lint.codemod.lint_view import lint_view
@@ -742,6 +743,7 @@ class PlainPlanner(Planner):
         accelerator = statement(f"{self.acc_key} = Accelerator({keywords})", self.module)
         before = [statement(source, self.module) for source in self.before_accelerator]
         self.edits.add_statements(block, first_use, [*before, plugin, accelerator, *extra], after=False)
+        download_first(self, block, first_use)
         self.created_at = (
             function_name(self.scope) if self.owner is None else f"{self.owner.name.value}.{function_name(self.scope)}"
         )

@@ -1,0 +1,56 @@
+"""codemod/first_downloads.py: dataset downloads run on the main process first."""
+
+from __future__ import annotations
+
+from regcomp_lint.codemod import ConvertOptions, convert_source
+
+SCRIPT = """
+import argparse
+import torch
+from torchvision import datasets, transforms
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cpu", action="store_true")
+    args = parser.parse_args()
+    device = "cpu" if args.cpu else "cuda"
+    transform = transforms.ToTensor()
+    # both splits come from one download
+    train_set = datasets.MNIST("../data", train=True, download=True,
+                               transform=transform)
+    test_set = datasets.MNIST("../data", train=False, download=True, transform=transform)
+    loader = torch.utils.data.DataLoader(train_set, batch_size=64)
+    model = torch.nn.Linear(784, 10).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(x.flatten(1)), y).backward()
+        optimizer.step()
+"""
+
+
+def test_consecutive_downloads_go_under_one_main_process_first():
+    result = convert_source(SCRIPT, "train.py", ConvertOptions())
+    assert result.refused is None, result.refused
+    text = result.text
+    assert (
+        "    # both splits come from one download\n"
+        "    with accelerator.main_process_first():\n"
+        '        train_set = datasets.MNIST("../data", train=True, download=True,\n'
+        "                                   transform=transform)\n"
+        '        test_set = datasets.MNIST("../data", train=False, download=True, transform=transform)\n'
+    ) in text
+    assert text.index("accelerator = Accelerator(") < text.index("main_process_first")
+    assert any("download at lines 14-16 runs under accelerator.main_process_first()" in note for note in result.notes)
+
+
+def test_a_download_before_the_accelerator_is_named_in_a_note():
+    script = SCRIPT.replace(
+        "def main():", 'MNIST_TRAIN = datasets.MNIST("../data", train=True, download=True)\n\n\ndef main():'
+    )
+    result = convert_source(script, "train.py", ConvertOptions())
+    assert result.refused is None, result.refused
+    assert result.text.count("main_process_first") == 1
+    assert any("the download at line(s) 7 runs in every process" in note for note in result.notes)
