@@ -1,9 +1,9 @@
 """The libcst codemod: plan the conversion from the metadata, then apply it in one pass.
 
-Imports are added and removed by libcst's ``AddImportsVisitor``/``RemoveImportsVisitor``, which
-``CodemodCommand.transform_module`` runs after this pass (``imports.py`` then moves the added
-ones into the script's third-party group). They are scheduled through those visitors'
-static methods, not the ``self.add_needed_import`` helpers, which libcst only gained in 1.9.
+Imports are added through libcst's ``AddImportsVisitor`` (scheduled through its static method,
+not the ``self.add_needed_import`` helper, which libcst only gained in 1.9; ``imports.py`` then
+moves them into the script's third-party group), and the ones the conversion made unused are
+dropped by ``imports.drop_unused_imports`` in one pass over the result.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from dataclasses import replace
 
 import libcst as cst
 from libcst.codemod import CodemodCommand, CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider, ScopeProvider
 
 from regcomp_lint.codemod.accelerated import AcceleratePlanner
 from regcomp_lint.codemod.distribution import find_distribution
 from regcomp_lint.codemod.edits import EditPlan, comment_line, missing_comments, rescued_lines
-from regcomp_lint.codemod.imports import TopImportsAdder, place_added_imports
+from regcomp_lint.codemod.imports import TopImportsAdder, drop_unused_imports, place_added_imports
 from regcomp_lint.codemod.options import ConvertOptions
 from regcomp_lint.codemod.plain import PlainPlanner
 from regcomp_lint.codemod.rewrites import Conversion, accelerator_calls
@@ -72,6 +72,7 @@ class ConvertToAccelerate(CodemodCommand, cst.CSTTransformer):
         self.plan = EditPlan()
         self.notes: list[str] = []
         self._touched: set[cst.CSTNode] = set()
+        self.unused_imports: list[tuple[str, str | None, str | None]] = []
 
     def transform_module(self, tree: cst.Module) -> cst.Module:
         """Convert ``tree`` (a module straight from ``cst.parse_module``: no node appears twice in
@@ -86,8 +87,7 @@ class ConvertToAccelerate(CodemodCommand, cst.CSTTransformer):
                 self.context = replace(self.context, wrapper=None)
         if AddImportsVisitor.CONTEXT_KEY in self.context.scratch:
             converted = converted.visit(TopImportsAdder(self.context))
-        if RemoveImportsVisitor.CONTEXT_KEY in self.context.scratch:
-            converted = self._instantiate_and_run(RemoveImportsVisitor, converted)
+        converted = drop_unused_imports(converted, self.unused_imports)
         return place_added_imports(tree, converted)
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
@@ -107,8 +107,7 @@ class ConvertToAccelerate(CodemodCommand, cst.CSTTransformer):
                 self._touched.add(anc)
         for module, obj in conversion.imports:
             AddImportsVisitor.add_needed_import(self.context, module, obj)
-        for unused_module, unused_obj, asname in conversion.unused_imports:
-            RemoveImportsVisitor.remove_unused_import(self.context, unused_module, unused_obj, asname)
+        self.unused_imports = conversion.unused_imports
         return tree.visit(self)
 
     def on_visit(self, node: cst.CSTNode) -> bool:

@@ -141,3 +141,53 @@ def _leading_statements(body: Sequence[cst.BaseStatement]) -> list[cst.BaseState
         if index and not _is_import_line(stmt):
             break
     return leading
+
+
+class _NamesRead(cst.CSTVisitor):
+    """Every name the module mentions outside its import statements (attribute names included:
+    a kept import is the safe mistake)."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+
+def drop_unused_imports(module: cst.Module, unused: Sequence[tuple[str, str | None, str | None]]) -> cst.Module:
+    """Remove the top-level ``from M import N [as A]`` names the conversion made unused (the DDP
+    wrap it replaced), when the converted module no longer mentions them: one pass over the
+    result, instead of libcst's scope analysis of it."""
+    if not unused:
+        return module
+    visitor = _NamesRead()
+    module.visit(visitor)
+    wanted = {(m, n, a) for m, n, a in unused}
+    body: list[cst.BaseStatement] = []
+    changed = False
+    for stmt in module.body:
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if not isinstance(small, cst.ImportFrom) or isinstance(small.names, cst.ImportStar) or small.module is None:
+            body.append(stmt)
+            continue
+        source = module.code_for_node(small.module)
+        kept = [
+            alias
+            for alias in small.names
+            if (source, module.code_for_node(alias.name), alias.evaluated_alias) not in wanted
+            or (alias.evaluated_alias or module.code_for_node(alias.name)) in visitor.names
+        ]
+        if len(kept) == len(small.names):
+            body.append(stmt)
+            continue
+        changed = True
+        if kept:
+            kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            body.append(stmt.with_changes(body=[small.with_changes(names=kept)]))
+    return module.with_changes(body=body) if changed else module

@@ -36,3 +36,23 @@ def test_without_a_torch_import_nothing_moves():
 def test_imports_already_there_are_not_moved():
     header = "import torch\n\nfrom accelerate import Accelerator\n\nx = 1\n"
     assert placed(header, header) == header
+
+
+def test_an_import_the_conversion_made_unused_is_dropped_and_one_still_used_stays():
+    import libcst as cst
+
+    from regcomp_lint.codemod.imports import drop_unused_imports
+
+    module = cst.parse_module(
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "from torch.distributed import barrier, init_process_group\n"
+        "init_process_group('gloo')\n"
+    )
+    unused = [
+        ("torch.nn.parallel", "DistributedDataParallel", "DDP"),
+        ("torch.distributed", "barrier", None),
+        ("torch.distributed", "init_process_group", None),
+    ]
+    assert drop_unused_imports(module, unused).code == (
+        "from torch.distributed import init_process_group\ninit_process_group('gloo')\n"
+    )
