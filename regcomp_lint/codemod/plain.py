@@ -250,6 +250,17 @@ class PlainPlanner(Planner):
                 raise Refusal(
                     f"the model {model} is not created in {function_name(self.scope)}, where its optimizer is; convert by hand"
                 )
+            if (
+                isinstance(self.scope, cst.FunctionDef)
+                and self.owner is None
+                and tree.is_parameter(model, self.scope)
+                and not tree.references_to(self.scope)
+            ):  # the Hogwild example's train(rank, args, model, ...), started by main.py's mp.Process
+                raise Refusal(
+                    f"{function_name(self.scope)} is handed its model and is not called in this file: another "
+                    "module drives it (once per worker or per epoch), and an Accelerator made in it would be made on "
+                    "every call; convert the script that builds the model and calls it, or convert by hand"
+                )
         loaders: list[str] = []
         schedulers: list[str] = []
         skipped: list[str] = []

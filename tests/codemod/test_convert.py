@@ -875,3 +875,17 @@ def test_a_script_that_trains_twice_is_refused_naming_both_runs():
     refused = convert(text).refused
     assert refused is not None and "trains more than once" in refused
     assert "line 14, then again at line 17" in refused and "model_conv, optimizer_conv" in refused
+
+
+def test_a_training_function_handed_its_model_and_never_called_here_is_refused():
+    """The Hogwild example's train.py: ``train(rank, args, model, ...)`` is started by main.py's
+    ``mp.Process``; an Accelerator made inside would be made on every call."""
+    text = (
+        "import torch\n\n\n"
+        "def train(rank, model):\n"
+        "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    for step in range(3):\n"
+        "        optimizer.zero_grad()\n        model(torch.randn(2, 4)).sum().backward()\n        optimizer.step()\n"
+    )
+    refused = convert(text).refused
+    assert refused is not None and "train() is handed its model and is not called in this file" in refused
