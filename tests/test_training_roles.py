@@ -435,3 +435,29 @@ def test_optimizers_unpacked_from_a_helper_s_tuple(body, expected):
     assert isinstance(call, ast.Call)
     found = roles.roles.optimizers.unpacked_sources(call, roles.wheres[id(call)], 2)
     assert {i: (s.owners, beside, s.construct) for i, (s, beside) in found.items()} == expected
+
+
+def test_a_scheduler_chosen_by_flags_is_stepped_through_the_name_every_branch_binds():
+    """torchvision's references: ``main = StepLR`` or ``ExponentialLR`` by flag, chained with a warmup
+    by ``SequentialLR`` or used as it is; ``lr_scheduler.step()`` once per epoch steps whichever it is."""
+    roles = Roles(
+        TRAIN_EPOCH + "if flag:\n    main = StepLR(opt, 1)\nelse:\n    main = OneCycleLR(opt, 1.0, total_steps=9)\n"
+        "if warm:\n    warmup = torch.optim.lr_scheduler.LinearLR(opt)\n"
+        "    sched = torch.optim.lr_scheduler.SequentialLR(opt, schedulers=[warmup, main], milestones=[1])\n"
+        "else:\n    sched = main\n"
+        "for epoch in range(3):\n    train_epoch(dl, opt)\n    sched.step()\n"
+    )
+    for name in ("main", "sched"):
+        assert roles.roles.cadence(roles.built(name))[0] is Cadence.PER_EPOCH, name
+    assert roles.roles.cadence(roles.built("warmup")) == (Cadence.WRAPPED, None)
+
+
+def test_a_sampler_returned_by_a_data_helper_shards_its_loader():
+    """torchvision's ``dataset, dataset_test, train_sampler, test_sampler = load_data(...)``."""
+    roles = Roles(
+        "def load_data(ds):\n    if ddp:\n        s = DistributedSampler(ds)\n    else:\n        s = None\n"
+        "    return ds, s\n"
+        "data, sampler = load_data(ds)\nloader = DataLoader(data, sampler=sampler)\n"
+        "for x in loader:\n    model(x).sum().backward()\n"
+    )
+    assert roles.roles.shard_reason(roles.built("loader")) == "sharded by its DistributedSampler"

@@ -79,6 +79,9 @@ class Cadence(str, enum.Enum):
     #: ``scheduler.step(val_loss)`` (ReduceLROnPlateau), ``scheduler.step(epoch)`` (timm): a prepared
     #: scheduler would take the same value once per process (patience would run out N times faster)
     BY_VALUE = "with a value"
+    #: never stepped itself, handed to another scheduler that steps it (torchvision's
+    #: ``SequentialLR(optimizer, schedulers=[warmup, main])``): its cadence is that scheduler's
+    WRAPPED = "through the scheduler it is handed to"
     UNKNOWN = "unknown"
 
 
@@ -499,7 +502,16 @@ class TrainingRoles:
                 continue
             values: list[ast.AST] = [kw.value]
             where = self._built_where(origin)
-            values += [b.value for b in self.bindings.every_binding(kw.value, where) if b.value is not None]
+            for bound in self.bindings.every_binding(kw.value, where):
+                if bound.value is None:
+                    continue
+                if bound.index is None:
+                    values.append(bound.value)
+                    continue
+                # `dataset, dataset_test, train_sampler, test_sampler = load_data(...)` (torchvision)
+                for element, at in self._elements(bound.value, bound.index, bound.where, 0):
+                    values.append(element)
+                    values += [b.value for b in self.bindings.every_binding(element, at) if b.value is not None]
             for value in values:
                 if any(
                     isinstance(node, ast.Call) and self.ctx.resolves_to(node.func, *DISTRIBUTED_SAMPLER)
@@ -621,8 +633,8 @@ class TrainingRoles:
         optimizer_steps: list[_Step] = []
         for step in self._steps:
             receiver = self._step_origin(step.receiver, step.where)
-            if isinstance(receiver, Origin) and receiver.call is scheduler.call:
-                own_steps.append(step)
+            if any(o.call is scheduler.call for o in self._possible_origins(step.receiver, step.where)):
+                own_steps.append(step)  # `lr_scheduler = SequentialLR(...) if warmup else main_lr_scheduler`
             elif isinstance(receiver, Origin) and receiver.kind is Kind.OPTIMIZER and _is(receiver, built_on):
                 optimizer_steps.append(step)
             elif any(_is(self._step_origin(a, step.where), built_on, Kind.OPTIMIZER) for a in step.call.args):
@@ -630,6 +642,8 @@ class TrainingRoles:
         valued = [s for s in own_steps if s.call.args or s.call.keywords]
         if valued:
             return Cadence.BY_VALUE, valued[0].call
+        if not own_steps and self._handed_to_a_scheduler(scheduler):
+            return Cadence.WRAPPED, None
         if not own_steps or not optimizer_steps:
             return Cadence.UNKNOWN, None
         scope = scheduler.where.function
@@ -654,6 +668,38 @@ class TrainingRoles:
         if len(found) == 1:
             return found.pop(), own_steps[0].call
         return Cadence.UNKNOWN, None
+
+    def _possible_origins(self, expr: ast.AST, where: Where, depth: int = 0) -> list[Origin]:
+        """Every object the name ``expr`` may hold at ``where``, one per binding that reaches it
+        (``origin`` answers with the first): a name bound in each branch of an ``if``."""
+        if binding_key(expr) is None or depth > MAX_DEPTH:
+            return []
+        found: list[Origin] = []
+        for bound in self.bindings.every_binding(expr, where):
+            value = bound.value
+            if value is not None and bound.index is None and binding_key(value) is not None:
+                found += self._possible_origins(value, bound.where, depth + 1)  # `a = b`: every object of b
+                continue
+            one = self._bound_origin(bound, expr, depth, True, MAX_CALLER_DEPTH)
+            if isinstance(one, Origin):
+                found.append(one)
+        return found or [o for o in [self._step_origin(expr, where)] if isinstance(o, Origin)]
+
+    def _handed_to_a_scheduler(self, scheduler: Origin) -> bool:
+        """The scheduler is an argument (or an element of one) of another scheduler's constructor."""
+        for node in ast.walk(self.ctx.tree):
+            if not isinstance(node, ast.Call) or node is scheduler.built or id(node) not in self._calls:
+                continue
+            if constructor_kind(self.ctx, node, self.bindings.classes) is not Kind.SCHEDULER:
+                continue
+            where = self._calls[id(node)][0]
+            for arg in [*node.args, *(kw.value for kw in node.keywords)]:
+                for sub in ast.walk(arg):
+                    if binding_key(sub) is not None and any(
+                        o.call is scheduler.call for o in self._possible_origins(sub, where)
+                    ):
+                        return True
+        return False
 
     def _step_origin(self, expr: ast.AST, where: Where) -> Origin | _Prepared | None:
         return self.passed_origin(expr, where) if binding_key(expr) is not None else None

@@ -281,8 +281,12 @@ class UnpreparedObject(Rule):
                 continue  # already one shard per rank: prepare() would shard it again
             if origin.kind is Kind.SCHEDULER and not roles.trains_on(use):
                 continue  # stepped in a loop apart from training (fast-forwarding the schedule on resume)
-            if origin.kind is Kind.SCHEDULER and roles.cadence(origin)[0] in (Cadence.PER_EPOCH, Cadence.BY_VALUE):
-                continue  # stepped once per epoch or with a metric: prepared, it would step once per process
+            if origin.kind is Kind.SCHEDULER and roles.cadence(origin)[0] in (
+                Cadence.PER_EPOCH,
+                Cadence.BY_VALUE,
+                Cadence.WRAPPED,
+            ):
+                continue  # stepped once per epoch, with a metric or by another scheduler: prepared, it would step once per process
             if not self.script.sees_accelerator(use.where):
                 continue  # a plain-PyTorch baseline beside the Accelerate code
             reported.add(id(origin.call))

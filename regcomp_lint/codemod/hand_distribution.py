@@ -25,6 +25,7 @@ import libcst as cst
 
 from regcomp_lint.codemod.builders import expression, guarded, statement
 from regcomp_lint.codemod.device_choice import local_rank_option
+from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import (
     Function,
@@ -82,6 +83,7 @@ def adapt_distribution(planner: PlainPlanner) -> None:
         elif attr.attr.value == "module":
             planner.unwrap(attr, owner)
             unwraps += 1
+            _unwrap_plain_aliases(planner, attr, owner)
     if ddp_keywords:
         handler = f"DistributedDataParallelKwargs({', '.join(ddp_keywords)})"
         planner.accelerator_keywords.append(f"kwargs_handlers=[{handler}]")
@@ -119,6 +121,29 @@ def adapt_distribution(planner: PlainPlanner) -> None:
         )
     if unwraps:
         planner.notes.append("model.module -> accelerator.unwrap_model(model, keep_torch_compile=False)")
+
+
+def _unwrap_plain_aliases(planner: PlainPlanner, attr: cst.Attribute, owner: str) -> None:
+    """torchvision's ``model_without_ddp = model`` beside ``if args.distributed: ...
+    model_without_ddp = model.module``: the name is the unwrapped model on every path, so its
+    plain binding becomes ``accelerator.unwrap_model(model, ...)`` too (on one process the
+    prepared model is the compiled one, whose state dict has ``_orig_mod.`` keys)."""
+    tree = planner.tree
+    assign = tree.parent(attr)
+    target = single_target(assign) if isinstance(assign, cst.Assign) and assign.value is attr else None
+    if target is None:
+        return
+    function = tree.function_of(attr)
+    for other in find_all(function, cst.Assign, enter_functions=False):
+        bound = single_target(other)
+        if other is assign or bound is None or bound[0] != target[0] or key_of(bound[1]) != owner:
+            continue
+        acc = planner.accelerator_in(function)
+        planner.edits.on(
+            other.value,
+            replaced_by(expression(f"{acc}.unwrap_model({owner}, keep_torch_compile=False)", planner.module)),
+        )
+        planner.uses.append(other)
 
 
 def _aliases(function: Function, models: set[str]) -> set[str]:

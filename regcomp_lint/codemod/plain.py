@@ -235,7 +235,8 @@ class PlainPlanner(Planner):
     # -- what gets prepared ---------------------------------------------------------------------
     def _roles(self) -> tuple[list[str], list[str], list[str], list[str]]:
         tree = self.tree
-        optimizers = [key for key, _ in self.optimizer_found]
+        # one key however many branches build it (torchvision's `if opt_name == "sgd": optimizer = SGD(...)` ...)
+        optimizers = list(dict.fromkeys(key for key, _ in self.optimizer_found))
         models: list[str] = []
         for _, owners in self.optimizer_found:
             models += [m for m in owners if m not in models]
@@ -268,7 +269,7 @@ class PlainPlanner(Planner):
         self.sharded_loaders: list[str] = []  # fed a DistributedSampler: already one shard per rank
         view = lint_view(tree)
         for creation in creations(self.scope):
-            if creation.key in loaders + schedulers + optimizers + models:
+            if creation.key in loaders + schedulers + optimizers + models + self.kept_schedulers:
                 continue
             built = view.origin(creation.value)
             handed = built is None and self._handed_loader(view, creation.value)
@@ -296,6 +297,12 @@ class PlainPlanner(Planner):
                     self.notes.append(
                         f"{creation.key} steps {when} (line {step.lineno}): left unprepared, so its LR "
                         "moves exactly as in the original (a prepared scheduler steps once per process)"
+                    )
+                elif how is Cadence.WRAPPED:
+                    self.kept_schedulers.append(creation.key)
+                    self.notes.append(
+                        f"{creation.key} is stepped by the scheduler it is handed to: left unprepared, as that "
+                        "scheduler decides when it steps"
                     )
                 else:
                     schedulers.append(creation.key)

@@ -57,6 +57,7 @@ EAGER_CASES = {
     "lars_param_groups": ["--epochs", "6"],
     "model_made_again_after_training": [],
     "checkpoint_helpers": ["--epochs", "3"],
+    "torchvision_reference": ["--epochs", "4", "--output-dir", "."],
 }
 INDUCTOR_CASE = "module_level_script"
 
