@@ -21,7 +21,7 @@ from regcomp_lint.analysis.checkpoints import is_main_process_test
 from regcomp_lint.codemod.builders import expression, guarded, statement
 from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.lint_view import lint_view
-from regcomp_lint.codemod.tree import Function, code, find_all, key_of
+from regcomp_lint.codemod.tree import Block, Function, code, find_all, key_of
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.rewrites import Planner
@@ -144,10 +144,11 @@ def _under_rank_test(planner: Planner, node: cst.CSTNode) -> bool:
 
 
 def wait_before_reading_back(planner: Planner, writes: list[tuple[Function, cst.Call]]) -> None:
-    """``accelerator.wait_for_everyone()`` before the first ``torch.load`` that follows a
-    main-process write in the same function, in the innermost block every process runs through
-    that holds both (a function body, a ``with``/``try`` body). When the write and the read sit
-    in one ``if`` or loop, no barrier: under ``if rank == 0`` one would never be met."""
+    """``accelerator.wait_for_everyone()`` before the first read that follows a main-process
+    write in the same function: a ``torch.load``, or a call handed the written path (cleanrl's
+    ``evaluate(model_path, ...)``). It goes in the innermost block holding both, unless that block
+    sits under an ``if`` on the rank (``if rank == 0:``), where the other processes would never
+    meet it."""
     tree = planner.tree
     places: list[Function] = []
     for place, _ in writes:
@@ -155,8 +156,18 @@ def wait_before_reading_back(planner: Planner, writes: list[tuple[Function, cst.
             places.append(place)
     for place in places:
         written = sorted((w for p, w in writes if p is place), key=tree.line)
+        paths = {  # where `accelerator.save(obj, path)` writes (a helper's arguments say nothing)
+            code(w.args[1].value).strip()
+            for w in written
+            if code(w.func).endswith("save") and len(w.args) > 1 and w.args[1].keyword is None
+        }
+        waited: set[tuple[int, int]] = set()
         reads = sorted(
-            (c for c in find_all(place, cst.Call, enter_functions=False) if tree.resolves_to(c.func, *_READS)),
+            (
+                c
+                for c in find_all(place, cst.Call, enter_functions=False)
+                if c not in written and (tree.resolves_to(c.func, *_READS) or _handed_a_path(c, paths))
+            ),
             key=tree.line,
         )
         for read in reads:
@@ -164,10 +175,13 @@ def wait_before_reading_back(planner: Planner, writes: list[tuple[Function, cst.
             if not before or any(tree.line(before[-1]) < tree.line(r) < tree.line(read) for r in reads):
                 continue  # nothing written before it, or an earlier read already waits
             write = before[-1]
-            block = planner.descend(tree.body_of(place), [write, read])
-            at_write, at_read = planner.project(block, write), planner.project(block, read)
-            if at_write is None or at_read is None or at_write >= at_read:
+            block = _common_block(planner, place, write, read)
+            if block is None:
                 continue
+            at_write, at_read = planner.project(block, write), planner.project(block, read)
+            if at_write is None or at_read is None or at_write >= at_read or (id(block), at_read) in waited:
+                continue
+            waited.add((id(block), at_read))
             acc = planner.accelerator_in(place)
             barrier = statement(f"{acc}.wait_for_everyone()", planner.module)
             planner.edits.add_statements(block, at_read, [barrier], after=False)
@@ -175,3 +189,38 @@ def wait_before_reading_back(planner: Planner, writes: list[tuple[Function, cst.
                 f"{acc}.wait_for_everyone() before the read at line {tree.line(read)}: the checkpoint written at "
                 f"line {tree.line(write)} comes from the main process only, so the other processes wait until it is there"
             )
+
+
+def _handed_a_path(call: cst.Call, paths: set[str]) -> bool:
+    """A call given one of the written paths as a plain argument (not ``print(f"... {path}")``)."""
+    return any(
+        isinstance(arg.value, (cst.Name, cst.Attribute)) and code(arg.value).strip() in paths for arg in call.args
+    )
+
+
+def _common_block(planner: Planner, place: Function, write: cst.CSTNode, read: cst.CSTNode) -> Block | None:
+    """The innermost block holding both, when every process runs through it: None when an ``if``
+    on the rank (or on the main process) holds it."""
+    tree = planner.tree
+    block: Block | None = None
+    for anc in tree.ancestors(write):
+        if isinstance(anc, (cst.IndentedBlock, cst.Module)) and tree.contains(anc, read):
+            block = anc
+            break
+    if block is None:
+        return None
+    for anc in [block, *tree.ancestors(block)]:
+        if anc is place:
+            break
+        if isinstance(anc, cst.If) and _names_the_rank(planner, anc.test):
+            return None
+    return block
+
+
+def _names_the_rank(planner: Planner, test: cst.BaseExpression) -> bool:
+    view = lint_view(planner.tree)
+    expr = view.any_expression_at(test)
+    if expr is not None and is_main_process_test(expr):
+        return True
+    text = code(test).lower()
+    return any(word in text for word in ("rank", "master", "main_process", "local_process"))

@@ -78,12 +78,20 @@ def test_a_read_back_waits_for_the_main_process_write():
     assert lines[wait + 1] == '    state = torch.load("checkpoint.pth")'
 
 
-def test_no_barrier_where_the_write_and_the_read_share_a_branch():
-    """A barrier inside an ``if`` or a loop is only met when every process takes that branch the
-    same number of times, which the converter cannot tell: none is added (the note-free case)."""
+def test_a_read_inside_the_same_branch_as_the_write_waits_there():
+    """cleanrl's ``if args.save_model:`` saves, then ``evaluate(model_path, ...)`` reads it back:
+    every process takes that branch, so the barrier goes inside it, before the call handed the path."""
     out = convert(
-        'if os.environ.get("CHECK"):\n    save_checkpoint({"model": model.state_dict()}, True)\n    torch.load("checkpoint.pth")\n'
+        'if os.environ.get("CHECK"):\n    path = "checkpoint.pth"\n'
+        "    torch.save(model.state_dict(), path)\n    check(path)\n"
     )
+    assert '    if os.environ.get("CHECK"):\n' in out
+    assert "        accelerator.wait_for_everyone()\n        check(path)\n" in out
+
+
+def test_no_barrier_under_a_test_on_the_rank():
+    """Under ``if rank == 0:`` the other processes never reach a barrier put there."""
+    out = convert('if rank == 0:\n    torch.save(model.state_dict(), "m.pth")\n    torch.load("m.pth")\n')
     assert "wait_for_everyone" not in out
 
 
