@@ -215,7 +215,8 @@ class TrainingRoles:
                 self._method_call(node, func, where, loops)
             return
         if isinstance(func, ast.Name) and func.id in ITERATION_CALLS:
-            if node.args and binding_key(node.args[0]) is not None and loops:
+            # `next(val_loader)` under torch.no_grad() inside the training loop is evaluation
+            if node.args and binding_key(node.args[0]) is not None and loops and not self._under_no_grad():
                 self.uses.append(Use(node.args[0], "iterated", where, loops=loops))
             return
         self._calls_by_grad[not self._under_no_grad()].append((func, where))
@@ -342,6 +343,7 @@ class TrainingRoles:
             or callsites.is_torch_compile(self.ctx, func)
             or callsites.is_compile_regions(self.ctx, func)
             or (isinstance(func, ast.Name) and func.id in ITERATION_BUILTINS and not self.ctx.imports.imported(func.id))
+            or self._local_iteration_wrapper(func, where)
         ):
             return self.origin(call.args[0], where, depth + 1, through, callers)
         kind = constructor_kind(self.ctx, call, self.bindings.classes)
@@ -358,6 +360,25 @@ class TrainingRoles:
             if found is not None:
                 return found
         return None
+
+    def _local_iteration_wrapper(self, func: ast.expr, where: Where) -> bool:
+        """A generator of the script that yields what its first parameter iterates (lucidrains'
+        ``def cycle(loader): while True: for data in loader: yield data``): ``cycle(loader)`` holds
+        the loader's batches, as ``itertools.cycle(loader)`` does."""
+        if not isinstance(func, ast.Name):
+            return False
+        bound = self.bindings.lookup(func, where)
+        function = bound.value if bound is not None else None
+        if not isinstance(function, ast.FunctionDef) or not function.args.args:
+            return False
+        first = function.args.args[0].arg
+        return any(
+            isinstance(loop, ast.For)
+            and isinstance(loop.iter, ast.Name)
+            and loop.iter.id == first
+            and any(isinstance(n, (ast.Yield, ast.YieldFrom)) for s in loop.body for n in ast.walk(s))
+            for loop in ast.walk(function)
+        )
 
     def _builds_optimizer(self, call: ast.Call, where: Where) -> bool:
         """A factory of an optimizer, or a call fed parameters whose result is used as one."""

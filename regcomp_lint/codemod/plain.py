@@ -99,7 +99,7 @@ class PlainPlanner(Planner):
         self.models, self.optimizers, self.loaders, self.schedulers = self._roles()
         if self.distribution.by_hand:
             adapt_distribution(self)
-        elif not self.loaders and not self.sharded_loaders:
+        elif not self.loaders and not self.sharded_loaders and not self.inline_loaders:
             draw = unseeded_draws(tree, backwards)
             self.notes.append(
                 "no DataLoader feeds the training loop: its batches come from the script's own code, which "
@@ -266,6 +266,7 @@ class PlainPlanner(Planner):
         schedulers: list[str] = []
         skipped: list[str] = []
         self.kept_schedulers: list[str] = []  # stepped per epoch: created before prepare, not prepared
+        self.inline_loaders: list[str] = []  # `cycle(DataLoader(...))`: prepared where they are built
         self.sharded_loaders: list[str] = []  # fed a DistributedSampler: already one shard per rank
         view = lint_view(tree)
         for creation in creations(self.scope):
@@ -275,6 +276,8 @@ class PlainPlanner(Planner):
             handed = built is None and self._handed_loader(view, creation.value)
             if handed:
                 built = handed
+            elif self._prepare_inline(view, creation, built):
+                continue
             elif built is None or built.call is not view.expression_at(creation.value) or view.roles is None:
                 continue  # not built here (an alias of another object), or nothing the roles know
             assert built is not None and view.roles is not None
@@ -319,6 +322,32 @@ class PlainPlanner(Planner):
             sorted(loaders, key=order),
             sorted(schedulers, key=order),
         )
+
+    def _prepare_inline(self, view, creation, built: Origin | None) -> bool:
+        """``train_loader = cycle(DataLoader(...))`` (lucidrains' scripts): a training loader built
+        inside a wrapper has no name to prepare, so it is prepared where it is built,
+        ``cycle(accelerator.prepare(DataLoader(...)))``."""
+        if built is None or built.kind is not Kind.DATALOADER or view.roles is None:
+            return False
+        inner = next(
+            (
+                c
+                for c in find_all(creation.value, cst.Call)
+                if c is not creation.value and view.expression_at(c) is built.call
+            ),
+            None,
+        )
+        if inner is None or not view.roles.is_training_loader(built) or view.roles.shard_reason(built) is not None:
+            return False
+        acc = self.accelerator_in(self.tree.function_of(inner))
+        self.edits.on(inner, lambda updated: expression(f"{acc}.prepare({code(updated).strip()})", self.module))
+        self.uses.append(creation.stmt)
+        self.inline_loaders.append(creation.key)
+        self.notes.append(
+            f"the DataLoader {creation.key} wraps (line {self.tree.line(inner)}) is prepared where it is built, so "
+            "each process takes its own share of the batches"
+        )
+        return True
 
     def _handed_loader(self, view, value: cst.BaseExpression) -> Origin | None:
         """A DataLoader handed to the scope as a parameter (``self.train_loader = train_loader``

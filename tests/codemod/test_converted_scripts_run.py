@@ -58,6 +58,7 @@ EAGER_CASES = {
     "model_made_again_after_training": [],
     "checkpoint_helpers": ["--epochs", "3"],
     "torchvision_reference": ["--epochs", "4", "--output-dir", "."],
+    "cycled_loader": [],
 }
 INDUCTOR_CASE = "module_level_script"
 
