@@ -191,6 +191,11 @@ def gpu_choice_keys(tree: Tree) -> set[str]:
 _INDEX_WORDS = ("gpu", "device", "rank", "cuda")
 
 
+def choice_text(expr: cst.BaseExpression) -> str:
+    """An expression's text with one quote style: ``CONFIG["device"]`` and ``CONFIG['device']`` match."""
+    return code(expr).strip().replace('"', "'")
+
+
 def model_gpu_choices(tree: Tree, models: set[str]) -> set[str]:
     """The expressions the script places its model with (``.cuda(device_ids[0])``,
     ``self.model = model.to(gpu_id)``), and the ``self.x`` attributes that keep them
@@ -204,7 +209,7 @@ def model_gpu_choices(tree: Tree, models: set[str]) -> set[str]:
         arg = call.args[0].value
         if isinstance(arg, (cst.SimpleString, cst.FormattedString, cst.Integer)) or tree.is_module_reference(arg):
             continue
-        text = code(arg).strip()
+        text = choice_text(arg)
         name = dotted(arg)
         if not any(word in text.lower() for word in _INDEX_WORDS) or (
             name is not None and name.split(".")[-1] == "device"
@@ -219,7 +224,7 @@ def model_gpu_choices(tree: Tree, models: set[str]) -> set[str]:
                 found.add(text)
     for assign in find_all(tree.module, cst.Assign):
         target = single_target(assign)
-        if target is not None and target[0].startswith("self.") and code(target[1]).strip() in found:
+        if target is not None and target[0].startswith("self.") and choice_text(target[1]) in found:
             found.add(target[0])
     return found
 

@@ -15,7 +15,7 @@ from typing import TypeGuard
 import libcst as cst
 
 from regcomp_lint.codemod.builders import expression, keyword, with_keyword
-from regcomp_lint.codemod.device_choice import gpu_choice_keys, is_chosen_device, reads_gpu_choice
+from regcomp_lint.codemod.device_choice import choice_text, gpu_choice_keys, is_chosen_device, reads_gpu_choice
 from regcomp_lint.codemod.edits import EditPlan
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.options import ConvertOptions
@@ -278,7 +278,7 @@ class Planner:
                 and (
                     _is_cuda_literal(call.args[0].value)
                     or self._is_device_flag(call.args[0].value, function)
-                    or code(call.args[0].value).strip() in self.model_gpu_choices
+                    or choice_text(call.args[0].value) in self.model_gpu_choices
                 )
                 and not self.is_removed(call)
             ):
@@ -291,6 +291,7 @@ class Planner:
                 self.uses.append(call)
                 cudas += 1
         cudas += self._gpu_choice_rewrites(function)
+        cudas += self._handed_gpu_choices(function)
         for assign in find_all(function, cst.Assign, enter_functions=False):
             target = single_target(assign)
             if self.is_removed(assign):
@@ -304,6 +305,28 @@ class Planner:
             self.rewrite_device(assign)
             devices += 1
         return cudas, devices
+
+    def _handed_gpu_choices(self, function: Function) -> int:
+        """``train_one_epoch(..., device=CONFIG["device"])`` where the model was placed with
+        ``CONFIG["device"]``: the function moves its batches there, so it gets the accelerator's
+        device, as the model did."""
+        count = 0
+        if not self.model_gpu_choices:
+            return count
+        for call in find_all(function, cst.Call, enter_functions=False):
+            if self.is_removed(call):
+                continue
+            for arg in call.args:
+                if (
+                    arg.keyword is not None
+                    and arg.keyword.value == "device"
+                    and choice_text(arg.value) in self.model_gpu_choices
+                ):
+                    value = expression(f"{self.accelerator_in(function)}.device", self.module)
+                    self.edits.on(arg, partial(cst.Arg.with_changes, value=value))
+                    self.uses.append(call)
+                    count += 1
+        return count
 
     def _gpu_choice_rewrites(self, function: Function) -> int:
         """``device=args.gpu`` (and ``device=f"cuda:{args.gpu}"``) where the script set its GPU

@@ -282,3 +282,22 @@ def test_a_dtype_cast_is_no_gpu_choice():
         "    optimizer.zero_grad()\n    model(torch.randn(2, 4).to(torch.float64)).sum().backward()\n    optimizer.step()\n"
     )
     assert "torch.randn(2, 4).to(torch.float64)" in convert(text).text
+
+
+def test_a_device_kept_in_a_config_dict_is_handed_on_as_the_accelerators():
+    """Kaggle-style ``CONFIG = {"device": torch.device("cuda:0" ...)}``: the model is placed with
+    ``CONFIG["device"]`` and ``train(..., device=CONFIG['device'])`` moves the batches there."""
+    text = (
+        "import torch\n\n"
+        "CONFIG = {'device': torch.device('cuda:0' if torch.cuda.is_available() else 'cpu')}\n"
+        'model = torch.nn.Linear(4, 1).to(CONFIG["device"])\n'
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n\n\n"
+        "def train(model, device):\n"
+        "    for step in range(3):\n"
+        "        optimizer.zero_grad()\n        model(torch.randn(2, 4).to(device)).sum().backward()\n"
+        "        optimizer.step()\n\n\n"
+        "train(model, device=CONFIG['device'])\n"
+    )
+    out = convert(text).text
+    assert "model = torch.nn.Linear(4, 1).to(accelerator.device)" in out
+    assert "train(model, device=accelerator.device)" in out
