@@ -46,7 +46,7 @@ from regcomp_lint.codemod.roles import (
     creations,
 )
 from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, resolve
-from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, read_keys
+from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, read_keys, single_target
 from regcomp_lint.codemod.uneven_steps import uneven_steps, unseeded_draws
 from regcomp_lint.codemod.wrapped_access import places_using_prepared, read_through_wrapper, sees_prepared
 from regcomp_lint.knowledge import torch_api
@@ -119,6 +119,13 @@ class PlainPlanner(Planner):
         reason = self._regional_reason()
         settings, setting_notes = resolve(script, self.options, reason)
         self._rewrites(backwards)
+        if self.saved_states & self._ddp_wrapped_keys():
+            # MoCo's main_lincls strips `module.encoder_q.`: the converted checkpoints have no `module.`
+            self.notes.append(
+                "the original saved the DDP-wrapped model's state_dict(), whose keys start with `module.`; the converted "
+                "script saves and loads the unwrapped model's, without it (strip the prefix to resume from an old "
+                "checkpoint, and in code that reads these files)"
+            )
         rank_note = local_rank_note(tree)
         if rank_note is not None:
             self.notes.append(rank_note)
@@ -207,6 +214,20 @@ class PlainPlanner(Planner):
                     f"the model and optimizer are built in {function_name(self.scope)}, which does not run the training loop; "
                     "build them where the loop runs, or convert by hand"
                 )
+
+    def _ddp_wrapped_keys(self) -> set[str]:
+        """Names the script bound to a DDP wrap (``model = DDP(model)``): their state dicts had
+        ``module.`` keys in the original."""
+        found: set[str] = set()
+        for call in self.distribution.data_parallel:
+            if self.tree.resolves_to(call.func, *torch_api.SINGLE_PROCESS_DATA_PARALLEL):
+                continue
+            for anc in self.tree.ancestors(call):
+                target = single_target(anc) if isinstance(anc, cst.Assign) else None
+                if target is not None:
+                    found.add(target[0])
+                    break
+        return found
 
     def _drop_placements(self, calls: list[cst.Call]) -> None:
         """``Net().to(device)`` -> ``Net()`` and ``model.to(device)`` (a statement) removed, for a
@@ -519,6 +540,7 @@ class PlainPlanner(Planner):
         places += [p for p in places_using_prepared(self) if all(p is not q for q in places)]
         models = set(self.models)
         self.checkpoint_saves = self.checkpoint_loads = 0
+        self.saved_states: set[str] = set()  # the models whose state_dict() the script saves
         self.whole_model_saves: list[int] = []
         writes: list[tuple[Function, cst.Call]] = []  # now written from the main process only
         for place in places:
@@ -563,6 +585,7 @@ class PlainPlanner(Planner):
                     self.edits.on(save.func, replaced_by(expression(f"{acc}.save", self.module)))
                     writes.append((place, save))
                 self.checkpoint_saves += 1
+                self.saved_states.add(model)
         writes += guard_helper_saves(self, places, self.training)
         wait_before_reading_back(self, writes)
 
