@@ -36,6 +36,7 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
     unreachable: list[str] = []
     trains = planner.reach()
     for function in places_using_prepared(planner):
+        handed = _handed_the_model(planner, function, models, 0) if function is not planner.scope else set()
         for attr in find_all(function, (cst.Attribute, cst.Subscript), enter_functions=False):
             owner = key_of(attr.value)
             if isinstance(attr, cst.Subscript):
@@ -44,12 +45,14 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
                 name = attr.attr.value
                 if name in MODULE_API or name in DATA_PARALLEL_API:
                     continue
-            if owner not in models or planner.is_removed(attr):
+            if (owner not in models and owner not in handed) or planner.is_removed(attr):
                 continue
             if function is planner.scope:
                 index = planner.project(block, attr)
                 if index is None or index < prepare_index:
                     continue  # still the script's own, unprepared model
+            elif owner in handed:
+                pass  # greedy_decode(model, ...) called as greedy_decode(transformer, ...)
             elif not sees_prepared(function, owner, planner) or (owner.startswith("self.") and function not in trains):
                 continue
             call = tree.parent(attr)
@@ -82,6 +85,27 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
             f"{', '.join(unreachable)}: the model's own attribute, read through the prepared model where no "
             "accelerator is in reach; under several processes read it from accelerator.unwrap_model(model)"
         )
+
+
+def _handed_the_model(planner: PlainPlanner, function: Function, models: set[str], depth: int) -> set[str]:
+    """Parameters of ``function`` under another name than the model's that its callers fill with
+    the prepared model (``def greedy_decode(model, ...)`` called as ``greedy_decode(transformer, ...)``,
+    or from a function that was itself handed it), up to three calls up."""
+    if not isinstance(function, cst.FunctionDef) or depth > 2:
+        return set()
+    params = parameter_names(function)
+    if params and params[0] in ("self", "cls"):
+        params = params[1:]  # called as self.method(...)
+    found: set[str] = set()
+    for caller, call in planner.graph.callers_of(function):
+        theirs = models | _handed_the_model(planner, caller, models, depth + 1)
+        for index, arg in enumerate(call.args):
+            if arg.star:
+                break
+            name = arg.keyword.value if arg.keyword is not None else params[index] if index < len(params) else None
+            if name is not None and name not in models and key_of(arg.value) in theirs:
+                found.add(name)
+    return found
 
 
 def _feeds_the_loss(tree, function: Function, call: cst.Call) -> bool:

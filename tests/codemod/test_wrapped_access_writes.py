@@ -62,3 +62,26 @@ def test_before_prepare_the_script_s_own_model_is_left_alone():
     assert result.refused is None, result.refused
     assert "\nmodel[0].hidden = None\n" in result.text
     assert "model, optimizer = accelerator.prepare(model, optimizer)" in result.text
+
+
+def test_the_models_own_method_reached_through_a_parameter_of_another_name():
+    """The translation tutorial: ``greedy_decode(model, ...)`` is called as
+    ``greedy_decode(transformer, ...)`` after training; ``model.encode`` fails through DDP."""
+    from regcomp_lint.codemod import ConvertOptions, convert_source
+
+    text = (
+        "import torch\n\n\n"
+        "class Seq2Seq(torch.nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.lin = torch.nn.Linear(4, 4)\n\n"
+        "    def forward(self, x):\n        return self.lin(x)\n\n"
+        "    def encode(self, x):\n        return self.lin(x)\n\n\n"
+        "def greedy_decode(model, src):\n    return model.encode(src)\n\n\n"
+        "transformer = Seq2Seq()\n"
+        "optimizer = torch.optim.SGD(transformer.parameters(), lr=0.1)\n"
+        "for step in range(3):\n"
+        "    optimizer.zero_grad()\n    transformer(torch.randn(2, 4)).sum().backward()\n    optimizer.step()\n"
+        "print(greedy_decode(transformer, torch.randn(1, 4)))\n"
+    )
+    result = convert_source(text, "train.py", ConvertOptions())
+    assert result.refused is None, result.refused
+    assert "    return accelerator.unwrap_model(model).encode(src)\n" in result.text
