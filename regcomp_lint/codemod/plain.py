@@ -330,6 +330,10 @@ class PlainPlanner(Planner):
                     )
                 else:
                     schedulers.append(creation.key)
+        for function in self.training:  # loaders a training function builds itself
+            if function is not self.scope and isinstance(function, cst.FunctionDef):
+                for creation in creations(function):
+                    self._prepare_inline(view, creation, view.origin(creation.value))
         loaders += self._loaders_of_unknown_origin(view, loaders + skipped + optimizers + models + schedulers)
         for key in skipped:
             if key not in loaders:
@@ -345,28 +349,26 @@ class PlainPlanner(Planner):
         )
 
     def _prepare_inline(self, view, creation, built: Origin | None) -> bool:
-        """``train_loader = cycle(DataLoader(...))`` (lucidrains' scripts): a training loader built
-        inside a wrapper has no name to prepare, so it is prepared where it is built,
+        """``train_loader = cycle(DataLoader(...))`` (lucidrains' scripts), or a loader a training
+        function builds for each epoch (the translation tutorial's ``train_epoch``): it has no
+        name the scope could prepare, so it is prepared where it is built,
         ``cycle(accelerator.prepare(DataLoader(...)))``."""
         if built is None or built.kind is not Kind.DATALOADER or view.roles is None:
             return False
-        inner = next(
-            (
-                c
-                for c in find_all(creation.value, cst.Call)
-                if c is not creation.value and view.expression_at(c) is built.call
-            ),
-            None,
-        )
-        if inner is None or not view.roles.is_training_loader(built) or view.roles.shard_reason(built) is not None:
+        function = self.tree.function_of(creation.stmt)
+        inner = next((c for c in find_all(creation.value, cst.Call) if view.expression_at(c) is built.call), None)
+        if inner is None or (inner is creation.value and function is self.scope):
+            return False  # not built here, or built by name in the scope: prepared with the model
+        if not view.roles.is_training_loader(built) or view.roles.shard_reason(built) is not None:
             return False
-        acc = self.accelerator_in(self.tree.function_of(inner))
+        acc = self.accelerator_in(function)
         self.edits.on(inner, lambda updated: expression(f"{acc}.prepare({code(updated).strip()})", self.module))
         self.uses.append(creation.stmt)
         self.inline_loaders.append(creation.key)
+        where = "" if function is self.scope else f" in {function_name(function)}"
         self.notes.append(
-            f"the DataLoader {creation.key} wraps (line {self.tree.line(inner)}) is prepared where it is built, so "
-            "each process takes its own share of the batches"
+            f"the training DataLoader of {creation.key} (line {self.tree.line(inner)}{where}) is prepared where it is "
+            "built, so each process takes its own share of the batches"
         )
         return True
 

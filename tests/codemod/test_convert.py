@@ -889,3 +889,20 @@ def test_a_training_function_handed_its_model_and_never_called_here_is_refused()
     )
     refused = convert(text).refused
     assert refused is not None and "train() is handed its model and is not called in this file" in refused
+
+
+def test_a_loader_a_training_function_builds_each_epoch_is_prepared_where_it_is_built():
+    """The translation tutorial's ``train_epoch`` builds ``DataLoader(train_iter, ...)`` itself."""
+    text = (
+        "import torch\nfrom torch.utils.data import DataLoader\n\n"
+        "data = [torch.randn(4) for _ in range(8)]\n"
+        "model = torch.nn.Linear(4, 1)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n\n\n"
+        "def train_epoch(model, optimizer):\n"
+        "    loader = DataLoader(data, batch_size=2)\n"
+        "    for x in loader:\n"
+        "        optimizer.zero_grad()\n        model(x).sum().backward()\n        optimizer.step()\n\n\n"
+        "for epoch in range(2):\n    train_epoch(model, optimizer)\n"
+    )
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert "    loader = accelerator.prepare(DataLoader(data, batch_size=2))\n" in result.text
