@@ -656,6 +656,14 @@ class PlainPlanner(Planner):
             late_key = next(
                 (k for k in prepared + self.kept_schedulers if late in bindings(self.scope, k)), "an object"
             )
+            holder = block.body[first_step]
+            if first_step == last and isinstance(holder, (cst.For, cst.While)):
+                # Kaggle's `for fold in range(n_fold): model = ...; optimizer = ...; run_training(...)`
+                raise Refusal(
+                    f"the model, optimizer and loaders are built anew in each pass of the loop at line "
+                    f"{tree.line(holder)} (folds or repeated runs), and trained there: one prepare() cannot serve "
+                    "every pass; convert by hand, preparing each pass's objects inside the loop"
+                )
             again = [n for n in steps if tree.line(n) > tree.line(late)]
             if again:  # the transfer-learning tutorial: train_model(model_ft, ...), then train_model(model_conv, ...)
                 second = min(again, key=tree.line)

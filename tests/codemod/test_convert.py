@@ -906,3 +906,18 @@ def test_a_loader_a_training_function_builds_each_epoch_is_prepared_where_it_is_
     result = convert(text)
     assert result.refused is None, result.refused
     assert "    loader = accelerator.prepare(DataLoader(data, batch_size=2))\n" in result.text
+
+
+def test_a_model_built_anew_in_each_fold_is_refused_naming_the_loop():
+    text = (
+        "import torch\n\n\n"
+        "def run_training(model, optimizer):\n"
+        "    for step in range(3):\n"
+        "        optimizer.zero_grad()\n        model(torch.randn(2, 4)).sum().backward()\n        optimizer.step()\n"
+        "    return model\n\n\n"
+        "for fold in range(5):\n"
+        "    model = torch.nn.Linear(4, 1)\n    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    model = run_training(model, optimizer)\n"
+    )
+    refused = convert(text).refused
+    assert refused is not None and "built anew in each pass of the loop at line 12" in refused
