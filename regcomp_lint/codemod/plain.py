@@ -172,6 +172,13 @@ class PlainPlanner(Planner):
                 for text, line in not_optimizers(tree, function)
             ]
             detail = "; ".join(untraced + others)
+            if untraced and self.distribution.data_parallel:
+                # modded-nanogpt, improved-diffusion: their own DDP, optimizers over raw_model's pieces
+                raise Refusal(
+                    f"it wraps the model for data parallelism by hand ({self.distribution.describe(tree)}) and builds "
+                    f"its optimizers from parameters the converter cannot trace to that model ({untraced[0]}); "
+                    "convert by hand"
+                )
             raise Refusal(
                 "no optimizer found (a torch.optim class, a torch.optim.Optimizer subclass, a function returning one, "
                 "or something built from model.parameters() and stepped)"

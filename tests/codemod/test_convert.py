@@ -921,3 +921,18 @@ def test_a_model_built_anew_in_each_fold_is_refused_naming_the_loop():
     )
     refused = convert(text).refused
     assert refused is not None and "built anew in each pass of the loop at line 12" in refused
+
+
+def test_a_hand_wrapped_model_with_untraceable_optimizers_is_refused_naming_the_wrap():
+    """modded-nanogpt: its own DDP, optimizers over pieces of ``raw_model``."""
+    text = (
+        "import torch\nimport torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n\n"
+        "dist.init_process_group('gloo')\n"
+        "model = DDP(torch.nn.Linear(4, 1))\nraw_model = model.module\n"
+        "params = get_matrix_params(raw_model.weight)\n"
+        "optimizer = torch.optim.SGD(params, lr=0.1)\n"
+        "for step in range(3):\n"
+        "    optimizer.zero_grad()\n    model(torch.randn(2, 4)).sum().backward()\n    optimizer.step()\n"
+    )
+    refused = convert(text).refused
+    assert refused is not None and "it wraps the model for data parallelism by hand" in refused, refused
