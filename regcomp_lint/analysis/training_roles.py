@@ -149,6 +149,8 @@ class TrainingRoles:
         self._steps: list[_Step] = []
         self._calls: dict[int, tuple[Where, tuple[ast.AST, ...]]] = {}  # call id -> where, loops
         self._cadence: dict[int, tuple[Cadence, ast.Call | None]] = {}
+        #: ids of the calls that build a scheduler handed to another scheduler (found on first ask)
+        self._wrapped_schedulers: set[int] | None = None
         #: ``X.zero_grad()``, ``X.step()`` without positional arguments, ``X.param_groups``
         self._optimizer_uses: list[tuple[ast.expr, Where]] = []
         #: names called anywhere, in loops or not, split by whether autograd records the call:
@@ -708,19 +710,21 @@ class TrainingRoles:
 
     def _handed_to_a_scheduler(self, scheduler: Origin) -> bool:
         """The scheduler is an argument (or an element of one) of another scheduler's constructor."""
-        for node in ast.walk(self.ctx.tree):
-            if not isinstance(node, ast.Call) or node is scheduler.built or id(node) not in self._calls:
-                continue
-            if constructor_kind(self.ctx, node, self.bindings.classes) is not Kind.SCHEDULER:
-                continue
-            where = self._calls[id(node)][0]
-            for arg in [*node.args, *(kw.value for kw in node.keywords)]:
-                for sub in ast.walk(arg):
-                    if binding_key(sub) is not None and any(
-                        o.call is scheduler.call for o in self._possible_origins(sub, where)
-                    ):
-                        return True
-        return False
+        if self._wrapped_schedulers is None:  # one walk of the file, whatever the number of schedulers
+            self._wrapped_schedulers = set()
+            for node in ast.walk(self.ctx.tree):
+                if not isinstance(node, ast.Call) or id(node) not in self._calls:
+                    continue
+                if constructor_kind(self.ctx, node, self.bindings.classes) is not Kind.SCHEDULER:
+                    continue
+                where = self._calls[id(node)][0]
+                for arg in [*node.args, *(kw.value for kw in node.keywords)]:
+                    for sub in ast.walk(arg):
+                        if binding_key(sub) is not None:
+                            self._wrapped_schedulers |= {
+                                id(o.call) for o in self._possible_origins(sub, where) if o.built is not node
+                            }
+        return id(scheduler.call) in self._wrapped_schedulers
 
     def _step_origin(self, expr: ast.AST, where: Where) -> Origin | _Prepared | None:
         return self.passed_origin(expr, where) if binding_key(expr) is not None else None
