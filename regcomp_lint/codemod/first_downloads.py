@@ -31,43 +31,28 @@ def downloads(stmt: cst.CSTNode) -> bool:
 
 
 def download_first(planner: Planner, block: Block, accelerator_at: int) -> None:
-    """Put each run of consecutive downloading statements of ``block`` from ``accelerator_at`` on
-    under one ``with accelerator.main_process_first():``; note the downloads it cannot reach."""
+    """Put each downloading statement of ``block`` from ``accelerator_at`` on under its own
+    ``with accelerator.main_process_first():`` (the statement as the other edits left it, its
+    comments above the ``with``); note the downloads it cannot reach."""
     tree = planner.tree
-    body = list(block.body)
-    runs: list[list[cst.BaseStatement]] = []
-    for index, stmt in enumerate(body):
-        if index < accelerator_at or not downloads(stmt):
-            continue
-        if runs and body.index(runs[-1][-1]) == index - 1:
-            runs[-1].append(stmt)
-        else:
-            runs.append([stmt])
     acc = planner.acc_key
-    for run in runs:
-        first = run[0]
-        assert isinstance(first, cst.SimpleStatementLine)
-        rest = run[1:]
+    reached = [stmt for index, stmt in enumerate(block.body) if index >= accelerator_at and downloads(stmt)]
 
-        def wrap(updated: cst.CSTNode, rest: list[cst.BaseStatement] = rest) -> cst.CSTNode:
-            assert isinstance(updated, cst.SimpleStatementLine)
-            inner = [updated.with_changes(leading_lines=[]), *rest]
-            return cst.With(
-                items=[cst.WithItem(expression(f"{acc}.main_process_first()", planner.module))],
-                body=cst.IndentedBlock(body=inner),
-                leading_lines=updated.leading_lines,
-            )
-
-        planner.edits.on(first, wrap)
-        for stmt in rest:
-            planner.remove_statement(stmt)
-        where = f"line {tree.line(first)}" if not rest else f"lines {tree.line(first)}-{tree.line(run[-1])}"
-        planner.notes.append(
-            f"the dataset download at {where} runs under {acc}.main_process_first(): the main process "
-            "downloads, the others then read its files"
+    def wrap(updated: cst.CSTNode) -> cst.CSTNode:
+        assert isinstance(updated, cst.SimpleStatementLine)
+        return cst.With(
+            items=[cst.WithItem(expression(f"{acc}.main_process_first()", planner.module))],
+            body=cst.IndentedBlock(body=[updated.with_changes(leading_lines=[])]),
+            leading_lines=updated.leading_lines,
         )
-    reached = {id(s) for run in runs for s in run}
-    missed = [s for s in find_all(tree.module, cst.SimpleStatementLine) if downloads(s) and id(s) not in reached]
+
+    for stmt in reached:
+        planner.edits.on(stmt, wrap)
+        planner.notes.append(
+            f"the dataset download at line {tree.line(stmt)} runs under {acc}.main_process_first(): the main "
+            "process downloads, the others then read its files"
+        )
+    missed = [s for s in find_all(tree.module, cst.SimpleStatementLine) if downloads(s) and s not in reached]
     if missed:
         lines = ", ".join(str(tree.line(s)) for s in missed)
         planner.notes.append(

@@ -31,7 +31,7 @@ def main():
 """
 
 
-def test_consecutive_downloads_go_under_one_main_process_first():
+def test_each_download_goes_under_main_process_first_keeping_its_comments():
     result = convert_source(SCRIPT, "train.py", ConvertOptions())
     assert result.refused is None, result.refused
     text = result.text
@@ -40,10 +40,21 @@ def test_consecutive_downloads_go_under_one_main_process_first():
         "    with accelerator.main_process_first():\n"
         '        train_set = datasets.MNIST("../data", train=True, download=True,\n'
         "                                   transform=transform)\n"
+        "    with accelerator.main_process_first():\n"
         '        test_set = datasets.MNIST("../data", train=False, download=True, transform=transform)\n'
+        "    loader = "
     ) in text
+    assert text.count("# both splits come from one download") == 1
     assert text.index("accelerator = Accelerator(") < text.index("main_process_first")
-    assert any("download at lines 14-16 runs under accelerator.main_process_first()" in note for note in result.notes)
+    assert any("download at line 14 runs under accelerator.main_process_first()" in note for note in result.notes)
+    assert any("download at line 16 runs under accelerator.main_process_first()" in note for note in result.notes)
+
+
+def test_a_comment_between_two_downloads_stays_once_above_the_second():
+    script = SCRIPT.replace("    test_set = datasets.MNIST", "    # the test split\n    test_set = datasets.MNIST")
+    text = convert_source(script, "train.py", ConvertOptions()).text
+    assert text.count("# the test split") == 1
+    assert "    # the test split\n    with accelerator.main_process_first():\n        test_set" in text
 
 
 def test_a_download_before_the_accelerator_is_named_in_a_note():
@@ -52,5 +63,6 @@ def test_a_download_before_the_accelerator_is_named_in_a_note():
     )
     result = convert_source(script, "train.py", ConvertOptions())
     assert result.refused is None, result.refused
-    assert result.text.count("main_process_first") == 1
+    assert result.text.count("with accelerator.main_process_first():") == 2  # the two inside main()
+    assert '\nMNIST_TRAIN = datasets.MNIST("../data", train=True, download=True)\n' in result.text
     assert any("the download at line(s) 7 runs in every process" in note for note in result.notes)
