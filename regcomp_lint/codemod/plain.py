@@ -73,6 +73,8 @@ class PlainPlanner(Planner):
         self.accelerator_after: list[cst.CSTNode] = []
         #: statements (source) written just before the plugin and the ``Accelerator``
         self.before_accelerator: list[str] = []
+        #: the scope's backward calls, and those plus its calls into training (see _training_steps)
+        self._steps_found: tuple[list[cst.Call], list[cst.Call]] | None = None
         #: device flag -> the branch (condition, tests) of the one device choice that reads it
         self.flag_branches: dict[str, tuple[str, list[cst.BaseExpression]] | None] = {}
 
@@ -700,15 +702,23 @@ class PlainPlanner(Planner):
         self.prepared = prepared
 
     def _training_steps(self) -> tuple[list[cst.Call], list[cst.Call]]:
-        """The scope's own backward calls, and those plus its calls into the training code."""
-        tree = self.tree
-        backwards_here = [
-            c for c in backward_calls(tree, set()) if tree.contains(self.scope, c) and tree.function_of(c) is self.scope
-        ]
-        return backwards_here, [
-            *backwards_here,
-            *(call for callee, call in self.graph.calls_from(self.scope) if callee in self.training),
-        ]
+        """The scope's own backward calls, and those plus its calls into the training code (found
+        once: asked again for every state_dict() call the checkpoint rewrites look at)."""
+        if self._steps_found is None:
+            tree = self.tree
+            backwards_here = [
+                c
+                for c in backward_calls(tree, set())
+                if tree.contains(self.scope, c) and tree.function_of(c) is self.scope
+            ]
+            self._steps_found = (
+                backwards_here,
+                [
+                    *backwards_here,
+                    *(call for callee, call in self.graph.calls_from(self.scope) if callee in self.training),
+                ],
+            )
+        return self._steps_found
 
     def _creations_for_training(self, key: str, steps: list[cst.Call]) -> list[cst.CSTNode]:
         """The bindings of ``key`` that make the object training uses: not one after the last
