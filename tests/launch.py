@@ -34,7 +34,11 @@ TEARDOWN_ABORT = "terminate called without an active exception"
 WRAPPER = """
 import faulthandler, os, runpy, sys
 faulthandler.dump_traceback_later(HANG_AFTER, exit=True)
-sys.stdout.reconfigure(line_buffering=True)  # whole lines: processes share the launcher's pipe
+# one write per line: processes share the launcher's pipe, and print() of a line-buffered,
+# write-through stream writes the text and its newline separately, so another process's line could
+# land in between ("EQ step=23 ... lr=0.05[regcomp] process 1 of 2"); without write-through the
+# text layer holds the text until the newline and writes both at once
+sys.stdout.reconfigure(line_buffering=True, write_through=False)
 script = sys.argv[1]
 sys.argv = sys.argv[1:]
 sys.path.insert(0, os.path.dirname(os.path.abspath(script)))

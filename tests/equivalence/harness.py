@@ -60,10 +60,11 @@ CHECKPOINT_CHECK = Path(__file__).with_name("checkpoint_check.py")
 LOSS_TOLERANCE = 2e-3
 SCRIPT = "train.py"
 
-#: Not anchored at the line start: under torchrun the workers share the launcher's stdout, and a
-#: line another process leaves unterminated can end up in front of ours.
+#: Anchored at neither end: under torchrun the workers share the launcher's stdout, and a line
+#: another process leaves unterminated can end up in front of ours, or its end marker right after
+#: ours (the wrapper writes whole lines, but a script may not).
 _NUMBER = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf)"
-STEP_LINE = re.compile(rf"EQ step=(\d+) epoch=(\d+) loss=({_NUMBER}) lr=({_NUMBER})\s*$", re.MULTILINE)
+STEP_LINE = re.compile(rf"EQ step=(\d+) epoch=(\d+) loss=({_NUMBER}) lr=({_NUMBER})(?=\s|\[regcomp\]|$)", re.MULTILINE)
 EVAL_LINE = re.compile(r"EQ eval (.*)$", re.MULTILINE)
 METRIC_ITEM = re.compile(rf"(\w+)=({_NUMBER})")
 

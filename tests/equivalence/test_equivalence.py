@@ -140,3 +140,11 @@ def test_metrics_and_steps_are_read_through_another_process_marker():
     output = "EQ step=3 epoch=0 loss=0.5 lr=0.1\nEQ eval val_loss=3.714056[regcomp] process 1 of 2\n"
     assert harness.parse_metrics(output) == {"val_loss": 3.714056}
     assert [s.step for s in harness.parse_steps(output)] == [3]
+
+
+def test_a_step_line_is_read_through_another_process_marker_after_it():
+    """Seen in CI (torchrun_env_ddp, epoch 2 one step short): print() writes a line and its newline
+    separately, and rank 1's end marker landed in between on torchrun's pipe."""
+    output = "EQ step=22 epoch=2 loss=0.5 lr=0.05\nEQ step=23 epoch=2 loss=0.4 lr=0.05[regcomp] process 1 of 2\n\n"
+    steps = harness.parse_steps(output)
+    assert [(s.step, s.lr) for s in steps] == [(22, 0.05), (23, 0.05)]
