@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from regcomp_lint.analysis.batch_sources import batch_sources, seeded_per_rank
+from regcomp_lint.analysis.batch_sources import batch_sources, seed_offsets, seeded_per_rank
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.analysis.training_roles import TrainingRoles
 from regcomp_lint.files.source import SourceFile
@@ -93,3 +93,44 @@ def test_a_sampling_function_called_outside_training_is_no_batch_source():
             sample_eval(val)
         """)
     assert batch_sources(script.roles) == []
+
+
+LECTURE = """\
+import torch
+torch.manual_seed(1337)
+np_seeded = None
+data = torch.arange(1000)
+NOISE
+def get_batch():
+    ix = torch.randint(len(data) - 8, (4,))
+    return torch.stack([data[i : i + 8] for i in ix])
+model = Net()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(10):
+    x = get_batch()
+    x = x + torch.randn_like(x.float())
+    model(x).sum().backward()
+    opt.step()
+"""
+
+
+def test_seed_offsets_name_the_seed_of_the_drawn_generator():
+    script = Script(LECTURE.replace("NOISE\n", ""))
+    offsets = seed_offsets(script.roles)
+    assert offsets is not None
+    assert [script.text(d.func) for d in offsets.draws] == ["torch.randint"]
+    assert [script.text(s) for s in offsets.seeds] == ["torch.manual_seed(1337)"]
+    assert offsets.values_before == ()  # the noise drawn in the training loop differs per process as it should
+
+
+def test_values_drawn_at_random_before_training_are_named():
+    script = Script(LECTURE.replace("NOISE", "table = torch.randn(1000, 4)"))
+    offsets = seed_offsets(script.roles)
+    assert offsets is not None
+    assert [script.text(v.func) for v in offsets.values_before] == ["torch.randn"]
+
+
+def test_a_seed_of_another_generator_is_not_one_to_offset():
+    script = Script(LECTURE.replace("NOISE\n", "").replace("torch.manual_seed(1337)", "import random\nrandom.seed(0)"))
+    offsets = seed_offsets(script.roles)
+    assert offsets is not None and offsets.seeds == ()

@@ -19,6 +19,7 @@ from regcomp_lint.analysis.bindings import binding_key
 from regcomp_lint.analysis.global_rebinders import rebinds_globals
 from regcomp_lint.analysis.training_objects import Kind
 from regcomp_lint.analysis.training_roles import Cadence, Origin
+from regcomp_lint.codemod.batch_seeds import split_hand_written_batches
 from regcomp_lint.codemod.builders import call_statement, expression, statement
 from regcomp_lint.codemod.checkpoint_writes import guard_helper_saves, wait_before_reading_back
 from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, find_compile_sites
@@ -47,7 +48,7 @@ from regcomp_lint.codemod.roles import (
 )
 from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, resolve
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, read_keys, single_target
-from regcomp_lint.codemod.uneven_steps import uneven_steps, unseeded_draws
+from regcomp_lint.codemod.uneven_steps import uneven_steps
 from regcomp_lint.codemod.wrapped_access import places_using_prepared, read_through_wrapper, sees_prepared
 from regcomp_lint.knowledge import torch_api
 
@@ -75,6 +76,8 @@ class PlainPlanner(Planner):
         self.before_accelerator: list[str] = []
         #: the scope's backward calls, and those plus its calls into training (see _training_steps)
         self._steps_found: tuple[list[cst.Call], list[cst.Call]] | None = None
+        #: the backward calls of a script no DataLoader feeds (its batches are its own: batch_seeds.py)
+        self.hand_written_batches: list[cst.Call] | None = None
         #: device flag -> the branch (condition, tests) of the one device choice that reads it
         self.flag_branches: dict[str, tuple[str, list[cst.BaseExpression]] | None] = {}
 
@@ -102,18 +105,7 @@ class PlainPlanner(Planner):
         if self.distribution.by_hand:
             adapt_distribution(self)
         elif not self.loaders and not self.sharded_loaders and not self.inline_loaders:
-            draw = unseeded_draws(tree, backwards)
-            self.notes.append(
-                "no DataLoader feeds the training loop: its batches come from the script's own code, which "
-                "accelerate launch does not split; "
-                + (
-                    "under several processes every rank draws the same batches unless that code uses "
-                    "accelerator.process_index (a per-rank seed or offset)"
-                    if draw is None
-                    else f"the script draws at random without a seed ({draw}), so under several processes each "
-                    "rank draws different batches (gradients are averaged over them) and no run repeats another"
-                )
-            )
+            self.hand_written_batches = backwards  # split once the Accelerator's place is known
         script = ScriptSettings()
         sites = find_compile_sites(tree, self.scope, set(self.models))
         collect_settings(tree, sites, script)
@@ -841,6 +833,8 @@ class PlainPlanner(Planner):
         before = [statement(source, self.module) for source in self.before_accelerator]
         self.edits.add_statements(block, first_use, [*before, plugin, accelerator, *extra], after=False)
         download_first(self, block, first_use)
+        if self.hand_written_batches is not None:
+            split_hand_written_batches(self, block, first_use, self.hand_written_batches)
         self.created_at = (
             function_name(self.scope) if self.owner is None else f"{self.owner.name.value}.{function_name(self.scope)}"
         )

@@ -237,3 +237,20 @@ SEEDS = (
     "transformers.set_seed",
     "accelerate.utils.set_seed",
 )
+#: Calls that fill new tensors or values from a random generator: run before training with one
+#: seed per process, they would make each process's data (not only its batches) different.
+RANDOM_VALUES = (
+    *RANDOM_DRAWS,
+    "torch.rand",
+    "torch.randn",
+    "torch.rand_like",
+    "torch.randn_like",
+    "torch.randint_like",
+    "torch.normal",
+    "torch.bernoulli",
+    "torch.poisson",
+)
+#: The generator a seeding call or a random draw belongs to, by the qualified name's prefix;
+#: the seeding helpers of transformers and Accelerate seed all three.
+GENERATOR_OF_PREFIX = (("numpy.random.", "numpy"), ("random.", "random"), ("torch.", "torch"))
+SEEDS_EVERY_GENERATOR = ("transformers.set_seed", "accelerate.utils.set_seed")

@@ -138,13 +138,21 @@ def test_unseeded_random_batches_are_not_said_to_be_the_same_on_every_rank():
     ]
 
 
-@pytest.mark.parametrize("seed", ["random.seed(0)", "set_seed(0)"])
-def test_seeded_random_batches_keep_the_same_batches_note(seed):
-    text = HEAD.replace("memory = []\n", f"memory = []\n{seed}\n") + (
+def test_an_unknown_seeding_helper_keeps_the_same_batches_note():
+    text = HEAD.replace("memory = []\n", "memory = []\nset_seed(0)\n") + (
         "for step in range(100):\n    memory.append(torch.randn(4, device=device))\n    optimize_model()\n"
     )
     result = convert_source(text, "dqn.py")
     assert any("every rank draws the same batches" in note for note in result.notes)
+
+
+def test_a_seeded_draw_in_the_step_gets_a_seed_per_process():
+    """random.seed(0) seeds random.sample's generator: each process gets its own seed (batch_seeds.py)."""
+    text = HEAD.replace("memory = []\n", "memory = []\nrandom.seed(0)\n") + (
+        "for step in range(100):\n    memory.append(torch.randn(4, device=device))\n    optimize_model()\n"
+    )
+    result = convert_source(text, "dqn.py")
+    assert "random.seed(0 + accelerator.process_index)\n" in result.text
 
 
 def test_an_unseeded_draw_in_a_replay_memory_method_the_step_calls_is_named():

@@ -12,7 +12,9 @@ local modules it imports, and ``case.py`` whose ``CASE`` dict says how it runs:
 - ``factory`` (``module:function`` in the fixture folder) and ``checkpoint_key`` (None: the file
   is the state_dict itself) and ``strip_prefix``: how a checkpoint is loaded, strictly;
 - ``two_process``: None (one-process runs prove it all) or ``{"data_order": "kept"|"changed",
-  "bands": {metric: max abs difference}}``;
+  "bands": {metric: max abs difference}}``, and for a one-process original ``"steps": "same"``
+  when it runs a fixed number of iterations on batches it draws itself (two processes then take
+  as many steps as one, not half as many);
 - ``launch_mixed_precision`` (optional): how the user launches the *converted* script:
   ``accelerate launch --mixed_precision <value>``, and ``ACCELERATE_MIXED_PRECISION=<value>`` in
   the environment of its plain and torchrun runs (what ``accelerate config`` would set).
@@ -26,7 +28,8 @@ LR exactly, eval within LOSS_TOLERANCE); converted on two processes (accelerate 
 for scripts the user starts with torchrun; its own mp.spawn for a spawning script, which accelerate
 launch would start twice over) vs the original on two processes (torchrun or its own mp.spawn). A one-process original has no two-process run: its two-process conversion is compared
 with the one-process original at the same point of the data (converted step k of an epoch <-> original
-step 2k of that epoch: the LR exactly, final metrics within the case's bands).
+step 2k of that epoch, or step k where the steps are the same: the LR exactly, final metrics within
+the case's bands).
 """
 
 from __future__ import annotations
@@ -86,6 +89,10 @@ class Case:
     @property
     def order_kept_on_two_processes(self) -> bool:
         return bool(self.two_process) and self.two_process.get("data_order") == "kept"
+
+    @property
+    def same_steps_on_two_processes(self) -> bool:
+        return bool(self.two_process) and self.two_process.get("steps") == "same"
 
     @property
     def bands(self) -> dict[str, float]:
@@ -294,6 +301,19 @@ def compare(reference: Run, candidate: Run, *, ratio: int, order_kept: bool, ban
     return problems
 
 
+def own_batches(reference: Run, candidate: Run) -> list[str]:
+    """Two processes that each draw their own batches average other gradients than one process
+    did, so their losses part from the original's; the same batches in every process would give
+    the original's losses step for step (N processes doing one process's work)."""
+    pairs = list(zip(reference.steps, candidate.steps))
+    if pairs and all(abs(a.loss - b.loss) <= LOSS_TOLERANCE for a, b in pairs):
+        return [
+            f"{candidate.label}: the losses equal the one-process original's at all {len(pairs)} steps: every "
+            "process trained on the same batches"
+        ]
+    return []
+
+
 def _by_epoch(steps: list[Step]) -> dict[int, list[Step]]:
     grouped: dict[int, list[Step]] = defaultdict(list)
     for step in steps:
@@ -322,18 +342,21 @@ def check_checkpoints(case: Case, runs: list[Run]) -> list[str]:
     problems = []
     paths = [path for r in runs for path in r.checkpoints()]
     if paths:
+        # run in a staged copy of the fixture: importing the factory's module may run a script that
+        # trains at module level and writes files, which must not land in the fixture itself
+        staged = runs[0].out_dir.parent
         done = run_once_more_on_teardown_abort(
             [
                 TORCH_PYTHON,
                 str(CHECKPOINT_CHECK),
-                str(case.folder),
+                str(staged),
                 case.factory,
                 json.dumps(case.checkpoint_key),
                 json.dumps(case.strip_prefix),
                 *map(str, paths),
             ],
-            case.folder,
-            clean_environment(case.folder),
+            staged,
+            clean_environment(staged),
             [],
         )
         if done.returncode != 0:

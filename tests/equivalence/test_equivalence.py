@@ -121,7 +121,7 @@ def test_conversion_trains_the_same(name, originals, tmp_path):
 
     if case.two_process:
         if case.launch == "single":
-            two_reference, ratio, order_kept = reference, 2, False
+            two_reference, ratio, order_kept = reference, 1 if case.same_steps_on_two_processes else 2, False
         else:
             two_reference, ratio, order_kept = originals.get(case, 2), 1, case.order_kept_on_two_processes
             assert two_reference.failed is None, f"the original does not run: {two_reference.failed}"
@@ -130,6 +130,8 @@ def test_conversion_trains_the_same(name, originals, tmp_path):
             two = converted_run(launcher)
             if two is not None:
                 problems += harness.compare(two_reference, two, ratio=ratio, order_kept=order_kept, bands=case.bands)
+                if case.same_steps_on_two_processes:
+                    problems += harness.own_batches(reference, two)
 
     problems += harness.check_checkpoints(case, runs[1:])
     assert not problems, "\n\n".join(problems)
