@@ -44,7 +44,7 @@ def guard_helper_saves(
     for place in places:
         for call in find_all(place, cst.Call, enter_functions=False):
             helper = tree.function_named(call)
-            if helper is None or helper not in writers or _under_rank_test(planner, call):
+            if helper is None or helper not in writers or under_rank_test(planner, call):
                 continue
             expr = tree.parent(call)
             line = tree.parent(expr) if expr is not None else None
@@ -130,7 +130,7 @@ def _does_more(planner: Planner, function: cst.FunctionDef, depth: int) -> bool:
     return depth < _MAX_DEPTH and any(_does_more(planner, f, depth + 1) for f, _ in planner.graph.calls_from(function))
 
 
-def _under_rank_test(planner: Planner, node: cst.CSTNode) -> bool:
+def under_rank_test(planner: Planner, node: cst.CSTNode) -> bool:
     """``node`` sits in the body of an ``if`` on the main process (``if rank == 0:``)."""
     tree, view = planner.tree, lint_view(planner.tree)
     for anc in tree.ancestors(node):

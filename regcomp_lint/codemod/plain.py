@@ -33,6 +33,7 @@ from regcomp_lint.codemod.device_choice import (
 )
 from regcomp_lint.codemod.distribution import Distribution
 from regcomp_lint.codemod.edits import replaced_by
+from regcomp_lint.codemod.file_writes import write_files_once
 from regcomp_lint.codemod.first_downloads import download_first
 from regcomp_lint.codemod.hand_distribution import adapt_distribution
 from regcomp_lint.codemod.handed_in import find_handed_in, placements_before
@@ -591,6 +592,7 @@ class PlainPlanner(Planner):
                 self.saved_states.add(model)
         writes += guard_helper_saves(self, places, self.training)
         wait_before_reading_back(self, writes)
+        write_files_once(self, places)
 
     def _whole_model_saved(self, call: cst.Call, models: set[str]) -> str | None:
         """The model ``torch.save(model, path)`` pickles whole, when it is a prepared one."""

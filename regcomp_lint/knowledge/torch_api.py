@@ -254,3 +254,19 @@ RANDOM_VALUES = (
 #: the seeding helpers of transformers and Accelerate seed all three.
 GENERATOR_OF_PREFIX = (("numpy.random.", "numpy"), ("random.", "random"), ("torch.", "torch"))
 SEEDS_EVERY_GENERATOR = ("transformers.set_seed", "accelerate.utils.set_seed")
+#: Calls that write a file of samples, plots or arrays (not a checkpoint): run by every process of
+#: a launch, they write the same file at once; the main process alone writes them.
+FILE_WRITERS = (
+    "torchvision.utils.save_image",
+    "matplotlib.pyplot.savefig",
+    "numpy.save",
+    "numpy.savez",
+    "numpy.savez_compressed",
+    "numpy.savetxt",
+    "torchaudio.save",
+    "soundfile.write",
+    "imageio.imwrite",
+    "imageio.v2.imwrite",
+    "cv2.imwrite",
+    "skimage.io.imsave",
+)

@@ -1,0 +1,55 @@
+"""Sample images, plots and arrays the converted script writes from the main process only.
+
+DCGAN's ``vutils.save_image(fake.detach(), '%s/fake_samples_epoch_%03d.png' % ...)`` ran in one
+process; launched on several, every process writes the same file at once (a torn PNG, or the
+file of whichever process finished last). A statement that only writes such a file
+(:data:`~regcomp_lint.knowledge.torch_api.FILE_WRITERS`) goes under
+``if accelerator.is_main_process:``. One that also calls a prepared model stays as it is, with a
+note: DDP's forward broadcasts buffers, so run by one process it would never return.
+Checkpoints (``torch.save``) are ``checkpoint_writes.py``'s.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from regcomp_lint.codemod.builders import expression, guarded
+from regcomp_lint.codemod.checkpoint_writes import under_rank_test
+from regcomp_lint.codemod.tree import Function, code, find_all, key_of
+from regcomp_lint.knowledge.torch_api import FILE_WRITERS
+
+if TYPE_CHECKING:
+    from regcomp_lint.codemod.rewrites import Planner
+
+
+def write_files_once(planner: Planner, places: list[Function]) -> None:
+    """Guard each statement of ``places`` that writes a sample or plot file (see the module docstring)."""
+    tree = planner.tree
+    models = set(getattr(planner, "models", []))
+    for place in places:
+        for call in find_all(place, cst.Call, enter_functions=False):
+            if not tree.resolves_to(call.func, *FILE_WRITERS) or under_rank_test(planner, call):
+                continue
+            expr = tree.parent(call)
+            line = tree.parent(expr) if expr is not None else None
+            writer = code(call.func)
+            if not (isinstance(expr, cst.Expr) and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
+                continue  # its result is used (a rare shape): left as it was
+            if any(key_of(c.func) in models for c in find_all(line, cst.Call)):
+                planner.notes.append(
+                    f"{writer}() at line {tree.line(call)} writes a file in every process, and it calls the prepared "
+                    "model, which every process must call together: make the samples in one statement and write "
+                    "them under `if accelerator.is_main_process:` in the next"
+                )
+                continue
+            if not planner.can_reach_accelerator(place):
+                continue
+            acc = planner.accelerator_in(place)
+            planner.edits.on(line, guarded(expression(f"{acc}.is_main_process", planner.module)))
+            planner.uses.append(call)
+            planner.notes.append(
+                f"{writer}() at line {tree.line(call)} runs under `if {acc}.is_main_process:`: every process would "
+                "write the same file"
+            )

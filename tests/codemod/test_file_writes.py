@@ -1,0 +1,69 @@
+"""Sample images and plots are written by the main process only (codemod/file_writes.py)."""
+
+from __future__ import annotations
+
+from regcomp_lint.codemod import convert_source
+
+SCRIPT = """\
+import matplotlib.pyplot as plt
+import torch
+import torch.nn as nn
+import torchvision.utils as vutils
+from torch.utils.data import DataLoader, TensorDataset
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+netG = nn.Linear(8, 12).to(device)
+optimizer = torch.optim.Adam(netG.parameters(), lr=2e-4)
+loader = DataLoader(TensorDataset(torch.randn(64, 8)), batch_size=8)
+fixed_noise = torch.randn(4, 8)
+for epoch in range(2):
+    for i, (x,) in enumerate(loader):
+        loss = netG(x).pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if i % 4 == 0:
+            SAMPLES
+"""
+
+
+def _convert(samples: str):
+    text = SCRIPT.replace("SAMPLES", samples.replace("\n", "\n            "))
+    result = convert_source(text, "main.py")
+    assert result.refused is None, result.refused
+    return result
+
+
+def test_a_sample_image_is_written_by_the_main_process():
+    result = _convert(
+        "fake = netG(fixed_noise)\n# the samples\nvutils.save_image(fake.detach(), 'fake_%03d.png' % epoch, normalize=True)"
+    )
+    assert (
+        "            fake = netG(fixed_noise)\n"
+        "            # the samples\n"
+        "            if accelerator.is_main_process:\n"
+        "                vutils.save_image(fake.detach(), 'fake_%03d.png' % epoch, normalize=True)\n"
+    ) in result.text
+    assert "vutils.save_image() at line 21 runs under `if accelerator.is_main_process:`" in " ".join(result.notes)
+
+
+def test_a_plot_is_written_by_the_main_process():
+    result = _convert("plt.plot([1, 2])\nplt.savefig('loss.png')")
+    assert (
+        "            plt.plot([1, 2])\n            if accelerator.is_main_process:\n                plt.savefig('loss.png')\n"
+        in (result.text)
+    )
+
+
+def test_a_write_that_calls_the_prepared_model_is_left_with_a_note():
+    """Run by one process, DDP's forward would wait for the others forever."""
+    result = _convert("vutils.save_image(netG(fixed_noise).detach(), 'fake.png')")
+    assert "            vutils.save_image(netG(fixed_noise).detach(), 'fake.png')\n" in result.text
+    assert any("it calls the prepared model" in note for note in result.notes)
+
+
+def test_a_write_already_under_a_rank_test_is_left_alone():
+    result = _convert(
+        "if accelerator_rank == 0:\n    vutils.save_image(x, 'real.png')".replace("accelerator_rank", "rank")
+    )
+    assert "is_main_process" not in result.text.split("if i % 4 == 0:")[1]
