@@ -337,6 +337,17 @@ class PlainPlanner(Planner):
                 for creation in creations(function):
                     self._prepare_inline(view, creation, view.origin(creation.value))
         loaders += self._loaders_of_unknown_origin(view, loaders + skipped + optimizers + models + schedulers)
+        if schedulers and not loaders and not self.inline_loaders:
+            # accelerate's prepared scheduler steps once per process at each optimizer step, for
+            # a loader prepare() shards; every process here takes as many steps as the original
+            for key in schedulers:
+                self.kept_schedulers.append(key)
+                self.notes.append(
+                    f"{key} steps once per optimizer step, and no DataLoader of the training loop is prepared (each "
+                    "process takes as many steps as the original): left unprepared, so its LR moves exactly as in the "
+                    "original (a prepared scheduler steps once per process)"
+                )
+            schedulers = []
         for key in skipped:
             if key not in loaders:
                 self.notes.append(
@@ -395,15 +406,11 @@ class PlainPlanner(Planner):
         found: list[str] = []
         for expr, where in roles.training_iterables():
             key = binding_key(expr)
-            if (
-                key is None
-                or key in known
-                or key in found
-                or key in self.sharded_loaders
-                or where.function is not scope_node
-            ):
+            if key is None or key in known or key in found or key in self.sharded_loaders:
                 continue
             bound = roles.bindings.lookup(expr, where)
+            # iterated in the scope, or in a training function that reads the scope's global
+            # (cifar100's `train(epoch)` over the module-level `loader = get_loader(...)`)
             if bound is None or not isinstance(bound.value, ast.Call) or bound.where.function is not scope_node:
                 continue  # a parameter, a literal, or bound elsewhere
             func = bound.value.func

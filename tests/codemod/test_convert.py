@@ -570,15 +570,27 @@ def test_per_epoch_scheduler_through_a_training_function():
 
 def test_per_step_scheduler_is_prepared_also_with_accumulation_loops():
     body = (
-        "for micro in range(2):\n    loss = model(torch.randn(2, 2)).sum()\n    loss.backward()\n"
-        "scaler.step(optimizer)\nscheduler.step()"
+        "for x in loader:\n    for micro in range(2):\n        loss = model(x).sum()\n        loss.backward()\n"
+        "    scaler.step(optimizer)\n    scheduler.step()"
     )
     text = textwrap.dedent(EPOCHS).replace("{body}", body.replace("\n", "\n        "))
     text = text.replace("    for epoch in range(3):", "    scaler = torch.amp.GradScaler()\n    for epoch in range(3):")
     result = convert(text)
     assert result.refused is None, result.refused
-    assert "model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)" in result.text
+    assert (
+        "model, optimizer, loader, scheduler = accelerator.prepare(model, optimizer, loader, scheduler)" in result.text
+    )
     assert not any("once per epoch" in n for n in result.notes)
+
+
+def test_per_step_scheduler_stays_unprepared_when_no_loader_is_prepared():
+    """Every process takes the original's steps (full-batch training, batches the script makes):
+    a prepared scheduler, stepped once per process at each step, would run N times too fast."""
+    body = "loss = model(torch.randn(8, 2)).sum()\nloss.backward()\noptimizer.step()\nscheduler.step()"
+    result = convert(textwrap.dedent(EPOCHS).replace("{body}", body.replace("\n", "\n        ")))
+    assert result.refused is None, result.refused
+    assert "model, optimizer = accelerator.prepare(model, optimizer)" in result.text
+    assert any(n.startswith("scheduler steps once per optimizer step, and no DataLoader") for n in result.notes)
 
 
 # -- checkpoint load side (issue 12) ----------------------------------------------------------

@@ -121,7 +121,9 @@ def test_conversion_trains_the_same(name, originals, tmp_path):
 
     if case.two_process:
         if case.launch == "single":
-            two_reference, ratio, order_kept = reference, 1 if case.same_steps_on_two_processes else 2, False
+            two_reference, ratio, order_kept = reference, 2, False
+            if case.same_steps_on_two_processes:  # every process takes the original's steps
+                ratio, order_kept = 1, case.order_kept_on_two_processes
         else:
             two_reference, ratio, order_kept = originals.get(case, 2), 1, case.order_kept_on_two_processes
             assert two_reference.failed is None, f"the original does not run: {two_reference.failed}"
@@ -130,7 +132,7 @@ def test_conversion_trains_the_same(name, originals, tmp_path):
             two = converted_run(launcher)
             if two is not None:
                 problems += harness.compare(two_reference, two, ratio=ratio, order_kept=order_kept, bands=case.bands)
-                if case.same_steps_on_two_processes:
+                if case.same_steps_on_two_processes and not order_kept:
                     problems += harness.own_batches(reference, two)
 
     problems += harness.check_checkpoints(case, runs[1:])
