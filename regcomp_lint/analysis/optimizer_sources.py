@@ -111,7 +111,7 @@ class OptimizerSources:
                 and isinstance(sub.func, ast.Attribute)
                 and sub.func.attr in _PARAMETER_METHODS
             ):
-                key = binding_key(sub.func.value)
+                key = _owner_key(sub.func.value)
                 if key and key not in owners:
                     owners.append(key)
         if not owners and depth == 0:
@@ -147,7 +147,7 @@ class OptimizerSources:
                 if isinstance(sub, ast.Call)
                 and isinstance(sub.func, ast.Attribute)
                 and sub.func.attr in _PARAMETER_METHODS
-                for key in [binding_key(sub.func.value)]
+                for key in [_owner_key(sub.func.value)]
                 if key
             ]
             if not models:
@@ -275,3 +275,12 @@ class OptimizerSources:
 
     def _text(self, node: ast.expr) -> str:
         return self.ctx.source.segment(node)
+
+
+def _owner_key(receiver: ast.expr) -> str | None:
+    """The model whose parameters ``receiver.parameters()`` gives: ``model`` for ``model``, and
+    for a submodule of it (``model.body``, ``self.model.encoder``: param groups with their own
+    learning rates), the same parameter objects ``prepare(model)`` wraps."""
+    while isinstance(receiver, ast.Attribute) and binding_key(receiver) is None:
+        receiver = receiver.value
+    return binding_key(receiver)

@@ -517,6 +517,18 @@ class TrainingRoles:
         where: what ``prepare`` must see whatever built it (a loader of another module's helper)."""
         return [(use.expr, use.where) for use in self.uses if use.how in ("iterated", "passed") and self.trains_on(use)]
 
+    def iterates_a_loader(self) -> bool:
+        """Some training loop iterates what may be a DataLoader: one (prepared or not), a prepared
+        object, or a name of unknown origin (a trainer's ``loader`` parameter). When none does
+        (full-batch training, batches the script draws itself in ``for it in range(max_iters)``),
+        every process takes the original's steps, so a per-step scheduler must stay unprepared:
+        prepared, it would step once per process at each step."""
+        for expr, where in self.training_iterables():
+            found = self.origin(expr, where)
+            if found is None or isinstance(found, _Prepared) or found.kind is Kind.DATALOADER:
+                return True
+        return False
+
     def sharded_by_sampler(self, origin: Origin) -> bool:
         """``DataLoader(..., sampler=DistributedSampler(...))``, directly or through a name
         (whatever branch bound it: ``s = DistributedSampler(d) if ddp else None``)."""

@@ -42,7 +42,10 @@ class UnpreparedObject(Rule):
     loop around the one where its optimizer steps, followed through the file's functions) is not
     reported: prepared, it would step once per process. Nor is one stepped with a value
     (`scheduler.step(val_loss)` of a `ReduceLROnPlateau`): prepared, it would take the metric once
-    per process and run out of patience that many times faster. Nor is a loader fed a `DistributedSampler` (`sampler=` or
+    per process and run out of patience that many times faster. Nor is any scheduler of a
+    training loop that iterates no DataLoader (full-batch training, batches the script draws in
+    `for it in range(max_iters)`): every process takes all the steps, and prepared, the scheduler
+    would step once per process at each. Nor is a loader fed a `DistributedSampler` (`sampler=` or
     `batch_sampler=`, directly or through a name): it already gives each rank its own shard, and
     `prepare` would shard it again. Nor is a scheduler sized from the length of an already
     prepared loader (`len(train_dl) * epochs` after `prepare`): it counts one process's steps, and
@@ -161,6 +164,12 @@ class UnpreparedObject(Rule):
         "acc = Accelerator()\nmodel = torch.nn.Linear(4, 2)\nopt = torch.optim.SGD(model.parameters())\n"
         "sampler = DistributedSampler(ds) if ddp else None\nloader = DataLoader(ds, sampler=sampler)\n"
         "model, opt = acc.prepare(model, opt)\nfor x in loader:\n    acc.backward(model(x).sum())\n    opt.step()\n",
+        # full-batch training: no loader to shard, every process takes all the steps, so the
+        # per-step scheduler steps once per step unprepared (prepared, it would step once per process)
+        "import torch\nfrom accelerate import Accelerator\nacc = Accelerator()\nmodel = torch.nn.Linear(4, 2)\n"
+        "opt = torch.optim.Adam(model.parameters())\nsched = torch.optim.lr_scheduler.OneCycleLR(opt, 0.1, total_steps=50)\n"
+        "model, opt = acc.prepare(model, opt)\nfor it in range(50):\n    acc.backward(model(x).pow(2).mean())\n"
+        "    opt.step()\n    sched.step()\n",
         # prepared through a starred argument: unknown, so silent
         "import torch\nfrom accelerate import Accelerator\nacc = Accelerator()\nopt = torch.optim.SGD(p)\nobjs = acc.prepare(*things)\n"
         "for x in data:\n    opt.step()\n",
@@ -287,6 +296,8 @@ class UnpreparedObject(Rule):
                 Cadence.WRAPPED,
             ):
                 continue  # stepped once per epoch, with a metric or by another scheduler: prepared, it would step once per process
+            if origin.kind is Kind.SCHEDULER and not roles.iterates_a_loader():
+                continue  # no loader to shard: every process takes the original's steps, once each
             if not self.script.sees_accelerator(use.where):
                 continue  # a plain-PyTorch baseline beside the Accelerate code
             reported.add(id(origin.call))
