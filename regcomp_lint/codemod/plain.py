@@ -35,6 +35,7 @@ from regcomp_lint.codemod.distribution import Distribution
 from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.file_writes import write_files_once
 from regcomp_lint.codemod.first_downloads import download_first
+from regcomp_lint.codemod.gradient_clipping import clip_through_accelerator
 from regcomp_lint.codemod.hand_distribution import adapt_distribution
 from regcomp_lint.codemod.handed_in import find_handed_in, placements_before
 from regcomp_lint.codemod.lint_view import lint_view
@@ -525,6 +526,7 @@ class PlainPlanner(Planner):
                 )
             self.rewrite_backward(call)
             self.backwards += 1
+        clip_through_accelerator(self, reach, len(self.optimizers))
         self.cudas = self.devices = 0
         device_key = "self.device" if self.owner is not None else "device"
         # evaluation and sampling code the scope calls uses the prepared model too: its .cuda() calls

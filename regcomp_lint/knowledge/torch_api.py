@@ -270,3 +270,12 @@ FILE_WRITERS = (
     "cv2.imwrite",
     "skimage.io.imsave",
 )
+#: Gradient clipping, by the ``Accelerator`` method that replaces it, and the arguments that
+#: method takes: ``accelerator.clip_grad_norm_`` first unscales the gradients of fp16 mixed
+#: precision (a plain clip would clip the scaled ones) and clips FSDP's sharded parameters whole.
+GRADIENT_CLIPPING = {
+    "torch.nn.utils.clip_grad_norm_": ("clip_grad_norm_", ("parameters", "max_norm", "norm_type")),
+    "torch.nn.utils.clip_grad.clip_grad_norm_": ("clip_grad_norm_", ("parameters", "max_norm", "norm_type")),
+    "torch.nn.utils.clip_grad_value_": ("clip_grad_value_", ("parameters", "clip_value")),
+    "torch.nn.utils.clip_grad.clip_grad_value_": ("clip_grad_value_", ("parameters", "clip_value")),
+}
