@@ -13,6 +13,7 @@ same step would unscale them again (a ``GradScaler`` error).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -54,11 +55,14 @@ def clip_through_accelerator(planner: Planner, functions: list[Function], optimi
                 )
                 continue
             acc = planner.accelerator_in(function)
-            planner.edits.on(
-                call, lambda updated, m=method, a=acc: updated.with_changes(func=expression(f"{a}.{m}", planner.module))
-            )
+            planner.edits.on(call, _calling(expression(f"{acc}.{method}", planner.module)))
             planner.uses.append(call)
             planner.notes.append(
                 f"{code(call.func)}() at line {line} -> {acc}.{method}(): it unscales fp16 mixed precision's gradients "
                 "before clipping (the same clip without a scaler)"
             )
+
+
+def _calling(func: cst.BaseExpression) -> Callable[[cst.Call], cst.CSTNode]:
+    """An edit that keeps a call's arguments and calls ``func`` instead."""
+    return lambda updated: updated.with_changes(func=func)
