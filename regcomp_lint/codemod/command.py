@@ -92,7 +92,7 @@ class ConvertToAccelerate(CodemodCommand, cst.CSTTransformer):
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         assert self.context.wrapper is not None
-        view = Tree(self.context.wrapper)
+        view = Tree(self.context.wrapper, self.context.filename)
         conversion = plan_conversion(view, self.options)
         self.plan, self.notes = conversion.edits, conversion.notes
         if self.plan.empty:

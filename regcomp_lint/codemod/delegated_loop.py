@@ -58,7 +58,7 @@ def find_delegated_loop(tree: ast.Module, filename: str) -> DelegatedLoop | None
             imports.add(node)
     constructed = _constructions(tree)
     models = _model_names(tree)
-    importer = _importer(filename)
+    importer = importer_of(filename)
     unread: DelegatedLoop | None = None
     calls = [s for s in ast.walk(tree) if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)]
     for stmt in sorted(calls, key=lambda s: (s.lineno, s.col_offset)):
@@ -73,7 +73,7 @@ def find_delegated_loop(tree: ast.Module, filename: str) -> DelegatedLoop | None
         if ctor is None or not imports.root_is_import(ctor.func):
             continue
         qualname = imports.qualname(ctor.func)
-        if qualname is None or "." not in qualname or not _is_project_module(qualname):
+        if qualname is None or "." not in qualname or not is_project_module(qualname):
             continue
         module, cls = qualname.rsplit(".", 1)
         found = _method_with_backward(importer, module, cls, method)
@@ -143,7 +143,7 @@ def _argument_names(call: ast.Call) -> list[str]:
     return [v.id for v in values if isinstance(v, ast.Name)]
 
 
-def _is_project_module(qualname: str) -> bool:
+def is_project_module(qualname: str) -> bool:
     """A module of the script's own project: relative, or neither the standard library nor a
     library with trainers of its own."""
     if qualname.startswith("."):
@@ -152,7 +152,7 @@ def _is_project_module(qualname: str) -> bool:
     return not (root in sys.stdlib_module_names or is_third_party(root) or root in LIBRARY_TRAINER_ROOTS)
 
 
-def _importer(filename: str) -> str:
+def importer_of(filename: str) -> str:
     """The path imports are resolved from: the file, or for stdin the working directory (where
     ``python - < script.py`` imports from)."""
     if filename.startswith("<") or filename == "-" or not filename:
@@ -164,7 +164,7 @@ def _method_with_backward(
     importer: str, module: str, cls: str, method: str
 ) -> tuple[str, int | None, int | None] | None:
     """(path, method line, backward line) when ``module.cls`` is readable; None when it is not."""
-    parsed = _load(importer, module)
+    parsed = load_local(importer, module)
     for _ in range(_MAX_REEXPORTS):
         if parsed is None:
             return None
@@ -174,7 +174,7 @@ def _method_with_backward(
         if target is None or target == cls or "." not in target:
             return None
         next_module, cls = target.rsplit(".", 1)
-        parsed = _load(parsed.path or importer, next_module)
+        parsed = load_local(parsed.path or importer, next_module)
     if parsed is None or cls not in parsed.classes or parsed.path is None:
         return None
     methods = _methods(parsed, parsed.classes[cls])
@@ -183,7 +183,7 @@ def _method_with_backward(
     return parsed.path, methods[method].lineno, _backward_line(methods, method)
 
 
-def _load(importer: str, module: str) -> ParsedModule | None:
+def load_local(importer: str, module: str) -> ParsedModule | None:
     path = module_file(importer, module)
     return load_module(path) if path else None
 

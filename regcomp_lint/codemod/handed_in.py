@@ -145,14 +145,14 @@ def placements_before(tree: Tree, handed: HandedIn) -> list[cst.Call]:
                 isinstance(func, cst.Attribute)
                 and func.attr.value in ("to", "cuda")
                 and tree.line(place) < tree.line(call)
-                and _placed_model(tree, place, keys)
-                and (func.attr.value == "cuda" or _device_argument(place))
+                and placed_model(tree, place, keys)
+                and (func.attr.value == "cuda" or device_argument(place))
             ):
                 found.append(place)
     return found
 
 
-def _placed_model(tree: Tree, place: cst.Call, keys: set[str]) -> bool:
+def placed_model(tree: Tree, place: cst.Call, keys: set[str]) -> bool:
     """``model.to(...)``, or ``model = Net(...).to(...)``: the call places one of ``keys``."""
     assert isinstance(place.func, cst.Attribute)
     if key_of(place.func.value) in keys:
@@ -162,5 +162,5 @@ def _placed_model(tree: Tree, place: cst.Call, keys: set[str]) -> bool:
     return target is not None and target[0] in keys
 
 
-def _device_argument(call: cst.Call) -> bool:
+def device_argument(call: cst.Call) -> bool:
     return len(call.args) == 1 and any(word in code(call.args[0].value).lower() for word in _DEVICE_WORDS)

@@ -31,6 +31,7 @@ from regcomp_lint.codemod.device_choice import (
     model_gpu_choices,
     only_moves_devices,
 )
+from regcomp_lint.codemod.device_parameters import follow_handed_device
 from regcomp_lint.codemod.distribution import Distribution
 from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.file_writes import write_files_once
@@ -38,6 +39,7 @@ from regcomp_lint.codemod.first_downloads import download_first
 from regcomp_lint.codemod.gradient_clipping import clip_through_accelerator
 from regcomp_lint.codemod.hand_distribution import adapt_distribution
 from regcomp_lint.codemod.handed_in import find_handed_in, placements_before
+from regcomp_lint.codemod.handed_to_modules import unwrap_for_other_modules
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.optimizers import find_optimizers, not_optimizers
 from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConvertOptions
@@ -76,6 +78,8 @@ class PlainPlanner(Planner):
         self.accelerator_after: list[cst.CSTNode] = []
         #: statements (source) written just before the plugin and the ``Accelerator``
         self.before_accelerator: list[str] = []
+        #: statements (source) written just after the ``Accelerator`` (a handed-in device follows it)
+        self.after_accelerator: list[str] = []
         #: the scope's backward calls, and those plus its calls into training (see _training_steps)
         self._steps_found: tuple[list[cst.Call], list[cst.Call]] | None = None
         #: the backward calls of a script no DataLoader feeds (its batches are its own: batch_seeds.py)
@@ -128,6 +132,7 @@ class PlainPlanner(Planner):
         self._stay_on_cpu_without_devices()
         self._keep_one_loss_scaling()
         self._let_step_take_a_closure()
+        follow_handed_device(self)
         self._place(settings, script)
         self.imports += [("accelerate", "Accelerator"), ("accelerate.utils", "TorchDynamoPlugin")]
         self._describe(settings, reason, sites)
@@ -157,7 +162,7 @@ class PlainPlanner(Planner):
             handed = find_handed_in(tree, self.graph, self.training)
             if handed is not None:  # Trainer(model, loader, optimizer): prepare where it keeps them
                 found = [(handed.init, handed.optimizer, handed.models)]
-                self._drop_placements(placements_before(tree, handed))
+                self.drop_placements(placements_before(tree, handed))
                 self.notes.append(
                     f"{', '.join(handed.models)} and {handed.optimizer} are handed to the trainer: prepared in its __init__"
                 )
@@ -232,9 +237,9 @@ class PlainPlanner(Planner):
                     break
         return found
 
-    def _drop_placements(self, calls: list[cst.Call]) -> None:
+    def drop_placements(self, calls: list[cst.Call], preparer: str = "the trainer") -> None:
         """``Net().to(device)`` -> ``Net()`` and ``model.to(device)`` (a statement) removed, for a
-        model the trainer prepares: prepare() places it on each process's own device."""
+        model ``preparer`` prepares: prepare() places it on each process's own device."""
         tree = self.tree
         for call in calls:
             assert isinstance(call.func, cst.Attribute)
@@ -245,7 +250,7 @@ class PlainPlanner(Planner):
                 self.edits.on(call, _receiver_of)
             self.notes.append(
                 f".{call.func.attr.value}({', '.join(code(a.value) for a in call.args)}) of the model at line "
-                f"{tree.line(call)} removed: the trainer's prepare() places it on each process's own device"
+                f"{tree.line(call)} removed: {preparer}'s prepare() places it on each process's own device"
             )
 
     def _check_free_names(self) -> None:
@@ -700,6 +705,7 @@ class PlainPlanner(Planner):
         targets = ", ".join(prepared)
         prepare = call_statement(f"{targets} = ", f"{acc}.prepare", prepared, self.module, indent)
         read_through_wrapper(self, block, prepare_index)
+        unwrap_for_other_modules(self, block, prepare_index)
         self._place_accelerator(settings, script, block, prepare_index)
         self.edits.add_statements(block, prepare_index, [prepare], after=True)
         self.prepared = prepared
@@ -842,6 +848,7 @@ class PlainPlanner(Planner):
         keywords = ", ".join(["dynamo_plugin=dynamo_plugin", *self.accelerator_keywords])
         accelerator = statement(f"{self.acc_key} = Accelerator({keywords})", self.module)
         before = [statement(source, self.module) for source in self.before_accelerator]
+        extra += [statement(source, self.module) for source in self.after_accelerator]
         self.edits.add_statements(block, first_use, [*before, plugin, accelerator, *extra], after=False)
         download_first(self, block, first_use)
         if self.hand_written_batches is not None:

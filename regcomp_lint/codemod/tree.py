@@ -64,8 +64,10 @@ def single_target(stmt: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
 class Tree:
     """One script's syntax tree plus the metadata the planner reads."""
 
-    def __init__(self, wrapper: MetadataWrapper) -> None:
+    def __init__(self, wrapper: MetadataWrapper, filename: str | None = None) -> None:
         self.wrapper = wrapper
+        #: the script's path (its local modules are read next to it); None for text without one
+        self.filename = filename
         self.module = wrapper.module
         self._parents = wrapper.resolve(ParentNodeProvider)
         self._positions = wrapper.resolve(PositionProvider)

@@ -143,8 +143,10 @@ def load_case(name: str) -> Case:
 
 
 def convert(case: Case) -> ConversionResult:
-    """``regcomp-fix`` on the fixture's script, in-process, eager backend (fast runs)."""
-    return convert_bytes((case.folder / SCRIPT).read_bytes(), SCRIPT, ConvertOptions(backend="eager"))
+    """``regcomp-fix`` on the fixture's script, in-process, eager backend (fast runs); given the
+    script's path, as the command line would, so the fixture's local modules are read."""
+    script = case.folder / SCRIPT
+    return convert_bytes(script.read_bytes(), str(script), ConvertOptions(backend="eager"))
 
 
 @dataclass(frozen=True)

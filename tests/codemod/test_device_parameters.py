@@ -1,0 +1,63 @@
+"""A training function handed its device by its caller follows accelerator.device
+(codemod/device_parameters.py)."""
+
+from __future__ import annotations
+
+from regcomp_lint.codemod import convert_source
+
+SCRIPT = """\
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def train(model, device, epochs, lr):
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8)
+    for epoch in range(epochs):
+        for x, y in loader:
+            x, y = x.to(device), y.to(device)
+            loss = nn.functional.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+
+if __name__ == "__main__":
+    CHOICE
+    net = nn.Linear(4, 1)
+    net.to(device=device)
+    train(net, device, 2, 0.1)
+"""
+
+
+def _convert(choice: str):
+    result = convert_source(SCRIPT.replace("CHOICE", choice), "train.py")
+    assert result.refused is None, result.refused
+    return result
+
+
+def test_a_handed_cuda_device_becomes_the_accelerators():
+    """milesial's UNet: every process would move its batches to the first GPU."""
+    result = _convert('device = torch.device("cuda" if torch.cuda.is_available() else "cpu")')
+    assert (
+        "    accelerator = Accelerator(dynamo_plugin=dynamo_plugin)\n    device = accelerator.device\n" in result.text
+    )
+    assert "    net.to(device=device)\n" not in result.text  # prepare() places the handed model
+    assert any("train()'s device, which its caller fills with a CUDA device" in n for n in result.notes)
+
+
+def test_the_accelerator_comes_before_the_first_read_of_the_device():
+    text = SCRIPT.replace(
+        "    optimizer = torch.optim.SGD(", "    model.to(device)\n    optimizer = torch.optim.SGD(", 1
+    ).replace("CHOICE", 'device = "cuda"')
+    result = convert_source(text, "train.py")
+    assert result.text.index("device = accelerator.device") < result.text.index("    model.to(device)")
+
+
+def test_a_device_chosen_by_the_scripts_own_flag_is_named_in_a_note():
+    result = _convert(
+        'use_cuda = torch.cuda.is_available() and not NO_CUDA\n    device = torch.device("cuda" if use_cuda else "cpu")'
+    )
+    assert "device = accelerator.device" not in result.text
+    assert any("chosen with use_cuda" in n for n in result.notes), result.notes
