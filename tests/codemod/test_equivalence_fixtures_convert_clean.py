@@ -20,10 +20,10 @@ CONVERTED = [name for name in harness.CASES if name not in KNOWN_FAILURES]
 
 @pytest.mark.parametrize("name", CONVERTED)
 def test_converted_fixture_is_lint_clean_and_idempotent(name):
-    source = (harness.FIXTURES / name / harness.SCRIPT).read_bytes()
-    result = convert_bytes(source, harness.SCRIPT, ConvertOptions())
+    script = harness.FIXTURES / name / harness.SCRIPT  # its path: the fixture's local modules are read
+    result = convert_bytes(script.read_bytes(), str(script), ConvertOptions())
     assert result.refused is None and result.changed, result.refused
     findings = lint_source(result.text, harness.SCRIPT)
     assert not findings, "\n".join(f"{d.location} {d.code} {d.message}" for d in findings)
-    again = convert_bytes(result.text.encode(), harness.SCRIPT, ConvertOptions())
+    again = convert_bytes(result.text.encode(), str(script), ConvertOptions())
     assert not again.changed, again.text
