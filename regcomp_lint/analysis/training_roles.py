@@ -663,7 +663,12 @@ class TrainingRoles:
         return self._cadence[key]
 
     def _read_cadence(self, scheduler: Origin) -> tuple[Cadence, ast.Call | None]:
-        built_on = self.origin(scheduler.built.args[0], scheduler.where, through=True) if scheduler.built.args else None
+        first = scheduler.built.args[0] if scheduler.built.args else None
+        built_on = self.origin(first, scheduler.where, through=True) if first is not None else None
+        # an optimizer of unknown origin (another module's `build_optimizer(model)`): its steps are
+        # those of the same binding of the name the scheduler is built on
+        same_binding = self._built_where(scheduler) if built_on is None and isinstance(first, ast.Name) else None
+        named = self.bindings.lookup(first, same_binding) if same_binding is not None and first is not None else None
         own_steps: list[_Step] = []
         optimizer_steps: list[_Step] = []
         for step in self._steps:
@@ -671,6 +676,8 @@ class TrainingRoles:
             if any(o.call is scheduler.call for o in self._possible_origins(step.receiver, step.where)):
                 own_steps.append(step)  # `lr_scheduler = SequentialLR(...) if warmup else main_lr_scheduler`
             elif isinstance(receiver, Origin) and receiver.kind is Kind.OPTIMIZER and _is(receiver, built_on):
+                optimizer_steps.append(step)
+            elif named is not None and receiver is None and self.bindings.lookup(step.receiver, step.where) is named:
                 optimizer_steps.append(step)
             elif any(_is(self._step_origin(a, step.where), built_on, Kind.OPTIMIZER) for a in step.call.args):
                 optimizer_steps.append(step)  # scaler.step(optimizer)

@@ -14,10 +14,14 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.analysis.optimizer_sources import OptimizerSource
+from regcomp_lint.analysis.training_objects import Kind, constructor_kind
+from regcomp_lint.codemod.delegated_loop import importer_of, is_project_module, load_local
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.roles import Creation, creations, unpacked_keys
 from regcomp_lint.codemod.tree import Function, Tree, code, find_all
+from regcomp_lint.files.source import SourceFile
 
 
 @dataclass
@@ -84,7 +88,44 @@ def _source(tree: Tree, creation: Creation) -> OptimizerSource | None:
     owners = optimizers.fed_parameters(call, where)
     if owners and optimizers.used_as_optimizer(call):
         return OptimizerSource(owners, view.text(call.func))
+    if _builds_optimizer_elsewhere(tree, creation.value) and optimizers.used_as_optimizer(call):
+        # `optimizer = build_optimizer(model, lr)` of the project's optim_utils.py
+        owners = optimizers.parameter_owners(call, where, handed=True)
+        if owners:
+            return OptimizerSource(owners, view.text(call.func))
     return None
+
+
+def _builds_optimizer_elsewhere(tree: Tree, value: cst.BaseExpression) -> bool:
+    """``value`` calls a function of another module of the project (read next to the script,
+    ``ast`` only) that returns an optimizer it constructs: ``return torch.optim.SGD(...)``, or a
+    name bound to one there."""
+    if tree.filename is None or not isinstance(value, cst.Call):
+        return False
+    for qualname in sorted(tree.imported_names(value.func)):
+        if "." not in qualname or not is_project_module(qualname):
+            continue
+        module, name = qualname.rsplit(".", 1)
+        parsed = load_local(importer_of(tree.filename), module)
+        function = parsed.functions.get(name) if parsed is not None and parsed.path else None
+        if parsed is None or function is None or parsed.path is None:
+            continue
+        ctx = FileContext(SourceFile(parsed.path, ""), parsed.tree)
+        ctx.imports = parsed.imports  # what that module imports, for its names
+        built = {
+            target.id: node.value
+            for node in ast.walk(function)
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+            for target in node.targets
+            if isinstance(target, ast.Name)
+        }
+        for node in ast.walk(function):
+            if not isinstance(node, ast.Return) or node.value is None:
+                continue
+            returned = built.get(node.value.id) if isinstance(node.value, ast.Name) else node.value
+            if isinstance(returned, ast.Call) and constructor_kind(ctx, returned, parsed.classes) is Kind.OPTIMIZER:
+                return True
+    return False
 
 
 def _call_of(tree: Tree, creation: Creation) -> ast.Call | None:

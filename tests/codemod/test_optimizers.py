@@ -1,0 +1,51 @@
+"""Optimizers found by what builds and steps them (codemod/optimizers.py), here: a factory in
+another module of the project."""
+
+from __future__ import annotations
+
+import pytest
+
+from regcomp_lint.codemod import convert_source
+
+TRAIN = """\
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from optim_utils import build_optimizer
+
+model = nn.Linear(4, 1)
+loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8)
+optimizer = build_optimizer(model, 0.1)
+scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
+for epoch in range(2):
+    for x, y in loader:
+        loss = nn.functional.mse_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    scheduler.step()
+"""
+
+
+@pytest.mark.parametrize(
+    "factory",
+    [
+        "import torch\n\n\ndef build_optimizer(model, lr):\n    return torch.optim.SGD(model.parameters(), lr=lr)\n",
+        "from torch.optim import AdamW\n\n\ndef build_optimizer(model, lr):\n    opt = AdamW(model.parameters(), lr=lr)\n"
+        "    return opt\n",
+    ],
+)
+def test_an_optimizer_factory_of_another_module_is_followed(tmp_path, factory):
+    (tmp_path / "optim_utils.py").write_text(factory)
+    result = convert_source(TRAIN, str(tmp_path / "train.py"))
+    assert result.refused is None, result.refused
+    assert "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)" in result.text
+    # its scheduler steps once per epoch on that optimizer: left unprepared
+    assert any(n.startswith("scheduler steps once per epoch") for n in result.notes), result.notes
+
+
+def test_a_function_of_another_module_returning_no_optimizer_is_not_one(tmp_path):
+    (tmp_path / "optim_utils.py").write_text("def build_optimizer(model, lr):\n    return make_something(model)\n")
+    result = convert_source(TRAIN, str(tmp_path / "train.py"))
+    assert result.refused is not None and "no optimizer found" in result.refused
