@@ -21,7 +21,7 @@ from regcomp_lint.analysis.checkpoints import is_main_process_test
 from regcomp_lint.codemod.builders import expression, guarded, statement
 from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.lint_view import lint_view
-from regcomp_lint.codemod.tree import Block, Function, code, find_all, key_of
+from regcomp_lint.codemod.tree import Block, Function, code, find_all, key_of, single_target
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.rewrites import Planner
@@ -79,23 +79,52 @@ def _unwrap_handed_models(planner: Planner, helper: cst.FunctionDef, call: cst.C
         parameter = (
             arg.keyword.value if arg.keyword is not None else positional[index] if index < len(positional) else None
         )
-        if parameter is None or parameter == model or not _saves_state_of(helper, parameter):
+        if parameter is None or not _saves_state_of(helper, parameter):
             continue
+        if parameter == model and not _pickles_in_a_dict(helper, parameter):
+            continue  # rewritten inside the helper (state_dict(), a whole-model save)
         unwrapped = expression(f"{acc}.unwrap_model({model}, keep_torch_compile=False)", planner.module)
         planner.edits.on(arg.value, replaced_by(unwrapped))
+        why = (
+            f"it pickles {parameter} whole in the checkpoint, which must hold the plain model (not the DDP or "
+            "compile wrapper, which does not load in one process)"
+            if _pickles_in_a_dict(helper, parameter)
+            else f"it saves {parameter}'s state, which must carry the plain model's keys"
+        )
         planner.notes.append(
             f"{helper.name.value}() gets accelerator.unwrap_model({model}, keep_torch_compile=False) at line "
-            f"{planner.tree.line(call)}: it saves {parameter}'s state, which must carry the plain model's keys"
+            f"{planner.tree.line(call)}: {why}"
         )
 
 
 def _saves_state_of(helper: cst.FunctionDef, parameter: str) -> bool:
-    """The helper reads ``parameter.state_dict()`` or saves ``parameter`` whole."""
+    """The helper reads ``parameter.state_dict()`` or saves ``parameter`` whole, alone or as a
+    value of the dict it saves (the SSD tutorial's ``torch.save({'epoch': epoch, 'model': model,
+    ...}, filename)``, which would pickle the DDP or compile wrapper)."""
     for call in find_all(helper, cst.Call):
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value == "state_dict" and code(func.value) == parameter:
             return True
         if code(func).endswith("save") and call.args and code(call.args[0].value) == parameter:
+            return True
+    return _pickles_in_a_dict(helper, parameter)
+
+
+def _pickles_in_a_dict(helper: cst.FunctionDef, parameter: str) -> bool:
+    """``torch.save({'epoch': epoch, 'model': model, ...}, filename)``: ``parameter`` pickled whole
+    as a value of the saved dict (nothing inside the helper rewrites that)."""
+    dicts = {  # `state = {...}` then `torch.save(state, filename)`
+        target[0]: target[1]
+        for assign in find_all(helper, cst.Assign)
+        if (target := single_target(assign)) is not None and isinstance(target[1], cst.Dict)
+    }
+    for call in find_all(helper, cst.Call):
+        saved = call.args[0].value if code(call.func).endswith("save") and call.args else None
+        if isinstance(saved, cst.Name):
+            saved = dicts.get(saved.value, saved)
+        if isinstance(saved, cst.Dict) and any(
+            isinstance(e, cst.DictElement) and code(e.value) == parameter for e in saved.elements
+        ):
             return True
     return False
 

@@ -106,3 +106,29 @@ def test_an_evaluation_that_saves_when_accuracy_improves_runs_on_every_process()
     result = convert_source(source, "train.py", ConvertOptions())
     assert result.refused is None, result.refused
     assert "is_main_process" not in result.text
+
+
+def test_a_helper_pickling_the_model_whole_in_its_checkpoint_dict_gets_the_unwrapped_model():
+    """The SSD tutorial: torch.save({'epoch': epoch, 'model': model, ...}) pickled the DDP wrapper,
+    which does not load in one process ("Default process group has not been initialized")."""
+    from regcomp_lint.codemod import convert_source
+
+    text = (
+        "import torch\nimport torch.nn as nn\nfrom torch.utils.data import DataLoader, TensorDataset\n\n\n"
+        "def save_checkpoint(epoch, model, optimizer):\n"
+        "    state = {'epoch': epoch, 'model': model, 'optimizer': optimizer}\n"
+        "    torch.save(state, 'checkpoint.pth.tar')\n\n\n"
+        "def main():\n    model = nn.Linear(4, 1)\n    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8)\n"
+        "    for epoch in range(2):\n        for x, y in loader:\n"
+        "            loss = nn.functional.mse_loss(model(x), y)\n"
+        "            optimizer.zero_grad()\n            loss.backward()\n            optimizer.step()\n"
+        "        save_checkpoint(epoch, model, optimizer)\n\n\nmain()\n"
+    )
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    assert (
+        "        if accelerator.is_main_process:\n"
+        "            save_checkpoint(epoch, accelerator.unwrap_model(model, keep_torch_compile=False), optimizer)\n"
+    ) in result.text
+    assert any("pickles model whole" in n for n in result.notes)
