@@ -13,6 +13,7 @@ rank 0 has written it (or read a half-written one). A barrier goes between the t
 
 from __future__ import annotations
 
+import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -21,7 +22,8 @@ from regcomp_lint.analysis.checkpoints import is_main_process_test
 from regcomp_lint.codemod.builders import expression, guarded, statement
 from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.lint_view import lint_view
-from regcomp_lint.codemod.tree import Block, Function, code, find_all, key_of, single_target
+from regcomp_lint.codemod.local_modules import FunctionNode, imported_function
+from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, single_target
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.rewrites import Planner
@@ -44,26 +46,102 @@ def guard_helper_saves(
     for place in places:
         for call in find_all(place, cst.Call, enter_functions=False):
             helper = tree.function_named(call)
-            if helper is None or helper not in writers or under_rank_test(planner, call):
+            elsewhere = None if helper is not None else _writer_elsewhere(tree, call)
+            if (helper is None or helper not in writers) and elsewhere is None:
                 continue
+            if under_rank_test(planner, call):
+                continue
+            name = helper.name.value if helper is not None else f"{code(call.func)}"
             expr = tree.parent(call)
             line = tree.parent(expr) if expr is not None else None
             if not (isinstance(expr, cst.Expr) and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
                 planner.notes.append(
-                    f"{helper.name.value}() at line {tree.line(call)} writes a checkpoint but its result is used: "
+                    f"{name}() at line {tree.line(call)} writes a checkpoint but its result is used: "
                     "every process runs it; call it under `if accelerator.is_main_process:` by hand"
                 )
                 continue
             acc = planner.accelerator_in(place)
             planner.edits.on(line, guarded(expression(f"{acc}.is_main_process", planner.module)))
-            _unwrap_handed_models(planner, helper, call, acc)
+            if helper is not None:
+                _unwrap_handed_models(planner, helper, call, acc)
+            elif elsewhere is not None:
+                _unwrap_models_pickled_elsewhere(planner, elsewhere, call, acc)
             planner.uses.append(call)
             guarded_calls.append((place, call))
             planner.notes.append(
-                f"{helper.name.value}() at line {tree.line(call)} writes a checkpoint: it runs under "
+                f"{name}() at line {tree.line(call)} writes a checkpoint: it runs under "
                 f"`if {acc}.is_main_process:`, so one process writes the files"
             )
     return guarded_calls
+
+
+def _writer_elsewhere(tree: Tree, call: cst.Call) -> FunctionNode | None:
+    """A checkpoint helper of another module of the project (the SSD tutorial's
+    ``utils.save_checkpoint(epoch, model, optimizer)``): it calls ``torch.save``, and does no
+    more than write (no loop, no collective, no call of what it is handed)."""
+    found = imported_function(tree, tree.imported_names(call.func))
+    if found is None:
+        return None
+    parsed, function = found
+    params = {a.arg for a in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]}
+    saves = False
+    for node in ast.walk(function):
+        if isinstance(node, (ast.For, ast.While)):
+            return None
+        if not isinstance(node, ast.Call):
+            continue
+        qualname = parsed.imports.qualname(node.func) or ""
+        if qualname == "torch.save":
+            saves = True
+        text = ast.unparse(node.func).lower()
+        if any(word in text for word in _COLLECTIVE_WORDS) or (
+            isinstance(node.func, ast.Name) and node.func.id in params
+        ):
+            return None
+    return function if saves else None
+
+
+def _unwrap_models_pickled_elsewhere(planner: Planner, helper: FunctionNode, call: cst.Call, acc: str) -> None:
+    """The other module's helper pickles a handed model whole (in its saved dict) or saves its
+    state: it is handed the unwrapped model."""
+    models = set(getattr(planner, "models", []))
+    positional = [a.arg for a in [*helper.args.posonlyargs, *helper.args.args]]
+    for index, arg in enumerate(call.args):
+        model = key_of(arg.value)
+        if model not in models or arg.star:
+            continue
+        parameter = (
+            arg.keyword.value if arg.keyword is not None else positional[index] if index < len(positional) else None
+        )
+        if parameter is None or not _ast_saves(helper, parameter):
+            continue
+        planner.edits.on(
+            arg.value, replaced_by(expression(f"{acc}.unwrap_model({model}, keep_torch_compile=False)", planner.module))
+        )
+        planner.notes.append(
+            f"{code(call.func)}() gets accelerator.unwrap_model({model}, keep_torch_compile=False) at line "
+            f"{planner.tree.line(call)}: it saves {parameter} (its state or the whole model), which must be the plain model"
+        )
+
+
+def _ast_saves(helper: FunctionNode, parameter: str) -> bool:
+    """``parameter.state_dict()``, or ``parameter`` as a value of a dict literal (saved whole)."""
+    for node in ast.walk(helper):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "state_dict"
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == parameter
+        ):
+            return True
+        if isinstance(node, ast.Dict) and any(isinstance(v, ast.Name) and v.id == parameter for v in node.values):
+            return True
+        if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("save") and node.args:
+            first = node.args[0]
+            if isinstance(first, ast.Name) and first.id == parameter:
+                return True
+    return False
 
 
 def _unwrap_handed_models(planner: Planner, helper: cst.FunctionDef, call: cst.Call, acc: str) -> None:

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import ast
 import os
-import sys
 from dataclasses import dataclass
 
 from regcomp_lint.analysis.name_resolution import ImportMap
-from regcomp_lint.analysis.reachability.modules import ParsedModule, is_third_party, load_module, module_file
-from regcomp_lint.knowledge.training_libraries import LIBRARY_TRAINER_ROOTS
+from regcomp_lint.analysis.reachability.modules import ParsedModule
+from regcomp_lint.codemod.local_modules import importer_of, is_project_module, load_local
 
 #: Methods that use an object as an ``nn.Module``: a name the script calls them on is a model.
 _MODEL_METHODS = frozenset(
@@ -143,23 +142,6 @@ def _argument_names(call: ast.Call) -> list[str]:
     return [v.id for v in values if isinstance(v, ast.Name)]
 
 
-def is_project_module(qualname: str) -> bool:
-    """A module of the script's own project: relative, or neither the standard library nor a
-    library with trainers of its own."""
-    if qualname.startswith("."):
-        return True
-    root = qualname.split(".")[0]
-    return not (root in sys.stdlib_module_names or is_third_party(root) or root in LIBRARY_TRAINER_ROOTS)
-
-
-def importer_of(filename: str) -> str:
-    """The path imports are resolved from: the file, or for stdin the working directory (where
-    ``python - < script.py`` imports from)."""
-    if filename.startswith("<") or filename == "-" or not filename:
-        return os.path.join(os.getcwd(), "-stdin-.py")
-    return filename
-
-
 def _method_with_backward(
     importer: str, module: str, cls: str, method: str
 ) -> tuple[str, int | None, int | None] | None:
@@ -181,11 +163,6 @@ def _method_with_backward(
     if method not in methods:
         return parsed.path, None, None
     return parsed.path, methods[method].lineno, _backward_line(methods, method)
-
-
-def load_local(importer: str, module: str) -> ParsedModule | None:
-    path = module_file(importer, module)
-    return load_module(path) if path else None
 
 
 def _methods(parsed: ParsedModule, node: ast.ClassDef) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from regcomp_lint.codemod.builders import expression
-from regcomp_lint.codemod.delegated_loop import importer_of, is_project_module, load_local
 from regcomp_lint.codemod.edits import replaced_by
+from regcomp_lint.codemod.local_modules import imported_function
 from regcomp_lint.codemod.tree import Block, find_all, key_of
 from regcomp_lint.codemod.wrapped_access import places_using_prepared
 from regcomp_lint.knowledge.torch_api import DATA_PARALLEL_API, MODULE_API
@@ -38,7 +38,6 @@ def unwrap_for_other_modules(planner: PlainPlanner, block: Block, prepare_index:
     tree = planner.tree
     if tree.filename is None:
         return
-    importer = importer_of(tree.filename)
     models = set(planner.models)
     for function in places_using_prepared(planner):
         for call in find_all(function, cst.Call, enter_functions=False):
@@ -49,7 +48,7 @@ def unwrap_for_other_modules(planner: PlainPlanner, block: Block, prepare_index:
                 index = planner.project(block, call)
                 if index is None or index < prepare_index:
                     continue  # still the plain model
-            found = _local_function(tree.imported_names(call.func), importer)
+            found = imported_function(tree, tree.imported_names(call.func))
             if found is None:
                 continue
             parsed, definition = found
@@ -77,19 +76,6 @@ def unwrap_for_other_modules(planner: PlainPlanner, block: Block, prepare_index:
                     f"{where} reads {attribute} (line {read.lineno}), which DDP does not pass through: it is handed "
                     f"{acc}.unwrap_model({model}) at line {tree.line(call)} (it trains nothing; the compile is kept)"
                 )
-
-
-def _local_function(
-    qualnames: set[str], importer: str
-) -> tuple[ParsedModule, ast.FunctionDef | ast.AsyncFunctionDef] | None:
-    for qualname in sorted(qualnames):
-        if "." not in qualname or not is_project_module(qualname):
-            continue
-        module, name = qualname.rsplit(".", 1)
-        parsed = load_local(importer, module)
-        if parsed is not None and name in parsed.functions:
-            return parsed, parsed.functions[name]
-    return None
 
 
 def _parameter(definition: ast.FunctionDef | ast.AsyncFunctionDef, index: int, keyword: str | None) -> str | None:

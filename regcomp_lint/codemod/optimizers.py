@@ -17,8 +17,8 @@ import libcst as cst
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.analysis.optimizer_sources import OptimizerSource
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
-from regcomp_lint.codemod.delegated_loop import importer_of, is_project_module, load_local
 from regcomp_lint.codemod.lint_view import lint_view
+from regcomp_lint.codemod.local_modules import imported_function
 from regcomp_lint.codemod.roles import Creation, creations, unpacked_keys
 from regcomp_lint.codemod.tree import Function, Tree, code, find_all
 from regcomp_lint.files.source import SourceFile
@@ -100,31 +100,25 @@ def _builds_optimizer_elsewhere(tree: Tree, value: cst.BaseExpression) -> bool:
     """``value`` calls a function of another module of the project (read next to the script,
     ``ast`` only) that returns an optimizer it constructs: ``return torch.optim.SGD(...)``, or a
     name bound to one there."""
-    if tree.filename is None or not isinstance(value, cst.Call):
+    found = imported_function(tree, tree.imported_names(value.func)) if isinstance(value, cst.Call) else None
+    if found is None:
         return False
-    for qualname in sorted(tree.imported_names(value.func)):
-        if "." not in qualname or not is_project_module(qualname):
+    parsed, function = found
+    ctx = FileContext(SourceFile(parsed.path or "", ""), parsed.tree)
+    ctx.imports = parsed.imports  # what that module imports, for its names
+    built = {
+        target.id: node.value
+        for node in ast.walk(function)
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    for node in ast.walk(function):
+        if not isinstance(node, ast.Return) or node.value is None:
             continue
-        module, name = qualname.rsplit(".", 1)
-        parsed = load_local(importer_of(tree.filename), module)
-        function = parsed.functions.get(name) if parsed is not None and parsed.path else None
-        if parsed is None or function is None or parsed.path is None:
-            continue
-        ctx = FileContext(SourceFile(parsed.path, ""), parsed.tree)
-        ctx.imports = parsed.imports  # what that module imports, for its names
-        built = {
-            target.id: node.value
-            for node in ast.walk(function)
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-            for target in node.targets
-            if isinstance(target, ast.Name)
-        }
-        for node in ast.walk(function):
-            if not isinstance(node, ast.Return) or node.value is None:
-                continue
-            returned = built.get(node.value.id) if isinstance(node.value, ast.Name) else node.value
-            if isinstance(returned, ast.Call) and constructor_kind(ctx, returned, parsed.classes) is Kind.OPTIMIZER:
-                return True
+        returned = built.get(node.value.id) if isinstance(node.value, ast.Name) else node.value
+        if isinstance(returned, ast.Call) and constructor_kind(ctx, returned, parsed.classes) is Kind.OPTIMIZER:
+            return True
     return False
 
 
