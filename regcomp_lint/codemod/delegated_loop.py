@@ -47,6 +47,8 @@ class DelegatedLoop:
     backward_line: int | None = None
     #: the model-like names the script hands to the trainer (evidence when ``path`` is None)
     models: tuple[str, ...] = ()
+    #: a function of that module (``train(config, model, ...)``), not a trainer class's method
+    function: bool = False
 
 
 def find_delegated_loop(tree: ast.Module, filename: str) -> DelegatedLoop | None:
@@ -63,6 +65,9 @@ def find_delegated_loop(tree: ast.Module, filename: str) -> DelegatedLoop | None
     for stmt in sorted(calls, key=lambda s: (s.lineno, s.col_offset)):
         call = stmt.value
         assert isinstance(call, ast.Call)
+        function = _function_with_backward(importer, imports, call)
+        if function is not None:  # `train(config, model, train_iter, ...)` from train_eval.py
+            return DelegatedLoop(function[0], stmt.lineno, *function[1:], function=True)
         if not isinstance(call.func, ast.Attribute):
             continue
         receiver, method = call.func.value, call.func.attr
@@ -107,6 +112,12 @@ def refusal(found: DelegatedLoop, converts: str | None) -> str:
     head += f" ({where}, line {found.method_line}; X.backward() at line {found.backward_line})"
     if converts is None:
         return f"{head}; regcomp-fix converts that file on its own: run regcomp-fix {where}"
+    if found.function:
+        return (
+            f"{head}; regcomp-fix refuses that file too ({converts}): the model is built here and trained there, so "
+            "neither file converts on its own; convert by hand: create the Accelerator here, before the call, and "
+            "prepare the model, optimizer and loaders where that function builds them"
+        )
     return f"{head}; convert that file, but regcomp-fix refuses it too: {converts}"
 
 
@@ -165,6 +176,22 @@ def _method_with_backward(
     return parsed.path, methods[method].lineno, _backward_line(methods, method)
 
 
+def _function_with_backward(importer: str, imports: ImportMap, call: ast.Call) -> tuple[str, str, int, int] | None:
+    """(qualname, path, def line, backward line) when ``call`` runs a function of a project module
+    that has an ``X.backward()`` (or calls a function of its module that has one)."""
+    if not imports.root_is_import(call.func):
+        return None
+    qualname = imports.qualname(call.func)
+    if qualname is None or "." not in qualname or not is_project_module(qualname):
+        return None
+    module, name = qualname.rsplit(".", 1)
+    parsed = load_local(importer, module)
+    if parsed is None or parsed.path is None or name not in parsed.functions:
+        return None
+    line = _backward_line(dict(parsed.functions), name, local_calls=True)
+    return (qualname, parsed.path, parsed.functions[name].lineno, line) if line is not None else None
+
+
 def _methods(parsed: ParsedModule, node: ast.ClassDef) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
     """The class's methods, with those of base classes defined in the same file (the class's own first)."""
     found: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
@@ -181,8 +208,11 @@ def _methods(parsed: ParsedModule, node: ast.ClassDef) -> dict[str, ast.Function
     return found
 
 
-def _backward_line(methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef], start: str) -> int | None:
-    """The first ``X.backward()`` in ``start`` or the ``self.method()``s it calls (a few deep)."""
+def _backward_line(
+    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef], start: str, local_calls: bool = False
+) -> int | None:
+    """The first ``X.backward()`` in ``start`` or the ``self.method()``s it calls (a few deep);
+    ``local_calls``: the functions it calls by name instead (a module's functions)."""
     todo, seen = [(start, 0)], set()
     while todo:
         name, depth = todo.pop(0)
@@ -203,6 +233,12 @@ def _backward_line(methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef], s
                 for call in calls
                 if isinstance(call.func.value, ast.Name) and call.func.value.id == "self"  # type: ignore[attr-defined]
             ]
+            if local_calls:
+                todo += [
+                    (node.func.id, depth + 1)
+                    for node in ast.walk(methods[name])
+                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                ]
     return None
 
 

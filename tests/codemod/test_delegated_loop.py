@@ -166,3 +166,20 @@ def test_the_command_exits_3_for_a_delegated_loop(tmp_path):
     assert result.exit_code == 3
     assert "the training loop runs in mingpt.trainer.Trainer.run()" in result.output
     assert script.read_text() == SCRIPT
+
+
+def test_a_training_function_of_another_module_is_named_and_the_advice_is_not_circular(tmp_path):
+    """Chinese-Text-Classification-Pytorch: run.py builds the model and calls train_eval.train(),
+    which builds the optimizer; train_eval.py alone is refused as a function another module drives."""
+    (tmp_path / "train_eval.py").write_text(
+        "import torch\n\n\ndef train(config, model, train_iter):\n"
+        "    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)\n"
+        "    for x, y in train_iter:\n        loss = _loss(model, x, y)\n        loss.backward()\n"
+        "        optimizer.step()\n\n\ndef _loss(model, x, y):\n    return (model(x) - y).pow(2).mean()\n"
+    )
+    run = "import torch\nfrom train_eval import train\n\nmodel = torch.nn.Linear(4, 1)\ntrain(config, model, data)\n"
+    result = convert_source(run, str(tmp_path / "run.py"))
+    assert result.refused is not None
+    assert "the training loop runs in train_eval.train(), which it imports and runs at line 5" in result.refused
+    assert "X.backward() at line 8" in result.refused
+    assert "neither file converts on its own; convert by hand" in result.refused
