@@ -14,6 +14,7 @@ rank 0 has written it (or read a half-written one). A barrier goes between the t
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -104,24 +105,34 @@ def _writer_elsewhere(tree: Tree, call: cst.Call) -> FunctionNode | None:
 def _unwrap_models_pickled_elsewhere(planner: Planner, helper: FunctionNode, call: cst.Call, acc: str) -> None:
     """The other module's helper pickles a handed model whole (in its saved dict) or saves its
     state: it is handed the unwrapped model."""
-    models = set(getattr(planner, "models", []))
     positional = [a.arg for a in [*helper.args.posonlyargs, *helper.args.args]]
-    for index, arg in enumerate(call.args):
-        model = key_of(arg.value)
-        if model not in models or arg.star:
+    for arg, model, parameter in _handed_models(planner, call, positional):
+        if not _ast_saves(helper, parameter):
             continue
-        parameter = (
-            arg.keyword.value if arg.keyword is not None else positional[index] if index < len(positional) else None
-        )
-        if parameter is None or not _ast_saves(helper, parameter):
-            continue
-        planner.edits.on(
-            arg.value, replaced_by(expression(f"{acc}.unwrap_model({model}, keep_torch_compile=False)", planner.module))
-        )
+        _hand_unwrapped(planner, arg, model, acc)
         planner.notes.append(
             f"{code(call.func)}() gets accelerator.unwrap_model({model}, keep_torch_compile=False) at line "
             f"{planner.tree.line(call)}: it saves {parameter} (its state or the whole model), which must be the plain model"
         )
+
+
+def _handed_models(planner: Planner, call: cst.Call, positional: list[str]) -> Iterator[tuple[cst.Arg, str, str]]:
+    """(argument, prepared model, the helper's parameter it fills) for each model ``call`` hands over."""
+    models = set(getattr(planner, "models", []))
+    for index, arg in enumerate(call.args):
+        model = key_of(arg.value)
+        if model is None or model not in models or arg.star:
+            continue
+        parameter = (
+            arg.keyword.value if arg.keyword is not None else positional[index] if index < len(positional) else None
+        )
+        if parameter is not None:
+            yield arg, model, parameter
+
+
+def _hand_unwrapped(planner: Planner, arg: cst.Arg, model: str, acc: str) -> None:
+    unwrapped = expression(f"{acc}.unwrap_model({model}, keep_torch_compile=False)", planner.module)
+    planner.edits.on(arg.value, replaced_by(unwrapped))
 
 
 def _ast_saves(helper: FunctionNode, parameter: str) -> bool:
@@ -148,21 +159,13 @@ def _unwrap_handed_models(planner: Planner, helper: cst.FunctionDef, call: cst.C
     """``save_weights(model, path)`` where the helper saves ``net.state_dict()``: the prepared
     model goes in unwrapped, so the file holds the plain model's keys (no ``module.`` or
     ``_orig_mod.``). A parameter named like the model is rewritten inside the helper instead."""
-    models = set(getattr(planner, "models", []))
     positional = [p.name.value for p in [*helper.params.posonly_params, *helper.params.params]]
-    for index, arg in enumerate(call.args):
-        model = key_of(arg.value)
-        if model not in models or arg.star:
-            continue
-        parameter = (
-            arg.keyword.value if arg.keyword is not None else positional[index] if index < len(positional) else None
-        )
-        if parameter is None or not _saves_state_of(helper, parameter):
+    for arg, model, parameter in _handed_models(planner, call, positional):
+        if not _saves_state_of(helper, parameter):
             continue
         if parameter == model and not _pickles_in_a_dict(helper, parameter):
             continue  # rewritten inside the helper (state_dict(), a whole-model save)
-        unwrapped = expression(f"{acc}.unwrap_model({model}, keep_torch_compile=False)", planner.module)
-        planner.edits.on(arg.value, replaced_by(unwrapped))
+        _hand_unwrapped(planner, arg, model, acc)
         why = (
             f"it pickles {parameter} whole in the checkpoint, which must hold the plain model (not the DDP or "
             "compile wrapper, which does not load in one process)"
