@@ -437,7 +437,11 @@ class TrainingRoles:
         return isinstance(found, Origin) and found.kind is Kind.OPTIMIZER
 
     def _returned(self, func: ast.expr, where: Where) -> list[tuple[ast.expr, Where]]:
-        """The values a local function called as ``func`` returns."""
+        """The values a local function called as ``func`` returns, or a method of the enclosing
+        class called as ``self.name`` (minGPT-ddp's ``self._prepare_dataloader(dataset)``)."""
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            method = _own_method(where.cls, func.attr, self.bindings.classes)
+            return self.bindings.returns(method) if method is not None else []
         if not isinstance(func, ast.Name):
             return []
         bound = self.bindings.lookup(func, where)
@@ -778,6 +782,22 @@ def _is(found: Origin | _Prepared | None, target: Origin | _Prepared | None, kin
     if isinstance(target, Origin):
         return found.call is target.call
     return kind is None or found.kind is kind
+
+
+def _own_method(
+    cls: ast.ClassDef | None, name: str, classes: dict[str, ast.ClassDef], depth: int = 0
+) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The method ``name`` of ``cls`` or of a base class defined in the file (the first found)."""
+    if cls is None or depth > MAX_DEPTH:
+        return None
+    for statement in cls.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name == name:
+            return statement
+    for base in cls.bases:
+        found = _own_method(classes.get(base.id), name, classes, depth + 1) if isinstance(base, ast.Name) else None
+        if found is not None:
+            return found
+    return None
 
 
 def _plain_arguments(call: ast.Call) -> bool:
