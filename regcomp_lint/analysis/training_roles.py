@@ -484,6 +484,40 @@ class TrainingRoles:
             | (origins(marks.evaluated) - origins(marks.trained))
         )
 
+    def unoptimized_models(self) -> set[int]:
+        """ids of origins of models no optimizer of the file is fed the parameters of (a loss
+        module of the script, ``criterion = LabelSmoothing()``; a perceptual-loss network), when
+        every optimizer the training loop steps is known with its models: nothing of theirs
+        trains, so they need no prepare() (regcomp-fix prepares only its optimizers' models)."""
+        owners: list[tuple[str, Where]] = []
+        for use in self.uses:
+            if use.how != "stepped":
+                continue
+            found = self.origin(use.expr, use.where, through=True)
+            if not isinstance(found, Origin) or found.kind is not Kind.OPTIMIZER:
+                continue
+            where = self._built_where(found)
+            source = self.optimizers.source(found.built, where)
+            if source is None or not source.owners:
+                return set()  # an optimizer of unknown models: any model may train
+            owners += [(key, where) for key in source.owners]
+        if not owners:
+            return set()
+        optimized = set()
+        for key, where in owners:
+            found = self.origin(ast.parse(key, mode="eval").body, where, through=True, callers=MAX_CALLER_DEPTH)
+            if not isinstance(found, Origin):
+                return set()  # a model the roles cannot follow: keep asking about every model
+            optimized.add(id(found.call))
+        return {
+            id(origin.call)
+            for use in self.uses
+            if use.how == "called"
+            and isinstance(origin := self.origin(use.expr, use.where), Origin)
+            and origin.kind is Kind.MODEL
+            and id(origin.call) not in optimized
+        }
+
     def _called_only_without_grad(self) -> set[int]:
         """ids of origins of models every call of which runs under ``torch.no_grad()``."""
         found: set[int] = set()
@@ -521,15 +555,21 @@ class TrainingRoles:
         where: what ``prepare`` must see whatever built it (a loader of another module's helper)."""
         return [(use.expr, use.where) for use in self.uses if use.how in ("iterated", "passed") and self.trains_on(use)]
 
-    def iterates_a_loader(self) -> bool:
-        """Some training loop iterates what may be a DataLoader: one (prepared or not), a prepared
-        object, or a name of unknown origin (a trainer's ``loader`` parameter). When none does
-        (full-batch training, batches the script draws itself in ``for it in range(max_iters)``),
-        every process takes the original's steps, so a per-step scheduler must stay unprepared:
-        prepared, it would step once per process at each step."""
+    def shards_training_data(self) -> bool:
+        """Some training loop iterates a loader that ``prepare()`` shards across processes: a
+        prepared one, or a DataLoader left unprepared and not sharded already (RC402 reports it;
+        its fix prepares it). Only then must a per-step scheduler be prepared. When none does
+        (full-batch training, batches the script draws itself in ``for it in range(max_iters)``,
+        a loader its own DistributedSampler shards, or one whose origin is unknown: a trainer's
+        ``loader`` parameter no call of the file hands in), every process takes the original's
+        steps, so a per-step scheduler stays unprepared: prepared, it would step once per process
+        at each step. The converter decides the same way (it prepares no scheduler without a
+        prepared training loader), so the lint never asks to undo what it left on purpose."""
         for expr, where in self.training_iterables():
-            found = self.origin(expr, where)
-            if found is None or isinstance(found, _Prepared) or found.kind is Kind.DATALOADER:
+            found = self.origin(expr, where, callers=MAX_CALLER_DEPTH)
+            if isinstance(found, _Prepared):
+                return True
+            if isinstance(found, Origin) and found.kind is Kind.DATALOADER and self.shard_reason(found) is None:
                 return True
         return False
 

@@ -43,9 +43,10 @@ class UnpreparedObject(Rule):
     reported: prepared, it would step once per process. Nor is one stepped with a value
     (`scheduler.step(val_loss)` of a `ReduceLROnPlateau`): prepared, it would take the metric once
     per process and run out of patience that many times faster. Nor is any scheduler of a
-    training loop that iterates no DataLoader (full-batch training, batches the script draws in
-    `for it in range(max_iters)`): every process takes all the steps, and prepared, the scheduler
-    would step once per process at each. Nor is a loader fed a `DistributedSampler` (`sampler=` or
+    training loop that iterates no loader `prepare` shards (full-batch training, batches the script
+    draws in `for it in range(max_iters)`, a loader its own `DistributedSampler` shards, one whose
+    origin is unknown, such as a parameter no call of the file hands in): every process takes all
+    the steps, and prepared, the scheduler would step once per process at each. Nor is a loader fed a `DistributedSampler` (`sampler=` or
     `batch_sampler=`, directly or through a name): it already gives each rank its own shard, and
     `prepare` would shard it again. Nor is a scheduler sized from the length of an already
     prepared loader (`len(train_dl) * epochs` after `prepare`): it counts one process's steps, and
@@ -57,7 +58,9 @@ class UnpreparedObject(Rule):
     loop that only calls a model is inference). Not reported: frozen models
     (`requires_grad_(False)`, or `.eval()` outside any loop and no `.train()`), as diffusers
     scripts keep their VAE and text encoder, and models only ever called under `torch.no_grad()`
-    (a DQN's target network, a distillation teacher); objects reached only through parameters; loops
+    (a DQN's target network, a distillation teacher); modules whose parameters no optimizer of the
+    file is fed, when every optimizer's models are known (a loss module, `criterion =
+    LabelSmoothing()`); objects reached only through parameters; loops
     where no accelerator is in sight (a plain-PyTorch baseline beside the Accelerate code);
     files with a `prepare(*objects)` call (what it prepares is unknown); a scheduler stepped only in
     a loop that does not train (`for _ in range(start_epoch): scheduler.step()` on resume); a
@@ -251,9 +254,11 @@ class UnpreparedObject(Rule):
         # nothing prepared at all: every object is reported, nothing to extend
         Invalid(
             "import torch\nfrom accelerate import Accelerator\nfrom torch.optim.lr_scheduler import StepLR\n"
+            "from torch.utils.data import DataLoader\n"
             "accelerator = Accelerator()\nmodel = torch.nn.Linear(4, 2)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
-            "sched = StepLR(opt, 10)\nfor x in data:\n    model(x)\n    opt.step()\n    sched.step()\n",
-            count=3,
+            "sched = StepLR(opt, 10)\nloader = DataLoader(ds)\n"
+            "for x in loader:\n    model(x)\n    opt.step()\n    sched.step()\n",
+            count=4,
         ),
     ]
 
@@ -270,7 +275,7 @@ class UnpreparedObject(Rule):
         prepared = self._prepared_origins()
         if prepared is None:
             return
-        frozen = roles.frozen_origins()
+        frozen = roles.frozen_origins() | roles.unoptimized_models()
         reported: set[int] = set()
         for use in roles.uses:
             if use.how == "passed" and not self._is_local_function(use.callee, use.where):
@@ -296,8 +301,8 @@ class UnpreparedObject(Rule):
                 Cadence.WRAPPED,
             ):
                 continue  # stepped once per epoch, with a metric or by another scheduler: prepared, it would step once per process
-            if origin.kind is Kind.SCHEDULER and not roles.iterates_a_loader():
-                continue  # no loader to shard: every process takes the original's steps, once each
+            if origin.kind is Kind.SCHEDULER and not roles.shards_training_data():
+                continue  # no loader prepare() shards: every process takes the original's steps, once each
             if not self.script.sees_accelerator(use.where):
                 continue  # a plain-PyTorch baseline beside the Accelerate code
             reported.add(id(origin.call))

@@ -91,12 +91,12 @@ def test_compiled_and_ddp_wrapped_models_are_still_models():
 
 def test_trainer_class_attributes():
     src = (
-        "import torch\nfrom accelerate import Accelerator\nclass Trainer:\n    def __init__(self, model):\n"
-        "        self.accelerator = Accelerator()\n        self.model = model\n"
+        "import torch\nfrom accelerate import Accelerator\nclass Trainer:\n    def __init__(self, model, loader):\n"
+        "        self.accelerator = Accelerator()\n        self.model = model\n        self.loader = loader\n"
         "        self.optimizer = torch.optim.AdamW(model.parameters())\n"
         "        self.scheduler = torch.optim.lr_scheduler.StepLR(self.optimizer, 10)\n"
-        "        self.model, self.optimizer = self.accelerator.prepare(self.model, self.optimizer)\n"
-        "    def fit(self, loader):\n        for x in loader:\n            self.optimizer.step()\n            self.scheduler.step()\n"
+        "        self.model, self.optimizer, self.loader = self.accelerator.prepare(self.model, self.optimizer, self.loader)\n"
+        "    def fit(self):\n        for x in self.loader:\n            self.optimizer.step()\n            self.scheduler.step()\n"
     )
     [diag] = rc402(src)
     assert (
@@ -105,7 +105,7 @@ def test_trainer_class_attributes():
     )
     fixed, _ = fix_source(src, config=ONLY, unsafe=True)
     assert (
-        "self.model, self.optimizer, self.scheduler = self.accelerator.prepare(self.model, self.optimizer, self.scheduler)\n"
+        "self.model, self.optimizer, self.loader, self.scheduler = self.accelerator.prepare(self.model, self.optimizer, self.loader, self.scheduler)\n"
         in fixed
     )
 
@@ -135,7 +135,7 @@ def test_optimizer_and_scheduler_spellings():
         src = (
             "from accelerate import Accelerator\n"
             + head
-            + f"acc = Accelerator()\nthing = {build}\nfor x in data:\n    thing.step()\n"
+            + f"acc = Accelerator()\nthing = {build}\ndata = acc.prepare(data)\nfor x in data:\n    thing.step()\n"
         )
         [diag] = rc402(src)
         assert f"({kind})" in diag.message, head
@@ -206,6 +206,24 @@ def test_without_any_backward_the_steps_stand_for_training():
     assert reported(src) == ["train_dl"]
 
 
+def test_a_per_step_scheduler_is_asked_for_only_when_a_loader_is_sharded():
+    """What regcomp-fix leaves on purpose (survey 8: mmd, kaggle_fwi): with no training loader
+    prepare() shards, every process takes the original's steps and the scheduler stays unprepared."""
+    sched = "sched = torch.optim.lr_scheduler.OneCycleLR(opt, 0.1, total_steps=100)\n"
+    loop = "    for x in {}:\n        accelerator.backward(model(x).sum())\n        opt.step()\n        sched.step()\n"
+    head = LOADERS + sched + PREPARED
+    assert reported(head + "def fit(loader):\n" + loop.format("loader")) == []  # unknown: a parameter nobody hands in
+    assert reported(head + "for x in range(3):\n" + loop.format("batches(x)")) == []  # the script's own batches
+    sharded = LOADERS.replace("shuffle=True", "sampler=torch.utils.data.DistributedSampler(a)")
+    assert reported(sharded + sched + PREPARED + "for e in range(2):\n" + loop.format("train_dl")) == []
+    prepared = head.replace(PREPARED, "model, opt, train_dl = accelerator.prepare(model, opt, train_dl)\n")
+    assert reported(prepared + "for e in range(2):\n" + loop.format("train_dl")) == ["sched"]
+    handed = prepared + "def fit(loader):\n" + loop.format("loader") + "fit(train_dl)\n"
+    assert reported(handed) == ["sched"]  # the prepared loader, through the call
+    unprepared = head + "for e in range(2):\n" + loop.format("train_dl")
+    assert reported(unprepared) == ["train_dl", "sched"]  # the loader's fix prepares it: the scheduler too
+
+
 def test_a_scheduler_stepped_once_per_epoch_is_left_alone():
     sched = "sched = torch.optim.lr_scheduler.StepLR(opt, 1)\n"
     train = "    for x in train_dl:\n        accelerator.backward(model(x).sum())\n        opt.step()\n"
@@ -263,3 +281,22 @@ def test_each_call_of_a_loader_factory_is_its_own_loader():
     )
     [diag] = rc402(unprepared)
     assert diag.message.startswith("`train_dl` (data loader)")
+
+
+def test_a_module_no_optimizer_is_fed_is_not_asked_for():
+    """survey 8 (emotion): a loss module of the script, ``criterion = LabelSmoothing()``, is no
+    model to prepare: regcomp-fix prepares its optimizers' models only."""
+    loss = (
+        "class LabelSmoothing(torch.nn.Module):\n    def forward(self, logits, y):\n"
+        "        return torch.nn.functional.cross_entropy(logits, y, label_smoothing=0.1)\n"
+        "criterion = LabelSmoothing()\nhead = torch.nn.Linear(2, 2)\n"
+    )
+    loop = "for x, y in loader:\n    accelerator.backward(criterion(head(model(x)), y))\n    opt.step()\n"
+    prepared = "model, opt, loader = accelerator.prepare(model, opt, loader)\n"
+    assert reported(HEAD + loss + prepared + loop) == []  # no optimizer trains the head either
+    both = "opt = torch.optim.SGD([*model.parameters(), *head.parameters()], lr=0.1)\n"
+    assert reported(HEAD + loss + both + prepared + loop) == ["head"]  # optimized with the model: must be prepared
+    alone = HEAD + loss.replace("head = torch.nn.Linear(2, 2)\n", "") + prepared + loop.replace("head(model(x))", "model(x)")
+    assert reported(alone) == []
+    unknown = alone.replace("opt = torch.optim.SGD(model.parameters(), lr=0.1)", "opt = make_optimizer(cfg)")
+    assert reported(unknown) == ["criterion"]  # the optimizer's models are unknown: any model may train
