@@ -80,7 +80,7 @@ def _writer_elsewhere(tree: Tree, call: cst.Call) -> FunctionNode | None:
     """A checkpoint helper of another module of the project (the SSD tutorial's
     ``utils.save_checkpoint(epoch, model, optimizer)``): it calls ``torch.save``, and does no
     more than write (no loop, no collective, no call of what it is handed)."""
-    found = imported_function(tree, tree.imported_names(call.func))
+    found = imported_function(tree, call.func)
     if found is None:
         return None
     parsed, function = found

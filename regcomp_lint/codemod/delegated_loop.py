@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from regcomp_lint.analysis.name_resolution import ImportMap
 from regcomp_lint.analysis.reachability.modules import ParsedModule
-from regcomp_lint.codemod.local_modules import importer_of, is_project_module, load_local
+from regcomp_lint.codemod.local_modules import importer_of, is_project_module, load_local, star_source
 
 #: Methods that use an object as an ``nn.Module``: a name the script calls them on is a model.
 _MODEL_METHODS = frozenset(
@@ -60,12 +60,13 @@ def find_delegated_loop(tree: ast.Module, filename: str) -> DelegatedLoop | None
     constructed = _constructions(tree)
     models = _model_names(tree)
     importer = importer_of(filename)
+    names = _Names(importer, imports, _bound_names(tree))
     unread: DelegatedLoop | None = None
     calls = [s for s in ast.walk(tree) if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)]
     for stmt in sorted(calls, key=lambda s: (s.lineno, s.col_offset)):
         call = stmt.value
         assert isinstance(call, ast.Call)
-        function = _function_with_backward(importer, imports, call)
+        function = _function_with_backward(importer, names, call)
         if function is not None:  # `train(config, model, train_iter, ...)` from train_eval.py
             return DelegatedLoop(function[0], stmt.lineno, *function[1:], function=True)
         if not isinstance(call.func, ast.Attribute):
@@ -74,10 +75,8 @@ def find_delegated_loop(tree: ast.Module, filename: str) -> DelegatedLoop | None
         ctor = receiver if isinstance(receiver, ast.Call) else None
         if ctor is None and isinstance(receiver, ast.Name):
             ctor = constructed.get(receiver.id)
-        if ctor is None or not imports.root_is_import(ctor.func):
-            continue
-        qualname = imports.qualname(ctor.func)
-        if qualname is None or "." not in qualname or not is_project_module(qualname):
+        qualname = names.qualname(ctor.func) if ctor is not None else None
+        if ctor is None or qualname is None or "." not in qualname or not is_project_module(qualname):
             continue
         module, cls = qualname.rsplit(".", 1)
         found = _method_with_backward(importer, module, cls, method)
@@ -92,6 +91,40 @@ def find_delegated_loop(tree: ast.Module, filename: str) -> DelegatedLoop | None
             # ``trainer.register_callback(...)``) is taken for the one that trains
             unread = DelegatedLoop(f"{qualname}.{method}", stmt.lineno, models=handed)
     return unread
+
+
+@dataclass(frozen=True)
+class _Names:
+    """What the script's names of imported things stand for: ``mingpt.trainer.Trainer`` for
+    ``Trainer`` imported by name, or brought by ``from mingpt.trainer import *`` when the script
+    binds no ``Trainer`` itself."""
+
+    importer: str
+    imports: ImportMap
+    bound: frozenset[str]
+
+    def qualname(self, func: ast.expr) -> str | None:
+        if self.imports.root_is_import(func):
+            return self.imports.qualname(func)
+        if not isinstance(func, ast.Name) or func.id in self.bound:
+            return None
+        found = star_source(self.importer, self.imports.star_modules, func.id)
+        return f"{found[1]}.{func.id}" if found is not None else None
+
+
+def _bound_names(tree: ast.Module) -> frozenset[str]:
+    """Every name the script binds anywhere (assignments, defs, classes, parameters, imports by name)."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            found.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+        elif isinstance(node, ast.arg):
+            found.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
+    return frozenset(found)
 
 
 def refusal(found: DelegatedLoop, converts: str | None) -> str:
@@ -176,12 +209,10 @@ def _method_with_backward(
     return parsed.path, methods[method].lineno, _backward_line(methods, method)
 
 
-def _function_with_backward(importer: str, imports: ImportMap, call: ast.Call) -> tuple[str, str, int, int] | None:
+def _function_with_backward(importer: str, names: _Names, call: ast.Call) -> tuple[str, str, int, int] | None:
     """(qualname, path, def line, backward line) when ``call`` runs a function of a project module
     that has an ``X.backward()`` (or calls a function of its module that has one)."""
-    if not imports.root_is_import(call.func):
-        return None
-    qualname = imports.qualname(call.func)
+    qualname = names.qualname(call.func)
     if qualname is None or "." not in qualname or not is_project_module(qualname):
         return None
     module, name = qualname.rsplit(".", 1)

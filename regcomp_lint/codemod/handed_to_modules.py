@@ -48,7 +48,7 @@ def unwrap_for_other_modules(planner: PlainPlanner, block: Block, prepare_index:
                 index = planner.project(block, call)
                 if index is None or index < prepare_index:
                     continue  # still the plain model
-            found = imported_function(tree, tree.imported_names(call.func))
+            found = imported_function(tree, call.func)
             if found is None:
                 continue
             parsed, definition = found

@@ -4,6 +4,12 @@ The converter edits one file, but what that file does often lives next to it: a 
 (``delegated_loop``), an evaluation that reads the model's attributes (``handed_to_modules``),
 an optimizer factory (``optimizers``), a checkpoint helper (``checkpoint_writes``). Nothing is
 imported or run; a module that cannot be found is simply not known.
+
+A name comes from a project module by name (``from utils import save_checkpoint``,
+``utils.save_checkpoint``) or through a star import (the SSD tutorial's ``from utils import *``):
+then, as Python does, the last star import whose module exports the name gives it (``__all__``
+when the module has one, else its public top-level names), and a name the script binds itself
+wins. A library's star import is taken to define none of the project's names.
 """
 
 from __future__ import annotations
@@ -11,12 +17,18 @@ from __future__ import annotations
 import ast
 import os
 import sys
+from collections.abc import Sequence
+
+import libcst as cst
+from libcst.metadata import BuiltinAssignment
 
 from regcomp_lint.analysis.reachability.modules import ParsedModule, is_third_party, load_module, module_file
-from regcomp_lint.codemod.tree import Tree
+from regcomp_lint.codemod.tree import Tree, dotted, find_all
 from regcomp_lint.knowledge.training_libraries import LIBRARY_TRAINER_ROOTS
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+#: How many star imports inside the imported module itself (``from .ckpt import *``) are followed.
+_MAX_STAR_DEPTH = 3
 
 
 def is_project_module(qualname: str) -> bool:
@@ -41,17 +53,81 @@ def load_local(importer: str, module: str) -> ParsedModule | None:
     return load_module(path) if path else None
 
 
-def imported_function(tree: Tree, qualnames: set[str]) -> tuple[ParsedModule, FunctionNode] | None:
-    """The function of a project module one of ``qualnames`` (a call's imported names) names,
-    with its module, when the script has a path and that module's file is found."""
+def imported_function(tree: Tree, func: cst.BaseExpression) -> tuple[ParsedModule, FunctionNode] | None:
+    """The function of a project module a call's ``func`` names (imported by name, or brought by a
+    star import), with its module, when the script has a path and that module's file is found."""
     if tree.filename is None:
         return None
     importer = importer_of(tree.filename)
-    for qualname in sorted(qualnames):
+    for qualname in sorted(tree.imported_names(func)):
         if "." not in qualname or not is_project_module(qualname):
             continue
         module, name = qualname.rsplit(".", 1)
         parsed = load_local(importer, module)
         if parsed is not None and parsed.path is not None and name in parsed.functions:
             return parsed, parsed.functions[name]
+    if not isinstance(func, cst.Name) or _bound_in_script(tree, func):
+        return None
+    found = star_source(importer, star_imports(tree), func.value)
+    if found is None or found[0].path is None or func.value not in found[0].functions:
+        return None
+    return found[0], found[0].functions[func.value]
+
+
+def star_imports(tree: Tree) -> list[str]:
+    """The modules the script star-imports, in source order, as :class:`ImportMap` spells them
+    (``utils``, ``.utils``)."""
+    found = []
+    for node in find_all(tree.module, cst.ImportFrom):
+        if isinstance(node.names, cst.ImportStar):
+            module = dotted(node.module) if node.module is not None else ""
+            found.append("." * len(node.relative) + (module or ""))
+    return found
+
+
+def star_source(importer: str, modules: Sequence[str], name: str, depth: int = 0) -> tuple[ParsedModule, str] | None:
+    """Which of the star imports ``modules`` (source order) gives ``name``: the last one whose
+    module exports it. Answers the module that defines it (a star import of that module's own is
+    followed) and the one of ``modules`` it comes through (``utils``, ``.utils``)."""
+    for module in reversed(modules):
+        if not is_project_module(module) or not module.strip("."):
+            continue
+        parsed = load_local(importer, module)
+        if parsed is None:
+            continue
+        listed = _all_names(parsed)
+        if (name not in listed) if listed is not None else name.startswith("_"):
+            continue
+        if _defines(parsed, name):
+            return parsed, module
+        if depth < _MAX_STAR_DEPTH:
+            inner = star_source(parsed.path or importer, parsed.imports.star_modules, name, depth + 1)
+            if inner is not None:
+                return inner[0], module
+        if listed is not None:
+            return parsed, module  # exported, from where is not seen
     return None
+
+
+def _all_names(parsed: ParsedModule) -> set[str] | None:
+    """The module's ``__all__`` when it is a literal list or tuple of strings, else None."""
+    names = parsed.assignments.get("__all__")
+    if isinstance(names, (ast.List, ast.Tuple)) and all(
+        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in names.elts
+    ):
+        return {e.value for e in names.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+    return None
+
+
+def _defines(parsed: ParsedModule, name: str) -> bool:
+    return (
+        name in parsed.functions
+        or name in parsed.classes
+        or name in parsed.assignments
+        or parsed.imports.imported(name)
+    )
+
+
+def _bound_in_script(tree: Tree, name: cst.Name) -> bool:
+    """The script binds ``name`` itself (a def, an assignment, an import by name) where it is read."""
+    return any(not isinstance(a, BuiltinAssignment) for a in tree.assignments_of(name))

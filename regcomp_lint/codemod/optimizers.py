@@ -100,7 +100,7 @@ def _builds_optimizer_elsewhere(tree: Tree, value: cst.BaseExpression) -> bool:
     """``value`` calls a function of another module of the project (read next to the script,
     ``ast`` only) that returns an optimizer it constructs: ``return torch.optim.SGD(...)``, or a
     name bound to one there."""
-    found = imported_function(tree, tree.imported_names(value.func)) if isinstance(value, cst.Call) else None
+    found = imported_function(tree, value.func) if isinstance(value, cst.Call) else None
     if found is None:
         return False
     parsed, function = found

@@ -12,6 +12,7 @@ from typing import TypeVar, cast, overload
 
 import libcst as cst
 from libcst.metadata import (
+    BaseAssignment,
     MetadataWrapper,
     ParentNodeProvider,
     PositionProvider,
@@ -123,6 +124,11 @@ class Tree:
             if isinstance(getattr(assignment, "node", None), (cst.Import, cst.ImportFrom)):
                 return True
         return False
+
+    def assignments_of(self, name: cst.Name) -> list[BaseAssignment]:
+        """What binds ``name`` where it is read (its scope's, then the enclosing scopes'), builtins included."""
+        scope = self._scopes.get(name)
+        return list(scope[name.value]) if scope is not None else []
 
     def function_named(self, call: cst.Call) -> cst.FunctionDef | None:
         """The ``def`` a plain-name call refers to, through scope resolution."""

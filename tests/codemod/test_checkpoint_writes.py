@@ -160,3 +160,30 @@ def test_a_checkpoint_helper_of_another_module_runs_on_the_main_process_with_the
         "        save_checkpoint(epoch, accelerator.unwrap_model(model, keep_torch_compile=False), optimizer)\n"
     ) in result.text
     assert "    evaluate_and_save(model, loader)\n" in result.text  # it loops over the model: every process runs it
+
+
+def test_a_checkpoint_helper_brought_by_a_star_import_runs_on_the_main_process_with_the_plain_model(tmp_path):
+    """The SSD tutorial's train.py does ``from utils import *``: every process wrote the file,
+    pickling DDP, when the star import was not seen through."""
+    from regcomp_lint.codemod import convert_source
+
+    (tmp_path / "utils.py").write_text(
+        "import torch\n\n\ndef save_checkpoint(epoch, model, optimizer):\n"
+        "    state = {'epoch': epoch, 'model': model, 'optimizer': optimizer}\n"
+        "    torch.save(state, 'checkpoint_ssd300.pth.tar')\n"
+    )
+    text = (
+        "import torch\nimport torch.nn as nn\nfrom torch.utils.data import DataLoader, TensorDataset\n"
+        "from utils import *\n\n"
+        "model = nn.Linear(4, 1)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8)\n"
+        "for epoch in range(2):\n    for x, y in loader:\n        loss = nn.functional.mse_loss(model(x), y)\n"
+        "        optimizer.zero_grad()\n        loss.backward()\n        optimizer.step()\n"
+        "    save_checkpoint(epoch, model, optimizer)\n"
+    )
+    result = convert_source(text, str(tmp_path / "train.py"))
+    assert result.refused is None, result.refused
+    assert (
+        "    if accelerator.is_main_process:\n"
+        "        save_checkpoint(epoch, accelerator.unwrap_model(model, keep_torch_compile=False), optimizer)\n"
+    ) in result.text

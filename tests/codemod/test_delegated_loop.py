@@ -183,3 +183,31 @@ def test_a_training_function_of_another_module_is_named_and_the_advice_is_not_ci
     assert "the training loop runs in train_eval.train(), which it imports and runs at line 5" in result.refused
     assert "X.backward() at line 8" in result.refused
     assert "neither file converts on its own; convert by hand" in result.refused
+
+
+def test_a_training_function_and_a_trainer_brought_by_a_star_import_are_named(tmp_path):
+    """``from train_eval import *`` (and ``from mingpt.trainer import *``) bring the function or
+    the trainer whose loop trains: refused naming it, not answered as a file with nothing to convert."""
+    (tmp_path / "train_eval.py").write_text(
+        "import torch\n\n\ndef train(config, model, train_iter):\n"
+        "    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)\n"
+        "    for x, y in train_iter:\n        loss = (model(x) - y).pow(2).mean()\n        loss.backward()\n"
+        "        optimizer.step()\n"
+    )
+    run = "import torch\nfrom train_eval import *\n\nmodel = torch.nn.Linear(4, 1)\ntrain(config, model, data)\n"
+    result = convert_source(run, str(tmp_path / "run.py"))
+    assert result.refused is not None
+    assert "the training loop runs in train_eval.train(), which it imports and runs at line 5" in result.refused
+    # a name the script defines itself is its own, not the star import's
+    own = run.replace("model = ", "def train(config, model, data):\n    pass\n\n\nmodel = ")
+    assert (
+        convert_source(own, str(tmp_path / "run.py")).refused
+        == f"{tmp_path / 'run.py'}: not converted: {NO_TRAINING_STEP}"
+    )
+    script = _project(tmp_path)
+    star = SCRIPT.replace("from mingpt.trainer import Trainer", "from mingpt.trainer import *")
+    result = convert_source(star, str(script))
+    assert result.refused is not None
+    assert (
+        "the training loop runs in mingpt.trainer.Trainer.run(), which it imports and runs at line 8" in result.refused
+    )

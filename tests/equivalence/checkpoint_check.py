@@ -3,7 +3,9 @@
 Run in the torch interpreter by the harness (the test process need not have torch):
     python checkpoint_check.py FIXTURE_FOLDER MODULE:FUNCTION KEY_JSON STRIP_PREFIX_JSON PATH...
 KEY_JSON: the state_dict's key in the saved dict, or null when the file is the state_dict. A file
-holding a whole pickled model must hold the factory's own class (not a DDP or compiled wrapper).
+holding a whole pickled model, or a dict holding one under KEY (the SSD tutorial's
+``{'epoch': ..., 'model': model, 'optimizer': optimizer}``), must hold the factory's own class
+(not a DDP or compiled wrapper).
 STRIP_PREFIX_JSON: a prefix every key carries (DDP's "module."), or null.
 """
 
@@ -24,12 +26,14 @@ def main() -> None:
         try:
             saved = torch.load(path, map_location="cpu", weights_only=False)
             fresh = build()
+            if not isinstance(saved, torch.nn.Module) and key is not None:
+                saved = saved[key]
             if isinstance(saved, torch.nn.Module):  # a whole model pickled: the plain module, no wrapper
                 if type(saved) is not type(fresh):
                     raise TypeError(f"a pickled {type(saved).__name__}, not a plain {type(fresh).__name__}")
                 state = saved.state_dict()
             else:
-                state = saved[key] if key is not None else saved
+                state = saved
             if strip and all(k.startswith(strip) for k in state):
                 state = {k[len(strip) :]: v for k, v in state.items()}
             fresh.load_state_dict(state, strict=True)
