@@ -3,7 +3,8 @@
 DCGAN's ``vutils.save_image(fake.detach(), '%s/fake_samples_epoch_%03d.png' % ...)`` ran in one
 process; launched on several, every process writes the same file at once (a torn PNG, or the
 file of whichever process finished last). A statement that only writes such a file
-(:data:`~regcomp_lint.knowledge.torch_api.FILE_WRITERS`) goes under
+(:data:`~regcomp_lint.knowledge.torch_api.FILE_WRITERS`, or a Hub upload such as cleanRL's
+``push_to_hub(args, ...)`` and ``model.push_to_hub(repo)``) goes under
 ``if accelerator.is_main_process:``. One that also calls a prepared model stays as it is, with a
 note: DDP's forward broadcasts buffers, so run by one process it would never return.
 Checkpoints (``torch.save``) are ``checkpoint_writes.py``'s.
@@ -18,7 +19,7 @@ import libcst as cst
 from regcomp_lint.codemod.builders import expression, guarded
 from regcomp_lint.codemod.checkpoint_writes import under_rank_test
 from regcomp_lint.codemod.tree import Function, code, find_all, key_of
-from regcomp_lint.knowledge.torch_api import FILE_WRITERS
+from regcomp_lint.knowledge.torch_api import FILE_WRITERS, HUB_UPLOAD_NAMES
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.rewrites import Planner
@@ -30,7 +31,7 @@ def write_files_once(planner: Planner, places: list[Function]) -> None:
     models = set(getattr(planner, "models", []))
     for place in places:
         for call in find_all(place, cst.Call, enter_functions=False):
-            if not tree.resolves_to(call.func, *FILE_WRITERS) or under_rank_test(planner, call):
+            if not _writes_a_file(tree, call.func) or under_rank_test(planner, call):
                 continue
             expr = tree.parent(call)
             line = tree.parent(expr) if expr is not None else None
@@ -53,3 +54,9 @@ def write_files_once(planner: Planner, places: list[Function]) -> None:
                 f"{writer}() at line {tree.line(call)} runs under `if {acc}.is_main_process:`: every process would "
                 "write the same file"
             )
+
+
+def _writes_a_file(tree, func: cst.BaseExpression) -> bool:
+    """``func`` writes a file or uploads one: a known writer, or a ``push_to_hub`` of any owner."""
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+    return name in HUB_UPLOAD_NAMES or tree.resolves_to(func, *FILE_WRITERS)

@@ -269,7 +269,15 @@ FILE_WRITERS = (
     "imageio.v2.imwrite",
     "cv2.imwrite",
     "skimage.io.imsave",
+    # uploads to the Hugging Face Hub: each process would push the same commit (cleanRL's TD3)
+    "huggingface_hub.upload_folder",
+    "huggingface_hub.upload_file",
+    "huggingface_hub.HfApi.upload_folder",
+    "huggingface_hub.HfApi.upload_file",
 )
+#: Calls that upload to the Hub whatever defines them: ``model.push_to_hub(repo)`` (transformers,
+#: diffusers), a project helper of that name (cleanRL's ``cleanrl_utils.huggingface.push_to_hub``).
+HUB_UPLOAD_NAMES = ("push_to_hub",)
 #: Gradient clipping, by the ``Accelerator`` method that replaces it, and the arguments that
 #: method takes: ``accelerator.clip_grad_norm_`` first unscales the gradients of fp16 mixed
 #: precision (a plain clip would clip the scaled ones) and clips FSDP's sharded parameters whole.
