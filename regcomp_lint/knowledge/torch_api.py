@@ -275,6 +275,23 @@ FILE_WRITERS = (
     "huggingface_hub.HfApi.upload_folder",
     "huggingface_hub.HfApi.upload_file",
 )
+#: Calls that fetch data from the network or unpack an archive into a folder: a script that runs them
+#: in every process downloads (or extracts) into the same place at once (pytorch/examples' GCN
+#: fetches Cora with ``requests.get`` and ``tarfile.open(...).extractall()``).
+DOWNLOADERS = (
+    "requests.get",
+    "urllib.request.urlretrieve",
+    "urllib.request.urlopen",
+    "wget.download",
+    "gdown.download",
+    "torch.hub.download_url_to_file",
+    "torchvision.datasets.utils.download_url",
+    "torchvision.datasets.utils.download_and_extract_archive",
+    "torchvision.datasets.utils.download_file_from_google_drive",
+    "tarfile.open",
+    "zipfile.ZipFile",
+    "shutil.unpack_archive",
+)
 #: Calls that upload to the Hub whatever defines them: ``model.push_to_hub(repo)`` (transformers,
 #: diffusers), a project helper of that name (cleanRL's ``cleanrl_utils.huggingface.push_to_hub``).
 HUB_UPLOAD_NAMES = ("push_to_hub",)

@@ -66,3 +66,50 @@ def test_a_download_before_the_accelerator_is_named_in_a_note():
     assert result.text.count("with accelerator.main_process_first():") == 2  # the two inside main()
     assert '\nMNIST_TRAIN = datasets.MNIST("../data", train=True, download=True)\n' in result.text
     assert any("the download at line(s) 7 runs in every process" in note for note in result.notes)
+
+
+GCN = """
+import os
+import tarfile
+
+import requests
+import torch
+
+
+def main():
+    cora_url = "https://linqs-public.soe.ucsc.edu/data/cora.tgz"
+    if os.path.isfile("cora/cora.content"):
+        print("Dataset already downloaded...")
+    else:
+        print("Downloading dataset...")
+        with requests.get(cora_url, stream=True) as tgz_file:
+            with tarfile.open(fileobj=tgz_file.raw, mode="r:gz") as tgz_object:
+                tgz_object.extractall()
+    features = torch.randn(64, 8)
+    model = torch.nn.Linear(8, 2)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    for epoch in range(3):
+        optimizer.zero_grad()
+        model(features).sum().backward()
+        optimizer.step()
+"""
+
+
+def test_a_hand_written_fetch_before_the_accelerator_is_named_in_a_note():
+    """pytorch/examples' GCN fetches Cora with requests and tarfile: every process did, silently."""
+    result = convert_source(GCN, "main.py")
+    assert result.refused is None, result.refused
+    [note] = [n for n in result.notes if "download" in n]
+    assert "the download at line(s) 11 runs in every process" in note
+
+
+def test_a_hand_written_fetch_after_the_accelerator_goes_under_main_process_first():
+    fetch = GCN[GCN.index('    cora_url = "') : GCN.index("    features = ")]
+    setup = GCN[GCN.index("    features = ") : GCN.index("    for epoch")]
+    script = GCN.replace(fetch + setup, setup + fetch)
+    result = convert_source(script, "main.py")
+    assert result.refused is None, result.refused
+    assert "    with accelerator.main_process_first():\n        if os.path.isfile(" in result.text
+    line = script.splitlines().index('    if os.path.isfile("cora/cora.content"):') + 1
+    assert any(f"download at line {line} runs under accelerator.main_process_first()" in n for n in result.notes)
+    assert not any("runs in every process" in n for n in result.notes)
