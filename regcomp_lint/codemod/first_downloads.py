@@ -22,6 +22,12 @@ if TYPE_CHECKING:
     from regcomp_lint.codemod.rewrites import Planner
 
 
+_STATEMENTS = (cst.SimpleStatementLine, cst.If, cst.With, cst.Try)
+#: How many calls of the script's own functions are followed to a download (``get_loader(args)``
+#: whose body builds ``datasets.CIFAR10(..., download=True)``).
+_HELPER_DEPTH = 2
+
+
 def downloads(tree: Tree, stmt: cst.CSTNode) -> bool:
     """A statement that downloads: a call with ``download=True`` (torchvision, torchtext
     datasets), or a fetch or an archive extraction of :data:`DOWNLOADERS`, also inside a compound
@@ -32,18 +38,48 @@ def downloads(tree: Tree, stmt: cst.CSTNode) -> bool:
         for arg in call.args
     ):
         return True
-    if not isinstance(stmt, (cst.SimpleStatementLine, cst.If, cst.With, cst.Try)):
+    if not isinstance(stmt, _STATEMENTS):
         return False
     return any(tree.resolves_to(call.func, *DOWNLOADERS) for call in find_all(stmt, cst.Call, enter_functions=False))
 
 
+def download_helper(tree: Tree, stmt: cst.CSTNode, depth: int = 0) -> cst.FunctionDef | None:
+    """The script's own function that ``stmt`` calls and that downloads (the ViT example's
+    ``train_loader, test_loader = get_loader(args)``), followed a few calls deep."""
+    if depth >= _HELPER_DEPTH or not isinstance(stmt, _STATEMENTS):
+        return None
+    for call in find_all(stmt, cst.Call, enter_functions=False):
+        function = tree.function_named(call)
+        if function is None:
+            continue
+        for inner in find_all(function, _STATEMENTS, enter_functions=False):
+            if downloads(tree, inner) or download_helper(tree, inner, depth + 1) is not None:
+                return function
+    return None
+
+
 def download_first(planner: Planner, block: Block, accelerator_at: int) -> None:
-    """Put each downloading statement of ``block`` from ``accelerator_at`` on under its own
+    """Put each downloading statement of ``block`` from ``accelerator_at`` on (one that downloads,
+    or calls a function of the script that does) under its own
     ``with accelerator.main_process_first():`` (the statement as the other edits left it, its
     comments above the ``with``); note the downloads it cannot reach."""
     tree = planner.tree
     acc = planner.acc_key
-    reached = [stmt for index, stmt in enumerate(block.body) if index >= accelerator_at and downloads(tree, stmt)]
+    reached: list[cst.CSTNode] = []
+    helpers: list[cst.FunctionDef] = []
+    for index, stmt in enumerate(block.body):
+        if index < accelerator_at:
+            continue
+        helper = None if downloads(tree, stmt) else download_helper(tree, stmt)
+        if helper is not None or downloads(tree, stmt):
+            reached.append(stmt)
+            where = f" (in {helper.name.value}())" if helper is not None else ""
+            planner.notes.append(
+                f"the dataset download at line {tree.line(stmt)}{where} runs under {acc}.main_process_first(): the "
+                "main process downloads, the others then read its files"
+            )
+            if helper is not None:
+                helpers.append(helper)
 
     def wrap(updated: cst.CSTNode) -> cst.CSTNode:
         assert isinstance(updated, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
@@ -55,23 +91,17 @@ def download_first(planner: Planner, block: Block, accelerator_at: int) -> None:
 
     for stmt in reached:
         planner.edits.on(stmt, wrap)
-        planner.notes.append(
-            f"the dataset download at line {tree.line(stmt)} runs under {acc}.main_process_first(): the main "
-            "process downloads, the others then read its files"
-        )
+    covered = [*reached, *helpers]
     missed = [
         s
-        for s in find_all(tree.module, (cst.SimpleStatementLine, cst.If, cst.With, cst.Try))
-        if downloads(tree, s) and not any(s is r or _within(tree, s, r) or _within(tree, r, s) for r in reached)
+        for s in find_all(tree.module, _STATEMENTS)
+        if downloads(tree, s) and not any(tree.contains(r, s) or tree.contains(s, r) for r in covered)
     ]
-    missed = [s for s in missed if not any(_within(tree, s, o) for o in missed)]  # the outermost statement only
+    missed = [s for s in missed if not any(o is not s and tree.contains(o, s) for o in missed)]  # the outermost only
     if missed:
         lines = ", ".join(str(tree.line(s)) for s in missed)
         planner.notes.append(
             f"the download at line(s) {lines} runs in every process: under several processes, download once "
-            f"first (or wrap it in `with {acc}.main_process_first():` where the accelerator exists)"
+            "first (run the script once on one process, or call it under "
+            f"`with {acc}.main_process_first():` in the function that creates the Accelerator)"
         )
-
-
-def _within(tree: Tree, node: cst.CSTNode, outer: cst.CSTNode) -> bool:
-    return any(a is outer for a in tree.ancestors(node))

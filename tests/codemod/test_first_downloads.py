@@ -113,3 +113,25 @@ def test_a_hand_written_fetch_after_the_accelerator_goes_under_main_process_firs
     line = script.splitlines().index('    if os.path.isfile("cora/cora.content"):') + 1
     assert any(f"download at line {line} runs under accelerator.main_process_first()" in n for n in result.notes)
     assert not any("runs in every process" in n for n in result.notes)
+
+
+def test_a_call_of_a_helper_that_downloads_goes_under_main_process_first():
+    """The ViT example builds its loaders in get_loader(args), with download=True inside."""
+    helper = (
+        "def get_loader(transform):\n"
+        '    train_set = datasets.MNIST("../data", train=True, download=True, transform=transform)\n'
+        "    return torch.utils.data.DataLoader(train_set, batch_size=64)\n\n\n"
+    )
+    script = SCRIPT.replace("def main():", helper + "def main():")
+    start = script.index("    # both splits come from one download")
+    end = script.index("    model = torch.nn.Linear")
+    script = (
+        script[:start]
+        + "    model = torch.nn.Linear(784, 10).to(device)\n    loader = get_loader(transform)\n"
+        + script[end:].replace("    model = torch.nn.Linear(784, 10).to(device)\n", "", 1)
+    )
+    result = convert_source(script, "main.py")
+    assert result.refused is None, result.refused
+    assert "    with accelerator.main_process_first():\n        loader = get_loader(transform)\n" in result.text
+    assert any("(in get_loader()) runs under accelerator.main_process_first()" in n for n in result.notes)
+    assert not any("runs in every process" in n for n in result.notes)
