@@ -10,6 +10,7 @@ uses as an optimizer. This module only pairs the answers with the converter's li
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import libcst as cst
@@ -55,6 +56,8 @@ def _unpacked(tree: Tree, function: Function) -> list[FoundOptimizer]:
         if keys is None or not isinstance(call, ast.Call) or view.roles is None:
             continue
         unpacked = view.roles.optimizers.unpacked_sources(call, view.where(call), len(keys))
+        if not unpacked:  # `optimizer, scheduler = build_optimizer_and_scheduler(model, cfg)` of utils/optim.py
+            unpacked = _unpacked_elsewhere(tree, assign.value, call, len(keys))
         for index, (source, beside) in unpacked.items():
             key = keys[index]
             models = [k for k in [*(keys[i] for i in beside), *source.owners] if k is not None]
@@ -100,9 +103,42 @@ def _builds_optimizer_elsewhere(tree: Tree, value: cst.BaseExpression) -> bool:
     """``value`` calls a function of another module of the project (read next to the script,
     ``ast`` only) that returns an optimizer it constructs: ``return torch.optim.SGD(...)``, or a
     name bound to one there."""
+    found = _returned_elsewhere(tree, value)
+    return found is not None and any(found[0](returned) is Kind.OPTIMIZER for returned in found[1])
+
+
+def _unpacked_elsewhere(
+    tree: Tree, value: cst.BaseExpression, call: ast.Call, width: int
+) -> dict[int, tuple[OptimizerSource, list[int]]]:
+    """The optimizer another module's function returns in every tuple of ``width`` values it
+    returns (``return optimizer, scheduler``), by position, with the models the call hands it
+    (as :meth:`OptimizerSources.unpacked_sources` answers for the file's own functions)."""
+    view = lint_view(tree)
+    found = _returned_elsewhere(tree, value)
+    if found is None or view.roles is None:
+        return {}
+    kind, returns = found
+    tuples = [r for r in returns if isinstance(r, ast.Tuple) and len(r.elts) == width]
+    if not tuples or len(tuples) != len(returns):
+        return {}
+    unpacked: dict[int, tuple[OptimizerSource, list[int]]] = {}
+    for index in range(width):
+        if all(kind(r.elts[index]) is Kind.OPTIMIZER for r in tuples):
+            owners = view.roles.optimizers.parameter_owners(call, view.where(call), handed=True)
+            if owners:
+                unpacked[index] = (OptimizerSource(owners, f"{view.text(call.func)}() (returns an optimizer)"), [])
+    return unpacked
+
+
+def _returned_elsewhere(
+    tree: Tree, value: cst.BaseExpression
+) -> tuple[Callable[[ast.expr], Kind | None], list[ast.expr]] | None:
+    """When ``value`` calls a function of another module of the project: what kind of object an
+    expression it returns constructs (``torch.optim.SGD(...)``, or a name bound to one there), and
+    the values it returns."""
     found = imported_function(tree, value.func) if isinstance(value, cst.Call) else None
     if found is None:
-        return False
+        return None
     parsed, function = found
     ctx = FileContext(SourceFile(parsed.path or "", ""), parsed.tree)
     ctx.imports = parsed.imports  # what that module imports, for its names
@@ -113,13 +149,12 @@ def _builds_optimizer_elsewhere(tree: Tree, value: cst.BaseExpression) -> bool:
         for target in node.targets
         if isinstance(target, ast.Name)
     }
-    for node in ast.walk(function):
-        if not isinstance(node, ast.Return) or node.value is None:
-            continue
-        returned = built.get(node.value.id) if isinstance(node.value, ast.Name) else node.value
-        if isinstance(returned, ast.Call) and constructor_kind(ctx, returned, parsed.classes) is Kind.OPTIMIZER:
-            return True
-    return False
+
+    def kind(returned: ast.expr) -> Kind | None:
+        made = built.get(returned.id) if isinstance(returned, ast.Name) else returned
+        return constructor_kind(ctx, made, parsed.classes) if isinstance(made, ast.Call) else None
+
+    return kind, [node.value for node in ast.walk(function) if isinstance(node, ast.Return) and node.value is not None]
 
 
 def _call_of(tree: Tree, creation: Creation) -> ast.Call | None:

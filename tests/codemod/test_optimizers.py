@@ -49,3 +49,48 @@ def test_a_function_of_another_module_returning_no_optimizer_is_not_one(tmp_path
     (tmp_path / "optim_utils.py").write_text("def build_optimizer(model, lr):\n    return make_something(model)\n")
     result = convert_source(TRAIN, str(tmp_path / "train.py"))
     assert result.refused is not None and "no optimizer found" in result.refused
+
+
+TUPLE_FACTORY = """\
+import torch
+
+
+def build_optimizer_and_scheduler(model, cfg):
+    optimizer = torch.optim.SGD(model.parameters(), lr=cfg["lr"], momentum=0.9)
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=cfg["epochs"])
+    return optimizer, scheduler
+"""
+
+
+@pytest.mark.parametrize("module", ["optim", "utils.optim"])
+def test_an_optimizer_and_scheduler_factory_of_another_module_returning_a_tuple_is_followed(tmp_path, module):
+    """A supernet trainer's optimizer, scheduler = build_optimizer_and_scheduler(model, cfg) from
+    utils/optim.py: it was refused (no optimizer found)."""
+    path = tmp_path.joinpath(*module.split(".")).with_suffix(".py")
+    path.parent.mkdir(exist_ok=True)
+    if module == "utils.optim":
+        (tmp_path / "utils" / "__init__.py").write_text("")
+    path.write_text(TUPLE_FACTORY)
+    text = (
+        TRAIN.replace("from optim_utils import build_optimizer", f"from {module} import build_optimizer_and_scheduler")
+        .replace(
+            "optimizer = build_optimizer(model, 0.1)",
+            'optimizer, scheduler = build_optimizer_and_scheduler(model, {"lr": 0.1, "epochs": 2})',
+        )
+        .replace("scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)\n", "")
+    )
+    result = convert_source(text, str(tmp_path / "train.py"))
+    assert result.refused is None, result.refused
+    # the scheduler steps once per epoch: left unprepared, its LR moves as in the original
+    assert "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)" in result.text
+
+
+def test_a_tuple_of_another_module_without_an_optimizer_is_not_one(tmp_path):
+    (tmp_path / "optim.py").write_text("def build_optimizer_and_scheduler(model, cfg):\n    return make(model), None\n")
+    text = TRAIN.replace(
+        "from optim_utils import build_optimizer", "from optim import build_optimizer_and_scheduler"
+    ).replace(
+        "optimizer = build_optimizer(model, 0.1)", "optimizer, scheduler = build_optimizer_and_scheduler(model, {})"
+    )
+    result = convert_source(text, str(tmp_path / "train.py"))
+    assert result.refused is not None and "no optimizer found" in result.refused

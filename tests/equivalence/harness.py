@@ -199,13 +199,16 @@ def parse_metrics(output: str) -> dict[str, float]:
 
 
 def stage(case: Case, folder: Path, script: bytes) -> Path:
-    """A copy of the fixture's folder with ``script`` as its ``train.py``."""
+    """A copy of the fixture's folder with ``script`` as its ``train.py`` (its packages too: a
+    ``utils/`` the script imports from)."""
     if folder.exists():  # a run retried after an error in an earlier test of the session
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     for source in case.folder.iterdir():
         if source.is_file() and source.suffix == ".py" and source.name != "case.py":
             shutil.copy(source, folder / source.name)
+        elif source.is_dir() and (source / "__init__.py").is_file():
+            shutil.copytree(source, folder / source.name, ignore=shutil.ignore_patterns("__pycache__"))
     (folder / SCRIPT).write_bytes(script)
     return folder
 
