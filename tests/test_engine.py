@@ -196,6 +196,44 @@ def test_too_deep_to_parse_is_rc001():
     assert [d.code for d in diags] == ["RC001"] and "too deeply nested" in diags[0].message
 
 
+@pytest.mark.parametrize(
+    "fixture",
+    [
+        "rc201_item_in_attention.py",
+        "rc301_gpt2_layer_idx_scaling.py",
+        "nanogpt_train.py",
+        "rc402_unprepared_scheduler.py",
+    ],
+)
+def test_a_lint_leaves_no_reference_cycle_holding_the_tree(fixture):
+    """Everything a file's lint builds is freed by reference counting when it ends: a cycle
+    (a rule keeping its own bound method, analyses keeping each other's) would hold the whole
+    tree until the cyclic collector runs, which cost seconds on a large tree (issue 16)."""
+    import gc
+    from pathlib import Path
+
+    data = (Path(__file__).parent.parent / "fixtures" / "lint" / fixture).read_bytes()
+    lint_bytes(data, fixture, ALL)  # first use: lazy imports and caches
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        assert lint_bytes(data, fixture, ALL)
+        gc.collect()
+        held = sorted(
+            {
+                type(o).__name__
+                for o in gc.garbage
+                if isinstance(o, ast.AST) or type(o).__module__.startswith("regcomp_lint")
+            }
+        )
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert held == []
+
+
 # -- suppressions -------------------------------------------------------------------------------
 
 TORCH = "import torch\n"

@@ -16,8 +16,11 @@ The *owners* of an optimizer are the models whose parameters it holds, as bindin
 from __future__ import annotations
 
 import ast
+import types
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar, cast
 
 from regcomp_lint.analysis.bindings import Bindings, Where, binding_key
 from regcomp_lint.analysis.file_context import FileContext
@@ -31,6 +34,28 @@ _FACTORY_MODEL_KEYWORDS = ("model_or_params", "model")
 _NOT_FED_PREFIXES = ("torch.nn.", "torch.optim.lr_scheduler.")
 _PARAMETER_METHODS = ("parameters", "named_parameters")
 _MAX_DEPTH = 3
+
+
+_F = TypeVar("_F", bound=Callable)
+
+
+def _held_weakly(function: _F) -> _F:
+    """``function`` without a strong reference to the object it is a method of. The training
+    roles own their :class:`OptimizerSources` and hand it their own methods: held strongly, the
+    pair would be a reference cycle that keeps the file's whole tree alive until the cyclic
+    collector runs (seconds of collection on a large tree)."""
+    if not isinstance(function, types.MethodType):
+        return function
+    method = weakref.WeakMethod(function)
+    name = function.__qualname__
+
+    def call(*args, **kwargs):
+        bound = method()
+        if bound is None:
+            raise ReferenceError(f"{name}: its object no longer exists")
+        return bound(*args, **kwargs)
+
+    return cast(_F, call)
 
 
 @dataclass(frozen=True)
@@ -56,8 +81,8 @@ class OptimizerSources:
         self.ctx = ctx
         self.bindings = bindings
         self._optimizer_uses = optimizer_uses
-        self._holds = holds
-        self._is_model = is_model
+        self._holds = _held_weakly(holds)
+        self._is_model = _held_weakly(is_model)
         self._used: dict[int, bool] = {}
         #: id of a scope -> its list-name -> models filled from parameters (see _filled_from_parameters)
         self._fills: dict[int, dict[str, list[str]]] = {}

@@ -157,13 +157,17 @@ class ForwardRule(Rule, Generic[NodeT]):
         self._wanted = dispatch.wanted  # filled by every RC2xx rule of the file
         if dispatch.dispatcher is None:
             dispatch.dispatcher = weakref.ref(self)  # weak: the file's model must not keep its rules
+            # A function, not the bound ``self._walked``: kept on the instance, a bound method
+            # would make a reference cycle (rule -> method -> rule) that holds the file's tree
+            # until the cyclic collector runs (most of its time on a large tree).
+            self._dispatch_handler = _walk_handler(self._facts, self._wanted, ctx.ancestors)
         for node_type in WALKED_TYPES:  # the dispatcher's handlers are switched on below, by type
             setattr(self, f"visit_{node_type.__name__}", None)
         dispatcher = dispatch.dispatcher()
         for node_type in self.node_types:
             dispatch.wanted.setdefault(node_type, []).append(entry)
             if dispatcher is not None:
-                setattr(dispatcher, f"visit_{node_type.__name__}", dispatcher._walked)
+                setattr(dispatcher, f"visit_{node_type.__name__}", dispatcher._dispatch_handler)
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -176,17 +180,7 @@ class ForwardRule(Rule, Generic[NodeT]):
             raise TypeError(f"{cls.__name__}.node_types: add {sorted(t.__name__ for t in unknown)} to WALKED_TYPES")
 
     def _walked(self, node: ast.AST) -> None:
-        facts = self._facts
-        if not facts.defs:
-            return  # module level: not in any function, nothing to collect
-        wanted = self._wanted.get(type(node))
-        if not wanted:
-            return
-        defs = None
-        for candidate, accepts, sink in wanted:
-            if candidate(node) and (accepts is None or accepts(node, self.ctx.ancestors)):
-                defs = defs or tuple(facts.defs)
-                sink.append((node, defs))
+        self._dispatch_handler(node)
 
     # -- to override ------------------------------------------------------------------------
     # ``node`` is always an instance of one of ``node_types``.
@@ -245,6 +239,26 @@ class ForwardRule(Rule, Generic[NodeT]):
 
 for _type in WALKED_TYPES:  # declared, so that the engine asks instances for them
     setattr(ForwardRule, f"visit_{_type.__name__}", ForwardRule._walked)
+
+
+def _walk_handler(
+    facts: reachability.FactsCollector, wanted: dict[type, list[tuple[Callable, Callable | None, list]]], ancestors
+) -> Callable[[ast.AST], None]:
+    """The dispatching rule's handler: hands each walked node to the RC2xx rules that want it."""
+
+    def walked(node: ast.AST) -> None:
+        if not facts.defs:
+            return  # module level: not in any function, nothing to collect
+        entries = wanted.get(type(node))
+        if not entries:
+            return
+        defs = None
+        for candidate, accepts, sink in entries:
+            if candidate(node) and (accepts is None or accepts(node, ancestors)):
+                defs = defs or tuple(facts.defs)
+                sink.append((node, defs))
+
+    return walked
 
 
 def _overrides(rule: type[ForwardRule], name: str) -> bool:
