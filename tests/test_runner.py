@@ -217,10 +217,10 @@ def test_read_errors_respect_rc001_being_ignored(tmp_path, monkeypatch):
     assert runner.run([str(tmp_path)], settings, jobs=1).diagnostics == []
 
 
-def exploding_lint(data, filename, enabled):
+def exploding_lint(data, filename, enabled, defer=None):
     if filename.endswith("boom.py") or "m05" in filename:
         raise RuntimeError("kaboom")
-    return lint_bytes(data, filename, enabled)
+    return lint_bytes(data, filename, enabled, defer)
 
 
 def test_internal_error_becomes_a_finding_for_that_file_only(tmp_path, monkeypatch):
@@ -285,10 +285,10 @@ def test_internal_error_inside_a_worker_is_a_finding(tmp_path, monkeypatch):
     assert len({d.filename for d in result.diagnostics}) == 13  # every flagged or broken file, m05 included
 
 
-def dying_lint(data, filename, enabled):
+def dying_lint(data, filename, enabled, defer=None):
     if "m07" in filename:
         os._exit(3)  # the worker process dies, as with a crash in C code
-    return lint_bytes(data, filename, enabled)
+    return lint_bytes(data, filename, enabled, defer)
 
 
 @fork_only

@@ -265,3 +265,87 @@ def test_the_fast_compile_signal_matches_what_the_plain_one_does(text):
         r"|\b_dynamo\s*\.\s*optimize\b|\b(?:dynamo_backend|dynamo_plugin|torch_compile|fullgraph)\b|ACCELERATE_DYNAMO_"
     )
     assert [m.span() for m in COMPILE_SIGNAL.finditer(text)] == [m.span() for m in plain.finditer(text)]
+
+
+# -- the second pass (issue 16): scoped rules run only on the files a compile reaches -----------
+
+
+def _reference(paths, settings):
+    """The findings as one pass gives them: every rule on every file, then the scope's filter."""
+    from regcomp_lint.files.discovery import discover
+    from regcomp_lint.lint import runner, scope
+    from regcomp_lint.lint.engine import lint_bytes
+
+    files = discover([str(p) for p in paths], settings).files
+    found = [d for path in files for d in lint_bytes(Path(path).read_bytes(), path, settings.enabled_for(path))]
+    kept = scope.limit_to_compiled(found, settings, files, runner._read_text)
+    return sorted(settings.apply_severities(kept), key=lambda d: d.sort_key())
+
+
+SUPPRESSED_MODULES = {
+    # a directive of ours naming a scoped rule: the file's RC002 needs every rule's findings
+    "noqa_ours.py": PLAIN_MODULE.replace("print(x)", "print(x)  # noqa: RC203")
+    + "\ndef f(x):\n    return x  # noqa: RC201\n",
+    "ignore_bare.py": PLAIN_MODULE.replace("print(x)", "print(x)  # regcomp: ignore"),
+    "ignore_unused.py": PLAIN_MODULE + "\ny = 1  # regcomp: ignore[RC202]\n",
+    # foreign and bare noqa: the second pass silences the findings alone
+    "noqa_foreign.py": PLAIN_MODULE.replace("print(x)", "print(x)  # noqa: E501"),
+    "noqa_bare.py": PLAIN_MODULE.replace("print(x)", "print(x)  # noqa"),
+    "plain.py": PLAIN_MODULE,
+}
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_two_passes_find_what_one_pass_finds(tmp_path, compiled):
+    from regcomp_lint.lint import runner
+
+    for name, text in SUPPRESSED_MODULES.items():
+        write(tmp_path, name, text)
+    if compiled:
+        imports = "".join(f"import {name[:-3]}\n" for name in SUPPRESSED_MODULES)
+        write(tmp_path, "train.py", "import torch\n" + imports + "m = torch.compile(plain.M())\n")
+    settings = Settings(root=str(tmp_path))
+    expected = _reference([tmp_path], settings)
+    assert {d.code for d in expected} & {"RC002", "RC203"}
+    assert runner.run([str(tmp_path)], settings, jobs=1, use_cache=False).diagnostics == expected
+
+
+def test_a_cached_file_gets_its_put_off_findings_once_a_compile_reaches_it(tmp_path, monkeypatch):
+    """The cache records the rules a file's entry lacks: a run that finds the file compiled
+    (a training script added beside it) adds their findings, and caches them."""
+    from regcomp_lint.lint import runner
+
+    write(tmp_path, "model.py", PLAIN_MODULE)
+    settings = Settings(root=str(tmp_path))
+    assert runner.run([str(tmp_path)], settings, jobs=1).diagnostics == []
+    write(tmp_path, "train.py", "import torch\nfrom model import M\nm = torch.compile(M())\n")
+    expected = _reference([tmp_path], settings)
+    assert {d.code for d in expected} == BREAKS
+    added = runner.run([str(tmp_path)], settings, jobs=1)
+    assert added.cached == 1 and added.diagnostics == expected
+
+    def must_not_lint(*args, **kwargs):
+        raise AssertionError("a warm run must not lint")
+
+    monkeypatch.setattr(runner, "lint_bytes", must_not_lint)
+    warm = runner.run([str(tmp_path)], settings, jobs=1)
+    assert warm.cached == 2 and warm.diagnostics == expected
+
+
+def test_the_second_pass_lints_only_the_files_a_compile_reaches(tmp_path, monkeypatch):
+    from regcomp_lint.lint import runner
+    from regcomp_lint.lint.engine import lint_bytes
+
+    write(tmp_path, "model.py", PLAIN_MODULE)
+    write(tmp_path, "other.py", PLAIN_MODULE)
+    write(tmp_path, "train.py", "import torch\nfrom model import M\nm = torch.compile(M())\n")
+    seen = []
+
+    def recording_lint(data, filename, enabled, defer=None):
+        seen.append((Path(filename).name, bool(enabled & BREAKS)))
+        return lint_bytes(data, filename, enabled, defer)
+
+    monkeypatch.setattr(runner, "lint_bytes", recording_lint)
+    result = runner.run([str(tmp_path)], Settings(root=str(tmp_path)), jobs=1, use_cache=False)
+    assert {(Path(d.filename).name, d.code) for d in result.diagnostics} == {("model.py", c) for c in BREAKS}
+    assert sorted(seen) == [("model.py", True), ("model.py", True), ("other.py", True), ("train.py", True)]

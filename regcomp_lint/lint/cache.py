@@ -30,7 +30,7 @@ from regcomp_lint.diagnostics import Diagnostic
 from regcomp_lint.files import reading
 from regcomp_lint.lint.config import Settings
 
-FORMAT = 2  # 2: an entry may end with the file's scope facts
+FORMAT = 3  # 2: an entry may end with the file's scope facts; 3: then with the rules put off to a second pass
 ENV_VAR = "REGCOMP_CACHE_DIR"
 DEFAULT_DIR = ".regcomp_cache"
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This folder is a cache made by regcomp-lint.\n"
@@ -97,7 +97,10 @@ def _dependencies_unchanged(deps, digests: dict[str, str]) -> bool:
 
 
 class LintCache:
-    """One settings fingerprint's entries: ``{abs path: [digest, [diagnostic json, ...], deps?, scope?]}``."""
+    """One settings fingerprint's entries: ``{abs path: [digest, [diagnostic json, ...], deps?, scope?, pending?]}``.
+
+    ``pending``: the codes of scope-limited rules the lint put off (engine.Deferral): the
+    diagnostics lack their findings, which a run that finds the file compiled adds (``complete``)."""
 
     def __init__(self, path: Path, key: dict, entries: dict | None = None, problem: str | None = None) -> None:
         self.path = path
@@ -138,7 +141,7 @@ class LintCache:
     def lookup(self, path: str, digest: str, filename: str) -> list[Diagnostic] | None:
         """The cached diagnostics (reported under ``filename``), or None on a miss."""
         entry = self.entries.get(path)
-        if type(entry) is not list or len(entry) not in (2, 3, 4) or entry[0] != digest:
+        if type(entry) is not list or len(entry) not in (2, 3, 4, 5) or entry[0] != digest:
             return None
         if len(entry) >= 3 and not _dependencies_unchanged(entry[2], self._dependency_digests):
             return None
@@ -150,20 +153,48 @@ class LintCache:
             return None  # a hand-edited or damaged entry: lint again
 
     def store(
-        self, path: str, digest: str, diagnostics: list[Diagnostic], depends_on=(), scope: FileScope | None = None
+        self,
+        path: str,
+        digest: str,
+        diagnostics: list[Diagnostic],
+        depends_on=(),
+        scope: FileScope | None = None,
+        pending: frozenset[str] = frozenset(),
     ) -> None:
         entry: list = [digest, [_diagnostic_to_json(d) for d in diagnostics]]
-        if depends_on or scope is not None:
+        if depends_on or scope is not None or pending:
             entry.append([list(dep) for dep in depends_on])
-        if scope is not None:
-            entry.append([scope.compiles, list(scope.imports)])
+        if scope is not None or pending:
+            entry.append([scope.compiles, list(scope.imports)] if scope is not None else None)
+        if pending:
+            entry.append(sorted(pending))
         self.entries[path] = entry
         self.dirty = True
+
+    def pending(self, path: str) -> frozenset[str]:
+        """The codes whose findings the cached diagnostics lack (put off to a second pass)."""
+        entry = self.entries.get(path)
+        if type(entry) is not list or len(entry) != 5 or type(entry[4]) is not list:
+            return frozenset()
+        return frozenset(code for code in entry[4] if type(code) is str)
+
+    def complete(self, path: str, digest: str, diagnostics: list[Diagnostic], depends_on=()) -> None:
+        """The second pass's answer for a file stored with pending codes: ``diagnostics`` are now
+        all of them; ``depends_on`` joins the first pass's dependencies. Nothing when the
+        entry is gone or for other content (the file changed between the passes)."""
+        entry = self.entries.get(path)
+        if type(entry) is not list or len(entry) != 5 or entry[0] != digest:
+            return
+        try:
+            deps = {tuple(dep) for dep in entry[2]} | set(depends_on)
+        except TypeError:
+            return
+        self.store(path, digest, diagnostics, tuple(sorted(deps)), self.scope(path))
 
     def scope(self, path: str) -> FileScope | None:
         """What the lint of the file (as last cached) learned for the scope question, if kept."""
         entry = self.entries.get(path)
-        if type(entry) is not list or len(entry) != 4:
+        if type(entry) is not list or len(entry) not in (4, 5) or entry[3] is None:
             return None
         try:
             compiling, imports = entry[3]

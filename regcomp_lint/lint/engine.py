@@ -6,6 +6,10 @@ shines: rewriting code (``regcomp-fix``), where formatting must survive.
 
 Cheap prefilter: a rule declares ``triggers`` (substrings); a file none of whose enabled rules'
 triggers occur is parsed only for RC001 and never walked.
+
+Deferral: the runner puts the scope-limited rules (``Rule.needs_compiled_module``) off to a
+second pass over the files a compile reaches (:class:`Deferral`), so that most files of a large
+tree are never judged by rules whose findings there would be dropped.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import re
 import warnings
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any, cast
 
@@ -39,7 +44,22 @@ def _diag(code: str, message: str, filename: str, start: Location, end: Location
     return Diagnostic(code, rule.name, message, filename, start, end, fix, severity=rule.severity)
 
 
-def lint_bytes(data: bytes, filename: str, enabled: frozenset[str]) -> list[Diagnostic]:
+@dataclass
+class Deferral:
+    """Rules to put off to a second pass, and (set by the lint) those it did put off.
+
+    A rule is put off when it would run on the file (its prefilter passes) and no suppression
+    directive of ours could concern it: a ``# regcomp:`` or ``# noqa`` comment naming an RC code
+    makes the file's RC002/RC003 depend on every rule's findings, so such a file is linted whole.
+    The second pass lints the file with ``pending`` as the enabled codes: its findings (after
+    suppressions and dead code) are exactly what the first pass left out.
+    """
+
+    codes: frozenset[str]
+    pending: frozenset[str] = frozenset()
+
+
+def lint_bytes(data: bytes, filename: str, enabled: frozenset[str], defer: Deferral | None = None) -> list[Diagnostic]:
     if kind_by_name(filename) not in (None, Kind.PYTHON) and not mentions_settings(data):
         if compiled_scope.recording_wanted():
             compiled_scope.record(filename, compiled_scope.unparsed_scope(data, _decoded))
@@ -53,7 +73,7 @@ def lint_bytes(data: bytes, filename: str, enabled: frozenset[str]) -> list[Diag
             return []
         loc = Location(exc.row, exc.column)
         return [_diag(SYNTAX_ERROR, f"cannot read file: {exc}", filename, loc, loc)]
-    return lint_text(text, filename, enabled)
+    return lint_text(text, filename, enabled, defer)
 
 
 def _decoded(data: bytes) -> str | None:
@@ -199,7 +219,7 @@ def walk(ctx: FileContext, rules: list[Rule]) -> None:
         rule.finish()
 
 
-def lint_text(text: str, filename: str, enabled: frozenset[str]) -> list[Diagnostic]:
+def lint_text(text: str, filename: str, enabled: frozenset[str], defer: Deferral | None = None) -> list[Diagnostic]:
     kind = kind_of(filename, text)
     if kind is not Kind.PYTHON:
         if compiled_scope.recording_wanted():
@@ -215,8 +235,14 @@ def lint_text(text: str, filename: str, enabled: frozenset[str]) -> list[Diagnos
     if compiled_scope.recording_wanted():  # the scope question's facts, from this one parse
         compiled_scope.record(filename, compiled_scope.file_scope(text, tree, parsed=True))
 
+    active = active_rules(text, enabled)
+    if defer is not None and defer.codes:
+        pending = frozenset(rule.code for rule in active if rule.code in defer.codes)
+        if pending and _may_defer(text):
+            defer.pending = pending
+            active = [rule for rule in active if rule.code not in pending]
     ctx = FileContext(source, tree)
-    rules = [rule_cls(ctx) for rule_cls in active_rules(text, enabled)]
+    rules = [rule_cls(ctx) for rule_cls in active]
     found: list[tuple[Diagnostic, int]] = []
     nodes: list[ast.AST] = []
     if rules:
@@ -285,6 +311,14 @@ def _statement_rows(tree: ast.Module, nodes: list[ast.AST]) -> list[int | None]:
 
 #: A noqa comment that names one of our codes (RC...): only those can be RC002/RC003.
 _NOQA_WITH_OUR_CODE = re.compile(r"noqa[^\r\n]*?rc", re.IGNORECASE)
+
+
+def _may_defer(text: str) -> bool:
+    """No directive of ours can name a rule (see :class:`Deferral`): foreign and bare ``# noqa``
+    only silence findings, which the second pass does alone."""
+    return not sup_mod.might_have_suppressions(text) or (
+        "regcomp:" not in text and _NOQA_WITH_OUR_CODE.search(text) is None
+    )
 
 
 def _suppressions_matter(text: str, found: bool, enabled: frozenset[str]) -> bool:

@@ -9,6 +9,11 @@ Every file gets an answer and the run always goes on: a file that cannot be read
 finding at 1:1; an exception inside the linter for one file is an RC001 "internal error"
 finding for that file; a worker process that dies is replaced and its files are linted again,
 one by one, so only the file that kills a worker is reported.
+
+Two passes: the rules whose findings are kept only in files a compile reaches (``lint.scope``)
+are put off by the first pass (``engine.Deferral``) and run by a second one only on the files
+that the first pass's scope facts show a compile reaches (a few percent of a large library).
+The cache records what a file's entry still lacks, so a later run that finds it compiled adds it.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from regcomp_lint.files.source import DecodeError, decode_source
 from regcomp_lint.lint import scope
 from regcomp_lint.lint.cache import LintCache, content_digest
 from regcomp_lint.lint.config import Settings
-from regcomp_lint.lint.engine import SYNTAX_ERROR, lint_bytes
+from regcomp_lint.lint.engine import SYNTAX_ERROR, Deferral, lint_bytes
 
 ISSUES_URL = "https://github.com/regcomp-lint/regcomp-lint/issues"
 #: Below this much source to lint (about 0.1 s of parsing) a pool costs more than it saves.
@@ -66,6 +71,8 @@ class Outcome(NamedTuple):
     depends_on: tuple[tuple[str, str], ...] = ()
     #: what the scope question needs of the file, learned by its lint (None: not learned)
     scope: FileScope | None = None
+    #: codes of the rules put off to the second pass (their findings are not in ``diagnostics``)
+    pending: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, order=True)  # a NamedTuple field "index" would shadow tuple.index
@@ -74,23 +81,28 @@ class Task:
     path: str
     enabled: frozenset[str]
     data: bytes | None  # already read by the cache check, or None
+    defer: frozenset[str] = frozenset()  # codes to put off to the second pass when the file allows
 
 
 # -- one file --------------------------------------------------------------------------------
 
 
-def lint_file(path: str, enabled: frozenset[str], data: bytes | None = None) -> Outcome:
-    """Lint one file; never raises (except KeyboardInterrupt and the like)."""
+def lint_file(
+    path: str, enabled: frozenset[str], data: bytes | None = None, defer: frozenset[str] = frozenset()
+) -> Outcome:
+    """Lint one file; never raises (except KeyboardInterrupt and the like). ``defer``: codes to
+    put off to a second pass (see ``engine.Deferral``), named in the outcome's ``pending``."""
     if data is None:
         try:
             data = read_file(path)
         except OSError as exc:
             return Outcome(None, unreadable(path, exc, enabled), False)
     digest = content_digest(data)
+    deferral = Deferral(defer)
     try:
         with dependencies.recording() as read, compiled_scope.recording() as learned:
-            diagnostics = lint_bytes(data, path, enabled)
-        return Outcome(digest, diagnostics, True, _digests(read - {path}), learned.get(path))
+            diagnostics = lint_bytes(data, path, enabled, defer=deferral)
+        return Outcome(digest, diagnostics, True, _digests(read - {path}), learned.get(path), deferral.pending)
     except Exception as exc:  # a bug of ours: report it on the file and go on
         return Outcome(digest, [internal_error(path, f"{type(exc).__name__}: {exc}")], False)
 
@@ -170,10 +182,13 @@ def run(
     done = 0
     #: absolute path -> what the scope question needs, learned by the lint or kept by the cache
     learned: dict[str, FileScope] = {}
+    scoped = scope.scoped_codes(settings)
+    #: file index -> codes put off to the second pass (first pass or cache)
+    pending: dict[int, frozenset[str]] = {}
     for index, path in enumerate(found.files):
         enabled = settings.enabled_for(path)
         if cache is None or not cache.has(keys[index]):
-            todo.append(Task(index, path, enabled, None))
+            todo.append(Task(index, path, enabled, None, scoped))
             continue
         try:
             data = read_file(path)
@@ -183,12 +198,15 @@ def run(
             continue
         hit = cache.lookup(keys[index], content_digest(data), path)
         if hit is None:
-            todo.append(Task(index, path, enabled, data))
+            todo.append(Task(index, path, enabled, data, scoped))
         else:
             per_file[index] = hit
             known = cache.scope(keys[index])
             if known is not None:
                 learned[keys[index]] = known
+            put_off = cache.pending(keys[index]) & enabled
+            if put_off:
+                pending[index] = put_off
             result.cached += 1
             done += 1
     if progress is not None and total:
@@ -198,10 +216,38 @@ def run(
         per_file[index] = outcome.diagnostics
         if outcome.scope is not None:
             learned[os.path.abspath(found.files[index])] = outcome.scope
+        if outcome.pending:
+            pending[index] = outcome.pending
         if cache is not None and outcome.cacheable and outcome.digest is not None:  # cacheable: it was read
-            cache.store(keys[index], outcome.digest, outcome.diagnostics, outcome.depends_on, outcome.scope)
+            cache.store(
+                keys[index], outcome.digest, outcome.diagnostics, outcome.depends_on, outcome.scope, outcome.pending
+            )
 
     result.workers = _lint_tasks(todo, workers, finished, progress, done, total, result.warnings)
+
+    # Which files a compile reaches: asked about the files with scoped findings (files linted
+    # whole) and those whose scoped rules were put off; the latter, when reached, are linted
+    # again with those rules alone.
+    unsure = {os.path.abspath(found.files[index]) for index in pending}
+    unsure.update(os.path.abspath(d.filename) for diagnostics in per_file for d in diagnostics if d.code in scoped)
+    compiled: set[str] = set()
+    if unsure:
+        compiled = scope.reached(unsure, found.files, _read_text, lambda: _project_files(settings), learned)
+
+    def completed(index: int, outcome: Outcome) -> None:
+        if not outcome.cacheable or outcome.digest is None:  # an internal error (or the file is gone)
+            per_file[index] = outcome.diagnostics
+            return
+        per_file[index] = sorted([*per_file[index], *outcome.diagnostics], key=Diagnostic.sort_key)
+        if cache is not None:
+            cache.complete(keys[index], outcome.digest, per_file[index], outcome.depends_on)
+
+    second = [
+        Task(index, found.files[index], codes, None)
+        for index, codes in sorted(pending.items())
+        if os.path.abspath(found.files[index]) in compiled
+    ]
+    result.workers = max(result.workers, _lint_tasks(second, workers, completed, None, 0, len(second), result.warnings))
 
     if cache is not None:
         cache.prune(set(keys), found.roots)
@@ -209,9 +255,8 @@ def run(
         if problem:
             result.warnings.append(problem)
     found_diagnostics = [diag for diagnostics in per_file for diag in diagnostics]
-    found_diagnostics = scope.limit_to_compiled(
-        found_diagnostics, settings, found.files, _read_text, lambda: _project_files(settings), learned
-    )
+    if unsure:
+        found_diagnostics = scope.keep_compiled(found_diagnostics, scoped, compiled)
     result.diagnostics = settings.apply_severities(found_diagnostics)
     result.diagnostics.sort(key=Diagnostic.sort_key)
     return result
@@ -243,7 +288,7 @@ def _lint_tasks(
         return _lint_in_pool(todo, sizes, workers, finished, progress, done, total, warnings)
     with _relaxed_gc():
         for task in todo:
-            finished(task.index, lint_file(task.path, task.enabled, task.data))
+            finished(task.index, lint_file(task.path, task.enabled, task.data, task.defer))
             done += 1
             if progress is not None:
                 progress(done, total)
@@ -347,7 +392,7 @@ def _lint_isolated(tasks: list[Task], finished, progress, done, total) -> None:
 
 def _lint_chunk(chunk: list[Task]) -> list[tuple[int, Outcome]]:
     with _relaxed_gc():
-        return [(task.index, lint_file(task.path, task.enabled)) for task in chunk]
+        return [(task.index, lint_file(task.path, task.enabled, defer=task.defer)) for task in chunk]
 
 
 def _init_worker() -> None:

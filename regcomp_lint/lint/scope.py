@@ -42,14 +42,32 @@ def limit_to_compiled(
     the lint of each file already found out, so those files are not read or parsed again.
     """
     scoped = scoped_codes(settings)
-    if not any(d.code in scoped for d in diagnostics):
+    unsure = {os.path.abspath(d.filename) for d in diagnostics if d.code in scoped}
+    if not unsure:
         return diagnostics
+    return keep_compiled(diagnostics, scoped, reached(unsure, project, read, whole_project, learned))
+
+
+def reached(
+    unsure: set[str],
+    project: Iterable[str],
+    read: Callable[[str], str | None],
+    whole_project: Callable[[], list[str]] | None = None,
+    learned: Mapping[str, FileScope] | None = None,
+) -> set[str]:
+    """Absolute paths of the files a compile reaches: of ``project``, and also of the whole
+    project when some file of ``unsure`` (absolute paths: those with scoped findings, or whose
+    scoped rules are still to run) is not reached by ``project`` alone."""
     project = list(project)
     facts = ScopeFacts()
     if learned:
         facts.learn(learned)
     compiled = compiled_files(project, read, facts)
-    unreached = {os.path.abspath(d.filename) for d in diagnostics if d.code in scoped} - compiled
-    if unreached and whole_project is not None:
+    if unsure - compiled and whole_project is not None:
         compiled |= compiled_files(sorted(set(project) | set(whole_project())), read, facts)
+    return compiled
+
+
+def keep_compiled(diagnostics: list[Diagnostic], scoped: frozenset[str], compiled: set[str]) -> list[Diagnostic]:
+    """``diagnostics`` without the ``scoped`` codes' findings in files outside ``compiled``."""
     return [d for d in diagnostics if d.code not in scoped or os.path.abspath(d.filename) in compiled]
