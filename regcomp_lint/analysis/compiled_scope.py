@@ -77,29 +77,67 @@ def _mentions_compile(text: str) -> bool:
 
 
 def _compiles_in(tree: ast.AST) -> bool:
+    """An explicit-stack walk (any order does: the answer is whether one node matches), over
+    the fields that may hold nodes, several times faster than :func:`ast.walk`."""
     docstrings: set[int] | None = None  # built only if a string could count
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute):
-            if node.attr == "compile" and not (isinstance(node.value, ast.Name) and node.value.id in ("re", "regex")):
+    stack: list[ast.AST] = [tree]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    fields_of = _NODE_FIELDS
+    while stack:
+        node = pop()
+        node_type = type(node)
+        if node_type is ast.Attribute:
+            attr = node.attr  # type: ignore[attr-defined]
+            value = node.value  # type: ignore[attr-defined]
+            if attr == "compile" and not (isinstance(value, ast.Name) and value.id in ("re", "regex")):
                 return True
-            if node.attr in COMPILE_NAMES or (node.attr == "optimize" and _ends_with(node.value, "_dynamo")):
+            if attr in COMPILE_NAMES or (attr == "optimize" and _ends_with(value, "_dynamo")):
                 return True
-        elif isinstance(node, ast.Name) and node.id in COMPILE_NAMES | COMPILE_KEYWORDS:
-            return True
-        elif isinstance(node, ast.alias) and node.name.rsplit(".", 1)[-1] in COMPILE_NAMES:
-            return True
-        elif isinstance(node, ast.keyword) and node.arg in COMPILE_KEYWORDS:
-            return True
-        elif (
-            isinstance(node, ast.Constant)
-            and isinstance(node.value, str)
-            and node.value.startswith("ACCELERATE_DYNAMO_")
-        ):
-            if docstrings is None:
-                docstrings = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
-            if id(node) not in docstrings:
+        elif node_type is ast.Name:
+            if node.id in COMPILE_NAMES or node.id in COMPILE_KEYWORDS:  # type: ignore[attr-defined]
                 return True
+            continue  # no child nodes but its context
+        elif node_type is ast.Constant:
+            value = node.value  # type: ignore[attr-defined]
+            if isinstance(value, str) and value.startswith("ACCELERATE_DYNAMO_"):
+                if docstrings is None:
+                    docstrings = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
+                if id(node) not in docstrings:
+                    return True
+            continue
+        elif node_type is ast.alias:
+            if node.name.rsplit(".", 1)[-1] in COMPILE_NAMES:  # type: ignore[attr-defined]
+                return True
+            continue
+        elif node_type is ast.keyword:
+            if node.arg in COMPILE_KEYWORDS:  # type: ignore[attr-defined]
+                return True
+        fields = fields_of.get(node_type)
+        if fields is None:
+            fields = fields_of[node_type] = _node_fields(node_type)
+        for name in fields:
+            child = getattr(node, name, None)
+            if type(child) is list:
+                extend(child)
+            elif child is not None and not isinstance(child, _SCALARS):
+                push(child)
     return False
+
+
+#: Fields that never hold a node the compile test looks into (names, flags, contexts).
+_LEAF_FIELDS = frozenset(
+    {"ctx", "id", "attr", "arg", "asname", "module", "level", "kind", "type_comment", "conversion", "is_async"}
+)
+_SCALARS = (str, int, float, complex, bytes, bool, type(...))
+
+
+def _node_fields(node_type: type) -> tuple[str, ...]:
+    return tuple(f for f in getattr(node_type, "_fields", ()) if f not in _LEAF_FIELDS)
+
+
+_NODE_FIELDS: dict[type, tuple[str, ...]] = {
+    cls: _node_fields(cls) for cls in vars(ast).values() if isinstance(cls, type) and issubclass(cls, ast.AST)
+}
 
 
 def _ends_with(node: ast.AST, attr: str) -> bool:

@@ -102,11 +102,20 @@ def _syntax_error(exc: BaseException, source: SourceFile) -> Diagnostic:
 
 
 def active_rules(text: str, enabled: Iterable[str]) -> list[type[Rule]]:
-    """Enabled visitor rules whose triggers occur in ``text`` (the prefilter)."""
+    """Enabled visitor rules whose triggers occur in ``text`` (the prefilter). Rules share
+    words (``forward``, the import trigger...): each is looked for once in the file."""
+    seen: dict[str, bool] = {}
+
+    def has(word: str) -> bool:
+        found = seen.get(word)
+        if found is None:
+            found = seen[word] = word in text
+        return found
+
     return [
         rule
         for rule in _visitor_rules(frozenset(enabled))
-        if all(r in text for r in rule.required) and (not rule.triggers or any(t in text for t in rule.triggers))
+        if all(has(r) for r in rule.required) and (not rule.triggers or any(has(t) for t in rule.triggers))
     ]
 
 
