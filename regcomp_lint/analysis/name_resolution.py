@@ -10,6 +10,7 @@ large tree): imports are recorded in source order as the engine walks, at any sc
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 
 
 class ImportMap:
@@ -67,6 +68,16 @@ class ImportMap:
     def resolves_to(self, node: ast.AST, *qualnames: str) -> bool:
         """True when ``node`` names one of ``qualnames`` through an import (or a star import
         of the qualname's module)."""
+        # Cheap exit for most nodes: the name's last part must be some qualname's last part
+        # (an attribute's own name; a name's, as imported: ``tc`` for ``torch.compile``).
+        if isinstance(node, ast.Attribute):
+            last = node.attr
+        elif isinstance(node, ast.Name):
+            last = self._aliases.get(node.id, node.id).rpartition(".")[2]
+        else:
+            return False
+        if last not in _last_parts(qualnames):
+            return False
         name = self.qualname(node)
         if name is None:
             return False
@@ -75,3 +86,8 @@ class ImportMap:
         if isinstance(node, ast.Name) and not self.imported(node.id):
             return any(q.rsplit(".", 1)[0] in self.star_modules and q.rsplit(".", 1)[-1] == node.id for q in qualnames)
         return False
+
+
+@lru_cache(maxsize=1024)
+def _last_parts(qualnames: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(q.rpartition(".")[2] for q in qualnames)
