@@ -89,8 +89,8 @@ def download_first(planner: Planner, block: Block, accelerator_at: int) -> None:
             leading_lines=updated.leading_lines,
         )
 
-    for stmt in reached:
-        planner.edits.on(stmt, wrap)
+    for node in reached:
+        planner.edits.on(node, wrap)
     covered = [*reached, *helpers]
     missed = [
         s

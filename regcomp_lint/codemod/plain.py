@@ -661,6 +661,8 @@ class PlainPlanner(Planner):
         prepared = self.models + self.optimizers + self.loaders + self.schedulers
         backwards_here, steps = self._training_steps()
         created = [n for key in prepared + self.kept_schedulers for n in self._creations_for_training(key, steps)]
+        rebuilt = self._rebuilt_optimizers(steps)
+        created = [n for n in created if n not in rebuilt]
         block = self.descend(scope_block, [*created, *steps]) if created else scope_block
         last = max((i for i in (self.project(block, n) for n in created) if i is not None), default=-1)
         first_step = min((i for i in (self.project(block, n) for n in steps) if i is not None), default=None)
@@ -676,10 +678,16 @@ class PlainPlanner(Planner):
             holder = block.body[first_step]
             if first_step == last and isinstance(holder, (cst.For, cst.While)):
                 # Kaggle's `for fold in range(n_fold): model = ...; optimizer = ...; run_training(...)`
+                anew = [
+                    k
+                    for k in prepared + self.kept_schedulers
+                    if any(tree.contains(holder, n) for n in created if n in bindings(self.scope, k))
+                ]
                 raise Refusal(
-                    f"the model, optimizer and loaders are built anew in each pass of the loop at line "
-                    f"{tree.line(holder)} (folds or repeated runs), and trained there: one prepare() cannot serve "
-                    "every pass; convert by hand, preparing each pass's objects inside the loop"
+                    f"{_names(anew) or 'the objects to prepare'} {'is' if len(anew) == 1 else 'are'} built anew in "
+                    f"each pass of the loop at line {tree.line(holder)} (folds, repeated runs or a rebuilt "
+                    "optimizer), and trained there: one prepare() cannot serve every pass; convert by hand, "
+                    "preparing each pass's objects inside the loop"
                 )
             again = [n for n in steps if tree.line(n) > tree.line(late)]
             if again:  # the transfer-learning tutorial: train_model(model_ft, ...), then train_model(model_conv, ...)
@@ -702,6 +710,14 @@ class PlainPlanner(Planner):
         prepare_index = last + 1
         indent = self.indentation_of(block)
         acc = self.acc_key
+        for assign in rebuilt:
+            self.edits.on(
+                assign.value, lambda updated: expression(f"{acc}.prepare({code(updated).strip()})", self.module)
+            )
+            self.notes.append(
+                f"{code(assign.targets[0].target).strip()} is built again at line {tree.line(assign)}, inside the "
+                f"training loop (a learning-rate decay by a new optimizer): prepared there too, as {acc}.prepare(...)"
+            )
         targets = ", ".join(prepared)
         prepare = call_statement(f"{targets} = ", f"{acc}.prepare", prepared, self.module, indent)
         read_through_wrapper(self, block, prepare_index)
@@ -728,6 +744,33 @@ class PlainPlanner(Planner):
                 ],
             )
         return self._steps_found
+
+    def _rebuilt_optimizers(self, steps: list[cst.Call]) -> list[cst.Assign]:
+        """``optimizer = torch.optim.Adam(model.parameters(), lr=lr)`` again inside the loop that
+        trains, after the first one outside it (yunjey's tutorials decay the LR so): a new optimizer
+        of the same prepared model, prepared where it is built. Not when a scheduler holds the
+        optimizer it replaces (it would go on stepping the old one) or a model is built in the loop."""
+        if self.schedulers or self.kept_schedulers:
+            return []
+        found: list[cst.Assign] = []
+        for key in self.optimizers:
+            first, *later = self._creations_for_training(key, steps)
+            for node in later:
+                loop = next((a for a in self.tree.ancestors(node) if isinstance(a, (cst.For, cst.While))), None)
+                if (
+                    isinstance(node, cst.Assign)
+                    and len(node.targets) == 1
+                    and code(node.targets[0].target).strip() == key
+                    and loop is not None
+                    and self.tree.contains(self.scope, loop)
+                    and not self.tree.contains(loop, first)
+                    and any(self.tree.contains(loop, step) for step in steps)
+                    and not any(
+                        self.tree.contains(loop, n) for m in self.models for n in self._creations_for_training(m, steps)
+                    )
+                ):
+                    found.append(node)
+        return found
 
     def _creations_for_training(self, key: str, steps: list[cst.Call]) -> list[cst.CSTNode]:
         """The bindings of ``key`` that make the object training uses: not one after the last
@@ -1179,3 +1222,8 @@ def _is_own_line(block: Block, index: int | None, node: cst.CSTNode) -> bool:
         return False
     line = block.body[index]
     return isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 and line.body[0] is node
+
+
+def _names(keys: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return " and ".join([", ".join(keys[:-1]), keys[-1]]) if len(keys) > 1 else "".join(keys)

@@ -296,7 +296,12 @@ def test_a_module_no_optimizer_is_fed_is_not_asked_for():
     assert reported(HEAD + loss + prepared + loop) == []  # no optimizer trains the head either
     both = "opt = torch.optim.SGD([*model.parameters(), *head.parameters()], lr=0.1)\n"
     assert reported(HEAD + loss + both + prepared + loop) == ["head"]  # optimized with the model: must be prepared
-    alone = HEAD + loss.replace("head = torch.nn.Linear(2, 2)\n", "") + prepared + loop.replace("head(model(x))", "model(x)")
+    alone = (
+        HEAD
+        + loss.replace("head = torch.nn.Linear(2, 2)\n", "")
+        + prepared
+        + loop.replace("head(model(x))", "model(x)")
+    )
     assert reported(alone) == []
     unknown = alone.replace("opt = torch.optim.SGD(model.parameters(), lr=0.1)", "opt = make_optimizer(cfg)")
     assert reported(unknown) == ["criterion"]  # the optimizer's models are unknown: any model may train

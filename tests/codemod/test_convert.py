@@ -933,6 +933,43 @@ def test_a_model_built_anew_in_each_fold_is_refused_naming_the_loop():
     )
     refused = convert(text).refused
     assert refused is not None and "built anew in each pass of the loop at line 12" in refused
+    assert "not converted: model and optimizer are built anew" in refused, refused
+
+
+def test_an_optimizer_rebuilt_inside_the_epoch_loop_is_prepared_where_it_is_built():
+    """yunjey's tutorials decay the LR by building a new optimizer of the same model each epoch."""
+    text = (
+        "import torch\n\n"
+        "model = torch.nn.Linear(4, 1)\nlr = 0.1\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=lr)\n"
+        "for epoch in range(4):\n"
+        "    for step in range(3):\n"
+        "        optimizer.zero_grad()\n        model(torch.randn(2, 4)).sum().backward()\n        optimizer.step()\n"
+        "    if (epoch + 1) % 2 == 0:\n"
+        "        lr /= 3\n"
+        "        optimizer = torch.optim.SGD(model.parameters(), lr=lr)\n"
+    )
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert "        optimizer = accelerator.prepare(torch.optim.SGD(model.parameters(), lr=lr))\n" in result.text
+    assert "model, optimizer = accelerator.prepare(model, optimizer)\n" in result.text
+    assert any("built again at line 13" in note for note in result.notes), result.notes
+
+
+def test_an_optimizer_rebuilt_in_the_loop_while_a_scheduler_holds_the_old_one_is_refused():
+    text = (
+        "import torch\n\n"
+        "model = torch.nn.Linear(4, 1)\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 1)\n"
+        "for epoch in range(4):\n"
+        "    for step in range(3):\n"
+        "        optimizer.zero_grad()\n        model(torch.randn(2, 4)).sum().backward()\n        optimizer.step()\n"
+        "    scheduler.step()\n"
+        "    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)\n"
+    )
+    refused = convert(text).refused
+    assert refused is not None and "not converted: optimizer is built anew" in refused, refused
 
 
 def test_a_hand_wrapped_model_with_untraceable_optimizers_is_refused_naming_the_wrap():

@@ -71,10 +71,10 @@ def test_a_write_already_under_a_rank_test_is_left_alone():
 
 def test_a_hub_upload_runs_on_the_main_process():
     """cleanRL's TD3 pushes its run with a project helper: every process pushed the same commit."""
-    result = _convert(
-        "from cleanrl_utils.huggingface import push_to_hub\npush_to_hub(args, 'me/td3', 'TD3', 'runs/x')"
+    result = _convert("from cleanrl_utils.huggingface import push_to_hub\npush_to_hub(args, 'me/td3', 'TD3', 'runs/x')")
+    assert (
+        "if accelerator.is_main_process:\n                push_to_hub(args, 'me/td3', 'TD3', 'runs/x')\n" in result.text
     )
-    assert "if accelerator.is_main_process:\n                push_to_hub(args, 'me/td3', 'TD3', 'runs/x')\n" in result.text
     text = SCRIPT.replace("import torch\n", "import huggingface_hub\nimport torch\n", 1)
     text = text.replace("SAMPLES", "huggingface_hub.upload_folder(repo_id='me/gan', folder_path='out')")
     converted = convert_source(text, "main.py").text
