@@ -110,8 +110,13 @@ class OptimizerSources:
         return None
 
     def fed_parameters(self, call: ast.Call, where: Where) -> list[str]:
-        """Model keys whose parameters a call of unknown kind receives (one level through a name)."""
+        """Model keys whose parameters a call of unknown kind receives (one level through a name).
+        Nothing for a call known to build something else: ``get_linear_schedule_with_warmup(optimizer,
+        ...)`` is handed the optimizer (whose parameters are the model's) and stepped, but it is a
+        scheduler."""
         if (self.ctx.qualname(call.func) or "").startswith(_NOT_FED_PREFIXES):
+            return []
+        if constructor_kind(self.ctx, call, self.bindings.classes) not in (None, Kind.OPTIMIZER):
             return []
         return [
             k for arg in [*call.args, *(kw.value for kw in call.keywords)] for k in self.parameter_owners(arg, where)

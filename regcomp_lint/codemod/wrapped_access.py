@@ -17,12 +17,14 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from regcomp_lint.codemod.builders import expression
+from regcomp_lint.codemod.builders import expression, keyword, with_keyword
+from regcomp_lint.codemod.checkpoint_writes import under_rank_test
 from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.roles import bindings, bound_keys
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import Block, Function, find_all, key_of, parameter_names, read_keys
 from regcomp_lint.knowledge.torch_api import DATA_PARALLEL_API, MODULE_API
+from regcomp_lint.knowledge.training_libraries import MAIN_PROCESS_KEYWORDS
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.plain import PlainPlanner
@@ -34,6 +36,7 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
     models = set(planner.models)
     rewritten: list[str] = []
     unreachable: list[str] = []
+    written_once: list[str] = []
     trains = planner.reach()
     for function in places_using_prepared(planner):
         handed = _handed_the_model(planner, function, models, 0) if function is not planner.scope else set()
@@ -74,17 +77,44 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
             planner.edits.on(attr.value, replaced_by(expression(f"{acc}.unwrap_model({owner})", planner.module)))
             planner.uses.append(attr)
             rewritten.append(f"{owner}{name}" if isinstance(attr, cst.Subscript) else f"{owner}.{name}")
+            if isinstance(call, cst.Call) and call.func is attr and _write_once(planner, call, name, acc):
+                written_once.append(f"{owner}.{name}() at line {tree.line(call)}")
     if rewritten:
         shown = ", ".join(dict.fromkeys(rewritten))
         planner.notes.append(
             f"{shown} reached through {planner.acc_key}.unwrap_model(...) after prepare(): DDP does not pass the model's "
             "own attributes through (reads, writes and indexing)"
         )
+    if written_once:
+        planner.notes.append(
+            f"{', '.join(written_once)} gets is_main_process={planner.acc_key}.is_main_process: every process "
+            "still calls it (a sharded model's weights are gathered by all), the main process alone writes"
+        )
     if unreachable:
         planner.notes.append(
             f"{', '.join(unreachable)}: the model's own attribute, read through the prepared model where no "
             "accelerator is in reach; under several processes read it from accelerator.unwrap_model(model)"
         )
+
+
+def _write_once(planner: PlainPlanner, call: cst.Call, method: str, acc: str) -> bool:
+    """Tell ``model.save_pretrained(path)`` whether it runs on the main process (see
+    :data:`~regcomp_lint.knowledge.training_libraries.MAIN_PROCESS_KEYWORDS`): launched on several
+    processes, each would write the same files at once. Not when the script already says it, by
+    keyword, position or ``**kwargs``, or calls it under a rank test."""
+    if method not in MAIN_PROCESS_KEYWORDS:
+        return False
+    name, position = MAIN_PROCESS_KEYWORDS[method]
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    if (
+        keyword(call, name) is not None
+        or len(positional) > position
+        or any(a.star for a in call.args)
+        or under_rank_test(planner, call)
+    ):
+        return False
+    planner.edits.on(call, lambda u: with_keyword(u, name, expression(f"{acc}.is_main_process", planner.module)))
+    return True
 
 
 def _handed_the_model(planner: PlainPlanner, function: Function, models: set[str], depth: int) -> set[str]:

@@ -47,6 +47,12 @@ OPTIMIZER_FACTORY_METHODS = ("configure_optimizers",)
 #: ``transformers.get_linear_schedule_with_warmup`` and friends, ``get_scheduler``; diffusers'.
 SCHEDULER_FACTORY_MODULES = ("transformers", "transformers.optimization", "diffusers.optimization")
 SCHEDULERS = accelerate_api.DUMMY_SCHEDULERS
+#: Model methods that write files unless told they run off the main process, by keyword and the
+#: position that keyword also takes: transformers' ``PreTrainedModel.save_pretrained(save_directory,
+#: is_main_process=True, ...)`` (5.24; since 4.6), diffusers' ``ModelMixin`` and PEFT's
+#: ``PeftModel`` alike. Every process still calls it (a sharded model's ``state_dict`` is gathered
+#: by all of them); only the one told ``True`` writes.
+MAIN_PROCESS_KEYWORDS = {"save_pretrained": ("is_main_process", 1)}
 DATALOADERS = (*torch_api.DATALOADER, "torchdata.stateful_dataloader.StatefulDataLoader")
 
 #: Imports of another training framework that owns distribution: (module prefix, what to call it).
