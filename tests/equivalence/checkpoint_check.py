@@ -7,6 +7,8 @@ holding a whole pickled model, or a dict holding one under KEY (the SSD tutorial
 ``{'epoch': ..., 'model': model, 'optimizer': optimizer}``), must hold the factory's own class
 (not a DDP or compiled wrapper).
 STRIP_PREFIX_JSON: a prefix every key carries (DDP's "module."), or null.
+A ``save_pretrained`` folder: its ``.safetensors`` weights load strictly like a state_dict, and its
+``config.json`` must describe the fresh model's own class.
 """
 
 import importlib
@@ -24,8 +26,17 @@ def main() -> None:
     for path in sys.argv[5:]:
         error = None
         try:
-            saved = torch.load(path, map_location="cpu", weights_only=False)
             fresh = build()
+            if path.endswith(".json"):
+                _check_config(path, fresh)
+                print(json.dumps({"path": path, "error": None}), flush=True)
+                continue
+            if path.endswith(".safetensors"):
+                from safetensors.torch import load_file
+
+                saved = load_file(path)
+            else:
+                saved = torch.load(path, map_location="cpu", weights_only=False)
             if not isinstance(saved, torch.nn.Module) and key is not None:
                 saved = saved[key]
             if isinstance(saved, torch.nn.Module):  # a whole model pickled: the plain module, no wrapper
@@ -40,6 +51,14 @@ def main() -> None:
         except Exception as exc:  # noqa: BLE001 - every failure is a finding, reported as text
             error = f"{type(exc).__name__}: {str(exc)[:400]}"
         print(json.dumps({"path": path, "error": error}), flush=True)
+
+
+def _check_config(path: str, fresh) -> None:
+    """``save_pretrained``'s config: the architecture the fresh model has (not a wrapper's)."""
+    with open(path) as handle:
+        config = json.load(handle)
+    if config.get("architectures") != [type(fresh).__name__]:
+        raise TypeError(f"config.json names {config.get('architectures')}, not {type(fresh).__name__}")
 
 
 if __name__ == "__main__":
