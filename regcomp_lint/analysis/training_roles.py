@@ -21,7 +21,12 @@ function's parameter, the arguments its callers pass. From the uses:
   epoch (prepared, it would step once per process). A ``.step()`` in a loop apart from training
   (``for _ in range(start_epoch): scheduler.step()`` on resume) does not decide. One stepped with
   a value (``scheduler.step(val_loss)``, ``step(epoch)``) is stepped *by value*: prepared, it would
-  take that value once per process.
+  take that value once per process. A scheduler unpacked from a call the roles cannot see into
+  (``optimizer, scheduler = build_optimizer(model, cfg)`` of another module, which the converter
+  reads) is compared the same way, by the steps of the names that unpacking binds
+  (:meth:`TrainingRoles.bound_cadence`). A call fed the optimizer and stepped is a scheduler, not
+  an optimizer, when a function of the file returns one or it is named a scheduler and nothing
+  zeroes it (``make_scheduler(optimizer)``).
 
 The roles own, fed by the same walk, the file's checkpoints (:mod:`~regcomp_lint.analysis.checkpoints`:
 which save writes which state dict, which load reads it back), its mixed precision
@@ -153,6 +158,8 @@ class TrainingRoles:
         self._wrapped_schedulers: set[int] | None = None
         #: ``X.zero_grad()``, ``X.step()`` without positional arguments, ``X.param_groups``
         self._optimizer_uses: list[tuple[ast.expr, Where]] = []
+        #: ``X.zero_grad()``, ``X.param_groups``: what an optimizer gets and a scheduler does not
+        self._zeroed: list[tuple[ast.expr, Where]] = []
         #: names called anywhere, in loops or not, split by whether autograd records the call:
         #: a model called only under no_grad is frozen
         self._calls_by_grad: dict[bool, list[tuple[ast.expr, Where]]] = {True: [], False: []}
@@ -199,6 +206,7 @@ class TrainingRoles:
     def _visit_attribute(self, node: ast.Attribute) -> None:
         if node.attr == "param_groups" and binding_key(node.value) is not None:
             self._optimizer_uses.append((node.value, self.bindings.here(node)))
+            self._zeroed.append((node.value, self.bindings.here(node)))
 
     def _visit_call(self, node: ast.Call) -> None:
         func = node.func
@@ -251,6 +259,8 @@ class TrainingRoles:
         receiver = func.value
         if func.attr == "zero_grad" or (func.attr == "step" and not node.args):
             self._optimizer_uses.append((receiver, where))
+        if func.attr == "zero_grad":
+            self._zeroed.append((receiver, where))
         if func.attr in MODULE_ONLY_METHODS:
             self._module_keys.add(binding_key(receiver) or "")
         if func.attr in STEP_METHODS:
@@ -349,7 +359,7 @@ class TrainingRoles:
         ):
             return self.origin(call.args[0], where, depth + 1, through, callers)
         kind = constructor_kind(self.ctx, call, self.bindings.classes)
-        if kind is None and self._builds_optimizer(call, where):
+        if kind is None and self._builds_optimizer(call, where, depth):
             kind = Kind.OPTIMIZER
         if kind is None and self._built_on_optimizer(call, where, depth):
             kind = Kind.SCHEDULER  # a scheduler of another library: create_scheduler(optimizer, ...)
@@ -382,14 +392,34 @@ class TrainingRoles:
             for loop in ast.walk(function)
         )
 
-    def _builds_optimizer(self, call: ast.Call, where: Where) -> bool:
-        """A factory of an optimizer, or a call fed parameters whose result is used as one."""
+    def _builds_optimizer(self, call: ast.Call, where: Where, depth: int = 0) -> bool:
+        """A factory of an optimizer, or a call fed parameters whose result is used as one. Not a
+        scheduler handed the optimizer (so fed its parameters) and stepped as an optimizer is:
+        one a function of the file returns (``make_scheduler(optimizer)``), or a call named a
+        scheduler on an optimizer (another module's ``build_scheduler(optimizer, cfg)``) whose
+        result is never zeroed (``zero_grad()``, ``param_groups``) as an optimizer wrapper is."""
         if any(call is asked for asked in self._asking):
             return True
         optimizers = self.optimizers
         if optimizers.source(call, where) is not None:
             return True
-        return bool(optimizers.fed_parameters(call, where)) and optimizers.used_as_optimizer(call)
+        if not optimizers.fed_parameters(call, where) or not optimizers.used_as_optimizer(call):
+            return False
+        if self._returns_a_scheduler(call.func, where, depth):
+            return False
+        return not self._built_on_optimizer(call, where, depth) or self._is_zeroed(call)
+
+    def _returns_a_scheduler(self, func: ast.expr, where: Where, depth: int) -> bool:
+        """``func`` is a function of the file that returns a scheduler."""
+        for value, at in self._returned(func, where):
+            found = self.origin(value, at, depth + 1)
+            if isinstance(found, Origin) and found.kind is Kind.SCHEDULER:
+                return True
+        return False
+
+    def _is_zeroed(self, call: ast.Call) -> bool:
+        """Something holding what ``call`` returns gets ``.zero_grad()`` or ``.param_groups``."""
+        return any(self._holds(expr, where, call) for expr, where in self._zeroed)
 
     def is_model(self, expr: ast.expr, where: Where) -> bool:
         """``expr`` holds a model: built as one, called in a loop that trains (``student(x)``), or
@@ -448,6 +478,15 @@ class TrainingRoles:
         if bound is None or not isinstance(bound.value, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return []
         return self.bindings.returns(bound.value)
+
+    def unpacked_origin(self, value: ast.expr, where: Where, index: int) -> Origin | None:
+        """What element ``index`` of ``a, b = value`` holds: ``value`` a tuple display or a call of
+        a local function that returns tuples (``optimizer, scheduler = build_optimizer(model, cfg)``)."""
+        for element, at in self._elements(value, index, where, 0):
+            found = self.origin(element, at)
+            if isinstance(found, Origin):
+                return found
+        return None
 
     def _elements(self, value: ast.AST, index: int, where: Where, depth: int) -> list[tuple[ast.expr, Where]]:
         """Element ``index`` of a tuple display, or of the tuples a local function returns."""
@@ -725,14 +764,90 @@ class TrainingRoles:
                 optimizer_steps.append(step)
             elif any(_is(self._step_origin(a, step.where), built_on, Kind.OPTIMIZER) for a in step.call.args):
                 optimizer_steps.append(step)  # scaler.step(optimizer)
+        if not own_steps and self._handed_to_a_scheduler(scheduler):
+            return Cadence.WRAPPED, None
+        return self._compare_steps(own_steps, optimizer_steps, scheduler.where.function)
+
+    def bound_cadence(
+        self, scheduler: ast.expr, optimizer: ast.expr | None, where: Where
+    ) -> tuple[Cadence, ast.Call | None]:
+        """How often the scheduler the name ``scheduler`` holds at ``where`` steps, when the roles
+        cannot see what built it: another module's ``optimizer, scheduler = build_optimizer(model,
+        cfg)`` or ``scheduler = make_scheduler(optimizer)``. Its steps are those of whatever holds
+        that binding (here, or as the parameter of a function of the file it is handed to), its
+        optimizer's those of ``optimizer`` (a name at ``where``: its object when the roles know it,
+        else its binding); then as :meth:`cadence` decides. ``where``: just after the statement
+        that binds both names."""
+        own = self.bindings.lookup(scheduler, where)
+        if own is None:
+            return Cadence.UNKNOWN, None
+        built_on = self.origin(optimizer, where, through=True) if optimizer is not None else None
+        named = self.bindings.lookup(optimizer, where) if optimizer is not None and built_on is None else None
+        own_steps: list[_Step] = []
+        optimizer_steps: list[_Step] = []
+        for step in self._steps:
+            if self._holds_binding(step.receiver, step.where, own):
+                own_steps.append(step)
+            elif self._steps_optimizer(step, built_on, named):
+                optimizer_steps.append(step)
+        return self._compare_steps(own_steps, optimizer_steps, where.function)
+
+    def _steps_optimizer(self, step: _Step, built_on: Origin | _Prepared | None, named: Bound | None) -> bool:
+        """``step`` steps the optimizer built at ``built_on`` or, unknown, held by ``named``:
+        ``opt.step()`` or ``scaler.step(opt)``."""
+        if isinstance(built_on, Origin):
+            receiver = self._step_origin(step.receiver, step.where)
+            if isinstance(receiver, Origin) and receiver.kind is Kind.OPTIMIZER and _is(receiver, built_on):
+                return True
+            return any(_is(self._step_origin(a, step.where), built_on, Kind.OPTIMIZER) for a in step.call.args)
+        if named is None:
+            return False
+        return (
+            not step.call.args
+            and self._holds_binding(step.receiver, step.where, named)
+            or any(self._holds_binding(a, step.where, named) for a in step.call.args)
+        )
+
+    def _holds_binding(self, expr: ast.AST, where: Where, bound: Bound, depth: int = 0) -> bool:
+        """``expr`` at ``where`` holds what ``bound`` bound: through ``a = b`` and through the
+        parameters of the file's functions, followed to what their callers pass."""
+        if binding_key(expr) is None or depth > MAX_DEPTH:
+            return False
+        for found in self.bindings.every_binding(expr, where):
+            if found is bound:
+                return True
+            value = found.value
+            if value is not None and found.index is None and binding_key(value) is not None:
+                if self._holds_binding(value, found.where, bound, depth + 1):  # `sched = scheduler`
+                    return True
+                continue
+            function = found.where.function
+            key = binding_key(expr)
+            if (
+                value is not None
+                or key is None
+                or "." in key
+                or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+                or found.where.pos != (function.lineno, function.col_offset)
+            ):
+                continue
+            for call in self.script.training_loops.callers_of(function):  # a parameter: what callers pass
+                arg = argument_for(function, call, key)
+                if arg is not None and id(call) in self._calls:
+                    if self._holds_binding(arg, self._calls[id(call)][0], bound, depth + 1):
+                        return True
+        return False
+
+    def _compare_steps(
+        self, own_steps: list[_Step], optimizer_steps: list[_Step], scope: object
+    ) -> tuple[Cadence, ast.Call | None]:
+        """A scheduler's cadence from its own ``.step()`` calls and its optimizer's, by the loops
+        (from ``scope``, where it is built, down) that run each (see the module docstring)."""
         valued = [s for s in own_steps if s.call.args or s.call.keywords]
         if valued:
             return Cadence.BY_VALUE, valued[0].call
-        if not own_steps and self._handed_to_a_scheduler(scheduler):
-            return Cadence.WRAPPED, None
         if not own_steps or not optimizer_steps:
             return Cadence.UNKNOWN, None
-        scope = scheduler.where.function
         optimizer_paths = [self._loop_path(s.call, scope) for s in optimizer_steps]
         if any(p is None for p in optimizer_paths):
             return Cadence.UNKNOWN, None

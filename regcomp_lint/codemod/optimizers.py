@@ -18,6 +18,7 @@ import libcst as cst
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.analysis.optimizer_sources import OptimizerSource
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
+from regcomp_lint.analysis.training_roles import Origin
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.local_modules import imported_function
 from regcomp_lint.codemod.roles import Creation, creations, unpacked_keys
@@ -88,6 +89,8 @@ def _source(tree: Tree, creation: Creation) -> OptimizerSource | None:
     source = optimizers.source(call, where)
     if source is not None:
         return source
+    if _builds_a_scheduler(view.roles.origin(call, where)):
+        return None  # `scheduler = make_scheduler(optimizer)`: handed the optimizer's parameters, but a scheduler
     owners = optimizers.fed_parameters(call, where)
     if owners and optimizers.used_as_optimizer(call):
         return OptimizerSource(owners, view.text(call.func))
@@ -103,7 +106,7 @@ def _builds_optimizer_elsewhere(tree: Tree, value: cst.BaseExpression) -> bool:
     """``value`` calls a function of another module of the project (read next to the script,
     ``ast`` only) that returns an optimizer it constructs: ``return torch.optim.SGD(...)``, or a
     name bound to one there."""
-    found = _returned_elsewhere(tree, value)
+    found = returned_elsewhere(tree, value)
     return found is not None and any(found[0](returned) is Kind.OPTIMIZER for returned in found[1])
 
 
@@ -111,10 +114,11 @@ def _unpacked_elsewhere(
     tree: Tree, value: cst.BaseExpression, call: ast.Call, width: int
 ) -> dict[int, tuple[OptimizerSource, list[int]]]:
     """The optimizer another module's function returns in every tuple of ``width`` values it
-    returns (``return optimizer, scheduler``), by position, with the models the call hands it
-    (as :meth:`OptimizerSources.unpacked_sources` answers for the file's own functions)."""
+    returns (``return optimizer, scheduler``), by position, with the models the call hands it or,
+    handed none, the positions of the models it returns beside it (``return model, optimizer``),
+    as :meth:`OptimizerSources.unpacked_sources` answers for the file's own functions."""
     view = lint_view(tree)
-    found = _returned_elsewhere(tree, value)
+    found = returned_elsewhere(tree, value)
     if found is None or view.roles is None:
         return {}
     kind, returns = found
@@ -122,15 +126,18 @@ def _unpacked_elsewhere(
     if not tuples or len(tuples) != len(returns):
         return {}
     unpacked: dict[int, tuple[OptimizerSource, list[int]]] = {}
+    # `model, optimizer, scheduler = setup(cfg)`: the model it builds is returned beside the optimizer
+    models = [i for i in range(width) if all(kind(r.elts[i]) is Kind.MODEL for r in tuples)]
     for index in range(width):
         if all(kind(r.elts[index]) is Kind.OPTIMIZER for r in tuples):
             owners = view.roles.optimizers.parameter_owners(call, view.where(call), handed=True)
-            if owners:
-                unpacked[index] = (OptimizerSource(owners, f"{view.text(call.func)}() (returns an optimizer)"), [])
+            if owners or models:
+                construct = f"{view.text(call.func)}() (returns an optimizer)"
+                unpacked[index] = (OptimizerSource(owners, construct), [] if owners else models)
     return unpacked
 
 
-def _returned_elsewhere(
+def returned_elsewhere(
     tree: Tree, value: cst.BaseExpression
 ) -> tuple[Callable[[ast.expr], Kind | None], list[ast.expr]] | None:
     """When ``value`` calls a function of another module of the project: what kind of object an
@@ -160,3 +167,7 @@ def _returned_elsewhere(
 def _call_of(tree: Tree, creation: Creation) -> ast.Call | None:
     expr = lint_view(tree).expression_at(creation.value)
     return expr if isinstance(expr, ast.Call) else None
+
+
+def _builds_a_scheduler(found: Origin | object) -> bool:
+    return isinstance(found, Origin) and found.kind is Kind.SCHEDULER

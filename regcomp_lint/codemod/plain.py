@@ -50,6 +50,7 @@ from regcomp_lint.codemod.roles import (
     bindings,
     creations,
 )
+from regcomp_lint.codemod.schedulers import unpacked_schedulers
 from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, resolve
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, read_keys, single_target
 from regcomp_lint.codemod.uneven_steps import uneven_steps
@@ -322,22 +323,11 @@ class PlainPlanner(Planner):
                 else:
                     skipped.append(creation.key)
             elif built.kind is Kind.SCHEDULER:
-                how, step = view.roles.cadence(built)
-                if how in (Cadence.PER_EPOCH, Cadence.BY_VALUE) and step is not None:
-                    self.kept_schedulers.append(creation.key)
-                    when = "once per epoch" if how is Cadence.PER_EPOCH else "with a value (a metric or an epoch)"
-                    self.notes.append(
-                        f"{creation.key} steps {when} (line {step.lineno}): left unprepared, so its LR "
-                        "moves exactly as in the original (a prepared scheduler steps once per process)"
-                    )
-                elif how is Cadence.WRAPPED:
-                    self.kept_schedulers.append(creation.key)
-                    self.notes.append(
-                        f"{creation.key} is stepped by the scheduler it is handed to: left unprepared, as that "
-                        "scheduler decides when it steps"
-                    )
-                else:
-                    schedulers.append(creation.key)
+                self._sort_scheduler(creation.key, *view.roles.cadence(built), schedulers)
+        # `optimizer, scheduler = build_optimizer(model, cfg)`, of this file or of another module
+        for unpacked in unpacked_schedulers(tree, self.scope):
+            if unpacked.key not in loaders + schedulers + optimizers + models + self.kept_schedulers:
+                self._sort_scheduler(unpacked.key, unpacked.cadence, unpacked.step, schedulers)
         for function in self.training:  # loaders a training function builds itself
             if function is not self.scope and isinstance(function, cst.FunctionDef):
                 for creation in creations(function):
@@ -366,6 +356,25 @@ class PlainPlanner(Planner):
             sorted(loaders, key=order),
             sorted(schedulers, key=order),
         )
+
+    def _sort_scheduler(self, key: str, how: Cadence, step: ast.Call | None, schedulers: list[str]) -> None:
+        """Into ``schedulers`` (prepared) a scheduler stepped once per optimizer step (or of unknown
+        cadence), into ``kept_schedulers`` one stepped per epoch, with a value, or by another scheduler."""
+        if how in (Cadence.PER_EPOCH, Cadence.BY_VALUE) and step is not None:
+            self.kept_schedulers.append(key)
+            when = "once per epoch" if how is Cadence.PER_EPOCH else "with a value (a metric or an epoch)"
+            self.notes.append(
+                f"{key} steps {when} (line {step.lineno}): left unprepared, so its LR "
+                "moves exactly as in the original (a prepared scheduler steps once per process)"
+            )
+        elif how is Cadence.WRAPPED:
+            self.kept_schedulers.append(key)
+            self.notes.append(
+                f"{key} is stepped by the scheduler it is handed to: left unprepared, as that "
+                "scheduler decides when it steps"
+            )
+        else:
+            schedulers.append(key)
 
     def _prepare_inline(self, view, creation, built: Origin | None) -> bool:
         """``train_loader = cycle(DataLoader(...))`` (lucidrains' scripts), or a loader a training

@@ -1,0 +1,85 @@
+"""Which tuple unpackings of a script bind an LR scheduler, and how often each steps.
+
+``optimizer, scheduler = build_optimizer(model, cfg)`` and ``model, optimizer, scheduler =
+setup(cfg)`` bind a scheduler no ``key = value`` creation shows. The cadence is not decided
+here: for a function of the file, the lint's roles follow its returned tuple
+(:meth:`~regcomp_lint.analysis.training_roles.TrainingRoles.unpacked_origin`) and decide as for
+any scheduler; for a function of another module of the project (read next to the script,
+``ast`` only), the kind of each value it returns is read there and the roles compare the steps
+of the names the script binds (:meth:`~regcomp_lint.analysis.training_roles.TrainingRoles.bound_cadence`).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from dataclasses import dataclass
+
+import libcst as cst
+
+from regcomp_lint.analysis.training_objects import Kind
+from regcomp_lint.analysis.training_roles import Cadence
+from regcomp_lint.codemod.lint_view import lint_view
+from regcomp_lint.codemod.optimizers import returned_elsewhere
+from regcomp_lint.codemod.roles import unpacked_keys
+from regcomp_lint.codemod.tree import Function, Tree, find_all
+
+
+@dataclass
+class UnpackedScheduler:
+    key: str
+    stmt: cst.Assign
+    cadence: Cadence
+    step: ast.Call | None  # the ``.step()`` call that decided the cadence
+
+
+def unpacked_schedulers(tree: Tree, function: Function) -> list[UnpackedScheduler]:
+    """Every scheduler ``function`` (not its nested defs) unpacks from a tuple, with its cadence."""
+    view = lint_view(tree)
+    roles = view.roles
+    found: list[UnpackedScheduler] = []
+    if roles is None:
+        return found
+    for assign in find_all(function, cst.Assign, enter_functions=False):
+        keys = unpacked_keys(assign)
+        call = view.expression_at(assign.value) if keys else None
+        if keys is None or not isinstance(call, ast.Call):
+            continue
+        where = view.where(call)
+        origins = [roles.unpacked_origin(call, where, index) for index in range(len(keys))]
+        if any(origin is not None for origin in origins):  # a function of the file: the roles see it all
+            for key, origin in zip(keys, origins, strict=True):
+                if key is not None and origin is not None and origin.kind is Kind.SCHEDULER:
+                    found.append(UnpackedScheduler(key, assign, *roles.cadence(origin)))
+            continue
+        statement = view.statement_at(assign)
+        if not isinstance(statement, ast.Assign) or not isinstance(statement.targets[0], (ast.Tuple, ast.List)):
+            continue
+        targets = statement.targets[0].elts
+        after = dataclasses.replace(where, pos=(statement.end_lineno or 0, statement.end_col_offset or 0))
+        schedulers, optimizer = _returned_schedulers(tree, assign.value, len(keys))
+        for index in schedulers:
+            key = keys[index]
+            if key is not None:
+                beside = targets[optimizer] if optimizer is not None else None
+                found.append(UnpackedScheduler(key, assign, *roles.bound_cadence(targets[index], beside, after)))
+    return found
+
+
+def _returned_schedulers(tree: Tree, value: cst.BaseExpression, width: int) -> tuple[list[int], int | None]:
+    """The positions at which another module's function returns a scheduler it constructs in every
+    tuple of ``width`` values it returns (``return optimizer, scheduler``), and the one position of
+    an optimizer there, if there is one."""
+    found = returned_elsewhere(tree, value)
+    if found is None:
+        return [], None
+    kind, returns = found
+    tuples = [r for r in returns if isinstance(r, ast.Tuple) and len(r.elts) == width]
+    if not tuples or len(tuples) != len(returns):
+        return [], None
+
+    def positions(wanted: Kind) -> list[int]:
+        return [i for i in range(width) if all(kind(r.elts[i]) is wanted for r in tuples)]
+
+    optimizers = positions(Kind.OPTIMIZER)
+    return positions(Kind.SCHEDULER), optimizers[0] if len(optimizers) == 1 else None
