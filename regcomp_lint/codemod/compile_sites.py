@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from regcomp_lint.codemod.settings import Refusal, ScriptSettings
-from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, single_target
+from regcomp_lint.codemod.tree import Function, Tree, code, find_all, is_main_guard, key_of, single_target
 from regcomp_lint.knowledge import accelerate_api, torch_api
 
 
@@ -88,13 +88,16 @@ def _refuse_if_model(target: cst.BaseExpression | None, models: set[str], origin
 
 
 def _condition(tree: Tree, function: Function, stmt: cst.CSTNode) -> cst.BaseExpression | None:
-    """The test of the ``if`` blocks around ``stmt`` (joined with ``and``); refuses else-branches and loops."""
+    """The test of the ``if`` blocks around ``stmt`` (joined with ``and``), not the script's
+    ``if __name__ == "__main__":``; refuses else-branches and loops."""
     tests: list[cst.BaseExpression] = []
     child: cst.CSTNode = stmt
     for anc in tree.ancestors(stmt):
         if anc is function:
             break
-        if isinstance(anc, cst.If):
+        if is_main_guard(anc) and tree.contains(anc.body, child):
+            pass  # the script's entry point: it always runs when the script trains
+        elif isinstance(anc, cst.If):
             if not tree.contains(anc.body, child):
                 raise Refusal(
                     f"the compile at line {tree.line(stmt)} is in an else branch; move it under a plain if before converting"

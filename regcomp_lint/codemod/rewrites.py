@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TypeGuard
 
 import libcst as cst
 
@@ -29,6 +28,7 @@ from regcomp_lint.codemod.tree import (
     comments_in,
     dotted,
     find_all,
+    is_main_guard,
     parameter_names,
     single_target,
 )
@@ -48,10 +48,6 @@ class Conversion:
 
 def function_name(function: Function) -> str:
     return "module level" if isinstance(function, cst.Module) else f"{function.name.value}()"
-
-
-def is_main_guard(stmt: cst.CSTNode) -> TypeGuard[cst.If]:
-    return isinstance(stmt, cst.If) and "__name__" in code(stmt.test) and "__main__" in code(stmt.test)
 
 
 class Planner:

@@ -8,7 +8,7 @@ call?" or "which statement of this block contains it?" instead of walking parent
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator
-from typing import TypeVar, cast, overload
+from typing import TypeGuard, TypeVar, cast, overload
 
 import libcst as cst
 from libcst.metadata import (
@@ -32,6 +32,11 @@ _EMPTY = cst.Module(body=[])
 def code(node: cst.CSTNode) -> str:
     """Source text of a node on its own."""
     return _EMPTY.code_for_node(node)
+
+
+def is_main_guard(stmt: cst.CSTNode) -> TypeGuard[cst.If]:
+    """``if __name__ == "__main__":``: where a script starts, not a condition of what it does."""
+    return isinstance(stmt, cst.If) and "__name__" in code(stmt.test) and "__main__" in code(stmt.test)
 
 
 def dotted(node: cst.CSTNode) -> str | None:

@@ -129,6 +129,25 @@ def test_condition_of_the_hand_compile_is_kept():
     assert plugin_line(result) == 'dynamo_plugin = TorchDynamoPlugin(backend="eager" if args.compile else "no")'
 
 
+def test_a_hand_compile_under_the_main_guard_is_unconditional():
+    text = (
+        "import torch\n\n"
+        'if __name__ == "__main__":\n'
+        "    model = torch.nn.Linear(2, 1)\n    model = torch.compile(model)\n"
+        "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    for step in range(3):\n"
+        "        optimizer.zero_grad()\n        model(torch.randn(4, 2)).sum().backward()\n        optimizer.step()\n"
+    )
+    assert plugin_line(convert(text)).strip() == 'dynamo_plugin = TorchDynamoPlugin(backend="inductor")'
+    assert "if args.compile" in plugin_line(
+        convert(
+            text.replace(
+                "    model = torch.compile(model)\n", "    if args.compile:\n        model = torch.compile(model)\n"
+            )
+        )
+    )
+
+
 def test_regional_is_decided_from_the_model_and_can_be_turned_off():
     model = textwrap.dedent("""
         import torch
