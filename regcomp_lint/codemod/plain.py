@@ -52,6 +52,7 @@ from regcomp_lint.codemod.roles import (
 )
 from regcomp_lint.codemod.schedulers import unpacked_schedulers
 from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, resolve
+from regcomp_lint.codemod.trackers import log_from_main_process
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, read_keys, single_target
 from regcomp_lint.codemod.uneven_steps import uneven_steps
 from regcomp_lint.codemod.wrapped_access import places_using_prepared, read_through_wrapper, sees_prepared
@@ -903,6 +904,7 @@ class PlainPlanner(Planner):
         extra += [statement(source, self.module) for source in self.after_accelerator]
         self.edits.add_statements(block, first_use, [*before, plugin, accelerator, *extra], after=False)
         download_first(self, block, first_use)
+        log_from_main_process(self, block, first_use)
         if self.hand_written_batches is not None:
             split_hand_written_batches(self, block, first_use, self.hand_written_batches)
         self.created_at = (

@@ -55,6 +55,23 @@ SCHEDULERS = accelerate_api.DUMMY_SCHEDULERS
 MAIN_PROCESS_KEYWORDS = {"save_pretrained": ("is_main_process", 1)}
 DATALOADERS = (*torch_api.DATALOADER, "torchdata.stateful_dataloader.StatefulDataLoader")
 
+#: Experiment trackers that start a run by a call and take a keyword that turns the run off:
+#: ``wandb.init(mode="disabled")`` makes every later ``wandb.log``/``wandb.finish`` of that process a
+#: no-op (wandb documents the mode for exactly this, "disabled" since 0.10). Launched on N processes
+#: a script without it starts N runs.
+TRACKER_RUNS = {"wandb.init": ("mode", '"disabled"')}
+#: Trackers with no such switch: each process of a launch logs its own copy (TensorBoard shows N
+#: event files' points on one chart, MLflow and Neptune record N runs). Named in a note.
+TRACKERS_WITHOUT_SWITCH = (
+    "torch.utils.tensorboard.SummaryWriter",
+    "torch.utils.tensorboard.writer.SummaryWriter",
+    "tensorboardX.SummaryWriter",
+    "mlflow.start_run",
+    "neptune.init_run",
+    "comet_ml.Experiment",
+    "aim.Run",
+)
+
 #: Imports of another training framework that owns distribution: (module prefix, what to call it).
 FOREIGN_FRAMEWORKS = (
     ("deepspeed", "DeepSpeed"),

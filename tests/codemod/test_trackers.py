@@ -1,0 +1,62 @@
+"""Experiment trackers log from the main process only (codemod/trackers.py)."""
+
+from __future__ import annotations
+
+from regcomp_lint.codemod.convert import convert_source
+
+SCRIPT = """\
+import torch
+import wandb
+from torch.utils.tensorboard import SummaryWriter
+
+
+def main():
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    wandb.init(project="demo")
+    writer = SummaryWriter("runs/demo")
+    model = torch.nn.Linear(4, 1).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(3):
+        loss = model(torch.randn(2, 4, device=device)).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        wandb.log({"loss": loss.item()})
+        writer.add_scalar("loss", loss.item(), step)
+    wandb.finish()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def _convert(text: str):
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    return result
+
+
+def test_wandb_init_after_the_accelerator_starts_one_run_from_the_main_process():
+    result = _convert(SCRIPT)
+    assert '    wandb.init(project="demo", mode=None if accelerator.is_main_process else "disabled")\n' in result.text
+    assert any("wandb.init() at line 8 gets mode=" in note for note in result.notes), result.notes
+
+
+def test_a_tracker_without_a_switch_is_named_in_a_note():
+    result = _convert(SCRIPT)
+    assert '    writer = SummaryWriter("runs/demo")\n' in result.text
+    assert any("SummaryWriter() at line 9 logs from every process" in note for note in result.notes), result.notes
+
+
+def test_wandb_init_that_chooses_its_mode_or_runs_under_a_rank_test_is_left_alone():
+    chosen = _convert(SCRIPT.replace('wandb.init(project="demo")', 'wandb.init(project="demo", mode=args_mode)'))
+    assert "mode=args_mode)\n" in chosen.text and "is_main_process else" not in chosen.text
+    assert any("wandb.init() at line 8" in n and "logs from every process" in n for n in chosen.notes), chosen.notes
+    ranked = _convert(
+        SCRIPT.replace(
+            '    wandb.init(project="demo")\n',
+            '    if int(os.environ.get("RANK", 0)) == 0:\n        wandb.init(project="demo")\n',
+        ).replace("import torch\n", "import os\n\nimport torch\n", 1)
+    )
+    assert "is_main_process else" not in ranked.text
