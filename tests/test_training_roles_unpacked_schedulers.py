@@ -32,7 +32,9 @@ def _unpacking(roles: Roles) -> tuple[ast.Assign, ast.Call]:
     return found, found.value
 
 
-@pytest.mark.parametrize("loop,cadence", [(PER_STEP, Cadence.PER_STEP), (PER_EPOCH, Cadence.PER_EPOCH)])
+@pytest.mark.parametrize(
+    "loop,cadence", [(PER_STEP, Cadence.PER_STEP), (PER_EPOCH, Cadence.PER_EPOCH)], ids=["per-step", "per-epoch"]
+)
 def test_a_scheduler_unpacked_from_a_local_factory(loop, cadence):
     roles = Roles(FACTORY + "o, s = build(model)\n" + loop)
     _, call = _unpacking(roles)
@@ -43,8 +45,10 @@ def test_a_scheduler_unpacked_from_a_local_factory(loop, cadence):
     assert isinstance(optimizer, Origin) and optimizer.kind is Kind.OPTIMIZER
 
 
-@pytest.mark.parametrize("loop,cadence", [(PER_STEP, Cadence.PER_STEP), (PER_EPOCH, Cadence.PER_EPOCH)])
-@pytest.mark.parametrize("through_a_function", [False, True])
+@pytest.mark.parametrize(
+    "loop,cadence", [(PER_STEP, Cadence.PER_STEP), (PER_EPOCH, Cadence.PER_EPOCH)], ids=["per-step", "per-epoch"]
+)
+@pytest.mark.parametrize("through_a_function", [False, True], ids=["here", "through-a-function"])
 def test_a_scheduler_unpacked_from_a_call_the_roles_cannot_see_into(loop, cadence, through_a_function):
     """Another module's ``o, s = build(model)``: the steps of the names bound there decide, also
     where they are handed to a function of the file."""
@@ -69,6 +73,7 @@ def test_a_scheduler_unpacked_from_a_call_the_roles_cannot_see_into(loop, cadenc
         "from optim import make_scheduler\n",
         "def make_scheduler(o):\n    return OneCycleLR(o, max_lr=0.1, total_steps=10)\n",
     ],
+    ids=["other-module", "same-file"],
 )
 def test_a_scheduler_factory_handed_the_optimizer_and_stepped_is_a_scheduler(head):
     """Fed the optimizer (so its parameters) and stepped without arguments, as an optimizer is."""
