@@ -114,6 +114,28 @@ def test_only_rules_whose_triggers_occur_run():
     assert engine.active_rules("suppress_errors", frozenset({"RC105"})) == []
 
 
+def test_prefilter_words_can_be_names_of_their_own_and_alternatives():
+    """Issue 16: ``compile``/``optimize`` only as whole names, and ``required`` alternatives.
+    transformers' model files say ``_can_compile_fullgraph = True``, ``is_torchdynamo_compiling()``,
+    ``optimizer`` and ``backend``, and configure no compile: no rule judging compile calls walks them."""
+
+    def codes(text: str) -> set[str]:
+        return {rule.code for rule in engine.active_rules(text, ALL)}
+
+    model_file = (
+        "from .utils import is_torchdynamo_compiling\n"
+        "class M:\n    _can_compile_fullgraph = True\n    backend = optimizer = None\n"
+        "    attn_mode = 'x'\n    options = dynamic = 1\n"
+    )
+    assert codes(model_file) & {"RC101", "RC102", "RC103", "RC104", "RC210", "RC302", "RC501"} == set()
+    assert {"RC101", "RC104", "RC501"} <= codes("import torch\nm = torch.compile(m, backend='x')\n")
+    assert {"RC101", "RC104"} <= codes("from torch._dynamo import optimize\nf = optimize('x')(f)\n")
+    assert "RC104" in codes("from accelerate.utils import compile_regions as cr\n")
+    assert "RC101" in codes("from accelerate import Accelerator\na = Accelerator(dynamo_backend='x')\n")
+    assert {"RC101", "RC102", "RC501"} <= codes("TrainingArguments(torch_compile_backend='x', torch_compile_mode='y')")
+    assert "RC210" in codes("torch.compile(m,fullgraph=True)") and "RC210" in codes("f(\n    fullgraph = True)")
+
+
 def test_prefiltered_file_still_gets_rc001():
     assert found("def f(:\n") == [("RC001", 1, 7)]
 

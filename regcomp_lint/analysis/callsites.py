@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import re
 
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.knowledge.accelerate_api import ACCELERATOR, COMPILE_REGIONS, DYNAMO_PLUGIN, PLUGIN_FIELDS
@@ -15,6 +16,20 @@ from regcomp_lint.knowledge.torch_api import DYNAMO_OPTIMIZE, TORCH_COMPILE, TOR
 
 #: Last names of every call :func:`compile_config_site` can recognise without an import alias.
 _SITE_NAMES = frozenset({"compile", "optimize", "TorchDynamoPlugin", "Accelerator", "compile_regions"})
+
+# -- prefilter words (``Rule.required``/``Rule.triggers``) for the rules that judge those calls --
+# A call is recognised by one of the names above, which the file must spell (an import alias
+# included: ``from torch import compile as tc``). ``compile`` and ``optimize`` must be names of
+# their own, not parts of one: ``_can_compile_fullgraph``, ``is_torchdynamo_compiling`` and
+# ``optimizer`` occur in most model files that never compile anything.
+
+#: ``compile`` or ``compile_regions`` as a whole name (``torch.compile``, ``model.compile``).
+COMPILE_NAME = re.compile(r"compile(?<!\wcompile)(?:_regions)?(?!\w)")
+#: ``optimize`` as a whole name (``torch._dynamo.optimize``).
+OPTIMIZE_NAME = re.compile(r"optimize(?<!\woptimize)(?!\w)")
+#: Some call :func:`compile_config_site` knows for a torch.compile or a ``TorchDynamoPlugin``
+#: (any site but ``Accelerator(...)``) may be in the file.
+COMPILE_SITE_WORDS = (COMPILE_NAME, OPTIMIZE_NAME, "TorchDynamoPlugin")
 
 
 class Site(str, enum.Enum):

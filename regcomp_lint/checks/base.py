@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
@@ -39,6 +40,11 @@ if TYPE_CHECKING:
     from regcomp_lint.analysis.compile_settings import SettingsFile
     from regcomp_lint.analysis.file_context import FileContext
     from regcomp_lint.diagnostics import Location
+
+#: A prefilter word (``Rule.triggers``, ``Rule.required``): a substring, or a compiled pattern
+#: that must be found in the file (for a name that is a word of its own: ``compile``, not
+#: ``_can_compile_fullgraph``). Start a pattern with a literal, so the search is as fast as ``in``.
+Word = str | re.Pattern[str]
 
 DOC_SECTIONS = ("What it does", "Why is this bad", "Example", "Use instead", "Fix safety", "References")
 
@@ -99,12 +105,14 @@ class Rule:
     #: Every rule declares its own (no default here): error = fails or goes wrong at run time,
     #: warning = costs speed (graph break, recompile), info = advice.
     severity: ClassVar[Severity]
-    #: Substrings of which at least one must occur in a file for the rule to run on it; the
-    #: engine's prefilter skips files that match no enabled rule. Empty: never prefiltered out.
-    triggers: ClassVar[tuple[str, ...]] = ()
-    #: Substrings that must all occur in a file for the rule to run on it (checked with the
-    #: triggers: ``required=("forward",)`` keeps RC2xx off files without any ``forward``).
-    required: ClassVar[tuple[str, ...]] = ()
+    #: Words (substrings or patterns, see :data:`Word`) of which at least one must occur in a file
+    #: for the rule to run on it; the engine's prefilter skips files that match no enabled rule.
+    #: Empty: never prefiltered out.
+    triggers: ClassVar[tuple[Word, ...]] = ()
+    #: Words that must all occur in a file for the rule to run on it (checked with the
+    #: triggers: ``required=("forward",)`` keeps RC2xx off files without any ``forward``); a
+    #: tuple of words is met by any one of them (``required=((a, b),)``: a or b, and a trigger).
+    required: ClassVar[tuple[Word | tuple[Word, ...], ...]] = ()
     #: The best fix the rule can offer (None: no fix). Shown in the docs and rule table.
     fix_applicability: ClassVar[Applicability | None] = None
     #: torch graph-break registry ids the rule predicts (RC2xx).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from regcomp_lint.analysis.callsites import Site, compile_config_site, plugin_argument
+from regcomp_lint.analysis.callsites import COMPILE_SITE_WORDS, Site, compile_config_site, plugin_argument
 from regcomp_lint.analysis.compile_settings import Origin, Setting, SettingsFile
 from regcomp_lint.analysis.file_context import keyword_value, string_literal
 from regcomp_lint.checks.base import Invalid, Report, Rule, SettingsExample, SettingsReport
@@ -218,6 +218,8 @@ class UnknownBackend(Rule):
     ]
     message = "unknown compile backend"
     triggers = ("backend", "optimize", "TorchDynamoPlugin")
+    #: a call that takes a backend: a compile site, ``Accelerator(dynamo_backend=)`` or ``TrainingArguments``
+    required = ((*COMPILE_SITE_WORDS, "Accelerator", "torch_compile_backend"),)
     fix_applicability = Applicability.UNSAFE
 
     valid = [

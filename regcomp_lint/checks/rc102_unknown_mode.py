@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from regcomp_lint.analysis.callsites import Site, compile_config_site, plugin_argument
+from regcomp_lint.analysis.callsites import COMPILE_SITE_WORDS, Site, compile_config_site, plugin_argument
 from regcomp_lint.analysis.compile_settings import Origin, Setting, SettingsFile
 from regcomp_lint.analysis.file_context import has_star_kwargs, keyword_value, string_literal
 from regcomp_lint.checks.base import Invalid, Rule, SettingsExample, SettingsReport
@@ -141,6 +141,7 @@ class UnknownMode(Rule):
     ]
     message = "unknown torch.compile mode"
     triggers = ("mode=", "mode =", "TorchDynamoPlugin")
+    required = ((*COMPILE_SITE_WORDS, "torch_compile_mode"),)  # a call that takes a mode
     fix_applicability = Applicability.UNSAFE
 
     valid = [

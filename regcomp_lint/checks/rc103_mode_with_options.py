@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from regcomp_lint.analysis.callsites import Site, compile_config_site, plugin_argument
+from regcomp_lint.analysis.callsites import COMPILE_SITE_WORDS, Site, compile_config_site, plugin_argument
 from regcomp_lint.analysis.file_context import FileContext, keyword, keyword_value, string_literal
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.checks.text_edits import keyword_span_with_comma
@@ -96,6 +96,7 @@ class ModeWithOptions(Rule):
     severity = Severity.ERROR
     message = "`mode` and `options` cannot be combined: torch.compile raises RuntimeError"
     triggers = ("options", "TorchDynamoPlugin")
+    required = (COMPILE_SITE_WORDS,)
     fix_applicability = Applicability.DISPLAY
 
     valid = [

@@ -5,7 +5,13 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from regcomp_lint.analysis.callsites import Site, compile_config_site, decorator_compile_call
+from regcomp_lint.analysis.callsites import (
+    COMPILE_NAME,
+    OPTIMIZE_NAME,
+    Site,
+    compile_config_site,
+    decorator_compile_call,
+)
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.diagnostics import Severity
 
@@ -243,7 +249,7 @@ class CompileInLoop(Rule):
     name = "compile-in-loop"
     severity = Severity.WARNING
     message = "a compiled wrapper is built again and again: compile once, outside the loop"
-    triggers = ("compile", "optimize")
+    triggers = (COMPILE_NAME, OPTIMIZE_NAME)
 
     valid = [
         "import torch\nmodel = torch.compile(model)\nfor batch in loader:\n    loss = model(batch)\n",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from dataclasses import dataclass
 
 from regcomp_lint.analysis import callsites
@@ -76,7 +77,8 @@ class FullgraphBlocked(Rule):
     name = "fullgraph-blocked"
     severity = Severity.ERROR
     message = "`fullgraph=True` will raise `torch._dynamo.exc.Unsupported`: the model has a graph break"
-    triggers = ("fullgraph=True", "fullgraph = True", "TorchDynamoPlugin(")
+    #: the ``fullgraph=True`` keyword, not ``_can_compile_fullgraph = True`` (in every transformers model)
+    triggers = (re.compile(r"fullgraph(?<!\wfullgraph)(?:=True| = True)"), "TorchDynamoPlugin(")
 
     valid = [
         _CLEAN + "model = torch.compile(Net(), fullgraph=True)\n",

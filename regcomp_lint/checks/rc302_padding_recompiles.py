@@ -89,6 +89,7 @@ class PaddingRecompiles(Rule):
         "compiled for static shapes while batches are padded to their longest sample: one recompile per new length"
     )
     triggers = ("dynamic", "reduce-overhead", "max-autotune", "DynamoPlugin(")
+    required = (callsites.COMPILE_SITE_WORDS,)
 
     valid = [
         # dynamic shapes allowed (the default)

@@ -209,7 +209,7 @@ class PreferRegionalCompilation(Rule):
         SettingsExample(".env", "ACCELERATE_DYNAMO_BACKEND=no\n"),
     ]
     message = "whole-model compile of a model with repeated blocks: use regional compilation"
-    triggers = ("compile", "DynamoPlugin", "dynamo_backend")
+    triggers = (callsites.COMPILE_NAME, "torch_compile", "DynamoPlugin", "dynamo_backend")
     fix_applicability = Applicability.UNSAFE
 
     valid = [

@@ -27,6 +27,7 @@ from regcomp_lint.analysis import compiled_scope, dead_code
 from regcomp_lint.analysis.compile_settings import mentions_settings
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.checks import ALL_RULES, Rule
+from regcomp_lint.checks.base import Word
 from regcomp_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
 from regcomp_lint.files.kinds import Kind, kind_by_name, kind_of
 from regcomp_lint.files.source import DecodeError, Positioned, SourceFile, decode_source
@@ -103,19 +104,24 @@ def _syntax_error(exc: BaseException, source: SourceFile) -> Diagnostic:
 
 def active_rules(text: str, enabled: Iterable[str]) -> list[type[Rule]]:
     """Enabled visitor rules whose triggers occur in ``text`` (the prefilter). Rules share
-    words (``forward``, the import trigger...): each is looked for once in the file."""
-    seen: dict[str, bool] = {}
+    words (``forward``, the import trigger...): each is looked for once in the file. A word is a
+    substring or a pattern (:data:`~regcomp_lint.checks.base.Word`); a tuple among a rule's
+    ``required`` is satisfied by any one of its words."""
+    seen: dict[Word, bool] = {}
 
-    def has(word: str) -> bool:
+    def has(word: Word) -> bool:
         found = seen.get(word)
         if found is None:
-            found = seen[word] = word in text
+            found = seen[word] = word in text if type(word) is str else word.search(text) is not None  # type: ignore[union-attr]
         return found
+
+    def holds(required: Word | tuple[Word, ...]) -> bool:
+        return any(has(word) for word in required) if type(required) is tuple else has(required)  # type: ignore[arg-type]
 
     return [
         rule
         for rule in _visitor_rules(frozenset(enabled))
-        if all(has(r) for r in rule.required) and (not rule.triggers or any(has(t) for t in rule.triggers))
+        if all(holds(r) for r in rule.required) and (not rule.triggers or any(has(t) for t in rule.triggers))
     ]
 
 
