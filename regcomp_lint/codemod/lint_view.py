@@ -10,6 +10,7 @@ the answers RC402 and RC501 read, asked about the expression a libcst node stand
 from __future__ import annotations
 
 import ast
+import builtins
 import weakref
 
 import libcst as cst
@@ -89,6 +90,10 @@ class LintView:
         self._wheres = recorder.wheres
         self._statements = {_start(source, node): node for node in ast.walk(parsed) if isinstance(node, ast.stmt)}
         self._spans = _index(source, parsed, _ASKABLE)
+
+    def is_builtin(self, name: str) -> bool:
+        """``name`` is Python's builtin here: the script does not import one of that name."""
+        return hasattr(builtins, name) and self.roles is not None and not self._ctx.imports.imported(name)
 
     def expression_at(self, node: cst.CSTNode) -> ast.expr | None:
         """The outermost askable ``ast`` expression inside ``node``'s source range (libcst

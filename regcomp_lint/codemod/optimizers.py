@@ -68,16 +68,59 @@ def _unpacked(tree: Tree, function: Function) -> list[FoundOptimizer]:
 
 
 def not_optimizers(tree: Tree, function: Function) -> list[tuple[str, int]]:
-    """Assignments fed model parameters that are not used as optimizers (for refusal reasons)."""
+    """Assignments fed model parameters that are not used as optimizers (for refusal reasons);
+    not a builtin's (``weight = next(self.parameters())``, ``params = list(model.parameters())``)."""
     view = lint_view(tree)
     found = []
     for creation in creations(function):
         call = _call_of(tree, creation)
         if call is None or view.roles is None or _source(tree, creation) is not None:
             continue
+        if isinstance(call.func, ast.Name) and view.is_builtin(call.func.id):
+            continue
         if view.roles.optimizers.fed_parameters(call, view.where(call)):
             found.append((code(creation.stmt).strip(), tree.line(creation.stmt)))
     return found
+
+
+def updated_by_hand(tree: Tree) -> tuple[str, int] | None:
+    """The first in-place update of parameters from their gradients with no optimizer, as
+    pytorch/examples' word language model writes it: ``for p in model.parameters():
+    p.data.add_(p.grad, alpha=-lr)`` (or ``p -= lr * p.grad`` under ``torch.no_grad()``)."""
+    for loop in find_all(tree.module, cst.For):
+        iterated = loop.iter
+        if not (
+            isinstance(iterated, cst.Call)
+            and isinstance(iterated.func, cst.Attribute)
+            and iterated.func.attr.value in ("parameters", "named_parameters")
+        ):
+            continue
+        names = [n.value for n in find_all(loop.target, cst.Name)]
+        for stmt in find_all(loop.body, cst.SimpleStatementLine):
+            text = code(stmt).strip()
+            if not any(f"{n}.grad" in text for n in names):
+                continue
+            small = stmt.body[0] if len(stmt.body) == 1 else None
+            target = (
+                small.target
+                if isinstance(small, cst.AugAssign)
+                else small.value.func
+                if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
+                else None
+            )
+            in_place = isinstance(small, cst.AugAssign) or (
+                isinstance(target, cst.Attribute) and target.attr.value.endswith("_")
+            )
+            if in_place and target is not None and _root_name(target) in names:
+                return text, tree.line(stmt)
+    return None
+
+
+def _root_name(node: cst.BaseExpression) -> str | None:
+    """``p`` of ``p``, ``p.data`` and ``p.data.add_``."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return node.value if isinstance(node, cst.Name) else None
 
 
 def _source(tree: Tree, creation: Creation) -> OptimizerSource | None:

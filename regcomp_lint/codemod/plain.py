@@ -41,7 +41,7 @@ from regcomp_lint.codemod.hand_distribution import adapt_distribution
 from regcomp_lint.codemod.handed_in import find_handed_in, placements_before
 from regcomp_lint.codemod.handed_to_modules import unwrap_for_other_modules
 from regcomp_lint.codemod.lint_view import lint_view
-from regcomp_lint.codemod.optimizers import find_optimizers, not_optimizers
+from regcomp_lint.codemod.optimizers import find_optimizers, not_optimizers, updated_by_hand
 from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConvertOptions
 from regcomp_lint.codemod.regional import repeated_blocks
 from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name
@@ -181,6 +181,13 @@ class PlainPlanner(Planner):
                     f"it wraps the model for data parallelism by hand ({self.distribution.describe(tree)}) and builds "
                     f"its optimizers from parameters the converter cannot trace to that model ({untraced[0]}); "
                     "convert by hand"
+                )
+            by_hand = updated_by_hand(tree)
+            if by_hand is not None:
+                raise Refusal(
+                    f"the parameters are updated by hand ({by_hand[0]!r} at line {by_hand[1]}), with no optimizer for "
+                    "prepare() to wrap; convert by hand: accelerator.prepare(model) and accelerator.backward(loss) keep "
+                    "that update working (DDP averages the gradients it reads)"
                 )
             raise Refusal(
                 "no optimizer found (a torch.optim class, a torch.optim.Optimizer subclass, a function returning one, "

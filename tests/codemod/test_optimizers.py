@@ -94,3 +94,46 @@ def test_a_tuple_of_another_module_without_an_optimizer_is_not_one(tmp_path):
     )
     result = convert_source(text, str(tmp_path / "train.py"))
     assert result.refused is not None and "no optimizer found" in result.refused
+
+
+HAND_UPDATED = """\
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 1)
+
+    def init_hidden(self):
+        weight = next(self.parameters())
+        return weight.new_zeros(1)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+model = Net()
+lr = 0.1
+for step in range(3):
+    model.zero_grad()
+    model(torch.randn(2, 4)).sum().backward()
+    for p in model.parameters():
+        p.data.add_(p.grad, alpha=-lr)
+"""
+
+
+@pytest.mark.parametrize("update", ["p.data.add_(p.grad, alpha=-lr)", "p.data -= lr * p.grad", "p.sub_(lr * p.grad)"])
+def test_parameters_updated_by_hand_are_named_in_the_refusal(update):
+    """pytorch/examples' word language model: no optimizer, a hand-written SGD step."""
+    refused = convert_source(HAND_UPDATED.replace("p.data.add_(p.grad, alpha=-lr)", update), "train.py").refused
+    assert refused is not None and f"the parameters are updated by hand ({update!r} at line 24)" in refused, refused
+    assert "next(self.parameters())" not in refused
+
+
+def test_a_builtin_fed_parameters_is_not_named_as_a_would_be_optimizer():
+    refused = convert_source(
+        HAND_UPDATED.replace("        p.data.add_(p.grad, alpha=-lr)\n", "        pass\n"), "train.py"
+    ).refused
+    assert refused is not None and "no optimizer found" in refused and "next(self.parameters())" not in refused, refused
