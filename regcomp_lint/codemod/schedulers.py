@@ -20,6 +20,7 @@ import libcst as cst
 from regcomp_lint.analysis.training_objects import Kind
 from regcomp_lint.analysis.training_roles import Cadence
 from regcomp_lint.codemod.lint_view import lint_view
+from regcomp_lint.codemod.local_modules import imported_function
 from regcomp_lint.codemod.optimizers import returned_elsewhere
 from regcomp_lint.codemod.roles import unpacked_keys
 from regcomp_lint.codemod.tree import Function, Tree, find_all
@@ -57,8 +58,7 @@ def unpacked_schedulers(tree: Tree, function: Function) -> list[UnpackedSchedule
             continue
         targets = statement.targets[0].elts
         after = dataclasses.replace(where, pos=(statement.end_lineno or 0, statement.end_col_offset or 0))
-        schedulers, optimizer = _returned_schedulers(tree, assign.value, len(keys))
-        for index in schedulers:
+        for index, optimizer in _returned_schedulers(tree, assign.value, len(keys)).items():
             key = keys[index]
             if key is not None:
                 beside = targets[optimizer] if optimizer is not None else None
@@ -66,20 +66,49 @@ def unpacked_schedulers(tree: Tree, function: Function) -> list[UnpackedSchedule
     return found
 
 
-def _returned_schedulers(tree: Tree, value: cst.BaseExpression, width: int) -> tuple[list[int], int | None]:
+def _returned_schedulers(tree: Tree, value: cst.BaseExpression, width: int) -> dict[int, int | None]:
     """The positions at which another module's function returns a scheduler it constructs in every
-    tuple of ``width`` values it returns (``return optimizer, scheduler``), and the one position of
-    an optimizer there, if there is one."""
+    tuple of ``width`` values it returns (``return optimizer, scheduler``), each with the position
+    of the optimizer it is built on (``opt_g, opt_d, sched_g, sched_d``), or of the one optimizer
+    returned, if known."""
     found = returned_elsewhere(tree, value)
     if found is None:
-        return [], None
+        return {}
     kind, returns = found
     tuples = [r for r in returns if isinstance(r, ast.Tuple) and len(r.elts) == width]
     if not tuples or len(tuples) != len(returns):
-        return [], None
+        return {}
 
     def positions(wanted: Kind) -> list[int]:
         return [i for i in range(width) if all(kind(r.elts[i]) is wanted for r in tuples)]
 
     optimizers = positions(Kind.OPTIMIZER)
-    return positions(Kind.SCHEDULER), optimizers[0] if len(optimizers) == 1 else None
+    built_on = _built_on(tree, value, tuples[0])
+    return {
+        index: built_on.get(index, optimizers[0] if len(optimizers) == 1 else None)
+        for index in positions(Kind.SCHEDULER)
+    }
+
+
+def _built_on(tree: Tree, value: cst.BaseExpression, returned: ast.Tuple) -> dict[int, int]:
+    """Position -> position in the tuple another module's function returns: the name at the first
+    is built by a call whose first argument is the name at the second (``sched_g = StepLR(opt_g,
+    ...)``; ``return opt_g, sched_g``)."""
+    found = imported_function(tree, value.func) if isinstance(value, cst.Call) else None
+    if found is None:
+        return {}
+    names = [e.id if isinstance(e, ast.Name) else None for e in returned.elts]
+    built_on: dict[int, int] = {}
+    for node in ast.walk(found[1]):
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and node.value.args):
+            continue
+        first = node.value.args[0]
+        for target in node.targets:
+            if (
+                isinstance(target, ast.Name)
+                and target.id in names
+                and isinstance(first, ast.Name)
+                and first.id in names
+            ):
+                built_on[names.index(target.id)] = names.index(first.id)
+    return built_on

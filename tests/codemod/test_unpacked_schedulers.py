@@ -185,3 +185,52 @@ def test_a_per_step_scheduler_unpacked_without_a_prepared_loader_stays_unprepare
     result = _convert(tmp_path, "build_optimizer", loop, elsewhere=True)
     assert _prepare_line(result) == "model, optimizer = accelerator.prepare(model, optimizer)"
     assert any(n.startswith("scheduler steps once per optimizer step, and no DataLoader") for n in result.notes)
+
+
+GAN_OPTIM = """
+import torch
+
+
+def build_optimizers(generator, discriminator, cfg):
+    opt_g = torch.optim.Adam(generator.parameters(), lr=cfg["lr"])
+    opt_d = torch.optim.Adam(discriminator.parameters(), lr=cfg["lr"])
+    sched_g = torch.optim.lr_scheduler.StepLR(opt_g, step_size=1, gamma=0.9)
+    sched_d = torch.optim.lr_scheduler.StepLR(opt_d, step_size=1, gamma=0.9)
+    return opt_g, opt_d, sched_g, sched_d
+"""
+GAN = """
+import torch
+from torch.utils.data import DataLoader
+
+from optim import build_optimizers
+
+
+def main(cfg):
+    generator = torch.nn.Linear(2, 2)
+    discriminator = torch.nn.Linear(2, 1)
+    opt_g, opt_d, sched_g, sched_d = build_optimizers(generator, discriminator, cfg)
+    loader = DataLoader(torch.randn(8, 2), batch_size=2)
+    for epoch in range(3):
+        for x in loader:
+            d_loss = discriminator(generator(x).detach()).mean() - discriminator(x).mean()
+            opt_d.zero_grad()
+            d_loss.backward()
+            opt_d.step()
+            g_loss = -discriminator(generator(x)).mean()
+            opt_g.zero_grad()
+            g_loss.backward()
+            opt_g.step()
+        sched_g.step()
+        sched_d.step()
+"""
+
+
+def test_schedulers_of_two_optimizers_unpacked_from_another_module_each_follow_their_own(tmp_path):
+    """``opt_g, opt_d, sched_g, sched_d = build_optimizers(...)``: each scheduler is compared with
+    the optimizer it is built on there (both per epoch here: neither is prepared)."""
+    (tmp_path / "optim.py").write_text(textwrap.dedent(GAN_OPTIM))
+    result = convert_source(textwrap.dedent(GAN), str(tmp_path / "train.py"), ConvertOptions())
+    assert result.refused is None, result.refused
+    assert "sched" not in _prepare_line(result)
+    for key in ("sched_g", "sched_d"):
+        assert any(n.startswith(f"{key} steps once per epoch") for n in result.notes), result.notes
