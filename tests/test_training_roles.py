@@ -347,6 +347,29 @@ def test_optimizer_sources(body, owners, construct):
         assert (source.owners, source.construct) == (owners, construct)
 
 
+def test_an_optimizer_built_by_a_method_of_the_trainer_holds_its_self_model():
+    """A trainer's ``self.optimizer = self._build_optimizer()``, its groups filled from ``self.model``."""
+    roles = Roles(
+        "class Trainer:\n"
+        "    def __init__(self):\n"
+        "        self.model = torch.nn.Linear(4, 2)\n"
+        "        self.optimizer = self._build_optimizer(0.1)\n"
+        "    def _build_optimizer(self, lr):\n"
+        "        decay, no_decay = [], []\n"
+        "        for name, p in self.model.named_parameters():\n"
+        "            (no_decay if p.ndim < 2 else decay).append(p)\n"
+        "        return torch.optim.AdamW([{'params': decay}, {'params': no_decay}], lr=lr)\n"
+    )
+    call = next(
+        n.value
+        for n in ast.walk(roles.tree)
+        if isinstance(n, ast.Assign) and binding_key_of(n.targets[0]) == "self.optimizer"
+    )
+    source = roles.roles.optimizers.source(call, roles.wheres[id(call)])
+    assert source is not None and source.owners == ["self.model"], source
+    assert source.construct == "self._build_optimizer() (returns torch.optim.AdamW)"
+
+
 @pytest.mark.parametrize(
     "body",
     [

@@ -263,6 +263,9 @@ class OptimizerSources:
         parameters, construct = result
         models: list[str] = []
         for parameter in parameters:
+            if parameter.startswith("self."):
+                models += [parameter] if parameter not in models else []
+                continue
             argument = argument_for(factory, call, parameter)
             if argument is None:
                 continue
@@ -295,9 +298,22 @@ class OptimizerSources:
         inside = returns[0][1]
         owners += [m for s in factory.body for m in self.parameter_owners(s, inside, 1) if m not in owners]
         parameters = {a.arg for a in [*factory.args.posonlyargs, *factory.args.args, *factory.args.kwonlyargs]}
-        return [m for m in owners if m in parameters], constructs[0]
+        # a method called on self: its self.model is the caller's self.model
+        return [m for m in owners if m in parameters or m.startswith("self.")], constructs[0]
 
     def _local_function(self, func: ast.expr, where: Where) -> ast.FunctionDef | None:
+        """The file's function ``func`` calls: a module or nested function by name, or a method
+        of the class ``where`` is in, called on ``self`` (a trainer's ``self._build_optimizer()``)."""
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+            and where.cls is not None
+        ):
+            return next(
+                (m for m in where.cls.body if isinstance(m, ast.FunctionDef) and m.name == func.attr),
+                None,
+            )
         if not isinstance(func, ast.Name):
             return None
         bound = self.bindings.lookup(func, where)
