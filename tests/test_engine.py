@@ -136,6 +136,30 @@ def test_prefilter_words_can_be_names_of_their_own_and_alternatives():
     assert "RC210" in codes("torch.compile(m,fullgraph=True)") and "RC210" in codes("f(\n    fullgraph = True)")
 
 
+def test_a_word_holding_an_absent_shorter_one_is_not_looked_for():
+    """The plan's shortcut (``torch_compile`` is absent where ``compile`` is) changes no answer."""
+    from pathlib import Path
+
+    def plain(text: str, enabled: frozenset[str]) -> list[type[Rule]]:
+        def has(word) -> bool:
+            return word in text if isinstance(word, str) else word.search(text) is not None
+
+        return [
+            rule
+            for rule in engine._visitor_rules(enabled)
+            if all(any(map(has, r)) if isinstance(r, tuple) else has(r) for r in rule.required)
+            and (not rule.triggers or any(map(has, rule.triggers)))
+        ]
+
+    assert engine._prefilter_plan(ALL)[1]["torch_compile"] == ("compile",)
+    root = Path(__file__).resolve().parent.parent
+    texts = [path.read_text(encoding="utf-8", errors="replace") for path in (root / "fixtures").rglob("*.py")]
+    texts += ["torch_compile=1", "compile", "x.DynamoPlugin()", "TorchDynamoPlugin(", "print(1)", ""]
+    for enabled in (ALL, frozenset({"RC101", "RC501"}), frozenset({"RC105", "RC203"})):
+        for text in texts:
+            assert engine.active_rules(text, enabled) == plain(text, enabled)
+
+
 def test_prefiltered_file_still_gets_rc001():
     assert found("def f(:\n") == [("RC001", 1, 7)]
 

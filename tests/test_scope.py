@@ -14,6 +14,8 @@ from regcomp_lint.checks import ALL_RULES
 from regcomp_lint.lint.config import Settings, load
 from regcomp_lint.lint.scope import scoped_codes
 
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
 PLAIN_MODULE = textwrap.dedent(
     """
     import torch
@@ -265,6 +267,20 @@ def test_the_fast_compile_signal_matches_what_the_plain_one_does(text):
         r"|\b_dynamo\s*\.\s*optimize\b|\b(?:dynamo_backend|dynamo_plugin|torch_compile|fullgraph)\b|ACCELERATE_DYNAMO_"
     )
     assert [m.span() for m in COMPILE_SIGNAL.finditer(text)] == [m.span() for m in plain.finditer(text)]
+
+
+def test_the_split_compile_signal_finds_what_the_one_pattern_does():
+    """``_mentions_compile`` looks for COMPILE_SIGNAL's alternatives one by one (issue 16)."""
+    from regcomp_lint.analysis import compiled_scope
+    from regcomp_lint.analysis.compiled_scope import COMPILE_SIGNAL
+
+    pieces = "torch . compile ( re.compile( regex.compile( x.compile (  compile_regions compile_repeated_blocks".split()
+    pieces += "TorchDynamoPlugin _dynamo.optimize dynamo_backend dynamo_plugin torch_compile fullgraph".split()
+    pieces += ["ACCELERATE_DYNAMO_X", "_can_compile_fullgraph", "xtorch.compile", "torch_compile_mode", "\n", " "]
+    texts = [a + b for a in pieces for b in pieces] + [a + " " + b for a in pieces for b in pieces]
+    texts += [path.read_text(encoding="utf-8", errors="replace") for path in FIXTURES.rglob("*.py")]
+    for text in texts:
+        assert compiled_scope._mentions_compile(text) == (COMPILE_SIGNAL.search(text) is not None), text
 
 
 # -- the second pass (issue 16): scoped rules run only on the files a compile reaches -----------

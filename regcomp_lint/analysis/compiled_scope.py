@@ -54,6 +54,29 @@ COMPILE_SIGNAL = re.compile(
 _SIGNAL_WORDS = ("compile", "TorchDynamoPlugin", "optimize", "dynamo_", "fullgraph", "ACCELERATE_DYNAMO_")
 _SIGNAL_BYTES = tuple(word.encode() for word in _SIGNAL_WORDS)
 
+#: COMPILE_SIGNAL's alternatives, one pattern each, after a substring each needs: a file
+#: matches one of them exactly when it matches COMPILE_SIGNAL. Each pattern starts with a
+#: literal word (its ``\b`` a look-behind after it), which the regex engine looks for as fast as
+#: ``in``; an alternation is tried at every ``t``, ``c`` and ``.`` of a file (issue 16: 4x slower
+#: on the transformers tree, where ``_can_compile_fullgraph`` puts ``compile`` in most files).
+_SIGNALS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (word, re.compile(pattern))
+    for word, pattern in (
+        ("compile", r"torch(?<!\wtorch)\s*\.\s*compile\b"),
+        ("compile", r"\.compile(?<!\bre\.compile)(?<!\bregex\.compile)\s*\("),
+        ("compile", r"compile_regions(?<!\wcompile_regions)\b"),
+        ("compile", r"compile_repeated_blocks(?<!\wcompile_repeated_blocks)\b"),
+        ("compile", r"nested_compile_region(?<!\wnested_compile_region)\b"),
+        ("compile", r"torch_compile(?<!\wtorch_compile)\b"),
+        ("TorchDynamoPlugin", r"TorchDynamoPlugin(?<!\wTorchDynamoPlugin)\b"),
+        ("optimize", r"_dynamo(?<!\w_dynamo)\s*\.\s*optimize\b"),
+        ("dynamo_", r"dynamo_backend(?<!\wdynamo_backend)\b"),
+        ("dynamo_", r"dynamo_plugin(?<!\wdynamo_plugin)\b"),
+        ("fullgraph", r"fullgraph(?<!\wfullgraph)\b"),
+        ("ACCELERATE_DYNAMO_", r"ACCELERATE_DYNAMO_"),
+    )
+)
+
 
 #: Names whose use in code (called, passed, or as a keyword) compiles or asks for a compile.
 COMPILE_NAMES = frozenset({"compile_regions", "compile_repeated_blocks", "TorchDynamoPlugin", "nested_compile_region"})
@@ -73,7 +96,15 @@ def compiles(text: str, parsed: dict[str, ast.Module | None] | None = None, key:
 
 
 def _mentions_compile(text: str) -> bool:
-    return any(word in text for word in _SIGNAL_WORDS) and COMPILE_SIGNAL.search(text) is not None
+    """``COMPILE_SIGNAL.search(text) is not None``, faster (see :data:`_SIGNALS`)."""
+    found: dict[str, bool] = {}
+    for word, pattern in _SIGNALS:
+        present = found.get(word)
+        if present is None:
+            present = found[word] = word in text
+        if present and pattern.search(text) is not None:
+            return True
+    return False
 
 
 def _compiles_in(tree: ast.AST) -> bool:

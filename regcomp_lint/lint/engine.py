@@ -106,28 +106,81 @@ def active_rules(text: str, enabled: Iterable[str]) -> list[type[Rule]]:
     """Enabled visitor rules whose triggers occur in ``text`` (the prefilter). Rules share
     words (``forward``, the import trigger...): each is looked for once in the file. A word is a
     substring or a pattern (:data:`~regcomp_lint.checks.base.Word`); a tuple among a rule's
-    ``required`` is satisfied by any one of its words."""
+    ``required`` is satisfied by any one of its words.
+
+    Most words are in no file (``dynamo_backend``, ``TorchDynamoPlugin``...), and an absent word
+    costs a search of the whole text: a word that holds a shorter one (``torch_compile`` holds
+    ``compile``) is looked for only when the shorter one occurs."""
+    rules, parents = _prefilter_plan(frozenset(enabled))
     seen: dict[Word, bool] = {}
 
     def has(word: Word) -> bool:
         found = seen.get(word)
         if found is None:
-            found = seen[word] = word in text if type(word) is str else word.search(text) is not None  # type: ignore[union-attr]
+            shorter = parents.get(word)
+            if shorter is not None and not all(has(part) for part in shorter):
+                found = False
+            else:
+                found = word in text if type(word) is str else word.search(text) is not None  # type: ignore[union-attr]
+            seen[word] = found
         return found
 
-    def holds(required: Word | tuple[Word, ...]) -> bool:
-        return any(has(word) for word in required) if type(required) is tuple else has(required)  # type: ignore[arg-type]
-
-    return [
-        rule
-        for rule in _visitor_rules(frozenset(enabled))
-        if all(holds(r) for r in rule.required) and (not rule.triggers or any(has(t) for t in rule.triggers))
-    ]
+    active = []
+    for rule in rules:
+        for required in rule.required:
+            if not (any(has(word) for word in required) if type(required) is tuple else has(required)):  # type: ignore[arg-type]
+                break
+        else:
+            if not rule.triggers or any(has(word) for word in rule.triggers):
+                active.append(rule)
+    return active
 
 
 @lru_cache(maxsize=64)
 def _visitor_rules(enabled: frozenset[str]) -> tuple[type[Rule], ...]:
     return tuple(ALL_RULES[code] for code in sorted(enabled) if code in ALL_RULES and not ALL_RULES[code].engine_rule)
+
+
+@lru_cache(maxsize=64)
+def _prefilter_plan(enabled: frozenset[str]) -> tuple[tuple[type[Rule], ...], dict[Word, tuple[str, ...]]]:
+    """The enabled visitor rules, and for each of their words the longest other words (plain
+    substrings) it holds: absent, they make it absent."""
+    rules = _visitor_rules(enabled)
+    words: set[Word] = set()
+    for rule in rules:
+        words.update(rule.triggers)
+        for required in rule.required:
+            words.update(required if isinstance(required, tuple) else (required,))
+    plain = [word for word in words if isinstance(word, str)]
+    parents: dict[Word, tuple[str, ...]] = {}
+    for word in words:
+        literal = _literal_part(word)
+        held = [part for part in plain if part != word and part in literal]
+        # the longest ones: a part held by another held part is checked through that one
+        longest = tuple(sorted(part for part in held if not any(part != other and part in other for other in held)))
+        if longest:
+            parents[word] = longest
+    return rules, parents
+
+
+#: Characters that end a pattern's leading literal text.
+_REGEX_SPECIAL = frozenset("\\.^$*+?{}[]|()")
+
+
+def _literal_part(word: Word) -> str:
+    """Text every match of ``word`` holds: the word itself, or a pattern's leading literal
+    characters (without the last one when a quantifier follows it)."""
+    if isinstance(word, str):
+        return word
+    if word.flags & ~re.UNICODE:
+        return ""  # case-insensitive, verbose...: nothing is sure
+    pattern = word.pattern
+    end = 0
+    while end < len(pattern) and pattern[end] not in _REGEX_SPECIAL:
+        end += 1
+    if end < len(pattern) and pattern[end] in "*?{+":
+        end -= 1
+    return pattern[: max(end, 0)]
 
 
 #: Fields that never hold a node, skipped without a look (names, flags, constants' values).
