@@ -51,8 +51,9 @@ class Deferral:
 
     A rule is put off when it would run on the file (its prefilter passes) and no suppression
     directive of ours could concern it: a ``# regcomp:`` or ``# noqa`` comment naming an RC code
-    makes the file's RC002/RC003 depend on every rule's findings, so such a file is linted whole.
-    The second pass lints the file with ``pending`` as the enabled codes: its findings (after
+    makes the file's RC002/RC003 depend on every rule's findings, so such a file is linted whole,
+    as is a file that compiles (its own compile reaches it: the second pass would come). The
+    second pass lints the file with ``pending`` as the enabled codes: its findings (after
     suppressions and dead code) are exactly what the first pass left out.
     """
 
@@ -300,13 +301,18 @@ def lint_text(text: str, filename: str, enabled: frozenset[str], defer: Deferral
         if compiled_scope.recording_wanted():
             compiled_scope.record(filename, compiled_scope.file_scope(text, None, parsed=True))
         return [_syntax_error(exc, source)] if SYNTAX_ERROR in enabled else []
+    compiles = False
     if compiled_scope.recording_wanted():  # the scope question's facts, from this one parse
-        compiled_scope.record(filename, compiled_scope.file_scope(text, tree, parsed=True))
+        scope = compiled_scope.file_scope(text, tree, parsed=True)
+        compiled_scope.record(filename, scope)
+        compiles = scope.compiles
 
     active = active_rules(text, enabled)
     if defer is not None and defer.codes:
         pending = frozenset(rule.code for rule in active if rule.code in defer.codes)
-        if pending and _may_defer(text):
+        # A file that compiles is reached by its own compile: the second pass would lint it
+        # again (parse included), so its scoped rules run now.
+        if pending and not compiles and _may_defer(text):
             defer.pending = pending
             active = [rule for rule in active if rule.code not in pending]
     ctx = FileContext(source, tree)
