@@ -326,6 +326,27 @@ def test_two_passes_find_what_one_pass_finds(tmp_path, compiled):
     assert runner.run([str(tmp_path)], settings, jobs=1, use_cache=False).diagnostics == expected
 
 
+def test_a_file_that_compiles_is_linted_whole_in_the_first_pass(tmp_path, monkeypatch):
+    """Its own compile reaches it: no second pass (and no second parse) for it."""
+    from regcomp_lint.lint import runner
+    from regcomp_lint.lint.engine import lint_bytes
+
+    write(tmp_path, "model.py", PLAIN_MODULE + "\nm = torch.compile(M())\n")
+    settings = Settings(root=str(tmp_path))
+    linted = []
+
+    def recording_lint(data, filename, enabled, defer=None):
+        found = lint_bytes(data, filename, enabled, defer)
+        linted.append(defer.pending if defer is not None else None)
+        return found
+
+    monkeypatch.setattr(runner, "lint_bytes", recording_lint)
+    result = runner.run([str(tmp_path)], settings, jobs=1, use_cache=False)
+    assert linted == [frozenset()]
+    assert {d.code for d in result.diagnostics} == BREAKS
+    assert result.diagnostics == _reference([tmp_path], settings)
+
+
 def test_a_cached_file_gets_its_put_off_findings_once_a_compile_reaches_it(tmp_path, monkeypatch):
     """The cache records the rules a file's entry lacks: a run that finds the file compiled
     (a training script added beside it) adds their findings, and caches them."""
