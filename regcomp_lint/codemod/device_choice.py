@@ -163,7 +163,8 @@ def local_rank_option(tree: Tree) -> cst.Call | None:
 
 
 def local_rank_note(tree: Tree) -> str | None:
-    """What a converted script that reads its rank from ``--local_rank`` must be told."""
+    """What a converted script that reads its rank from ``--local_rank`` must be told, when its
+    default cannot be made to read ``LOCAL_RANK`` (:func:`local_rank_from_env`)."""
     option = local_rank_option(tree)
     if option is None:
         return None
@@ -173,6 +174,34 @@ def local_rank_note(tree: Tree) -> str | None:
         "code that tests it (rank-0 logging, sampling, saving) runs on every process and per-rank seeds are equal; "
         "read accelerator.local_process_index or accelerator.is_main_process there"
     )
+
+
+def local_rank_from_env(tree: Tree) -> tuple[cst.Call, str] | None:
+    """``parser.add_argument("--local_rank", type=int, default=-1)`` -> ``default=os.environ.get(
+    "LOCAL_RANK", -1)``, PyTorch's own advice for moving from ``torch.distributed.launch`` to
+    ``torchrun``: both ``torchrun`` and ``accelerate launch`` (several processes) set ``LOCAL_RANK``
+    and pass no option, so the script's ``if args.local_rank != -1:`` set-up, its sampler and its
+    rank-0 saves would otherwise see -1 on every process (every rank on the whole data). argparse
+    converts a string default with ``type``; a run without the variable keeps the old default, and
+    ``torch.distributed.launch`` still passes the option. Returns (option, new default source), or
+    None when the option has no ``type=int`` and no literal default to convert."""
+    option = local_rank_option(tree)
+    if option is None:
+        return None
+    typed = any(
+        a.keyword is not None and a.keyword.value == "type" and code(a.value).strip() == "int" for a in option.args
+    )
+    default = next((a for a in option.args if a.keyword is not None and a.keyword.value == "default"), None)
+    if default is not None and not isinstance(default.value, (cst.Integer, cst.UnaryOperation, cst.Name)):
+        return None  # a computed default: left as it is, with the note
+    fallback = code(default.value).strip() if default is not None else "None"
+    if typed:
+        value = f'os.environ.get("LOCAL_RANK", {fallback})'
+    elif isinstance(default.value if default is not None else None, (cst.Integer, cst.UnaryOperation)):
+        value = f'int(os.environ.get("LOCAL_RANK", {fallback}))'
+    else:
+        return None
+    return option, value
 
 
 def gpu_choice_keys(tree: Tree) -> set[str]:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from regcomp_lint.codemod.builders import expression, guarded, statement
-from regcomp_lint.codemod.device_choice import local_rank_option
+from regcomp_lint.codemod.device_choice import local_rank_from_env, local_rank_option
 from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import (
@@ -94,7 +94,9 @@ def adapt_distribution(planner: PlainPlanner) -> None:
         # without CUDA, Accelerate treats the script's processes as one unless told to use the CPU
         planner.cpu_conditions.append(_NO_CUDA)
     starts = "its own workers, as before" if workers else "torchrun as before, and with accelerate launch"
-    if not workers and local_rank_option(tree) is not None:
+    if not workers and local_rank_from_env(tree) is not None:
+        starts = "python -m torch.distributed.launch as before, and with torchrun and accelerate launch"
+    elif not workers and local_rank_option(tree) is not None:
         starts = "python -m torch.distributed.launch as before, and with accelerate launch (see the rank option below)"
     single = [c for c in dist.data_parallel if tree.resolves_to(c.func, *torch_api.SINGLE_PROCESS_DATA_PARALLEL)]
     if single:

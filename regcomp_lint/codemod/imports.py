@@ -12,6 +12,7 @@ follows it. A script without such a group keeps libcst's placement.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import TypeGuard
 
@@ -34,8 +35,20 @@ def place_added_imports(before: cst.Module, after: cst.Module) -> cst.Module:
     placed = [s for group in groups for s in group]
     third_party = [g for g in groups if any(_root(s) == ANCHOR for s in g)]
     moved_lines: list[cst.SimpleStatementLine] = []
+    standard = [g for g in groups if all(_root(s) in sys.stdlib_module_names for s in g)]
     for line in added:
         same_package = [s for s in placed if _root(s) == _root(line)]
+        in_order = _standard_place(standard[0], line) if standard and _root(line) in sys.stdlib_module_names else None
+        if in_order is not None:  # `import os` among the script's `import argparse`, `import copy`
+            index, at_start = in_order
+            moved_lines.append(line)
+            line = line.with_changes(leading_lines=standard[0][0].leading_lines if at_start else ())
+            if at_start:
+                first = standard[0][0]
+                body[next(i for i, s in enumerate(body) if s is first)] = first.with_changes(leading_lines=())
+            body.insert(index_in(body, standard[0], index), line)
+            placed.append(line)
+            continue
         if same_package:
             anchor = same_package[-1]
         elif third_party and third_party[-1] is not groups[-1]:
@@ -53,6 +66,30 @@ def place_added_imports(before: cst.Module, after: cst.Module) -> cst.Module:
     )
 
 
+def _standard_place(group: list[cst.SimpleStatementLine], line: cst.SimpleStatementLine) -> tuple[int, bool] | None:
+    """Where a plain ``import x`` of the standard library goes in the script's standard-library
+    group, in isort's order (plain imports sorted by name, before the ``from`` imports): the
+    index in ``group`` to insert at, and whether that is its first line. None for a ``from`` line."""
+    if not isinstance(line.body[0], cst.Import):
+        return None
+    name = _source(line)
+    for index, stmt in enumerate(group):
+        if isinstance(stmt.body[0], cst.ImportFrom) or _source(stmt) > name:
+            return index, index == 0
+    return len(group), False
+
+
+def index_in(body: list[cst.BaseStatement], group: list[cst.SimpleStatementLine], index: int) -> int:
+    """The position in ``body`` of ``group[index]`` (just after the group's last line when past it)."""
+    if index < len(group):
+        target = group[index]
+        return next(
+            i for i, s in enumerate(body) if s is target or (_is_import_line(s) and _source(s) == _source(target))
+        )
+    last = group[-1]
+    return next(i for i, s in enumerate(body) if s is last or (_is_import_line(s) and _source(s) == _source(last))) + 1
+
+
 def _with_unmoved(
     original: Sequence[cst.BaseStatement], body: list[cst.BaseStatement], unmoved: list[cst.SimpleStatementLine]
 ) -> list[cst.BaseStatement]:
@@ -60,8 +97,11 @@ def _with_unmoved(
     they followed there."""
     for line in unmoved:
         index = next(i for i, s in enumerate(original) if s is line)
-        previous = original[index - 1] if index else None
-        at = next((i + 1 for i, s in enumerate(body) if s is previous), 0)
+        at = 0
+        for previous in reversed(original[:index]):  # the nearest statement before it still in place
+            at = next((i + 1 for i, s in enumerate(body) if s is previous), 0)
+            if at:
+                break
         body.insert(at, line)
     return body
 

@@ -20,13 +20,14 @@ from regcomp_lint.analysis.global_rebinders import rebinds_globals
 from regcomp_lint.analysis.training_objects import Kind
 from regcomp_lint.analysis.training_roles import Cadence, Origin
 from regcomp_lint.codemod.batch_seeds import split_hand_written_batches
-from regcomp_lint.codemod.builders import call_statement, expression, statement
+from regcomp_lint.codemod.builders import call_statement, expression, statement, with_keyword
 from regcomp_lint.codemod.checkpoint_writes import guard_helper_saves, wait_before_reading_back
 from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, find_compile_sites
 from regcomp_lint.codemod.device_choice import (
     assigned_device_keys,
     branch_condition,
     is_cpu_value,
+    local_rank_from_env,
     local_rank_note,
     model_gpu_choices,
     only_moves_devices,
@@ -128,9 +129,21 @@ class PlainPlanner(Planner):
                 "script saves and loads the unwrapped model's, without it (strip the prefix to resume from an old "
                 "checkpoint, and in code that reads these files)"
             )
-        rank_note = local_rank_note(tree)
-        if rank_note is not None:
-            self.notes.append(rank_note)
+        from_env = local_rank_from_env(tree)
+        if from_env is not None:
+            option, value = from_env
+            default = expression(value, self.module)
+            self.edits.on(option, lambda u: with_keyword(u, "default", default))
+            self.imports.append(("os", None))
+            self.notes.append(
+                f"the rank option at line {tree.line(option)} (--local_rank) now defaults to {value}: torchrun and "
+                "accelerate launch set LOCAL_RANK and pass no option, so the code that tests it (its distributed "
+                "set-up, sampler, rank-0 saves) sees each process's rank as under python -m torch.distributed.launch"
+            )
+        else:
+            rank_note = local_rank_note(tree)
+            if rank_note is not None:
+                self.notes.append(rank_note)
         self._stay_on_cpu_without_devices()
         self._keep_one_loss_scaling()
         self._let_step_take_a_closure()

@@ -4,6 +4,8 @@ per-rank device the script builds itself comes from the accelerator (survey 3, g
 
 from __future__ import annotations
 
+import pytest
+
 from regcomp_lint.codemod import ConversionResult, ConvertOptions, convert_source
 
 
@@ -169,14 +171,32 @@ def test_a_per_rank_device_the_script_builds_comes_from_the_accelerator_for_ever
     )
 
 
-def test_a_local_rank_option_is_said_to_stay_at_its_default_under_accelerate_launch():
+def test_a_local_rank_option_reads_local_rank_under_torchrun_and_accelerate_launch():
+    """torch.distributed.launch passes --local_rank; torchrun and accelerate launch set LOCAL_RANK
+    only: the option's default reads it (argparse applies type=int to a string default)."""
     result = convert(PER_RANK_DEVICE)
     notes = "\n".join(result.notes)
     line = next(i for i, text in enumerate(PER_RANK_DEVICE.splitlines(), 1) if "--local_rank" in text)
-    assert (
-        f"the rank option at line {line} (--local_rank) is passed only by python -m torch.distributed.launch" in notes
-    )
-    assert "accelerate launch and torchrun leave it at its default on every process" in notes
+    assert "parser.add_argument('--local_rank', default=os.environ.get(\"LOCAL_RANK\", 0), type=int)" in result.text
+    assert "import os\n" in result.text
+    assert f'the rank option at line {line} (--local_rank) now defaults to os.environ.get("LOCAL_RANK", 0)' in notes
+
+
+@pytest.mark.parametrize(
+    "option,expected",
+    [
+        ("'--local_rank', type=int", "'--local_rank', type=int, default=os.environ.get(\"LOCAL_RANK\", None)"),
+        ("'--local-rank', default=-1", "'--local-rank', default=int(os.environ.get(\"LOCAL_RANK\", -1))"),
+    ],
+)
+def test_a_local_rank_option_without_a_default_or_a_type(option, expected):
+    result = convert(PER_RANK_DEVICE.replace("'--local_rank', default=0, type=int", option))
+    assert expected in result.text
+
+
+def test_a_local_rank_option_with_a_computed_default_is_said_to_stay_at_its_default():
+    result = convert(PER_RANK_DEVICE.replace("default=0, type=int", "default=get_rank(), type=int"))
+    assert "accelerate launch and torchrun leave it at its default on every process" in "\n".join(result.notes)
 
 
 def test_data_placed_on_the_gpu_the_script_set_follows_each_processs_device():

@@ -22,7 +22,7 @@ from tests.codemod.fixture_cases import CASES, FIXTURES, convert_case, options_f
 #: collateral damage (reformatting, lost code) and fails the byte-identity test.
 TARGETED = re.compile(
     r"backward|compile|cuda|device|DDP|DataParallel|process_group|Accelerator|dynamo_|"
-    r"TorchDynamoPlugin|state_dict|save|DataLoader\(|require_backward_grad_sync|\.module\b|^\s*(def |if |\)|mode=)|"
+    r"TorchDynamoPlugin|state_dict|save|DataLoader\(|require_backward_grad_sync|\.module\b|--local.rank|^\s*(def |if |\)|mode=)|"
     r"^\s*$"
 )
 

@@ -33,6 +33,22 @@ def test_without_a_torch_import_nothing_moves():
     assert placed(header, libcst) == libcst
 
 
+def test_an_added_standard_library_import_joins_the_standard_library_group_in_order():
+    header = '"""Doc."""\nimport argparse\nimport sys\nfrom pathlib import Path\n\nimport torch\n\nfrom model import GPT\n\nx = 1\n'
+    libcst = header.replace("from model import GPT\n", "from model import GPT\nimport os\n" + ADDED)
+    assert placed(header, libcst) == (
+        '"""Doc."""\nimport argparse\nimport os\nimport sys\nfrom pathlib import Path\n\nimport torch\n'
+        + ADDED
+        + "\nfrom model import GPT\n\nx = 1\n"
+    )
+
+
+def test_an_added_standard_library_import_first_in_its_group_keeps_the_group_s_leading_lines():
+    header = '"""Doc."""\n\nimport sys\n\nimport torch\n\nx = 1\n'
+    libcst = header.replace("import torch\n", "import torch\nimport os\n")
+    assert placed(header, libcst) == '"""Doc."""\n\nimport os\nimport sys\n\nimport torch\n\nx = 1\n'
+
+
 def test_imports_already_there_are_not_moved():
     header = "import torch\n\nfrom accelerate import Accelerator\n\nx = 1\n"
     assert placed(header, header) == header
