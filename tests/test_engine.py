@@ -134,6 +134,9 @@ def test_prefilter_words_can_be_names_of_their_own_and_alternatives():
     assert "RC101" in codes("from accelerate import Accelerator\na = Accelerator(dynamo_backend='x')\n")
     assert {"RC101", "RC102", "RC501"} <= codes("TrainingArguments(torch_compile_backend='x', torch_compile_mode='y')")
     assert "RC210" in codes("torch.compile(m,fullgraph=True)") and "RC210" in codes("f(\n    fullgraph = True)")
+    # RC404 judges only files that say compile or dynamo (any case)
+    assert "RC404" not in codes("sd = model.state_dict()\n")
+    assert "RC404" in codes("sd = model.state_dict()\n# DynaMo\n") and "RC404" in codes("model.state_dict()\ncompile")
 
 
 def test_a_word_holding_an_absent_shorter_one_is_not_looked_for():

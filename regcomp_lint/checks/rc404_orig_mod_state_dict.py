@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, replace
 
 from regcomp_lint.analysis import callsites
@@ -145,6 +146,8 @@ class OrigModStateDict(Rule):
         "compile_regions",
         "named_parameters",
     )
+    #: what ``_may_compile`` asks: a file without either is never judged (prefiltered instead of walked)
+    required = (("compile", re.compile("dynamo", re.IGNORECASE)),)
     fix_applicability = Applicability.SAFE
 
     valid = [

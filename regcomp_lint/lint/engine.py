@@ -128,12 +128,13 @@ def active_rules(text: str, enabled: Iterable[str]) -> list[type[Rule]]:
 
     active = []
     for rule in rules:
+        if rule.triggers and not any(has(word) for word in rule.triggers):
+            continue  # first: most files have none of a rule's triggers, often words other rules share
         for required in rule.required:
             if not (any(has(word) for word in required) if type(required) is tuple else has(required)):  # type: ignore[arg-type]
                 break
         else:
-            if not rule.triggers or any(has(word) for word in rule.triggers):
-                active.append(rule)
+            active.append(rule)
     return active
 
 
