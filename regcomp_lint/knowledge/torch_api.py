@@ -82,6 +82,9 @@ NOT_OPTIMIZER_MODULES = ("torch.optim.lr_scheduler", "torch.optim.swa_utils")
 OPTIMIZER_BASE = ("torch.optim.Optimizer",)
 #: Every public class of these modules is an LR scheduler.
 SCHEDULER_MODULES = ("torch.optim.lr_scheduler",)
+#: LR schedulers outside those modules: SWA's ``SWALR`` (an ``LRScheduler`` subclass, stepped per
+#: epoch once averaging starts).
+OTHER_SCHEDULERS = ("torch.optim.swa_utils.SWALR",)
 
 #: ``nn.Module``'s public API: reachable through any wrapper (DDP, FSDP, ``torch.compile``) since
 #: the wrapper is a module too. Any other attribute (a custom method such as ``generate`` or

@@ -46,7 +46,7 @@ OPTIMIZER_FACTORIES = (
 OPTIMIZER_FACTORY_METHODS = ("configure_optimizers",)
 #: ``transformers.get_linear_schedule_with_warmup`` and friends, ``get_scheduler``; diffusers'.
 SCHEDULER_FACTORY_MODULES = ("transformers", "transformers.optimization", "diffusers.optimization")
-SCHEDULERS = accelerate_api.DUMMY_SCHEDULERS
+SCHEDULERS = (*accelerate_api.DUMMY_SCHEDULERS, *torch_api.OTHER_SCHEDULERS)
 #: Model methods that write files unless told they run off the main process, by keyword and the
 #: position that keyword also takes: transformers' ``PreTrainedModel.save_pretrained(save_directory,
 #: is_main_process=True, ...)`` (5.24; since 4.6), diffusers' ``ModelMixin`` and PEFT's

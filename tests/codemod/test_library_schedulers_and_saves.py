@@ -66,3 +66,25 @@ def test_save_pretrained_that_already_says_where_it_runs_is_left_alone():
     ):
         result = _convert(SCRIPT.replace('model.save_pretrained("out")', call))
         assert "is_main_process=accelerator.is_main_process" not in result.text, call
+
+
+def test_swa_s_swalr_stepped_per_epoch_is_a_scheduler_left_unprepared():
+    """SWALR is fed the optimizer and stepped: taken for a second optimizer, it was prepared and
+    stepped once per process each epoch."""
+    text = (
+        "import torch\nfrom torch.optim.swa_utils import AveragedModel, SWALR\n"
+        "from torch.utils.data import DataLoader, TensorDataset\n\n"
+        "model = torch.nn.Linear(8, 2)\n"
+        "loader = DataLoader(TensorDataset(torch.randn(64, 8), torch.randint(0, 2, (64,))), batch_size=8)\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "swa_model = AveragedModel(model)\nswa_scheduler = SWALR(optimizer, swa_lr=0.05)\n"
+        "for epoch in range(10):\n"
+        "    for x, y in loader:\n"
+        "        optimizer.zero_grad()\n"
+        "        torch.nn.functional.cross_entropy(model(x), y).backward()\n"
+        "        optimizer.step()\n"
+        "    if epoch > 5:\n        swa_model.update_parameters(model)\n        swa_scheduler.step()\n"
+    )
+    result = _convert(text)
+    assert "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)" in result.text
+    assert any("swa_scheduler steps once per epoch" in note for note in result.notes), result.notes
