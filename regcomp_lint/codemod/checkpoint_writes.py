@@ -25,11 +25,14 @@ from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.local_modules import FunctionNode, imported_function
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, single_target
+from regcomp_lint.knowledge.torch_api import TORCH_SAVE
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.rewrites import Planner
 
 _READS = ("torch.load",)
+#: Words of a save path that make it one file per process (left as every process writes it).
+_RANK_WORDS = ("rank", "process_index", "gpu")
 #: How many calls deep a helper's write is looked for (``save_checkpoint`` -> ``_write``).
 _MAX_DEPTH = 3
 #: Calls every process must make together: a helper making one is never run on one process only.
@@ -74,6 +77,36 @@ def guard_helper_saves(
                 f"`if {acc}.is_main_process:`, so one process writes the files"
             )
     return guarded_calls
+
+
+def save_the_rest_once(
+    planner: Planner, places: list[Function], written: list[tuple[Function, cst.Call]]
+) -> list[tuple[Function, cst.Call]]:
+    """``torch.save(swa_model.state_dict(), "swa.pt")``: a save of nothing prepared (an EMA or SWA
+    copy, metrics, a config) in the code that trains ran in one process; launched on several,
+    every process writes the same file at once. It becomes ``accelerator.save`` (the main
+    process writes) unless it already runs under a rank test or its path names the rank (one file
+    per process). Returns the rewritten calls (main-process writes)."""
+    tree = planner.tree
+    done = {id(call) for _, call in written}
+    rewritten: list[tuple[Function, cst.Call]] = []
+    for place in places:
+        for call in find_all(place, cst.Call, enter_functions=False):
+            if id(call) in done or not tree.resolves_to(call.func, *TORCH_SAVE) or planner.is_removed(call):
+                continue
+            path = code(call.args[1].value) if len(call.args) > 1 else ""
+            if under_rank_test(planner, call) or any(word in path for word in _RANK_WORDS):
+                continue
+            if not planner.can_reach_accelerator(place):
+                continue
+            acc = planner.accelerator_in(place)
+            planner.edits.on(call.func, replaced_by(expression(f"{acc}.save", planner.module)))
+            planner.uses.append(call)
+            rewritten.append((place, call))
+            planner.notes.append(
+                f"torch.save() at line {tree.line(call)} -> {acc}.save(): the main process writes the file, once"
+            )
+    return rewritten
 
 
 def _writer_elsewhere(tree: Tree, call: cst.Call) -> FunctionNode | None:

@@ -21,7 +21,7 @@ from regcomp_lint.analysis.training_objects import Kind
 from regcomp_lint.analysis.training_roles import Cadence, Origin
 from regcomp_lint.codemod.batch_seeds import split_hand_written_batches
 from regcomp_lint.codemod.builders import call_statement, expression, statement, with_keyword
-from regcomp_lint.codemod.checkpoint_writes import guard_helper_saves, wait_before_reading_back
+from regcomp_lint.codemod.checkpoint_writes import guard_helper_saves, save_the_rest_once, wait_before_reading_back
 from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, find_compile_sites
 from regcomp_lint.codemod.device_choice import (
     assigned_device_keys,
@@ -635,6 +635,7 @@ class PlainPlanner(Planner):
                 self.checkpoint_saves += 1
                 self.saved_states.add(model)
         writes += guard_helper_saves(self, places, self.training)
+        writes += save_the_rest_once(self, [p for p in places if p is self.scope or p in self.owner_methods()], writes)
         wait_before_reading_back(self, writes)
         write_files_once(self, places)
 

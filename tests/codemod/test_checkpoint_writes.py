@@ -187,3 +187,30 @@ def test_a_checkpoint_helper_brought_by_a_star_import_runs_on_the_main_process_w
         "    if accelerator.is_main_process:\n"
         "        save_checkpoint(epoch, accelerator.unwrap_model(model, keep_torch_compile=False), optimizer)\n"
     ) in result.text
+
+
+SWA = """\
+import torch
+from torch.optim.swa_utils import AveragedModel
+
+model = torch.nn.Linear(8, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+swa_model = AveragedModel(model)
+for step in range(4):
+    optimizer.zero_grad()
+    model(torch.randn(2, 8)).sum().backward()
+    optimizer.step()
+    swa_model.update_parameters(model)
+torch.save(swa_model.state_dict(), "swa.pt")
+torch.save(swa_model.state_dict(), f"swa_rank{rank}.pt")
+"""
+
+
+def test_a_save_of_nothing_prepared_is_written_by_the_main_process():
+    """An SWA or EMA copy saved at the end: every process would write the same file at once."""
+    result = convert_source(SWA, "train.py")
+    assert result.refused is None, result.refused
+    assert 'accelerator.save(swa_model.state_dict(), "swa.pt")\n' in result.text
+    assert 'torch.save(swa_model.state_dict(), f"swa_rank{rank}.pt")\n' in result.text  # one file per process
+    assert any("torch.save() at line 12 -> accelerator.save()" in note for note in result.notes), result.notes
+    assert convert_source(result.text, "train.py").changed is False

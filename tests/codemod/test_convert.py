@@ -301,7 +301,8 @@ def test_ddp_that_does_not_wrap_the_trained_model_is_refused():
 @pytest.mark.parametrize("wrap", ["DDP(model) if ddp else model", "model if not ddp else DDP(model)"])
 def test_ddp_wrap_on_one_branch_of_a_conditional_becomes_the_model_it_wraps(wrap):
     """The DDP tutorial's ``ddp_model``, trained and saved under that name; the model's own name
-    keeps the plain module (same parameters), so a whole-model save of it stays as it is."""
+    keeps the plain module (same parameters), so a whole-model save of it pickles that module, from
+    the main process."""
     text = "from torch.nn.parallel import DistributedDataParallel as DDP\n" + script(
         f"ddp = False\nmodel = torch.nn.Linear(2, 1)\nddp_model = {wrap}\n",
         loop=LOOP.replace("model.parameters()", "ddp_model.parameters()").replace("model(", "ddp_model(")
@@ -311,7 +312,7 @@ def test_ddp_wrap_on_one_branch_of_a_conditional_becomes_the_model_it_wraps(wrap
     assert result.refused is None, result.refused
     assert "    ddp_model = model\n" in result.text and "DDP" not in result.text
     assert "ddp_model, optimizer = accelerator.prepare(ddp_model, optimizer)" in result.text
-    assert '    torch.save(model, "model.pt")\n' in result.text
+    assert '    accelerator.save(model, "model.pt")\n' in result.text
     assert convert(result.text).changed is False
 
 
@@ -642,7 +643,8 @@ def test_whole_model_save_pickles_the_unwrapped_model_once():
     result = convert(text)
     assert result.refused is None, result.refused
     assert 'accelerator.save(accelerator.unwrap_model(model, keep_torch_compile=False), "model.pt")' in result.text
-    assert 'torch.save(optimizer.state_dict(), "opt.pt")' in result.text  # not a model: left as it is
+    # not a model: saved as it is, by the main process
+    assert 'accelerator.save(optimizer.state_dict(), "opt.pt")' in result.text
     assert any("torch.save of the whole model (line 13)" in n for n in result.notes)
     assert convert(result.text).changed is False
 
