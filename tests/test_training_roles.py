@@ -301,6 +301,22 @@ def test_a_scheduler_of_another_library_built_on_the_optimizer():
     assert roles.built("sched").kind is Kind.SCHEDULER
 
 
+@pytest.mark.parametrize(
+    "body,kind",
+    [
+        ("sched = getattr(torch.optim.lr_scheduler, 'StepLR')(opt, 2)\n", Kind.SCHEDULER),
+        ("sched = getattr(torch.optim.lr_scheduler, args.scheduler)(opt, 2)\n", Kind.SCHEDULER),
+        ("sched = getattr(torch.optim, args.optimizer)(model.parameters(), lr=0.1)\n", Kind.OPTIMIZER),
+        ("import torchvision.models as models\nsched = models.__dict__[args.arch]()\n", Kind.MODEL),
+        ("from utils import PolyLR\nsched = PolyLR(opt, 100)\n", Kind.SCHEDULER),
+    ],
+)
+def test_classes_picked_by_name_and_schedulers_named_lr(body, kind):
+    """Research scripts pick their optimizer, scheduler and architecture by a flag; segmentation
+    code steps a ``PolyLR(optimizer, ...)`` of its own utils."""
+    assert Roles("args = None\n" + body).built("sched").kind is kind
+
+
 def test_an_optimizer_wrapper_is_not_a_scheduler():
     roles = Roles("from mylib import Lookahead\nlook = Lookahead(opt)\n")
     assert roles.origin_of("look") is None

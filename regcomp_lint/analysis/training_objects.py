@@ -61,7 +61,7 @@ def constructor_kind(ctx: FileContext, call: ast.Call, classes: dict[str, ast.Cl
     local = local_class_kind(ctx, func, classes)
     if local is not None:
         return local
-    name = _imported_name(ctx, func)
+    name = _imported_name(ctx, func) or _chosen_by_name(ctx, func)
     if name is None:
         return None
     last = name.rsplit(".", 1)[-1]
@@ -85,6 +85,36 @@ def constructor_kind(ctx: FileContext, call: ast.Call, classes: dict[str, ast.Cl
     ):
         return Kind.MODEL
     return None
+
+
+#: The last part given a class a script picks from a module by name at run time: capitalised, as
+#: the module's public classes are, so ``getattr(torch.optim, args.optimizer)`` reads as an optimizer.
+_PICKED_AT_RUN_TIME = "PickedAtRunTime"
+
+
+def _chosen_by_name(ctx: FileContext, func: ast.AST) -> str | None:
+    """``getattr(torch.optim.lr_scheduler, "StepLR")`` -> ``torch.optim.lr_scheduler.StepLR``, and
+    ``getattr(torch.optim, args.optimizer)`` or ``torch.optim.__dict__[args.optimizer]`` -> a
+    class of ``torch.optim`` picked at run time (research scripts choose their optimizer, scheduler
+    and architecture by a flag)."""
+    if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Attribute) and func.value.attr == "__dict__":
+        module, attr = func.value.value, func.slice
+    elif (
+        isinstance(func, ast.Call)
+        and isinstance(func.func, ast.Name)
+        and func.func.id == "getattr"
+        and not ctx.imports.imported("getattr")
+        and len(func.args) >= 2
+    ):
+        module, attr = func.args[0], func.args[1]
+    else:
+        return None
+    prefix = _imported_name(ctx, module)
+    if prefix is None:
+        return None
+    if isinstance(attr, ast.Constant) and isinstance(attr.value, str):
+        return f"{prefix}.{attr.value}"
+    return f"{prefix}.{_PICKED_AT_RUN_TIME}"
 
 
 def _imported_name(ctx: FileContext, func: ast.AST) -> str | None:

@@ -457,11 +457,12 @@ class TrainingRoles:
         return isinstance(found, Origin) and found.call is call
 
     def _built_on_optimizer(self, call: ast.Call, where: Where, depth: int) -> bool:
-        """``XScheduler(optimizer, ...)``: a call named a scheduler whose first argument holds an
-        optimizer (the name only tells a scheduler from an optimizer wrapper such as Lookahead)."""
+        """``XScheduler(optimizer, ...)``, ``PolyLR(optimizer, ...)``: a call named a scheduler
+        (``sched`` in it, or torch's ``...LR`` ending) whose first argument holds an optimizer (the
+        name only tells a scheduler from an optimizer wrapper such as Lookahead)."""
         func = call.func
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        if not call.args or "sched" not in name.lower():
+        if not call.args or not ("sched" in name.lower() or name.endswith("LR")):
             return False
         found = self.origin(call.args[0], where, depth + 1, through=True)
         return isinstance(found, Origin) and found.kind is Kind.OPTIMIZER
