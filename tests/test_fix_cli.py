@@ -180,6 +180,37 @@ def test_unfixed_unsafe_finding_exits_1_until_unsafe_fixes(project):
     assert "train_loader, scheduler = accelerator.prepare(" in path.read_text(encoding="utf-8")
 
 
+ACCELERATE_SAVE_PRETRAINED = """\
+import torch
+from accelerate import Accelerator
+from transformers import AutoConfig, AutoModelForCausalLM
+
+accelerator = Accelerator()
+model = AutoModelForCausalLM.from_config(AutoConfig.for_model("gpt2", n_layer=4))
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+model, optimizer = accelerator.prepare(model, optimizer)
+for step in range(2):
+    loss = model(torch.randint(0, 10, (2, 8)), labels=torch.randint(0, 10, (2, 8))).loss
+    accelerator.backward(loss)
+    optimizer.step()
+    optimizer.zero_grad()
+model.save_pretrained("out", is_main_process=accelerator.is_main_process)
+"""
+
+
+def test_an_rc404_the_conversion_caused_is_fixed_without_unsafe_fixes(project):
+    """The conversion adds a regional plugin; the script saved the prepared model itself: that
+    save would now raise (shared tensors of the compiled regions). The original wrote clean keys,
+    so RC404's unwrap is applied as if safe, and nothing is left for --unsafe-fixes."""
+    path = write(project, "train.py", ACCELERATE_SAVE_PRETRAINED)
+    result = invoke("--apply", "train.py")
+    assert result.exit_code == 0, result.output
+    text = path.read_text(encoding="utf-8")
+    assert "use_regional_compilation=True" in text
+    assert 'accelerator.unwrap_model(model, keep_torch_compile=False).save_pretrained("out"' in text
+    assert "--unsafe-fixes" not in result.stderr
+
+
 def test_ignore_drops_a_rule_from_the_count_and_the_fixes(project):
     write(project, "train.py", UNPREPARED_SCHEDULER.read_bytes())
     assert invoke("--apply", "--ignore", "RC402", "train.py").exit_code == 0

@@ -153,14 +153,35 @@ def process_text(text: str, filename: str, settings: Settings, convert: ConvertO
             result.text = conversion.text
             result.notes = list(conversion.notes)
     diagnostics = lint_source(result.text, filename, settings)
-    if needs_fixing(diagnostics, unsafe):
-        fixed = fix_text(result.text, filename, diagnostics, settings, unsafe)
+    caused = _caused_by_conversion(text, filename, settings, diagnostics) if result.converted else frozenset()
+    if needs_fixing(diagnostics, unsafe, caused):
+        fixed = fix_text(result.text, filename, diagnostics, settings, unsafe, caused)
         if fixed.new_text is not None:
             result.lint_fixed = Counter(d.code for d in diagnostics) - Counter(d.code for d in fixed.remaining)
             result.text = fixed.new_text
         diagnostics = fixed.remaining
     result.unfixed = [d for d in diagnostics if d.fix is not None and d.fix.applicability in _FIXES]
     return result
+
+
+#: Rules whose unsafe fix is safe on a finding the conversion itself caused. RC404's
+#: ``accelerator.unwrap_model(model, keep_torch_compile=False)`` around a save is unsafe because
+#: code elsewhere may expect the ``_orig_mod.`` keys of a compile the script already had; when
+#: the compile is the one the conversion added (a regional plugin for an Accelerate script that
+#: saved ``model.save_pretrained(...)``), the original wrote clean keys and nothing reads others.
+_SAFE_WHEN_CAUSED = frozenset({"RC404"})
+
+
+def _caused_by_conversion(
+    original: str, filename: str, settings: Settings, diagnostics: list[Diagnostic]
+) -> frozenset[str]:
+    """The rules of :data:`_SAFE_WHEN_CAUSED` that find something in the converted text and
+    nothing in the original."""
+    found = {d.code for d in diagnostics if d.code in _SAFE_WHEN_CAUSED}
+    if not found:
+        return frozenset()
+    before = {d.code for d in lint_source(original, filename, settings)}
+    return frozenset(found - before)
 
 
 def fix(opts: FixOptions) -> int:

@@ -26,13 +26,20 @@ class FileFix:
     error: str | None = None
 
 
-def needs_fixing(diagnostics: list[Diagnostic], unsafe: bool) -> bool:
-    return any(applicable(d, unsafe) for d in diagnostics)
+def needs_fixing(diagnostics: list[Diagnostic], unsafe: bool, unsafe_codes: frozenset[str] = frozenset()) -> bool:
+    return any(applicable(d, unsafe, unsafe_codes) for d in diagnostics)
 
 
-def fix_text(text: str, filename: str, diagnostics: list[Diagnostic], settings: Settings, unsafe: bool) -> FileFix:
+def fix_text(
+    text: str,
+    filename: str,
+    diagnostics: list[Diagnostic],
+    settings: Settings,
+    unsafe: bool,
+    unsafe_codes: frozenset[str] = frozenset(),
+) -> FileFix:
     """Fix ``text`` in memory (stdin, or a file already read)."""
-    new_text, remaining = fix_source(text, filename, settings, unsafe=unsafe)
+    new_text, remaining = fix_source(text, filename, settings, unsafe=unsafe, unsafe_codes=unsafe_codes)
     if new_text == text:
         return FileFix(filename, 0, remaining)
     return FileFix(

@@ -16,12 +16,14 @@ from regcomp_lint.lint.config import Settings
 from regcomp_lint.lint.engine import lint_source
 
 
-def applicable(diag: Diagnostic, unsafe: bool) -> bool:
+def applicable(diag: Diagnostic, unsafe: bool, unsafe_codes: frozenset[str] = frozenset()) -> bool:
+    """A fix applied now: a safe one, or an unsafe one with ``unsafe`` or of a rule in
+    ``unsafe_codes`` (a finding the caller knows it caused itself)."""
     if diag.fix is None:
         return False
     if diag.fix.applicability is Applicability.SAFE:
         return True
-    return unsafe and diag.fix.applicability is Applicability.UNSAFE
+    return (unsafe or diag.code in unsafe_codes) and diag.fix.applicability is Applicability.UNSAFE
 
 
 def parses(text: str, filename: str = "<fix>") -> bool:
@@ -40,7 +42,11 @@ def parses(text: str, filename: str = "<fix>") -> bool:
 
 
 def apply_fixes(
-    text: str, diagnostics: list[Diagnostic], unsafe: bool = False, filename: str = "<fix>"
+    text: str,
+    diagnostics: list[Diagnostic],
+    unsafe: bool = False,
+    filename: str = "<fix>",
+    unsafe_codes: frozenset[str] = frozenset(),
 ) -> tuple[str, list[Diagnostic]]:
     """Apply every applicable fix that does not overlap an earlier one; return (text, applied).
 
@@ -53,7 +59,7 @@ def apply_fixes(
     taken: list[tuple[int, int]] = []
     for diag in sorted(diagnostics, key=Diagnostic.sort_key):
         fix = diag.fix
-        if fix is None or not applicable(diag, unsafe):
+        if fix is None or not applicable(diag, unsafe, unsafe_codes):
             continue
         spans = [(src.offset(e.location), src.offset(e.end_location)) for e in fix.edits]
         if any(s < te and ts < e or (s == e == ts == te) for s, e in spans for ts, te in taken):
@@ -71,12 +77,19 @@ def apply_fixes(
 
 
 def fix_source(
-    text: str, filename: str = "<stdin>", config: Settings | None = None, unsafe: bool = False, max_rounds: int = 10
+    text: str,
+    filename: str = "<stdin>",
+    config: Settings | None = None,
+    unsafe: bool = False,
+    max_rounds: int = 10,
+    unsafe_codes: frozenset[str] = frozenset(),
 ) -> tuple[str, list[Diagnostic]]:
     """Apply fixes until none applies; return the new text and the remaining diagnostics."""
     for _ in range(max_rounds):
         diagnostics = lint_source(text, filename, config)
-        text_after, applied = apply_fixes(text, diagnostics, unsafe=unsafe, filename=filename)
+        text_after, applied = apply_fixes(
+            text, diagnostics, unsafe=unsafe, filename=filename, unsafe_codes=unsafe_codes
+        )
         if not applied or text_after == text:
             return text, diagnostics
         text = text_after
