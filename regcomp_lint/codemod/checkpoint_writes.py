@@ -100,7 +100,7 @@ def save_the_rest_once(
             if not planner.can_reach_accelerator(place):
                 continue
             acc = planner.accelerator_in(place)
-            planner.edits.on(call.func, replaced_by(expression(f"{acc}.save", planner.module)))
+            planner.replace(call.func, f"{acc}.save")
             planner.uses.append(call)
             rewritten.append((place, call))
             planner.notes.append(

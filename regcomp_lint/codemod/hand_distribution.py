@@ -25,7 +25,6 @@ import libcst as cst
 
 from regcomp_lint.codemod.builders import expression, guarded, statement
 from regcomp_lint.codemod.device_choice import local_rank_from_env, local_rank_option
-from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import (
     Function,
@@ -141,10 +140,7 @@ def _unwrap_plain_aliases(planner: PlainPlanner, attr: cst.Attribute, owner: str
         if other is assign or bound is None or bound[0] != target[0] or key_of(bound[1]) != owner:
             continue
         acc = planner.accelerator_in(function)
-        planner.edits.on(
-            other.value,
-            replaced_by(expression(f"{acc}.unwrap_model({owner}, keep_torch_compile=False)", planner.module)),
-        )
+        planner.replace(other.value, f"{acc}.unwrap_model({owner}, keep_torch_compile=False)")
         planner.uses.append(other)
 
 

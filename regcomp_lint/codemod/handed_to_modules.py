@@ -19,8 +19,6 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from regcomp_lint.codemod.builders import expression
-from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.local_modules import imported_function
 from regcomp_lint.codemod.tree import Block, find_all, key_of
 from regcomp_lint.codemod.wrapped_access import places_using_prepared
@@ -70,7 +68,7 @@ def unwrap_for_other_modules(planner: PlainPlanner, block: Block, prepare_index:
                 if not planner.can_reach_accelerator(function):
                     continue
                 acc = planner.accelerator_in(function)
-                planner.edits.on(arg.value, replaced_by(expression(f"{acc}.unwrap_model({model})", planner.module)))
+                planner.replace(arg.value, f"{acc}.unwrap_model({model})")
                 planner.uses.append(call)
                 planner.notes.append(
                     f"{where} reads {attribute} (line {read.lineno}), which DDP does not pass through: it is handed "

@@ -630,7 +630,7 @@ class PlainPlanner(Planner):
                     self.checkpoint_loads += 1
                     continue
                 for save in self._saves_of(place, call):
-                    self.edits.on(save.func, replaced_by(expression(f"{acc}.save", self.module)))
+                    self.replace(save.func, f"{acc}.save")
                     writes.append((place, save))
                 self.checkpoint_saves += 1
                 self.saved_states.add(model)
@@ -662,7 +662,7 @@ class PlainPlanner(Planner):
             )
             return False
         acc = self.accelerator_in(place)
-        self.edits.on(call.func, replaced_by(expression(f"{acc}.save", self.module)))
+        self.replace(call.func, f"{acc}.save")
         unwrapped = expression(f"{acc}.unwrap_model({model}, keep_torch_compile=False)", self.module)
         self.edits.on(call.args[0].value, replaced_by(unwrapped))
         self.uses.append(call)

@@ -15,7 +15,7 @@ import libcst as cst
 
 from regcomp_lint.codemod.builders import expression, keyword, with_keyword
 from regcomp_lint.codemod.device_choice import choice_text, gpu_choice_keys, is_chosen_device, reads_gpu_choice
-from regcomp_lint.codemod.edits import EditPlan
+from regcomp_lint.codemod.edits import EditPlan, replaced_by
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.options import ConvertOptions
 from regcomp_lint.codemod.roles import CallGraph, bindings
@@ -129,6 +129,10 @@ class Planner:
                             self.unused_imports.append((code(small.module), code(alias.name), asname))
 
     # -- reaching the accelerator ---------------------------------------------------------------
+    def replace(self, node: cst.CSTNode, source: str) -> None:
+        """Rewrite ``node`` to the expression ``source`` (``accelerator.save``, an unwrap)."""
+        self.edits.on(node, replaced_by(expression(source, self.module)))
+
     def accelerator_in(self, function: Function) -> str:
         """How ``function`` spells the accelerator; adds an ``accelerator`` parameter if it has none."""
         tree = self.tree

@@ -19,7 +19,6 @@ import libcst as cst
 
 from regcomp_lint.codemod.builders import expression, keyword, with_keyword
 from regcomp_lint.codemod.checkpoint_writes import under_rank_test
-from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.roles import bindings, bound_keys
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import Block, Function, find_all, key_of, parameter_names, read_keys
@@ -74,7 +73,7 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
                 unreachable.append(f"{owner}.{name} (line {tree.line(attr)})")
                 continue
             acc = planner.accelerator_in(function)
-            planner.edits.on(attr.value, replaced_by(expression(f"{acc}.unwrap_model({owner})", planner.module)))
+            planner.replace(attr.value, f"{acc}.unwrap_model({owner})")
             planner.uses.append(attr)
             rewritten.append(f"{owner}{name}" if isinstance(attr, cst.Subscript) else f"{owner}.{name}")
             if isinstance(call, cst.Call) and call.func is attr and _write_once(planner, call, name, acc):
