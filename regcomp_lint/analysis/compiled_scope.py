@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import NamedTuple
 
-from regcomp_lint.analysis.reachability.modules import module_file
+from regcomp_lint.analysis.reachability.modules import Lookups, module_in_folder
 
 #: A compile, or a request for one, in a file's text. ``re.compile(`` is not one. Every
 #: alternative starts with a literal character (its ``\b`` is a look-behind after that
@@ -297,6 +297,11 @@ class ScopeFacts:
         self.compiling: dict[str, bool] = {}
         self.trees: dict[str, ast.Module | None] = {}
         self.imports: dict[str, tuple[str, ...]] = {}
+        #: module_file's memo (see there), kept for the run's questions
+        self.lookups = Lookups()
+        #: (importer's folder, imported name) -> the absolute path it names, or None: what an
+        #: import resolves to depends on nothing else
+        self.resolved: dict[tuple[str, str], str | None] = {}
 
     def learn(self, known: Mapping[str, FileScope]) -> None:
         """Take the facts the lint itself gathered (absolute path -> :class:`FileScope`)."""
@@ -338,13 +343,20 @@ def compiled_files(
 
     frontier = [a for a in project if compiling(a)]
     reached = set(frontier)
+    lookups = facts.lookups
+    resolved = facts.resolved
     while frontier:
         current = frontier.pop()
+        folder = os.path.dirname(current)
         for name in imports_of(current):
-            found = module_file(current, name)
-            if found is None:
+            key = (folder, name)
+            if key in resolved:
+                absolute = resolved[key]
+            else:
+                found = module_in_folder(folder, name, lookups)
+                absolute = resolved[key] = os.path.abspath(found) if found is not None else None
+            if absolute is None:
                 continue
-            absolute = os.path.abspath(found)
             if absolute in project and absolute not in reached:
                 reached.add(absolute)
                 frontier.append(absolute)

@@ -114,23 +114,38 @@ def load_module(path: str) -> ParsedModule | None:
     return _load(path, stat.st_mtime_ns, stat.st_size)
 
 
-def module_file(importer: str | None, dotted: str) -> str | None:
+def module_file(importer: str | None, dotted: str, memo: Lookups | None = None) -> str | None:
     """The ``.py`` file a module name refers to, seen from file ``importer``.
 
     ``dotted`` is as :class:`ImportMap` records it: ``.layers`` / ``..pkg.mod`` for relative
     imports, ``pkg.mod`` for absolute ones (looked for in the importer's folder and up to
     ``MAX_PARENT_DIRS`` folders above it: the project's own packages, never site-packages).
+
+    ``memo``: what one question over many files keeps (see :class:`Lookups`); the answers are
+    the same as without it.
     """
     if not importer or importer.startswith("<") or importer == "-":
         return None
-    folder = os.path.dirname(os.path.abspath(importer))
+    return module_in_folder(os.path.dirname(os.path.abspath(importer)), dotted, memo)
+
+
+def module_in_folder(folder: str, dotted: str, memo: Lookups | None = None) -> str | None:
+    """:func:`module_file` for an importer in ``folder`` (an absolute, normalised path)."""
     level = len(dotted) - len(dotted.lstrip("."))
     parts = [p for p in dotted[level:].split(".") if p]
     if level:
         for _ in range(level - 1):
             folder = os.path.dirname(folder)
-        return _module_in(folder, parts)
+        return _module_in(folder, parts) if memo is None else memo.module_in(folder, parts)
     if not parts or "site-packages" in folder:
+        return None
+    if memo is not None:
+        first = parts[0]
+        for where in memo.parents(folder):
+            if memo.may_hold(where, first):
+                found = memo.module_in(where, parts)
+                if found:
+                    return found
         return None
     for _ in range(MAX_PARENT_DIRS):
         found = _module_in(folder, parts)
@@ -149,6 +164,53 @@ def _module_in(folder: str, parts: list[str]) -> str | None:
         if os.path.isfile(candidate):
             return candidate
     return None
+
+
+class Lookups:
+    """:func:`module_file`'s memo for one question over many files: the scope question resolves
+    a hundred thousand imports of a large library, most of them the same names looked for in
+    the same folders. Each folder's chain of parents, each look-up's answer, and whether a
+    folder holds anything named like a name's first part (``torch`` is looked for in every
+    parent of every folder; where no ``torch.py`` or ``torch/`` is, no ``torch.nn`` is either)
+    are asked of the file system once."""
+
+    def __init__(self) -> None:
+        self._parents: dict[str, tuple[str, ...]] = {}
+        self._found: dict[tuple[str, ...], str | None] = {}
+        self._firsts: dict[tuple[str, str], bool] = {}
+
+    def parents(self, folder: str) -> tuple[str, ...]:
+        """``folder`` and the folders above it that :func:`module_file` looks in."""
+        chain = self._parents.get(folder)
+        if chain is None:
+            found = []
+            where = folder
+            for _ in range(MAX_PARENT_DIRS):
+                found.append(where)
+                parent = os.path.dirname(where)
+                if parent == where:
+                    break
+                where = parent
+            chain = self._parents[folder] = tuple(found)
+        return chain
+
+    def may_hold(self, folder: str, first: str) -> bool:
+        """False when neither ``first.py`` nor a folder ``first`` is in ``folder``: no module
+        whose name starts with ``first`` can be found there."""
+        key = (folder, first)
+        known = self._firsts.get(key)
+        if known is None:
+            base = os.path.join(folder, first)
+            known = self._firsts[key] = os.path.isdir(base) or os.path.isfile(base + ".py")
+        return known
+
+    def module_in(self, folder: str, parts: list[str]) -> str | None:
+        key = (folder, *parts)
+        try:
+            return self._found[key]
+        except KeyError:
+            found = self._found[key] = _module_in(folder, parts)
+            return found
 
 
 def same_file(a: str | None, b: str | None) -> bool:
