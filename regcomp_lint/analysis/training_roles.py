@@ -524,6 +524,25 @@ class TrainingRoles:
             | (origins(marks.evaluated) - origins(marks.trained))
         )
 
+    def _built_anew(self, expr: ast.expr, where: Where, depth: int = 0) -> bool:
+        """Every binding of ``expr`` calls something (``model = UNet(...).to(device)``, a class of
+        a star import): an object of its own, whatever its kind, so not one of the file's models
+        under another name (an alias would bind a name or an attribute)."""
+        if not isinstance(expr, ast.Name) or depth > MAX_DEPTH:
+            return False
+        bound = list(self.bindings.candidates(expr, where))
+        for b in bound:
+            value = b.value
+            if b.index is not None and self.script.is_prepare_result(value):  # prepare() returns what it is handed
+                assert isinstance(value, ast.Call)
+                if not (_plain_arguments(value) and b.index < len(value.args)):
+                    return False
+                if not self._built_anew(value.args[b.index], b.where, depth + 1):
+                    return False
+            elif not (isinstance(value, ast.Call) and b.index is None):
+                return False
+        return bool(bound)
+
     def unoptimized_models(self) -> set[int]:
         """ids of origins of models no optimizer of the file is fed the parameters of (a loss
         module of the script, ``criterion = LabelSmoothing()``; a perceptual-loss network), when
@@ -533,7 +552,8 @@ class TrainingRoles:
         for use in self.uses:
             if use.how != "stepped":
                 continue
-            found = self.origin(use.expr, use.where, through=True)
+            # an optimizer stepped in a training function is followed to what its callers hand it
+            found = self.origin(use.expr, use.where, through=True, callers=MAX_CALLER_DEPTH)
             if not isinstance(found, Origin) or found.kind is not Kind.OPTIMIZER:
                 continue
             where = self._built_where(found)
@@ -545,10 +565,12 @@ class TrainingRoles:
             return set()
         optimized = set()
         for key, where in owners:
-            found = self.origin(ast.parse(key, mode="eval").body, where, through=True, callers=MAX_CALLER_DEPTH)
-            if not isinstance(found, Origin):
+            expr = ast.parse(key, mode="eval").body
+            found = self.origin(expr, where, through=True, callers=MAX_CALLER_DEPTH)
+            if isinstance(found, Origin):
+                optimized.add(id(found.call))
+            elif not self._built_anew(expr, where):
                 return set()  # a model the roles cannot follow: keep asking about every model
-            optimized.add(id(found.call))
         return {
             id(origin.call)
             for use in self.uses

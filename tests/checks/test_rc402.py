@@ -305,3 +305,20 @@ def test_a_module_no_optimizer_is_fed_is_not_asked_for():
     assert reported(alone) == []
     unknown = alone.replace("opt = torch.optim.SGD(model.parameters(), lr=0.1)", "opt = make_optimizer(cfg)")
     assert reported(unknown) == ["criterion"]  # the optimizer's models are unknown: any model may train
+    # the optimizer's model is of a class the roles cannot see (a star import), but it is built
+    # by a call of its own: the loss module is not it (Kaggle UNet3D: `from utils import *`)
+    star = alone.replace("model = torch.nn.Linear(4, 2)", "from unet_utils import *\nmodel = UNet(4, 2).to(device)")
+    assert "UNet(4, 2)" in star
+    assert reported(star) == []
+    aliased = star.replace("model = UNet(4, 2).to(device)", "model = UNet(4, 2)\nmodel = criterion")
+    assert reported(aliased) == ["criterion"]  # bound to a name: maybe the loss module itself
+    # the step in a training function handed the optimizer: followed to what its caller hands it
+    handed = star.replace(
+        loop.replace("head(model(x))", "model(x)"),
+        "def train_one_epoch(model, optimizer, loader):\n"
+        "    for x, y in loader:\n"
+        "        accelerator.backward(criterion(model(x), y))\n        optimizer.step()\n"
+        "train_one_epoch(model, opt, loader)\n",
+    )
+    assert "def train_one_epoch" in handed
+    assert reported(handed) == []
