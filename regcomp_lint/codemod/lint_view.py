@@ -91,6 +91,11 @@ class LintView:
         self._statements = {_start(source, node): node for node in ast.walk(parsed) if isinstance(node, ast.stmt)}
         self._spans = _index(source, parsed, _ASKABLE)
 
+    @property
+    def parsed(self) -> ast.Module | None:
+        """The script's ``ast`` (None when it does not parse)."""
+        return self._parsed
+
     def is_builtin(self, name: str) -> bool:
         """``name`` is Python's builtin here: the script does not import one of that name."""
         return hasattr(builtins, name) and self.roles is not None and not self._ctx.imports.imported(name)

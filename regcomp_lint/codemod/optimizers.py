@@ -83,7 +83,17 @@ def not_optimizers(tree: Tree, function: Function) -> list[tuple[str, int]]:
     return found
 
 
-def updated_by_hand(tree: Tree) -> tuple[str, int] | None:
+@dataclass(frozen=True)
+class HandUpdate:
+    """An in-place update of a model's parameters from their gradients, with no optimizer."""
+
+    text: str  # the update statement (``p.data.add_(p.grad, alpha=-lr)``)
+    line: int
+    model: str  # what ``.parameters()`` is called on (``model``, ``self.rnn``)
+    loop: cst.For
+
+
+def updated_by_hand(tree: Tree) -> HandUpdate | None:
     """The first in-place update of parameters from their gradients with no optimizer, as
     pytorch/examples' word language model writes it: ``for p in model.parameters():
     p.data.add_(p.grad, alpha=-lr)`` (or ``p -= lr * p.grad`` under ``torch.no_grad()``)."""
@@ -112,7 +122,7 @@ def updated_by_hand(tree: Tree) -> tuple[str, int] | None:
                 isinstance(target, cst.Attribute) and target.attr.value.endswith("_")
             )
             if in_place and target is not None and _root_name(target) in names:
-                return text, tree.line(stmt)
+                return HandUpdate(text, tree.line(stmt), code(iterated.func.value).strip(), loop)
     return None
 
 

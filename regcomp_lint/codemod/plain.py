@@ -42,7 +42,7 @@ from regcomp_lint.codemod.hand_distribution import adapt_distribution
 from regcomp_lint.codemod.handed_in import find_handed_in, placements_before
 from regcomp_lint.codemod.handed_to_modules import unwrap_for_other_modules
 from regcomp_lint.codemod.lint_view import lint_view
-from regcomp_lint.codemod.optimizers import find_optimizers, not_optimizers, updated_by_hand
+from regcomp_lint.codemod.optimizers import HandUpdate, find_optimizers, not_optimizers, updated_by_hand
 from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConvertOptions
 from regcomp_lint.codemod.regional import repeated_blocks
 from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name
@@ -89,6 +89,8 @@ class PlainPlanner(Planner):
         self.hand_written_batches: list[cst.Call] | None = None
         #: device flag -> the branch (condition, tests) of the one device choice that reads it
         self.flag_branches: dict[str, tuple[str, list[cst.BaseExpression]] | None] = {}
+        #: the model's parameters updated by hand in place of an optimizer (word language model)
+        self.hand_update: HandUpdate | None = None
 
     def plan(self) -> Conversion:
         tree = self.tree
@@ -146,6 +148,7 @@ class PlainPlanner(Planner):
                 self.notes.append(rank_note)
         self._stay_on_cpu_without_devices()
         self._keep_one_loss_scaling()
+        self._keep_hand_update_unscaled()
         self._let_step_take_a_closure()
         follow_handed_device(self)
         self._place(settings, script)
@@ -160,7 +163,7 @@ class PlainPlanner(Planner):
 
     def _find_scope(self) -> None:
         tree = self.tree
-        found: list[tuple[Function, str, list[str]]] = []
+        found: list[tuple[Function, str | None, list[str]]] = []  # (where, optimizer, its models)
         untraced: list[str] = []
         for function in self._functions():
             for optimizer in find_optimizers(tree, function):
@@ -196,12 +199,18 @@ class PlainPlanner(Planner):
                     "convert by hand"
                 )
             by_hand = updated_by_hand(tree)
-            if by_hand is not None:
+            scope = self._hand_update_scope(by_hand) if by_hand is not None else None
+            if by_hand is not None and scope is None:
                 raise Refusal(
-                    f"the parameters are updated by hand ({by_hand[0]!r} at line {by_hand[1]}), with no optimizer for "
-                    "prepare() to wrap; convert by hand: accelerator.prepare(model) and accelerator.backward(loss) keep "
-                    "that update working (DDP averages the gradients it reads)"
+                    f"the parameters are updated by hand ({by_hand.text!r} at line {by_hand.line}), with no optimizer "
+                    f"for prepare() to wrap, and {by_hand.model} is not built where the training code can be "
+                    "prepared; convert by hand: accelerator.prepare(model) and accelerator.backward(loss) keep that "
+                    "update working (DDP averages the gradients it reads)"
                 )
+            if by_hand is not None and scope is not None:
+                found = [(scope, None, [by_hand.model])]
+                self.hand_update = by_hand
+        if not found:
             raise Refusal(
                 "no optimizer found (a torch.optim class, a torch.optim.Optimizer subclass, a function returning one, "
                 "or something built from model.parameters() and stepped)"
@@ -226,7 +235,7 @@ class PlainPlanner(Planner):
             for function, key, models in found
             if function is self.scope
         ]
-        self_keys = all(key.startswith("self.") for key, _ in self.optimizer_found)
+        self_keys = all((key or models[0]).startswith("self.") for key, models in self.optimizer_found)
         owner = tree.class_of(self.scope)
         self.owner: cst.ClassDef | None  # the class whose methods build and train, when they use self.*
         if self_keys and owner is not None:
@@ -244,6 +253,18 @@ class PlainPlanner(Planner):
                     f"the model and optimizer are built in {function_name(self.scope)}, which does not run the training loop; "
                     "build them where the loop runs, or convert by hand"
                 )
+
+    def _hand_update_scope(self, update: HandUpdate) -> Function | None:
+        """Where the model whose parameters are updated by hand is built, when the training code
+        runs there (or, built at module level, uses it as a global): it is prepared there, with no
+        optimizer. Its update reads ``p.grad`` after ``accelerator.backward()``: DDP's averages."""
+        places = [f for f in self._functions() if bindings(f, update.model)]
+        if len(places) != 1:
+            return None
+        place = places[0]
+        if place in self.training or (isinstance(place, cst.Module) and self.training):
+            return place
+        return None
 
     def _ddp_wrapped_keys(self) -> set[str]:
         """Names the script bound to a DDP wrap (``model = DDP(model)``): their state dicts had
@@ -287,7 +308,7 @@ class PlainPlanner(Planner):
     def _roles(self) -> tuple[list[str], list[str], list[str], list[str]]:
         tree = self.tree
         # one key however many branches build it (torchvision's `if opt_name == "sgd": optimizer = SGD(...)` ...)
-        optimizers = list(dict.fromkeys(key for key, _ in self.optimizer_found))
+        optimizers = list(dict.fromkeys(key for key, _ in self.optimizer_found if key is not None))
         models: list[str] = []
         for _, owners in self.optimizer_found:
             models += [m for m in owners if m not in models]
@@ -1023,6 +1044,21 @@ class PlainPlanner(Planner):
             f'the script scales its loss with its own GradScaler (line {lines}): Accelerator(mixed_precision="no") '
             "keeps it the only scaling, whatever a --mixed_precision launch flag or accelerate config says; "
             'to let Accelerate do it, drop the GradScaler and autocast and pass mixed_precision="fp16"'
+        )
+
+    def _keep_hand_update_unscaled(self) -> None:
+        """Parameters updated by hand read ``p.grad`` straight after ``accelerator.backward()``;
+        under fp16 mixed precision that gradient would be the loss scaler's, scaled and never
+        unscaled (no prepared optimizer steps through the scaler): ``mixed_precision="no"``."""
+        update = self.hand_update
+        if update is None:
+            return
+        if 'mixed_precision="no"' not in self.accelerator_keywords:
+            self.accelerator_keywords.append('mixed_precision="no"')
+        self.notes.append(
+            f"the parameters of {update.model} are updated by hand ({update.text!r}, line {update.line}), with no "
+            f"optimizer: {update.model} is prepared alone and the update stays, reading the gradients DDP averaged; "
+            'Accelerator(mixed_precision="no"), since under fp16 it would read gradients scaled by the loss scaler'
         )
 
     def _stay_on_cpu_without_devices(self) -> None:

@@ -19,6 +19,7 @@ import libcst as cst
 
 from regcomp_lint.codemod.builders import expression, keyword, with_keyword
 from regcomp_lint.codemod.checkpoint_writes import under_rank_test
+from regcomp_lint.codemod.fresh_state import makes_fresh_state
 from regcomp_lint.codemod.roles import bindings, bound_keys
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import Block, Function, find_all, key_of, parameter_names, read_keys
@@ -63,6 +64,7 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
                 and isinstance(call, cst.Call)
                 and call.func is attr
                 and _feeds_the_loss(tree, function, call)
+                and not makes_fresh_state(tree, name)
             ):
                 raise Refusal(
                     f"{owner}.{name}(...) at line {tree.line(attr)} computes the loss with the model's own method: "

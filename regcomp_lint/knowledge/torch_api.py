@@ -199,6 +199,12 @@ RANK_CALLS = ("torch.distributed.get_rank", "torch.distributed.distributed_c10d.
 #: What each variable torchrun sets for its workers holds.
 TORCHRUN_VARIABLES = {"RANK": "rank", "LOCAL_RANK": "local_rank", "WORLD_SIZE": "world_size"}
 RANK_ATTRIBUTES = ("process_index", "local_process_index")
+#: Calls that make a fresh tensor holding no gradient history: a recurrent model's
+#: ``init_hidden`` returning ``weight.new_zeros(...)`` or ``torch.zeros(...)`` computes no loss.
+FRESH_TENSOR_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "new"})
+FRESH_TENSOR_FUNCTIONS = frozenset({"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like"})
+#: Methods that keep a fresh tensor fresh (placed, cast, detached, zeroed).
+FRESH_TENSOR_KEEPERS = frozenset({"to", "cuda", "cpu", "detach", "zero_", "fill_", "float", "half", "requires_grad_"})
 #: Context managers and decorators under which nothing is recorded for backward: a model only
 #: ever called there (a DQN's target network, a distillation teacher) is never trained.
 NO_GRAD = ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad")

@@ -125,11 +125,26 @@ for step in range(3):
 
 
 @pytest.mark.parametrize("update", ["p.data.add_(p.grad, alpha=-lr)", "p.data -= lr * p.grad", "p.sub_(lr * p.grad)"])
-def test_parameters_updated_by_hand_are_named_in_the_refusal(update):
-    """pytorch/examples' word language model: no optimizer, a hand-written SGD step."""
-    refused = convert_source(HAND_UPDATED.replace("p.data.add_(p.grad, alpha=-lr)", update), "train.py").refused
-    assert refused is not None and f"the parameters are updated by hand ({update!r} at line 24)" in refused, refused
-    assert "next(self.parameters())" not in refused
+def test_parameters_updated_by_hand_convert_with_the_model_prepared_alone(update):
+    """pytorch/examples' word language model: no optimizer, a hand-written SGD step. The model
+    is prepared alone, the update stays (it reads the gradients DDP averaged), and fp16's loss
+    scaling is kept off: the update would read scaled gradients."""
+    result = convert_source(HAND_UPDATED.replace("p.data.add_(p.grad, alpha=-lr)", update), "train.py")
+    assert result.refused is None, result.refused
+    assert "model = accelerator.prepare(model)\n" in result.text
+    assert 'Accelerator(dynamo_plugin=dynamo_plugin, mixed_precision="no", cpu=True)' in result.text
+    assert "    accelerator.backward(model(torch.randn(2, 4)).sum())\n" in result.text
+    assert f"        {update}\n" in result.text
+    assert any(f"updated by hand ({update!r}, line 24)" in note for note in result.notes), result.notes
+
+
+def test_parameters_updated_by_hand_of_a_model_built_outside_the_training_code_are_refused_naming_the_update():
+    """The Hogwild-style worker that is handed its model: nowhere to prepare it."""
+    text = HAND_UPDATED.replace("model = Net()\nlr = 0.1\nfor step in range(3):\n", "lr = 0.1\n\n\ndef train(model):\n  for step in range(3):\n")
+    refused = convert_source(text, "train.py").refused
+    assert refused is not None, "converted"
+    assert "the parameters are updated by hand ('p.data.add_(p.grad, alpha=-lr)' at line 26)" in refused, refused
+    assert "model is not built where the training code can be prepared" in refused, refused
 
 
 def test_a_builtin_fed_parameters_is_not_named_as_a_would_be_optimizer():

@@ -1,0 +1,84 @@
+"""Model methods that only make a fresh state, such as a recurrent model's ``init_hidden``.
+
+Calling the model's own method through the prepared model is refused when its result feeds the
+loss (:mod:`~regcomp_lint.codemod.wrapped_access`): a method that runs the model computes the
+loss outside ``forward()``, which DDP's gradient sync and the compile never see. A method that
+returns only new tensors (``weight.new_zeros(...)``, ``torch.zeros(...)``: pytorch/examples'
+word language model, the char-RNN tutorial) carries no gradient to the parameters: what it
+returns is an input of ``forward()``, and reading it from the unwrapped model is enough.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from regcomp_lint.codemod.lint_view import lint_view
+from regcomp_lint.codemod.local_modules import importer_of, is_project_module, load_local
+from regcomp_lint.codemod.tree import Tree
+from regcomp_lint.knowledge.torch_api import FRESH_TENSOR_FUNCTIONS, FRESH_TENSOR_KEEPERS, FRESH_TENSOR_METHODS
+
+#: ``Variable(torch.zeros(...))`` of older scripts wraps a fresh tensor.
+_WRAPPERS = frozenset({"Variable"})
+
+
+def makes_fresh_state(tree: Tree, method: str) -> bool:
+    """Every method called ``method`` in the script's classes and those of the project modules
+    it imports returns only fresh tensors (and there is at least one)."""
+    defs = [d for module in _modules(tree) for d in _methods_named(module, method)]
+    return bool(defs) and all(_returns_fresh(d) for d in defs)
+
+
+def _modules(tree: Tree) -> list[ast.Module]:
+    parsed = lint_view(tree).parsed
+    if parsed is None:
+        return []
+    found = [parsed]
+    if tree.filename is None:
+        return found
+    importer = importer_of(tree.filename)
+    names: list[str] = []
+    for stmt in parsed.body:
+        if isinstance(stmt, ast.Import):
+            names += [alias.name for alias in stmt.names]
+        elif isinstance(stmt, ast.ImportFrom) and stmt.module and not stmt.level:
+            names += [stmt.module, *(f"{stmt.module}.{alias.name}" for alias in stmt.names)]
+    for name in dict.fromkeys(names):
+        if is_project_module(name):
+            local = load_local(importer, name)
+            if local is not None:
+                found.append(local.tree)
+    return found
+
+
+def _methods_named(module: ast.Module, name: str) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    return [
+        stmt
+        for cls in ast.walk(module)
+        if isinstance(cls, ast.ClassDef)
+        for stmt in cls.body
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name
+    ]
+
+
+def _returns_fresh(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    returns = [n for n in ast.walk(function) if isinstance(n, ast.Return)]
+    return bool(returns) and all(r.value is not None and _fresh(r.value) for r in returns)
+
+
+def _fresh(node: ast.expr) -> bool:
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return bool(node.elts) and all(_fresh(e) for e in node.elts)
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Attribute):
+        if func.attr in FRESH_TENSOR_KEEPERS:
+            return _fresh(func.value)
+        if func.attr in FRESH_TENSOR_METHODS:
+            return True  # weight.new_zeros(...): a new tensor of the weight's dtype and device
+        return func.attr in FRESH_TENSOR_FUNCTIONS and isinstance(func.value, ast.Name) and func.value.id == "torch"
+    if isinstance(func, ast.Name):
+        if func.id in _WRAPPERS:
+            return len(node.args) == 1 and _fresh(node.args[0])
+        return func.id in FRESH_TENSOR_FUNCTIONS
+    return False
