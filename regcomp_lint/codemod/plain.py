@@ -49,6 +49,7 @@ from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name
 from regcomp_lint.codemod.roles import (
     backward_calls,
     bindings,
+    bound_keys,
     creations,
 )
 from regcomp_lint.codemod.schedulers import unpacked_schedulers
@@ -591,6 +592,7 @@ class PlainPlanner(Planner):
             if all(place is not r for r in reach) and not isinstance(place, cst.Module):
                 if self.can_reach_accelerator(place):
                     reach += [place, *(f for f in find_all(place, cst.FunctionDef) if f is not place)]
+        reach += [m for m in self._dataset_item_methods() if all(m is not r for r in reach)]
         self.assigned_device_keys = {key for function in reach for key in assigned_device_keys(tree, function)}
         self.model_gpu_choices = model_gpu_choices(tree, set(self.models))
         for function in reach:
@@ -598,6 +600,50 @@ class PlainPlanner(Planner):
             self.cudas += cudas
             self.devices += devices
         self._checkpoint_rewrites()
+
+    def _dataset_item_methods(self) -> list[cst.FunctionDef]:
+        """``__getitem__`` (and ``__iter__``) of the script's own datasets, in a module-level
+        script: lucidrains' enwik8 trainers return ``full_seq.cuda()`` from them, which means GPU 0
+        in every process. They read items long after the module-level ``accelerator`` exists, so
+        their placements follow ``accelerator.device`` like the training code's (the prepared
+        loader leaves a batch already there in place; an unprepared one, or a direct
+        ``dataset[i]``, gets it on its process's device as before on one GPU)."""
+        if not isinstance(self.scope, cst.Module):
+            return []
+        found: list[cst.FunctionDef] = []
+        body = self.tree.module.body
+        for stmt in body:
+            if isinstance(stmt, cst.ClassDef) and any(
+                self.tree.resolves_to(base.value, *torch_api.DATASETS) for base in stmt.bases
+            ):
+                if self._item_read_at_module_level(stmt):
+                    continue  # `x = dataset[0]` may run before the accelerator exists
+                found += [
+                    m
+                    for m in stmt.body.body
+                    if isinstance(m, cst.FunctionDef) and m.name.value in torch_api.DATASET_ITEM_METHODS
+                ]
+        return found
+
+    def _item_read_at_module_level(self, cls: cst.ClassDef) -> bool:
+        """An instance of ``cls`` is indexed by a module-level statement outside any loop."""
+        instances = {
+            key
+            for stmt in self.tree.module.body
+            if isinstance(stmt, cst.SimpleStatementLine)
+            for small in stmt.body
+            if isinstance(small, cst.Assign)
+            and isinstance(small.value, cst.Call)
+            and isinstance(small.value.func, cst.Name)
+            and small.value.func.value == cls.name.value
+            for key in bound_keys(small)
+        }
+        return any(
+            isinstance(sub.value, cst.Name) and sub.value.value in instances
+            for stmt in self.tree.module.body
+            if isinstance(stmt, cst.SimpleStatementLine)
+            for sub in find_all(stmt, cst.Subscript)
+        )
 
     def _checkpoint_rewrites(self) -> None:
         """``model.state_dict()`` -> from the unwrapped model, so no ``_orig_mod.``/``module.``

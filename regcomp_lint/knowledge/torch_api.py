@@ -76,6 +76,14 @@ MODEL_LAYERS = frozenset(
 )
 
 DATALOADER = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
+#: Dataset base classes, and the methods a DataLoader reads items through.
+DATASETS = (
+    "torch.utils.data.Dataset",
+    "torch.utils.data.IterableDataset",
+    "torch.utils.data.dataset.Dataset",
+    "torch.utils.data.dataset.IterableDataset",
+)
+DATASET_ITEM_METHODS = ("__getitem__", "__getitems__", "__iter__")
 #: Every public class of this module is an optimizer, except the ones below.
 OPTIMIZER_MODULE = "torch.optim"
 NOT_OPTIMIZER_MODULES = ("torch.optim.lr_scheduler", "torch.optim.swa_utils")
@@ -202,7 +210,9 @@ RANK_ATTRIBUTES = ("process_index", "local_process_index")
 #: Calls that make a fresh tensor holding no gradient history: a recurrent model's
 #: ``init_hidden`` returning ``weight.new_zeros(...)`` or ``torch.zeros(...)`` computes no loss.
 FRESH_TENSOR_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "new"})
-FRESH_TENSOR_FUNCTIONS = frozenset({"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like"})
+FRESH_TENSOR_FUNCTIONS = frozenset(
+    {"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like"}
+)
 #: Methods that keep a fresh tensor fresh (placed, cast, detached, zeroed).
 FRESH_TENSOR_KEEPERS = frozenset({"to", "cuda", "cpu", "detach", "zero_", "fill_", "float", "half", "requires_grad_"})
 #: Context managers and decorators under which nothing is recorded for backward: a model only

@@ -140,7 +140,9 @@ def test_parameters_updated_by_hand_convert_with_the_model_prepared_alone(update
 
 def test_parameters_updated_by_hand_of_a_model_built_outside_the_training_code_are_refused_naming_the_update():
     """The Hogwild-style worker that is handed its model: nowhere to prepare it."""
-    text = HAND_UPDATED.replace("model = Net()\nlr = 0.1\nfor step in range(3):\n", "lr = 0.1\n\n\ndef train(model):\n  for step in range(3):\n")
+    text = HAND_UPDATED.replace(
+        "model = Net()\nlr = 0.1\nfor step in range(3):\n", "lr = 0.1\n\n\ndef train(model):\n  for step in range(3):\n"
+    )
     refused = convert_source(text, "train.py").refused
     assert refused is not None, "converted"
     assert "the parameters are updated by hand ('p.data.add_(p.grad, alpha=-lr)' at line 26)" in refused, refused
