@@ -3,9 +3,11 @@
 ``wandb.init(project=...)`` ran in one process; launched on several, every process starts its own
 run (N runs per launch, each logging its shard's loss). After the ``Accelerator`` exists, in the
 block that creates it, the call gets ``mode=None if accelerator.is_main_process else "disabled"``:
-the main process keeps the mode it had (``None`` reads ``WANDB_MODE``), the others' ``wandb.log``
-calls become no-ops (:data:`~regcomp_lint.knowledge.training_libraries.TRACKER_RUNS`). A call
-that already chooses its mode, runs under a rank test, or comes before the ``Accelerator``, and
+the main process keeps the mode it had (``None`` reads ``WANDB_MODE``; a mode the call already
+chooses is kept the same way: ``mode=(x) if accelerator.is_main_process else "disabled"``), the
+others' ``wandb.log`` calls become no-ops
+(:data:`~regcomp_lint.knowledge.training_libraries.TRACKER_RUNS`). A call that runs under a rank
+test or comes before the ``Accelerator``, and
 trackers with no such switch (TensorBoard's ``SummaryWriter``, MLflow), are named in a note.
 """
 
@@ -33,6 +35,13 @@ def _switched_off(name: str, value: cst.BaseExpression) -> Callable[[cst.CSTNode
     return edit
 
 
+def _operand(text: str) -> str:
+    """``text`` as the first operand of a conditional expression (a conditional or lambda itself
+    in parentheses)."""
+    parsed = cst.parse_expression(text)
+    return f"({text})" if isinstance(parsed, (cst.IfExp, cst.Lambda, cst.NamedExpr)) and not parsed.lpar else text
+
+
 def log_from_main_process(planner: Planner, block: Block, accelerator_at: int) -> None:
     """Switch off the tracker runs of the other processes in ``block`` from ``accelerator_at`` on;
     note the trackers of the file it cannot switch (see the module docstring)."""
@@ -51,14 +60,16 @@ def log_from_main_process(planner: Planner, block: Block, accelerator_at: int) -
         assert run is not None
         name, off = TRACKER_RUNS[run]
         index = planner.project(block, call)
-        if index is None or index < accelerator_at or keyword(call, name) is not None or any(a.star for a in call.args):
+        if index is None or index < accelerator_at or any(a.star for a in call.args):
             left.append(shown)
             continue
+        chosen = keyword(call, name)
+        kept = "None" if chosen is None else _operand(code(chosen.value).strip())
         planner.edits.on(
-            call, _switched_off(name, expression(f"None if {acc}.is_main_process else {off}", planner.module))
+            call, _switched_off(name, expression(f"{kept} if {acc}.is_main_process else {off}", planner.module))
         )
         planner.notes.append(
-            f"{shown} gets {name}=None if {acc}.is_main_process else {off}: one run per launch, logged by the main "
+            f"{shown} gets {name}={kept} if {acc}.is_main_process else {off}: one run per launch, logged by the main "
             "process (the others' log calls do nothing)"
         )
     if left:

@@ -49,10 +49,22 @@ def test_a_tracker_without_a_switch_is_named_in_a_note():
     assert any("SummaryWriter() at line 9 logs from every process" in note for note in result.notes), result.notes
 
 
-def test_wandb_init_that_chooses_its_mode_or_runs_under_a_rank_test_is_left_alone():
+def test_wandb_init_that_chooses_its_mode_keeps_it_on_the_main_process():
+    """lucidrains' enwik8 trainers: ``mode = 'online' if TRACK_EXPERIMENT_ONLINE else 'disabled'``."""
     chosen = _convert(SCRIPT.replace('wandb.init(project="demo")', 'wandb.init(project="demo", mode=args_mode)'))
-    assert "mode=args_mode)\n" in chosen.text and "is_main_process else" not in chosen.text
-    assert any("wandb.init() at line 8" in n and "logs from every process" in n for n in chosen.notes), chosen.notes
+    assert 'mode=args_mode if accelerator.is_main_process else "disabled")\n' in chosen.text
+    conditional = _convert(
+        SCRIPT.replace(
+            'wandb.init(project="demo")', "wandb.init(project=\"demo\", mode = 'online' if ONLINE else 'disabled')"
+        )
+    )
+    assert (
+        "mode = ('online' if ONLINE else 'disabled') if accelerator.is_main_process else \"disabled\")\n"
+        in conditional.text
+    )
+
+
+def test_wandb_init_under_a_rank_test_is_left_alone():
     ranked = _convert(
         SCRIPT.replace(
             '    wandb.init(project="demo")\n',
