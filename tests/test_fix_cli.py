@@ -211,6 +211,50 @@ def test_an_rc404_the_conversion_caused_is_fixed_without_unsafe_fixes(project):
     assert "--unsafe-fixes" not in result.stderr
 
 
+LSTM_SCRIPT = """\
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(4, 8, batch_first=True)
+        self.fc = nn.Linear(8, 1)
+
+    def forward(self, x):
+        output, hidden = self.rnn(x)
+        return self.fc(output[:, -1])
+
+
+model = Net()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(3):
+    loss = model(torch.randn(2, 5, 4)).sum()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_a_finding_the_conversion_brings_and_leaves_is_explained_in_a_note(project):
+    """The plain LSTM script has nothing to compile, so the lint is silent; the conversion adds a
+    compile, which meets nn.LSTM (RC209, no fix): the note says so before the lint hook does."""
+    write(project, "train.py", LSTM_SCRIPT)
+    result = invoke("--apply", "train.py")
+    assert result.exit_code == 0, result.output
+    notes = [line for line in result.stderr.splitlines() if "left for you" in line]
+    assert len(notes) == 1, result.stderr
+    assert "RC209 (warning) at line 14 of the converted script (the original had none): `nn.LSTM`" in notes[0]
+
+
+def test_a_finding_the_original_had_too_is_not_repeated_in_the_notes(project):
+    write(project, "train.py", "import torch\n" + LSTM_SCRIPT.replace("model = Net()", "model = torch.compile(Net())"))
+    result = invoke("--apply", "train.py")
+    assert result.exit_code == 0, result.output
+    assert "left for you" not in result.stderr, result.stderr
+
+
 def test_ignore_drops_a_rule_from_the_count_and_the_fixes(project):
     write(project, "train.py", UNPREPARED_SCHEDULER.read_bytes())
     assert invoke("--apply", "--ignore", "RC402", "train.py").exit_code == 0

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 
 import click
 
+from regcomp_lint.analysis.compiled_scope import compiles
 from regcomp_lint.cli.error_handling import (
     EXIT_ERROR,
     EXIT_FINDINGS,
@@ -59,6 +60,7 @@ from regcomp_lint.files.source import DecodeError
 from regcomp_lint.lint.config import Settings
 from regcomp_lint.lint.engine import lint_source
 from regcomp_lint.lint.fix_files import fix_text, needs_fixing, unified_diff
+from regcomp_lint.lint.scope import scoped_codes
 from regcomp_lint.output.render_context import plural
 from regcomp_lint.plan import Plan, PlanError
 
@@ -153,7 +155,8 @@ def process_text(text: str, filename: str, settings: Settings, convert: ConvertO
             result.text = conversion.text
             result.notes = list(conversion.notes)
     diagnostics = lint_source(result.text, filename, settings)
-    caused = _caused_by_conversion(text, filename, settings, diagnostics) if result.converted else frozenset()
+    before = lint_source(text, filename, settings) if result.converted and diagnostics else []
+    caused = _caused_by_conversion(before, diagnostics) if result.converted else frozenset()
     if needs_fixing(diagnostics, unsafe, caused):
         fixed = fix_text(result.text, filename, diagnostics, settings, unsafe, caused)
         if fixed.new_text is not None:
@@ -161,6 +164,11 @@ def process_text(text: str, filename: str, settings: Settings, convert: ConvertO
             result.text = fixed.new_text
         diagnostics = fixed.remaining
     result.unfixed = [d for d in diagnostics if d.fix is not None and d.fix.applicability in _FIXES]
+    if result.converted:
+        if not compiles(text):  # as the lint sees it: nothing compiled, so no graph-break findings
+            scoped = scoped_codes(settings)
+            before = [d for d in before if d.code not in scoped]
+        result.notes += _left_after_conversion(before, diagnostics)
     return result
 
 
@@ -172,16 +180,30 @@ def process_text(text: str, filename: str, settings: Settings, convert: ConvertO
 _SAFE_WHEN_CAUSED = frozenset({"RC404"})
 
 
-def _caused_by_conversion(
-    original: str, filename: str, settings: Settings, diagnostics: list[Diagnostic]
-) -> frozenset[str]:
+def _caused_by_conversion(before: list[Diagnostic], diagnostics: list[Diagnostic]) -> frozenset[str]:
     """The rules of :data:`_SAFE_WHEN_CAUSED` that find something in the converted text and
-    nothing in the original."""
+    nothing in the original (``before``: the original's findings)."""
     found = {d.code for d in diagnostics if d.code in _SAFE_WHEN_CAUSED}
-    if not found:
-        return frozenset()
-    before = {d.code for d in lint_source(original, filename, settings)}
-    return frozenset(found - before)
+    return frozenset(found - {d.code for d in before})
+
+
+def _left_after_conversion(before: list[Diagnostic], remaining: list[Diagnostic]) -> list[str]:
+    """A note per rule that finds more in the converted script than in the original and is left
+    there: the user reads why in the conversion's notes, not first from the lint hook (a
+    graph break the added compile meets, a device pinned in code the conversion did not reach)."""
+    had = Counter(d.code for d in before)
+    notes = []
+    for code in sorted({d.code for d in remaining}):
+        found = sorted((d for d in remaining if d.code == code), key=lambda d: d.location)
+        if len(found) <= had[code]:
+            continue
+        lines = ", ".join(str(d.location.row) for d in found)
+        first = found[0]
+        notes.append(
+            f"left for you: regcomp-lint reports {code} ({first.severity.value}) at line{'s' if len(found) > 1 else ''} "
+            f"{lines} of the converted script (the original had {had[code] or 'none'}): {first.message}"
+        )
+    return notes
 
 
 def fix(opts: FixOptions) -> int:
