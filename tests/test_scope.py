@@ -370,12 +370,14 @@ def test_a_cached_file_gets_its_put_off_findings_once_a_compile_reaches_it(tmp_p
 
 
 def test_the_second_pass_lints_only_the_files_a_compile_reaches(tmp_path, monkeypatch):
+    """A file reached by a compile that the runner's guess (before the lint) missed: here the
+    compile follows a quote on its line, so the guess takes it for a string."""
     from regcomp_lint.lint import runner
     from regcomp_lint.lint.engine import lint_bytes
 
     write(tmp_path, "model.py", PLAIN_MODULE)
     write(tmp_path, "other.py", PLAIN_MODULE)
-    write(tmp_path, "train.py", "import torch\nfrom model import M\nm = torch.compile(M())\n")
+    write(tmp_path, "train.py", "import torch\nfrom model import M\nquote = '\"'; m = torch.compile(M())\n")
     seen = []
 
     def recording_lint(data, filename, enabled, defer=None):
@@ -386,3 +388,69 @@ def test_the_second_pass_lints_only_the_files_a_compile_reaches(tmp_path, monkey
     result = runner.run([str(tmp_path)], Settings(root=str(tmp_path)), jobs=1, use_cache=False)
     assert {(Path(d.filename).name, d.code) for d in result.diagnostics} == {("model.py", c) for c in BREAKS}
     assert sorted(seen) == [("model.py", True), ("model.py", True), ("other.py", True), ("train.py", True)]
+
+
+def test_files_guessed_reached_are_linted_whole_once(tmp_path, monkeypatch):
+    """The runner guesses from the bytes which files a compile reaches and lints those whole in
+    the first pass (no second parse); the others put their scoped rules off as before."""
+    from regcomp_lint.lint import runner
+    from regcomp_lint.lint.engine import lint_bytes
+
+    write(tmp_path, "model.py", PLAIN_MODULE)
+    write(tmp_path, "other.py", PLAIN_MODULE)
+    write(tmp_path, "train.py", "import torch\nfrom model import M\nm = torch.compile(M())\n")
+    seen = []
+
+    def recording_lint(data, filename, enabled, defer=None):
+        found = lint_bytes(data, filename, enabled, defer)
+        seen.append((Path(filename).name, bool(defer is not None and defer.pending)))
+        return found
+
+    monkeypatch.setattr(runner, "lint_bytes", recording_lint)
+    settings = Settings(root=str(tmp_path))
+    result = runner.run([str(tmp_path)], settings, jobs=1, use_cache=False)
+    assert sorted(seen) == [("model.py", False), ("other.py", True), ("train.py", False)]  # (file, rules put off)
+    assert result.diagnostics == _reference([tmp_path], settings)
+
+
+def test_a_wrong_guess_changes_no_finding(tmp_path):
+    """Guessed reached but not (the import is in a string), or reached but not guessed (an
+    import after ``;``): the findings are those of one pass over every file."""
+    write(tmp_path, "model.py", PLAIN_MODULE)
+    write(tmp_path, "unreached.py", PLAIN_MODULE)
+    write(tmp_path, "hidden.py", PLAIN_MODULE)
+    write(
+        tmp_path,
+        "train.py",
+        'import torch\nNOTE = """\nfrom unreached import M\n"""\nx = 1; from hidden import M\nm = torch.compile(M())\n',
+    )
+    settings = Settings(root=str(tmp_path))
+    expected = _reference([tmp_path], settings)
+    assert {Path(d.filename).name for d in expected} == {"hidden.py"}
+    assert lint_paths([str(tmp_path)], settings, use_cache=False) == expected
+
+
+def test_guessed_imports_and_compiles_follow_the_parse_on_plain_code():
+    from regcomp_lint.analysis.compiled_scope import guessed_compiles, guessed_imports
+
+    source = textwrap.dedent(
+        """
+        import os, torch.nn as nn
+        from . import layers
+        from ..pkg.mod import (  # the blocks
+            Block as B,
+            Head,
+        )
+        from .ops import \\
+            scale
+        if True:
+            import numpy  # a comment: import nothing
+        m = torch.compile(model)
+        """
+    )
+    import ast
+
+    assert set(guessed_imports(source.encode())) == set(imported_names(ast.parse(source)))
+    assert guessed_compiles(source.encode()) and compiles(source)
+    for not_code in ("# torch.compile(m)\n", 'x = "use torch.compile(m)"\n', '"""\ntorch.compile(m)\n"""\n'):
+        assert not guessed_compiles(not_code.encode())

@@ -341,7 +341,156 @@ def compiled_files(
             facts.imports[absolute] = tuple(imported_names(tree)) if tree is not None else ()
         return facts.imports[absolute]
 
-    frontier = [a for a in project if compiling(a)]
+    return _closure([a for a in project if compiling(a)], project, imports_of, facts)
+
+
+def compiled_among(sources: Mapping[str, str]) -> set[str]:
+    """:func:`compiled_files` over texts already in memory (stdin, tests)."""
+    return compiled_files(sources, sources.get)
+
+
+# -- a guess before any file is parsed --------------------------------------------------------
+#
+# The runner puts the scope-limited rules off to a second pass over the files a compile reaches,
+# which parses those files again. Where most of a tree is reached (a checkout of a library whose
+# absolute imports resolve), that second parse costs more than the rules. So before the lint
+# the runner guesses, from the files' bytes alone, which files a compile reaches, and has those
+# linted whole at once. The guess may err either way without changing a finding: a file guessed
+# reached that is not has its scoped findings dropped like any other unreached file's, and a
+# file reached that was not guessed gets the second pass as before.
+
+#: ``import`` as a statement's keyword (followed by a name, a parenthesis or a continuation).
+_IMPORT_WORD = re.compile(rb"import(?=[ \t(\\])")
+#: What comes before ``import`` on its line in ``from <module> import``.
+_FROM_PREFIX = re.compile(rb"[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+")
+_DOTTED = re.compile(rb"[A-Za-z_]\w*(?:[ \t]*\.[ \t]*[A-Za-z_]\w*)*")
+_ALIAS = re.compile(rb"\bas[ \t]+\w+")
+_COMMENT = re.compile(rb"#[^\n]*")
+
+
+def guessed_imports(data: bytes) -> list[str]:
+    """:func:`imported_names` guessed from a file's bytes, without parsing: the import
+    statements that start a line (``from m import (a, b)`` across lines, ``\\`` continuations).
+    May hold names of imports in strings, and miss an import after a ``;``."""
+    names: list[str] = []
+    for found in _IMPORT_WORD.finditer(data):
+        at = found.start()
+        if at and (data[at - 1 : at].isalnum() or data[at - 1 : at] in b"_."):
+            continue  # part of a longer name (``reimport``, ``importlib.import``)
+        line_start = data.rfind(b"\n", 0, at) + 1
+        prefix = data[line_start:at]
+        if prefix.strip():
+            from_ = _FROM_PREFIX.fullmatch(prefix)
+            if from_ is None:
+                continue
+            base = from_.group(1).decode("utf-8", "replace")
+        else:
+            from_, base = None, ""
+        listed = _listed_names(data, found.end())
+        if from_ is None:
+            names.extend(name.replace(b" ", b"").replace(b"\t", b"").decode("utf-8", "replace") for name in listed)
+            continue
+        if base.strip("."):
+            names.append(base)
+        sep = "" if base.endswith(".") or not base else "."
+        names.extend(base + sep + name.decode("utf-8", "replace") for name in listed)
+    return names
+
+
+def _listed_names(data: bytes, start: int) -> list[bytes]:
+    """The dotted names after ``import`` at ``start``: up to the closing parenthesis, or the end
+    of the (continued) line before any comment; ``as`` aliases left out."""
+    at = start
+    while data[at : at + 1] in (b" ", b"\t"):
+        at += 1
+    if data[at : at + 1] == b"(":
+        close = data.find(b")", at)
+        listed = _COMMENT.sub(b"", data[at + 1 : close if close >= 0 else len(data)])
+    else:
+        end = at
+        while True:
+            newline = data.find(b"\n", end)
+            if newline < 0:
+                listed = data[at:]
+                break
+            if data[newline - 1 : newline] == b"\\" or data[newline - 2 : newline] == b"\\\r":
+                end = newline + 1
+                continue
+            listed = data[at:newline]
+            break
+        listed = listed.split(b"#", 1)[0]
+    return _DOTTED.findall(_ALIAS.sub(b"", listed))
+
+
+#: :data:`_SIGNALS` on bytes (``\w`` and ``\s`` then mean ASCII only: a guess).
+_SIGNALS_BYTES: tuple[tuple[bytes, re.Pattern[bytes]], ...] = tuple(
+    (word.encode(), re.compile(pattern.pattern.encode())) for word, pattern in _SIGNALS
+)
+
+
+def guessed_compiles(data: bytes) -> bool:
+    """:func:`compiles` guessed from a file's bytes, without parsing or decoding: a compile
+    signal (:data:`COMPILE_SIGNAL`) outside comments and strings as far as its line and the
+    triple quotes before it tell."""
+    present: dict[bytes, bool] = {}
+    for word, pattern in _SIGNALS_BYTES:
+        found_word = present.get(word)
+        if found_word is None:
+            found_word = present[word] = word in data
+        if not found_word:
+            continue
+        for found in pattern.finditer(data):
+            at = found.start()
+            prefix = data[data.rfind(b"\n", 0, at) + 1 : at]
+            if b"#" in prefix or prefix.count(b'"') % 2 or prefix.count(b"'") % 2 or prefix.endswith(b"`"):
+                continue  # a comment, or a string on the line
+            if data.count(b'"""', 0, at) % 2 or data.count(b"'''", 0, at) % 2:
+                continue  # a docstring
+            return True
+    return False
+
+
+def guessed_files(
+    paths: Iterable[str],
+    read: Callable[[str], bytes | None],
+    known: Mapping[str, FileScope],
+    facts: ScopeFacts | None = None,
+) -> set[str]:
+    """Absolute paths, among ``paths``, of the files a compile is guessed to reach: the facts
+    ``known`` (absolute path -> :class:`FileScope`, from the cache) where there are some, else
+    :func:`guessed_compiles` and :func:`guessed_imports` of ``read(path)``'s bytes. ``facts``
+    keeps the import look-ups for the exact question after the lint."""
+    facts = facts or ScopeFacts()
+    project = {os.path.abspath(p): p for p in paths}
+    data: dict[str, bytes | None] = {}
+
+    def bytes_of(absolute: str) -> bytes | None:
+        if absolute not in data:
+            data[absolute] = read(project[absolute])
+        return data[absolute]
+
+    def compiling(absolute: str) -> bool:
+        scope = known.get(absolute)
+        if scope is not None:
+            return scope.compiles
+        found = bytes_of(absolute)
+        return found is not None and guessed_compiles(found)
+
+    def imports_of(absolute: str) -> Iterable[str]:
+        scope = known.get(absolute)
+        if scope is not None:
+            return scope.imports
+        found = bytes_of(absolute)
+        return guessed_imports(found) if found is not None else ()
+
+    return _closure([a for a in project if compiling(a)], project, imports_of, facts)
+
+
+def _closure(
+    roots: list[str], project: Mapping[str, str], imports_of: Callable[[str], Iterable[str]], facts: ScopeFacts
+) -> set[str]:
+    """``roots`` and every file of ``project`` they import, directly or through others."""
+    frontier = list(roots)
     reached = set(frontier)
     lookups = facts.lookups
     resolved = facts.resolved
@@ -361,8 +510,3 @@ def compiled_files(
                 reached.add(absolute)
                 frontier.append(absolute)
     return reached
-
-
-def compiled_among(sources: Mapping[str, str]) -> set[str]:
-    """:func:`compiled_files` over texts already in memory (stdin, tests)."""
-    return compiled_files(sources, sources.get)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from regcomp_lint.analysis import compiled_scope, dependencies
-from regcomp_lint.analysis.compiled_scope import FileScope
+from regcomp_lint.analysis.compiled_scope import FileScope, ScopeFacts
 from regcomp_lint.checks import ALL_RULES
 from regcomp_lint.diagnostics import Diagnostic, Location
 from regcomp_lint.files import reading
@@ -107,11 +107,22 @@ def lint_file(
         return Outcome(digest, [internal_error(path, f"{type(exc).__name__}: {exc}")], False)
 
 
+#: (path, mtime, size) -> digest of the other files findings were computed from: the model files
+#: a hundred files of a library import are hashed once per process (the key is the one
+#: ``reachability.modules`` parses them under).
+_dependency_digests: dict[tuple[str, int, int], str] = {}
+
+
 def _digests(paths: set[str]) -> tuple[tuple[str, str], ...]:
     found = []
     for other in sorted(paths):
         try:
-            found.append((other, content_digest(read_file(other))))
+            info = os.stat(other)
+            key = (other, info.st_mtime_ns, info.st_size)
+            digest = _dependency_digests.get(key)
+            if digest is None:
+                digest = _dependency_digests[key] = content_digest(read_file(other))
+            found.append((other, digest))
         except OSError:
             found.append((other, ""))
     return tuple(found)
@@ -211,6 +222,9 @@ def run(
             done += 1
     if progress is not None and total:
         progress(done, total)
+    facts = ScopeFacts()
+    if scoped and todo:
+        todo = _whole_where_guessed(todo, found.files, learned, facts)
 
     def finished(index: int, outcome: Outcome) -> None:
         per_file[index] = outcome.diagnostics
@@ -232,7 +246,7 @@ def run(
     unsure.update(os.path.abspath(d.filename) for diagnostics in per_file for d in diagnostics if d.code in scoped)
     compiled: set[str] = set()
     if unsure:
-        compiled = scope.reached(unsure, found.files, _read_text, lambda: _project_files(settings), learned)
+        compiled = scope.reached(unsure, found.files, _read_text, lambda: _project_files(settings), learned, facts)
 
     def completed(index: int, outcome: Outcome) -> None:
         if not outcome.cacheable or outcome.digest is None:  # an internal error (or the file is gone)
@@ -260,6 +274,29 @@ def run(
     result.diagnostics = settings.apply_severities(found_diagnostics)
     result.diagnostics.sort(key=Diagnostic.sort_key)
     return result
+
+
+def _whole_where_guessed(
+    todo: list[Task], files: list[str], known: dict[str, FileScope], facts: ScopeFacts
+) -> list[Task]:
+    """``todo`` with the files a compile is guessed to reach (:func:`compiled_scope.guessed_files`,
+    from their bytes and what the cache knows) linted whole, their scoped rules not put off: a
+    second pass would parse them again. A wrong guess costs time only: the scoped findings of a
+    file no compile reaches are dropped after the lint, and a reached file not guessed gets the
+    second pass."""
+    read = {task.path: task.data for task in todo if task.data is not None}
+
+    def read_bytes(path: str) -> bytes | None:
+        data = read.pop(path, None)
+        if data is not None:
+            return data
+        try:
+            return read_file(path)
+        except OSError:
+            return None
+
+    guessed = compiled_scope.guessed_files(files, read_bytes, known, facts)
+    return [replace(task, defer=frozenset()) if os.path.abspath(task.path) in guessed else task for task in todo]
 
 
 def worker_count(jobs: int | None) -> int:

@@ -54,12 +54,14 @@ def reached(
     read: Callable[[str], str | None],
     whole_project: Callable[[], list[str]] | None = None,
     learned: Mapping[str, FileScope] | None = None,
+    facts: ScopeFacts | None = None,
 ) -> set[str]:
     """Absolute paths of the files a compile reaches: of ``project``, and also of the whole
     project when some file of ``unsure`` (absolute paths: those with scoped findings, or whose
-    scoped rules are still to run) is not reached by ``project`` alone."""
+    scoped rules are still to run) is not reached by ``project`` alone. ``facts``: what an
+    earlier question of the run kept (the import look-ups of the runner's guess)."""
     project = list(project)
-    facts = ScopeFacts()
+    facts = facts or ScopeFacts()
     if learned:
         facts.learn(learned)
     compiled = compiled_files(project, read, facts)
