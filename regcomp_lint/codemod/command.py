@@ -24,6 +24,7 @@ from regcomp_lint.codemod.options import ConvertOptions
 from regcomp_lint.codemod.plain import PlainPlanner
 from regcomp_lint.codemod.rewrites import Conversion, accelerator_calls
 from regcomp_lint.codemod.settings import Refusal
+from regcomp_lint.codemod.source_metadata import SourceMetadata
 from regcomp_lint.codemod.tree import Tree
 
 
@@ -73,12 +74,16 @@ class ConvertToAccelerate(CodemodCommand, cst.CSTTransformer):
         self.notes: list[str] = []
         self._touched: set[cst.CSTNode] = set()
         self.unused_imports: list[tuple[str, str | None, str | None]] = []
+        self._metadata: SourceMetadata | None = None
 
-    def transform_module(self, tree: cst.Module) -> cst.Module:
+    def transform_module(self, tree: cst.Module, metadata: SourceMetadata | None = None) -> cst.Module:
         """Convert ``tree`` (a module straight from ``cst.parse_module``: no node appears twice in
         it, so libcst's defensive deep copy is skipped), then add and remove the imports; the
-        added ones move into the third-party group."""
+        added ones move into the third-party group. ``metadata``: the tree's parents and
+        positions when the caller already printed it (else worked out here)."""
         wrapper = MetadataWrapper(tree, unsafe_skip_copy=True)
+        self._metadata = metadata if metadata is not None else SourceMetadata(tree)
+        self._metadata.seed(wrapper)  # libcst's ParentNodeProvider and PositionProvider, without their passes
         with self.resolve(wrapper):
             self.context = replace(self.context, wrapper=wrapper)
             try:
@@ -92,7 +97,7 @@ class ConvertToAccelerate(CodemodCommand, cst.CSTTransformer):
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         assert self.context.wrapper is not None
-        view = Tree(self.context.wrapper, self.context.filename)
+        view = Tree(self.context.wrapper, self.context.filename, text=self._metadata.code if self._metadata else None)
         conversion = plan_conversion(view, self.options)
         self.plan, self.notes = conversion.edits, conversion.notes
         if self.plan.empty:

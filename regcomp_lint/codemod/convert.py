@@ -133,13 +133,15 @@ def _transform(command: ConvertToAccelerate, text: str) -> str:
     """Parse, check the round trip, convert and print: all of it recursive in libcst."""
     import libcst as cst
 
+    from regcomp_lint.codemod.source_metadata import SourceMetadata
     from regcomp_lint.codemod.tree import clear_find_cache
 
     module = cst.parse_module(text)
-    if module.code != text:  # the round trip libcst promises; never edit a file it would change
+    metadata = SourceMetadata(module)  # the module printed once: its text, parents and positions
+    if metadata.code != text:  # the round trip libcst promises; never edit a file it would change
         raise _NotExact()
     try:
-        return command.transform_module(module).code
+        return command.transform_module(module, metadata).code
     finally:
         clear_find_cache()
 

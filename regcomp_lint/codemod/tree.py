@@ -70,7 +70,7 @@ def single_target(stmt: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
 class Tree:
     """One script's syntax tree plus the metadata the planner reads."""
 
-    def __init__(self, wrapper: MetadataWrapper, filename: str | None = None) -> None:
+    def __init__(self, wrapper: MetadataWrapper, filename: str | None = None, text: str | None = None) -> None:
         self.wrapper = wrapper
         #: the script's path (its local modules are read next to it); None for text without one
         self.filename = filename
@@ -79,8 +79,9 @@ class Tree:
         self._positions = wrapper.resolve(PositionProvider)
         self._scopes = wrapper.resolve(ScopeProvider)
         self._qualnames: dict[cst.CSTNode, Collection[QualifiedName]] = {}
-        #: the module's source, printed once (``module.code`` prints the whole tree on every call)
-        self.text = self.module.code
+        #: the module's source, printed once (``module.code`` prints the whole tree on every call);
+        #: ``text``: the caller's printing of it
+        self.text = self.module.code if text is None else text
         self._lines = self.text.splitlines()
         _index_module(self.module, self._parents)
 

@@ -1,0 +1,198 @@
+"""Parents, positions and the source text of a parsed module, from one printing of it.
+
+libcst's ``ParentNodeProvider`` asks every node for its ``children``, and a libcst visit rebuilds
+every node it passes (with validation): on a 5,000-line script that cost more than a second,
+more than parsing it. Its ``PositionProvider`` prints the module through a code-generation state
+that turns every token into a line and a column and opens a generator context manager per
+node; another second. Printing the module once with a state that only records where each node
+starts and ends (token indices) and which node it is printed inside gives both, and the text,
+in about a third of that time; lines and columns are worked out only for the nodes asked about.
+
+The results are exactly libcst's: the same keys and values, and each parent's children in the
+order of its ``children`` (the order ``find_all`` reports in). Printing order is that order for
+every node type checked against a large corpus with the libcst version pinned in
+constraints.txt, except a few (``AsName``, ``Del``, ``ParamSlash``) whose ``children`` put a
+whitespace elsewhere; those, any type not checked, and every type under another libcst version,
+take their order from ``children`` (tests/codemod/test_source_metadata.py compares the lot with
+libcst's providers). :meth:`SourceMetadata.seed` hands the results to a ``MetadataWrapper`` so
+code that resolves the libcst providers gets them without a recomputation.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Iterator, Mapping
+from itertools import accumulate
+
+import libcst as cst
+from libcst._nodes.internal import CodegenState
+from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, ParentNodeProvider, PositionProvider
+
+#: what libcst's position provider counts as a line break (token by token)
+_NEWLINE = re.compile(r"\r\n?|\n")
+
+
+def _libcst_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("libcst")
+    except Exception:  # (not installed as a distribution)
+        return ""
+
+
+#: Node types whose children print in the order ``children`` lists them, checked on libcst 1.9.
+_SAME_ORDER: frozenset[type] = (
+    frozenset(
+        getattr(cst, name)
+        for name in (
+            "Add AddAssign And AnnAssign Annotation Arg AssignEqual Assign AssignTarget Assert Asynchronous "
+            "Attribute AugAssign Await BinaryOperation BitAnd BitAndAssign BitInvert BitOr BitOrAssign BitXor "
+            "BitXorAssign BooleanOperation Call ClassDef Colon Comma CompFor CompIf Comparison "
+            "ComparisonTarget ConcatenatedString Decorator Dict DictComp DictElement Divide DivideAssign Dot "
+            "Element Else EmptyLine Equal ExceptHandler ExceptStarHandler Expr Finally Float FloorDivide "
+            "FloorDivideAssign For FormattedString FormattedStringExpression From FunctionDef GeneratorExp "
+            "Global GreaterThan GreaterThanEqual If IfExp Import ImportAlias ImportFrom In IndentedBlock "
+            "Index Integer Is IsNot Lambda LeftCurlyBrace LeftParen LeftShift LeftShiftAssign "
+            "LeftSquareBracket LessThan LessThanEqual List ListComp Match MatchAs MatchCase MatchClass "
+            "MatchKeywordElement MatchOr MatchOrElement MatchSequenceElement MatchSingleton MatchTuple "
+            "MatchValue MatrixMultiply Minus Module Modulo ModuloAssign Multiply MultiplyAssign Name NameItem "
+            "NamedExpr Nonlocal Not NotEqual NotIn Or Param ParamStar Parameters ParenthesizedWhitespace Plus "
+            "Power PowerAssign Raise Return RightCurlyBrace RightParen RightShift RightShiftAssign "
+            "RightSquareBracket Semicolon Set SetComp SimpleStatementLine SimpleStatementSuite SimpleString "
+            "Slice StarredDictElement StarredElement Subscript SubscriptElement Subtract SubtractAssign "
+            "TrailingWhitespace Try TryStar Tuple TypeParam TypeParameters TypeVar UnaryOperation While With "
+            "WithItem Yield"
+        ).split()
+        if hasattr(cst, name)
+    )
+    if _libcst_version().startswith("1.9.")
+    else frozenset()
+)
+
+
+class _Syntactic:
+    """``with state.record_syntactic_position(node, start_node=..., end_node=...)`` without a generator."""
+
+    __slots__ = ("end_node", "node", "start", "start_node", "state")
+
+    def __init__(self, state: _RecordingState, node: cst.CSTNode, start_node, end_node) -> None:
+        self.state, self.node, self.start_node, self.end_node = state, node, start_node, end_node
+        self.start = len(state.tokens)
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        state = self.state
+        ranges = state.ranges
+        start = ranges[self.start_node][0] if self.start_node is not None else self.start
+        end = ranges[self.end_node][1] if self.end_node is not None else len(state.tokens)
+        ranges[self.node] = (start, end)
+
+
+class _RecordingState(CodegenState):
+    """A code-generation state that records, per node, the token indices its range starts and
+    ends at (syntactic where the node records one, else whitespace-inclusive, as libcst's
+    ``PositionProvidingCodegenState``) and the node it is printed inside."""
+
+    def __init__(self, module: cst.Module) -> None:
+        super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
+        self.ranges: dict[cst.CSTNode, tuple[int, int]] = {}
+        self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        self.popped = False
+        self._open: list[tuple[cst.CSTNode, int]] = []
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        open_ = self._open
+        if open_:
+            self.parents[node] = open_[-1][0]
+        open_.append((node, len(self.tokens)))
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        _, start = self._open.pop()
+        if node not in self.ranges:  # a syntactic range recorded inside wins
+            self.ranges[node] = (start, len(self.tokens))
+
+    def record_syntactic_position(self, node, *, start_node=None, end_node=None):
+        return _Syntactic(self, node, start_node, end_node)
+
+    def pop_trailing_newline(self) -> None:
+        # libcst's position state counts the newline before popping it: keep it for the positions
+        # and leave it out of the text
+        if self.tokens:
+            self.popped = True
+
+
+class _Positions(Mapping[cst.CSTNode, CodeRange]):
+    """``PositionProvider``'s mapping, with lines and columns worked out on first ask."""
+
+    def __init__(self, ranges: dict[cst.CSTNode, tuple[int, int]], tokens: list[str], text: str) -> None:
+        self._ranges = ranges
+        self._offsets = [0, *accumulate(map(len, tokens))]
+        if "\r" not in text:  # every line break is one "\n": the whole text can be searched at once
+            self._line_starts = [0, *(m.end() for m in _NEWLINE.finditer(text))]
+        else:  # libcst counts line breaks token by token ("\r" + "\n" split over two tokens is two)
+            self._line_starts = [0]
+            for offset, token in zip(self._offsets, tokens, strict=False):
+                if "\n" in token or "\r" in token:
+                    self._line_starts.extend(offset + m.end() for m in _NEWLINE.finditer(token))
+        self._done: dict[cst.CSTNode, CodeRange] = {}
+
+    def _position(self, token: int) -> CodePosition:
+        offset = self._offsets[token]
+        line = bisect_right(self._line_starts, offset)
+        return CodePosition(line, offset - self._line_starts[line - 1])
+
+    def __getitem__(self, node: cst.CSTNode) -> CodeRange:
+        found = self._done.get(node)
+        if found is None:
+            start, end = self._ranges[node]
+            found = self._done[node] = CodeRange(self._position(start), self._position(end))
+        return found
+
+    def __contains__(self, node: object) -> bool:
+        return node in self._ranges
+
+    def __iter__(self) -> Iterator[cst.CSTNode]:
+        return iter(self._ranges)
+
+    def __len__(self) -> int:
+        return len(self._ranges)
+
+
+def _in_children_order(parents: dict[cst.CSTNode, cst.CSTNode]) -> dict[cst.CSTNode, cst.CSTNode]:
+    """``parents`` with the children of every node whose type is not in :data:`_SAME_ORDER`
+    taken from its ``children`` (moved to the end of the mapping together, in that order)."""
+    odd = {parent: None for parent in parents.values() if type(parent) not in _SAME_ORDER}
+    if not odd:
+        return parents
+    for child in [child for child, parent in parents.items() if parent in odd]:
+        del parents[child]
+    for parent in odd:
+        for child in parent.children:
+            parents[child] = parent
+    return parents
+
+
+class SourceMetadata:
+    """One module printed once: its ``code``, ``parents`` (``ParentNodeProvider``'s mapping) and
+    ``positions`` (``PositionProvider``'s)."""
+
+    def __init__(self, module: cst.Module) -> None:
+        state = _RecordingState(module)
+        module._codegen(state)
+        tokens = state.tokens
+        everything = "".join(tokens)
+        self.code = everything[: len(everything) - len(tokens[-1])] if state.popped else everything
+        self.parents: Mapping[cst.CSTNode, cst.CSTNode] = _in_children_order(state.parents)
+        self.positions: Mapping[cst.CSTNode, CodeRange] = _Positions(state.ranges, tokens, everything)
+
+    def seed(self, wrapper: MetadataWrapper) -> None:
+        """Let ``wrapper.resolve(ParentNodeProvider / PositionProvider)`` answer with these (the
+        wrapper must wrap the same module, not a copy: ``unsafe_skip_copy=True``)."""
+        cache = getattr(wrapper, "_metadata", None)
+        if isinstance(cache, dict):  # (libcst's own cache of resolved providers)
+            cache.setdefault(ParentNodeProvider, self.parents)
+            cache.setdefault(PositionProvider, self.positions)
