@@ -255,6 +255,32 @@ def test_a_finding_the_original_had_too_is_not_repeated_in_the_notes(project):
     assert "left for you" not in result.stderr, result.stderr
 
 
+def test_settings_files_in_a_folder_get_lint_fixes_and_are_never_refused(project):
+    """A folder with a launch script, a Dockerfile and an accelerate config beside the training
+    script: they are the lint's to read, not scripts to convert (they were refused as Python that
+    does not parse, exit 3)."""
+    write(project, "train.py", PLAIN)
+    write(project, "run.sh", "#!/bin/bash\naccelerate launch --mixed_precision fp16 train.py\n")
+    write(project, "Dockerfile", "FROM python:3.11\n")
+    write(project, "notes.sh", "echo hi\n")
+    result = invoke(".")
+    assert result.exit_code == 1, result.output
+    assert "refused" not in result.stderr and "cannot parse" not in result.stderr, result.stderr
+    assert "Would fix 1 file (1 converted)" in result.stderr
+
+
+def test_a_backend_the_project_launches_with_is_left_to_the_launch(project):
+    """`accelerate launch --dynamo_backend no train.py` in run.sh: a plugin backend would silently
+    override it (RC406); the converted plugin leaves it unset and says where it comes from."""
+    write(project, "train.py", PLAIN.replace('model = torch.compile(model, mode="max-autotune")\n', ""))
+    write(project, "run.sh", "#!/bin/bash\naccelerate launch --dynamo_backend no train.py\n")
+    result = invoke("--apply", ".")
+    assert result.exit_code == 0, result.output
+    text = (project / "train.py").read_text(encoding="utf-8")
+    assert "dynamo_plugin = TorchDynamoPlugin()\n" in text
+    assert "backend is left to the project's launch (run.sh:2 `--dynamo_backend no`)" in result.stderr
+
+
 def test_ignore_drops_a_rule_from_the_count_and_the_fixes(project):
     write(project, "train.py", UNPREPARED_SCHEDULER.read_bytes())
     assert invoke("--apply", "--ignore", "RC402", "train.py").exit_code == 0

@@ -17,7 +17,9 @@ converted and not counted as a refusal, but the lint fixes still apply to it (un
 model to a trainer of its own project that it imports: that is a refusal naming the trainer,
 ``codemod.delegated_loop``). Nor is a file the
 user opted out of conversion: a ``# regcomp-fix: skip`` comment line among its first
-``SKIP_COMMENT_LINES`` lines, or a match of the config's ``fix-exclude`` globs.
+``SKIP_COMMENT_LINES`` lines, or a match of the config's ``fix-exclude`` globs. A settings file
+the lint reads (``run.sh``, ``default_config.yaml``, a Makefile, a Dockerfile, ``.env``) gets
+its lint fixes only.
 
 Exit status (``EXIT_REFUSED`` first: a refusal needs the user, not a rerun):
 
@@ -56,6 +58,7 @@ from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConvertOptions
 from regcomp_lint.diagnostics import Applicability, Diagnostic
 from regcomp_lint.files import writeback
 from regcomp_lint.files.discovery import discover
+from regcomp_lint.files.kinds import Kind, kind_of
 from regcomp_lint.files.source import DecodeError
 from regcomp_lint.lint.config import Settings
 from regcomp_lint.lint.engine import lint_source
@@ -143,7 +146,8 @@ def process_text(text: str, filename: str, settings: Settings, convert: ConvertO
     """Convert ``text`` (unless opted out) and apply the selected lint fixes, all in memory."""
     result = FileResult(filename, original=text, text=text)
     result.opted_out = opt_out(text, filename, settings)
-    if result.opted_out is None:
+    settings_file = kind_of(filename, text) is not Kind.PYTHON  # run.sh, default_config.yaml: lint fixes only
+    if result.opted_out is None and not settings_file:
         conversion = convert_source(text, filename, convert)
         if conversion.refused is not None:
             if NO_TRAINING_STEP not in conversion.refused:

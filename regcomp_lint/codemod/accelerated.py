@@ -12,6 +12,7 @@ from functools import partial
 
 import libcst as cst
 
+from regcomp_lint.analysis.compile_settings.launches import launched_fields
 from regcomp_lint.codemod.builders import call_statement, expression, keyword, rename_keyword, with_keyword
 from regcomp_lint.codemod.compile_sites import collect_settings, find_compile_sites
 from regcomp_lint.codemod.options import ConvertOptions
@@ -50,10 +51,14 @@ class AcceleratePlanner(Planner):
                 self.edits.on(site.call, lambda u: u.args[0].value)
             self.notes.append(f"removed {site.origin}: the plugin compiles the model in prepare()")
         reason = self._regional_reason(prepared)
-        settings, setting_notes = resolve(script, self.options, reason)
+        settings, setting_notes = resolve(script, self.options, reason, launched_fields(tree.filename or "-"))
         self.notes += setting_notes
-        plugin_name = self._apply_plugin(plugin, settings, script)
-        self._connect(plugin, plugin_name)
+        if plugin is None and not settings and not sites:
+            # the launch chooses every field: Accelerator() reads it as it is, an empty plugin adds nothing
+            self.notes.append("no plugin added: Accelerator() already takes the launch's compile settings")
+        else:
+            plugin_name = self._apply_plugin(plugin, settings, script)
+            self._connect(plugin, plugin_name)
         self._backwards()
         if reason and "use_regional_compilation" in settings and settings["use_regional_compilation"].code == "True":
             self.notes.append(f"use_regional_compilation=True: {reason}")

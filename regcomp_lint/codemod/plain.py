@@ -16,6 +16,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from regcomp_lint.analysis.bindings import binding_key
+from regcomp_lint.analysis.compile_settings.launches import launched_fields
 from regcomp_lint.analysis.global_rebinders import rebinds_globals
 from regcomp_lint.analysis.training_objects import Kind
 from regcomp_lint.analysis.training_roles import Cadence, Origin
@@ -123,7 +124,7 @@ class PlainPlanner(Planner):
         collect_settings(tree, sites, script)
         self._remove_compiles(sites)
         reason = self._regional_reason()
-        settings, setting_notes = resolve(script, self.options, reason)
+        settings, setting_notes = resolve(script, self.options, reason, launched_fields(tree.filename or "-"))
         self._rewrites(backwards)
         if self.saved_states & self._ddp_wrapped_keys():
             # MoCo's main_lincls strips `module.encoder_q.`: the converted checkpoints have no `module.`

@@ -1,17 +1,22 @@
 """Which ``TorchDynamoPlugin`` keywords the converted script gets, and where each came from.
 
 Precedence, highest first: explicit options > the plan > what the script had (its
-``torch.compile`` / ``model.compile`` / ``dynamo_backend`` / existing plugin) > defaults
-(``backend="inductor"``; ``use_regional_compilation=True`` when the model has repeated blocks).
-A compile that only ran under a condition keeps it: ``backend="inductor" if args.compile else "no"``.
+``torch.compile`` / ``model.compile`` / ``dynamo_backend`` / existing plugin) > how the project
+launches the script (``accelerate launch --dynamo_*`` in its launch files, their config files:
+such a field is left unset, so the launch still decides it) > defaults (``backend="inductor"``;
+``use_regional_compilation=True`` when the model has repeated blocks). A compile that only ran
+under a condition keeps it: ``backend="inductor" if args.compile else "no"`` (``None if ... else
+"no"`` when the launch chooses the backend).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import libcst as cst
 
+from regcomp_lint.analysis.compile_settings.launches import LaunchedField
 from regcomp_lint.codemod.builders import literal, parenthesized
 from regcomp_lint.codemod.options import ConvertOptions
 from regcomp_lint.codemod.tree import code
@@ -64,13 +69,19 @@ class Setting:
 
 
 def resolve(
-    script: ScriptSettings, options: ConvertOptions, regional_reason: str | None
+    script: ScriptSettings,
+    options: ConvertOptions,
+    regional_reason: str | None,
+    launched: Mapping[str, LaunchedField] | None = None,
 ) -> tuple[dict[str, Setting], list[str]]:
     """The plugin's keywords in ``PLUGIN_FIELDS`` order (absent keys are left to the plugin),
-    and notes about settings that could not be carried over as they were."""
+    and notes about settings that could not be carried over as they were. ``launched``: the
+    fields the project's launch commands set for the script (:mod:`~regcomp_lint.analysis.compile_settings.launches`)."""
     explicit = options.explicit_plugin_settings()
     planned = options.plan.plugin_settings() if options.plan is not None else {}
+    launched = launched or {}
     out: dict[str, Setting] = {}
+    left_to_launch: list[LaunchedField] = []
     for key in PLUGIN_FIELDS:
         if key in explicit:
             out[key] = Setting("option", literal(explicit[key]))
@@ -78,18 +89,24 @@ def resolve(
             out[key] = Setting("plan", literal(planned[key]))
         elif key in script.values:
             out[key] = Setting("script", code(script.values[key]))
+        elif key in launched:
+            left_to_launch.append(launched[key])
         elif key == "backend":
             out[key] = Setting("default", literal("inductor"))
         elif key == "use_regional_compilation" and regional_reason:
             out[key] = Setting("default", "True")
-    backend = out["backend"]
+    backend = out.get("backend", Setting("launch", "None"))
     if script.condition is not None and backend.code not in ('"no"', "'no'"):
         condition = parenthesized(script.condition)
         value = backend.code if backend.source != "script" else parenthesized(script.values["backend"])
         out["backend"] = Setting(backend.source, f'{value} if {condition} else "no"')
     if "mode" in out and "options" in out and out["mode"].code != "None" and out["options"].code != "None":
         raise Refusal("mode and options would both reach torch.compile, which refuses that; drop one (RC103)")
-    notes = []
+    notes = [
+        f"{f.field} is left to the project's launch ({f.where}): TorchDynamoPlugin reads it from there only "
+        "while the plugin leaves it unset"
+        for f in left_to_launch
+    ]
     regional = out.get("use_regional_compilation", Setting("", "False")).code == "True"
     if (
         "fullgraph" in script.from_hand_compile
