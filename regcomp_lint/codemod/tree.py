@@ -7,6 +7,7 @@ call?" or "which statement of this block contains it?" instead of walking parent
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Collection, Iterator
 from typing import TypeGuard, TypeVar, cast, overload
 
@@ -256,44 +257,87 @@ class _NodeIndex:
 
     Built once from the parent map libcst's ``ParentNodeProvider`` already computed, so
     ``find_all`` inside the module is a slice scan instead of a libcst visit (which rebuilds every
-    node it passes and cost most of the fixer's time on large scripts).
+    node it passes and cost most of the fixer's time on large scripts). The positions of each node
+    type are listed on first ask, so a ``find_all`` costs what it finds (two bisections per type),
+    not the size of the subtree it looks in (the planner asks thousands of them on a large script).
     """
 
     def __init__(self, module: cst.Module, parents) -> None:
         children: dict[cst.CSTNode, list[cst.CSTNode]] = {}
         for child, parent in parents.items():  # a parent's children are recorded together, in order
-            children.setdefault(parent, []).append(child)
-        self.order: list[cst.CSTNode] = []
-        self.start: dict[cst.CSTNode, int] = {}
-        self.end: list[int] = []
-        stack: list[tuple[cst.CSTNode, bool]] = [(module, False)]
+            kids = children.get(parent)
+            if kids is None:
+                children[parent] = [child]
+            else:
+                kids.append(child)
+        order: list[cst.CSTNode] = []
+        stack: list[cst.CSTNode] = [module]
         while stack:
-            node, done = stack.pop()
-            if done:
-                self.end[self.start[node]] = len(self.order)
-                continue
-            self.start[node] = len(self.order)
-            self.order.append(node)
-            self.end.append(0)
-            stack.append((node, True))
-            stack.extend((child, False) for child in reversed(children.get(node, ())))
+            node = stack.pop()
+            order.append(node)
+            kids = children.get(node)
+            if kids:
+                stack.extend(reversed(kids))
+        self.order = order
+        self.start: dict[cst.CSTNode, int] = {node: i for i, node in enumerate(order)}
+        # a subtree ends where its last child's does (a leaf: right after itself)
+        end = [0] * len(order)
+        start = self.start
+        for i in range(len(order) - 1, -1, -1):
+            kids = children.get(order[i])
+            end[i] = end[start[kids[-1]]] if kids else i + 1
+        self.end = end
+        self._types = list(map(type, order))
+        self._present = set(self._types)
+        self._of_type: dict[type, list[int]] = {}
+        self._where: dict[object, list[int]] = {}
+
+    def _indices(self, kind) -> list[int]:
+        """Where the nodes that are ``kind`` (a type or a tuple of types) sit, in order."""
+        found = self._where.get(kind)
+        if found is None:
+            matching = [t for t in self._present if issubclass(t, kind)]
+            if len(matching) == 1:
+                found = self._of(matching[0])
+            else:
+                found = sorted(i for t in matching for i in self._of(t))
+            self._where[kind] = found
+        return found
+
+    def _of(self, t: type) -> list[int]:
+        found = self._of_type.get(t)
+        if found is None:
+            found = self._of_type[t] = [i for i, other in enumerate(self._types) if other is t]
+        return found
 
     def find(self, root: cst.CSTNode, kind, enter_functions: bool) -> list | None:
         first = self.start.get(root)
         if first is None or self.order[first] is not root:
             return None
-        order, end = self.order, self.end
-        found: list = []
-        i, stop = first, end[first]
-        while i < stop:
-            node = order[i]
-            if isinstance(node, kind):
-                found.append(node)
-            if not enter_functions and i != first and isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-                i = end[i]
-            else:
-                i += 1
-        return found
+        end = self.end
+        stop = end[first]
+        where = self._indices(kind)
+        hits = where[bisect_left(where, first) : bisect_left(where, stop)]
+        if not enter_functions and hits:
+            # leave out what lies inside a def or class nested in root (the def itself is found):
+            # the outermost such defs' ranges, in order
+            defs = self._indices((cst.FunctionDef, cst.ClassDef))
+            ranges: list[tuple[int, int]] = []
+            for d in defs[bisect_left(defs, first + 1) : bisect_left(defs, stop)]:
+                if not ranges or d >= ranges[-1][1]:
+                    ranges.append((d, end[d]))
+            if ranges:
+                kept: list[int] = []
+                k = 0
+                for i in hits:
+                    while k < len(ranges) and ranges[k][1] <= i:
+                        k += 1
+                    if k < len(ranges) and ranges[k][0] < i:
+                        continue
+                    kept.append(i)
+                hits = kept
+        order = self.order
+        return [order[i] for i in hits]
 
 
 _INDEX: list[_NodeIndex] = []
