@@ -24,7 +24,7 @@ from regcomp_lint.codemod.options import ConvertOptions
 from regcomp_lint.codemod.plain import PlainPlanner
 from regcomp_lint.codemod.rewrites import Conversion, accelerator_calls
 from regcomp_lint.codemod.settings import Refusal
-from regcomp_lint.codemod.source_metadata import SourceMetadata
+from regcomp_lint.codemod.source_metadata import SourceMetadata, resolve_scopes
 from regcomp_lint.codemod.tree import Tree
 
 
@@ -84,6 +84,7 @@ class ConvertToAccelerate(CodemodCommand, cst.CSTTransformer):
         wrapper = MetadataWrapper(tree, unsafe_skip_copy=True)
         self._metadata = metadata if metadata is not None else SourceMetadata(tree)
         self._metadata.seed(wrapper)  # libcst's ParentNodeProvider and PositionProvider, without their passes
+        resolve_scopes(wrapper)  # ScopeProvider without libcst's empty batched traversals
         with self.resolve(wrapper):
             self.context = replace(self.context, wrapper=wrapper)
             try:

@@ -12,9 +12,15 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
-from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
+from libcst.metadata import (
+    ExpressionContextProvider,
+    MetadataWrapper,
+    ParentNodeProvider,
+    PositionProvider,
+    ScopeProvider,
+)
 
-from regcomp_lint.codemod.source_metadata import SourceMetadata
+from regcomp_lint.codemod.source_metadata import SourceMetadata, resolve_scopes
 from regcomp_lint.codemod.tree import Tree, find_all
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,9 +74,9 @@ def test_corners(name: str) -> None:
     _compare(CORNERS[name])
 
 
-def test_fixtures() -> None:
+def _compare_files(paths: list[Path]) -> int:
     compared = 0
-    for path in FIXTURES:
+    for path in paths:
         text = path.read_text(encoding="utf-8", errors="replace")
         try:
             cst.parse_module(text)
@@ -78,7 +84,16 @@ def test_fixtures() -> None:
             continue
         _compare(text)
         compared += 1
-    assert compared > 100
+    return compared
+
+
+def test_fix_fixtures() -> None:
+    assert _compare_files(sorted((ROOT / "fixtures" / "fix").glob("*/input.py"))) > 30
+
+
+@pytest.mark.slow
+def test_every_fixture() -> None:
+    assert _compare_files(FIXTURES) > 100
 
 
 def test_seeded_wrapper_answers_with_ours() -> None:
@@ -103,3 +118,24 @@ def test_find_all_in_children_order() -> None:
 
     module.visit(_All())
     assert find_all(module, cst.CSTNode) == expected
+
+
+def _scope_summary(module: cst.Module, scopes) -> list[tuple]:
+    summary = []
+    for node, scope in scopes.items():
+        names = ()
+        if isinstance(node, (cst.Name, cst.Attribute, cst.Call)) and scope is not None:
+            names = tuple(sorted((q.name, q.source.name) for q in scope.get_qualified_names_for(node)))
+        summary.append((type(node).__name__, type(scope).__name__, names))
+    return summary
+
+
+def test_resolve_scopes_gives_libcst_scopes() -> None:
+    for path in sorted((ROOT / "fixtures" / "fix").glob("*/input.py"))[:12]:
+        text = path.read_text(encoding="utf-8")
+        theirs = MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True)
+        expected = _scope_summary(theirs.module, theirs.resolve(ScopeProvider))
+        ours = MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True)
+        resolve_scopes(ours)
+        assert _scope_summary(ours.module, ours.resolve(ScopeProvider)) == expected
+        assert len(ours.resolve(ExpressionContextProvider)) == len(theirs.resolve(ExpressionContextProvider))
