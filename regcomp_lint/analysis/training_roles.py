@@ -49,11 +49,12 @@ from regcomp_lint.analysis import callsites
 from regcomp_lint.analysis.accelerate_script import MAX_DEPTH, AccelerateScript, enclosing_loops, in_loop_body
 from regcomp_lint.analysis.bindings import Bound, Where, binding_key
 from regcomp_lint.analysis.checkpoints import Checkpoints
-from regcomp_lint.analysis.distributed_setup import LOCAL_RANK, RANK, SetupCall
+from regcomp_lint.analysis.distributed_setup import LOCAL_RANK, RANK, WORLD_SIZE, SetupCall
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.analysis.metric_reductions import MetricReductions
 from regcomp_lint.analysis.mixed_precision import MixedPrecision
 from regcomp_lint.analysis.optimizer_sources import OptimizerSources
+from regcomp_lint.analysis.step_counts import StepCounts
 from regcomp_lint.analysis.training_loops import COMPREHENSIONS, argument_for, iterated
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
 from regcomp_lint.knowledge.torch_api import (
@@ -178,6 +179,9 @@ class TrainingRoles:
         self.mixed_precision = MixedPrecision(ctx, self.bindings)
         #: its collectives and the loaders they summarise (:mod:`~regcomp_lint.analysis.metric_reductions`)
         self.metric_reductions = MetricReductions(ctx)
+        #: what a scheduler's number of steps is computed from (:mod:`~regcomp_lint.analysis.step_counts`)
+        self.step_counts = StepCounts(ctx.tree, self.bindings)
+        self._process_count_ids: set[int] | None = None
 
     # -- feeding, from the walk ------------------------------------------------------------
     def walk_handlers(self) -> tuple[dict[type, Callable[[ast.AST], None]], dict[type, Callable[[ast.AST], None]]]:
@@ -726,6 +730,14 @@ class TrainingRoles:
             self._rank_read_ids = {id(r.node) for r in reads if r.reads in (RANK, LOCAL_RANK)}
         return self._rank_read_ids
 
+    def _process_count_reads(self) -> set[int]:
+        """ids of the file's reads of the number of processes (``dist.get_world_size()``,
+        ``os.environ["WORLD_SIZE"]``), as distributed_setup finds them."""
+        if self._process_count_ids is None:
+            reads = self.ctx.semantic.distributed_setup.rank_reads
+            self._process_count_ids = {id(r.node) for r in reads if r.reads == WORLD_SIZE}
+        return self._process_count_ids
+
     def _is_spawned_rank(self, bound: Bound, name: ast.AST) -> bool:
         """``name`` is the first parameter of a worker ``mp.spawn`` starts: its process index."""
         function = bound.where.function
@@ -747,17 +759,19 @@ class TrainingRoles:
         return self._workers
 
     def sized_from_prepared_loader(self, origin: Origin) -> bool:
-        """``get_linear_schedule_with_warmup(opt, 100, len(train_dl) * epochs)`` after ``train_dl``
-        was prepared: the schedule counts one process's steps."""
-        for node in ast.walk(origin.call):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Name)
-                and node.func.id == "len"
-                and len(node.args) == 1
-                and self.origin(node.args[0], origin.where) is PREPARED
+        """The scheduler built at ``origin`` counts one process's steps: an argument of its
+        constructor (or of the factory call that builds it) is computed from the length of an
+        already prepared loader: ``get_linear_schedule_with_warmup(opt, 100, len(train_dl) * epochs)``
+        after ``train_dl`` was prepared, or ``num_training_steps=args.max_train_steps`` computed
+        from it a few statements earlier (:mod:`~regcomp_lint.analysis.step_counts`). Not when
+        multiplied by the number of processes: that counts every process's steps."""
+        call = origin.call
+        for arg in [*call.args, *(kw.value for kw in call.keywords)]:
+            for loader, at in self.step_counts.lengths_read(
+                arg, origin.where, self.origin, self._process_count_reads()
             ):
-                return True
+                if self.origin(loader, at) is PREPARED:
+                    return True
         return False
 
     def cadence(self, scheduler: Origin) -> tuple[Cadence, ast.Call | None]:

@@ -50,7 +50,11 @@ class UnpreparedObject(Rule):
     `batch_sampler=`, directly or through a name): it already gives each rank its own shard, and
     `prepare` would shard it again. Nor is a scheduler sized from the length of an already
     prepared loader (`len(train_dl) * epochs` after `prepare`): it counts one process's steps, and
-    prepared it would step once per process. Names are followed through assignments, `.to(device)`-style
+    prepared it would step once per process. The length is followed through the values the
+    scheduler's arguments are computed from: names, `self.` attributes and fields such as
+    `args.max_train_steps` assigned before it (in either branch of an `if`), `math.ceil`,
+    division and products (transformers' `*_no_trainer` examples); a product with the number of
+    processes (`* accelerator.num_processes`) counts every process's steps and is still reported. Names are followed through assignments, `.to(device)`-style
     calls, DDP and `torch.compile` wrappers, `iter(...)`, tuple unpacking and local functions that return
     the object. The roles come from `analysis/training_roles.py`, the model `regcomp-fix` reads too.
 
@@ -162,6 +166,12 @@ class UnpreparedObject(Rule):
         "from accelerate import Accelerator\nfrom transformers import get_linear_schedule_with_warmup\nacc = Accelerator()\n"
         "model, opt, dl = acc.prepare(model, opt, dl)\nsched = get_linear_schedule_with_warmup(opt, 100, len(dl) * 3)\n"
         "for batch in dl:\n    acc.backward(model(**batch).loss)\n    opt.step()\n    sched.step()\n",
+        # the same, through the values it is computed from (transformers' run_clm_no_trainer)
+        "import math\nfrom accelerate import Accelerator\nfrom transformers import get_scheduler\nacc = Accelerator()\n"
+        "model, opt, dl = acc.prepare(model, opt, dl)\nper_epoch = math.ceil(len(dl) / args.gradient_accumulation_steps)\n"
+        "if args.max_train_steps is None:\n    args.max_train_steps = args.num_train_epochs * per_epoch\n"
+        "sched = get_scheduler('linear', opt, num_warmup_steps=0, num_training_steps=args.max_train_steps)\n"
+        "for batch in dl:\n    acc.backward(model(**batch).loss)\n    opt.step()\n    sched.step()\n",
         # a torchrun script's loader sharded by its own DistributedSampler (what regcomp-fix keeps)
         "import torch\nfrom accelerate import Accelerator\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
         "acc = Accelerator()\nmodel = torch.nn.Linear(4, 2)\nopt = torch.optim.SGD(model.parameters())\n"
@@ -236,6 +246,14 @@ class UnpreparedObject(Rule):
             "for x in loader:\n    optimizer.step()\n",
             message="`optimizer` (optimizer)",
         ),
+        # sized from the prepared loader for every process: only a prepared scheduler takes that many steps
+        Invalid(
+            "from accelerate import Accelerator\nfrom transformers import get_linear_schedule_with_warmup\nacc = Accelerator()\n"
+            "model, opt, dl = acc.prepare(model, opt, dl)\ntotal = len(dl) * 3 * acc.num_processes\n"
+            "sched = get_linear_schedule_with_warmup(opt, 100, total)\n"
+            "for batch in dl:\n    acc.backward(model(**batch).loss)\n    opt.step()\n    sched.step()\n",
+            message="`sched` (LR scheduler)",
+        ),
         # passed to the file's own training function inside the epoch loop (mnist style)
         Invalid(
             "import torch\nfrom accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n"
@@ -275,7 +293,7 @@ class UnpreparedObject(Rule):
         prepared = self._prepared_origins()
         if prepared is None:
             return
-        frozen = roles.frozen_origins() | roles.unoptimized_models()
+        frozen: set[int] | None = None  # asked for at the first model to judge (a search per optimizer step)
         reported: set[int] = set()
         for use in roles.uses:
             if use.how == "passed" and not self._is_local_function(use.callee, use.where):
@@ -283,8 +301,13 @@ class UnpreparedObject(Rule):
             origin = roles.origin(use.expr, use.where)
             if not isinstance(origin, Origin) or id(origin.call) in prepared or id(origin.call) in reported:
                 continue
-            if origin.kind not in USES[use.how] or (origin.kind is Kind.MODEL and id(origin.call) in frozen):
+            if origin.kind not in USES[use.how]:
                 continue
+            if origin.kind is Kind.MODEL:
+                if frozen is None:
+                    frozen = roles.frozen_origins() | roles.unoptimized_models()
+                if id(origin.call) in frozen:
+                    continue
             if origin.kind is Kind.MODEL and self._inside_a_module(use):
                 continue  # `self.linear(h)` in a model's own forward: a submodule, prepared with its model
             if origin.kind is Kind.DATALOADER and not roles.trains_on(use):

@@ -322,3 +322,119 @@ def test_a_module_no_optimizer_is_fed_is_not_asked_for():
     )
     assert "def train_one_epoch" in handed
     assert reported(handed) == []
+
+
+# -- a scheduler sized from the prepared loader's length, followed through the file's values ----
+SIZED_HEAD = (
+    "import math\nfrom accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n"
+    "from transformers import AutoModelForCausalLM, get_scheduler\n"
+)
+SIZED_LOOP = (
+    "for epoch in range(3):\n    for step, batch in enumerate(loader):\n"
+    "        accelerator.backward(model(**batch).loss)\n        optimizer.step()\n        sched.step()\n"
+)
+PREPARE_ALL = "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+
+
+def sized(steps: str, before: str = "", after: str = "", prepare: str = PREPARE_ALL, indent: str = "") -> str:
+    """A script whose scheduler is built after ``prepare`` with ``steps`` training steps;
+    ``before``/``after``: lines before and after ``prepare``; ``indent``: inside ``def main()``."""
+    body = (
+        "accelerator = Accelerator()\nmodel = AutoModelForCausalLM.from_pretrained('gpt2')\n"
+        "optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)\nloader = DataLoader(ds, shuffle=True)\n"
+        + before
+        + prepare
+        + after
+        + f"sched = get_scheduler('linear', optimizer, num_warmup_steps=0, num_training_steps={steps})\n"
+        + SIZED_LOOP
+    )
+    if indent:
+        body = "def main(args):\n" + "".join(indent + line + "\n" for line in body.splitlines()) + "main(parse())\n"
+    return "import torch\n" + SIZED_HEAD + body
+
+
+def test_a_scheduler_sized_from_the_prepared_loader_through_a_name_is_left_unprepared():
+    """transformers' run_clm_no_trainer (and the other *_no_trainer examples): the training steps
+    are computed from the prepared loader's length into a name, then the scheduler is built."""
+    assert reported(sized("len(loader) * 3")) == []  # inline: already known
+    assert reported(sized("3 * n", after="n = len(loader)\n")) == []
+    assert reported(sized("3 * n", after="n = len(loader)\n", indent="    ")) == []
+    # several hops, math.ceil, a division and a multiplication
+    hops = "per_epoch = math.ceil(len(loader) / accum)\ntotal = epochs * per_epoch\nsteps = total\n"
+    assert reported(sized("steps", after=hops)) == []
+    assert reported(sized("int(steps)", after=hops, indent="    ")) == []
+
+
+def test_a_scheduler_sized_through_an_attribute_of_the_arguments_is_left_unprepared():
+    """``args.max_train_steps``, set in an ``if`` after prepare (old run_clm_no_trainer)."""
+    after = (
+        "num_update_steps_per_epoch = math.ceil(len(loader) / args.gradient_accumulation_steps)\n"
+        "if args.max_train_steps is None:\n"
+        "    args.max_train_steps = args.num_train_epochs * num_update_steps_per_epoch\n"
+        "else:\n"
+        "    args.num_train_epochs = math.ceil(args.max_train_steps / num_update_steps_per_epoch)\n"
+    )
+    assert reported(sized("args.max_train_steps", after=after, indent="    ")) == []
+    assert reported(sized("cfg.max_train_steps", after=after.replace("args", "cfg"))) == []  # module level
+
+
+def test_a_scheduler_sized_before_prepare_or_from_a_constant_is_still_reported():
+    assert reported(sized("3 * n", before="n = len(loader)\n")) == ["sched"]
+    assert reported(sized("3 * n", before="n = len(loader)\n", indent="    ")) == ["sched"]
+    assert reported(sized("1000")) == ["sched"]
+    assert reported(sized("steps", after="steps = 1000\n")) == ["sched"]
+    assert reported(sized("args.max_train_steps", indent="    ")) == ["sched"]  # the user's count
+    # the name read is bound again after the scheduler is built: what it held then decides
+    src = sized("steps", after="steps = 1000\n")
+    late = src.replace("num_training_steps=steps)\n", "num_training_steps=steps)\nsteps = len(loader) * 3\n")
+    assert late != src
+    assert reported(late) == ["sched"]
+    assert reported(sized("1000", after="n = len(loader)\n")) == ["sched"]  # the length is not what sizes it
+
+
+def test_a_scheduler_sized_for_every_process_is_still_reported():
+    """``* accelerator.num_processes``: the count of every process's steps, which a prepared
+    scheduler takes (stepped once per process); unprepared, it would decay N times too slowly."""
+    assert reported(sized("len(loader) * 3 * accelerator.num_processes")) == ["sched"]
+    after = "n = len(loader)\ntotal = 3 * n\n"
+    assert reported(sized("total * accelerator.num_processes", after=after)) == ["sched"]
+    assert reported(sized("world", after=after + "world = total * accelerator.num_processes\n")) == ["sched"]
+
+
+NEWER_CLM = (
+    "    accelerator = Accelerator()\n    model = AutoModelForCausalLM.from_pretrained('gpt2')\n"
+    "    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)\n"
+    "    train_dataloader = DataLoader(ds, shuffle=True)\n    eval_dataloader = DataLoader(ev)\n"
+    "    overrode_max_train_steps = False\n"
+    "    num_update_steps_per_epoch = math.ceil(len(train_dataloader) / args.gradient_accumulation_steps)\n"
+    "    if args.max_train_steps is None:\n"
+    "        args.max_train_steps = args.num_train_epochs * num_update_steps_per_epoch\n"
+    "        overrode_max_train_steps = True\n"
+    "    lr_scheduler = get_scheduler(\n        name=args.lr_scheduler_type,\n        optimizer=optimizer,\n"
+    "        num_warmup_steps=args.num_warmup_steps * accelerator.num_processes,\n"
+    "        num_training_steps=args.max_train_steps\n        if overrode_max_train_steps\n"
+    "        else args.max_train_steps * accelerator.num_processes,\n    )\n"
+    "    model, optimizer, train_dataloader, eval_dataloader, lr_scheduler = accelerator.prepare(\n"
+    "        model, optimizer, train_dataloader, eval_dataloader, lr_scheduler\n    )\n"
+    "    num_update_steps_per_epoch = math.ceil(len(train_dataloader) / args.gradient_accumulation_steps)\n"
+    "    if overrode_max_train_steps:\n"
+    "        args.max_train_steps = args.num_train_epochs * num_update_steps_per_epoch\n"
+    "    args.num_train_epochs = math.ceil(args.max_train_steps / num_update_steps_per_epoch)\n"
+    "    for epoch in range(args.num_train_epochs):\n        model.train()\n"
+    "        for step, batch in enumerate(train_dataloader):\n"
+    "            with accelerator.accumulate(model):\n                accelerator.backward(model(**batch).loss)\n"
+    "                optimizer.step()\n                lr_scheduler.step()\n                optimizer.zero_grad()\n"
+)
+
+
+def test_newer_run_clm_no_trainer_prepares_its_scheduler_sized_before_prepare():
+    """Newer transformers build the scheduler from the unprepared loader's length (or the user's
+    count times ``num_processes``) and prepare it; ``args.max_train_steps`` is recomputed after
+    ``prepare``, once the scheduler is built: that later value does not size it."""
+    src = "import torch\n" + SIZED_HEAD + "def main(args):\n" + NEWER_CLM + "main(parse())\n"
+    assert reported(src) == []
+    left_out = src.replace(", lr_scheduler = accelerator.prepare(", " = accelerator.prepare(").replace(
+        "eval_dataloader, lr_scheduler\n", "eval_dataloader\n"
+    )
+    assert left_out != src
+    assert reported(left_out) == ["lr_scheduler"]
