@@ -12,6 +12,7 @@ follows it. A script without such a group keeps libcst's placement.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Sequence
 from typing import TypeGuard
@@ -26,6 +27,7 @@ ANCHOR = "torch"
 def place_added_imports(before: cst.Module, after: cst.Module) -> cst.Module:
     """``after`` (``before`` with imports added) with each added import line moved next to the
     script's imports of the same package, or else to the end of its third-party group."""
+    after = _sort_merged_names(before, after)
     existing = {_source(s) for s in _import_lines(before.body)}
     added = [s for s in _import_lines(after.body) if _source(s) not in existing]
     if not added:
@@ -64,6 +66,99 @@ def place_added_imports(before: cst.Module, after: cst.Module) -> cst.Module:
     return after.with_changes(
         body=_with_unmoved(after.body, body, [a for a in added if not any(a is m for m in moved_lines)])
     )
+
+
+def _sort_merged_names(before: cst.Module, after: cst.Module) -> cst.Module:
+    """``after`` with each name libcst added to one of the script's ``from M import a, b`` lines
+    (it puts them first) moved to where isort puts it: after the last name that sorts before it,
+    in the line's own layout. The same for both conversions."""
+    old_lines: dict[str, list[cst.SimpleStatementLine]] = {}
+    for stmt in _import_lines(before.body):
+        old_lines.setdefault(_source(stmt), []).append(stmt)
+    new_lines: dict[str, list[cst.SimpleStatementLine]] = {}
+    for stmt in _import_lines(after.body):
+        new_lines.setdefault(_source(stmt), []).append(stmt)
+    replaced: dict[int, cst.SimpleStatementLine] = {}
+    for source, olds in old_lines.items():
+        news = new_lines.get(source, [])
+        if len(news) != len(olds):
+            continue  # a line was dropped or added: no pairing
+        for old, new in zip(olds, news, strict=True):
+            merged = _merged_names(old.body[0], new.body[0])
+            if merged is not None:
+                replaced[id(new)] = new.with_changes(body=[merged])
+    if not replaced:
+        return after
+    return after.with_changes(body=[replaced.get(id(s), s) for s in after.body])
+
+
+def _merged_names(old: cst.BaseSmallStatement, new: cst.BaseSmallStatement) -> cst.ImportFrom | None:
+    """``new`` (``old`` with names added) with the added names in isort's places; None: nothing to do."""
+    if not (isinstance(old, cst.ImportFrom) and isinstance(new, cst.ImportFrom)):
+        return None
+    if isinstance(old.names, cst.ImportStar) or isinstance(new.names, cst.ImportStar):
+        return None
+    old_aliases = list(old.names)
+    before = {_alias_key(a): a for a in old_aliases}
+    extra = [a for a in new.names if _alias_key(a) not in before]
+    if not extra or not old_aliases:
+        return None
+    # the script's names as the conversion leaves them (it may have dropped some), in their own form
+    names: list[tuple[cst.ImportAlias, bool]] = [
+        (before[_alias_key(a)], True) for a in new.names if _alias_key(a) in before
+    ]
+    for alias in extra:
+        key = _isort_key(alias)
+        at = max((i + 1 for i, (a, _) in enumerate(names) if _isort_key(a) < key), default=0)
+        names.insert(at, (alias, False))
+    separator = (
+        _without_comment(old_aliases[0].comma)
+        if len(old_aliases) > 1 and isinstance(old_aliases[0].comma, cst.Comma)
+        else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    )
+    last_comma = old_aliases[-1].comma
+    kept_separators = {id(a) for a in old_aliases[:-1]}
+    aliases = []
+    for index, (alias, original) in enumerate(names):
+        if index == len(names) - 1:
+            comma = last_comma
+        elif original and id(alias) in kept_separators:
+            comma = alias.comma
+        else:
+            comma = separator
+        aliases.append(alias.with_changes(comma=comma))
+    return new.with_changes(names=aliases)
+
+
+def _alias_key(alias: cst.ImportAlias) -> tuple[str, str | None]:
+    return cst.Module([]).code_for_node(alias.name), alias.evaluated_alias
+
+
+def _isort_key(alias: cst.ImportAlias) -> tuple:
+    """ruff's isort order of the names of one ``from`` import (its defaults: order-by-type,
+    case-insensitive, natural order): CONSTANTS, then Classes, then functions and variables."""
+    name, asname = _alias_key(alias)
+    if len(name) > 1 and name.upper() == name and name.lower() != name:
+        kind = 0
+    elif name[:1].isupper():
+        kind = 1
+    else:
+        kind = 2
+    return kind, _natural(name.lower()), _natural(name), _natural(asname or "")
+
+
+def _natural(text: str) -> tuple:
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text) if part)
+
+
+def _without_comment(comma: cst.Comma) -> cst.Comma:
+    """A separator like ``comma`` without the comment that may follow it on its line."""
+    after = comma.whitespace_after
+    if isinstance(after, cst.ParenthesizedWhitespace):
+        return comma.with_changes(
+            whitespace_after=after.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
+        )
+    return comma
 
 
 def _standard_place(group: list[cst.SimpleStatementLine], line: cst.SimpleStatementLine) -> tuple[int, bool] | None:
@@ -171,16 +266,58 @@ class TopImportsAdder(AddImportsVisitor):
     def on_visit(self, node: cst.CSTNode) -> bool:
         return super().on_visit(node) and isinstance(node, (cst.Module, cst.SimpleStatementLine))
 
+    def __dir__(self) -> list[str]:
+        # libcst's matcher machinery looks through dir() of every new visitor three times for
+        # methods its decorators marked (getattr on ~400 names: 10 ms a file); only those can
+        # be found, so only those are listed (none: the result is the same, issue 16)
+        return _matcher_decorated(type(self))
+
+
+_DECORATED: dict[type, list[str]] = {}
+
+
+def _matcher_decorated(cls: type) -> list[str]:
+    """The attributes of ``cls`` that libcst's matcher decorators marked (all of them, as the
+    default ``dir()``, when this libcst keeps its marks elsewhere)."""
+    found = _DECORATED.get(cls)
+    if found is None:
+        try:
+            from libcst.matchers._decorators import (
+                CONSTRUCTED_LEAVE_MATCHER_ATTR,
+                CONSTRUCTED_VISIT_MATCHER_ATTR,
+                VISIT_NEGATIVE_MATCHER_ATTR,
+                VISIT_POSITIVE_MATCHER_ATTR,
+            )
+        except ImportError:
+            found = dir(cls)
+        else:
+            marks = (
+                CONSTRUCTED_LEAVE_MATCHER_ATTR,
+                CONSTRUCTED_VISIT_MATCHER_ATTR,
+                VISIT_NEGATIVE_MATCHER_ATTR,
+                VISIT_POSITIVE_MATCHER_ATTR,
+            )
+            found = [name for name in dir(cls) if any(hasattr(getattr(cls, name, None), m) for m in marks)]
+        _DECORATED[cls] = found
+    return found
+
 
 def _leading_statements(body: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
     """The first statement, the import lines after it, and the statement that ends them: all
-    that libcst's gathering of the imports at the top of a module looks at."""
+    that libcst's gathering of the imports at the top of a module looks at. Of the ones that
+    are no import line it only asks whether they are one, or a docstring or ``__strict__ = ...``
+    line when first: a ``pass`` line stands for the statement that ends them and for a first
+    compound statement, so the gathering does not visit a whole ``def main():``."""
     leading: list[cst.BaseStatement] = []
     for index, stmt in enumerate(body):
-        leading.append(stmt)
         if index and not _is_import_line(stmt):
+            leading.append(_PLACEHOLDER)
             break
+        leading.append(_PLACEHOLDER if isinstance(stmt, cst.BaseCompoundStatement) else stmt)
     return leading
+
+
+_PLACEHOLDER = cst.SimpleStatementLine(body=[cst.Pass()])
 
 
 class _NamesRead(cst.CSTVisitor):

@@ -72,3 +72,54 @@ def test_an_import_the_conversion_made_unused_is_dropped_and_one_still_used_stay
     assert drop_unused_imports(module, unused).code == (
         "from torch.distributed import init_process_group\ninit_process_group('gloo')\n"
     )
+
+
+def merged(header: str) -> str:
+    """The header with ``TorchDynamoPlugin`` added the way the conversion adds it (libcst, then
+    ``place_added_imports``)."""
+    from libcst.codemod import CodemodContext
+    from libcst.codemod.visitors import AddImportsVisitor
+
+    before = cst.parse_module(header)
+    context = CodemodContext()
+    AddImportsVisitor.add_needed_import(context, "accelerate.utils", "TorchDynamoPlugin")
+    return place_added_imports(before, before.visit(AddImportsVisitor(context))).code
+
+
+def test_a_name_added_to_an_existing_from_import_goes_where_isort_puts_it():
+    """diffusers' `from accelerate.utils import ProjectConfiguration, set_seed`: ruff's isort
+    orders constants, classes, then functions, case-insensitively (TorchDynamoPlugin was put first)."""
+    assert merged("from accelerate.utils import ProjectConfiguration, set_seed\n\nx = 1\n") == (
+        "from accelerate.utils import ProjectConfiguration, TorchDynamoPlugin, set_seed\n\nx = 1\n"
+    )
+    assert merged("from accelerate.utils import DistributedDataParallelKwargs\n") == (
+        "from accelerate.utils import DistributedDataParallelKwargs, TorchDynamoPlugin\n"
+    )
+    assert merged("from accelerate.utils import LoggerType, set_seed as seed_all\n") == (
+        "from accelerate.utils import LoggerType, TorchDynamoPlugin, set_seed as seed_all\n"
+    )
+    assert merged("from accelerate.utils import DEFAULT_X, set_seed\n") == (
+        "from accelerate.utils import DEFAULT_X, TorchDynamoPlugin, set_seed\n"
+    )
+
+
+def test_a_name_added_to_an_unsorted_from_import_goes_after_the_names_that_sort_before_it():
+    assert merged("from accelerate.utils import set_seed, ProjectConfiguration\n") == (
+        "from accelerate.utils import set_seed, ProjectConfiguration, TorchDynamoPlugin\n"
+    )
+
+
+def test_a_name_added_to_a_parenthesized_from_import_follows_its_layout():
+    header = "from accelerate.utils import (\n    ProjectConfiguration,  # config\n    set_seed,\n)\n"
+    assert merged(header) == (
+        "from accelerate.utils import (\n    ProjectConfiguration,  # config\n    TorchDynamoPlugin,\n    set_seed,\n)\n"
+    )
+    header = "from accelerate.utils import (\n    DistributedType,\n    ProjectConfiguration,\n)\n"
+    assert merged(header) == (
+        "from accelerate.utils import (\n    DistributedType,\n    ProjectConfiguration,\n    TorchDynamoPlugin,\n)\n"
+    )
+    header = "from accelerate.utils import (ProjectConfiguration,\n                              set_seed)\n"
+    assert merged(header) == (
+        "from accelerate.utils import (ProjectConfiguration,\n                              TorchDynamoPlugin,\n"
+        "                              set_seed)\n"
+    )
