@@ -175,7 +175,7 @@ class AcceleratePlanner(Planner):
                 )
         text = [f"{k}={s.code}" for k, s in settings.items()]
         plugin = call_statement("dynamo_plugin = ", "TorchDynamoPlugin", text, self.module, self.indentation_of(block))
-        self.edits.add_statements(block, index, [plugin], after=False)
+        self.edits.add_statements(block, index, [plugin], after=False, under_comments=True)
         self.notes.append(
             f"created dynamo_plugin = TorchDynamoPlugin({', '.join(text)}) in {function_name(self.scope)}"
         )

@@ -18,7 +18,7 @@ from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvide
 
 from regcomp_lint.codemod.accelerated import AcceleratePlanner
 from regcomp_lint.codemod.distribution import find_distribution
-from regcomp_lint.codemod.edits import EditPlan, comment_line, missing_comments, rescued_lines
+from regcomp_lint.codemod.edits import AFTER, UNDER_COMMENTS, EditPlan, comment_line, missing_comments, rescued_lines
 from regcomp_lint.codemod.imports import TopImportsAdder, drop_unused_imports, place_added_imports
 from regcomp_lint.codemod.options import ConvertOptions
 from regcomp_lint.codemod.plain import PlainPlanner
@@ -166,17 +166,19 @@ class ConvertToAccelerate(CodemodCommand, cst.CSTTransformer):
 
         for index, (old, new) in enumerate(zip(original.body, updated.body, strict=True)):
             groups = inserts.get(index, [])
+            taker = next((glue for glue, _ in groups if glue != AFTER), None)
             if (
                 old not in self.plan.remove
-                and any(not after for after, _ in groups)
-                and _blank_only(_leading_lines(new))
+                and taker is not None
+                and (_blank_only(_leading_lines(new)) or (taker == UNDER_COMMENTS and _leading_lines(new)))
             ):
-                # statements glued to `new` go where its blank lines were; `new` follows them directly
+                # statements glued to `new` go where its blank lines (and, under its comments, those
+                # comment lines) were; `new` follows them directly
                 moved, glued = False, []
-                for after, stmts in groups:
-                    if not after and not moved:
+                for glue, stmts in groups:
+                    if glue != AFTER and not moved:
                         stmts, moved = [stmts[0].with_changes(leading_lines=_leading_lines(new)), *stmts[1:]], True
-                    glued.append((after, stmts))
+                    glued.append((glue, stmts))
                 groups = glued
                 new = new.with_changes(leading_lines=[])
             for _, stmts in groups:

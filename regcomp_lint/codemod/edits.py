@@ -22,6 +22,10 @@ Replace = Callable[[cst.CSTNode], cst.CSTNode]
 N = TypeVar("N", bound=cst.CSTNode)
 
 
+#: how statements inserted into a block are glued (see ``EditPlan.insert``)
+AFTER, BEFORE, UNDER_COMMENTS = "after", "before", "under comments"
+
+
 def replaced_by(node: cst.CSTNode) -> Replace:
     """An edit that puts ``node`` where the (updated) node was."""
     return lambda _updated: node
@@ -33,9 +37,10 @@ class EditPlan:
     #: statements (lines, compound statements) or small statements to delete
     remove: set[cst.CSTNode] = field(default_factory=set)
     #: block (Module / IndentedBlock of the original tree) -> index -> groups of statements to
-    #: insert there, each glued to the statement before it (``after=True``) or to the one after
-    #: it (it then takes over that statement's blank lines above)
-    insert: dict[cst.CSTNode, dict[int, list[tuple[bool, list[cst.BaseStatement]]]]] = field(default_factory=dict)
+    #: insert there, each glued to the statement before it (``AFTER``), to the one after it
+    #: (``BEFORE``: it then takes over that statement's blank lines above), or put into the one
+    #: after it (``UNDER_COMMENTS``: it takes over all the lines above it, its comments included)
+    insert: dict[cst.CSTNode, dict[int, list[tuple[str, list[cst.BaseStatement]]]]] = field(default_factory=dict)
 
     def on(self, node: N, fn: Callable[[N], cst.CSTNode]) -> None:
         """``fn`` gets ``node`` as updated by the edits of its children: a node of the same type
@@ -43,10 +48,20 @@ class EditPlan:
         self.replace.setdefault(node, []).append(cast(Replace, fn))
 
     def add_statements(
-        self, block: cst.CSTNode, index: int, statements: list[cst.BaseStatement], *, after: bool
+        self,
+        block: cst.CSTNode,
+        index: int,
+        statements: list[cst.BaseStatement],
+        *,
+        after: bool,
+        under_comments: bool = False,
     ) -> None:
-        """Insert before ``block.body[index]``; ``after``: the statements belong with what precedes them."""
-        self.insert.setdefault(block, {}).setdefault(index, []).append((after, statements))
+        """Insert before ``block.body[index]``; ``after``: the statements belong with what precedes
+        them; ``under_comments``: they open what follows, so the comment lines above
+        ``block.body[index]`` move above them (``# Initialize accelerator`` stays over the plugin
+        and the ``Accelerator(...)`` it is made for, and blank lines after a function stay)."""
+        glue = AFTER if after else UNDER_COMMENTS if under_comments else BEFORE
+        self.insert.setdefault(block, {}).setdefault(index, []).append((glue, statements))
 
     @property
     def empty(self) -> bool:

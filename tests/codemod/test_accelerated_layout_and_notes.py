@@ -1,0 +1,116 @@
+"""Scripts that already use Accelerate (codemod/accelerated.py): where the plugin goes, what a
+folded compile leaves behind, and what the notes say. Each case is the shape of a public script
+from bench/results/fix_survey_accelerate_session12.md."""
+
+from __future__ import annotations
+
+from regcomp_lint.codemod import ConversionResult, ConvertOptions, convert_source
+
+
+def convert(text: str, **options) -> ConversionResult:
+    result = convert_source(text, "train.py", ConvertOptions(**options))
+    assert result.refused is None, result.refused
+    return result
+
+
+LOOP = """\
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    model, optimizer = accelerator.prepare(model, optimizer)
+    for step in range(3):
+        loss = model(torch.randn(2, 4)).sum()
+        accelerator.backward(loss)
+        optimizer.step()
+"""
+
+# accelerate/examples/nlp_example.py, cv_example.py, by_feature/*.py
+IN_A_FUNCTION = (
+    "import torch\nfrom accelerate import Accelerator\n\n\n"
+    "def training_function(config, args):\n"
+    "    lr = config['lr']\n\n"
+    "    # Initialize accelerator\n"
+    "    accelerator = Accelerator(cpu=args.cpu, mixed_precision=args.mixed_precision)\n" + LOOP
+)
+
+
+def test_the_plugin_goes_under_the_comment_that_describes_the_accelerator():
+    result = convert(IN_A_FUNCTION)
+    assert (
+        "    lr = config['lr']\n\n"
+        "    # Initialize accelerator\n"
+        '    dynamo_plugin = TorchDynamoPlugin(backend="inductor")\n'
+        "    accelerator = Accelerator(cpu=args.cpu, mixed_precision=args.mixed_precision, dynamo_plugin=dynamo_plugin)\n"
+    ) in result.text
+
+
+def test_the_plugin_goes_under_the_comment_above_an_accelerator_built_in_two_branches():
+    text = IN_A_FUNCTION.replace(
+        "    accelerator = Accelerator(cpu=args.cpu, mixed_precision=args.mixed_precision)\n",
+        "    if args.with_tracking:\n"
+        "        accelerator = Accelerator(cpu=args.cpu, log_with='all')\n"
+        "    else:\n"
+        "        accelerator = Accelerator(cpu=args.cpu)\n",
+    )
+    result = convert(text)
+    assert (
+        "    # Initialize accelerator\n"
+        '    dynamo_plugin = TorchDynamoPlugin(backend="inductor")\n'
+        "    if args.with_tracking:\n"
+    ) in result.text
+
+
+# lucidrains/PaLM-rlhf-pytorch train.py: helpers, two blank lines, a section comment, the accelerator
+MODULE_LEVEL = """\
+import torch
+
+from accelerate import Accelerator
+
+# helpers
+
+def decode_tokens(tokens):
+    return "".join(map(str, tokens))
+
+
+# accelerator
+
+accelerator = Accelerator()
+device = accelerator.device
+
+model = torch.nn.Linear(4, 1).to(device)
+optim = torch.optim.AdamW(model.parameters(), lr=1e-4)
+model, optim = accelerator.prepare(model, optim)
+
+for step in range(3):
+    loss = model(torch.randn(2, 4, device=device)).sum()
+    accelerator.backward(loss)
+    optim.step()
+"""
+
+
+def test_at_module_level_the_plugin_keeps_the_blank_lines_after_a_function_and_its_section_comment():
+    result = convert(MODULE_LEVEL)
+    assert (
+        '    return "".join(map(str, tokens))\n'
+        "\n\n"
+        "# accelerator\n\n"
+        'dynamo_plugin = TorchDynamoPlugin(backend="inductor")\n'
+        "accelerator = Accelerator(dynamo_plugin=dynamo_plugin)\n"
+    ) in result.text
+
+
+def test_without_a_comment_the_plugin_takes_the_blank_lines_as_before():
+    result = convert(IN_A_FUNCTION.replace("    # Initialize accelerator\n", ""))
+    assert (
+        "    lr = config['lr']\n\n"
+        '    dynamo_plugin = TorchDynamoPlugin(backend="inductor")\n'
+        "    accelerator = Accelerator("
+    ) in result.text
+
+
+def test_a_name_added_to_the_scripts_accelerate_utils_import_is_sorted():
+    text = IN_A_FUNCTION.replace(
+        "from accelerate import Accelerator\n",
+        "from accelerate import Accelerator\nfrom accelerate.utils import ProjectConfiguration, set_seed\n",
+    )
+    result = convert(text)
+    assert "from accelerate.utils import ProjectConfiguration, TorchDynamoPlugin, set_seed\n" in result.text
