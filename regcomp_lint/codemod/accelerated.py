@@ -45,11 +45,8 @@ class AcceleratePlanner(Planner):
         sites = find_compile_sites(tree, self.scope, prepared)
         collect_settings(tree, sites, script)
         for site in sites:
-            if site.remove is not None:
-                self.remove_small(site.remove)
-            else:
-                self.edits.on(site.call, lambda u: u.args[0].value)
             self.notes.append(f"removed {site.origin}: the plugin compiles the model in prepare()")
+            self.remove_hand_compile(site.remove, site.call, site.origin)
         reason = self._regional_reason(prepared)
         settings, setting_notes = resolve(script, self.options, reason, launched_fields(tree.filename or "-"))
         self.notes += setting_notes

@@ -517,10 +517,7 @@ class PlainPlanner(Planner):
     # -- hand compiles ------------------------------------------------------------------------
     def _remove_compiles(self, sites: list[CompileSite]) -> None:
         for site in sites:
-            if site.remove is not None:
-                self.remove_small(site.remove)
-            else:
-                self.edits.on(site.call, lambda u: u.args[0].value)
+            self.remove_hand_compile(site.remove, site.call, site.origin)
         leftover = [
             c
             for c in find_all(self.tree.module, cst.Call)

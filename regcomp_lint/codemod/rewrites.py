@@ -77,33 +77,63 @@ class Planner:
         self.gpu_choice_keys: set[str] = gpu_choice_keys(tree)
         #: how the script placed its model on its one GPU (``device_ids[0]``, ``self.gpu_id``): set by the planner
         self.model_gpu_choices: set[str] = set()
+        #: ``try`` statements removed with the only statement of their body (its handlers with them)
+        self.removed_tries: list[cst.Try | cst.TryStar] = []
 
     def conversion(self) -> Conversion:
         return Conversion(self.edits, self.notes, self.imports, self.unused_imports)
 
     # -- removing ---------------------------------------------------------------------------
     def remove_small(self, small: cst.BaseSmallStatement) -> None:
-        """Delete one small statement (and its line, or its ``if``, when nothing else is left)."""
+        """Delete one small statement (and its line, or its ``if`` or ``try``, when nothing else is left)."""
         self.edits.remove.add(small)
         line = self.tree.parent(small)
         if isinstance(line, cst.SimpleStatementLine) and all(s in self.edits.remove for s in line.body):
             self.remove_statement(line)
         elif isinstance(line, cst.SimpleStatementSuite) and all(s in self.edits.remove for s in line.body):
-            owner = self.tree.parent(line)
-            if isinstance(owner, cst.If) and owner.orelse is None and owner.body is line and not self._is_elif(owner):
-                self.remove_statement(owner)
+            self._remove_emptied_owner(line)
 
     def remove_statement(self, stmt: cst.CSTNode) -> None:
         self.edits.remove.add(stmt)
         block = self.tree.block_of(stmt)
         if isinstance(block, cst.IndentedBlock) and all(s in self.edits.remove for s in block.body):
-            owner = self.tree.parent(block)
-            if isinstance(owner, cst.If) and owner.orelse is None and owner.body is block and not self._is_elif(owner):
-                self.remove_statement(owner)
+            self._remove_emptied_owner(block)
+
+    def _remove_emptied_owner(self, body: cst.BaseSuite) -> None:
+        """``body`` is left empty: remove the ``if`` it is the only branch of, or the ``try`` it is
+        the body of when nothing else runs there (its handlers only caught what ``body`` raised;
+        an ``else`` or ``finally`` would still run, so that ``try`` stays, with ``pass``)."""
+        owner = self.tree.parent(body)
+        if isinstance(owner, cst.If) and owner.orelse is None and owner.body is body and not self._is_elif(owner):
+            self.remove_statement(owner)
+        elif (
+            isinstance(owner, (cst.Try, cst.TryStar))
+            and owner.body is body
+            and owner.orelse is None
+            and owner.finalbody is None
+        ):
+            self.removed_tries.append(owner)
+            self.remove_statement(owner)
 
     def _is_elif(self, node: cst.If) -> bool:
         parent = self.tree.parent(node)
         return isinstance(parent, cst.If) and parent.orelse is node
+
+    def remove_hand_compile(self, remove: cst.BaseSmallStatement | None, call: cst.Call, origin: str) -> None:
+        """Take out a compile the plugin takes over: its statement, or the call around the model
+        (``model = torch.compile(Net())`` -> ``model = Net()``); a ``try`` that only guarded it
+        goes too, and a note says its fallback is gone."""
+        tries = len(self.removed_tries)
+        if remove is not None:
+            self.remove_small(remove)
+        else:
+            self.edits.on(call, lambda u: u.args[0].value)
+        for gone in self.removed_tries[tries:]:
+            self.notes.append(
+                f"removed the try at line {self.tree.line(gone)} that guarded {origin}, with its except: the eager "
+                "fallback on a compile error is gone (where torch.compile raises, on a Python or platform it does "
+                "not support or for an unknown backend, prepare() now raises instead of training uncompiled)"
+            )
 
     def is_removed(self, node: cst.CSTNode) -> bool:
         return any(n in self.edits.remove for n in [node, *self.tree.ancestors(node)])

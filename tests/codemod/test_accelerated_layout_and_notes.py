@@ -114,3 +114,81 @@ def test_a_name_added_to_the_scripts_accelerate_utils_import_is_sorted():
     )
     result = convert(text)
     assert "from accelerate.utils import ProjectConfiguration, TorchDynamoPlugin, set_seed\n" in result.text
+
+
+# a class-conditional LDM trainer: the compile under a flag, with an eager fallback
+GUARDED_COMPILE = """\
+import torch
+from accelerate import Accelerator
+
+
+def main(args):
+    accelerator = Accelerator(mixed_precision="bf16")
+    unet = UNet(args)
+    class_embed = torch.nn.Embedding(1000, 512)
+    if args.compile:
+        try:
+            unet = torch.compile(unet, mode="reduce-overhead", fullgraph=False)
+        except Exception as e:
+            if accelerator.is_main_process: print(f"[warn] torch.compile(unet) failed: {e}", flush=True)
+    opt = torch.optim.AdamW(list(unet.parameters()) + list(class_embed.parameters()), lr=1e-4)
+    unet, class_embed, opt = accelerator.prepare(unet, class_embed, opt)
+    for x, y in loader:
+        loss = unet(x, class_embed(y)).mean()
+        accelerator.backward(loss)
+        opt.step()
+"""
+
+
+def test_a_guarded_compile_goes_with_its_try_and_its_if():
+    result = convert(GUARDED_COMPILE)
+    assert "try:" not in result.text and "pass" not in result.text, result.text
+    assert "if args.compile:" not in result.text.split("TorchDynamoPlugin(")[-1], result.text
+    assert (
+        "    class_embed = torch.nn.Embedding(1000, 512)\n"
+        "    opt = torch.optim.AdamW(list(unet.parameters()) + list(class_embed.parameters()), lr=1e-4)\n"
+    ) in result.text
+    assert 'backend="inductor" if args.compile else "no"' in result.text
+    fallback = [n for n in result.notes if "eager fallback" in n]
+    assert len(fallback) == 1, result.notes
+    assert "line 10" in fallback[0] and "torch.compile(unet) failed" not in fallback[0]
+
+
+def test_a_try_that_keeps_other_statements_or_a_finally_stays():
+    kept = GUARDED_COMPILE.replace(
+        '            unet = torch.compile(unet, mode="reduce-overhead", fullgraph=False)\n',
+        '            unet = torch.compile(unet, mode="reduce-overhead", fullgraph=False)\n'
+        "            compiled = True\n",
+    )
+    result = convert(kept)
+    assert "        try:\n            compiled = True\n        except Exception as e:\n" in result.text
+    assert not any("eager fallback" in n for n in result.notes)
+    final = GUARDED_COMPILE.replace(
+        '{e}", flush=True)\n', '{e}", flush=True)\n        finally:\n            accelerator.wait_for_everyone()\n'
+    )
+    result = convert(final)
+    assert "try:\n            pass\n" in result.text and "finally:" in result.text
+    assert not any("eager fallback" in n for n in result.notes)
+
+
+def test_a_plain_script_s_guarded_compile_goes_the_same_way():
+    """The plain conversion folds hand compiles through the same removal."""
+    text = (
+        "import torch\n\n\ndef main(args):\n"
+        "    model = torch.nn.Linear(4, 1)\n"
+        "    if args.compile:\n"
+        "        try:\n"
+        "            model = torch.compile(model)\n"
+        "        except Exception:\n"
+        "            pass  # stay eager\n"
+        "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    for step in range(3):\n"
+        "        loss = model(torch.randn(2, 4)).sum()\n"
+        "        optimizer.zero_grad()\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+    )
+    result = convert(text)
+    assert "try:" not in result.text and "if args.compile:" not in result.text, result.text
+    assert "# stay eager" in result.text  # the comment is kept
+    assert any("eager fallback" in n and "line 7" in n for n in result.notes), result.notes
