@@ -14,7 +14,8 @@ import libcst as cst
 
 from regcomp_lint.analysis.compile_settings.launches import launched_fields
 from regcomp_lint.codemod.builders import call_statement, expression, keyword, rename_keyword, with_keyword
-from regcomp_lint.codemod.compile_sites import collect_settings, find_compile_sites
+from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, find_compile_sites
+from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.options import ConvertOptions
 from regcomp_lint.codemod.regional import repeated_blocks
 from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name, plugin_calls
@@ -56,6 +57,8 @@ class AcceleratePlanner(Planner):
         else:
             plugin_name = self._apply_plugin(plugin, settings, script)
             self._connect(plugin, plugin_name)
+            if plugin is None and plugin_name is not None:
+                self._compiled_models_note(sites, settings, script)
         self._backwards()
         if reason and "use_regional_compilation" in settings and settings["use_regional_compilation"].code == "True":
             self.notes.append(f"use_regional_compilation=True: {reason}")
@@ -107,6 +110,55 @@ class AcceleratePlanner(Planner):
             if isinstance(func, cst.Attribute) and func.attr.value == "prepare" and key_of(func.value) == self.acc_key:
                 keys |= {key for a in call.args if (key := key_of(a.value))}
         return keys
+
+    def _prepared_models(self) -> list[tuple[str, int]]:
+        """The models given to the accelerator's ``prepare`` calls in the scope (as the lint's
+        roles read them), with the line of their ``prepare``: each one the plugin compiles."""
+        view = lint_view(self.tree)
+        models: list[tuple[str, int]] = []
+        for call in find_all(self.scope, cst.Call):
+            func = call.func
+            if not (
+                isinstance(func, cst.Attribute) and func.attr.value == "prepare" and key_of(func.value) == self.acc_key
+            ):
+                continue
+            for arg in call.args:
+                key = key_of(arg.value)
+                expr = view.expression_at(arg.value)
+                if key is None or expr is None or view.roles is None or any(k == key for k, _ in models):
+                    continue
+                if view.roles.is_model(expr, view.where(expr)):
+                    models.append((key, self.tree.line(call)))
+        return models
+
+    def _compiled_models_note(
+        self, sites: list[CompileSite], settings: dict[str, Setting], script: ScriptSettings
+    ) -> None:
+        """Say which models the added plugin compiles when that is more than one model, or more
+        than the script compiled by hand (``prepare`` compiles every model it is given)."""
+        backend = settings.get("backend")
+        if backend is not None and backend.code in ('"no"', "'no'"):
+            return
+        if any(keyword(c, "dynamo_backend") is not None for c in self.constructions):
+            return  # dynamo_backend= compiled every prepared model already
+        models = self._prepared_models()
+        by_hand = list(dict.fromkeys(site.key for site in sites))
+        others = [(key, line) for key, line in models if key not in by_hand]
+        if not others or (not by_hand and len(models) < 2):
+            return
+        lines = sorted({line for _, line in others})
+        at = f"prepare() at line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))}"
+        shown = ", ".join(key for key, _ in others)
+        if not by_hand:
+            self.notes.append(f"the plugin compiles every model prepared through the accelerator: {shown} ({at})")
+            return
+        how = ", ".join(f"{k}={s.code}" for k, s in settings.items() if k != "backend")
+        when = f" when {code(script.condition)}" if script.condition is not None else ""
+        self.notes.append(
+            f"the plugin compiles every model prepared through the accelerator: {shown} ({at}) "
+            f"{'is' if len(others) == 1 else 'are'} now compiled too{when}, not only {', '.join(by_hand)}"
+            + (f", with {how}" if how else "")
+        )
 
     def _regional_reason(self, prepared: set[str]) -> str | None:
         for key in sorted(prepared):

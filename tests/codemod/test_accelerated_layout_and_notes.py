@@ -171,6 +171,37 @@ def test_a_try_that_keeps_other_statements_or_a_finally_stays():
     assert not any("eager fallback" in n for n in result.notes)
 
 
+def test_the_notes_name_the_other_prepared_models_the_plugin_now_compiles():
+    result = convert(GUARDED_COMPILE)
+    others = [n for n in result.notes if "class_embed" in n]
+    assert len(others) == 1, result.notes
+    assert "line 15" in others[0] and "compiles every model prepared" in others[0]
+    assert 'mode="reduce-overhead"' in others[0]
+    assert "unet" not in others[0].split(":")[0]
+
+
+def test_no_note_about_other_models_when_the_compile_covered_every_prepared_model():
+    result = convert(
+        GUARDED_COMPILE.replace(
+            "unet, class_embed, opt = accelerator.prepare(unet, class_embed, opt)",
+            "unet, opt = accelerator.prepare(unet, opt)",
+        )
+    )
+    assert not any("now compiled too" in n or "compiles every model" in n for n in result.notes), result.notes
+
+
+def test_a_script_without_a_hand_compile_names_the_models_the_plugin_compiles():
+    """df_ctrlnet prepares controlnet and mix: both are compiled by the added plugin."""
+    text = IN_A_FUNCTION.replace(
+        "    model, optimizer = accelerator.prepare(model, optimizer)\n",
+        "    mix = torch.nn.Linear(4, 4)\n    model, mix, optimizer = accelerator.prepare(model, mix, optimizer)\n",
+    )
+    result = convert(text)
+    named = [n for n in result.notes if "compiles every model" in n]
+    assert len(named) == 1, result.notes
+    assert "model, mix" in named[0]
+
+
 def test_a_plain_script_s_guarded_compile_goes_the_same_way():
     """The plain conversion folds hand compiles through the same removal."""
     text = (
