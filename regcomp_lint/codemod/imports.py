@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import TypeGuard
 
 import libcst as cst
-from libcst.codemod.visitors import AddImportsVisitor
+from libcst.codemod.visitors import AddImportsVisitor, _add_imports
 
 #: The root module whose group is the third-party group.
 ANCHOR = "torch"
@@ -261,7 +261,18 @@ class TopImportsAdder(AddImportsVisitor):
     pass and the transform), most of the fixer's time on large scripts; the result is the same."""
 
     def visit_Module(self, node: cst.Module) -> None:
-        super().visit_Module(node.with_changes(body=_leading_statements(node.body)))
+        # libcst gathers the imports at the top with a visitor of its own class, built anew
+        # here: that class, with the same dir() trick as below, stands in for it meanwhile
+        # (the same visitor otherwise, so any other caller in the meantime sees no difference)
+        gatherer = getattr(_add_imports, "_GatherTopImportsBeforeStatements", None)
+        if not isinstance(gatherer, type):  # (another libcst)
+            super().visit_Module(node.with_changes(body=_leading_statements(node.body)))
+            return
+        setattr(_add_imports, "_GatherTopImportsBeforeStatements", _fast_gatherer(gatherer))
+        try:
+            super().visit_Module(node.with_changes(body=_leading_statements(node.body)))
+        finally:
+            setattr(_add_imports, "_GatherTopImportsBeforeStatements", gatherer)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         return super().on_visit(node) and isinstance(node, (cst.Module, cst.SimpleStatementLine))
@@ -274,6 +285,17 @@ class TopImportsAdder(AddImportsVisitor):
 
 
 _DECORATED: dict[type, list[str]] = {}
+_FAST: dict[type, type] = {}
+
+
+def _fast_gatherer(gatherer: type) -> type:
+    """``gatherer`` whose ``dir()`` lists only what libcst's matcher machinery can find in it."""
+    fast = _FAST.get(gatherer)
+    if fast is None:
+        fast = _FAST[gatherer] = type(
+            gatherer.__name__, (gatherer,), {"__dir__": lambda self: _matcher_decorated(gatherer)}
+        )
+    return fast
 
 
 def _matcher_decorated(cls: type) -> list[str]:
