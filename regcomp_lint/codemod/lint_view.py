@@ -23,6 +23,7 @@ from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.analysis.models import ModelFinder
 from regcomp_lint.analysis.training_roles import Origin, TrainingRoles
 from regcomp_lint.checks.base import Rule
+from regcomp_lint.codemod.local_modules import importer_of
 from regcomp_lint.codemod.tree import Tree
 from regcomp_lint.files.source import Positioned, SourceFile
 from regcomp_lint.lint.engine import walk
@@ -72,7 +73,9 @@ class LintView:
         self._spans: dict[int, list[tuple[int, _Point, _Point, ast.AST]]] = {}
         #: every expression the same way, indexed on first ask (:meth:`any_expression_at`)
         self._all_spans: dict[int, list[tuple[int, _Point, _Point, ast.AST]]] | None = None
-        self._source = source = SourceFile("<regcomp-fix>", tree.text)
+        # the script's own path: the lint's answers follow its imports into the project's other
+        # modules (nanoGPT's GPT in model.py is a stack of repeated blocks: RC501's question)
+        self._source = source = SourceFile(importer_of(tree.filename) if tree.filename else "<regcomp-fix>", tree.text)
         self._parsed: ast.Module | None = None
         self._statements: dict[_Point, ast.stmt] = {}
         try:

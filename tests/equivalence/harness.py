@@ -4,7 +4,9 @@ A fixture is a folder under ``fixtures/equivalence/``: ``train.py`` (the script 
 local modules it imports, and ``case.py`` whose ``CASE`` dict says how it runs:
 
 - ``launch``: ``"torchrun"`` (env-rank DDP script), ``"spawn"`` (starts its own workers with
-  mp.spawn) or ``"single"`` (a one-process script);
+  mp.spawn), ``"accelerate"`` (a script that already uses Accelerate: the original runs under
+  ``accelerate launch`` too, and the conversion adds the plugin) or ``"single"`` (a one-process
+  script);
 - ``args``: script arguments for every run; ``{out_dir}`` is the run's checkpoint folder and
   ``{port}`` a free port; ``phases`` (optional): argument lists run one after the other in the
   same folder (save, then resume);
@@ -43,7 +45,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from regcomp_lint.codemod import ConversionResult, ConvertOptions, convert_bytes
+from regcomp_lint.cli.fix_command import FileResult, FixOptions, convert_options, process_text
+from regcomp_lint.lint.config import Settings
 from tests.launch import (
     TORCH_PYTHON,
     accelerate_launch,
@@ -125,8 +128,8 @@ def load_case(name: str) -> Case:
     unknown = set(data) - known
     if unknown:
         raise ValueError(f"{name}/case.py: unknown keys {sorted(unknown)}")
-    if data["launch"] not in ("torchrun", "spawn", "single"):
-        raise ValueError(f"{name}/case.py: launch must be torchrun, spawn or single")
+    if data["launch"] not in ("torchrun", "spawn", "accelerate", "single"):
+        raise ValueError(f"{name}/case.py: launch must be torchrun, spawn, accelerate or single")
     return Case(
         name=name,
         folder=folder,
@@ -142,11 +145,16 @@ def load_case(name: str) -> Case:
     )
 
 
-def convert(case: Case) -> ConversionResult:
-    """``regcomp-fix`` on the fixture's script, in-process, eager backend (fast runs); given the
-    script's path, as the command line would, so the fixture's local modules are read."""
+def convert(case: Case, backend: str | None = "eager", text: str | None = None) -> FileResult:
+    """``regcomp-fix`` on the fixture's script (or on ``text`` in its place), in-process: the
+    conversion and then the lint's safe fixes, as the command writes them (eager backend by
+    default: fast runs); given the script's path, as the command line would, so the fixture's
+    local modules are read."""
     script = case.folder / SCRIPT
-    return convert_bytes(script.read_bytes(), str(script), ConvertOptions(backend="eager"))
+    options = FixOptions(paths=(str(script),), backend=backend)
+    if text is None:
+        text = script.read_text(encoding="utf-8")
+    return process_text(text, str(script), Settings(), convert_options(options), False)
 
 
 @dataclass(frozen=True)
@@ -222,8 +230,9 @@ def run(case: Case, folder: Path, label: str, launcher: str, converted: bool) ->
     out_dir = folder / "out"
     processes = 1 if launcher == "plain" else 2
     # a converted script is checked through accelerate's view of the processes; an original one,
-    # which tears its own process group down, through the launcher's environment
-    write_wrapper(folder, accelerate_marker=converted, main_stdout_only=True)
+    # which tears its own process group down, through the launcher's environment (unless it
+    # already uses Accelerate)
+    write_wrapper(folder, accelerate_marker=converted or case.launch == "accelerate", main_stdout_only=True)
     outputs, stdouts, returncode, elapsed = [], [], 0, 0.0
     for phase in case.phases:
         arguments = _arguments(case.args + phase, out_dir)

@@ -40,7 +40,7 @@ class OriginalRuns:
             if processes == 1:
                 launcher = "plain"
             else:
-                launcher = "spawn" if case.launch == "spawn" else "torchrun"
+                launcher = {"spawn": "spawn", "accelerate": "accelerate"}.get(case.launch, "torchrun")
             label = "original, 1 process" if processes == 1 else f"original under {launcher}, 2 processes"
             self.runs[key] = harness.run(case, folder, label, launcher, converted=False)
         return self.runs[key]
@@ -96,7 +96,7 @@ def test_conversion_trains_the_same(name, originals, tmp_path):
     if result.refused is not None:
         pytest.fail(f"regcomp-fix refused: {result.refused}")
     assert result.changed, "regcomp-fix changed nothing"
-    converted = result.data if result.data is not None else result.text.encode()
+    converted = result.text.encode("utf-8")
 
     reference = originals.get(case, 1)
     assert reference.failed is None, f"the original does not run: {reference.failed}"
