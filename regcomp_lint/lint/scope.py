@@ -66,7 +66,10 @@ def reached(
         facts.learn(learned)
     compiled = compiled_files(project, read, facts)
     if unsure - compiled and whole_project is not None:
-        compiled |= compiled_files(sorted(set(project) | set(whole_project())), read, facts)
+        known = set(project)
+        more = set(whole_project())
+        if more - known:  # (the same files would give the same answer)
+            compiled |= compiled_files(sorted(known | more), read, facts)
     return compiled
 
 

@@ -178,6 +178,7 @@ class Lookups:
         self._parents: dict[str, tuple[str, ...]] = {}
         self._found: dict[tuple[str, ...], str | None] = {}
         self._firsts: dict[tuple[str, str], bool] = {}
+        self._dirs: dict[str, bool] = {}
 
     def parents(self, folder: str) -> tuple[str, ...]:
         """``folder`` and the folders above it that :func:`module_file` looks in."""
@@ -209,8 +210,21 @@ class Lookups:
         try:
             return self._found[key]
         except KeyError:
-            found = self._found[key] = _module_in(folder, parts)
-            return found
+            pass
+        if len(parts) > 1 and not self._is_dir(os.path.join(folder, *parts[:-1])):
+            # ``from .ops import scale`` asks for ``ops/scale.py``: with no folder ``ops``, both
+            # candidates are missing, and the folder is asked about once for all its names
+            found = None
+        else:
+            found = _module_in(folder, parts)
+        self._found[key] = found
+        return found
+
+    def _is_dir(self, path: str) -> bool:
+        known = self._dirs.get(path)
+        if known is None:
+            known = self._dirs[path] = os.path.isdir(path)
+        return known
 
 
 def same_file(a: str | None, b: str | None) -> bool:
