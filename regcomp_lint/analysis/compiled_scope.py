@@ -25,6 +25,7 @@ import re
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import cache
 from typing import NamedTuple
 
 from regcomp_lint.analysis.reachability.modules import Lookups, module_in_folder
@@ -422,10 +423,11 @@ def _listed_names(data: bytes, start: int) -> list[bytes]:
     return _DOTTED.findall(_ALIAS.sub(b"", listed))
 
 
-#: :data:`_SIGNALS` on bytes (``\w`` and ``\s`` then mean ASCII only: a guess).
-_SIGNALS_BYTES: tuple[tuple[bytes, re.Pattern[bytes]], ...] = tuple(
-    (word.encode(), re.compile(pattern.pattern.encode())) for word, pattern in _SIGNALS
-)
+@cache
+def _signals_bytes() -> tuple[tuple[bytes, re.Pattern[bytes]], ...]:
+    """:data:`_SIGNALS` on bytes (``\\w`` and ``\\s`` then mean ASCII only: a guess), compiled
+    on first use (a warm run never guesses)."""
+    return tuple((word.encode(), re.compile(pattern.pattern.encode())) for word, pattern in _SIGNALS)
 
 
 def guessed_compiles(data: bytes) -> bool:
@@ -433,7 +435,7 @@ def guessed_compiles(data: bytes) -> bool:
     signal (:data:`COMPILE_SIGNAL`) outside comments and strings as far as its line and the
     triple quotes before it tell."""
     present: dict[bytes, bool] = {}
-    for word, pattern in _SIGNALS_BYTES:
+    for word, pattern in _signals_bytes():
         found_word = present.get(word)
         if found_word is None:
             found_word = present[word] = word in data
