@@ -16,7 +16,7 @@ from typing import TypeVar, cast
 
 import libcst as cst
 
-from regcomp_lint.codemod.tree import comments_in, find_all
+from regcomp_lint.codemod.tree import comment_counts, comments_in, find_all
 
 Replace = Callable[[cst.CSTNode], cst.CSTNode]
 N = TypeVar("N", bound=cst.CSTNode)
@@ -98,7 +98,7 @@ def rescued_lines(stmt: cst.CSTNode) -> list[cst.EmptyLine]:
 
 def missing_comments(original: cst.CSTNode, updated: cst.CSTNode) -> list[str]:
     """Comments of ``original`` that ``updated`` no longer has (multiset difference)."""
-    lost = Counter(comments_in(original)) - Counter(comments_in(updated))
+    lost = Counter(comments_in(original)) - comment_counts(updated)
     out: list[str] = []
     for text in comments_in(original):
         if lost[text] > 0:

@@ -207,6 +207,9 @@ class SourceMetadata:
             cache.setdefault(PositionProvider, self.positions)
 
 
+_ONLY_VISIT_MODULE: dict[type, bool] = {}
+
+
 def resolve_scopes(wrapper: MetadataWrapper) -> None:
     """Resolve libcst's ``ScopeProvider`` (and its ``ExpressionContextProvider``) on ``wrapper``
     without the batched traversal libcst wraps them in.
@@ -223,7 +226,10 @@ def resolve_scopes(wrapper: MetadataWrapper) -> None:
         if not isinstance(cache, dict) or provider_type in cache:
             continue
         provider = provider_type()
-        if set(provider.get_visitors()) != {"visit_Module"}:
+        only_module = _ONLY_VISIT_MODULE.get(provider_type)
+        if only_module is None:  # (inspect.getmembers of ~400 names: once per class)
+            only_module = _ONLY_VISIT_MODULE[provider_type] = set(provider.get_visitors()) == {"visit_Module"}
+        if not only_module:
             wrapper.resolve(provider_type)
             continue
         with provider.resolve(wrapper):

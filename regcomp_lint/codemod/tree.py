@@ -8,6 +8,7 @@ call?" or "which statement of this block contains it?" instead of walking parent
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Collection, Iterator
 from typing import TypeGuard, TypeVar, cast, overload
 
@@ -422,3 +423,23 @@ def read_keys(expr: cst.CSTNode) -> list[str]:
 def comments_in(root: cst.CSTNode) -> list[str]:
     """Every comment's text in a subtree, in source order."""
     return [c.value for c in find_all(root, cst.Comment)]
+
+
+def comment_counts(root: cst.CSTNode) -> Counter[str]:
+    """``Counter(comments_in(root))`` for a subtree the conversion rebuilt: the parts of it that
+    are nodes of the parsed module are looked up in its index, only the new nodes are walked
+    (a libcst visit of a rebuilt ``def main():`` went through all of it again, once for each
+    rebuilt statement around an edit)."""
+    index = _INDEX[0] if _INDEX else None
+    counts: Counter[str] = Counter()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        found = index.find(node, cst.Comment, True) if index is not None else None
+        if found is not None:
+            counts.update(comment.value for comment in found)
+        elif isinstance(node, cst.Comment):
+            counts[node.value] += 1
+        else:
+            stack.extend(node.children)
+    return counts

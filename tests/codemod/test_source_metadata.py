@@ -139,3 +139,21 @@ def test_resolve_scopes_gives_libcst_scopes() -> None:
         resolve_scopes(ours)
         assert _scope_summary(ours.module, ours.resolve(ScopeProvider)) == expected
         assert len(ours.resolve(ExpressionContextProvider)) == len(theirs.resolve(ExpressionContextProvider))
+
+
+def test_comment_counts_of_a_rebuilt_subtree() -> None:
+    from collections import Counter
+
+    from regcomp_lint.codemod.tree import _find_all, clear_find_cache, comment_counts
+
+    for path in sorted((ROOT / "fixtures" / "fix").glob("*/input.py"))[:10]:
+        module = cst.parse_module(path.read_text(encoding="utf-8"))
+        Tree(MetadataWrapper(module, unsafe_skip_copy=True))
+        try:
+            for stmt in [module, *module.body]:
+                rebuilt = stmt.with_changes()  # a new node over the same children
+                expected = Counter(c.value for c in _find_all(rebuilt, cst.Comment, True))
+                assert comment_counts(rebuilt) == expected
+                assert comment_counts(stmt) == expected
+        finally:
+            clear_find_cache()
