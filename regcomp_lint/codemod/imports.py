@@ -264,15 +264,15 @@ class TopImportsAdder(AddImportsVisitor):
         # libcst gathers the imports at the top with a visitor of its own class, built anew
         # here: that class, with the same dir() trick as below, stands in for it meanwhile
         # (the same visitor otherwise, so any other caller in the meantime sees no difference)
-        gatherer = getattr(_add_imports, "_GatherTopImportsBeforeStatements", None)
+        gatherer = getattr(_add_imports, _GATHERER, None)
         if not isinstance(gatherer, type):  # (another libcst)
             super().visit_Module(node.with_changes(body=_leading_statements(node.body)))
             return
-        setattr(_add_imports, "_GatherTopImportsBeforeStatements", _fast_gatherer(gatherer))
+        setattr(_add_imports, _GATHERER, _fast_gatherer(gatherer))
         try:
             super().visit_Module(node.with_changes(body=_leading_statements(node.body)))
         finally:
-            setattr(_add_imports, "_GatherTopImportsBeforeStatements", gatherer)
+            setattr(_add_imports, _GATHERER, gatherer)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         return super().on_visit(node) and isinstance(node, (cst.Module, cst.SimpleStatementLine))
@@ -285,6 +285,8 @@ class TopImportsAdder(AddImportsVisitor):
 
 
 _DECORATED: dict[type, list[str]] = {}
+#: the class libcst's AddImportsVisitor gathers the top imports with
+_GATHERER = "_GatherTopImportsBeforeStatements"
 _FAST: dict[type, type] = {}
 
 

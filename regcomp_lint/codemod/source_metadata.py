@@ -111,16 +111,23 @@ class _RecordingState(CodegenState):
         self.ranges: dict[cst.CSTNode, tuple[int, int]] = {}
         self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
         self.popped = False
-        self._open: list[tuple[cst.CSTNode, int]] = []
+        #: the nodes in printing order (pre-order), and where each one's subtree ends in it
+        self.order: list[cst.CSTNode] = []
+        self.ends: list[int] = []
+        self._open: list[tuple[cst.CSTNode, int, int]] = []
 
     def before_codegen(self, node: cst.CSTNode) -> None:
         open_ = self._open
         if open_:
             self.parents[node] = open_[-1][0]
-        open_.append((node, len(self.tokens)))
+        order = self.order
+        open_.append((node, len(self.tokens), len(order)))
+        order.append(node)
+        self.ends.append(0)
 
     def after_codegen(self, node: cst.CSTNode) -> None:
-        _, start = self._open.pop()
+        _, start, index = self._open.pop()
+        self.ends[index] = len(self.order)
         if node not in self.ranges:  # a syntactic range recorded inside wins
             self.ranges[node] = (start, len(self.tokens))
 
@@ -171,18 +178,32 @@ class _Positions(Mapping[cst.CSTNode, CodeRange]):
         return len(self._ranges)
 
 
-def _in_children_order(parents: dict[cst.CSTNode, cst.CSTNode]) -> dict[cst.CSTNode, cst.CSTNode]:
+def _in_children_order(
+    parents: dict[cst.CSTNode, cst.CSTNode],
+) -> tuple[dict[cst.CSTNode, cst.CSTNode], list[tuple[cst.CSTNode, list[cst.CSTNode]]]]:
     """``parents`` with the children of every node whose type is not in :data:`_SAME_ORDER`
-    taken from its ``children`` (moved to the end of the mapping together, in that order)."""
-    odd = {parent: None for parent in parents.values() if type(parent) not in _SAME_ORDER}
+    taken from its ``children`` (moved to the end of the mapping together, in that order), and
+    the nodes whose ``children`` are not in printing order, with their ``children``."""
+    odd: dict[cst.CSTNode, list[cst.CSTNode]] = {
+        parent: [] for parent in parents.values() if type(parent) not in _SAME_ORDER
+    }
     if not odd:
-        return parents
-    for child in [child for child, parent in parents.items() if parent in odd]:
-        del parents[child]
-    for parent in odd:
-        for child in parent.children:
+        return parents, []
+    for child, parent in parents.items():
+        printed = odd.get(parent)
+        if printed is not None:
+            printed.append(child)
+    for printed in odd.values():
+        for child in printed:
+            del parents[child]
+    reordered = []
+    for parent, printed in odd.items():
+        children = list(parent.children)
+        for child in children:
             parents[child] = parent
-    return parents
+        if children != printed:
+            reordered.append((parent, children))
+    return parents, reordered
 
 
 class SourceMetadata:
@@ -195,8 +216,38 @@ class SourceMetadata:
         tokens = state.tokens
         everything = "".join(tokens)
         self.code = everything[: len(everything) - len(tokens[-1])] if state.popped else everything
-        self.parents: Mapping[cst.CSTNode, cst.CSTNode] = _in_children_order(state.parents)
+        parents, self._reordered = _in_children_order(state.parents)
+        self.parents: Mapping[cst.CSTNode, cst.CSTNode] = parents
         self.positions: Mapping[cst.CSTNode, CodeRange] = _Positions(state.ranges, tokens, everything)
+        self._order: list[cst.CSTNode] | None = state.order
+        self._ends = state.ends
+
+    def preorder(self) -> tuple[list[cst.CSTNode], dict[cst.CSTNode, int], list[int]] | None:
+        """The module's nodes in pre-order with each node's children in ``children`` order (the
+        order ``tree.find_all`` reports in), each node's index, and where each subtree ends;
+        None when the printing does not hold exactly the nodes ``children`` does. Once only:
+        the lists are handed over."""
+        order, ends = self._order, self._ends
+        if order is None:
+            return None
+        self._order = None
+        start = {node: i for i, node in enumerate(order)}
+        for parent, children in self._reordered:  # their children's subtrees, laid out again
+            first = start[parent]
+            blocks = []
+            for child in children:
+                at = start.get(child)
+                if at is None:
+                    return None
+                blocks.append((at, ends[at]))
+            if sum(stop - at for at, stop in blocks) != ends[first] - first - 1:
+                return None
+            moved = [(order[i], ends[i] - i) for at, stop in blocks for i in range(at, stop)]
+            for offset, (node, size) in enumerate(moved, first + 1):
+                order[offset] = node
+                ends[offset] = offset + size
+                start[node] = offset
+        return order, start, ends
 
     def seed(self, wrapper: MetadataWrapper) -> None:
         """Let ``wrapper.resolve(ParentNodeProvider / PositionProvider)`` answer with these (the

@@ -72,7 +72,13 @@ def single_target(stmt: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
 class Tree:
     """One script's syntax tree plus the metadata the planner reads."""
 
-    def __init__(self, wrapper: MetadataWrapper, filename: str | None = None, text: str | None = None) -> None:
+    def __init__(
+        self,
+        wrapper: MetadataWrapper,
+        filename: str | None = None,
+        text: str | None = None,
+        preorder: tuple[list[cst.CSTNode], dict[cst.CSTNode, int], list[int]] | None = None,
+    ) -> None:
         self.wrapper = wrapper
         #: the script's path (its local modules are read next to it); None for text without one
         self.filename = filename
@@ -85,7 +91,7 @@ class Tree:
         #: ``text``: the caller's printing of it
         self.text = self.module.code if text is None else text
         self._lines = self.text.splitlines()
-        _index_module(self.module, self._parents)
+        _index_module(self.module, self._parents, preorder)
 
     # -- names -----------------------------------------------------------------------------
     def qualnames(self, node: cst.CSTNode) -> set[str]:
@@ -263,7 +269,20 @@ class _NodeIndex:
     not the size of the subtree it looks in (the planner asks thousands of them on a large script).
     """
 
-    def __init__(self, module: cst.Module, parents) -> None:
+    def __init__(self, module: cst.Module, parents, preorder=None) -> None:
+        self.order: list[cst.CSTNode]
+        self.start: dict[cst.CSTNode, int]
+        self.end: list[int]
+        if preorder is not None:  # (SourceMetadata.preorder: from the printing that gave the parents)
+            self.order, self.start, self.end = preorder
+        else:
+            self._build(module, parents)
+        self._types = list(map(type, self.order))
+        self._present = set(self._types)
+        self._of_type: dict[type, list[int]] = {}
+        self._where: dict[object, list[int]] = {}
+
+    def _build(self, module: cst.Module, parents) -> None:
         children: dict[cst.CSTNode, list[cst.CSTNode]] = {}
         for child, parent in parents.items():  # a parent's children are recorded together, in order
             kids = children.get(parent)
@@ -280,7 +299,7 @@ class _NodeIndex:
             if kids:
                 stack.extend(reversed(kids))
         self.order = order
-        self.start: dict[cst.CSTNode, int] = {node: i for i, node in enumerate(order)}
+        self.start = {node: i for i, node in enumerate(order)}
         # a subtree ends where its last child's does (a leaf: right after itself)
         end = [0] * len(order)
         start = self.start
@@ -288,10 +307,6 @@ class _NodeIndex:
             kids = children.get(order[i])
             end[i] = end[start[kids[-1]]] if kids else i + 1
         self.end = end
-        self._types = list(map(type, order))
-        self._present = set(self._types)
-        self._of_type: dict[type, list[int]] = {}
-        self._where: dict[object, list[int]] = {}
 
     def _indices(self, kind) -> list[int]:
         """Where the nodes that are ``kind`` (a type or a tuple of types) sit, in order."""
@@ -344,8 +359,8 @@ class _NodeIndex:
 _INDEX: list[_NodeIndex] = []
 
 
-def _index_module(module: cst.Module, parents) -> None:
-    _INDEX[:] = [_NodeIndex(module, parents)]
+def _index_module(module: cst.Module, parents, preorder=None) -> None:
+    _INDEX[:] = [_NodeIndex(module, parents, preorder)]
 
 
 def clear_find_cache() -> None:

@@ -157,3 +157,19 @@ def test_comment_counts_of_a_rebuilt_subtree() -> None:
                 assert comment_counts(stmt) == expected
         finally:
             clear_find_cache()
+
+
+@pytest.mark.parametrize("name", ["fixtures", *sorted(CORNERS)])
+def test_preorder_is_the_index_built_from_parents(name: str) -> None:
+    from regcomp_lint.codemod.tree import _NodeIndex
+
+    paths = sorted((ROOT / "fixtures" / "fix").glob("*/input.py"))[:12] if name == "fixtures" else [None]
+    for path in paths:
+        module = cst.parse_module(CORNERS[name] if path is None else path.read_text(encoding="utf-8"))
+        ours = SourceMetadata(module)
+        built = _NodeIndex(module, MetadataWrapper(module, unsafe_skip_copy=True).resolve(ParentNodeProvider))
+        preorder = ours.preorder()
+        assert preorder is not None
+        order, start, ends = preorder
+        assert order == built.order and ends == built.end and start == built.start
+        assert ours.preorder() is None  # handed over once
