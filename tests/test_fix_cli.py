@@ -129,7 +129,7 @@ def test_second_apply_is_idempotent(project):
     once = path.read_bytes()
     again = invoke("--apply", "train.py")
     assert again.exit_code == 0
-    assert again.stdout == "No changes.\n"
+    assert again.stdout.startswith("No changes; nothing to convert in train.py: it already compiles through Accelerate")
     assert path.read_bytes() == once
     assert invoke("train.py").exit_code == 0  # and the check mode agrees
 
@@ -742,3 +742,38 @@ def test_backend_and_mode_are_checked_with_the_lints_tables(project, flags, mess
     assert result.exit_code == 2
     assert message in " ".join(result.output.split())
     assert path.read_text(encoding="utf-8") == PLAIN
+
+
+ACCELERATE_WITH_PLUGIN = """\
+import torch
+from accelerate import Accelerator
+from accelerate.utils import TorchDynamoPlugin
+
+dynamo_plugin = TorchDynamoPlugin(backend="inductor")
+accelerator = Accelerator(dynamo_plugin=dynamo_plugin)
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+model, optimizer = accelerator.prepare(model, optimizer)
+for step in range(3):
+    loss = model(torch.randn(2, 4)).sum()
+    accelerator.backward(loss)
+    optimizer.step()
+"""
+
+
+@pytest.mark.parametrize("apply", [False, True])
+def test_an_accelerate_script_with_nothing_to_convert_says_why(project, apply):
+    """accelerate's fsdp2_fp8.py already passes its TorchDynamoPlugin: 'No changes.' alone read
+    like the fixer had not looked."""
+    write(project, "train.py", ACCELERATE_WITH_PLUGIN)
+    result = invoke(*(["--apply"] if apply else []), "train.py")
+    assert result.exit_code == 0, result.output
+    summary = result.stdout if apply else result.stderr
+    assert (
+        'No changes; nothing to convert in train.py: it already compiles through Accelerate: TorchDynamoPlugin(backend="inductor") '
+        "at line 5 is passed to Accelerator(...) at line 6.\n"
+    ) in summary
+    write(project, "other.py", ACCELERATE_WITH_PLUGIN)
+    result = invoke(*(["--apply"] if apply else []), ".")
+    summary = result.stdout if apply else result.stderr
+    assert "No changes; nothing to convert in 2 files that already pass their compile settings to Accelerate" in summary

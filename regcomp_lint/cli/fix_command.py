@@ -109,6 +109,7 @@ class FileResult:
     error: str | None = None
     not_training: bool = False
     opted_out: str | None = None  # why conversion was skipped at the user's request
+    unchanged: str | None = None  # why the conversion found nothing to change (it said so)
 
     @property
     def changed(self) -> bool:
@@ -158,6 +159,8 @@ def process_text(text: str, filename: str, settings: Settings, convert: ConvertO
             result.converted = True
             result.text = conversion.text
             result.notes = list(conversion.notes)
+        else:
+            result.unchanged = conversion.unchanged
     diagnostics = lint_source(result.text, filename, settings)
     before = lint_source(text, filename, settings) if result.converted and diagnostics else []
     caused = _caused_by_conversion(before, diagnostics) if result.converted else frozenset()
@@ -339,6 +342,14 @@ def _summary(results: list[FileResult], opts: FixOptions) -> None:
         tail.append(f"{plural(opted_out, 'file')} not converted (opted out)")
     if not changed and results and all(r.not_training for r in results):
         tail.append("no training script found (no X.backward() call)")
+    unchanged = [r for r in results if r.unchanged and not r.changed]
+    if len(results) == 1 and unchanged:  # why, as a file without a training step says why
+        tail.append(f"nothing to convert in {unchanged[0].path}: {unchanged[0].unchanged}")
+    elif unchanged:
+        tail.append(
+            f"nothing to convert in {plural(len(unchanged), 'file')} that already pass their compile settings to "
+            "Accelerate (name one alone to see where)"
+        )
     rest = ("; " + "; ".join(tail)) if tail else ""
     if opts.apply:
         written = [r for r in changed if r.error is None]

@@ -64,7 +64,30 @@ class AcceleratePlanner(Planner):
             self.notes.append(f"use_regional_compilation=True: {reason}")
         if self.options.plan is not None:
             self.notes += [f"plan: {why}" for why in self.options.plan.why]
+        if self.edits.empty:
+            self.unchanged = self._why_unchanged(plugin)
         return self.conversion()
+
+    def _why_unchanged(self, plugin: cst.Call | None) -> str:
+        """Why an Accelerate script needs nothing: it passes its plugin already (or the launch
+        decides), and whether the file trains at all."""
+        tree = self.tree
+        lines = ", ".join(str(tree.line(c)) for c in self.constructions)
+        accelerators = f"Accelerator(...) at line{'s' if len(self.constructions) > 1 else ''} {lines}"
+        if plugin is not None:
+            shown = " ".join(code(plugin).split()).replace("( ", "(").replace(", )", ")").replace(",)", ")")
+            if len(shown) > 100:
+                shown = f"TorchDynamoPlugin({', '.join(f'{a.keyword.value}=...' for a in plugin.args if a.keyword)})"
+            why = f"it already compiles through Accelerate: {shown} at line {tree.line(plugin)} is passed to {accelerators}"
+        else:
+            why = "; ".join(self.notes) or f"{accelerators} already gets its dynamo_plugin"
+        trains = any(
+            isinstance(c.func, cst.Attribute) and c.func.attr.value == "backward"
+            for c in find_all(tree.module, cst.Call)
+        )
+        if not trains:
+            why += "; no X.backward() in this file (its training loop runs elsewhere)"
+        return why
 
     def _find_accelerator(self) -> None:
         tree = self.tree

@@ -75,6 +75,8 @@ class ConvertToAccelerate(CodemodCommand, cst.CSTTransformer):
         self._touched: set[cst.CSTNode] = set()
         self.unused_imports: list[tuple[str, str | None, str | None]] = []
         self._metadata: SourceMetadata | None = None
+        #: why nothing was changed, when the planner says (an Accelerate script with its plugin)
+        self.unchanged: str | None = None
 
     def transform_module(self, tree: cst.Module, metadata: SourceMetadata | None = None) -> cst.Module:
         """Convert ``tree`` (a module straight from ``cst.parse_module``: no node appears twice in
@@ -98,9 +100,15 @@ class ConvertToAccelerate(CodemodCommand, cst.CSTTransformer):
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         assert self.context.wrapper is not None
-        view = Tree(self.context.wrapper, self.context.filename, text=self._metadata.code if self._metadata else None)
+        metadata = self._metadata
+        view = Tree(
+            self.context.wrapper,
+            self.context.filename,
+            text=metadata.code if metadata else None,
+            preorder=metadata.preorder() if metadata else None,
+        )
         conversion = plan_conversion(view, self.options)
-        self.plan, self.notes = conversion.edits, conversion.notes
+        self.plan, self.notes, self.unchanged = conversion.edits, conversion.notes, conversion.unchanged
         if self.plan.empty:
             return tree
         # the statements an edit happens in: only they can lose a comment (checking every

@@ -98,7 +98,9 @@ def convert_source(text: str, filename: str = "<stdin>", options: ConvertOptions
     if problem:
         return _refused(text, f"{filename}: internal error, nothing changed: {problem} (please report this script)")
     new_text = (_BOM + new_body) if bom else new_body
-    return ConversionResult(new_text, new_text != text, None, command.notes if new_text != text else [])
+    if new_text == text:
+        return ConversionResult(new_text, False, None, [], unchanged=command.unchanged)
+    return ConversionResult(new_text, True, None, command.notes)
 
 
 def _parse(text: str, filename: str) -> ast.Module:

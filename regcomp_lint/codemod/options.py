@@ -51,10 +51,12 @@ class ConvertOptions:
 class ConversionResult:
     """``text``: the new source (the input, unchanged, when refused). ``refused``: one line
     saying why nothing was changed and what to do. ``notes``: what was done, one item each.
-    ``data``: the new file content as bytes (same encoding, BOM) when the input was bytes."""
+    ``data``: the new file content as bytes (same encoding, BOM) when the input was bytes.
+    ``unchanged``: why a script that was read (not refused) needs no change, when it says so."""
 
     text: str
     changed: bool
     refused: str | None = None
     notes: list[str] = field(default_factory=list)
     data: bytes | None = None
+    unchanged: str | None = None

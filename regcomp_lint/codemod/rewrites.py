@@ -44,6 +44,8 @@ class Conversion:
     notes: list[str]
     imports: list[tuple[str, str | None]] = field(default_factory=list)  # (module, None): import module
     unused_imports: list[tuple[str, str | None, str | None]] = field(default_factory=list)
+    #: why nothing is edited, when nothing is (the script already compiles through Accelerate)
+    unchanged: str | None = None
 
 
 def function_name(function: Function) -> str:
@@ -77,11 +79,13 @@ class Planner:
         self.gpu_choice_keys: set[str] = gpu_choice_keys(tree)
         #: how the script placed its model on its one GPU (``device_ids[0]``, ``self.gpu_id``): set by the planner
         self.model_gpu_choices: set[str] = set()
+        #: why the plan is empty, when it is (see :attr:`Conversion.unchanged`)
+        self.unchanged: str | None = None
         #: ``try`` statements removed with the only statement of their body (its handlers with them)
         self.removed_tries: list[cst.Try | cst.TryStar] = []
 
     def conversion(self) -> Conversion:
-        return Conversion(self.edits, self.notes, self.imports, self.unused_imports)
+        return Conversion(self.edits, self.notes, self.imports, self.unused_imports, self.unchanged)
 
     # -- removing ---------------------------------------------------------------------------
     def remove_small(self, small: cst.BaseSmallStatement) -> None:

@@ -223,3 +223,59 @@ def test_a_plain_script_s_guarded_compile_goes_the_same_way():
     assert "try:" not in result.text and "if args.compile:" not in result.text, result.text
     assert "# stay eager" in result.text  # the comment is kept
     assert any("eager fallback" in n and "line 7" in n for n in result.notes), result.notes
+
+
+# accelerate's fsdp2_fp8.py: the plugin is there already
+HAS_PLUGIN = IN_A_FUNCTION.replace(
+    "from accelerate import Accelerator\n",
+    "from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\n",
+).replace(
+    "    # Initialize accelerator\n    accelerator = Accelerator(cpu=args.cpu, mixed_precision=args.mixed_precision)\n",
+    '    dynamo_plugin = TorchDynamoPlugin(backend="inductor", use_regional_compilation=True)\n'
+    "    accelerator = Accelerator(dynamo_plugin=dynamo_plugin, mixed_precision=args.mixed_precision)\n",
+)
+
+
+def test_a_script_that_already_passes_its_plugin_says_so():
+    result = convert(HAS_PLUGIN)
+    assert not result.changed
+    assert result.unchanged == (
+        'it already compiles through Accelerate: TorchDynamoPlugin(backend="inductor", use_regional_compilation=True) '
+        "at line 9 is passed to Accelerator(...) at line 10"
+    )
+
+
+# a musubi-tuner utility module: it builds the Accelerator (and its plugin) for the training scripts
+ACCELERATOR_HELPER = """\
+from accelerate import Accelerator
+from accelerate.utils import DynamoBackend, TorchDynamoPlugin
+
+
+def prepare_accelerator(args):
+    dynamo_plugin = None
+    if args.dynamo_backend.upper() != "NO":
+        dynamo_plugin = TorchDynamoPlugin(
+            backend=DynamoBackend(args.dynamo_backend.upper()),
+            mode=args.dynamo_mode,
+            fullgraph=args.dynamo_fullgraph,
+            dynamic=args.dynamo_dynamic,
+        )
+    accelerator = Accelerator(
+        gradient_accumulation_steps=args.gradient_accumulation_steps,
+        dynamo_plugin=dynamo_plugin,
+    )
+    return accelerator
+"""
+
+
+def test_a_module_that_only_builds_the_accelerator_says_why_nothing_changed():
+    result = convert(ACCELERATOR_HELPER)
+    assert not result.changed
+    assert result.unchanged == (
+        "it already compiles through Accelerate: TorchDynamoPlugin(backend=..., mode=..., fullgraph=..., dynamic=...) "
+        "at line 8 is passed to Accelerator(...) at line 14; no X.backward() in this file (its training loop runs elsewhere)"
+    )
+
+
+def test_a_converted_script_has_no_unchanged_reason():
+    assert convert(IN_A_FUNCTION).unchanged is None
