@@ -777,3 +777,48 @@ def test_an_accelerate_script_with_nothing_to_convert_says_why(project, apply):
     result = invoke(*(["--apply"] if apply else []), ".")
     summary = result.stdout if apply else result.stderr
     assert "No changes; nothing to convert in 2 files that already pass their compile settings to Accelerate" in summary
+
+
+# transformers' run_clm_no_trainer.py and peft's LoRA example: an unwrap saved, and the prepared model saved
+ACCELERATE_SAVES = """\
+import torch
+from accelerate import Accelerator
+from transformers import AutoConfig, AutoModelForCausalLM
+
+accelerator = Accelerator()
+model = AutoModelForCausalLM.from_config(AutoConfig.for_model("gpt2", n_layer=4))
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+model, optimizer = accelerator.prepare(model, optimizer)
+for step in range(2):
+    loss = model(torch.randint(0, 10, (2, 8)), labels=torch.randint(0, 10, (2, 8))).loss
+    accelerator.backward(loss)
+    optimizer.step()
+    optimizer.zero_grad()
+    unwrapped_model = accelerator.unwrap_model(model)
+    unwrapped_model.save_pretrained("out", is_main_process=accelerator.is_main_process)
+accelerator.unwrap_model(model).save_pretrained("last")
+model.save_pretrained("final")
+"""
+
+
+def test_every_edit_the_lint_fixes_make_after_a_conversion_has_a_note(project):
+    """The RC404 unwraps the regional plugin makes necessary were made without a word (the
+    notes listed only the plugin); one note per kind of edit, with its lines in the original
+    script and why."""
+    path = write(project, "train.py", ACCELERATE_SAVES)
+    result = invoke("train.py")
+    assert result.exit_code == 1, result.output
+    notes = [line for line in result.stderr.splitlines() if "RC404" in line]
+    assert len(notes) == 2, result.stderr
+    unwraps, saves = sorted(notes, key=lambda line: "keep_torch_compile=False).save_pretrained" in line)
+    assert unwraps.startswith(
+        "train.py: accelerator.unwrap_model(model) -> accelerator.unwrap_model(model, keep_torch_compile=False) "
+        "at lines 14, 16 (RC404):"
+    ), unwraps
+    assert "_orig_mod" in unwraps
+    assert saves.startswith(
+        'train.py: model.save_pretrained("final") -> '
+        'accelerator.unwrap_model(model, keep_torch_compile=False).save_pretrained("final") at line 17 (RC404):'
+    ), saves
+    assert "_orig_mod" in saves
+    assert path.read_text(encoding="utf-8") == ACCELERATE_SAVES  # diff mode

@@ -37,6 +37,7 @@ Exit status (``EXIT_REFUSED`` first: a refusal needs the user, not a rerun):
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -59,10 +60,11 @@ from regcomp_lint.diagnostics import Applicability, Diagnostic
 from regcomp_lint.files import writeback
 from regcomp_lint.files.discovery import discover
 from regcomp_lint.files.kinds import Kind, kind_of
-from regcomp_lint.files.source import DecodeError
+from regcomp_lint.files.source import DecodeError, SourceFile, split_lines
 from regcomp_lint.lint.config import Settings
 from regcomp_lint.lint.engine import lint_source
 from regcomp_lint.lint.fix_files import fix_text, needs_fixing, unified_diff
+from regcomp_lint.lint.fixes import applicable
 from regcomp_lint.lint.scope import scoped_codes
 from regcomp_lint.output.render_context import plural
 from regcomp_lint.plan import Plan, PlanError
@@ -168,6 +170,8 @@ def process_text(text: str, filename: str, settings: Settings, convert: ConvertO
         fixed = fix_text(result.text, filename, diagnostics, settings, unsafe, caused)
         if fixed.new_text is not None:
             result.lint_fixed = Counter(d.code for d in diagnostics) - Counter(d.code for d in fixed.remaining)
+            if result.converted:
+                result.notes += _lint_fix_notes(text, result.text, diagnostics, fixed.remaining, unsafe, caused)
             result.text = fixed.new_text
         diagnostics = fixed.remaining
     result.unfixed = [d for d in diagnostics if d.fix is not None and d.fix.applicability in _FIXES]
@@ -192,6 +196,81 @@ def _caused_by_conversion(before: list[Diagnostic], diagnostics: list[Diagnostic
     nothing in the original (``before``: the original's findings)."""
     found = {d.code for d in diagnostics if d.code in _SAFE_WHEN_CAUSED}
     return frozenset(found - {d.code for d in before})
+
+
+def _lint_fix_notes(
+    original: str,
+    converted: str,
+    diagnostics: list[Diagnostic],
+    remaining: list[Diagnostic],
+    unsafe: bool,
+    caused: frozenset[str],
+) -> list[str]:
+    """A note per kind of lint fix applied to the converted script (an RC404 unwrap the added
+    plugin makes necessary): the edit, its lines in the original, and the finding's reason.
+    ``diagnostics``: the converted script's findings before fixing; ``remaining``: after."""
+    left = Counter(_fix_kind(d) for d in remaining if d.fix is not None)
+    groups: dict[tuple[str, str], list[Diagnostic]] = {}
+    for diagnostic in sorted(diagnostics, key=Diagnostic.sort_key):
+        if diagnostic.fix is None or not applicable(diagnostic, unsafe, caused):
+            continue
+        kind = _fix_kind(diagnostic)
+        if left[kind]:
+            left[kind] -= 1  # (one of this kind was not applied)
+            continue
+        groups.setdefault(kind, []).append(diagnostic)
+    if not groups:
+        return []
+    source = SourceFile("<converted>", converted)
+    rows = _original_rows(original, converted)
+    notes = []
+    for (code, _), found in groups.items():
+        first = found[0]
+        assert first.fix is not None
+        shown = _edit_shown(source, first) or first.fix.message
+        converted_rows = sorted({d.location.row for d in found})
+        if all(row in rows for row in converted_rows):
+            lines = ", ".join(str(rows[row]) for row in converted_rows)
+            where = f"line{'s' if len(converted_rows) > 1 else ''} {lines}"
+        else:
+            lines = ", ".join(map(str, converted_rows))
+            where = f"line{'s' if len(converted_rows) > 1 else ''} {lines} of the converted script"
+        notes.append(f"{shown} at {where} ({code}): {first.message}")
+    return notes
+
+
+def _fix_kind(diagnostic: Diagnostic) -> tuple[str, str]:
+    return diagnostic.code, diagnostic.fix.message if diagnostic.fix is not None else ""
+
+
+def _edit_shown(source: SourceFile, diagnostic: Diagnostic) -> str | None:
+    """``before -> after`` for a fix whose edits all lie inside its finding's one-line span."""
+    assert diagnostic.fix is not None
+    start, end = source.offset(diagnostic.location), source.offset(diagnostic.end_location)
+    before = source.text[start:end]
+    if "\n" in before or len(before) > 100:
+        return None
+    spans = sorted(
+        ((source.offset(e.location), source.offset(e.end_location), e.content) for e in diagnostic.fix.edits),
+        reverse=True,
+    )
+    if not spans or any(s < start or e > end for s, e, _ in spans):
+        return None
+    after = before
+    for s, e, content in spans:
+        after = after[: s - start] + content + after[e - start :]
+    return f"{before} -> {after}" if "\n" not in after else None
+
+
+def _original_rows(original: str, converted: str) -> dict[int, int]:
+    """Rows of the converted script (1-based) -> the original's rows they stand for (rows the
+    conversion added have none)."""
+    old, new = split_lines(original), split_lines(converted)
+    rows: dict[int, int] = {}
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
+            rows.update({j1 + k + 1: i1 + k + 1 for k in range(j2 - j1)})
+    return rows
 
 
 def _left_after_conversion(before: list[Diagnostic], remaining: list[Diagnostic]) -> list[str]:
