@@ -6,8 +6,9 @@ most training scripts is a local one (nanoGPT's ``from model import GPTConfig, G
 import block is read as groups separated by blank lines (the isort/ruff layout). Each added
 line moves next to the script's imports of the same package (``from accelerate.utils import
 ...`` after ``from accelerate import ...``), or else to the end of the group that imports
-``torch`` (the third-party group) when a later group follows it; otherwise libcst's place stays. to the end of the group that imports ``torch`` (the third-party group) when a later group
-follows it. A script without such a group keeps libcst's placement.
+``torch`` (the third-party group) when a later group follows it; otherwise libcst's place stays.
+A name added to one of the script's own ``from M import a, b`` lines (libcst puts it first)
+moves to where ruff's isort puts it (``ProjectConfiguration, TorchDynamoPlugin, set_seed``).
 """
 
 from __future__ import annotations
