@@ -75,7 +75,10 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
                 unreachable.append(f"{owner}.{name} (line {tree.line(attr)})")
                 continue
             acc = planner.accelerator_in(function)
-            planner.replace(attr.value, f"{acc}.unwrap_model({owner})")
+            # the compile wrapper passes attribute reads on, but not indexing (``'OptimizedModule'
+            # object is not subscriptable``) nor writes (they would land on the wrapper)
+            plain = isinstance(attr, cst.Subscript) or _written(tree, attr)
+            planner.replace(attr.value, f"{acc}.unwrap_model({owner}{', keep_torch_compile=False' if plain else ''})")
             planner.uses.append(attr)
             rewritten.append(f"{owner}{name}" if isinstance(attr, cst.Subscript) else f"{owner}.{name}")
             if isinstance(call, cst.Call) and call.func is attr and _write_once(planner, call, name, acc):
@@ -96,6 +99,14 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
             f"{', '.join(unreachable)}: the model's own attribute, read through the prepared model where no "
             "accelerator is in reach; under several processes read it from accelerator.unwrap_model(model)"
         )
+
+
+def _written(tree, attr: cst.Attribute) -> bool:
+    """``model.hidden = h`` (or ``+=``, an annotated assignment): the attribute is a target."""
+    parent = tree.parent(attr)
+    return isinstance(parent, cst.AssignTarget) or (
+        isinstance(parent, (cst.AugAssign, cst.AnnAssign)) and parent.target is attr
+    )
 
 
 def _write_once(planner: PlainPlanner, call: cst.Call, method: str, acc: str) -> bool:
