@@ -43,7 +43,13 @@ from regcomp_lint.codemod.hand_distribution import adapt_distribution
 from regcomp_lint.codemod.handed_in import find_handed_in, placements_before
 from regcomp_lint.codemod.handed_to_modules import unwrap_for_other_modules
 from regcomp_lint.codemod.lint_view import lint_view
-from regcomp_lint.codemod.optimizers import HandUpdate, find_optimizers, not_optimizers, updated_by_hand
+from regcomp_lint.codemod.optimizers import (
+    FoundOptimizer,
+    HandUpdate,
+    find_optimizers,
+    not_optimizers,
+    updated_by_hand,
+)
 from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConvertOptions
 from regcomp_lint.codemod.regional import repeated_blocks
 from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name
@@ -167,6 +173,7 @@ class PlainPlanner(Planner):
         tree = self.tree
         found: list[tuple[Function, str | None, list[str]]] = []  # (where, optimizer, its models)
         untraced: list[str] = []
+        untraced_found: list[tuple[Function, FoundOptimizer]] = []
         for function in self._functions():
             for optimizer in find_optimizers(tree, function):
                 if optimizer.key in _returned_keys(function):
@@ -174,6 +181,7 @@ class PlainPlanner(Planner):
                 if optimizer.models:
                     found.append((function, optimizer.key, optimizer.models))
                 else:
+                    untraced_found.append((function, optimizer))
                     untraced.append(
                         f"{optimizer.key} = {optimizer.construct}(...) at line {tree.line(optimizer.stmt)} is built from "
                         "parameters whose model cannot be traced"
@@ -237,6 +245,7 @@ class PlainPlanner(Planner):
             for function, key, models in found
             if function is self.scope
         ]
+        self._beside_traced([o for function, o in untraced_found if function is self.scope])
         self_keys = all((key or models[0]).startswith("self.") for key, models in self.optimizer_found)
         owner = tree.class_of(self.scope)
         self.owner: cst.ClassDef | None  # the class whose methods build and train, when they use self.*
@@ -255,6 +264,31 @@ class PlainPlanner(Planner):
                     f"the model and optimizer are built in {function_name(self.scope)}, which does not run the training loop; "
                     "build them where the loop runs, or convert by hand"
                 )
+
+    def _beside_traced(self, untraced: list[FoundOptimizer]) -> None:
+        """An optimizer of the scope whose parameters cannot be traced (airbench's
+        ``SGD(param_configs)`` of ``dict(params=[model.whiten.bias])`` groups beside a Muon over
+        the same model): with one model prepared there, its parameters can only be that model's,
+        so it is prepared with the others (left out, it would step unscaled fp16 gradients and
+        miss the accelerator's gradient accumulation). With several models, which one it trains
+        is unknown: refused, naming it."""
+        keys = {key for key, _ in self.optimizer_found}
+        extra = [o for o in untraced if o.key not in keys]
+        if not extra or not self.optimizer_found:
+            return
+        models = {m for _, owners in self.optimizer_found for m in owners}
+        lines = ", ".join(f"{o.key} = {o.construct}(...) at line {self.tree.line(o.stmt)}" for o in extra)
+        if len(models) != 1:
+            raise Refusal(
+                f"{lines} is built from parameters the converter cannot trace to one of the models "
+                f"({', '.join(sorted(models))}); prepare it by hand with the others, or convert by hand"
+            )
+        for optimizer in extra:
+            self.optimizer_found.append((optimizer.key, sorted(models)))
+        self.notes.append(
+            f"{lines}: its parameters cannot be traced, but {next(iter(models))} is the only model the scope "
+            "prepares, so it is prepared with the other optimizers"
+        )
 
     def _hand_update_scope(self, update: HandUpdate) -> Function | None:
         """Where the model whose parameters are updated by hand is built, when the training code

@@ -154,3 +154,44 @@ def test_a_builtin_fed_parameters_is_not_named_as_a_would_be_optimizer():
         HAND_UPDATED.replace("        p.data.add_(p.grad, alpha=-lr)\n", "        pass\n"), "train.py"
     ).refused
     assert refused is not None and "no optimizer found" in refused and "next(self.parameters())" not in refused, refused
+
+
+BESIDE_TRACED = """\
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 4)
+param_groups = [dict(params=[model.bias], lr=0.1)]
+opt1 = torch.optim.SGD(param_groups, momentum=0.9)
+opt2 = torch.optim.Adam([p for p in model.parameters() if p.ndim == 2], lr=1e-3)
+optimizers = [opt1, opt2]
+for step in range(5):
+    loss = model(torch.randn(2, 4)).sum()
+    loss.backward()
+    for o in optimizers:
+        o.step()
+        o.zero_grad()
+"""
+
+
+def test_an_untraced_optimizer_beside_a_traced_one_of_the_only_model_is_prepared_too():
+    """airbench's SGD over hand-built param groups beside its Muon: it was silently left out of
+    prepare() (fp16 would step it on scaled gradients)."""
+    result = convert_source(BESIDE_TRACED, "train.py")
+    assert result.refused is None, result.refused
+    assert "model, opt1, opt2 = accelerator.prepare(model, opt1, opt2)\noptimizers = [opt1, opt2]\n" in result.text
+    assert any("opt1 = torch.optim.SGD(...) at line 6: its parameters cannot be traced" in n for n in result.notes)
+
+
+def test_an_untraced_optimizer_beside_two_models_is_refused_naming_it():
+    text = (
+        BESIDE_TRACED.replace("model = nn.Linear(4, 4)\n", "model = nn.Linear(4, 4)\nhead = nn.Linear(4, 4)\n")
+        .replace(
+            "opt2 = torch.optim.Adam([p for p in model.parameters() if p.ndim == 2], lr=1e-3)\n",
+            "opt2 = torch.optim.Adam([p for p in model.parameters() if p.ndim == 2], lr=1e-3)\n"
+            "opt3 = torch.optim.Adam(head.parameters())\n",
+        )
+        .replace("loss = model(torch.randn(2, 4)).sum()", "loss = head(model(torch.randn(2, 4))).sum()")
+    )
+    refused = convert_source(text, "train.py").refused
+    assert refused is not None and "opt1 = torch.optim.SGD(...) at line 7 is built from parameters" in refused, refused
