@@ -20,6 +20,7 @@ code that resolves the libcst providers gets them without a recomputation.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from bisect import bisect_right
 from collections.abc import Iterator, Mapping
@@ -284,5 +285,96 @@ def resolve_scopes(wrapper: MetadataWrapper) -> None:
             wrapper.resolve(provider_type)
             continue
         with provider.resolve(wrapper):
-            provider.visit_Module(wrapper.module)
+            if _FAST_VISITS:
+                _visit_module_without_rebuilding(provider, wrapper.module)
+            else:
+                provider.visit_Module(wrapper.module)
         cache[provider_type] = MappingProxyType(provider._computed)
+
+
+#: libcst versions whose two providers' ``visit_Module`` is the one replayed below
+_FAST_VISITS = _libcst_version().startswith("1.9.")
+
+
+def _visit_module_without_rebuilding(provider: ExpressionContextProvider | ScopeProvider, module: cst.Module) -> None:
+    """What ``provider.visit_Module(module)`` does (libcst 1.9), with its visitor walking the
+    tree without rebuilding it.
+
+    A libcst visit rebuilds (and validates) every node it passes even for a visitor that changes
+    nothing; that was most of the providers' cost. :func:`_walking` makes the visitor walk the
+    children itself, field by field in libcst's order, calling the same hooks with the same
+    arguments (``visit_X``/``leave_X``, ``visit_X_field``/``leave_X_field``), so it records the same
+    scopes, assignments and accesses. Subtrees the providers visit with new visitors of their own
+    (assignment targets, annotations) keep libcst's traversal.
+    """
+    from libcst.metadata.expression_context_provider import ExpressionContext, ExpressionContextVisitor
+    from libcst.metadata.scope_provider import ScopeVisitor
+
+    if isinstance(provider, ScopeProvider):
+        visitor = _walking(ScopeVisitor)(provider)
+        module.visit(visitor)
+        visitor.infer_accesses()
+    else:
+        module.visit(_walking(ExpressionContextVisitor)(provider, ExpressionContext.LOAD))
+
+
+_WALKING: dict[type, type] = {}
+#: the fields a node's children are visited by, in libcst's order, by node type and by which of
+#: its optional fields are None (libcst skips a None ``format_spec`` altogether, hooks included)
+_FIELDS: dict[tuple[type, tuple[bool, ...]], tuple[str, ...]] = {}
+#: the fields of each node type that may hold None
+_OPTIONAL: dict[type, tuple[str, ...]] = {}
+
+
+class _FieldProbe(cst.CSTVisitor):
+    """Records the fields ``_visit_and_replace_children`` visits, without going deeper."""
+
+    def __init__(self) -> None:
+        self.fields: list[str] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return False
+
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        self.fields.append(attribute)
+
+
+def _fields(node: cst.CSTNode) -> tuple[str, ...]:
+    kind = type(node)
+    optional = _OPTIONAL.get(kind)
+    if optional is None:
+        optional = _OPTIONAL[kind] = tuple(
+            f.name for f in dataclasses.fields(kind) if "Optional" in str(f.type) or "None" in str(f.type)
+        )
+    key = (kind, tuple(getattr(node, name) is None for name in optional))
+    found = _FIELDS.get(key)
+    if found is None:
+        probe = _FieldProbe()
+        node._visit_and_replace_children(probe)
+        found = _FIELDS[key] = tuple(probe.fields)
+    return found
+
+
+def _walking(visitor_type: type[cst.CSTVisitor]) -> type:
+    """``visitor_type`` (a ``CSTVisitor``) visiting each node's children itself: libcst's visit
+    then neither rebuilds nor revalidates the node."""
+    found = _WALKING.get(visitor_type)
+    if found is not None:
+        return found
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if not visitor_type.on_visit(self, node):
+            return False
+        for field in _fields(node):
+            self.on_visit_attribute(node, field)
+            value = getattr(node, field)
+            if isinstance(value, cst.CSTNode):
+                value.visit(self)
+            elif isinstance(value, (tuple, list)):
+                for child in value:
+                    child.visit(self)
+            self.on_leave_attribute(node, field)
+        return False  # (done: libcst goes on to on_leave)
+
+    found = _WALKING[visitor_type] = type(visitor_type.__name__, (visitor_type,), {"on_visit": on_visit})
+    return found
