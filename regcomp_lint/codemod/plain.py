@@ -837,6 +837,7 @@ class PlainPlanner(Planner):
                 f"{what} runs at line {tree.line(early)}, before the last object to prepare ({late_key}, line "
                 f"{tree.line(late)}) is created; create model, optimizer and data loaders before training starts"
             )
+        last = self._after_model_setup(block, last, first_step, prepared)
         prepare_index = last + 1
         indent = self.indentation_of(block)
         acc = self.acc_key
@@ -855,6 +856,62 @@ class PlainPlanner(Planner):
         self._place_accelerator(settings, script, block, prepare_index)
         self.edits.add_statements(block, prepare_index, [prepare], after=True)
         self.prepared = prepared
+
+    def _after_model_setup(self, block: Block, last: int, first_step: int | None, prepared: list[str]) -> int:
+        """Past the model's own set-up calls that follow the last object to prepare
+        (``model.reset()``, ``model.init_whiten(batch)`` after the optimizers, airbench): DDP
+        broadcasts process 0's weights once, when prepare() wraps the model, so weights drawn
+        after it would differ between processes. When something in between already holds a
+        prepared object (``optimizers = [opt1, opt2]``), prepare() cannot move past it: refused,
+        naming the call."""
+        end = first_step if first_step is not None else len(block.body)
+        models = set(self.models)
+        setup = [i for i in range(last + 1, end) if self._model_setup_call(block.body[i], models)]
+        if not setup:
+            return last
+        for i in range(last + 1, setup[-1]):
+            if i in setup:
+                continue
+            captures = not isinstance(block.body[i], cst.SimpleStatementLine) or any(
+                isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)) for small in block.body[i].body
+            )  # `optimizers = [opt1, opt2]` holds them; `print(model)` does not
+            if captures and set(read_keys(block.body[i])) & set(prepared):
+                stmt = block.body[setup[-1]]
+                raise Refusal(
+                    f"{code(stmt).strip()} at line {self.tree.line(stmt)} changes the model after the objects to "
+                    f"prepare exist, and line {self.tree.line(block.body[i])} already uses them: prepare() must come "
+                    "after the model's last change (DDP copies process 0's weights only then); move that call "
+                    "before the optimizer is built"
+                )
+        calls = ", ".join(f"{code(block.body[i]).strip()} (line {self.tree.line(block.body[i])})" for i in setup)
+        self.notes.append(
+            f"prepare() follows {calls}: the model is changed there, and DDP copies process 0's weights only when "
+            "prepare() wraps it"
+        )
+        return setup[-1]
+
+    @staticmethod
+    def _model_setup_call(stmt: cst.CSTNode, models: set[str]) -> bool:
+        """``model.reset()`` / ``model.init_whiten(x)`` as a statement: a method of the model's own
+        (not ``train()``/``eval()``/``to()``...) called on it, for its effect."""
+        if not (
+            isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
+        ):
+            return False
+        call = stmt.body[0].value
+        if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
+            return False
+        method = call.func.attr.value
+        root = call.func.value
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        return (
+            (key_of(call.func.value) in models or (isinstance(root, cst.Name) and root.value in models))
+            and method not in torch_api.MODULE_ONLY_METHODS
+            and method not in torch_api.PLACEMENT_METHODS
+            and method
+            not in ("load_state_dict", "cpu", "float", "half", "requires_grad_", "zero_grad", "register_forward_hook")
+        )
 
     def _training_steps(self) -> tuple[list[cst.Call], list[cst.Call]]:
         """The scope's own backward calls, and those plus its calls into the training code (found
