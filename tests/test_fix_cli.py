@@ -523,11 +523,14 @@ def test_changed_on_disk_between_read_and_write_is_not_overwritten(project, monk
     assert not [p for p in project.iterdir() if p.name.endswith(".regcomp-tmp")]
 
 
-def test_syntax_error_is_a_refusal(project):
+def test_syntax_error_is_bad_input_exit_2_and_nothing_is_written(project):
+    """Not a refusal to opt out of: the file is not Python this interpreter reads (one line)."""
     path = write(project, "train.py", "def f(:\n    loss.backward()\n")
     result = invoke("--apply", "train.py")
-    assert result.exit_code == 3
-    assert "train.py: cannot parse line 1" in result.stderr
+    assert result.exit_code == 2
+    lines = [line for line in result.stderr.splitlines() if "cannot parse" in line]
+    assert len(lines) == 1 and "train.py: cannot parse line 1" in lines[0], result.stderr
+    assert "Python 3." in lines[0] and "refused" not in result.stderr
     assert path.read_text(encoding="utf-8") == "def f(:\n    loss.backward()\n"
 
 

@@ -152,6 +152,9 @@ def process_text(text: str, filename: str, settings: Settings, convert: ConvertO
     settings_file = kind_of(filename, text) is not Kind.PYTHON  # run.sh, default_config.yaml: lint fixes only
     if result.opted_out is None and not settings_file:
         conversion = convert_source(text, filename, convert)
+        if conversion.refused is not None and conversion.unreadable:
+            result.error = conversion.refused  # bad input: exit 2, left untouched
+            return result
         if conversion.refused is not None:
             if NO_TRAINING_STEP not in conversion.refused:
                 result.refused = conversion.refused

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import codecs
 import io
+import sys
 import tokenize
 import warnings
 from collections import Counter
@@ -48,10 +49,14 @@ def convert_source(text: str, filename: str = "<stdin>", options: ConvertOptions
     try:
         syntax = _parse(body, filename)
     except SyntaxError as exc:  # the interpreter's own position and words (as RC001 reports them)
-        return _refused(
+        version = f"{sys.version_info.major}.{sys.version_info.minor}"
+        result = _refused(
             text,
-            f"{filename}: cannot parse line {exc.lineno}, column {exc.offset}: {exc.msg}; fix the syntax error first",
+            f"{filename}: cannot parse line {exc.lineno}, column {exc.offset}: {exc.msg} (Python {version}'s "
+            f"grammar: code for a newer Python needs regcomp-fix run by that Python); fix the syntax error first",
         )
+        result.unreadable = True
+        return result
     except (RecursionError, MemoryError, ValueError) as exc:  # too deep for the parser itself; a NUL byte
         return _refused(text, f"{filename}: cannot parse: {exc}; nothing changed")
     if not any(word in body for word in ("backward", "Accelerator", "TorchDynamoPlugin", "DataParallel")):

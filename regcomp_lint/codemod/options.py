@@ -52,7 +52,9 @@ class ConversionResult:
     """``text``: the new source (the input, unchanged, when refused). ``refused``: one line
     saying why nothing was changed and what to do. ``notes``: what was done, one item each.
     ``data``: the new file content as bytes (same encoding, BOM) when the input was bytes.
-    ``unchanged``: why a script that was read (not refused) needs no change, when it says so."""
+    ``unchanged``: why a script that was read (not refused) needs no change, when it says so.
+    ``unreadable``: the refusal is that the input is not Python this interpreter parses (bad
+    input: an error, exit 2, not a refusal the user opts out of)."""
 
     text: str
     changed: bool
@@ -60,3 +62,4 @@ class ConversionResult:
     notes: list[str] = field(default_factory=list)
     data: bytes | None = None
     unchanged: str | None = None
+    unreadable: bool = False
