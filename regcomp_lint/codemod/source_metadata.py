@@ -319,6 +319,8 @@ def _visit_module_without_rebuilding(provider: ExpressionContextProvider | Scope
 
 
 _WALKING: dict[type, type] = {}
+_IS_NODE: dict[type, bool] = {}
+_ATTRIBUTE_HOOK = re.compile(r"(?:visit|leave)_([A-Za-z0-9]+)_(\w+)$")
 #: the fields a node's children are visited by, in libcst's order, by node type and by which of
 #: its optional fields are None (libcst skips a None ``format_spec`` altogether, hooks included)
 _FIELDS: dict[tuple[type, tuple[bool, ...]], tuple[str, ...]] = {}
@@ -362,18 +364,40 @@ def _walking(visitor_type: type[cst.CSTVisitor]) -> type:
     if found is not None:
         return found
 
+    # the attribute hooks are libcst's, which call visit_<Type>_<field> / leave_<Type>_<field>
+    # when the visitor has them: the others are not called at all
+    plain_hooks = (
+        visitor_type.on_visit_attribute is cst.CSTVisitor.on_visit_attribute
+        and visitor_type.on_leave_attribute is cst.CSTVisitor.on_leave_attribute
+    )
+    hooked = {
+        (match.group(1), match.group(2))
+        for match in map(_ATTRIBUTE_HOOK.match, dir(visitor_type))
+        if match is not None and not getattr(getattr(visitor_type, match.group(0)), "_is_no_op", False)
+    }
+    is_node = _IS_NODE
+
     def on_visit(self, node: cst.CSTNode) -> bool:
         if not visitor_type.on_visit(self, node):
             return False
+        kind = type(node).__name__
         for field in _fields(node):
-            self.on_visit_attribute(node, field)
+            hook = not plain_hooks or (kind, field) in hooked
+            if hook:
+                self.on_visit_attribute(node, field)
             value = getattr(node, field)
-            if isinstance(value, cst.CSTNode):
-                value.visit(self)
-            elif isinstance(value, (tuple, list)):
+            kind_of_value = type(value)
+            if kind_of_value is tuple or kind_of_value is list:
                 for child in value:
                     child.visit(self)
-            self.on_leave_attribute(node, field)
+            else:
+                node_value = is_node.get(kind_of_value)
+                if node_value is None:  # (an ABC's isinstance is slow: once per type)
+                    node_value = is_node[kind_of_value] = issubclass(kind_of_value, cst.CSTNode)
+                if node_value:
+                    value.visit(self)
+            if hook:
+                self.on_leave_attribute(node, field)
         return False  # (done: libcst goes on to on_leave)
 
     found = _WALKING[visitor_type] = type(visitor_type.__name__, (visitor_type,), {"on_visit": on_visit})
