@@ -43,6 +43,7 @@ from regcomp_lint.codemod.hand_distribution import adapt_distribution
 from regcomp_lint.codemod.handed_in import find_handed_in, placements_before
 from regcomp_lint.codemod.handed_to_modules import unwrap_for_other_modules
 from regcomp_lint.codemod.lint_view import lint_view
+from regcomp_lint.codemod.local_modules import importer_of, is_project_module, load_local
 from regcomp_lint.codemod.optimizers import (
     FoundOptimizer,
     HandUpdate,
@@ -520,6 +521,12 @@ class PlainPlanner(Planner):
                 if roles.shard_reason(origin) is not None:
                     continue
                 found.append(key)
+            elif origin is None and (own := self._own_loader_class(view, bound.value.func)) is not None:
+                self.notes.append(
+                    f"{key} ({own}(), line {bound.value.lineno}) is the script's own batch source, not a DataLoader: "
+                    "left unprepared (prepare() would hand it back as it is), so every process iterates all of its "
+                    "batches; split it by accelerator.process_index by hand to give each process its share"
+                )
             elif origin is None:
                 found.append(key)
                 self.notes.append(
@@ -527,6 +534,26 @@ class PlainPlanner(Planner):
                     "prepared too, so a DataLoader is sharded across processes (prepare() returns anything else as it is)"
                 )
         return found
+
+    def _own_loader_class(self, view, func: ast.expr) -> str | None:
+        """The name of the class ``func`` builds when its definition can be read (this file, or a
+        project module it imports: airbench's ``CifarLoader``) and it does not derive from a
+        DataLoader: the script's own batch source, which ``prepare()`` does not split."""
+        roles = view.roles
+        if roles is None or view.parsed is None:
+            return None
+        found: ast.ClassDef | None = None
+        if isinstance(func, ast.Name) and not roles.ctx.imports.imported(func.id):
+            found = next((c for c in view.parsed.body if isinstance(c, ast.ClassDef) and c.name == func.id), None)
+        elif self.tree.filename is not None:
+            qualname = roles.ctx.imports.qualname(func)
+            if qualname and "." in qualname and is_project_module(qualname):
+                module, name = qualname.rsplit(".", 1)
+                parsed = load_local(importer_of(self.tree.filename), module)
+                found = parsed.classes.get(name) if parsed is not None else None
+        if found is None or any("DataLoader" in ast.unparse(base) for base in found.bases):
+            return None
+        return found.name
 
     def _first_binding_order(self):
         def line(key: str) -> int:

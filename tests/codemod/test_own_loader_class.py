@@ -1,0 +1,60 @@
+"""A loader class of the script's own (not a DataLoader) is not prepared, and the note says
+that every process iterates all of it (it said "prepared too, so a DataLoader is sharded")."""
+
+from regcomp_lint.codemod import convert_source
+
+LOADER = """\
+import torch
+
+
+class Loader:
+    def __init__(self, data, batch_size):
+        self.data = data
+        self.batch_size = batch_size
+
+    def __iter__(self):
+        for i in range(0, len(self.data), self.batch_size):
+            yield self.data[i : i + self.batch_size]
+"""
+
+TRAIN = """\
+import torch.nn as nn
+
+
+def main():
+    model = nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    train_loader = Loader(torch.randn(64, 4), 8)
+    for epoch in range(2):
+        for x in train_loader:
+            loss = model(x).sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+
+main()
+"""
+
+
+def test_a_loader_class_of_the_same_file_is_left_unprepared():
+    result = convert_source(LOADER + "\n\n" + TRAIN, "train.py")
+    assert result.refused is None, result.refused
+    assert "model, optimizer = accelerator.prepare(model, optimizer)\n" in result.text
+    assert any("is the script's own batch source, not a DataLoader" in n for n in result.notes), result.notes
+
+
+def test_a_loader_class_of_a_local_module_too(tmp_path):
+    """airbench's `airbench.CifarLoader(...)`."""
+    (tmp_path / "loaders.py").write_text(LOADER)
+    script = "import torch\n\nimport loaders\n" + TRAIN.replace("Loader(", "loaders.Loader(")
+    result = convert_source(script, str(tmp_path / "train.py"))
+    assert result.refused is None, result.refused
+    assert "model, optimizer = accelerator.prepare(model, optimizer)\n" in result.text
+
+
+def test_a_dataloader_subclass_is_still_prepared():
+    text = ("from torch.utils.data import DataLoader\n" + LOADER).replace("class Loader:", "class Loader(DataLoader):")
+    result = convert_source(text + "\n\n" + TRAIN, "train.py")
+    assert result.refused is None, result.refused
+    assert "accelerator.prepare(model, optimizer, train_loader)" in result.text
