@@ -321,10 +321,16 @@ class _NodeIndex:
         return found
 
     def _of(self, t: type) -> list[int]:
-        found = self._of_type.get(t)
-        if found is None:
-            found = self._of_type[t] = [i for i, other in enumerate(self._types) if other is t]
-        return found
+        if not self._of_type:  # every type's positions in one pass, on the first ask
+            of_type: dict[type, list[int]] = {}
+            for i, other in enumerate(self._types):
+                where = of_type.get(other)
+                if where is None:
+                    of_type[other] = [i]
+                else:
+                    where.append(i)
+            self._of_type = of_type
+        return self._of_type.get(t, [])
 
     def find(self, root: cst.CSTNode, kind, enter_functions: bool) -> list | None:
         first = self.start.get(root)
