@@ -38,6 +38,7 @@ from regcomp_lint.codemod.distribution import Distribution
 from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.file_writes import write_files_once
 from regcomp_lint.codemod.first_downloads import download_first
+from regcomp_lint.codemod.frozen_parameters import allow_unused_parameters
 from regcomp_lint.codemod.gradient_clipping import clip_through_accelerator
 from regcomp_lint.codemod.hand_distribution import adapt_distribution
 from regcomp_lint.codemod.handed_in import find_handed_in, placements_before
@@ -158,6 +159,7 @@ class PlainPlanner(Planner):
         self._stay_on_cpu_without_devices()
         self._keep_one_loss_scaling()
         self._keep_hand_update_unscaled()
+        allow_unused_parameters(self)
         self._let_step_take_a_closure()
         follow_handed_device(self)
         self._place(settings, script)
@@ -899,8 +901,9 @@ class PlainPlanner(Planner):
         for i in range(last + 1, setup[-1]):
             if i in setup:
                 continue
-            captures = not isinstance(block.body[i], cst.SimpleStatementLine) or any(
-                isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)) for small in block.body[i].body
+            between = block.body[i]
+            captures = not isinstance(between, cst.SimpleStatementLine) or any(
+                isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)) for small in between.body
             )  # `optimizers = [opt1, opt2]` holds them; `print(model)` does not
             if captures and set(read_keys(block.body[i])) & set(prepared):
                 stmt = block.body[setup[-1]]
