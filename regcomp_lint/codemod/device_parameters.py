@@ -9,13 +9,14 @@ a device mismatch on every process but the first. So the parameter is set to
 ``accelerator.device`` right after the ``Accelerator`` is created (``device.type`` and the
 functions it is handed keep working), and the caller's ``model.to(device)`` of the handed model
 is dropped (``prepare`` places it). Only for a device Accelerate would choose the same way (CUDA
-when there is one); a choice the script's own flags make (``"cuda" if args.cuda else "cpu"``)
-cannot reach the ``Accelerator``'s ``cpu=`` from here, so the note says so.
+when there is one), or one the script's own flags make (``"cuda" if args.cuda else "cpu"``),
+which the ``Accelerator`` keeps as ``cpu=torch.device(device).type == "cpu"``.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -52,7 +53,7 @@ def follow_handed_device(planner: PlainPlanner) -> None:
         ):
             continue
         flags = [name for e in exprs if e is not None for name in _flags(view, e)]
-        if flags:
+        if flags and not _torch_bound(tree):
             planner.notes.append(
                 f"{scope.name.value}() is handed its device ({param}) by its caller, chosen with "
                 f"{', '.join(dict.fromkeys(flags))}: under several processes every process would use that one device; "
@@ -61,12 +62,28 @@ def follow_handed_device(planner: PlainPlanner) -> None:
             continue
         planner.after_accelerator.append(f"{param} = {planner.acc_key}.device")
         planner.uses += _reads(planner, scope, param)  # the Accelerator comes before the first of them
-        planner.notes.append(
-            f"{scope.name.value}()'s {param}, which its caller fills with a CUDA device when there is one, is set to "
-            f"{planner.acc_key}.device after the Accelerator is created: each process moves its batches to its own device"
-        )
+        if flags:  # ViT's --no-cuda: the handed device says whether the caller chose the CPU
+            condition = f'torch.device({param}).type == "cpu"'
+            if condition not in planner.cpu_conditions:
+                planner.cpu_conditions.append(condition)
+            planner.notes.append(
+                f"{scope.name.value}() is handed its device ({param}) by its caller, chosen with "
+                f"{', '.join(dict.fromkeys(flags))}: Accelerator(cpu={condition}) keeps that choice of the CPU, and "
+                f"{param} is set to {planner.acc_key}.device after it (each process on its own device otherwise)"
+            )
+        else:
+            planner.notes.append(
+                f"{scope.name.value}()'s {param}, which its caller fills with a CUDA device when there is one, is set "
+                f"to {planner.acc_key}.device after the Accelerator is created: each process moves its batches to its "
+                "own device"
+            )
         _drop_handed_model_placements(planner, callers, params)
         return
+
+
+def _torch_bound(tree) -> bool:
+    """``torch`` names the module in the script (``import torch``), for ``torch.device(...)``."""
+    return re.search(r"^[ \t]*import[ \t]+torch[ \t]*(?:#.*)?$", tree.text, re.MULTILINE) is not None
 
 
 def _reads(planner: PlainPlanner, scope: cst.FunctionDef, name: str) -> list[cst.CSTNode]:

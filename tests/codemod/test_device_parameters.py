@@ -55,9 +55,13 @@ def test_the_accelerator_comes_before_the_first_read_of_the_device():
     assert result.text.index("device = accelerator.device") < result.text.index("    model.to(device)")
 
 
-def test_a_device_chosen_by_the_scripts_own_flag_is_named_in_a_note():
+def test_a_device_chosen_by_the_scripts_own_flag_keeps_its_cpu_choice():
+    """pytorch/examples' vision_transformer: --no-cuda chose the CPU; dropped, it trained on the GPU."""
     result = _convert(
         'use_cuda = torch.cuda.is_available() and not NO_CUDA\n    device = torch.device("cuda" if use_cuda else "cpu")'
     )
-    assert "device = accelerator.device" not in result.text
-    assert any("chosen with use_cuda" in n for n in result.notes), result.notes
+    assert (
+        '    accelerator = Accelerator(dynamo_plugin=dynamo_plugin, cpu=torch.device(device).type == "cpu")\n'
+        "    device = accelerator.device\n"
+    ) in result.text
+    assert any("chosen with use_cuda" in n and "keeps that choice of the CPU" in n for n in result.notes), result.notes
