@@ -8,6 +8,7 @@ Mac line breaks, a missing final newline, an empty file, comments inside bracket
 
 from __future__ import annotations
 
+from importlib.metadata import version
 from pathlib import Path
 
 import libcst as cst
@@ -25,6 +26,8 @@ from regcomp_lint.codemod.tree import Tree, find_all
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = sorted((ROOT / "fixtures").rglob("*.py"))
+
+_LIBCST = tuple(int(part) for part in version("libcst").split(".")[:2])
 
 CORNERS = {
     "aliases": "import torch.nn as nn\nfrom a import (b as  c,  # why\n  d as e)\n",
@@ -185,7 +188,11 @@ def test_preorder_is_the_index_built_from_parents(name: str) -> None:
         ours = SourceMetadata(module)
         built = _NodeIndex(module, MetadataWrapper(module, unsafe_skip_copy=True).resolve(ParentNodeProvider))
         preorder = ours.preorder()
-        assert preorder is not None
+        if preorder is None:
+            # libcst 1.1 (the lowest we allow) prints a match statement's pieces in another order
+            # than its children: the index falls back to the one built from the parents, as here
+            assert name == "match" and _LIBCST < (1, 2), f"{name}: the printing's order was not usable"
+            continue
         order, start, ends = preorder
         assert order == built.order and ends == built.end and start == built.start
         assert ours.preorder() is None  # handed over once
