@@ -783,25 +783,15 @@ def test_an_accelerate_script_with_nothing_to_convert_says_why(project, apply):
 
 
 # transformers' run_clm_no_trainer.py and peft's LoRA example: an unwrap saved, and the prepared model saved
-ACCELERATE_SAVES = """\
-import torch
-from accelerate import Accelerator
-from transformers import AutoConfig, AutoModelForCausalLM
-
-accelerator = Accelerator()
-model = AutoModelForCausalLM.from_config(AutoConfig.for_model("gpt2", n_layer=4))
-optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-model, optimizer = accelerator.prepare(model, optimizer)
-for step in range(2):
-    loss = model(torch.randint(0, 10, (2, 8)), labels=torch.randint(0, 10, (2, 8))).loss
-    accelerator.backward(loss)
-    optimizer.step()
-    optimizer.zero_grad()
+ACCELERATE_SAVES = (
+    ACCELERATE_SAVE_PRETRAINED.split("model.save_pretrained(")[0]
+    + """\
     unwrapped_model = accelerator.unwrap_model(model)
     unwrapped_model.save_pretrained("out", is_main_process=accelerator.is_main_process)
 accelerator.unwrap_model(model).save_pretrained("last")
 model.save_pretrained("final")
 """
+)
 
 
 def test_every_edit_the_lint_fixes_make_after_a_conversion_has_a_note(project):

@@ -26,7 +26,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
-from typing import NamedTuple
+from typing import AnyStr, NamedTuple
 
 from regcomp_lint.analysis.reachability.modules import Lookups, module_in_folder
 
@@ -102,17 +102,23 @@ _GATES = {"TorchDynamoPlugin": "ynamo", "optimize": "ynamo", "dynamo_": "ynamo"}
 _GATES_BYTES = {word.encode(): gate.encode() for word, gate in _GATES.items()}
 
 
+def _word_present(word: AnyStr, haystack: AnyStr, seen: dict[AnyStr, bool], gates: Mapping[AnyStr, AnyStr]) -> bool:
+    """``word in haystack``, each word (and the shorter gate word it holds) searched once per
+    file: a word whose gate is absent is absent too."""
+    present = seen.get(word)
+    if present is None:
+        gate = gates.get(word)
+        if gate is not None and gate not in seen:
+            seen[gate] = gate in haystack
+        present = seen[word] = (gate is None or seen[gate]) and word in haystack
+    return present
+
+
 def _mentions_compile(text: str) -> bool:
     """``COMPILE_SIGNAL.search(text) is not None``, faster (see :data:`_SIGNALS`)."""
     found: dict[str, bool] = {}
     for word, pattern in _SIGNALS:
-        present = found.get(word)
-        if present is None:
-            gate = _GATES.get(word)
-            if gate is not None and gate not in found:
-                found[gate] = gate in text
-            present = found[word] = (gate is None or found[gate]) and word in text
-        if present and pattern.search(text) is not None:
+        if _word_present(word, text, found, _GATES) and pattern.search(text) is not None:
             return True
     return False
 
@@ -445,13 +451,7 @@ def guessed_compiles(data: bytes) -> bool:
     triple quotes before it tell."""
     present: dict[bytes, bool] = {}
     for word, pattern in _signals_bytes():
-        found_word = present.get(word)
-        if found_word is None:
-            gate = _GATES_BYTES.get(word)
-            if gate is not None and gate not in present:
-                present[gate] = gate in data
-            found_word = present[word] = (gate is None or present[gate]) and word in data
-        if not found_word:
+        if not _word_present(word, data, present, _GATES_BYTES):
             continue
         for found in pattern.finditer(data):
             at = found.start()

@@ -112,7 +112,7 @@ def _of_model(node: cst.BaseExpression, function: Function, models: set[str], tr
 
 
 def _in_training_loop(tree, node: cst.CSTNode, planner: PlainPlanner) -> bool:
-    _, steps = planner._training_steps()
+    _, steps = planner.training_steps()
     return any(
         isinstance(loop, (cst.For, cst.While)) and any(tree.contains(loop, step) for step in steps)
         for loop in tree.ancestors(node)

@@ -93,7 +93,7 @@ class PlainPlanner(Planner):
         self.before_accelerator: list[str] = []
         #: statements (source) written just after the ``Accelerator`` (a handed-in device follows it)
         self.after_accelerator: list[str] = []
-        #: the scope's backward calls, and those plus its calls into training (see _training_steps)
+        #: the scope's backward calls, and those plus its calls into training (see training_steps)
         self._steps_found: tuple[list[cst.Call], list[cst.Call]] | None = None
         #: the backward calls of a script no DataLoader feeds (its batches are its own: batch_seeds.py)
         self.hand_written_batches: list[cst.Call] | None = None
@@ -818,7 +818,7 @@ class PlainPlanner(Planner):
         tree = self.tree
         scope_block: Block = tree.body_of(self.scope)
         prepared = self.models + self.optimizers + self.loaders + self.schedulers
-        backwards_here, steps = self._training_steps()
+        backwards_here, steps = self.training_steps()
         created = [n for key in prepared + self.kept_schedulers for n in self._creations_for_training(key, steps)]
         rebuilt = self._rebuilt_optimizers(steps)
         created = [n for n in created if n not in rebuilt]
@@ -943,7 +943,7 @@ class PlainPlanner(Planner):
             not in ("load_state_dict", "cpu", "float", "half", "requires_grad_", "zero_grad", "register_forward_hook")
         )
 
-    def _training_steps(self) -> tuple[list[cst.Call], list[cst.Call]]:
+    def training_steps(self) -> tuple[list[cst.Call], list[cst.Call]]:
         """The scope's own backward calls, and those plus its calls into the training code (found
         once: asked again for every state_dict() call the checkpoint rewrites look at)."""
         if self._steps_found is None:
@@ -1003,7 +1003,7 @@ class PlainPlanner(Planner):
     def recreated_at(self, key: str) -> int | None:
         """The line from which ``key`` names an object made again after training (see
         :meth:`_creations_for_training`): calls on it there are the script's own, left as they are."""
-        _, steps = self._training_steps()
+        _, steps = self.training_steps()
         kept = self._creations_for_training(key, steps)
         later = [self.tree.line(n) for n in bindings(self.scope, key) if n not in kept and not self.is_removed(n)]
         return min(later, default=None)
