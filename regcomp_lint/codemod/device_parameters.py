@@ -11,6 +11,10 @@ functions it is handed keep working), and the caller's ``model.to(device)`` of t
 is dropped (``prepare`` places it). Only for a device Accelerate would choose the same way (CUDA
 when there is one), or one the script's own flags make (``"cuda" if args.cuda else "cpu"``),
 which the ``Accelerator`` keeps as ``cpu=torch.device(device).type == "cpu"``.
+
+A trainer class handed its device (ViT's ``TrainEval(args, model, ..., device)``, kept as
+``self.device``) gets the same ``cpu=`` from its ``__init__`` parameter: ``self.device`` becomes
+``self.accelerator.device`` there, and without it ``--no-cuda`` would train on the GPU.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from regcomp_lint.codemod.handed_in import device_argument, placed_model
+from regcomp_lint.codemod.handed_in import HandedIn, constructions, device_argument, kept_parameters, placed_model
 from regcomp_lint.codemod.lint_view import LintView, lint_view
 from regcomp_lint.codemod.tree import Function, code, find_all, key_of, parameter_names
 
@@ -79,6 +83,37 @@ def follow_handed_device(planner: PlainPlanner) -> None:
             )
         _drop_handed_model_placements(planner, callers, params)
         return
+
+
+def keep_trainer_cpu_choice(planner: PlainPlanner, handed: HandedIn) -> None:
+    """The trainer's ``Accelerator`` keeps the CPU choice of a device its builders hand it,
+    chosen with the script's flags (``"cuda" if use_cuda else "cpu"``, ``use_cuda`` read from
+    ``--no-cuda``): ``cpu=torch.device(device).type == "cpu"``, ``device`` being ``__init__``'s
+    parameter (see the module docstring)."""
+    tree = planner.tree
+    view = lint_view(tree)
+    if view.devices is None or not _torch_bound(tree):
+        return
+    params = [p for p in parameter_names(handed.init) if p != "self"]
+    param = kept_parameters(tree, handed.init).get("self.device")
+    if param is not None:
+        values = [_passed(call, params, param) for call in constructions(tree, handed.cls)]
+        if not values or any(v is None for v in values):
+            return
+        exprs = [view.expression_at(v) for v in values if v is not None]
+        flags = [
+            name
+            for e in exprs
+            if e is not None and view.devices.fixed_cuda(e, view.where(e))
+            for name in _flags(view, e)
+        ]
+        condition = f'torch.device({param}).type == "cpu"'
+        if flags and len(exprs) == len(values) and condition not in planner.cpu_conditions:
+            planner.cpu_conditions.append(condition)
+            planner.notes.append(
+                f"{handed.cls.name.value} is handed its device ({param}) by its builder, chosen with "
+                f"{', '.join(dict.fromkeys(flags))}: Accelerator(cpu={condition}) keeps that choice of the CPU"
+            )
 
 
 def _torch_bound(tree) -> bool:

@@ -36,7 +36,7 @@ def find_handed_in(tree: Tree, graph: CallGraph, training: set[Function]) -> Han
         trainers = [m for m in methods if m in training]
         if init is None or not trainers:
             continue
-        kept = _kept_parameters(tree, init)
+        kept = kept_parameters(tree, init)
         stepped = {key for m in trainers for key in _attribute_calls(m, "step")}
         optimizers = [k for k in kept if k in stepped]
         called = {key for m in trainers for key in _called_attributes(m)}
@@ -55,9 +55,7 @@ def _optimized(
     too but has no parameters (DDP refuses to wrap it). All of them when that cannot be read."""
     params = [p for p in parameter_names(init) if p != "self"]
     owners: set[str] | None = None
-    for call in find_all(tree.module, cst.Call):
-        if not (isinstance(call.func, cst.Name) and call.func.value == cls.name.value):
-            continue
+    for call in constructions(tree, cls):
         passed = _arguments(call, params)
         optimizer_arg = passed.get(kept[optimizer])
         function = tree.function_of(call)
@@ -69,6 +67,14 @@ def _optimized(
         return models
     optimized = [m for m in models if kept[m] in owners]
     return optimized or models
+
+
+def constructions(tree: Tree, cls: cst.ClassDef) -> list[cst.Call]:
+    """The calls that build the class by its name (``Trainer(model, loader, optimizer)``)."""
+    name = cls.name.value
+    return [
+        call for call in find_all(tree.module, cst.Call) if isinstance(call.func, cst.Name) and call.func.value == name
+    ]
 
 
 def _arguments(call: cst.Call, params: list[str]) -> dict[str, str]:
@@ -84,7 +90,7 @@ def _arguments(call: cst.Call, params: list[str]) -> dict[str, str]:
     return passed
 
 
-def _kept_parameters(tree: Tree, init: cst.FunctionDef) -> dict[str, str]:
+def kept_parameters(tree: Tree, init: cst.FunctionDef) -> dict[str, str]:
     """``self.x`` keys assigned from a parameter of ``__init__`` (``p`` or ``p.to(...)``), with
     the parameter."""
     params = set(parameter_names(init))
@@ -130,7 +136,7 @@ def placements_before(tree: Tree, handed: HandedIn) -> list[cst.Call]:
     is built (``model = Net().to(device)`` in ``main()``): ``prepare()`` in ``__init__`` places it
     on each process's device anyway; moved before, every process first puts a copy on one GPU.
     Only calls in the function that builds the trainer, before that call."""
-    kept = _kept_parameters(tree, handed.init)
+    kept = kept_parameters(tree, handed.init)
     params = [p for p in parameter_names(handed.init) if p != "self"]
     found: list[cst.Call] = []
     for call in find_all(tree.module, cst.Call):

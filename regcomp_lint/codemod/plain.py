@@ -33,7 +33,7 @@ from regcomp_lint.codemod.device_choice import (
     model_gpu_choices,
     only_moves_devices,
 )
-from regcomp_lint.codemod.device_parameters import follow_handed_device
+from regcomp_lint.codemod.device_parameters import follow_handed_device, keep_trainer_cpu_choice
 from regcomp_lint.codemod.distribution import Distribution
 from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.file_writes import write_files_once
@@ -194,6 +194,7 @@ class PlainPlanner(Planner):
             if handed is not None:  # Trainer(model, loader, optimizer): prepare where it keeps them
                 found = [(handed.init, handed.optimizer, handed.models)]
                 self.drop_placements(placements_before(tree, handed))
+                keep_trainer_cpu_choice(self, handed)
                 self.notes.append(
                     f"{', '.join(handed.models)} and {handed.optimizer} are handed to the trainer: prepared in its __init__"
                 )

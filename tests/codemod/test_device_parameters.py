@@ -65,3 +65,63 @@ def test_a_device_chosen_by_the_scripts_own_flag_keeps_its_cpu_choice():
         "    device = accelerator.device\n"
     ) in result.text
     assert any("chosen with use_cuda" in n and "keeps that choice of the CPU" in n for n in result.notes), result.notes
+
+
+TRAINER_SCRIPT = """\
+import argparse
+import torch
+import torch.nn as nn
+
+
+class Trainer:
+    def __init__(self, model, loader, optimizer, device):
+        self.model = model
+        self.loader = loader
+        self.optimizer = optimizer
+        self.device = device
+
+    def train(self):
+        for x, y in self.loader:
+            x, y = x.to(self.device), y.to(self.device)
+            loss = nn.functional.mse_loss(self.model(x), y)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--no-cuda", action="store_true")
+    args = parser.parse_args()
+    CHOICE
+    model = nn.Linear(4, 2).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = torch.utils.data.TensorDataset(torch.randn(32, 4), torch.randn(32, 2))
+    Trainer(model, torch.utils.data.DataLoader(data, batch_size=8), optimizer, device).train()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_trainer_class_handed_a_flag_chosen_device_keeps_its_cpu_choice():
+    """ViT's TrainEval(..., device): self.device becomes the accelerator's, and --no-cuda must still
+    choose the CPU (it trained on the GPU, and crashed where the model read args.no_cuda itself)."""
+    choice = 'use_cuda = not args.no_cuda and torch.cuda.is_available()\n    device = torch.device("cuda" if use_cuda else "cpu")'
+    result = convert_source(TRAINER_SCRIPT.replace("CHOICE", choice), "train.py")
+    assert result.refused is None, result.refused
+    assert (
+        'self.accelerator = Accelerator(dynamo_plugin=dynamo_plugin, cpu=torch.device(device).type == "cpu")'
+        in result.text
+    )
+    assert "        self.device = self.accelerator.device\n" in result.text
+    assert any("Trainer is handed its device (device) by its builder, chosen with use_cuda" in n for n in result.notes)
+
+
+def test_a_trainer_class_handed_accelerates_own_choice_gets_no_cpu_keyword():
+    """``"cuda" if torch.cuda.is_available() else "cpu"`` is the choice Accelerate makes itself."""
+    choice = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")'
+    result = convert_source(TRAINER_SCRIPT.replace("CHOICE", choice), "train.py")
+    assert result.refused is None, result.refused
+    assert "self.accelerator = Accelerator(dynamo_plugin=dynamo_plugin)\n" in result.text
