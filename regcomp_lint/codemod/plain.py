@@ -44,6 +44,7 @@ from regcomp_lint.codemod.hand_distribution import adapt_distribution
 from regcomp_lint.codemod.handed_in import find_handed_in, placements_before
 from regcomp_lint.codemod.handed_to_modules import unwrap_for_other_modules
 from regcomp_lint.codemod.lint_view import lint_view
+from regcomp_lint.codemod.load_locations import keep_cpu_load_locations
 from regcomp_lint.codemod.local_modules import importer_of, is_project_module, load_local
 from regcomp_lint.codemod.optimizers import (
     FoundOptimizer,
@@ -661,6 +662,7 @@ class PlainPlanner(Planner):
             cudas, devices = self.device_and_cuda_rewrites(function, device_key if function is self.scope else "device")
             self.cudas += cudas
             self.devices += devices
+        keep_cpu_load_locations(self, reach)
         self._checkpoint_rewrites()
 
     def _dataset_item_methods(self) -> list[cst.FunctionDef]:
