@@ -23,6 +23,7 @@ SLOW_MODULES = (
     "test_precommit.py",  # pre-commit try-repo builds a hook environment (minutes)
     "test_new_rule.py",  # runs the test suite of a scaffolded rule
     "test_packaging.py",  # builds a wheel
+    "checks/test_rc407_ground_truth.py",  # an accelerate launch of two processes
 )
 
 

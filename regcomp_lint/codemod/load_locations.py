@@ -10,6 +10,7 @@ accelerator and loads onto ``"cpu"`` on a CPU process, as the original did.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -39,7 +40,7 @@ def keep_cpu_load_locations(planner: PlainPlanner, places: list[Function]) -> in
                 continue
             acc = planner.accelerator_in(place)
             value = expression(f'{code(arg.value)} if {acc}.device.type != "cpu" else "cpu"', planner.module)
-            planner.edits.on(arg, lambda u, value=value: u.with_changes(value=value))
+            planner.edits.on(arg, partial(cst.Arg.with_changes, value=value))
             planner.uses.append(call)
             count += 1
     if count:

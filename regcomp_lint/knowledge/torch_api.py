@@ -114,6 +114,21 @@ MODULE_API = frozenset(
 )  # fmt: skip
 #: What DDP adds on top (the conversion handles each of them itself).
 DATA_PARALLEL_API = frozenset({"module", "no_sync", "require_backward_grad_sync"})
+#: Every public attribute a ``DistributedDataParallel`` instance has beyond ``MODULE_API`` (torch
+#: 2.13, a CPU module under gloo): read through the wrapper, these are DDP's own (``model.device``
+#: works on a wrapped model, ``model.config`` does not).
+DATA_PARALLEL_INSTANCE_API = frozenset(
+    {
+        "batched_grad_copy", "broadcast_bucket_size", "broadcast_buffers", "bucket_bytes_cap",
+        "bucket_bytes_cap_default", "bucket_bytes_cap_list", "device", "device_ids", "device_type", "dim",
+        "find_unused_parameters", "forward_sync_buffers", "gather", "gradient_as_bucket_view",
+        "is_multi_device_module", "join", "join_device", "join_hook", "join_process_group", "logger",
+        "mixed_precision", "module", "modules_buffers", "named_module_buffers", "no_sync", "output_device",
+        "parameters_to_ignore", "process_group", "reducer", "register_comm_hook", "require_backward_grad_sync",
+        "require_forward_param_sync", "scatter", "skip_all_reduce_unused_params", "static_graph", "to_kwargs",
+        "use_side_stream_for_tensor_copies", "will_sync_module_buffers",
+    }
+)  # fmt: skip
 
 #: The script wraps the model for data parallelism itself; ``accelerator.prepare`` does this instead.
 DATA_PARALLEL = (
