@@ -8,6 +8,9 @@ in known_failures.py.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from tests.equivalence import harness
@@ -15,6 +18,12 @@ from tests.equivalence.known_failures import KNOWN_FAILURES
 from tests.launch import torch_missing
 
 pytestmark = pytest.mark.slow
+
+#: How many runs of a fixture go side by side. Each spends seconds importing torch and
+#: accelerate and waiting on its launcher and on gloo's rendezvous: two at a time keep both cores
+#: busy (a fixture's tests take about a third less wall time on 2 cores). The comparisons do not
+#: depend on it: every run is deterministic and reports its own steps.
+WORKERS = int(os.environ.get("REGCOMP_EQUIVALENCE_WORKERS", "2"))
 
 
 @pytest.fixture(autouse=True)
@@ -30,6 +39,11 @@ class OriginalRuns:
     def __init__(self, root):
         self.root = root
         self.runs: dict[tuple[str, int], harness.Run] = {}
+
+    def get_all(self, case: harness.Case, processes: list[int]) -> list[harness.Run]:
+        """The runs for each count in ``processes``, the missing ones run side by side."""
+        with ThreadPoolExecutor(WORKERS) as pool:
+            return list(pool.map(lambda count: self.get(case, count), processes))
 
     def get(self, case: harness.Case, processes: int) -> harness.Run:
         key = (case.name, processes)
@@ -68,9 +82,7 @@ def test_there_are_enough_fixtures_and_every_known_failure_names_one():
 @pytest.mark.parametrize("name", harness.CASES)
 def test_fixture_trains_as_written(name, originals):
     case = harness.load_case(name)
-    runs = [originals.get(case, 1)]
-    if case.two_process and case.launch != "single":
-        runs.append(originals.get(case, 2))
+    runs = originals.get_all(case, [1, 2] if case.two_process and case.launch != "single" else [1])
     problems = []
     for run in runs:
         if run.failed:
@@ -102,17 +114,28 @@ def test_conversion_trains_the_same(name, originals, tmp_path):
     assert reference.failed is None, f"the original does not run: {reference.failed}"
     problems: list[str] = []
     runs = [reference]
+    two_process_originals = case.two_process and case.launch != "single"
+    launchers = ["plain", *(case.converted_launchers if case.two_process else [])]
+
+    def launch(launcher: str) -> harness.Run:
+        label = "converted, 1 process" if launcher == "plain" else f"converted under {launcher} launch, 2 processes"
+        return harness.run(case, harness.stage(case, tmp_path / launcher, converted), label, launcher, converted=True)
+
+    with ThreadPoolExecutor(WORKERS) as pool:  # side by side; judged below in a fixed order
+        started = {launcher: pool.submit(launch, launcher) for launcher in launchers}
+        if two_process_originals:
+            started["original"] = pool.submit(originals.get, case, 2)
+        finished = {key: future.result() for key, future in started.items()}
 
     def converted_run(launcher: str) -> harness.Run | None:
-        label = "converted, 1 process" if launcher == "plain" else f"converted under {launcher} launch, 2 processes"
-        run = harness.run(case, harness.stage(case, tmp_path / launcher, converted), label, launcher, converted=True)
-        print(f"\n{name}: {label}: {run.elapsed:.1f}s")
+        run = finished[launcher]
+        print(f"\n{name}: {run.label}: {run.elapsed:.1f}s")
         if run.failed:
             problems.append(run.failed)
             return None
         runs.append(run)
         if harness.saved_names(run) != harness.saved_names(reference):
-            problems.append(f"{label} saved {harness.saved_names(run)}, original {harness.saved_names(reference)}")
+            problems.append(f"{run.label} saved {harness.saved_names(run)}, original {harness.saved_names(reference)}")
         return run
 
     one = converted_run("plain")
@@ -125,7 +148,7 @@ def test_conversion_trains_the_same(name, originals, tmp_path):
             if case.same_steps_on_two_processes:  # every process takes the original's steps
                 ratio, order_kept = 1, case.order_kept_on_two_processes
         else:
-            two_reference, ratio, order_kept = originals.get(case, 2), 1, case.order_kept_on_two_processes
+            two_reference, ratio, order_kept = finished["original"], 1, case.order_kept_on_two_processes
             assert two_reference.failed is None, f"the original does not run: {two_reference.failed}"
             runs.append(two_reference)
         for launcher in case.converted_launchers:
