@@ -113,7 +113,7 @@ def _run_time_ending(tree: Tree, loop: cst.While | cst.For) -> str | None:
         if call is not None:
             return f"`{code(test).strip()}` (line {tree.line(test)}), which calls {code(call.func).strip()}()"
         for name in {n.value for n in find_all(test, cst.Name)}:
-            assign = _computed_in(loop, name)
+            assign = _computed_in(tree, loop, name)
             if assign is not None:
                 text = code(assign).strip().splitlines()[0]
                 return f"`{code(test).strip()}`, computed by `{text}` (line {tree.line(assign)})"
@@ -144,20 +144,42 @@ def _call_in(expr: cst.CSTNode) -> cst.Call | None:
     return None
 
 
-def _computed_in(loop: cst.While | cst.For, name: str, seen: frozenset[str] = frozenset()) -> cst.CSTNode | None:
+def _computed_in(
+    tree: Tree, loop: cst.While | cst.For, name: str, seen: frozenset[str] = frozenset()
+) -> cst.CSTNode | None:
     """``name = <something with a call>`` (or unpacked from one) inside the loop's own body,
-    followed through plain assignments (``done = terminated or truncated``)."""
-    for assign in _own_statements(loop.body, cst.Assign):
-        targets = [n.value for t in assign.targets for n in find_all(t.target, cst.Name)]
-        if name not in targets:
+    followed through plain assignments (``done = terminated or truncated``), and through the
+    ``if`` tests that decide an assignment: an early-stopping counter (``patience += 1`` under
+    ``if val_loss < best:``, ``val_loss = evaluate()``) differs between processes as the value
+    it is decided by does."""
+    for assign in _own_statements(loop.body, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+        targets = [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else [assign.target]
+        if name not in [n.value for t in targets for n in find_all(t, cst.Name)]:
             continue
-        if _call_in(assign.value) is not None:
+        value = assign.value
+        if value is not None and _call_in(value) is not None:
             return assign
-        for read in {n.value for n in find_all(assign.value, cst.Name)} - seen - {name}:
-            found = _computed_in(loop, read, seen | {name})
+        reads = {n.value for n in find_all(value, cst.Name)} if value is not None else set()
+        for test in _deciding_tests(tree, loop, assign):
+            if _call_in(test) is not None:
+                return assign
+            reads |= {n.value for n in find_all(test, cst.Name)}
+        for read in reads - seen - {name}:
+            found = _computed_in(tree, loop, read, seen | {name})
             if found is not None:
                 return found
     return None
+
+
+def _deciding_tests(tree: Tree, loop: cst.CSTNode, node: cst.CSTNode) -> list[cst.BaseExpression]:
+    """The tests of the ``if``/``elif`` statements inside ``loop`` that ``node`` runs under."""
+    tests: list[cst.BaseExpression] = []
+    for anc in tree.ancestors(node):
+        if anc is loop:
+            break
+        if isinstance(anc, cst.If):
+            tests.append(anc.test)
+    return tests
 
 
 def _early_return(tree: Tree, step: Function, backward: cst.Call) -> cst.If | None:

@@ -164,3 +164,54 @@ def test_an_unseeded_draw_in_a_replay_memory_method_the_step_calls_is_named():
         text + "for step in range(100):\n    memory.append(torch.randn(4))\n    optimize_model()\n", "dqn.py"
     )
     assert any("without a seed (random.sample (line 10))" in note for note in result.notes), result.notes
+
+
+EARLY_STOP = """\
+import torch
+
+torch.manual_seed(1337)
+data = torch.linspace(-1, 1, 4000).reshape(1000, 4)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+
+
+def get_batch():
+    ix = torch.randint(len(data), (4,))
+    x = data[ix]
+    return x, x.sum(1, keepdim=True)
+
+
+def evaluate():
+    with torch.no_grad():
+        x, y = get_batch()
+        return torch.nn.functional.mse_loss(model(x), y).item()
+
+
+best, patience = float("inf"), 0
+for it in range(300):
+    x, y = get_batch()
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    if it % 5 == 0 and it > 0:
+        DECIDE
+        if patience >= 2:
+            break
+"""
+
+
+def test_an_early_stopping_counter_decided_by_an_evaluation_is_refused():
+    """A nanoGPT-style trainer with patience: each process draws its own evaluation batches (the
+    conversion seeds them per process), counts its own patience and stops at its own iteration; the
+    other hung (2 gloo processes: 'Connection closed by peer' in accelerator.backward)."""
+    decide = "val = evaluate()\n        if val < best:\n            best = val\n            patience = 0\n        else:\n            patience += 1"
+    result = convert_source(EARLY_STOP.replace("DECIDE", decide), "train.py")
+    assert result.refused is not None
+    assert "ends on `patience >= 2`, computed by `val = evaluate()` (line 29)" in result.refused
+
+
+def test_a_counter_decided_by_the_iteration_still_converts():
+    decide = "if it % 50 == 0:\n            patience += 1"
+    result = convert_source(EARLY_STOP.replace("DECIDE", decide), "train.py")
+    assert result.refused is None, result.refused
