@@ -175,8 +175,9 @@ class TrainingLoops:
     def iterates_for_training(self, function: Function, name: str, depth: int = 0) -> bool:
         """``name`` (a parameter of ``function``) is iterated by a training loop of it, or passed
         on to a function of this file that does so."""
+        names = {name} | _iteration_aliases(function, name)
         for node in own_nodes(function.body):
-            if isinstance(node, (ast.For, ast.AsyncFor)) and any(binding_key(e) == name for e in iterated(node.iter)):
+            if isinstance(node, (ast.For, ast.AsyncFor)) and any(binding_key(e) in names for e in iterated(node.iter)):
                 if self.loop_trains(node):
                     return True
             elif isinstance(node, ast.Call) and depth <= MAX_PASSES:
@@ -184,6 +185,20 @@ class TrainingLoops:
                     if binding_key(arg) == name and self.passes_for_training(node, arg, depth + 1):
                         return True
         return False
+
+
+def _iteration_aliases(function: Function, name: str) -> set[str]:
+    """Names ``function`` binds to a wrapper of ``name`` before looping over them: speech
+    trainers' ``pbar = tqdm(enumerate(loader), total=len(loader))`` then ``for i, batch in pbar:``."""
+    return {
+        node.targets[0].id
+        for node in own_nodes(function.body)
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and node.targets[0].id != name
+        and any(binding_key(e) == name for e in iterated(node.value))
+    }
 
 
 def _is_method_call(node: ast.AST, name: str) -> bool:
