@@ -18,6 +18,7 @@ that each process really saw two processes.
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,23 @@ EAGER_CASES = {
     "cycled_loader": [],
 }
 INDUCTOR_CASE = "module_level_script"
+#: The cases the lowest-bounds job runs (``-m lowest``): together they use every Accelerate API that
+#: any converted fixture uses (checked below), so the lowest accelerate is tried on each of them
+#: without training all 21 scripts a second time.
+LOWEST_CASES = (
+    "accelerate_two_branches",
+    "checkpoint_helpers",
+    "gan_two_models",
+    "legacy_dynamo_backend",
+    "local_repeated_blocks",
+    "model_made_again_after_training",
+    "nanogpt_ddp",
+)
+#: What a converted script asks of Accelerate: its methods and the Accelerator/plugin keywords.
+ACCELERATE_USE = re.compile(
+    r"(?<!torch\.)accelerator\.[a-z_]+|[A-Z][A-Za-z]+Kwargs|TorchDynamoPlugin|keep_torch_compile|use_regional_compilation"
+    r"|mixed_precision=|cpu=|gradient_accumulation_steps|kwargs_handlers"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -123,16 +141,33 @@ def _launched(case: str, tmp_path: Path, backend: str | None) -> float:
     return elapsed
 
 
-@pytest.mark.parametrize("case", sorted(EAGER_CASES))
-def test_converted_script_trains_on_one_process(case, tmp_path):
-    _plain(case, tmp_path, "eager")
+@pytest.mark.parametrize(
+    "case", [pytest.param(c, marks=pytest.mark.lowest) if c in LOWEST_CASES else c for c in sorted(EAGER_CASES)]
+)
+def test_converted_script_trains_on_one_process_and_under_accelerate_launch_on_two(case, tmp_path):
+    """Both runs side by side: each spends most of its time importing torch and waiting on its
+    launcher, so together they take about the time of the two-process run alone."""
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    with ThreadPoolExecutor(2) as pool:
+        one = pool.submit(_plain, case, tmp_path / "one", "eager")
+        two = pool.submit(_launched, case, tmp_path / "two", "eager")
+        one.result()
+        two.result()
 
 
-@pytest.mark.parametrize("case", sorted(EAGER_CASES))
-def test_converted_script_trains_under_accelerate_launch_on_two_processes(case, tmp_path):
-    _launched(case, tmp_path, "eager")
+def test_the_lowest_cases_use_every_accelerate_api_the_conversions_use():
+    def uses(case: str) -> set[str]:
+        text = convert_case(case, backend="eager").text
+        return set(ACCELERATE_USE.findall(text))
+
+    everything = set().union(*(uses(case) for case in EAGER_CASES))
+    covered = set().union(*(uses(case) for case in LOWEST_CASES))
+    assert set(LOWEST_CASES) <= set(EAGER_CASES)
+    assert everything - covered == set(), f"add a case using {sorted(everything - covered)} to LOWEST_CASES"
 
 
+@pytest.mark.lowest
 def test_golden_script_trains_with_inductor(tmp_path):
     for mode, run in (("plain", _plain), ("launched", _launched)):
         folder = tmp_path / mode
