@@ -22,13 +22,13 @@ from __future__ import annotations
 import ast
 import os
 import re
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
 from typing import AnyStr, NamedTuple
 
 from regcomp_lint.analysis.reachability.modules import Lookups, module_in_folder
+from regcomp_lint.files.parsing import parse
 
 #: A compile, or a request for one, in a file's text. ``re.compile(`` is not one. Every
 #: alternative starts with a literal character (its ``\b`` is a look-behind after that
@@ -193,9 +193,7 @@ def _ends_with(node: ast.AST, attr: str) -> bool:
 
 def _parse(text: str) -> ast.Module | None:
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ast.parse(text)
+        return parse(text)  # (a tree regcomp-fix parsed already)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 

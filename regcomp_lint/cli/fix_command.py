@@ -60,6 +60,7 @@ from regcomp_lint.diagnostics import Applicability, Diagnostic
 from regcomp_lint.files import writeback
 from regcomp_lint.files.discovery import discover
 from regcomp_lint.files.kinds import Kind, kind_of
+from regcomp_lint.files.parsing import shared_parses
 from regcomp_lint.files.source import DecodeError, SourceFile, split_lines
 from regcomp_lint.lint.config import Settings
 from regcomp_lint.lint.engine import lint_source
@@ -147,6 +148,11 @@ def opt_out(text: str, filename: str, settings: Settings) -> str | None:
 
 def process_text(text: str, filename: str, settings: Settings, convert: ConvertOptions, unsafe: bool) -> FileResult:
     """Convert ``text`` (unless opted out) and apply the selected lint fixes, all in memory."""
+    with shared_parses():  # each text (the original, the converted one) is parsed once
+        return _process_text(text, filename, settings, convert, unsafe)
+
+
+def _process_text(text: str, filename: str, settings: Settings, convert: ConvertOptions, unsafe: bool) -> FileResult:
     result = FileResult(filename, original=text, text=text)
     result.opted_out = opt_out(text, filename, settings)
     settings_file = kind_of(filename, text) is not Kind.PYTHON  # run.sh, default_config.yaml: lint fixes only

@@ -15,7 +15,6 @@ import codecs
 import io
 import sys
 import tokenize
-import warnings
 from collections import Counter
 from typing import TYPE_CHECKING
 
@@ -23,6 +22,7 @@ from regcomp_lint.codemod.deep import call_deep
 from regcomp_lint.codemod.delegated_loop import find_delegated_loop
 from regcomp_lint.codemod.delegated_loop import refusal as delegated_refusal
 from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConversionResult, ConvertOptions
+from regcomp_lint.files.parsing import parse, shared_parses
 from regcomp_lint.files.source import DecodeError, comments, decode_source
 
 if TYPE_CHECKING:
@@ -37,6 +37,11 @@ MAX_CHARS = 64 << 20
 
 def convert_source(text: str, filename: str = "<stdin>", options: ConvertOptions | None = None) -> ConversionResult:
     """Convert one script's text; ``refused`` says why when nothing could be changed."""
+    with shared_parses():  # the parse check's tree is the lint view's (and the caller's, in its block)
+        return _convert_source(text, filename, options)
+
+
+def _convert_source(text: str, filename: str, options: ConvertOptions | None) -> ConversionResult:
     options = options or ConvertOptions()
     bom = text.startswith(_BOM)
     body = text[1:] if bom else text
@@ -109,9 +114,7 @@ def convert_source(text: str, filename: str = "<stdin>", options: ConvertOptions
 
 
 def _parse(text: str, filename: str) -> ast.Module:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # SyntaxWarnings about the user's code are not ours to print
-        return ast.parse(text, filename)
+    return parse(text, filename)  # (SyntaxWarnings about the user's code are not ours to print)
 
 
 def _no_training_step(text: str, syntax: ast.Module, filename: str, options: ConvertOptions) -> ConversionResult:

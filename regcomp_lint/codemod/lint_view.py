@@ -25,6 +25,7 @@ from regcomp_lint.analysis.training_roles import Origin, TrainingRoles
 from regcomp_lint.checks.base import Rule
 from regcomp_lint.codemod.local_modules import importer_of
 from regcomp_lint.codemod.tree import Tree
+from regcomp_lint.files.parsing import parse
 from regcomp_lint.files.source import Positioned, SourceFile
 from regcomp_lint.lint.engine import walk
 
@@ -79,7 +80,7 @@ class LintView:
         self._parsed: ast.Module | None = None
         self._statements: dict[_Point, ast.stmt] = {}
         try:
-            parsed = ast.parse(source.text)
+            parsed = parse(source.text)  # (the conversion's parse check's tree, shared)
         except (SyntaxError, ValueError):
             return
         self._ctx = ctx = FileContext(source, parsed)  # kept: the semantic model holds it weakly

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ast
 import re
-import warnings
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from regcomp_lint.checks import ALL_RULES, Rule
 from regcomp_lint.checks.base import Word
 from regcomp_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
 from regcomp_lint.files.kinds import Kind, kind_by_name, kind_of
+from regcomp_lint.files.parsing import parse
 from regcomp_lint.files.source import DecodeError, Positioned, SourceFile, decode_source
 from regcomp_lint.lint import suppressions as sup_mod
 from regcomp_lint.lint.config import Settings
@@ -86,9 +86,7 @@ def _decoded(data: bytes) -> str | None:
 
 
 def _parse(text: str, filename: str) -> ast.Module:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # SyntaxWarning for invalid escapes etc. is not ours to show
-        return ast.parse(text, filename=filename)
+    return parse(text, filename)  # (no SyntaxWarning: not ours to show; a tree regcomp-fix parsed already)
 
 
 def _syntax_error(exc: BaseException, source: SourceFile) -> Diagnostic:
