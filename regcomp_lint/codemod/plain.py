@@ -36,6 +36,7 @@ from regcomp_lint.codemod.device_choice import (
 from regcomp_lint.codemod.device_parameters import follow_handed_device, keep_trainer_cpu_choice
 from regcomp_lint.codemod.distribution import Distribution
 from regcomp_lint.codemod.edits import replaced_by
+from regcomp_lint.codemod.evaluation_passes import evaluation_passes_note
 from regcomp_lint.codemod.file_writes import write_files_once
 from regcomp_lint.codemod.first_downloads import download_first
 from regcomp_lint.codemod.frozen_parameters import allow_unused_parameters
@@ -381,6 +382,7 @@ class PlainPlanner(Planner):
         self.kept_schedulers: list[str] = []  # stepped per epoch: created before prepare, not prepared
         self.inline_loaders: list[str] = []  # `cycle(DataLoader(...))`: prepared where they are built
         self.sharded_loaders: list[str] = []  # fed a DistributedSampler: already one shard per rank
+        prepared_origins: dict[str, Origin | None] = {}  # the training loaders prepared here, by key
         view = lint_view(tree)
         for creation in creations(self.scope):
             if creation.key in loaders + schedulers + optimizers + models + self.kept_schedulers:
@@ -403,6 +405,7 @@ class PlainPlanner(Planner):
                     )
                 elif view.roles.is_training_loader(built):
                     loaders.append(creation.key)
+                    prepared_origins[creation.key] = built
                 else:
                     skipped.append(creation.key)
             elif built.kind is Kind.SCHEDULER:
@@ -415,7 +418,9 @@ class PlainPlanner(Planner):
             if function is not self.scope and isinstance(function, cst.FunctionDef):
                 for creation in creations(function):
                     self._prepare_inline(view, creation, view.origin(creation.value))
-        loaders += self._loaders_of_unknown_origin(view, loaders + skipped + optimizers + models + schedulers)
+        unknown = self._loaders_of_unknown_origin(view, loaders + skipped + optimizers + models + schedulers)
+        loaders += unknown
+        prepared_origins.update(dict.fromkeys(unknown))
         if schedulers and not loaders and not self.inline_loaders:
             # accelerate's prepared scheduler steps once per process at each optimizer step, for
             # a loader prepare() shards; every process here takes as many steps as the original
@@ -432,6 +437,7 @@ class PlainPlanner(Planner):
                 self.notes.append(
                     f"{key} is not iterated by the training loop: left unprepared (evaluation is not sharded)"
                 )
+        self.notes += evaluation_passes_note(view, prepared_origins, self.acc_key)
         order = self._first_binding_order()
         return (
             sorted(models, key=order),

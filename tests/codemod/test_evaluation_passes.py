@@ -1,0 +1,55 @@
+"""A loop outside training over the prepared training loader is named in a note
+(codemod/evaluation_passes.py): on several processes it measures one shard."""
+
+from __future__ import annotations
+
+from regcomp_lint.codemod import convert_source
+
+SCRIPT = """\
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+data = TensorDataset(torch.randn(64, 4), torch.randint(0, 2, (64,)))
+train_loader = DataLoader(data, batch_size=8, shuffle=True)
+model = nn.Linear(4, 2).to(device)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+for epoch in range(3):
+    model.train()
+    for x, y in train_loader:
+        x, y = x.to(device), y.to(device)
+        loss = nn.functional.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    with torch.no_grad():
+        correct = 0
+        for x, y in train_loader:
+            x, y = x.to(device), y.to(device)
+            MEASURE
+    print(f"epoch {epoch}: train accuracy {correct / len(data):.3f}")
+"""
+
+
+def test_a_training_accuracy_pass_over_the_prepared_loader_is_named():
+    result = convert_source(SCRIPT.replace("MEASURE", "correct += (model(x).argmax(1) == y).sum().item()"), "train.py")
+    assert result.refused is None, result.refused
+    assert "prepared: model, optimizer, train_loader" in result.notes
+    assert any(
+        note.startswith("train_loader is prepared for training, so the loop over it at line 22, which does not train")
+        for note in result.notes
+    ), result.notes
+
+
+def test_a_pass_that_gathers_its_values_is_not_named():
+    measure = "correct += accelerator.gather_for_metrics((model(x).argmax(1) == y).sum()).item()"
+    result = convert_source(
+        SCRIPT.replace("MEASURE", measure).replace(
+            "import torch\n", "import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\n", 1
+        ),
+        "train.py",
+    )
+    assert not any("which does not train" in note for note in result.notes), result.notes
