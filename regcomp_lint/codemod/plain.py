@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import builtins
 from collections.abc import Callable
+from functools import partial
 
 import libcst as cst
 
@@ -765,6 +766,7 @@ class PlainPlanner(Planner):
                 self.uses.append(call)
                 if func.attr.value == "load_state_dict":
                     self.checkpoint_loads += 1
+                    self._strip_wrapper_prefix(call)
                     continue
                 for save in self._saves_of(place, call):
                     self.replace(save.func, f"{acc}.save")
@@ -775,6 +777,33 @@ class PlainPlanner(Planner):
         writes += save_the_rest_once(self, [p for p in places if p is self.scope or p in self.owner_methods()], writes)
         wait_before_reading_back(self, writes)
         write_files_once(self, places)
+
+    def _strip_wrapper_prefix(self, load: cst.Call) -> None:
+        """``model.load_state_dict(sd, strict=False)`` after the script's DataParallel/DDP wrap:
+        checkpoints the original wrote there have ``module.``-prefixed keys, and the unwrapped
+        model the conversion loads into would skip every one of them without a word (strict=False),
+        training on from random weights. The keys lose a leading ``module.`` on the way in, so old
+        checkpoints and the converted script's clean ones both load."""
+        wraps = self.distribution.data_parallel
+        strict = next((a for a in load.args if a.keyword is not None and a.keyword.value == "strict"), None)
+        if (
+            not wraps
+            or not load.args
+            or load.args[0].keyword is not None
+            or strict is None
+            or not (isinstance(strict.value, cst.Name) and strict.value.value == "False")
+            or self.tree.line(load) < min(self.tree.line(w) for w in wraps)
+        ):
+            return
+        first = load.args[0]
+        text = code(first.value).strip()
+        value = expression(f'{{k.removeprefix("module."): v for k, v in {text}.items()}}', self.module)
+        self.edits.on(first, partial(cst.Arg.with_changes, value=value))
+        self.notes.append(
+            f"load_state_dict(..., strict=False) at line {self.tree.line(load)} loads keys without their `module.` "
+            "prefix: checkpoints the original saved from its wrapped model still load (with strict=False they "
+            "would have been skipped without a word)"
+        )
 
     def _whole_model_saved(self, call: cst.Call, models: set[str]) -> str | None:
         """The model ``torch.save(model, path)`` pickles whole, when it is a prepared one."""
