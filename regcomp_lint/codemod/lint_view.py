@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import builtins
 import weakref
+from collections.abc import Iterable
 
 import libcst as cst
 from libcst.metadata import PositionProvider
@@ -33,6 +34,8 @@ from regcomp_lint.lint.engine import walk
 _ASKABLE = (ast.Call, ast.Name, ast.Attribute)
 #: (line, character column) of a start or an end.
 _Point = tuple[int, int]
+#: an expression: (breadth-first rank, start, end, node)
+_Entry = tuple[tuple[int, int], _Point, _Point, ast.AST]
 
 
 def lint_view(tree: Tree) -> LintView:
@@ -71,9 +74,10 @@ class LintView:
         self.distributed_setup: DistributedSetup | None = None
         self._wheres: dict[int, Where] = {}
         #: askable expressions by the line they start on: (breadth-first index, start, end, node)
-        self._spans: dict[int, list[tuple[int, _Point, _Point, ast.AST]]] = {}
+        self._spans: dict[int, list[_Entry]] = {}
         #: every expression the same way, indexed on first ask (:meth:`any_expression_at`)
-        self._all_spans: dict[int, list[tuple[int, _Point, _Point, ast.AST]]] | None = None
+        self._all_spans: dict[int, list[_Entry]] | None = None
+        self._expressions: list[_Entry] = []
         # the script's own path: the lint's answers follow its imports into the project's other
         # modules (nanoGPT's GPT in model.py is a stack of repeated blocks: RC501's question)
         self._source = source = SourceFile(importer_of(tree.filename) if tree.filename else "<regcomp-fix>", tree.text)
@@ -92,8 +96,8 @@ class LintView:
         self.distributed_setup = ctx.semantic.distributed_setup
         self._parsed = parsed
         self._wheres = recorder.wheres
-        self._statements = {_start(source, node): node for node in ast.walk(parsed) if isinstance(node, ast.stmt)}
-        self._spans = _index(source, parsed, _ASKABLE)
+        self._statements, self._expressions = _walk(source, parsed)
+        self._spans = _by_line(entry for entry in self._expressions if isinstance(entry[3], _ASKABLE))
 
     @property
     def parsed(self) -> ast.Module | None:
@@ -114,18 +118,18 @@ class LintView:
         if self._parsed is None:
             return None
         if self._all_spans is None:
-            self._all_spans = _index(self._source, self._parsed, (ast.expr,))
+            self._all_spans = _by_line(self._expressions)
         return self._outermost(node, self._all_spans)
 
-    def _outermost(
-        self, node: cst.CSTNode, spans: dict[int, list[tuple[int, _Point, _Point, ast.AST]]]
-    ) -> ast.expr | None:
+    def _outermost(self, node: cst.CSTNode, spans: dict[int, list[_Entry]]) -> ast.expr | None:
         span = self._positions.get(node)
         if span is None:
             return None
         start, end = (span.start.line, span.start.column), (span.end.line, span.end.column)
-        # the first expression breadth first that lies inside the range: only the lines of the
-        # range are looked at (scanning every expression of the file for each node was quadratic)
+        # the first expression (in pre-order: an expression before its parts) that lies inside
+        # the range: only the lines of the range are looked at (scanning every expression of the
+        # file for each node was quadratic). Any order that puts a node before its descendants
+        # gives the same answer: an expression spanning the range holds all the others inside it
         inside = [
             entry
             for row in range(start[0], end[0] + 1)
@@ -162,15 +166,84 @@ class LintView:
         return found if isinstance(found, Origin) else None
 
 
-def _index(
-    source: SourceFile, parsed: ast.Module, kinds: tuple[type, ...]
-) -> dict[int, list[tuple[int, _Point, _Point, ast.AST]]]:
-    """The expressions of ``kinds`` by the line they start on: (breadth-first index, start, end,
-    node); breadth first, an expression comes before the parts it contains."""
-    spans: dict[int, list[tuple[int, _Point, _Point, ast.AST]]] = {}
-    for index, node in enumerate(n for n in ast.walk(parsed) if isinstance(n, kinds)):
-        first = _start(source, node)  # type: ignore[arg-type]
-        spans.setdefault(first[0], []).append((index, first, _end(source, node), node))  # type: ignore[arg-type]
+def _walk(source: SourceFile, parsed: ast.Module) -> tuple[dict[_Point, ast.stmt], list[_Entry]]:
+    """One depth-first walk of ``parsed``: its statements by where they start, and its
+    expressions as (breadth-first rank, start, end, node). The rank is (depth, index in
+    pre-order): breadth first, a level's nodes come in pre-order, what ``ast.walk`` gives."""
+    statements: dict[_Point, tuple[tuple[int, int], ast.stmt]] = {}
+    expressions: list[_Entry] = []
+    plain = source.text.isascii()  # every byte column is the character column
+    stack: list[tuple[ast.AST, int]] = [(parsed, 0)]
+    pop, push = stack.pop, stack.append
+    kinds, fields_of = _KINDS, _CHILD_FIELDS
+    index = 0
+    while stack:
+        node, depth = pop()
+        index += 1
+        node_type = type(node)
+        kind = kinds.get(node_type)
+        if kind is None:
+            kind = kinds[node_type] = (
+                1 if issubclass(node_type, ast.expr) else 2 if issubclass(node_type, ast.stmt) else 0
+            )
+        if kind:
+            if plain:
+                first = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+            else:
+                first = _start(source, node)  # type: ignore[arg-type]
+            if kind == 2:
+                # two statements starting at one place: the later breadth first wins, as in a
+                # dict built from ast.walk
+                seen = statements.get(first)
+                if seen is None or seen[0] < (depth, index):
+                    statements[first] = ((depth, index), node)  # type: ignore[assignment]
+            else:
+                if plain:
+                    last = (node.end_lineno or node.lineno, node.end_col_offset or 0)  # type: ignore[attr-defined]
+                else:
+                    last = _end(source, node)  # type: ignore[arg-type]
+                expressions.append(((depth, index), first, last, node))
+        fields = fields_of.get(node_type)
+        if fields is None:
+            fields = fields_of[node_type] = (
+                tuple(reversed([f for f in node_type._fields if f not in _LEAF_FIELDS]))
+                if node_type is not ast.Constant
+                else ()
+            )
+        depth += 1
+        for name in fields:  # reversed: the first child is pushed last and popped first
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in reversed(value):
+                    if isinstance(item, ast.AST):
+                        push((item, depth))
+            elif isinstance(value, ast.AST):
+                push((value, depth))
+    return {where: node for where, (_, node) in statements.items()}, expressions
+
+
+#: 1: an expression, 2: a statement, 0: another node (by node type)
+_KINDS: dict[type, int] = {}
+#: the fields of a node type that may hold nodes, last first
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+#: fields that never hold a node (and ``ctx``, whose Load/Store nodes are neither kind)
+_LEAF_FIELDS = frozenset(
+    {"ctx", "id", "attr", "arg", "asname", "module", "level", "kind", "type_comment", "conversion", "is_async"}
+)
+
+
+def _by_line(
+    entries: Iterable[_Entry],
+) -> dict[int, list[_Entry]]:
+    """``entries`` (index, start, end, node) by the line they start on, in order."""
+    spans: dict[int, list[_Entry]] = {}
+    for entry in entries:
+        row = entry[1][0]
+        found = spans.get(row)
+        if found is None:
+            spans[row] = [entry]
+        else:
+            found.append(entry)
     return spans
 
 
