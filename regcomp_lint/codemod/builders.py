@@ -135,11 +135,11 @@ def parenthesized(node: cst.BaseExpression) -> str:
 
 
 def guarded(test: cst.BaseExpression) -> Callable[[cst.CSTNode], cst.CSTNode]:
-    """An edit that puts a statement line under ``if <test>:``, keeping its blank lines and
-    comments above the ``if``."""
+    """An edit that puts a statement (a line, or a compound one such as a ``with`` block) under
+    ``if <test>:``, keeping its blank lines and comments above the ``if``."""
 
     def guard(updated: cst.CSTNode) -> cst.CSTNode:
-        assert isinstance(updated, cst.SimpleStatementLine)
+        assert isinstance(updated, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
         return cst.If(
             test=test,
             body=cst.IndentedBlock(body=[updated.with_changes(leading_lines=[])]),

@@ -31,6 +31,15 @@ def write_files_once(planner: Planner, places: list[Function]) -> None:
     models = set(getattr(planner, "models", []))
     for place in places:
         for call in find_all(place, cst.Call, enter_functions=False):
+            if _opens_for_writing(call) and not under_rank_test(planner, call):
+                if _write_only_block(planner, call, models, place):
+                    continue
+                planner.notes.append(
+                    f"{code(call).strip()} at line {tree.line(call)} writes the same file from every process: put "
+                    "what writes it under `if accelerator.is_main_process:` (compute what it needs from the prepared "
+                    "model first, in every process)"
+                )
+                continue
             if not _writes_a_file(tree, call.func) or under_rank_test(planner, call):
                 continue
             expr = tree.parent(call)
@@ -54,6 +63,48 @@ def write_files_once(planner: Planner, places: list[Function]) -> None:
                 f"{writer}() at line {tree.line(call)} runs under `if {acc}.is_main_process:`: every process would "
                 "write the same file"
             )
+
+
+def _write_only_block(planner: Planner, call: cst.Call, models: set[str], place: Function) -> bool:
+    """``with open(path, "wb") as f: accelerator.save(state, f)`` (word_language_model's best
+    model): every process opened the file for writing, truncating it while the main process
+    wrote. A ``with`` block that only writes -- no call of a prepared model, nothing but saves and
+    writes of the accelerator's -- goes under ``if accelerator.is_main_process:``."""
+    tree = planner.tree
+    item = tree.parent(call)
+    block = tree.parent(item) if isinstance(item, cst.WithItem) else None
+    if not isinstance(block, cst.With) or block.items[0].item is not call or not planner.can_reach_accelerator(place):
+        return False
+    acc = planner.accelerator_in(place)
+    for inner in find_all(block.body, cst.Call):
+        func = inner.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        receiver = key_of(func.value) if isinstance(func, cst.Attribute) else None
+        if key_of(func) in models or (receiver in models and name != "state_dict"):
+            return False  # the prepared model runs: every process must
+        if receiver == acc and name not in ("save", "unwrap_model"):
+            return False  # gather, reduce, wait_for_everyone: collectives
+        if name != "save" and any(key_of(a.value) in models for a in inner.args):
+            return False  # handed the model: it may run it
+    planner.edits.on(block, guarded(expression(f"{acc}.is_main_process", planner.module)))
+    planner.uses.append(call)
+    planner.notes.append(
+        f"the `with {code(call).strip()}` block at line {tree.line(call)} runs under `if {acc}.is_main_process:`: "
+        "every process opened the file for writing, truncating what the main process wrote"
+    )
+    return True
+
+
+def _opens_for_writing(call: cst.Call) -> bool:
+    """``open(path, "w")`` (or ``"a"``, ``"wb"``...): a text or data file the script writes. Only
+    named, not guarded: what goes into it is often computed with the prepared model right there
+    (a test-set predictions file), which every process must run."""
+    if not (isinstance(call.func, cst.Name) and call.func.value == "open"):
+        return False
+    mode = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "mode"), None)
+    if mode is None and len(call.args) > 1 and call.args[1].keyword is None:
+        mode = call.args[1].value
+    return isinstance(mode, cst.SimpleString) and any(c in mode.evaluated_value for c in "wax")
 
 
 def _writes_a_file(tree, func: cst.BaseExpression) -> bool:

@@ -79,3 +79,32 @@ def test_a_hub_upload_runs_on_the_main_process():
     text = text.replace("SAMPLES", "huggingface_hub.upload_folder(repo_id='me/gan', folder_path='out')")
     converted = convert_source(text, "main.py").text
     assert "if accelerator.is_main_process:\n                huggingface_hub.upload_folder(" in converted
+
+
+def test_a_with_block_that_only_saves_is_opened_by_the_main_process():
+    """word_language_model's best model: every process opened the file with 'wb', truncating
+    what the main process wrote."""
+    result = _convert("with open('best.pt', 'wb') as f:\n    torch.save(netG.state_dict(), f)")
+    assert (
+        "            if accelerator.is_main_process:\n"
+        "                with open('best.pt', 'wb') as f:\n"
+        "                    accelerator.save(accelerator.unwrap_model(netG, keep_torch_compile=False).state_dict(), f)\n"
+    ) in result.text
+    assert any("the `with open('best.pt', 'wb')` block at line 19 runs under" in n for n in result.notes)
+
+
+def test_a_file_written_with_what_the_prepared_model_computes_is_named_not_guarded():
+    """A predictions file filled by the prepared model: every process must run the model."""
+    result = _convert("out = open('preds.txt', 'w')\nout.write(str(netG(fixed_noise).sum().item()))\nout.close()")
+    assert "if accelerator.is_main_process:" not in result.text
+    assert any(
+        n.startswith("open('preds.txt', 'w') at line 19 writes the same file from every process") for n in result.notes
+    )
+    with_model = _convert("with open('preds.txt', 'w') as f:\n    f.write(str(netG(fixed_noise).sum().item()))")
+    assert "if accelerator.is_main_process:" not in with_model.text
+    assert any("writes the same file from every process" in n for n in with_model.notes)
+
+
+def test_reading_a_file_is_not_named():
+    result = _convert("with open('labels.txt') as f:\n    labels = f.read()")
+    assert not any("writes the same file" in n for n in result.notes)
