@@ -151,7 +151,7 @@ def _transform(command: ConvertToAccelerate, text: str) -> str:
     if metadata.code != text:  # the round trip libcst promises; never edit a file it would change
         raise _NotExact()
     try:
-        return command.transform_module(module, metadata).code
+        return metadata.code_of(command.transform_module(module, metadata))
     finally:
         clear_find_cache()
 

@@ -116,11 +116,15 @@ class _RecordingState(CodegenState):
         self.order: list[cst.CSTNode] = []
         self.ends: list[int] = []
         self._open: list[tuple[cst.CSTNode, int, int]] = []
+        #: the module's own children (header lines, statements, footer lines) and the token each starts at
+        self.top: list[tuple[cst.CSTNode, int]] = []
 
     def before_codegen(self, node: cst.CSTNode) -> None:
         open_ = self._open
         if open_:
             self.parents[node] = open_[-1][0]
+            if len(open_) == 1:
+                self.top.append((node, len(self.tokens)))
         order = self.order
         open_.append((node, len(self.tokens), len(order)))
         order.append(node)
@@ -219,9 +223,35 @@ class SourceMetadata:
         self.code = everything[: len(everything) - len(tokens[-1])] if state.popped else everything
         parents, self._reordered = _in_children_order(state.parents)
         self.parents: Mapping[cst.CSTNode, cst.CSTNode] = parents
-        self.positions: Mapping[cst.CSTNode, CodeRange] = _Positions(state.ranges, tokens, everything)
+        positions = _Positions(state.ranges, tokens, everything)
+        self.positions: Mapping[cst.CSTNode, CodeRange] = positions
         self._order: list[cst.CSTNode] | None = state.order
         self._ends = state.ends
+        # each child of the module and its text: the children print one after another
+        offsets = positions._offsets
+        starts = [offsets[token] for _, token in state.top] + [len(everything)]
+        self._text = everything
+        self._top = {node: (starts[i], starts[i + 1]) for i, (node, _) in enumerate(state.top)}
+        self._defaults = (module.default_indent, module.default_newline)
+
+    def code_of(self, module: cst.Module) -> str:
+        """``module.code`` for a module made from this one: the children it kept from this one
+        (the same nodes: a transform hands back what it did not change) are not printed again,
+        their text is this module's (at the top level, a node prints the same wherever it is)."""
+        top = self._top
+        if not module.has_trailing_newline or (module.default_indent, module.default_newline) != self._defaults:
+            return module.code  # (only one of these is printed the usual way: not worth the cases)
+        state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
+        text = self._text
+        for part in (*module.header, *module.body, *module.footer):
+            kept = top.get(part)
+            if kept is None:
+                part._codegen(state)
+            else:
+                state.tokens.append(text[kept[0] : kept[1]])
+        if not state.tokens:  # (what Module._codegen_impl does for an empty module with a newline)
+            state.add_token(state.default_newline)
+        return "".join(state.tokens)
 
     def preorder(self) -> tuple[list[cst.CSTNode], dict[cst.CSTNode, int], list[int]] | None:
         """The module's nodes in pre-order with each node's children in ``children`` order (the

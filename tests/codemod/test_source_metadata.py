@@ -196,3 +196,28 @@ def test_preorder_is_the_index_built_from_parents(name: str) -> None:
         order, start, ends = preorder
         assert order == built.order and ends == built.end and start == built.start
         assert ours.preorder() is None  # handed over once
+
+
+@pytest.mark.parametrize("name", ["fixtures", *sorted(CORNERS)])
+def test_code_of_a_module_made_from_this_one(name: str) -> None:
+    """``code_of`` gives ``module.code`` for modules that keep some of the parsed module's
+    children and change others: a statement replaced, one added, header and footer changed,
+    Windows line breaks, no final newline, an empty result."""
+    paths = sorted((ROOT / "fixtures" / "fix").glob("*/input.py"))[:12] if name == "fixtures" else [None]
+    for path in paths:
+        text = CORNERS[name] if path is None else path.read_text(encoding="utf-8")
+        module = cst.parse_module(text)
+        ours = SourceMetadata(module)
+        added = cst.parse_statement("import accelerate\n")
+        body = list(module.body)
+        variants = [
+            module,
+            module.with_changes(body=[added, *body]),
+            module.with_changes(body=[*body[:1], added, *body[2:]]),
+            module.with_changes(body=[b.with_changes() for b in body[::-1]]),
+            module.with_changes(header=[], footer=[cst.EmptyLine(comment=cst.Comment("# end"))]),
+            module.with_changes(body=[], header=[], footer=[]),
+            module.with_changes(body=[*body, added], has_trailing_newline=False),
+        ]
+        for variant in variants:
+            assert ours.code_of(variant) == variant.code
