@@ -21,6 +21,8 @@ from typing import TypeGuard
 import libcst as cst
 from libcst.codemod.visitors import AddImportsVisitor, _add_imports
 
+from regcomp_lint.codemod.tree import found_in_rebuilt
+
 #: The root module whose group is the third-party group.
 ANCHOR = "torch"
 
@@ -345,31 +347,15 @@ def _leading_statements(body: Sequence[cst.BaseStatement]) -> list[cst.BaseState
 _PLACEHOLDER = cst.SimpleStatementLine(body=[cst.Pass()])
 
 
-class _NamesRead(cst.CSTVisitor):
-    """Every name the module mentions outside its import statements (attribute names included:
-    a kept import is the safe mistake)."""
-
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-
-    def visit_Import(self, node: cst.Import) -> bool:
-        return False
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        return False
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.names.add(node.value)
-
-
 def drop_unused_imports(module: cst.Module, unused: Sequence[tuple[str, str | None, str | None]]) -> cst.Module:
     """Remove the top-level ``from M import N [as A]`` names the conversion made unused (the DDP
     wrap it replaced), when the converted module no longer mentions them: one pass over the
     result, instead of libcst's scope analysis of it."""
     if not unused:
         return module
-    visitor = _NamesRead()
-    module.visit(visitor)
+    # every name the module mentions outside its import statements (attribute names included:
+    # a kept import is the safe mistake)
+    names = {name.value for name in found_in_rebuilt(module, cst.Name, (cst.Import, cst.ImportFrom))}
     wanted = {(m, n, a) for m, n, a in unused}
     body: list[cst.BaseStatement] = []
     changed = False
@@ -383,7 +369,7 @@ def drop_unused_imports(module: cst.Module, unused: Sequence[tuple[str, str | No
             alias
             for alias in small.names
             if (source, module.code_for_node(alias.name), alias.evaluated_alias) not in wanted
-            or (alias.evaluated_alias or module.code_for_node(alias.name)) in visitor.names
+            or (alias.evaluated_alias or module.code_for_node(alias.name)) in names
         ]
         if len(kept) == len(small.names):
             body.append(stmt)

@@ -23,6 +23,8 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
+from regcomp_lint.codemod.source_metadata import _fields as fields_visited
+
 N = TypeVar("N", bound=cst.CSTNode)
 M = TypeVar("M", bound=cst.CSTNode)
 Block = cst.Module | cst.IndentedBlock
@@ -256,7 +258,10 @@ class Tree:
 #: planner asks for "every call / function of the module" once per function it looks at: without
 #: this, a 250 KB script took minutes (quadratic). The root is kept in the entry so its id cannot be
 #: reused; ``clear_find_cache`` (called after each conversion) lets the trees go.
-_FOUND: dict[tuple[int, object, bool], tuple[cst.CSTNode, list]] = {}
+_FOUND: dict[tuple[int, object, object], tuple[cst.CSTNode, list]] = {}
+
+
+_DEFS = (cst.FunctionDef, cst.ClassDef)
 
 
 class _NodeIndex:
@@ -332,7 +337,9 @@ class _NodeIndex:
             self._of_type = of_type
         return self._of_type.get(t, [])
 
-    def find(self, root: cst.CSTNode, kind, enter_functions: bool) -> list | None:
+    def find(self, root: cst.CSTNode, kind, enter_functions: bool, barriers=_DEFS) -> list | None:
+        """What ``root`` holds of ``kind``; ``enter_functions=False``: not what lies inside a node
+        of ``barriers`` (found itself) below ``root``. None: ``root`` is not a node of the module."""
         first = self.start.get(root)
         if first is None or self.order[first] is not root:
             return None
@@ -343,7 +350,7 @@ class _NodeIndex:
         if not enter_functions and hits:
             # leave out what lies inside a def or class nested in root (the def itself is found):
             # the outermost such defs' ranges, in order
-            defs = self._indices((cst.FunctionDef, cst.ClassDef))
+            defs = self._indices(barriers)
             ranges: list[tuple[int, int]] = []
             for d in defs[bisect_left(defs, first + 1) : bisect_left(defs, stop)]:
                 if not ranges or d >= ranges[-1][1]:
@@ -400,18 +407,66 @@ def find_all(root: cst.CSTNode, kind: type | tuple[type, ...], *, enter_function
     return list(found)
 
 
-def _find_all(root: cst.CSTNode, kind, enter_functions: bool) -> list:
+def find_own(root: cst.CSTNode, kind, stop_at: tuple[type, ...]) -> list:
+    """The descendants of ``root`` (itself included) of ``kind``, in source order, without what
+    lies inside a node of ``stop_at`` below ``root`` (that node is found itself): the statements
+    of a loop that are not those of a nested loop, ``stop_at=(For, While, FunctionDef, ClassDef)``."""
+    key = (id(root), kind, stop_at)
+    hit = _FOUND.get(key)
+    if hit is not None and hit[0] is root:
+        return list(hit[1])
+    indexed = _INDEX[0].find(root, kind, False, stop_at) if _INDEX else None
+    found = indexed if indexed is not None else _find_all(root, kind, False, stop_at)
+    _FOUND[key] = (root, found)
+    return list(found)
+
+
+def _find_all(root: cst.CSTNode, kind, enter_functions: bool, barriers: tuple[type, ...] = _DEFS) -> list:
     found: list = []
 
     class _Collect(cst.CSTVisitor):
         def on_visit(self, node: cst.CSTNode) -> bool:
             if isinstance(node, kind):
                 found.append(node)
-            if not enter_functions and isinstance(node, (cst.FunctionDef, cst.ClassDef)) and node is not root:
+            if not enter_functions and isinstance(node, barriers) and node is not root:
                 return False
             return True
 
     root.visit(_Collect())
+    return found
+
+
+def children_of(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """``node.children`` (libcst collects them with a visit that rebuilds ``node``): its fields'
+    nodes in the order libcst visits them."""
+    found: list[cst.CSTNode] = []
+    for field in fields_visited(node):
+        value = getattr(node, field)
+        if type(value) is tuple or type(value) is list:
+            found.extend(value)
+        elif isinstance(value, cst.CSTNode):
+            found.append(value)
+    return found
+
+
+def found_in_rebuilt(root: cst.CSTNode, kind, skip: tuple[type, ...] = ()) -> list:
+    """The nodes of ``kind`` in ``root``, a tree the conversion rebuilt, not looking inside nodes
+    of ``skip`` (nor at them): the parts of it that are nodes of the parsed module are looked up
+    in its index, only the new nodes are walked. In no particular order."""
+    index = _INDEX[0] if _INDEX else None
+    found: list = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if skip and isinstance(node, skip):
+            continue
+        hits = index.find(node, kind, not skip, skip) if index is not None else None
+        if hits is not None:
+            found.extend(hit for hit in hits if not isinstance(hit, skip)) if skip else found.extend(hits)
+        else:
+            if isinstance(node, kind):
+                found.append(node)
+            stack.extend(children_of(node))
     return found
 
 
@@ -451,16 +506,4 @@ def comment_counts(root: cst.CSTNode) -> Counter[str]:
     are nodes of the parsed module are looked up in its index, only the new nodes are walked
     (a libcst visit of a rebuilt ``def main():`` went through all of it again, once for each
     rebuilt statement around an edit)."""
-    index = _INDEX[0] if _INDEX else None
-    counts: Counter[str] = Counter()
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        found = index.find(node, cst.Comment, True) if index is not None else None
-        if found is not None:
-            counts.update(comment.value for comment in found)
-        elif isinstance(node, cst.Comment):
-            counts[node.value] += 1
-        else:
-            stack.extend(node.children)
-    return counts
+    return Counter(comment.value for comment in found_in_rebuilt(root, cst.Comment))

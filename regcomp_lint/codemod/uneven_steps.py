@@ -17,7 +17,7 @@ import builtins
 import libcst as cst
 
 from regcomp_lint.codemod.roles import CallGraph
-from regcomp_lint.codemod.tree import Function, Tree, code, find_all
+from regcomp_lint.codemod.tree import Function, Tree, code, find_all, find_own
 from regcomp_lint.knowledge import torch_api
 
 #: How many callers up the step is followed to the loop that runs it (step() <- train() <- main()).
@@ -122,16 +122,7 @@ def _run_time_ending(tree: Tree, loop: cst.While | cst.For) -> str | None:
 
 def _own_statements(root: cst.CSTNode, kind):
     """Nodes of ``kind`` under ``root`` that belong to this loop, not to a nested loop or function."""
-    found = []
-
-    class _Visitor(cst.CSTVisitor):
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            if isinstance(node, kind):
-                found.append(node)
-            return node is root or not isinstance(node, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef))
-
-    root.visit(_Visitor())
-    return found
+    return find_own(root, kind, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef))
 
 
 def _call_in(expr: cst.CSTNode) -> cst.Call | None:

@@ -221,3 +221,39 @@ def test_code_of_a_module_made_from_this_one(name: str) -> None:
         ]
         for variant in variants:
             assert ours.code_of(variant) == variant.code
+
+
+def test_find_own_and_found_in_rebuilt_match_a_visit() -> None:
+    """``find_own`` (a loop's own statements) and ``found_in_rebuilt`` (names outside imports in
+    a rebuilt module) give what a libcst visit of the same nodes gives."""
+    from regcomp_lint.codemod.tree import _find_all, clear_find_cache, find_own, found_in_rebuilt
+
+    stop = (cst.For, cst.While, cst.FunctionDef, cst.ClassDef)
+    for path in sorted((ROOT / "fixtures" / "fix").glob("*/input.py"))[:12]:
+        module = cst.parse_module(path.read_text(encoding="utf-8"))
+        Tree(MetadataWrapper(module, unsafe_skip_copy=True))
+        try:
+            for block in find_all(module, cst.IndentedBlock):
+                for kind in (cst.If, cst.Break, (cst.Assign, cst.AugAssign)):
+                    assert find_own(block, kind, stop) == _find_all(block, kind, False, stop)
+            rebuilt = module.with_changes(body=[s.with_changes() for s in module.body])
+            visitor = _NamesOutsideImports()
+            rebuilt.visit(visitor)
+            found = found_in_rebuilt(rebuilt, cst.Name, (cst.Import, cst.ImportFrom))
+            assert {n.value for n in found} == visitor.names
+        finally:
+            clear_find_cache()
+
+
+class _NamesOutsideImports(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
