@@ -294,12 +294,25 @@ _FAST: dict[type, type] = {}
 
 
 def _fast_gatherer(gatherer: type) -> type:
-    """``gatherer`` whose ``dir()`` lists only what libcst's matcher machinery can find in it."""
+    """``gatherer`` whose ``dir()`` lists only what libcst's matcher machinery can find in it;
+    when all it does is in ``leave_Module`` (it reads the module's statements there), it does
+    not visit the statements first."""
     fast = _FAST.get(gatherer)
     if fast is None:
-        fast = _FAST[gatherer] = type(
-            gatherer.__name__, (gatherer,), {"__dir__": lambda self: _matcher_decorated(gatherer)}
-        )
+        members: dict[str, object] = {"__dir__": lambda self: _matcher_decorated(gatherer)}
+        hooks = {
+            name
+            for name in dir(gatherer)
+            if name.startswith(("visit_", "leave_")) and not getattr(getattr(gatherer, name), "_is_no_op", False)
+        }
+        if hooks == {"leave_Module"} and not _matcher_decorated(gatherer):
+
+            def on_visit(self, node: cst.CSTNode) -> bool:
+                gatherer.on_visit(self, node)
+                return False  # (its on_leave, and so leave_Module, still runs)
+
+            members["on_visit"] = on_visit
+        fast = _FAST[gatherer] = type(gatherer.__name__, (gatherer,), members)
     return fast
 
 
