@@ -308,7 +308,7 @@ def _fast_gatherer(gatherer: type) -> type:
         if hooks == {"leave_Module"} and not _matcher_decorated(gatherer):
 
             def on_visit(self, node: cst.CSTNode) -> bool:
-                gatherer.on_visit(self, node)
+                gatherer.on_visit(self, node)  # type: ignore[attr-defined]
                 return False  # (its on_leave, and so leave_Module, still runs)
 
             members["on_visit"] = on_visit
