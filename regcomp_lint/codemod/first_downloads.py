@@ -10,6 +10,7 @@ exists, in a helper) are named in a note.
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -28,10 +29,29 @@ _STATEMENTS = (cst.SimpleStatementLine, cst.If, cst.With, cst.Try)
 _HELPER_DEPTH = 2
 
 
+def may_download(tree: Tree) -> bool:
+    """False when no statement of the script can download: its text holds neither ``download``
+    nor both the first and the last word of a name of :data:`DOWNLOADERS` (a call resolves to
+    ``requests.get`` only through an import that names ``requests``, and ``get`` is written in the
+    call or in that import). Once per script."""
+    found = _MAY_DOWNLOAD.get(tree)
+    if found is None:
+        text = tree.text
+        found = _MAY_DOWNLOAD[tree] = "download" in text or any(
+            name.split(".", 1)[0] in text and name.rsplit(".", 1)[-1] in text for name in DOWNLOADERS
+        )
+    return found
+
+
+_MAY_DOWNLOAD: weakref.WeakKeyDictionary[Tree, bool] = weakref.WeakKeyDictionary()
+
+
 def downloads(tree: Tree, stmt: cst.CSTNode) -> bool:
     """A statement that downloads: a call with ``download=True`` (torchvision, torchtext
     datasets), or a fetch or an archive extraction of :data:`DOWNLOADERS`, also inside a compound
     statement (GCN's ``if <files exist>: ... else: with requests.get(url) as f: ...``)."""
+    if not may_download(tree):
+        return False
     if isinstance(stmt, cst.SimpleStatementLine) and any(
         arg.keyword is not None and arg.keyword.value == "download" and code(arg.value).strip() == "True"
         for call in find_all(stmt, cst.Call)
@@ -46,7 +66,7 @@ def downloads(tree: Tree, stmt: cst.CSTNode) -> bool:
 def download_helper(tree: Tree, stmt: cst.CSTNode, depth: int = 0) -> cst.FunctionDef | None:
     """The script's own function that ``stmt`` calls and that downloads (the ViT example's
     ``train_loader, test_loader = get_loader(args)``), followed a few calls deep."""
-    if depth >= _HELPER_DEPTH or not isinstance(stmt, _STATEMENTS):
+    if depth >= _HELPER_DEPTH or not isinstance(stmt, _STATEMENTS) or not may_download(tree):
         return None
     for call in find_all(stmt, cst.Call, enter_functions=False):
         function = tree.function_named(call)
@@ -64,6 +84,8 @@ def download_first(planner: Planner, block: Block, accelerator_at: int) -> None:
     ``with accelerator.main_process_first():`` (the statement as the other edits left it, its
     comments above the ``with``); note the downloads it cannot reach."""
     tree = planner.tree
+    if not may_download(tree):
+        return  # (the statements below would all answer no)
     acc = planner.acc_key
     reached: list[cst.CSTNode] = []
     helpers: list[cst.FunctionDef] = []
