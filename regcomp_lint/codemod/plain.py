@@ -43,6 +43,7 @@ from regcomp_lint.codemod.first_downloads import download_first
 from regcomp_lint.codemod.frozen_parameters import allow_unused_parameters
 from regcomp_lint.codemod.gradient_clipping import clip_through_accelerator
 from regcomp_lint.codemod.hand_distribution import adapt_distribution
+from regcomp_lint.codemod.hand_schedules import hand_lr_notes
 from regcomp_lint.codemod.handed_in import find_handed_in, placements_before
 from regcomp_lint.codemod.handed_to_modules import unwrap_for_other_modules
 from regcomp_lint.codemod.lint_view import lint_view
@@ -439,6 +440,7 @@ class PlainPlanner(Planner):
                     f"{key} is not iterated by the training loop: left unprepared (evaluation is not sharded)"
                 )
         self.notes += evaluation_passes_note(view, prepared_origins, self.acc_key)
+        self.notes += hand_lr_notes(tree, self.training, loaders)
         order = self._first_binding_order()
         return (
             sorted(models, key=order),
