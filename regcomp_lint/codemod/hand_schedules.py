@@ -42,8 +42,8 @@ def _moves_with_the_loop(tree: Tree, assign: cst.Assign) -> bool:
     bound = {n.value for loop in loops if isinstance(loop, cst.For) for n in find_all(loop.target, cst.Name)}
     for inner in find_all(outer.body, cst.Assign):
         bound |= {n.value for t in inner.targets for n in find_all(t.target, cst.Name)}
-    for inner in find_all(outer.body, cst.For):
-        bound |= {n.value for n in find_all(inner.target, cst.Name)}
+    for nested in find_all(outer.body, cst.For):
+        bound |= {n.value for n in find_all(nested.target, cst.Name)}
     return any(n.value in bound for n in find_all(assign.value, cst.Name))
 
 
