@@ -47,6 +47,52 @@ def find_handed_in(tree: Tree, graph: CallGraph, training: set[Function]) -> Han
     return found[0] if len(found) == 1 else None
 
 
+def handed_optimizer(tree: Tree, training: set[Function]) -> tuple[str, str, int] | None:
+    """(where it is handed, key, line) of an optimizer a training function steps but does not
+    build: a parameter of the function (torchvision's ``train_one_epoch(model, optimizer, ...)``)
+    or an attribute its class's ``__init__`` keeps from a parameter (BYOL's
+    ``self.optimizer = optimizer``, SimCLR's ``self.optimizer = kwargs['optimizer']``), stepped
+    as ``optimizer.step()`` or through a scaler, ``scaler.step(optimizer)``. What a refusal
+    names instead of "no optimizer found" when nothing here builds one."""
+    for function in sorted(training, key=lambda f: 0 if isinstance(f, cst.Module) else tree.line(f)):
+        if not isinstance(function, cst.FunctionDef):
+            continue
+        cls = tree.class_of(function)
+        init = (
+            next((m for m in cls.body.body if isinstance(m, cst.FunctionDef) and m.name.value == "__init__"), None)
+            if cls is not None
+            else None
+        )
+        handed = {p: f"{function.name.value}()" for p in parameter_names(function) if p != "self"}
+        if init is not None and cls is not None:
+            handed |= dict.fromkeys(_kept_from_parameters(init), f"{cls.name.value}.__init__")
+        for call in find_all(function, cst.Call, enter_functions=False):
+            func = call.func
+            if not (isinstance(func, cst.Attribute) and func.attr.value == "step"):
+                continue
+            key = key_of(func.value) if not call.args else key_of(call.args[0].value)
+            if key in handed:
+                return handed[key], key, tree.line(call)
+    return None
+
+
+def _kept_from_parameters(init: cst.FunctionDef) -> set[str]:
+    """``self.x`` keys ``__init__`` assigns from a parameter, or an item of one (``kwargs['optimizer']``)."""
+    stars = [init.params.star_arg, init.params.star_kwarg]
+    params = set(parameter_names(init)) | {s.name.value for s in stars if isinstance(s, cst.Param)}
+    kept: set[str] = set()
+    for assign in find_all(init, cst.Assign, enter_functions=False):
+        target = single_target(assign)
+        if target is None or not target[0].startswith("self."):
+            continue
+        value = target[1]
+        if isinstance(value, cst.Subscript):
+            value = value.value
+        if isinstance(value, cst.Name) and value.value in params:
+            kept.add(target[0])
+    return kept
+
+
 def _optimized(
     tree: Tree, cls: cst.ClassDef, init: cst.FunctionDef, kept: dict[str, str], optimizer: str, models: list[str]
 ) -> list[str]:

@@ -44,7 +44,7 @@ from regcomp_lint.codemod.frozen_parameters import allow_unused_parameters
 from regcomp_lint.codemod.gradient_clipping import clip_through_accelerator
 from regcomp_lint.codemod.hand_distribution import adapt_distribution
 from regcomp_lint.codemod.hand_schedules import hand_lr_notes
-from regcomp_lint.codemod.handed_in import find_handed_in, placements_before
+from regcomp_lint.codemod.handed_in import find_handed_in, handed_optimizer, placements_before
 from regcomp_lint.codemod.handed_to_modules import unwrap_for_other_modules
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.load_locations import keep_cpu_load_locations
@@ -228,6 +228,14 @@ class PlainPlanner(Planner):
             if by_hand is not None and scope is not None:
                 found = [(scope, None, [by_hand.model])]
                 self.hand_update = by_hand
+        handed_elsewhere = handed_optimizer(tree, self.training) if not found else None
+        if handed_elsewhere is not None:
+            receiver, key, line = handed_elsewhere
+            raise Refusal(
+                f"the optimizer {key} (stepped at line {line}) is handed to {receiver} by its caller, which builds it "
+                f"and the models it trains; which models it optimizes is only known there: convert by hand (prepare "
+                f"them where they are built and hand the accelerator to {receiver})"
+            )
         if not found:
             raise Refusal(
                 "no optimizer found (a torch.optim class, a torch.optim.Optimizer subclass, a function returning one, "

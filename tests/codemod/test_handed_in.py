@@ -47,3 +47,32 @@ def test_a_device_move_of_the_handed_in_model_is_removed():
 
 def test_a_dtype_cast_of_the_handed_in_model_stays():
     assert "    model.to(torch.float64)\n" in convert("    model.to(torch.float64)")
+
+
+def test_an_optimizer_handed_to_a_trainer_that_calls_its_models_elsewhere_is_named():
+    """BYOL's and SimCLR's trainers: the refusal said "no optimizer found" of a file that steps one."""
+    text = (
+        "import torch\n\n\nclass Trainer:\n    def __init__(self, *args, **kwargs):\n"
+        "        self.model = kwargs['model']\n        self.optimizer = kwargs['optimizer']\n\n"
+        "    def update(self, x):\n        return self.model(x).pow(2).mean()\n\n"
+        "    def train(self, loader):\n        scaler = torch.cuda.amp.GradScaler()\n        for x in loader:\n"
+        "            loss = self.update(x)\n            self.optimizer.zero_grad()\n"
+        "            scaler.scale(loss).backward()\n            scaler.step(self.optimizer)\n            scaler.update()\n"
+    )
+    result = convert_source(text, "trainer.py")
+    assert result.refused is not None
+    assert "the optimizer self.optimizer (stepped at line 18) is handed to Trainer.__init__ by its caller" in (
+        result.refused
+    )
+
+
+def test_an_optimizer_handed_to_a_training_function_of_a_library_module_is_named():
+    """torchvision's detection engine.py: train_one_epoch(model, optimizer, data_loader, ...)."""
+    text = (
+        "def train_one_epoch(model, optimizer, data_loader):\n    for images, targets in data_loader:\n"
+        "        losses = sum(model(images, targets).values())\n        optimizer.zero_grad()\n"
+        "        losses.backward()\n        optimizer.step()\n"
+    )
+    result = convert_source(text, "engine.py")
+    assert result.refused is not None
+    assert "the optimizer optimizer (stepped at line 6) is handed to train_one_epoch() by its caller" in result.refused
