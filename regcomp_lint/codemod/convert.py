@@ -71,7 +71,7 @@ def _convert_source(text: str, filename: str, options: ConvertOptions | None) ->
     from libcst.codemod import CodemodContext
 
     from regcomp_lint.codemod.command import ConvertToAccelerate
-    from regcomp_lint.codemod.settings import Refusal
+    from regcomp_lint.codemod.settings import Refusal, StepElsewhere
 
     # libcst drops the last line ending of a file whose lines end in a lone CR (old Mac style):
     # such a file is converted with LF endings and given its CRs back (it has no LF of its own)
@@ -79,7 +79,7 @@ def _convert_source(text: str, filename: str, options: ConvertOptions | None) ->
     work = body.replace("\r", "\n") if cr_only else body
     command = ConvertToAccelerate(CodemodContext(filename=filename), options)
     try:
-        new_body = call_deep(_transform, command, work)
+        new_body, changed = call_deep(_transform, command, work)
     except cst.ParserSyntaxError as exc:
         return _refused(text, f"{filename}: libcst cannot parse line {exc.raw_line}: {exc.message}")
     except _NotExact:
@@ -92,8 +92,8 @@ def _convert_source(text: str, filename: str, options: ConvertOptions | None) ->
             text, f"{filename}: not converted: the code is nested too deeply for the fixer; nothing changed"
         )
     except Refusal as refusal:
-        if str(refusal) == NO_TRAINING_STEP:
-            return _no_training_step(text, syntax, filename, options)
+        if str(refusal) == NO_TRAINING_STEP or isinstance(refusal, StepElsewhere):
+            return _no_training_step(text, syntax, filename, options, str(refusal))
         return _refused(
             text,
             f"{filename}: not converted: {refusal}"
@@ -104,7 +104,7 @@ def _convert_source(text: str, filename: str, options: ConvertOptions | None) ->
         return _refused(text, f"{filename}: not converted: libcst cannot parse this file ({exc}); nothing changed")
     if cr_only:
         new_body = new_body.replace("\n", "\r")
-    problem = _check(body, new_body, filename)
+    problem = _check(body, new_body, filename, changed if not cr_only else None)
     if problem:
         return _refused(text, f"{filename}: internal error, nothing changed: {problem} (please report this script)")
     new_text = (_BOM + new_body) if bom else new_body
@@ -117,12 +117,15 @@ def _parse(text: str, filename: str) -> ast.Module:
     return parse(text, filename)  # (SyntaxWarnings about the user's code are not ours to print)
 
 
-def _no_training_step(text: str, syntax: ast.Module, filename: str, options: ConvertOptions) -> ConversionResult:
+def _no_training_step(
+    text: str, syntax: ast.Module, filename: str, options: ConvertOptions, reason: str = NO_TRAINING_STEP
+) -> ConversionResult:
     """Not a training script, unless it hands its model to a trainer of its own project that it
-    imports (minGPT's chargpt.py): then a refusal that names where the loop runs."""
+    imports (minGPT's chargpt.py): then a refusal that names where the loop runs. ``reason``: the
+    refusal when no such loop is found."""
     found = find_delegated_loop(syntax, filename)
     if found is None:
-        return _refused(text, f"{filename}: not converted: {NO_TRAINING_STEP}")
+        return _refused(text, f"{filename}: not converted: {reason}")
     converts = None
     if found.path is not None:
         try:
@@ -139,8 +142,10 @@ class _NotExact(Exception):
     """libcst's tree does not print back as the text it was parsed from."""
 
 
-def _transform(command: ConvertToAccelerate, text: str) -> str:
-    """Parse, check the round trip, convert and print: all of it recursive in libcst."""
+def _transform(command: ConvertToAccelerate, text: str) -> tuple[str, tuple[list[str], list[str]] | None]:
+    """Parse, check the round trip, convert and print: all of it recursive in libcst. Also the
+    texts of the top-level statements the result dropped and of those it printed anew
+    (:meth:`SourceMetadata.code_of`; None: all of it printed anew)."""
     import libcst as cst
 
     from regcomp_lint.codemod.source_metadata import SourceMetadata
@@ -151,7 +156,8 @@ def _transform(command: ConvertToAccelerate, text: str) -> str:
     if metadata.code != text:  # the round trip libcst promises; never edit a file it would change
         raise _NotExact()
     try:
-        return metadata.code_of(command.transform_module(module, metadata))
+        code = metadata.code_of(command.transform_module(module, metadata))
+        return code, metadata.changed
     finally:
         clear_find_cache()
 
@@ -186,8 +192,10 @@ def _refused(text: str, why: str) -> ConversionResult:
     return ConversionResult(text, False, why.replace("\n", " "), [])
 
 
-def _check(before: str, after: str, filename: str) -> str | None:
-    """The guarantees every result keeps: it parses, and no comment is lost."""
+def _check(before: str, after: str, filename: str, changed: tuple[list[str], list[str]] | None = None) -> str | None:
+    """The guarantees every result keeps: it parses, and no comment is lost. ``changed``: the
+    texts of the top-level statements ``before`` has and ``after`` does not, and of those
+    ``after`` printed anew (each text starts where the tokenizer is between statements)."""
     if before == after:
         return None
     try:
@@ -196,7 +204,31 @@ def _check(before: str, after: str, filename: str) -> str | None:
         return f"the result does not parse ({exc.msg}, line {exc.lineno})"
     except (RecursionError, MemoryError, ValueError) as exc:
         return f"the result does not parse ({type(exc).__name__})"
+    if changed is not None and _none_lost(*changed):
+        return None
     lost = Counter(c for _, _, c in comments(before)) - Counter(c for _, _, c in comments(after))
     if lost:
         return f"the result would lose the comment {next(iter(lost))!r}"
     return None
+
+
+def _none_lost(dropped: list[str], printed: list[str]) -> bool:
+    """True when the comments of the statements a conversion dropped are all in those it printed.
+
+    The statements it kept are the same text in both files, each starting and ending where the
+    tokenizer is between statements (when what was printed anew ends there too: no string or
+    bracket left open), so their comments are the same in both and only the rest is tokenized.
+    False: not shown (something did not tokenize on its own), or a comment went missing; the
+    whole texts then decide, and name it."""
+    counts: Counter[str] = Counter()
+    for texts, sign in ((dropped, 1), (printed, -1)):
+        for text in texts:
+            try:
+                for token in tokenize.generate_tokens(io.StringIO(text).readline):
+                    if token.type == tokenize.COMMENT:
+                        counts[token.string] += sign
+                    elif token.type == tokenize.ERRORTOKEN:
+                        return False
+            except (tokenize.TokenError, SyntaxError):  # (IndentationError is a SyntaxError)
+                return False
+    return all(count <= 0 for count in counts.values())

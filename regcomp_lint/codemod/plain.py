@@ -66,7 +66,7 @@ from regcomp_lint.codemod.roles import (
     creations,
 )
 from regcomp_lint.codemod.schedulers import unpacked_schedulers
-from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, resolve
+from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, StepElsewhere, resolve
 from regcomp_lint.codemod.trackers import log_from_main_process
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, read_keys, single_target
 from regcomp_lint.codemod.uneven_steps import uneven_steps
@@ -110,7 +110,7 @@ class PlainPlanner(Planner):
         tree = self.tree
         backwards = backward_calls(tree, set())
         if not backwards and self.distribution.data_parallel:  # MAE's main_pretrain.py + engine_pretrain.py
-            raise Refusal(
+            raise StepElsewhere(
                 f"it wraps the model for data parallelism ({self.distribution.describe(tree)}) but has no X.backward() "
                 "of its own: its training step runs elsewhere (another module, a loss scaler); convert by hand"
             )

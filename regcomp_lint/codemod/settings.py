@@ -27,6 +27,12 @@ class Refusal(Exception):
     """The script cannot be converted completely and correctly; the message says why and what to do."""
 
 
+class StepElsewhere(Refusal):
+    """The script wraps its model for data parallelism but its training step runs in another
+    module: the refusal names that module's loop when it can be found (torchvision's detection
+    ``train.py`` and ``engine.train_one_epoch``)."""
+
+
 @dataclass
 class ScriptSettings:
     """Plugin keywords as the script spelled them, gathered from every place it configures compilation."""

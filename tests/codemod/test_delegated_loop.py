@@ -211,3 +211,22 @@ def test_a_training_function_and_a_trainer_brought_by_a_star_import_are_named(tm
     assert (
         "the training loop runs in mingpt.trainer.Trainer.run(), which it imports and runs at line 8" in result.refused
     )
+
+
+def test_a_ddp_script_whose_loop_runs_in_an_engine_module_names_that_loop(tmp_path):
+    """torchvision's detection train.py wraps the model in DDP and calls engine.train_one_epoch():
+    the refusal named neither until it looked for the loop."""
+    (tmp_path / "engine.py").write_text(
+        "def train_one_epoch(model, optimizer, data_loader):\n    for images, targets in data_loader:\n"
+        "        losses = sum(model(images, targets).values())\n        optimizer.zero_grad()\n"
+        "        losses.backward()\n        optimizer.step()\n"
+    )
+    train = (
+        "import torch\nfrom engine import train_one_epoch\n\n"
+        "model = torch.nn.Linear(4, 1)\nmodel = torch.nn.parallel.DistributedDataParallel(model)\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\nfor epoch in range(3):\n"
+        "    train_one_epoch(model, optimizer, loader)\n"
+    )
+    result = convert_source(train, str(tmp_path / "train.py"))
+    assert result.refused is not None
+    assert "the training loop runs in engine.train_one_epoch(), which it imports and runs at line 8" in result.refused
