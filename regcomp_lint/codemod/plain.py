@@ -365,8 +365,12 @@ class PlainPlanner(Planner):
         for _, owners in self.optimizer_found:
             models += [m for m in owners if m not in models]
         if "self" in models:  # `self.opt = Adam(self.parameters())` in a module's own __init__
+            owner = tree.class_of(self.scope) if isinstance(self.scope, cst.FunctionDef) else None
+            where = (
+                f"{owner.name.value}.{function_name(self.scope)}" if owner is not None else function_name(self.scope)
+            )
             raise Refusal(
-                f"the optimizer is built from self.parameters() in {function_name(self.scope)}: the model would "
+                f"the optimizer is built from self.parameters() in {where} (line {tree.line(self.scope)}): the model would "
                 "prepare itself (each instance its own Accelerator); build the optimizer where the model is "
                 "created, or convert by hand"
             )
