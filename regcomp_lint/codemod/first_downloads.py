@@ -69,12 +69,25 @@ def download_helper(tree: Tree, stmt: cst.CSTNode, depth: int = 0) -> cst.Functi
     if depth >= _HELPER_DEPTH or not isinstance(stmt, _STATEMENTS) or not may_download(tree):
         return None
     for call in find_all(stmt, cst.Call, enter_functions=False):
-        function = tree.function_named(call)
+        function = tree.function_named(call) or _init_of_class_built(tree, call)
         if function is None:
             continue
         for inner in find_all(function, _STATEMENTS, enter_functions=False):
             if downloads(tree, inner) or download_helper(tree, inner, depth + 1) is not None:
                 return function
+    return None
+
+
+def _init_of_class_built(tree: Tree, call: cst.Call) -> cst.FunctionDef | None:
+    """The ``__init__`` of the script's own class that ``call`` builds: the torchaudio tutorial's
+    ``SubsetSC("training")``, whose ``__init__`` calls ``super().__init__("./", download=True)``."""
+    if not isinstance(call.func, cst.Name):
+        return None
+    for cls in tree.module.body:
+        if isinstance(cls, cst.ClassDef) and cls.name.value == call.func.value:
+            return next(
+                (m for m in cls.body.body if isinstance(m, cst.FunctionDef) and m.name.value == "__init__"), None
+            )
     return None
 
 
@@ -95,7 +108,9 @@ def download_first(planner: Planner, block: Block, accelerator_at: int) -> None:
         helper = None if downloads(tree, stmt) else download_helper(tree, stmt)
         if helper is not None or downloads(tree, stmt):
             reached.append(stmt)
-            where = f" (in {helper.name.value}())" if helper is not None else ""
+            owner = tree.class_of(helper) if helper is not None else None
+            named = f"{owner.name.value}.{helper.name.value}" if owner is not None and helper is not None else None
+            where = f" (in {named or helper.name.value}())" if helper is not None else ""
             planner.notes.append(
                 f"the dataset download at line {tree.line(stmt)}{where} runs under {acc}.main_process_first(): the "
                 "main process downloads, the others then read its files"

@@ -135,3 +135,20 @@ def test_a_call_of_a_helper_that_downloads_goes_under_main_process_first():
     assert "    with accelerator.main_process_first():\n        loader = get_loader(transform)\n" in result.text
     assert any("(in get_loader()) runs under accelerator.main_process_first()" in n for n in result.notes)
     assert not any("runs in every process" in n for n in result.notes)
+
+
+def test_a_dataset_class_of_the_script_that_downloads_in_its_init_goes_under_main_process_first():
+    """torchaudio's speech-commands tutorial: SubsetSC.__init__ calls super().__init__(..., download=True)."""
+    text = SCRIPT.replace(
+        "def main():",
+        "class SubsetSC(datasets.MNIST):\n    def __init__(self, train):\n"
+        "        super().__init__('../data', train=train, download=True, transform=transforms.ToTensor())\n\n\ndef main():",
+    ).replace(
+        '    train_set = datasets.MNIST("../data", train=True, download=True,\n                               transform=transform)\n'
+        '    test_set = datasets.MNIST("../data", train=False, download=True, transform=transform)\n',
+        "    train_set = SubsetSC(True)\n",
+    )
+    result = convert_source(text, "train.py", ConvertOptions())
+    assert result.refused is None, result.refused
+    assert "    with accelerator.main_process_first():\n        train_set = SubsetSC(True)\n" in result.text
+    assert any("(in SubsetSC.__init__()) runs under accelerator.main_process_first()" in n for n in result.notes)
