@@ -18,6 +18,11 @@ def record(path: str) -> None:
         _active[-1].add(path)
 
 
+def current() -> set[str] | None:
+    """The innermost recording (None outside any): what :func:`record` adds to now."""
+    return _active[-1] if _active else None
+
+
 @contextmanager
 def recording() -> Iterator[set[str]]:
     paths: set[str] = set()

@@ -155,6 +155,7 @@ class ForwardRule(Rule, Generic[NodeT]):
         in_context = _overrides(type(self), "accepts")
         entry = (self.candidate, type(self).accepts if in_context else None, self._candidates)
         self._wanted = dispatch.wanted  # filled by every RC2xx rule of the file
+        self._places = dispatch.places
         if dispatch.dispatcher is None:
             dispatch.dispatcher = weakref.ref(self)  # weak: the file's model must not keep its rules
             # A function, not the bound ``self._walked``: kept on the instance, a bound method
@@ -205,16 +206,36 @@ class ForwardRule(Rule, Generic[NodeT]):
             ctx = self.ctx
             reach = ctx.semantic.reachability()
             untraced = self._facts.is_untraced
-            deep = lambda: ctx.semantic.reachability(functions=True)  # noqa: E731
+            keep = self._keep
+            judge = self.judge
+            # Where candidates sit, found once per function for all the file's RC2xx rules: the
+            # candidates of one function share one ``defs`` tuple (kept alive in the value, so
+            # its id is not reused while the table lives).
+            places = self._places
             for node, defs in self._candidates:
-                located = reach.locate(defs)
-                if located is None or located[0].disabled or untraced(node):
+                place = places.get(id(defs))
+                if place is None:
+                    place = places[id(defs)] = (defs, self._scope_of(reach, defs))
+                scope = place[1]
+                if scope is None or (keep is not None and not keep(node)) or untraced(node):
                     continue
-                func, chain = located
-                found = self.judge(node, Scope(reach, func, chain, deep))
+                found = judge(node, scope)
                 if found is not None:
-                    self.report(found.at or node, f"{found.message} ({chain})")
+                    self.report(found.at or node, f"{found.message} ({scope.chain})")
         self._report_elsewhere()
+
+    #: A test a candidate must pass before it is judged (after its place is found), or None.
+    _keep: Callable[[NodeT], bool] | None = None
+
+    def _scope_of(self, reach: Reachability, defs: tuple[ast.AST, ...]) -> Scope | None:
+        """The scope of candidates inside ``defs`` (None: no forward reaches them, or dynamo skips them)."""
+        located = reach.locate(defs)
+        if located is None or located[0].disabled:
+            return None
+        # Weak: the scope is kept in the file's model (``places``), which must not keep itself
+        # alive through a cycle (it holds the file's tree until the cyclic collector runs).
+        semantic = weakref.ref(self.ctx.semantic)
+        return Scope(reach, located[0], located[1], lambda: semantic().reachability(functions=True))  # type: ignore[union-attr]
 
     def _report_elsewhere(self) -> None:
         """Breaks in functions of other local files that this file's forwards reach: reported at
@@ -253,11 +274,9 @@ def _walk_handler(
         entries = wanted.get(type(node))
         if not entries:
             return
-        defs = None
         for candidate, accepts, sink in entries:
             if candidate(node) and (accepts is None or accepts(node, ancestors)):
-                defs = defs or tuple(facts.defs)
-                sink.append((node, defs))
+                sink.append((node, facts.defs_key))
 
     return walked
 
@@ -278,6 +297,8 @@ class _CandidateDispatch:
         self.wanted: dict[type, list[tuple[Callable, Callable | None, list]]] = {}
         #: The rule whose handlers dispatch (switched on for the wanted types only).
         self.dispatcher: weakref.ref[ForwardRule] | None = None
+        #: id of a candidates' ``defs`` tuple -> (the tuple, their scope or None), filled in ``finish``.
+        self.places: dict[int, tuple[tuple[ast.AST, ...], Scope | None]] = {}
 
 
 def is_disabled(func: Function) -> bool:
@@ -375,16 +396,17 @@ def _find_elsewhere_sites(ctx: FileContext, facts: reachability.FactsCollector) 
     if not shallow.classes or not _calls_into_local_module(shallow):
         return []
     reach = ctx.semantic.reachability(functions=True)
+    here = _here_test(filename)
 
     def follows(caller: Function, call: ast.Call, callee: Function) -> bool:
         if caller.local and facts.is_untraced(call):
             return False  # dynamo skips the call (under ``if not is_compiling():``)
         # A decorated function of another file may not be what runs (``lru_cache``, a wrapper
         # that makes it a compile-time constant...): not followed, for precision.
-        return _here(callee, filename) or not _wrapped(callee)
+        return here(callee) or not _wrapped(callee)
 
     tree = reach.paths(follows)
-    foreign = [f for f in tree if not _here(f, filename)]
+    foreign = [f for f in tree if not here(f)]
     if not foreign:
         return []
     innermost: dict[int, Function] = {}
@@ -404,15 +426,9 @@ def _find_elsewhere_sites(ctx: FileContext, facts: reachability.FactsCollector) 
             func = next(
                 (innermost[id(d)] for d in reversed(ancestors) if type(d) in FUNCTION_DEFS and id(d) in innermost), None
             )
-            if (
-                func is None
-                or func.disabled
-                or id(func.node) in delegated
-                or _here(func, filename)
-                or _untraced(ancestors, node)
-            ):
+            if func is None or func.disabled or id(func.node) in delegated or here(func) or _untraced(ancestors, node):
                 continue
-            path = _chain(func, tree, filename, chains)
+            path = _chain(func, tree, here, chains)
             if path is not None:
                 sites.append(ElsewhereSite(node, ancestors, func, path[0], path[1], reach))
     return sites
@@ -426,8 +442,24 @@ def _wrapped(func: Function) -> bool:
     return any(not (isinstance(d, ast.Name) and d.id in TRANSPARENT_DECORATORS) for d in func.node.decorator_list)
 
 
-def _here(func: Function, filename: str) -> bool:
-    return func.local or same_file(func.module.path, filename)
+def _here_test(filename: str) -> Callable[[Function], bool]:
+    """Whether a function is the linted file's own (``func.local``, or its module is that file),
+    each module's path made absolute once (a graph's functions share a few modules; the test
+    runs for every edge followed)."""
+    target = os.path.abspath(filename)
+    known: dict[int, tuple[ParsedModule, bool]] = {}  # id -> (the module, kept alive; the answer)
+
+    def here(func: Function) -> bool:
+        if func.local:
+            return True
+        module = func.module
+        found = known.get(id(module))
+        if found is None:
+            path = module.path
+            found = known[id(module)] = (module, path is not None and os.path.abspath(path) == target)
+        return found[1]
+
+    return here
 
 
 def _here_cls(func: Function, filename: str) -> bool:
@@ -465,7 +497,7 @@ def _calls_into_local_module(shallow: Reachability) -> bool:
     return False
 
 
-def _chain(func: Function, tree: dict, filename: str, memo: dict) -> tuple[Chain, ast.Call] | None:
+def _chain(func: Function, tree: dict, here: Callable[[Function], bool], memo: dict) -> tuple[Chain, ast.Call] | None:
     """The chain from a root of the linted file to ``func``, its labels naming the other files'
     plain functions by module (``_shared_ops.scale``), and the call where it leaves the file."""
     if func in memo:
@@ -476,16 +508,16 @@ def _chain(func: Function, tree: dict, filename: str, memo: dict) -> tuple[Chain
     path.reverse()
     call = None
     for caller, callee in zip(path, path[1:]):
-        if _here(caller, filename) and not _here(callee, filename):
+        if here(caller) and not here(callee):
             call = tree[callee][1]
             break
-    found = (Chain(tuple(_label(f, filename) for f in path)), call) if call is not None else None
+    found = (Chain(tuple(_label(f, here) for f in path)), call) if call is not None else None
     memo[func] = found
     return found
 
 
-def _label(func: Function, filename: str) -> str:
-    if _here(func, filename):
+def _label(func: Function, here: Callable[[Function], bool]) -> str:
+    if here(func):
         return func.label
     top = func
     while top.parent is not None:

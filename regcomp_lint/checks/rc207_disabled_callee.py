@@ -110,7 +110,7 @@ class DisabledCallee(ForwardRule[ast.Call]):
             # Active only because the file imports something (``ForwardRule`` adds the
             # ``import`` trigger): only a call of an imported name can run a disabled function.
             imports = self.ctx.imports
-            self._candidates = [(node, defs) for node, defs in self._candidates if _imported_root(node.func, imports)]
+            self._keep = lambda node: _imported_root(node.func, imports)
         super().finish()
 
     _NATIVE = ("disable", "graph_break")

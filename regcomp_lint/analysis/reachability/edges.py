@@ -21,7 +21,17 @@ class CallEdges(Resolver):
 
     def call_targets(self, func: ast.AST, caller: Function) -> list[Function]:
         """What calling ``func`` (the ``func`` of an ``ast.Call``) inside ``caller`` may run."""
+        known = self._targets.get((id(func), id(caller)))
+        if known is not None and known[0] is func and known[1] is caller and dependencies.current() is known[3]:
+            return list(known[2])
         return self._call_targets(func, caller, self.facts(caller))
+
+    def _remember(self, func: ast.AST, caller: Function, targets: list[Function]) -> None:
+        """Keep what building the graph found for a call, for :meth:`call_targets` (RC207 asks
+        again about the calls of reached functions). Kept with the recording it was found under:
+        the files it read are recorded there already, and asked under another (the lint of
+        another file, a graph kept with a parsed module), it is found again, recording them."""
+        self._targets[(id(func), id(caller))] = (func, caller, targets, dependencies.current())
 
     def _callees(self, caller: Function) -> Iterator[tuple[Function, ast.Call]] | list[tuple[Function, ast.Call]]:
         if caller.module is not self.module:
@@ -48,7 +58,9 @@ class CallEdges(Resolver):
         result: list[tuple[Function, ast.Call]] = []
         for callee, call in specs:
             if callee is None:
-                result.extend((found, call) for found in self._call_targets(call.func, caller, self.facts(caller)))
+                targets = self._call_targets(call.func, caller, self.facts(caller))
+                self._remember(call.func, caller, targets)
+                result.extend((found, call) for found in targets)
                 continue
             if callee.parent is not None:  # a closure: keyed and labelled as :meth:`_closures` does
                 key = (id(callee.node), id(caller.cls))
@@ -122,10 +134,11 @@ class CallEdges(Resolver):
                     specs.append((None, call))
                 for callee in targets:
                     specs.append((callee, call))
-                    yield callee, call
             else:
-                for callee in self._call_targets(call.func, caller, facts):
-                    yield callee, call
+                targets = self._call_targets(call.func, caller, facts)
+            self._remember(call.func, caller, targets)
+            for callee in targets:
+                yield callee, call
             checkpoint = "checkpoint" in (_last_name(call.func) or "")
             for arg in [*call.args, *(kw.value for kw in call.keywords)]:
                 if type(arg) is ast.Starred:

@@ -60,6 +60,9 @@ class FactsCollector:
         self._stack: list[FunctionFacts] = []
         #: The function nodes enclosing the node being walked, outermost first.
         self.defs: list[ast.AST] = []
+        #: ``defs`` as a tuple, made once per function entered or left: every node of one
+        #: function shares it (the RC2xx rules key their candidates' places on it).
+        self.defs_key: tuple[ast.AST, ...] = ()
         #: ``(start, end)`` positions of statements dynamo skips: the body of
         #: ``if not torch.compiler.is_compiling():``, the ``else`` of ``if is_compiling():``.
         self.untraced: list[tuple[tuple[int, int], tuple[int, int]]] = []
@@ -95,11 +98,13 @@ class FactsCollector:
         self.facts[id(func)] = facts
         stack.append(facts)
         self.defs.append(func)
+        self.defs_key = (*self.defs_key, func)
 
     def leave(self, func: ast.AST) -> None:
         if self._stack:
             self._stack.pop()
             self.defs.pop()
+            self.defs_key = self.defs_key[:-1]
 
     def visit(self, node: ast.AST) -> None:
         stack = self._stack

@@ -43,6 +43,9 @@ class Resolver:
         self._hole = False
         #: Per function of the linted file (by def and receiver): what :meth:`_find_callees` found.
         self._local_specs: dict[tuple[int, int], list] = {}
+        #: (id of a call's func, id of its caller) -> (func, caller, its targets, the recording
+        #: they were found under): see :meth:`CallEdges._remember`.
+        self._targets: dict[tuple[int, int], tuple[ast.AST, Function, list[Function], object]] = {}
         self.module: ParsedModule
         if classes_from is not None:
             self.module = module = classes_from.module
