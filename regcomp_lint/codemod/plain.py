@@ -388,7 +388,9 @@ class PlainPlanner(Planner):
                 raise Refusal(
                     f"{function_name(self.scope)} is handed its model and is not called in this file: another "
                     "module drives it (once per worker or per epoch), and an Accelerator made in it would be made on "
-                    "every call; convert the script that builds the model and calls it, or convert by hand"
+                    "every call; regcomp-fix converts neither this file nor its caller on its own: convert by hand, creating "
+                    "the Accelerator and preparing the model and optimizer where the model is built, and handing the "
+                    "accelerator in"
                 )
         loaders: list[str] = []
         schedulers: list[str] = []
