@@ -1183,7 +1183,8 @@ class PlainPlanner(Planner):
                 for a in call.args
             ):
                 raise Refusal(
-                    f"torch.autograd.grad(..., create_graph=True) at line {tree.line(call)} (a gradient penalty) "
+                    f"torch.autograd.grad(..., create_graph=True) at line {tree.line(call)} (a gradient penalty, or a "
+                    "derivative with respect to the inputs such as a PDE residual) "
                     "differentiates the loss twice, which torch.compile (aot_autograd) and DDP do not support; "
                     "convert by hand, keeping that model uncompiled and unwrapped"
                 )
