@@ -67,7 +67,8 @@ class AttributeThroughWrapper(Rule):
 
     code = "RC407"
     name = "attribute-through-wrapper"
-    severity = Severity.WARNING
+    #: error: the script stops with an AttributeError as soon as it runs on several processes
+    severity = Severity.ERROR
     message = "an attribute of the model read through the object `prepare` returned: unwrap it first"
     triggers = ("prepare",)
     fix_applicability = Applicability.UNSAFE
