@@ -237,21 +237,37 @@ class SourceMetadata:
     def code_of(self, module: cst.Module) -> str:
         """``module.code`` for a module made from this one: the children it kept from this one
         (the same nodes: a transform hands back what it did not change) are not printed again,
-        their text is this module's (at the top level, a node prints the same wherever it is)."""
+        their text is this module's (at the top level, a node prints the same wherever it is).
+
+        Sets :attr:`changed`: the texts of this module's children that ``module`` does not keep,
+        and of the runs of children printed anew (None when ``module`` was printed whole)."""
+        self.changed: tuple[list[str], list[str]] | None = None
         top = self._top
         if not module.has_trailing_newline or (module.default_indent, module.default_newline) != self._defaults:
             return module.code  # (only one of these is printed the usual way: not worth the cases)
         state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
+        tokens = state.tokens
         text = self._text
+        kept_parts: set[cst.CSTNode] = set()
+        new_runs: list[tuple[int, int]] = []  # token ranges printed anew
         for part in (*module.header, *module.body, *module.footer):
             kept = top.get(part)
             if kept is None:
+                start = len(tokens)
                 part._codegen(state)
+                if new_runs and new_runs[-1][1] == start:
+                    new_runs[-1] = (new_runs[-1][0], len(tokens))
+                else:
+                    new_runs.append((start, len(tokens)))
             else:
-                state.tokens.append(text[kept[0] : kept[1]])
-        if not state.tokens:  # (what Module._codegen_impl does for an empty module with a newline)
+                kept_parts.add(part)
+                tokens.append(text[kept[0] : kept[1]])
+        if not tokens:  # (what Module._codegen_impl does for an empty module with a newline)
             state.add_token(state.default_newline)
-        return "".join(state.tokens)
+            return "".join(tokens)
+        dropped = [text[start:end] for node, (start, end) in self._top.items() if node not in kept_parts]
+        self.changed = (dropped, ["".join(tokens[start:end]) for start, end in new_runs])
+        return "".join(tokens)
 
     def preorder(self) -> tuple[list[cst.CSTNode], dict[cst.CSTNode, int], list[int]] | None:
         """The module's nodes in pre-order with each node's children in ``children`` order (the
