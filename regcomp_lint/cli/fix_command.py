@@ -38,8 +38,11 @@ Exit status (``EXIT_REFUSED`` first: a refusal needs the user, not a rerun):
 from __future__ import annotations
 
 import difflib
+import gc
 import re
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import click
@@ -148,8 +151,26 @@ def opt_out(text: str, filename: str, settings: Settings) -> str | None:
 
 def process_text(text: str, filename: str, settings: Settings, convert: ConvertOptions, unsafe: bool) -> FileResult:
     """Convert ``text`` (unless opted out) and apply the selected lint fixes, all in memory."""
-    with shared_parses():  # each text (the original, the converted one) is parsed once
+    with shared_parses(), _collection_paused():  # each text (the original, the converted one) is parsed once
         return _process_text(text, filename, settings, convert, unsafe)
+
+
+@contextmanager
+def _collection_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while one file is fixed, back on after it (unless
+    it was off already). The syntax trees and their metadata are hundreds of thousands of
+    objects made at once, none of them garbage until the file is done: the collections their
+    making set off found nothing and took a third of the CPU time on a 19,000-line script
+    (12.2 -> 8.2 CPU-s; peak memory 520 -> 540 MiB). What cycles the file leaves are collected
+    by the next collections, as before."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _process_text(text: str, filename: str, settings: Settings, convert: ConvertOptions, unsafe: bool) -> FileResult:
