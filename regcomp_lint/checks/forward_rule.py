@@ -484,6 +484,7 @@ def _calls_into_local_module(shallow: Reachability) -> bool:
     (found, not read): only then is the graph that follows them worth building."""
     module = shallow.module
     imports = module.imports
+    looked: set[str] = set()  # modules (``pkg.ops`` of ``pkg.ops.scale``) found not to be local
     for func, _ in shallow.reached():
         for call in shallow.facts(func).calls:
             target = call.func
@@ -492,8 +493,14 @@ def _calls_into_local_module(shallow: Reachability) -> bool:
             if type(target) is not ast.Name or not imports.imported(target.id):
                 continue
             qualname = imports.qualname(call.func)
-            if qualname and not reachability.is_third_party(qualname) and shallow._local_module_path(qualname, module):
+            if not qualname:
+                continue
+            dotted = qualname.rpartition(".")[0]  # all _local_module_path looks at
+            if dotted in looked:
+                continue
+            if not reachability.is_third_party(qualname) and shallow._local_module_path(qualname, module):
                 return True
+            looked.add(dotted)
     return False
 
 

@@ -71,6 +71,10 @@ class AttributeThroughWrapper(Rule):
     severity = Severity.ERROR
     message = "an attribute of the model read through the object `prepare` returned: unwrap it first"
     triggers = ("prepare",)
+    # ``finish`` judges nothing unless the file builds an ``Accelerator``, which it names
+    # (``Accelerator(...)``, ``accelerate.Accelerator(...)`` or its import): a file without the
+    # word is not walked for this rule (most files that say ``prepare`` are not scripts).
+    required = ("Accelerator",)
     fix_applicability = Applicability.UNSAFE
 
     valid = [
