@@ -16,10 +16,11 @@ live); each is prefiltered on its bytes, as the lint does.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 
 from regcomp_lint.analysis.compile_settings import mentions_settings, read_settings
-from regcomp_lint.analysis.compile_settings.model import Origin
+from regcomp_lint.analysis.compile_settings.model import Origin, SettingsFile
 from regcomp_lint.analysis.compile_settings.scripts import config_settings, script_path
 from regcomp_lint.files import reading
 from regcomp_lint.files.kinds import is_settings_file, kind_of
@@ -66,20 +67,47 @@ def _candidates(folder: str) -> list[str]:
     return paths
 
 
-def _fields_in(path: str, target: str) -> list[LaunchedField]:
+def _settings_in(path: str) -> SettingsFile | None:
+    """What the settings file ``path`` sets (None: not a file, too large, unreadable, not UTF-8,
+    or nothing a launch reads), read once per file while it stays the same: a folder of scripts
+    asks about the same launch files once per script (a YAML of the parent folder, read by
+    ruamel for each of 35 scripts, took most of a folder run)."""
     try:
-        if not os.path.isfile(path) or os.path.getsize(path) > _MAX_BYTES:
-            return []
+        status = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(status.st_mode) or status.st_size > _MAX_BYTES:
+        return None
+    key = (path, status.st_size, status.st_mtime_ns)
+    if key in _READ:
+        return _READ[key]
+    try:
         data = reading.read_bytes(path)
     except OSError:
+        return None
+    found: SettingsFile | None = None
+    if mentions_settings(data):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+        else:
+            found = read_settings(text, kind_of(path, text))
+    if len(_READ) >= _REMEMBERED:
+        _READ.clear()
+    _READ[key] = found
+    return found
+
+
+#: settings files read, by path, size and modification time
+_READ: dict[tuple[str, int, int], SettingsFile | None] = {}
+_REMEMBERED = 256
+
+
+def _fields_in(path: str, target: str) -> list[LaunchedField]:
+    found = _settings_in(path)
+    if found is None:
         return []
-    if not mentions_settings(data):
-        return []
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return []
-    found = read_settings(text, kind_of(path, text))
     shown = os.path.relpath(path, os.path.dirname(target))
     out: list[LaunchedField] = []
     for setting in found.settings:
