@@ -308,7 +308,7 @@ class SourceMetadata:
 _ONLY_VISIT_MODULE: dict[type, bool] = {}
 
 
-def resolve_scopes(wrapper: MetadataWrapper) -> None:
+def resolve_scopes(wrapper: MetadataWrapper, text: str | None = None) -> None:
     """Resolve libcst's ``ScopeProvider`` (and its ``ExpressionContextProvider``) on ``wrapper``
     without the batched traversal libcst wraps them in.
 
@@ -317,7 +317,8 @@ def resolve_scopes(wrapper: MetadataWrapper) -> None:
     they do not have (on a 5,000-line script, two traversals of ~100,000 nodes for nothing,
     about a second). Here ``visit_Module`` is called directly, in the provider's dependency
     context, as the batched visit would call it; a provider with any other visitor method (another
-    libcst version) is left to ``wrapper.resolve``.
+    libcst version) is left to ``wrapper.resolve``. ``text``: the module's source, when known
+    (a module that never writes ``typing`` has no call to ``typing.cast`` and the like).
     """
     cache = getattr(wrapper, "_metadata", None)
     for provider_type in (ExpressionContextProvider, ScopeProvider):
@@ -332,7 +333,7 @@ def resolve_scopes(wrapper: MetadataWrapper) -> None:
             continue
         with provider.resolve(wrapper):
             if _FAST_VISITS:
-                _visit_module_without_rebuilding(provider, wrapper.module)
+                _visit_module_without_rebuilding(provider, wrapper.module, text)
             else:
                 provider.visit_Module(wrapper.module)
         cache[provider_type] = MappingProxyType(provider._computed)
@@ -342,7 +343,9 @@ def resolve_scopes(wrapper: MetadataWrapper) -> None:
 _FAST_VISITS = _libcst_version().startswith("1.9.")
 
 
-def _visit_module_without_rebuilding(provider: ExpressionContextProvider | ScopeProvider, module: cst.Module) -> None:
+def _visit_module_without_rebuilding(
+    provider: ExpressionContextProvider | ScopeProvider, module: cst.Module, text: str | None = None
+) -> None:
     """What ``provider.visit_Module(module)`` does (libcst 1.9), with its visitor walking the
     tree without rebuilding it.
 
@@ -358,6 +361,10 @@ def _visit_module_without_rebuilding(provider: ExpressionContextProvider | Scope
 
     if isinstance(provider, ScopeProvider):
         visitor = _walking(ScopeVisitor, _record_scope)(provider)
+        # libcst's visit_Call asks every call's qualified names for typing.cast, TypeVar and
+        # NewType: none can resolve there in a module that never writes "typing" (an import
+        # names the module); the call is then entered as that method enters a plain call
+        visitor._no_typing = text is not None and "typing" not in text
         module.visit(visitor)
         visitor.infer_accesses()
     else:
@@ -521,7 +528,7 @@ def _walking(
     leaves: dict[type, Callable | None] = {}
 
     def hook_of(table: dict[type, Callable | None], prefix: str, kind: type) -> Callable | None:
-        found = getattr(visitor_type, f"{prefix}_{kind.__name__}", None)
+        found = getattr(walking, f"{prefix}_{kind.__name__}", None)
         if getattr(found, "_is_no_op", False):
             found = None
         table[kind] = found
@@ -567,7 +574,7 @@ def _walking(
         if leave is not None:
             leave(self, node)
 
-    members: dict[str, Callable] = {"on_visit": on_visit}
+    members: dict[str, object] = {"on_visit": on_visit}
     if visitor_type.on_leave is cst.CSTVisitor.on_leave:
         members["on_leave"] = leave_hook
     elif visitor_type.__name__ == "ScopeVisitor" and _FAST_VISITS:
@@ -588,5 +595,17 @@ def _walking(
             leave_hook(self, node)
 
         members["on_leave"] = on_leave
-    found = _WALKING[visitor_type] = type(visitor_type.__name__, (visitor_type,), members)
+
+        def visit_Call(self, node: cst.Call) -> bool | None:
+            if not self._no_typing:
+                return visitor_type.visit_Call(self, node)
+            # (libcst 1.9's ScopeVisitor.visit_Call for a call that is none of the three)
+            self._ScopeVisitor__top_level_attribute_stack.append(None)
+            self._ScopeVisitor__in_type_hint_stack.append(False)
+            return True
+
+        members["visit_Call"] = visit_Call
+        members["_no_typing"] = False
+    walking = _WALKING[visitor_type] = type(visitor_type.__name__, (visitor_type,), members)
+    found = walking
     return found

@@ -149,10 +149,11 @@ def test_resolve_scopes_gives_libcst_scopes(name: str) -> None:
     with and without a format spec, comprehensions, classes, match and type statements included)."""
     paths = sorted((ROOT / "fixtures" / "fix").glob("*/input.py")) if name == "fixtures" else [None]
     for path in paths:
-        module = cst.parse_module(CORNERS[name] if path is None else path.read_text(encoding="utf-8", errors="replace"))
+        text = CORNERS[name] if path is None else path.read_text(encoding="utf-8", errors="replace")
+        module = cst.parse_module(text)
         theirs = MetadataWrapper(module, unsafe_skip_copy=True)
         ours = MetadataWrapper(module, unsafe_skip_copy=True)
-        resolve_scopes(ours)
+        resolve_scopes(ours, text)  # (a text without "typing": calls are not asked for typing.cast)
         assert _scope_summary(ours.resolve(ScopeProvider), module) == _scope_summary(
             theirs.resolve(ScopeProvider), module
         )
