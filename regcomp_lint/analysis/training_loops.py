@@ -63,6 +63,7 @@ class TrainingLoops:
         self._function_of: dict[int, Function | None] = {}  # loop or call id -> the function it is in
         self._calls: list[ast.Call] = []
         self._callers: dict[int, list[ast.Call]] | None = None  # function id -> calls of it
+        self._fed: dict[str, list[str]] | None = None  # name key -> the parameters it is passed to
         self._index(tree, None, None)
         has_backward = any(_is_method_call(n, "backward") for n in ast.walk(tree))
         self._step = "backward" if has_backward else "step"
@@ -123,17 +124,20 @@ class TrainingLoops:
         return self._callers.get(id(function), [])
 
     def parameters_fed(self, key: str) -> list[str]:
-        """Parameters of the file's functions that a name ``key`` is passed to, by any call."""
-        found: list[str] = []
-        for call in self._calls:
-            for arg in [*call.args, *(kw.value for kw in call.keywords)]:
-                if binding_key(arg) != key:
-                    continue
-                for callee in self._callees(call, self._function_of.get(id(call))):
-                    param = _parameter_for(callee, call, arg, is_method=id(callee) in self._class_of)
-                    if param is not None and param not in found:
-                        found.append(param)
-        return found
+        """Parameters of the file's functions that a name ``key`` is passed to, by any call
+        (indexed for every name on the first question: RC407 asks once per attribute read)."""
+        if self._fed is None:
+            self._fed = defaultdict(list)
+            for call in self._calls:
+                for arg in [*call.args, *(kw.value for kw in call.keywords)]:
+                    name = binding_key(arg)
+                    if name is None:
+                        continue
+                    for callee in self._callees(call, self._function_of.get(id(call))):
+                        param = _parameter_for(callee, call, arg, is_method=id(callee) in self._class_of)
+                        if param is not None and param not in self._fed[name]:
+                            self._fed[name].append(param)
+        return list(self._fed.get(key, ()))
 
     def _reaches_step(self, body: Sequence[ast.AST], caller: Function | None, training: set[int] | None = None) -> bool:
         return self._calls_step(own_nodes(body), caller, self._training if training is None else training)
