@@ -9,6 +9,13 @@ from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.diagnostics import Applicability, Severity
 from regcomp_lint.knowledge.torch_api import DATA_PARALLEL_INSTANCE_API, MODULE_API
 
+#: What the other objects ``prepare`` returns have (optimizer, scheduler, data loader): a read of
+#: one of these is not a model's, and needs no question about what was prepared.
+_OTHER_PREPARED_API = frozenset(
+    {"step", "param_groups", "add_param_group", "get_last_lr", "get_lr", "last_epoch", "set_epoch", "dataset",
+     "sampler", "batch_size", "batch_sampler"}
+)  # fmt: skip
+
 
 class AttributeThroughWrapper(Rule):
     """## What it does
@@ -18,7 +25,8 @@ class AttributeThroughWrapper(Rule):
     builds as a model: a `torch.nn.Module` subclass, a `torch.nn` layer, a transformers or
     diffusers `from_pretrained`). `nn.Module`'s own API (`eval()`, `parameters()`,
     `state_dict()`, ...), what `DistributedDataParallel` has itself (`module`, `no_sync`,
-    `device`) and private names are not reported.
+    `device`), what a prepared optimizer, scheduler or data loader has (`step`, `param_groups`,
+    `set_epoch`, `dataset`...) and private names are not reported.
 
     ## Why is this bad
     On several processes `prepare` wraps the model in `DistributedDataParallel`, and with a
@@ -145,6 +153,7 @@ class AttributeThroughWrapper(Rule):
             not node.attr.startswith("_")
             and node.attr not in MODULE_API
             and node.attr not in DATA_PARALLEL_INSTANCE_API
+            and node.attr not in _OTHER_PREPARED_API
             and isinstance(node.value, (ast.Name, ast.Attribute))
         ):
             parent = self.ctx.parent()
