@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from regcomp_lint.codemod.builders import expression
+from regcomp_lint.codemod.handed_in import init_of
 from regcomp_lint.codemod.tree import Block, Tree, code, find_all
 from regcomp_lint.knowledge.torch_api import DOWNLOADERS
 
@@ -85,9 +86,7 @@ def _init_of_class_built(tree: Tree, call: cst.Call) -> cst.FunctionDef | None:
         return None
     for cls in tree.module.body:
         if isinstance(cls, cst.ClassDef) and cls.name.value == call.func.value:
-            return next(
-                (m for m in cls.body.body if isinstance(m, cst.FunctionDef) and m.name.value == "__init__"), None
-            )
+            return init_of(cls)
     return None
 
 

@@ -32,7 +32,7 @@ def find_handed_in(tree: Tree, graph: CallGraph, training: set[Function]) -> Han
     found: list[HandedIn] = []
     for cls in find_all(tree.module, cst.ClassDef):
         methods = [m for m in cls.body.body if isinstance(m, cst.FunctionDef)]
-        init = next((m for m in methods if m.name.value == "__init__"), None)
+        init = init_of(cls)
         trainers = [m for m in methods if m in training]
         if init is None or not trainers:
             continue
@@ -58,14 +58,10 @@ def handed_optimizer(tree: Tree, training: set[Function]) -> tuple[str, str, int
         if not isinstance(function, cst.FunctionDef):
             continue
         cls = tree.class_of(function)
-        init = (
-            next((m for m in cls.body.body if isinstance(m, cst.FunctionDef) and m.name.value == "__init__"), None)
-            if cls is not None
-            else None
-        )
+        init = init_of(cls) if cls is not None else None
         handed = {p: f"{function.name.value}()" for p in parameter_names(function) if p != "self"}
         if init is not None and cls is not None:
-            handed |= dict.fromkeys(_kept_from_parameters(init), f"{cls.name.value}.__init__")
+            handed |= dict.fromkeys(kept_parameters(tree, init, items=True), f"{cls.name.value}.__init__")
         for call in find_all(function, cst.Call, enter_functions=False):
             func = call.func
             if not (isinstance(func, cst.Attribute) and func.attr.value == "step"):
@@ -74,23 +70,6 @@ def handed_optimizer(tree: Tree, training: set[Function]) -> tuple[str, str, int
             if key in handed:
                 return handed[key], key, tree.line(call)
     return None
-
-
-def _kept_from_parameters(init: cst.FunctionDef) -> set[str]:
-    """``self.x`` keys ``__init__`` assigns from a parameter, or an item of one (``kwargs['optimizer']``)."""
-    stars = [init.params.star_arg, init.params.star_kwarg]
-    params = set(parameter_names(init)) | {s.name.value for s in stars if isinstance(s, cst.Param)}
-    kept: set[str] = set()
-    for assign in find_all(init, cst.Assign, enter_functions=False):
-        target = single_target(assign)
-        if target is None or not target[0].startswith("self."):
-            continue
-        value = target[1]
-        if isinstance(value, cst.Subscript):
-            value = value.value
-        if isinstance(value, cst.Name) and value.value in params:
-            kept.add(target[0])
-    return kept
 
 
 def _optimized(
@@ -136,10 +115,18 @@ def _arguments(call: cst.Call, params: list[str]) -> dict[str, str]:
     return passed
 
 
-def kept_parameters(tree: Tree, init: cst.FunctionDef) -> dict[str, str]:
+def init_of(cls: cst.ClassDef) -> cst.FunctionDef | None:
+    """The class's own ``__init__``, if it defines one."""
+    return next((m for m in cls.body.body if isinstance(m, cst.FunctionDef) and m.name.value == "__init__"), None)
+
+
+def kept_parameters(tree: Tree, init: cst.FunctionDef, *, items: bool = False) -> dict[str, str]:
     """``self.x`` keys assigned from a parameter of ``__init__`` (``p`` or ``p.to(...)``), with
-    the parameter."""
+    the parameter. ``items``: also an item of one, ``*args``/``**kwargs`` included
+    (SimCLR's ``self.optimizer = kwargs['optimizer']``)."""
     params = set(parameter_names(init))
+    if items:
+        params |= {s.name.value for s in (init.params.star_arg, init.params.star_kwarg) if isinstance(s, cst.Param)}
     kept: dict[str, str] = {}
     for assign in find_all(init, cst.Assign, enter_functions=False):
         target = single_target(assign)
@@ -148,6 +135,8 @@ def kept_parameters(tree: Tree, init: cst.FunctionDef) -> dict[str, str]:
         value = target[1]
         while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "to":
             value = value.func.value
+        if items and isinstance(value, cst.Subscript):
+            value = value.value
         if isinstance(value, cst.Name) and value.value in params and target[0] not in kept:
             kept[target[0]] = value.value
     return kept
