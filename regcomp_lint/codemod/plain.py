@@ -47,6 +47,7 @@ from regcomp_lint.codemod.hand_schedules import hand_lr_notes
 from regcomp_lint.codemod.handed_in import find_handed_in, handed_optimizer, placements_before
 from regcomp_lint.codemod.handed_to_modules import unwrap_for_other_modules
 from regcomp_lint.codemod.lint_view import lint_view
+from regcomp_lint.codemod.model_copies import copies_model
 from regcomp_lint.codemod.load_locations import keep_cpu_load_locations
 from regcomp_lint.codemod.local_modules import importer_of, is_project_module, load_local
 from regcomp_lint.codemod.optimizers import (
@@ -875,10 +876,16 @@ class PlainPlanner(Planner):
         backwards_here, steps = self.training_steps()
         created = [n for key in prepared + self.kept_schedulers for n in self._creations_for_training(key, steps)]
         rebuilt = self._rebuilt_optimizers(steps)
-        created = [n for n in created if n not in rebuilt]
+        # `model = train_model(model, ...)` binds what the training returns, not a new object to prepare
+        created = [n for n in created if n not in rebuilt and not any(tree.contains(n, step) for step in steps)]
         block = self.descend(scope_block, [*created, *steps]) if created else scope_block
-        last = max((i for i in (self.project(block, n) for n in created) if i is not None), default=-1)
-        first_step = min((i for i in (self.project(block, n) for n in steps) if i is not None), default=None)
+        last, first_step = self._setup_and_first_step(block, created, steps)
+        per_pass = None
+        if first_step is not None and first_step == last and self._rebuilt_each_pass(block.body[last], created, steps):
+            # Kaggle's `for fold in range(n_fold): model = ...; optimizer = ...; run_training(...)`
+            per_pass = block.body[last]
+            block = self.descend(per_pass.body, [n for n in [*created, *steps] if tree.contains(per_pass, n)])
+            last, first_step = self._setup_and_first_step(block, created, steps)
         if first_step is not None and last >= first_step:
             late = max(created, key=lambda n: tree.line(n))
             early = min((n for n in steps if self.project(block, n) == first_step), key=tree.line)
@@ -937,8 +944,40 @@ class PlainPlanner(Planner):
         read_through_wrapper(self, block, prepare_index)
         unwrap_for_other_modules(self, block, prepare_index)
         self._place_accelerator(settings, script, block, prepare_index)
-        self.edits.add_statements(block, prepare_index, [prepare], after=True)
+        if per_pass is not None:
+            release = statement(f"{acc}.free_memory()", self.module)
+            self.edits.add_statements(block, prepare_index, [release, prepare], after=True)
+            self.notes.append(
+                f"{_names(prepared)} {'is' if len(prepared) == 1 else 'are'} built anew in each pass of the loop at "
+                f"line {tree.line(per_pass)} (folds or repeated runs): prepared in each pass, after "
+                f"{acc}.free_memory() lets the Accelerator drop the previous pass's objects"
+            )
+        else:
+            self.edits.add_statements(block, prepare_index, [prepare], after=True)
         self.prepared = prepared
+
+    def _setup_and_first_step(
+        self, block: Block, created: list[cst.CSTNode], steps: list[cst.Call]
+    ) -> tuple[int, int | None]:
+        """In ``block``: the index of the statement that creates the last object to prepare (-1:
+        none), and of the first that trains (None: none)."""
+        last = max((i for i in (self.project(block, n) for n in created) if i is not None), default=-1)
+        first_step = min((i for i in (self.project(block, n) for n in steps) if i is not None), default=None)
+        return last, first_step
+
+    def _rebuilt_each_pass(self, holder: cst.CSTNode, created: list[cst.CSTNode], steps: list[cst.Call]) -> bool:
+        """``holder`` is a loop that builds every object to prepare again in each pass and trains
+        them there, and all training happens in it (k-fold cross-validation, repeated runs): each
+        pass's objects can be prepared in that pass."""
+        if not isinstance(holder, (cst.For, cst.While)) or not isinstance(holder.body, cst.IndentedBlock):
+            return False
+        tree = self.tree
+        if not all(tree.contains(holder, step) for step in steps):
+            return False
+        prepared = self.models + self.optimizers + self.loaders + self.schedulers
+        return all(
+            any(tree.contains(holder, n) for n in created if n in bindings(self.scope, key)) for key in prepared
+        )
 
     def _after_model_setup(self, block: Block, last: int, first_step: int | None, prepared: list[str]) -> int:
         """Past the model's own set-up calls that follow the last object to prepare
@@ -949,7 +988,11 @@ class PlainPlanner(Planner):
         naming the call."""
         end = first_step if first_step is not None else len(block.body)
         models = set(self.models)
-        setup = [i for i in range(last + 1, end) if self._model_setup_call(block.body[i], models)]
+        setup = [
+            i
+            for i in range(last + 1, end)
+            if self._model_setup_call(block.body[i], models) or copies_model(self.tree, block.body[i], models)
+        ]
         if not setup:
             return last
         for i in range(last + 1, setup[-1]):
@@ -967,11 +1010,20 @@ class PlainPlanner(Planner):
                     "after the model's last change (DDP copies process 0's weights only then); move that call "
                     "before the optimizer is built"
                 )
-        calls = ", ".join(f"{code(block.body[i]).strip()} (line {self.tree.line(block.body[i])})" for i in setup)
-        self.notes.append(
-            f"prepare() follows {calls}: the model is changed there, and DDP copies process 0's weights only when "
-            "prepare() wraps it"
-        )
+        copies = [i for i in setup if copies_model(self.tree, block.body[i], models)]
+        changes = [i for i in setup if i not in copies]
+        if changes:
+            calls = ", ".join(f"{_source(block.body[i])} (line {self.tree.line(block.body[i])})" for i in changes)
+            self.notes.append(
+                f"prepare() follows {calls}: the model is changed there, and DDP copies process 0's weights only "
+                "when prepare() wraps it"
+            )
+        if copies:
+            calls = ", ".join(f"{_source(block.body[i])} (line {self.tree.line(block.body[i])})" for i in copies)
+            self.notes.append(
+                f"prepare() follows {calls}: a copy of the model (an average) is made of the plain module; made of "
+                "the prepared model it would be a DDP or compile wrapper"
+            )
         return setup[-1]
 
     @staticmethod
@@ -1515,3 +1567,10 @@ def _is_own_line(block: Block, index: int | None, node: cst.CSTNode) -> bool:
 def _names(keys: list[str]) -> str:
     """``a``, ``a and b``, ``a, b and c``."""
     return " and ".join([", ".join(keys[:-1]), keys[-1]]) if len(keys) > 1 else "".join(keys)
+
+
+def _source(stmt: cst.CSTNode) -> str:
+    """A statement as a note quotes it: its code without a trailing comment."""
+    if isinstance(stmt, cst.SimpleStatementLine):
+        return "; ".join(code(small).strip() for small in stmt.body)
+    return code(stmt).strip()

@@ -121,3 +121,20 @@ ITERATION_WRAPPERS = (
 )
 #: Builtins that hand on their first argument's items.
 ITERATION_BUILTINS = ("iter", "enumerate")
+
+#: Calls that make a copy of the model they are handed (an EMA or SWA average starts as one): made
+#: of the prepared model, the copy would be a DDP or compile wrapper (DDP cannot be deep-copied on
+#: several processes; the compiled copy's state_dict carries ``_orig_mod.`` keys).
+#: ``torch_ema.ExponentialMovingAverage(model.parameters())`` keeps the parameters themselves and is
+#: not one of them.
+MODEL_COPIES = (
+    "copy.deepcopy",
+    "torch.optim.swa_utils.AveragedModel",
+    "timm.utils.ModelEma",
+    "timm.utils.ModelEmaV2",
+    "timm.utils.ModelEmaV3",
+    "timm.utils.model_ema.ModelEma",
+    "timm.utils.model_ema.ModelEmaV2",
+    "timm.utils.model_ema.ModelEmaV3",
+    "ema_pytorch.EMA",
+)

@@ -941,7 +941,9 @@ def test_a_loader_a_training_function_builds_each_epoch_is_prepared_where_it_is_
     assert "    loader = accelerator.prepare(DataLoader(data, batch_size=2))\n" in result.text
 
 
-def test_a_model_built_anew_in_each_fold_is_refused_naming_the_loop():
+def test_a_model_built_anew_in_each_fold_is_prepared_in_each_fold():
+    """Kaggle's k-fold loop: each fold's objects are prepared in that fold, the Accelerator made
+    once before the loop, and free_memory() drops the previous fold's objects first."""
     text = (
         "import torch\n\n\n"
         "def run_training(model, optimizer):\n"
@@ -952,8 +954,29 @@ def test_a_model_built_anew_in_each_fold_is_refused_naming_the_loop():
         "    model = torch.nn.Linear(4, 1)\n    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
         "    model = run_training(model, optimizer)\n"
     )
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert (
+        "accelerator = Accelerator(dynamo_plugin=dynamo_plugin, cpu=True)\nfor fold in range(5):\n"
+        "    model = torch.nn.Linear(4, 1)\n    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    accelerator.free_memory()\n    model, optimizer = accelerator.prepare(model, optimizer)\n"
+        "    model = run_training(model, optimizer)\n"
+    ) in result.text, result.text
+    assert any("built anew in each pass of the loop at line 12" in note for note in result.notes), result.notes
+
+
+def test_a_model_built_anew_in_each_fold_on_a_loader_built_once_is_refused_naming_the_loop():
+    """Preparing the loader again in every pass would shard the already sharded loader."""
+    text = (
+        "import torch\nfrom torch.utils.data import DataLoader\n\n"
+        "loader = DataLoader([torch.randn(4) for _ in range(8)], batch_size=2)\n"
+        "for fold in range(5):\n"
+        "    model = torch.nn.Linear(4, 1)\n    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    for x in loader:\n"
+        "        optimizer.zero_grad()\n        model(x).sum().backward()\n        optimizer.step()\n"
+    )
     refused = convert(text).refused
-    assert refused is not None and "built anew in each pass of the loop at line 12" in refused
+    assert refused is not None and "built anew in each pass of the loop at line 5" in refused
     assert "not converted: model and optimizer are built anew" in refused, refused
 
 
@@ -1006,3 +1029,43 @@ def test_a_hand_wrapped_model_with_untraceable_optimizers_is_refused_naming_the_
     )
     refused = convert(text).refused
     assert refused is not None and "it wraps the model for data parallelism by hand" in refused, refused
+
+
+def test_prepare_follows_a_copy_of_the_model_made_after_its_optimizer():
+    """timm's ModelEma written out in a script (its ``__init__`` deep-copies the model) and
+    torch's AveragedModel: made of the prepared model, the copy would be a DDP or compile wrapper."""
+    text = (
+        "import copy\nimport torch\nfrom torch.optim.swa_utils import AveragedModel\n\n\n"
+        "class ModelEma:\n"
+        "    def __init__(self, model, decay=0.99):\n"
+        "        self.module = copy.deepcopy(model)\n\n\n"
+        "model = torch.nn.Linear(4, 1)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "ema = ModelEma(model)\nswa = AveragedModel(model)\n"
+        "for step in range(3):\n"
+        "    optimizer.zero_grad()\n    model(torch.randn(2, 4)).sum().backward()\n    optimizer.step()\n"
+    )
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert (
+        "ema = ModelEma(model)\nswa = AveragedModel(model)\n"
+        "dynamo_plugin = TorchDynamoPlugin(backend=\"inductor\")\n"
+    ) in result.text, result.text
+    assert result.text.index("model, optimizer = accelerator.prepare(model, optimizer)") > result.text.index(
+        "swa = AveragedModel(model)"
+    )
+    assert any("a copy of the model (an average)" in note for note in result.notes), result.notes
+
+
+def test_a_copy_of_the_parameters_only_does_not_move_prepare():
+    """torch_ema's ExponentialMovingAverage(model.parameters()) keeps the parameters themselves."""
+    text = (
+        "import torch\nfrom torch_ema import ExponentialMovingAverage\n\n"
+        "model = torch.nn.Linear(4, 1)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "ema = ExponentialMovingAverage(model.parameters(), decay=0.99)\n"
+        "for step in range(3):\n"
+        "    optimizer.zero_grad()\n    model(torch.randn(2, 4)).sum().backward()\n    optimizer.step()\n"
+        "    ema.update()\n"
+    )
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert not any("a copy of the model" in note for note in result.notes), result.notes

@@ -17,6 +17,9 @@ local modules it imports, and ``case.py`` whose ``CASE`` dict says how it runs:
   "bands": {metric: max abs difference}}``, and for a one-process original ``"steps": "same"``
   when it runs a fixed number of iterations on batches it draws itself (two processes then take
   as many steps as one, not half as many);
+- ``passes`` (optional, default 1): how many independent trainings the run makes one after the
+  other (k-fold cross-validation trains a fresh model per fold): the steps are split into that
+  many equal parts and the loss must go down within each;
 - ``launch_mixed_precision`` (optional): how the user launches the *converted* script:
   ``accelerate launch --mixed_precision <value>``, and ``ACCELERATE_MIXED_PRECISION=<value>`` in
   the environment of its plain and torchrun runs (what ``accelerate config`` would set).
@@ -88,6 +91,7 @@ class Case:
     strip_prefix: str | None
     two_process: dict | None
     launch_mixed_precision: str | None = None
+    passes: int = 1
 
     @property
     def order_kept_on_two_processes(self) -> bool:
@@ -124,6 +128,7 @@ def load_case(name: str) -> Case:
         "strip_prefix",
         "two_process",
         "launch_mixed_precision",
+        "passes",
     }
     unknown = set(data) - known
     if unknown:
@@ -142,6 +147,7 @@ def load_case(name: str) -> Case:
         strip_prefix=data.get("strip_prefix"),
         two_process=data.get("two_process"),
         launch_mixed_precision=data.get("launch_mixed_precision"),
+        passes=int(data.get("passes", 1)),
     )
 
 

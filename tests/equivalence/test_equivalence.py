@@ -88,11 +88,15 @@ def test_fixture_trains_as_written(name, originals):
         if run.failed:
             pytest.fail(run.failed)
         assert len({s.step for s in run.steps}) == len(run.steps), f"{run.label}: a step was printed twice"
-        third = max(1, len(run.steps) // 3)
-        first = sum(s.loss for s in run.steps[:third]) / third
-        last = sum(s.loss for s in run.steps[-third:]) / third
-        if not last < first:
-            problems.append(f"{run.label}: loss did not go down ({first:.4f} -> {last:.4f})")
+        size = len(run.steps) // case.passes
+        for number in range(case.passes):
+            steps = run.steps[number * size : (number + 1) * size]
+            third = max(1, len(steps) // 3)
+            first = sum(s.loss for s in steps[:third]) / third
+            last = sum(s.loss for s in steps[-third:]) / third
+            if not last < first:
+                which = f" in training {number + 1} of {case.passes}" if case.passes > 1 else ""
+                problems.append(f"{run.label}: loss did not go down{which} ({first:.4f} -> {last:.4f})")
         if not run.metrics:
             problems.append(f"{run.label}: no 'EQ eval' line")
         if not run.checkpoints():

@@ -1,0 +1,49 @@
+"""Copies of the model made between its optimizer and its first training step (an EMA or SWA
+average: ``copy.deepcopy(model)``, ``ModelEmaV2(model)``, a class of the script whose
+``__init__`` deep-copies what it is handed). They must copy the plain module, so ``prepare()``
+goes after them: a copy of the prepared model would be a DDP wrapper (which several processes
+cannot deep-copy) or a compile wrapper whose weights save with ``_orig_mod.`` keys."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from regcomp_lint.codemod.tree import Tree, find_all, key_of, parameter_names
+from regcomp_lint.knowledge.training_libraries import MODEL_COPIES
+
+
+def copies_model(tree: Tree, stmt: cst.CSTNode, models: set[str]) -> bool:
+    """``stmt`` is a simple statement that hands a model to a call making a copy of it."""
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return False
+    copying = _copying_classes(tree)
+    for call in find_all(stmt, cst.Call):
+        first = next((a for a in call.args if a.keyword is None and not a.star), None)
+        if first is None or key_of(first.value) not in models:
+            continue
+        if tree.resolves_to(call.func, *MODEL_COPIES):
+            return True
+        if isinstance(call.func, cst.Name) and call.func.value in copying:
+            return True
+    return False
+
+
+def _copying_classes(tree: Tree) -> frozenset[str]:
+    """The file's classes whose ``__init__`` deep-copies its first argument (timm's ``ModelEma``
+    written out in a script)."""
+    found: set[str] = set()
+    for cls in find_all(tree.module, cst.ClassDef):
+        init = next(
+            (f for f in find_all(cls.body, cst.FunctionDef) if f.name.value == "__init__"),
+            None,
+        )
+        if init is None:
+            continue
+        params = parameter_names(init, keyword_only=False)[1:2]
+        for call in find_all(init, cst.Call):
+            if tree.resolves_to(call.func, "copy.deepcopy") and any(
+                key_of(a.value) in params for a in call.args if a.keyword is None
+            ):
+                found.add(cls.name.value)
+                break
+    return frozenset(found)
