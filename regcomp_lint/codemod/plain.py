@@ -67,6 +67,7 @@ from regcomp_lint.codemod.roles import (
     creations,
 )
 from regcomp_lint.codemod.schedulers import unpacked_schedulers
+from regcomp_lint.codemod.synced_values import evaluates_alike
 from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, StepElsewhere, resolve
 from regcomp_lint.codemod.trackers import log_from_main_process
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, read_keys, single_target
@@ -118,9 +119,6 @@ class PlainPlanner(Planner):
         if not backwards:
             raise Refusal(NO_TRAINING_STEP)
         self._refuse_double_backward()
-        uneven = None if self.distribution.data_parallel else uneven_steps(tree, self.graph, backwards)
-        if uneven is not None:
-            raise Refusal(uneven)
         steps: set[Function] = {tree.function_of(c) for c in backwards}
         # a closure handed to the optimizer (`optimizer.step(closure)`, LBFGS) trains where it is defined
         steps |= {tree.function_of(f) for f in list(steps) if isinstance(f, cst.FunctionDef) and _is_passed(tree, f)}
@@ -128,6 +126,25 @@ class PlainPlanner(Planner):
         self._find_scope()
         self._check_free_names()
         self.models, self.optimizers, self.loaders, self.schedulers = self._roles()
+        if not self.distribution.data_parallel:
+            sharded = {*self.loaders, *self.sharded_loaders, *self.inline_loaders}
+            alike: list[cst.Call] = []
+
+            def computed_alike(call: cst.Call) -> bool:
+                if evaluates_alike(tree, call, sharded):
+                    alike.append(call)
+                    return True
+                return False
+
+            uneven = uneven_steps(tree, self.graph, backwards, computed_alike)
+            if uneven is not None:
+                raise Refusal(uneven)
+            for call in dict.fromkeys(alike):
+                self.notes.append(
+                    f"a loop that trains ends on what {code(call).strip()} (line {tree.line(call)}) returns: an "
+                    "evaluation of the synchronized model in eval mode on data left whole, the same on every "
+                    "process, so every process stops at the same step"
+                )
         if self.distribution.by_hand:
             adapt_distribution(self)
         elif not self.loaders and not self.sharded_loaders and not self.inline_loaders:

@@ -13,6 +13,7 @@ loop at the same iteration and do not count.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable
 
 import libcst as cst
 
@@ -25,10 +26,14 @@ _MAX_CALLER_DEPTH = 3
 _BUILTINS = frozenset(dir(builtins))
 
 
-def uneven_steps(tree: Tree, graph: CallGraph, backwards: list[cst.Call]) -> str | None:
+#: Tells a call whose value every process computes alike (see :mod:`~regcomp_lint.codemod.synced_values`).
+Alike = Callable[[cst.Call], bool]
+
+
+def uneven_steps(tree: Tree, graph: CallGraph, backwards: list[cst.Call], alike: Alike = lambda call: False) -> str | None:
     """Why the number of training steps may differ between processes (one line), or None."""
     for backward in backwards:
-        loop = _run_time_loop(tree, graph, backward, 0)
+        loop = _run_time_loop(tree, graph, backward, 0, alike)
         if loop is None:
             continue
         step = tree.function_of(backward)
@@ -78,7 +83,7 @@ def _names_a_seed(call: cst.Call) -> bool:
     return isinstance(name, str) and "seed" in name.lower() and name != "initial_seed"
 
 
-def _run_time_loop(tree: Tree, graph: CallGraph, node: cst.CSTNode, depth: int) -> str | None:
+def _run_time_loop(tree: Tree, graph: CallGraph, node: cst.CSTNode, depth: int, alike: Alike) -> str | None:
     """The loop around ``node`` (in its function, or around a call of that function) that ends on
     a value computed while it runs, described; None when every enclosing loop ends uniformly."""
     function = tree.function_of(node)
@@ -86,20 +91,20 @@ def _run_time_loop(tree: Tree, graph: CallGraph, node: cst.CSTNode, depth: int) 
         if anc is function:
             break
         if isinstance(anc, (cst.While, cst.For)):
-            ending = _run_time_ending(tree, anc)
+            ending = _run_time_ending(tree, anc, alike)
             if ending is not None:
                 header = code(anc).strip().splitlines()[0]
                 return f"the loop at line {tree.line(anc)} (`{header}`) that runs the step ends on {ending}"
     if depth >= _MAX_CALLER_DEPTH or not isinstance(function, cst.FunctionDef):
         return None
     for _, call in graph.callers_of(function):
-        found = _run_time_loop(tree, graph, call, depth + 1)
+        found = _run_time_loop(tree, graph, call, depth + 1, alike)
         if found is not None:
             return found
     return None
 
 
-def _run_time_ending(tree: Tree, loop: cst.While | cst.For) -> str | None:
+def _run_time_ending(tree: Tree, loop: cst.While | cst.For, alike: Alike) -> str | None:
     """What a loop ends on when that is computed inside it: its ``while`` test, or the test of an
     ``if ...: break`` in its body."""
     tests: list[cst.BaseExpression] = []
@@ -109,11 +114,11 @@ def _run_time_ending(tree: Tree, loop: cst.While | cst.For) -> str | None:
         if any(isinstance(s, cst.Break) for s in _own_statements(if_.body, cst.Break)):
             tests.append(if_.test)
     for test in tests:
-        call = _call_in(test)
+        call = _call_in(test, alike)
         if call is not None:
             return f"`{code(test).strip()}` (line {tree.line(test)}), which calls {code(call.func).strip()}()"
         for name in {n.value for n in find_all(test, cst.Name)}:
-            assign = _computed_in(tree, loop, name)
+            assign = _computed_in(tree, loop, name, alike)
             if assign is not None:
                 text = code(assign).strip().splitlines()[0]
                 return f"`{code(test).strip()}`, computed by `{text}` (line {tree.line(assign)})"
@@ -125,18 +130,19 @@ def _own_statements(root: cst.CSTNode, kind):
     return find_own(root, kind, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef))
 
 
-def _call_in(expr: cst.CSTNode) -> cst.Call | None:
+def _call_in(expr: cst.CSTNode, alike: Alike) -> cst.Call | None:
     """A call in ``expr`` whose value may differ between processes: anything but a builtin
-    (``len``, ``min``) and a method of the ``str`` kind has that risk."""
+    (``len``, ``min``), a method of the ``str`` kind and a call every process computes alike
+    (``alike``) has that risk."""
     for call in find_all(expr, cst.Call):
-        if isinstance(call.func, cst.Name) and call.func.value in _BUILTINS:
+        if isinstance(call.func, cst.Name) and call.func.value in _BUILTINS or alike(call):
             continue
         return call
     return None
 
 
 def _computed_in(
-    tree: Tree, loop: cst.While | cst.For, name: str, seen: frozenset[str] = frozenset()
+    tree: Tree, loop: cst.While | cst.For, name: str, alike: Alike, seen: frozenset[str] = frozenset()
 ) -> cst.CSTNode | None:
     """``name = <something with a call>`` (or unpacked from one) inside the loop's own body,
     followed through plain assignments (``done = terminated or truncated``), and through the
@@ -148,15 +154,15 @@ def _computed_in(
         if name not in [n.value for t in targets for n in find_all(t, cst.Name)]:
             continue
         value = assign.value
-        if value is not None and _call_in(value) is not None:
+        if value is not None and _call_in(value, alike) is not None:
             return assign
         reads = {n.value for n in find_all(value, cst.Name)} if value is not None else set()
         for test in _deciding_tests(tree, loop, assign):
-            if _call_in(test) is not None:
+            if _call_in(test, alike) is not None:
                 return assign
             reads |= {n.value for n in find_all(test, cst.Name)}
         for read in reads - seen - {name}:
-            found = _computed_in(tree, loop, read, seen | {name})
+            found = _computed_in(tree, loop, read, alike, seen | {name})
             if found is not None:
                 return found
     return None

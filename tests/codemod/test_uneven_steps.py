@@ -215,3 +215,67 @@ def test_a_counter_decided_by_the_iteration_still_converts():
     decide = "if it % 50 == 0:\n            patience += 1"
     result = convert_source(EARLY_STOP.replace("DECIDE", decide), "train.py")
     assert result.refused is None, result.refused
+
+
+WHOLE_EVAL = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Dropout(0.1), torch.nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+train_loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8, shuffle=True)
+valid_loader = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=8)
+
+
+def evaluate(model, loader):
+    MODE
+    total = 0.0
+    with torch.no_grad():
+        for x, y in loader:
+            total += torch.nn.functional.mse_loss(model(x), y).item()
+    return total
+
+
+best, bad_epochs = float("inf"), 0
+for epoch in range(20):
+    model.train()
+    for x, y in train_loader:
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    val_loss = evaluate(model, LOADER)
+    if val_loss < best:
+        best, bad_epochs = val_loss, 0
+    else:
+        bad_epochs += 1
+        if bad_epochs >= 3:
+            break
+"""
+
+
+def test_early_stopping_on_an_evaluation_of_whole_data_converts():
+    """Kaggle's patience counter: the synchronized model, in eval mode, on the loader the
+    conversion leaves whole gives every process the same loss, so every process stops together."""
+    text = WHOLE_EVAL.replace("MODE", "model.eval()").replace("LOADER", "valid_loader")
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    assert any(
+        "ends on what evaluate(model, valid_loader) (line 28) returns" in note and "the same on every process" in note
+        for note in result.notes
+    ), result.notes
+
+
+def test_early_stopping_on_an_evaluation_of_the_prepared_training_loader_is_refused():
+    """Each process evaluates its own shard: the losses, and the epochs they stop at, differ."""
+    text = WHOLE_EVAL.replace("MODE", "model.eval()").replace("LOADER", "train_loader")
+    result = convert_source(text, "train.py")
+    assert result.refused is not None and "ends on `bad_epochs >= 3`" in result.refused, result.refused
+
+
+def test_early_stopping_on_an_evaluation_in_train_mode_is_refused():
+    """Without model.eval() dropout draws from each process's own generator."""
+    text = WHOLE_EVAL.replace("MODE", "pass").replace("LOADER", "valid_loader")
+    result = convert_source(text, "train.py")
+    assert result.refused is not None and "computed by `val_loss = evaluate(model, valid_loader)`" in result.refused

@@ -14,7 +14,8 @@ local modules it imports, and ``case.py`` whose ``CASE`` dict says how it runs:
 - ``factory`` (``module:function`` in the fixture folder) and ``checkpoint_key`` (None: the file
   is the state_dict itself) and ``strip_prefix``: how a checkpoint is loaded, strictly;
 - ``two_process``: None (one-process runs prove it all) or ``{"data_order": "kept"|"changed",
-  "bands": {metric: max abs difference}}``, and for a one-process original ``"steps": "same"``
+  "bands": {metric: max abs difference}}``, ``"stops_early": True`` for a script that stops on a
+  validation result (the epochs both runs made are compared), and for a one-process original ``"steps": "same"``
   when it runs a fixed number of iterations on batches it draws itself (two processes then take
   as many steps as one, not half as many);
 - ``passes`` (optional, default 1): how many independent trainings the run makes one after the
@@ -281,13 +282,21 @@ def _mixed_precision(case: Case, converted: bool) -> str:
     return (case.launch_mixed_precision if converted else None) or "no"
 
 
-def compare(reference: Run, candidate: Run, *, ratio: int, order_kept: bool, bands: dict[str, float]) -> list[str]:
+def compare(
+    reference: Run, candidate: Run, *, ratio: int, order_kept: bool, bands: dict[str, float], stops_early: bool = False
+) -> list[str]:
     """What differs between a converted run and its original. ``ratio``: how many original steps
-    one candidate step stands for (2 when a one-process original is compared with two processes)."""
+    one candidate step stands for (2 when a one-process original is compared with two processes);
+    ``stops_early``: the script stops on a validation result, which two processes' training may
+    reach at another epoch: the epochs both ran are compared, and the candidate's must still run
+    from the first on without a gap."""
     problems: list[str] = []
     name = f"{candidate.label} vs {reference.label}"
     ref_epochs, cand_epochs = _by_epoch(reference.steps), _by_epoch(candidate.steps)
-    if sorted(ref_epochs) != sorted(cand_epochs):
+    if stops_early:
+        if sorted(cand_epochs) != list(range(len(cand_epochs))):
+            problems.append(f"{name}: epochs {sorted(cand_epochs)} do not run from 0 without a gap")
+    elif sorted(ref_epochs) != sorted(cand_epochs):
         problems.append(f"{name}: epochs {sorted(cand_epochs)}, original {sorted(ref_epochs)}")
     lr_diffs, loss_diffs, count_diffs = [], [], []
     for epoch in sorted(set(ref_epochs) & set(cand_epochs)):

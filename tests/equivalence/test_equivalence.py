@@ -158,7 +158,14 @@ def test_conversion_trains_the_same(name, originals, tmp_path):
         for launcher in case.converted_launchers:
             two = converted_run(launcher)
             if two is not None:
-                problems += harness.compare(two_reference, two, ratio=ratio, order_kept=order_kept, bands=case.bands)
+                problems += harness.compare(
+                    two_reference,
+                    two,
+                    ratio=ratio,
+                    order_kept=order_kept,
+                    bands=case.bands,
+                    stops_early=bool(case.two_process and case.two_process.get("stops_early")),
+                )
                 if case.same_steps_on_two_processes and not order_kept:
                     problems += harness.own_batches(reference, two)
 
