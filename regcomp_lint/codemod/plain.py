@@ -107,6 +107,8 @@ class PlainPlanner(Planner):
         self.flag_branches: dict[str, tuple[str, list[cst.BaseExpression]] | None] = {}
         #: the model's parameters updated by hand in place of an optimizer (word language model)
         self.hand_update: HandUpdate | None = None
+        #: where in the prepare block each key is prepared, when runs in sequence prepare at several places
+        self.prepared_at: dict[str, int] = {}
 
     def plan(self) -> Conversion:
         tree = self.tree
@@ -903,7 +905,10 @@ class PlainPlanner(Planner):
             per_pass = block.body[last]
             block = self.descend(per_pass.body, [n for n in [*created, *steps] if tree.contains(per_pass, n)])
             last, first_step = self._setup_and_first_step(block, created, steps)
+        runs = None
         if first_step is not None and last >= first_step:
+            runs = self._runs_in_sequence(block, created, steps)
+        if runs is None and first_step is not None and last >= first_step:
             late = max(created, key=lambda n: tree.line(n))
             early = min((n for n in steps if self.project(block, n) == first_step), key=tree.line)
             what = (
@@ -944,7 +949,13 @@ class PlainPlanner(Planner):
                 f"{what} runs at line {tree.line(early)}, before the last object to prepare ({late_key}, line "
                 f"{tree.line(late)}) is created; create model, optimizer and data loaders before training starts"
             )
-        last = self._after_model_setup(block, last, first_step, prepared)
+        if runs is not None:
+            # the transfer-learning tutorial: train_model(model_ft, ...), then train_model(model_conv, ...)
+            runs = [(self._after_model_setup(block, at - 1, step, keys) + 1, keys, step) for at, keys, step in runs]
+            last = runs[0][0] - 1
+            self.prepared_at = {k: at for at, keys, _ in reversed(runs) for k in keys}
+        else:
+            last = self._after_model_setup(block, last, first_step, prepared)
         prepare_index = last + 1
         indent = self.indentation_of(block)
         acc = self.acc_key
@@ -956,8 +967,12 @@ class PlainPlanner(Planner):
                 f"{code(assign.targets[0].target).strip()} is built again at line {tree.line(assign)}, inside the "
                 f"training loop (a learning-rate decay by a new optimizer): prepared there too, as {acc}.prepare(...)"
             )
-        targets = ", ".join(prepared)
-        prepare = call_statement(f"{targets} = ", f"{acc}.prepare", prepared, self.module, indent)
+        if runs is not None:
+            prepared = list(dict.fromkeys(k for _, keys, _ in runs for k in keys))
+            prepare = call_statement(f"{', '.join(runs[0][1])} = ", f"{acc}.prepare", runs[0][1], self.module, indent)
+        else:
+            targets = ", ".join(prepared)
+            prepare = call_statement(f"{targets} = ", f"{acc}.prepare", prepared, self.module, indent)
         read_through_wrapper(self, block, prepare_index)
         unwrap_for_other_modules(self, block, prepare_index)
         self._place_accelerator(settings, script, block, prepare_index)
@@ -971,7 +986,51 @@ class PlainPlanner(Planner):
             )
         else:
             self.edits.add_statements(block, prepare_index, [prepare], after=True)
+        for at, keys, step in (runs or [])[1:]:
+            later = call_statement(f"{', '.join(keys)} = ", f"{acc}.prepare", keys, self.module, indent)
+            self.edits.add_statements(block, at, [later], after=True)
+        if runs is not None:
+            lines = ", ".join(str(tree.line(block.body[step])) for _, _, step in runs)
+            self.notes.append(
+                f"the script trains {len(runs)} times in sequence (lines {lines}), each run with objects of its own: "
+                "each run's objects are prepared just before it"
+            )
         self.prepared = prepared
+
+    def _runs_in_sequence(
+        self, block: Block, created: list[cst.CSTNode], steps: list[cst.Call]
+    ) -> list[tuple[int, list[str], int]] | None:
+        """The script's training runs one after the other in ``block``, each on objects built just
+        before it (the transfer-learning tutorial trains ``model_ft``, then builds and trains
+        ``model_conv``): per run, the index its ``prepare()`` goes to, the keys it prepares and the
+        index of its first training statement. None unless every creation and step is a statement
+        of ``block`` of its own and each run prepares something."""
+        prepared = self.models + self.optimizers + self.loaders + self.schedulers
+        step_at = sorted({self.project(block, s) for s in steps}, key=lambda i: -1 if i is None else i)
+        if not step_at or step_at[0] is None:
+            return None
+        made: list[tuple[int, str]] = []
+        for key in prepared + self.kept_schedulers:
+            for node in created:
+                if node in bindings(self.scope, key):
+                    index = self.project(block, node)
+                    if index is None or index in step_at:
+                        return None  # built inside a training statement
+                    made.append((index, key))
+        runs: list[tuple[int, list[str], int]] = []
+        previous = -1
+        for step in step_at:
+            assert step is not None
+            pending = [(i, k) for i, k in made if previous < i < step]
+            keys = [k for k in prepared if any(k == key for _, key in pending)]
+            if pending and keys:
+                runs.append((max(i for i, _ in pending) + 1, keys, step))
+            elif pending or not runs:
+                return None
+            previous = step
+        if len(runs) < 2 or {k for _, keys, _ in runs for k in keys} != set(prepared):
+            return None
+        return runs
 
     def _setup_and_first_step(
         self, block: Block, created: list[cst.CSTNode], steps: list[cst.Call]
@@ -1128,7 +1187,11 @@ class PlainPlanner(Planner):
         :meth:`_creations_for_training`): calls on it there are the script's own, left as they are."""
         _, steps = self.training_steps()
         kept = self._creations_for_training(key, steps)
-        later = [self.tree.line(n) for n in bindings(self.scope, key) if n not in kept and not self.is_removed(n)]
+        later = [
+            self.tree.line(n)
+            for n in bindings(self.scope, key)
+            if n not in kept and not self.is_removed(n) and not any(self.tree.contains(n, s) for s in steps)
+        ]  # `model, acc = train_model(model, ...)` binds the trained model, not a new one
         return min(later, default=None)
 
     def _in_loop(self, node: cst.CSTNode) -> bool:

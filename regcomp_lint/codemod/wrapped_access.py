@@ -52,7 +52,7 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
                 continue
             if function is planner.scope:
                 index = planner.project(block, attr)
-                if index is None or index < prepare_index:
+                if index is None or index < planner.prepared_at.get(owner, prepare_index):
                     continue  # still the script's own, unprepared model
             elif owner in handed:
                 pass  # greedy_decode(model, ...) called as greedy_decode(transformer, ...)

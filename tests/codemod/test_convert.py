@@ -891,9 +891,9 @@ def test_a_gpu_index_test_is_not_a_cpu_switch():
     assert "args.gpu" not in result.text.split("Accelerator(")[1].split("\n")[0]
 
 
-def test_a_script_that_trains_twice_is_refused_naming_both_runs():
-    """The transfer-learning tutorial: ``train_model(model_ft, ...)``, then a second model, optimizer
-    and scheduler and ``train_model(model_conv, ...)``: one prepare() cannot serve both."""
+def test_a_script_that_trains_twice_prepares_each_run_before_it():
+    """The transfer-learning tutorial: ``train_model(model_ft, ...)``, then a second model and
+    optimizer and ``train_model(model_conv, ...)``: each run's objects are prepared just before it."""
     text = (
         "import torch\n\n\n"
         "def train_model(model, optimizer):\n"
@@ -904,10 +904,19 @@ def test_a_script_that_trains_twice_is_refused_naming_both_runs():
         "model_ft = train_model(model_ft, optimizer_ft)\n"
         "model_conv = torch.nn.Linear(4, 1)\noptimizer_conv = torch.optim.SGD(model_conv.parameters(), lr=0.1)\n"
         "model_conv = train_model(model_conv, optimizer_conv)\n"
+        "torch.save(model_conv.state_dict(), 'conv.pt')\n"
     )
-    refused = convert(text).refused
-    assert refused is not None and "trains more than once" in refused
-    assert "line 14, then again at line 17" in refused and "model_conv, optimizer_conv" in refused
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert (
+        "model_ft, optimizer_ft = accelerator.prepare(model_ft, optimizer_ft)\n"
+        "model_ft = train_model(model_ft, optimizer_ft)\n"
+        "model_conv = torch.nn.Linear(4, 1)\noptimizer_conv = torch.optim.SGD(model_conv.parameters(), lr=0.1)\n"
+        "model_conv, optimizer_conv = accelerator.prepare(model_conv, optimizer_conv)\n"
+        "model_conv = train_model(model_conv, optimizer_conv)\n"
+        "accelerator.save(accelerator.unwrap_model(model_conv, keep_torch_compile=False).state_dict(), 'conv.pt')\n"
+    ) in result.text, result.text
+    assert any("trains 2 times in sequence (lines 14, 17)" in note for note in result.notes), result.notes
 
 
 def test_a_training_function_handed_its_model_and_never_called_here_is_refused():
