@@ -2,7 +2,10 @@
 
 ``model = torch.compile(model, **kw)``, ``model = torch.compile(model) if cond else model``,
 ``model = torch.compile(Net())`` and ``model.compile(**kw)`` — also under ``if cond:`` — are
-removed (or unwrapped) and their keywords and condition handed to the plugin. Compiles of
+removed (or unwrapped) and their keywords and condition handed to the plugin. A compiled alias
+that trains while the plain name keeps saving and loading (``fwd_model = torch.compile(model) if
+args.compile else model``) becomes ``fwd_model = model``: after ``prepare()`` both names hold
+the prepared model, and the conversion's checkpoint rewrites unwrap it for saving. Compiles of
 anything else (a compiled function, a helper) are left alone.
 """
 
@@ -25,6 +28,9 @@ class CompileSite:
     remove: cst.BaseSmallStatement | None
     condition: cst.BaseExpression | None
     origin: str
+    #: ``fwd_model = torch.compile(model) [if c else model]``: the assignment, whose value
+    #: becomes the model's name (``fwd_model = model``)
+    alias: cst.Assign | None = None
 
 
 def find_compile_sites(tree: Tree, function: Function, models: set[str]) -> list[CompileSite]:
@@ -43,6 +49,10 @@ def _site(tree: Tree, function: Function, call: cst.Call, models: set[str]) -> C
         parent = tree.parent(call)
         if isinstance(parent, cst.Assign):
             assigned = single_target(parent)
+            model = key_of(target) if target is not None else None
+            if assigned is not None and assigned[0] not in models and model in models:
+                assert model is not None  # fwd_model = torch.compile(model, mode=...)
+                return CompileSite(call, model, None, _condition(tree, function, parent), origin, alias=parent)
             if assigned is None or assigned[0] not in models:
                 _refuse_if_model(target, models, origin)
                 return None
@@ -68,6 +78,16 @@ def _site(tree: Tree, function: Function, call: cst.Call, models: set[str]) -> C
                 if own is not None:
                     raise Refusal(f"{origin} is conditional twice; simplify it before converting")
                 return CompileSite(call, assigned[0], assign, parent.test, origin)
+            model = key_of(target) if target is not None else None
+            if (
+                isinstance(assign, cst.Assign)
+                and assigned
+                and model in models
+                and key_of(parent.orelse) == model
+                and _condition(tree, function, assign) is None
+            ):  # fwd_model = torch.compile(model) if args.compile else model
+                assert model is not None
+                return CompileSite(call, model, None, parent.test, origin, alias=assign)
         _refuse_if_model(target, models, origin)
         return None
     func = call.func

@@ -109,6 +109,8 @@ class PlainPlanner(Planner):
         self.hand_update: HandUpdate | None = None
         #: where in the prepare block each key is prepared, when runs in sequence prepare at several places
         self.prepared_at: dict[str, int] = {}
+        #: ``fwd_model = torch.compile(model) if c else model``, now ``fwd_model = model``: must follow prepare()
+        self.compiled_aliases: list[cst.Assign] = []
 
     def plan(self) -> Conversion:
         tree = self.tree
@@ -625,6 +627,16 @@ class PlainPlanner(Planner):
     # -- hand compiles ------------------------------------------------------------------------
     def _remove_compiles(self, sites: list[CompileSite]) -> None:
         for site in sites:
+            if site.alias is not None:
+                alias = site.alias
+                self.edits.on(alias.value, lambda u, key=site.key: expression(key, self.module))
+                self.compiled_aliases.append(alias)
+                self.notes.append(
+                    f"{code(alias.targets[0].target).strip()} = ... at line {self.tree.line(alias)} named the compiled "
+                    f"{site.key}: now {site.key} itself, which prepare() compiles (and wraps for several processes); "
+                    f"{site.key}'s checkpoints are saved from the unwrapped model"
+                )
+                continue
             self.remove_hand_compile(site.remove, site.call, site.origin)
         leftover = [
             c
@@ -957,6 +969,14 @@ class PlainPlanner(Planner):
         else:
             last = self._after_model_setup(block, last, first_step, prepared)
         prepare_index = last + 1
+        for alias in self.compiled_aliases:
+            at = self.project(block, alias)
+            if at is None or at < prepare_index:
+                raise Refusal(
+                    f"{code(alias.targets[0].target).strip()} = torch.compile(...) at line {tree.line(alias)} names the "
+                    "compiled model before the last object to prepare exists: after conversion it would name the "
+                    "plain, unprepared model; move it after the optimizer, loaders and scheduler are built"
+                )
         indent = self.indentation_of(block)
         acc = self.acc_key
         for assign in rebuilt:
@@ -1517,7 +1537,8 @@ class PlainPlanner(Planner):
             "the plugin fields it leaves unset"
         )
         for site in sites:
-            notes.append(f"removed {site.origin}: the plugin compiles the model in prepare()")
+            if site.alias is None:  # an alias has its own note
+                notes.append(f"removed {site.origin}: the plugin compiles the model in prepare()")
         if reason and settings.get("use_regional_compilation", Setting("", "")).code == "True":
             notes.append(f"use_regional_compilation=True: {reason}")
         notes.append(f"{self.backwards} X.backward() call(s) -> {self.acc_key}.backward(X)")
