@@ -16,6 +16,7 @@ from regcomp_lint.analysis.compile_settings.launches import launched_fields
 from regcomp_lint.codemod.builders import call_statement, expression, keyword, rename_keyword, with_keyword
 from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, find_compile_sites
 from regcomp_lint.codemod.lint_view import lint_view
+from regcomp_lint.codemod.named_reads import unwrap_for_named_reads
 from regcomp_lint.codemod.options import ConvertOptions
 from regcomp_lint.codemod.regional import repeated_blocks
 from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name, plugin_calls
@@ -59,6 +60,7 @@ class AcceleratePlanner(Planner):
             self._connect(plugin, plugin_name)
             if plugin is None and plugin_name is not None:
                 self._compiled_models_note(sites, settings, script)
+                unwrap_for_named_reads(self, self._prepared_models())
         self._backwards()
         if reason and "use_regional_compilation" in settings and settings["use_regional_compilation"].code == "True":
             self.notes.append(f"use_regional_compilation=True: {reason}")
