@@ -9,6 +9,8 @@ without ``--apply``, diff included, minus start-up):
   lines in all) before a plain PyTorch loop, which the codemod converts;
 - the same script with no ``backward()`` (not a training script: the cheap path most files of a
   repository take);
+- a generated training script of about 20,000 lines (``--large-blocks`` model classes; 0 skips
+  it), to show the fixer stays linear;
 - and the console script itself on the fixtures folder (a subprocess: start-up included).
 
 Times are medians over ``--repeat`` rounds; CPU is the process's user + system time. The
@@ -17,7 +19,7 @@ floors are measured in the same run on the same texts: ``ast.parse`` (what the l
 column is the fixer's CPU over libcst's parse. The load averages before and after say how quiet
 the machine was (the figures are only comparable on a quiet one).
 
-    python bench/fix_speed.py [--repeat 3] [--blocks 200]
+    python bench/fix_speed.py [--repeat 3] [--blocks 200] [--large-blocks 832]
 """
 
 from __future__ import annotations
@@ -165,6 +167,12 @@ def main() -> int:
     parser.add_argument(
         "--blocks", type=int, default=200, help="model classes in the generated script (~25 lines each)"
     )
+    parser.add_argument(
+        "--large-blocks",
+        type=int,
+        default=832,
+        help="model classes in the large generated script (832: 20,004 lines; 0: not measured)",
+    )
     args = parser.parse_args()
     settings = Settings()
 
@@ -177,6 +185,9 @@ def main() -> int:
         (f"generated training script ({args.blocks} blocks)", [("big_train.py", big)]),
         ("same, no backward() (not a training script)", [("big_model.py", big_plain)]),
     ]
+    if args.large_blocks:
+        large = generated_script(args.large_blocks)
+        cases.append((f"generated training script ({args.large_blocks} blocks)", [("large_train.py", large)]))
 
     load_before = os.getloadavg()
     rows = []
