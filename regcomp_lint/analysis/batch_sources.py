@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from regcomp_lint.analysis.file_context import FileContext
+from regcomp_lint.analysis.walking import walk
 from regcomp_lint.knowledge.torch_api import (
     GENERATOR_OF_PREFIX,
     RANDOM_DRAWS,
@@ -47,7 +48,7 @@ class BatchSource:
 def batch_sources(roles: TrainingRoles) -> list[BatchSource]:
     """The file's hand-written batch sources (see the module docstring)."""
     ctx = roles.ctx
-    calls_by_callee = {id(n.func): n for n in ast.walk(ctx.tree) if isinstance(n, ast.Call)}
+    calls_by_callee = {id(n.func): n for n in walk(ctx.tree) if isinstance(n, ast.Call)}
     found: dict[int, tuple[ast.FunctionDef | ast.AsyncFunctionDef, list[ast.Call]]] = {}
     loops: dict[int, list[ast.AST]] = {}
     for use in roles.uses:
@@ -64,10 +65,8 @@ def batch_sources(roles: TrainingRoles) -> list[BatchSource]:
             calls.append(call)
     sources: list[BatchSource] = []
     for function, calls in found.values():
-        draws = tuple(
-            n for n in ast.walk(function) if isinstance(n, ast.Call) and ctx.resolves_to(n.func, *RANDOM_DRAWS)
-        )
-        slices = tuple(n for n in ast.walk(function) if isinstance(n, ast.Subscript) and _slices_a_name(n))
+        draws = tuple(n for n in walk(function) if isinstance(n, ast.Call) and ctx.resolves_to(n.func, *RANDOM_DRAWS))
+        slices = tuple(n for n in walk(function) if isinstance(n, ast.Subscript) and _slices_a_name(n))
         if draws or slices:
             sources.append(BatchSource(function, tuple(calls), draws, slices, tuple(loops[id(function)])))
     return sources
@@ -77,7 +76,7 @@ def seeded_per_rank(ctx: FileContext) -> list[ast.Call]:
     """Seeding calls whose seed reads the process's rank (``torch.manual_seed(1337 + seed_offset)``)."""
     return [
         node
-        for node in ast.walk(ctx.tree)
+        for node in walk(ctx.tree)
         if isinstance(node, ast.Call)
         and ctx.resolves_to(node.func, *SEEDS)
         and any(_per_rank(arg) for arg in [*node.args, *(kw.value for kw in node.keywords)])
@@ -109,7 +108,7 @@ def seed_offsets(roles: TrainingRoles) -> SeedOffsets | None:
     generators = {_generator(ctx.qualname(d.func) or "") for d in draws}
     seeds = tuple(
         node
-        for node in ast.walk(ctx.tree)
+        for node in walk(ctx.tree)
         if isinstance(node, ast.Call)
         and (node.args or node.keywords)
         and (
@@ -122,12 +121,12 @@ def seed_offsets(roles: TrainingRoles) -> SeedOffsets | None:
     # what the sources draw from, the model classes, and the loops that ask for batches (noise
     # drawn per step, experience collected between steps) differ per process as they should
     owners: list[ast.AST] = [s.function for s in sources]
-    owners += [n for n in ast.walk(ctx.tree) if isinstance(n, ast.ClassDef)]
+    owners += [n for n in walk(ctx.tree) if isinstance(n, ast.ClassDef)]
     owners += [loop for s in sources for loop in s.loops]
-    inside = {id(n) for owner in owners for n in ast.walk(owner)}
+    inside = {id(n) for owner in owners for n in walk(owner)}
     values_before = tuple(
         node
-        for node in ast.walk(ctx.tree)
+        for node in walk(ctx.tree)
         if isinstance(node, ast.Call)
         and id(node) not in inside
         and node.lineno < first_batch
@@ -162,7 +161,7 @@ def _slices_a_name(node: ast.Subscript) -> bool:
 def _per_rank(expr: ast.AST) -> bool:
     """Reads the process's rank: a name that says so, torchrun's ``RANK``/``LOCAL_RANK``
     variable, ``dist.get_rank()``."""
-    for node in ast.walk(expr):
+    for node in walk(expr):
         if isinstance(node, ast.Constant) and node.value in ("RANK", "LOCAL_RANK"):
             return True
         if isinstance(node, ast.Attribute) and node.attr == "get_rank":

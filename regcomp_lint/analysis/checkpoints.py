@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from regcomp_lint.analysis.bindings import Bindings, Where, binding_key
 from regcomp_lint.analysis.file_context import FileContext
+from regcomp_lint.analysis.walking import walk
 from regcomp_lint.knowledge.torch_api import MAIN_PROCESS_FLAGS, STATE_WRITERS, TORCH_LOAD, TORCH_SAVE
 
 #: How many assignments a saved or loaded name is followed back through.
@@ -148,7 +149,7 @@ class Checkpoints:
     def _reads_in(self, expr: ast.AST, where: Where, hops: int) -> list[StateRead]:
         """The state reads ``expr`` holds: inside it, or in what the names it reads were bound to."""
         found: list[StateRead] = []
-        for node in ast.walk(expr):
+        for node in walk(expr):
             if isinstance(node, ast.Call) and id(node) in self._reads_by_call:
                 found.append(self._reads_by_call[id(node)])
             elif hops < MAX_HOPS and binding_key(node) is not None and isinstance(node, (ast.Name, ast.Attribute)):
@@ -185,7 +186,7 @@ class Checkpoints:
         frontier += [(kw.value, load.where, 0) for kw in load.call.keywords]
         while frontier:
             expr, where, hops = frontier.pop(0)
-            for node in ast.walk(expr):
+            for node in walk(expr):
                 if isinstance(node, ast.Call) and self.ctx.resolves_to(node.func, *TORCH_LOAD):
                     found.append(node)
                 elif hops < MAX_HOPS and isinstance(node, (ast.Name, ast.Attribute)) and binding_key(node):
@@ -245,7 +246,7 @@ def is_main_process_test(test: ast.expr) -> bool:
 
 def _names_rank(expr: ast.expr) -> bool:
     """``rank``, ``args.local_rank``, ``dist.get_rank()``, ``int(os.environ["RANK"])``."""
-    for node in ast.walk(expr):
+    for node in walk(expr):
         name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
         if name is not None and "rank" in name.lower():
             return True

@@ -28,6 +28,7 @@ from functools import cache
 from typing import AnyStr, NamedTuple
 
 from regcomp_lint.analysis.reachability.modules import Lookups, module_in_folder
+from regcomp_lint.analysis.walking import walk
 from regcomp_lint.files.parsing import parse
 
 #: A compile, or a request for one, in a file's text. ``re.compile(`` is not one. Every
@@ -148,7 +149,7 @@ def _compiles_in(tree: ast.AST) -> bool:
             value = node.value  # type: ignore[attr-defined]
             if isinstance(value, str) and value.startswith("ACCELERATE_DYNAMO_"):
                 if docstrings is None:
-                    docstrings = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
+                    docstrings = {id(n.value) for n in walk(tree) if isinstance(n, ast.Expr)}
                 if id(node) not in docstrings:
                     return True
             continue

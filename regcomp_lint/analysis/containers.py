@@ -31,6 +31,7 @@ from regcomp_lint.analysis.reachability import (
     ParsedModule,
     Reachability,
 )
+from regcomp_lint.analysis.walking import walk
 from regcomp_lint.knowledge.torch_api import MODULE_CONTAINERS, TORCH_STACKS
 
 MAX_DEPTH = 8
@@ -158,7 +159,7 @@ class _Reader:
                 found[attr] = Child(attr, node, stmt)
 
     def _self_assignments(self):
-        for stmt in ast.walk(self.method):
+        for stmt in walk(self.method):
             if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 for target in targets:
@@ -252,7 +253,7 @@ class _Reader:
             body, orelse = self.node(value.body, ints, many), self.node(value.orelse, ints, many)
             if body.identity() is not None and body.identity() == orelse.identity():
                 return body
-            varies = any(isinstance(n, ast.Name) and n.id in ints for n in ast.walk(value.test))
+            varies = any(isinstance(n, ast.Name) and n.id in ints for n in walk(value.test))
             return Node("choice", value, elements=[body, orelse], many=many, varies=varies)
         return Node("unknown", value, many=many, loop_ints=ints)
 
@@ -286,7 +287,7 @@ class _Reader:
         if found is None:
             return Node("unknown", call, many=many)
         defining, method = found
-        returns = [n.value for n in ast.walk(method) if isinstance(n, ast.Return) and n.value is not None]
+        returns = [n.value for n in walk(method) if isinstance(n, ast.Return) and n.value is not None]
         if len(returns) != 1:
             return Node("unknown", call, many=many)
         inner = _Reader(self.containers, defining, method, self.depth + 1)

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from regcomp_lint.analysis.global_rebinders import rebinds_globals
+from regcomp_lint.analysis.walking import walk
 
 #: (start row, start col, end row, end col) of a dead region, in ast positions (col 0-based).
 Span = tuple[int, int, int, int]
@@ -57,7 +58,7 @@ def dead_spans(tree: ast.Module, text: str | None = None) -> list[Span]:
         return []
     dead = DeadCode(tree)
     visit, _ = dead.walk_handlers()
-    for node in ast.walk(tree):
+    for node in walk(tree):
         handler = visit.get(type(node))
         if handler is not None:
             handler(node)

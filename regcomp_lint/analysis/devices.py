@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from regcomp_lint.analysis.bindings import Bindings, Where
 from regcomp_lint.analysis.file_context import FileContext, string_literal
+from regcomp_lint.analysis.walking import walk
 from regcomp_lint.knowledge.torch_api import CUDA_DEVICE_CALLS, TORCH_DEVICE
 
 #: How many names and branches a device value is followed through.
@@ -102,7 +103,7 @@ class Devices:
 
 def _in_source_order(root: ast.AST) -> list[ast.expr]:
     """The expressions in ``root``, an enclosing one before the ones it starts with."""
-    nodes = [n for n in ast.walk(root) if isinstance(n, ast.expr)]
+    nodes = [n for n in walk(root) if isinstance(n, ast.expr)]
     return sorted(nodes, key=lambda n: (n.lineno, n.col_offset))  # stable: ast.walk puts outer nodes first
 
 

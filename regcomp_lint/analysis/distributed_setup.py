@@ -15,6 +15,7 @@ import enum
 from dataclasses import dataclass, field
 
 from regcomp_lint.analysis.file_context import FileContext, string_literal
+from regcomp_lint.analysis.walking import walk
 from regcomp_lint.knowledge import torch_api
 from regcomp_lint.knowledge.training_libraries import FOREIGN_FRAMEWORKS
 
@@ -79,7 +80,7 @@ _KINDS: tuple[tuple[SetupCall, tuple[str, ...]], ...] = (
 
 def find_distributed_setup(ctx: FileContext) -> DistributedSetup:
     found = DistributedSetup()
-    for node in ast.walk(ctx.tree):
+    for node in walk(ctx.tree):
         if isinstance(node, ast.Call):
             kind = _call_kind(ctx, node)
             if kind is not None:
@@ -136,7 +137,7 @@ def _optional_imports(tree: ast.AST) -> set[int]:
     binds the same name from elsewhere (minGPT's ``import pytorch_lightning as pl`` else
     ``import mingpt.fake_lightning as pl``). The script then runs without the framework."""
     found: set[int] = set()
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.If):
             branches = [node.body, node.orelse]
         elif isinstance(node, ast.Try):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 
+from regcomp_lint.analysis.walking import children
+
 
 def rebinds_globals(stmt: ast.AST) -> bool:
     """``stmt`` calls ``exec(...)`` or ``globals().update(...)`` (outside nested defs)."""
@@ -39,4 +41,4 @@ def _own_nodes(stmt: ast.AST):
         yield node
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             continue  # defined here, run elsewhere
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(children(node))

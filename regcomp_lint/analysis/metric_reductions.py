@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, cast
 from regcomp_lint.analysis.bindings import Where
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.analysis.training_objects import Kind
+from regcomp_lint.analysis.walking import walk
 from regcomp_lint.knowledge.torch_api import COLLECTIVES, DISTRIBUTED_MODULES
 
 if TYPE_CHECKING:
@@ -107,7 +108,7 @@ class MetricReductions:
                 return held
         here = [entry for entry in loops if entry.function is reduction.where.function]
         if reduction.value is not None:  # its value accumulated in the loop
-            for name in ast.walk(reduction.value):
+            for name in walk(reduction.value):
                 if not isinstance(name, ast.Name):
                     continue
                 for bound in roles.bindings.every_binding(name, reduction.where):

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from regcomp_lint.analysis.bindings import Bindings, Where, binding_key
 from regcomp_lint.analysis.file_context import FileContext, keyword_value, string_literal
+from regcomp_lint.analysis.walking import walk
 from regcomp_lint.knowledge.torch_api import (
     AUTOCAST,
     AUTOCAST_DEFAULT_DTYPES,
@@ -100,7 +101,7 @@ class MixedPrecision:
         values: list[ast.AST] = [expr]
         if binding_key(expr) is not None:
             values += [b.value for b in self.bindings.every_binding(expr, where) if b.value is not None]
-        return [self._by_call[id(node)] for value in values for node in ast.walk(value) if id(node) in self._by_call]
+        return [self._by_call[id(node)] for value in values for node in walk(value) if id(node) in self._by_call]
 
     def dtype_name(self, autocast: Autocast) -> str | None:
         """``float16`` or ``bfloat16``: the dtype the autocast runs in when the source tells

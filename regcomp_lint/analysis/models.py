@@ -31,6 +31,7 @@ from typing import cast
 from regcomp_lint.analysis.bindings import Bindings, Where, binding_key
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.analysis.reachability.modules import ParsedModule, load_module, module_file
+from regcomp_lint.analysis.walking import walk
 from regcomp_lint.files.source import SourceFile
 from regcomp_lint.knowledge.accelerate_api import MODEL_PREPARE_METHODS
 from regcomp_lint.knowledge.model_classes import (
@@ -191,7 +192,7 @@ class ModelFinder:
             return None
         appended = _appended_in_loops(init)
         lists = _list_assignments(init)
-        for node in ast.walk(init):
+        for node in walk(init):
             if not isinstance(node, ast.Call):
                 continue
             if self.ctx.resolves_to(node.func, *MODULE_LIST):
@@ -257,7 +258,7 @@ class ModelFinder:
         return None
 
     def _is_empty_module_list_attr(self, init: ast.FunctionDef, target: str) -> bool:
-        for node in ast.walk(init):
+        for node in walk(init):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and not node.value.args:
                 if self.ctx.resolves_to(node.value.func, *MODULE_LIST):
                     if any(binding_key(t) == target for t in node.targets):
@@ -349,7 +350,7 @@ def _same_calls(elts: list[ast.expr]) -> bool:
 def _appended_in_loops(init: ast.FunctionDef) -> dict[str, tuple[ast.expr, int | None]]:
     """``for _ in range(n): target.append(Block(...))`` → {target: (Block(...), n)}."""
     found: dict[str, tuple[ast.expr, int | None]] = {}
-    for loop in ast.walk(init):
+    for loop in walk(init):
         if not isinstance(loop, ast.For):
             continue
         for stmt in loop.body:
@@ -365,14 +366,14 @@ def _appended_in_loops(init: ast.FunctionDef) -> dict[str, tuple[ast.expr, int |
 def _list_assignments(init: ast.FunctionDef) -> dict[str, ast.expr]:
     """``layers = [Block() for _ in range(n)]`` inside ``__init__``: name → value."""
     found = {}
-    for node in ast.walk(init):
+    for node in walk(init):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             found[node.targets[0].id] = node.value
     return found
 
 
 def _calls_super_init(init: ast.FunctionDef) -> bool:
-    for node in ast.walk(init):
+    for node in walk(init):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__init__":
             return True
     return False

@@ -26,6 +26,7 @@ from regcomp_lint.analysis.bindings import Bindings, Where, binding_key
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.analysis.training_loops import argument_for
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
+from regcomp_lint.analysis.walking import walk
 from regcomp_lint.knowledge.training_libraries import OPTIMIZER_FACTORIES, OPTIMIZER_FACTORY_METHODS
 
 #: Keywords timm's factories take the model (or its parameters) by.
@@ -135,7 +136,7 @@ class OptimizerSources:
         """Keys ``M`` of every ``M.parameters()`` / ``M.named_parameters()`` inside ``node`` (one
         level through a name: ``params = [p for p in model.parameters() if ...]``)."""
         owners: list[str] = []
-        for sub in ast.walk(node):
+        for sub in walk(node):
             if (
                 isinstance(sub, ast.Call)
                 and isinstance(sub.func, ast.Attribute)
@@ -145,13 +146,13 @@ class OptimizerSources:
                 if key and key not in owners:
                     owners.append(key)
         if not owners and depth == 0:
-            for name in (n for n in ast.walk(node) if isinstance(n, ast.Name)):
+            for name in (n for n in walk(node) if isinstance(n, ast.Name)):
                 for bound in self.bindings.every_binding(name, where):
                     if bound.value is not None and not isinstance(bound.value, (ast.FunctionDef, ast.ClassDef)):
                         found = self.parameter_owners(bound.value, bound.where, 1, handed=handed)
                         owners += [k for k in found if k not in owners]
         if not owners and depth <= 1:
-            for read in {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}:
+            for read in {n.id for n in walk(node) if isinstance(n, ast.Name)}:
                 owners += [k for k in self._filled_from_parameters(read, where) if k not in owners]
         if not owners and handed:  # only for a call that certainly builds an optimizer
             owners = self._models_handed(node, where)
@@ -168,12 +169,12 @@ class OptimizerSources:
     def _parameter_fills(self, scope: ast.AST) -> dict[str, list[str]]:
         """List name -> models whose parameters the loops of ``scope`` append to it (one walk)."""
         fills: dict[str, list[str]] = {}
-        for loop in ast.walk(scope):
+        for loop in walk(scope):
             if not isinstance(loop, ast.For):
                 continue
             models = [
                 key
-                for sub in ast.walk(loop.iter)
+                for sub in walk(loop.iter)
                 if isinstance(sub, ast.Call)
                 and isinstance(sub.func, ast.Attribute)
                 and sub.func.attr in _PARAMETER_METHODS
@@ -183,13 +184,13 @@ class OptimizerSources:
             if not models:
                 continue
             for stmt in loop.body:
-                for sub in ast.walk(stmt):
+                for sub in walk(stmt):
                     if (
                         isinstance(sub, ast.Call)
                         and isinstance(sub.func, ast.Attribute)
                         and sub.func.attr in ("append", "extend")
                     ):
-                        for n in ast.walk(sub.func.value):
+                        for n in walk(sub.func.value):
                             if isinstance(n, ast.Name):
                                 owners = fills.setdefault(n.id, [])
                                 owners += [m for m in models if m not in owners]
@@ -200,7 +201,7 @@ class OptimizerSources:
         ``param_groups_weight_decay(model, ...)``) or ``model.get_trainable_parameters()``; the
         optimizer then holds that model's parameters, the same objects ``prepare`` wraps."""
         owners: list[str] = []
-        for sub in ast.walk(node):
+        for sub in walk(node):
             if not isinstance(sub, ast.Call):
                 continue
             handed = list(sub.args)

@@ -45,6 +45,7 @@ from regcomp_lint.analysis.distributed_setup import DistributedSetup, find_distr
 from regcomp_lint.analysis.models import ModelFinder
 from regcomp_lint.analysis.reachability import FactsCollector, ParsedModule, Reachability
 from regcomp_lint.analysis.training_roles import TrainingRoles
+from regcomp_lint.analysis.walking import children
 
 if TYPE_CHECKING:
     from regcomp_lint.analysis.file_context import FileContext
@@ -184,7 +185,7 @@ class SemanticModel:
             for handler in visit.get(type(node), ()):
                 handler(node)
             ancestors.append(node)
-            stack.extend((child, depth + 1) for child in reversed(list(ast.iter_child_nodes(node))))
+            stack.extend((child, depth + 1) for child in reversed(children(node)))
         while len(ancestors) > base:
             done = ancestors.pop()
             for handler in leave.get(type(done), ()):

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from regcomp_lint.analysis.accelerate_script import MAX_DEPTH
 from regcomp_lint.analysis.bindings import FUNCTION_NODES, Bindings, Position, Where, binding_key
+from regcomp_lint.analysis.walking import children, walk
 
 #: An attribute that holds the number of processes (``accelerator.num_processes``, ``state.num_processes``).
 PROCESS_COUNT_ATTRIBUTES = ("num_processes",)
@@ -106,13 +107,13 @@ class StepCounts:
                 continue  # `args` itself: not a count
             if isinstance(node, (*FUNCTION_NODES, ast.ClassDef)):
                 continue
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(children(node))
 
     def _counts_processes(self, expr: ast.AST, where: Where, ask: _Ask, depth: int = 0) -> bool:
         """``expr`` reads the number of processes, there or through the names it reads."""
         if depth > MAX_DEPTH:
             return False
-        for node in ast.walk(expr):
+        for node in walk(expr):
             if isinstance(node, ast.Attribute) and node.attr in PROCESS_COUNT_ATTRIBUTES:
                 return True
             if id(node) in ask.process_counts:
@@ -164,7 +165,7 @@ class StepCounts:
         if key not in self._fields:
             fields: dict[tuple[str, str], list[tuple[Position, ast.expr]]] = {}
             root = function if function is not None else self._tree
-            stack = list(ast.iter_child_nodes(root))
+            stack = list(children(root))
             while stack:
                 node = stack.pop()
                 if isinstance(node, (*FUNCTION_NODES, ast.ClassDef)):
@@ -175,6 +176,6 @@ class StepCounts:
                         if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
                             end = (node.end_lineno or node.lineno, node.end_col_offset or 0)
                             fields.setdefault((target.value.id, target.attr), []).append((end, node.value))
-                stack.extend(ast.iter_child_nodes(node))
+                stack.extend(children(node))
             self._fields[key] = fields
         return self._fields[key]

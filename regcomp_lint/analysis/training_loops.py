@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 
 from regcomp_lint.analysis.bindings import binding_key
+from regcomp_lint.analysis.walking import children, walk
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -49,7 +50,7 @@ def own_nodes(roots: Sequence[ast.AST]) -> Iterator[ast.AST]:
         yield node
         if isinstance(node, _OTHER_SCOPES):
             continue
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+        stack.extend(reversed(children(node)))
 
 
 class TrainingLoops:
@@ -65,7 +66,7 @@ class TrainingLoops:
         self._callers: dict[int, list[ast.Call]] | None = None  # function id -> calls of it
         self._fed: dict[str, list[str]] | None = None  # name key -> the parameters it is passed to
         self._index(tree, None, None)
-        has_backward = any(_is_method_call(n, "backward") for n in ast.walk(tree))
+        has_backward = any(_is_method_call(n, "backward") for n in walk(tree))
         self._step = "backward" if has_backward else "step"
         functions = [f for fs in self._by_name.values() for f in fs]
         #: functions that reach the step
@@ -84,7 +85,7 @@ class TrainingLoops:
         return found
 
     def _index(self, node: ast.AST, function: Function | None, cls: ast.ClassDef | None) -> None:
-        for child in ast.iter_child_nodes(node):
+        for child in children(node):
             if isinstance(child, FUNCTIONS):
                 self._by_name[child.name].append(child)
                 if cls is not None and node is cls:

@@ -57,6 +57,7 @@ from regcomp_lint.analysis.optimizer_sources import OptimizerSources
 from regcomp_lint.analysis.step_counts import StepCounts
 from regcomp_lint.analysis.training_loops import COMPREHENSIONS, argument_for, iterated
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
+from regcomp_lint.analysis.walking import children, walk
 from regcomp_lint.knowledge.torch_api import (
     DATA_PARALLEL,
     DISTRIBUTED_SAMPLER,
@@ -392,8 +393,8 @@ class TrainingRoles:
             isinstance(loop, ast.For)
             and isinstance(loop.iter, ast.Name)
             and loop.iter.id == first
-            and any(isinstance(n, (ast.Yield, ast.YieldFrom)) for s in loop.body for n in ast.walk(s))
-            for loop in ast.walk(function)
+            and any(isinstance(n, (ast.Yield, ast.YieldFrom)) for s in loop.body for n in walk(s))
+            for loop in walk(function)
         )
 
     def _builds_optimizer(self, call: ast.Call, where: Where, depth: int = 0) -> bool:
@@ -660,7 +661,7 @@ class TrainingRoles:
             for value in values:
                 if any(
                     isinstance(node, ast.Call) and self.ctx.resolves_to(node.func, *DISTRIBUTED_SAMPLER)
-                    for node in ast.walk(value)
+                    for node in walk(value)
                 ):
                     return True
         return False
@@ -927,14 +928,14 @@ class TrainingRoles:
         """The scheduler is an argument (or an element of one) of another scheduler's constructor."""
         if self._wrapped_schedulers is None:  # one walk of the file, whatever the number of schedulers
             self._wrapped_schedulers = set()
-            for node in ast.walk(self.ctx.tree):
+            for node in walk(self.ctx.tree):
                 if not isinstance(node, ast.Call) or id(node) not in self._calls:
                     continue
                 if constructor_kind(self.ctx, node, self.bindings.classes) is not Kind.SCHEDULER:
                     continue
                 where = self._calls[id(node)][0]
                 for arg in [*node.args, *(kw.value for kw in node.keywords)]:
-                    for sub in ast.walk(arg):
+                    for sub in walk(arg):
                         if binding_key(sub) is not None:
                             self._wrapped_schedulers |= {
                                 id(o.call) for o in self._possible_origins(sub, where) if o.built is not node
@@ -1005,7 +1006,7 @@ def _attribute_assignments(attr: ast.Attribute, where: Where) -> list[ast.expr]:
         return []
     return [
         node.value
-        for node in ast.walk(function)
+        for node in walk(function)
         if isinstance(node, ast.Assign)
         and any(
             isinstance(t, ast.Attribute)
@@ -1032,7 +1033,7 @@ def _data_nodes(expr: ast.AST) -> list[ast.AST]:
                 stack.extend(node.args)
                 stack.extend(kw.value for kw in node.keywords if kw.arg not in PLACEMENT_KEYWORDS)
             continue
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(children(node))
     return found
 
 

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar, cast
 from regcomp_lint.analysis import reachability, tensors
 from regcomp_lint.analysis.name_resolution import ImportMap
 from regcomp_lint.analysis.reachability import Chain, Function, ParsedModule, Reachability, compiling_guard, same_file
+from regcomp_lint.analysis.walking import children
 from regcomp_lint.checks.base import Rule
 from regcomp_lint.files.source import Positioned
 from regcomp_lint.knowledge.graph_breaks import FULLGRAPH_CAPTURED
@@ -340,14 +341,12 @@ def breaks_in(
 
 
 def _walk_with_ancestors(root: ast.AST) -> Iterator[tuple[ast.AST, list[ast.AST]]]:
-    stack: list[tuple[ast.AST, list[ast.AST]]] = [
-        (child, [root]) for child in reversed(list(ast.iter_child_nodes(root)))
-    ]
+    stack: list[tuple[ast.AST, list[ast.AST]]] = [(child, [root]) for child in reversed(children(root))]
     while stack:
         node, ancestors = stack.pop()
         yield node, ancestors
         below = ancestors + [node]
-        for child in reversed(list(ast.iter_child_nodes(node))):
+        for child in reversed(children(node)):
             stack.append((child, below))
 
 

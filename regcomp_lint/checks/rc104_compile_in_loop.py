@@ -12,6 +12,7 @@ from regcomp_lint.analysis.callsites import (
     compile_config_site,
     decorator_compile_call,
 )
+from regcomp_lint.analysis.walking import children, walk
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.diagnostics import Severity
 
@@ -25,7 +26,7 @@ EXITS = (ast.Break, ast.Return, ast.Raise)
 
 
 def names_in(node: ast.AST | None) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} if node is not None else set()
+    return {n.id for n in walk(node) if isinstance(n, ast.Name)} if node is not None else set()
 
 
 def bound_names(target: ast.AST) -> set[str]:
@@ -62,7 +63,7 @@ def fresh_names(body: list[ast.stmt], targets: set[str]) -> set[str]:
             fresh |= bound_names(node.target) - names_in(node.value)
         elif isinstance(node, ast.withitem) and node.optional_vars is not None:
             fresh |= bound_names(node.optional_vars)
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(children(node))
     return fresh
 
 
@@ -148,7 +149,7 @@ def _guarded(tests: list[ast.expr], result: set[str]) -> bool:
     if not result:
         return False
     for test in tests:
-        for node in ast.walk(test):
+        for node in walk(test):
             if isinstance(node, (ast.Name, ast.Attribute)) and ast.unparse(node) in result:
                 return True
     return False

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from regcomp_lint.analysis.reachability import Submodule
+from regcomp_lint.analysis.walking import walk
 from regcomp_lint.checks.base import Invalid
 from regcomp_lint.checks.forward_rule import Break, ForwardRule, Scope
 from regcomp_lint.diagnostics import Severity
@@ -134,7 +135,7 @@ def _assignments(cls: ast.ClassDef | None, attr: str) -> int:
         return 0
     return sum(
         1
-        for node in ast.walk(cls)
+        for node in walk(cls)
         if isinstance(node, ast.Assign)
         and any(
             isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name) and t.value.id == "self"

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from regcomp_lint.analysis import reachability
 from regcomp_lint.analysis.containers import Containers, Node
 from regcomp_lint.analysis.reachability import ModuleClass, Reachability
+from regcomp_lint.analysis.walking import children, walk
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.diagnostics import Severity
 
@@ -314,7 +315,7 @@ def _follow(
         return
     owner, init = method
     ints = frozenset({param})
-    for node in ast.walk(init):
+    for node in walk(init):
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
@@ -406,7 +407,7 @@ def _reads(func: ast.FunctionDef | ast.AsyncFunctionDef, attr: str):
                 stack.append((value, after_test))
                 after_test = after_test or _optional_test(value, optional_args)
             continue
-        stack.extend((child, optional) for child in ast.iter_child_nodes(node))
+        stack.extend((child, optional) for child in children(node))
 
 
 def _optional_arguments(func: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
@@ -419,7 +420,7 @@ def _optional_arguments(func: ast.FunctionDef | ast.AsyncFunctionDef) -> frozens
 
 def _optional_test(test: ast.AST, optional_args: frozenset[str]) -> bool:
     """Reads an argument defaulting to None/False, or tests ``x is not None``."""
-    for node in ast.walk(test):
+    for node in walk(test):
         if isinstance(node, ast.Name) and node.id in optional_args:
             return True
         if (

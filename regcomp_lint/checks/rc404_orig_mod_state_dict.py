@@ -15,6 +15,7 @@ from regcomp_lint.analysis.accelerate_script import (
 from regcomp_lint.analysis.bindings import Bindings, Where, binding_key
 from regcomp_lint.analysis.file_context import has_star_kwargs, keyword, keyword_value, method_receiver
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
+from regcomp_lint.analysis.walking import walk
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.checks.text_edits import append_keyword
 from regcomp_lint.diagnostics import Applicability, Severity
@@ -411,7 +412,7 @@ class OrigModStateDict(Rule):
         read = self.checkpoints.read_at(call)
         if read is None or not isinstance(read.statement, ast.Assign) or self.checkpoints.saves_of(read):
             return False
-        return any(isinstance(n, ast.Name) for t in read.statement.targets for n in ast.walk(t))
+        return any(isinstance(n, ast.Name) for t in read.statement.targets for n in walk(t))
 
     def _accelerator_save(self, kind: str, call: ast.Call, where: Where) -> None:
         model = call.args[0] if call.args else keyword_value(call, "model")
@@ -601,7 +602,7 @@ def _looked_up_by_literal(scope: ast.AST, table: str) -> bool:
         and isinstance(node.slice, ast.Constant)
         and isinstance(node.slice.value, str)
         and not node.slice.value.startswith("_orig_mod")
-        for node in ast.walk(scope)
+        for node in walk(scope)
     )
 
 

@@ -11,6 +11,7 @@ from regcomp_lint.analysis.bindings import Where
 from regcomp_lint.analysis.containers import Containers, Node, Tree, is_repeated, mixes_classes
 from regcomp_lint.analysis.file_context import is_true, keyword_value, method_receiver
 from regcomp_lint.analysis.reachability import ModuleClass, Reachability
+from regcomp_lint.analysis.walking import children, walk
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.diagnostics import Severity
 from regcomp_lint.knowledge.accelerate_api import MODEL_PREPARE_METHODS, REGIONAL_FIELD
@@ -384,7 +385,7 @@ class _Judge:
         here = self.reach.module.path
         for defining, method in _forward_methods(owner):
             parents = _parents(method)
-            for node in ast.walk(method):
+            for node in walk(method):
                 if not (isinstance(node, ast.Attribute) and _self_path(node) == path):
                     continue
                 effect = _effect(node, parents, keys)
@@ -406,7 +407,7 @@ def _forward_methods(cls: ModuleClass) -> list[tuple[ModuleClass, ast.FunctionDe
     seen = {id(found[1])}
     methods = [found]
     for _, method in methods:
-        for node in ast.walk(method):
+        for node in walk(method):
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
@@ -460,8 +461,8 @@ def _effect(node: ast.Attribute, parents: dict[int, ast.AST], keys: set[str]) ->
 
 def _parents(root: ast.AST) -> dict[int, ast.AST]:
     parents = {}
-    for node in ast.walk(root):
-        for child in ast.iter_child_nodes(node):
+    for node in walk(root):
+        for child in children(node):
             parents[id(child)] = node
     return parents
 

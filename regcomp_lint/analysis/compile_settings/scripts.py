@@ -18,6 +18,7 @@ from regcomp_lint.analysis.compile_settings.model import Origin, Setting
 from regcomp_lint.analysis.compile_settings.structured import read_structured
 from regcomp_lint.analysis.file_context import is_none
 from regcomp_lint.analysis.reachability.modules import load_module
+from regcomp_lint.analysis.walking import walk
 from regcomp_lint.files import reading
 from regcomp_lint.files.kinds import Kind, is_settings_file
 from regcomp_lint.knowledge.accelerate_api import DYNAMO_PLUGIN, PLUGIN_FIELDS
@@ -104,7 +105,7 @@ def fixed_fields(path: str) -> list[FixedField]:
     found: dict[str, FixedField] = {}
     plugin_names = {name.rsplit(".", 1)[1] for name in DYNAMO_PLUGIN}
     trainer_names = {name.rsplit(".", 1)[1] for name in TRAINING_ARGUMENTS + TRAINING_ARGUMENTS_SUBCLASSES}
-    for node in ast.walk(module.tree):
+    for node in walk(module.tree):
         if not isinstance(node, ast.Call):
             continue
         qualname = module.imports.qualname(node.func) or ""

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from regcomp_lint.analysis.name_resolution import ImportMap
 from regcomp_lint.analysis.reachability.modules import FUNCTION_DEFS, ParsedModule
+from regcomp_lint.analysis.walking import children
 from regcomp_lint.knowledge import torch_api
 from regcomp_lint.knowledge.model_classes import OTHER_FRAMEWORK_PREFIXES
 
@@ -254,7 +255,7 @@ def _add_submodule(
                 ast.keyword,
             ),
         ):
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(children(node))
 
 
 #: ``torch.<name>`` calls that build a tensor stored on ``self`` (``self.mask = torch.tril(...)``).
