@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from regcomp_lint.analysis.file_context import FileContext
-from regcomp_lint.analysis.walking import walk
+from regcomp_lint.files.parsing import walk
 from regcomp_lint.knowledge.torch_api import (
     GENERATOR_OF_PREFIX,
     RANDOM_DRAWS,

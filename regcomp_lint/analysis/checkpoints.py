@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from regcomp_lint.analysis.bindings import Bindings, Where, binding_key
 from regcomp_lint.analysis.file_context import FileContext
-from regcomp_lint.analysis.walking import walk
+from regcomp_lint.files.parsing import walk
 from regcomp_lint.knowledge.torch_api import MAIN_PROCESS_FLAGS, STATE_WRITERS, TORCH_LOAD, TORCH_SAVE
 
 #: How many assignments a saved or loaded name is followed back through.

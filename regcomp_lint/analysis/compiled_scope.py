@@ -28,8 +28,7 @@ from functools import cache
 from typing import AnyStr, NamedTuple
 
 from regcomp_lint.analysis.reachability.modules import Lookups, module_in_folder
-from regcomp_lint.analysis.walking import walk
-from regcomp_lint.files.parsing import parse
+from regcomp_lint.files.parsing import parse, walk
 
 #: A compile, or a request for one, in a file's text. ``re.compile(`` is not one. Every
 #: alternative starts with a literal character (its ``\b`` is a look-behind after that

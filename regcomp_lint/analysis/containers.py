@@ -31,7 +31,7 @@ from regcomp_lint.analysis.reachability import (
     ParsedModule,
     Reachability,
 )
-from regcomp_lint.analysis.walking import walk
+from regcomp_lint.files.parsing import walk
 from regcomp_lint.knowledge.torch_api import MODULE_CONTAINERS, TORCH_STACKS
 
 MAX_DEPTH = 8

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from regcomp_lint.analysis.global_rebinders import rebinds_globals
-from regcomp_lint.analysis.walking import walk
+from regcomp_lint.files.parsing import walk
 
 #: (start row, start col, end row, end col) of a dead region, in ast positions (col 0-based).
 Span = tuple[int, int, int, int]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from regcomp_lint.analysis.bindings import Bindings, Where
 from regcomp_lint.analysis.file_context import FileContext, string_literal
-from regcomp_lint.analysis.walking import walk
+from regcomp_lint.files.parsing import walk
 from regcomp_lint.knowledge.torch_api import CUDA_DEVICE_CALLS, TORCH_DEVICE
 
 #: How many names and branches a device value is followed through.

@@ -15,7 +15,7 @@ import enum
 from dataclasses import dataclass, field
 
 from regcomp_lint.analysis.file_context import FileContext, string_literal
-from regcomp_lint.analysis.walking import walk
+from regcomp_lint.files.parsing import walk
 from regcomp_lint.knowledge import torch_api
 from regcomp_lint.knowledge.training_libraries import FOREIGN_FRAMEWORKS
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 
-from regcomp_lint.analysis.walking import children
+from regcomp_lint.files.parsing import children
 
 
 def rebinds_globals(stmt: ast.AST) -> bool:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, cast
 from regcomp_lint.analysis.bindings import Where
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.analysis.training_objects import Kind
-from regcomp_lint.analysis.walking import walk
+from regcomp_lint.files.parsing import walk
 from regcomp_lint.knowledge.torch_api import COLLECTIVES, DISTRIBUTED_MODULES
 
 if TYPE_CHECKING:

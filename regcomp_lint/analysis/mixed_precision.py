@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from regcomp_lint.analysis.bindings import Bindings, Where, binding_key
 from regcomp_lint.analysis.file_context import FileContext, keyword_value, string_literal
-from regcomp_lint.analysis.walking import walk
+from regcomp_lint.files.parsing import walk
 from regcomp_lint.knowledge.torch_api import (
     AUTOCAST,
     AUTOCAST_DEFAULT_DTYPES,

@@ -31,7 +31,7 @@ from typing import cast
 from regcomp_lint.analysis.bindings import Bindings, Where, binding_key
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.analysis.reachability.modules import ParsedModule, load_module, module_file
-from regcomp_lint.analysis.walking import walk
+from regcomp_lint.files.parsing import walk
 from regcomp_lint.files.source import SourceFile
 from regcomp_lint.knowledge.accelerate_api import MODEL_PREPARE_METHODS
 from regcomp_lint.knowledge.model_classes import (

@@ -26,7 +26,7 @@ from regcomp_lint.analysis.bindings import Bindings, Where, binding_key
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.analysis.training_loops import argument_for
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
-from regcomp_lint.analysis.walking import walk
+from regcomp_lint.files.parsing import walk
 from regcomp_lint.knowledge.training_libraries import OPTIMIZER_FACTORIES, OPTIMIZER_FACTORY_METHODS
 
 #: Keywords timm's factories take the model (or its parameters) by.

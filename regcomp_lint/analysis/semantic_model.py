@@ -45,7 +45,7 @@ from regcomp_lint.analysis.distributed_setup import DistributedSetup, find_distr
 from regcomp_lint.analysis.models import ModelFinder
 from regcomp_lint.analysis.reachability import FactsCollector, ParsedModule, Reachability
 from regcomp_lint.analysis.training_roles import TrainingRoles
-from regcomp_lint.analysis.walking import children
+from regcomp_lint.files.parsing import children
 
 if TYPE_CHECKING:
     from regcomp_lint.analysis.file_context import FileContext

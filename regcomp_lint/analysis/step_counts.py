@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from regcomp_lint.analysis.accelerate_script import MAX_DEPTH
 from regcomp_lint.analysis.bindings import FUNCTION_NODES, Bindings, Position, Where, binding_key
-from regcomp_lint.analysis.walking import children, walk
+from regcomp_lint.files.parsing import children, walk
 
 #: An attribute that holds the number of processes (``accelerator.num_processes``, ``state.num_processes``).
 PROCESS_COUNT_ATTRIBUTES = ("num_processes",)

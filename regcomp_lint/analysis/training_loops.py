@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 
 from regcomp_lint.analysis.bindings import binding_key
-from regcomp_lint.analysis.walking import children, walk
+from regcomp_lint.files.parsing import children, walk
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 LOOPS = (ast.For, ast.AsyncFor, ast.While)

@@ -57,7 +57,7 @@ from regcomp_lint.analysis.optimizer_sources import OptimizerSources
 from regcomp_lint.analysis.step_counts import StepCounts
 from regcomp_lint.analysis.training_loops import COMPREHENSIONS, argument_for, iterated
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
-from regcomp_lint.analysis.walking import children, walk
+from regcomp_lint.files.parsing import children, walk
 from regcomp_lint.knowledge.torch_api import (
     DATA_PARALLEL,
     DISTRIBUTED_SAMPLER,

@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar, cast
 from regcomp_lint.analysis import reachability, tensors
 from regcomp_lint.analysis.name_resolution import ImportMap
 from regcomp_lint.analysis.reachability import Chain, Function, ParsedModule, Reachability, compiling_guard, same_file
-from regcomp_lint.analysis.walking import children
 from regcomp_lint.checks.base import Rule
+from regcomp_lint.files.parsing import children
 from regcomp_lint.files.source import Positioned
 from regcomp_lint.knowledge.graph_breaks import FULLGRAPH_CAPTURED
 

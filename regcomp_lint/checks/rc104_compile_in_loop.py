@@ -12,9 +12,9 @@ from regcomp_lint.analysis.callsites import (
     compile_config_site,
     decorator_compile_call,
 )
-from regcomp_lint.analysis.walking import children, walk
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.diagnostics import Severity
+from regcomp_lint.files.parsing import children, walk
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 LOOPS = (ast.For, ast.AsyncFor, ast.While)

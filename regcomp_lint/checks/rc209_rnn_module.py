@@ -5,10 +5,10 @@ from __future__ import annotations
 import ast
 
 from regcomp_lint.analysis.reachability import Submodule
-from regcomp_lint.analysis.walking import walk
 from regcomp_lint.checks.base import Invalid
 from regcomp_lint.checks.forward_rule import Break, ForwardRule, Scope
 from regcomp_lint.diagnostics import Severity
+from regcomp_lint.files.parsing import walk
 from regcomp_lint.knowledge.graph_breaks import RULE_BREAKS
 
 RNN_CLASSES = frozenset({"LSTM", "GRU", "RNN"})

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from regcomp_lint.analysis import reachability
 from regcomp_lint.analysis.containers import Containers, Node
 from regcomp_lint.analysis.reachability import ModuleClass, Reachability
-from regcomp_lint.analysis.walking import children, walk
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.diagnostics import Severity
+from regcomp_lint.files.parsing import children, walk
 
 #: Arithmetic that keeps one value per block (``i + 1``, ``2 * i``, ``i // 2``); ``%`` and
 #: comparisons fold the index into a few values and are left alone.

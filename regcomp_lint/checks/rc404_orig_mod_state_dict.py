@@ -15,10 +15,10 @@ from regcomp_lint.analysis.accelerate_script import (
 from regcomp_lint.analysis.bindings import Bindings, Where, binding_key
 from regcomp_lint.analysis.file_context import has_star_kwargs, keyword, keyword_value, method_receiver
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
-from regcomp_lint.analysis.walking import walk
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.checks.text_edits import append_keyword
 from regcomp_lint.diagnostics import Applicability, Severity
+from regcomp_lint.files.parsing import walk
 from regcomp_lint.knowledge.accelerate_api import PREPARE_METHODS
 from regcomp_lint.knowledge.torch_api import DATA_PARALLEL, SAME_MODULE_METHODS
 

@@ -11,9 +11,9 @@ from regcomp_lint.analysis.bindings import Where
 from regcomp_lint.analysis.containers import Containers, Node, Tree, is_repeated, mixes_classes
 from regcomp_lint.analysis.file_context import is_true, keyword_value, method_receiver
 from regcomp_lint.analysis.reachability import ModuleClass, Reachability
-from regcomp_lint.analysis.walking import children, walk
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.diagnostics import Severity
+from regcomp_lint.files.parsing import children, walk
 from regcomp_lint.knowledge.accelerate_api import MODEL_PREPARE_METHODS, REGIONAL_FIELD
 from regcomp_lint.knowledge.torch_api import SAME_MODULE_METHODS
 

@@ -18,9 +18,9 @@ from regcomp_lint.analysis.compile_settings.model import Origin, Setting
 from regcomp_lint.analysis.compile_settings.structured import read_structured
 from regcomp_lint.analysis.file_context import is_none
 from regcomp_lint.analysis.reachability.modules import load_module
-from regcomp_lint.analysis.walking import walk
 from regcomp_lint.files import reading
 from regcomp_lint.files.kinds import Kind, is_settings_file
+from regcomp_lint.files.parsing import walk
 from regcomp_lint.knowledge.accelerate_api import DYNAMO_PLUGIN, PLUGIN_FIELDS
 from regcomp_lint.knowledge.launch_settings import (
     TRAINER_COMPILE_FIELDS,

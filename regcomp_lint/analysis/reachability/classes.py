@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from regcomp_lint.analysis.name_resolution import ImportMap
 from regcomp_lint.analysis.reachability.modules import FUNCTION_DEFS, ParsedModule
-from regcomp_lint.analysis.walking import children
+from regcomp_lint.files.parsing import children
 from regcomp_lint.knowledge import torch_api
 from regcomp_lint.knowledge.model_classes import OTHER_FRAMEWORK_PREFIXES
 

@@ -1,4 +1,4 @@
-"""walking.walk and walking.children give what ast.walk and ast.iter_child_nodes give, in order."""
+"""parsing.walk and parsing.children give what ast.walk and ast.iter_child_nodes give, in order."""
 
 from __future__ import annotations
 
@@ -7,12 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from regcomp_lint.analysis.walking import children, walk
+from regcomp_lint.files.parsing import children, walk
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = sorted((ROOT / "fixtures" / "fix").glob("*/input.py"))[:12] + [
-    ROOT / "regcomp_lint" / "analysis" / "walking.py"
-]
+SAMPLES = sorted((ROOT / "fixtures" / "fix").glob("*/input.py"))[:12] + [ROOT / "regcomp_lint" / "files" / "parsing.py"]
 
 EXTRA = """
 async def f(a, /, b=1, *c, d: int = 2, **e) -> "x":
