@@ -11,7 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from regcomp_lint.codemod.roles import bindings
-from regcomp_lint.codemod.tree import Function, Tree, code, dotted, find_all, key_of, single_target
+from regcomp_lint.codemod.tree import Function, Tree, code, dotted, find_all, key_of, is_main_guard, single_target
 
 #: methods of ``argparse.ArgumentParser`` whose result is the command line's namespace
 _COMMAND_LINE_PARSES = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args"})
@@ -88,8 +88,8 @@ def branch_condition(tree: Tree, stmt: cst.CSTNode) -> tuple[str, list[cst.BaseE
     tests: list[cst.BaseExpression] = []
     node: cst.CSTNode = stmt
     for anc in tree.ancestors(stmt):
-        if isinstance(anc, (cst.FunctionDef, cst.Module, cst.ClassDef)):
-            break
+        if isinstance(anc, (cst.FunctionDef, cst.Module, cst.ClassDef)) or is_main_guard(anc):
+            break  # `if __name__ == "__main__":` always runs when the script trains
         if isinstance(anc, cst.If):
             tests.append(anc.test)
             if tree.contains(anc.body, node):

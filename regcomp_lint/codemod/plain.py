@@ -67,6 +67,7 @@ from regcomp_lint.codemod.roles import (
     creations,
 )
 from regcomp_lint.codemod.schedulers import unpacked_schedulers
+from regcomp_lint.codemod.shard_metrics import shard_metric_notes
 from regcomp_lint.codemod.synced_values import evaluates_alike
 from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, StepElsewhere, resolve
 from regcomp_lint.codemod.trackers import log_from_main_process
@@ -477,6 +478,7 @@ class PlainPlanner(Planner):
                 )
         self.notes += evaluation_passes_note(view, prepared_origins, self.acc_key)
         self.notes += hand_lr_notes(tree, self.training, loaders)
+        self.notes += shard_metric_notes(tree, self.training, loaders + self.inline_loaders)
         order = self._first_binding_order()
         return (
             sorted(models, key=order),
