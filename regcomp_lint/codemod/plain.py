@@ -16,6 +16,7 @@ from functools import partial
 
 import libcst as cst
 
+from regcomp_lint.analysis.checkpoints import is_main_process_test
 from regcomp_lint.analysis.bindings import binding_key
 from regcomp_lint.analysis.compile_settings.launches import launched_fields
 from regcomp_lint.analysis.global_rebinders import rebinds_globals
@@ -131,6 +132,7 @@ class PlainPlanner(Planner):
         self._find_scope()
         self._check_free_names()
         self.models, self.optimizers, self.loaders, self.schedulers = self._roles()
+        self._refuse_rank_guarded_steps(backwards)
         if not self.distribution.data_parallel:
             sharded = {*self.loaders, *self.sharded_loaders, *self.inline_loaders}
             alike: list[cst.Call] = []
@@ -1452,6 +1454,42 @@ class PlainPlanner(Planner):
             "on accelerator.device"
         )
 
+    def _refuse_rank_guarded_steps(self, backwards: list[cst.Call]) -> None:
+        """A training step that only the main process runs (llm.c's ``if args.write_tensors and
+        (not ddp or master_process): ... loss.backward()``, which dumps one step's gradients):
+        once the model is prepared, its backward all-reduces the gradients and waits for the
+        other processes, which never come."""
+        tree, view = self.tree, lint_view(self.tree)
+        _, steps = self.training_steps()
+        for node in [*backwards, *steps]:
+            for anc in tree.ancestors(node):
+                if isinstance(anc, (cst.FunctionDef, cst.Module)):
+                    break
+                if not (isinstance(anc, cst.If) and tree.contains(anc.body, node)):
+                    continue
+                test = view.any_expression_at(anc.test)
+                if test is not None and any(is_main_process_test(part) for part in ast.walk(test)):
+                    raise Refusal(
+                        f"{code(node).strip().splitlines()[0]} at line {tree.line(node)} trains on the main process only "
+                        f"(`if {code(anc.test).strip()}` at line {tree.line(anc)}): once prepare() wraps the model, its "
+                        "backward waits for the other processes' gradients, which never come; run it on the plain "
+                        "model before prepare(), or convert by hand"
+                    )
+
+    def _overwritten_later(self, assign: cst.Assign) -> bool:
+        """``device = "cpu"`` followed in its block by ``if torch.cuda.is_available(): device =
+        "cuda"`` (llm.c's autodetect): a default the next statements replace, not a choice."""
+        target = single_target(assign)
+        line = self.tree.parent(assign)
+        block = self.tree.parent(line) if line is not None else None
+        if target is None or block is None or not isinstance(block, (cst.IndentedBlock, cst.Module)):
+            return False
+        body = list(block.body)
+        if line not in body:
+            return False
+        later = body[body.index(line) + 1 :]
+        return any(target[0] in bound_keys(node) for stmt in later for node in find_all(stmt, cst.Assign))
+
     def _device_choices(self) -> list[tuple[str, list[str]]]:
         """``"cuda" if use_cuda else "cpu"`` in a rewritten device assignment: the CPU condition
         (``not use_cuda``) and the names it reads; a test on ``torch.cuda.is_available()`` alone
@@ -1475,7 +1513,11 @@ class PlainPlanner(Planner):
                     condition = _negated(choice.test)
                 found.append((condition, list(decided.flags)))
             # `if use_accel: device = ... else: device = torch.device("cpu")`: the branch that chose the CPU
-            branch = branch_condition(self.tree, assign) if is_cpu_value(assign.value) else None
+            branch = (
+                branch_condition(self.tree, assign)
+                if is_cpu_value(assign.value) and not self._overwritten_later(assign)
+                else None
+            )
             names = (
                 [n for test in branch[1] for n in devices.own_names(view.any_expression_at(test))]
                 if branch is not None

@@ -1078,3 +1078,38 @@ def test_a_copy_of_the_parameters_only_does_not_move_prepare():
     result = convert(text)
     assert result.refused is None, result.refused
     assert not any("a copy of the model" in note for note in result.notes), result.notes
+
+
+def test_a_backward_only_the_main_process_runs_is_refused_naming_the_test():
+    """llm.c dumps one step's gradients on the master process before training: under DDP that
+    backward would wait in the all-reduce for processes that never run it."""
+    text = (
+        "import os\nimport torch\n\n"
+        "master_process = int(os.environ.get('RANK', 0)) == 0\n"
+        "model = torch.nn.Linear(4, 1)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "if master_process:\n"
+        "    model(torch.randn(2, 4)).sum().backward()\n"
+        "    optimizer.zero_grad()\n"
+        "for step in range(3):\n"
+        "    optimizer.zero_grad()\n    model(torch.randn(2, 4)).sum().backward()\n    optimizer.step()\n"
+    )
+    refused = convert(text).refused
+    assert refused is not None and "at line 8 trains on the main process only (`if master_process` at line 7)" in refused
+
+
+def test_a_cpu_default_replaced_by_the_autodetect_that_follows_is_not_a_cpu_choice():
+    """llm.c: ``else: device = "cpu"; if torch.cuda.is_available(): device = "cuda"`` is a
+    default, not the script choosing the CPU (it gave ``cpu=... or not args.device``: the CPU on
+    a GPU machine whenever --device was left out)."""
+    text = (
+        "import argparse\nimport torch\n\n"
+        "parser = argparse.ArgumentParser()\nparser.add_argument('--device', default='')\nargs = parser.parse_args()\n"
+        "if args.device:\n    device = args.device\nelse:\n    device = 'cpu'\n"
+        "    if torch.cuda.is_available():\n        device = 'cuda'\n"
+        "model = torch.nn.Linear(4, 1).to(device)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for step in range(3):\n"
+        "    optimizer.zero_grad()\n    model(torch.randn(2, 4, device=device)).sum().backward()\n    optimizer.step()\n"
+    )
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert "not args.device" not in result.text, result.text
