@@ -262,6 +262,7 @@ class PlainPlanner(Planner):
                 f"them where they are built and hand the accelerator to {receiver})"
             )
         if not found:
+            detail = detail or self._unrecognised_optimizer()
             raise Refusal(
                 "no optimizer found (a torch.optim class, a torch.optim.Optimizer subclass, a function returning one, "
                 "or something built from model.parameters() and stepped)"
@@ -1453,6 +1454,38 @@ class PlainPlanner(Planner):
             "tensors the script makes itself on the CPU); drop cpu=True once the script places its own tensors "
             "on accelerator.device"
         )
+
+    def _unrecognised_optimizer(self) -> str:
+        """What the script zeroes the gradients of, where it is made and how it is stepped, when it
+        is none of the optimizers the conversion knows (FastSpeech2's ``optimizer =
+        get_optimizer(model, config)`` from a module not beside the script, a ``ScheduledOptim``
+        stepped by ``step_and_update_lr()``): the refusal names it, not only what it is not."""
+        tree = self.tree
+        for call in find_all(tree.module, cst.Call):
+            func = call.func
+            key = key_of(func.value) if isinstance(func, cst.Attribute) and func.attr.value == "zero_grad" else None
+            if key is None or key in ("model", "self") or key.endswith("model"):
+                continue
+            function = tree.function_of(call)
+            made = [n for n in bindings(function, key) if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call)]
+            if not made:
+                continue
+            value = made[0].value
+            assert isinstance(value, cst.Call)
+            origin = sorted(tree.imported_names(value.func))
+            stepped = [
+                c
+                for c in find_all(function, cst.Call)
+                if isinstance(c.func, cst.Attribute) and key_of(c.func.value) == key and "step" in c.func.attr.value
+            ]
+            text = f"{key} = {code(value.func).strip()}(...) at line {tree.line(made[0])}"
+            module = origin[0].rsplit(".", 1)[0] if origin else None
+            if module and tree.filename and load_local(importer_of(tree.filename), module) is None:
+                text += f" (from {module}, which is not a file the conversion can read beside the script)"
+            if stepped:
+                text += f", stepped by {key}.{stepped[0].func.attr.value}() at line {tree.line(stepped[0])}"
+            return text + ", is not one the conversion can tell is an optimizer"
+        return ""
 
     def _refuse_rank_guarded_steps(self, backwards: list[cst.Call]) -> None:
         """A training step that only the main process runs (llm.c's ``if args.write_tensors and

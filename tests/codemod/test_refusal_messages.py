@@ -17,3 +17,18 @@ def test_an_optimizer_a_layer_builds_for_itself_names_the_layer_and_line():
     result = convert_source(text, "train.py")
     assert result.refused is not None
     assert "the optimizer is built from self.parameters() in Layer.__init__() (line 6)" in result.refused
+
+
+def test_no_optimizer_found_names_what_the_script_steps_instead():
+    """FastSpeech2: ``optimizer = get_optimizer(model, config)`` from a module not beside the
+    script, stepped by ``step_and_update_lr()`` (survey 14: the refusal named no line)."""
+    text = (
+        "import torch\nfrom src.optimizer.optimizer import get_optimizer\n\n"
+        "model = torch.nn.Linear(4, 1)\noptimizer = get_optimizer(model, {}, cur_step=0)\n"
+        "for step in range(3):\n"
+        "    optimizer.zero_grad()\n    model(torch.randn(2, 4)).sum().backward()\n    optimizer.step_and_update_lr()\n"
+    )
+    result = convert_source(text, "train.py")
+    assert result.refused is not None
+    assert "optimizer = get_optimizer(...) at line 5" in result.refused, result.refused
+    assert "stepped by optimizer.step_and_update_lr() at line 9" in result.refused, result.refused
