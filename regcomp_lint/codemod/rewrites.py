@@ -313,6 +313,7 @@ class Planner:
                     _is_cuda_literal(call.args[0].value)
                     or self._is_device_flag(call.args[0].value, function)
                     or choice_text(call.args[0].value) in self.model_gpu_choices
+                    or self._is_global_cuda_device(call.args[0].value, function)
                 )
                 and not self.is_removed(call)
             ):
@@ -339,6 +340,23 @@ class Planner:
             self.rewrite_device(assign)
             devices += 1
         return cudas, devices
+
+    def _is_global_cuda_device(self, value: cst.BaseExpression, function: Function) -> bool:
+        """``x.to(device)`` in a function the conversion rewrites, where ``device`` is a module-level
+        ``torch.device("cuda" if ... else "cpu")`` the function does not bind itself (the captioning
+        tutorial's global ``device``, read in ``main()``): every process would use GPU 0, as the
+        lint's RC403 says; the function follows ``accelerator.device`` instead."""
+        if not isinstance(value, cst.Name) or isinstance(function, cst.Module):
+            return False
+        if value.value in parameter_names(function, keyword_only=False) or bindings(function, value.value):
+            return False
+        if isinstance(self.scope, cst.Module) or any(
+            self.is_removed(b) or b in self.edits.replace for b in bindings(self.tree.module, value.value)
+        ):
+            return False  # the module-level scope's own `device = ...`, which the conversion rewrites
+        view = lint_view(self.tree)
+        expr = view.any_expression_at(value)
+        return expr is not None and view.devices is not None and view.devices.fixed_cuda(expr, view.where(expr))
 
     def _handed_gpu_choices(self, function: Function) -> int:
         """``train_one_epoch(..., device=CONFIG["device"])`` where the model was placed with

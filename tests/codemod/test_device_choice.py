@@ -321,3 +321,26 @@ def test_a_device_kept_in_a_config_dict_is_handed_on_as_the_accelerators():
     out = convert(text).text
     assert "model = torch.nn.Linear(4, 1).to(accelerator.device)" in out
     assert "train(model, device=accelerator.device)" in out
+
+
+def test_a_module_level_cuda_device_read_in_main_follows_the_accelerator():
+    """The captioning tutorial's global ``device = torch.device('cuda' if ... else 'cpu')``, read
+    by ``.to(device)`` in ``main()`` where the Accelerator is made: every process would use GPU 0
+    (the lint's RC403 said so after the conversion)."""
+    text = (
+        "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n\n"
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n\n"
+        "def main():\n"
+        "    loader = DataLoader(TensorDataset(torch.randn(8, 4)), batch_size=2)\n"
+        "    model = torch.nn.Linear(4, 1).to(device)\n"
+        "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    for (x,) in loader:\n"
+        "        x = x.to(device)\n"
+        "        optimizer.zero_grad()\n        model(x).sum().backward()\n        optimizer.step()\n\n\n"
+        "main()\n"
+    )
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    assert "model = torch.nn.Linear(4, 1).to(accelerator.device)\n" in result.text
+    assert "x = x.to(accelerator.device)\n" in result.text
+    assert "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n" in result.text  # module level: kept
