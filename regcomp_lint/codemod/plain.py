@@ -36,6 +36,7 @@ from regcomp_lint.codemod.device_choice import (
     only_moves_devices,
 )
 from regcomp_lint.codemod.device_parameters import follow_handed_device, keep_trainer_cpu_choice
+from regcomp_lint.codemod.dispatched_models import refuse_dispatched_models
 from regcomp_lint.codemod.distribution import Distribution
 from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.evaluation_passes import evaluation_passes_note
@@ -133,6 +134,7 @@ class PlainPlanner(Planner):
         self._check_free_names()
         self.models, self.optimizers, self.loaders, self.schedulers = self._roles()
         self._refuse_rank_guarded_steps(backwards)
+        refuse_dispatched_models(self)
         if not self.distribution.data_parallel:
             sharded = {*self.loaders, *self.sharded_loaders, *self.inline_loaders}
             alike: list[cst.Call] = []

@@ -24,6 +24,10 @@ _NOT_MODEL_PREFIXES = (*OTHER_FRAMEWORK_PREFIXES, "DataCollator", "PreTrained", 
 AUTO_PREFIX = "Auto"
 #: Class methods that build a model instance.
 FACTORY_METHODS = ("from_pretrained", "from_config")
+#: The ``from_pretrained`` keyword that spreads a model over devices by hand (``device_map="auto"``,
+#: big-model inference); accelerate's ``prepare()`` raises "You can't train a model that has been
+#: loaded with `device_map='auto'` in any distributed mode" for one spread over several devices.
+DISPATCH_KEYWORD = "device_map"
 #: Base classes of every transformers torch model (a class deriving one is an ``nn.Module``).
 PRETRAINED_MODEL = ("transformers.PreTrainedModel", "transformers.modeling_utils.PreTrainedModel")
 

@@ -1,0 +1,45 @@
+"""Models loaded with ``from_pretrained(device_map=...)`` are refused.
+
+A device map spreads the model over the visible devices by hand (naive model parallelism), one
+process driving them all. accelerate's ``prepare()`` refuses to train such a model on several
+processes, and on one the conversion would add nothing but the compile. Dropping ``device_map``
+makes it an ordinary model DDP copies to each process; which to do is the user's call.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from regcomp_lint.codemod.settings import Refusal
+from regcomp_lint.codemod.tree import code, find_all, single_target
+from regcomp_lint.knowledge.model_classes import DISPATCH_KEYWORD
+
+if TYPE_CHECKING:
+    from regcomp_lint.codemod.plain import PlainPlanner
+
+
+def refuse_dispatched_models(planner: PlainPlanner) -> None:
+    """Refuse when a prepared model is built by ``X.from_pretrained(..., device_map=<not None>)``."""
+    tree = planner.tree
+    models = set(planner.models)
+    for assign in find_all(tree.module, cst.Assign):
+        target = single_target(assign)
+        if target is None or target[0] not in models:
+            continue
+        for call in find_all(assign.value, cst.Call):
+            func = call.func
+            if not (isinstance(func, cst.Attribute) and func.attr.value == "from_pretrained"):
+                continue
+            for arg in call.args:
+                if arg.keyword is None or arg.keyword.value != DISPATCH_KEYWORD:
+                    continue
+                if isinstance(arg.value, cst.Name) and arg.value.value == "None":
+                    continue
+                raise Refusal(
+                    f"{code(func).strip()}(..., {DISPATCH_KEYWORD}={code(arg.value).strip()}) at line "
+                    f"{tree.line(call)} spreads {target[0]} over the devices by hand (one process driving them all), "
+                    "and accelerate's prepare() refuses to train such a model on several processes; drop device_map "
+                    "to train it data-parallel (each process holds a whole copy), or convert by hand"
+                )

@@ -1,0 +1,48 @@
+"""A model loaded with from_pretrained(device_map=...) is refused (codemod/dispatched_models.py).
+
+accelerate's prepare() raises "You can't train a model that has been loaded with
+`device_map='auto'` in any distributed mode" on several processes (the survey's Qwen2.5 trainer
+looped forever on it); one process would only add the compile."""
+
+from regcomp_lint.codemod import convert_source
+
+SCRIPT = """\
+import torch
+from transformers import AutoModelForCausalLM
+
+
+def train():
+    model = AutoModelForCausalLM.from_pretrained(
+        "Qwen/Qwen2.5-7B",
+        dtype=torch.bfloat16,
+        device_map="auto",
+    )
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+    for step in range(10):
+        ids = torch.randint(0, 100, (2, 16))
+        loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+
+train()
+"""
+
+
+def test_a_model_loaded_with_device_map_auto_is_refused_naming_the_call_and_line():
+    result = convert_source(SCRIPT, "train.py")
+    assert result.refused is not None
+    assert 'AutoModelForCausalLM.from_pretrained(..., device_map="auto") at line 6' in result.refused, result.refused
+    assert "drop device_map" in result.refused and "convert by hand" in result.refused, result.refused
+
+
+def test_any_device_map_but_none_is_refused():
+    result = convert_source(SCRIPT.replace('device_map="auto"', 'device_map={"": 0}'), "train.py")
+    assert result.refused is not None and 'device_map={"": 0}' in result.refused, result.refused
+
+
+def test_no_device_map_or_none_converts():
+    for text in (SCRIPT.replace('        device_map="auto",\n', ""), SCRIPT.replace('"auto"', "None")):
+        result = convert_source(text, "train.py")
+        assert result.refused is None, result.refused
