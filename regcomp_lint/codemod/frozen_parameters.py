@@ -7,6 +7,8 @@ after a few epochs) leaves some without one, and the next step fails: "Expected 
 reduction in the prior iteration". ``DistributedDataParallelKwargs(find_unused_parameters=True)``
 lets DDP find those in each step, which gives what one process computes. Freezing before
 ``prepare()`` (outside the loop that trains) needs nothing: DDP leaves those parameters out.
+A model whose forward or optimizer leaves some parameters without gradients in every step
+(``untrained_parameters``) gets the same handler.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import libcst as cst
 
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import Function, code, find_all
+from regcomp_lint.codemod.untrained_parameters import untrained_parameters
 from regcomp_lint.knowledge import accelerate_api
 
 if TYPE_CHECKING:
@@ -28,25 +31,46 @@ _HANDLER = "DistributedDataParallelKwargs(find_unused_parameters=True)"
 
 def allow_unused_parameters(planner: PlainPlanner) -> None:
     """Ask DDP to look for parameters without gradients when the training code switches
-    ``requires_grad`` of the model's parameters (see the module docstring)."""
+    ``requires_grad`` of the model's parameters, or leaves some of a prepared model's parameters
+    without gradients (see the module docstring)."""
     switches = _switches(planner)
-    if not switches:
+    reasons = []
+    if switches:
+        shown = ", ".join(f"{code(node).strip()} (line {planner.tree.line(node)})" for node in switches[:3])
+        reasons.append(f"{shown} switches requires_grad of the model's parameters while training")
+    reasons += untrained_parameters(planner, _frozen_before_training(planner))
+    if not reasons:
         return
-    shown = ", ".join(f"{code(node).strip()} (line {planner.tree.line(node)})" for node in switches[:3])
+    shown = "; ".join(reasons)
     handlers = [k for k in planner.accelerator_keywords if k.startswith("kwargs_handlers=")]
     if handlers:
         if "find_unused_parameters=True" in handlers[0]:
             return
         raise Refusal(
-            f"{shown} switches requires_grad while training, which DDP only survives with "
-            "find_unused_parameters=True, and the script's own DDP settings say otherwise; convert by hand"
+            f"{shown}: DDP only survives that with find_unused_parameters=True, and the script's own DDP "
+            "settings say otherwise; convert by hand"
         )
     planner.accelerator_keywords.append(f"kwargs_handlers=[{_HANDLER}]")
     planner.imports.append((accelerate_api.UTILS_MODULE, "DistributedDataParallelKwargs"))
     planner.notes.append(
-        f"{shown} switches requires_grad of the model's parameters while training: "
-        f"kwargs_handlers=[{_HANDLER}], or DDP would wait for their gradients and fail on several processes"
+        f"{shown}: kwargs_handlers=[{_HANDLER}], or DDP would wait for gradients that never come and fail on "
+        "several processes"
     )
+
+
+def _frozen_before_training(planner: PlainPlanner) -> set[str]:
+    """Models of which the script sets some parameters' requires_grad to False before it trains."""
+    tree = planner.tree
+    models = set(planner.models)
+    frozen: set[str] = set()
+    for node in find_all(planner.scope, (cst.Assign, cst.Call), enter_functions=False):
+        if not _switch(node, planner.scope, models, tree) or _in_training_loop(tree, node, planner):
+            continue
+        value = node.value if isinstance(node, cst.Assign) else (node.args[0].value if node.args else None)
+        if isinstance(value, cst.Name) and value.value == "False":
+            target = node.targets[0].target if isinstance(node, cst.Assign) else node.func
+            frozen |= {m for m in models if _of_model(target, planner.scope, {m}, tree)}
+    return frozen
 
 
 def _switches(planner: PlainPlanner) -> list[cst.CSTNode]:

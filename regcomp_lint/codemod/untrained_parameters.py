@@ -1,0 +1,212 @@
+"""Prepared models some of whose parameters get no gradient in a step.
+
+One process computes what it computes; DDP on several processes expects a gradient for every
+parameter that requires one and fails at the second step ("parameters that were not used in
+producing loss") when some get none. Two shapes of real scripts leave parameters so (yunjey's
+image-captioning tutorial has both): the model's ``forward`` cuts a submodule off the loss
+(``with torch.no_grad(): f = self.resnet(x)``, ``f.detach()``, ``Variable(f.data)``), or the
+optimizer holds some of its submodules (``list(encoder.linear.parameters()) + ...``) and the rest
+is a backbone the script does not train. Both are read statically; the second does not prove the
+rest gets no gradient, but a backbone left out of every optimizer and still requiring grad is
+what cuts it off in the scripts seen, and ``find_unused_parameters=True`` only costs a graph walk
+per step. A model the script freezes before training needs nothing: DDP leaves out parameters
+that do not require grad.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from regcomp_lint.codemod.local_modules import importer_of, is_project_module, load_local
+from regcomp_lint.codemod.optimizers import find_optimizers
+from regcomp_lint.codemod.tree import Function, Tree, code, dotted, find_all, single_target
+from regcomp_lint.knowledge.torch_api import NO_GRAD
+
+if TYPE_CHECKING:
+    from regcomp_lint.codemod.plain import PlainPlanner
+
+_PARAMETER_ITERATORS = ("parameters", "named_parameters")
+
+
+def untrained_parameters(planner: PlainPlanner, frozen: set[str]) -> list[str]:
+    """Why some prepared model's parameters get no gradient, one phrase each, leaving out the
+    models in ``frozen`` (frozen by the script before it trains)."""
+    reasons: list[str] = []
+    partial = _partly_optimized(planner)
+    for model in planner.models:
+        if model in frozen:
+            continue
+        found = _model_class(planner, model)
+        if found is None:
+            continue  # a library's model: its forward feeds every parameter to the loss
+        cls, filename = found
+        cut = _cut_in_forward(cls, filename)
+        if cut is not None:
+            reasons.append(f"{model}'s {cut}")
+            continue
+        if model in partial:
+            key, line, pieces = partial[model]
+            covered = {piece[len(model) + 1 :].split(".")[0].split("[")[0] for piece in pieces}
+            left = [f"{model}.{name}" for name in _submodules(cls) if name not in covered]
+            if left:
+                reasons.append(
+                    f"{key} (line {line}) optimizes {', '.join(pieces)} but not {', '.join(left)}, whose parameters "
+                    "still require grad (a backbone the model cuts off the loss gets no gradient)"
+                )
+    return reasons
+
+
+def _partly_optimized(planner: PlainPlanner) -> dict[str, tuple[str, int, list[str]]]:
+    """Prepared models whose parameters reach the optimizers only through some of their
+    submodules (``encoder.linear.parameters()``), never as a whole: model -> (optimizer, line,
+    the submodules)."""
+    tree = planner.tree
+    pieces: dict[str, list[str]] = {}
+    whole: set[str] = set()
+    where: dict[str, tuple[str, int]] = {}
+    for function in planner.reach():
+        for found in find_optimizers(tree, function):
+            if found.key not in planner.optimizers:
+                continue
+            for receiver in _parameter_receivers(tree, function, found.stmt):
+                for model in planner.models:
+                    if receiver == model:
+                        whole.add(model)
+                    elif receiver.startswith((f"{model}.", f"{model}[")):
+                        pieces.setdefault(model, []).append(receiver)
+                        where.setdefault(model, (found.key, tree.line(found.stmt)))
+    return {m: (*where[m], list(dict.fromkeys(p))) for m, p in pieces.items() if m not in whole}
+
+
+def _parameter_receivers(tree: Tree, function: Function, stmt: cst.Assign) -> list[str]:
+    """What ``.parameters()`` is called on in the optimizer's statement and in the statements of
+    ``function`` binding the names it reads (``params = list(decoder.parameters()) + ...``)."""
+    read = {n.value for n in find_all(stmt.value, cst.Name)}
+    sources: list[cst.CSTNode] = [stmt.value]
+    for node in find_all(function, (cst.Assign, cst.AugAssign), enter_functions=False):
+        if node is stmt:
+            continue
+        target = single_target(node) if isinstance(node, cst.Assign) else None
+        name = target[0] if target is not None else dotted(node.target) if isinstance(node, cst.AugAssign) else None
+        if name in read:
+            sources.append(node.value)
+    found = []
+    for source in sources:
+        for call in find_all(source, cst.Call):
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _PARAMETER_ITERATORS:
+                found.append(code(func.value).strip())
+    return found
+
+
+def _cut_in_forward(cls: ast.ClassDef, filename: str | None) -> str | None:
+    """``Encoder.forward (line 12) detaches self.resnet's output``, when the model's class cuts a
+    submodule off the loss in its ``forward``."""
+    for stmt in cls.body:
+        if isinstance(stmt, ast.FunctionDef) and stmt.name == "forward":
+            cut = _cut(stmt)
+            if cut is not None:
+                where = f"{filename}, line" if filename else "line"
+                return f"{cls.name}.forward ({where} {stmt.lineno}) {cut}"
+    return None
+
+
+def _submodules(cls: ast.ClassDef) -> list[str]:
+    """``resnet`` of ``self.resnet = nn.Sequential(...)`` in the class's ``__init__``."""
+    names: list[str] = []
+    for stmt in cls.body:
+        if isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__":
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                    for target in node.targets:
+                        if (
+                            isinstance(target, ast.Attribute)
+                            and isinstance(target.value, ast.Name)
+                            and target.value.id == "self"
+                            and target.attr not in names
+                        ):
+                            names.append(target.attr)
+    return names
+
+
+def _model_class(planner: PlainPlanner, model: str) -> tuple[ast.ClassDef, str | None] | None:
+    """The class ``model = Cls(...)`` (``.to(device)`` and the like after it) builds, as ``ast``,
+    with the file it comes from when not the script."""
+    tree = planner.tree
+    for assign in find_all(planner.scope, cst.Assign, enter_functions=False):
+        target = single_target(assign)
+        if target is None or target[0] != model:
+            continue
+        value = target[1]
+        while (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and isinstance(value.func.value, cst.Call)
+        ):
+            value = value.func.value  # Cls(...).to(device)
+        if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Name):
+            continue
+        name = value.func.value
+        for defined in find_all(tree.module, cst.ClassDef):
+            if defined.name.value == name:
+                parsed = ast.parse(textwrap.dedent(code(defined.with_changes(leading_lines=()))))
+                cls = parsed.body[0]
+                if isinstance(cls, ast.ClassDef):
+                    ast.increment_lineno(cls, tree.line(defined) - 1)
+                    return cls, None
+        if tree.filename is None:
+            return None
+        for qualname in sorted(tree.imported_names(value.func)):
+            module, _, attr = qualname.rpartition(".")
+            if module and is_project_module(module):
+                local = load_local(importer_of(tree.filename), module)
+                if local is not None and attr in local.classes:
+                    return local.classes[attr], local.path
+    return None
+
+
+def _cut(forward: ast.FunctionDef) -> str | None:
+    """How ``forward`` cuts a submodule's output off the loss, or None."""
+    outputs: list[tuple[int, str, str | None]] = []  # (line, name, the self.<sub> whose output it then holds)
+    for node in ast.walk(forward):
+        if isinstance(node, ast.With) and any(_disables_grad(item.context_expr) for item in node.items):
+            for inner in node.body:
+                for call in ast.walk(inner):
+                    sub = _submodule_call(call)
+                    if sub is not None:
+                        return f"runs {sub} under {ast.unparse(node.items[0].context_expr)}"
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            outputs.append((node.lineno, node.targets[0].id, _submodule_call(node.value)))
+    for node in ast.walk(forward):
+        operand = None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "detach":
+            operand = node.func.value
+        elif isinstance(node, ast.Attribute) and node.attr == "data" and isinstance(node.ctx, ast.Load):
+            operand = node.value
+        if operand is None:
+            continue
+        sub = _submodule_call(operand)
+        if sub is None and isinstance(operand, ast.Name):  # the last assignment of the name before the read
+            held = [(line, sub) for line, name, sub in outputs if name == operand.id and line < operand.lineno]
+            sub = max(held, key=lambda h: h[0])[1] if held else None
+        if sub is not None:
+            return f"detaches {sub}'s output ({ast.unparse(node)})"
+    return None
+
+
+def _submodule_call(node: ast.AST) -> str | None:
+    """``self.resnet`` of ``self.resnet(x)``."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        owner = node.func.value
+        if isinstance(owner, ast.Name) and owner.id == "self":
+            return ast.unparse(node.func)
+    return None
+
+
+def _disables_grad(expr: ast.expr) -> bool:
+    text = ast.unparse(expr)
+    return text == "torch.set_grad_enabled(False)" or any(text.startswith(f"{name}(") for name in NO_GRAD)

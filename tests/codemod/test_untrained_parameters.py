@@ -1,0 +1,135 @@
+"""A prepared model some of whose parameters get no gradient gets DDP's find_unused_parameters=True
+(codemod/untrained_parameters.py, through frozen_parameters.allow_unused_parameters).
+
+yunjey's image-captioning tutorial: the encoder's backbone output is detached and the optimizer
+holds only decoder + encoder.linear + encoder.bn; the converted script failed on two processes at
+step 2 ("parameters that were not used in producing loss"). Equivalence fixture
+captioning_detached_backbone runs it on two processes."""
+
+from regcomp_lint.codemod import convert_source
+
+SCRIPT = """\
+import torch
+import torch.nn as nn
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.backbone = nn.Sequential(nn.Linear(8, 8), nn.ReLU())
+        self.linear = nn.Linear(8, 4)
+        self.bn = nn.BatchNorm1d(4)
+
+    def forward(self, x):
+        features = self.backbone(x)
+        features = features.detach()
+        return self.bn(self.linear(features))
+
+
+encoder = Encoder()
+decoder = nn.Linear(4, 2)
+params = list(decoder.parameters()) + list(encoder.linear.parameters()) + list(encoder.bn.parameters())
+optimizer = torch.optim.Adam(params, lr=0.01)
+for step in range(5):
+    loss = decoder(encoder(torch.randn(4, 8))).sum()
+    decoder.zero_grad()
+    encoder.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+HANDLER = "kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)]"
+
+
+def test_a_detached_submodule_output_asks_ddp_to_find_unused_parameters():
+    result = convert_source(SCRIPT, "train.py")
+    assert result.refused is None, result.refused
+    assert HANDLER in result.text
+    assert "from accelerate.utils import DistributedDataParallelKwargs, TorchDynamoPlugin\n" in result.text
+    note = next(n for n in result.notes if "find_unused_parameters" in n)
+    assert "encoder's Encoder.forward (line 12) detaches self.backbone's output (features.detach())" in note, note
+
+
+# the cut hidden in a helper the forward calls: the optimizer says which submodule is left out
+HIDDEN = SCRIPT.replace(
+    "        features = self.backbone(x)\n        features = features.detach()\n",
+    "        features = self.extract(x)\n",
+).replace(
+    "    def forward(self, x):\n",
+    "    @torch.no_grad()\n    def extract(self, x):\n        return self.backbone(x)\n\n    def forward(self, x):\n",
+)
+
+
+def test_an_optimizer_over_some_submodules_of_a_prepared_model_asks_ddp_to_find_unused_parameters():
+    result = convert_source(HIDDEN, "train.py")
+    assert result.refused is None, result.refused
+    assert HANDLER in result.text
+    note = next(n for n in result.notes if "find_unused_parameters" in n)
+    assert "optimizer (line 24) optimizes encoder.linear, encoder.bn but not encoder.backbone" in note, note
+
+
+def test_param_groups_over_every_submodule_need_nothing():
+    groups = '[{"params": encoder.backbone.parameters(), "lr": 0.001}, {"params": encoder.linear.parameters()}, ' + (
+        '{"params": encoder.bn.parameters()}, {"params": decoder.parameters()}]'
+    )
+    text = HIDDEN.replace(
+        "optimizer = torch.optim.Adam(params, lr=0.01)", f"optimizer = torch.optim.Adam({groups}, lr=0.01)"
+    )
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    assert "find_unused_parameters" not in result.text
+
+
+def test_a_library_model_with_only_its_head_optimized_needs_nothing():
+    # torchvision's forward feeds every parameter to the loss: the backbone gets gradients, unused
+    text = (
+        "import torch\nimport torchvision\n\nmodel = torchvision.models.resnet18(num_classes=4)\n"
+        "optimizer = torch.optim.SGD(model.fc.parameters(), lr=0.1)\nfor step in range(5):\n"
+        "    loss = model(torch.randn(2, 3, 32, 32)).sum()\n    optimizer.zero_grad()\n    loss.backward()\n"
+        "    optimizer.step()\n"
+    )
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    assert "find_unused_parameters" not in result.text
+
+
+def test_the_whole_model_in_the_optimizer_and_nothing_detached_needs_nothing():
+    text = SCRIPT.replace("        features = features.detach()\n", "").replace(
+        "list(encoder.linear.parameters()) + list(encoder.bn.parameters())", "list(encoder.parameters())"
+    )
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    assert "find_unused_parameters" not in result.text
+
+
+def test_the_rest_frozen_before_training_needs_nothing():
+    # the transfer-learning tutorial: DDP leaves parameters that do not require grad out
+    freeze = "encoder = Encoder()\nfor p in encoder.backbone.parameters():\n    p.requires_grad = False\n"
+    result = convert_source(HIDDEN.replace("encoder = Encoder()\n", freeze), "train.py")
+    assert result.refused is None, result.refused
+    assert "find_unused_parameters" not in result.text
+
+
+def test_a_submodule_run_under_no_grad_in_the_model_s_forward_counts_with_the_whole_model_in_the_optimizer():
+    text = SCRIPT.replace(
+        "        features = self.backbone(x)\n        features = features.detach()\n",
+        "        with torch.no_grad():\n            features = self.backbone(x)\n",
+    ).replace("list(encoder.linear.parameters()) + list(encoder.bn.parameters())", "list(encoder.parameters())")
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    assert HANDLER in result.text
+    note = next(n for n in result.notes if "find_unused_parameters" in n)
+    assert "Encoder.forward (line 12) runs self.backbone under torch.no_grad()" in note, note
+
+
+def test_a_detached_submodule_in_a_model_of_another_module_of_the_project(tmp_path):
+    model_py, _, train = SCRIPT.partition("\n\nencoder = Encoder()\n")
+    (tmp_path / "model.py").write_text(model_py + "\n")
+    script = "import torch\nimport torch.nn as nn\nfrom model import Encoder\n\nencoder = Encoder()\n" + train
+    script = script.replace(
+        "list(encoder.linear.parameters()) + list(encoder.bn.parameters())", "list(encoder.parameters())"
+    )
+    path = tmp_path / "train.py"
+    path.write_text(script)
+    result = convert_source(script, str(path))
+    assert result.refused is None, result.refused
+    assert HANDLER in result.text
