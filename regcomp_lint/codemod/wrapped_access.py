@@ -23,7 +23,13 @@ from regcomp_lint.codemod.fresh_state import makes_fresh_state
 from regcomp_lint.codemod.roles import bindings, bound_keys
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import Block, Function, find_all, key_of, parameter_names, read_keys
-from regcomp_lint.knowledge.torch_api import DATA_PARALLEL_API, MODULE_API
+from regcomp_lint.knowledge.torch_api import (
+    DATA_PARALLEL_API,
+    MODULE_API,
+    STRUCTURE_API,
+    TRACING_FUNCTIONS,
+    TRACING_METHODS,
+)
 from regcomp_lint.knowledge.training_libraries import MAIN_PROCESS_KEYWORDS
 
 if TYPE_CHECKING:
@@ -37,23 +43,30 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
     rewritten: list[str] = []
     unreachable: list[str] = []
     written_once: list[str] = []
+    walked: list[tuple[int, str]] = []
     trains = planner.reach()
     for function in places_using_prepared(planner):
         handed = _handed_the_model(planner, function, models, 0) if function is not planner.scope else set()
-        for attr in find_all(function, (cst.Attribute, cst.Subscript), enter_functions=False):
-            owner = key_of(attr.value)
+        traced = traced_models(tree, function)
+        for attr in [*find_all(function, (cst.Attribute, cst.Subscript), enter_functions=False), *traced]:
+            structure = False  # ``model.children()``: through the wrappers it walks them (see STRUCTURE_API)
             if isinstance(attr, cst.Subscript):
-                name = "[...]"  # ``model[0]``: DDP and the compile wrapper are not subscriptable
-            else:
-                name = attr.attr.value
-                if name in MODULE_API or name in DATA_PARALLEL_API:
+                owner, name = key_of(attr.value), "[...]"  # DDP and the compile wrapper are not subscriptable
+            elif isinstance(attr, cst.Attribute):
+                owner, name = key_of(attr.value), attr.attr.value
+                structure = name in STRUCTURE_API
+                if (name in MODULE_API and not structure) or name in DATA_PARALLEL_API:
                     continue
+            else:  # the model handed to ``writer.add_graph``: traced, which a compiled model refuses
+                owner, name = key_of(attr), "traced"
             if (owner not in models and owner not in handed) or planner.is_removed(attr):
                 continue
             if function is planner.scope:
                 index = planner.project(block, attr)
                 if index is None or index < planner.prepared_at.get(owner, prepare_index):
                     continue  # still the script's own, unprepared model
+            elif (structure or name == "traced") and not _called_after_prepare(planner, function, block, prepare_index):
+                continue  # `make_optimizer(model)` walks named_parameters() of the model not yet prepared
             elif owner in handed:
                 pass  # greedy_decode(model, ...) called as greedy_decode(transformer, ...)
             elif not sees_prepared(function, owner, planner) or (owner.startswith("self.") and function not in trains):
@@ -61,6 +74,7 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
             call = tree.parent(attr)
             if (
                 isinstance(attr, cst.Attribute)
+                and not structure
                 and isinstance(call, cst.Call)
                 and call.func is attr
                 and _feeds_the_loss(tree, function, call)
@@ -77,10 +91,14 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
             acc = planner.accelerator_in(function)
             # the compile wrapper passes attribute reads on, but not indexing (``'OptimizedModule'
             # object is not subscriptable``) nor writes (they would land on the wrapper)
-            plain = isinstance(attr, cst.Subscript) or _written(tree, attr)
-            planner.replace(attr.value, f"{acc}.unwrap_model({owner}{', keep_torch_compile=False' if plain else ''})")
+            plain = not isinstance(attr, cst.Attribute) or _written(tree, attr) or structure
+            unwrapped = f"{acc}.unwrap_model({owner}{', keep_torch_compile=False' if plain else ''})"
+            planner.replace(attr if name == "traced" else attr.value, unwrapped)  # type: ignore[attr-defined]
             planner.uses.append(attr)
-            rewritten.append(f"{owner}{name}" if isinstance(attr, cst.Subscript) else f"{owner}.{name}")
+            if name == "traced" or structure:
+                walked.append((tree.line(attr), owner))
+            else:
+                rewritten.append(f"{owner}{name}" if isinstance(attr, cst.Subscript) else f"{owner}.{name}")
             if isinstance(call, cst.Call) and call.func is attr and _write_once(planner, call, name, acc):
                 written_once.append(f"{owner}.{name}() at line {tree.line(call)}")
     if rewritten:
@@ -88,6 +106,13 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
         planner.notes.append(
             f"{shown} reached through {planner.acc_key}.unwrap_model(...) after prepare(): DDP does not pass the model's "
             "own attributes through (reads, writes and indexing)"
+        )
+    if walked:
+        planner.notes.append(
+            f"{', '.join(f'{owner} (line {line})' for line, owner in sorted(set(walked)))}: the model traced (add_graph) or walked by name (children(), "
+            f"named_parameters(), ...) after prepare() is {planner.acc_key}.unwrap_model(..., keep_torch_compile=False): "
+            "a compiled model cannot be traced, and through the compile and DDP wrappers children() yields the whole "
+            "model and names gain _orig_mod. or module."
         )
     if written_once:
         planner.notes.append(
@@ -99,6 +124,40 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
             f"{', '.join(unreachable)}: the model's own attribute, read through the prepared model where no "
             "accelerator is in reach; under several processes read it from accelerator.unwrap_model(model)"
         )
+
+
+def _called_after_prepare(
+    planner: PlainPlanner, function: Function, block: Block, prepare_index: int, depth: int = 0
+) -> bool:
+    """Every call of ``function`` runs after ``prepare()``: the scope calls it (or calls what calls it)
+    at or after the prepare statement. A model's own names are the same before and after (the
+    script's object), so a structure walk is only rewritten where it surely sees the prepared one."""
+    if not isinstance(function, cst.FunctionDef):
+        return False
+    callers = planner.graph.callers_of(function)
+    if not callers or depth > 3:
+        return depth > 0 or any(function is r for r in planner.reach())
+    for caller, call in callers:
+        if caller is planner.scope:
+            index = planner.project(block, call)
+            if index is None or index < prepare_index:
+                return False
+        elif not _called_after_prepare(planner, caller, block, prepare_index, depth + 1):
+            return False
+    return True
+
+
+def traced_models(tree, function: Function) -> list[cst.BaseExpression]:
+    """What ``writer.add_graph(model, x)`` and ``torch.jit.trace(model, x)`` hand over to be traced."""
+    found = []
+    for call in find_all(function, cst.Call, enter_functions=False):
+        func = call.func
+        tracing = (isinstance(func, cst.Attribute) and func.attr.value in TRACING_METHODS) or tree.resolves_to(
+            func, *TRACING_FUNCTIONS
+        )
+        if tracing and call.args and call.args[0].keyword is None and not call.args[0].star:
+            found.append(call.args[0].value)
+    return found
 
 
 def _written(tree, attr: cst.Attribute) -> bool:

@@ -112,6 +112,18 @@ MODULE_API = frozenset(
         "to_empty", "train", "training", "type", "xpu", "zero_grad",
     }
 )  # fmt: skip
+#: The part of ``MODULE_API`` that walks the module tree by name, which the wrappers change:
+#: through torch.compile's ``OptimizedModule`` ``children()`` yields the whole model (its
+#: ``_orig_mod``) and names gain ``_orig_mod.`` (``module.`` under DDP). ``parameters()`` and
+#: ``buffers()`` yield the same tensors either way.
+STRUCTURE_API = frozenset(
+    {"children", "modules", "named_buffers", "named_children", "named_modules", "named_parameters"}
+)
+#: Calls that trace the model handed to them first: tensorboard's ``SummaryWriter.add_graph``
+#: runs ``torch.jit.trace``, which raises "Detected that you are using FX to torch.jit.trace a
+#: dynamo-optimized function" for a compiled model (torch 2.13, one process).
+TRACING_METHODS = ("add_graph",)
+TRACING_FUNCTIONS = ("torch.jit.trace",)
 #: What DDP adds on top (the conversion handles each of them itself).
 DATA_PARALLEL_API = frozenset({"module", "no_sync", "require_backward_grad_sync"})
 #: Every public attribute a ``DistributedDataParallel`` instance has beyond ``MODULE_API`` (torch
