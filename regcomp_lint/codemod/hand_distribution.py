@@ -276,7 +276,10 @@ def _joining_statement(planner: PlainPlanner, worker: cst.FunctionDef) -> tuple[
 def _tell_accelerate_the_rank(planner: PlainPlanner, worker: cst.FunctionDef, joined: tuple[int, cst.Call]) -> None:
     """Accelerate reads the process's place from ``RANK``/``LOCAL_RANK``/``WORLD_SIZE``, which
     torchrun sets and ``mp.spawn`` does not: the worker sets them from its group once it joined
-    (its first parameter is the local rank mp.spawn passes)."""
+    (its first parameter is the local rank mp.spawn passes). ``LOCAL_WORLD_SIZE`` too, unless
+    the environment has it: on the CPU, Accelerate takes a local size unlike the world size for
+    several machines and asks for ``MASTER_ADDR``, which a ``tcp://`` init_method carried instead
+    (hifi-gan's style, survey 14)."""
     index, init = joined
     func = init.func
     prefix = f"{code(func.value)}." if isinstance(func, cst.Attribute) else ""
@@ -291,7 +294,8 @@ def _tell_accelerate_the_rank(planner: PlainPlanner, worker: cst.FunctionDef, jo
     source = (
         f"if {prefix}is_initialized():  # started by mp.spawn: Accelerate reads the process's place from here{nl}"
         f"{unit}os.environ.update(RANK=str({prefix}get_rank()), LOCAL_RANK=str({local_rank}), "
-        f"WORLD_SIZE=str({prefix}get_world_size()))"
+        f"WORLD_SIZE=str({prefix}get_world_size())){nl}"
+        f'{unit}os.environ.setdefault("LOCAL_WORLD_SIZE", os.environ["WORLD_SIZE"])  # one machine, as mp.spawn starts them'
     )
     if worker is planner.scope:
         planner.before_accelerator.append(source)
