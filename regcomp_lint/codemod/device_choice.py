@@ -11,7 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from regcomp_lint.codemod.roles import bindings
-from regcomp_lint.codemod.tree import Function, Tree, code, dotted, find_all, key_of, is_main_guard, single_target
+from regcomp_lint.codemod.tree import Function, Tree, code, dotted, find_all, is_main_guard, key_of, single_target
 
 #: methods of ``argparse.ArgumentParser`` whose result is the command line's namespace
 _COMMAND_LINE_PARSES = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args"})

@@ -44,7 +44,9 @@ def unwrap_for_other_modules(planner: PlainPlanner, block: Block, prepare_index:
                 continue
             if function is planner.scope:
                 index = planner.project(block, call)
-                if index is None or all(index < planner.prepared_at.get(key_of(a.value), prepare_index) for _, a in handed):
+                if index is None or all(
+                    index < planner.prepared_at.get(key_of(a.value) or "", prepare_index) for _, a in handed
+                ):
                     continue  # still the plain model
             found = imported_function(tree, call.func)
             if found is None:

@@ -21,9 +21,7 @@ if TYPE_CHECKING:
     from regcomp_lint.codemod.rewrites import Planner
 
 #: nn.Module methods whose results are keyed by the names a wrapper prefixes.
-NAMED_READS = frozenset(
-    {"named_parameters", "named_buffers", "named_modules", "named_children", "state_dict"}
-)
+NAMED_READS = frozenset({"named_parameters", "named_buffers", "named_modules", "named_children", "state_dict"})
 
 
 def unwrap_for_named_reads(planner: Planner, models: list[tuple[str, int]]) -> None:

@@ -16,8 +16,8 @@ from functools import partial
 
 import libcst as cst
 
-from regcomp_lint.analysis.checkpoints import is_main_process_test
 from regcomp_lint.analysis.bindings import binding_key
+from regcomp_lint.analysis.checkpoints import is_main_process_test
 from regcomp_lint.analysis.compile_settings.launches import launched_fields
 from regcomp_lint.analysis.global_rebinders import rebinds_globals
 from regcomp_lint.analysis.training_objects import Kind
@@ -49,9 +49,9 @@ from regcomp_lint.codemod.hand_schedules import hand_lr_notes
 from regcomp_lint.codemod.handed_in import find_handed_in, handed_optimizer, placements_before
 from regcomp_lint.codemod.handed_to_modules import unwrap_for_other_modules
 from regcomp_lint.codemod.lint_view import lint_view
-from regcomp_lint.codemod.model_copies import copies_model
 from regcomp_lint.codemod.load_locations import keep_cpu_load_locations
 from regcomp_lint.codemod.local_modules import importer_of, is_project_module, load_local
+from regcomp_lint.codemod.model_copies import copies_model
 from regcomp_lint.codemod.optimizers import (
     FoundOptimizer,
     HandUpdate,
@@ -69,9 +69,9 @@ from regcomp_lint.codemod.roles import (
     creations,
 )
 from regcomp_lint.codemod.schedulers import unpacked_schedulers
+from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, StepElsewhere, resolve
 from regcomp_lint.codemod.shard_metrics import shard_metric_notes
 from regcomp_lint.codemod.synced_values import evaluates_alike
-from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, StepElsewhere, resolve
 from regcomp_lint.codemod.trackers import log_from_main_process
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, read_keys, single_target
 from regcomp_lint.codemod.uneven_steps import uneven_steps
@@ -636,7 +636,8 @@ class PlainPlanner(Planner):
         for site in sites:
             if site.alias is not None:
                 alias = site.alias
-                self.edits.on(alias.value, lambda u, key=site.key: expression(key, self.module))
+                name = expression(site.key, self.module)
+                self.edits.on(alias.value, replaced_by(name))
                 self.compiled_aliases.append(alias)
                 self.notes.append(
                     f"{code(alias.targets[0].target).strip()} = ... at line {self.tree.line(alias)} named the compiled "
@@ -919,10 +920,12 @@ class PlainPlanner(Planner):
         block = self.descend(scope_block, [*created, *steps]) if created else scope_block
         last, first_step = self._setup_and_first_step(block, created, steps)
         per_pass = None
-        if first_step is not None and first_step == last and self._rebuilt_each_pass(block.body[last], created, steps):
+        holder = block.body[last] if first_step is not None and first_step == last else None
+        if isinstance(holder, (cst.For, cst.While)) and self._rebuilt_each_pass(holder, created, steps):
             # Kaggle's `for fold in range(n_fold): model = ...; optimizer = ...; run_training(...)`
-            per_pass = block.body[last]
-            block = self.descend(per_pass.body, [n for n in [*created, *steps] if tree.contains(per_pass, n)])
+            per_pass = holder
+            assert isinstance(holder.body, cst.IndentedBlock)  # _rebuilt_each_pass checked it
+            block = self.descend(holder.body, [n for n in [*created, *steps] if tree.contains(holder, n)])
             last, first_step = self._setup_and_first_step(block, created, steps)
         runs = None
         if first_step is not None and last >= first_step:
@@ -1078,9 +1081,7 @@ class PlainPlanner(Planner):
         if not all(tree.contains(holder, step) for step in steps):
             return False
         prepared = self.models + self.optimizers + self.loaders + self.schedulers
-        return all(
-            any(tree.contains(holder, n) for n in created if n in bindings(self.scope, key)) for key in prepared
-        )
+        return all(any(tree.contains(holder, n) for n in created if n in bindings(self.scope, key)) for key in prepared)
 
     def _after_model_setup(self, block: Block, last: int, first_step: int | None, prepared: list[str]) -> int:
         """Past the model's own set-up calls that follow the last object to prepare
@@ -1484,8 +1485,9 @@ class PlainPlanner(Planner):
             module = origin[0].rsplit(".", 1)[0] if origin else None
             if module and tree.filename and load_local(importer_of(tree.filename), module) is None:
                 text += f" (from {module}, which is not a file the conversion can read beside the script)"
-            if stepped:
-                text += f", stepped by {key}.{stepped[0].func.attr.value}() at line {tree.line(stepped[0])}"
+            step = stepped[0].func if stepped else None
+            if isinstance(step, cst.Attribute):
+                text += f", stepped by {key}.{step.attr.value}() at line {tree.line(stepped[0])}"
             return text + ", is not one the conversion can tell is an optimizer"
         return ""
 
@@ -1503,7 +1505,9 @@ class PlainPlanner(Planner):
                 if not (isinstance(anc, cst.If) and tree.contains(anc.body, node)):
                     continue
                 test = view.any_expression_at(anc.test)
-                if test is not None and any(is_main_process_test(part) for part in ast.walk(test)):
+                if test is not None and any(
+                    isinstance(part, ast.expr) and is_main_process_test(part) for part in ast.walk(test)
+                ):
                     raise Refusal(
                         f"{code(node).strip().splitlines()[0]} at line {tree.line(node)} trains on the main process only "
                         f"(`if {code(anc.test).strip()}` at line {tree.line(anc)}): once prepare() wraps the model, its "
@@ -1519,7 +1523,7 @@ class PlainPlanner(Planner):
         block = self.tree.parent(line) if line is not None else None
         if target is None or block is None or not isinstance(block, (cst.IndentedBlock, cst.Module)):
             return False
-        body = list(block.body)
+        body: list[cst.CSTNode] = list(block.body)
         if line not in body:
             return False
         later = body[body.index(line) + 1 :]

@@ -24,7 +24,9 @@ def shard_metric_notes(tree: Tree, training: set[Function], loaders: list[str]) 
         return []
     notes: list[str] = []
     for function in sorted(training, key=lambda f: 0 if isinstance(f, cst.Module) else tree.line(f)):
-        if any(isinstance(c.func, cst.Attribute) and c.func.attr.value in _COMBINING for c in find_all(function, cst.Call)):
+        if any(
+            isinstance(c.func, cst.Attribute) and c.func.attr.value in _COMBINING for c in find_all(function, cst.Call)
+        ):
             continue
         handed = set(parameter_names(function)) if isinstance(function, cst.FunctionDef) else set()
         for division in find_all(function, cst.BinaryOperation, enter_functions=False):
@@ -55,7 +57,7 @@ def _dataset_length_of(node: cst.BaseExpression) -> str | None:
     return None
 
 
-def _iterated(function: cst.FunctionDef, name: str) -> bool:
+def _iterated(function: Function, name: str) -> bool:
     """``for ... in name`` (through ``enumerate``/``tqdm``) in the function."""
     for loop in find_all(function, cst.For, enter_functions=False):
         if any(isinstance(n, cst.Name) and n.value == name for n in find_all(loop.iter, cst.Name)) or (

@@ -30,7 +30,9 @@ _BUILTINS = frozenset(dir(builtins))
 Alike = Callable[[cst.Call], bool]
 
 
-def uneven_steps(tree: Tree, graph: CallGraph, backwards: list[cst.Call], alike: Alike = lambda call: False) -> str | None:
+def uneven_steps(
+    tree: Tree, graph: CallGraph, backwards: list[cst.Call], alike: Alike = lambda call: False
+) -> str | None:
     """Why the number of training steps may differ between processes (one line), or None."""
     for backward in backwards:
         loop = _run_time_loop(tree, graph, backward, 0, alike)

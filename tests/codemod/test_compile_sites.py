@@ -25,7 +25,9 @@ torch.save(model.state_dict(), "model.pt")
 
 
 def test_a_conditional_compiled_alias_becomes_the_prepared_model():
-    result = convert_source(SCRIPT.replace("ALIAS", "fwd_model = torch.compile(model) if args.compile else model"), "t.py")
+    result = convert_source(
+        SCRIPT.replace("ALIAS", "fwd_model = torch.compile(model) if args.compile else model"), "t.py"
+    )
     assert result.refused is None, result.refused
     assert 'TorchDynamoPlugin(backend="inductor" if args.compile else "no")' in result.text
     assert "model, optimizer = accelerator.prepare(model, optimizer)\nfwd_model = model\n" in result.text

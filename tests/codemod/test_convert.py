@@ -1056,8 +1056,7 @@ def test_prepare_follows_a_copy_of_the_model_made_after_its_optimizer():
     result = convert(text)
     assert result.refused is None, result.refused
     assert (
-        "ema = ModelEma(model)\nswa = AveragedModel(model)\n"
-        "dynamo_plugin = TorchDynamoPlugin(backend=\"inductor\")\n"
+        'ema = ModelEma(model)\nswa = AveragedModel(model)\ndynamo_plugin = TorchDynamoPlugin(backend="inductor")\n'
     ) in result.text, result.text
     assert result.text.index("model, optimizer = accelerator.prepare(model, optimizer)") > result.text.index(
         "swa = AveragedModel(model)"
@@ -1094,7 +1093,9 @@ def test_a_backward_only_the_main_process_runs_is_refused_naming_the_test():
         "    optimizer.zero_grad()\n    model(torch.randn(2, 4)).sum().backward()\n    optimizer.step()\n"
     )
     refused = convert(text).refused
-    assert refused is not None and "at line 8 trains on the main process only (`if master_process` at line 7)" in refused
+    assert (
+        refused is not None and "at line 8 trains on the main process only (`if master_process` at line 7)" in refused
+    )
 
 
 def test_a_cpu_default_replaced_by_the_autodetect_that_follows_is_not_a_cpu_choice():

@@ -343,4 +343,6 @@ def test_a_module_level_cuda_device_read_in_main_follows_the_accelerator():
     assert result.refused is None, result.refused
     assert "model = torch.nn.Linear(4, 1).to(accelerator.device)\n" in result.text
     assert "x = x.to(accelerator.device)\n" in result.text
-    assert "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n" in result.text  # module level: kept
+    assert (
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n" in result.text
+    )  # module level: kept

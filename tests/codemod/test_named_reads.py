@@ -54,8 +54,9 @@ def test_a_helper_reading_the_prepared_model_by_name_gets_the_unwrapped_model():
 
 def test_an_existing_plugin_leaves_the_helper_as_it_was():
     """The script compiled already: its names were `_orig_mod.` ones before the conversion too."""
-    text = SCRIPT.replace("from accelerate import Accelerator\n", "from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\n").replace(
-        "Accelerator()", 'Accelerator(dynamo_plugin=TorchDynamoPlugin(backend="inductor"))'
-    )
+    text = SCRIPT.replace(
+        "from accelerate import Accelerator\n",
+        "from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\n",
+    ).replace("Accelerator()", 'Accelerator(dynamo_plugin=TorchDynamoPlugin(backend="inductor"))')
     result = convert_source(text, "train.py")
     assert "unwrap_model" not in result.text

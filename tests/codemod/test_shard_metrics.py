@@ -33,7 +33,8 @@ def test_a_count_over_the_shard_divided_by_the_whole_data_set_is_named():
     result = convert_source(SCRIPT.replace("COUNT", "acc = correct / len(train_loader.dataset)"), "t.py")
     assert result.refused is None, result.refused
     assert any(
-        "`correct / len(train_loader.dataset)` at line 14" in note and "1/N of the value" in note for note in result.notes
+        "`correct / len(train_loader.dataset)` at line 14" in note and "1/N of the value" in note
+        for note in result.notes
     ), result.notes
 
 
