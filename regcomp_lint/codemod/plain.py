@@ -1504,6 +1504,8 @@ class PlainPlanner(Planner):
                     break
                 if not (isinstance(anc, cst.If) and tree.contains(anc.body, node)):
                     continue
+                if anc.orelse is not None and any(tree.contains(anc.orelse, s) for s in [*backwards, *steps]):
+                    continue  # VITS: `if rank == 0: train(..., logger) else: train(..., None)`: every process trains
                 test = view.any_expression_at(anc.test)
                 if test is not None and any(
                     isinstance(part, ast.expr) and is_main_process_test(part) for part in ast.walk(test)

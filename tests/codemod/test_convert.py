@@ -1114,3 +1114,17 @@ def test_a_cpu_default_replaced_by_the_autodetect_that_follows_is_not_a_cpu_choi
     result = convert(text)
     assert result.refused is None, result.refused
     assert "not args.device" not in result.text, result.text
+
+
+def test_a_step_under_a_rank_test_whose_else_also_trains_is_not_refused():
+    """VITS: ``if rank == 0: train_and_evaluate(..., logger) else: train_and_evaluate(..., None)``."""
+    text = (
+        "import torch\n\n\n"
+        "def train(model, optimizer, log):\n"
+        "    optimizer.zero_grad()\n    model(torch.randn(2, 4)).sum().backward()\n    optimizer.step()\n\n\n"
+        "rank = 0\nmodel = torch.nn.Linear(4, 1)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for epoch in range(3):\n"
+        "    if rank == 0:\n        train(model, optimizer, print)\n    else:\n        train(model, optimizer, None)\n"
+    )
+    result = convert(text)
+    assert result.refused is None, result.refused
