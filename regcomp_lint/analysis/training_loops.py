@@ -171,9 +171,16 @@ class TrainingLoops:
         file that a training loop iterates (there or further down)."""
         if depth > MAX_PASSES:
             return False
+        held = _element_of(call, arg)  # `[train_loader, eval_loader]`, unpacked by the callee
         for callee in self._callees(call, self._function_of.get(id(call))):
-            param = _parameter_for(callee, call, arg, is_method=id(callee) in self._class_of)
-            if param is not None and self.iterates_for_training(callee, param, depth + 1):
+            is_method = id(callee) in self._class_of
+            if held is not None:
+                param = _parameter_for(callee, call, held[0], is_method)
+                names = _unpacked_from(callee, param, held[1]) if param is not None else []
+            else:
+                param = _parameter_for(callee, call, arg, is_method)
+                names = [param] if param is not None else []
+            if any(self.iterates_for_training(callee, name, depth + 1) for name in names):
                 return True
         return False
 
@@ -204,6 +211,32 @@ def _iteration_aliases(function: Function, name: str) -> set[str]:
         and node.targets[0].id != name
         and any(binding_key(e) == name for e in iterated(node.value))
     }
+
+
+def _element_of(call: ast.Call, arg: ast.expr) -> tuple[ast.expr, int] | None:
+    """The list or tuple display argument of ``call`` that holds ``arg``, with its position."""
+    for value in [*call.args, *(kw.value for kw in call.keywords)]:
+        if isinstance(value, (ast.List, ast.Tuple)):
+            for index, element in enumerate(value.elts):
+                if element is arg:
+                    return (value, index) if not any(isinstance(e, ast.Starred) for e in value.elts[:index]) else None
+    return None
+
+
+def _unpacked_from(function: Function, name: str, index: int) -> list[str]:
+    """The names ``function`` unpacks element ``index`` of its parameter ``name`` into:
+    ``train_loader, eval_loader = loaders``."""
+    found = []
+    for node in own_nodes(function.body):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id == name:
+            for target in node.targets:
+                if isinstance(target, (ast.Tuple, ast.List)) and index < len(target.elts):
+                    if any(isinstance(e, ast.Starred) for e in target.elts[: index + 1]):
+                        continue
+                    element = target.elts[index]
+                    if isinstance(element, ast.Name):
+                        found.append(element.id)
+    return found
 
 
 def _is_method_call(node: ast.AST, name: str) -> bool:

@@ -49,6 +49,7 @@ from regcomp_lint.analysis import callsites
 from regcomp_lint.analysis.accelerate_script import MAX_DEPTH, AccelerateScript, enclosing_loops, in_loop_body
 from regcomp_lint.analysis.bindings import Bound, Where, binding_key
 from regcomp_lint.analysis.checkpoints import Checkpoints
+from regcomp_lint.analysis.distributed_samplers import shards_per_rank
 from regcomp_lint.analysis.distributed_setup import LOCAL_RANK, RANK, WORLD_SIZE, SetupCall
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.analysis.metric_reductions import MetricReductions
@@ -60,7 +61,6 @@ from regcomp_lint.analysis.training_objects import Kind, constructor_kind
 from regcomp_lint.files.parsing import children, walk
 from regcomp_lint.knowledge.torch_api import (
     DATA_PARALLEL,
-    DISTRIBUTED_SAMPLER,
     MODULE_ONLY_METHODS,
     NO_GRAD,
     PLACEMENT_KEYWORDS,
@@ -238,8 +238,10 @@ class TrainingRoles:
         # passed anywhere, loop or not: ``fit(epochs, model, opt, train_dl, valid_dl)`` called once
         # runs its epoch loop inside (fastai style), so train_dl trains there
         for arg in [*node.args, *(kw.value for kw in node.keywords)]:
-            if binding_key(arg) is not None:
-                self.uses.append(Use(arg, "passed", where, func, node, loops))
+            # `train_and_evaluate(..., [train_loader, eval_loader])` (VITS): each element is handed too
+            for one in arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else [arg]:
+                if binding_key(one) is not None:
+                    self.uses.append(Use(one, "passed", where, func, node, loops))
         if loops:
             self.uses.append(Use(func, "called", where, loops=loops))
 
@@ -495,7 +497,16 @@ class TrainingRoles:
         return None
 
     def _elements(self, value: ast.AST, index: int, where: Where, depth: int) -> list[tuple[ast.expr, Where]]:
-        """Element ``index`` of a tuple display, or of the tuples a local function returns."""
+        """Element ``index`` of a tuple display, of the tuples a local function returns, or of
+        those a name holds: a parameter is followed to what its callers pass (VITS's
+        ``optim_g, optim_d = optims``, handed ``[optim_g, optim_d]``)."""
+        if isinstance(value, ast.Name) and depth < MAX_DEPTH:
+            return [
+                item
+                for bound in self.bindings.every_binding(value, where)
+                for held, at in self._held_by(bound, value)
+                for item in self._elements(held, index, at, depth + 1)
+            ]
         if isinstance(value, (ast.Tuple, ast.List)):
             elts = value.elts
             if index < len(elts) and not any(isinstance(e, ast.Starred) for e in elts[: index + 1]):
@@ -507,6 +518,27 @@ class TrainingRoles:
                 return []  # tuples of different shapes: which one this unpacking gets is unknown
             return [item for r, at in returned for item in self._elements(r, index, at, depth + 1)]
         return []
+
+    def _held_by(self, bound: Bound, name: ast.expr) -> list[tuple[ast.expr, Where]]:
+        """What a binding of ``name`` holds: its value, or for a parameter of a local function
+        what each caller passes."""
+        if bound.value is not None:
+            return [(bound.value, bound.where)] if bound.index is None and isinstance(bound.value, ast.expr) else []
+        function = bound.where.function
+        key = binding_key(name)
+        if (
+            key is None
+            or "." in key
+            or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+            or bound.where.pos != (function.lineno, function.col_offset)
+        ):
+            return []
+        found = []
+        for call in self.script.training_loops.callers_of(function):
+            arg = argument_for(function, call, key)
+            if arg is not None and id(call) in self._calls:
+                found.append((arg, self._calls[id(call)][0]))
+        return found
 
     def passed_origin(self, expr: ast.AST, where: Where, depth: int = 0) -> Origin | _Prepared | None:
         """Like :meth:`origin` with ``through``, and a parameter of a local function (also one
@@ -641,8 +673,9 @@ class TrainingRoles:
         return False
 
     def sharded_by_sampler(self, origin: Origin) -> bool:
-        """``DataLoader(..., sampler=DistributedSampler(...))``, directly or through a name
-        (whatever branch bound it: ``s = DistributedSampler(d) if ddp else None``)."""
+        """``DataLoader(..., sampler=DistributedSampler(...))`` (or ``batch_sampler=``, a subclass,
+        a sampler built with ``num_replicas=``/``rank=``: :mod:`.distributed_samplers`), directly
+        or through a name (whatever branch bound it: ``s = DistributedSampler(d) if ddp else None``)."""
         for kw in origin.built.keywords:
             if kw.arg not in ("sampler", "batch_sampler"):
                 continue
@@ -660,7 +693,8 @@ class TrainingRoles:
                     values += [b.value for b in self.bindings.every_binding(element, at) if b.value is not None]
             for value in values:
                 if any(
-                    isinstance(node, ast.Call) and self.ctx.resolves_to(node.func, *DISTRIBUTED_SAMPLER)
+                    isinstance(node, ast.Call)
+                    and shards_per_rank(node, self.ctx.imports, self.bindings.classes, self.ctx.filename)
                     for node in walk(value)
                 ):
                     return True
@@ -798,8 +832,8 @@ class TrainingRoles:
                 own_steps.append(step)  # `lr_scheduler = SequentialLR(...) if warmup else main_lr_scheduler`
             elif isinstance(receiver, Origin) and receiver.kind is Kind.OPTIMIZER and _is(receiver, built_on):
                 optimizer_steps.append(step)
-            elif named is not None and receiver is None and self.bindings.lookup(step.receiver, step.where) is named:
-                optimizer_steps.append(step)
+            elif named is not None and receiver is None and self._steps_optimizer(step, None, named):
+                optimizer_steps.append(step)  # also `scaler.step(optim_g)` of the binding, handed in a list
             elif any(_is(self._step_origin(a, step.where), built_on, Kind.OPTIMIZER) for a in step.call.args):
                 optimizer_steps.append(step)  # scaler.step(optimizer)
         if not own_steps and self._handed_to_a_scheduler(scheduler):
@@ -857,6 +891,14 @@ class TrainingRoles:
             value = found.value
             if value is not None and found.index is None and binding_key(value) is not None:
                 if self._holds_binding(value, found.where, bound, depth + 1):  # `sched = scheduler`
+                    return True
+                continue
+            if value is not None and found.index is not None and isinstance(value, ast.Name):
+                # `optim_g, optim_d = optims`, handed `[optim_g, optim_d]` (VITS)
+                if any(
+                    self._holds_binding(element, at, bound, depth + 1)
+                    for element, at in self._elements(value, found.index, found.where, depth + 1)
+                ):
                     return True
                 continue
             function = found.where.function

@@ -71,6 +71,7 @@ from regcomp_lint.codemod.roles import (
 from regcomp_lint.codemod.schedulers import unpacked_schedulers
 from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, StepElsewhere, resolve
 from regcomp_lint.codemod.shard_metrics import shard_metric_notes
+from regcomp_lint.codemod.sharded_factories import sharded_by_factory
 from regcomp_lint.codemod.synced_values import evaluates_alike
 from regcomp_lint.codemod.trackers import log_from_main_process
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, read_keys, single_target
@@ -583,6 +584,11 @@ class PlainPlanner(Planner):
                     "left unprepared (prepare() would hand it back as it is), so every process iterates all of its "
                     "batches; split it by accelerator.process_index by hand to give each process its share"
                 )
+            elif origin is None and (
+                factory := sharded_by_factory(self.tree, roles.ctx.imports, bound.value, self.distribution.by_hand)
+            ):
+                self.sharded_loaders.append(key)
+                self.notes.append(f"{key} (from {view.text(bound.value.func)}(), line {bound.value.lineno}) {factory}")
             elif origin is None:
                 found.append(key)
                 self.notes.append(

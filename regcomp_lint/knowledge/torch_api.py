@@ -227,6 +227,27 @@ RANDOM_DRAWS = (
 )
 #: A sampler that already gives each rank its own shard of the data.
 DISTRIBUTED_SAMPLER = ("torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler")
+#: Keywords a sampler is told its rank's share by (``DistributedSampler``'s own): a sampler of any
+#: class built with them (VITS's ``DistributedBucketSampler(ds, bs, num_replicas=n, rank=r)``)
+#: gives each rank its own shard already.
+SHARD_KEYWORDS = ("num_replicas", "rank")
+#: Keywords by which a data factory is told it runs distributed (``get_dataloaders(...,
+#: distributed=True)``, ``build_loader(cfg, rank=rank, world_size=ws)``): in a script that sets up
+#: its own process group, its loaders are likely sharded inside already.
+DISTRIBUTED_FLAG_KEYWORDS = (
+    "distributed",
+    "is_distributed",
+    "ddp",
+    "use_ddp",
+    "dist",
+    "rank",
+    "local_rank",
+    "global_rank",
+    "world_size",
+    "num_replicas",
+    "num_shards",
+    "shard_id",
+)
 #: Calls that tell a process its rank; with the ``RANK``/``LOCAL_RANK`` environment variables
 #: (torchrun's), Accelerate's ``process_index`` attributes and a worker's first parameter under
 #: ``mp.spawn``, what a data set split by hand per rank reads.

@@ -1,0 +1,75 @@
+"""A training loader that a data factory of another module returns, sharded there already
+(survey 14 D2: ``tr_loader, vl_loader, spe = get_dataloaders(..., distributed=True)``, whose
+``data.py`` builds a ``DistributedSampler``). Prepared, it would be sharded a second time: each
+rank would see 1/N of its share, and a schedule counted in its batches would stop part-way.
+
+It stays unprepared when the factory can be read (a module of the project beside the script) and
+builds a sharding sampler (:mod:`regcomp_lint.analysis.distributed_samplers`), or when it cannot
+be read (a library's, a module not there) but the script sets up its own processes and tells the
+factory so (``distributed=True``, ``rank=``, ``world_size=``). Unprepared is exactly right there
+whatever the factory does: every rank gets the batches it got in the original, sharded or not,
+where preparing is right only if the factory does not shard. A factory that can be read and
+builds no such sampler is prepared as before.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+
+from regcomp_lint.analysis.distributed_samplers import builds_distributed_sampler, project_definition
+from regcomp_lint.codemod.local_modules import importer_of, star_imports, star_source
+from regcomp_lint.codemod.tree import Tree
+from regcomp_lint.knowledge.torch_api import DISTRIBUTED_FLAG_KEYWORDS
+
+
+def sharded_by_factory(tree: Tree, imports, call: ast.Call, by_hand: bool) -> str | None:
+    """The note for the loaders ``call`` (another module's factory) returns when they stay
+    unprepared (see the module docstring), else None; ``by_hand``: the script sets up its own
+    process group or DDP."""
+    name = ast.unparse(call.func)
+    readable = _definition(tree, imports, call.func)
+    if readable is not None:
+        function, path = readable
+        if function is None:
+            return None  # the module is read and defines no such function (a class): not a factory
+        if builds_distributed_sampler(*function):
+            where = os.path.basename(path) if path else "its module"
+            return (
+                f"is built by {name}() of {where}, which builds a DistributedSampler (one shard per rank already): "
+                "left unprepared, so every rank sees the batches it saw before"
+            )
+        return None
+    told = next((kw for kw in call.keywords if kw.arg in DISTRIBUTED_FLAG_KEYWORDS and not _is_off(kw.value)), None)
+    if not by_hand or told is None:
+        return None
+    return (
+        f"comes from a factory told {told.arg}={ast.unparse(told.value)} by a script that sets up its own processes, "
+        f"and {name}() cannot be read: left unprepared, so every rank sees exactly the batches it saw before, whether "
+        "the factory shards them or not (prepared, loaders it shards already would be sharded twice: each rank would "
+        "see 1/N of its share)"
+    )
+
+
+def _definition(tree: Tree, imports, func: ast.expr):
+    """``((function, module), path)`` for a factory of a project module that can be read (with
+    ``function`` None when that module defines no function of that name), or None when it cannot."""
+    if tree.filename is None:
+        return None
+    importer = importer_of(tree.filename)
+    if imports.root_is_import(func):
+        found = project_definition(imports.qualname(func) or "", importer)
+    elif isinstance(func, ast.Name):
+        star = star_source(importer, star_imports(tree), func.id)
+        found = (star[0], func.id) if star is not None else None
+    else:
+        return None
+    if found is None:
+        return None
+    module, name = found
+    function = module.functions.get(name)
+    return ((function, module) if function is not None else None), module.path
+
+
+def _is_off(value: ast.expr) -> bool:
+    return isinstance(value, ast.Constant) and value.value in (False, None, 0)
