@@ -1022,7 +1022,7 @@ class PlainPlanner(Planner):
             )
         else:
             self.edits.add_statements(block, prepare_index, [prepare], after=True)
-        for at, keys, step in (runs or [])[1:]:
+        for at, keys, _step in (runs or [])[1:]:
             later = call_statement(f"{', '.join(keys)} = ", f"{acc}.prepare", keys, self.module, indent)
             self.edits.add_statements(block, at, [later], after=True)
         if runs is not None:
