@@ -30,6 +30,7 @@ from regcomp_lint.checks.base import Word
 from regcomp_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
 from regcomp_lint.files.kinds import Kind, kind_by_name, kind_of
 from regcomp_lint.files.parsing import parse
+from regcomp_lint.files.parsing import walk as walk_nodes
 from regcomp_lint.files.source import DecodeError, Positioned, SourceFile, decode_source
 from regcomp_lint.lint import suppressions as sup_mod
 from regcomp_lint.lint.config import Settings
@@ -109,8 +110,12 @@ def active_rules(text: str, enabled: Iterable[str]) -> list[type[Rule]]:
 
     Most words are in no file (``dynamo_backend``, ``TorchDynamoPlugin``...), and an absent word
     costs a search of the whole text: a word that holds a shorter one (``torch_compile`` holds
-    ``compile``) is looked for only when the shorter one occurs."""
-    rules, parents = _prefilter_plan(frozenset(enabled))
+    ``compile``) is looked for only when the shorter one occurs, and the words many rules need
+    (``compile``, ``Accelerator``...) are looked for first, so that a rule one of whose groups
+    they already rule out is dropped without looking for its other words (``mode=``, ``options``,
+    ``prepare``... in a file that never says ``compile`` or ``Accelerator``). The answer is the
+    same in any order: a rule is active when each of its groups has a word in the text."""
+    plan, parents, probes = _prefilter_plan(frozenset(enabled))
     seen: dict[Word, bool] = {}
 
     def has(word: Word) -> bool:
@@ -124,12 +129,22 @@ def active_rules(text: str, enabled: Iterable[str]) -> list[type[Rule]]:
             seen[word] = found
         return found
 
+    def known_absent(word: Word) -> bool:
+        """Already known to be absent (itself, or a shorter word it holds), without a search."""
+        found = seen.get(word)
+        if found is not None:
+            return not found
+        shorter = parents.get(word)
+        return shorter is not None and any(known_absent(part) for part in shorter)
+
+    for word in probes:
+        has(word)
     active = []
-    for rule in rules:
-        if rule.triggers and not any(has(word) for word in rule.triggers):
-            continue  # first: most files have none of a rule's triggers, often words other rules share
-        for required in rule.required:
-            if not (any(has(word) for word in required) if type(required) is tuple else has(required)):  # type: ignore[arg-type]
+    for rule, groups in plan:
+        if any(all(known_absent(word) for word in group) for group in groups):
+            continue  # ruled out by what is known already
+        for group in groups:
+            if not any(has(word) for word in group):
                 break
         else:
             active.append(rule)
@@ -141,26 +156,57 @@ def _visitor_rules(enabled: frozenset[str]) -> tuple[type[Rule], ...]:
     return tuple(ALL_RULES[code] for code in sorted(enabled) if code in ALL_RULES and not ALL_RULES[code].engine_rule)
 
 
+#: A plain word in the groups of at least this many rules (itself, or held by their words) is
+#: looked for before any rule is decided (see :func:`active_rules`); only groups of a few words
+#: count (in a long group, such as the RC2xx triggers after ``import ``, a word is rarely reached).
+PROBE_RULES = 3
+PROBE_GROUP = 5
+
+
 @lru_cache(maxsize=64)
-def _prefilter_plan(enabled: frozenset[str]) -> tuple[tuple[type[Rule], ...], dict[Word, tuple[str, ...]]]:
-    """The enabled visitor rules, and for each of their words the longest other words (plain
-    substrings) it holds: absent, they make it absent."""
+def _prefilter_plan(
+    enabled: frozenset[str],
+) -> tuple[tuple[tuple[type[Rule], tuple[tuple[Word, ...], ...]], ...], dict[Word, tuple[str, ...]], tuple[str, ...]]:
+    """The enabled visitor rules, each with its groups of words (its triggers first, then its
+    ``required``; each group is satisfied by any one of its words); for each word the longest
+    other words (plain substrings) it holds: absent, they make it absent; and the probes, the
+    plain words many rules need, most needed first."""
     rules = _visitor_rules(enabled)
+    plan = []
     words: set[Word] = set()
     for rule in rules:
-        words.update(rule.triggers)
-        for required in rule.required:
-            words.update(required if isinstance(required, tuple) else (required,))
+        groups = ((tuple(rule.triggers),) if rule.triggers else ()) + tuple(
+            required if isinstance(required, tuple) else (required,) for required in rule.required
+        )
+        plan.append((rule, groups))
+        for group in groups:
+            words.update(group)
     plain = [word for word in words if isinstance(word, str)]
     parents: dict[Word, tuple[str, ...]] = {}
+    held: dict[Word, set[str]] = {}
     for word in words:
         literal = _literal_part(word)
-        held = [part for part in plain if part != word and part in literal]
+        held[word] = {part for part in plain if part in literal}
+        inside = [part for part in held[word] if part != word]
         # the longest ones: a part held by another held part is checked through that one
-        longest = tuple(sorted(part for part in held if not any(part != other and part in other for other in held)))
+        longest = tuple(sorted(part for part in inside if not any(part != other and part in other for other in inside)))
         if longest:
             parents[word] = longest
-    return rules, parents
+    needed_by: dict[str, set[str]] = {}
+    for rule, groups in plan:
+        for group in groups:
+            if len(group) > PROBE_GROUP:
+                continue
+            for word in group:
+                for part in held[word]:
+                    needed_by.setdefault(part, set()).add(rule.code)
+    probes = tuple(
+        sorted(
+            (word for word, codes in needed_by.items() if len(codes) >= PROBE_RULES),
+            key=lambda w: (-len(needed_by[w]), w),
+        )
+    )
+    return tuple(plan), parents, probes
 
 
 #: Characters that end a pattern's leading literal text.
@@ -361,7 +407,7 @@ def _statement_rows(tree: ast.Module, nodes: list[ast.AST]) -> list[int | None]:
     otherwise belong to the ``if``, and a comment above the ``if`` would silence its body.
     """
     spans = []
-    for stmt in ast.walk(tree):
+    for stmt in walk_nodes(tree):
         if isinstance(stmt, ast.stmt):
             decorators = getattr(stmt, "decorator_list", None)
             start = (min(d.lineno for d in decorators), 0) if decorators else (stmt.lineno, stmt.col_offset)
