@@ -353,11 +353,12 @@ def lint_text(text: str, filename: str, enabled: frozenset[str], defer: Deferral
         compiles = scope.compiles
 
     active = active_rules(text, enabled)
+    directives = _Directives(text)
     if defer is not None and defer.codes:
         pending = frozenset(rule.code for rule in active if rule.code in defer.codes)
         # A file that compiles is reached by its own compile: the second pass would lint it
         # again (parse included), so its scoped rules run now.
-        if pending and not compiles and _may_defer(text):
+        if pending and not compiles and _may_defer(text, directives):
             defer.pending = pending
             active = [rule for rule in active if rule.code not in pending]
     ctx = FileContext(source, tree)
@@ -387,7 +388,7 @@ def lint_text(text: str, filename: str, enabled: frozenset[str], defer: Deferral
                 found.append((diag, rep.stmt_row))
                 nodes.append(rep.node)
 
-    if _suppressions_matter(text, bool(found), enabled):
+    if _suppressions_matter(text, bool(found), enabled, directives):
         if found:
             rows = _statement_rows(tree, nodes)
             found = [(diag, row or stmt_row) for (diag, stmt_row), row in zip(found, rows)]
@@ -432,24 +433,50 @@ def _statement_rows(tree: ast.Module, nodes: list[ast.AST]) -> list[int | None]:
 _NOQA_WITH_OUR_CODE = re.compile(r"noqa[^\r\n]*?rc", re.IGNORECASE)
 
 
-def _may_defer(text: str) -> bool:
+class _Directives:
+    """What a text's words say of its suppression directives, each searched once per lint (the
+    deferral and the suppression step both ask; the case-blind search is a slow one)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._maybe: bool | None = None
+        self._ours: bool | None = None
+
+    @property
+    def maybe(self) -> bool:
+        """:func:`suppressions.might_have_suppressions`."""
+        if self._maybe is None:
+            self._maybe = sup_mod.might_have_suppressions(self.text)
+        return self._maybe
+
+    @property
+    def ours(self) -> bool:
+        """A directive may name one of our codes: ``regcomp:`` or a ``noqa`` naming an RC code."""
+        if self._ours is None:
+            text = self.text
+            self._ours = self.maybe and ("regcomp:" in text or _NOQA_WITH_OUR_CODE.search(text) is not None)
+        return self._ours
+
+
+def _may_defer(text: str, directives: _Directives | None = None) -> bool:
     """No directive of ours can name a rule (see :class:`Deferral`): foreign and bare ``# noqa``
     only silence findings, which the second pass does alone."""
-    return not sup_mod.might_have_suppressions(text) or (
-        "regcomp:" not in text and _NOQA_WITH_OUR_CODE.search(text) is None
-    )
+    return not (directives or _Directives(text)).ours
 
 
-def _suppressions_matter(text: str, found: bool, enabled: frozenset[str]) -> bool:
+def _suppressions_matter(
+    text: str, found: bool, enabled: frozenset[str], directives: _Directives | None = None
+) -> bool:
     """Tokenizing for comments is slow; do it only when a suppression can change the result:
     there are findings to silence, or a directive of ours can be unused/unknown (RC002/RC003)."""
-    if not sup_mod.might_have_suppressions(text):
+    directives = directives or _Directives(text)
+    if not directives.maybe:
         return False
     if found:
         return True
     if UNUSED_SUPPRESSION not in enabled and UNKNOWN_SUPPRESSION_CODE not in enabled:
         return False
-    return "regcomp:" in text or _NOQA_WITH_OUR_CODE.search(text) is not None
+    return directives.ours
 
 
 def _apply_suppressions(
