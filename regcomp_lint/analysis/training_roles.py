@@ -328,14 +328,9 @@ class TrainingRoles:
         self, bound: Bound, expr: ast.AST, depth: int, through: bool, callers: int
     ) -> Origin | _Prepared | None:
         """A parameter ``expr`` of a local function: what its callers pass, one call up."""
-        function = bound.where.function
+        function = _parameter_of(bound, expr)
         key = binding_key(expr)
-        if (
-            key is None
-            or "." in key
-            or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
-            or bound.where.pos != (function.lineno, function.col_offset)
-        ):
+        if function is None or key is None:
             return None  # a ``for`` target or a ``with`` name: unknown, not a parameter
         for call in self.script.training_loops.callers_of(function):
             arg = argument_for(function, call, key)
@@ -524,14 +519,9 @@ class TrainingRoles:
         what each caller passes."""
         if bound.value is not None:
             return [(bound.value, bound.where)] if bound.index is None and isinstance(bound.value, ast.expr) else []
-        function = bound.where.function
+        function = _parameter_of(bound, name)
         key = binding_key(name)
-        if (
-            key is None
-            or "." in key
-            or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
-            or bound.where.pos != (function.lineno, function.col_offset)
-        ):
+        if function is None or key is None:
             return []
         found = []
         for call in self.script.training_loops.callers_of(function):
@@ -1088,3 +1078,18 @@ def _keyword_value(call: ast.Call, name: str) -> ast.expr | None:
 
 def _is_false(node: ast.AST | None) -> bool:
     return isinstance(node, ast.Constant) and node.value is False
+
+
+def _parameter_of(bound: Bound, name: ast.AST) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The local function whose parameter ``bound`` binds ``name`` to (a plain name bound at the
+    ``def`` itself), else None."""
+    function = bound.where.function
+    key = binding_key(name)
+    if (
+        key is None
+        or "." in key
+        or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+        or bound.where.pos != (function.lineno, function.col_offset)
+    ):
+        return None
+    return function
