@@ -8,15 +8,21 @@ from __future__ import annotations
 
 import libcst as cst
 
+from regcomp_lint.codemod.handed_in import init_of
 from regcomp_lint.codemod.tree import Tree, find_all, key_of, parameter_names
 from regcomp_lint.knowledge.training_libraries import MODEL_COPIES
 
 
-def copies_model(tree: Tree, stmt: cst.CSTNode, models: set[str]) -> bool:
-    """``stmt`` is a simple statement that hands a model to a call making a copy of it."""
+def model_copies(tree: Tree, statements: list[cst.BaseStatement], models: set[str]) -> set[int]:
+    """The indices in ``statements`` of the simple statements that hand a model to a call making a
+    copy of it."""
+    copying = _copying_classes(tree)
+    return {i for i, stmt in enumerate(statements) if _copies_model(tree, stmt, models, copying)}
+
+
+def _copies_model(tree: Tree, stmt: cst.BaseStatement, models: set[str], copying: frozenset[str]) -> bool:
     if not isinstance(stmt, cst.SimpleStatementLine):
         return False
-    copying = _copying_classes(tree)
     for call in find_all(stmt, cst.Call):
         first = next((a for a in call.args if a.keyword is None and not a.star), None)
         if first is None or key_of(first.value) not in models:
@@ -33,10 +39,7 @@ def _copying_classes(tree: Tree) -> frozenset[str]:
     written out in a script)."""
     found: set[str] = set()
     for cls in find_all(tree.module, cst.ClassDef):
-        init = next(
-            (f for f in find_all(cls.body, cst.FunctionDef) if f.name.value == "__init__"),
-            None,
-        )
+        init = init_of(cls)
         if init is None:
             continue
         params = parameter_names(init, keyword_only=False)[1:2]

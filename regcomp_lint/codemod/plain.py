@@ -51,7 +51,7 @@ from regcomp_lint.codemod.handed_to_modules import unwrap_for_other_modules
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.load_locations import keep_cpu_load_locations
 from regcomp_lint.codemod.local_modules import importer_of, is_project_module, load_local
-from regcomp_lint.codemod.model_copies import copies_model
+from regcomp_lint.codemod.model_copies import model_copies
 from regcomp_lint.codemod.optimizers import (
     FoundOptimizer,
     HandUpdate,
@@ -927,7 +927,7 @@ class PlainPlanner(Planner):
         last, first_step = self._setup_and_first_step(block, created, steps)
         per_pass = None
         holder = block.body[last] if first_step is not None and first_step == last else None
-        if isinstance(holder, (cst.For, cst.While)) and self._rebuilt_each_pass(holder, created, steps):
+        if isinstance(holder, (cst.For, cst.While)) and self._rebuilt_each_pass(holder, created, steps, prepared):
             # Kaggle's `for fold in range(n_fold): model = ...; optimizer = ...; run_training(...)`
             per_pass = holder
             assert isinstance(holder.body, cst.IndentedBlock)  # _rebuilt_each_pass checked it
@@ -935,7 +935,7 @@ class PlainPlanner(Planner):
             last, first_step = self._setup_and_first_step(block, created, steps)
         runs = None
         if first_step is not None and last >= first_step:
-            runs = self._runs_in_sequence(block, created, steps)
+            runs = self._runs_in_sequence(block, created, steps, prepared)
         if runs is None and first_step is not None and last >= first_step:
             late = max(created, key=lambda n: tree.line(n))
             early = min((n for n in steps if self.project(block, n) == first_step), key=tree.line)
@@ -1034,21 +1034,21 @@ class PlainPlanner(Planner):
         self.prepared = prepared
 
     def _runs_in_sequence(
-        self, block: Block, created: list[cst.CSTNode], steps: list[cst.Call]
+        self, block: Block, created: list[cst.CSTNode], steps: list[cst.Call], prepared: list[str]
     ) -> list[tuple[int, list[str], int]] | None:
         """The script's training runs one after the other in ``block``, each on objects built just
         before it (the transfer-learning tutorial trains ``model_ft``, then builds and trains
         ``model_conv``): per run, the index its ``prepare()`` goes to, the keys it prepares and the
         index of its first training statement. None unless every creation and step is a statement
         of ``block`` of its own and each run prepares something."""
-        prepared = self.models + self.optimizers + self.loaders + self.schedulers
         step_at = sorted({self.project(block, s) for s in steps}, key=lambda i: -1 if i is None else i)
         if not step_at or step_at[0] is None:
             return None
         made: list[tuple[int, str]] = []
         for key in prepared + self.kept_schedulers:
+            bound = bindings(self.scope, key)
             for node in created:
-                if node in bindings(self.scope, key):
+                if node in bound:
                     index = self.project(block, node)
                     if index is None or index in step_at:
                         return None  # built inside a training statement
@@ -1077,7 +1077,9 @@ class PlainPlanner(Planner):
         first_step = min((i for i in (self.project(block, n) for n in steps) if i is not None), default=None)
         return last, first_step
 
-    def _rebuilt_each_pass(self, holder: cst.CSTNode, created: list[cst.CSTNode], steps: list[cst.Call]) -> bool:
+    def _rebuilt_each_pass(
+        self, holder: cst.CSTNode, created: list[cst.CSTNode], steps: list[cst.Call], prepared: list[str]
+    ) -> bool:
         """``holder`` is a loop that builds every object to prepare again in each pass and trains
         them there, and all training happens in it (k-fold cross-validation, repeated runs): each
         pass's objects can be prepared in that pass."""
@@ -1086,8 +1088,8 @@ class PlainPlanner(Planner):
         tree = self.tree
         if not all(tree.contains(holder, step) for step in steps):
             return False
-        prepared = self.models + self.optimizers + self.loaders + self.schedulers
-        return all(any(tree.contains(holder, n) for n in created if n in bindings(self.scope, key)) for key in prepared)
+        inside = [n for n in created if tree.contains(holder, n)]
+        return all(any(n in bound for n in inside) for bound in (bindings(self.scope, key) for key in prepared))
 
     def _after_model_setup(self, block: Block, last: int, first_step: int | None, prepared: list[str]) -> int:
         """Past the model's own set-up calls that follow the last object to prepare
@@ -1098,11 +1100,8 @@ class PlainPlanner(Planner):
         naming the call."""
         end = first_step if first_step is not None else len(block.body)
         models = set(self.models)
-        setup = [
-            i
-            for i in range(last + 1, end)
-            if self._model_setup_call(block.body[i], models) or copies_model(self.tree, block.body[i], models)
-        ]
+        copies = [last + 1 + i for i in sorted(model_copies(self.tree, list(block.body[last + 1 : end]), models))]
+        setup = [i for i in range(last + 1, end) if i in copies or self._model_setup_call(block.body[i], models)]
         if not setup:
             return last
         for i in range(last + 1, setup[-1]):
@@ -1120,7 +1119,6 @@ class PlainPlanner(Planner):
                     "after the model's last change (DDP copies process 0's weights only then); move that call "
                     "before the optimizer is built"
                 )
-        copies = [i for i in setup if copies_model(self.tree, block.body[i], models)]
         changes = [i for i in setup if i not in copies]
         if changes:
             calls = ", ".join(f"{_source(block.body[i])} (line {self.tree.line(block.body[i])})" for i in changes)

@@ -16,11 +16,11 @@ that do not require grad.
 from __future__ import annotations
 
 import ast
-import textwrap
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.local_modules import importer_of, is_project_module, load_local
 from regcomp_lint.codemod.optimizers import find_optimizers
 from regcomp_lint.codemod.tree import Function, Tree, code, dotted, find_all, single_target
@@ -153,10 +153,8 @@ def _model_class(planner: PlainPlanner, model: str) -> tuple[ast.ClassDef, str |
         name = value.func.value
         for defined in find_all(tree.module, cst.ClassDef):
             if defined.name.value == name:
-                parsed = ast.parse(textwrap.dedent(code(defined.with_changes(leading_lines=()))))
-                cls = parsed.body[0]
+                cls = lint_view(tree).statement_at(defined)  # the file's own ast, its real lines
                 if isinstance(cls, ast.ClassDef):
-                    ast.increment_lineno(cls, tree.line(defined) - 1)
                     return cls, None
         if tree.filename is None:
             return None

@@ -19,7 +19,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache, cached_property, lru_cache
 from typing import Any, cast
 
 from regcomp_lint.analysis import compiled_scope, dead_code
@@ -439,23 +439,17 @@ class _Directives:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self._maybe: bool | None = None
-        self._ours: bool | None = None
 
-    @property
+    @cached_property
     def maybe(self) -> bool:
         """:func:`suppressions.might_have_suppressions`."""
-        if self._maybe is None:
-            self._maybe = sup_mod.might_have_suppressions(self.text)
-        return self._maybe
+        return sup_mod.might_have_suppressions(self.text)
 
-    @property
+    @cached_property
     def ours(self) -> bool:
         """A directive may name one of our codes: ``regcomp:`` or a ``noqa`` naming an RC code."""
-        if self._ours is None:
-            text = self.text
-            self._ours = self.maybe and ("regcomp:" in text or _NOQA_WITH_OUR_CODE.search(text) is not None)
-        return self._ours
+        text = self.text
+        return self.maybe and ("regcomp:" in text or _NOQA_WITH_OUR_CODE.search(text) is not None)
 
 
 def _may_defer(text: str, directives: _Directives | None = None) -> bool:
