@@ -20,7 +20,7 @@ def hand_lr_notes(tree: Tree, training: set[Function], loaders: list[str]) -> li
     is prepared (see the module docstring)."""
     if not loaders:
         return []
-    for function in sorted(training, key=lambda f: 0 if isinstance(f, cst.Module) else tree.line(f)):
+    for function in tree.in_source_order(training):
         for assign in find_all(function, cst.Assign, enter_functions=False):
             if any(_is_lr_item(target.target) for target in assign.targets) and _moves_with_the_loop(tree, assign):
                 return [

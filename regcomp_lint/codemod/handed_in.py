@@ -54,7 +54,7 @@ def handed_optimizer(tree: Tree, training: set[Function]) -> tuple[str, str, int
     ``self.optimizer = optimizer``, SimCLR's ``self.optimizer = kwargs['optimizer']``), stepped
     as ``optimizer.step()`` or through a scaler, ``scaler.step(optimizer)``. What a refusal
     names instead of "no optimizer found" when nothing here builds one."""
-    for function in sorted(training, key=lambda f: 0 if isinstance(f, cst.Module) else tree.line(f)):
+    for function in tree.in_source_order(training):
         if not isinstance(function, cst.FunctionDef):
             continue
         cls = tree.class_of(function)

@@ -459,7 +459,7 @@ class PlainPlanner(Planner):
         for unpacked in unpacked_schedulers(tree, self.scope):
             if unpacked.key not in loaders + schedulers + optimizers + models + self.kept_schedulers:
                 self._sort_scheduler(unpacked.key, unpacked.cadence, unpacked.step, schedulers)
-        for function in self.training:  # loaders a training function builds itself
+        for function in tree.in_source_order(self.training):  # loaders a training function builds itself
             if function is not self.scope and isinstance(function, cst.FunctionDef):
                 for creation in creations(function):
                     self._prepare_inline(view, creation, view.origin(creation.value))

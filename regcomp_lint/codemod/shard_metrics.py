@@ -23,7 +23,7 @@ def shard_metric_notes(tree: Tree, training: set[Function], loaders: list[str]) 
     if not loaders:
         return []
     notes: list[str] = []
-    for function in sorted(training, key=lambda f: 0 if isinstance(f, cst.Module) else tree.line(f)):
+    for function in tree.in_source_order(training):
         if any(
             isinstance(c.func, cst.Attribute) and c.func.attr.value in _COMBINING for c in find_all(function, cst.Call)
         ):

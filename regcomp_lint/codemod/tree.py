@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from typing import TypeGuard, TypeVar, cast, overload
 
 import libcst as cst
@@ -192,6 +192,11 @@ class Tree:
 
     def line(self, node: cst.CSTNode) -> int:
         return self._positions[node].start.line
+
+    def in_source_order(self, functions: Iterable[Function]) -> list[Function]:
+        """``functions`` (a set, ordered by object identity) as they stand in the file, the
+        module first: what is said about them comes out the same from run to run."""
+        return sorted(functions, key=lambda f: 0 if isinstance(f, cst.Module) else self.line(f))
 
     def function_of(self, node: cst.CSTNode) -> Function:
         """The function whose code runs ``node`` (lambdas and comprehensions count as inline)."""
