@@ -115,7 +115,8 @@ def active_rules(text: str, enabled: Iterable[str]) -> list[type[Rule]]:
     they already rule out is dropped without looking for its other words (``mode=``, ``options``,
     ``prepare``... in a file that never says ``compile`` or ``Accelerator``). The answer is the
     same in any order: a rule is active when each of its groups has a word in the text."""
-    plan, parents, probes = _prefilter_plan(frozenset(enabled))
+    enabled = frozenset(enabled)
+    _, parents, probes = _prefilter_plan(enabled)
     seen: dict[Word, bool] = {}
 
     def has(word: Word) -> bool:
@@ -129,26 +130,56 @@ def active_rules(text: str, enabled: Iterable[str]) -> list[type[Rule]]:
             seen[word] = found
         return found
 
-    def known_absent(word: Word) -> bool:
-        """Already known to be absent (itself, or a shorter word it holds), without a search."""
-        found = seen.get(word)
-        if found is not None:
-            return not found
-        shorter = parents.get(word)
-        return shorter is not None and any(known_absent(part) for part in shorter)
-
-    for word in probes:
-        has(word)
+    # What the probes found decides most rules, the same way in most files: the rules left to
+    # decide, and their groups' words left to look for, are worked out once per answer.
+    decided, undecided = _after_probes(enabled, tuple([has(word) for word in probes]))
+    if not undecided:
+        return list(decided)
     active = []
-    for rule, groups in plan:
-        if any(all(known_absent(word) for word in group) for group in groups):
-            continue  # ruled out by what is known already
+    for rule, groups in undecided:
+        if groups is None:  # active whatever the other words
+            active.append(rule)
+            continue
         for group in groups:
             if not any(has(word) for word in group):
                 break
         else:
             active.append(rule)
     return active
+
+
+@lru_cache(maxsize=1024)
+def _after_probes(
+    enabled: frozenset[str], found: tuple[bool, ...]
+) -> tuple[tuple[type[Rule], ...], tuple[tuple[type[Rule], tuple[tuple[Word, ...], ...] | None], ...]]:
+    """The prefilter's plan once the probes gave ``found``: the rules every group of which a
+    present probe satisfies (all of them, when no other rule is left to decide), and the rules
+    still open, in plan order, each with its groups less the words known to be absent and
+    without the groups known to be satisfied (None: none left, the rule is active). A rule one of
+    whose groups holds only absent words is dropped."""
+    plan, parents, probes = _prefilter_plan(enabled)
+    known: dict[Word, bool] = dict(zip(probes, found))
+
+    def absent(word: Word) -> bool:
+        if known.get(word) is False:
+            return True
+        return any(absent(part) for part in parents.get(word, ()))
+
+    rules: list[tuple[type[Rule], tuple[tuple[Word, ...], ...] | None]] = []
+    for rule, groups in plan:
+        left: list[tuple[Word, ...]] = []
+        for group in groups:
+            if any(known.get(word) is True for word in group):
+                continue  # satisfied
+            words = tuple(word for word in group if not absent(word))
+            if not words:
+                break  # ruled out
+            left.append(words)
+        else:
+            rules.append((rule, tuple(left) or None))
+    if all(groups is None for _, groups in rules):
+        return tuple(rule for rule, _ in rules), ()
+    return (), tuple(rules)
 
 
 @lru_cache(maxsize=64)
