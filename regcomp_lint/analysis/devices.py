@@ -89,7 +89,13 @@ class Devices:
         """Device flags ``expr`` reads (``args.device`` in ``torch.device(args.device)``), in source order."""
         if expr is None:
             return []
-        return [key for node in _in_source_order(expr) if self.is_flag(node) and (key := _dotted(node)) is not None]
+        # a called name is a function, not a setting: `torch.device(...)` where a star import hides torch
+        called = {id(n.func) for n in walk(expr) if isinstance(n, ast.Call)}
+        return [
+            key
+            for node in _in_source_order(expr)
+            if id(node) not in called and self.is_flag(node) and (key := _dotted(node)) is not None
+        ]
 
     def is_flag(self, expr: ast.AST | None) -> bool:
         """``expr`` is a device flag: ``args.device``, not ``torch.device`` (see the module docstring)."""

@@ -59,10 +59,12 @@ from regcomp_lint.analysis.step_counts import StepCounts
 from regcomp_lint.analysis.training_loops import COMPREHENSIONS, argument_for, iterated
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
 from regcomp_lint.files.parsing import children, walk
+from regcomp_lint.knowledge.accelerate_api import WRAPPED_OPTIMIZER_ATTRIBUTE
 from regcomp_lint.knowledge.torch_api import (
     DATA_PARALLEL,
     MODULE_ONLY_METHODS,
     NO_GRAD,
+    OPTIMIZER_API,
     PLACEMENT_KEYWORDS,
     PLACEMENT_METHODS,
     RANK_ATTRIBUTES,
@@ -154,6 +156,8 @@ class TrainingRoles:
         self.trains = False
         self._marks = _Marks()
         self._steps: list[_Step] = []
+        #: other method calls (``X.first_step(...)``): SAM-style optimizers step through their own methods
+        self._other_methods: list[_Step] = []
         self._calls: dict[int, tuple[Where, tuple[ast.AST, ...]]] = {}  # call id -> where, loops
         self._cadence: dict[int, tuple[Cadence, ast.Call | None]] = {}
         #: ids of the calls that build a scheduler handed to another scheduler (found on first ask)
@@ -226,6 +230,8 @@ class TrainingRoles:
         if binding_key(func) is None:  # a method: optimizer.step(), model.train()
             if isinstance(func, ast.Attribute) and func.attr == "step":
                 self._steps.append(_Step(node, func.value, where, loops))
+            elif isinstance(func, ast.Attribute) and loops and func.attr not in OPTIMIZER_API:
+                self._other_methods.append(_Step(node, func.value, where, loops))
             if isinstance(func, ast.Attribute) and binding_key(func.value) is not None:
                 self._method_call(node, func, where, loops)
             return
@@ -828,7 +834,19 @@ class TrainingRoles:
                 optimizer_steps.append(step)  # scaler.step(optimizer)
         if not own_steps and self._handed_to_a_scheduler(scheduler):
             return Cadence.WRAPPED, None
+        if own_steps and not optimizer_steps and isinstance(built_on, Origin):
+            # SAM's `optimizer.first_step()` / `second_step()`: no `.step()` call, its own methods step it
+            optimizer_steps = [s for s in self._other_methods if self._own_method_of(s, built_on)]
         return self._compare_steps(own_steps, optimizer_steps, scheduler.where.function)
+
+    def _own_method_of(self, call: _Step, optimizer: Origin) -> bool:
+        """``call`` is a method the optimizer built at ``optimizer`` has beyond torch's Optimizer API,
+        called on it or, once prepared, on the optimizer the prepared one wraps (``optimizer.optimizer``)."""
+        held = call.receiver
+        if isinstance(held, ast.Attribute) and held.attr == WRAPPED_OPTIMIZER_ATTRIBUTE:
+            held = held.value
+        receiver = self._step_origin(held, call.where)
+        return isinstance(receiver, Origin) and receiver.kind is Kind.OPTIMIZER and _is(receiver, optimizer)
 
     def bound_cadence(
         self, scheduler: ast.expr, optimizer: ast.expr | None, where: Where

@@ -52,6 +52,7 @@ from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.load_locations import keep_cpu_load_locations
 from regcomp_lint.codemod.local_modules import importer_of, is_project_module, load_local
 from regcomp_lint.codemod.model_copies import model_copies
+from regcomp_lint.codemod.optimizer_methods import reach_own_methods
 from regcomp_lint.codemod.optimizers import (
     FoundOptimizer,
     HandUpdate,
@@ -1010,6 +1011,7 @@ class PlainPlanner(Planner):
             targets = ", ".join(prepared)
             prepare = call_statement(f"{targets} = ", f"{acc}.prepare", prepared, self.module, indent)
         read_through_wrapper(self, block, prepare_index)
+        reach_own_methods(self, block, prepare_index)
         unwrap_for_other_modules(self, block, prepare_index)
         self._place_accelerator(settings, script, block, prepare_index)
         if per_pass is not None:

@@ -53,3 +53,37 @@ DUMMY_SCHEDULERS = ("accelerate.utils.DummyScheduler", "accelerate.utils.deepspe
 #: ``Accelerator(mixed_precision=...)`` (accelerate 1.15): the model's forward runs under
 #: ``torch.autocast(device_type, dtype)``; fp16 on CUDA also scales the loss (``GradScaler``).
 MIXED_PRECISION_DTYPES = {"no": None, "bf16": "bfloat16", "fp16": "float16"}
+
+#: What a prepared optimizer (``accelerate.optimizer.AcceleratedOptimizer``, accelerate 1.15)
+#: answers itself: ``torch.optim.Optimizer``'s methods and the attributes it sets. Any other name
+#: (SAM's ``first_step``, Sophia's ``update_hessian``, an ``lr`` attribute) raises AttributeError on
+#: the wrapper; the optimizer it wraps is its ``optimizer`` attribute.
+ACCELERATED_OPTIMIZER_ATTRIBUTES = frozenset(
+    {
+        "add_param_group",
+        "defaults",
+        "eval",
+        "load_state_dict",
+        "param_groups",
+        "profile_hook_step",
+        "register_load_state_dict_post_hook",
+        "register_load_state_dict_pre_hook",
+        "register_state_dict_post_hook",
+        "register_state_dict_pre_hook",
+        "register_step_post_hook",
+        "register_step_pre_hook",
+        "state",
+        "state_dict",
+        "step",
+        "step_was_skipped",
+        "train",
+        "zero_grad",
+        # set in __init__
+        "accelerator_state",
+        "device_placement",
+        "gradient_state",
+        "optimizer",
+        "scaler",
+    }
+)
+WRAPPED_OPTIMIZER_ATTRIBUTE = "optimizer"

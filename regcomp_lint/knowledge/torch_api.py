@@ -88,6 +88,23 @@ DATASET_ITEM_METHODS = ("__getitem__", "__getitems__", "__iter__")
 OPTIMIZER_MODULE = "torch.optim"
 NOT_OPTIMIZER_MODULES = ("torch.optim.lr_scheduler", "torch.optim.swa_utils")
 OPTIMIZER_BASE = ("torch.optim.Optimizer",)
+#: ``torch.optim.Optimizer``'s own methods: any other method an optimizer is called with comes from
+#: its class (SAM's ``first_step``/``second_step``, Sophia's ``update_hessian``)
+OPTIMIZER_API = frozenset(
+    {
+        "add_param_group",
+        "load_state_dict",
+        "state_dict",
+        "step",
+        "zero_grad",
+        "register_step_pre_hook",
+        "register_step_post_hook",
+        "register_state_dict_pre_hook",
+        "register_state_dict_post_hook",
+        "register_load_state_dict_pre_hook",
+        "register_load_state_dict_post_hook",
+    }
+)
 #: Every public class of these modules is an LR scheduler.
 SCHEDULER_MODULES = ("torch.optim.lr_scheduler",)
 #: LR schedulers outside those modules: SWA's ``SWALR`` (an ``LRScheduler`` subclass, stepped per
