@@ -59,7 +59,7 @@ from regcomp_lint.analysis.step_counts import StepCounts
 from regcomp_lint.analysis.training_loops import COMPREHENSIONS, argument_for, iterated
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
 from regcomp_lint.files.parsing import children, walk
-from regcomp_lint.knowledge.accelerate_api import WRAPPED_OPTIMIZER_ATTRIBUTE
+from regcomp_lint.knowledge.accelerate_api import PREPARE_PLACEMENT_KEYWORD, WRAPPED_OPTIMIZER_ATTRIBUTE
 from regcomp_lint.knowledge.torch_api import (
     DATA_PARALLEL,
     MODULE_ONLY_METHODS,
@@ -1044,8 +1044,11 @@ def _own_method(
 
 
 def _plain_arguments(call: ast.Call) -> bool:
-    """``prepare(a, b)``: no ``*args`` nor keywords, so result ``i`` is argument ``i``."""
-    return not call.keywords and not any(isinstance(a, ast.Starred) for a in call.args)
+    """``prepare(a, b)``: no ``*args`` nor keywords (``device_placement=[...]`` aside), so result
+    ``i`` is argument ``i``."""
+    return all(k.arg == PREPARE_PLACEMENT_KEYWORD for k in call.keywords) and not any(
+        isinstance(a, ast.Starred) for a in call.args
+    )
 
 
 def _attribute_assignments(attr: ast.Attribute, where: Where) -> list[ast.expr]:

@@ -1,4 +1,4 @@
-"""The optimizer's own methods, reached through the optimizer it wraps once it is prepared.
+"""An optimizer class of the script's own under ``prepare()``: its methods, and one that wraps another.
 
 ``prepare`` hands back an ``AcceleratedOptimizer``. It answers ``step``, ``zero_grad``, the state
 dicts and ``param_groups`` itself, but nothing the optimizer's own class adds: SAM's
@@ -6,6 +6,14 @@ dicts and ``param_groups`` itself, but nothing the optimizer's own class adds: S
 object has no attribute ..." at the first step. After ``prepare`` the conversion reaches them
 through the wrapped optimizer, ``optimizer.optimizer``: the same object the original called, with
 the same parameter groups and state the wrapper passes on, so they act as before.
+
+``prepare`` also reloads each optimizer's state dict to place it on the device, and
+``load_state_dict`` gives the optimizer new parameter-group dicts. An optimizer built on another
+one (SAM: ``base_optimizer(self.param_groups, ...)`` and ``self.param_groups =
+self.base_optimizer.param_groups``) then no longer shares its groups with the inner optimizer that
+steps: a scheduler moves the outer LR and the inner one keeps the first (verified on CPU: the
+losses part from the first LR decay). Such an optimizer is prepared without device placement
+(``device_placement=[..., False, ...]``): its state stays where the script put it, groups shared.
 """
 
 from __future__ import annotations
@@ -14,9 +22,14 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from regcomp_lint.codemod.tree import Block, find_all, key_of
+from regcomp_lint.codemod.tree import Block, code, find_all, key_of
 from regcomp_lint.codemod.wrapped_access import places_using_prepared, sees_prepared
-from regcomp_lint.knowledge.accelerate_api import ACCELERATED_OPTIMIZER_ATTRIBUTES, WRAPPED_OPTIMIZER_ATTRIBUTE
+from regcomp_lint.knowledge.accelerate_api import (
+    ACCELERATED_OPTIMIZER_ATTRIBUTES,
+    PREPARE_PLACEMENT_KEYWORD,
+    WRAPPED_OPTIMIZER_ATTRIBUTE,
+)
+from regcomp_lint.knowledge.torch_api import NOT_OPTIMIZER_MODULES, OPTIMIZER_MODULE
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.plain import PlainPlanner
@@ -49,3 +62,74 @@ def reach_own_methods(planner: PlainPlanner, block: Block, prepare_index: int) -
             "the prepared optimizer passes on step(), zero_grad(), the state dicts and param_groups, not what "
             "the optimizer's own class adds"
         )
+
+
+def sharing_groups(planner: PlainPlanner) -> set[str]:
+    """The optimizers that share parameter groups with another: one built on another optimizer
+    (handed an optimizer class, ``SAM(params, torch.optim.SGD, ...)`` directly or through a name
+    bound to it; or an optimizer the script built, ``Lookahead(inner)``, which shares too), or one
+    whose class, defined in the file, replaces its own ``param_groups``."""
+    tree = planner.tree
+    optimizers = {k for k, _ in planner.optimizer_found if k is not None}
+    found: set[str] = set()
+    for assign in find_all(tree.module, cst.Assign):
+        key = key_of(assign.targets[0].target) if len(assign.targets) == 1 else None
+        call = assign.value
+        if key not in optimizers or not isinstance(call, cst.Call):
+            continue
+        inner = {key_of(a.value) for a in call.args} & optimizers - {key}
+        if inner:
+            found |= inner | {key}
+        elif any(_optimizer_class(planner, a.value) for a in call.args[1:]):
+            found.add(key)
+        elif isinstance(call.func, cst.Name) and _replaces_param_groups(planner, call.func.value):
+            found.add(key)
+    return found
+
+
+def _optimizer_class(planner: PlainPlanner, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """``torch.optim.SGD`` (the class, not called), or a name the file binds to one."""
+    tree = planner.tree
+    if isinstance(expr, cst.Name) and depth < 2:
+        values = [
+            a.value
+            for a in find_all(tree.module, cst.Assign)
+            if len(a.targets) == 1 and key_of(a.targets[0].target) == expr.value
+        ]
+        return any(_optimizer_class(planner, v, depth + 1) for v in values)
+    if not isinstance(expr, cst.Attribute):
+        return False
+    name = tree.resolves_under(expr, OPTIMIZER_MODULE) or code(expr).strip()  # torch may come from a star import
+    parts = name.split(".")
+    return (
+        name.startswith(OPTIMIZER_MODULE + ".")
+        and not any(name.startswith(m) for m in NOT_OPTIMIZER_MODULES)
+        and parts[-1][:1].isupper()
+    )
+
+
+def _replaces_param_groups(planner: PlainPlanner, class_name: str) -> bool:
+    for cls in find_all(planner.tree.module, cst.ClassDef):
+        if cls.name.value != class_name:
+            continue
+        for assign in find_all(cls, cst.Assign):
+            if any(key_of(t.target) == "self.param_groups" for t in assign.targets):
+                return True
+    return False
+
+
+def placement_keyword(planner: PlainPlanner, keys: list[str]) -> list[str]:
+    """``device_placement=[True, False, ...]`` when an optimizer among ``keys`` shares its groups
+    (see the module docstring), with a note; else nothing."""
+    sharing = sharing_groups(planner) if any(k in planner.optimizers for k in keys) else set()
+    unplaced = [k for k in keys if k in sharing]
+    if not unplaced:
+        return []
+    note = (
+        f"{', '.join(unplaced)} shares its parameter groups with another optimizer: prepared with device_placement "
+        "False, as prepare() would reload its state dict and give it new groups, no longer shared with the optimizer "
+        "that steps (its LR would stop following the scheduler)"
+    )
+    if note not in planner.notes:
+        planner.notes.append(note)
+    return [f"{PREPARE_PLACEMENT_KEYWORD}=[{', '.join('False' if k in unplaced else 'True' for k in keys)}]"]

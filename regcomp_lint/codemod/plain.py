@@ -52,7 +52,7 @@ from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.load_locations import keep_cpu_load_locations
 from regcomp_lint.codemod.local_modules import importer_of, is_project_module, load_local
 from regcomp_lint.codemod.model_copies import model_copies
-from regcomp_lint.codemod.optimizer_methods import reach_own_methods
+from regcomp_lint.codemod.optimizer_methods import placement_keyword, reach_own_methods
 from regcomp_lint.codemod.optimizers import (
     FoundOptimizer,
     HandUpdate,
@@ -934,6 +934,11 @@ class PlainPlanner(Planner):
             assert isinstance(holder.body, cst.IndentedBlock)  # _rebuilt_each_pass checked it
             block = self.descend(holder.body, [n for n in [*created, *steps] if tree.contains(holder, n)])
             last, first_step = self._setup_and_first_step(block, created, steps)
+        if isinstance(holder, cst.If) and self._trains_only_under(holder, created, steps):
+            # `model = ...` first, then `if not args.eval_only: optimizer = ...; loader = ...; train`:
+            # prepared in that branch, after its objects (the other path uses the model as it is)
+            block = self.descend(holder.body, [n for n in [*created, *steps] if tree.contains(holder, n)])
+            last, first_step = self._setup_and_first_step(block, created, steps)
         runs = None
         if first_step is not None and last >= first_step:
             runs = self._runs_in_sequence(block, created, steps, prepared)
@@ -1006,10 +1011,14 @@ class PlainPlanner(Planner):
             )
         if runs is not None:
             prepared = list(dict.fromkeys(k for _, keys, _ in runs for k in keys))
-            prepare = call_statement(f"{', '.join(runs[0][1])} = ", f"{acc}.prepare", runs[0][1], self.module, indent)
+            first = runs[0][1]
+            prepare = call_statement(
+                f"{', '.join(first)} = ", f"{acc}.prepare", first + placement_keyword(self, first), self.module, indent
+            )
         else:
             targets = ", ".join(prepared)
-            prepare = call_statement(f"{targets} = ", f"{acc}.prepare", prepared, self.module, indent)
+            placed = prepared + placement_keyword(self, prepared)
+            prepare = call_statement(f"{targets} = ", f"{acc}.prepare", placed, self.module, indent)
         read_through_wrapper(self, block, prepare_index)
         reach_own_methods(self, block, prepare_index)
         unwrap_for_other_modules(self, block, prepare_index)
@@ -1025,7 +1034,9 @@ class PlainPlanner(Planner):
         else:
             self.edits.add_statements(block, prepare_index, [prepare], after=True)
         for at, keys, _step in (runs or [])[1:]:
-            later = call_statement(f"{', '.join(keys)} = ", f"{acc}.prepare", keys, self.module, indent)
+            later = call_statement(
+                f"{', '.join(keys)} = ", f"{acc}.prepare", keys + placement_keyword(self, keys), self.module, indent
+            )
             self.edits.add_statements(block, at, [later], after=True)
         if runs is not None:
             lines = ", ".join(str(tree.line(block.body[step])) for _, _, step in runs)
@@ -1078,6 +1089,19 @@ class PlainPlanner(Planner):
         last = max((i for i in (self.project(block, n) for n in created) if i is not None), default=-1)
         first_step = min((i for i in (self.project(block, n) for n in steps) if i is not None), default=None)
         return last, first_step
+
+    def _trains_only_under(self, holder: cst.If, created: list[cst.CSTNode], steps: list[cst.Call]) -> bool:
+        """Every training step, and every object to prepare that ``holder`` builds, is in the body
+        of ``holder`` (not its ``else``), and the body trains after building them."""
+        tree = self.tree
+        body = holder.body
+        if not isinstance(body, cst.IndentedBlock) or not steps or not all(tree.contains(body, s) for s in steps):
+            return False
+        inside = [n for n in created if tree.contains(holder, n)]
+        if not inside or not all(tree.contains(body, n) for n in inside):
+            return False
+        last, first_step = self._setup_and_first_step(self.descend(body, [*inside, *steps]), inside, steps)
+        return first_step is not None and last < first_step
 
     def _rebuilt_each_pass(
         self, holder: cst.CSTNode, created: list[cst.CSTNode], steps: list[cst.Call], prepared: list[str]

@@ -87,3 +87,5 @@ ACCELERATED_OPTIMIZER_ATTRIBUTES = frozenset(
     }
 )
 WRAPPED_OPTIMIZER_ATTRIBUTE = "optimizer"
+#: ``prepare(*objects, device_placement=[...])``: one bool per object; the results still match the objects
+PREPARE_PLACEMENT_KEYWORD = "device_placement"

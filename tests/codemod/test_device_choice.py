@@ -346,3 +346,26 @@ def test_a_module_level_cuda_device_read_in_main_follows_the_accelerator():
     assert (
         "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n" in result.text
     )  # module level: kept
+
+
+STAR_IMPORTED_TORCH = """\
+from helpers import *
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = Net().to(device)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in loader:
+    loss = criterion(model(x.to(device)), y.to(device))
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_a_called_torch_device_is_no_device_flag_when_a_star_import_hides_torch():
+    """A SAM CIFAR script: ``torch`` came from ``from SAM.optimizer import *``, and the callee
+    ``torch.device`` was read as the user's device flag: ``cpu=str(torch.device) == "cpu"``."""
+    result = convert_source(STAR_IMPORTED_TORCH, "star.py")
+    assert result.refused is None, result.refused
+    assert "str(torch.device)" not in result.text
+    assert "cpu=not torch.cuda.is_available()" in result.text

@@ -1,0 +1,134 @@
+"""An optimizer's own methods reach the optimizer the prepared one wraps (codemod/optimizer_methods.py).
+
+``AcceleratedOptimizer`` answers torch's Optimizer API only: SAM's ``first_step``/``second_step``
+and Sophia's ``update_hessian`` raised AttributeError at the first step of the converted survey
+scripts. A scheduler whose optimizer steps only through such methods takes its cadence from them.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from regcomp_lint.codemod.convert import convert_source
+
+SAM_SCRIPT = """\
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class SAM(torch.optim.Optimizer):
+    def __init__(self, params, base_optimizer, rho=0.05, **kwargs):
+        super().__init__(params, dict(rho=rho, **kwargs))
+        self.base_optimizer = base_optimizer(self.param_groups, **kwargs)
+        self.param_groups = self.base_optimizer.param_groups
+
+    def first_step(self, zero_grad=False):
+        pass
+
+    def second_step(self, zero_grad=False):
+        self.base_optimizer.step()
+
+
+model = torch.nn.Linear(4, 2)
+optimizer = SAM(model.parameters(), torch.optim.SGD, lr=0.1)
+scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=200)
+loader = DataLoader(TensorDataset(torch.randn(8, 4), torch.randint(0, 2, (8,))), batch_size=4)
+print(optimizer.defaults)
+
+
+def train():
+    for x, y in loader:
+        F.cross_entropy(model(x), y).backward()
+        optimizer.first_step(zero_grad=True)
+        F.cross_entropy(model(x), y).backward()
+        optimizer.second_step(zero_grad=True)
+
+
+for epoch in range(3):
+    train()
+    scheduler.step()
+"""
+
+HESSIAN_SCRIPT = """\
+import torch
+
+model = torch.nn.Linear(4, 2)
+optimizer = MyOptimizer(model.parameters(), lr=0.1)
+print(optimizer.lr)
+for step in range(10):
+    model(torch.randn(2, 4)).sum().backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    if step % 5 == 4:
+        model(torch.randn(2, 4)).sum().backward()
+        optimizer.update_hessian()
+        optimizer.zero_grad()
+"""
+
+
+def _converted(source: str, name: str) -> tuple[str, list[str]]:
+    result = convert_source(source, name)
+    assert result.refused is None, result.refused
+    ast.parse(result.text)
+    return result.text, result.notes
+
+
+def test_sam_steps_go_through_the_wrapped_optimizer():
+    out, notes = _converted(SAM_SCRIPT, "sam.py")
+    assert "optimizer.optimizer.first_step(zero_grad=True)" in out
+    assert "optimizer.optimizer.second_step(zero_grad=True)" in out
+    assert any("optimizer.first_step (line" in n and "(.optimizer)" in n for n in notes), notes
+
+
+def test_the_optimizer_api_is_left_on_the_prepared_optimizer():
+    out, _ = _converted(SAM_SCRIPT, "sam.py")
+    assert "print(optimizer.defaults)" in out  # AcceleratedOptimizer passes it on
+    assert "optimizer.optimizer.defaults" not in out
+
+
+def test_a_scheduler_of_an_optimizer_stepped_by_its_own_methods_keeps_its_epoch_cadence():
+    """No ``optimizer.step()``: the epoch loop's scheduler.step() is per epoch against first_step()."""
+    out, notes = _converted(SAM_SCRIPT, "sam.py")
+    assert "scheduler)" not in out.split("accelerator.prepare(")[1].split("\n")[0]
+    assert any(n.startswith("scheduler steps once per epoch") for n in notes), notes
+
+
+def test_an_optimizer_built_on_another_is_prepared_without_device_placement():
+    """prepare() reloads the state dict: SAM's groups would no longer be its base optimizer's, and
+    the scheduler would move an LR nothing steps with (the fixture's losses parted at the first decay)."""
+    out, notes = _converted(SAM_SCRIPT, "sam.py")
+    assert "    model, optimizer, loader, device_placement=[True, False, True]\n" in out
+    assert any(n.startswith("optimizer shares its parameter groups") for n in notes), notes
+
+
+def test_a_base_optimizer_class_through_a_name_and_a_wrapped_instance_count_too():
+    named = SAM_SCRIPT.replace("SAM(model.parameters(), torch.optim.SGD,", "SAM(model.parameters(), base,").replace(
+        "model = torch.nn.Linear(4, 2)\n", "model = torch.nn.Linear(4, 2)\nbase = torch.optim.SGD\n"
+    )
+    named = named.replace("        self.param_groups = self.base_optimizer.param_groups\n", "")
+    assert "device_placement=[True, False, True]" in _converted(named, "sam.py")[0]
+    lookahead = HESSIAN_SCRIPT.replace(
+        "optimizer = MyOptimizer(model.parameters(), lr=0.1)\n",
+        "inner = torch.optim.SGD(model.parameters(), lr=0.1)\noptimizer = Lookahead(inner)\n",
+    )
+    out = _converted(lookahead, "look.py")[0]
+    assert "    model, inner, optimizer, device_placement=[True, False, False]\n" in out, out
+
+
+def test_a_plain_optimizer_keeps_the_plain_prepare_call():
+    out, _ = _converted(HESSIAN_SCRIPT, "hessian.py")
+    assert "device_placement" not in out
+
+
+def test_methods_and_attributes_after_prepare_only():
+    out, notes = _converted(HESSIAN_SCRIPT, "hessian.py")
+    assert "optimizer.optimizer.update_hessian()" in out
+    assert "optimizer.zero_grad()" in out and "optimizer.optimizer.zero_grad()" not in out
+    assert "print(optimizer.optimizer.lr)" in out  # printed after prepare(): the wrapper has no lr
+
+
+def test_idempotent():
+    out, _ = _converted(SAM_SCRIPT, "sam.py")
+    again = convert_source(out, "sam.py")
+    assert again.refused is None and again.text == out
