@@ -72,7 +72,7 @@ from regcomp_lint.codemod.roles import (
 from regcomp_lint.codemod.schedulers import unpacked_schedulers
 from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, StepElsewhere, resolve
 from regcomp_lint.codemod.shard_metrics import shard_metric_notes
-from regcomp_lint.codemod.sharded_factories import sharded_by_factory
+from regcomp_lint.codemod.sharded_factories import sampler_beside, sharded_by_factory
 from regcomp_lint.codemod.synced_values import evaluates_alike
 from regcomp_lint.codemod.trackers import log_from_main_process
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, read_keys, single_target
@@ -586,7 +586,13 @@ class PlainPlanner(Planner):
                     "batches; split it by accelerator.process_index by hand to give each process its share"
                 )
             elif origin is None and (
-                factory := sharded_by_factory(self.tree, roles.ctx.imports, bound.value, self.distribution.by_hand)
+                factory := sharded_by_factory(
+                    self.tree,
+                    roles.ctx.imports,
+                    bound.value,
+                    self.distribution.by_hand,
+                    sampler_beside(roles.ctx.tree, bound.value),
+                )
             ):
                 self.sharded_loaders.append(key)
                 self.notes.append(f"{key} (from {view.text(bound.value.func)}(), line {bound.value.lineno}) {factory}")
@@ -964,6 +970,13 @@ class PlainPlanner(Planner):
                     f"each pass of the loop at line {tree.line(holder)} (folds, repeated runs or a rebuilt "
                     "optimizer), and trained there: one prepare() cannot serve every pass; convert by hand, "
                     "preparing each pass's objects inside the loop"
+                )
+            if tree.line(early) > tree.line(late):  # built before the training, in the same compound statement
+                raise Refusal(
+                    f"{what} at line {tree.line(early)} and the last object to prepare ({late_key}, line "
+                    f"{tree.line(late)}) share the statement at line {tree.line(holder)}, and training runs on more "
+                    "than one of its paths: no single place for prepare() comes before the training on every path; "
+                    "convert by hand"
                 )
             again = [n for n in steps if tree.line(n) > tree.line(late)]
             if again:  # the transfer-learning tutorial: train_model(model_ft, ...), then train_model(model_conv, ...)

@@ -6,7 +6,9 @@ rank would see 1/N of its share, and a schedule counted in its batches would sto
 It stays unprepared when the factory can be read (a module of the project beside the script) and
 builds a sharding sampler (:mod:`regcomp_lint.analysis.distributed_samplers`), or when it cannot
 be read (a library's, a module not there) but the script sets up its own processes and tells the
-factory so (``distributed=True``, ``rank=``, ``world_size=``). Unprepared is exactly right there
+factory so (``distributed=True``, ``rank=``, ``world_size=``) or the factory hands back the
+sampler too and the script calls its ``set_epoch()`` (``train_loader, val_loader, train_sampler,
+val_sampler = get_loaders(..., rank, world_size)``, survey 15). Unprepared is exactly right there
 whatever the factory does: every rank gets the batches it got in the original, sharded or not,
 where preparing is right only if the factory does not shard. A factory that can be read and
 builds no such sampler is prepared as before.
@@ -20,13 +22,14 @@ import os
 from regcomp_lint.analysis.distributed_samplers import builds_distributed_sampler, project_definition
 from regcomp_lint.codemod.local_modules import importer_of, star_imports, star_source
 from regcomp_lint.codemod.tree import Tree
-from regcomp_lint.knowledge.torch_api import DISTRIBUTED_FLAG_KEYWORDS
+from regcomp_lint.knowledge.torch_api import DISTRIBUTED_FLAG_KEYWORDS, SAMPLER_SET_EPOCH
 
 
-def sharded_by_factory(tree: Tree, imports, call: ast.Call, by_hand: bool) -> str | None:
+def sharded_by_factory(tree: Tree, imports, call: ast.Call, by_hand: bool, sampler: str | None = None) -> str | None:
     """The note for the loaders ``call`` (another module's factory) returns when they stay
     unprepared (see the module docstring), else None; ``by_hand``: the script sets up its own
-    process group or DDP."""
+    process group or DDP; ``sampler``: a name bound from ``call`` that the script calls
+    ``set_epoch()`` on (:func:`sampler_beside`)."""
     name = ast.unparse(call.func)
     readable = _definition(tree, imports, call.func)
     if readable is not None:
@@ -41,6 +44,12 @@ def sharded_by_factory(tree: Tree, imports, call: ast.Call, by_hand: bool) -> st
             )
         return None
     told = next((kw for kw in call.keywords if kw.arg in DISTRIBUTED_FLAG_KEYWORDS and not _is_off(kw.value)), None)
+    if by_hand and told is None and sampler is not None:
+        return (
+            f"comes from {name}(), which cannot be read but hands back {sampler} too, whose {SAMPLER_SET_EPOCH}() the "
+            "script calls (a DistributedSampler: one shard per rank already): left unprepared, so every rank sees "
+            "exactly the batches it saw before (prepared, it would be sharded twice: each rank would see 1/N of its share)"
+        )
     if not by_hand or told is None:
         return None
     return (
@@ -49,6 +58,23 @@ def sharded_by_factory(tree: Tree, imports, call: ast.Call, by_hand: bool) -> st
         "the factory shards them or not (prepared, loaders it shards already would be sharded twice: each rank would "
         "see 1/N of its share)"
     )
+
+
+def sampler_beside(module: ast.Module, call: ast.Call) -> str | None:
+    """A name the statement unpacking ``call`` binds that the script calls ``set_epoch()`` on: the
+    factory returned the sampler of its loaders beside them."""
+    names: set[str] = set()
+    for node in ast.walk(module):
+        if isinstance(node, ast.Assign) and node.value is call and isinstance(node.targets[0], (ast.Tuple, ast.List)):
+            names = {e.id for e in node.targets[0].elts if isinstance(e, ast.Name)}
+    if not names:
+        return None
+    for node in ast.walk(module):
+        func = node.func if isinstance(node, ast.Call) else None
+        if isinstance(func, ast.Attribute) and func.attr == SAMPLER_SET_EPOCH and isinstance(func.value, ast.Name):
+            if func.value.id in names:
+                return func.value.id
+    return None
 
 
 def _definition(tree: Tree, imports, func: ast.expr):

@@ -89,6 +89,39 @@ def test_an_unreadable_factory_of_a_single_process_script_is_still_prepared(tmp_
     assert "accelerator.prepare(model, optimizer, tr_loader)" in result.text
 
 
+def test_an_unreadable_factory_that_hands_back_the_sampler_it_shards_with_keeps_its_loader_unprepared(tmp_path):
+    """Survey 15's adversarial ImageNet trainer: ``train_loader, val_loader, train_sampler,
+    val_sampler = get_loaders(root, bs, workers, rank, world_size)`` from a module not there, and
+    ``train_sampler.set_epoch(epoch)``: prepared, each rank saw 16 of its 32 samples (2 gloo processes)."""
+    text = TORCHRUN.replace(
+        "tr_loader, steps_per_epoch = get_dataloaders(batch_size=4, distributed=True)",
+        "tr_loader, tr_sampler = get_dataloaders(4, rank, world_size)",
+    ).replace("    for epoch in range(2):\n", "    for epoch in range(2):\n        tr_sampler.set_epoch(epoch)\n")
+    # the ranks come from a helper of that module too: nothing says they are ranks
+    text = text.replace(
+        '    dist.init_process_group(backend="gloo")\n',
+        '    dist.init_process_group(backend="gloo")\n    rank, world_size = init_distributed()\n',
+    ).replace("from data import get_dataloaders", "from data import get_dataloaders, init_distributed")
+    result = convert_source(text, str(tmp_path / "train.py"))
+    assert result.refused is None, result.refused
+    assert "model, optimizer = accelerator.prepare(model, optimizer)\n" in result.text, result.text
+    assert any(
+        n.startswith("tr_loader (from get_dataloaders(), line 12) comes from get_dataloaders(), which cannot be read")
+        and "hands back tr_sampler too, whose set_epoch()" in n
+        for n in result.notes
+    ), result.notes
+
+
+def test_a_sampler_handed_back_but_never_set_to_an_epoch_is_no_evidence(tmp_path):
+    text = TORCHRUN.replace(
+        "tr_loader, steps_per_epoch = get_dataloaders(batch_size=4, distributed=True)",
+        "tr_loader, tr_sampler = get_dataloaders(4)",
+    )
+    result = convert_source(text, str(tmp_path / "train.py"))
+    assert result.refused is None, result.refused
+    assert "accelerator.prepare(model, optimizer, tr_loader)" in result.text
+
+
 BUCKET = """\
 import os
 import sys
