@@ -25,6 +25,7 @@ import libcst as cst
 
 from regcomp_lint.codemod.builders import expression, guarded, statement
 from regcomp_lint.codemod.device_choice import local_rank_from_env, local_rank_option
+from regcomp_lint.codemod.handed_in import handing_over
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import (
     Function,
@@ -179,6 +180,16 @@ def _remove_wrap(planner: PlainPlanner, call: cst.Call, models: set[str]) -> lis
         planner.remove_small(assign)  # `model.features = DataParallel(model.features)`: prepare wraps all
         planner.forget_import(call.func)
         return []
+    handed = planner.handed_in
+    handed_over = handed is not None and target is not None and target[0] not in models
+    over = handing_over(tree, handed, target[0]) if handed is not None and target is not None and handed_over else None
+    if over is not None and handed is not None:
+        raise Refusal(
+            f"{code(call.func)}(...) at line {tree.line(call)} wraps {target[0]}, then handed to "
+            f"{handed.cls.name.value}(...) at line {tree.line(over)}, which trains it: the conversion prepares the "
+            f"model where {handed.cls.name.value}.__init__ keeps it and does not take apart a wrap made before the "
+            "hand-over; move the wrap into the trainer (or drop it), or port it by hand"
+        )
     if not isinstance(assign, cst.Assign) or target is None or target[0] not in models or not call.args:
         raise Refusal(
             f"{code(call.func)}(...) at line {tree.line(call)} does not wrap the trained model in place "

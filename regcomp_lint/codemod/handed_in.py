@@ -94,6 +94,19 @@ def _optimized(
     return optimized or models
 
 
+def handing_over(tree: Tree, handed: HandedIn, key: str) -> cst.Call | None:
+    """The construction of the trainer that hands it ``key`` as one of its models, in the function
+    that binds ``key`` (``trainer = Trainer(model, optimizer, ...)`` in ``run()``)."""
+    init = handed.init
+    params = [p for p in parameter_names(init) if p != "self"]
+    kept = kept_parameters(tree, init)
+    model_params = {kept[m] for m in handed.models if m in kept}
+    for call in constructions(tree, handed.cls):
+        if any(param in model_params and passed == key for param, passed in _arguments(call, params).items()):
+            return call
+    return None
+
+
 def constructions(tree: Tree, cls: cst.ClassDef) -> list[cst.Call]:
     """The calls that build the class by its name (``Trainer(model, loader, optimizer)``)."""
     name = cls.name.value

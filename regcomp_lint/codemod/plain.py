@@ -46,7 +46,7 @@ from regcomp_lint.codemod.frozen_parameters import allow_unused_parameters
 from regcomp_lint.codemod.gradient_clipping import clip_through_accelerator
 from regcomp_lint.codemod.hand_distribution import adapt_distribution
 from regcomp_lint.codemod.hand_schedules import hand_lr_notes
-from regcomp_lint.codemod.handed_in import find_handed_in, handed_optimizer, placements_before
+from regcomp_lint.codemod.handed_in import HandedIn, find_handed_in, handed_optimizer, placements_before
 from regcomp_lint.codemod.handed_to_modules import unwrap_for_other_modules
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.load_locations import keep_cpu_load_locations
@@ -112,6 +112,7 @@ class PlainPlanner(Planner):
         self.flag_branches: dict[str, tuple[str, list[cst.BaseExpression]] | None] = {}
         #: the model's parameters updated by hand in place of an optimizer (word language model)
         self.hand_update: HandUpdate | None = None
+        self.handed_in: HandedIn | None = None  # Trainer(model, loader, optimizer): prepared in its __init__
         #: where in the prepare block each key is prepared, when runs in sequence prepare at several places
         self.prepared_at: dict[str, int] = {}
         #: ``fwd_model = torch.compile(model) if c else model``, now ``fwd_model = model``: must follow prepare()
@@ -225,6 +226,7 @@ class PlainPlanner(Planner):
         if not any(function in self.training for function, _, _ in found):
             handed = find_handed_in(tree, self.graph, self.training)
             if handed is not None:  # Trainer(model, loader, optimizer): prepare where it keeps them
+                self.handed_in = handed
                 found = [(handed.init, handed.optimizer, handed.models)]
                 self.drop_placements(placements_before(tree, handed))
                 keep_trainer_cpu_choice(self, handed)

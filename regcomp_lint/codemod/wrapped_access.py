@@ -30,7 +30,7 @@ from regcomp_lint.knowledge.torch_api import (
     TRACING_FUNCTIONS,
     TRACING_METHODS,
 )
-from regcomp_lint.knowledge.training_libraries import MAIN_PROCESS_KEYWORDS
+from regcomp_lint.knowledge.training_libraries import DIFFUSERS_MODULE, MAIN_PROCESS_KEYWORDS, PIPELINE_CLASS_SUFFIX
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.plain import PlainPlanner
@@ -44,10 +44,14 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
     unreachable: list[str] = []
     written_once: list[str] = []
     walked: list[tuple[int, str]] = []
+    to_pipelines: list[str] = []
     trains = planner.reach()
     for function in places_using_prepared(planner):
         handed = _handed_the_model(planner, function, models, 0) if function is not planner.scope else set()
         traced = traced_models(tree, function)
+        pipelines = piped_models(tree, function)
+        piped = {id(m) for m in pipelines}
+        traced += [m for m in pipelines if all(m is not t for t in traced)]
         for attr in [*find_all(function, (cst.Attribute, cst.Subscript), enter_functions=False), *traced]:
             structure = False  # ``model.children()``: through the wrappers it walks them (see STRUCTURE_API)
             if isinstance(attr, cst.Subscript):
@@ -95,7 +99,9 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
             unwrapped = f"{acc}.unwrap_model({owner}{', keep_torch_compile=False' if plain else ''})"
             planner.replace(attr if name == "traced" else attr.value, unwrapped)  # type: ignore[attr-defined]
             planner.uses.append(attr)
-            if name == "traced" or structure:
+            if id(attr) in piped:
+                to_pipelines.append(f"{owner} (line {tree.line(attr)})")
+            elif name == "traced" or structure:
                 walked.append((tree.line(attr), owner))
             else:
                 rewritten.append(f"{owner}{name}" if isinstance(attr, cst.Subscript) else f"{owner}.{name}")
@@ -113,6 +119,12 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
             f"named_parameters(), ...) after prepare() is {planner.acc_key}.unwrap_model(..., keep_torch_compile=False): "
             "a compiled model cannot be traced, and through the compile and DDP wrappers children() yields the whole "
             "model and names gain _orig_mod. or module."
+        )
+    if to_pipelines:
+        planner.notes.append(
+            f"{', '.join(dict.fromkeys(to_pipelines))}: the model handed to a diffusers pipeline after prepare() is "
+            f"{planner.acc_key}.unwrap_model(..., keep_torch_compile=False): the pipeline reads the model's config, "
+            "which DDP does not pass on"
         )
     if written_once:
         planner.notes.append(
@@ -145,6 +157,22 @@ def _called_after_prepare(
         elif not _called_after_prepare(planner, caller, block, prepare_index, depth + 1):
             return False
     return True
+
+
+def piped_models(tree, function: Function) -> list[cst.BaseExpression]:
+    """What a diffusers pipeline is built with (``DDPMPipeline(unet=model, ...)``,
+    ``StableDiffusionPipeline.from_pretrained(path, unet=unet)``): each argument that names an object."""
+    found: list[cst.BaseExpression] = []
+    for call in find_all(function, cst.Call, enter_functions=False):
+        func = call.func
+        pipeline = (
+            func.value if isinstance(func, cst.Attribute) and not tree.resolves_under(func, DIFFUSERS_MODULE) else func
+        )
+        name = tree.resolves_under(pipeline, DIFFUSERS_MODULE)
+        if name is None or not name.rsplit(".", 1)[-1].endswith(PIPELINE_CLASS_SUFFIX):
+            continue
+        found += [a.value for a in call.args if not a.star and isinstance(a.value, (cst.Name, cst.Attribute))]
+    return found
 
 
 def traced_models(tree, function: Function) -> list[cst.BaseExpression]:

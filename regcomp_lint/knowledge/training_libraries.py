@@ -138,3 +138,13 @@ MODEL_COPIES = (
     "timm.utils.model_ema.ModelEmaV3",
     "ema_pytorch.EMA",
 )
+
+#: diffusers pipelines (``DDPMPipeline(unet=model, scheduler=...)``, ``StableDiffusionPipeline.
+#: from_pretrained(path, unet=unet)``): every one is a ``DiffusionPipeline`` exported by the top
+#: module under a name ending in ``Pipeline``. ``register_modules`` reads each module's class and
+#: the pipeline's call reads ``unet.config``, which DDP does not pass on: handed the prepared model,
+#: it raised "'DistributedDataParallel' object has no attribute 'config'" on 2 processes (survey 15,
+#: diffusers 0.42.1, verified on CPU); diffusers' own training examples hand it
+#: ``accelerator.unwrap_model(unet)``.
+DIFFUSERS_MODULE = "diffusers"
+PIPELINE_CLASS_SUFFIX = "Pipeline"

@@ -32,3 +32,45 @@ def test_no_optimizer_found_names_what_the_script_steps_instead():
     assert result.refused is not None
     assert "optimizer = get_optimizer(...) at line 5" in result.refused, result.refused
     assert "stepped by optimizer.step_and_update_lr() at line 9" in result.refused, result.refused
+
+
+def test_a_wrap_made_before_the_trainer_is_handed_the_model_names_the_hand_over():
+    """Survey 15's MNIST example (a Trainer class handed a model that run() wrapped in DDP, or in
+    DataParallel on one process) was refused as "does not wrap the trained model in place"."""
+    text = """\
+import torch
+import torch.nn.functional as F
+from torch import distributed, nn
+
+
+class Trainer:
+    def __init__(self, model, optimizer, loader):
+        self.model = model
+        self.optimizer = optimizer
+        self.loader = loader
+
+    def fit(self, epochs):
+        for _ in range(epochs):
+            for x, y in self.loader:
+                loss = F.cross_entropy(self.model(x), y)
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+
+
+def run(loader):
+    model = nn.Linear(4, 2)
+    if distributed.is_initialized():
+        model = nn.parallel.DistributedDataParallel(model)
+    else:
+        model = nn.DataParallel(model)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    trainer = Trainer(model, optimizer, loader)
+    trainer.fit(2)
+"""
+    result = convert_source(text, "main.py")
+    assert result.refused is not None
+    assert (
+        "nn.parallel.DistributedDataParallel(...) at line 24 wraps model, then handed to Trainer(...) at line 28"
+        in result.refused
+    ), result.refused

@@ -88,3 +88,45 @@ def test_the_models_own_method_reached_through_a_parameter_of_another_name():
     result = convert_source(text, "train.py", ConvertOptions())
     assert result.refused is None, result.refused
     assert "    return accelerator.unwrap_model(model).encode(src)\n" in result.text
+
+
+PIPELINE = """\
+import torch
+import torch.nn.functional as F
+from diffusers import DDPMPipeline, DDPMScheduler, UNet2DModel
+from torch.utils.data import DataLoader
+
+loader = DataLoader(torch.randn(16, 1, 8, 8), batch_size=4)
+model = UNet2DModel(sample_size=8, in_channels=1, out_channels=1)
+noise_scheduler = DDPMScheduler(num_train_timesteps=10)
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+for epoch in range(2):
+    for clean in loader:
+        noise = torch.randn_like(clean)
+        t = torch.randint(0, 10, (clean.shape[0],))
+        loss = F.mse_loss(model(noise_scheduler.add_noise(clean, noise, t), t).sample, noise)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    pipeline = DDPMPipeline(unet=model, scheduler=noise_scheduler)
+    images = pipeline(batch_size=2, num_inference_steps=2).images
+"""
+
+
+def test_a_model_handed_to_a_diffusers_pipeline_after_prepare_is_the_unwrapped_one():
+    """Handed the prepared model, DDPMPipeline raised "'DistributedDataParallel' object has no
+    attribute 'config'" on 2 processes (survey 15, diffusers 0.42.1)."""
+    result = convert_source(PIPELINE, "ddpm.py")
+    assert result.refused is None, result.refused
+    assert (
+        "DDPMPipeline(unet=accelerator.unwrap_model(model, keep_torch_compile=False), scheduler=noise_scheduler)"
+        in result.text
+    )
+    assert any("handed to a diffusers pipeline" in n for n in result.notes), result.notes
+
+
+def test_a_pipeline_already_handed_the_unwrapped_model_is_left_as_it_is():
+    text = PIPELINE.replace("DDPMPipeline(unet=model,", "DDPMPipeline(unet=unwrap(model),")
+    result = convert_source(text, "ddpm.py")
+    assert result.refused is None, result.refused
+    assert "DDPMPipeline(unet=unwrap(model), scheduler=noise_scheduler)" in result.text
