@@ -181,11 +181,11 @@ def _remove_wrap(planner: PlainPlanner, call: cst.Call, models: set[str]) -> lis
         planner.forget_import(call.func)
         return []
     handed = planner.handed_in
-    handed_over = handed is not None and target is not None and target[0] not in models
-    over = handing_over(tree, handed, target[0]) if handed is not None and target is not None and handed_over else None
+    wrapped = target[0] if target is not None and target[0] not in models else None
+    over = handing_over(tree, handed, wrapped) if handed is not None and wrapped is not None else None
     if over is not None and handed is not None:
         raise Refusal(
-            f"{code(call.func)}(...) at line {tree.line(call)} wraps {target[0]}, then handed to "
+            f"{code(call.func)}(...) at line {tree.line(call)} wraps {wrapped}, then handed to "
             f"{handed.cls.name.value}(...) at line {tree.line(over)}, which trains it: the conversion prepares the "
             f"model where {handed.cls.name.value}.__init__ keeps it and does not take apart a wrap made before the "
             "hand-over; move the wrap into the trainer (or drop it), or port it by hand"

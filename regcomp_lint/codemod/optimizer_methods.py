@@ -75,9 +75,9 @@ def sharing_groups(planner: PlainPlanner) -> set[str]:
     for assign in find_all(tree.module, cst.Assign):
         key = key_of(assign.targets[0].target) if len(assign.targets) == 1 else None
         call = assign.value
-        if key not in optimizers or not isinstance(call, cst.Call):
+        if key is None or key not in optimizers or not isinstance(call, cst.Call):
             continue
-        inner = {key_of(a.value) for a in call.args} & optimizers - {key}
+        inner = {k for a in call.args if (k := key_of(a.value)) is not None} & optimizers - {key}
         if inner:
             found |= inner | {key}
         elif any(_optimizer_class(planner, a.value) for a in call.args[1:]):

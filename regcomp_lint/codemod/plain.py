@@ -942,7 +942,11 @@ class PlainPlanner(Planner):
             assert isinstance(holder.body, cst.IndentedBlock)  # _rebuilt_each_pass checked it
             block = self.descend(holder.body, [n for n in [*created, *steps] if tree.contains(holder, n)])
             last, first_step = self._setup_and_first_step(block, created, steps)
-        if isinstance(holder, cst.If) and self._trains_only_under(holder, created, steps):
+        if (
+            isinstance(holder, cst.If)
+            and isinstance(holder.body, cst.IndentedBlock)
+            and self._trains_only_under(holder, created, steps)
+        ):
             # `model = ...` first, then `if not args.eval_only: optimizer = ...; loader = ...; train`:
             # prepared in that branch, after its objects (the other path uses the model as it is)
             block = self.descend(holder.body, [n for n in [*created, *steps] if tree.contains(holder, n)])
