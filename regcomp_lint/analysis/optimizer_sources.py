@@ -169,11 +169,12 @@ class OptimizerSources:
     def _parameter_fills(self, scope: ast.AST) -> dict[str, list[str]]:
         """List name -> models whose parameters the loops of ``scope`` append to it (one walk)."""
         fills: dict[str, list[str]] = {}
+        submodules = _submodule_loops(scope)
         for loop in walk(scope):
             if not isinstance(loop, ast.For):
                 continue
             models = [
-                key
+                submodules.get(key, key)
                 for sub in walk(loop.iter)
                 if isinstance(sub, ast.Call)
                 and isinstance(sub.func, ast.Attribute)
@@ -331,3 +332,16 @@ def _owner_key(receiver: ast.expr) -> str | None:
     while isinstance(receiver, ast.Attribute) and binding_key(receiver) is None:
         receiver = receiver.value
     return binding_key(receiver)
+
+
+def _submodule_loops(scope: ast.AST) -> dict[str, str]:
+    """Loop variable -> the model it walks the submodules of (``for block in model.blocks:
+    for p in block.parameters(): ...``, a Muon-style param-group split): those parameters are
+    the model's, and ``block`` is no model of its own to prepare."""
+    found: dict[str, str] = {}
+    for loop in walk(scope):
+        if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) and isinstance(loop.iter, ast.Attribute):
+            owner = _owner_key(loop.iter)
+            if owner is not None and owner != loop.target.id:
+                found[loop.target.id] = owner
+    return found

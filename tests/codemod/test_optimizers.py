@@ -195,3 +195,37 @@ def test_an_untraced_optimizer_beside_two_models_is_refused_naming_it():
     )
     refused = convert_source(text, "train.py").refused
     assert refused is not None and "opt1 = torch.optim.SGD(...) at line 7 is built from parameters" in refused, refused
+
+
+SUBMODULE_GROUPS = """\
+import torch
+
+
+def train(model, data):
+    hidden, rest = [], []
+    for block in model.blocks:
+        for p in block.parameters():
+            (hidden if p.ndim >= 2 else rest).append(p)
+    for p in model.head.parameters():
+        rest.append(p)
+    optimizer = torch.optim.AdamW([dict(params=hidden), dict(params=rest, weight_decay=0.0)], lr=1e-3)
+    for x in data:
+        optimizer.zero_grad()
+        loss = model(x).sum()
+        loss.backward()
+        optimizer.step()
+
+
+if __name__ == "__main__":
+    train(torch.nn.Sequential(), [torch.randn(2, 4)])
+"""
+
+
+def test_param_groups_filled_from_a_loop_over_submodules_belong_to_the_model():
+    """Sweep 15 (a Muon-style trainer): `for block in model.blocks: for p in block.parameters()`
+    made the loop variable `block` a model: `block, optimizer = accelerator.prepare(block, optimizer)`
+    left the model itself unprepared (and with a second branch, `model, model, block, ...`)."""
+    result = convert_source(SUBMODULE_GROUPS, "train.py")
+    assert result.refused is None, result.refused
+    assert "model, optimizer = accelerator.prepare(model, optimizer)\n" in result.text
+    assert "block" not in next(n for n in result.notes if n.startswith("prepared:"))
