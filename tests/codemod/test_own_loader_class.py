@@ -58,3 +58,47 @@ def test_a_dataloader_subclass_is_still_prepared():
     result = convert_source(text + "\n\n" + TRAIN, "train.py")
     assert result.refused is None, result.refused
     assert "accelerator.prepare(model, optimizer, train_loader)" in result.text
+
+
+GENERATOR = """\
+import torch
+
+
+def get_batches(data, batch_size):
+    for i in range(0, len(data), batch_size):
+        yield data[i : i + batch_size]
+
+
+def main():
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = torch.randn(64, 4)
+    for epoch in range(2):
+        batches = get_batches(data, 8)
+        for x in batches:
+            loss = model(x).sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+
+main()
+"""
+
+
+def test_a_generator_function_of_the_same_file_is_the_scripts_own_batch_source():
+    """Sweep 15 (a Muon/Coconut char-LM trainer): `batch = get_sequential_batches_random(...)`,
+    a generator of the same file rebuilt each epoch, was taken for a loader to prepare, so the
+    script was refused as "built anew in each pass (folds, repeated runs or a rebuilt
+    optimizer)". prepare() hands a generator back unchanged: it is the script's own batch source."""
+    result = convert_source(GENERATOR, "train.py")
+    assert result.refused is None, result.refused
+    assert "model, optimizer = accelerator.prepare(model, optimizer)\n" in result.text
+    assert any("batches (get_batches(), line 14) is the script's own batch source" in n for n in result.notes), result.notes
+
+
+def test_a_generator_built_once_is_not_prepared_either():
+    text = GENERATOR.replace("    for epoch in range(2):\n        batches = get_batches(data, 8)\n", "    batches = get_batches(data, 8)\n    for epoch in range(2):\n")
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    assert "model, optimizer = accelerator.prepare(model, optimizer)\n" in result.text
