@@ -74,3 +74,17 @@ def run(loader):
         "nn.parallel.DistributedDataParallel(...) at line 24 wraps model, then handed to Trainer(...) at line 28"
         in result.refused
     ), result.refused
+
+
+def test_no_optimizer_found_names_an_optimizer_the_model_holds():
+    """Sweep 15 (a DCGAN tutorial port): ``netD.optimizer.step()``, an optimizer the model class of
+    another module builds for itself; the refusal named nothing the script does."""
+    text = (
+        "import torch\nfrom DCGAN.model import Generator, Discriminator\n\n"
+        "netD = Discriminator()\n"
+        "for x in [torch.randn(2, 4)]:\n"
+        "    netD.zero_grad()\n    netD(x).sum().backward()\n    netD.optimizer.step()\n"
+    )
+    result = convert_source(text, "train.py")
+    assert result.refused is not None
+    assert "netD.optimizer.step() at line 8 steps an optimizer kept on netD" in result.refused, result.refused
