@@ -90,7 +90,11 @@ def _write_only_block(planner: Planner, call: cst.Call, models: set[str], place:
     planner.uses.append(call)
     planner.notes.append(
         f"the `with {code(call).strip()}` block at line {tree.line(call)} runs under `if {acc}.is_main_process:`: "
-        "every process opened the file for writing, truncating what the main process wrote"
+        + (
+            "every process appended the same lines to the file"
+            if "a" in _mode(call)
+            else "every process opened the file for writing, truncating what the main process wrote"
+        )
     )
     return True
 
@@ -101,10 +105,16 @@ def _opens_for_writing(call: cst.Call) -> bool:
     (a test-set predictions file), which every process must run."""
     if not (isinstance(call.func, cst.Name) and call.func.value == "open"):
         return False
+    return any(c in _mode(call) for c in "wax")
+
+
+def _mode(call: cst.Call) -> str:
+    """The literal mode ``open(...)`` is given ("" when it is not one)."""
     mode = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "mode"), None)
     if mode is None and len(call.args) > 1 and call.args[1].keyword is None:
         mode = call.args[1].value
-    return isinstance(mode, cst.SimpleString) and any(c in mode.evaluated_value for c in "wax")
+    value = mode.evaluated_value if isinstance(mode, cst.SimpleString) else ""
+    return value if isinstance(value, str) else ""
 
 
 def _writes_a_file(tree, func: cst.BaseExpression) -> bool:

@@ -108,3 +108,12 @@ def test_a_file_written_with_what_the_prepared_model_computes_is_named_not_guard
 def test_reading_a_file_is_not_named():
     result = _convert("with open('labels.txt') as f:\n    labels = f.read()")
     assert not any("writes the same file" in n for n in result.notes)
+
+
+def test_an_appended_log_block_says_each_process_appended_not_truncated():
+    """Sweep 15 (a BERT-LSTM trainer's `with open(log, "a+") as f: f.write(...)`): the note said
+    every process truncated the file; in append mode each process adds the same lines again."""
+    result = _convert("with open('loss.log', 'a+') as f:\n    f.write('x')")
+    assert "            if accelerator.is_main_process:\n" in result.text
+    note = next(n for n in result.notes if "the `with open('loss.log', 'a+')` block" in n)
+    assert "truncating" not in note and "appended the same lines" in note, note
