@@ -410,7 +410,9 @@ class PlainPlanner(Planner):
         for model in models:
             if not bindings(self.scope, model) and not tree.is_parameter(model, self.scope):
                 raise Refusal(
-                    f"the model {model} is not created in {function_name(self.scope)}, where its optimizer is; convert by hand"
+                    f"the model {model}{self._built_elsewhere(model)} is not created in {function_name(self.scope)}"
+                    f"{f' (line {tree.line(self.scope)})' if isinstance(self.scope, cst.FunctionDef) else ''}, where "
+                    "its optimizer is; convert by hand"
                 )
             if (
                 isinstance(self.scope, cst.FunctionDef)
@@ -629,6 +631,18 @@ class PlainPlanner(Planner):
         if found is None or any("DataLoader" in ast.unparse(base) for base in found.bases):
             return None
         return found.name
+
+    def _built_elsewhere(self, model: str) -> str:
+        """`` (built in __init__() at line 6)``: where a model the training scope only reads is
+        bound, in the scope's class or at module level ("" when neither binds it)."""
+        owner = self.tree.class_of(self.scope) if isinstance(self.scope, cst.FunctionDef) else None
+        methods = [m for m in owner.body.body if isinstance(m, cst.FunctionDef)] if owner is not None else []
+        for place in [*methods, self.tree.module]:
+            found = bindings(place, model)
+            if found:
+                where = function_name(place) if isinstance(place, cst.FunctionDef) else "module level"
+                return f" (built in {where} at line {self.tree.line(found[0])})"
+        return ""
 
     def _first_binding_order(self):
         def line(key: str) -> int:

@@ -104,8 +104,8 @@ def test_a_backward_in_a_method_the_trainer_calls_and_the_trainer_refused_too(tm
         result.refused
     )
     assert result.refused.endswith(
-        "convert that file, but regcomp-fix refuses it too: the model self.model is not created in run(), "
-        "where its optimizer is; convert by hand"
+        "convert that file, but regcomp-fix refuses it too: the model self.model (built in __init__() at line 6) is "
+        "not created in run() (line 9), where its optimizer is; convert by hand"
     )
 
 

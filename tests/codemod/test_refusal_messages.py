@@ -88,3 +88,17 @@ def test_no_optimizer_found_names_an_optimizer_the_model_holds():
     result = convert_source(text, "train.py")
     assert result.refused is not None
     assert "netD.optimizer.step() at line 8 steps an optimizer kept on netD" in result.refused, result.refused
+
+
+def test_a_model_made_in_another_method_names_where_it_is_made():
+    """Sweep 15 (a graph-to-text trainer class): ``self.model`` built in ``__init__``, its
+    optimizer in ``train()``; the refusal named neither line."""
+    text = (
+        "import torch\n\n\nclass Trainer:\n    def __init__(self):\n        self.model = torch.nn.Linear(4, 1)\n\n"
+        "    def train(self, data):\n        optimizer = torch.optim.AdamW(self.model.parameters())\n"
+        "        for x in data:\n            optimizer.zero_grad()\n            self.model(x).sum().backward()\n"
+        "            optimizer.step()\n"
+    )
+    result = convert_source(text, "train.py")
+    assert result.refused is not None
+    assert "the model self.model (built in __init__() at line 6) is not created in train() (line 8)" in result.refused, result.refused
