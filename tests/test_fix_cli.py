@@ -101,6 +101,39 @@ def test_nothing_to_change_exits_0(project):
     assert "No changes; no training script found" in result.stderr
 
 
+INFERENCE_DATA_PARALLEL = """\
+import torch
+
+model = torch.nn.DataParallel(torch.nn.Linear(4, 1))
+model.load_state_dict(torch.load("best.pt"))
+model.eval()
+with torch.no_grad():
+    print(model(torch.randn(2, 4)))
+"""
+
+
+def test_an_inference_script_wrapped_in_data_parallel_is_not_a_training_script(project):
+    """Sweep 15 (a forecasting script, a CS230 evaluate.py): a DataParallel wrap with no
+    backward, optimizer or training call was refused as "its training step runs elsewhere"
+    (exit 3, so the pre-commit hook failed on every evaluation script)."""
+    write(project, "forecast.py", INFERENCE_DATA_PARALLEL)
+    result = invoke("forecast.py")
+    assert result.exit_code == 0, result.stderr
+    assert "No changes; no training script found" in result.stderr
+
+
+def test_a_data_parallel_launcher_that_builds_an_optimizer_is_still_refused(project):
+    """MAE's main_pretrain.py shape: the optimizer is built here, the step in another module."""
+    write(
+        project,
+        "main.py",
+        INFERENCE_DATA_PARALLEL.replace("model.eval()\n", "optimizer = torch.optim.AdamW(model.parameters())\n"),
+    )
+    result = invoke("main.py")
+    assert result.exit_code == 3
+    assert "its training step runs elsewhere" in result.stderr
+
+
 def test_refusal_in_diff_mode_changes_nothing_and_exits_3(project):
     path = copy_fixture("refuse_fsdp", project)
     before = path.read_bytes()

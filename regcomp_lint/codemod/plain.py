@@ -49,6 +49,7 @@ from regcomp_lint.codemod.hand_distribution import adapt_distribution
 from regcomp_lint.codemod.hand_schedules import hand_lr_notes
 from regcomp_lint.codemod.handed_in import HandedIn, find_handed_in, handed_optimizer, placements_before
 from regcomp_lint.codemod.handed_to_modules import unwrap_for_other_modules
+from regcomp_lint.codemod.inference_only import trains_nothing
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.load_locations import keep_cpu_load_locations
 from regcomp_lint.codemod.local_modules import importer_of, is_project_module, load_local
@@ -122,7 +123,8 @@ class PlainPlanner(Planner):
     def plan(self) -> Conversion:
         tree = self.tree
         backwards = backward_calls(tree, set())
-        if not backwards and self.distribution.data_parallel:  # MAE's main_pretrain.py + engine_pretrain.py
+        if not backwards and self.distribution.data_parallel and not trains_nothing(tree):
+            # MAE's main_pretrain.py + engine_pretrain.py (an evaluation script's DataParallel is no training)
             raise StepElsewhere(
                 f"it wraps the model for data parallelism ({self.distribution.describe(tree)}) but has no X.backward() "
                 "of its own: its training step runs elsewhere (another module, a loss scaler); convert by hand"
@@ -161,7 +163,15 @@ class PlainPlanner(Planner):
         if self.distribution.by_hand:
             adapt_distribution(self)
         elif not self.loaders and not self.sharded_loaders and not self.inline_loaders:
-            self.hand_written_batches = backwards  # split once the Accelerator's place is known
+            handed = self._iterated_parameters()
+            if handed:  # a Flower client's train_one_epoch(model, loader): the caller's DataLoader
+                self.notes.append(
+                    f"{_names(handed)} {'is a parameter' if len(handed) == 1 else 'are parameters'} of "
+                    f"{function_name(self.scope)}: what its callers hand in is not prepared here, so every process "
+                    "iterates all of its batches; prepare the loader where it is built to give each process its share"
+                )
+            else:
+                self.hand_written_batches = backwards  # split once the Accelerator's place is known
         script = ScriptSettings()
         sites = find_compile_sites(tree, self.scope, set(self.models))
         collect_settings(tree, sites, script)
@@ -631,6 +641,14 @@ class PlainPlanner(Planner):
         if found is None or any("DataLoader" in ast.unparse(base) for base in found.bases):
             return None
         return found.name
+
+    def _iterated_parameters(self) -> list[str]:
+        """Parameters of the training scope that a training loop iterates (``for x, y in loader``)."""
+        view = lint_view(self.tree)
+        if view.roles is None or not isinstance(self.scope, cst.FunctionDef):
+            return []
+        names = [binding_key(expr) for expr, _ in view.roles.training_iterables()]
+        return [n for n in dict.fromkeys(names) if n is not None and self.tree.is_parameter(n, self.scope)]
 
     def _built_elsewhere(self, model: str) -> str:
         """`` (built in __init__() at line 6)``: where a model the training scope only reads is

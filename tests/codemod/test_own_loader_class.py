@@ -102,3 +102,43 @@ def test_a_generator_built_once_is_not_prepared_either():
     result = convert_source(text, "train.py")
     assert result.refused is None, result.refused
     assert "model, optimizer = accelerator.prepare(model, optimizer)\n" in result.text
+
+
+HANDED_LOADER = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def train_one_epoch(model, loader):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        optimizer.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        optimizer.step()
+
+
+class Client:
+    def __init__(self, model, loader):
+        self.model, self.loader = model, loader
+
+    def fit(self):
+        train_one_epoch(self.model, self.loader)
+
+
+def main():
+    loader = DataLoader(TensorDataset(torch.randn(8, 4), torch.randn(8, 1)), batch_size=2)
+    Client(torch.nn.Linear(4, 1), loader).fit()
+"""
+
+
+def test_a_loader_handed_in_as_a_parameter_is_not_called_the_scripts_own_batches():
+    """Sweep 15 (a Flower federated client): `for x, y in loader` over train_one_epoch()'s
+    parameter, a DataLoader main() builds and hands through a client object; the note said "no
+    DataLoader feeds the training loop: its batches come from the script's own code"."""
+    result = convert_source(HANDED_LOADER, "client.py")
+    assert result.refused is None, result.refused
+    assert not any(n.startswith("no DataLoader feeds the training loop") for n in result.notes), result.notes
+    assert any(
+        "loader is a parameter of train_one_epoch(): what its callers hand in is not prepared here" in n
+        for n in result.notes
+    ), result.notes
