@@ -643,12 +643,22 @@ class PlainPlanner(Planner):
         return found.name
 
     def _iterated_parameters(self) -> list[str]:
-        """Parameters of the training scope that a training loop iterates (``for x, y in loader``)."""
+        """Parameters of the training scope that its training loop iterates: ``for x, y in loader``
+        or ``enumerate(loader)`` / ``tqdm(loader)`` (not ``range(steps)``)."""
         view = lint_view(self.tree)
         if view.roles is None or not isinstance(self.scope, cst.FunctionDef):
             return []
-        names = [binding_key(expr) for expr, _ in view.roles.training_iterables()]
-        return [n for n in dict.fromkeys(names) if n is not None and self.tree.is_parameter(n, self.scope)]
+        roles = view.roles
+        trained = {binding_key(u.expr) for u in roles.uses if u.how == "iterated" and roles.trains_on(u)}
+        found: list[str] = []
+        for loop in find_all(self.scope, cst.For, enter_functions=False):
+            it = loop.iter
+            if isinstance(it, cst.Call) and it.args and key_of(it.func) in ("enumerate", "tqdm", "iter"):
+                it = it.args[0].value
+            name = it.value if isinstance(it, cst.Name) else None
+            if name in trained and self.tree.is_parameter(name, self.scope) and name not in found:
+                found.append(name)
+        return found
 
     def _built_elsewhere(self, model: str) -> str:
         """`` (built in __init__() at line 6)``: where a model the training scope only reads is
