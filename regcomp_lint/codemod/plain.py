@@ -1557,16 +1557,17 @@ class PlainPlanner(Planner):
         """What the script zeroes the gradients of, where it is made and how it is stepped, when it
         is none of the optimizers the conversion knows (FastSpeech2's ``optimizer =
         get_optimizer(model, config)`` from a module not beside the script, a ``ScheduledOptim``
-        stepped by ``step_and_update_lr()``, a DCGAN port's ``netD.optimizer.step()`` of an optimizer
-        the model's class builds): the refusal names it, not only what it is not."""
+        stepped by ``step_and_update_lr()``, a DCGAN port's ``netD.optimizer.step()``, a VeOmni engine's
+        ``engine.optimizer.zero_grad()``: an optimizer an object of another module builds): the refusal names it, not only what it is not."""
         tree = self.tree
         for call in find_all(tree.module, cst.Call):
             func = call.func
-            held = func.value if isinstance(func, cst.Attribute) and func.attr.value == "step" else None
+            method = func.attr.value if isinstance(func, cst.Attribute) else None
+            held = func.value if method in ("step", "zero_grad") else None
             if isinstance(held, cst.Attribute) and "optim" in held.attr.value.lower():
                 owner = code(held.value).strip()
                 return (
-                    f"{code(held).strip()}.step() at line {tree.line(call)} steps an optimizer kept on {owner}, "
+                    f"{code(held).strip()}.{method}() at line {tree.line(call)} uses an optimizer kept on {owner}, "
                     f"built where {owner}'s class builds it, out of the conversion's sight"
                 )
         for call in find_all(tree.module, cst.Call):

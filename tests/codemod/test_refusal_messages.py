@@ -87,7 +87,7 @@ def test_no_optimizer_found_names_an_optimizer_the_model_holds():
     )
     result = convert_source(text, "train.py")
     assert result.refused is not None
-    assert "netD.optimizer.step() at line 8 steps an optimizer kept on netD" in result.refused, result.refused
+    assert "netD.optimizer.step() at line 8 uses an optimizer kept on netD" in result.refused, result.refused
 
 
 def test_a_model_made_in_another_method_names_where_it_is_made():
@@ -102,3 +102,17 @@ def test_a_model_made_in_another_method_names_where_it_is_made():
     result = convert_source(text, "train.py")
     assert result.refused is not None
     assert "the model self.model (built in __init__() at line 6) is not created in train() (line 8)" in result.refused, result.refused
+
+
+def test_no_optimizer_found_names_an_engines_optimizer_it_zeroes():
+    """Sweep 15 (a VeOmni engine smoke test): ``engine.optimizer_step()`` and
+    ``engine.optimizer.zero_grad()``; the refusal named nothing."""
+    text = (
+        "import torch\nfrom engines import Engine\n\n"
+        "engine = Engine()\n"
+        "for x in [torch.randn(2, 4)]:\n"
+        "    engine.module(x).sum().backward()\n    engine.optimizer_step()\n    engine.optimizer.zero_grad()\n"
+    )
+    result = convert_source(text, "smoke.py")
+    assert result.refused is not None
+    assert "engine.optimizer.zero_grad() at line 8 uses an optimizer kept on engine" in result.refused, result.refused
