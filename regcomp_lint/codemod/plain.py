@@ -1557,18 +1557,22 @@ class PlainPlanner(Planner):
         """What the script zeroes the gradients of, where it is made and how it is stepped, when it
         is none of the optimizers the conversion knows (FastSpeech2's ``optimizer =
         get_optimizer(model, config)`` from a module not beside the script, a ``ScheduledOptim``
-        stepped by ``step_and_update_lr()``, a DCGAN port's ``netD.optimizer.step()``, a VeOmni engine's
-        ``engine.optimizer.zero_grad()``: an optimizer an object of another module builds): the refusal names it, not only what it is not."""
+        stepped by ``step_and_update_lr()``, a trainer's ``self.optimizer = parser_optimizer(...)``
+        made in ``__init__``), or the optimizer an object of another module keeps (a DCGAN port's
+        ``netD.optimizer.step()``, a VeOmni engine's ``engine.optimizer.zero_grad()``): the refusal
+        names it, not only what it is not."""
         tree = self.tree
         for call in find_all(tree.module, cst.Call):
             func = call.func
             method = func.attr.value if isinstance(func, cst.Attribute) else None
             held = func.value if method in ("step", "zero_grad") else None
             if isinstance(held, cst.Attribute) and "optim" in held.attr.value.lower():
-                owner = code(held.value).strip()
+                owner_text = code(held.value).strip()
+                if owner_text == "self":
+                    continue
                 return (
-                    f"{code(held).strip()}.{method}() at line {tree.line(call)} uses an optimizer kept on {owner}, "
-                    f"built where {owner}'s class builds it, out of the conversion's sight"
+                    f"{code(held).strip()}.{method}() at line {tree.line(call)} uses an optimizer kept on "
+                    f"{owner_text}, built where {owner_text}'s class builds it, out of the conversion's sight"
                 )
         for call in find_all(tree.module, cst.Call):
             func = call.func
@@ -1576,7 +1580,16 @@ class PlainPlanner(Planner):
             if key is None or key in ("model", "self") or key.endswith("model"):
                 continue
             function = tree.function_of(call)
-            made = [n for n in bindings(function, key) if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call)]
+            places = [function]
+            owner = tree.class_of(function) if key.startswith("self.") and isinstance(function, cst.FunctionDef) else None
+            if owner is not None:  # `self.optimizer = parser_optimizer(cfg, self.model)` in __init__
+                places += [m for m in owner.body.body if isinstance(m, cst.FunctionDef) and m is not function]
+            made = [
+                n
+                for place in places
+                for n in bindings(place, key)
+                if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call)
+            ]
             if not made:
                 continue
             value = made[0].value

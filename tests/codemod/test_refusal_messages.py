@@ -116,3 +116,19 @@ def test_no_optimizer_found_names_an_engines_optimizer_it_zeroes():
     result = convert_source(text, "smoke.py")
     assert result.refused is not None
     assert "engine.optimizer.zero_grad() at line 8 uses an optimizer kept on engine" in result.refused, result.refused
+
+
+def test_no_optimizer_found_names_a_trainers_optimizer_made_in_init():
+    """Sweep 15 (a saliency-detection Trainer): ``self.optimizer = parser_optimizer(cfg,
+    self.model)`` in ``__init__`` from a module not beside the script, zeroed in ``__train``."""
+    text = (
+        "import torch\nfrom core.train_libs import parser_optimizer\n\n\nclass Trainer:\n"
+        "    def __init__(self, model):\n        self.model = model\n"
+        "        self.optimizer = parser_optimizer({}, self.model)\n\n"
+        "    def run(self, data):\n        for x in data:\n            self.optimizer.zero_grad()\n"
+        "            self.model(x).sum().backward()\n            self.optimizer.step()\n"
+    )
+    result = convert_source(text, "trainer.py")
+    assert result.refused is not None
+    assert "self.optimizer = parser_optimizer(...) at line 8" in result.refused, result.refused
+    assert "kept on self" not in result.refused
