@@ -7,7 +7,7 @@ from __future__ import annotations
 import libcst as cst
 
 from regcomp_lint.codemod.optimizers import find_optimizers
-from regcomp_lint.codemod.tree import Tree, find_all
+from regcomp_lint.codemod.tree import Function, Tree, find_all
 
 #: methods whose call means the script trains here or drives training elsewhere
 _TRAINING_METHODS = frozenset({"train", "zero_grad", "step", "backward", "fit"})
@@ -22,5 +22,5 @@ def trains_nothing(tree: Tree) -> bool:
         name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
         if name in _TRAINING_METHODS or "train" in name.lower():
             return False
-    places = [tree.module, *find_all(tree.module, cst.FunctionDef)]
+    places: list[Function] = [tree.module, *find_all(tree.module, cst.FunctionDef)]
     return not any(find_optimizers(tree, place) for place in places)

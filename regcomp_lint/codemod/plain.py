@@ -42,8 +42,8 @@ from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.evaluation_passes import evaluation_passes_note
 from regcomp_lint.codemod.file_writes import write_files_once
 from regcomp_lint.codemod.first_downloads import download_first
-from regcomp_lint.codemod.generators import is_generator
 from regcomp_lint.codemod.frozen_parameters import allow_unused_parameters
+from regcomp_lint.codemod.generators import is_generator
 from regcomp_lint.codemod.gradient_clipping import clip_through_accelerator
 from regcomp_lint.codemod.hand_distribution import adapt_distribution
 from regcomp_lint.codemod.hand_schedules import hand_lr_notes
@@ -656,7 +656,7 @@ class PlainPlanner(Planner):
             if isinstance(it, cst.Call) and it.args and key_of(it.func) in ("enumerate", "tqdm", "iter"):
                 it = it.args[0].value
             name = it.value if isinstance(it, cst.Name) else None
-            if name in trained and self.tree.is_parameter(name, self.scope) and name not in found:
+            if name is not None and name in trained and self.tree.is_parameter(name, self.scope) and name not in found:
                 found.append(name)
         return found
 
@@ -665,7 +665,8 @@ class PlainPlanner(Planner):
         bound, in the scope's class or at module level ("" when neither binds it)."""
         owner = self.tree.class_of(self.scope) if isinstance(self.scope, cst.FunctionDef) else None
         methods = [m for m in owner.body.body if isinstance(m, cst.FunctionDef)] if owner is not None else []
-        for place in [*methods, self.tree.module]:
+        places: list[Function] = [*methods, self.tree.module]
+        for place in places:
             found = bindings(place, model)
             if found:
                 where = function_name(place) if isinstance(place, cst.FunctionDef) else "module level"
@@ -1564,8 +1565,9 @@ class PlainPlanner(Planner):
         tree = self.tree
         for call in find_all(tree.module, cst.Call):
             func = call.func
-            method = func.attr.value if isinstance(func, cst.Attribute) else None
-            held = func.value if method in ("step", "zero_grad") else None
+            if not (isinstance(func, cst.Attribute) and func.attr.value in ("step", "zero_grad")):
+                continue
+            method, held = func.attr.value, func.value
             if isinstance(held, cst.Attribute) and "optim" in held.attr.value.lower():
                 owner_text = code(held.value).strip()
                 if owner_text == "self":
@@ -1581,7 +1583,9 @@ class PlainPlanner(Planner):
                 continue
             function = tree.function_of(call)
             places = [function]
-            owner = tree.class_of(function) if key.startswith("self.") and isinstance(function, cst.FunctionDef) else None
+            owner = (
+                tree.class_of(function) if key.startswith("self.") and isinstance(function, cst.FunctionDef) else None
+            )
             if owner is not None:  # `self.optimizer = parser_optimizer(cfg, self.model)` in __init__
                 places += [m for m in owner.body.body if isinstance(m, cst.FunctionDef) and m is not function]
             made = [

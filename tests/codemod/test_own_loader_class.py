@@ -94,11 +94,16 @@ def test_a_generator_function_of_the_same_file_is_the_scripts_own_batch_source()
     result = convert_source(GENERATOR, "train.py")
     assert result.refused is None, result.refused
     assert "model, optimizer = accelerator.prepare(model, optimizer)\n" in result.text
-    assert any("batches (get_batches(), line 14) is the script's own batch source" in n for n in result.notes), result.notes
+    assert any("batches (get_batches(), line 14) is the script's own batch source" in n for n in result.notes), (
+        result.notes
+    )
 
 
 def test_a_generator_built_once_is_not_prepared_either():
-    text = GENERATOR.replace("    for epoch in range(2):\n        batches = get_batches(data, 8)\n", "    batches = get_batches(data, 8)\n    for epoch in range(2):\n")
+    text = GENERATOR.replace(
+        "    for epoch in range(2):\n        batches = get_batches(data, 8)\n",
+        "    batches = get_batches(data, 8)\n    for epoch in range(2):\n",
+    )
     result = convert_source(text, "train.py")
     assert result.refused is None, result.refused
     assert "model, optimizer = accelerator.prepare(model, optimizer)\n" in result.text

@@ -101,7 +101,9 @@ def test_a_model_made_in_another_method_names_where_it_is_made():
     )
     result = convert_source(text, "train.py")
     assert result.refused is not None
-    assert "the model self.model (built in __init__() at line 6) is not created in train() (line 8)" in result.refused, result.refused
+    assert (
+        "the model self.model (built in __init__() at line 6) is not created in train() (line 8)" in result.refused
+    ), result.refused
 
 
 def test_no_optimizer_found_names_an_engines_optimizer_it_zeroes():
