@@ -15,6 +15,7 @@ import libcst as cst
 from regcomp_lint.analysis.compile_settings.launches import launched_fields
 from regcomp_lint.codemod.builders import call_statement, expression, keyword, rename_keyword, with_keyword
 from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, find_compile_sites
+from regcomp_lint.codemod.compiled_loads import unwrap_for_loads
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.named_reads import unwrap_for_named_reads
 from regcomp_lint.codemod.options import ConvertOptions
@@ -61,6 +62,8 @@ class AcceleratePlanner(Planner):
             if plugin is None and plugin_name is not None:
                 self._compiled_models_note(sites, settings, script)
                 unwrap_for_named_reads(self, self._prepared_models())
+                if not sites and not any(keyword(c, "dynamo_backend") is not None for c in self.constructions):
+                    unwrap_for_loads(self, self._prepared_models())  # the original loaded into the plain model
         self._backwards()
         if reason and "use_regional_compilation" in settings and settings["use_regional_compilation"].code == "True":
             self.notes.append(f"use_regional_compilation=True: {reason}")

@@ -1,0 +1,96 @@
+"""codemod/compiled_loads.py: adding the plugin to an Accelerate script that resumes by loading a
+clean state dict into the prepared model (through ``unwrap_model``, lucidrains' ``Trainer.load``, or
+directly) loads it into ``unwrap_model(..., keep_torch_compile=False)``: the compiled wrapper's keys
+start with ``_orig_mod.``, so the resume raised on 1 and 2 processes (survey 15)."""
+
+from regcomp_lint.codemod import convert_source
+
+SCRIPT = """\
+import torch
+from accelerate import Accelerator
+
+
+def main(resume=None):
+    accelerator = Accelerator()
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model.load_state_dict(torch.load("init.pt"))
+    model, optimizer = accelerator.prepare(model, optimizer)
+    if resume == "a":
+        accelerator.unwrap_model(model).load_state_dict(torch.load("a.pt"))
+    elif resume == "b":
+        raw = accelerator.unwrap_model(model)
+        raw.load_state_dict(torch.load("a.pt"))
+    elif resume == "c":
+        model.load_state_dict(torch.load("a.pt"))
+        optimizer.load_state_dict(torch.load("o.pt"))
+    for step in range(3):
+        loss = model(torch.randn(8, 4)).pow(2).mean()
+        accelerator.backward(loss)
+        optimizer.step()
+        optimizer.zero_grad()
+    torch.save(accelerator.unwrap_model(model).state_dict(), "a.pt")
+"""
+
+TRAINER = """\
+import torch
+from accelerate import Accelerator
+
+
+class Trainer:
+    def __init__(self, model):
+        self.accelerator = Accelerator()
+        self.model = model
+        self.opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        self.model, self.opt = self.accelerator.prepare(self.model, self.opt)
+
+    def save(self):
+        torch.save({"model": self.accelerator.get_state_dict(self.model)}, "m.pt")
+
+    def load(self):
+        data = torch.load("m.pt")
+        model = self.accelerator.unwrap_model(self.model)
+        model.load_state_dict(data["model"])
+
+    def train(self):
+        for step in range(3):
+            loss = self.model(torch.randn(8, 4)).pow(2).mean()
+            self.accelerator.backward(loss)
+            self.opt.step()
+            self.opt.zero_grad()
+"""
+
+
+def test_loads_into_the_prepared_model_go_into_the_uncompiled_module():
+    result = convert_source(SCRIPT, "train.py")
+    assert result.refused is None, result.refused
+    text = result.text
+    assert '        accelerator.unwrap_model(model, keep_torch_compile=False).load_state_dict(torch.load("a.pt"))\n' in text
+    assert "        raw = accelerator.unwrap_model(model, keep_torch_compile=False)\n" in text
+    assert text.count('accelerator.unwrap_model(model, keep_torch_compile=False).load_state_dict(torch.load("a.pt"))') == 2
+    assert '    model.load_state_dict(torch.load("init.pt"))\n' in text  # before prepare(): the plain model
+    assert '        optimizer.load_state_dict(torch.load("o.pt"))\n' in text  # not a model
+    assert any("load_state_dict() at lines 12, 15, 17 loads into" in n for n in result.notes), result.notes
+
+
+def test_a_trainer_method_loading_through_unwrap_model():
+    result = convert_source(TRAINER, "train.py")
+    assert result.refused is None, result.refused
+    assert "        model = self.accelerator.unwrap_model(self.model, keep_torch_compile=False)\n" in result.text
+
+
+def test_an_existing_plugin_leaves_the_loads_as_they_were():
+    """The script compiled already: it saved and loaded `_orig_mod.` keys before the conversion too."""
+    text = SCRIPT.replace(
+        "from accelerate import Accelerator\n",
+        "from accelerate import Accelerator\nfrom accelerate.utils import TorchDynamoPlugin\n",
+    ).replace("Accelerator()", 'Accelerator(dynamo_plugin=TorchDynamoPlugin(backend="inductor", mode="max-autotune"))')
+    result = convert_source(text, "train.py")
+    assert "keep_torch_compile" not in result.text
+
+
+def test_a_legacy_dynamo_backend_leaves_the_loads_as_they_were():
+    text = SCRIPT.replace("Accelerator()", 'Accelerator(dynamo_backend="inductor")')
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    assert "dynamo_plugin" in result.text and "keep_torch_compile" not in result.text
