@@ -4,12 +4,15 @@ Such a script saves clean keys (``accelerator.unwrap_model(model).state_dict()``
 ``accelerator.get_state_dict(model)``) and resumes through ``accelerator.unwrap_model(model)``
 (lucidrains' ``Trainer.load``: ``model = self.accelerator.unwrap_model(self.model)`` then
 ``model.load_state_dict(data["model"])``) or into the prepared model itself (on one process,
-``prepare`` hands the model back). Once the conversion adds a compiling plugin, ``prepare`` returns
+``prepare`` hands the model back; on several, the script may prefix the keys with DDP's ``module.``
+by hand). Once the conversion adds a compiling plugin, ``prepare`` returns
 the compile wrapper and ``unwrap_model`` keeps it by default, so the clean state dict no longer
 loads (``Missing key(s) ... "_orig_mod.0.weight"``, checked on 1 and 2 gloo processes), while the
-saves are given ``keep_torch_compile=False`` (RC404). The loads go into
-``accelerator.unwrap_model(model, keep_torch_compile=False)`` as well: the same tensors, so the
-compiled model trains on from the loaded weights.
+saves are given ``keep_torch_compile=False`` (RC404). The loads go into the module the compile
+wraps: ``accelerator.unwrap_model(model, keep_torch_compile=False)`` for an unwrap, and
+``getattr(model, "_orig_mod", model)`` for the prepared model (the DDP wrapper where there was one,
+so hand-prefixed keys still match; a plain ``torch.compile`` and ``compile_regions`` both keep the
+module they wrap as ``_orig_mod``). The same tensors: the compiled model trains on from them.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from regcomp_lint.codemod.builders import keyword, with_keyword
-from regcomp_lint.codemod.roles import bindings
+from regcomp_lint.codemod.lint_view import lint_view
+from regcomp_lint.codemod.roles import bindings, unpacked_keys
 from regcomp_lint.codemod.tree import Function, find_all, key_of
 
 if TYPE_CHECKING:
@@ -33,7 +37,7 @@ def unwrap_for_loads(planner: Planner, models: list[tuple[str, int]]) -> None:
     """Load every state dict the file gives the prepared model (directly or through
     ``unwrap_model``) into the uncompiled module; call only when the conversion adds the compile."""
     tree = planner.tree
-    prepared_at = dict(models)
+    prepared_at = _prepared_names(planner, dict(models))
     unwraps: dict[int, cst.Call] = {}
     direct: list[tuple[cst.BaseExpression, str, Function]] = []
     lines: list[int] = []  # of the loads
@@ -53,15 +57,50 @@ def unwrap_for_loads(planner: Planner, models: list[tuple[str, int]]) -> None:
             lines.append(tree.line(call))
     for unwrap in unwraps.values():
         planner.edits.on(unwrap, partial(with_keyword, name=KEEP, value=cst.Name("False")))
-    for receiver, model, function in direct:
-        planner.replace(receiver, f"{planner.accelerator_in(function)}.unwrap_model({model}, {KEEP}=False)")
+    for receiver, model, _ in direct:
+        planner.replace(receiver, f'getattr({model}, "_orig_mod", {model})')
     if lines:
         shown = ", ".join(map(str, sorted(set(lines))))
         planner.notes.append(
-            f"load_state_dict() at line{'s' if len(set(lines)) > 1 else ''} {shown} loads into "
-            f"accelerator.unwrap_model(..., {KEEP}=False): the compiled model's keys start with _orig_mod., "
-            "and its saves now write the plain model's keys"
+            f"load_state_dict() at line{'s' if len(set(lines)) > 1 else ''} {shown} loads into the model the "
+            f"compile wraps (unwrap_model(..., {KEEP}=False), or the prepared model's _orig_mod): the compiled "
+            "model's keys start with _orig_mod., and its saves now write the plain model's keys"
         )
+
+
+def _prepared_names(planner: Planner, models: dict[str, int]) -> dict[str, int]:
+    """The names the prepared models are bound to (``self.model = accelerator.prepare(model)``,
+    ``model, opt = accelerator.prepare(model, opt)``), with their ``prepare`` line: a name counts
+    when the argument is one of ``models`` or the lint's roles read the name as a model."""
+    tree = planner.tree
+    view = lint_view(tree)
+    names: dict[str, int] = {}
+    for call in find_all(planner.scope, cst.Call):
+        func = call.func
+        if not (
+            isinstance(func, cst.Attribute) and func.attr.value == "prepare" and key_of(func.value) == planner.acc_key
+        ):
+            continue
+        stmt = tree.parent(call)
+        if not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1:
+            continue
+        target = stmt.targets[0].target
+        if len(call.args) == 1 and not isinstance(target, (cst.Tuple, cst.List)):
+            targets: list[cst.BaseExpression] = [target]
+        elif unpacked_keys(stmt) is not None and len(target.elements) == len(call.args):  # type: ignore[union-attr]
+            targets = [el.value for el in target.elements]  # type: ignore[union-attr]
+        else:
+            continue
+        for arg, bound in zip(call.args, targets):
+            name = key_of(bound)
+            if name is None or arg.star:
+                continue
+            expr = view.expression_at(bound)
+            if key_of(arg.value) in models or (
+                expr is not None and view.roles is not None and view.roles.is_model(expr, view.where(expr))
+            ):
+                names[name] = tree.line(call)
+    return names
 
 
 def _unwrap_of(receiver: cst.BaseExpression, function: Function) -> list[cst.Call] | None:
