@@ -60,3 +60,50 @@ def test_an_existing_plugin_leaves_the_helper_as_it_was():
     ).replace("Accelerator()", 'Accelerator(dynamo_plugin=TorchDynamoPlugin(backend="inductor"))')
     result = convert_source(text, "train.py")
     assert "unwrap_model" not in result.text
+
+
+HELPER = """\
+from collections import OrderedDict
+from copy import deepcopy
+
+import torch
+from accelerate import Accelerator
+
+
+@torch.no_grad()
+def update_ema(ema_model, model, decay=0.9999):
+    ema_params = OrderedDict(ema_model.named_parameters())
+    for name, param in model.named_parameters():
+        ema_params[name.replace("module.", "")].mul_(decay).add_(param.data, alpha=1 - decay)
+
+
+def train_one_epoch(accelerator, model, opt, ema):
+    for step in range(3):
+        loss = model(torch.randn(16, 4)).pow(2).mean()
+        opt.zero_grad()
+        accelerator.backward(loss)
+        opt.step()
+        update_ema(ema, model)
+
+
+def main():
+    accelerator = Accelerator()
+    model = torch.nn.Linear(4, 1)
+    ema = deepcopy(model)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    model, opt = accelerator.prepare(model, opt)
+    for epoch in range(2):
+        train_one_epoch(accelerator, model, opt, ema)
+    train_one_epoch(accelerator, model, opt, ema)
+"""
+
+
+def test_a_helper_handed_the_prepared_model_passes_on_the_module_the_compile_wraps():
+    """survey 15: `train_one_epoch(model)` calling `update_ema(ema, model)` raised KeyError
+    '_orig_mod.0.weight' on step 1 (1 and 2 processes); the inner call is rewritten once, however
+    many times the helper is called, and keeps DDP's wrapper (the helper strips "module.")."""
+    result = convert_source(HELPER, "train.py")
+    assert result.refused is None, result.refused
+    assert '        update_ema(ema, getattr(model, "_orig_mod", model))\n' in result.text
+    assert "train_one_epoch(accelerator, model, opt, ema)" in result.text
+    assert sum("update_ema(model=...) at line 21" in n for n in result.notes) == 1, result.notes
