@@ -81,7 +81,13 @@ def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Ca
     closing: cst.BaseParenthesizableWhitespace
     if isinstance(gap, cst.ParenthesizedWhitespace):
         # `last,  # comment` NEWLINE `)`: keep the comment after `last`, put `new` on the next line
-        line_after_last = separator.last_line if isinstance(separator, cst.ParenthesizedWhitespace) else gap.last_line
+        if isinstance(separator, cst.ParenthesizedWhitespace):
+            line_after_last = separator.last_line
+        elif isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
+            # `(` NEWLINE `a=1, b=2` NEWLINE `)`: the new argument goes on a line indented as the others
+            line_after_last = call.whitespace_before_args.last_line
+        else:
+            line_after_last = gap.last_line
         between = gap.with_changes(empty_lines=[], last_line=line_after_last)
         closing = gap.with_changes(first_line=cst.TrailingWhitespace(newline=gap.first_line.newline))
     else:

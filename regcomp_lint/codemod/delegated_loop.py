@@ -28,6 +28,8 @@ from regcomp_lint.codemod.local_modules import importer_of, is_project_module, l
 _MODEL_METHODS = frozenset(
     {"to", "cuda", "parameters", "named_parameters", "state_dict", "load_state_dict", "train", "eval"}
 )
+#: Methods of an imported helper that never run a training loop (an EMA's ``update()``).
+_NOT_LOOPS = frozenset({"update", "step", "zero_grad", "load", "save", "close"})
 #: How many ``from .x import Trainer`` re-exports (a package ``__init__``) are followed.
 _MAX_REEXPORTS = 3
 #: How many ``self.method()`` calls deep the trainer's methods are searched for a backward.
@@ -63,6 +65,7 @@ def find_delegated_loop(tree: ast.Module, filename: str) -> DelegatedLoop | None
     names = _Names(importer, imports, _bound_names(tree))
     unread: DelegatedLoop | None = None
     calls = [s for s in ast.walk(tree) if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)]
+    backward = _unread_backward_function(tree, names, models)
     for stmt in sorted(calls, key=lambda s: (s.lineno, s.col_offset)):
         call = stmt.value
         assert isinstance(call, ast.Call)
@@ -85,12 +88,39 @@ def find_delegated_loop(tree: ast.Module, filename: str) -> DelegatedLoop | None
             if backward_line is not None:
                 return DelegatedLoop(f"{qualname}.{method}", stmt.lineno, path, method_line, backward_line)
             continue  # the class is readable and this method trains nothing
+        if method in _MODEL_METHODS or method in _NOT_LOOPS:
+            continue  # `ema.eval()`, `ema.update()`: a model-like helper's own method, not a training loop
         handed = tuple(dict.fromkeys(name for name in _argument_names(ctor) if name in models))
         if handed and (unread is None or unread.qualname.rsplit(".", 1)[0] == qualname):
             # unreadable: the last method the script runs on the trainer (``trainer.run()`` after
             # ``trainer.register_callback(...)``) is taken for the one that trains
             unread = DelegatedLoop(f"{qualname}.{method}", stmt.lineno, models=handed)
-    return unread
+    return unread or backward
+
+
+def _unread_backward_function(tree: ast.Module, names: _Names, models: set[str]) -> DelegatedLoop | None:
+    """A function of an unreadable project module named like a backward step
+    (``step_loss_backward``), called or wrapped in ``partial(step_loss_backward, network=model, ...)``
+    with a model: where the script's backward runs when it has none of its own."""
+    for call in sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)), key=lambda c: (c.lineno, c.col_offset)):
+        func: ast.expr = call.func
+        args = call
+        wrapped = (isinstance(func, ast.Name) and func.id == "partial") or (
+            isinstance(func, ast.Attribute) and func.attr == "partial"
+        )
+        if wrapped:
+            if not call.args:
+                continue
+            func = call.args[0]
+        qualname = names.qualname(func)
+        if qualname is None or "." not in qualname or not is_project_module(qualname):
+            continue
+        if "backward" not in qualname.rsplit(".", 1)[1]:
+            continue
+        handed = tuple(dict.fromkeys(name for name in _argument_names(args) if name in models))
+        if handed:
+            return DelegatedLoop(qualname, call.lineno, models=handed, function=True)
+    return None
 
 
 @dataclass(frozen=True)

@@ -279,3 +279,20 @@ def test_a_module_that_only_builds_the_accelerator_says_why_nothing_changed():
 
 def test_a_converted_script_has_no_unchanged_reason():
     assert convert(IN_A_FUNCTION).unchanged is None
+
+
+def test_the_added_keyword_follows_arguments_that_share_a_line_under_the_open_paren():
+    """accelerate's `local_sgd.py`: `Accelerator(` NEWLINE `cpu=..., ..., gradient_accumulation_steps=...`
+    NEWLINE `)` got `dynamo_plugin=` at the closing parenthesis' indentation (survey 15)."""
+    text = (
+        "import torch\nfrom accelerate import Accelerator\n\n\ndef main(args):\n"
+        "    accelerator = Accelerator(\n        cpu=args.cpu, mixed_precision=args.mixed_precision\n    )\n"
+        "    model = torch.nn.Linear(2, 2)\n    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    model, opt = accelerator.prepare(model, opt)\n"
+        "    loss = model(torch.randn(4, 2)).sum()\n    accelerator.backward(loss)\n    opt.step()\n"
+    )
+    result = convert_source(text, "train.py")
+    assert (
+        "    accelerator = Accelerator(\n        cpu=args.cpu, mixed_precision=args.mixed_precision,\n"
+        "        dynamo_plugin=dynamo_plugin\n    )\n"
+    ) in result.text, result.text

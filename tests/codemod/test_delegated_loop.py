@@ -230,3 +230,32 @@ def test_a_ddp_script_whose_loop_runs_in_an_engine_module_names_that_loop(tmp_pa
     result = convert_source(train, str(tmp_path / "train.py"))
     assert result.refused is not None
     assert "the training loop runs in engine.train_one_epoch(), which it imports and runs at line 8" in result.refused
+
+
+ENGINE = """\
+from functools import partial
+
+from utils import EMA, step_loss_backward
+
+
+def train(accelerator, model, optimizer, train_dl, epochs):
+    model, optimizer, train_dl = accelerator.prepare(model, optimizer, train_dl)
+    ema_net = EMA(model, beta=0.999)
+    for ep in range(epochs):
+        model.train()
+        for x, y in train_dl:
+            loss = (model(x) - y).pow(2).mean()
+            step = partial(step_loss_backward, optim=optimizer, network=model, loss=loss, accelerator=accelerator)
+            step()
+            ema_net.update()
+        ema_net.eval()
+"""
+
+
+def test_an_unreadable_backward_step_is_named_not_the_ema_helper_handed_the_model(tmp_path):
+    """survey 15 (a pansharpening Accelerate engine): the refusal named `utils.EMA.eval()` as the
+    training loop; the backward runs in `step_loss_backward`, wrapped in `partial` at line 13."""
+    result = convert_source(ENGINE, str(tmp_path / "engine.py"))
+    assert result.refused is not None
+    assert "the training loop runs in utils.step_loss_backward(), which it imports and runs at line 13" in result.refused
+    assert "EMA" not in result.refused
