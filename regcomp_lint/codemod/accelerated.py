@@ -15,10 +15,10 @@ import libcst as cst
 from regcomp_lint.analysis.compile_settings.launches import launched_fields
 from regcomp_lint.codemod.builders import call_statement, expression, keyword, rename_keyword, with_keyword
 from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, find_compile_sites
-from regcomp_lint.codemod.compiled_loads import unwrap_for_loads
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.named_reads import unwrap_for_named_reads
 from regcomp_lint.codemod.options import ConvertOptions
+from regcomp_lint.codemod.plain_model_access import reach_the_plain_model
 from regcomp_lint.codemod.regional import repeated_blocks
 from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name, plugin_calls
 from regcomp_lint.codemod.roles import backward_calls, bindings
@@ -63,7 +63,7 @@ class AcceleratePlanner(Planner):
                 self._compiled_models_note(sites, settings, script)
                 unwrap_for_named_reads(self, self._prepared_models())
                 if not sites and not any(keyword(c, "dynamo_backend") is not None for c in self.constructions):
-                    unwrap_for_loads(self, self._prepared_models())  # the original loaded into the plain model
+                    reach_the_plain_model(self, self._prepared_models())  # the original reached the plain model
         self._backwards()
         if reason and "use_regional_compilation" in settings and settings["use_regional_compilation"].code == "True":
             self.notes.append(f"use_regional_compilation=True: {reason}")

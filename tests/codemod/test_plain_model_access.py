@@ -1,4 +1,5 @@
-"""codemod/compiled_loads.py: adding the plugin to an Accelerate script that resumes by loading a
+"""codemod/plain_model_access.py: adding the plugin to an Accelerate script, every ``unwrap_model``
+still hands the script the plain model, and a script that resumes by loading a
 clean state dict into the prepared model (through ``unwrap_model``, lucidrains' ``Trainer.load``, or
 directly) loads it into ``unwrap_model(..., keep_torch_compile=False)``: the compiled wrapper's keys
 start with ``_orig_mod.``, so the resume raised on 1 and 2 processes (survey 15)."""
@@ -71,7 +72,8 @@ def test_loads_into_the_prepared_model_go_into_the_uncompiled_module():
     assert '        getattr(model, "_orig_mod", model).load_state_dict(torch.load("a.pt"))\n' in text
     assert '    model.load_state_dict(torch.load("init.pt"))\n' in text  # before prepare(): the plain model
     assert '        optimizer.load_state_dict(torch.load("o.pt"))\n' in text  # not a model
-    assert any("load_state_dict() at lines 12, 15, 17 loads into the model the compile wraps" in n for n in result.notes), result.notes
+    assert any("load_state_dict() at line 17 loads into the model the compile wraps" in n for n in result.notes)
+    assert any(n.startswith("unwrap_model() at lines 12, 14, 24 -> unwrap_model(..., keep_torch_compile=False)") for n in result.notes), result.notes
 
 
 def test_a_trainer_method_loading_through_unwrap_model():
@@ -133,3 +135,33 @@ def test_a_prepared_model_bound_to_another_name_loads_into_what_the_compile_wrap
     assert result.refused is None, result.refused
     assert '        getattr(self.model, "_orig_mod", self.model).load_state_dict(maybe_wrap(' in result.text
     assert '        self.optimizer.load_state_dict(checkpoint["optimizer_state_dict"])\n' in result.text
+
+
+EMA_COPY = """\
+import copy
+
+import torch
+from accelerate import Accelerator
+
+
+def main():
+    accelerator = Accelerator()
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model, optimizer = accelerator.prepare(model, optimizer)
+    ema = copy.deepcopy(accelerator.unwrap_model(model)).eval()
+    for step in range(3):
+        loss = model(torch.randn(8, 4)).pow(2).mean()
+        accelerator.backward(loss)
+        optimizer.step()
+        optimizer.zero_grad()
+    torch.save(ema.state_dict(), "ema.pt")
+"""
+
+
+def test_an_ema_copied_from_the_unwrapped_model_stays_a_copy_of_the_plain_model():
+    """survey 15: the deep copy of the compile wrapper saved `_orig_mod.0.weight` keys that did not
+    load into the model (1 and 2 gloo processes)."""
+    result = convert_source(EMA_COPY, "train.py")
+    assert result.refused is None, result.refused
+    assert "    ema = copy.deepcopy(accelerator.unwrap_model(model, keep_torch_compile=False)).eval()\n" in result.text

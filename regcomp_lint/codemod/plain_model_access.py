@@ -1,4 +1,14 @@
-"""State dicts loaded back into the prepared model of a script that already uses Accelerate.
+"""Where a script that already uses Accelerate reached the plain model, the converted one still does.
+
+``accelerator.unwrap_model(model)`` handed the original the plain module; once the conversion adds
+a compiling plugin it hands back the compile wrapper (``keep_torch_compile=True`` is the default),
+so whatever the script does with it changes: an EMA made by ``copy.deepcopy`` of it saves
+``_orig_mod.`` keys that no longer load into the model (checked on 1 and 2 gloo processes), a
+regional ``save_pretrained`` raises, ``generate`` recompiles for every length. Every such call gets
+``keep_torch_compile=False``, and the script gets exactly the module it had; the prepared model
+itself stays compiled and trains as before.
+
+State dicts loaded back into the prepared model:
 
 Such a script saves clean keys (``accelerator.unwrap_model(model).state_dict()``,
 ``accelerator.get_state_dict(model)``) and resumes through ``accelerator.unwrap_model(model)``
@@ -24,7 +34,7 @@ import libcst as cst
 
 from regcomp_lint.codemod.builders import keyword, with_keyword
 from regcomp_lint.codemod.lint_view import lint_view
-from regcomp_lint.codemod.roles import bindings, unpacked_keys
+from regcomp_lint.codemod.roles import unpacked_keys
 from regcomp_lint.codemod.tree import Function, find_all, key_of
 
 if TYPE_CHECKING:
@@ -33,39 +43,42 @@ if TYPE_CHECKING:
 KEEP = "keep_torch_compile"
 
 
-def unwrap_for_loads(planner: Planner, models: list[tuple[str, int]]) -> None:
-    """Load every state dict the file gives the prepared model (directly or through
-    ``unwrap_model``) into the uncompiled module; call only when the conversion adds the compile."""
+def reach_the_plain_model(planner: Planner, models: list[tuple[str, int]]) -> None:
+    """``keep_torch_compile=False`` on every ``unwrap_model`` call, and every state dict the file
+    loads into the prepared model goes into the module the compile wraps; call only when the
+    conversion adds the compile."""
     tree = planner.tree
     prepared_at = _prepared_names(planner, dict(models))
-    unwraps: dict[int, cst.Call] = {}
-    direct: list[tuple[cst.BaseExpression, str, Function]] = []
-    lines: list[int] = []  # of the loads
+    unwraps = [call for call in find_all(tree.module, cst.Call) if _keeps_compile(call)]
+    for unwrap in unwraps:
+        planner.edits.on(unwrap, partial(with_keyword, name=KEEP, value=cst.Name("False")))
+    direct: list[tuple[cst.BaseExpression, str]] = []
     for call in find_all(tree.module, cst.Call):
         func = call.func
         if not (isinstance(func, cst.Attribute) and func.attr.value == "load_state_dict"):
             continue
-        function = tree.function_of(call)
-        found = _unwrap_of(func.value, function)
-        if found is not None:
-            unwraps.update((id(c), c) for c in found)
-            lines.append(tree.line(call))
-            continue
         model = key_of(func.value)
-        if model in prepared_at and _sees_prepared(planner, function, call, model, prepared_at[model]):
-            direct.append((func.value, model, function))
-            lines.append(tree.line(call))
-    for unwrap in unwraps.values():
-        planner.edits.on(unwrap, partial(with_keyword, name=KEEP, value=cst.Name("False")))
-    for receiver, model, _ in direct:
+        if model in prepared_at and _sees_prepared(planner, tree.function_of(call), call, model, prepared_at[model]):
+            direct.append((func.value, model))
+    for receiver, model in direct:
         planner.replace(receiver, f'getattr({model}, "_orig_mod", {model})')
-    if lines:
-        shown = ", ".join(map(str, sorted(set(lines))))
+    if unwraps:
         planner.notes.append(
-            f"load_state_dict() at line{'s' if len(set(lines)) > 1 else ''} {shown} loads into the model the "
-            f"compile wraps (unwrap_model(..., {KEEP}=False), or the prepared model's _orig_mod): the compiled "
-            "model's keys start with _orig_mod., and its saves now write the plain model's keys"
+            f"unwrap_model() at {_lines([tree.line(c) for c in unwraps])} -> unwrap_model(..., {KEEP}=False): "
+            "it handed the script the plain model, and still does (with the plugin it would hand back the "
+            "compile wrapper: _orig_mod. keys in what is saved or copied from it)"
         )
+    if direct:
+        planner.notes.append(
+            f"load_state_dict() at {_lines([tree.line(r) for r, _ in direct])} loads into the model the compile "
+            "wraps (the prepared model's _orig_mod, DDP's wrapper included): the compiled model's keys start "
+            "with _orig_mod., and its saves now write the plain model's keys"
+        )
+
+
+def _lines(lines: list[int]) -> str:
+    shown = sorted(set(lines))
+    return f"line{'s' if len(shown) > 1 else ''} {', '.join(map(str, shown))}"
 
 
 def _prepared_names(planner: Planner, models: dict[str, int]) -> dict[str, int]:
@@ -101,21 +114,6 @@ def _prepared_names(planner: Planner, models: dict[str, int]) -> dict[str, int]:
             ):
                 names[name] = tree.line(call)
     return names
-
-
-def _unwrap_of(receiver: cst.BaseExpression, function: Function) -> list[cst.Call] | None:
-    """The ``unwrap_model(m)`` calls (keeping the compile) that ``receiver`` is: the call itself,
-    or a local name every binding of which in ``function`` is such a call."""
-    if _keeps_compile(receiver):
-        assert isinstance(receiver, cst.Call)
-        return [receiver]
-    if not isinstance(receiver, cst.Name) or isinstance(function, cst.Module):
-        return None
-    found = bindings(function, receiver.value)
-    values = [b.value for b in found if isinstance(b, cst.Assign) and len(b.targets) == 1]
-    if not found or len(values) != len(found) or not all(_keeps_compile(v) for v in values):
-        return None
-    return [v for v in values if isinstance(v, cst.Call)]
 
 
 def _keeps_compile(node: cst.BaseExpression) -> bool:
