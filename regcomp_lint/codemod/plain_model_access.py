@@ -98,10 +98,13 @@ def _prepared_names(planner: Planner, models: dict[str, int]) -> dict[str, int]:
         if not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1:
             continue
         target = stmt.targets[0].target
-        if len(call.args) == 1 and not isinstance(target, (cst.Tuple, cst.List)):
-            targets: list[cst.BaseExpression] = [target]
-        elif unpacked_keys(stmt) is not None and len(target.elements) == len(call.args):  # type: ignore[union-attr]
-            targets = [el.value for el in target.elements]  # type: ignore[union-attr]
+        targets: list[cst.BaseExpression]
+        if isinstance(target, (cst.Tuple, cst.List)):
+            if unpacked_keys(stmt) is None or len(target.elements) != len(call.args):
+                continue
+            targets = [el.value for el in target.elements]
+        elif len(call.args) == 1:
+            targets = [target]
         else:
             continue
         for arg, bound in zip(call.args, targets):

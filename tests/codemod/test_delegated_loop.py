@@ -257,5 +257,7 @@ def test_an_unreadable_backward_step_is_named_not_the_ema_helper_handed_the_mode
     training loop; the backward runs in `step_loss_backward`, wrapped in `partial` at line 13."""
     result = convert_source(ENGINE, str(tmp_path / "engine.py"))
     assert result.refused is not None
-    assert "the training loop runs in utils.step_loss_backward(), which it imports and runs at line 13" in result.refused
+    assert (
+        "the training loop runs in utils.step_loss_backward(), which it imports and runs at line 13" in result.refused
+    )
     assert "EMA" not in result.refused

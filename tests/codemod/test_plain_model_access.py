@@ -66,14 +66,20 @@ def test_loads_into_the_prepared_model_go_into_the_uncompiled_module():
     result = convert_source(SCRIPT, "train.py")
     assert result.refused is None, result.refused
     text = result.text
-    assert '        accelerator.unwrap_model(model, keep_torch_compile=False).load_state_dict(torch.load("a.pt"))\n' in text
+    assert (
+        '        accelerator.unwrap_model(model, keep_torch_compile=False).load_state_dict(torch.load("a.pt"))\n'
+        in text
+    )
     assert "        raw = accelerator.unwrap_model(model, keep_torch_compile=False)\n" in text
     # the prepared model itself: the module the compile wraps (DDP's wrapper on several processes)
     assert '        getattr(model, "_orig_mod", model).load_state_dict(torch.load("a.pt"))\n' in text
     assert '    model.load_state_dict(torch.load("init.pt"))\n' in text  # before prepare(): the plain model
     assert '        optimizer.load_state_dict(torch.load("o.pt"))\n' in text  # not a model
     assert any("load_state_dict() at line 17 loads into the model the compile wraps" in n for n in result.notes)
-    assert any(n.startswith("unwrap_model() at lines 12, 14, 24 -> unwrap_model(..., keep_torch_compile=False)") for n in result.notes), result.notes
+    assert any(
+        n.startswith("unwrap_model() at lines 12, 14, 24 -> unwrap_model(..., keep_torch_compile=False)")
+        for n in result.notes
+    ), result.notes
 
 
 def test_a_trainer_method_loading_through_unwrap_model():
