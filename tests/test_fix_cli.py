@@ -849,3 +849,30 @@ def test_every_edit_the_lint_fixes_make_after_a_conversion_has_a_note(project):
     ), saves
     assert "_orig_mod" in saves
     assert path.read_text(encoding="utf-8") == ACCELERATE_SAVES  # diff mode
+
+
+ACCELERATE_TWO_SAVES = """\
+import torch
+from accelerate import Accelerator
+
+accelerator = Accelerator()
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+model, opt = accelerator.prepare(model, opt)
+loss = model(torch.randn(2, 4)).sum()
+accelerator.backward(loss)
+opt.step()
+torch.save(accelerator.get_state_dict(model), "b.pt")
+accelerator.save_model(model, "c")
+"""
+
+
+def test_two_rc404_fixes_with_one_fix_message_get_a_note_each(project):
+    """survey 15: `get_state_dict(model)` and `save_model(model, ...)` share RC404's fix message;
+    one note showed the get_state_dict edit 'at lines 11, 12', line 12 being the save_model."""
+    write(project, "train.py", ACCELERATE_TWO_SAVES)
+    result = invoke("train.py")
+    notes = [line for line in result.stderr.splitlines() if "RC404" in line]
+    assert len(notes) == 2, result.stderr
+    assert notes[0].startswith("train.py: accelerator.get_state_dict(model) -> ") and " at line 11 (RC404)" in notes[0]
+    assert notes[1].startswith('train.py: accelerator.save_model(model, "c") -> ') and " at line 12 (RC404)" in notes[1]

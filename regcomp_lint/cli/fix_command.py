@@ -240,7 +240,7 @@ def _lint_fix_notes(
     plugin makes necessary): the edit, its lines in the original, and the finding's reason.
     ``diagnostics``: the converted script's findings before fixing; ``remaining``: after."""
     left = Counter(_fix_kind(d) for d in remaining if d.fix is not None)
-    groups: dict[tuple[str, str], list[Diagnostic]] = {}
+    groups: dict[tuple[str, str, str], list[Diagnostic]] = {}
     for diagnostic in sorted(diagnostics, key=Diagnostic.sort_key):
         if diagnostic.fix is None or not applicable(diagnostic, unsafe, caused):
             continue
@@ -254,7 +254,7 @@ def _lint_fix_notes(
     source = SourceFile("<converted>", converted)
     rows = _original_rows(original, converted)
     notes = []
-    for (code, _), found in groups.items():
+    for (code, _, _), found in groups.items():
         first = found[0]
         assert first.fix is not None
         shown = _edit_shown(source, first) or first.fix.message
@@ -269,8 +269,10 @@ def _lint_fix_notes(
     return notes
 
 
-def _fix_kind(diagnostic: Diagnostic) -> tuple[str, str]:
-    return diagnostic.code, diagnostic.fix.message if diagnostic.fix is not None else ""
+def _fix_kind(diagnostic: Diagnostic) -> tuple[str, str, str]:
+    """Findings share a note when the same rule says the same thing and makes the same fix
+    (RC404's `get_state_dict` and `save_model` findings share a fix message but not an edit)."""
+    return diagnostic.code, diagnostic.message, diagnostic.fix.message if diagnostic.fix is not None else ""
 
 
 def _edit_shown(source: SourceFile, diagnostic: Diagnostic) -> str | None:
