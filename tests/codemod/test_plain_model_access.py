@@ -171,3 +171,39 @@ def test_an_ema_copied_from_the_unwrapped_model_stays_a_copy_of_the_plain_model(
     result = convert_source(EMA_COPY, "train.py")
     assert result.refused is None, result.refused
     assert "    ema = copy.deepcopy(accelerator.unwrap_model(model, keep_torch_compile=False)).eval()\n" in result.text
+
+
+UNWRAP_HELPER = """\
+import torch
+from accelerate import Accelerator
+from diffusers.utils.torch_utils import is_compiled_module
+from transformers import AutoModelForCausalLM
+
+
+def main():
+    accelerator = Accelerator()
+    model = AutoModelForCausalLM.from_pretrained("gpt2")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    model, optimizer = accelerator.prepare(model, optimizer)
+
+    def unwrap_model(model):
+        model = accelerator.unwrap_model(model)
+        model = model._orig_mod if is_compiled_module(model) else model
+        return model
+
+    for step in range(3):
+        loss = model(torch.randint(0, 10, (2, 8))).loss
+        accelerator.backward(loss)
+        optimizer.step()
+    unwrap_model(model).save_pretrained("out")
+"""
+
+
+def test_diffusers_unwrap_helper_reaches_the_plain_model_under_a_regional_plugin():
+    """diffusers' and newer no_trainer scripts' `unwrap_model` helper strips only an
+    OptimizedModule: with the regional plugin its `save_pretrained` raised ("shared tensors",
+    GPT-2 on CPU, eager backend); with `keep_torch_compile=False` it saves and reloads."""
+    result = convert_source(UNWRAP_HELPER, "train.py")
+    assert result.refused is None, result.refused
+    assert "use_regional_compilation=True" in result.text
+    assert "        model = accelerator.unwrap_model(model, keep_torch_compile=False)\n" in result.text
