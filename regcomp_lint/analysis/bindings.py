@@ -227,16 +227,16 @@ class Bindings:
             return None
         if key.startswith("self."):
             return self._lookup_attr(key, where)
-        for scope in reversed(where.functions):
-            found = self._names.get((id(scope), key))
+        for depth in range(len(where.functions) - 1, -1, -1):
+            found = self._names.get((id(where.functions[depth]), key))
             if found:
-                if scope is where.function:
+                if _runs_in_place(where.functions[depth + 1 :]):
                     return self._latest_before(found, where.pos)
                 return found[-1]  # a closure sees the enclosing function's latest value
         found = self._names.get((None, key))
         if not found:
             return None
-        if where.function is None:
+        if _runs_in_place(where.functions):
             return self._latest_before(found, where.pos)
         return found[-1]
 
@@ -324,6 +324,13 @@ _VISITORS: dict[type[ast.AST], Callable[[Bindings, Any], None]] = {
     ast.Return: Bindings._visit_return,
     **{kind: Bindings._visit_comprehension_scope for kind in COMPREHENSION_NODES},
 }
+
+
+def _runs_in_place(scopes: tuple[ScopeNode, ...]) -> bool:
+    """Do these inner scopes run where they are written? A list, set or dict comprehension does
+    (``{k: v for k, v in model.config.label2id.items()}`` reads ``model`` as bound above it); a
+    function, lambda or generator expression may run later and sees the latest binding."""
+    return all(isinstance(scope, (ast.ListComp, ast.SetComp, ast.DictComp)) for scope in scopes)
 
 
 def _last_before(bindings: list[Bound], pos: Position) -> Bound | None:

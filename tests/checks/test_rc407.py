@@ -54,3 +54,18 @@ def test_before_prepare_and_without_an_accelerator_nothing_is_reported():
     assert rc407(before) == []
     plain = "import torch\nmodel = torch.nn.Linear(2, 2)\nmodel = torch.compile(model)\nmodel.reset_parameters()\n"
     assert rc407(plain) == []
+
+
+def test_a_read_in_a_comprehension_before_prepare_is_the_plain_model():
+    """transformers' run_glue_no_trainer.py reads `model.config.label2id` in a dict comprehension
+    before `prepare()`: a comprehension runs where it is written, so `model` there is the one bound
+    above it, not the prepared one (survey 15); a lambda still sees the latest binding."""
+    src = (
+        "import torch\nfrom accelerate import Accelerator\nfrom transformers import AutoModelForCausalLM\n"
+        "def main():\n    accelerator = Accelerator()\n    model = AutoModelForCausalLM.from_pretrained('gpt2')\n"
+        "    ids = {k: v for k, v in model.config.label2id.items()}\n"
+        "    later = lambda: model.config.n_layer\n"
+        "    model, optimizer = accelerator.prepare(model, optimizer)\n"
+        "    n = [model.config.n_layer for _ in range(2)]\n"
+    )
+    assert [d.location.row for d in rc407(src)] == [8, 10]
