@@ -8,6 +8,10 @@ regional ``save_pretrained`` raises, ``generate`` recompiles for every length. E
 ``keep_torch_compile=False``, and the script gets exactly the module it had; the prepared model
 itself stays compiled and trains as before.
 
+A copy of the prepared model (``copy.deepcopy(model)``, an EMA built from it after ``prepare``)
+is made of ``getattr(model, "_orig_mod", model)``: a copy of the compile wrapper saved
+``_orig_mod.0.weight`` keys on one process (checked), where the original's loaded into the model.
+
 State dicts loaded back into the prepared model:
 
 Such a script saves clean keys (``accelerator.unwrap_model(model).state_dict()``,
@@ -27,6 +31,7 @@ module they wrap as ``_orig_mod``). The same tensors: the compiled model trains 
 
 from __future__ import annotations
 
+import re
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -60,7 +65,14 @@ def reach_the_plain_model(planner: Planner, models: list[tuple[str, int]]) -> No
         model = key_of(func.value)
         if model in prepared_at and _sees_prepared(planner, tree.function_of(call), call, model, prepared_at[model]):
             direct.append((func.value, model))
-    for receiver, model in direct:
+    copies: list[tuple[cst.BaseExpression, str]] = []
+    for call in find_all(tree.module, cst.Call):
+        if not _copies_a_model(call) or not call.args or call.args[0].star or call.args[0].keyword is not None:
+            continue
+        model = key_of(call.args[0].value)
+        if model in prepared_at and _sees_prepared(planner, tree.function_of(call), call, model, prepared_at[model]):
+            copies.append((call.args[0].value, model))
+    for receiver, model in direct + copies:
         planner.replace(receiver, f'getattr({model}, "_orig_mod", {model})')
     if unwraps:
         planner.notes.append(
@@ -68,12 +80,29 @@ def reach_the_plain_model(planner: Planner, models: list[tuple[str, int]]) -> No
             "it handed the script the plain model, and still does (with the plugin it would hand back the "
             "compile wrapper: _orig_mod. keys in what is saved or copied from it)"
         )
+    if copies:
+        planner.notes.append(
+            f"{_lines([tree.line(r) for r, _ in copies])}: the copy (deepcopy, EMA) is made of the model the compile "
+            "wraps (the prepared model's _orig_mod, DDP's wrapper included), so what it saves keeps the plain names"
+        )
     if direct:
         planner.notes.append(
             f"load_state_dict() at {_lines([tree.line(r) for r, _ in direct])} loads into the model the compile "
             "wraps (the prepared model's _orig_mod, DDP's wrapper included): the compiled model's keys start "
             "with _orig_mod., and its saves now write the plain model's keys"
         )
+
+
+def _copies_a_model(call: cst.Call) -> bool:
+    """``copy.deepcopy(model)`` or an EMA built from the model (``EMA(model)``, ``ModelEmaV2(model)``):
+    a copy of the compile wrapper would save ``_orig_mod.`` keys."""
+    func = call.func
+    name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else ""
+    return name == "deepcopy" or bool(_EMA_NAME.search(name))
+
+
+#: Class or factory names of exponential moving averages of a model.
+_EMA_NAME = re.compile(r"EMA|Ema|(?:^|_)ema(?:_|$)|ExponentialMovingAverage")
 
 
 def _lines(lines: list[int]) -> str:

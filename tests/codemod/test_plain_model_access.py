@@ -207,3 +207,41 @@ def test_diffusers_unwrap_helper_reaches_the_plain_model_under_a_regional_plugin
     assert result.refused is None, result.refused
     assert "use_regional_compilation=True" in result.text
     assert "        model = accelerator.unwrap_model(model, keep_torch_compile=False)\n" in result.text
+
+
+COPIES = """\
+import copy
+
+import torch
+from accelerate import Accelerator
+from ema_pytorch import EMA
+
+
+def main():
+    accelerator = Accelerator()
+    model = torch.nn.Linear(4, 1)
+    early = copy.deepcopy(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model, optimizer = accelerator.prepare(model, optimizer)
+    ema = EMA(model, beta=0.99)
+    best = copy.deepcopy(model)
+    for step in range(3):
+        loss = model(torch.randn(8, 4)).pow(2).mean()
+        accelerator.backward(loss)
+        optimizer.step()
+        ema.update()
+    torch.save(ema.ema_model.state_dict(), "ema.pt")
+    torch.save(best.state_dict(), "best.pt")
+"""
+
+
+def test_copies_of_the_prepared_model_are_made_of_the_module_the_compile_wraps():
+    """survey 15: `EMA(model)` / `copy.deepcopy(model)` after prepare() copied the compile wrapper
+    and saved `_orig_mod.0.weight` keys on one process (the original's loaded into the model);
+    `getattr(model, "_orig_mod", model)` keeps DDP's wrapper on several processes, as the original."""
+    result = convert_source(COPIES, "train.py")
+    assert result.refused is None, result.refused
+    assert '    ema = EMA(getattr(model, "_orig_mod", model), beta=0.99)\n' in result.text
+    assert '    best = copy.deepcopy(getattr(model, "_orig_mod", model))\n' in result.text
+    assert "    early = copy.deepcopy(model)\n" in result.text  # before prepare(): the plain model
+    assert any(n.startswith("lines 14, 15: the copy (deepcopy, EMA)") for n in result.notes), result.notes
