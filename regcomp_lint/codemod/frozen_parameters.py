@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from regcomp_lint.codemod.method_loss import unused_by_method
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import Function, code, find_all
 from regcomp_lint.codemod.untrained_parameters import untrained_parameters
@@ -39,6 +40,7 @@ def allow_unused_parameters(planner: PlainPlanner) -> None:
         shown = ", ".join(f"{code(node).strip()} (line {planner.tree.line(node)})" for node in switches[:3])
         reasons.append(f"{shown} switches requires_grad of the model's parameters while training")
     reasons += untrained_parameters(planner, _frozen_before_training(planner))
+    reasons += unused_by_method(planner)
     if not reasons:
         return
     shown = "; ".join(reasons)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from regcomp_lint.codemod.method_loss import loss_method_calls
 from regcomp_lint.codemod.optimizers import find_optimizers
 from regcomp_lint.codemod.roles import CallGraph
 from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, parameter_names, single_target
@@ -41,6 +42,9 @@ def find_handed_in(tree: Tree, graph: CallGraph, training: set[Function]) -> Han
         optimizers = [k for k in kept if k in stepped]
         called = {key for m in trainers for key in _called_attributes(m)}
         models = [k for k in kept if k in called]
+        if not models:  # the loss from the model's own method: `loss = self.model.training_step(batch)`
+            owners = {owner for m in trainers for owner, _, _ in loss_method_calls(tree, m)}
+            models = [k for k in kept if k in owners]
         if len(optimizers) == 1 and models:
             models = _optimized(tree, cls, init, kept, optimizers[0], models)
             found.append(HandedIn(init, optimizers[0], models, cls))

@@ -53,6 +53,13 @@ from regcomp_lint.codemod.inference_only import trains_nothing
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.load_locations import keep_cpu_load_locations
 from regcomp_lint.codemod.local_modules import importer_of, is_project_module, load_local
+from regcomp_lint.codemod.method_loss import (
+    MethodLoss,
+    add_wrapper_class,
+    plan_method_loss,
+    prepared_as,
+    regional_left_off,
+)
 from regcomp_lint.codemod.model_copies import model_copies
 from regcomp_lint.codemod.optimizer_methods import placement_keyword, reach_own_methods
 from regcomp_lint.codemod.optimizers import (
@@ -119,6 +126,8 @@ class PlainPlanner(Planner):
         self.prepared_at: dict[str, int] = {}
         #: ``fwd_model = torch.compile(model) if c else model``, now ``fwd_model = model``: must follow prepare()
         self.compiled_aliases: list[cst.Assign] = []
+        #: the one model method that computes the loss, trained through a wrapper module (method_loss.py)
+        self.method_loss: MethodLoss | None = None
 
     def plan(self) -> Conversion:
         tree = self.tree
@@ -172,6 +181,9 @@ class PlainPlanner(Planner):
                 )
             else:
                 self.hand_written_batches = backwards  # split once the Accelerator's place is known
+        self.method_loss = plan_method_loss(self)
+        if self.method_loss is not None:
+            add_wrapper_class(self, self.method_loss)
         script = ScriptSettings()
         sites = find_compile_sites(tree, self.scope, set(self.models))
         collect_settings(tree, sites, script)
@@ -725,6 +737,9 @@ class PlainPlanner(Planner):
             for node in bindings(self.scope, model):
                 if isinstance(node, cst.Assign) and not self.is_removed(node):
                     reason = repeated_blocks(self.tree, node.value)
+                    if reason and self.method_loss is not None:
+                        self.notes.append(regional_left_off(self.method_loss, reason))
+                        return None
                     if reason:
                         return reason
         return None
@@ -1078,12 +1093,18 @@ class PlainPlanner(Planner):
         if runs is not None:
             prepared = list(dict.fromkeys(k for _, keys, _ in runs for k in keys))
             first = runs[0][1]
+            targets_of, args_of = prepared_as(self.method_loss, first)
             prepare = call_statement(
-                f"{', '.join(first)} = ", f"{acc}.prepare", first + placement_keyword(self, first), self.module, indent
+                f"{', '.join(targets_of)} = ",
+                f"{acc}.prepare",
+                args_of + placement_keyword(self, first),
+                self.module,
+                indent,
             )
         else:
-            targets = ", ".join(prepared)
-            placed = prepared + placement_keyword(self, prepared)
+            targets_of, args_of = prepared_as(self.method_loss, prepared)
+            targets = ", ".join(targets_of)
+            placed = args_of + placement_keyword(self, prepared)
             prepare = call_statement(f"{targets} = ", f"{acc}.prepare", placed, self.module, indent)
         read_through_wrapper(self, block, prepare_index)
         reach_own_methods(self, block, prepare_index)
@@ -1100,8 +1121,13 @@ class PlainPlanner(Planner):
         else:
             self.edits.add_statements(block, prepare_index, [prepare], after=True)
         for at, keys, _step in (runs or [])[1:]:
+            targets_of, args_of = prepared_as(self.method_loss, keys)
             later = call_statement(
-                f"{', '.join(keys)} = ", f"{acc}.prepare", keys + placement_keyword(self, keys), self.module, indent
+                f"{', '.join(targets_of)} = ",
+                f"{acc}.prepare",
+                args_of + placement_keyword(self, keys),
+                self.module,
+                indent,
             )
             self.edits.add_statements(block, at, [later], after=True)
         if runs is not None:
@@ -1739,7 +1765,7 @@ class PlainPlanner(Planner):
     def _describe(self, settings: dict[str, Setting], reason: str | None, sites: list[CompileSite]) -> None:
         plugin = ", ".join(_plugin_text(settings))
         notes = [f"Accelerator(dynamo_plugin=TorchDynamoPlugin({plugin})) created in {self.created_at}"]
-        notes.append(f"prepared: {', '.join(self.prepared)}")
+        notes.append(f"prepared: {', '.join(prepared_as(self.method_loss, self.prepared)[0])}")
         notes.append(
             "the script passes its own plugin: `accelerate launch --dynamo_*` flags and `accelerate config` only fill "
             "the plugin fields it leaves unset"

@@ -20,6 +20,7 @@ import libcst as cst
 from regcomp_lint.codemod.builders import expression, keyword, with_keyword
 from regcomp_lint.codemod.checkpoint_writes import under_rank_test
 from regcomp_lint.codemod.fresh_state import makes_fresh_state
+from regcomp_lint.codemod.method_loss import left_plain, not_wrapped, through_wrapper
 from regcomp_lint.codemod.roles import bindings, bound_keys
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import Block, Function, find_all, key_of, parameter_names, read_keys
@@ -83,11 +84,14 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
                 and call.func is attr
                 and _feeds_the_loss(tree, function, call)
                 and not makes_fresh_state(tree, name)
+                and not left_plain(planner, call)
             ):
+                if through_wrapper(planner, call):
+                    continue
                 raise Refusal(
                     f"{owner}.{name}(...) at line {tree.line(attr)} computes the loss with the model's own method: "
                     "through the prepared model it would bypass DDP's gradient sync and the compile (only forward() "
-                    "goes through them); compute it in forward(), or convert by hand"
+                    f"goes through them), and {not_wrapped(planner)}; compute it in forward(), or convert by hand"
                 )
             if not planner.can_reach_accelerator(function):
                 unreachable.append(f"{owner}.{name} (line {tree.line(attr)})")

@@ -794,14 +794,17 @@ def test_evaluation_code_the_scope_calls_follows_the_accelerators_device():
 
 # -- found on real public training scripts -------------------------------------------------------
 REAL_WORLD_REFUSALS = {
-    # cleanrl's PPO: the loss comes from a method of the model, not its forward
-    "custom method": (
-        "import torch\nclass Agent(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-        "        self.actor = torch.nn.Linear(4, 2)\n    def value(self, x):\n        return self.actor(x)\n"
-        "agent = Agent()\nopt = torch.optim.Adam(agent.parameters())\nfor step in range(3):\n"
-        "    out = agent.value(torch.randn(8, 4))\n    loss = -out.mean()\n    opt.zero_grad()\n"
+    # hkproj's transformer: the loss comes from several methods of the model in turn (one method
+    # alone converts through a wrapper module: tests/codemod/test_method_loss.py)
+    "custom methods": (
+        "import torch\nclass T(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.enc = torch.nn.Linear(4, 4)\n        self.proj = torch.nn.Linear(4, 2)\n"
+        "    def encode(self, x):\n        return self.enc(x)\n    def project(self, x):\n        return self.proj(x)\n"
+        "model = T()\nopt = torch.optim.Adam(model.parameters())\nfor step in range(3):\n"
+        "    out = model.project(model.encode(torch.randn(8, 4)))\n    loss = -out.mean()\n    opt.zero_grad()\n"
         "    loss.backward()\n    opt.step()\n",
-        "agent.value(...) at line 11 computes the loss with the model's own method",
+        "computes the loss with the model's own method: through the prepared model it would bypass DDP's gradient "
+        "sync and the compile (only forward() goes through them), and the loss comes from several of its methods",
     ),
     # pytorch/examples mnist_forward_forward: each layer owns its optimizer
     "self-owned optimizer": (
