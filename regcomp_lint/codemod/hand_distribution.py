@@ -26,7 +26,6 @@ import libcst as cst
 from regcomp_lint.codemod.builders import expression, guarded, statement
 from regcomp_lint.codemod.device_choice import local_rank_from_env, local_rank_option
 from regcomp_lint.codemod.handed_in import handing_over
-from regcomp_lint.codemod.method_loss import wrapper_of
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import (
     Function,
@@ -391,7 +390,7 @@ def _rewrite_no_sync(planner: PlainPlanner, attr: cst.Attribute, owner: str) -> 
     if not (isinstance(call, cst.Call) and call.func is attr and not call.args):
         raise Refusal(f"{owner}.no_sync at line {tree.line(attr)} is not called as {owner}.no_sync(); port it by hand")
     acc = planner.accelerator_in(tree.function_of(call))
-    value = expression(f"{acc}.no_sync({wrapper_of(planner, owner)})", planner.module)
+    value = expression(f"{acc}.no_sync({owner})", planner.module)
     planner.edits.on(call, lambda updated: value.with_changes(lpar=updated.lpar, rpar=updated.rpar))
     planner.uses.append(call)
 

@@ -21,7 +21,9 @@ import libcst as cst
 
 from regcomp_lint.codemod.builders import statement
 from regcomp_lint.codemod.fresh_state import makes_fresh_state
-from regcomp_lint.codemod.tree import Function, find_all, key_of
+from regcomp_lint.codemod.rewrites import function_name
+from regcomp_lint.codemod.roles import bindings
+from regcomp_lint.codemod.tree import Function, find_all, key_of, parameter_names
 from regcomp_lint.knowledge.torch_api import DATA_PARALLEL_API, MODULE_API, NO_GRAD
 
 if TYPE_CHECKING:
@@ -44,9 +46,12 @@ class MethodLoss:
     without_grad: list[cst.Call] = field(default_factory=list)
 
 
-def loss_method_calls(tree, function: Function, owners: set[str] | None = None) -> list[tuple[str, str, cst.Call]]:
+def loss_method_calls(
+    tree, function: Function, owners: set[str] | None = None, planner: PlainPlanner | None = None
+) -> list[tuple[str, str, cst.Call]]:
     """``(owner, method, call)`` for each ``owner.method(...)`` of ``function`` that a backward of
-    ``function`` differentiates, the method not ``nn.Module``'s own (``parameters()``...)."""
+    ``function`` differentiates (with ``planner``: or that ``function`` returns to a caller's
+    backward), the method not ``nn.Module``'s own (``parameters()``...)."""
     found = []
     for call in find_all(function, cst.Call, enter_functions=False):
         func = call.func
@@ -59,7 +64,7 @@ def loss_method_calls(tree, function: Function, owners: set[str] | None = None) 
             continue  # ``model.init_hidden(bs)``: a fresh state, no parameters in it
         if owners is not None and owner not in owners:
             continue
-        if _feeds(tree, function, call):
+        if _feeds(tree, function, call) or (planner is not None and _returned_to_loss(planner, function, call)):
             found.append((owner, name, call))
     return found
 
@@ -72,8 +77,8 @@ def plan_method_loss(planner: PlainPlanner) -> MethodLoss | None:
     models = set(planner.models)
     calls: list[tuple[str, str, cst.Call]] = []
     forwards = False
-    for function in planner.reach():
-        calls += loss_method_calls(tree, function, models)
+    for function in _places(planner):
+        calls += loss_method_calls(tree, function, models, planner)
         forwards = forwards or any(
             key_of(c.func) in models and _feeds(tree, function, c)
             for c in find_all(function, cst.Call, enter_functions=False)
@@ -83,7 +88,7 @@ def plan_method_loss(planner: PlainPlanner) -> MethodLoss | None:
     if not calls or forwards:
         return None
     methods = {(owner, name) for owner, name, _ in calls}
-    if len(methods) != 1 or len(models) != 1:
+    if len(methods) != 1 or len(models) != 1 or not all(_in_reach(planner, o, c) for o, _, c in calls):
         return None
     ((owner, method),) = methods
     base = method.lstrip("_") or "method"
@@ -99,7 +104,11 @@ def not_wrapped(planner: PlainPlanner) -> str:
     refusal: several methods, several models, or forward() feeding the loss beside the method."""
     tree = planner.tree
     models = set(planner.models)
-    calls = [c for f in planner.reach() for c in loss_method_calls(tree, f, models) if not without_grad(tree, c[2])]
+    calls = [
+        c for f in _places(planner) for c in loss_method_calls(tree, f, models, planner) if not without_grad(tree, c[2])
+    ]
+    if not calls:
+        return "a wrapper module stands for a method called where the training code prepares the model"
     shown = ", ".join(dict.fromkeys(f"{owner}.{name} (line {tree.line(call)})" for owner, name, call in calls))
     if len({name for _, name, _ in calls}) > 1 or len({owner for owner, _, _ in calls}) > 1:
         return (
@@ -108,7 +117,44 @@ def not_wrapped(planner: PlainPlanner) -> str:
         )
     if len(models) > 1:
         return f"it trains several models ({', '.join(sorted(models))}), and a wrapper stands for one"
+    away = [(o, c) for o, _, c in calls if not _in_reach(planner, o, c)]
+    if away:
+        owner, call = away[0]
+        where = function_name(tree.function_of(call))
+        return (
+            f"it is called in {where} (line {tree.line(call)}), where a wrapper prepared "
+            f"{'at' if isinstance(planner.scope, cst.Module) else 'in'} {function_name(planner.scope)} is not in reach"
+        )
     return f"the model's forward() feeds the same loss as {shown}, and one wrapper's forward() stands for one of them"
+
+
+def _places(planner: PlainPlanner) -> list[Function]:
+    """Where the prepared model is used (wrapped_access reads the same places)."""
+    from regcomp_lint.codemod.wrapped_access import places_using_prepared
+
+    return places_using_prepared(planner)
+
+
+def _returned_to_loss(planner: PlainPlanner, function: Function, call: cst.Call) -> bool:
+    from regcomp_lint.codemod.wrapped_access import feeds_the_loss
+
+    return feeds_the_loss(planner, function, call)
+
+
+def _in_reach(planner: PlainPlanner, owner: str, call: cst.Call) -> bool:
+    """Can the wrapper prepared where the model is prepared be named at ``call``? In the function
+    that prepares, in a method of the same class (``self.x``), or, for a module-level script, in a
+    function that reads the global model."""
+    tree = planner.tree
+    function = tree.function_of(call)
+    if function is planner.scope:
+        return True
+    if owner.startswith("self."):
+        return planner.owner is not None and tree.class_of(function) is planner.owner
+    if isinstance(planner.scope, cst.Module) and isinstance(function, cst.FunctionDef):
+        root = owner.split(".")[0]
+        return root not in parameter_names(function) and not bindings(function, root)
+    return False
 
 
 def _feeds(tree, function: Function, call: cst.Call) -> bool:
@@ -211,12 +257,6 @@ def regional_left_off(found: MethodLoss, reason: str) -> str:
         f"script's own {found.owner}.train()/eval() would no longer reach that copy's training flag; the plugin "
         f"compiles {found.cls_name} whole"
     )
-
-
-def wrapper_of(planner: PlainPlanner, owner: str) -> str:
-    """What stands for ``owner`` where DDP's own API is called on it (``accelerator.no_sync(...)``)."""
-    found = planner.method_loss
-    return found.wrapper if found is not None and found.owner == owner else owner
 
 
 def without_grad(tree, node: cst.CSTNode) -> bool:

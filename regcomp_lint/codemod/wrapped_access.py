@@ -82,7 +82,7 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
                 and not structure
                 and isinstance(call, cst.Call)
                 and call.func is attr
-                and _feeds_the_loss(tree, function, call)
+                and feeds_the_loss(planner, function, call)
                 and not makes_fresh_state(tree, name)
                 and not left_plain(planner, call)
             ):
@@ -241,6 +241,19 @@ def _handed_the_model(planner: PlainPlanner, function: Function, models: set[str
     return found
 
 
+def feeds_the_loss(planner: PlainPlanner, function: Function, call: cst.Call) -> bool:
+    """``call`` feeds a backward of ``function``, or what ``function`` returns, where a caller's
+    backward reads that result (``def compute_loss(model, x): return model.training_step(x)``)."""
+    tree = planner.tree
+    if _feeds_the_loss(tree, function, call):
+        return True
+    if not isinstance(function, cst.FunctionDef) or not _feeds(
+        tree, function, call, list(find_all(function, cst.Return, enter_functions=False))
+    ):
+        return False
+    return any(_feeds_the_loss(tree, caller, used) for caller, used in planner.graph.callers_of(function))
+
+
 def _feeds_the_loss(tree, function: Function, call: cst.Call) -> bool:
     """``call`` is part of what a ``X.backward()`` of ``function`` differentiates: inside ``X``,
     or in an assignment whose names ``X`` reads, followed back through the function's assignments."""
@@ -249,9 +262,21 @@ def _feeds_the_loss(tree, function: Function, call: cst.Call) -> bool:
         for c in find_all(function, cst.Call, enter_functions=False)
         if isinstance(c.func, cst.Attribute) and c.func.attr.value == "backward"
     ]
-    if not backwards:
+    return _feeds(tree, function, call, backwards)
+
+
+def _feeds(tree, function: Function, call: cst.Call, ends: list[cst.Call] | list[cst.Return]) -> bool:
+    """``call`` is inside one of ``ends`` (backward calls: their receiver; returns: their value), or
+    in an assignment whose names they read, followed back through the function's assignments."""
+    if not ends:
         return False
-    sources: list[cst.CSTNode] = [b.func.value for b in backwards]  # type: ignore[attr-defined]
+    sources: list[cst.CSTNode] = []
+    for end in ends:
+        if isinstance(end, cst.Return):
+            if end.value is not None:
+                sources.append(end.value)
+        elif isinstance(end.func, cst.Attribute):
+            sources.append(end.func.value)
     needed = {key for source in sources for key in read_keys(source)}
     pending = list(find_all(function, cst.Assign, enter_functions=False))
     changed = True

@@ -191,3 +191,41 @@ def test_the_models_forward_beside_its_method_stays_refused():
     result = convert(text)
     assert result.refused is not None
     assert "the model's forward() feeds the same loss as self.model.training_step (line 27)" in result.refused
+
+
+HELPER = """import torch
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 2)
+
+    def training_step(self, x):
+        return self.fc(x).pow(2).mean()
+
+
+def compute_loss(model, x):
+    return model.training_step(x)
+
+
+def main():
+    model = Net()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(3):
+        loss = compute_loss(model, torch.randn(8, 4))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_a_method_whose_result_a_helper_returns_to_the_loss_is_refused():
+    """It converted to ``accelerator.unwrap_model(model).training_step(x)``: the loss bypassed
+    DDP's gradient sync without a word. The wrapper made in main() is not in reach of the helper."""
+    result = convert(HELPER)
+    assert result.refused is not None
+    assert "model.training_step(...) at line 14 computes the loss with the model's own method" in result.refused
+    assert "it is called in compute_loss() (line 14), where a wrapper prepared in main() is not in reach" in (
+        result.refused
+    )
