@@ -24,6 +24,7 @@ from regcomp_lint.codemod.fresh_state import makes_fresh_state
 from regcomp_lint.codemod.rewrites import function_name
 from regcomp_lint.codemod.roles import bindings
 from regcomp_lint.codemod.tree import Function, find_all, key_of, parameter_names
+from regcomp_lint.knowledge.accelerate_api import WRAPPED_ENTRY
 from regcomp_lint.knowledge.torch_api import DATA_PARALLEL_API, MODULE_API, NO_GRAD
 
 if TYPE_CHECKING:
@@ -200,7 +201,7 @@ def class_statement(planner: PlainPlanner, found: MethodLoss) -> cst.BaseStateme
         f"{unit}{unit}super().__init__()",
         f"{unit}{unit}self.model = model",
         "",
-        f"{unit}def forward(self, *args, **kwargs):",
+        f"{unit}def {WRAPPED_ENTRY}(self, *args, **kwargs):",
         f"{unit}{unit}return self.model.{found.method}(*args, **kwargs)",
     ]
     return statement(nl.join(lines), planner.module)
@@ -251,7 +252,7 @@ def regional_left_off(found: MethodLoss, reason: str) -> str:
     """The note for a model with repeated blocks whose loss runs through the wrapper: regional
     compilation would find the blocks through it, but copies the modules on the way to them
     (the model among them), so the script's own ``model.train()``/``eval()`` would no longer reach
-    the copy's ``training`` flag that the method reads (measured: accelerate 1.15)."""
+    the copy's ``training`` flag that the method reads (see ``accelerate_api.WRAPPED_ENTRY``)."""
     return (
         f"{reason}, but regional compilation is left off: it copies {found.owner} inside {found.cls_name}, and the "
         f"script's own {found.owner}.train()/eval() would no longer reach that copy's training flag; the plugin "

@@ -54,6 +54,17 @@ DUMMY_SCHEDULERS = ("accelerate.utils.DummyScheduler", "accelerate.utils.deepspe
 #: ``torch.autocast(device_type, dtype)``; fp16 on CUDA also scales the loss (``GradScaler``).
 MIXED_PRECISION_DTYPES = {"no": None, "bf16": "bfloat16", "fp16": "float16"}
 
+#: The one method of a model that what ``prepare()`` wraps it in goes through (accelerate 1.15,
+#: torch 2.13, measured on CPU): DDP arms its gradient sync in ``forward`` (a loss from another
+#: method of the wrapped module is not averaged: on 2 gloo processes the ranks part), the plugin's
+#: ``torch.compile`` and the mixed-precision autocast wrap ``forward`` (a method called inside it
+#: runs under both). DDP broadcasts process 0's parameters in place when it wraps, so a module
+#: that holds the model wraps the model's own parameters. ``compile_regions`` copies each module on
+#: the way to the repeated blocks (``__dict__`` copied, children replaced; blocks and leaves are
+#: compiled in place): such a copy's ``training`` flag no longer follows the original's
+#: ``train()``/``eval()``.
+WRAPPED_ENTRY = "forward"
+
 #: What a prepared optimizer (``accelerate.optimizer.AcceleratedOptimizer``, accelerate 1.15)
 #: answers itself: ``torch.optim.Optimizer``'s methods and the attributes it sets. Any other name
 #: (SAM's ``first_step``, Sophia's ``update_hessian``, an ``lr`` attribute) raises AttributeError on
