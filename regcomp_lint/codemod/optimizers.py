@@ -10,6 +10,7 @@ uses as an optimizer. This module only pairs the answers with the converter's li
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -36,7 +37,24 @@ class FoundOptimizer:
 
 def find_optimizers(tree: Tree, function: Function) -> list[FoundOptimizer]:
     """Every ``key = <optimizer>`` assignment in ``function`` (not in nested defs), and every
-    optimizer unpacked from a local helper's tuple (``model, opt = get_model(lr)``), in source order."""
+    optimizer unpacked from a local helper's tuple (``model, opt = get_model(lr)``), in source order.
+
+    Worked out once per function of a tree: the planner asks about the same functions from
+    several places (the scope, the closure check, the untrained parameters, a handed-in
+    optimizer), and the tree and its lint view do not change meanwhile."""
+    known = _FOUND.get(tree)
+    if known is None:
+        known = _FOUND[tree] = {}
+    found = known.get(function)
+    if found is None:
+        found = known[function] = _find_optimizers(tree, function)
+    return [FoundOptimizer(f.key, f.stmt, list(f.models), f.construct) for f in found]  # (the caller's to change)
+
+
+_FOUND: weakref.WeakKeyDictionary[Tree, dict[Function, list[FoundOptimizer]]] = weakref.WeakKeyDictionary()
+
+
+def _find_optimizers(tree: Tree, function: Function) -> list[FoundOptimizer]:
     found = []
     for creation in creations(function):
         source = _source(tree, creation)
