@@ -86,7 +86,7 @@ class ConvertToAccelerate(CodemodCommand, cst.CSTTransformer):
         wrapper = MetadataWrapper(tree, unsafe_skip_copy=True)
         self._metadata = metadata if metadata is not None else SourceMetadata(tree)
         self._metadata.seed(wrapper)  # libcst's ParentNodeProvider and PositionProvider, without their passes
-        resolve_scopes(wrapper, self._metadata.code)  # ScopeProvider without libcst's empty batched traversals
+        resolve_scopes(wrapper, self._metadata.code, self._metadata)  # ScopeProvider, without libcst's extra visits
         with self.resolve(wrapper):
             self.context = replace(self.context, wrapper=wrapper)
             try:

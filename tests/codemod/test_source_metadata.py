@@ -161,6 +161,42 @@ def test_resolve_scopes_gives_libcst_scopes(name: str) -> None:
         assert list(ours.resolve(ExpressionContextProvider).items()) == list(contexts.items())
 
 
+_TARGETS = (
+    "a, (b.c, d[(e := 1)]), *f = g = h\nfor x, y.z in w: pass\nasync def af():\n    async for i in j: pass\n"
+    "with o as (p, q), o2 as r[s]: pass\nimport m as n\nfrom m import t as u\ntry:\n    pass\n"
+    "except E as err:\n    pass\nh[lambda s, *t, k=1, **kw: s] = 1\nx: int = 1\nx2: int\nv += (yy := 2)\n"
+    "[k for k, *_ in r if (z := k)]\ndel a, b[c], d.e\nclass K(B, metaclass=M):\n    def f(self, a=(lambda q: q)): pass\n"
+    "match p:\n    case [1, *rest] | {'k': rest} as q:\n        pass\n"
+)
+
+
+@pytest.mark.parametrize("name", ["fixtures", "targets", *sorted(set(CORNERS) - {"walrus_star"})])
+def test_scopes_from_the_store_names(name: str) -> None:
+    """With the module's printing, the scopes come from its STORE names and no visit for the
+    expression contexts: the same scopes as libcst's, and the same contexts when asked."""
+    paths = sorted((ROOT / "fixtures" / "fix").glob("*/input.py")) if name == "fixtures" else [None]
+    for path in paths:
+        text = (
+            (_TARGETS if name == "targets" else CORNERS[name])
+            if path is None
+            else path.read_text(encoding="utf-8", errors="replace")
+        )
+        module = cst.parse_module(text)
+        theirs = MetadataWrapper(module, unsafe_skip_copy=True)
+        ours = MetadataWrapper(module, unsafe_skip_copy=True)
+        metadata = SourceMetadata(module)
+        metadata.seed(ours)
+        resolve_scopes(ours, text, metadata)
+        if _LIBCST[:2] == (1, 9):
+            # every corner but the type parameters, which libcst's visitor skips in a def and a class
+            assert (metadata.store_names() is None) == (name == "types")
+        assert _scope_summary(ours.resolve(ScopeProvider), module) == _scope_summary(
+            theirs.resolve(ScopeProvider), module
+        )
+        contexts = theirs.resolve(ExpressionContextProvider)
+        assert list(ours.resolve(ExpressionContextProvider).items()) == list(contexts.items())
+
+
 def test_comment_counts_of_a_rebuilt_subtree() -> None:
     from collections import Counter
 
