@@ -80,8 +80,11 @@ _KINDS: tuple[tuple[SetupCall, tuple[str, ...]], ...] = (
 
 def find_distributed_setup(ctx: FileContext) -> DistributedSetup:
     found = DistributedSetup()
+    branching: list[ast.If | ast.Try] = []  # (for _optional_imports: one walk of the file serves both)
     for node in walk(ctx.tree):
-        if isinstance(node, ast.Call):
+        if isinstance(node, (ast.If, ast.Try)):
+            branching.append(node)
+        elif isinstance(node, ast.Call):
             kind = _call_kind(ctx, node)
             if kind is not None:
                 found.calls[id(node)] = (kind, node)
@@ -96,7 +99,7 @@ def find_distributed_setup(ctx: FileContext) -> DistributedSetup:
             framework = _foreign_framework(node)
             if framework is not None:
                 found.foreign_frameworks.append((framework, node))
-    optional = _optional_imports(ctx.tree)
+    optional = _optional_imports(branching)
     found.foreign_frameworks = [item for item in found.foreign_frameworks if id(item[1]) not in optional]
     found.rank_reads.sort(key=lambda read: (read.node.lineno, read.node.col_offset))
     found.foreign_frameworks.sort(key=lambda item: (item[1].lineno, item[1].col_offset))
@@ -132,18 +135,17 @@ def _is_environ(ctx: FileContext, node: ast.expr) -> bool:
     return ctx.resolves_to(node, "os.environ")
 
 
-def _optional_imports(tree: ast.AST) -> set[int]:
-    """Imports with a stand-in: one branch of an ``if``/``try`` imports the framework and the other
-    binds the same name from elsewhere (minGPT's ``import pytorch_lightning as pl`` else
-    ``import mingpt.fake_lightning as pl``). The script then runs without the framework."""
+def _optional_imports(branching: list[ast.If | ast.Try]) -> set[int]:
+    """Imports with a stand-in: one branch of an ``if``/``try`` (of ``branching``, the file's)
+    imports the framework and the other binds the same name from elsewhere (minGPT's
+    ``import pytorch_lightning as pl`` else ``import mingpt.fake_lightning as pl``). The script
+    then runs without the framework."""
     found: set[int] = set()
-    for node in walk(tree):
+    for node in branching:
         if isinstance(node, ast.If):
             branches = [node.body, node.orelse]
-        elif isinstance(node, ast.Try):
-            branches = [node.body, *(h.body for h in node.handlers)]
         else:
-            continue
+            branches = [node.body, *(h.body for h in node.handlers)]
         bound = [{alias: stmt for stmt in branch for alias in _imported_aliases(stmt)} for branch in branches]
         for index, names in enumerate(bound):
             others = set().union(*(b for i, b in enumerate(bound) if i != index))
