@@ -26,6 +26,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterator, Mapping
 from itertools import accumulate
 from types import MappingProxyType
+from typing import cast
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -321,7 +322,7 @@ class SourceMetadata:
                     if field:
                         _mark_store(getattr(node, field), found)
                     else:  # (an Assign: each of its targets)
-                        for target in node.targets:
+                        for target in cast(cst.Assign, node).targets:
                             _mark_store(target.target, found)
                 elif kind is _TYPE_PARAMETERS:
                     return None
@@ -379,7 +380,7 @@ class _ContextsOnAsk(Mapping[cst.CSTNode, ExpressionContext]):
         if self._found is None:
             provider = ExpressionContextProvider()  # (it depends on no other provider)
             _visit_module_without_rebuilding(provider, self._module, self._text)
-            self._found = MappingProxyType(provider._computed)
+            self._found = cast(Mapping[cst.CSTNode, ExpressionContext], MappingProxyType(provider._computed))
         return self._found
 
     def __getitem__(self, node: cst.CSTNode) -> ExpressionContext:
@@ -424,13 +425,15 @@ def resolve_scopes(wrapper: MetadataWrapper, text: str | None = None, metadata: 
         stores = metadata.store_names()
         if stores is not None:
             cache[ExpressionContextProvider] = _ContextsOnAsk(wrapper.module, text)
-            provider = ScopeProvider()
-            provider.metadata = {ExpressionContextProvider: stores}  # (what ``provider.resolve`` would set)
+            scopes = ScopeProvider()
+            scopes.metadata = {
+                ExpressionContextProvider: cast(Mapping[cst.CSTNode, object], stores)
+            }  # (as resolve() sets)
             try:
-                _visit_module_without_rebuilding(provider, wrapper.module, text)
+                _visit_module_without_rebuilding(scopes, wrapper.module, text)
             finally:
-                provider.metadata = {}
-            cache[ScopeProvider] = MappingProxyType(provider._computed)
+                scopes.metadata = {}
+            cache[ScopeProvider] = MappingProxyType(scopes._computed)
             return
     for provider_type in (ExpressionContextProvider, ScopeProvider):
         if provider_type in cache:
