@@ -43,8 +43,8 @@ def find_compile_sites(tree: Tree, function: Function, models: set[str]) -> list
 
 
 def _site(tree: Tree, function: Function, call: cst.Call, models: set[str]) -> CompileSite | None:
-    origin = f"{code(call.func)}(...) at line {tree.line(call)}"
     if tree.resolves_to(call.func, *torch_api.TORCH_COMPILE):
+        origin = _origin(tree, call)
         target = call.args[0].value if call.args and call.args[0].keyword is None and not call.args[0].star else None
         parent = tree.parent(call)
         if isinstance(parent, cst.Assign):
@@ -93,11 +93,18 @@ def _site(tree: Tree, function: Function, call: cst.Call, models: set[str]) -> C
     func = call.func
     key = key_of(func.value) if isinstance(func, cst.Attribute) and func.attr.value == "compile" else None
     if key is not None and key in models:
+        origin = _origin(tree, call)
         parent = tree.parent(call)
         if isinstance(parent, cst.Expr):
             return CompileSite(call, key, parent, _condition(tree, function, parent), origin)
         raise Refusal(f"{origin}: the result of nn.Module.compile() is used; call it as a statement before converting")
     return None
+
+
+def _origin(tree: Tree, call: cst.Call) -> str:
+    """How notes and refusals name a compile call (printed only for those: the scope's other
+    calls are many)."""
+    return f"{code(call.func)}(...) at line {tree.line(call)}"
 
 
 def _refuse_if_model(target: cst.BaseExpression | None, models: set[str], origin: str) -> None:

@@ -34,7 +34,10 @@ _EMPTY = cst.Module(body=[])
 
 
 def code(node: cst.CSTNode) -> str:
-    """Source text of a node on its own."""
+    """Source text of a node on its own (a name without parentheses is its value: what its
+    printing gives, without setting one up; the planner asks for thousands of names)."""
+    if type(node) is cst.Name and not node.lpar and not node.rpar:
+        return node.value
     return _EMPTY.code_for_node(node)
 
 
