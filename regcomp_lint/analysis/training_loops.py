@@ -65,6 +65,11 @@ class TrainingLoops:
         self._calls: list[ast.Call] = []
         self._callers: dict[int, list[ast.Call]] | None = None  # function id -> calls of it
         self._fed: dict[str, list[str]] | None = None  # name key -> the parameters it is passed to
+        #: answers of loop_trains and passes_for_training, by the ids they were asked about: the
+        #: lint's rules and the converter ask about the same loops and calls once per use and per
+        #: loader (each answer walks the loop's body, or the callee's)
+        self._loop_trains: dict[int, bool] = {}
+        self._passes: dict[tuple[int, int, int], bool] = {}
         self._index(tree, None, None)
         has_backward = any(_is_method_call(n, "backward") for n in walk(tree))
         self._step = "backward" if has_backward else "step"
@@ -155,6 +160,12 @@ class TrainingLoops:
 
     def loop_trains(self, loop: ast.AST) -> bool:
         """``loop`` (a ``for``/``while`` or a comprehension of this module) reaches the training step."""
+        found = self._loop_trains.get(id(loop))
+        if found is None:
+            found = self._loop_trains[id(loop)] = self._trains(loop)
+        return found
+
+    def _trains(self, loop: ast.AST) -> bool:
         if isinstance(loop, LOOPS):
             body: Sequence[ast.AST] = loop.body
         elif isinstance(loop, ast.DictComp):
@@ -169,6 +180,13 @@ class TrainingLoops:
     def passes_for_training(self, call: ast.Call, arg: ast.expr, depth: int = 0) -> bool:
         """``arg``, an argument of ``call``, reaches a parameter of the called function of this
         file that a training loop iterates (there or further down)."""
+        key = (id(call), id(arg), depth)
+        found = self._passes.get(key)
+        if found is None:
+            found = self._passes[key] = self._passes_for_training(call, arg, depth)
+        return found
+
+    def _passes_for_training(self, call: ast.Call, arg: ast.expr, depth: int) -> bool:
         if depth > MAX_PASSES:
             return False
         held = _element_of(call, arg)  # `[train_loader, eval_loader]`, unpacked by the callee
