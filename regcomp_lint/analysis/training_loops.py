@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 
 from regcomp_lint.analysis.bindings import binding_key
-from regcomp_lint.files.parsing import children, walk
+from regcomp_lint.files.parsing import children
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -71,20 +71,27 @@ class TrainingLoops:
         self._loop_trains: dict[int, bool] = {}
         self._passes: dict[tuple[int, int, int], bool] = {}
         self._index(tree, None, None)
-        has_backward = any(_is_method_call(n, "backward") for n in walk(tree))
+        has_backward = any(_is_method_call(n, "backward") for n in self._calls)  # (every call of the file)
         self._step = "backward" if has_backward else "step"
         functions = [f for fs in self._by_name.values() for f in fs]
         #: functions that reach the step
-        self._training = self._closure(functions, self._reaches_step)
+        self._training = self._closure(functions)
 
-    def _closure(self, functions: list[Function], test) -> set[int]:
-        """ids of the functions passing ``test``, which may ask about the ones found so far."""
+    def _closure(self, functions: list[Function]) -> set[int]:
+        """ids of the functions that reach the step, directly or through the ones found so far.
+        Each function's own calls are listed once: the rounds after the first read only those."""
         found: set[int] = set()
+        own_calls: dict[int, list[ast.Call]] = {}
         changed = True
         while changed:
             changed = False
             for function in functions:
-                if id(function) not in found and test(function.body, function, found):
+                if id(function) in found:
+                    continue
+                calls = own_calls.get(id(function))
+                if calls is None:
+                    calls = own_calls[id(function)] = [n for n in own_nodes(function.body) if isinstance(n, ast.Call)]
+                if self._calls_step(iter(calls), function, found):
                     found.add(id(function))
                     changed = True
         return found
