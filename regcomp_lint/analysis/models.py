@@ -89,6 +89,9 @@ class ModelFinder:
         self._classes: dict[int, RepeatedBlocks | None] = {}
         self._memo: dict[tuple[int, Where], RepeatedBlocks | None] = {}
         self._foreign: dict[str, ModelFinder] = {}
+        #: module name -> its local file (None: not a local module), looked for once per finder:
+        #: a model of 800 blocks asks about ``torch.nn`` for each of their submodules
+        self._module_files: dict[str, str | None] = {}
 
     # -- expressions ------------------------------------------------------------------------
     def model_of(self, expr: ast.AST | None, where: Where, depth: int = 0) -> RepeatedBlocks | None:
@@ -157,7 +160,11 @@ class ModelFinder:
         if not qualname or not self.ctx.imports.root_is_import(cls):
             return None
         dotted, _, name = qualname.rpartition(".")
-        path = module_file(self.ctx.filename, dotted) if dotted else None
+        path = None
+        if dotted:
+            if dotted not in self._module_files:
+                self._module_files[dotted] = module_file(self.ctx.filename, dotted)
+            path = self._module_files[dotted]
         module = load_module(path) if path is not None else None
         if path is None or module is None or name not in module.classes:
             return None
