@@ -92,6 +92,7 @@ class Tree:
         self._positions = wrapper.resolve(PositionProvider)
         self._scopes = wrapper.resolve(ScopeProvider)
         self._qualnames: dict[cst.CSTNode, Collection[QualifiedName]] = {}
+        self._imported: dict[cst.CSTNode, set[str]] = {}
         #: the module's source, printed once (``module.code`` prints the whole tree on every call);
         #: ``text``: the caller's printing of it
         self.text = self.module.code if text is None else text
@@ -103,12 +104,16 @@ class Tree:
         return {q.name for q in self._qualified_names(node)}
 
     def imported_names(self, node: cst.CSTNode) -> set[str]:
-        """Qualified names of ``node`` that come from an import (not local variables)."""
-        return {
-            q.name
-            for q in self._qualified_names(node)
-            if q.source in (QualifiedNameSource.IMPORT, QualifiedNameSource.BUILTIN)
-        }
+        """Qualified names of ``node`` that come from an import (not local variables). Worked
+        out once per node (the planner asks about the same calls many times); not to be changed."""
+        found = self._imported.get(node)
+        if found is None:
+            found = self._imported[node] = {
+                q.name
+                for q in self._qualified_names(node)
+                if q.source in (QualifiedNameSource.IMPORT, QualifiedNameSource.BUILTIN)
+            }
+        return found
 
     def _qualified_names(self, node: cst.CSTNode) -> Collection[QualifiedName]:
         """What libcst's ``QualifiedNameProvider`` gives ``node``, asked of its scope only for the
@@ -120,7 +125,7 @@ class Tree:
         return names
 
     def resolves_to(self, node: cst.CSTNode, *names: str) -> bool:
-        return bool(self.imported_names(node) & set(names))
+        return not self.imported_names(node).isdisjoint(names)
 
     def resolves_under(self, node: cst.CSTNode, *prefixes: str) -> str | None:
         """The imported qualified name of ``node`` that starts with one of ``prefixes``."""
