@@ -20,6 +20,10 @@ column is the fixer's CPU over libcst's parse. The load averages before and afte
 the machine was (the figures are only comparable on a quiet one).
 
     python bench/fix_speed.py [--repeat 3] [--blocks 200] [--large-blocks 832]
+
+``--sizes 1.25,2.5,5,10`` measures instead how time and memory grow with the file: one generated
+script of about each size in MiB, each fixed once in a fresh process (CPU time and peak resident
+memory of that process, the script's generation excluded from the time).
 """
 
 from __future__ import annotations
@@ -161,8 +165,60 @@ def measure_subprocess(cmd: list[str], cwd: str, repeat: int) -> float:
     return statistics.median(walls)
 
 
+def blocks_for(mib: float) -> int:
+    """The number of blocks that makes a generated script of about ``mib`` MiB."""
+    one = len(generated_script(1)) - len(generated_script(0))
+    return max(1, round((mib * (1 << 20) - len(generated_script(0))) / one))
+
+
+def fix_one_size(blocks: int) -> None:
+    """Fix one generated script of ``blocks`` blocks in this process; print its figures as one line."""
+    import resource
+
+    text = generated_script(blocks)
+    settings = Settings()
+    fix_in_memory([("warm_up.py", generated_script(1))], settings)  # (first-use costs: not the file's)
+    start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # (KiB on Linux)
+    c0 = time.process_time()
+    outcome = fix_in_memory([("sized_train.py", text)], settings)
+    cpu = time.process_time() - c0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"{len(text)}\t{text.count(chr(10))}\t{cpu:.3f}\t{peak:.0f}\t{peak - start:.0f}\t{outcome}")
+
+
+def sizes_table(sizes: list[float]) -> None:
+    """Time and memory of fixing generated scripts of the given sizes (MiB), each in a fresh process."""
+    load_before = os.getloadavg()
+    rows = []
+    for mib in sizes:
+        blocks = blocks_for(mib)
+        done = subprocess.run(
+            [sys.executable, __file__, "--one-size", str(blocks)], capture_output=True, text=True, check=True
+        )
+        chars, lines, cpu, peak, grown, outcome = done.stdout.strip().splitlines()[-1].split("\t")
+        rows.append((int(chars), int(lines), float(cpu), float(peak), float(grown), outcome))
+    load_after = os.getloadavg()
+    print(
+        f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, Python {platform.python_version()}, one run per size, "
+        f"each in a fresh process; load average (1/5/15 min) {'/'.join(f'{x:.1f}' for x in load_before)} before, "
+        f"{'/'.join(f'{x:.1f}' for x in load_after)} after\n"
+    )
+    print(
+        "| size MiB | lines | CPU s | lines/s (CPU) | CPU s per 10k lines | peak RSS MiB | growth MiB "
+        "| growth KiB per line | outcome (changed, refused, not training) |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for chars, lines, cpu, peak, grown, outcome in rows:
+        print(
+            f"| {chars / (1 << 20):.2f} | {lines:,} | {cpu:.1f} | {lines / cpu:,.0f} | {cpu / lines * 1e4:.2f} "
+            f"| {peak:,.0f} | {grown:,.0f} | {grown * 1024 / lines:.1f} | {outcome} |"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", help="comma-separated sizes in MiB: the linearity table instead of the bench")
+    parser.add_argument("--one-size", type=int, help=argparse.SUPPRESS)  # (a child process of --sizes)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument(
         "--blocks", type=int, default=200, help="model classes in the generated script (~25 lines each)"
@@ -174,6 +230,12 @@ def main() -> int:
         help="model classes in the large generated script (832: 20,004 lines; 0: not measured)",
     )
     args = parser.parse_args()
+    if args.one_size is not None:
+        fix_one_size(args.one_size)
+        return 0
+    if args.sizes:
+        sizes_table([float(x) for x in args.sizes.split(",")])
+        return 0
     settings = Settings()
 
     fixtures = sorted((ROOT / "fixtures" / "fix").glob("*/input.py"))
