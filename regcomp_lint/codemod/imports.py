@@ -278,7 +278,15 @@ class TopImportsAdder(AddImportsVisitor):
             setattr(_add_imports, _GATHERER, gatherer)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        return super().on_visit(node) and isinstance(node, (cst.Module, cst.SimpleStatementLine))
+        # the module and its ``from M import ...`` lines (what ``leave_ImportFrom`` extends): any
+        # other line visited would come back rebuilt, equal but a new node, and be printed anew
+        # instead of keeping its text (SourceMetadata.code_of)
+        if isinstance(node, cst.SimpleStatementLine):
+            if not any(isinstance(small, cst.ImportFrom) for small in node.body):
+                return False
+        elif not isinstance(node, cst.Module):
+            return False
+        return super().on_visit(node)
 
     def __dir__(self) -> list[str]:
         # libcst's matcher machinery looks through dir() of every new visitor three times for
