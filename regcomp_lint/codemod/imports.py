@@ -278,15 +278,30 @@ class TopImportsAdder(AddImportsVisitor):
             setattr(_add_imports, _GATHERER, gatherer)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        # the module and its ``from M import ...`` lines (what ``leave_ImportFrom`` extends): any
-        # other line visited would come back rebuilt, equal but a new node, and be printed anew
-        # instead of keeping its text (SourceMetadata.code_of)
+        # the module and the ``from M import ...`` lines ``leave_ImportFrom`` extends (an M it
+        # still has names to add from): any other line visited would come back rebuilt, equal
+        # but a new node, and be printed anew instead of keeping its text (SourceMetadata.code_of)
         if isinstance(node, cst.SimpleStatementLine):
-            if not any(isinstance(small, cst.ImportFrom) for small in node.body):
+            if not any(self._extends(small) for small in node.body):
                 return False
         elif not isinstance(node, cst.Module):
             return False
         return super().on_visit(node)
+
+    def _extends(self, small: cst.BaseSmallStatement) -> bool:
+        """``leave_ImportFrom`` may add names to ``small``: libcst 1.9's test, less its check that
+        the line is among the imports at the top (a line visited needlessly comes back the same);
+        under another libcst, any ``from`` import."""
+        if not isinstance(small, cst.ImportFrom):
+            return False
+        if not _LIBCST_1_9:
+            return True
+        if isinstance(small.names, cst.ImportStar):
+            return False
+        from libcst.helpers import get_absolute_module_from_package_for_import  # (1.9 has it)
+
+        module = get_absolute_module_from_package_for_import(self.context.full_package_name, small)
+        return module is not None and (module in self.module_mapping or module in self.alias_mapping)
 
     def __dir__(self) -> list[str]:
         # libcst's matcher machinery looks through dir() of every new visitor three times for
@@ -295,6 +310,17 @@ class TopImportsAdder(AddImportsVisitor):
         return _matcher_decorated(type(self))
 
 
+def _libcst_1_9() -> bool:
+    from importlib.metadata import version
+
+    try:
+        return version("libcst").startswith("1.9.")
+    except Exception:  # (not installed as a distribution)
+        return False
+
+
+#: the libcst whose ``AddImportsVisitor.leave_ImportFrom`` test ``TopImportsAdder._extends`` repeats
+_LIBCST_1_9 = _libcst_1_9()
 _DECORATED: dict[type, list[str]] = {}
 #: the class libcst's AddImportsVisitor gathers the top imports with
 _GATHERER = "_GatherTopImportsBeforeStatements"
