@@ -196,10 +196,10 @@ def _in_children_order(
     }
     if not odd:
         return parents, []
+    same = _SAME_ORDER
     for child, parent in parents.items():
-        printed = odd.get(parent)
-        if printed is not None:
-            printed.append(child)
+        if type(parent) not in same:  # (a type's hash is cheap; a node's is a Python call)
+            odd[parent].append(child)
     for printed in odd.values():
         for child in printed:
             del parents[child]
