@@ -251,6 +251,8 @@ def model_gpu_choices(tree: Tree, models: set[str]) -> set[str]:
             target = single_target(parent) if isinstance(parent, cst.Assign) and parent.value is call else None
             if key_of(func.value) in models or (target is not None and target[0] in models):
                 found.add(text)
+    if not found:  # (nothing to keep: no value can match, and none is printed to find out)
+        return found
     for assign in find_all(tree.module, cst.Assign):
         target = single_target(assign)
         if target is not None and target[0].startswith("self.") and choice_text(target[1]) in found:
