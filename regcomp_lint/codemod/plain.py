@@ -1090,22 +1090,19 @@ class PlainPlanner(Planner):
                 f"{code(assign.targets[0].target).strip()} is built again at line {tree.line(assign)}, inside the "
                 f"training loop (a learning-rate decay by a new optimizer): prepared there too, as {acc}.prepare(...)"
             )
+
+        def prepare_call(keys: list[str]) -> cst.BaseStatement:
+            """``<targets> = accelerator.prepare(<args>)`` for ``keys`` (the method-loss wrapper
+            in its model's place, placement keywords where some object must not be moved)."""
+            targets_of, args_of = prepared_as(self.method_loss, keys)
+            placed = args_of + placement_keyword(self, keys)
+            return call_statement(f"{', '.join(targets_of)} = ", f"{acc}.prepare", placed, self.module, indent)
+
         if runs is not None:
             prepared = list(dict.fromkeys(k for _, keys, _ in runs for k in keys))
-            first = runs[0][1]
-            targets_of, args_of = prepared_as(self.method_loss, first)
-            prepare = call_statement(
-                f"{', '.join(targets_of)} = ",
-                f"{acc}.prepare",
-                args_of + placement_keyword(self, first),
-                self.module,
-                indent,
-            )
+            prepare = prepare_call(runs[0][1])
         else:
-            targets_of, args_of = prepared_as(self.method_loss, prepared)
-            targets = ", ".join(targets_of)
-            placed = args_of + placement_keyword(self, prepared)
-            prepare = call_statement(f"{targets} = ", f"{acc}.prepare", placed, self.module, indent)
+            prepare = prepare_call(prepared)
         read_through_wrapper(self, block, prepare_index)
         reach_own_methods(self, block, prepare_index)
         unwrap_for_other_modules(self, block, prepare_index)
@@ -1121,15 +1118,7 @@ class PlainPlanner(Planner):
         else:
             self.edits.add_statements(block, prepare_index, [prepare], after=True)
         for at, keys, _step in (runs or [])[1:]:
-            targets_of, args_of = prepared_as(self.method_loss, keys)
-            later = call_statement(
-                f"{', '.join(targets_of)} = ",
-                f"{acc}.prepare",
-                args_of + placement_keyword(self, keys),
-                self.module,
-                indent,
-            )
-            self.edits.add_statements(block, at, [later], after=True)
+            self.edits.add_statements(block, at, [prepare_call(keys)], after=True)
         if runs is not None:
             lines = ", ".join(str(tree.line(block.body[step])) for _, _, step in runs)
             self.notes.append(
