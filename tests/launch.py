@@ -27,6 +27,10 @@ from pathlib import Path
 
 TORCH_PYTHON = os.environ.get("REGCOMP_TORCH_PYTHON") or sys.executable
 TIMEOUT = 300
+#: gloo's teardown race (seen under gdb, torch 2.13): a rank that calls destroy_process_group()
+#: right after its last collective can reach interpreter exit while a ``pt_gloo_runloop`` thread
+#: still holds that collective's tensor; freeing it needs the GIL, the thread is unwound during
+#: finalization, and libstdc++ aborts. A barrier before destroy_process_group() avoids it.
 TEARDOWN_ABORT = "terminate called without an active exception"
 
 #: Runs a script as ``__main__`` and then prints an end marker naming the process by the
