@@ -327,11 +327,12 @@ class Planner:
                 cudas += 1
         cudas += self._gpu_choice_rewrites(function)
         cudas += self._handed_gpu_choices(function)
+        device_keys = {device_key, *self._local_cuda_device_names(function)}
         for assign in find_all(function, cst.Assign, enter_functions=False):
             target = single_target(assign)
             if self.is_removed(assign):
                 continue
-            if target is None or target[0] != device_key:
+            if target is None or target[0] not in device_keys:
                 target = _attribute_target(assign, self.assigned_device_keys)  # args.device = ...
                 if target is None:
                     continue
@@ -340,6 +341,29 @@ class Planner:
             self.rewrite_device(assign)
             devices += 1
         return cudas, devices
+
+    def _local_cuda_device_names(self, function: Function) -> set[str]:
+        """Names other than ``device`` that ``function``, the one the Accelerator is made in (not
+        the module), binds to a fixed CUDA device (``dev = torch.device("cuda" if ... else
+        "cpu")``): every process would use GPU 0, so the assignment gives the accelerator's device,
+        as one named ``device`` does. A helper's locals stay (``pick_device()``'s ``name``: its
+        callers' devices are rewritten where they are read)."""
+        if isinstance(function, cst.Module) or function is not self.scope:
+            return set()
+        view = lint_view(self.tree)
+        if view.devices is None:
+            return set()
+        names: set[str] = set()
+        for assign in find_all(function, cst.Assign, enter_functions=False):
+            target = single_target(assign)
+            if target is None or not isinstance(assign.targets[0].target, cst.Name):
+                continue
+            name = view.any_expression_at(assign.targets[0].target)  # its place: the value's scope
+            if name is None:
+                continue
+            if view.devices.fixed_cuda(view.any_expression_at(assign.value), view.where(name)):
+                names.add(target[0])
+        return names
 
     def _is_global_cuda_device(self, value: cst.BaseExpression, function: Function) -> bool:
         """``x.to(device)`` in a function the conversion rewrites, where ``device`` is a module-level

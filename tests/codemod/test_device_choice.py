@@ -369,3 +369,46 @@ def test_a_called_torch_device_is_no_device_flag_when_a_star_import_hides_torch(
     assert result.refused is None, result.refused
     assert "str(torch.device)" not in result.text
     assert "cpu=not torch.cuda.is_available()" in result.text
+
+
+LOCAL_DEV = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def train():
+    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = torch.nn.Linear(4, 1).to(dev)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = DataLoader(TensorDataset(torch.randn(8, 4)), batch_size=2)
+    for (x,) in loader:
+        x = x.to(dev)
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+
+
+train()
+"""
+
+
+def test_a_local_cuda_device_under_another_name_follows_the_accelerator():
+    """``dev = torch.device("cuda" if ... else "cpu")`` in the function that trains: only a local
+    named ``device`` was rewritten, so ``.to(dev)`` put every process on GPU 0 (RC403 after the
+    conversion). Any local bound to a fixed CUDA device now gives the accelerator's device, and
+    the Accelerator is made before it."""
+    text = convert(LOCAL_DEV).text
+    assert "    dev = accelerator.device\n" in text
+    assert text.index("accelerator = Accelerator(") < text.index("dev = accelerator.device")
+    assert "x = x.to(dev)\n" in text
+    assert "cuda" not in text.split("def train():")[1]
+
+
+def test_a_local_holding_a_tensors_device_is_left_alone():
+    """``dev = tensor.device`` names no device the script chose: it stays as written."""
+    text = convert(
+        LOCAL_DEV.replace(
+            'dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")', "dev = torch.randn(1).device"
+        )
+    ).text
+    assert "dev = torch.randn(1).device\n" in text
