@@ -5,7 +5,8 @@ script that measures on it again -- bert fine-tuning tutorials' "evaluate" loop 
 training ``dataloader``, a CNN tutorial's training-accuracy pass under ``torch.no_grad()`` --
 then reports, and plots, numbers from one shard that change with the number of processes.
 Training itself is unaffected, so the conversion goes on and says so, with the loop's line,
-unless the loop's values are already reduced across processes.
+unless the loop's values are already reduced across processes, or the loop yields its batches
+(an ``infinite(loader)`` generator feeding the training loop measures nothing).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def evaluation_passes_note(view: LintView, prepared: dict[str, Origin | None], a
                 else None
             )
         loop = use.loops[0]
-        if key is None or _combines(loop):
+        if key is None or _combines(loop) or _hands_on(loop):
             continue
         if origin is not None and roles.metric_reductions.of_loader(roles, origin):  # type: ignore[arg-type]
             continue
@@ -59,6 +60,19 @@ def evaluation_passes_note(view: LintView, prepared: dict[str, Origin | None], a
             f"combine it with {accelerator}.gather_for_metrics(...) to report the whole set"
         )
     return notes
+
+
+def _hands_on(loop: ast.AST) -> bool:
+    """The loop yields (``def infinite(loader): while True: for batch in loader: yield batch``):
+    a batch source whose consumer decides what the batches are for; it measures nothing itself."""
+    stack = list(ast.iter_child_nodes(loop))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def _combines(loop: ast.AST) -> bool:

@@ -53,3 +53,51 @@ def test_a_pass_that_gathers_its_values_is_not_named():
         "train.py",
     )
     assert not any("which does not train" in note for note in result.notes), result.notes
+
+
+GENERATOR_SCRIPT = """\
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def infinite(loader):
+    while True:
+        for batch in loader:
+            yield batch
+
+
+def main():
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8, shuffle=True)
+    model = nn.Linear(4, 1).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    batches = infinite(loader)
+    for step in range(20):
+        x, y = next(batches)
+        loss = nn.functional.mse_loss(model(x.to(device)), y.to(device))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_generator_that_yields_the_training_batches_is_not_named():
+    # ``infinite(loader)`` hands the batches on to the training loop: its loop measures nothing
+    result = convert_source(GENERATOR_SCRIPT, "train.py")
+    assert result.refused is None, result.refused
+    assert "prepared: model, optimizer, loader" in result.notes
+    assert not any("which does not train" in note for note in result.notes), result.notes
+
+
+def test_a_measuring_loop_beside_a_yield_elsewhere_is_still_named():
+    # a yield in another function does not excuse the accuracy pass of the original script
+    script = SCRIPT.replace("MEASURE", "correct += (model(x).argmax(1) == y).sum().item()") + (
+        "\n\ndef unused(items):\n    for item in items:\n        yield item\n"
+    )
+    result = convert_source(script, "train.py")
+    assert any("which does not train" in note for note in result.notes), result.notes
