@@ -84,6 +84,15 @@ from regcomp_lint.codemod.shard_metrics import shard_metric_notes
 from regcomp_lint.codemod.sharded_factories import sampler_beside, sharded_by_factory
 from regcomp_lint.codemod.synced_values import evaluates_alike
 from regcomp_lint.codemod.trackers import log_from_main_process
+from regcomp_lint.codemod.trainer_models import (
+    OptimizerMethod,
+    TrainerModels,
+    optimizer_method,
+    prepared_after,
+    refuse_rebound_models,
+    refuse_repeated_training,
+    trainer_models,
+)
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, read_keys, single_target
 from regcomp_lint.codemod.uneven_steps import uneven_steps
 from regcomp_lint.codemod.wrapped_access import places_using_prepared, read_through_wrapper, sees_prepared
@@ -128,6 +137,10 @@ class PlainPlanner(Planner):
         self.compiled_aliases: list[cst.Assign] = []
         #: the one model method that computes the loss, trained through a wrapper module (method_loss.py)
         self.method_loss: MethodLoss | None = None
+        #: the trainer class whose __init__ binds the models its training method prepares (trainer_models.py)
+        self.trainer_models: TrainerModels | None = None
+        #: ``self.set_optimizer()``: the method that builds the optimizer, called by the scope
+        self.optimizer_method: OptimizerMethod | None = None
 
     def plan(self) -> Conversion:
         tree = self.tree
@@ -186,6 +199,8 @@ class PlainPlanner(Planner):
             add_wrapper_class(self, self.method_loss)
         script = ScriptSettings()
         sites = find_compile_sites(tree, self.scope, set(self.models))
+        if self.accelerator_home is not self.scope:  # `self.model = torch.compile(self.model)` in __init__
+            sites = find_compile_sites(tree, self.accelerator_home, set(self.models)) + sites
         collect_settings(tree, sites, script)
         self._remove_compiles(sites)
         reason = self._regional_reason()
@@ -219,11 +234,19 @@ class PlainPlanner(Planner):
         allow_unused_parameters(self)
         self._let_step_take_a_closure()
         follow_handed_device(self)
+        if self.trainer_models is not None:
+            refuse_rebound_models(self, self.trainer_models)
         self._place(settings, script)
         self.imports += [("accelerate", "Accelerator"), ("accelerate.utils", "TorchDynamoPlugin")]
         self._describe(settings, reason, sites)
         self.notes += setting_notes
         return self.conversion()
+
+    @property
+    def accelerator_home(self) -> Function:
+        """Where the Accelerator is made: the scope, or the ``__init__`` of a trainer whose training
+        method prepares the model ``__init__`` binds (trainer_models.py)."""
+        return self.trainer_models.init if self.trainer_models is not None else self.scope
 
     # -- where the model lives ----------------------------------------------------------------
     def _functions(self) -> list[Function]:
@@ -310,6 +333,20 @@ class PlainPlanner(Planner):
                     f"optimizers are built in several places ({where}); convert by hand or build them in one function"
                 )
             scopes = training_scopes
+        made = optimizer_method(
+            self,
+            scopes[0],
+            [key for function, key, _ in found if function is scopes[0] and key is not None],
+            [m for function, _, models in found if function is scopes[0] for m in models],
+        )
+        if made is not None:  # `self.set_optimizer()` in train(): the optimizer is made at that call
+            self.optimizer_method = made
+            found = [(made.caller if function is made.method else function, key, ms) for function, key, ms in found]
+            scopes = [made.caller]
+            self.notes.append(
+                f"{', '.join(made.keys)} {'is' if len(made.keys) == 1 else 'are'} built by {code(made.statement).strip()} "
+                f"(line {tree.line(made.statement)}): prepared in {function_name(made.caller)} right after that call"
+            )
         self.scope = scopes[0]
         self.optimizer_found = [
             (key, [_wrapped_model(self.scope, m) for m in models])
@@ -430,6 +467,16 @@ class PlainPlanner(Planner):
                 "created, or convert by hand"
             )
         for model in models:
+            if (
+                not bindings(self.scope, model)
+                and not tree.is_parameter(model, self.scope)
+                and self.owner is not None
+                and model.startswith("self.")
+            ):  # `self.model = Net()` in __init__, its optimizer in train(): prepared there (trainer_models.py)
+                if self.trainer_models is None:
+                    self.trainer_models = trainer_models(self, model)
+                self.trainer_models.models.append(model)
+                continue
             if not bindings(self.scope, model) and not tree.is_parameter(model, self.scope):
                 raise Refusal(
                     f"the model {model}{self._built_elsewhere(model)} is not created in {function_name(self.scope)}"
@@ -449,6 +496,8 @@ class PlainPlanner(Planner):
                     "the Accelerator and preparing the model and optimizer where the model is built, and handing the "
                     "accelerator in"
                 )
+        if self.trainer_models is not None:
+            refuse_repeated_training(self, self.trainer_models)
         loaders: list[str] = []
         schedulers: list[str] = []
         skipped: list[str] = []
@@ -457,11 +506,14 @@ class PlainPlanner(Planner):
         self.sharded_loaders: list[str] = []  # fed a DistributedSampler: already one shard per rank
         prepared_origins: dict[str, Origin | None] = {}  # the training loaders prepared here, by key
         view = lint_view(tree)
-        for creation in creations(self.scope):
+        home = self.accelerator_home
+        # a trainer whose __init__ binds the model keeps its loaders there too (trainer_models.py)
+        made_here = [*creations(self.scope), *(creations(home) if home is not self.scope else [])]
+        for creation in made_here:
             if creation.key in loaders + schedulers + optimizers + models + self.kept_schedulers:
                 continue
             built = view.origin(creation.value)
-            handed = built is None and self._handed_loader(view, creation.value)
+            handed = built is None and self._handed_loader(view, creation.value, self.tree.function_of(creation.stmt))
             if handed:
                 built = handed
             elif self._prepare_inline(view, creation, built):
@@ -549,7 +601,7 @@ class PlainPlanner(Planner):
             return False
         function = self.tree.function_of(creation.stmt)
         inner = next((c for c in find_all(creation.value, cst.Call) if view.expression_at(c) is built.call), None)
-        if inner is None or (inner is creation.value and function is self.scope):
+        if inner is None or (inner is creation.value and (function is self.scope or function is self.accelerator_home)):
             return False  # not built here, or built by name in the scope: prepared with the model
         if not view.roles.is_training_loader(built) or view.roles.shard_reason(built) is not None:
             return False
@@ -564,11 +616,11 @@ class PlainPlanner(Planner):
         )
         return True
 
-    def _handed_loader(self, view, value: cst.BaseExpression) -> Origin | None:
+    def _handed_loader(self, view, value: cst.BaseExpression, function: Function) -> Origin | None:
         """A DataLoader handed to the scope as a parameter (``self.train_loader = train_loader``
         in a trainer's ``__init__``, the loader built by ``main()``): prepared where it is kept,
         with the model and optimizer."""
-        if not isinstance(value, cst.Name) or not self.tree.is_parameter(value.value, self.scope):
+        if not isinstance(value, cst.Name) or not self.tree.is_parameter(value.value, function):
             return None
         found = view.origin(value, callers=True)
         return found if found is not None and found.kind is Kind.DATALOADER else None
@@ -582,6 +634,8 @@ class PlainPlanner(Planner):
         if roles is None:
             return []
         scope_node = None if isinstance(self.scope, cst.Module) else view.statement_at(self.scope)
+        home = self.accelerator_home
+        home_node = view.statement_at(home) if home is not self.scope else scope_node
         found: list[str] = []
         for expr, where in roles.training_iterables():
             key = binding_key(expr)
@@ -590,7 +644,11 @@ class PlainPlanner(Planner):
             bound = roles.bindings.lookup(expr, where)
             # iterated in the scope, or in a training function that reads the scope's global
             # (cifar100's `train(epoch)` over the module-level `loader = get_loader(...)`)
-            if bound is None or not isinstance(bound.value, ast.Call) or bound.where.function is not scope_node:
+            if (
+                bound is None
+                or not isinstance(bound.value, ast.Call)
+                or (bound.where.function is not scope_node and bound.where.function is not home_node)
+            ):
                 continue  # a parameter, a literal, or bound elsewhere
             func = bound.value.func
             if isinstance(func, ast.Name) and func.id in _BUILTIN_NAMES and not roles.ctx.imports.imported(func.id):
@@ -725,6 +783,7 @@ class PlainPlanner(Planner):
             for c in find_all(self.tree.module, cst.Call)
             if self.tree.resolves_to(c.func, *torch_api.TORCH_COMPILE)
             and not self.tree.contains(self.scope, c)
+            and not self.tree.contains(self.accelerator_home, c)
             and isinstance(self.tree.parent(c), cst.Assign)
         ]
         for call in leftover:
@@ -734,7 +793,7 @@ class PlainPlanner(Planner):
 
     def _regional_reason(self) -> str | None:
         for model in self.models:
-            for node in bindings(self.scope, model):
+            for node in bindings(self.scope, model) or bindings(self.accelerator_home, model):
                 if isinstance(node, cst.Assign) and not self.is_removed(node):
                     reason = repeated_blocks(self.tree, node.value)
                     if reason and self.method_loss is not None:
@@ -798,8 +857,13 @@ class PlainPlanner(Planner):
         reach += [m for m in self._dataset_item_methods() if all(m is not r for r in reach)]
         self.assigned_device_keys = {key for function in reach for key in assigned_device_keys(tree, function)}
         self.model_gpu_choices = model_gpu_choices(tree, set(self.models))
+        home = self.accelerator_home
+        if all(home is not r for r in reach):  # a trainer's __init__, where its Accelerator is made
+            reach.append(home)
+            self.assigned_device_keys |= assigned_device_keys(tree, home)
         for function in reach:
-            cudas, devices = self.device_and_cuda_rewrites(function, device_key if function is self.scope else "device")
+            own = function is self.scope or function is home
+            cudas, devices = self.device_and_cuda_rewrites(function, device_key if own else "device")
             self.cudas += cudas
             self.devices += devices
         keep_cpu_load_locations(self, reach)
@@ -1314,7 +1378,7 @@ class PlainPlanner(Planner):
         """The bindings of ``key`` that make the object training uses: not one after the last
         training step outside any loop (the quickstart's ``model = NeuralNetwork()`` built again
         to load the saved weights), which is a new, unprepared object."""
-        nodes = [n for n in bindings(self.scope, key) if not self.is_removed(n)]
+        nodes = [n for n in bindings(self.scope, key) if not self.is_removed(n)] + prepared_after(self, key)
         last_step = max((self.tree.line(s) for s in steps), default=None)
         if last_step is None:
             return nodes
@@ -1345,17 +1409,24 @@ class PlainPlanner(Planner):
         self, settings: dict[str, Setting], script: ScriptSettings, prepare_block: Block, prepare_index: int
     ) -> None:
         tree = self.tree
-        scope_block: Block = tree.body_of(self.scope)
+        home = self.accelerator_home  # the scope, or the __init__ of a trainer that prepares in another method
+        scope_block: Block = tree.body_of(home)
         uses = self._scope_uses()
         anchor = prepare_block.body[prepare_index] if prepare_index < len(prepare_block.body) else None
-        block = self.descend(scope_block, uses + ([anchor] if anchor is not None else [prepare_block.body[-1]]))
+        if home is self.scope:
+            block = self.descend(scope_block, uses + ([anchor] if anchor is not None else [prepare_block.body[-1]]))
+        else:
+            block = self.descend(scope_block, uses)
         positions = [i for i in (self.project(block, u) for u in uses) if i is not None]
         if prepare_block is block:
             positions.append(prepare_index)
-        else:
+        elif home is self.scope:
             holder = self.project(block, prepare_block.body[-1] if anchor is None else anchor)
             if holder is not None:
                 positions.append(holder)
+        else:  # nothing in __init__ reads the accelerator: it is made before the model is
+            made = [self.binding_index(block, model, home) for model in self.models]
+            positions.append(min((i for i in made if i >= 0), default=len(block.body)))
         first_use = min(positions)
         flags = self._device_flags()
         # a device choice read from the script's own flags (`"cuda" if use_cuda else "cpu"`) is kept
@@ -1363,13 +1434,13 @@ class PlainPlanner(Planner):
         choices = [
             (condition, roots)
             for condition, roots in self._device_choices()
-            if all(self.binding_index(block, root, self.scope) < first_use for root in roots)
+            if all(self.binding_index(block, root, home) < first_use for root in roots)
         ]
         dependencies = _names_in(
             [*script.values.values(), *([script.condition] if script.condition is not None else [])]
         ) + [key.split(".")[0] for key in flags]
         dependencies += _names_in([t for b in self.flag_branches.values() if b for t in b[1]])
-        last_dependency = max((self.binding_index(block, name, self.scope) for name in dependencies), default=-1)
+        last_dependency = max((self.binding_index(block, name, home) for name in dependencies), default=-1)
         rebinds = _global_rebinds(tree, block) if isinstance(self.scope, cst.Module) else []
         configured_devices = [
             u for u in uses if u in self.device_values and rebinds and (self.project(block, u) or 0) <= rebinds[-1]
@@ -1390,9 +1461,7 @@ class PlainPlanner(Planner):
             early = [u for u in uses if (self.project(block, u) or 0) <= last_dependency]
             movable = all(_is_own_line(block, self.project(block, u), u) and u in self.device_values for u in early)
             if not movable or (prepare_block is block and prepare_index <= last_dependency):
-                name = next(
-                    (n for n in dependencies if self.binding_index(block, n, self.scope) == last_dependency), None
-                )
+                name = next((n for n in dependencies if self.binding_index(block, n, home) == last_dependency), None)
                 needed = (
                     f"the Accelerator is needed from line {tree.line(early[0]) if early else tree.line(self.scope)} on"
                 )
@@ -1440,7 +1509,7 @@ class PlainPlanner(Planner):
         if self.hand_written_batches is not None:
             split_hand_written_batches(self, block, first_use, self.hand_written_batches)
         self.created_at = (
-            function_name(self.scope) if self.owner is None else f"{self.owner.name.value}.{function_name(self.scope)}"
+            function_name(home) if self.owner is None else f"{self.owner.name.value}.{function_name(home)}"
         )
 
     def _refuse_double_backward(self) -> None:
@@ -1468,7 +1537,7 @@ class PlainPlanner(Planner):
         tree = self.tree
         found: list[cst.CSTNode] = []
         for use in self.uses:
-            if not tree.contains(self.scope, use):
+            if not tree.contains(self.accelerator_home, use):
                 continue
             function = tree.function_of(use)
             if isinstance(self.scope, cst.Module) and function is not self.scope:
@@ -1492,6 +1561,8 @@ class PlainPlanner(Planner):
         ``torch.optim.Optimizer`` subclass of the script whose ``def step(self):`` takes no closure
         (Barlow Twins' LARS) would raise TypeError at its first step; it gets ``closure=None``."""
         constructs = {found.construct for found in find_optimizers(self.tree, self.scope)}
+        if self.optimizer_method is not None:
+            constructs |= {found.construct for found in find_optimizers(self.tree, self.optimizer_method.method)}
         for cls in find_all(self.tree.module, cst.ClassDef):
             if cls.name.value not in constructs or not any(
                 self.tree.resolves_to(base.value, *torch_api.OPTIMIZER_BASE) for base in cls.bases
@@ -1796,7 +1867,7 @@ class PlainPlanner(Planner):
             return []
         names = set(self.models)
         for model in self.models:
-            for node in bindings(self.scope, model):
+            for node in bindings(self.scope, model) + bindings(self.accelerator_home, model):
                 if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
                     names.add(code(node.value.func).rsplit(".", 1)[-1])
         if wanted in names:

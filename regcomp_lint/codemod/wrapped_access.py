@@ -23,6 +23,7 @@ from regcomp_lint.codemod.fresh_state import makes_fresh_state
 from regcomp_lint.codemod.method_loss import left_plain, not_wrapped, through_wrapper
 from regcomp_lint.codemod.roles import bindings, bound_keys
 from regcomp_lint.codemod.settings import Refusal
+from regcomp_lint.codemod.trainer_models import later_methods
 from regcomp_lint.codemod.tree import Block, Function, find_all, key_of, parameter_names, read_keys
 from regcomp_lint.knowledge.torch_api import (
     DATA_PARALLEL_API,
@@ -47,6 +48,7 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
     walked: list[tuple[int, str]] = []
     to_pipelines: list[str] = []
     trains = planner.reach()
+    later = later_methods(planner)  # a trainer's methods that may run after its training method prepared
     for function in places_using_prepared(planner):
         handed = _handed_the_model(planner, function, models, 0) if function is not planner.scope else set()
         traced = traced_models(tree, function)
@@ -74,7 +76,9 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
                 continue  # `make_optimizer(model)` walks named_parameters() of the model not yet prepared
             elif owner in handed:
                 pass  # greedy_decode(model, ...) called as greedy_decode(transformer, ...)
-            elif not sees_prepared(function, owner, planner) or (owner.startswith("self.") and function not in trains):
+            elif not sees_prepared(function, owner, planner) or (
+                owner.startswith("self.") and function not in trains and function not in later
+            ):
                 continue
             call = tree.parent(attr)
             if (
@@ -312,6 +316,7 @@ def places_using_prepared(planner: PlainPlanner) -> list[Function]:
     places += [callee for callee, _ in planner.graph.calls_from(planner.scope)]
     if isinstance(planner.scope, cst.Module):
         places += [f for f in find_all(tree.module, cst.FunctionDef) if tree.class_of(f) is None]
+    places += later_methods(planner)
     unique: list[Function] = []
     for place in places:
         if all(place is not u for u in unique):

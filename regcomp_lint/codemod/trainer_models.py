@@ -1,0 +1,261 @@
+"""A trainer class that binds its model in ``__init__`` and builds the optimizer later.
+
+Real scripts hold training in a class: ``__init__`` keeps ``self.model`` (and its loaders and
+device), and the training method builds the optimizer itself (``self.optimizer =
+torch.optim.SGD(self.model.parameters(), ...)``) or calls a method that does nothing else
+(``self.set_optimizer()``). ``prepare()`` must see the optimizer, so it runs in the training
+method right after the optimizer exists; the ``Accelerator`` is made in ``__init__``, so
+``self.device`` there is already the accelerator's device and every method reaches
+``self.accelerator``. After the training method has prepared it, ``self.model`` may be a DDP or
+compile wrapper in every other method: the model's own methods are read through
+``unwrap_model`` there (``accelerator.unwrap_model`` of a model not yet prepared is the model
+itself, so a method called before training is unaffected).
+
+Refused, naming the construct and its line, where one ``prepare()`` in the training method would
+not see what the original trains: ``self.model`` bound again in another method, the training
+method called more than once or in a loop (each call would build and prepare a new optimizer of
+the one prepared model: folds), a ``set_optimizer()``-style method that also builds other things,
+and a model bound in no method of the class (a base class's, out of sight).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from regcomp_lint.codemod.roles import bindings, bound_keys
+from regcomp_lint.codemod.settings import Refusal
+from regcomp_lint.codemod.tree import Function, Tree, code, find_all
+
+if TYPE_CHECKING:
+    from regcomp_lint.codemod.plain import PlainPlanner
+
+
+@dataclass
+class TrainerModels:
+    """The trainer class whose ``__init__`` binds the models its training method prepares."""
+
+    cls: cst.ClassDef
+    init: cst.FunctionDef
+    models: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class OptimizerMethod:
+    """``self.set_optimizer()``: a method that only builds the optimizer, called as a statement
+    from one other method of its class (the scope the optimizer is prepared in)."""
+
+    method: cst.FunctionDef
+    caller: cst.FunctionDef
+    statement: cst.SimpleStatementLine
+    keys: tuple[str, ...]
+
+
+def optimizer_method(
+    planner: PlainPlanner, function: Function, keys: list[str], models: list[str]
+) -> OptimizerMethod | None:
+    """``function`` is a method that builds the optimizer(s) ``keys`` of ``models`` it does not
+    bind itself, returns nothing, and is called once, as a statement, by another method of its
+    class: the optimizer is made at that call. A method that also keeps other attributes (a
+    scheduler, a loss) is refused, naming them."""
+    tree = planner.tree
+    if not isinstance(function, cst.FunctionDef) or function in planner.training:
+        return None
+    cls = tree.class_of(function)
+    if cls is None or not keys or not all(k.startswith("self.") for k in keys):
+        return None
+    if not models or any(bindings(function, m) or tree.is_parameter(m, function) for m in models):
+        return None
+    callers = planner.graph.callers_of(function)
+    if len(callers) != 1:
+        return None
+    caller, call = callers[0]
+    expr = tree.parent(call)
+    line = tree.parent(expr) if isinstance(expr, cst.Expr) else None
+    if (
+        not isinstance(caller, cst.FunctionDef)
+        or tree.class_of(caller) is not cls
+        or not isinstance(line, cst.SimpleStatementLine)
+        or len(line.body) != 1
+    ):
+        return None
+    if any(r.value is not None for r in find_all(function, cst.Return, enter_functions=False)):
+        return None  # a factory: its result is bound where it is called
+    others = [
+        (key, node)
+        for node in find_all(function, (cst.Assign, cst.AnnAssign, cst.AugAssign), enter_functions=False)
+        for key in bound_keys(node)
+        if key.startswith("self.") and key not in keys
+    ]
+    if others:
+        key, node = others[0]
+        raise Refusal(
+            f"{cls.name.value}.{function.name.value}() (line {tree.line(function)}) builds {', '.join(keys)} and also "
+            f"{key} (line {tree.line(node)}); the conversion prepares what {function.name.value}() builds right "
+            f"after {caller.name.value}() calls it (line {tree.line(call)}) only when it builds nothing but the "
+            "optimizer: build the rest elsewhere, or convert by hand"
+        )
+    return OptimizerMethod(function, caller, line, tuple(keys))
+
+
+def trainer_models(planner: PlainPlanner, model: str) -> TrainerModels:
+    """The trainer class whose ``__init__`` binds ``model`` (``self.model``), which the scope (a
+    method of that class) prepares but does not bind; refused when no method binds it or only
+    another method than ``__init__`` does."""
+    tree = planner.tree
+    scope = planner.scope
+    cls = tree.class_of(scope) if isinstance(scope, cst.FunctionDef) else None
+    assert cls is not None and model.startswith("self.")
+    methods = [m for m in cls.body.body if isinstance(m, cst.FunctionDef)]
+    init = next((m for m in methods if m.name.value == "__init__"), None)
+    binders = [m for m in methods if bindings(m, model)]
+    where = f"{cls.name.value}.{scope.name.value}() (line {tree.line(scope)})"  # type: ignore[union-attr]
+    if not binders:
+        bases = ", ".join(code(b.value).strip() for b in cls.bases)
+        origin = f"from its base class {bases}, or from outside the class" if bases else "from outside the class"
+        raise Refusal(
+            f"the model {model}, whose optimizer {where} builds, is bound in no method of {cls.name.value} (class at "
+            f"line {tree.line(cls)}): it comes {origin}, where the conversion cannot prepare it; bind it in "
+            f"{cls.name.value}.__init__(), or convert by hand"
+        )
+    if init is None or init not in binders or init is scope:
+        first = binders[0]
+        raise Refusal(
+            f"the model {model}, whose optimizer {where} builds, is bound in {first.name.value}() at line "
+            f"{tree.line(bindings(first, model)[0])}, not in {cls.name.value}.__init__(): the conversion prepares a "
+            "trainer's model in the training method only when __init__ builds it; convert by hand"
+        )
+    return TrainerModels(cls, init)
+
+
+def refuse_rebound_models(planner: PlainPlanner, found: TrainerModels) -> None:
+    """``self.model`` bound again in another method than ``__init__`` (a reset, a reload, a
+    compile the conversion does not take over): the one ``prepare()`` in the training method
+    would see another model than some methods. Wraps and compiles the conversion removes count
+    as gone."""
+    tree = planner.tree
+    for method in found.cls.body.body:
+        if not isinstance(method, cst.FunctionDef) or method is found.init:
+            continue
+        for model in found.models:
+            left = [n for n in bindings(method, model) if not planner.is_removed(n)]
+            if left:
+                raise Refusal(
+                    f"the model {model} is built in {found.cls.name.value}.__init__() and bound again in "
+                    f"{method.name.value}() at line {tree.line(left[0])} ({code(left[0]).strip().splitlines()[0]}): "
+                    f"the model {function_label(planner.scope)} prepares is not the one every method uses; "
+                    "keep one model per trainer, or convert by hand"
+                )
+
+
+def refuse_repeated_training(planner: PlainPlanner, found: TrainerModels) -> None:
+    """The training method, which builds the optimizer and prepares, runs once: called twice, or
+    in a loop (per fold, per run), it would prepare the one model again with each new optimizer."""
+    tree = planner.tree
+    scope = planner.scope
+    assert isinstance(scope, cst.FunctionDef)
+    calls = _calls_of_method(tree, found.cls, scope)
+    label = f"{found.cls.name.value}.{scope.name.value}()"
+    if len(calls) > 1:
+        lines = [str(tree.line(c)) for c in calls]
+        shown = ", ".join(lines[:-1]) + f" and {lines[-1]}"
+        raise Refusal(
+            f"{label}, which builds the optimizer and prepares the model {found.cls.name.value}.__init__() built, is "
+            f"called more than once (lines {shown}): each call would prepare that model again with a new optimizer; "
+            "convert by hand"
+        )
+    for call in calls:
+        loop = _enclosing_loop(planner, call, 0)
+        if loop is not None:
+            raise Refusal(
+                f"{label}, which builds the optimizer and prepares the model {found.cls.name.value}.__init__() built, "
+                f"is called in the loop at line {tree.line(loop)} (line {tree.line(call)}): each pass (a fold, a repeated "
+                "run) would make another Accelerator and prepare another model and optimizer on it; convert by hand, "
+                "making the Accelerator once, outside the loop, and preparing each pass's objects"
+            )
+
+
+def function_label(function: Function) -> str:
+    return "module level" if isinstance(function, cst.Module) else f"{function.name.value}()"
+
+
+def _calls_of_method(tree: Tree, cls: cst.ClassDef, method: cst.FunctionDef) -> list[cst.Call]:
+    """Calls of ``method`` on an instance of ``cls``: ``self.train()`` in its own methods,
+    ``Trainer(args).train()``, and ``trainer.train()`` where the same function binds ``trainer =
+    Trainer(...)`` (``model.train()`` of a module is not one)."""
+    name, class_name = method.name.value, cls.name.value
+    instances: dict[int, set[str]] = {}
+    found: list[cst.Call] = []
+    for call in find_all(tree.module, cst.Call):
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == name):
+            continue
+        receiver = func.value
+        function = tree.function_of(call)
+        if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name) and receiver.func.value == class_name:
+            found.append(call)
+        elif isinstance(receiver, cst.Name) and receiver.value == "self" and tree.class_of(function) is cls:
+            found.append(call)
+        elif isinstance(receiver, cst.Name):
+            if id(function) not in instances:
+                instances[id(function)] = {
+                    key
+                    for assign in find_all(function, cst.Assign, enter_functions=False)
+                    if isinstance(assign.value, cst.Call)
+                    and isinstance(assign.value.func, cst.Name)
+                    and assign.value.func.value == class_name
+                    for key in bound_keys(assign)
+                }
+            if receiver.value in instances[id(function)]:
+                found.append(call)
+    return found
+
+
+def _enclosing_loop(planner: PlainPlanner, node: cst.CSTNode, depth: int) -> cst.CSTNode | None:
+    """The ``for``/``while`` that runs ``node`` again and again: around it in its function, or
+    around a call of that function (three calls up)."""
+    tree = planner.tree
+    for anc in tree.ancestors(node):
+        if isinstance(anc, (cst.For, cst.While)):
+            return anc
+        if isinstance(anc, cst.FunctionDef):
+            break
+    function = tree.function_of(node)
+    if depth >= 3 or not isinstance(function, cst.FunctionDef):
+        return None
+    for _, call in planner.graph.callers_of(function):
+        loop = _enclosing_loop(planner, call, depth + 1)
+        if loop is not None:
+            return loop
+    return None
+
+
+def prepared_after(planner: PlainPlanner, key: str) -> list[cst.CSTNode]:
+    """The statements of the scope that make ``key``: ``self.set_optimizer()`` for the optimizer
+    that method builds (none for anything else)."""
+    made = planner.optimizer_method
+    if made is None or key not in made.keys or made.caller is not planner.scope:
+        return []
+    return [made.statement]
+
+
+def later_methods(planner: PlainPlanner) -> list[cst.FunctionDef]:
+    """The trainer's methods that may run once the training method has prepared the model:
+    every method but ``__init__``, the training method itself (its code before ``prepare()``
+    holds the plain model) and the methods only ``__init__`` calls."""
+    found = planner.trainer_models
+    if found is None:
+        return []
+    methods = [m for m in found.cls.body.body if isinstance(m, cst.FunctionDef)]
+    from_init: set[int] = set()
+    frontier: list[Function] = [found.init]
+    while frontier:
+        current = frontier.pop()
+        for callee, _ in planner.graph.calls_from(current):
+            callers = [c for c, _ in planner.graph.callers_of(callee)]
+            if id(callee) not in from_init and all(c is found.init or id(c) in from_init for c in callers):
+                from_init.add(id(callee))
+                frontier.append(callee)
+    return [m for m in methods if m is not found.init and m is not planner.scope and id(m) not in from_init]

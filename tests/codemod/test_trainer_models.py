@@ -1,0 +1,221 @@
+"""codemod/trainer_models.py: a trainer class that binds ``self.model`` in ``__init__`` and builds
+its optimizer later (in the training method, or in a ``set_optimizer()``-style method the
+training method calls) converts: the Accelerator is made in ``__init__``, ``prepare()`` runs in
+the training method right after the optimizer exists. What cannot be mapped is refused, naming
+the construct and its line."""
+
+from __future__ import annotations
+
+from regcomp_lint.codemod import ConvertOptions, convert_source
+
+SET_OPTIMIZER = """import argparse
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.body(x)
+
+    def scores(self, x):
+        return self.forward(x).softmax(-1)
+
+
+class Trainer:
+    def __init__(self, args):
+        self.args = args
+        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        self.model = Net().to(self.device)
+        x = torch.randn(256, 16)
+        self.train_loader = DataLoader(TensorDataset(x, x.argmax(1) % 4), batch_size=16, shuffle=True)
+
+    def set_optimizer(self):
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.args.lr)
+
+    def train(self):
+        self.set_optimizer()
+        for epoch in range(self.args.epochs):
+            for x, y in self.train_loader:
+                x, y = x.to(self.device), y.to(self.device)
+                loss = F.cross_entropy(self.model(x), y)
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+        torch.save(self.model.state_dict(), "final.pt")
+
+    def predict(self, x):
+        return self.model.scores(x)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--lr", type=float, default=1e-2)
+    parser.add_argument("--epochs", type=int, default=3)
+    Trainer(parser.parse_args()).train()
+"""
+
+IN_TRAIN = SET_OPTIMIZER.replace(
+    "        self.set_optimizer()\n",
+    "        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=self.args.lr)\n",
+)
+
+
+def convert(text: str):
+    return convert_source(text, "train.py", ConvertOptions())
+
+
+def _converted(text: str) -> str:
+    result = convert(text)
+    assert result.refused is None, result.refused
+    return result.text
+
+
+def test_the_accelerator_is_made_in_init_and_the_device_follows_it():
+    out = _converted(SET_OPTIMIZER)
+    init = out.split("    def __init__(self, args):\n", 1)[1].split("    def set_optimizer")[0]
+    assert "        self.accelerator = Accelerator(dynamo_plugin=dynamo_plugin)\n" in init
+    assert "        self.device = self.accelerator.device\n" in init
+    assert init.index("self.accelerator = Accelerator(") < init.index("self.device = self.accelerator.device")
+    assert "prepare(" not in init
+
+
+def test_prepare_runs_right_after_set_optimizer():
+    out = _converted(SET_OPTIMIZER)
+    assert (
+        "        self.set_optimizer()\n"
+        "        self.model, self.optimizer, self.train_loader = self.accelerator.prepare(\n"
+        "            self.model, self.optimizer, self.train_loader\n"
+        "        )\n"
+        "        for epoch in range(self.args.epochs):\n"
+    ) in out
+    # set_optimizer itself is left as it is
+    assert "    def set_optimizer(self):\n        self.optimizer = torch.optim.Adam(self.model.parameters()" in out
+
+
+def test_prepare_runs_right_after_the_optimizer_built_in_the_training_method():
+    out = _converted(IN_TRAIN)
+    assert (
+        "        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=self.args.lr)\n"
+        "        self.model, self.optimizer, self.train_loader = self.accelerator.prepare(\n"
+    ) in out
+    assert "        self.accelerator = Accelerator(dynamo_plugin=dynamo_plugin)\n" in out.split("def set_optimizer")[0]
+
+
+def test_backward_save_and_custom_methods_go_through_the_accelerator():
+    out = _converted(SET_OPTIMIZER)
+    assert "                self.accelerator.backward(loss)\n" in out
+    assert (
+        "        self.accelerator.save(self.accelerator.unwrap_model(self.model, keep_torch_compile=False).state_dict(), "
+        '"final.pt")\n'
+    ) in out
+    assert "        return self.accelerator.unwrap_model(self.model).scores(x)\n" in out
+
+
+def test_notes_say_where_the_accelerator_is_made_and_what_is_prepared():
+    result = convert(SET_OPTIMIZER)
+    assert result.notes[0].endswith("created in Trainer.__init__()")
+    assert "prepared: self.model, self.optimizer, self.train_loader" in result.notes
+    assert any("self.set_optimizer() (line 33)" in n and "prepared in train()" in n for n in result.notes)
+
+
+def test_conversion_is_idempotent():
+    once = _converted(SET_OPTIMIZER)
+    again = convert(once)
+    assert again.text == once
+
+
+def test_a_compile_in_init_folds_into_the_plugin():
+    text = SET_OPTIMIZER.replace(
+        "        self.model = Net().to(self.device)\n",
+        "        self.model = Net().to(self.device)\n        if args.compile:\n            self.model = torch.compile(self.model)\n",
+    ).replace(
+        '    parser.add_argument("--epochs", type=int, default=3)\n',
+        '    parser.add_argument("--epochs", type=int, default=3)\n    parser.add_argument("--compile", action="store_true")\n',
+    )
+    out = _converted(text)
+    assert "torch.compile" not in out
+    assert 'TorchDynamoPlugin(backend="inductor" if args.compile else "no")' in out
+
+
+def test_a_ddp_wrap_in_init_is_removed():
+    text = (
+        SET_OPTIMIZER.replace(
+            "import torch.nn.functional as F\n",
+            "import torch.nn.functional as F\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nimport torch.distributed as dist\nimport os\n",
+        )
+        .replace(
+            "        self.model = Net().to(self.device)\n",
+            "        self.model = Net().to(self.device)\n"
+            "        if dist.is_initialized():\n"
+            "            self.model = DDP(self.model)\n",
+        )
+        .replace(
+            "    Trainer(parser.parse_args()).train()\n",
+            '    if "RANK" in os.environ:\n        dist.init_process_group("gloo")\n    Trainer(parser.parse_args()).train()\n',
+        )
+    )
+    out = _converted(text)
+    assert "DDP(" not in out
+    assert "        self.model, self.optimizer, self.train_loader = self.accelerator.prepare(\n" in out
+
+
+# -- refusals ---------------------------------------------------------------------------------------------
+
+
+def _refusal(text: str) -> str:
+    result = convert(text)
+    assert result.refused is not None, result.text
+    assert result.text == text
+    return result.refused
+
+
+def test_a_model_rebound_in_another_method_is_refused():
+    text = SET_OPTIMIZER.replace(
+        "    def predict(self, x):\n",
+        "    def reset(self):\n        self.model = Net()\n\n    def predict(self, x):\n",
+    )
+    refusal = _refusal(text)
+    assert "self.model" in refusal and "reset() at line 44" in refusal, refusal
+
+
+def test_a_training_method_called_twice_is_refused():
+    text = SET_OPTIMIZER.replace(
+        "    Trainer(parser.parse_args()).train()\n",
+        "    trainer = Trainer(parser.parse_args())\n    trainer.train()\n    trainer.train()\n",
+    )
+    refusal = _refusal(text)
+    assert "train()" in refusal and "lines 52 and 53" in refusal, refusal
+
+
+def test_a_training_method_called_per_fold_is_refused():
+    text = SET_OPTIMIZER.replace(
+        "    Trainer(parser.parse_args()).train()\n",
+        "    for fold in range(5):\n        Trainer(parser.parse_args()).train()\n",
+    )
+    refusal = _refusal(text)
+    assert "in the loop at line 51" in refusal and "line 52" in refusal, refusal
+
+
+def test_a_set_optimizer_that_builds_other_things_is_refused():
+    text = SET_OPTIMIZER.replace(
+        "        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.args.lr)\n",
+        "        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.args.lr)\n"
+        "        self.criterion = nn.CrossEntropyLoss()\n",
+    )
+    refusal = _refusal(text)
+    assert "set_optimizer()" in refusal and "self.criterion" in refusal and "line 31" in refusal, refusal
+
+
+def test_a_model_from_a_base_class_is_refused():
+    text = SET_OPTIMIZER.replace("class Trainer:\n", "class Base:\n    pass\n\n\nclass Trainer(Base):\n").replace(
+        "        self.model = Net().to(self.device)\n", ""
+    )
+    refusal = _refusal(text)
+    assert "self.model" in refusal and "no method of Trainer" in refusal and "line 25" in refusal, refusal
