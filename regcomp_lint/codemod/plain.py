@@ -356,6 +356,11 @@ class PlainPlanner(Planner):
         self._beside_traced([o for function, o in untraced_found if function is self.scope])
         self_keys = all((key or models[0]).startswith("self.") for key, models in self.optimizer_found)
         owner = tree.class_of(self.scope)
+        # `optimizer = Adam(self.model.parameters())` in train(), self.model bound in __init__: the
+        # Accelerator is the trainer's too (trainer_models.py)
+        self_keys = self_keys or all(
+            m.startswith("self.") and not bindings(self.scope, m) for _, models in self.optimizer_found for m in models
+        )
         self.owner: cst.ClassDef | None  # the class whose methods build and train, when they use self.*
         if self_keys and owner is not None:
             methods = [s for s in owner.body.body if isinstance(s, cst.FunctionDef)]

@@ -95,7 +95,11 @@ def test_a_readable_trainer_is_named_with_its_backward_and_its_own_conversion(tm
     )
 
 
-def test_a_backward_in_a_method_the_trainer_calls_and_the_trainer_refused_too(tmp_path):
+def test_a_backward_in_a_method_the_trainer_calls_and_the_trainer_converted_on_its_own(tmp_path):
+    """The trainer keeps the handed-in model as self.model in __init__ and builds its optimizer
+    in run(): until the trainer_models conversion this trainer was refused too ("the model
+    self.model (built in __init__() at line 6) is not created in run()"); now regcomp-fix converts
+    it on its own (Accelerator in __init__, prepare() in run()), and the script points there."""
     script = _project(tmp_path, STEP_TRAINER)
     result = convert_source(SCRIPT, str(script))
     assert result.refused is not None
@@ -103,10 +107,10 @@ def test_a_backward_in_a_method_the_trainer_calls_and_the_trainer_refused_too(tm
     assert f"Trainer.run(), which it imports and runs at line 8 ({trainer}, line 9; X.backward() at line 17)" in (
         result.refused
     )
-    assert result.refused.endswith(
-        "convert that file, but regcomp-fix refuses it too: the model self.model (built in __init__() at line 6) is "
-        "not created in run() (line 9), where its optimizer is; convert by hand"
-    )
+    assert result.refused.endswith(f"regcomp-fix converts that file on its own: run regcomp-fix {trainer}")
+    converted = convert_source(STEP_TRAINER, str(trainer))
+    assert converted.refused is None, converted.refused
+    assert "        self.model, optimizer = self.accelerator.prepare(self.model, optimizer)\n" in converted.text
 
 
 def test_a_readable_class_that_trains_nothing_is_not_a_training_script(tmp_path):

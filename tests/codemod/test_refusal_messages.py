@@ -91,10 +91,11 @@ def test_no_optimizer_found_names_an_optimizer_the_model_holds():
 
 
 def test_a_model_made_in_another_method_names_where_it_is_made():
-    """Sweep 15 (a graph-to-text trainer class): ``self.model`` built in ``__init__``, its
-    optimizer in ``train()``; the refusal named neither line."""
+    """Sweep 15 (a graph-to-text trainer class): ``self.model`` built in a method other than
+    ``__init__``, its optimizer in ``train()``; the refusal named neither line. (Built in
+    ``__init__`` it now converts: tests/codemod/test_trainer_models.py.)"""
     text = (
-        "import torch\n\n\nclass Trainer:\n    def __init__(self):\n        self.model = torch.nn.Linear(4, 1)\n\n"
+        "import torch\n\n\nclass Trainer:\n    def build(self):\n        self.model = torch.nn.Linear(4, 1)\n\n"
         "    def train(self, data):\n        optimizer = torch.optim.AdamW(self.model.parameters())\n"
         "        for x in data:\n            optimizer.zero_grad()\n            self.model(x).sum().backward()\n"
         "            optimizer.step()\n"
@@ -102,8 +103,24 @@ def test_a_model_made_in_another_method_names_where_it_is_made():
     result = convert_source(text, "train.py")
     assert result.refused is not None
     assert (
-        "the model self.model (built in __init__() at line 6) is not created in train() (line 8)" in result.refused
+        "the model self.model, whose optimizer Trainer.train() (line 8) builds, is bound in build() at line 6, "
+        "not in Trainer.__init__()" in result.refused
     ), result.refused
+
+
+def test_a_model_made_in_init_and_its_optimizer_in_train_converts():
+    """The sweep-15 graph-to-text trainer as it was: ``self.model`` built in ``__init__``, a local
+    optimizer in ``train()`` (refused until trainer_models.py)."""
+    text = (
+        "import torch\n\n\nclass Trainer:\n    def __init__(self):\n        self.model = torch.nn.Linear(4, 1)\n\n"
+        "    def train(self, data):\n        optimizer = torch.optim.AdamW(self.model.parameters())\n"
+        "        for x in data:\n            optimizer.zero_grad()\n            self.model(x).sum().backward()\n"
+        "            optimizer.step()\n"
+    )
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    assert "        self.accelerator = Accelerator(dynamo_plugin=dynamo_plugin, cpu=True)\n" in result.text
+    assert "        self.model, optimizer = self.accelerator.prepare(self.model, optimizer)\n" in result.text
 
 
 def test_no_optimizer_found_names_an_engines_optimizer_it_zeroes():
