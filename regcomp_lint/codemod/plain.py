@@ -87,10 +87,14 @@ from regcomp_lint.codemod.trackers import log_from_main_process
 from regcomp_lint.codemod.trainer_models import (
     OptimizerMethod,
     TrainerModels,
+    kept_from_init,
     optimizer_method,
     prepared_after,
+    refuse_made_again,
     refuse_rebound_models,
     refuse_repeated_training,
+    refuse_settings_out_of_reach,
+    settings_keys,
     trainer_models,
 )
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, read_keys, single_target
@@ -202,6 +206,10 @@ class PlainPlanner(Planner):
         if self.accelerator_home is not self.scope:  # `self.model = torch.compile(self.model)` in __init__
             sites = find_compile_sites(tree, self.accelerator_home, set(self.models)) + sites
         collect_settings(tree, sites, script)
+        if self.trainer_models is not None:  # the plugin is made in __init__
+            refuse_settings_out_of_reach(
+                self, self.trainer_models, [*script.values.values(), *([script.condition] if script.condition else [])]
+            )
         self._remove_compiles(sites)
         reason = self._regional_reason()
         settings, setting_notes = resolve(script, self.options, reason, launched_fields(tree.filename or "-"))
@@ -359,7 +367,7 @@ class PlainPlanner(Planner):
         # `optimizer = Adam(self.model.parameters())` in train(), self.model bound in __init__: the
         # Accelerator is the trainer's too (trainer_models.py)
         self_keys = self_keys or all(
-            m.startswith("self.") and not bindings(self.scope, m) for _, models in self.optimizer_found for m in models
+            kept_from_init(tree, self.scope, m) for _, models in self.optimizer_found for m in models
         )
         self.owner: cst.ClassDef | None  # the class whose methods build and train, when they use self.*
         if self_keys and owner is not None:
@@ -473,15 +481,16 @@ class PlainPlanner(Planner):
             )
         for model in models:
             if (
-                not bindings(self.scope, model)
+                self.owner is not None
                 and not tree.is_parameter(model, self.scope)
-                and self.owner is not None
-                and model.startswith("self.")
+                and kept_from_init(tree, self.scope, model)
             ):  # `self.model = Net()` in __init__, its optimizer in train(): prepared there (trainer_models.py)
                 if self.trainer_models is None:
                     self.trainer_models = trainer_models(self, model)
                 self.trainer_models.models.append(model)
                 continue
+            if self.owner is not None:
+                refuse_made_again(tree, self.scope, model)
             if not bindings(self.scope, model) and not tree.is_parameter(model, self.scope):
                 raise Refusal(
                     f"the model {model}{self._built_elsewhere(model)} is not created in {function_name(self.scope)}"
@@ -1445,6 +1454,10 @@ class PlainPlanner(Planner):
             [*script.values.values(), *([script.condition] if script.condition is not None else [])]
         ) + [key.split(".")[0] for key in flags]
         dependencies += _names_in([t for b in self.flag_branches.values() if b for t in b[1]])
+        if home is not self.scope:  # `self.args = args` must come before a plugin that reads self.args.compile
+            dependencies += settings_keys(
+                [*script.values.values(), *([script.condition] if script.condition is not None else [])]
+            )
         last_dependency = max((self.binding_index(block, name, home) for name in dependencies), default=-1)
         rebinds = _global_rebinds(tree, block) if isinstance(self.scope, cst.Module) else []
         configured_devices = [

@@ -27,7 +27,7 @@ import libcst as cst
 
 from regcomp_lint.codemod.roles import bindings, bound_keys
 from regcomp_lint.codemod.settings import Refusal
-from regcomp_lint.codemod.tree import Function, Tree, code, find_all
+from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, read_keys
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.plain import PlainPlanner
@@ -100,6 +100,48 @@ def optimizer_method(
     return OptimizerMethod(function, caller, line, tuple(keys))
 
 
+def kept_from_init(tree: Tree, scope: Function, model: str) -> bool:
+    """``model`` (``self.model``) is the trainer's, which ``scope`` (one of its methods) prepares
+    without making it: ``scope`` binds it nowhere, or only from itself (``self.model =
+    torch.compile(self.model)``, ``= DDP(self.model)``, ``= self.model.to(device)``: a compile or
+    wrap the conversion takes over, a move) when its class's ``__init__`` makes it."""
+    if not model.startswith("self.") or not isinstance(scope, cst.FunctionDef):
+        return False
+    own = bindings(scope, model)
+    if not own:
+        return True
+    cls = tree.class_of(scope)
+    init = _init_of(cls) if cls is not None else None
+    if init is None or init is scope or not bindings(init, model):
+        return False
+    return all(isinstance(n, cst.Assign) and model in read_keys(n.value) for n in own)
+
+
+def refuse_made_again(tree: Tree, scope: Function, model: str) -> None:
+    """``self.model = Net()`` in ``__init__`` and again in the training method: the trainer's other
+    methods (and ``__init__``'s device and loaders) belong to the first model, the training method
+    prepares the second."""
+    if not model.startswith("self.") or not isinstance(scope, cst.FunctionDef) or kept_from_init(tree, scope, model):
+        return
+    cls = tree.class_of(scope)
+    init = _init_of(cls) if cls is not None else None
+    if init is None or init is scope or cls is None:
+        return
+    made = [n for n in bindings(init, model) if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call)]
+    again = bindings(scope, model)
+    if made and again:
+        raise Refusal(
+            f"the model {model} is built in {cls.name.value}.__init__() (line {tree.line(made[0])}) and again in "
+            f"{scope.name.value}() at line {tree.line(again[0])} ({code(again[0]).strip().splitlines()[0]}), where "
+            "its optimizer is: the trainer's methods would not all use the model prepare() wraps; keep one model "
+            "per trainer, or convert by hand"
+        )
+
+
+def _init_of(cls: cst.ClassDef) -> cst.FunctionDef | None:
+    return next((m for m in cls.body.body if isinstance(m, cst.FunctionDef) and m.name.value == "__init__"), None)
+
+
 def trainer_models(planner: PlainPlanner, model: str) -> TrainerModels:
     """The trainer class whose ``__init__`` binds ``model`` (``self.model``), which the scope (a
     method of that class) prepares but does not bind; refused when no method binds it or only
@@ -140,7 +182,7 @@ def refuse_rebound_models(planner: PlainPlanner, found: TrainerModels) -> None:
         if not isinstance(method, cst.FunctionDef) or method is found.init:
             continue
         for model in found.models:
-            left = [n for n in bindings(method, model) if not planner.is_removed(n)]
+            left = [n for n in bindings(method, model) if not planner.is_removed(n) and not _moved(n, model)]
             if left:
                 raise Refusal(
                     f"the model {model} is built in {found.cls.name.value}.__init__() and bound again in "
@@ -175,6 +217,51 @@ def refuse_repeated_training(planner: PlainPlanner, found: TrainerModels) -> Non
                 "run) would make another Accelerator and prepare another model and optimizer on it; convert by hand, "
                 "making the Accelerator once, outside the loop, and preparing each pass's objects"
             )
+
+
+def settings_keys(expressions: list[cst.BaseExpression]) -> list[str]:
+    """The trainer attributes compile settings read (``self.args`` of ``self.args.compile``)."""
+    found: list[str] = []
+    for expr in expressions:
+        for key in read_keys(expr):
+            parts = key.split(".")
+            if parts[0] == "self" and len(parts) > 1 and ".".join(parts[:2]) not in found:
+                found.append(".".join(parts[:2]))
+    return found
+
+
+def refuse_settings_out_of_reach(
+    planner: PlainPlanner, found: TrainerModels, expressions: list[cst.BaseExpression]
+) -> None:
+    """The plugin is made in ``__init__``: a compile setting the training method spells with its
+    own names (``if use_compile:`` of a local, ``self.compile_mode`` set there) is not known yet."""
+    tree = planner.tree
+    scope = planner.scope
+    assert isinstance(scope, cst.FunctionDef)
+    for expr in expressions:
+        for key in read_keys(expr):
+            root = key.split(".")[0]
+            attribute = ".".join(key.split(".")[:2])
+            local = root != "self" and (bindings(scope, root) or tree.is_parameter(root, scope))
+            unset = root == "self" and "." in key and not bindings(found.init, attribute)
+            if local or unset:
+                name = root if local else attribute
+                raise Refusal(
+                    f"the compile setting {code(expr).strip()} (line {tree.line(expr)}) reads {name}, which "
+                    f"{found.cls.name.value}.__init__() does not have: the plugin is made there, with the "
+                    f"Accelerator, before {scope.name.value}() runs; set it in __init__, or convert by hand"
+                )
+
+
+def _moved(node: cst.CSTNode, model: str) -> bool:
+    """``self.model = self.model.to(device)`` (or ``.cuda()``): the same module, moved."""
+    value = node.value if isinstance(node, cst.Assign) else None
+    return (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value in ("to", "cuda")
+        and key_of(value.func.value) == model
+    )
 
 
 def function_label(function: Function) -> str:

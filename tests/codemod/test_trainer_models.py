@@ -219,3 +219,57 @@ def test_a_model_from_a_base_class_is_refused():
     )
     refusal = _refusal(text)
     assert "self.model" in refusal and "no method of Trainer" in refusal and "line 25" in refusal, refusal
+
+
+# -- the training method's own changes to the model --------------------------------------------------------
+
+
+def test_a_compile_in_the_training_method_folds_into_the_plugin_made_in_init():
+    text = IN_TRAIN.replace(
+        "        self.optimizer = torch.optim.SGD",
+        "        if self.args.compile:\n            self.model = torch.compile(self.model)\n        self.optimizer = torch.optim.SGD",
+    )
+    out = _converted(text)
+    init = out.split("    def __init__(self, args):\n", 1)[1].split("    def set_optimizer")[0]
+    assert '        dynamo_plugin = TorchDynamoPlugin(backend="inductor" if self.args.compile else "no")\n' in init
+    assert "torch.compile" not in out
+    assert "        self.model, self.optimizer, self.train_loader = self.accelerator.prepare(\n" in out
+
+
+def test_a_move_or_a_ddp_wrap_in_the_training_method_keeps_the_model_of_init():
+    moved = IN_TRAIN.replace(
+        "        self.optimizer = torch.optim.SGD",
+        "        self.model = self.model.to(self.device)\n        self.optimizer = torch.optim.SGD",
+    )
+    out = _converted(moved)
+    assert "        self.device = self.accelerator.device\n" in out
+    assert "        self.model = self.model.to(self.device)\n" in out
+    assert "        self.model, self.optimizer, self.train_loader = self.accelerator.prepare(\n" in out
+    wrapped = IN_TRAIN.replace(
+        "        self.optimizer = torch.optim.SGD",
+        "        self.model = torch.nn.parallel.DistributedDataParallel(self.model)\n        self.optimizer = torch.optim.SGD",
+    )
+    out = _converted(wrapped)
+    assert "DistributedDataParallel" not in out
+    assert "        self.model, self.optimizer, self.train_loader = self.accelerator.prepare(\n" in out
+
+
+def test_a_model_built_again_in_the_training_method_is_refused():
+    """Before: the Accelerator went into train() and prepared the second model, while __init__'s
+    device (GPU 0 on every process) and loader stayed as they were."""
+    text = IN_TRAIN.replace(
+        "        self.optimizer = torch.optim.SGD",
+        "        self.model = Net()\n        self.optimizer = torch.optim.SGD",
+    )
+    refusal = _refusal(text)
+    assert "built in Trainer.__init__() (line 25) and again in train() at line 33 (self.model = Net())" in refusal
+
+
+def test_a_compile_setting_only_the_training_method_knows_is_refused():
+    text = IN_TRAIN.replace(
+        "        self.optimizer = torch.optim.SGD",
+        "        use_compile = self.args.compile\n        if use_compile:\n            self.model = torch.compile(self.model)\n"
+        "        self.optimizer = torch.optim.SGD",
+    )
+    refusal = _refusal(text)
+    assert "the compile setting use_compile (line 34) reads use_compile" in refusal, refusal
