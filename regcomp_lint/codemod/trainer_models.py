@@ -333,16 +333,25 @@ def later_methods(planner: PlainPlanner) -> list[cst.FunctionDef]:
     every method but ``__init__``, the training method itself (its code before ``prepare()``
     holds the plain model) and the methods only ``__init__`` calls."""
     found = planner.trainer_models
-    if found is None:
+    if found is not None:
+        cls, init = found.cls, found.init
+    elif (
+        planner.owner is not None
+        and isinstance(planner.scope, cst.FunctionDef)
+        and planner.scope.name.value == "__init__"
+        and planner.tree.class_of(planner.scope) is planner.owner
+    ):  # a trainer that prepares in __init__: its other methods all run after
+        cls, init = planner.owner, planner.scope
+    else:
         return []
-    methods = [m for m in found.cls.body.body if isinstance(m, cst.FunctionDef)]
+    methods = [m for m in cls.body.body if isinstance(m, cst.FunctionDef)]
     from_init: set[int] = set()
-    frontier: list[Function] = [found.init]
+    frontier: list[Function] = [init]
     while frontier:
         current = frontier.pop()
         for callee, _ in planner.graph.calls_from(current):
             callers = [c for c, _ in planner.graph.callers_of(callee)]
-            if id(callee) not in from_init and all(c is found.init or id(c) in from_init for c in callers):
+            if id(callee) not in from_init and all(c is init or id(c) in from_init for c in callers):
                 from_init.add(id(callee))
                 frontier.append(callee)
-    return [m for m in methods if m is not found.init and m is not planner.scope and id(m) not in from_init]
+    return [m for m in methods if m is not init and m is not planner.scope and id(m) not in from_init]

@@ -273,3 +273,22 @@ def test_a_compile_setting_only_the_training_method_knows_is_refused():
     )
     refusal = _refusal(text)
     assert "the compile setting use_compile (line 34) reads use_compile" in refusal, refusal
+
+
+def test_set_optimizer_called_from_init_prepares_there_and_later_methods_unwrap():
+    """The same trainer calling ``self.set_optimizer()`` at the end of ``__init__``: prepared in
+    ``__init__`` right after that call (before: refused, "not created in set_optimizer()"), and
+    every other method, which runs after ``__init__``, reads the model's own methods unwrapped."""
+    text = SET_OPTIMIZER.replace("        self.set_optimizer()\n", "").replace(
+        "        self.train_loader = DataLoader(TensorDataset(x, x.argmax(1) % 4), batch_size=16, shuffle=True)\n",
+        "        self.train_loader = DataLoader(TensorDataset(x, x.argmax(1) % 4), batch_size=16, shuffle=True)\n"
+        "        self.set_optimizer()\n",
+    )
+    out = _converted(text)
+    assert (
+        "        self.set_optimizer()\n"
+        "        self.model, self.optimizer, self.train_loader = self.accelerator.prepare(\n"
+        "            self.model, self.optimizer, self.train_loader\n"
+        "        )\n\n    def set_optimizer(self):\n"
+    ) in out
+    assert "        return self.accelerator.unwrap_model(self.model).scores(x)\n" in out
