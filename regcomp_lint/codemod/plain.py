@@ -366,9 +366,8 @@ class PlainPlanner(Planner):
         owner = tree.class_of(self.scope)
         # `optimizer = Adam(self.model.parameters())` in train(), self.model bound in __init__: the
         # Accelerator is the trainer's too (trainer_models.py)
-        self_keys = self_keys or all(
-            kept_from_init(tree, self.scope, m) for _, models in self.optimizer_found for m in models
-        )
+        trained = [m for _, models in self.optimizer_found for m in models]
+        self_keys = self_keys or (bool(trained) and all(kept_from_init(tree, self.scope, m) for m in trained))
         self.owner: cst.ClassDef | None  # the class whose methods build and train, when they use self.*
         if self_keys and owner is not None:
             methods = [s for s in owner.body.body if isinstance(s, cst.FunctionDef)]
