@@ -206,9 +206,19 @@ class PlainPlanner(Planner):
         if self.accelerator_home is not self.scope:  # `self.model = torch.compile(self.model)` in __init__
             sites = find_compile_sites(tree, self.accelerator_home, set(self.models)) + sites
         collect_settings(tree, sites, script)
-        if self.trainer_models is not None:  # the plugin is made in __init__
+        if self.trainer_models is not None:  # the plugin is made in __init__: what the training method's compile reads
             refuse_settings_out_of_reach(
-                self, self.trainer_models, [*script.values.values(), *([script.condition] if script.condition else [])]
+                self,
+                self.trainer_models,
+                [
+                    expr
+                    for site in sites
+                    if tree.contains(self.scope, site.call)
+                    for expr in [
+                        *([site.condition] if site.condition is not None else []),
+                        *(a.value for a in site.call.args if a.keyword is not None),
+                    ]
+                ],
             )
         self._remove_compiles(sites)
         reason = self._regional_reason()
