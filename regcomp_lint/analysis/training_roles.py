@@ -62,6 +62,9 @@ from regcomp_lint.files.parsing import children, walk
 from regcomp_lint.knowledge.accelerate_api import PREPARE_PLACEMENT_KEYWORD, WRAPPED_OPTIMIZER_ATTRIBUTE
 from regcomp_lint.knowledge.torch_api import (
     DATA_PARALLEL,
+    DATALOADER,
+    LOADER_SAMPLER_KEYWORDS,
+    LOADER_SAMPLER_POSITIONS,
     MODULE_ONLY_METHODS,
     NO_GRAD,
     OPTIMIZER_API,
@@ -671,22 +674,21 @@ class TrainingRoles:
     def sharded_by_sampler(self, origin: Origin) -> bool:
         """``DataLoader(..., sampler=DistributedSampler(...))`` (or ``batch_sampler=``, a subclass,
         a sampler built with ``num_replicas=``/``rank=``: :mod:`.distributed_samplers`), directly
-        or through a name (whatever branch bound it: ``s = DistributedSampler(d) if ddp else None``)."""
-        for kw in origin.built.keywords:
-            if kw.arg not in ("sampler", "batch_sampler"):
-                continue
-            values: list[ast.AST] = [kw.value]
-            where = self._built_where(origin)
-            for bound in self.bindings.every_binding(kw.value, where):
+        or through a name (whatever branch bound it: ``s = DistributedSampler(d) if ddp else None``),
+        positionally or inside the ``**kwargs`` dict the loader is given (:meth:`_sampler_arguments`)."""
+        where = self._built_where(origin)
+        for argument, at in self._sampler_arguments(origin.built, where):
+            values: list[ast.AST] = [argument]
+            for bound in self.bindings.every_binding(argument, at):
                 if bound.value is None:
                     continue
                 if bound.index is None:
                     values.append(bound.value)
                     continue
                 # `dataset, dataset_test, train_sampler, test_sampler = load_data(...)` (torchvision)
-                for element, at in self._elements(bound.value, bound.index, bound.where, 0):
+                for element, at_element in self._elements(bound.value, bound.index, bound.where, 0):
                     values.append(element)
-                    values += [b.value for b in self.bindings.every_binding(element, at) if b.value is not None]
+                    values += [b.value for b in self.bindings.every_binding(element, at_element) if b.value is not None]
             for value in values:
                 if any(
                     isinstance(node, ast.Call)
@@ -695,6 +697,80 @@ class TrainingRoles:
                 ):
                     return True
         return False
+
+    def _sampler_arguments(self, call: ast.Call, where: Where) -> list[tuple[ast.expr, Where]]:
+        """What the loader built by ``call`` may be given as its sampler: ``sampler=``/
+        ``batch_sampler=``; the 4th/5th positional argument of torch's ``DataLoader``; and the
+        sampler entries of a ``**kwargs`` dict (``dict(sampler=s, ...)``, ``{"sampler": s}``,
+        ``kw["sampler"] = s``, ``kw.update(sampler=s)``), followed through the names it is bound to."""
+        found = [(kw.value, where) for kw in call.keywords if kw.arg in LOADER_SAMPLER_KEYWORDS]
+        if self.ctx.imports.resolves_to(call.func, *DATALOADER):
+            found += [
+                (arg, where)
+                for i, arg in enumerate(call.args)
+                if i in LOADER_SAMPLER_POSITIONS and not any(isinstance(a, ast.Starred) for a in call.args[:i])
+            ]
+        for kw in call.keywords:
+            if kw.arg is None:
+                found += self._dict_samplers(kw.value, where, 0)
+        return found
+
+    def _dict_samplers(self, expr: ast.AST, where: Where, depth: int) -> list[tuple[ast.expr, Where]]:
+        """The sampler entries of the dict ``expr`` is or is bound to (see :meth:`_sampler_arguments`)."""
+        if depth > MAX_DEPTH:
+            return []
+        if isinstance(expr, ast.Dict):
+            found: list[tuple[ast.expr, Where]] = []
+            for key, value in zip(expr.keys, expr.values, strict=True):
+                if key is None:
+                    found += self._dict_samplers(value, where, depth + 1)
+                elif isinstance(key, ast.Constant) and key.value in LOADER_SAMPLER_KEYWORDS:
+                    found.append((value, where))
+            return found
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "dict":
+            found = [(kw.value, where) for kw in expr.keywords if kw.arg in LOADER_SAMPLER_KEYWORDS]
+            for arg in expr.args[:1]:
+                found += self._dict_samplers(arg, where, depth + 1)
+            for kw in expr.keywords:
+                if kw.arg is None:
+                    found += self._dict_samplers(kw.value, where, depth + 1)
+            return found
+        if not isinstance(expr, ast.Name):
+            return []
+        found = []
+        for bound in self.bindings.every_binding(expr, where):
+            if bound.value is not None and bound.index is None:
+                found += self._dict_samplers(bound.value, bound.where, depth + 1)
+        return found + self._dict_writes(expr.id, where, depth)
+
+    def _dict_writes(self, name: str, where: Where, depth: int) -> list[tuple[ast.expr, Where]]:
+        """Sampler entries written into the dict ``name`` in the scope of ``where``:
+        ``name["sampler"] = s`` and ``name.update(sampler=s)`` / ``name.update({"sampler": s})``."""
+        scope = where.function if where.function is not None else self.ctx.tree
+        found: list[tuple[ast.expr, Where]] = []
+        for node in walk(scope):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if (
+                        isinstance(target, ast.Subscript)
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id == name
+                        and isinstance(target.slice, ast.Constant)
+                        and target.slice.value in LOADER_SAMPLER_KEYWORDS
+                    ):
+                        found.append((node.value, where.at(node)))
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "update"
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == name
+            ):
+                at = where.at(node)
+                found += [(kw.value, at) for kw in node.keywords if kw.arg in LOADER_SAMPLER_KEYWORDS]
+                for arg in node.args[:1]:
+                    found += self._dict_samplers(arg, at, depth + 1)
+        return found
 
     def shard_reason(self, origin: Origin) -> str | None:
         """Why the loader built at ``origin`` already gives each rank its own data, if it does:

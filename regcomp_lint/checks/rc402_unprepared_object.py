@@ -47,7 +47,8 @@ class UnpreparedObject(Rule):
     draws in `for it in range(max_iters)`, a loader its own `DistributedSampler` shards, one whose
     origin is unknown, such as a parameter no call of the file hands in): every process takes all
     the steps, and prepared, the scheduler would step once per process at each. Nor is a loader fed a `DistributedSampler` (`sampler=` or
-    `batch_sampler=`, directly or through a name): it already gives each rank its own shard, and
+    `batch_sampler=`, directly, positionally, through a name bound on either branch of an `if`, or
+    inside the `**kwargs` dict it is given): it already gives each rank its own shard, and
     `prepare` would shard it again. Nor is a scheduler sized from the length of an already
     prepared loader (`len(train_dl) * epochs` after `prepare`): it counts one process's steps, and
     prepared it would step once per process. The length is followed through the values the

@@ -250,6 +250,10 @@ DISTRIBUTED_SAMPLER = ("torch.utils.data.DistributedSampler", "torch.utils.data.
 #: class built with them (VITS's ``DistributedBucketSampler(ds, bs, num_replicas=n, rank=r)``)
 #: gives each rank its own shard already.
 SHARD_KEYWORDS = ("num_replicas", "rank")
+#: ``DataLoader``'s parameters that take a sampler, by name and by position
+#: (``DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, ...)``).
+LOADER_SAMPLER_KEYWORDS = ("sampler", "batch_sampler")
+LOADER_SAMPLER_POSITIONS = (3, 4)
 #: Keywords by which a data factory is told it runs distributed (``get_dataloaders(...,
 #: distributed=True)``, ``build_loader(cfg, rank=rank, world_size=ws)``): in a script that sets up
 #: its own process group, its loaders are likely sharded inside already.
