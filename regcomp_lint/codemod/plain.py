@@ -24,7 +24,12 @@ from regcomp_lint.analysis.training_objects import Kind
 from regcomp_lint.analysis.training_roles import Cadence, Origin
 from regcomp_lint.codemod.batch_seeds import split_hand_written_batches
 from regcomp_lint.codemod.builders import call_statement, expression, statement, with_keyword
-from regcomp_lint.codemod.checkpoint_writes import guard_helper_saves, save_the_rest_once, wait_before_reading_back
+from regcomp_lint.codemod.checkpoint_writes import (
+    guard_helper_saves,
+    save_the_rest_once,
+    saves_into_memory,
+    wait_before_reading_back,
+)
 from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, find_compile_sites
 from regcomp_lint.codemod.device_choice import (
     assigned_device_keys,
@@ -902,6 +907,8 @@ class PlainPlanner(Planner):
                     self._strip_wrapper_prefix(call)
                     continue
                 for save in self._saves_of(place, call):
+                    if saves_into_memory(self, save):
+                        continue
                     self.replace(save.func, f"{acc}.save")
                     writes.append((place, save))
                 self.checkpoint_saves += 1
@@ -961,12 +968,14 @@ class PlainPlanner(Planner):
             )
             return False
         acc = self.accelerator_in(place)
-        self.replace(call.func, f"{acc}.save")
+        in_memory = saves_into_memory(self, call)
+        if not in_memory:
+            self.replace(call.func, f"{acc}.save")
         unwrapped = expression(f"{acc}.unwrap_model({model}, keep_torch_compile=False)", self.module)
         self.edits.on(call.args[0].value, replaced_by(unwrapped))
         self.uses.append(call)
         self.whole_model_saves.append(tree.line(call))
-        return True
+        return not in_memory
 
     def owner_methods(self) -> list[cst.FunctionDef]:
         """The methods of the trainer class the conversion works in (none for plain functions)."""

@@ -212,6 +212,14 @@ CUDA_DEVICE_CALLS = ("torch.cuda.current_device",)
 #: ``torch.save`` and ``torch.load``: a checkpoint written and read back.
 TORCH_SAVE = ("torch.save", "torch.serialization.save")
 TORCH_LOAD = ("torch.load", "torch.serialization.load")
+#: File objects that belong to the process that made them (a buffer in memory, an anonymous
+#: temporary file): a ``torch.save`` into one fills that process's copy, shared with no other.
+PROCESS_LOCAL_FILES = (
+    "io.BytesIO",
+    "_io.BytesIO",
+    "tempfile.TemporaryFile",
+    "tempfile.SpooledTemporaryFile",
+)
 #: Names of the calls that write a state dict out, whoever owns them: ``torch.save``,
 #: ``accelerator.save``/``save_model``/``save_state``, safetensors' ``save_file``,
 #: transformers' ``save_pretrained``.
