@@ -49,6 +49,7 @@ from regcomp_lint.analysis import callsites
 from regcomp_lint.analysis.accelerate_script import MAX_DEPTH, AccelerateScript, enclosing_loops, in_loop_body
 from regcomp_lint.analysis.bindings import Bound, Where, binding_key
 from regcomp_lint.analysis.checkpoints import Checkpoints
+from regcomp_lint.analysis.counted_steps import LoopPath, counting_loop
 from regcomp_lint.analysis.distributed_samplers import shards_per_rank
 from regcomp_lint.analysis.distributed_setup import LOCAL_RANK, RANK, WORLD_SIZE, SetupCall
 from regcomp_lint.analysis.file_context import FileContext
@@ -780,6 +781,10 @@ class TrainingRoles:
         dataset = origin.built.args[0] if origin.built.args else _keyword_value(origin.built, "dataset")
         return self.split_by_rank([dataset] if dataset is not None else [], self._built_where(origin))
 
+    def built_where(self, origin: Origin) -> Where:
+        """Where the constructor call of ``origin`` itself sits (see :meth:`_built_where`)."""
+        return self._built_where(origin)
+
     def _built_where(self, origin: Origin) -> Where:
         """Where the constructor call itself sits: inside the factory for a factory's object
         (``origin.where`` is then the factory's call site)."""
@@ -880,6 +885,56 @@ class TrainingRoles:
                 if self.origin(loader, at) is PREPARED:
                     return True
         return False
+
+    def counted_loop(self, scheduler: Origin) -> ast.stmt | None:
+        """The loop that fixes how many times the per-step scheduler built at ``scheduler``
+        steps, whatever share of the data each process gets (``while global_step < total_steps``,
+        ``for step in range(max_steps)``: :mod:`~regcomp_lint.analysis.counted_steps`). Every
+        process then takes the original's steps, so the scheduler stays unprepared: prepared, it
+        would step once per process at each. None for a scheduler of another cadence."""
+        how, step = self.cadence(scheduler)
+        return self.counting_loop_of(step, self._built_where(scheduler)) if how is Cadence.PER_STEP else None
+
+    def counting_loop_of(self, step: ast.Call | None, built: Where | None) -> ast.stmt | None:
+        """The loop that fixes how many times the call ``step`` runs (see :meth:`counted_loop`).
+        ``built``: where the scheduler is built. A bound may read the length of a loader before
+        that point (``total_steps = epochs * len(loader)`` to size the scheduler): ``prepare``
+        comes after it, so that is the whole loader's length; never one read later, or of a
+        prepared loader (one process's share)."""
+        path = self._located_loops(step, 0) if step is not None else None
+        if path is None:
+            return None
+
+        def fixed(expr: ast.expr, where: Where) -> bool:
+            for loader, at in self.step_counts.lengths_read(expr, where, self.origin, self._process_count_reads()):
+                if self.origin(loader, at) is PREPARED:
+                    return False
+                if built is None or at.function is not built.function or at.pos >= built.pos:
+                    return False
+            return True
+
+        return counting_loop(path, fixed)
+
+    def _located_loops(self, call: ast.Call, depth: int) -> LoopPath | None:
+        """The loops that run ``call``, outermost first, each with where it sits, through the one
+        call of each function that reaches it; None when several calls do."""
+        found = self._calls.get(id(call))
+        if found is None:
+            return None
+        where, loops = found
+        own: LoopPath = [
+            (loop, where.at(loop)) for loop in reversed(loops) if isinstance(loop, (ast.For, ast.AsyncFor, ast.While))
+        ]
+        function = where.function
+        if depth >= MAX_CALLER_DEPTH or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return own
+        callers = self.script.training_loops.callers_of(function)
+        if not callers:
+            return own
+        if len(callers) != 1:
+            return None
+        outer = self._located_loops(callers[0], depth + 1)
+        return outer + own if outer is not None else None
 
     def cadence(self, scheduler: Origin) -> tuple[Cadence, ast.Call | None]:
         """How often the scheduler built at ``scheduler`` steps, with the ``.step()`` call that

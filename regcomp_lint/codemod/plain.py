@@ -458,6 +458,7 @@ class PlainPlanner(Planner):
         schedulers: list[str] = []
         skipped: list[str] = []
         self.kept_schedulers: list[str] = []  # stepped per epoch: created before prepare, not prepared
+        self._counted_schedulers: dict[str, ast.stmt] = {}  # per step of a loop a counter ends: its loop
         self.inline_loaders: list[str] = []  # `cycle(DataLoader(...))`: prepared where they are built
         self.sharded_loaders: list[str] = []  # fed a DistributedSampler: already one shard per rank
         prepared_origins: dict[str, Origin | None] = {}  # the training loaders prepared here, by key
@@ -487,7 +488,7 @@ class PlainPlanner(Planner):
                 else:
                     skipped.append(creation.key)
             elif built.kind is Kind.SCHEDULER:
-                self._sort_scheduler(creation.key, *view.roles.cadence(built), schedulers)
+                self._sort_scheduler(creation.key, *view.roles.cadence(built), schedulers, built)
         # `optimizer, scheduler = build_optimizer(model, cfg)`, of this file or of another module
         for unpacked in unpacked_schedulers(tree, self.scope):
             if unpacked.key not in loaders + schedulers + optimizers + models + self.kept_schedulers:
@@ -499,6 +500,18 @@ class PlainPlanner(Planner):
         unknown = self._loaders_of_unknown_origin(view, loaders + skipped + optimizers + models + schedulers)
         loaders += unknown
         prepared_origins.update(dict.fromkeys(unknown))
+        counted = [key for key in schedulers if key in self._counted_schedulers]
+        if counted and (loaders or self.inline_loaders):
+            for key in counted:
+                loop = self._counted_schedulers[key]
+                self.kept_schedulers.append(key)
+                schedulers.remove(key)
+                self.notes.append(
+                    f"{key} steps once per optimizer step of a loop whose number of steps a counter fixes (line "
+                    f"{loop.lineno}): each process takes the original's steps over its share of the data, so it is "
+                    "left unprepared and its LR moves exactly as in the original (a prepared scheduler steps once per "
+                    "process, and its schedule would run out part-way)"
+                )
         if schedulers and not loaders and not self.inline_loaders:
             # accelerate's prepared scheduler steps once per process at each optimizer step, for
             # a loader prepare() shards; every process here takes as many steps as the original
@@ -526,9 +539,13 @@ class PlainPlanner(Planner):
             sorted(schedulers, key=order),
         )
 
-    def _sort_scheduler(self, key: str, how: Cadence, step: ast.Call | None, schedulers: list[str]) -> None:
+    def _sort_scheduler(
+        self, key: str, how: Cadence, step: ast.Call | None, schedulers: list[str], built: Origin | None = None
+    ) -> None:
         """Into ``schedulers`` (prepared) a scheduler stepped once per optimizer step (or of unknown
-        cadence), into ``kept_schedulers`` one stepped per epoch, with a value, or by another scheduler."""
+        cadence), into ``kept_schedulers`` one stepped per epoch, with a value, or by another scheduler.
+        One stepped per step of a loop a counter ends is noted in ``_counted_schedulers`` (kept
+        when a loader is prepared: see ``TrainingRoles.counted_loop``)."""
         if how in (Cadence.PER_EPOCH, Cadence.BY_VALUE) and step is not None:
             self.kept_schedulers.append(key)
             when = "once per epoch" if how is Cadence.PER_EPOCH else "with a value (a metric or an epoch)"
@@ -544,6 +561,11 @@ class PlainPlanner(Planner):
             )
         else:
             schedulers.append(key)
+            roles = lint_view(self.tree).roles
+            where = roles.built_where(built) if roles is not None and built is not None else None
+            loop = roles.counting_loop_of(step, where) if how is Cadence.PER_STEP and roles is not None else None
+            if loop is not None:
+                self._counted_schedulers[key] = loop
 
     def _prepare_inline(self, view, creation, built: Origin | None) -> bool:
         """``train_loader = cycle(DataLoader(...))`` (lucidrains' scripts), or a loader a training
