@@ -273,9 +273,7 @@ def _checkpoint_writers(planner: Planner, training: set[Function]) -> set[cst.Fu
     if view.roles is None:
         return set()
     writing = {
-        id(save.where.function)
-        for save in view.roles.checkpoints.saves
-        if save.torch_save and not save.main_process and not view.roles.checkpoints.in_memory(save)
+        id(save.where.function) for save in view.roles.checkpoints.saves if save.torch_save and not save.main_process
     }
     functions = [f for f in find_all(tree.module, cst.FunctionDef) if f not in training]
     writers = {f for f in functions if id(view.statement_at(f)) in writing}

@@ -105,3 +105,49 @@ def test_a_buffer_rebound_to_a_path_is_not_taken_for_memory():
     result = convert_source(SCRIPT.format(save=save), "train.py")
     assert result.refused is None, result.refused
     assert result.text.count("accelerator.save(") == 2, result.text
+
+
+HELPER = """\
+import io
+
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def save_model_to_s3(model, key, *, bucket, client):
+    buffer = io.BytesIO()
+    torch.save(model.state_dict(), buffer)
+    buffer.seek(0)
+    client.put_object(Bucket=bucket, Key=key, Body=buffer)
+
+
+def train_model(client, epochs=2):
+    loader = DataLoader(TensorDataset(torch.randn(64, 8), torch.randn(64, 1)), batch_size=8, shuffle=True)
+    model = nn.Linear(8, 1)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    for epoch in range(epochs):
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            optimizer.step()
+    save_model_to_s3(model, "models/m.pt", bucket="b", client=client)
+"""
+
+
+def test_a_helper_that_uploads_an_in_memory_save_runs_on_the_main_process_without_a_barrier():
+    """Survey 18 (a churn trainer saving to S3 through a BytesIO): the helper's call goes under
+    `if accelerator.is_main_process:` (one upload), its torch.save stays, and no
+    `wait_for_everyone()` is put in it: the helper runs on the main process only, so a barrier
+    there would wait for ever (the conversion before this fix wrote accelerator.save + a barrier
+    inside the guarded helper)."""
+    result = convert_source(HELPER, "train.py")
+    assert result.refused is None, result.refused
+    assert (
+        "    if accelerator.is_main_process:\n"
+        '        save_model_to_s3(model, "models/m.pt", bucket="b", client=client, accelerator=accelerator)\n'
+    ) in result.text, result.text
+    assert "torch.save(accelerator.unwrap_model(model, keep_torch_compile=False).state_dict(), buffer)\n" in result.text
+    assert "wait_for_everyone" not in result.text, result.text
+    assert "accelerator.save(" not in result.text, result.text
