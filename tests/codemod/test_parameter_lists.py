@@ -98,3 +98,20 @@ def test_a_factory_handed_no_parameters_of_a_model_is_still_refused():
     result = convert_source(SCRIPT.replace("{build}", build), "train.py")
     assert result.refused is not None
     assert "cannot be traced" in result.refused, result.refused
+
+
+def test_a_factory_fed_two_models_parameter_lists_holds_both():
+    """``build_optimizer(list(model.parameters()) + list(head.parameters()), ...)`` (common in
+    real trainers with a separate head): both models are the optimizer's and both are prepared."""
+    src = (
+        SCRIPT.replace("{build}", "")
+        .replace(
+            "    model = nn.Linear(8, 1)\n",
+            "    model = nn.Linear(8, 4)\n    head = nn.Linear(4, 1)\n"
+            "    optimizer = build_optimizer(list(model.parameters()) + list(head.parameters()), lr=1e-3)\n",
+        )
+        .replace("model(x)", "head(model(x))")
+    )
+    result = convert_source(src, "train.py")
+    assert result.refused is None, result.refused
+    assert "model, head, optimizer, loader = accelerator.prepare(model, head, optimizer, loader)\n" in result.text
