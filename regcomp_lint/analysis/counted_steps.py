@@ -37,7 +37,9 @@ PASSING_CALLS = ("enumerate", "tqdm")
 COUNT_FOREVER = "count"  # itertools.count(): ended by a counter test, like `while True`
 
 Fixed = Callable[[ast.expr, Where], bool]
-LoopPath = list[tuple[ast.stmt, Where]]
+#: The loops that run a step, outermost first: each with where it sits and the functions its body
+#: reaches the step through (``fit()``'s loop calling ``self.train_step()``).
+LoopPath = list[tuple[ast.stmt, Where, tuple[ast.AST, ...]]]
 
 
 def counting_loop(path: LoopPath, fixed: Fixed) -> ast.stmt | None:
@@ -45,28 +47,28 @@ def counting_loop(path: LoopPath, fixed: Fixed) -> ast.stmt | None:
     counted (see the module docstring), else None."""
     if not path:
         return None
-    counters = [_counter(loop, where, fixed) for loop, where in path]
-    for index, (loop, where) in enumerate(path):
+    counters = [_counter(loop, where, inner, fixed) for loop, where, inner in path]
+    for index, (loop, where, inner) in enumerate(path):
         if counters[index] is not None or _fixed_range(loop, where, fixed):
             continue
         # a loop over the data: a counter of an enclosing `while` must end it, adding up in its body
-        if not any(counter is not None and _adds_to(loop, counter) for counter in counters[:index]):
+        if not any(counter is not None and _adds_to(loop, inner, counter) for counter in counters[:index]):
             return None
     return path[0][0]
 
 
-def _counter(loop: ast.AST, where: Where, fixed: Fixed) -> str | None:
+def _counter(loop: ast.AST, where: Where, inner: tuple[ast.AST, ...], fixed: Fixed) -> str | None:
     """The counter a ``while`` (or ``for _ in itertools.count()``) is bounded by, if it is."""
     if isinstance(loop, ast.While):
         if not (isinstance(loop.test, ast.Constant) and loop.test.value):
-            return next((key for key in _compared(loop.test, where, fixed) if _adds_to(loop, key)), None)
+            return next((key for key in _compared(loop.test, where, fixed) if _adds_to(loop, inner, key)), None)
     elif not (isinstance(loop, (ast.For, ast.AsyncFor)) and _calls(loop.iter, COUNT_FOREVER)):
         return None
     # `while True:` / `for it in count():` left by `if step >= max_steps: break`
     for node in walk(loop):
         if isinstance(node, ast.If) and any(isinstance(s, (ast.Break, ast.Return)) for s in node.body):
             for key in _compared(node.test, where.at(node.test), fixed):
-                if _adds_to(loop, key):
+                if _adds_to(loop, inner, key):
                     return key
     return None
 
@@ -89,9 +91,10 @@ def _compared(test: ast.expr, where: Where, fixed: Fixed) -> list[str]:
     return found
 
 
-def _adds_to(loop: ast.AST, key: str) -> bool:
-    """The body of ``loop`` adds to ``key``: ``key += n`` or ``key = key + n``."""
-    for node in walk(loop):
+def _adds_to(loop: ast.AST, inner: tuple[ast.AST, ...], key: str) -> bool:
+    """The body of ``loop``, or a function it reaches the step through (``inner``), adds to
+    ``key``: ``key += n`` or ``key = key + n``."""
+    for node in (n for body in (loop, *inner) for n in walk(body)):
         if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) and binding_key(node.target) == key:
             return True
         if (

@@ -901,7 +901,7 @@ class TrainingRoles:
         that point (``total_steps = epochs * len(loader)`` to size the scheduler): ``prepare``
         comes after it, so that is the whole loader's length; never one read later, or of a
         prepared loader (one process's share)."""
-        path = self._located_loops(step, 0) if step is not None else None
+        path = self._located_loops(step, 0, ()) if step is not None else None
         if path is None:
             return None
 
@@ -915,15 +915,18 @@ class TrainingRoles:
 
         return counting_loop(path, fixed)
 
-    def _located_loops(self, call: ast.Call, depth: int) -> LoopPath | None:
-        """The loops that run ``call``, outermost first, each with where it sits, through the one
-        call of each function that reaches it; None when several calls do."""
+    def _located_loops(self, call: ast.Call, depth: int, below: tuple[ast.AST, ...]) -> LoopPath | None:
+        """The loops that run ``call``, outermost first, each with where it sits and the functions
+        (``below``, then the function of ``call``) its body reaches the step through, following the
+        one call of each function that reaches it; None when several calls do."""
         found = self._calls.get(id(call))
         if found is None:
             return None
         where, loops = found
         own: LoopPath = [
-            (loop, where.at(loop)) for loop in reversed(loops) if isinstance(loop, (ast.For, ast.AsyncFor, ast.While))
+            (loop, where.at(loop), below)
+            for loop in reversed(loops)
+            if isinstance(loop, (ast.For, ast.AsyncFor, ast.While))
         ]
         function = where.function
         if depth >= MAX_CALLER_DEPTH or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -933,7 +936,7 @@ class TrainingRoles:
             return own
         if len(callers) != 1:
             return None
-        outer = self._located_loops(callers[0], depth + 1)
+        outer = self._located_loops(callers[0], depth + 1, (*below, function))
         return outer + own if outer is not None else None
 
     def cadence(self, scheduler: Origin) -> tuple[Cadence, ast.Call | None]:

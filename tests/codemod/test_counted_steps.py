@@ -191,3 +191,57 @@ def test_a_range_over_the_loader_length_read_in_the_loop_is_not_counted():
     result = convert_source(HEAD + loop + TAIL, "train.py")
     assert result.refused is None, result.refused
     assert "scheduler = accelerator.prepare(model, optimizer, loader, scheduler)\n" in result.text, result.text
+
+
+TRAINER = """\
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class Trainer:
+    def __init__(self, model, loader, max_steps):
+        self.model = model
+        self.loader = loader
+        self.max_steps = max_steps
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: max(0.0, 1 - s / max_steps))
+        self.global_step = 0
+
+    def train_step(self, x, y):
+        self.optimizer.zero_grad()
+        loss = nn.functional.mse_loss(self.model(x), y)
+        loss.backward()
+        self.optimizer.step()
+        self.scheduler.step()
+        self.global_step += 1
+
+    def fit(self):
+        while self.global_step < self.max_steps:
+            for x, y in self.loader:
+                self.train_step(x, y)
+                if self.global_step >= self.max_steps:
+                    break
+
+
+def main():
+    model = nn.Linear(8, 1)
+    loader = DataLoader(TensorDataset(torch.randn(64, 8), torch.randn(64, 1)), batch_size=8, shuffle=True)
+    Trainer(model, loader, 20).fit()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_trainer_class_whose_step_method_adds_to_the_counter_keeps_its_scheduler_unprepared():
+    """``while self.global_step < self.max_steps:`` in ``fit()``, the counter added to in the
+    ``train_step()`` it calls: the counter still ends the loop."""
+    result = convert_source(TRAINER, "train.py")
+    assert result.refused is None, result.refused
+    assert "self.scheduler = self.accelerator.prepare(" not in result.text, result.text
+    assert "self.scheduler" not in next(line for line in result.text.splitlines() if ".prepare(" in line)
+    assert any(n.startswith("self.scheduler steps once per optimizer step of a loop") for n in result.notes), (
+        result.notes
+    )
