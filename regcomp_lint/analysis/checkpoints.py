@@ -30,7 +30,13 @@ from dataclasses import dataclass
 from regcomp_lint.analysis.bindings import Bindings, Where, binding_key
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.files.parsing import walk
-from regcomp_lint.knowledge.torch_api import MAIN_PROCESS_FLAGS, STATE_WRITERS, TORCH_LOAD, TORCH_SAVE
+from regcomp_lint.knowledge.torch_api import (
+    MAIN_PROCESS_FLAGS,
+    PROCESS_LOCAL_FILES,
+    STATE_WRITERS,
+    TORCH_LOAD,
+    TORCH_SAVE,
+)
 
 #: How many assignments a saved or loaded name is followed back through.
 MAX_HOPS = 3
@@ -135,6 +141,38 @@ class Checkpoints:
     def save_at(self, call: ast.AST | None) -> Save | None:
         """The save ``call`` is, if it is one."""
         return next((save for save in self.saves if save.call is call), None) if call is not None else None
+
+    def in_memory(self, save: Save) -> bool:
+        """``torch.save(state, buf)`` into a file object of this process alone: ``buf`` is bound
+        (by assignment or ``with ... as buf``, on every branch) only to an ``io.BytesIO()`` or an
+        anonymous temporary file (:data:`PROCESS_LOCAL_FILES`). Every process must write it: it
+        is how the script broadcasts, hashes or copies the weights, not a checkpoint on disk."""
+        call = save.call
+        target = call.args[1] if len(call.args) > 1 else next((kw.value for kw in call.keywords if kw.arg == "f"), None)
+        if target is None or any(isinstance(a, ast.Starred) for a in call.args[:2]):
+            return False
+        if isinstance(target, ast.Call):
+            return self._process_local(target)
+        if not isinstance(target, ast.Name):
+            return False
+        values = [bound.value for bound in self.bindings.every_binding(target, save.where)]
+        if any(value is not None for value in values):
+            return all(isinstance(value, ast.Call) and self._process_local(value) for value in values)
+        # `with io.BytesIO() as buf:` binds no value the bindings know: read the with statements
+        scope = save.where.function if save.where.function is not None else self.ctx.tree
+        items = [
+            item
+            for node in walk(scope)
+            if isinstance(node, (ast.With, ast.AsyncWith))
+            for item in node.items
+            if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == target.id
+        ]
+        return bool(items) and all(
+            isinstance(item.context_expr, ast.Call) and self._process_local(item.context_expr) for item in items
+        )
+
+    def _process_local(self, call: ast.Call) -> bool:
+        return self.ctx.resolves_to(call.func, *PROCESS_LOCAL_FILES)
 
     def saves_of(self, read: StateRead) -> list[Save]:
         """The saves that write ``read`` (see the module docstring)."""

@@ -262,7 +262,7 @@ class OptimizerSources:
         result = self._factory_result(factory, depth)
         if result is None:
             return None
-        parameters, construct = result
+        parameters, construct, fed = result
         models: list[str] = []
         for parameter in parameters:
             if parameter.startswith("self."):
@@ -274,15 +274,27 @@ class OptimizerSources:
             key = binding_key(argument)
             owners = self.parameter_owners(argument, where, 1) or ([key] if key else [])
             models += [m for m in owners if m not in models]
+        for parameter in fed:
+            # `build_optimizer(list(model.parameters()), lr)`, `params = list(model.parameters())`
+            # ... `build_optimizer(params)`: the parameters handed in are the model's own objects
+            argument = argument_for(factory, call, parameter)
+            if argument is not None:
+                models += [m for m in self.parameter_owners(argument, where) if m not in models]
         return OptimizerSource(models, f"{self._text(call.func)}() (returns {construct})")
 
-    def _factory_result(self, factory: ast.FunctionDef, depth: int) -> tuple[list[str], str] | None:
-        """(model-owning parameters of ``factory``, construct) when every value it returns is an optimizer."""
+    def _factory_result(self, factory: ast.FunctionDef, depth: int) -> tuple[list[str], str, list[str]] | None:
+        """(model-owning parameters of ``factory``, construct, parameters it is fed the model's
+        parameters by) when every value it returns is an optimizer. The last: the parameters the
+        optimizer's parameter argument is built from (``def build_optimizer(params, lr): return
+        AdamW(params, lr=lr)``, or through the factory's own names, ``decay = [p for p in params
+        ...]``, ``groups = [{"params": decay}]``)."""
         returns = self.bindings.returns(factory)
         if not returns:
             return None
         constructs: list[str] = []
         owners: list[str] = []
+        fed: list[str] = []
+        arguments = [a.arg for a in [*factory.args.posonlyargs, *factory.args.args, *factory.args.kwonlyargs]]
         for value, where in returns:
             if binding_key(value) is not None:  # `opt = AdamW(...); return opt`
                 bound = self.bindings.lookup(value, where)
@@ -296,12 +308,40 @@ class OptimizerSources:
                 return None
             owners += [m for m in found.owners if m not in owners]
             constructs.append(found.construct)
+            if constructor_kind(self.ctx, value, self.bindings.classes) is Kind.OPTIMIZER:
+                fed += [a for a in self._fed_from(value, where, arguments) if a not in fed]
         # the groups a factory builds are often filled in loops (`for n, p in model.named_parameters()`)
         inside = returns[0][1]
         owners += [m for s in factory.body for m in self.parameter_owners(s, inside, 1) if m not in owners]
-        parameters = {a.arg for a in [*factory.args.posonlyargs, *factory.args.args, *factory.args.kwonlyargs]}
+        parameters = set(arguments)
         # a method called on self: its self.model is the caller's self.model
-        return [m for m in owners if m in parameters or m.startswith("self.")], constructs[0]
+        owning = [m for m in owners if m in parameters or m.startswith("self.")]
+        return owning, constructs[0], [a for a in fed if a not in owning]
+
+    def _fed_from(self, optimizer: ast.Call, where: Where, arguments: list[str]) -> list[str]:
+        """Which of a factory's ``arguments`` the parameter argument of ``optimizer`` (its first
+        positional or ``params=``) is built from, through the factory's names (up to
+        :data:`_MAX_DEPTH` bindings back)."""
+        first = (
+            optimizer.args[0]
+            if optimizer.args
+            else next((k.value for k in optimizer.keywords if k.arg == "params"), None)
+        )
+        if first is None or isinstance(first, ast.Starred):
+            return []
+        found: list[str] = []
+        frontier: list[tuple[ast.AST, Where, int]] = [(first, where, 0)]
+        while frontier:
+            expr, at, hops = frontier.pop()
+            for name in (n for n in walk(expr) if isinstance(n, ast.Name)):
+                bound = self.bindings.every_binding(name, at)
+                if name.id in arguments and (not bound or any(b.value is None for b in bound)):
+                    if name.id not in found:
+                        found.append(name.id)
+                    continue
+                if hops < _MAX_DEPTH:
+                    frontier += [(b.value, b.where, hops + 1) for b in bound if isinstance(b.value, ast.expr)]
+        return found
 
     def _local_function(self, func: ast.expr, where: Where) -> ast.FunctionDef | None:
         """The file's function ``func`` calls: a module or nested function by name, or a method

@@ -49,6 +49,7 @@ from regcomp_lint.analysis import callsites
 from regcomp_lint.analysis.accelerate_script import MAX_DEPTH, AccelerateScript, enclosing_loops, in_loop_body
 from regcomp_lint.analysis.bindings import Bound, Where, binding_key
 from regcomp_lint.analysis.checkpoints import Checkpoints
+from regcomp_lint.analysis.counted_steps import LoopPath, counting_loop
 from regcomp_lint.analysis.distributed_samplers import shards_per_rank
 from regcomp_lint.analysis.distributed_setup import LOCAL_RANK, RANK, WORLD_SIZE, SetupCall
 from regcomp_lint.analysis.file_context import FileContext
@@ -62,6 +63,9 @@ from regcomp_lint.files.parsing import children, walk
 from regcomp_lint.knowledge.accelerate_api import PREPARE_PLACEMENT_KEYWORD, WRAPPED_OPTIMIZER_ATTRIBUTE
 from regcomp_lint.knowledge.torch_api import (
     DATA_PARALLEL,
+    DATALOADER,
+    LOADER_SAMPLER_KEYWORDS,
+    LOADER_SAMPLER_POSITIONS,
     MODULE_ONLY_METHODS,
     NO_GRAD,
     OPTIMIZER_API,
@@ -671,22 +675,21 @@ class TrainingRoles:
     def sharded_by_sampler(self, origin: Origin) -> bool:
         """``DataLoader(..., sampler=DistributedSampler(...))`` (or ``batch_sampler=``, a subclass,
         a sampler built with ``num_replicas=``/``rank=``: :mod:`.distributed_samplers`), directly
-        or through a name (whatever branch bound it: ``s = DistributedSampler(d) if ddp else None``)."""
-        for kw in origin.built.keywords:
-            if kw.arg not in ("sampler", "batch_sampler"):
-                continue
-            values: list[ast.AST] = [kw.value]
-            where = self._built_where(origin)
-            for bound in self.bindings.every_binding(kw.value, where):
+        or through a name (whatever branch bound it: ``s = DistributedSampler(d) if ddp else None``),
+        positionally or inside the ``**kwargs`` dict the loader is given (:meth:`_sampler_arguments`)."""
+        where = self._built_where(origin)
+        for argument, at in self._sampler_arguments(origin.built, where):
+            values: list[ast.AST] = [argument]
+            for bound in self.bindings.every_binding(argument, at):
                 if bound.value is None:
                     continue
                 if bound.index is None:
                     values.append(bound.value)
                     continue
                 # `dataset, dataset_test, train_sampler, test_sampler = load_data(...)` (torchvision)
-                for element, at in self._elements(bound.value, bound.index, bound.where, 0):
+                for element, at_element in self._elements(bound.value, bound.index, bound.where, 0):
                     values.append(element)
-                    values += [b.value for b in self.bindings.every_binding(element, at) if b.value is not None]
+                    values += [b.value for b in self.bindings.every_binding(element, at_element) if b.value is not None]
             for value in values:
                 if any(
                     isinstance(node, ast.Call)
@@ -696,6 +699,80 @@ class TrainingRoles:
                     return True
         return False
 
+    def _sampler_arguments(self, call: ast.Call, where: Where) -> list[tuple[ast.expr, Where]]:
+        """What the loader built by ``call`` may be given as its sampler: ``sampler=``/
+        ``batch_sampler=``; the 4th/5th positional argument of torch's ``DataLoader``; and the
+        sampler entries of a ``**kwargs`` dict (``dict(sampler=s, ...)``, ``{"sampler": s}``,
+        ``kw["sampler"] = s``, ``kw.update(sampler=s)``), followed through the names it is bound to."""
+        found = [(kw.value, where) for kw in call.keywords if kw.arg in LOADER_SAMPLER_KEYWORDS]
+        if self.ctx.imports.resolves_to(call.func, *DATALOADER):
+            found += [
+                (arg, where)
+                for i, arg in enumerate(call.args)
+                if i in LOADER_SAMPLER_POSITIONS and not any(isinstance(a, ast.Starred) for a in call.args[:i])
+            ]
+        for kw in call.keywords:
+            if kw.arg is None:
+                found += self._dict_samplers(kw.value, where, 0)
+        return found
+
+    def _dict_samplers(self, expr: ast.AST, where: Where, depth: int) -> list[tuple[ast.expr, Where]]:
+        """The sampler entries of the dict ``expr`` is or is bound to (see :meth:`_sampler_arguments`)."""
+        if depth > MAX_DEPTH:
+            return []
+        if isinstance(expr, ast.Dict):
+            found: list[tuple[ast.expr, Where]] = []
+            for key, value in zip(expr.keys, expr.values, strict=True):
+                if key is None:
+                    found += self._dict_samplers(value, where, depth + 1)
+                elif isinstance(key, ast.Constant) and key.value in LOADER_SAMPLER_KEYWORDS:
+                    found.append((value, where))
+            return found
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "dict":
+            found = [(kw.value, where) for kw in expr.keywords if kw.arg in LOADER_SAMPLER_KEYWORDS]
+            for arg in expr.args[:1]:
+                found += self._dict_samplers(arg, where, depth + 1)
+            for kw in expr.keywords:
+                if kw.arg is None:
+                    found += self._dict_samplers(kw.value, where, depth + 1)
+            return found
+        if not isinstance(expr, ast.Name):
+            return []
+        found = []
+        for bound in self.bindings.every_binding(expr, where):
+            if bound.value is not None and bound.index is None:
+                found += self._dict_samplers(bound.value, bound.where, depth + 1)
+        return found + self._dict_writes(expr.id, where, depth)
+
+    def _dict_writes(self, name: str, where: Where, depth: int) -> list[tuple[ast.expr, Where]]:
+        """Sampler entries written into the dict ``name`` in the scope of ``where``:
+        ``name["sampler"] = s`` and ``name.update(sampler=s)`` / ``name.update({"sampler": s})``."""
+        scope = where.function if where.function is not None else self.ctx.tree
+        found: list[tuple[ast.expr, Where]] = []
+        for node in walk(scope):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if (
+                        isinstance(target, ast.Subscript)
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id == name
+                        and isinstance(target.slice, ast.Constant)
+                        and target.slice.value in LOADER_SAMPLER_KEYWORDS
+                    ):
+                        found.append((node.value, where.at(node)))
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "update"
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == name
+            ):
+                at = where.at(node)
+                found += [(kw.value, at) for kw in node.keywords if kw.arg in LOADER_SAMPLER_KEYWORDS]
+                for arg in node.args[:1]:
+                    found += self._dict_samplers(arg, at, depth + 1)
+        return found
+
     def shard_reason(self, origin: Origin) -> str | None:
         """Why the loader built at ``origin`` already gives each rank its own data, if it does:
         prepare() would shard it a second time (each rank would see 1/N of its 1/N)."""
@@ -703,6 +780,10 @@ class TrainingRoles:
             return "sharded by its DistributedSampler"
         dataset = origin.built.args[0] if origin.built.args else _keyword_value(origin.built, "dataset")
         return self.split_by_rank([dataset] if dataset is not None else [], self._built_where(origin))
+
+    def built_where(self, origin: Origin) -> Where:
+        """Where the constructor call of ``origin`` itself sits (see :meth:`_built_where`)."""
+        return self._built_where(origin)
 
     def _built_where(self, origin: Origin) -> Where:
         """Where the constructor call itself sits: inside the factory for a factory's object
@@ -804,6 +885,59 @@ class TrainingRoles:
                 if self.origin(loader, at) is PREPARED:
                     return True
         return False
+
+    def counted_loop(self, scheduler: Origin) -> ast.stmt | None:
+        """The loop that fixes how many times the per-step scheduler built at ``scheduler``
+        steps, whatever share of the data each process gets (``while global_step < total_steps``,
+        ``for step in range(max_steps)``: :mod:`~regcomp_lint.analysis.counted_steps`). Every
+        process then takes the original's steps, so the scheduler stays unprepared: prepared, it
+        would step once per process at each. None for a scheduler of another cadence."""
+        how, step = self.cadence(scheduler)
+        return self.counting_loop_of(step, self._built_where(scheduler)) if how is Cadence.PER_STEP else None
+
+    def counting_loop_of(self, step: ast.Call | None, built: Where | None) -> ast.stmt | None:
+        """The loop that fixes how many times the call ``step`` runs (see :meth:`counted_loop`).
+        ``built``: where the scheduler is built. A bound may read the length of a loader before
+        that point (``total_steps = epochs * len(loader)`` to size the scheduler): ``prepare``
+        comes after it, so that is the whole loader's length; never one read later, or of a
+        prepared loader (one process's share)."""
+        path = self._located_loops(step, 0, ()) if step is not None else None
+        if path is None:
+            return None
+
+        def fixed(expr: ast.expr, where: Where) -> bool:
+            for loader, at in self.step_counts.lengths_read(expr, where, self.origin, self._process_count_reads()):
+                if self.origin(loader, at) is PREPARED:
+                    return False
+                if built is None or at.function is not built.function or at.pos >= built.pos:
+                    return False
+            return True
+
+        return counting_loop(path, fixed)
+
+    def _located_loops(self, call: ast.Call, depth: int, below: tuple[ast.AST, ...]) -> LoopPath | None:
+        """The loops that run ``call``, outermost first, each with where it sits and the functions
+        (``below``, then the function of ``call``) its body reaches the step through, following the
+        one call of each function that reaches it; None when several calls do."""
+        found = self._calls.get(id(call))
+        if found is None:
+            return None
+        where, loops = found
+        own: LoopPath = [
+            (loop, where.at(loop), below)
+            for loop in reversed(loops)
+            if isinstance(loop, (ast.For, ast.AsyncFor, ast.While))
+        ]
+        function = where.function
+        if depth >= MAX_CALLER_DEPTH or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return own
+        callers = self.script.training_loops.callers_of(function)
+        if not callers:
+            return own
+        if len(callers) != 1:
+            return None
+        outer = self._located_loops(callers[0], depth + 1, (*below, function))
+        return outer + own if outer is not None else None
 
     def cadence(self, scheduler: Origin) -> tuple[Cadence, ast.Call | None]:
         """How often the scheduler built at ``scheduler`` steps, with the ``.step()`` call that

@@ -46,8 +46,13 @@ class UnpreparedObject(Rule):
     training loop that iterates no loader `prepare` shards (full-batch training, batches the script
     draws in `for it in range(max_iters)`, a loader its own `DistributedSampler` shards, one whose
     origin is unknown, such as a parameter no call of the file hands in): every process takes all
-    the steps, and prepared, the scheduler would step once per process at each. Nor is a loader fed a `DistributedSampler` (`sampler=` or
-    `batch_sampler=`, directly or through a name): it already gives each rank its own shard, and
+    the steps, and prepared, the scheduler would step once per process at each. Nor is a per-step
+    scheduler of a loop whose number of steps a counter fixes (`while global_step < total_steps:`
+    around the loader loop, `for step in range(max_steps):` drawing `next(data_iter)`): each
+    process takes the original's steps over its shard, so prepared, its schedule would run out
+    part-way. Nor is a loader fed a `DistributedSampler` (`sampler=` or
+    `batch_sampler=`, directly, positionally, through a name bound on either branch of an `if`, or
+    inside the `**kwargs` dict it is given): it already gives each rank its own shard, and
     `prepare` would shard it again. Nor is a scheduler sized from the length of an already
     prepared loader (`len(train_dl) * epochs` after `prepare`): it counts one process's steps, and
     prepared it would step once per process. The length is followed through the values the
@@ -324,6 +329,8 @@ class UnpreparedObject(Rule):
                 Cadence.WRAPPED,
             ):
                 continue  # stepped once per epoch, with a metric or by another scheduler: prepared, it would step once per process
+            if origin.kind is Kind.SCHEDULER and roles.counted_loop(origin) is not None:
+                continue  # a counter fixes the steps: every process takes the original's, once each
             if origin.kind is Kind.SCHEDULER and not roles.shards_training_data():
                 continue  # no loader prepare() shards: every process takes the original's steps, once each
             if not self.script.sees_accelerator(use.where):

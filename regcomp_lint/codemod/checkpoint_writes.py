@@ -97,6 +97,8 @@ def save_the_rest_once(
             path = code(call.args[1].value) if len(call.args) > 1 else ""
             if under_rank_test(planner, call) or any(word in path for word in _RANK_WORDS):
                 continue
+            if saves_into_memory(planner, call):
+                continue
             if not planner.can_reach_accelerator(place):
                 continue
             acc = planner.accelerator_in(place)
@@ -107,6 +109,26 @@ def save_the_rest_once(
                 f"torch.save() at line {tree.line(call)} -> {acc}.save(): the main process writes the file, once"
             )
     return rewritten
+
+
+def saves_into_memory(planner: Planner, call: cst.Call) -> bool:
+    """``torch.save(state, buf)`` into an ``io.BytesIO()`` or an anonymous temporary file (the
+    lint's :meth:`~regcomp_lint.analysis.checkpoints.Checkpoints.in_memory`): it stays
+    ``torch.save``, since every process must fill its own buffer (``accelerator.save`` writes on
+    the main process only: the other ranks' buffers stayed empty). Noted once per call."""
+    view = lint_view(planner.tree)
+    if view.roles is None:
+        return False
+    save = view.roles.checkpoints.save_at(view.expression_at(call))
+    if save is None or not save.torch_save or not view.roles.checkpoints.in_memory(save):
+        return False
+    note = (
+        f"torch.save() at line {planner.tree.line(call)} writes into memory (a buffer of its own process): "
+        "it stays torch.save, so every process fills its own buffer"
+    )
+    if note not in planner.notes:
+        planner.notes.append(note)
+    return True
 
 
 def _writer_elsewhere(tree: Tree, call: cst.Call) -> FunctionNode | None:

@@ -90,6 +90,37 @@ def _init_of_class_built(tree: Tree, call: cst.Call) -> cst.FunctionDef | None:
     return None
 
 
+def _in_launcher_only(planner: Planner, stmt: cst.CSTNode) -> bool:
+    """``stmt`` runs in the launching process alone: the script starts its workers with
+    ``mp.spawn(worker, ...)`` and ``stmt`` is in a function that no worker reaches (``main()``
+    downloading the data set once before it spawns). Module-level code is not: each spawned
+    process imports the script again."""
+    distribution = getattr(planner, "distribution", None)
+    spawns = getattr(distribution, "spawn", None) or []
+    if not spawns:
+        return False
+    tree = planner.tree
+    enclosing = tree.enclosing_functions(stmt)
+    if not enclosing:
+        return False
+    workers: list[cst.FunctionDef] = []
+    for call in spawns:
+        target = call.args[0].value if call.args and call.args[0].keyword is None else None
+        if not isinstance(target, cst.Name):
+            return False
+        workers += [f for f in find_all(tree.module, cst.FunctionDef) if f.name.value == target.value]
+    if not workers:
+        return False
+    reached: set[cst.FunctionDef] = set(workers)
+    frontier = list(workers)
+    while frontier:
+        for callee, _ in planner.graph.calls_from(frontier.pop()):
+            if callee not in reached:
+                reached.add(callee)
+                frontier.append(callee)
+    return not any(function in reached for function in enclosing)
+
+
 def download_first(planner: Planner, block: Block, accelerator_at: int) -> None:
     """Put each downloading statement of ``block`` from ``accelerator_at`` on (one that downloads,
     or calls a function of the script that does) under its own
@@ -134,6 +165,7 @@ def download_first(planner: Planner, block: Block, accelerator_at: int) -> None:
         if downloads(tree, s) and not any(tree.contains(r, s) or tree.contains(s, r) for r in covered)
     ]
     missed = [s for s in missed if not any(o is not s and tree.contains(o, s) for o in missed)]  # the outermost only
+    missed = [s for s in missed if not _in_launcher_only(planner, s)]
     if missed:
         lines = ", ".join(str(tree.line(s)) for s in missed)
         planner.notes.append(

@@ -24,7 +24,12 @@ from regcomp_lint.analysis.training_objects import Kind
 from regcomp_lint.analysis.training_roles import Cadence, Origin
 from regcomp_lint.codemod.batch_seeds import split_hand_written_batches
 from regcomp_lint.codemod.builders import call_statement, expression, statement, with_keyword
-from regcomp_lint.codemod.checkpoint_writes import guard_helper_saves, save_the_rest_once, wait_before_reading_back
+from regcomp_lint.codemod.checkpoint_writes import (
+    guard_helper_saves,
+    save_the_rest_once,
+    saves_into_memory,
+    wait_before_reading_back,
+)
 from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, find_compile_sites
 from regcomp_lint.codemod.device_choice import (
     assigned_device_keys,
@@ -525,6 +530,7 @@ class PlainPlanner(Planner):
         schedulers: list[str] = []
         skipped: list[str] = []
         self.kept_schedulers: list[str] = []  # stepped per epoch: created before prepare, not prepared
+        self._counted_schedulers: dict[str, ast.stmt] = {}  # per step of a loop a counter ends: its loop
         self.inline_loaders: list[str] = []  # `cycle(DataLoader(...))`: prepared where they are built
         self.sharded_loaders: list[str] = []  # fed a DistributedSampler: already one shard per rank
         prepared_origins: dict[str, Origin | None] = {}  # the training loaders prepared here, by key
@@ -557,7 +563,7 @@ class PlainPlanner(Planner):
                 else:
                     skipped.append(creation.key)
             elif built.kind is Kind.SCHEDULER:
-                self._sort_scheduler(creation.key, *view.roles.cadence(built), schedulers)
+                self._sort_scheduler(creation.key, *view.roles.cadence(built), schedulers, built)
         # `optimizer, scheduler = build_optimizer(model, cfg)`, of this file or of another module
         for unpacked in unpacked_schedulers(tree, self.scope):
             if unpacked.key not in loaders + schedulers + optimizers + models + self.kept_schedulers:
@@ -569,6 +575,18 @@ class PlainPlanner(Planner):
         unknown = self._loaders_of_unknown_origin(view, loaders + skipped + optimizers + models + schedulers)
         loaders += unknown
         prepared_origins.update(dict.fromkeys(unknown))
+        counted = [key for key in schedulers if key in self._counted_schedulers]
+        if counted and (loaders or self.inline_loaders):
+            for key in counted:
+                loop = self._counted_schedulers[key]
+                self.kept_schedulers.append(key)
+                schedulers.remove(key)
+                self.notes.append(
+                    f"{key} steps once per optimizer step of a loop whose number of steps a counter fixes (line "
+                    f"{loop.lineno}): each process takes the original's steps over its share of the data, so it is "
+                    "left unprepared and its LR moves exactly as in the original (a prepared scheduler steps once per "
+                    "process, and its schedule would run out part-way)"
+                )
         if schedulers and not loaders and not self.inline_loaders:
             # accelerate's prepared scheduler steps once per process at each optimizer step, for
             # a loader prepare() shards; every process here takes as many steps as the original
@@ -596,9 +614,13 @@ class PlainPlanner(Planner):
             sorted(schedulers, key=order),
         )
 
-    def _sort_scheduler(self, key: str, how: Cadence, step: ast.Call | None, schedulers: list[str]) -> None:
+    def _sort_scheduler(
+        self, key: str, how: Cadence, step: ast.Call | None, schedulers: list[str], built: Origin | None = None
+    ) -> None:
         """Into ``schedulers`` (prepared) a scheduler stepped once per optimizer step (or of unknown
-        cadence), into ``kept_schedulers`` one stepped per epoch, with a value, or by another scheduler."""
+        cadence), into ``kept_schedulers`` one stepped per epoch, with a value, or by another scheduler.
+        One stepped per step of a loop a counter ends is noted in ``_counted_schedulers`` (kept
+        when a loader is prepared: see ``TrainingRoles.counted_loop``)."""
         if how in (Cadence.PER_EPOCH, Cadence.BY_VALUE) and step is not None:
             self.kept_schedulers.append(key)
             when = "once per epoch" if how is Cadence.PER_EPOCH else "with a value (a metric or an epoch)"
@@ -614,6 +636,11 @@ class PlainPlanner(Planner):
             )
         else:
             schedulers.append(key)
+            roles = lint_view(self.tree).roles
+            where = roles.built_where(built) if roles is not None and built is not None else None
+            loop = roles.counting_loop_of(step, where) if how is Cadence.PER_STEP and roles is not None else None
+            if loop is not None:
+                self._counted_schedulers[key] = loop
 
     def _prepare_inline(self, view, creation, built: Origin | None) -> bool:
         """``train_loader = cycle(DataLoader(...))`` (lucidrains' scripts), or a loader a training
@@ -989,6 +1016,8 @@ class PlainPlanner(Planner):
                     self._strip_wrapper_prefix(call)
                     continue
                 for save in self._saves_of(place, call):
+                    if saves_into_memory(self, save):
+                        continue
                     self.replace(save.func, f"{acc}.save")
                     writes.append((place, save))
                 self.checkpoint_saves += 1
@@ -1048,12 +1077,14 @@ class PlainPlanner(Planner):
             )
             return False
         acc = self.accelerator_in(place)
-        self.replace(call.func, f"{acc}.save")
+        in_memory = saves_into_memory(self, call)
+        if not in_memory:
+            self.replace(call.func, f"{acc}.save")
         unwrapped = expression(f"{acc}.unwrap_model({model}, keep_torch_compile=False)", self.module)
         self.edits.on(call.args[0].value, replaced_by(unwrapped))
         self.uses.append(call)
         self.whole_model_saves.append(tree.line(call))
-        return True
+        return not in_memory
 
     def owner_methods(self) -> list[cst.FunctionDef]:
         """The methods of the trainer class the conversion works in (none for plain functions)."""

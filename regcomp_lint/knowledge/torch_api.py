@@ -212,6 +212,14 @@ CUDA_DEVICE_CALLS = ("torch.cuda.current_device",)
 #: ``torch.save`` and ``torch.load``: a checkpoint written and read back.
 TORCH_SAVE = ("torch.save", "torch.serialization.save")
 TORCH_LOAD = ("torch.load", "torch.serialization.load")
+#: File objects that belong to the process that made them (a buffer in memory, an anonymous
+#: temporary file): a ``torch.save`` into one fills that process's copy, shared with no other.
+PROCESS_LOCAL_FILES = (
+    "io.BytesIO",
+    "_io.BytesIO",
+    "tempfile.TemporaryFile",
+    "tempfile.SpooledTemporaryFile",
+)
 #: Names of the calls that write a state dict out, whoever owns them: ``torch.save``,
 #: ``accelerator.save``/``save_model``/``save_state``, safetensors' ``save_file``,
 #: transformers' ``save_pretrained``.
@@ -250,6 +258,10 @@ DISTRIBUTED_SAMPLER = ("torch.utils.data.DistributedSampler", "torch.utils.data.
 #: class built with them (VITS's ``DistributedBucketSampler(ds, bs, num_replicas=n, rank=r)``)
 #: gives each rank its own shard already.
 SHARD_KEYWORDS = ("num_replicas", "rank")
+#: ``DataLoader``'s parameters that take a sampler, by name and by position
+#: (``DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, ...)``).
+LOADER_SAMPLER_KEYWORDS = ("sampler", "batch_sampler")
+LOADER_SAMPLER_POSITIONS = (3, 4)
 #: Keywords by which a data factory is told it runs distributed (``get_dataloaders(...,
 #: distributed=True)``, ``build_loader(cfg, rank=rank, world_size=ws)``): in a script that sets up
 #: its own process group, its loaders are likely sharded inside already.

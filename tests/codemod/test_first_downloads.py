@@ -152,3 +152,68 @@ def test_a_dataset_class_of_the_script_that_downloads_in_its_init_goes_under_mai
     assert result.refused is None, result.refused
     assert "    with accelerator.main_process_first():\n        train_set = SubsetSC(True)\n" in result.text
     assert any("(in SubsetSC.__init__()) runs under accelerator.main_process_first()" in n for n in result.notes)
+
+
+SPAWNED = """\
+import os
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torchvision.datasets as datasets
+import torchvision.transforms as transforms
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler
+
+
+def download_dataset():
+    datasets.CIFAR10(root="data", train=True, download=True, transform=transforms.ToTensor())
+
+
+def train(rank, world_size):
+    os.environ["MASTER_ADDR"] = "localhost"
+    os.environ["MASTER_PORT"] = "12355"
+    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    train_dataset = datasets.CIFAR10(root="data", train=True, download=False, transform=transforms.ToTensor())
+    sampler = DistributedSampler(train_dataset, num_replicas=world_size, rank=rank)
+    loader = DataLoader(train_dataset, batch_size=64, sampler=sampler)
+    model = DDP(torch.nn.Linear(3 * 32 * 32, 10))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x.flatten(1)), y)
+            loss.backward()
+            optimizer.step()
+    dist.destroy_process_group()
+
+
+def main():
+    if not os.path.exists("data/cifar-10-batches-py"):
+        download_dataset()
+    mp.spawn(train, args=(2,), nprocs=2, join=True)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_download_the_launching_process_makes_before_mp_spawn_is_not_said_to_run_in_every_process():
+    """Survey 18 (a tab-indented CIFAR-10 mp.spawn trainer): main() downloads once, then starts the
+    workers; the download runs in the launching process alone, so no note asks to download first."""
+    result = convert_source(SPAWNED, "train.py")
+    assert result.refused is None, result.refused
+    assert not any("runs in every process" in n for n in result.notes), result.notes
+
+
+def test_a_download_in_the_spawned_worker_before_the_accelerator_is_still_named():
+    src = SPAWNED.replace(
+        'train_dataset = datasets.CIFAR10(root="data", train=True, download=False,',
+        'train_dataset = datasets.CIFAR10(root="data", train=True, download=True,',
+    )
+    result = convert_source(src, "train.py")
+    assert result.refused is None, result.refused
+    # the worker's own download (line 20) runs in every spawned process; main()'s (line 13) does not
+    assert any("the download at line(s) 20 runs in every process" in n for n in result.notes), result.notes
