@@ -24,9 +24,19 @@ _WRAPPERS = frozenset({"Variable"})
 
 def makes_fresh_state(tree: Tree, method: str) -> bool:
     """Every method called ``method`` in the script's classes and those of the project modules
-    it imports returns only fresh tensors (and there is at least one)."""
-    defs = [d for module in _modules(tree) for d in _methods_named(module, method)]
-    return bool(defs) and all(_returns_fresh(d) for d in defs)
+    it imports returns only fresh tensors (and there is at least one). Answered once per tree
+    and method (asked for every ``owner.method(...)`` call the planner looks at)."""
+    answers = _answers.get(tree)
+    if answers is None:
+        answers = _answers[tree] = {}
+    answer = answers.get(method)
+    if answer is None:
+        defs = [d for module in _modules(tree) for d in _methods_named(module, method)]
+        answer = answers[method] = bool(defs) and all(_returns_fresh(d) for d in defs)
+    return answer
+
+
+_answers: weakref.WeakKeyDictionary[Tree, dict[str, bool]] = weakref.WeakKeyDictionary()
 
 
 def _modules(tree: Tree) -> list[ast.Module]:
