@@ -103,7 +103,7 @@ class TrainingLoops:
         annotations, a lambda, a nested class)."""
         body: set[int] | None = None
         if own is not None and node is function:  # a def: only its body runs there
-            body = {id(stmt) for stmt in node.body}  # type: ignore[attr-defined]
+            body = {id(stmt) for stmt in node.body}
         for child in children(node):
             child_own = own if body is None or id(child) in body else None
             if isinstance(child, FUNCTIONS):
