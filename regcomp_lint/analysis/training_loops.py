@@ -70,6 +70,8 @@ class TrainingLoops:
         #: loader (each answer walks the loop's body, or the callee's)
         self._loop_trains: dict[int, bool] = {}
         self._passes: dict[tuple[int, int, int], bool] = {}
+        #: function id -> the calls of its body that run there (``own_nodes(function.body)``)
+        self._own_calls: dict[int, list[ast.Call]] = {}
         self._index(tree, None, None)
         has_backward = any(_is_method_call(n, "backward") for n in self._calls)  # (every call of the file)
         self._step = "backward" if has_backward else "step"
@@ -81,29 +83,35 @@ class TrainingLoops:
         """ids of the functions that reach the step, directly or through the ones found so far.
         Each function's own calls are listed once: the rounds after the first read only those."""
         found: set[int] = set()
-        own_calls: dict[int, list[ast.Call]] = {}
         changed = True
         while changed:
             changed = False
             for function in functions:
                 if id(function) in found:
                     continue
-                calls = own_calls.get(id(function))
-                if calls is None:
-                    calls = own_calls[id(function)] = [n for n in own_nodes(function.body) if isinstance(n, ast.Call)]
-                if self._calls_step(iter(calls), function, found):
+                if self._calls_step(iter(self._own_calls[id(function)]), function, found):
                     found.add(id(function))
                     changed = True
         return found
 
-    def _index(self, node: ast.AST, function: Function | None, cls: ast.ClassDef | None) -> None:
+    def _index(
+        self, node: ast.AST, function: Function | None, cls: ast.ClassDef | None, own: list[ast.Call] | None = None
+    ) -> None:
+        """Index ``node``'s children. ``own``: the list of the calls that run in the body of the
+        function ``node`` is in, not inside a nested def, lambda or class (:func:`own_nodes`
+        order: the same pre-order), or None where they do not (a def's decorators, defaults and
+        annotations, a lambda, a nested class)."""
+        body: set[int] | None = None
+        if own is not None and node is function:  # a def: only its body runs there
+            body = {id(stmt) for stmt in node.body}
         for child in children(node):
+            child_own = own if body is None or id(child) in body else None
             if isinstance(child, FUNCTIONS):
                 self._by_name[child.name].append(child)
                 if cls is not None and node is cls:
                     self._methods.setdefault(id(cls), {})[child.name] = child
                     self._class_of[id(child)] = cls
-                self._index(child, child, None)
+                self._index(child, child, None, self._own_calls.setdefault(id(child), []))
             elif isinstance(child, ast.ClassDef):
                 self._index(child, function, child)
                 init = self._methods.get(id(child), {}).get("__init__")
@@ -114,7 +122,9 @@ class TrainingLoops:
                     self._function_of[id(child)] = function
                     if isinstance(child, ast.Call):
                         self._calls.append(child)
-                self._index(child, function, cls)
+                        if child_own is not None:
+                            child_own.append(child)
+                self._index(child, function, cls, None if isinstance(child, ast.Lambda) else child_own)
 
     # -- the training step -----------------------------------------------------------------
     def _callees(self, call: ast.Call, caller: Function | None) -> list[Function]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import builtins
 import weakref
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 
 import libcst as cst
@@ -36,6 +37,8 @@ _ASKABLE = (ast.Call, ast.Name, ast.Attribute)
 _Point = tuple[int, int]
 #: an expression: (breadth-first rank, start, end, node)
 _Entry = tuple[tuple[int, int], _Point, _Point, ast.AST]
+#: a line holding more expressions than this is searched by bisection (:meth:`LintView._outermost`)
+_BISECT_FROM = 16
 
 
 def lint_view(tree: Tree) -> LintView:
@@ -78,6 +81,8 @@ class LintView:
         #: every expression the same way, indexed on first ask (:meth:`any_expression_at`)
         self._all_spans: dict[int, list[_Entry]] | None = None
         self._expressions: list[_Entry] = []
+        #: (id of a spans dict, line): that line's entries sorted by start, and the starts
+        self._line_order: dict[tuple[int, int], tuple[list[_Point], list[_Entry]]] = {}
         # the script's own path: the lint's answers follow its imports into the project's other
         # modules (nanoGPT's GPT in model.py is a stack of repeated blocks: RC501's question)
         self._source = source = SourceFile(importer_of(tree.filename) if tree.filename else "<regcomp-fix>", tree.text)
@@ -130,18 +135,35 @@ class LintView:
         # the range: only the lines of the range are looked at (scanning every expression of the
         # file for each node was quadratic). Any order that puts a node before its descendants
         # gives the same answer: an expression spanning the range holds all the others inside it
-        inside = [
-            entry
-            for row in range(start[0], end[0] + 1)
-            for entry in spans.get(row, ())
-            if start <= entry[1] and entry[2] <= end
-        ]
+        inside = []
+        for row in range(start[0], end[0] + 1):
+            entries = spans.get(row)
+            if not entries:
+                continue
+            if len(entries) > _BISECT_FROM:
+                # one long line of many expressions (``nn.Sequential(Block0(), ..., Block831())``):
+                # only those starting inside the range, found by bisection (asking for each of
+                # them scanned the whole line: quadratic in the line's length)
+                starts, by_start = self._sorted_line(spans, row, entries)
+                entries = by_start[bisect_left(starts, start) : bisect_right(starts, end)]
+            inside += [entry for entry in entries if start <= entry[1] and entry[2] <= end]
         if not inside:
             return None
         _, first, last, expr = min(inside, key=lambda entry: entry[0])
         if _spans_all_but_parentheses(first, last, start, end, node):
             return expr  # type: ignore[return-value]
         return None
+
+    def _sorted_line(
+        self, spans: dict[int, list[_Entry]], row: int, entries: list[_Entry]
+    ) -> tuple[list[_Point], list[_Entry]]:
+        """One line's entries sorted by where they start, and those starts (made once per line)."""
+        key = (id(spans), row)
+        found = self._line_order.get(key)
+        if found is None:
+            by_start = sorted(entries, key=lambda entry: entry[1])
+            found = self._line_order[key] = ([entry[1] for entry in by_start], by_start)
+        return found
 
     def statement_at(self, node: cst.CSTNode) -> ast.stmt | None:
         """The ``ast`` statement that starts where the libcst statement ``node`` does."""

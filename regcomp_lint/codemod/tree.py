@@ -487,25 +487,25 @@ def read_keys(expr: cst.CSTNode) -> list[str]:
     """Keys an expression reads: ``args`` of ``args.compile``, ``self.loader`` of
     ``enumerate(self.loader)`` (attribute names and keyword names are not reads)."""
     found: list[str] = []
-
-    class _Reads(cst.CSTVisitor):
-        def visit_Attribute(self, node: cst.Attribute) -> bool:
+    # the nodes in the order a libcst visitor meets them (children in visit order), walked here
+    # instead of by a visitor: libcst's visit rebuilds and revalidates every node it passes
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is cst.Name:
+            if node.value not in found:  # type: ignore[attr-defined]
+                found.append(node.value)  # type: ignore[attr-defined]
+        elif kind is cst.Attribute:
             key = key_of(node)
             if key is not None and key not in found:
                 found.append(key)
-                return False
-            node.value.visit(self)
-            return False
-
-        def visit_Arg(self, node: cst.Arg) -> bool:
-            node.value.visit(self)
-            return False
-
-        def visit_Name(self, node: cst.Name) -> None:
-            if node.value not in found:
-                found.append(node.value)
-
-    expr.visit(_Reads())
+            else:
+                stack.append(node.value)  # type: ignore[attr-defined]  # (not its attribute name)
+        elif kind is cst.Arg:
+            stack.append(node.value)  # type: ignore[attr-defined]  # (not its keyword)
+        else:
+            stack.extend(reversed(children_of(node)))
     return found
 
 
