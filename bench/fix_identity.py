@@ -78,6 +78,12 @@ def runs() -> list[tuple[str, str]]:
     return out
 
 
+def _split(line: str) -> tuple[str, str]:
+    """``"<digest>  <label>"`` -> (label, digest)."""
+    digest, label = line.split("  ", 1)
+    return label, digest
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-v", action="store_true", help="one digest per run")
@@ -95,12 +101,19 @@ def main() -> int:
     if args.save:
         Path(args.save).write_text("\n".join(lines) + "\n")
     if args.check:
-        want = Path(args.check).read_text().splitlines()
-        differ = [b for a, b in zip(want, lines) if a != b] + (["(count differs)"] if len(want) != len(lines) else [])
+        # matched by label, so a fixture added since the digests were saved shifts nothing
+        want = dict(_split(line) for line in Path(args.check).read_text().splitlines() if line.strip())
+        have = dict(_split(line) for line in lines)
+        differ = [f"{have[label]}  {label}" for label in have if label in want and want[label] != have[label]]
         for line in differ:
             print(f"DIFFERS: {line}")
-        print("identical" if not differ else f"{len(differ)} runs differ")
-        return 1 if differ else 0
+        for label in sorted(have.keys() - want.keys()):
+            print(f"NEW (not compared): {label}")
+        for label in sorted(want.keys() - have.keys()):
+            print(f"GONE: {label}")
+        gone = want.keys() - have.keys()
+        print("identical" if not differ and not gone else f"{len(differ)} runs differ, {len(gone)} gone")
+        return 1 if differ or gone else 0
     return 0
 
 
