@@ -17,12 +17,12 @@ convert. ``ast`` only; nothing is imported or run.
 from __future__ import annotations
 
 import ast
-import os
 from dataclasses import dataclass
 
 from regcomp_lint.analysis.name_resolution import ImportMap
 from regcomp_lint.analysis.reachability.modules import ParsedModule
 from regcomp_lint.codemod.local_modules import importer_of, is_project_module, load_local, star_source
+from regcomp_lint.files.discovery import shown_path
 
 #: Methods that use an object as an ``nn.Module``: a name the script calls them on is a model.
 _MODEL_METHODS = frozenset(
@@ -171,7 +171,7 @@ def refusal(found: DelegatedLoop, converts: str | None) -> str:
             f"the script or in a folder above it: convert that module where it is (regcomp-fix <path to it>), "
             "or convert by hand"
         )
-    where = _shown_path(found.path)
+    where = shown_path(found.path)
     head += f" ({where}, line {found.method_line}; X.backward() at line {found.backward_line})"
     if converts is None:
         return f"{head}; regcomp-fix converts that file on its own: run regcomp-fix {where}"
@@ -301,9 +301,3 @@ def _backward_line(
                     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                 ]
     return None
-
-
-def _shown_path(path: str) -> str:
-    """The trainer's path as the user would type it: relative to the working directory when it is below it."""
-    relative = os.path.relpath(path)
-    return path if relative.startswith("..") else relative

@@ -24,6 +24,7 @@ from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.local_modules import importer_of, is_project_module, load_local
 from regcomp_lint.codemod.optimizers import find_optimizers
 from regcomp_lint.codemod.tree import Function, Tree, code, dotted, find_all, single_target
+from regcomp_lint.files.discovery import shown_path
 from regcomp_lint.knowledge.torch_api import NO_GRAD
 
 if TYPE_CHECKING:
@@ -163,7 +164,7 @@ def _model_class(planner: PlainPlanner, model: str) -> tuple[ast.ClassDef, str |
             if module and is_project_module(module):
                 local = load_local(importer_of(tree.filename), module)
                 if local is not None and attr in local.classes:
-                    return local.classes[attr], local.path
+                    return local.classes[attr], shown_path(local.path)
     return None
 
 

@@ -152,3 +152,10 @@ def _walk(
             else:
                 add(shown, path)
         pending.extend(reversed(subfolders))
+
+
+def shown_path(path: str) -> str:
+    """``path`` as the user would type it: relative to the working directory when it is below it
+    (messages about a sibling module then read like the paths the user passed, whatever the cwd)."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative

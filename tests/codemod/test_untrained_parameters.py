@@ -133,3 +133,17 @@ def test_a_detached_submodule_in_a_model_of_another_module_of_the_project(tmp_pa
     result = convert_source(script, str(path))
     assert result.refused is None, result.refused
     assert HANDLER in result.text
+
+
+def test_a_cut_in_a_sibling_module_names_that_file_as_the_user_would_type_it(tmp_path, monkeypatch):
+    # the note named the module by its absolute path, unlike every other path the fixer prints
+    project = tmp_path / "project"
+    project.mkdir()
+    model_source, _, script_rest = SCRIPT.partition("\n\nencoder = Encoder()")
+    (project / "model.py").write_text(model_source + "\n")
+    script = "import torch\nimport torch.nn as nn\nfrom model import Encoder\n\nencoder = Encoder()" + script_rest
+    (project / "train.py").write_text(script)
+    monkeypatch.chdir(tmp_path)
+    result = convert_source(script, "project/train.py")
+    note = next(n for n in result.notes if "find_unused_parameters" in n)
+    assert "Encoder.forward (project/model.py, line 12) detaches" in note, note
