@@ -361,9 +361,14 @@ class PlainPlanner(Planner):
             self.optimizer_method = made
             found = [(made.caller if function is made.method else function, key, ms) for function, key, ms in found]
             scopes = [made.caller]
+            built = [*made.keys, *made.schedulers]
+            where = f"built by {code(made.statement).strip()} (line {tree.line(made.statement)})"
             self.notes.append(
-                f"{', '.join(made.keys)} {'is' if len(made.keys) == 1 else 'are'} built by {code(made.statement).strip()} "
-                f"(line {tree.line(made.statement)}): prepared in {function_name(made.caller)} right after that call"
+                f"{', '.join(built)} are {where}: the prepare() of {function_name(made.caller)} runs right after that "
+                "call (each scheduler prepared or not by how often it steps)"
+                if made.schedulers
+                else f"{', '.join(built)} {'is' if len(built) == 1 else 'are'} {where}: prepared in "
+                f"{function_name(made.caller)} right after that call"
             )
         self.scope = scopes[0]
         self.optimizer_found = [
@@ -532,6 +537,10 @@ class PlainPlanner(Planner):
         home = self.accelerator_home
         # a trainer whose __init__ binds the model keeps its loaders there too (trainer_models.py)
         made_here = [*creations(self.scope), *(creations(home) if home is not self.scope else [])]
+        if self.optimizer_method is not None:  # `self.scheduler = ...` beside the optimizer in set_optimizer()
+            made_here += [
+                c for c in creations(self.optimizer_method.method) if c.key in self.optimizer_method.schedulers
+            ]
         for creation in made_here:
             if creation.key in loaders + schedulers + optimizers + models + self.kept_schedulers:
                 continue

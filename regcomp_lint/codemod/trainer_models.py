@@ -3,7 +3,7 @@
 Real scripts hold training in a class: ``__init__`` keeps ``self.model`` (and its loaders and
 device), and the training method builds the optimizer itself (``self.optimizer =
 torch.optim.SGD(self.model.parameters(), ...)``) or calls a method that does nothing else
-(``self.set_optimizer()``). ``prepare()`` must see the optimizer, so it runs in the training
+(``self.set_optimizer()``, which may also build schedulers on that optimizer). ``prepare()`` must see the optimizer, so it runs in the training
 method right after the optimizer exists; the ``Accelerator`` is made in ``__init__``, so
 ``self.device`` there is already the accelerator's device and every method reaches
 ``self.accelerator``. After the training method has prepared it, ``self.model`` may be a DDP or
@@ -14,8 +14,8 @@ itself, so a method called before training is unaffected).
 Refused, naming the construct and its line, where one ``prepare()`` in the training method would
 not see what the original trains: ``self.model`` bound again in another method, the training
 method called more than once or in a loop (each call would build and prepare a new optimizer of
-the one prepared model: folds), a ``set_optimizer()``-style method that also builds other things,
-and a model bound in no method of the class (a base class's, out of sight).
+the one prepared model: folds), a ``set_optimizer()``-style method that also builds other things
+than schedulers of its optimizer, and a model bound in no method of the class (a base class's, out of sight).
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from regcomp_lint.analysis.training_objects import Kind
+from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.roles import bindings, bound_keys
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, read_keys
@@ -51,6 +53,8 @@ class OptimizerMethod:
     caller: cst.FunctionDef
     statement: cst.SimpleStatementLine
     keys: tuple[str, ...]
+    #: the schedulers it builds on those optimizers (``self.scheduler = OneCycleLR(self.optimizer, ...)``)
+    schedulers: tuple[str, ...] = ()
 
 
 def optimizer_method(
@@ -58,8 +62,10 @@ def optimizer_method(
 ) -> OptimizerMethod | None:
     """``function`` is a method that builds the optimizer(s) ``keys`` of ``models`` it does not
     bind itself, returns nothing, and is called once, as a statement, by another method of its
-    class: the optimizer is made at that call. A method that also keeps other attributes (a
-    scheduler, a loss) is refused, naming them."""
+    class: the optimizer is made at that call. Schedulers it builds on those optimizers are made
+    there too (prepared, or left unprepared, by their cadence, like one the training method
+    builds); a method that also keeps other attributes (a loss, another optimizer's scheduler) is
+    refused, naming them."""
     tree = planner.tree
     if not isinstance(function, cst.FunctionDef) or function in planner.training:
         return None
@@ -89,15 +95,33 @@ def optimizer_method(
         for key in bound_keys(node)
         if key.startswith("self.") and key not in keys
     ]
+    schedulers = [key for key, node in others if _scheduler_on(planner, node, keys)]
+    others = [(key, node) for key, node in others if key not in schedulers]
     if others:
         key, node = others[0]
         raise Refusal(
             f"{cls.name.value}.{function.name.value}() (line {tree.line(function)}) builds {', '.join(keys)} and also "
             f"{key} (line {tree.line(node)}); the conversion prepares what {function.name.value}() builds right "
             f"after {caller.name.value}() calls it (line {tree.line(call)}) only when it builds nothing but the "
-            "optimizer: build the rest elsewhere, or convert by hand"
+            "optimizer and its schedulers: build the rest elsewhere, or convert by hand"
         )
-    return OptimizerMethod(function, caller, line, tuple(keys))
+    return OptimizerMethod(function, caller, line, tuple(keys), tuple(dict.fromkeys(schedulers)))
+
+
+def _scheduler_on(planner: PlainPlanner, node: cst.CSTNode, optimizers: list[str]) -> bool:
+    """``node`` is ``self.scheduler = Scheduler(self.optimizer, ...)``: it builds a scheduler (as
+    the lint's roles see it) on one of ``optimizers``."""
+    if not isinstance(node, cst.Assign) or len(node.targets) != 1 or not isinstance(node.value, cst.Call):
+        return False
+    view = lint_view(planner.tree)
+    built = view.origin(node.value)
+    if built is None or built.kind is not Kind.SCHEDULER or built.call is not view.expression_at(node.value):
+        return False
+    args = node.value.args
+    on = next((a for a in args if a.keyword is not None and a.keyword.value == "optimizer"), None)
+    if on is None and args and args[0].keyword is None and args[0].star == "":
+        on = args[0]
+    return on is not None and key_of(on.value) in optimizers
 
 
 def kept_from_init(tree: Tree, scope: Function, model: str) -> bool:
@@ -320,10 +344,10 @@ def _enclosing_loop(planner: PlainPlanner, node: cst.CSTNode, depth: int) -> cst
 
 
 def prepared_after(planner: PlainPlanner, key: str) -> list[cst.CSTNode]:
-    """The statements of the scope that make ``key``: ``self.set_optimizer()`` for the optimizer
-    that method builds (none for anything else)."""
+    """The statements of the scope that make ``key``: ``self.set_optimizer()`` for the optimizers
+    and schedulers that method builds (none for anything else)."""
     made = planner.optimizer_method
-    if made is None or key not in made.keys or made.caller is not planner.scope:
+    if made is None or key not in (*made.keys, *made.schedulers) or made.caller is not planner.scope:
         return []
     return [made.statement]
 

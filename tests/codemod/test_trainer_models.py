@@ -292,3 +292,121 @@ def test_set_optimizer_called_from_init_prepares_there_and_later_methods_unwrap(
         "        )\n\n    def set_optimizer(self):\n"
     ) in out
     assert "        return self.accelerator.unwrap_model(self.model).scores(x)\n" in out
+
+
+# -- a set_optimizer()-style method that also builds the optimizer's scheduler ----------------------------
+
+
+def _with_scheduler(built: str) -> str:
+    """SET_OPTIMIZER whose set_optimizer() also builds ``built`` (a scheduler on self.optimizer),
+    stepped right after the optimizer."""
+    return SET_OPTIMIZER.replace(
+        "        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.args.lr)\n",
+        "        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.args.lr)\n" + built,
+    ).replace(
+        "                self.optimizer.step()\n",
+        "                self.optimizer.step()\n                self.scheduler.step()\n",
+    )
+
+
+PER_STEP = _with_scheduler(
+    "        self.scheduler = torch.optim.lr_scheduler.OneCycleLR(\n"
+    "            self.optimizer, max_lr=self.args.lr, total_steps=self.args.epochs * len(self.train_loader)\n"
+    "        )\n"
+)
+
+
+def test_a_per_step_scheduler_built_beside_the_optimizer_is_prepared_after_the_call():
+    """Before: refused, "builds self.optimizer and also self.scheduler"."""
+    result = convert(PER_STEP)
+    assert result.refused is None, result.refused
+    assert (
+        "        self.set_optimizer()\n"
+        "        self.model, self.optimizer, self.train_loader, self.scheduler = self.accelerator.prepare(\n"
+        "            self.model, self.optimizer, self.train_loader, self.scheduler\n"
+        "        )\n"
+        "        for epoch in range(self.args.epochs):\n"
+    ) in result.text
+    # set_optimizer() itself is left as it is
+    assert (
+        "            self.optimizer, max_lr=self.args.lr, total_steps=self.args.epochs * len(self.train_loader)\n"
+        in result.text
+    )
+    assert "prepared: self.model, self.optimizer, self.train_loader, self.scheduler" in result.notes
+    assert any(
+        n.startswith(
+            "self.optimizer, self.scheduler are built by self.set_optimizer() (line 36): the prepare() of train() runs"
+        )
+        for n in result.notes
+    ), result.notes
+    assert convert(result.text).text == result.text
+
+
+def test_a_transformers_warmup_schedule_built_beside_the_optimizer_is_prepared():
+    text = _with_scheduler(
+        "        self.scheduler = get_linear_schedule_with_warmup(self.optimizer, 10, 100)\n"
+    ).replace("import torch\n", "import torch\nfrom transformers import get_linear_schedule_with_warmup\n", 1)
+    out = _converted(text)
+    assert "        self.model, self.optimizer, self.train_loader, self.scheduler = self.accelerator.prepare(\n" in out
+
+
+def test_a_per_epoch_scheduler_built_beside_the_optimizer_stays_unprepared_with_the_note():
+    text = SET_OPTIMIZER.replace(
+        "        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.args.lr)\n",
+        "        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.args.lr)\n"
+        "        self.scheduler = torch.optim.lr_scheduler.StepLR(self.optimizer, step_size=2)\n",
+    ).replace(
+        "                self.optimizer.step()\n",
+        "                self.optimizer.step()\n            self.scheduler.step()\n",
+    )
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert (
+        "        self.set_optimizer()\n"
+        "        self.model, self.optimizer, self.train_loader = self.accelerator.prepare(\n"
+        "            self.model, self.optimizer, self.train_loader\n"
+        "        )\n"
+    ) in result.text
+    assert any(n.startswith("self.scheduler steps once per epoch (line 42)") for n in result.notes), result.notes
+
+
+def test_a_per_step_scheduler_of_a_loop_without_a_prepared_loader_stays_unprepared():
+    """A counted-steps loop (batches made by hand, no DataLoader to prepare): every process takes
+    as many steps as the original, so the scheduler is not prepared (the existing rule)."""
+    text = (
+        PER_STEP.replace(
+            "        x = torch.randn(256, 16)\n"
+            "        self.train_loader = DataLoader(TensorDataset(x, x.argmax(1) % 4), batch_size=16, shuffle=True)\n",
+            "        self.data = torch.randn(256, 16)\n",
+        )
+        .replace(
+            "            for x, y in self.train_loader:\n                x, y = x.to(self.device), y.to(self.device)\n",
+            "            for i in range(16):\n                x = self.data[i * 16 : (i + 1) * 16].to(self.device)\n"
+            "                y = x.argmax(1) % 4\n",
+        )
+        .replace("len(self.train_loader)", "16")
+    )
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert "        self.model, self.optimizer = self.accelerator.prepare(self.model, self.optimizer)\n" in result.text
+    assert any(n.startswith("self.scheduler steps once per optimizer step, and no DataLoader") for n in result.notes)
+
+
+def test_a_set_optimizer_that_builds_a_scheduler_and_other_things_is_still_refused():
+    text = _with_scheduler(
+        "        self.scheduler = torch.optim.lr_scheduler.StepLR(self.optimizer, step_size=2)\n"
+        "        self.criterion = nn.CrossEntropyLoss()\n"
+    )
+    refusal = _refusal(text)
+    assert "also self.criterion (line 32)" in refusal and "self.scheduler" not in refusal.split("also")[1], refusal
+
+
+def test_a_scheduler_of_another_optimizer_is_refused():
+    """``set_optimizer()`` builds a scheduler on an optimizer it does not build: not a training
+    object of the optimizer prepared after the call."""
+    text = _with_scheduler(
+        "        self.other = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)\n"
+        "        self.scheduler = torch.optim.lr_scheduler.StepLR(self.other, step_size=2)\n"
+    )
+    refusal = _refusal(text)
+    assert "set_optimizer()" in refusal and "also self.other" in refusal, refusal
