@@ -205,6 +205,8 @@ class PlainPlanner(Planner):
         sites = find_compile_sites(tree, self.scope, set(self.models))
         if self.accelerator_home is not self.scope:  # `self.model = torch.compile(self.model)` in __init__
             sites = find_compile_sites(tree, self.accelerator_home, set(self.models)) + sites
+            for helper in self.init_helpers:  # or in the method __init__ calls to build the model
+                sites = find_compile_sites(tree, helper, set(self.models)) + sites
         collect_settings(tree, sites, script)
         if self.trainer_models is not None:  # the plugin is made in __init__: what the training method's compile reads
             refuse_settings_out_of_reach(
@@ -220,6 +222,21 @@ class PlainPlanner(Planner):
                     ]
                 ],
             )
+            for helper in self.init_helpers:  # `def _build_model(self, compile):`: its parameter is not __init__'s
+                refuse_settings_out_of_reach(
+                    self,
+                    self.trainer_models,
+                    [
+                        expr
+                        for site in sites
+                        if tree.contains(helper, site.call)
+                        for expr in [
+                            *([site.condition] if site.condition is not None else []),
+                            *(a.value for a in site.call.args if a.keyword is not None),
+                        ]
+                    ],
+                    helper,
+                )
         self._remove_compiles(sites)
         reason = self._regional_reason()
         settings, setting_notes = resolve(script, self.options, reason, launched_fields(tree.filename or "-"))
@@ -265,6 +282,12 @@ class PlainPlanner(Planner):
         """Where the Accelerator is made: the scope, or the ``__init__`` of a trainer whose training
         method prepares the model ``__init__`` binds (trainer_models.py)."""
         return self.trainer_models.init if self.trainer_models is not None else self.scope
+
+    @property
+    def init_helpers(self) -> list[cst.FunctionDef]:
+        """The methods a trainer's ``__init__`` calls once to bind its models (``self._build_model()``):
+        their code is ``__init__``'s, run after the Accelerator it makes (trainer_models.py)."""
+        return [helper for helper, _ in self.trainer_models.helpers] if self.trainer_models is not None else []
 
     # -- where the model lives ----------------------------------------------------------------
     def _functions(self) -> list[Function]:
@@ -499,9 +522,7 @@ class PlainPlanner(Planner):
                 and not tree.is_parameter(model, self.scope)
                 and kept_from_init(tree, self.scope, model)
             ):  # `self.model = Net()` in __init__, its optimizer in train(): prepared there (trainer_models.py)
-                if self.trainer_models is None:
-                    self.trainer_models = trainer_models(self, model)
-                self.trainer_models.models.append(model)
+                self.trainer_models = trainer_models(self, model, self.trainer_models)
                 continue
             if self.owner is not None:
                 refuse_made_again(tree, self.scope, model)
@@ -537,6 +558,8 @@ class PlainPlanner(Planner):
         home = self.accelerator_home
         # a trainer whose __init__ binds the model keeps its loaders there too (trainer_models.py)
         made_here = [*creations(self.scope), *(creations(home) if home is not self.scope else [])]
+        for helper in self.init_helpers:  # `self._build_model()` in __init__: its code is __init__'s
+            made_here += creations(helper)
         if self.optimizer_method is not None:  # `self.scheduler = ...` beside the optimizer in set_optimizer()
             made_here += [
                 c for c in creations(self.optimizer_method.method) if c.key in self.optimizer_method.schedulers
@@ -816,6 +839,7 @@ class PlainPlanner(Planner):
             if self.tree.resolves_to(c.func, *torch_api.TORCH_COMPILE)
             and not self.tree.contains(self.scope, c)
             and not self.tree.contains(self.accelerator_home, c)
+            and not any(self.tree.contains(helper, c) for helper in self.init_helpers)
             and isinstance(self.tree.parent(c), cst.Assign)
         ]
         for call in leftover:
@@ -825,7 +849,8 @@ class PlainPlanner(Planner):
 
     def _regional_reason(self) -> str | None:
         for model in self.models:
-            for node in bindings(self.scope, model) or bindings(self.accelerator_home, model):
+            homes = [self.accelerator_home, *self.init_helpers]
+            for node in bindings(self.scope, model) or [n for home in homes for n in bindings(home, model)]:
                 if isinstance(node, cst.Assign) and not self.is_removed(node):
                     reason = repeated_blocks(self.tree, node.value)
                     if reason and self.method_loss is not None:
@@ -890,11 +915,12 @@ class PlainPlanner(Planner):
         self.assigned_device_keys = {key for function in reach for key in assigned_device_keys(tree, function)}
         self.model_gpu_choices = model_gpu_choices(tree, set(self.models))
         home = self.accelerator_home
-        if all(home is not r for r in reach):  # a trainer's __init__, where its Accelerator is made
-            reach.append(home)
-            self.assigned_device_keys |= assigned_device_keys(tree, home)
+        for place in [home, *self.init_helpers]:  # a trainer's __init__, where its Accelerator is made
+            if all(place is not r for r in reach):
+                reach.append(place)
+                self.assigned_device_keys |= assigned_device_keys(tree, place)
         for function in reach:
-            own = function is self.scope or function is home
+            own = function is self.scope or function is home or any(function is h for h in self.init_helpers)
             cudas, devices = self.device_and_cuda_rewrites(function, device_key if own else "device")
             self.cudas += cudas
             self.devices += devices
@@ -1573,6 +1599,10 @@ class PlainPlanner(Planner):
         tree = self.tree
         found: list[cst.CSTNode] = []
         for use in self.uses:
+            helper = self.trainer_models.helper_of(use, tree) if self.trainer_models is not None else None
+            if helper is not None:  # in the method __init__ calls to build the model: before that call
+                found.append(helper[1])
+                continue
             if not tree.contains(self.accelerator_home, use):
                 continue
             function = tree.function_of(use)
@@ -1903,7 +1933,8 @@ class PlainPlanner(Planner):
             return []
         names = set(self.models)
         for model in self.models:
-            for node in bindings(self.scope, model) + bindings(self.accelerator_home, model):
+            homes = [self.scope, self.accelerator_home, *self.init_helpers]
+            for node in [n for home in homes for n in bindings(home, model)]:
                 if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
                     names.add(code(node.value.func).rsplit(".", 1)[-1])
         if wanted in names:

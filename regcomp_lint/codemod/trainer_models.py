@@ -1,21 +1,24 @@
 """A trainer class that binds its model in ``__init__`` and builds the optimizer later.
 
 Real scripts hold training in a class: ``__init__`` keeps ``self.model`` (and its loaders and
-device), and the training method builds the optimizer itself (``self.optimizer =
-torch.optim.SGD(self.model.parameters(), ...)``) or calls a method that does nothing else
-(``self.set_optimizer()``, which may also build schedulers on that optimizer). ``prepare()`` must see the optimizer, so it runs in the training
-method right after the optimizer exists; the ``Accelerator`` is made in ``__init__``, so
-``self.device`` there is already the accelerator's device and every method reaches
-``self.accelerator``. After the training method has prepared it, ``self.model`` may be a DDP or
-compile wrapper in every other method: the model's own methods are read through
-``unwrap_model`` there (``accelerator.unwrap_model`` of a model not yet prepared is the model
-itself, so a method called before training is unaffected).
+device; the model may be bound by one method ``__init__`` calls once for it,
+``self._build_model()``, whose code counts as ``__init__``'s), and the training method builds the
+optimizer itself (``self.optimizer = torch.optim.SGD(self.model.parameters(), ...)``) or calls a
+method that does nothing else (``self.set_optimizer()``, which may also build schedulers on that
+optimizer). ``prepare()`` must see the optimizer, so it runs in the training method right after
+the optimizer exists; the ``Accelerator`` is made in ``__init__``, so ``self.device`` there is
+already the accelerator's device and every method reaches ``self.accelerator``. After the
+training method has prepared it, ``self.model`` may be a DDP or compile wrapper in every other
+method: the model's own methods are read through ``unwrap_model`` there
+(``accelerator.unwrap_model`` of a model not yet prepared is the model itself, so a method called
+before training is unaffected).
 
 Refused, naming the construct and its line, where one ``prepare()`` in the training method would
 not see what the original trains: ``self.model`` bound again in another method, the training
 method called more than once or in a loop (each call would build and prepare a new optimizer of
 the one prepared model: folds), a ``set_optimizer()``-style method that also builds other things
-than schedulers of its optimizer, and a model bound in no method of the class (a base class's, out of sight).
+than schedulers of its optimizer, a model-building method ``__init__`` does not call exactly once
+itself, and a model bound in no method of the class (a base class's, out of sight).
 """
 
 from __future__ import annotations
@@ -42,6 +45,12 @@ class TrainerModels:
     cls: cst.ClassDef
     init: cst.FunctionDef
     models: list[str] = field(default_factory=list)
+    #: ``self._build_model()`` in ``__init__``: the method that binds a model for it, with that call
+    helpers: list[tuple[cst.FunctionDef, cst.Call]] = field(default_factory=list)
+
+    def helper_of(self, node: cst.CSTNode, tree: Tree) -> tuple[cst.FunctionDef, cst.Call] | None:
+        """The helper whose body holds ``node``, with its call in ``__init__``."""
+        return next(((h, c) for h, c in self.helpers if tree.contains(h, node)), None)
 
 
 @dataclass(frozen=True)
@@ -136,9 +145,59 @@ def kept_from_init(tree: Tree, scope: Function, model: str) -> bool:
         return True
     cls = tree.class_of(scope)
     init = _init_of(cls) if cls is not None else None
-    if init is None or init is scope or not bindings(init, model):
+    if init is None or init is scope or not init_bindings(tree, init, model):
         return False
     return all(isinstance(n, cst.Assign) and model in read_keys(n.value) for n in own)
+
+
+def model_helper(tree: Tree, init: cst.FunctionDef, model: str) -> tuple[cst.FunctionDef, cst.Call] | None:
+    """The method that binds ``model`` for ``__init__`` (``self._build_model()``): the one other
+    method of the class that binds it, returns nothing, and is called once, as a statement of
+    ``__init__`` outside any loop, and nowhere else. Its bindings count as ``__init__``'s."""
+    cls = tree.class_of(init)
+    if cls is None or bindings(init, model):
+        return None
+    binders = [m for m in cls.body.body if isinstance(m, cst.FunctionDef) and m is not init and bindings(m, model)]
+    if len(binders) != 1:
+        return None
+    helper = binders[0]
+    calls = _calls_of_method(tree, cls, helper)
+    if len(calls) != 1 or _helper_problem(tree, init, helper, calls) is not None:
+        return None
+    return helper, calls[0]
+
+
+def _helper_problem(tree: Tree, init: cst.FunctionDef, helper: cst.FunctionDef, calls: list[cst.Call]) -> str | None:
+    """Why ``helper``, which binds the model, cannot count as ``__init__``'s own code (None when it can)."""
+    if not calls:
+        return "which nothing in this file calls"
+    if len(calls) > 1:
+        lines = [str(tree.line(c)) for c in calls]
+        return f"which is called more than once (called at lines {', '.join(lines[:-1])} and {lines[-1]})"
+    call = calls[0]
+    caller = tree.function_of(call)
+    if caller is not init:
+        return f"called in {function_label(caller)} (line {tree.line(call)}), not by __init__() itself"
+    loop = next(
+        (a for a in tree.ancestors(call) if isinstance(a, (cst.For, cst.While)) and tree.contains(init, a)), None
+    )
+    if loop is not None:
+        return f"which __init__() calls in the loop at line {tree.line(loop)} (line {tree.line(call)})"
+    expr = tree.parent(call)
+    if not isinstance(expr, cst.Expr):
+        return f"whose result __init__() uses at line {tree.line(call)}"
+    if any(r.value is not None for r in find_all(helper, cst.Return, enter_functions=False)):
+        return "which returns a value"
+    return None
+
+
+def init_bindings(tree: Tree, init: cst.FunctionDef, model: str) -> list[cst.CSTNode]:
+    """Where ``__init__`` binds ``model``: in its own body, or in the one helper it calls for it."""
+    own = bindings(init, model)
+    if own:
+        return own
+    helper = model_helper(tree, init, model)
+    return bindings(helper[0], model) if helper is not None else []
 
 
 def refuse_made_again(tree: Tree, scope: Function, model: str) -> None:
@@ -151,7 +210,7 @@ def refuse_made_again(tree: Tree, scope: Function, model: str) -> None:
     init = _init_of(cls) if cls is not None else None
     if init is None or init is scope or cls is None:
         return
-    made = [n for n in bindings(init, model) if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call)]
+    made = [n for n in init_bindings(tree, init, model) if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call)]
     again = bindings(scope, model)
     if made and again:
         raise Refusal(
@@ -166,10 +225,11 @@ def _init_of(cls: cst.ClassDef) -> cst.FunctionDef | None:
     return next((m for m in cls.body.body if isinstance(m, cst.FunctionDef) and m.name.value == "__init__"), None)
 
 
-def trainer_models(planner: PlainPlanner, model: str) -> TrainerModels:
+def trainer_models(planner: PlainPlanner, model: str, found: TrainerModels | None = None) -> TrainerModels:
     """The trainer class whose ``__init__`` binds ``model`` (``self.model``), which the scope (a
-    method of that class) prepares but does not bind; refused when no method binds it or only
-    another method than ``__init__`` does."""
+    method of that class) prepares but does not bind, with ``model`` added to ``found`` (the
+    trainer's models so far); refused when no method binds it or only another method than
+    ``__init__`` does, unless that is the one helper ``__init__`` calls for it (model_helper)."""
     tree = planner.tree
     scope = planner.scope
     cls = tree.class_of(scope) if isinstance(scope, cst.FunctionDef) else None
@@ -186,14 +246,24 @@ def trainer_models(planner: PlainPlanner, model: str) -> TrainerModels:
             f"line {tree.line(cls)}): it comes {origin}, where the conversion cannot prepare it; bind it in "
             f"{cls.name.value}.__init__(), or convert by hand"
         )
-    if init is None or init not in binders or init is scope:
+    helper = model_helper(tree, init, model) if init is not None and init is not scope else None
+    if init is None or (init not in binders and helper is None) or init is scope:
         first = binders[0]
+        problem = None
+        if init is not None and init is not scope and len(binders) == 1:
+            problem = _helper_problem(tree, init, first, _calls_of_method(tree, cls, first))
         raise Refusal(
             f"the model {model}, whose optimizer {where} builds, is bound in {first.name.value}() at line "
-            f"{tree.line(bindings(first, model)[0])}, not in {cls.name.value}.__init__(): the conversion prepares a "
-            "trainer's model in the training method only when __init__ builds it; convert by hand"
+            f"{tree.line(bindings(first, model)[0])}"
+            + (f", {problem}" if problem is not None else f", not in {cls.name.value}.__init__()")
+            + ": the conversion prepares a trainer's model in the training method only when __init__ builds it, "
+            "itself or through one method it calls once for it; convert by hand"
         )
-    return TrainerModels(cls, init)
+    found = found if found is not None else TrainerModels(cls, init)
+    found.models.append(model)
+    if helper is not None and all(h is not helper[0] for h, _ in found.helpers):
+        found.helpers.append(helper)
+    return found
 
 
 def refuse_rebound_models(planner: PlainPlanner, found: TrainerModels) -> None:
@@ -205,6 +275,8 @@ def refuse_rebound_models(planner: PlainPlanner, found: TrainerModels) -> None:
     for method in found.cls.body.body:
         if not isinstance(method, cst.FunctionDef) or method is found.init:
             continue
+        if any(method is helper for helper, _ in found.helpers):
+            continue  # __init__'s own model building, in a method it calls once
         for model in found.models:
             left = [n for n in bindings(method, model) if not planner.is_removed(n) and not _moved(n, model)]
             if left:
@@ -255,12 +327,16 @@ def settings_keys(expressions: list[cst.BaseExpression]) -> list[str]:
 
 
 def refuse_settings_out_of_reach(
-    planner: PlainPlanner, found: TrainerModels, expressions: list[cst.BaseExpression]
+    planner: PlainPlanner,
+    found: TrainerModels,
+    expressions: list[cst.BaseExpression],
+    where: cst.FunctionDef | None = None,
 ) -> None:
-    """The plugin is made in ``__init__``: a compile setting the training method spells with its
-    own names (``if use_compile:`` of a local, ``self.compile_mode`` set there) is not known yet."""
+    """The plugin is made in ``__init__``: a compile setting the training method (or ``where``, a
+    method ``__init__`` calls to build the model) spells with its own names (``if use_compile:``
+    of a local or a parameter, ``self.compile_mode`` set there) is not known yet."""
     tree = planner.tree
-    scope = planner.scope
+    scope = where if where is not None else planner.scope
     assert isinstance(scope, cst.FunctionDef)
     for expr in expressions:
         for key in read_keys(expr):

@@ -410,3 +410,109 @@ def test_a_scheduler_of_another_optimizer_is_refused():
     )
     refusal = _refusal(text)
     assert "set_optimizer()" in refusal and "also self.other" in refusal, refusal
+
+
+# -- a model built by a helper method __init__ calls --------------------------------------------------------
+
+BUILD_HELPER = SET_OPTIMIZER.replace(
+    "        self.model = Net().to(self.device)\n", "        self._build_model()\n"
+).replace(
+    "    def set_optimizer(self):\n",
+    "    def _build_model(self):\n        self.model = Net().to(self.device)\n\n    def set_optimizer(self):\n",
+)
+
+
+def test_a_model_built_by_a_helper_init_calls_converts_as_if_init_built_it():
+    """Before: refused, "bound in _build_model() at line 30, not in Trainer.__init__()"."""
+    result = convert(BUILD_HELPER)
+    assert result.refused is None, result.refused
+    init = result.text.split("    def __init__(self, args):\n", 1)[1].split("    def _build_model")[0]
+    assert init.index("self.accelerator = Accelerator(") < init.index("self._build_model()")
+    assert "        self.device = self.accelerator.device\n" in init
+    assert "    def _build_model(self):\n        self.model = Net().to(self.device)\n" in result.text
+    assert (
+        "        self.set_optimizer()\n"
+        "        self.model, self.optimizer, self.train_loader = self.accelerator.prepare(\n"
+    ) in result.text
+    assert "        return self.accelerator.unwrap_model(self.model).scores(x)\n" in result.text
+    assert convert(result.text).text == result.text
+
+
+def test_a_compile_in_the_helper_folds_into_the_plugin():
+    text = BUILD_HELPER.replace(
+        "        self.model = Net().to(self.device)\n\n",
+        "        self.model = Net().to(self.device)\n        if self.args.compile:\n"
+        "            self.model = torch.compile(self.model)\n\n",
+    )
+    out = _converted(text)
+    assert "torch.compile" not in out
+    assert 'TorchDynamoPlugin(backend="inductor" if self.args.compile else "no")' in out
+    assert "    def _build_model(self):\n        self.model = Net().to(self.device)\n\n" in out
+
+
+def test_a_device_chosen_in_the_helper_follows_the_accelerator_made_before_its_call():
+    text = BUILD_HELPER.replace(
+        '        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n', ""
+    ).replace(
+        "        self.model = Net().to(self.device)\n\n",
+        '        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+        "        self.model = Net().to(self.device)\n\n",
+    )
+    out = _converted(text)
+    init = out.split("    def __init__(self, args):\n", 1)[1].split("    def _build_model")[0]
+    assert init.index("self.accelerator = Accelerator(") < init.index("self._build_model()")
+    assert "        self.device = self.accelerator.device\n        self.model = Net().to(self.device)\n" in out
+
+
+def test_a_model_helper_called_twice_is_refused():
+    text = BUILD_HELPER.replace(
+        "        self._build_model()\n", "        self._build_model()\n        self._build_model()\n"
+    )
+    refusal = _refusal(text)
+    assert (
+        "the model self.model, whose optimizer Trainer.train() (line 36) builds, is bound in _build_model() at line 31"
+        in refusal
+    ), refusal
+    assert "called at lines 25 and 26" in refusal, refusal
+
+
+def test_a_model_helper_called_by_another_method_is_refused():
+    text = BUILD_HELPER.replace("        self._build_model()\n", "").replace(
+        "        self.set_optimizer()\n", "        self._build_model()\n        self.set_optimizer()\n"
+    )
+    refusal = _refusal(text)
+    assert "is bound in _build_model() at line 29" in refusal and "called in train() (line 35)" in refusal, refusal
+
+
+def test_a_model_helper_called_in_a_loop_of_init_is_refused():
+    text = BUILD_HELPER.replace(
+        "        self._build_model()\n", "        for _ in range(2):\n            self._build_model()\n"
+    )
+    refusal = _refusal(text)
+    assert "in the loop at line 25" in refusal, refusal
+
+
+def test_a_model_helper_two_levels_down_is_refused():
+    text = BUILD_HELPER.replace("        self._build_model()\n", "        self._setup()\n").replace(
+        "    def _build_model(self):\n",
+        "    def _setup(self):\n        self._build_model()\n\n    def _build_model(self):\n",
+    )
+    refusal = _refusal(text)
+    assert "is bound in _build_model() at line 33" in refusal and "called in _setup() (line 30)" in refusal, refusal
+
+
+def test_a_compile_setting_only_the_helper_knows_is_refused():
+    """``def _build_model(self, compile=False)``: the plugin, made in __init__, cannot read the
+    helper's parameter (before: the plugin read the builtin ``compile``, always true)."""
+    text = (
+        BUILD_HELPER.replace("    def _build_model(self):\n", "    def _build_model(self, compile=False):\n")
+        .replace(
+            "        self.model = Net().to(self.device)\n\n",
+            "        self.model = Net().to(self.device)\n        if compile:\n            self.model = torch.compile(self.model)\n\n",
+        )
+        .replace("        self._build_model()\n", "        self._build_model(args.compile)\n")
+    )
+    refusal = _refusal(text)
+    assert (
+        "the compile setting compile (line 31) reads compile" in refusal and "before _build_model() runs" in refusal
+    ), refusal
