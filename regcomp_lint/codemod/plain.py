@@ -656,7 +656,8 @@ class PlainPlanner(Planner):
             return False
         function = self.tree.function_of(creation.stmt)
         inner = next((c for c in find_all(creation.value, cst.Call) if view.expression_at(c) is built.call), None)
-        if inner is None or (inner is creation.value and (function is self.scope or function is self.accelerator_home)):
+        homes = [self.scope, self.accelerator_home, *self.init_helpers]
+        if inner is None or (inner is creation.value and any(function is home for home in homes)):
             return False  # not built here, or built by name in the scope: prepared with the model
         if not view.roles.is_training_loader(built) or view.roles.shard_reason(built) is not None:
             return False

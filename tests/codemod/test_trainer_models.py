@@ -516,3 +516,18 @@ def test_a_compile_setting_only_the_helper_knows_is_refused():
     assert (
         "the compile setting compile (line 31) reads compile" in refusal and "before _build_model() runs" in refusal
     ), refusal
+
+
+def test_a_loader_built_in_the_model_helper_is_prepared_with_the_model():
+    text = BUILD_HELPER.replace(
+        "        x = torch.randn(256, 16)\n"
+        "        self.train_loader = DataLoader(TensorDataset(x, x.argmax(1) % 4), batch_size=16, shuffle=True)\n",
+        "",
+    ).replace(
+        "        self.model = Net().to(self.device)\n\n",
+        "        self.model = Net().to(self.device)\n        x = torch.randn(256, 16)\n"
+        "        self.train_loader = DataLoader(TensorDataset(x, x.argmax(1) % 4), batch_size=16, shuffle=True)\n\n",
+    )
+    out = _converted(text)
+    assert "        self.train_loader = DataLoader(TensorDataset(" in out
+    assert "        self.model, self.optimizer, self.train_loader = self.accelerator.prepare(\n" in out
