@@ -29,10 +29,11 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from regcomp_lint.analysis.training_objects import Kind
+from regcomp_lint.codemod.handed_in import constructions, kept_parameters
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.roles import bindings, bound_keys
 from regcomp_lint.codemod.settings import Refusal
-from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, read_keys
+from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, parameter_names, read_keys
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.plain import PlainPlanner
@@ -455,3 +456,35 @@ def later_methods(planner: PlainPlanner) -> list[cst.FunctionDef]:
                 from_init.add(id(callee))
                 frontier.append(callee)
     return [m for m in methods if m is not init and m is not planner.scope and id(m) not in from_init]
+
+
+def refuse_wrap_handed_in(
+    planner: PlainPlanner, found: TrainerModels, call: cst.Call, wrap: cst.BaseExpression, wrapped: str | None
+) -> None:
+    """``net = DDP(Net())`` (``wrap``, of which ``call`` is the DDP call) bound to ``wrapped`` (or
+    passed inline) by the caller, then handed to ``Trainer(net, ...)`` as the parameter
+    ``__init__`` keeps as one of the models the training method prepares: the conversion prepares
+    that model in the training method and cannot take apart a wrap made outside the trainer."""
+    tree = planner.tree
+    init = found.init
+    params = [p for p in parameter_names(init) if p != "self"]
+    kept = kept_parameters(tree, init)
+    by_param = {kept[m]: m for m in found.models if m in kept}
+    for construction in constructions(tree, found.cls):
+        for index, arg in enumerate(construction.args):
+            if arg.star:
+                break
+            name = arg.keyword.value if arg.keyword is not None else params[index] if index < len(params) else None
+            inline = arg.value is wrap or arg.value is call
+            if name not in by_param or not (inline or (wrapped is not None and key_of(arg.value) == wrapped)):
+                continue
+            what = "the model the caller hands" if inline else f"{wrapped}, which the caller hands"
+            cls = found.cls.name.value
+            raise Refusal(
+                f"{code(call.func)}(...) at line {tree.line(call)} wraps {what} to {cls}(...) at line "
+                f"{tree.line(construction)} as {name}; {cls}.__init__() keeps it as {by_param[name]} and "
+                f"{function_label(planner.scope)} trains it: the conversion prepares {by_param[name]} in "
+                f"{function_label(planner.scope)}, where prepare() wraps it for several processes, and does not take "
+                "apart a wrap made outside the trainer; hand the trainer the bare model (drop the wrap), or port it "
+                "by hand"
+            )

@@ -531,3 +531,40 @@ def test_a_loader_built_in_the_model_helper_is_prepared_with_the_model():
     out = _converted(text)
     assert "        self.train_loader = DataLoader(TensorDataset(" in out
     assert "        self.model, self.optimizer, self.train_loader = self.accelerator.prepare(\n" in out
+
+
+# -- a DDP wrap the caller makes before it hands the model to the trainer ----------------------------------
+
+HANDED_DDP = (
+    SET_OPTIMIZER.replace(
+        "import torch.nn.functional as F\n",
+        "import torch.nn.functional as F\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "import torch.distributed as dist\n",
+    )
+    .replace("    def __init__(self, args):\n", "    def __init__(self, model, args):\n")
+    .replace("        self.model = Net().to(self.device)\n", "        self.model = model\n")
+    .replace(
+        "    Trainer(parser.parse_args()).train()\n",
+        '    dist.init_process_group("gloo")\n    net = DDP(Net())\n    Trainer(net, parser.parse_args()).train()\n',
+    )
+)
+
+
+def test_a_ddp_wrap_made_by_the_caller_is_refused_naming_the_wrap_and_the_hand_over():
+    """Before: "DDP(...) at line 54 does not wrap the trained model in place (model = DDP(model, ...))"."""
+    refusal = _refusal(HANDED_DDP)
+    assert "DDP(...) at line 54 wraps net, which the caller hands to Trainer(...) at line 55 as model" in refusal, (
+        refusal
+    )
+    assert "Trainer.__init__() keeps it as self.model and train() trains it" in refusal, refusal
+
+
+def test_a_ddp_wrap_made_inline_in_the_trainer_construction_is_refused_naming_it():
+    text = HANDED_DDP.replace(
+        "    net = DDP(Net())\n    Trainer(net, parser.parse_args()).train()\n",
+        "    Trainer(model=DDP(Net()), args=parser.parse_args()).train()\n",
+    )
+    refusal = _refusal(text)
+    assert "DDP(...) at line 54 wraps the model the caller hands to Trainer(...) at line 54 as model" in refusal, (
+        refusal
+    )
