@@ -88,6 +88,7 @@ from regcomp_lint.codemod.trainer_models import (
     OptimizerMethod,
     TrainerModels,
     kept_from_init,
+    model_factories,
     optimizer_method,
     prepared_after,
     refuse_made_again,
@@ -207,6 +208,8 @@ class PlainPlanner(Planner):
             sites = find_compile_sites(tree, self.accelerator_home, set(self.models)) + sites
             for helper in self.init_helpers:  # or in the method __init__ calls to build the model
                 sites = find_compile_sites(tree, helper, set(self.models)) + sites
+            for factory, returned in self.init_factories:  # or in `self.model = self.build_model()`'s method
+                sites = find_compile_sites(tree, factory, {returned}) + sites
         collect_settings(tree, sites, script)
         if self.trainer_models is not None:  # the plugin is made in __init__: what the training method's compile reads
             refuse_settings_out_of_reach(
@@ -222,7 +225,7 @@ class PlainPlanner(Planner):
                     ]
                 ],
             )
-            for helper in self.init_helpers:  # `def _build_model(self, compile):`: its parameter is not __init__'s
+            for helper in [*self.init_helpers, *(f for f, _ in self.init_factories)]:  # its parameters are its own
                 refuse_settings_out_of_reach(
                     self,
                     self.trainer_models,
@@ -282,6 +285,12 @@ class PlainPlanner(Planner):
         """Where the Accelerator is made: the scope, or the ``__init__`` of a trainer whose training
         method prepares the model ``__init__`` binds (trainer_models.py)."""
         return self.trainer_models.init if self.trainer_models is not None else self.scope
+
+    @property
+    def init_factories(self) -> list[tuple[cst.FunctionDef, str]]:
+        """``self.model = self.build_model()`` in a trainer's ``__init__``: the factory methods it
+        calls once, with the name each returns (trainer_models.py)."""
+        return model_factories(self.tree, self.trainer_models) if self.trainer_models is not None else []
 
     @property
     def init_helpers(self) -> list[cst.FunctionDef]:
@@ -841,6 +850,7 @@ class PlainPlanner(Planner):
             and not self.tree.contains(self.scope, c)
             and not self.tree.contains(self.accelerator_home, c)
             and not any(self.tree.contains(helper, c) for helper in self.init_helpers)
+            and not any(self.tree.contains(factory, c) for factory, _ in self.init_factories)
             and isinstance(self.tree.parent(c), cst.Assign)
         ]
         for call in leftover:

@@ -488,3 +488,29 @@ def refuse_wrap_handed_in(
                 "apart a wrap made outside the trainer; hand the trainer the bare model (drop the wrap), or port it "
                 "by hand"
             )
+
+
+def model_factories(tree: Tree, found: TrainerModels) -> list[tuple[cst.FunctionDef, str]]:
+    """``self.model = self.build_model()`` in ``__init__``: each method of the class that returns
+    a model ``__init__`` keeps, called only there, with the local name it returns (``return
+    model``). A compile of that name in it is ``__init__``'s own: it folds into the plugin."""
+    factories: list[tuple[cst.FunctionDef, str]] = []
+    methods = {m.name.value: m for m in found.cls.body.body if isinstance(m, cst.FunctionDef)}
+    for model in found.models:
+        for node in bindings(found.init, model):
+            value = node.value if isinstance(node, cst.Assign) else None
+            func = value.func if isinstance(value, cst.Call) else None
+            if not (
+                isinstance(func, cst.Attribute)
+                and isinstance(func.value, cst.Name)
+                and func.value.value == "self"
+                and func.attr.value in methods
+            ):
+                continue
+            method = methods[func.attr.value]
+            calls = _calls_of_method(tree, found.cls, method)
+            returns = [r for r in find_all(method, cst.Return, enter_functions=False) if r.value is not None]
+            name = key_of(returns[0].value) if len(returns) == 1 and returns[0].value is not None else None
+            if len(calls) == 1 and calls[0] is value and name is not None and "." not in name:
+                factories.append((method, name))
+    return factories

@@ -568,3 +568,48 @@ def test_a_ddp_wrap_made_inline_in_the_trainer_construction_is_refused_naming_it
     assert "DDP(...) at line 54 wraps the model the caller hands to Trainer(...) at line 54 as model" in refusal, (
         refusal
     )
+
+
+# -- a model returned by a factory method __init__ calls once ----------------------------------------------
+
+FACTORY = SET_OPTIMIZER.replace(
+    "        self.model = Net().to(self.device)\n", "        self.model = self.build_model()\n"
+).replace(
+    "    def set_optimizer(self):\n",
+    "    def build_model(self):\n        model = Net().to(self.device)\n        if self.args.compile:\n"
+    "            model = torch.compile(model)\n        return model\n\n    def set_optimizer(self):\n",
+)
+
+
+def test_a_compile_in_the_model_factory_init_calls_folds_into_the_plugin():
+    """Before: left as is ("torch.compile at line 32 is outside train()"), under a plugin that
+    compiled the model again in prepare()."""
+    result = convert(FACTORY)
+    assert result.refused is None, result.refused
+    assert "torch.compile" not in result.text
+    assert 'TorchDynamoPlugin(backend="inductor" if self.args.compile else "no")' in result.text
+    assert "    def build_model(self):\n        model = Net().to(self.device)\n        return model\n" in result.text
+    assert not any("outside train()" in n for n in result.notes), result.notes
+
+
+def test_a_factory_called_twice_keeps_its_compile_with_the_note():
+    """``self.reference = self.build_model()`` too: the factory's compile is not only the trained
+    model's, so it stays as before."""
+    text = FACTORY.replace(
+        "        self.model = self.build_model()\n",
+        "        self.model = self.build_model()\n        self.reference = self.build_model()\n",
+    )
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert "            model = torch.compile(model)\n" in result.text
+    assert "torch.compile at line 33 is outside train() and was left as is" in result.notes
+
+
+def test_a_compile_setting_only_the_factory_knows_is_refused():
+    text = (
+        FACTORY.replace("    def build_model(self):\n", "    def build_model(self, compile=False):\n")
+        .replace("        if self.args.compile:\n", "        if compile:\n")
+        .replace("self.build_model()", "self.build_model(args.compile)")
+    )
+    refusal = _refusal(text)
+    assert "the compile setting compile (line 31) reads compile" in refusal and "before build_model() runs" in refusal
