@@ -613,3 +613,37 @@ def test_a_compile_setting_only_the_factory_knows_is_refused():
     )
     refusal = _refusal(text)
     assert "the compile setting compile (line 31) reads compile" in refusal and "before build_model() runs" in refusal
+
+
+def test_schedulers_handed_to_a_sequential_lr_beside_the_optimizer_stay_unprepared():
+    text = _with_scheduler(
+        "        self.warmup = torch.optim.lr_scheduler.LinearLR(self.optimizer, 0.1, total_iters=5)\n"
+        "        self.main = torch.optim.lr_scheduler.CosineAnnealingLR(self.optimizer, 40)\n"
+        "        self.scheduler = torch.optim.lr_scheduler.SequentialLR(\n"
+        "            self.optimizer, [self.warmup, self.main], milestones=[5]\n"
+        "        )\n"
+    )
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert "        self.model, self.optimizer, self.train_loader, self.scheduler = self.accelerator.prepare(\n" in (
+        result.text
+    )
+    assert (
+        "self.warmup is stepped by the scheduler it is handed to: left unprepared, as that scheduler decides when "
+        "it steps" in result.notes
+    )
+
+
+def test_set_optimizer_with_a_scheduler_called_from_init_prepares_both_there():
+    text = PER_STEP.replace("        self.set_optimizer()\n", "").replace(
+        "        self.train_loader = DataLoader(TensorDataset(x, x.argmax(1) % 4), batch_size=16, shuffle=True)\n",
+        "        self.train_loader = DataLoader(TensorDataset(x, x.argmax(1) % 4), batch_size=16, shuffle=True)\n"
+        "        self.set_optimizer()\n",
+    )
+    out = _converted(text)
+    assert (
+        "        self.set_optimizer()\n"
+        "        self.model, self.optimizer, self.train_loader, self.scheduler = self.accelerator.prepare(\n"
+        "            self.model, self.optimizer, self.train_loader, self.scheduler\n"
+        "        )\n\n    def set_optimizer(self):\n"
+    ) in out
