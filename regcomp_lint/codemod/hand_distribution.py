@@ -27,6 +27,7 @@ from regcomp_lint.codemod.builders import expression, guarded, statement
 from regcomp_lint.codemod.device_choice import local_rank_from_env, local_rank_option
 from regcomp_lint.codemod.handed_in import handing_over
 from regcomp_lint.codemod.settings import Refusal
+from regcomp_lint.codemod.trainer_models import refuse_wrap_handed_in
 from regcomp_lint.codemod.tree import (
     Function,
     Tree,
@@ -190,6 +191,8 @@ def _remove_wrap(planner: PlainPlanner, call: cst.Call, models: set[str]) -> lis
             f"model where {handed.cls.name.value}.__init__ keeps it and does not take apart a wrap made before the "
             "hand-over; move the wrap into the trainer (or drop it), or port it by hand"
         )
+    if planner.trainer_models is not None:  # `net = DDP(Net()); Trainer(net, args).train()`
+        refuse_wrap_handed_in(planner, planner.trainer_models, call, wrap, wrapped)
     if not isinstance(assign, cst.Assign) or target is None or target[0] not in models or not call.args:
         raise Refusal(
             f"{code(call.func)}(...) at line {tree.line(call)} does not wrap the trained model in place "

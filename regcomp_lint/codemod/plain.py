@@ -93,6 +93,7 @@ from regcomp_lint.codemod.trainer_models import (
     OptimizerMethod,
     TrainerModels,
     kept_from_init,
+    model_factories,
     optimizer_method,
     prepared_after,
     refuse_made_again,
@@ -210,6 +211,10 @@ class PlainPlanner(Planner):
         sites = find_compile_sites(tree, self.scope, set(self.models))
         if self.accelerator_home is not self.scope:  # `self.model = torch.compile(self.model)` in __init__
             sites = find_compile_sites(tree, self.accelerator_home, set(self.models)) + sites
+            for helper in self.init_helpers:  # or in the method __init__ calls to build the model
+                sites = find_compile_sites(tree, helper, set(self.models)) + sites
+            for factory, returned in self.init_factories:  # or in `self.model = self.build_model()`'s method
+                sites = find_compile_sites(tree, factory, {returned}) + sites
         collect_settings(tree, sites, script)
         if self.trainer_models is not None:  # the plugin is made in __init__: what the training method's compile reads
             refuse_settings_out_of_reach(
@@ -225,6 +230,21 @@ class PlainPlanner(Planner):
                     ]
                 ],
             )
+            for helper in [*self.init_helpers, *(f for f, _ in self.init_factories)]:  # its parameters are its own
+                refuse_settings_out_of_reach(
+                    self,
+                    self.trainer_models,
+                    [
+                        expr
+                        for site in sites
+                        if tree.contains(helper, site.call)
+                        for expr in [
+                            *([site.condition] if site.condition is not None else []),
+                            *(a.value for a in site.call.args if a.keyword is not None),
+                        ]
+                    ],
+                    helper,
+                )
         self._remove_compiles(sites)
         reason = self._regional_reason()
         settings, setting_notes = resolve(script, self.options, reason, launched_fields(tree.filename or "-"))
@@ -270,6 +290,18 @@ class PlainPlanner(Planner):
         """Where the Accelerator is made: the scope, or the ``__init__`` of a trainer whose training
         method prepares the model ``__init__`` binds (trainer_models.py)."""
         return self.trainer_models.init if self.trainer_models is not None else self.scope
+
+    @property
+    def init_factories(self) -> list[tuple[cst.FunctionDef, str]]:
+        """``self.model = self.build_model()`` in a trainer's ``__init__``: the factory methods it
+        calls once, with the name each returns (trainer_models.py)."""
+        return model_factories(self.tree, self.trainer_models) if self.trainer_models is not None else []
+
+    @property
+    def init_helpers(self) -> list[cst.FunctionDef]:
+        """The methods a trainer's ``__init__`` calls once to bind its models (``self._build_model()``):
+        their code is ``__init__``'s, run after the Accelerator it makes (trainer_models.py)."""
+        return [helper for helper, _ in self.trainer_models.helpers] if self.trainer_models is not None else []
 
     # -- where the model lives ----------------------------------------------------------------
     def _functions(self) -> list[Function]:
@@ -366,9 +398,14 @@ class PlainPlanner(Planner):
             self.optimizer_method = made
             found = [(made.caller if function is made.method else function, key, ms) for function, key, ms in found]
             scopes = [made.caller]
+            built = [*made.keys, *made.schedulers]
+            where = f"built by {code(made.statement).strip()} (line {tree.line(made.statement)})"
             self.notes.append(
-                f"{', '.join(made.keys)} {'is' if len(made.keys) == 1 else 'are'} built by {code(made.statement).strip()} "
-                f"(line {tree.line(made.statement)}): prepared in {function_name(made.caller)} right after that call"
+                f"{', '.join(built)} are {where}: the prepare() of {function_name(made.caller)} runs right after that "
+                "call (each scheduler prepared or not by how often it steps)"
+                if made.schedulers
+                else f"{', '.join(built)} {'is' if len(built) == 1 else 'are'} {where}: prepared in "
+                f"{function_name(made.caller)} right after that call"
             )
         self.scope = scopes[0]
         self.optimizer_found = [
@@ -499,9 +536,7 @@ class PlainPlanner(Planner):
                 and not tree.is_parameter(model, self.scope)
                 and kept_from_init(tree, self.scope, model)
             ):  # `self.model = Net()` in __init__, its optimizer in train(): prepared there (trainer_models.py)
-                if self.trainer_models is None:
-                    self.trainer_models = trainer_models(self, model)
-                self.trainer_models.models.append(model)
+                self.trainer_models = trainer_models(self, model, self.trainer_models)
                 continue
             if self.owner is not None:
                 refuse_made_again(tree, self.scope, model)
@@ -538,6 +573,12 @@ class PlainPlanner(Planner):
         home = self.accelerator_home
         # a trainer whose __init__ binds the model keeps its loaders there too (trainer_models.py)
         made_here = [*creations(self.scope), *(creations(home) if home is not self.scope else [])]
+        for helper in self.init_helpers:  # `self._build_model()` in __init__: its code is __init__'s
+            made_here += creations(helper)
+        if self.optimizer_method is not None:  # `self.scheduler = ...` beside the optimizer in set_optimizer()
+            made_here += [
+                c for c in creations(self.optimizer_method.method) if c.key in self.optimizer_method.schedulers
+            ]
         for creation in made_here:
             if creation.key in loaders + schedulers + optimizers + models + self.kept_schedulers:
                 continue
@@ -651,7 +692,8 @@ class PlainPlanner(Planner):
             return False
         function = self.tree.function_of(creation.stmt)
         inner = next((c for c in find_all(creation.value, cst.Call) if view.expression_at(c) is built.call), None)
-        if inner is None or (inner is creation.value and (function is self.scope or function is self.accelerator_home)):
+        homes = [self.scope, self.accelerator_home, *self.init_helpers]
+        if inner is None or (inner is creation.value and any(function is home for home in homes)):
             return False  # not built here, or built by name in the scope: prepared with the model
         if not view.roles.is_training_loader(built) or view.roles.shard_reason(built) is not None:
             return False
@@ -834,6 +876,8 @@ class PlainPlanner(Planner):
             if self.tree.resolves_to(c.func, *torch_api.TORCH_COMPILE)
             and not self.tree.contains(self.scope, c)
             and not self.tree.contains(self.accelerator_home, c)
+            and not any(self.tree.contains(helper, c) for helper in self.init_helpers)
+            and not any(self.tree.contains(factory, c) for factory, _ in self.init_factories)
             and isinstance(self.tree.parent(c), cst.Assign)
         ]
         for call in leftover:
@@ -843,7 +887,8 @@ class PlainPlanner(Planner):
 
     def _regional_reason(self) -> str | None:
         for model in self.models:
-            for node in bindings(self.scope, model) or bindings(self.accelerator_home, model):
+            homes = [self.accelerator_home, *self.init_helpers]
+            for node in bindings(self.scope, model) or [n for home in homes for n in bindings(home, model)]:
                 if isinstance(node, cst.Assign) and not self.is_removed(node):
                     reason = repeated_blocks(self.tree, node.value)
                     if reason and self.method_loss is not None:
@@ -908,11 +953,12 @@ class PlainPlanner(Planner):
         self.assigned_device_keys = {key for function in reach for key in assigned_device_keys(tree, function)}
         self.model_gpu_choices = model_gpu_choices(tree, set(self.models))
         home = self.accelerator_home
-        if all(home is not r for r in reach):  # a trainer's __init__, where its Accelerator is made
-            reach.append(home)
-            self.assigned_device_keys |= assigned_device_keys(tree, home)
+        for place in [home, *self.init_helpers]:  # a trainer's __init__, where its Accelerator is made
+            if all(place is not r for r in reach):
+                reach.append(place)
+                self.assigned_device_keys |= assigned_device_keys(tree, place)
         for function in reach:
-            own = function is self.scope or function is home
+            own = function is self.scope or function is home or any(function is h for h in self.init_helpers)
             cudas, devices = self.device_and_cuda_rewrites(function, device_key if own else "device")
             self.cudas += cudas
             self.devices += devices
@@ -1595,6 +1641,10 @@ class PlainPlanner(Planner):
         tree = self.tree
         found: list[cst.CSTNode] = []
         for use in self.uses:
+            helper = self.trainer_models.helper_of(use, tree) if self.trainer_models is not None else None
+            if helper is not None:  # in the method __init__ calls to build the model: before that call
+                found.append(helper[1])
+                continue
             if not tree.contains(self.accelerator_home, use):
                 continue
             function = tree.function_of(use)
@@ -1925,7 +1975,8 @@ class PlainPlanner(Planner):
             return []
         names = set(self.models)
         for model in self.models:
-            for node in bindings(self.scope, model) + bindings(self.accelerator_home, model):
+            homes = [self.scope, self.accelerator_home, *self.init_helpers]
+            for node in [n for home in homes for n in bindings(home, model)]:
                 if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
                     names.add(code(node.value.func).rsplit(".", 1)[-1])
         if wanted in names:

@@ -1,21 +1,24 @@
 """A trainer class that binds its model in ``__init__`` and builds the optimizer later.
 
 Real scripts hold training in a class: ``__init__`` keeps ``self.model`` (and its loaders and
-device), and the training method builds the optimizer itself (``self.optimizer =
-torch.optim.SGD(self.model.parameters(), ...)``) or calls a method that does nothing else
-(``self.set_optimizer()``). ``prepare()`` must see the optimizer, so it runs in the training
-method right after the optimizer exists; the ``Accelerator`` is made in ``__init__``, so
-``self.device`` there is already the accelerator's device and every method reaches
-``self.accelerator``. After the training method has prepared it, ``self.model`` may be a DDP or
-compile wrapper in every other method: the model's own methods are read through
-``unwrap_model`` there (``accelerator.unwrap_model`` of a model not yet prepared is the model
-itself, so a method called before training is unaffected).
+device; the model may be bound by one method ``__init__`` calls once for it,
+``self._build_model()``, whose code counts as ``__init__``'s), and the training method builds the
+optimizer itself (``self.optimizer = torch.optim.SGD(self.model.parameters(), ...)``) or calls a
+method that does nothing else (``self.set_optimizer()``, which may also build schedulers on that
+optimizer). ``prepare()`` must see the optimizer, so it runs in the training method right after
+the optimizer exists; the ``Accelerator`` is made in ``__init__``, so ``self.device`` there is
+already the accelerator's device and every method reaches ``self.accelerator``. After the
+training method has prepared it, ``self.model`` may be a DDP or compile wrapper in every other
+method: the model's own methods are read through ``unwrap_model`` there
+(``accelerator.unwrap_model`` of a model not yet prepared is the model itself, so a method called
+before training is unaffected).
 
 Refused, naming the construct and its line, where one ``prepare()`` in the training method would
 not see what the original trains: ``self.model`` bound again in another method, the training
 method called more than once or in a loop (each call would build and prepare a new optimizer of
-the one prepared model: folds), a ``set_optimizer()``-style method that also builds other things,
-and a model bound in no method of the class (a base class's, out of sight).
+the one prepared model: folds), a ``set_optimizer()``-style method that also builds other things
+than schedulers of its optimizer, a model-building method ``__init__`` does not call exactly once
+itself, and a model bound in no method of the class (a base class's, out of sight).
 """
 
 from __future__ import annotations
@@ -25,9 +28,12 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from regcomp_lint.analysis.training_objects import Kind
+from regcomp_lint.codemod.handed_in import constructions, kept_parameters
+from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.roles import bindings, bound_keys
 from regcomp_lint.codemod.settings import Refusal
-from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, read_keys
+from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, parameter_names, read_keys
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.plain import PlainPlanner
@@ -40,6 +46,12 @@ class TrainerModels:
     cls: cst.ClassDef
     init: cst.FunctionDef
     models: list[str] = field(default_factory=list)
+    #: ``self._build_model()`` in ``__init__``: the method that binds a model for it, with that call
+    helpers: list[tuple[cst.FunctionDef, cst.Call]] = field(default_factory=list)
+
+    def helper_of(self, node: cst.CSTNode, tree: Tree) -> tuple[cst.FunctionDef, cst.Call] | None:
+        """The helper whose body holds ``node``, with its call in ``__init__``."""
+        return next(((h, c) for h, c in self.helpers if tree.contains(h, node)), None)
 
 
 @dataclass(frozen=True)
@@ -51,6 +63,8 @@ class OptimizerMethod:
     caller: cst.FunctionDef
     statement: cst.SimpleStatementLine
     keys: tuple[str, ...]
+    #: the schedulers it builds on those optimizers (``self.scheduler = OneCycleLR(self.optimizer, ...)``)
+    schedulers: tuple[str, ...] = ()
 
 
 def optimizer_method(
@@ -58,8 +72,10 @@ def optimizer_method(
 ) -> OptimizerMethod | None:
     """``function`` is a method that builds the optimizer(s) ``keys`` of ``models`` it does not
     bind itself, returns nothing, and is called once, as a statement, by another method of its
-    class: the optimizer is made at that call. A method that also keeps other attributes (a
-    scheduler, a loss) is refused, naming them."""
+    class: the optimizer is made at that call. Schedulers it builds on those optimizers are made
+    there too (prepared, or left unprepared, by their cadence, like one the training method
+    builds); a method that also keeps other attributes (a loss, another optimizer's scheduler) is
+    refused, naming them."""
     tree = planner.tree
     if not isinstance(function, cst.FunctionDef) or function in planner.training:
         return None
@@ -89,15 +105,33 @@ def optimizer_method(
         for key in bound_keys(node)
         if key.startswith("self.") and key not in keys
     ]
+    schedulers = [key for key, node in others if _scheduler_on(planner, node, keys)]
+    others = [(key, node) for key, node in others if key not in schedulers]
     if others:
         key, node = others[0]
         raise Refusal(
             f"{cls.name.value}.{function.name.value}() (line {tree.line(function)}) builds {', '.join(keys)} and also "
             f"{key} (line {tree.line(node)}); the conversion prepares what {function.name.value}() builds right "
             f"after {caller.name.value}() calls it (line {tree.line(call)}) only when it builds nothing but the "
-            "optimizer: build the rest elsewhere, or convert by hand"
+            "optimizer and its schedulers: build the rest elsewhere, or convert by hand"
         )
-    return OptimizerMethod(function, caller, line, tuple(keys))
+    return OptimizerMethod(function, caller, line, tuple(keys), tuple(dict.fromkeys(schedulers)))
+
+
+def _scheduler_on(planner: PlainPlanner, node: cst.CSTNode, optimizers: list[str]) -> bool:
+    """``node`` is ``self.scheduler = Scheduler(self.optimizer, ...)``: it builds a scheduler (as
+    the lint's roles see it) on one of ``optimizers``."""
+    if not isinstance(node, cst.Assign) or len(node.targets) != 1 or not isinstance(node.value, cst.Call):
+        return False
+    view = lint_view(planner.tree)
+    built = view.origin(node.value)
+    if built is None or built.kind is not Kind.SCHEDULER or built.call is not view.expression_at(node.value):
+        return False
+    args = node.value.args
+    on = next((a for a in args if a.keyword is not None and a.keyword.value == "optimizer"), None)
+    if on is None and args and args[0].keyword is None and args[0].star == "":
+        on = args[0]
+    return on is not None and key_of(on.value) in optimizers
 
 
 def kept_from_init(tree: Tree, scope: Function, model: str) -> bool:
@@ -112,9 +146,59 @@ def kept_from_init(tree: Tree, scope: Function, model: str) -> bool:
         return True
     cls = tree.class_of(scope)
     init = _init_of(cls) if cls is not None else None
-    if init is None or init is scope or not bindings(init, model):
+    if init is None or init is scope or not init_bindings(tree, init, model):
         return False
     return all(isinstance(n, cst.Assign) and model in read_keys(n.value) for n in own)
+
+
+def model_helper(tree: Tree, init: cst.FunctionDef, model: str) -> tuple[cst.FunctionDef, cst.Call] | None:
+    """The method that binds ``model`` for ``__init__`` (``self._build_model()``): the one other
+    method of the class that binds it, returns nothing, and is called once, as a statement of
+    ``__init__`` outside any loop, and nowhere else. Its bindings count as ``__init__``'s."""
+    cls = tree.class_of(init)
+    if cls is None or bindings(init, model):
+        return None
+    binders = [m for m in cls.body.body if isinstance(m, cst.FunctionDef) and m is not init and bindings(m, model)]
+    if len(binders) != 1:
+        return None
+    helper = binders[0]
+    calls = _calls_of_method(tree, cls, helper)
+    if len(calls) != 1 or _helper_problem(tree, init, helper, calls) is not None:
+        return None
+    return helper, calls[0]
+
+
+def _helper_problem(tree: Tree, init: cst.FunctionDef, helper: cst.FunctionDef, calls: list[cst.Call]) -> str | None:
+    """Why ``helper``, which binds the model, cannot count as ``__init__``'s own code (None when it can)."""
+    if not calls:
+        return "which nothing in this file calls"
+    if len(calls) > 1:
+        lines = [str(tree.line(c)) for c in calls]
+        return f"which is called more than once (called at lines {', '.join(lines[:-1])} and {lines[-1]})"
+    call = calls[0]
+    caller = tree.function_of(call)
+    if caller is not init:
+        return f"called in {function_label(caller)} (line {tree.line(call)}), not by __init__() itself"
+    loop = next(
+        (a for a in tree.ancestors(call) if isinstance(a, (cst.For, cst.While)) and tree.contains(init, a)), None
+    )
+    if loop is not None:
+        return f"which __init__() calls in the loop at line {tree.line(loop)} (line {tree.line(call)})"
+    expr = tree.parent(call)
+    if not isinstance(expr, cst.Expr):
+        return f"whose result __init__() uses at line {tree.line(call)}"
+    if any(r.value is not None for r in find_all(helper, cst.Return, enter_functions=False)):
+        return "which returns a value"
+    return None
+
+
+def init_bindings(tree: Tree, init: cst.FunctionDef, model: str) -> list[cst.CSTNode]:
+    """Where ``__init__`` binds ``model``: in its own body, or in the one helper it calls for it."""
+    own = bindings(init, model)
+    if own:
+        return own
+    helper = model_helper(tree, init, model)
+    return bindings(helper[0], model) if helper is not None else []
 
 
 def refuse_made_again(tree: Tree, scope: Function, model: str) -> None:
@@ -127,7 +211,7 @@ def refuse_made_again(tree: Tree, scope: Function, model: str) -> None:
     init = _init_of(cls) if cls is not None else None
     if init is None or init is scope or cls is None:
         return
-    made = [n for n in bindings(init, model) if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call)]
+    made = [n for n in init_bindings(tree, init, model) if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call)]
     again = bindings(scope, model)
     if made and again:
         raise Refusal(
@@ -142,10 +226,11 @@ def _init_of(cls: cst.ClassDef) -> cst.FunctionDef | None:
     return next((m for m in cls.body.body if isinstance(m, cst.FunctionDef) and m.name.value == "__init__"), None)
 
 
-def trainer_models(planner: PlainPlanner, model: str) -> TrainerModels:
+def trainer_models(planner: PlainPlanner, model: str, found: TrainerModels | None = None) -> TrainerModels:
     """The trainer class whose ``__init__`` binds ``model`` (``self.model``), which the scope (a
-    method of that class) prepares but does not bind; refused when no method binds it or only
-    another method than ``__init__`` does."""
+    method of that class) prepares but does not bind, with ``model`` added to ``found`` (the
+    trainer's models so far); refused when no method binds it or only another method than
+    ``__init__`` does, unless that is the one helper ``__init__`` calls for it (model_helper)."""
     tree = planner.tree
     scope = planner.scope
     cls = tree.class_of(scope) if isinstance(scope, cst.FunctionDef) else None
@@ -162,14 +247,24 @@ def trainer_models(planner: PlainPlanner, model: str) -> TrainerModels:
             f"line {tree.line(cls)}): it comes {origin}, where the conversion cannot prepare it; bind it in "
             f"{cls.name.value}.__init__(), or convert by hand"
         )
-    if init is None or init not in binders or init is scope:
+    helper = model_helper(tree, init, model) if init is not None and init is not scope else None
+    if init is None or (init not in binders and helper is None) or init is scope:
         first = binders[0]
+        problem = None
+        if init is not None and init is not scope and len(binders) == 1:
+            problem = _helper_problem(tree, init, first, _calls_of_method(tree, cls, first))
         raise Refusal(
             f"the model {model}, whose optimizer {where} builds, is bound in {first.name.value}() at line "
-            f"{tree.line(bindings(first, model)[0])}, not in {cls.name.value}.__init__(): the conversion prepares a "
-            "trainer's model in the training method only when __init__ builds it; convert by hand"
+            f"{tree.line(bindings(first, model)[0])}"
+            + (f", {problem}" if problem is not None else f", not in {cls.name.value}.__init__()")
+            + ": the conversion prepares a trainer's model in the training method only when __init__ builds it, "
+            "itself or through one method it calls once for it; convert by hand"
         )
-    return TrainerModels(cls, init)
+    found = found if found is not None else TrainerModels(cls, init)
+    found.models.append(model)
+    if helper is not None and all(h is not helper[0] for h, _ in found.helpers):
+        found.helpers.append(helper)
+    return found
 
 
 def refuse_rebound_models(planner: PlainPlanner, found: TrainerModels) -> None:
@@ -181,6 +276,8 @@ def refuse_rebound_models(planner: PlainPlanner, found: TrainerModels) -> None:
     for method in found.cls.body.body:
         if not isinstance(method, cst.FunctionDef) or method is found.init:
             continue
+        if any(method is helper for helper, _ in found.helpers):
+            continue  # __init__'s own model building, in a method it calls once
         for model in found.models:
             left = [n for n in bindings(method, model) if not planner.is_removed(n) and not _moved(n, model)]
             if left:
@@ -231,12 +328,16 @@ def settings_keys(expressions: list[cst.BaseExpression]) -> list[str]:
 
 
 def refuse_settings_out_of_reach(
-    planner: PlainPlanner, found: TrainerModels, expressions: list[cst.BaseExpression]
+    planner: PlainPlanner,
+    found: TrainerModels,
+    expressions: list[cst.BaseExpression],
+    where: cst.FunctionDef | None = None,
 ) -> None:
-    """The plugin is made in ``__init__``: a compile setting the training method spells with its
-    own names (``if use_compile:`` of a local, ``self.compile_mode`` set there) is not known yet."""
+    """The plugin is made in ``__init__``: a compile setting the training method (or ``where``, a
+    method ``__init__`` calls to build the model) spells with its own names (``if use_compile:``
+    of a local or a parameter, ``self.compile_mode`` set there) is not known yet."""
     tree = planner.tree
-    scope = planner.scope
+    scope = where if where is not None else planner.scope
     assert isinstance(scope, cst.FunctionDef)
     for expr in expressions:
         for key in read_keys(expr):
@@ -320,10 +421,10 @@ def _enclosing_loop(planner: PlainPlanner, node: cst.CSTNode, depth: int) -> cst
 
 
 def prepared_after(planner: PlainPlanner, key: str) -> list[cst.CSTNode]:
-    """The statements of the scope that make ``key``: ``self.set_optimizer()`` for the optimizer
-    that method builds (none for anything else)."""
+    """The statements of the scope that make ``key``: ``self.set_optimizer()`` for the optimizers
+    and schedulers that method builds (none for anything else)."""
     made = planner.optimizer_method
-    if made is None or key not in made.keys or made.caller is not planner.scope:
+    if made is None or key not in (*made.keys, *made.schedulers) or made.caller is not planner.scope:
         return []
     return [made.statement]
 
@@ -355,3 +456,61 @@ def later_methods(planner: PlainPlanner) -> list[cst.FunctionDef]:
                 from_init.add(id(callee))
                 frontier.append(callee)
     return [m for m in methods if m is not init and m is not planner.scope and id(m) not in from_init]
+
+
+def refuse_wrap_handed_in(
+    planner: PlainPlanner, found: TrainerModels, call: cst.Call, wrap: cst.BaseExpression, wrapped: str | None
+) -> None:
+    """``net = DDP(Net())`` (``wrap``, of which ``call`` is the DDP call) bound to ``wrapped`` (or
+    passed inline) by the caller, then handed to ``Trainer(net, ...)`` as the parameter
+    ``__init__`` keeps as one of the models the training method prepares: the conversion prepares
+    that model in the training method and cannot take apart a wrap made outside the trainer."""
+    tree = planner.tree
+    init = found.init
+    params = [p for p in parameter_names(init) if p != "self"]
+    kept = kept_parameters(tree, init)
+    by_param = {kept[m]: m for m in found.models if m in kept}
+    for construction in constructions(tree, found.cls):
+        for index, arg in enumerate(construction.args):
+            if arg.star:
+                break
+            name = arg.keyword.value if arg.keyword is not None else params[index] if index < len(params) else None
+            inline = arg.value is wrap or arg.value is call
+            if name not in by_param or not (inline or (wrapped is not None and key_of(arg.value) == wrapped)):
+                continue
+            what = "the model the caller hands" if inline else f"{wrapped}, which the caller hands"
+            cls = found.cls.name.value
+            raise Refusal(
+                f"{code(call.func)}(...) at line {tree.line(call)} wraps {what} to {cls}(...) at line "
+                f"{tree.line(construction)} as {name}; {cls}.__init__() keeps it as {by_param[name]} and "
+                f"{function_label(planner.scope)} trains it: the conversion prepares {by_param[name]} in "
+                f"{function_label(planner.scope)}, where prepare() wraps it for several processes, and does not take "
+                "apart a wrap made outside the trainer; hand the trainer the bare model (drop the wrap), or port it "
+                "by hand"
+            )
+
+
+def model_factories(tree: Tree, found: TrainerModels) -> list[tuple[cst.FunctionDef, str]]:
+    """``self.model = self.build_model()`` in ``__init__``: each method of the class that returns
+    a model ``__init__`` keeps, called only there, with the local name it returns (``return
+    model``). A compile of that name in it is ``__init__``'s own: it folds into the plugin."""
+    factories: list[tuple[cst.FunctionDef, str]] = []
+    methods = {m.name.value: m for m in found.cls.body.body if isinstance(m, cst.FunctionDef)}
+    for model in found.models:
+        for node in bindings(found.init, model):
+            value = node.value if isinstance(node, cst.Assign) else None
+            func = value.func if isinstance(value, cst.Call) else None
+            if not (
+                isinstance(func, cst.Attribute)
+                and isinstance(func.value, cst.Name)
+                and func.value.value == "self"
+                and func.attr.value in methods
+            ):
+                continue
+            method = methods[func.attr.value]
+            calls = _calls_of_method(tree, found.cls, method)
+            returns = [r for r in find_all(method, cst.Return, enter_functions=False) if r.value is not None]
+            name = key_of(returns[0].value) if len(returns) == 1 and returns[0].value is not None else None
+            if len(calls) == 1 and calls[0] is value and name is not None and "." not in name:
+                factories.append((method, name))
+    return factories

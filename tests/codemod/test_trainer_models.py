@@ -292,3 +292,358 @@ def test_set_optimizer_called_from_init_prepares_there_and_later_methods_unwrap(
         "        )\n\n    def set_optimizer(self):\n"
     ) in out
     assert "        return self.accelerator.unwrap_model(self.model).scores(x)\n" in out
+
+
+# -- a set_optimizer()-style method that also builds the optimizer's scheduler ----------------------------
+
+
+def _with_scheduler(built: str) -> str:
+    """SET_OPTIMIZER whose set_optimizer() also builds ``built`` (a scheduler on self.optimizer),
+    stepped right after the optimizer."""
+    return SET_OPTIMIZER.replace(
+        "        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.args.lr)\n",
+        "        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.args.lr)\n" + built,
+    ).replace(
+        "                self.optimizer.step()\n",
+        "                self.optimizer.step()\n                self.scheduler.step()\n",
+    )
+
+
+PER_STEP = _with_scheduler(
+    "        self.scheduler = torch.optim.lr_scheduler.OneCycleLR(\n"
+    "            self.optimizer, max_lr=self.args.lr, total_steps=self.args.epochs * len(self.train_loader)\n"
+    "        )\n"
+)
+
+
+def test_a_per_step_scheduler_built_beside_the_optimizer_is_prepared_after_the_call():
+    """Before: refused, "builds self.optimizer and also self.scheduler"."""
+    result = convert(PER_STEP)
+    assert result.refused is None, result.refused
+    assert (
+        "        self.set_optimizer()\n"
+        "        self.model, self.optimizer, self.train_loader, self.scheduler = self.accelerator.prepare(\n"
+        "            self.model, self.optimizer, self.train_loader, self.scheduler\n"
+        "        )\n"
+        "        for epoch in range(self.args.epochs):\n"
+    ) in result.text
+    # set_optimizer() itself is left as it is
+    assert (
+        "            self.optimizer, max_lr=self.args.lr, total_steps=self.args.epochs * len(self.train_loader)\n"
+        in result.text
+    )
+    assert "prepared: self.model, self.optimizer, self.train_loader, self.scheduler" in result.notes
+    assert any(
+        n.startswith(
+            "self.optimizer, self.scheduler are built by self.set_optimizer() (line 36): the prepare() of train() runs"
+        )
+        for n in result.notes
+    ), result.notes
+    assert convert(result.text).text == result.text
+
+
+def test_a_transformers_warmup_schedule_built_beside_the_optimizer_is_prepared():
+    text = _with_scheduler(
+        "        self.scheduler = get_linear_schedule_with_warmup(self.optimizer, 10, 100)\n"
+    ).replace("import torch\n", "import torch\nfrom transformers import get_linear_schedule_with_warmup\n", 1)
+    out = _converted(text)
+    assert "        self.model, self.optimizer, self.train_loader, self.scheduler = self.accelerator.prepare(\n" in out
+
+
+def test_a_per_epoch_scheduler_built_beside_the_optimizer_stays_unprepared_with_the_note():
+    text = SET_OPTIMIZER.replace(
+        "        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.args.lr)\n",
+        "        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.args.lr)\n"
+        "        self.scheduler = torch.optim.lr_scheduler.StepLR(self.optimizer, step_size=2)\n",
+    ).replace(
+        "                self.optimizer.step()\n",
+        "                self.optimizer.step()\n            self.scheduler.step()\n",
+    )
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert (
+        "        self.set_optimizer()\n"
+        "        self.model, self.optimizer, self.train_loader = self.accelerator.prepare(\n"
+        "            self.model, self.optimizer, self.train_loader\n"
+        "        )\n"
+    ) in result.text
+    assert any(n.startswith("self.scheduler steps once per epoch (line 42)") for n in result.notes), result.notes
+
+
+def test_a_per_step_scheduler_of_a_loop_without_a_prepared_loader_stays_unprepared():
+    """A counted-steps loop (batches made by hand, no DataLoader to prepare): every process takes
+    as many steps as the original, so the scheduler is not prepared (the existing rule)."""
+    text = (
+        PER_STEP.replace(
+            "        x = torch.randn(256, 16)\n"
+            "        self.train_loader = DataLoader(TensorDataset(x, x.argmax(1) % 4), batch_size=16, shuffle=True)\n",
+            "        self.data = torch.randn(256, 16)\n",
+        )
+        .replace(
+            "            for x, y in self.train_loader:\n                x, y = x.to(self.device), y.to(self.device)\n",
+            "            for i in range(16):\n                x = self.data[i * 16 : (i + 1) * 16].to(self.device)\n"
+            "                y = x.argmax(1) % 4\n",
+        )
+        .replace("len(self.train_loader)", "16")
+    )
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert "        self.model, self.optimizer = self.accelerator.prepare(self.model, self.optimizer)\n" in result.text
+    assert any(n.startswith("self.scheduler steps once per optimizer step, and no DataLoader") for n in result.notes)
+
+
+def test_a_set_optimizer_that_builds_a_scheduler_and_other_things_is_still_refused():
+    text = _with_scheduler(
+        "        self.scheduler = torch.optim.lr_scheduler.StepLR(self.optimizer, step_size=2)\n"
+        "        self.criterion = nn.CrossEntropyLoss()\n"
+    )
+    refusal = _refusal(text)
+    assert "also self.criterion (line 32)" in refusal and "self.scheduler" not in refusal.split("also")[1], refusal
+
+
+def test_a_scheduler_of_another_optimizer_is_refused():
+    """``set_optimizer()`` builds a scheduler on an optimizer it does not build: not a training
+    object of the optimizer prepared after the call."""
+    text = _with_scheduler(
+        "        self.other = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)\n"
+        "        self.scheduler = torch.optim.lr_scheduler.StepLR(self.other, step_size=2)\n"
+    )
+    refusal = _refusal(text)
+    assert "set_optimizer()" in refusal and "also self.other" in refusal, refusal
+
+
+# -- a model built by a helper method __init__ calls --------------------------------------------------------
+
+BUILD_HELPER = SET_OPTIMIZER.replace(
+    "        self.model = Net().to(self.device)\n", "        self._build_model()\n"
+).replace(
+    "    def set_optimizer(self):\n",
+    "    def _build_model(self):\n        self.model = Net().to(self.device)\n\n    def set_optimizer(self):\n",
+)
+
+
+def test_a_model_built_by_a_helper_init_calls_converts_as_if_init_built_it():
+    """Before: refused, "bound in _build_model() at line 30, not in Trainer.__init__()"."""
+    result = convert(BUILD_HELPER)
+    assert result.refused is None, result.refused
+    init = result.text.split("    def __init__(self, args):\n", 1)[1].split("    def _build_model")[0]
+    assert init.index("self.accelerator = Accelerator(") < init.index("self._build_model()")
+    assert "        self.device = self.accelerator.device\n" in init
+    assert "    def _build_model(self):\n        self.model = Net().to(self.device)\n" in result.text
+    assert (
+        "        self.set_optimizer()\n"
+        "        self.model, self.optimizer, self.train_loader = self.accelerator.prepare(\n"
+    ) in result.text
+    assert "        return self.accelerator.unwrap_model(self.model).scores(x)\n" in result.text
+    assert convert(result.text).text == result.text
+
+
+def test_a_compile_in_the_helper_folds_into_the_plugin():
+    text = BUILD_HELPER.replace(
+        "        self.model = Net().to(self.device)\n\n",
+        "        self.model = Net().to(self.device)\n        if self.args.compile:\n"
+        "            self.model = torch.compile(self.model)\n\n",
+    )
+    out = _converted(text)
+    assert "torch.compile" not in out
+    assert 'TorchDynamoPlugin(backend="inductor" if self.args.compile else "no")' in out
+    assert "    def _build_model(self):\n        self.model = Net().to(self.device)\n\n" in out
+
+
+def test_a_device_chosen_in_the_helper_follows_the_accelerator_made_before_its_call():
+    text = BUILD_HELPER.replace(
+        '        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n', ""
+    ).replace(
+        "        self.model = Net().to(self.device)\n\n",
+        '        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+        "        self.model = Net().to(self.device)\n\n",
+    )
+    out = _converted(text)
+    init = out.split("    def __init__(self, args):\n", 1)[1].split("    def _build_model")[0]
+    assert init.index("self.accelerator = Accelerator(") < init.index("self._build_model()")
+    assert "        self.device = self.accelerator.device\n        self.model = Net().to(self.device)\n" in out
+
+
+def test_a_model_helper_called_twice_is_refused():
+    text = BUILD_HELPER.replace(
+        "        self._build_model()\n", "        self._build_model()\n        self._build_model()\n"
+    )
+    refusal = _refusal(text)
+    assert (
+        "the model self.model, whose optimizer Trainer.train() (line 36) builds, is bound in _build_model() at line 31"
+        in refusal
+    ), refusal
+    assert "called at lines 25 and 26" in refusal, refusal
+
+
+def test_a_model_helper_called_by_another_method_is_refused():
+    text = BUILD_HELPER.replace("        self._build_model()\n", "").replace(
+        "        self.set_optimizer()\n", "        self._build_model()\n        self.set_optimizer()\n"
+    )
+    refusal = _refusal(text)
+    assert "is bound in _build_model() at line 29" in refusal and "called in train() (line 35)" in refusal, refusal
+
+
+def test_a_model_helper_called_in_a_loop_of_init_is_refused():
+    text = BUILD_HELPER.replace(
+        "        self._build_model()\n", "        for _ in range(2):\n            self._build_model()\n"
+    )
+    refusal = _refusal(text)
+    assert "in the loop at line 25" in refusal, refusal
+
+
+def test_a_model_helper_two_levels_down_is_refused():
+    text = BUILD_HELPER.replace("        self._build_model()\n", "        self._setup()\n").replace(
+        "    def _build_model(self):\n",
+        "    def _setup(self):\n        self._build_model()\n\n    def _build_model(self):\n",
+    )
+    refusal = _refusal(text)
+    assert "is bound in _build_model() at line 33" in refusal and "called in _setup() (line 30)" in refusal, refusal
+
+
+def test_a_compile_setting_only_the_helper_knows_is_refused():
+    """``def _build_model(self, compile=False)``: the plugin, made in __init__, cannot read the
+    helper's parameter (before: the plugin read the builtin ``compile``, always true)."""
+    text = (
+        BUILD_HELPER.replace("    def _build_model(self):\n", "    def _build_model(self, compile=False):\n")
+        .replace(
+            "        self.model = Net().to(self.device)\n\n",
+            "        self.model = Net().to(self.device)\n        if compile:\n            self.model = torch.compile(self.model)\n\n",
+        )
+        .replace("        self._build_model()\n", "        self._build_model(args.compile)\n")
+    )
+    refusal = _refusal(text)
+    assert (
+        "the compile setting compile (line 31) reads compile" in refusal and "before _build_model() runs" in refusal
+    ), refusal
+
+
+def test_a_loader_built_in_the_model_helper_is_prepared_with_the_model():
+    text = BUILD_HELPER.replace(
+        "        x = torch.randn(256, 16)\n"
+        "        self.train_loader = DataLoader(TensorDataset(x, x.argmax(1) % 4), batch_size=16, shuffle=True)\n",
+        "",
+    ).replace(
+        "        self.model = Net().to(self.device)\n\n",
+        "        self.model = Net().to(self.device)\n        x = torch.randn(256, 16)\n"
+        "        self.train_loader = DataLoader(TensorDataset(x, x.argmax(1) % 4), batch_size=16, shuffle=True)\n\n",
+    )
+    out = _converted(text)
+    assert "        self.train_loader = DataLoader(TensorDataset(" in out
+    assert "        self.model, self.optimizer, self.train_loader = self.accelerator.prepare(\n" in out
+
+
+# -- a DDP wrap the caller makes before it hands the model to the trainer ----------------------------------
+
+HANDED_DDP = (
+    SET_OPTIMIZER.replace(
+        "import torch.nn.functional as F\n",
+        "import torch.nn.functional as F\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "import torch.distributed as dist\n",
+    )
+    .replace("    def __init__(self, args):\n", "    def __init__(self, model, args):\n")
+    .replace("        self.model = Net().to(self.device)\n", "        self.model = model\n")
+    .replace(
+        "    Trainer(parser.parse_args()).train()\n",
+        '    dist.init_process_group("gloo")\n    net = DDP(Net())\n    Trainer(net, parser.parse_args()).train()\n',
+    )
+)
+
+
+def test_a_ddp_wrap_made_by_the_caller_is_refused_naming_the_wrap_and_the_hand_over():
+    """Before: "DDP(...) at line 54 does not wrap the trained model in place (model = DDP(model, ...))"."""
+    refusal = _refusal(HANDED_DDP)
+    assert "DDP(...) at line 54 wraps net, which the caller hands to Trainer(...) at line 55 as model" in refusal, (
+        refusal
+    )
+    assert "Trainer.__init__() keeps it as self.model and train() trains it" in refusal, refusal
+
+
+def test_a_ddp_wrap_made_inline_in_the_trainer_construction_is_refused_naming_it():
+    text = HANDED_DDP.replace(
+        "    net = DDP(Net())\n    Trainer(net, parser.parse_args()).train()\n",
+        "    Trainer(model=DDP(Net()), args=parser.parse_args()).train()\n",
+    )
+    refusal = _refusal(text)
+    assert "DDP(...) at line 54 wraps the model the caller hands to Trainer(...) at line 54 as model" in refusal, (
+        refusal
+    )
+
+
+# -- a model returned by a factory method __init__ calls once ----------------------------------------------
+
+FACTORY = SET_OPTIMIZER.replace(
+    "        self.model = Net().to(self.device)\n", "        self.model = self.build_model()\n"
+).replace(
+    "    def set_optimizer(self):\n",
+    "    def build_model(self):\n        model = Net().to(self.device)\n        if self.args.compile:\n"
+    "            model = torch.compile(model)\n        return model\n\n    def set_optimizer(self):\n",
+)
+
+
+def test_a_compile_in_the_model_factory_init_calls_folds_into_the_plugin():
+    """Before: left as is ("torch.compile at line 32 is outside train()"), under a plugin that
+    compiled the model again in prepare()."""
+    result = convert(FACTORY)
+    assert result.refused is None, result.refused
+    assert "torch.compile" not in result.text
+    assert 'TorchDynamoPlugin(backend="inductor" if self.args.compile else "no")' in result.text
+    assert "    def build_model(self):\n        model = Net().to(self.device)\n        return model\n" in result.text
+    assert not any("outside train()" in n for n in result.notes), result.notes
+
+
+def test_a_factory_called_twice_keeps_its_compile_with_the_note():
+    """``self.reference = self.build_model()`` too: the factory's compile is not only the trained
+    model's, so it stays as before."""
+    text = FACTORY.replace(
+        "        self.model = self.build_model()\n",
+        "        self.model = self.build_model()\n        self.reference = self.build_model()\n",
+    )
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert "            model = torch.compile(model)\n" in result.text
+    assert "torch.compile at line 33 is outside train() and was left as is" in result.notes
+
+
+def test_a_compile_setting_only_the_factory_knows_is_refused():
+    text = (
+        FACTORY.replace("    def build_model(self):\n", "    def build_model(self, compile=False):\n")
+        .replace("        if self.args.compile:\n", "        if compile:\n")
+        .replace("self.build_model()", "self.build_model(args.compile)")
+    )
+    refusal = _refusal(text)
+    assert "the compile setting compile (line 31) reads compile" in refusal and "before build_model() runs" in refusal
+
+
+def test_schedulers_handed_to_a_sequential_lr_beside_the_optimizer_stay_unprepared():
+    text = _with_scheduler(
+        "        self.warmup = torch.optim.lr_scheduler.LinearLR(self.optimizer, 0.1, total_iters=5)\n"
+        "        self.main = torch.optim.lr_scheduler.CosineAnnealingLR(self.optimizer, 40)\n"
+        "        self.scheduler = torch.optim.lr_scheduler.SequentialLR(\n"
+        "            self.optimizer, [self.warmup, self.main], milestones=[5]\n"
+        "        )\n"
+    )
+    result = convert(text)
+    assert result.refused is None, result.refused
+    assert "        self.model, self.optimizer, self.train_loader, self.scheduler = self.accelerator.prepare(\n" in (
+        result.text
+    )
+    assert (
+        "self.warmup is stepped by the scheduler it is handed to: left unprepared, as that scheduler decides when "
+        "it steps" in result.notes
+    )
+
+
+def test_set_optimizer_with_a_scheduler_called_from_init_prepares_both_there():
+    text = PER_STEP.replace("        self.set_optimizer()\n", "").replace(
+        "        self.train_loader = DataLoader(TensorDataset(x, x.argmax(1) % 4), batch_size=16, shuffle=True)\n",
+        "        self.train_loader = DataLoader(TensorDataset(x, x.argmax(1) % 4), batch_size=16, shuffle=True)\n"
+        "        self.set_optimizer()\n",
+    )
+    out = _converted(text)
+    assert (
+        "        self.set_optimizer()\n"
+        "        self.model, self.optimizer, self.train_loader, self.scheduler = self.accelerator.prepare(\n"
+        "            self.model, self.optimizer, self.train_loader, self.scheduler\n"
+        "        )\n\n    def set_optimizer(self):\n"
+    ) in out
