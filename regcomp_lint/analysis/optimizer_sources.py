@@ -152,7 +152,8 @@ class OptimizerSources:
                         found = self.parameter_owners(bound.value, bound.where, 1, handed=handed)
                         owners += [k for k in found if k not in owners]
         if not owners and depth <= 1:
-            for read in {n.id for n in walk(node) if isinstance(n, ast.Name)}:
+            # in source order, not the hash seed's: the owners' order decides the prepare call
+            for read in dict.fromkeys(n.id for n in walk(node) if isinstance(n, ast.Name)):
                 owners += [k for k in self._filled_from_parameters(read, where) if k not in owners]
         if not owners and handed:  # only for a call that certainly builds an optimizer
             owners = self._models_handed(node, where)
@@ -173,15 +174,18 @@ class OptimizerSources:
         for loop in walk(scope):
             if not isinstance(loop, ast.For):
                 continue
-            models = [
-                submodules.get(key, key)
-                for sub in walk(loop.iter)
-                if isinstance(sub, ast.Call)
-                and isinstance(sub.func, ast.Attribute)
-                and sub.func.attr in _PARAMETER_METHODS
-                for key in [_owner_key(sub.func.value)]
-                if key
-            ]
+            # each model once: two of its submodules (`model.head`, `model.emb`) are one model
+            models = list(
+                dict.fromkeys(
+                    submodules.get(key, key)
+                    for sub in walk(loop.iter)
+                    if isinstance(sub, ast.Call)
+                    and isinstance(sub.func, ast.Attribute)
+                    and sub.func.attr in _PARAMETER_METHODS
+                    for key in [_owner_key(sub.func.value)]
+                    if key
+                )
+            )
             if not models:
                 continue
             for stmt in loop.body:

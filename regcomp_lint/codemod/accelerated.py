@@ -245,7 +245,11 @@ class AcceleratePlanner(Planner):
             index = min(i for i in (self.project(block, c) for c in self.constructions) if i is not None)
         if block is None or index is None:
             raise Refusal("cannot find a statement to put the TorchDynamoPlugin before; convert by hand")
-        for name in {k.split(".")[0] for s in settings.values() for k in read_keys(expression(s.code, self.module))}:
+        # in the settings' order, so the refusal names the same setting whatever the hash seed
+        read = dict.fromkeys(
+            k.split(".")[0] for s in settings.values() for k in read_keys(expression(s.code, self.module))
+        )
+        for name in read:
             if self.binding_index(block, name, self.scope) >= index:
                 raise Refusal(
                     f"the plugin's settings use {name!r}, assigned after the Accelerator is built; move it up"

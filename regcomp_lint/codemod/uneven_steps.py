@@ -119,7 +119,8 @@ def _run_time_ending(tree: Tree, loop: cst.While | cst.For, alike: Alike) -> str
         call = _call_in(test, alike)
         if call is not None:
             return f"`{code(test).strip()}` (line {tree.line(test)}), which calls {code(call.func).strip()}()"
-        for name in {n.value for n in find_all(test, cst.Name)}:
+        # in source order: one message whatever the hash seed
+        for name in dict.fromkeys(n.value for n in find_all(test, cst.Name)):
             assign = _computed_in(tree, loop, name, alike)
             if assign is not None:
                 text = code(assign).strip().splitlines()[0]

@@ -115,3 +115,47 @@ def test_a_factory_fed_two_models_parameter_lists_holds_both():
     result = convert_source(src, "train.py")
     assert result.refused is None, result.refused
     assert "model, head, optimizer, loader = accelerator.prepare(model, head, optimizer, loader)\n" in result.text
+
+
+# sweep15's coconut_muon: groups filled in loops over two submodules of one model; the model was
+# prepared twice (`prepare(model, model, optimizer)`) under some hash seeds
+FILLED = """\
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([nn.Linear(4, 4) for _ in range(2)])
+        self.head = nn.Linear(4, 1)
+        self.emb = nn.Linear(4, 4)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.emb(x))
+
+
+def train(model):
+    others = []
+    for p in list(model.head.parameters()) + list(model.emb.parameters()):
+        others.append(p)
+    optimizer = torch.optim.AdamW([dict(params=others, lr=3e-4)])
+    for step in range(4):
+        loss = model(torch.randn(2, 4)).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+model = Net()
+train(model)
+"""
+
+
+def test_a_model_whose_groups_are_filled_from_two_of_its_submodules_is_prepared_once():
+    result = convert_source(FILLED, "train.py")
+    assert result.refused is None, result.refused
+    prepare = [line.strip() for line in result.text.splitlines() if "accelerator.prepare(" in line]
+    assert prepare == ["model, optimizer = accelerator.prepare(model, optimizer)"], prepare
