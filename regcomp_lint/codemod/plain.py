@@ -540,7 +540,7 @@ class PlainPlanner(Planner):
         # a trainer whose __init__ binds the model keeps its loaders there too (trainer_models.py)
         made_here = [*creations(self.scope), *(creations(home) if home is not self.scope else [])]
         for creation in made_here:
-            if creation.key in loaders + schedulers + optimizers + models + self.kept_schedulers:
+            if creation.key in loaders + schedulers + optimizers + models + self.kept_schedulers + self.sharded_loaders:
                 continue
             built = view.origin(creation.value)
             handed = built is None and self._handed_loader(view, creation.value, self.tree.function_of(creation.stmt))
@@ -555,6 +555,9 @@ class PlainPlanner(Planner):
                 shard = view.roles.shard_reason(built)
                 if shard is not None:
                     self.sharded_loaders.append(creation.key)
+                    if creation.key in loaders:  # bound unsharded on another branch first
+                        loaders.remove(creation.key)
+                        prepared_origins.pop(creation.key, None)
                     self.notes.append(
                         f"{creation.key} is {shard}: left unprepared, so every rank sees the batches it saw before"
                     )
