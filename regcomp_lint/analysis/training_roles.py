@@ -798,6 +798,11 @@ class TrainingRoles:
         dataset = origin.built.args[0] if origin.built.args else _keyword_value(origin.built, "dataset")
         return self.split_by_rank([dataset] if dataset is not None else [], self._built_where(origin))
 
+    def call_where(self, call: ast.Call) -> Where | None:
+        """Where the walk met ``call`` (None for a call it did not visit)."""
+        found = self._calls.get(id(call))
+        return found[0] if found is not None else None
+
     def built_where(self, origin: Origin) -> Where:
         """Where the constructor call of ``origin`` itself sits (see :meth:`_built_where`)."""
         return self._built_where(origin)
