@@ -668,9 +668,26 @@ class TrainingRoles:
             found = self.origin(expr, where, callers=MAX_CALLER_DEPTH)
             if isinstance(found, _Prepared):
                 return True
-            if isinstance(found, Origin) and found.kind is Kind.DATALOADER and self.shard_reason(found) is None:
+            if (
+                isinstance(found, Origin)
+                and found.kind is Kind.DATALOADER
+                and self.shard_reason(found) is None
+                and self.sharded_on_a_branch(expr, where) is None
+            ):
                 return True
         return False
+
+    def sharded_on_a_branch(self, expr: ast.AST, where: Where) -> str | None:
+        """Why the loader a name holds at ``where`` gives each rank its own data on some branch,
+        if it does: ``if distributed: loader = DataLoader(ds, sampler=DistributedSampler(ds))
+        else: loader = DataLoader(ds, shuffle=True)`` is sharded whenever the script runs on
+        several processes, whichever binding :meth:`origin` answers with."""
+        for found in self._possible_origins(expr, where):
+            if found.kind is Kind.DATALOADER:
+                reason = self.shard_reason(found)
+                if reason is not None:
+                    return reason
+        return None
 
     def sharded_by_sampler(self, origin: Origin) -> bool:
         """``DataLoader(..., sampler=DistributedSampler(...))`` (or ``batch_sampler=``, a subclass,
@@ -780,6 +797,11 @@ class TrainingRoles:
             return "sharded by its DistributedSampler"
         dataset = origin.built.args[0] if origin.built.args else _keyword_value(origin.built, "dataset")
         return self.split_by_rank([dataset] if dataset is not None else [], self._built_where(origin))
+
+    def call_where(self, call: ast.Call) -> Where | None:
+        """Where the walk met ``call`` (None for a call it did not visit)."""
+        found = self._calls.get(id(call))
+        return found[0] if found is not None else None
 
     def built_where(self, origin: Origin) -> Where:
         """Where the constructor call of ``origin`` itself sits (see :meth:`_built_where`)."""

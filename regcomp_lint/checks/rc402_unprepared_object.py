@@ -319,8 +319,10 @@ class UnpreparedObject(Rule):
                 continue  # an evaluation loader: left whole on purpose (the converter does too)
             if origin.kind is Kind.SCHEDULER and roles.sized_from_prepared_loader(origin):
                 continue  # sized in one process's steps already: prepared, it would step N times too fast
-            if origin.kind is Kind.DATALOADER and roles.shard_reason(origin) is not None:
-                continue  # already one shard per rank: prepare() would shard it again
+            if origin.kind is Kind.DATALOADER and (
+                roles.shard_reason(origin) is not None or roles.sharded_on_a_branch(use.expr, use.where) is not None
+            ):
+                continue  # already one shard per rank (on the branch a distributed run takes): prepare() would shard it again
             if origin.kind is Kind.SCHEDULER and not roles.trains_on(use):
                 continue  # stepped in a loop apart from training (fast-forwarding the schedule on resume)
             if origin.kind is Kind.SCHEDULER and roles.cadence(origin)[0] in (

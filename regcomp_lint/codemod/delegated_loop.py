@@ -23,6 +23,7 @@ from regcomp_lint.analysis.name_resolution import ImportMap
 from regcomp_lint.analysis.reachability.modules import ParsedModule
 from regcomp_lint.codemod.local_modules import importer_of, is_project_module, load_local, star_source
 from regcomp_lint.files.discovery import shown_path
+from regcomp_lint.knowledge.torch_api import NOT_OPTIMIZER_MODULES
 
 #: Methods that use an object as an ``nn.Module``: a name the script calls them on is a model.
 _MODEL_METHODS = frozenset(
@@ -65,7 +66,7 @@ def find_delegated_loop(tree: ast.Module, filename: str) -> DelegatedLoop | None
     names = _Names(importer, imports, _bound_names(tree))
     unread: DelegatedLoop | None = None
     calls = [s for s in ast.walk(tree) if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)]
-    backward = _unread_backward_function(tree, names, models)
+    backward = _unread_backward_function(tree, names, models, _optimizer_names(constructed, names))
     for stmt in sorted(calls, key=lambda s: (s.lineno, s.col_offset)):
         call = stmt.value
         assert isinstance(call, ast.Call)
@@ -98,10 +99,14 @@ def find_delegated_loop(tree: ast.Module, filename: str) -> DelegatedLoop | None
     return unread or backward
 
 
-def _unread_backward_function(tree: ast.Module, names: _Names, models: set[str]) -> DelegatedLoop | None:
+def _unread_backward_function(
+    tree: ast.Module, names: _Names, models: set[str], optimizers: set[str]
+) -> DelegatedLoop | None:
     """A function of an unreadable project module named like a backward step
     (``step_loss_backward``), called or wrapped in ``partial(step_loss_backward, network=model, ...)``
-    with a model: where the script's backward runs when it has none of its own."""
+    with a model, or any function of one handed a model and an optimizer the script builds
+    (``train_loop(model=model, optimizer=optimizer, ...)`` of ``model_utils``): where the script's
+    backward runs when it has none of its own."""
     for call in sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)), key=lambda c: (c.lineno, c.col_offset)):
         func: ast.expr = call.func
         args = call
@@ -115,12 +120,36 @@ def _unread_backward_function(tree: ast.Module, names: _Names, models: set[str])
         qualname = names.qualname(func)
         if qualname is None or "." not in qualname or not is_project_module(qualname):
             continue
-        if "backward" not in qualname.rsplit(".", 1)[1]:
+        arguments = _argument_names(args)
+        if "backward" not in qualname.rsplit(".", 1)[1] and not (
+            not wrapped
+            and any(name in optimizers for name in arguments)
+            and load_local(names.importer, qualname.rsplit(".", 1)[0]) is None
+        ):
             continue
-        handed = tuple(dict.fromkeys(name for name in _argument_names(args) if name in models))
+        handed = tuple(dict.fromkeys(name for name in arguments if name in models))
         if handed:
             return DelegatedLoop(qualname, call.lineno, models=handed, function=True)
     return None
+
+
+#: ``torch.optim.lr_scheduler.StepLR`` and SWA's helpers are not optimizers (dotted prefixes).
+_NOT_OPTIMIZER_PREFIXES = tuple(m + "." for m in NOT_OPTIMIZER_MODULES)
+
+
+def _optimizer_names(constructed: dict[str, ast.Call], names: _Names) -> set[str]:
+    """Names the script binds (once) to a ``torch.optim`` optimizer it builds."""
+    found = set()
+    for name, call in constructed.items():
+        qualname = names.qualname(call.func) or ""
+        last = qualname.rsplit(".", 1)[-1]
+        if (
+            qualname.startswith("torch.optim.")
+            and not qualname.startswith(_NOT_OPTIMIZER_PREFIXES)
+            and last[:1].isupper()
+        ):
+            found.add(name)
+    return found
 
 
 @dataclass(frozen=True)
@@ -165,7 +194,7 @@ def refusal(found: DelegatedLoop, converts: str | None) -> str:
         f"which it imports and runs at line {found.line}"
     )
     if found.path is None:
-        module = found.qualname.rsplit(".", 2)[0]
+        module = found.qualname.rsplit(".", 1 if found.function else 2)[0]  # a function's module, or a class's
         return (
             f"{head} (handing it {', '.join(found.models)}); {module.replace('.', '/')}.py is not found next to "
             f"the script or in a folder above it: convert that module where it is (regcomp-fix <path to it>), "

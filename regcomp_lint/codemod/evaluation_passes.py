@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from regcomp_lint.analysis.bindings import binding_key
 from regcomp_lint.analysis.training_objects import Kind
+from regcomp_lint.knowledge.torch_api import BATCHNORM_UPDATES
 
 if TYPE_CHECKING:
     from regcomp_lint.analysis.training_roles import Origin
@@ -58,6 +59,39 @@ def evaluation_passes_note(view: LintView, prepared: dict[str, Origin | None], a
             f"{key} is prepared for training, so the loop over it at line {getattr(loop, 'lineno', 0)}, which does not train, sees "
             "only this process's share of the batches: what it measures (an accuracy, a loss) covers that share; "
             f"combine it with {accelerator}.gather_for_metrics(...) to report the whole set"
+        )
+    return notes + _batchnorm_updates_note(view, prepared)
+
+
+def _batchnorm_updates_note(view: LintView, prepared: dict[str, Origin | None]) -> list[str]:
+    """``torch.optim.swa_utils.update_bn(train_loader, swa_model)`` over a prepared training
+    loader: each process recomputes the BatchNorm statistics over its own shard, so the SWA
+    model the main process saves carries statistics of part of the data."""
+    roles = view.roles
+    if roles is None or view.parsed is None:
+        return []
+    notes: list[str] = []
+    for node in ast.walk(view.parsed):
+        if not isinstance(node, ast.Call) or not roles.ctx.resolves_to(node.func, *BATCHNORM_UPDATES):
+            continue
+        loader = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "loader"), None)
+        model = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "model"), None)
+        key = binding_key(loader) if loader is not None else None
+        if key is None or key not in prepared:
+            continue
+        where = roles.call_where(node)
+        if where is None:
+            continue
+        origin = roles.passed_origin(loader, where)  # type: ignore[arg-type]
+        built = prepared[key]
+        if built is not None and not (isinstance(origin, type(built)) and origin.call is built.call):
+            continue  # another object under the same name
+        whose = f"{view.text(model)}'s" if model is not None else "the model's"
+        notes.append(
+            f"update_bn() at line {node.lineno} recomputes {whose} BatchNorm statistics over {key}, which is "
+            "prepared for training: each process averages over its own share of the batches only, and the main "
+            "process saves its share's statistics; hand it a DataLoader over the same dataset that is not prepared "
+            "to average over the whole set, as the original does"
         )
     return notes
 

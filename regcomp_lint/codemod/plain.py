@@ -16,12 +16,12 @@ from functools import partial
 
 import libcst as cst
 
-from regcomp_lint.analysis.bindings import binding_key
+from regcomp_lint.analysis.bindings import Bound, Where, binding_key
 from regcomp_lint.analysis.checkpoints import is_main_process_test
 from regcomp_lint.analysis.compile_settings.launches import launched_fields
 from regcomp_lint.analysis.global_rebinders import rebinds_globals
 from regcomp_lint.analysis.training_objects import Kind
-from regcomp_lint.analysis.training_roles import Cadence, Origin
+from regcomp_lint.analysis.training_roles import Cadence, Origin, TrainingRoles
 from regcomp_lint.codemod.batch_seeds import split_hand_written_batches
 from regcomp_lint.codemod.builders import call_statement, expression, statement, with_keyword
 from regcomp_lint.codemod.checkpoint_writes import (
@@ -107,6 +107,7 @@ from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key
 from regcomp_lint.codemod.uneven_steps import uneven_steps
 from regcomp_lint.codemod.wrapped_access import places_using_prepared, read_through_wrapper, sees_prepared
 from regcomp_lint.knowledge import torch_api
+from regcomp_lint.knowledge.training_libraries import ITERATION_BUILTINS, ITERATION_WRAPPERS
 
 #: Builtins a training loop may iterate (``range``, ``zip``, ``enumerate``): never a data loader.
 _BUILTIN_NAMES = frozenset(dir(builtins))
@@ -580,7 +581,7 @@ class PlainPlanner(Planner):
                 c for c in creations(self.optimizer_method.method) if c.key in self.optimizer_method.schedulers
             ]
         for creation in made_here:
-            if creation.key in loaders + schedulers + optimizers + models + self.kept_schedulers:
+            if creation.key in loaders + schedulers + optimizers + models + self.kept_schedulers + self.sharded_loaders:
                 continue
             built = view.origin(creation.value)
             handed = built is None and self._handed_loader(view, creation.value, self.tree.function_of(creation.stmt))
@@ -595,6 +596,9 @@ class PlainPlanner(Planner):
                 shard = view.roles.shard_reason(built)
                 if shard is not None:
                     self.sharded_loaders.append(creation.key)
+                    if creation.key in loaders:  # bound unsharded on another branch first
+                        loaders.remove(creation.key)
+                        prepared_origins.pop(creation.key, None)
                     self.notes.append(
                         f"{creation.key} is {shard}: left unprepared, so every rank sees the batches it saw before"
                     )
@@ -734,6 +738,16 @@ class PlainPlanner(Planner):
             if key is None or key in known or key in found or key in self.sharded_loaders:
                 continue
             bound = roles.bindings.lookup(expr, where)
+            if bound is not None and bound.where.function not in (scope_node, home_node):
+                # a name another method binds to what the scope keeps: the diffusion ScoreTrainer's
+                # `progress_bar = tqdm(self.train_loader)` over `self.train_loader, self.val_loader
+                # = self._create_data_loaders()` of its __init__
+                kept = _kept_iterable(roles, bound, (scope_node, home_node))
+                if kept is not None:
+                    expr, where, bound = kept
+                    key = binding_key(expr)
+                    if key is None or key in known or key in found or key in self.sharded_loaders:
+                        continue
             # iterated in the scope, or in a training function that reads the scope's global
             # (cifar100's `train(epoch)` over the module-level `loader = get_loader(...)`)
             if (
@@ -2078,3 +2092,31 @@ def _source(stmt: cst.CSTNode) -> str:
     if isinstance(stmt, cst.SimpleStatementLine):
         return "; ".join(code(small).strip() for small in stmt.body)
     return code(stmt).strip()
+
+
+def _kept_iterable(
+    roles: TrainingRoles, bound: Bound, homes: tuple[object, ...], depth: int = 0
+) -> tuple[ast.expr, Where, Bound] | None:
+    """What ``bound`` (a name a training method binds) iterates, followed through aliases and
+    iteration wrappers (``tqdm(...)``, ``enumerate(...)``, ``iter(...)``) to a ``self.`` attribute
+    or global that one of ``homes`` (the scope, the Accelerator's home) binds from a call: that
+    expression, where it is read, and its binding; None when the chain leads elsewhere."""
+    value = bound.value
+    if not isinstance(value, ast.expr) or bound.index is not None or depth > 4:
+        return None
+    if isinstance(value, ast.Call):
+        func = value.func
+        wrapper = roles.ctx.resolves_to(func, *ITERATION_WRAPPERS) or (
+            isinstance(func, ast.Name) and func.id in ITERATION_BUILTINS and not roles.ctx.imports.imported(func.id)
+        )
+        if not wrapper or not value.args:
+            return None
+        value = value.args[0]
+    if not isinstance(value, (ast.Name, ast.Attribute)) or binding_key(value) is None:
+        return None
+    inner = roles.bindings.lookup(value, bound.where)
+    if inner is None:
+        return None
+    if inner.where.function in homes:
+        return (value, bound.where, inner) if isinstance(inner.value, ast.Call) else None
+    return _kept_iterable(roles, inner, homes, depth + 1)

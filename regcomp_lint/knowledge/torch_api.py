@@ -113,6 +113,10 @@ SCHEDULER_MODULES = ("torch.optim.lr_scheduler",)
 #: epoch once averaging starts).
 OTHER_SCHEDULERS = ("torch.optim.swa_utils.SWALR",)
 
+#: Passes over a data loader that recompute a model's BatchNorm statistics (SWA's finishing step,
+#: ``update_bn(loader, swa_model)``): over a prepared loader, each process sees its shard only.
+BATCHNORM_UPDATES = ("torch.optim.swa_utils.update_bn",)
+
 #: ``nn.Module``'s public API: reachable through any wrapper (DDP, FSDP, ``torch.compile``) since
 #: the wrapper is a module too. Any other attribute (a custom method such as ``generate`` or
 #: ``configure_optimizers``, ``config``, a submodule) is the wrapped model's own: DDP does not

@@ -265,3 +265,48 @@ def test_an_unreadable_backward_step_is_named_not_the_ema_helper_handed_the_mode
         "the training loop runs in utils.step_loss_backward(), which it imports and runs at line 13" in result.refused
     )
     assert "EMA" not in result.refused
+
+
+LAUNCHER = """\
+import torch
+from model import GPT, GPTConfig
+from model_utils.train_loop import train_loop
+from model_utils.training_utils import get_cosine_schedule_with_warmup
+
+
+def main():
+    model = GPT(GPTConfig()).to("cuda")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    scheduler = get_cosine_schedule_with_warmup(optimizer=optimizer, num_warmup_steps=10, num_training_steps=100)
+    scaler = torch.amp.GradScaler(device="cuda")
+    model = torch.compile(model=model, backend="aot_eager")
+    train_loop(num_epochs=3, model=model, optimizer=optimizer, scheduler=scheduler, scaler=scaler, use_amp=True)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_an_unreadable_training_function_handed_the_model_and_its_optimizer_is_named(tmp_path):
+    """The survey's FineWeb GPT launcher: it builds the model, an optimizer of it, a scheduler and
+    a scaler and hands them to `train_loop()` of its own `model_utils` (not next to it): it was
+    answered "no training step found ... converts training scripts only", as a file with nothing
+    to do."""
+    result = convert_source(LAUNCHER, str(tmp_path / "train.py"))
+    assert result.refused == (
+        f"{tmp_path / 'train.py'}: not converted: no X.backward() in this script: the training loop runs in "
+        "model_utils.train_loop.train_loop(), which it imports and runs at line 13 (handing it model); "
+        "model_utils/train_loop.py is not found next to the script or in a folder above it: convert that module "
+        "where it is (regcomp-fix <path to it>), or convert by hand"
+    )
+
+
+def test_an_unreadable_function_handed_the_model_alone_stays_quiet(tmp_path):
+    """Handed a model but no optimizer built here (an export, a plot): not taken for the loop."""
+    text = LAUNCHER.replace(
+        "    train_loop(num_epochs=3, model=model, optimizer=optimizer, scheduler=scheduler, scaler=scaler, use_amp=True)",
+        "    train_loop(model=model, path='model.onnx')",
+    )
+    result = convert_source(text, str(tmp_path / "train.py"))
+    assert result.refused == f"{tmp_path / 'train.py'}: not converted: {NO_TRAINING_STEP}"

@@ -101,3 +101,58 @@ def test_a_measuring_loop_beside_a_yield_elsewhere_is_still_named():
     )
     result = convert_source(script, "train.py")
     assert any("which does not train" in note for note in result.notes), result.notes
+
+
+SWA = """\
+import torch
+import torch.nn as nn
+from torch.optim.swa_utils import AveragedModel, SWALR
+from torch.utils.data import DataLoader, TensorDataset
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def train():
+    data = TensorDataset(torch.randn(64, 4), torch.randint(0, 2, (64,)))
+    train_loader = DataLoader(data, batch_size=8, shuffle=True)
+    model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Linear(8, 2)).to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    swa_model = AveragedModel(model)
+    swa_scheduler = SWALR(optimizer, swa_lr=5e-5)
+    for epoch in range(4):
+        model.train()
+        for x, y in train_loader:
+            x, y = x.to(device), y.to(device)
+            loss = nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        swa_model.update_parameters(model)
+        swa_scheduler.step()
+    UPDATE_BN
+    torch.save(swa_model.module.state_dict(), "swa.pth")
+
+
+if __name__ == "__main__":
+    train()
+"""
+
+
+def test_an_swa_batchnorm_update_over_the_prepared_loader_is_named():
+    """The survey's SWA facial-expression script: ``update_bn(train_loader, swa_model)`` after
+    training recomputed the BatchNorm statistics over one process's shard (the saved SWA model
+    carried rank 0's half), with no word of it."""
+    for call in (
+        "torch.optim.swa_utils.update_bn(train_loader, swa_model, device=device)",
+        "from torch.optim.swa_utils import update_bn\n    update_bn(train_loader, swa_model)",
+    ):
+        result = convert_source(SWA.replace("UPDATE_BN", call), "train.py")
+        assert result.refused is None, result.refused
+        assert "prepared: model, optimizer, train_loader" in result.notes
+        assert any(
+            note.startswith(
+                f"update_bn() at line {26 + call.count(chr(10))} recomputes swa_model's BatchNorm statistics over "
+                "train_loader"
+            )
+            for note in result.notes
+        ), result.notes

@@ -53,3 +53,79 @@ def test_a_factory_loader_the_training_function_loops_over_is_prepared(loop):
     assert result.refused is None, result.refused
     assert "prepared: model, opt, train_loader" in result.notes
     assert "dev_loader" not in result.text.split("accelerator.prepare(")[1].split(")")[0]
+
+
+TRAINER = """\
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+from tqdm import tqdm
+from transformers import get_cosine_schedule_with_warmup
+
+
+class ScoreTrainer:
+    def __init__(self, model, dataset, epochs=2, device="cuda"):
+        self.model = model
+        self.dataset = dataset
+        self.epochs = epochs
+        self.device = device
+        self.train_loader, self.val_loader = self._create_data_loaders()
+        self.model.to(self.device)
+
+    def _create_data_loaders(self):
+        train_ds, val_ds = torch.utils.data.random_split(self.dataset, [48, 16])
+        train_loader = DataLoader(train_ds, batch_size=8, shuffle=True)
+        val_loader = DataLoader(val_ds, batch_size=8)
+        return train_loader, val_loader
+
+    def _train_epoch(self):
+        self.model.train()
+LOOP
+            x, y = x.to(self.device), y.to(self.device)
+            loss = nn.functional.mse_loss(self.model(x), y)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            self.scheduler.step()
+
+    def _validate_epoch(self):
+        self.model.eval()
+        with torch.no_grad():
+            for x, y in self.val_loader:
+                print(nn.functional.mse_loss(self.model(x.to(self.device)), y.to(self.device)).item())
+
+    def train(self):
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=1e-3)
+        self.scheduler = get_cosine_schedule_with_warmup(self.optimizer, 2, self.epochs * len(self.train_loader))
+        for epoch in range(self.epochs):
+            self._train_epoch()
+            self._validate_epoch()
+
+
+if __name__ == "__main__":
+    ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+    ScoreTrainer(nn.Linear(4, 1), ds).train()
+"""
+
+
+@pytest.mark.parametrize(
+    "loop",
+    [
+        # the survey's diffusion ScoreTrainer: a progress bar bound to a name in another method
+        '        progress_bar = tqdm(self.train_loader, desc="train")\n        for i, (x, y) in enumerate(progress_bar):',
+        "        batches = self.train_loader\n        for x, y in batches:",
+        "        for i, (x, y) in enumerate(tqdm(self.train_loader)):",
+    ],
+)
+def test_a_trainer_loader_unpacked_from_its_own_factory_method_is_prepared(loop):
+    """``self.train_loader, self.val_loader = self._create_data_loaders()`` in ``__init__``,
+    iterated by ``_train_epoch()``: was left unprepared (every rank trained on all the data, and
+    the per-step scheduler was kept for it), with a note calling the batches the script's own."""
+    result = convert_source(TRAINER.replace("LOOP", loop), "trainer.py")
+    assert result.refused is None, result.refused
+    notes = "\n".join(result.notes)
+    assert "self.train_loader" in notes.split("prepared: ")[1].split("\n")[0]
+    assert "self.scheduler" in notes.split("prepared: ")[1].split("\n")[0]
+    assert "no DataLoader feeds the training loop" not in notes
+    prepare = result.text.split("accelerator.prepare(")[1].split(")")[0]
+    assert "self.val_loader" not in prepare

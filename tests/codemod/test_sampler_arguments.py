@@ -73,6 +73,21 @@ LOADERS = {
         "        train_sampler = DistributedSampler(ds)\n"
         "    loader = DataLoader(ds, batch_size=8, sampler=train_sampler, shuffle=(train_sampler is None))\n"
     ),
+    # the survey's tooth segmentation script: the loader itself bound on each branch
+    "loader on each branch, sampler first": (
+        "    if args.distributed:\n"
+        "        train_sampler = DistributedSampler(ds)\n"
+        "        loader = DataLoader(ds, batch_size=8, sampler=train_sampler)\n"
+        "    else:\n"
+        "        loader = DataLoader(ds, batch_size=8, shuffle=True)\n"
+    ),
+    "loader on each branch, sampler second": (
+        "    if not args.distributed:\n"
+        "        loader = DataLoader(ds, batch_size=8, shuffle=True)\n"
+        "    else:\n"
+        "        train_sampler = DistributedSampler(ds)\n"
+        "        loader = DataLoader(ds, batch_size=8, sampler=train_sampler)\n"
+    ),
     "positional": (
         "    train_sampler = DistributedSampler(ds) if args.distributed else None\n"
         "    loader = DataLoader(ds, 8, train_sampler is None, train_sampler)\n"
