@@ -224,7 +224,7 @@ def run(
         progress(done, total)
     facts = ScopeFacts()
     if scoped and todo:
-        todo = _whole_where_guessed(todo, found.files, learned, facts)
+        todo = _whole_where_guessed(todo, found.files, learned, facts, keep_data=workers == 1)
 
     def finished(index: int, outcome: Outcome) -> None:
         per_file[index] = outcome.diagnostics
@@ -277,26 +277,41 @@ def run(
 
 
 def _whole_where_guessed(
-    todo: list[Task], files: list[str], known: dict[str, FileScope], facts: ScopeFacts
+    todo: list[Task], files: list[str], known: dict[str, FileScope], facts: ScopeFacts, keep_data: bool = False
 ) -> list[Task]:
     """``todo`` with the files a compile is guessed to reach (:func:`compiled_scope.guessed_files`,
     from their bytes and what the cache knows) linted whole, their scoped rules not put off: a
     second pass would parse them again. A wrong guess costs time only: the scoped findings of a
     file no compile reaches are dropped after the lint, and a reached file not guessed gets the
-    second pass."""
+    second pass.
+
+    ``keep_data``: the tasks keep the bytes the guess read, so a lint in this process does not
+    read every file a second time (not for a pool: its workers read their files themselves, and
+    this process would hold the whole tree meanwhile)."""
     read = {task.path: task.data for task in todo if task.data is not None}
+    fresh: dict[str, bytes] = {}
 
     def read_bytes(path: str) -> bytes | None:
         data = read.pop(path, None)
         if data is not None:
             return data
         try:
-            return read_file(path)
+            data = read_file(path)
         except OSError:
             return None
+        if keep_data:
+            fresh[path] = data
+        return data
 
     guessed = compiled_scope.guessed_files(files, read_bytes, known, facts)
-    return [replace(task, defer=frozenset()) if os.path.abspath(task.path) in guessed else task for task in todo]
+    tasks = []
+    for task in todo:
+        if task.data is None and task.path in fresh:
+            task = replace(task, data=fresh.pop(task.path))
+        if os.path.abspath(task.path) in guessed:
+            task = replace(task, defer=frozenset())
+        tasks.append(task)
+    return tasks
 
 
 def worker_count(jobs: int | None) -> int:
