@@ -104,9 +104,7 @@ def test_trainer_reset_in_the_repeat_loop_is_synced_from_process_0():
     assert text.index("self.accelerator.prepare(") < text.index("self._reset_params()\n")
     assert SYNC_SELF in text, text
     assert "from accelerate.utils import TorchDynamoPlugin, broadcast\n" in text, text
-    assert any("self._reset_params() (line 44)" in note and "process 0" in note for note in result.notes), (
-        result.notes
-    )
+    assert any("self._reset_params() (line 44)" in note and "process 0" in note for note in result.notes), result.notes
 
 
 def test_plain_apply_in_the_run_loop_is_synced_from_process_0():
@@ -137,12 +135,11 @@ def test_a_helper_that_reinitialises_the_model_it_is_handed_after_the_optimizer(
 
 
 def test_once_before_the_loop_prepare_moves_past_a_helper_instead():
-    script = (
-        PLAIN.replace("    for run in range(2):\n        model.apply(weights_init)\n", "    init_params(model)\n    if True:\n")
-        .replace(
-            "def train():",
-            "def init_params(net):\n    for p in net.parameters():\n        nn.init.uniform_(p, -0.1, 0.1)\n\n\ndef train():",
-        )
+    script = PLAIN.replace(
+        "    for run in range(2):\n        model.apply(weights_init)\n", "    init_params(model)\n    if True:\n"
+    ).replace(
+        "def train():",
+        "def init_params(net):\n    for p in net.parameters():\n        nn.init.uniform_(p, -0.1, 0.1)\n\n\ndef train():",
     )
     result = convert_source(script, "train.py")
     assert result.refused is None, result.refused
