@@ -11,10 +11,12 @@ followed by a copy of process 0's values to every process (``accelerate.utils.br
 no-op on one process, ``torch.distributed.broadcast`` on several). A call that runs once, before
 the training, moves ``prepare()`` past it instead (``PlainPlanner._after_model_setup``).
 
-A call counts when it writes the model's parameters in place: ``model.apply(f)`` or ``f(model)``
-with ``f`` a function of the file whose body calls ``torch.nn.init`` or an in-place tensor method
-(``copy_``, ``uniform_``...), ``self.m()`` for such a method of the trainer class that reads the
-model, ``model.reset_parameters()``, and a ``for p in model.parameters():`` loop that writes ``p``.
+A call counts when it draws the model's parameters anew in place: ``model.apply(f)`` or
+``f(model)`` with ``f`` a function of the file whose body calls a random ``torch.nn.init``
+function or ``uniform_`` / ``normal_`` (or ``copy_`` / ``fill_`` from a ``torch.rand*`` draw),
+``self.m()`` for such a method of the trainer class that reads the model,
+``model.reset_parameters()``, and a ``for p in model.parameters():`` loop that does so. Constant
+writes and copies (an EMA's ``copy_``) are the same on every process and get no sync.
 """
 
 from __future__ import annotations
@@ -31,12 +33,9 @@ from regcomp_lint.codemod.tree import Block, Tree, code, find_all, key_of, read_
 if TYPE_CHECKING:
     from regcomp_lint.codemod.plain import PlainPlanner
 
-#: tensor methods that overwrite a tensor's values in place (what initialisers end with)
-IN_PLACE_WRITES = frozenset(
+#: tensor methods that draw new values in place (what random initialisers end with)
+RANDOM_IN_PLACE = frozenset(
     {
-        "copy_",
-        "fill_",
-        "zero_",
         "normal_",
         "uniform_",
         "bernoulli_",
@@ -45,24 +44,39 @@ IN_PLACE_WRITES = frozenset(
         "cauchy_",
         "log_normal_",
         "random_",
-        "orthogonal_",
-        "trunc_normal_",
         "reset_parameters",
     }
 )
+#: in-place writes that draw nothing themselves: random only when the values written are
+COPYING_IN_PLACE = frozenset({"copy_", "fill_"})
 INIT_MODULE = "torch.nn.init"
+#: ``torch.nn.init`` functions that write constants (the same on every process)
+CONSTANT_INITS = frozenset({"zeros_", "ones_", "constant_", "eye_", "dirac_", "calculate_gain"})
+#: torch functions that draw random values (``p.data.copy_(torch.randn_like(p) * 0.02)``)
+RANDOM_SOURCES = ("torch.rand", "torch.randn", "torch.randint", "torch.randperm", "torch.normal", "torch.bernoulli")
 PARAMETER_WALKS = ("parameters", "named_parameters")
 SYNC_FUNCTION = ("accelerate.utils", "broadcast")
 
 
-def writes_in_place(tree: Tree, function: cst.CSTNode) -> bool:
-    """``function``'s own code calls ``torch.nn.init`` or an in-place tensor write."""
+def draws_in_place(tree: Tree, function: cst.CSTNode) -> bool:
+    """``function``'s own code writes tensors in place with values drawn at random, different on
+    each process: a random ``torch.nn.init`` function, ``uniform_`` / ``normal_`` /
+    ``reset_parameters()``, or a ``copy_`` / ``fill_`` beside a ``torch.rand*`` draw. Constants and
+    copies of what every process holds alike (an EMA's ``copy_``) keep the processes in step."""
+    copies = random = False
     for call in find_all(function, cst.Call, enter_functions=False):
-        if isinstance(call.func, cst.Attribute) and call.func.attr.value in IN_PLACE_WRITES:
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in RANDOM_IN_PLACE:
             return True
-        if tree.resolves_under(call.func, INIT_MODULE):
+        init = tree.resolves_under(func, INIT_MODULE)
+        if init is not None and init.rsplit(".", 1)[-1] not in CONSTANT_INITS:
             return True
-    return False
+        if isinstance(func, cst.Attribute) and func.attr.value in COPYING_IN_PLACE:
+            copies = True
+        name = next(iter(sorted(tree.imported_names(func))), "")
+        if any(name == r or name.startswith(r + "_") or name == r + "_like" for r in RANDOM_SOURCES):
+            random = True
+    return copies and random
 
 
 def _model_of(node: cst.CSTNode, models: list[str]) -> str | None:
@@ -96,7 +110,7 @@ def reinitialised_model(planner: PlainPlanner, stmt: cst.CSTNode) -> str | None:
         if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute)):
             return None
         model = _model_of(it.func.value, models) if it.func.attr.value in PARAMETER_WALKS else None
-        return model if model is not None and writes_in_place(tree, stmt.body) else None
+        return model if model is not None and draws_in_place(tree, stmt.body) else None
     if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)):
         return None
     call = stmt.body[0].value
@@ -110,11 +124,11 @@ def reinitialised_model(planner: PlainPlanner, stmt: cst.CSTNode) -> str | None:
                 return model
             if func.attr.value == "apply" and call.args:
                 applied = _file_function(tree, call.args[0].value)
-                return model if applied is not None and writes_in_place(tree, applied) else None
+                return model if applied is not None and draws_in_place(tree, applied) else None
             return None
         if isinstance(func.value, cst.Name) and func.value.value == "self":  # self._reset_params()
             method = _method(tree.class_of(planner.scope), func.attr.value)
-            if method is None or not writes_in_place(tree, method):
+            if method is None or not draws_in_place(tree, method):
                 return None
             read = set(read_keys(method))
             return next((m for m in models if m in read), None)
@@ -122,7 +136,7 @@ def reinitialised_model(planner: PlainPlanner, stmt: cst.CSTNode) -> str | None:
     handed = [m for m in (_model_of(a.value, models) for a in call.args if not a.star) if m is not None]
     if handed:
         function = _file_function(tree, func)
-        if function is not None and writes_in_place(tree, function):
+        if function is not None and draws_in_place(tree, function):
             return handed[0]
     return None
 

@@ -154,3 +154,34 @@ def test_what_does_not_write_the_parameters_gets_no_sync():
     harmless = PLAIN.replace("nn.init.xavier_uniform_(m.weight)\n        nn.init.zeros_(m.bias)", "print(m)")
     result = convert_source(harmless, "train.py")
     assert "broadcast" not in result.text, result.text
+
+
+def test_a_random_reinit_each_step_is_synced_too():
+    script = PLAIN.replace("        model.apply(weights_init)\n", "").replace(
+        "            optimizer.step()\n", "            optimizer.step()\n            model.apply(weights_init)\n"
+    )
+    result = convert_source(script, "train.py")
+    assert result.refused is None, result.refused
+    assert "            model.apply(weights_init)\n            for param in accelerator" in result.text, result.text
+
+
+def test_constant_writes_and_copies_get_no_sync():
+    """``zeros_`` / ``constant_`` and an EMA-style ``copy_`` of what every process holds write the
+    same values on every process."""
+    constant = PLAIN.replace("nn.init.xavier_uniform_(m.weight)", "nn.init.constant_(m.weight, 0.1)")
+    assert "broadcast" not in convert_source(constant, "train.py").text
+    copy = PLAIN.replace(
+        "nn.init.xavier_uniform_(m.weight)\n        nn.init.zeros_(m.bias)", "m.weight.data.copy_(m.weight.data * 0.5)"
+    )
+    assert "broadcast" not in convert_source(copy, "train.py").text
+    drawn = PLAIN.replace(
+        "nn.init.xavier_uniform_(m.weight)\n        nn.init.zeros_(m.bias)",
+        "m.weight.data.copy_(torch.randn_like(m.weight) * 0.02)",
+    )
+    assert "param.data.copy_(broadcast(param.data))" in convert_source(drawn, "train.py").text
+
+
+def test_a_name_broadcast_of_the_script_is_refused():
+    script = PLAIN.replace("def train():", "def broadcast(x):\n    return x\n\n\ndef train():")
+    refused = convert_source(script, "train.py").refused
+    assert refused is not None and "'broadcast'" in refused, refused
