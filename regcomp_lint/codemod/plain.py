@@ -76,6 +76,7 @@ from regcomp_lint.codemod.optimizers import (
 )
 from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConvertOptions
 from regcomp_lint.codemod.regional import repeated_blocks
+from regcomp_lint.codemod.reinit_sync import reinitialised_model, sync_reinitialised
 from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name
 from regcomp_lint.codemod.roles import (
     backward_calls,
@@ -1284,6 +1285,7 @@ class PlainPlanner(Planner):
         read_through_wrapper(self, block, prepare_index)
         reach_own_methods(self, block, prepare_index)
         unwrap_for_other_modules(self, block, prepare_index)
+        sync_reinitialised(self, block, prepare_index)
         self._place_accelerator(settings, script, block, prepare_index)
         if per_pass is not None:
             release = statement(f"{acc}.free_memory()", self.module)
@@ -1386,7 +1388,13 @@ class PlainPlanner(Planner):
         end = first_step if first_step is not None else len(block.body)
         models = set(self.models)
         copies = [last + 1 + i for i in sorted(model_copies(self.tree, list(block.body[last + 1 : end]), models))]
-        setup = [i for i in range(last + 1, end) if i in copies or self._model_setup_call(block.body[i], models)]
+        setup = [
+            i
+            for i in range(last + 1, end)
+            if i in copies
+            or self._model_setup_call(block.body[i], models)
+            or reinitialised_model(self, block.body[i]) is not None
+        ]
         if not setup:
             return last
         for i in range(last + 1, setup[-1]):

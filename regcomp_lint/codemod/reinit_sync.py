@@ -1,0 +1,216 @@
+"""The prepared model's parameters drawn again, in place, after ``prepare()``.
+
+DDP broadcasts process 0's weights once, when ``prepare()`` wraps the model, and never again:
+ABSA-PyTorch's ``run()`` builds the optimizer, then calls ``self._reset_params()`` (``xavier_uniform_``
+/ ``uniform_`` on every parameter) in its repeat loop, and a training function may call
+``model.apply(weights_init)`` in its run loop. Converted with ``prepare()`` after the optimizer,
+each process draws its own values there and the replicas train apart for the whole run.
+
+Such a call, as a statement of the scope after the ``prepare()`` point (in a loop too), is
+followed by a copy of process 0's values to every process (``accelerate.utils.broadcast``: a
+no-op on one process, ``torch.distributed.broadcast`` on several). A call that runs once, before
+the training, moves ``prepare()`` past it instead (``PlainPlanner._after_model_setup``).
+
+A call counts when it draws the model's parameters anew in place: ``model.apply(f)`` or
+``f(model)`` with ``f`` a function of the file whose body calls a random ``torch.nn.init``
+function or ``uniform_`` / ``normal_`` (or ``copy_`` / ``fill_`` from a ``torch.rand*`` draw),
+``self.m()`` for such a method of the trainer class that reads the model,
+``model.reset_parameters()``, and a ``for p in model.parameters():`` loop that does so. Constant
+writes and copies (an EMA's ``copy_``) are the same on every process and get no sync.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from regcomp_lint.codemod.builders import statement
+from regcomp_lint.codemod.settings import Refusal
+from regcomp_lint.codemod.tree import Block, Tree, code, find_all, key_of, read_keys
+
+if TYPE_CHECKING:
+    from regcomp_lint.codemod.plain import PlainPlanner
+
+#: tensor methods that draw new values in place (what random initialisers end with)
+RANDOM_IN_PLACE = frozenset(
+    {
+        "normal_",
+        "uniform_",
+        "bernoulli_",
+        "exponential_",
+        "geometric_",
+        "cauchy_",
+        "log_normal_",
+        "random_",
+        "reset_parameters",
+    }
+)
+#: in-place writes that draw nothing themselves: random only when the values written are
+COPYING_IN_PLACE = frozenset({"copy_", "fill_"})
+INIT_MODULE = "torch.nn.init"
+#: ``torch.nn.init`` functions that write constants (the same on every process)
+CONSTANT_INITS = frozenset({"zeros_", "ones_", "constant_", "eye_", "dirac_", "calculate_gain"})
+#: torch functions that draw random values (``p.data.copy_(torch.randn_like(p) * 0.02)``)
+RANDOM_SOURCES = ("torch.rand", "torch.randn", "torch.randint", "torch.randperm", "torch.normal", "torch.bernoulli")
+PARAMETER_WALKS = ("parameters", "named_parameters")
+SYNC_FUNCTION = ("accelerate.utils", "broadcast")
+
+
+def draws_in_place(tree: Tree, function: cst.CSTNode) -> bool:
+    """``function``'s own code writes tensors in place with values drawn at random, different on
+    each process: a random ``torch.nn.init`` function, ``uniform_`` / ``normal_`` /
+    ``reset_parameters()``, or a ``copy_`` / ``fill_`` beside a ``torch.rand*`` draw. Constants and
+    copies of what every process holds alike (an EMA's ``copy_``) keep the processes in step."""
+    copies = random = False
+    for call in find_all(function, cst.Call, enter_functions=False):
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in RANDOM_IN_PLACE:
+            return True
+        init = tree.resolves_under(func, INIT_MODULE)
+        if init is not None and init.rsplit(".", 1)[-1] not in CONSTANT_INITS:
+            return True
+        if isinstance(func, cst.Attribute) and func.attr.value in COPYING_IN_PLACE:
+            copies = True
+        name = next(iter(sorted(tree.imported_names(func))), "")
+        if any(name == r or name.startswith(r + "_") or name == r + "_like" for r in RANDOM_SOURCES):
+            random = True
+    return copies and random
+
+
+def _model_of(node: cst.CSTNode, models: list[str]) -> str | None:
+    """The prepared model ``node`` is (``model``, ``self.model``) or a submodule of (``model.fc``)."""
+    while True:
+        key = key_of(node)
+        if key in models:
+            return key
+        if not isinstance(node, cst.Attribute):
+            return None
+        node = node.value
+
+
+def _file_function(tree: Tree, name: cst.BaseExpression) -> cst.FunctionDef | None:
+    if not isinstance(name, cst.Name):
+        return None
+    return next((f for f in tree.module.body if isinstance(f, cst.FunctionDef) and f.name.value == name.value), None)
+
+
+def _method(cls: cst.ClassDef | None, name: str) -> cst.FunctionDef | None:
+    if cls is None or not isinstance(cls.body, cst.IndentedBlock):
+        return None
+    return next((m for m in cls.body.body if isinstance(m, cst.FunctionDef) and m.name.value == name), None)
+
+
+def reinitialised_model(planner: PlainPlanner, stmt: cst.CSTNode) -> str | None:
+    """The prepared model whose parameters ``stmt`` (a statement) writes in place, else None."""
+    tree, models = planner.tree, list(planner.models)
+    if isinstance(stmt, cst.For):
+        it = stmt.iter
+        if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute)):
+            return None
+        model = _model_of(it.func.value, models) if it.func.attr.value in PARAMETER_WALKS else None
+        return model if model is not None and draws_in_place(tree, stmt.body) else None
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)):
+        return None
+    call = stmt.body[0].value
+    if not isinstance(call, cst.Call):
+        return None
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        model = _model_of(func.value, models)
+        if model is not None:
+            if func.attr.value == "reset_parameters":
+                return model
+            if func.attr.value == "apply" and call.args:
+                applied = _file_function(tree, call.args[0].value)
+                return model if applied is not None and draws_in_place(tree, applied) else None
+            return None
+        if isinstance(func.value, cst.Name) and func.value.value == "self":  # self._reset_params()
+            method = _method(tree.class_of(planner.scope), func.attr.value)
+            if method is None or not draws_in_place(tree, method):
+                return None
+            read = set(read_keys(method))
+            return next((m for m in models if m in read), None)
+        return None
+    handed = [m for m in (_model_of(a.value, models) for a in call.args if not a.star) if m is not None]
+    if handed:
+        function = _file_function(tree, func)
+        if function is not None and draws_in_place(tree, function):
+            return handed[0]
+    return None
+
+
+def _statements_after(block: Block, start: int) -> Iterator[tuple[Block, int, cst.BaseStatement]]:
+    """Every statement of ``block`` from ``start`` on, and of the compound statements among them
+    (not of functions or classes), with its block and index."""
+    for index in range(start, len(block.body)):
+        stmt = block.body[index]
+        yield block, index, stmt
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        for inner in _inner_blocks(stmt):
+            yield from _statements_after(inner, 0)
+
+
+def _inner_blocks(stmt: cst.CSTNode) -> list[cst.IndentedBlock]:
+    found: list[cst.IndentedBlock] = []
+    for part in (
+        getattr(stmt, "body", None),
+        getattr(stmt, "orelse", None),
+        getattr(stmt, "finalbody", None),
+        *getattr(stmt, "handlers", ()),
+    ):
+        if isinstance(part, cst.IndentedBlock):
+            found.append(part)
+        elif part is not None and not isinstance(part, cst.SimpleStatementSuite):
+            found.extend(_inner_blocks(part))  # an else / elif / except clause
+    return found
+
+
+def sync_reinitialised(planner: PlainPlanner, block: Block, prepare_index: int) -> None:
+    """After each in-place (re)initialisation of a prepared model that runs after ``prepare()``,
+    copy process 0's values to every process; a note names the call."""
+    tree = planner.tree
+    if not planner.models:
+        return
+    synced: list[str] = []
+    skip: list[cst.CSTNode] = []
+    for inner, index, stmt in _statements_after(block, prepare_index):
+        if any(tree.contains(s, stmt) for s in skip):
+            continue
+        model = reinitialised_model(planner, stmt)
+        if model is None:
+            continue
+        skip.append(stmt)
+        _refuse_taken_name(tree)
+        acc = planner.acc_key
+        sync = statement(
+            f"for param in {acc}.unwrap_model({model}).parameters():{planner.module.default_newline}"
+            f"    param.data.copy_(broadcast(param.data))",
+            planner.module,
+        )
+        planner.edits.add_statements(inner, index + 1, [sync], after=True)
+        shown = code(stmt).strip().splitlines()[0].rstrip(":")
+        synced.append(f"{shown} (line {tree.line(stmt)})")
+    if synced:
+        if SYNC_FUNCTION not in planner.imports:
+            planner.imports.append(SYNC_FUNCTION)
+        planner.notes.append(
+            f"{', '.join(synced)} re-initialises the model's parameters in place after prepare(): DDP copies "
+            "process 0's weights only when prepare() wraps the model, so each process would draw its own values "
+            "and train a different model; process 0's values are copied to every process right after it "
+            "(accelerate.utils.broadcast, a no-op on one process)"
+        )
+
+
+def _refuse_taken_name(tree: Tree) -> None:
+    for name in find_all(tree.module, cst.Name):
+        parent = tree.parent(name)
+        if isinstance(parent, cst.Attribute) and parent.attr is name:
+            continue  # dist.broadcast(...)
+        if name.value == "broadcast" and not tree.resolves_to(name, "accelerate.utils.broadcast"):
+            raise Refusal(
+                f"the script names something 'broadcast' (line {tree.line(name)}), which the conversion needs for "
+                "accelerate.utils.broadcast (copying process 0's re-initialised weights): rename it"
+            )
