@@ -164,7 +164,7 @@ def _model_class(planner: PlainPlanner, model: str) -> tuple[ast.ClassDef, str |
             if module and is_project_module(module):
                 local = load_local(importer_of(tree.filename), module)
                 if local is not None and attr in local.classes:
-                    return local.classes[attr], shown_path(local.path)
+                    return local.classes[attr], shown_path(local.path) if local.path else None
     return None
 
 
