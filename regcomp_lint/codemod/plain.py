@@ -621,6 +621,9 @@ class PlainPlanner(Planner):
         unknown = self._loaders_of_unknown_origin(view, loaders + skipped + optimizers + models + schedulers)
         loaders += unknown
         prepared_origins.update(dict.fromkeys(unknown))
+        handed_in = self._handed_training_loaders(view, loaders + skipped + optimizers + models + schedulers)
+        loaders += list(handed_in)
+        prepared_origins.update(handed_in)
         counted = [key for key in schedulers if key in self._counted_schedulers]
         if counted and (loaders or self.inline_loaders):
             for key in counted:
@@ -822,19 +825,45 @@ class PlainPlanner(Planner):
     def _iterated_parameters(self) -> list[str]:
         """Parameters of the training scope that its training loop iterates: ``for x, y in loader``
         or ``enumerate(loader)`` / ``tqdm(loader)`` (not ``range(steps)``)."""
+        return list(self._iterated_parameter_nodes())
+
+    def _iterated_parameter_nodes(self) -> dict[str, cst.Name]:
+        """:meth:`_iterated_parameters`, each with the first name node the loop iterates."""
         view = lint_view(self.tree)
         if view.roles is None or not isinstance(self.scope, cst.FunctionDef):
-            return []
+            return {}
         roles = view.roles
         trained = {binding_key(u.expr) for u in roles.uses if u.how == "iterated" and roles.trains_on(u)}
-        found: list[str] = []
+        found: dict[str, cst.Name] = {}
         for loop in find_all(self.scope, cst.For, enter_functions=False):
             it = loop.iter
             if isinstance(it, cst.Call) and it.args and key_of(it.func) in ("enumerate", "tqdm", "iter"):
                 it = it.args[0].value
             name = it.value if isinstance(it, cst.Name) else None
             if name is not None and name in trained and self.tree.is_parameter(name, self.scope) and name not in found:
-                found.append(name)
+                found[name] = it
+        return found
+
+    def _handed_training_loaders(self, view, known: list[str]) -> dict[str, Origin]:
+        """Parameters of the training function its loop iterates that its callers in this file
+        pass a training DataLoader they build, not sharded (a seq2seq script's ``trainIters(encoder,
+        decoder, dataloader, ...)`` called from ``__main__``): prepared with the model, which
+        rebinds the function's own name only."""
+        roles = view.roles
+        if roles is None or self.accelerator_home is not self.scope or self.owner is not None:
+            return {}
+        found: dict[str, Origin] = {}
+        for name, node in self._iterated_parameter_nodes().items():
+            if name in known or name in self.sharded_loaders:
+                continue
+            expr = view.expression_at(node)
+            # one call up: a loader kept on an object first (a Flower client's `self.loader`) stays noted
+            built = roles.origin(expr, view.where(expr), callers=1) if expr is not None else None
+            if not isinstance(built, Origin) or built.kind is not Kind.DATALOADER:
+                continue
+            if not roles.is_training_loader(built) or roles.shard_reason(built) is not None:
+                continue
+            found[name] = built
         return found
 
     def _built_elsewhere(self, model: str) -> str:
