@@ -839,8 +839,10 @@ class PlainPlanner(Planner):
             it = loop.iter
             if isinstance(it, cst.Call) and it.args and key_of(it.func) in ("enumerate", "tqdm", "iter"):
                 it = it.args[0].value
-            name = it.value if isinstance(it, cst.Name) else None
-            if name is not None and name in trained and self.tree.is_parameter(name, self.scope) and name not in found:
+            if not isinstance(it, cst.Name):
+                continue
+            name = it.value
+            if name in trained and self.tree.is_parameter(name, self.scope) and name not in found:
                 found[name] = it
         return found
 
