@@ -15,7 +15,9 @@ import ast
 from typing import TYPE_CHECKING
 
 from regcomp_lint.analysis.bindings import binding_key
+from regcomp_lint.analysis.training_loops import own_nodes
 from regcomp_lint.analysis.training_objects import Kind
+from regcomp_lint.files.parsing import children
 from regcomp_lint.knowledge.torch_api import BATCHNORM_UPDATES
 
 if TYPE_CHECKING:
@@ -99,14 +101,7 @@ def _batchnorm_updates_note(view: LintView, prepared: dict[str, Origin | None]) 
 def _hands_on(loop: ast.AST) -> bool:
     """The loop yields (``def infinite(loader): while True: for batch in loader: yield batch``):
     a batch source whose consumer decides what the batches are for; it measures nothing itself."""
-    stack = list(ast.iter_child_nodes(loop))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.Yield, ast.YieldFrom)):
-            return True
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            stack.extend(ast.iter_child_nodes(node))
-    return False
+    return any(isinstance(node, (ast.Yield, ast.YieldFrom)) for node in own_nodes(children(loop)))
 
 
 def _combines(loop: ast.AST) -> bool:
