@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from regcomp_lint.codemod.builders import expression
-from regcomp_lint.codemod.handed_in import init_of
-from regcomp_lint.codemod.tree import Block, Tree, code, find_all
+from regcomp_lint.codemod.tree import Block, Tree, code, find_all, init_of
 from regcomp_lint.knowledge.torch_api import DOWNLOADERS
 
 if TYPE_CHECKING:

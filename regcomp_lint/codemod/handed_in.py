@@ -17,7 +17,17 @@ import libcst as cst
 from regcomp_lint.codemod.method_loss import loss_method_calls
 from regcomp_lint.codemod.optimizers import find_optimizers
 from regcomp_lint.codemod.roles import CallGraph
-from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, parameter_names, single_target
+from regcomp_lint.codemod.tree import (
+    Function,
+    Tree,
+    code,
+    find_all,
+    init_of,
+    key_of,
+    methods_of,
+    parameter_names,
+    single_target,
+)
 
 
 @dataclass(frozen=True)
@@ -32,7 +42,7 @@ def find_handed_in(tree: Tree, graph: CallGraph, training: set[Function]) -> Han
     """The trainer class whose ``__init__`` keeps a handed-in optimizer and model, if any (one)."""
     found: list[HandedIn] = []
     for cls in find_all(tree.module, cst.ClassDef):
-        methods = [m for m in cls.body.body if isinstance(m, cst.FunctionDef)]
+        methods = methods_of(cls)
         init = init_of(cls)
         trainers = [m for m in methods if m in training]
         if init is None or not trainers:
@@ -130,11 +140,6 @@ def _arguments(call: cst.Call, params: list[str]) -> dict[str, str]:
         if name is not None and key is not None:
             passed[name] = key
     return passed
-
-
-def init_of(cls: cst.ClassDef) -> cst.FunctionDef | None:
-    """The class's own ``__init__``, if it defines one."""
-    return next((m for m in cls.body.body if isinstance(m, cst.FunctionDef) and m.name.value == "__init__"), None)
 
 
 def kept_parameters(tree: Tree, init: cst.FunctionDef, *, items: bool = False) -> dict[str, str]:

@@ -23,7 +23,7 @@ from regcomp_lint.codemod.builders import statement
 from regcomp_lint.codemod.fresh_state import makes_fresh_state
 from regcomp_lint.codemod.rewrites import function_name
 from regcomp_lint.codemod.roles import bindings
-from regcomp_lint.codemod.tree import Function, find_all, key_of, parameter_names
+from regcomp_lint.codemod.tree import Function, find_all, init_of, key_of, method_named, methods_of, parameter_names
 from regcomp_lint.knowledge.accelerate_api import WRAPPED_ENTRY
 from regcomp_lint.knowledge.torch_api import DATA_PARALLEL_API, MODULE_API, NO_GRAD
 
@@ -301,15 +301,11 @@ def unused_by_method(planner: PlainPlanner) -> list[str]:
     found = planner.method_loss
     if found is None:
         return []
-    classes = [
-        c
-        for c in find_all(planner.tree.module, cst.ClassDef)
-        if any(isinstance(s, cst.FunctionDef) and s.name.value == found.method for s in c.body.body)
-    ]
+    classes = [c for c in find_all(planner.tree.module, cst.ClassDef) if method_named(c, found.method) is not None]
     if len(classes) != 1:
         return [f"{found.owner}.{found.method}() is not read here (its class is not the script's own)"]
     cls = classes[0]
-    methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+    methods = {s.name.value: s for s in methods_of(cls)}
     reached, pending, seen = set(), [found.method], set()
     while pending:
         name = pending.pop()
@@ -343,14 +339,14 @@ def _detaches(node: cst.CSTNode) -> bool:
 def _built_submodules(cls: cst.ClassDef) -> list[str]:
     """``body`` of ``self.body = nn.Sequential(...)`` in ``__init__`` (what holds parameters)."""
     names: list[str] = []
-    for stmt in cls.body.body:
-        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__":
-            for assign in find_all(stmt, cst.Assign):
-                if not isinstance(assign.value, cst.Call):
-                    continue
-                for target in assign.targets:
-                    t = target.target
-                    if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
-                        if t.attr.value not in names:
-                            names.append(t.attr.value)
+    init = init_of(cls)
+    if init is not None:
+        for assign in find_all(init, cst.Assign):
+            if not isinstance(assign.value, cst.Call):
+                continue
+            for target in assign.targets:
+                t = target.target
+                if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
+                    if t.attr.value not in names:
+                        names.append(t.attr.value)
     return names

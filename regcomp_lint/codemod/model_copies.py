@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from regcomp_lint.codemod.handed_in import init_of
-from regcomp_lint.codemod.tree import Tree, find_all, key_of, parameter_names
+from regcomp_lint.codemod.tree import Tree, find_all, init_of, key_of, parameter_names
 from regcomp_lint.knowledge.training_libraries import MODEL_COPIES
 
 

@@ -104,7 +104,18 @@ from regcomp_lint.codemod.trainer_models import (
     settings_keys,
     trainer_models,
 )
-from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, read_keys, single_target
+from regcomp_lint.codemod.tree import (
+    Block,
+    Function,
+    Tree,
+    code,
+    find_all,
+    key_of,
+    method_named,
+    methods_of,
+    read_keys,
+    single_target,
+)
 from regcomp_lint.codemod.uneven_steps import uneven_steps
 from regcomp_lint.codemod.wrapped_access import places_using_prepared, read_through_wrapper, sees_prepared
 from regcomp_lint.knowledge import torch_api
@@ -424,7 +435,7 @@ class PlainPlanner(Planner):
         self_keys = self_keys or (bool(trained) and all(kept_from_init(tree, self.scope, m) for m in trained))
         self.owner: cst.ClassDef | None  # the class whose methods build and train, when they use self.*
         if self_keys and owner is not None:
-            methods = [s for s in owner.body.body if isinstance(s, cst.FunctionDef)]
+            methods = methods_of(owner)
             if not any(m in self.training for m in methods):
                 raise Refusal(
                     f"class {owner.name.value} builds the optimizer but none of its methods trains; convert by hand"
@@ -872,7 +883,7 @@ class PlainPlanner(Planner):
         """`` (built in __init__() at line 6)``: where a model the training scope only reads is
         bound, in the scope's class or at module level ("" when neither binds it)."""
         owner = self.tree.class_of(self.scope) if isinstance(self.scope, cst.FunctionDef) else None
-        methods = [m for m in owner.body.body if isinstance(m, cst.FunctionDef)] if owner is not None else []
+        methods = methods_of(owner) if owner is not None else []
         places: list[Function] = [*methods, self.tree.module]
         for place in places:
             found = bindings(place, model)
@@ -1028,11 +1039,7 @@ class PlainPlanner(Planner):
             ):
                 if self._item_read_at_module_level(stmt):
                     continue  # `x = dataset[0]` may run before the accelerator exists
-                found += [
-                    m
-                    for m in stmt.body.body
-                    if isinstance(m, cst.FunctionDef) and m.name.value in torch_api.DATASET_ITEM_METHODS
-                ]
+                found += [m for m in methods_of(stmt) if m.name.value in torch_api.DATASET_ITEM_METHODS]
         return found
 
     def _item_read_at_module_level(self, cls: cst.ClassDef) -> bool:
@@ -1182,7 +1189,7 @@ class PlainPlanner(Planner):
         """The methods of the trainer class the conversion works in (none for plain functions)."""
         if self.owner is None:
             return []
-        return [m for m in self.owner.body.body if isinstance(m, cst.FunctionDef)]
+        return methods_of(self.owner)
 
     def _saves_of(self, place: Function, state_dict: cst.Call) -> list[cst.Call]:
         """The ``torch.save`` calls in ``place`` that write this state dict, as the lint's
@@ -1729,9 +1736,8 @@ class PlainPlanner(Planner):
                 self.tree.resolves_to(base.value, *torch_api.OPTIMIZER_BASE) for base in cls.bases
             ):
                 continue
-            for method in cls.body.body:
-                if not (isinstance(method, cst.FunctionDef) and method.name.value == "step"):
-                    continue
+            method = method_named(cls, "step")
+            if method is not None:
                 params = method.params
                 if (
                     len(params.params) == 1
@@ -1834,7 +1840,7 @@ class PlainPlanner(Planner):
                 tree.class_of(function) if key.startswith("self.") and isinstance(function, cst.FunctionDef) else None
             )
             if owner is not None:  # `self.optimizer = parser_optimizer(cfg, self.model)` in __init__
-                places += [m for m in owner.body.body if isinstance(m, cst.FunctionDef) and m is not function]
+                places += [m for m in methods_of(owner) if m is not function]
             made = [
                 n
                 for place in places

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, single_target
+from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, methods_of, single_target
 
 # -- bindings ----------------------------------------------------------------------------------
 
@@ -91,9 +91,7 @@ class CallGraph:
             ):
                 owner = tree.class_of(caller)
                 if owner is not None:
-                    table = methods.setdefault(
-                        id(owner), {s.name.value: s for s in owner.body.body if isinstance(s, cst.FunctionDef)}
-                    )
+                    table = methods.setdefault(id(owner), {s.name.value: s for s in methods_of(owner)})
                     callee = table.get(call.func.attr.value)
             if callee is not None:
                 graph.edges.append((caller, callee, call))

@@ -33,7 +33,17 @@ from regcomp_lint.codemod.handed_in import constructions, kept_parameters
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.roles import bindings, bound_keys
 from regcomp_lint.codemod.settings import Refusal
-from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, parameter_names, read_keys
+from regcomp_lint.codemod.tree import (
+    Function,
+    Tree,
+    code,
+    find_all,
+    init_of,
+    key_of,
+    methods_of,
+    parameter_names,
+    read_keys,
+)
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.plain import PlainPlanner
@@ -145,7 +155,7 @@ def kept_from_init(tree: Tree, scope: Function, model: str) -> bool:
     if not own:
         return True
     cls = tree.class_of(scope)
-    init = _init_of(cls) if cls is not None else None
+    init = init_of(cls) if cls is not None else None
     if init is None or init is scope or not init_bindings(tree, init, model):
         return False
     return all(isinstance(n, cst.Assign) and model in read_keys(n.value) for n in own)
@@ -158,7 +168,7 @@ def model_helper(tree: Tree, init: cst.FunctionDef, model: str) -> tuple[cst.Fun
     cls = tree.class_of(init)
     if cls is None or bindings(init, model):
         return None
-    binders = [m for m in cls.body.body if isinstance(m, cst.FunctionDef) and m is not init and bindings(m, model)]
+    binders = [m for m in methods_of(cls) if m is not init and bindings(m, model)]
     if len(binders) != 1:
         return None
     helper = binders[0]
@@ -208,7 +218,7 @@ def refuse_made_again(tree: Tree, scope: Function, model: str) -> None:
     if not model.startswith("self.") or not isinstance(scope, cst.FunctionDef) or kept_from_init(tree, scope, model):
         return
     cls = tree.class_of(scope)
-    init = _init_of(cls) if cls is not None else None
+    init = init_of(cls) if cls is not None else None
     if init is None or init is scope or cls is None:
         return
     made = [n for n in init_bindings(tree, init, model) if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call)]
@@ -222,10 +232,6 @@ def refuse_made_again(tree: Tree, scope: Function, model: str) -> None:
         )
 
 
-def _init_of(cls: cst.ClassDef) -> cst.FunctionDef | None:
-    return next((m for m in cls.body.body if isinstance(m, cst.FunctionDef) and m.name.value == "__init__"), None)
-
-
 def trainer_models(planner: PlainPlanner, model: str, found: TrainerModels | None = None) -> TrainerModels:
     """The trainer class whose ``__init__`` binds ``model`` (``self.model``), which the scope (a
     method of that class) prepares but does not bind, with ``model`` added to ``found`` (the
@@ -235,7 +241,7 @@ def trainer_models(planner: PlainPlanner, model: str, found: TrainerModels | Non
     scope = planner.scope
     cls = tree.class_of(scope) if isinstance(scope, cst.FunctionDef) else None
     assert cls is not None and model.startswith("self.")
-    methods = [m for m in cls.body.body if isinstance(m, cst.FunctionDef)]
+    methods = methods_of(cls)
     init = next((m for m in methods if m.name.value == "__init__"), None)
     binders = [m for m in methods if bindings(m, model)]
     where = f"{cls.name.value}.{scope.name.value}() (line {tree.line(scope)})"  # type: ignore[union-attr]
@@ -273,8 +279,8 @@ def refuse_rebound_models(planner: PlainPlanner, found: TrainerModels) -> None:
     would see another model than some methods. Wraps and compiles the conversion removes count
     as gone."""
     tree = planner.tree
-    for method in found.cls.body.body:
-        if not isinstance(method, cst.FunctionDef) or method is found.init:
+    for method in methods_of(found.cls):
+        if method is found.init:
             continue
         if any(method is helper for helper, _ in found.helpers):
             continue  # __init__'s own model building, in a method it calls once
@@ -445,7 +451,7 @@ def later_methods(planner: PlainPlanner) -> list[cst.FunctionDef]:
         cls, init = planner.owner, planner.scope
     else:
         return []
-    methods = [m for m in cls.body.body if isinstance(m, cst.FunctionDef)]
+    methods = methods_of(cls)
     from_init: set[int] = set()
     frontier: list[Function] = [init]
     while frontier:
@@ -495,7 +501,7 @@ def model_factories(tree: Tree, found: TrainerModels) -> list[tuple[cst.Function
     a model ``__init__`` keeps, called only there, with the local name it returns (``return
     model``). A compile of that name in it is ``__init__``'s own: it folds into the plugin."""
     factories: list[tuple[cst.FunctionDef, str]] = []
-    methods = {m.name.value: m for m in found.cls.body.body if isinstance(m, cst.FunctionDef)}
+    methods = {m.name.value: m for m in methods_of(found.cls)}
     for model in found.models:
         for node in bindings(found.init, model):
             value = node.value if isinstance(node, cst.Assign) else None

@@ -74,6 +74,23 @@ def single_target(stmt: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
     return None
 
 
+def methods_of(cls: cst.ClassDef) -> list[cst.FunctionDef]:
+    """The methods a class body defines directly, in source order (nested defs are not methods)."""
+    return [m for m in cls.body.body if isinstance(m, cst.FunctionDef)]
+
+
+def method_named(cls: cst.ClassDef | None, name: str) -> cst.FunctionDef | None:
+    """The method ``name`` that ``cls`` defines itself (not one it inherits), or None."""
+    if cls is None:
+        return None
+    return next((m for m in methods_of(cls) if m.name.value == name), None)
+
+
+def init_of(cls: cst.ClassDef) -> cst.FunctionDef | None:
+    """The ``__init__`` a class defines itself, or None."""
+    return method_named(cls, "__init__")
+
+
 class Tree:
     """One script's syntax tree plus the metadata the planner reads."""
 
