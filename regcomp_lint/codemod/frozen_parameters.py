@@ -21,6 +21,7 @@ from regcomp_lint.codemod.method_loss import unused_by_method
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import Function, code, find_all
 from regcomp_lint.codemod.untrained_parameters import untrained_parameters
+from regcomp_lint.codemod.wrapped_access import run_without_grad
 from regcomp_lint.knowledge import accelerate_api
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ def allow_unused_parameters(planner: PlainPlanner) -> None:
         reasons.append(f"{shown} switches requires_grad of the model's parameters while training")
     reasons += untrained_parameters(planner, _frozen_before_training(planner))
     reasons += unused_by_method(planner)
+    reasons += run_without_grad(planner)
     if not reasons:
         return
     shown = "; ".join(reasons)

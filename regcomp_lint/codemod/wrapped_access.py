@@ -20,7 +20,7 @@ import libcst as cst
 from regcomp_lint.codemod.builders import expression, keyword, with_keyword
 from regcomp_lint.codemod.checkpoint_writes import under_rank_test
 from regcomp_lint.codemod.fresh_state import makes_fresh_state
-from regcomp_lint.codemod.method_loss import left_plain, not_wrapped, through_wrapper
+from regcomp_lint.codemod.method_loss import left_plain, not_wrapped, through_wrapper, without_grad
 from regcomp_lint.codemod.roles import bindings, bound_keys
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.trainer_models import later_methods
@@ -89,6 +89,7 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
                 and feeds_the_loss(planner, function, call)
                 and not makes_fresh_state(tree, name)
                 and not left_plain(planner, call)
+                and not without_grad(tree, call)
             ):
                 if through_wrapper(planner, call):
                     continue
@@ -242,6 +243,30 @@ def _handed_the_model(planner: PlainPlanner, function: Function, models: set[str
             name = arg.keyword.value if arg.keyword is not None else params[index] if index < len(params) else None
             if name is not None and name not in models and key_of(arg.value) in theirs:
                 found.add(name)
+    return found
+
+
+def run_without_grad(planner: PlainPlanner) -> list[str]:
+    """Why some of a prepared model's parameters get no gradient: the training code runs a part of
+    it outside ``forward()`` under ``torch.no_grad()`` to feed the loss as data (LeRobot's
+    ``obs_features = model.vision_encoder(obs)``). That part's parameters still require grad and
+    DDP waits for them unless it looks for unused ones; one phrase per call. A method that also
+    computes the loss through its wrapper module (PPO's rollout, ``method_loss``) is not one."""
+    tree = planner.tree
+    models = set(planner.models)
+    found: list[str] = []
+    for function in planner.reach():
+        for call in find_all(function, cst.Call, enter_functions=False):
+            func = call.func
+            if not isinstance(func, cst.Attribute) or key_of(func.value) not in models:
+                continue
+            if func.attr.value in MODULE_API or func.attr.value in DATA_PARALLEL_API:
+                continue
+            if without_grad(tree, call) and not left_plain(planner, call) and feeds_the_loss(planner, function, call):
+                found.append(
+                    f"{key_of(func.value)}.{func.attr.value}(...) (line {tree.line(call)}) runs under torch.no_grad() "
+                    "outside forward() to feed the loss"
+                )
     return found
 
 

@@ -147,3 +147,65 @@ def test_a_cut_in_a_sibling_module_names_that_file_as_the_user_would_type_it(tmp
     result = convert_source(script, "project/train.py")
     note = next(n for n in result.notes if "find_unused_parameters" in n)
     assert "Encoder.forward (project/model.py, line 12) detaches" in note, note
+
+
+FROZEN_PART = """\
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class Policy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.vision_encoder = nn.Linear(8, 4)
+        self.head = nn.Linear(6, 2)
+
+    def forward(self, noisy, features):
+        return self.head(torch.cat([noisy, features], dim=1))
+
+
+def train():
+    loader = DataLoader(TensorDataset(torch.randn(32, 8), torch.randn(32, 2)), batch_size=4)
+    model = Policy()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    for epoch in range(2):
+        for image, action in loader:
+            with torch.no_grad():
+                features = model.vision_encoder(image)
+            noise = torch.randn_like(action)
+            pred = model(action + noise, features)
+            loss = nn.functional.mse_loss(pred, noise)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+
+
+if __name__ == "__main__":
+    train()
+"""
+
+
+def test_a_submodule_run_under_no_grad_to_feed_the_loss_is_read_through_unwrap_model():
+    """LeRobot's PushT diffusion policy: ``model.vision_encoder(obs)`` under ``torch.no_grad()``
+    feeds the loss as data, not as a gradient path, so it is not "the loss computed with the
+    model's own method" (it was refused so); through DDP it is read from the unwrapped model, and
+    its parameters get no gradient in any step, which DDP survives with find_unused_parameters."""
+    result = convert_source(FROZEN_PART, "train.py")
+    assert result.refused is None, result.refused
+    assert "features = accelerator.unwrap_model(model).vision_encoder(image)" in result.text
+    assert HANDLER in result.text
+    assert any("model.vision_encoder(...) (line 23) runs under torch.no_grad()" in n for n in result.notes), (
+        result.notes
+    )
+
+
+def test_the_same_call_with_grad_still_refuses_naming_it():
+    result = convert_source(
+        FROZEN_PART.replace(
+            "            with torch.no_grad():\n                features",
+            "            if True:\n                features",
+        ),
+        "train.py",
+    )
+    assert result.refused is not None and "model.vision_encoder(...) at line 23 computes the loss" in result.refused
