@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from regcomp_lint.codemod.builders import expression, guarded
+from regcomp_lint.codemod.builders import expression, guarded, keyword, with_keyword
 from regcomp_lint.codemod.checkpoint_writes import under_rank_test
-from regcomp_lint.codemod.tree import Function, code, find_all, key_of
+from regcomp_lint.codemod.tree import Function, code, find_all, key_of, read_keys, single_target
 from regcomp_lint.knowledge.torch_api import FILE_WRITERS, HUB_UPLOAD_NAMES
+from regcomp_lint.knowledge.training_libraries import MAIN_PROCESS_KEYWORDS
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.rewrites import Planner
@@ -40,7 +41,13 @@ def write_files_once(planner: Planner, places: list[Function]) -> None:
                     "model first, in every process)"
                 )
                 continue
-            if not _writes_a_file(tree, call.func) or under_rank_test(planner, call):
+            if under_rank_test(planner, call):
+                continue
+            if _saves_pretrained(call.func):
+                if _saves_a_model(planner, call.func, models, place):
+                    _model_saved_once(planner, call, place)
+                    continue
+            elif not _writes_a_file(tree, call.func):
                 continue
             expr = tree.parent(call)
             line = tree.parent(expr) if expr is not None else None
@@ -63,6 +70,46 @@ def write_files_once(planner: Planner, places: list[Function]) -> None:
                 f"{writer}() at line {tree.line(call)} runs under `if {acc}.is_main_process:`: every process would "
                 "write the same file"
             )
+
+
+def _saves_pretrained(func: cst.BaseExpression) -> bool:
+    return isinstance(func, cst.Attribute) and func.attr.value in MAIN_PROCESS_KEYWORDS
+
+
+def _saves_a_model(planner: Planner, func: cst.Attribute, models: set[str], place: Function) -> bool:
+    """``func`` is the ``save_pretrained`` of a prepared model or of a name ``place`` binds to one
+    (``model_to_save = model.module if hasattr(model, "module") else model``). Anything else that
+    saves so -- a tokenizer, a processor, ``model.config`` -- only writes files."""
+    receiver = key_of(func.value)
+    if receiver is None:
+        return False
+    if receiver in models:
+        return True
+    return any(
+        not models.isdisjoint(read_keys(target[1]))
+        for assign in find_all(place, cst.Assign, enter_functions=False)
+        if (target := single_target(assign)) is not None and target[0] == receiver
+    )
+
+
+def _model_saved_once(planner: Planner, call: cst.Call, place: Function) -> None:
+    """Every process still calls a model's ``save_pretrained`` (a sharded model's weights are
+    gathered by all); ``is_main_process`` lets the main process alone write. The prepared model's
+    own is ``wrapped_access``'s; this is an alias's."""
+    func = call.func
+    assert isinstance(func, cst.Attribute)
+    if key_of(func.value) in set(getattr(planner, "models", [])) or not planner.can_reach_accelerator(place):
+        return
+    name, position = MAIN_PROCESS_KEYWORDS[func.attr.value]
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    if keyword(call, name) is not None or len(positional) > position or any(a.star for a in call.args):
+        return
+    acc = planner.accelerator_in(place)
+    planner.edits.on(call, lambda u: with_keyword(u, name, expression(f"{acc}.is_main_process", planner.module)))
+    planner.notes.append(
+        f"{code(func).strip()}() at line {planner.tree.line(call)} gets is_main_process={acc}.is_main_process: every "
+        "process still calls it (a sharded model's weights are gathered by all), the main process alone writes"
+    )
 
 
 def _write_only_block(planner: Planner, call: cst.Call, models: set[str], place: Function) -> bool:

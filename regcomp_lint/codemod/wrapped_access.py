@@ -7,8 +7,9 @@ wrapper. The wrapper is an ``nn.Module`` too, so ``train()``, ``parameters()`` a
 DDP: "'DistributedDataParallel' object has no attribute ...". A write (``model.hidden = h``)
 would land on the wrapper where ``forward`` never sees it, and neither wrapper can be indexed
 (``model[0]`` of an ``nn.Sequential``). After ``prepare`` the conversion reaches them through
-``accelerator.unwrap_model(model)`` (the compile wrapper kept, so a compiled method stays
-compiled); before it, the script's own object is still the plain model.
+``accelerator.unwrap_model(model, keep_torch_compile=False)``, the plain model (see
+:data:`~regcomp_lint.knowledge.accelerate_api.REGIONAL_UNWRAP`); before it, the script's own
+object is still the plain model.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from regcomp_lint.codemod.roles import bindings, bound_keys
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.trainer_models import later_methods
 from regcomp_lint.codemod.tree import Block, Function, find_all, key_of, parameter_names, read_keys
+from regcomp_lint.knowledge import accelerate_api
 from regcomp_lint.knowledge.torch_api import (
     DATA_PARALLEL_API,
     MODULE_API,
@@ -46,6 +48,7 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
     unreachable: list[str] = []
     written_once: list[str] = []
     walked: list[tuple[int, str]] = []
+    own_unwraps: list[str] = []
     to_pipelines: list[str] = []
     trains = planner.reach()
     later = later_methods(planner)  # a trainer's methods that may run after its training method prepared
@@ -62,8 +65,9 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
             elif isinstance(attr, cst.Attribute):
                 owner, name = key_of(attr.value), attr.attr.value
                 structure = name in STRUCTURE_API
-                if (name in MODULE_API and not structure) or name in DATA_PARALLEL_API:
-                    continue
+                own_unwrap = name == "module" and not planner.distribution.by_hand
+                if ((name in MODULE_API and not structure) or name in DATA_PARALLEL_API) and not own_unwrap:
+                    continue  # the script's own DDP wraps: hand_distribution reads model.module
             else:  # the model handed to ``writer.add_graph``: traced, which a compiled model refuses
                 owner, name = key_of(attr), "traced"
             if (owner not in models and owner not in handed) or planner.is_removed(attr):
@@ -102,10 +106,18 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
                 unreachable.append(f"{owner}.{name} (line {tree.line(attr)})")
                 continue
             acc = planner.accelerator_in(function)
-            # the compile wrapper passes attribute reads on, but not indexing (``'OptimizedModule'
-            # object is not subscriptable``) nor writes (they would land on the wrapper)
-            plain = not isinstance(attr, cst.Attribute) or _written(tree, attr) or structure
-            unwrapped = f"{acc}.unwrap_model({owner}{', keep_torch_compile=False' if plain else ''})"
+            if isinstance(attr, cst.Attribute) and name == "module":
+                # ``model.module if hasattr(model, "module") else model``: the script's own unwrap
+                # of a DDP wrap it expects a launcher to make; under regional compilation the inner
+                # module keeps its compiled regions (``_orig_mod.`` keys in what it saves)
+                planner.unwrap(attr, owner)  # type: ignore[arg-type]
+                own_unwraps.append(f"{owner}.module (line {tree.line(attr)})")
+                continue
+            # always the plain model: the compile wrapper passes attribute reads on to it anyway (a
+            # method read so runs uncompiled either way), but not indexing nor writes; and under
+            # regional compilation on several processes accelerate 1.15 hands back the DDP wrapper
+            # itself unless told keep_torch_compile=False (accelerate_api.REGIONAL_UNWRAP)
+            unwrapped = f"{acc}.unwrap_model({owner}, {accelerate_api.REGIONAL_UNWRAP})"
             planner.replace(attr if name == "traced" else attr.value, unwrapped)  # type: ignore[attr-defined]
             planner.uses.append(attr)
             if id(attr) in piped:
@@ -121,6 +133,11 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
         planner.notes.append(
             f"{shown} reached through {planner.acc_key}.unwrap_model(...) after prepare(): DDP does not pass the model's "
             "own attributes through (reads, writes and indexing)"
+        )
+    if own_unwraps:
+        planner.notes.append(
+            f"{', '.join(own_unwraps)} -> {planner.acc_key}.unwrap_model(..., {accelerate_api.REGIONAL_UNWRAP}): the "
+            "script's own unwrap of a DDP wrap would keep the plugin's compile (its saves would get _orig_mod. keys)"
         )
     if walked:
         planner.notes.append(
@@ -195,14 +212,6 @@ def traced_models(tree, function: Function) -> list[cst.BaseExpression]:
         if tracing and call.args and call.args[0].keyword is None and not call.args[0].star:
             found.append(call.args[0].value)
     return found
-
-
-def _written(tree, attr: cst.Attribute) -> bool:
-    """``model.hidden = h`` (or ``+=``, an annotated assignment): the attribute is a target."""
-    parent = tree.parent(attr)
-    return isinstance(parent, cst.AssignTarget) or (
-        isinstance(parent, (cst.AugAssign, cst.AnnAssign)) and parent.target is attr
-    )
 
 
 def _write_once(planner: PlainPlanner, call: cst.Call, method: str, acc: str) -> bool:

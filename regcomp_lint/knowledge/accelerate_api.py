@@ -65,6 +65,18 @@ MIXED_PRECISION_DTYPES = {"no": None, "bf16": "bfloat16", "fp16": "float16"}
 #: ``train()``/``eval()``.
 WRAPPED_ENTRY = "forward"
 
+#: The ``keep_torch_compile`` value that unwraps a prepared model to the plain model in every
+#: launch (accelerate 1.15, torch 2.13, measured on 2 gloo processes): with regional compilation
+#: ``prepare()`` copies the DDP wrapper as it compiles the blocks, and
+#: ``accelerator.unwrap_model(model)`` hands back that DDP copy (``'DistributedDataParallel'
+#: object has no attribute 'config'``), while ``unwrap_model(model.module,
+#: keep_torch_compile=False)`` keeps the compiled regions (``bert.embeddings._orig_mod.`` keys).
+#: ``unwrap_model(model, keep_torch_compile=False)`` gives the plain model on 1 and 2 processes,
+#: full or regional compile. A full compile's wrapper only compiles ``forward`` (an attribute read
+#: through it reaches the plain model's anyway); under regional compilation a submodule called
+#: through the plain model runs uncompiled, the price of one spelling that works everywhere.
+REGIONAL_UNWRAP = "keep_torch_compile=False"
+
 #: What a prepared optimizer (``accelerate.optimizer.AcceleratedOptimizer``, accelerate 1.15)
 #: answers itself: ``torch.optim.Optimizer``'s methods and the attributes it sets. Any other name
 #: (SAM's ``first_step``, Sophia's ``update_hessian``, an ``lr`` attribute) raises AttributeError on

@@ -117,3 +117,57 @@ def test_an_appended_log_block_says_each_process_appended_not_truncated():
     assert "            if accelerator.is_main_process:\n" in result.text
     note = next(n for n in result.notes if "the `with open('loss.log', 'a+')` block" in n)
     assert "truncating" not in note and "appended the same lines" in note, note
+
+
+HF_SAVES = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+tokenizer = AutoTokenizer.from_pretrained("bert-base-uncased")
+model = BertForSequenceClassification(BertConfig(num_hidden_layers=1, hidden_size=32, num_attention_heads=2))
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+loader = DataLoader(TensorDataset(torch.randint(0, 100, (16, 8)), torch.randint(0, 2, (16,))), batch_size=4)
+for epoch in range(2):
+    for ids, labels in loader:
+        loss = model(input_ids=ids, labels=labels).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+SAVES
+"""
+
+
+def test_a_tokenizer_and_a_config_are_saved_by_the_main_process():
+    """``tokenizer.save_pretrained(out)`` ran in every process of the converted script: each
+    wrote the same vocabulary and config files at once."""
+    saves = 'tokenizer.save_pretrained("out")\nmodel.config.save_pretrained("out")'
+    result = convert_source(HF_SAVES.replace("SAVES", saves), "train.py")
+    assert result.refused is None, result.refused
+    assert 'if accelerator.is_main_process:\n    tokenizer.save_pretrained("out")\n' in result.text
+    assert (
+        'if accelerator.is_main_process:\n    accelerator.unwrap_model(model, keep_torch_compile=False).config.save_pretrained("out")\n'
+        in result.text
+    )
+    notes = " ".join(result.notes)
+    assert "tokenizer.save_pretrained() at line 15 runs under `if accelerator.is_main_process:`" in notes
+
+
+def test_an_alias_of_the_model_saves_with_is_main_process():
+    """``model_to_save = model.module if hasattr(model, "module") else model`` (the transformers
+    examples' idiom): every process calls its save_pretrained (a sharded model gathers), the main
+    process alone writes."""
+    saves = 'model_to_save = model.module if hasattr(model, "module") else model\nmodel_to_save.save_pretrained("out")'
+    result = convert_source(HF_SAVES.replace("SAVES", saves), "train.py")
+    assert result.refused is None, result.refused
+    assert 'model_to_save.save_pretrained("out", is_main_process=accelerator.is_main_process)' in result.text
+    assert "if accelerator.is_main_process:" not in result.text
+
+
+def test_a_save_already_under_a_rank_test_is_left_alone():
+    saves = 'if accelerator_rank == 0:\n    tokenizer.save_pretrained("out")'
+    text = HF_SAVES.replace("SAVES", saves).replace("import torch\n", "import os\nimport torch\n", 1)
+    text = text.replace("tokenizer = ", 'accelerator_rank = int(os.environ.get("RANK", 0))\ntokenizer = ', 1)
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    assert "if accelerator.is_main_process:" not in result.text

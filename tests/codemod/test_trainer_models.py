@@ -115,7 +115,7 @@ def test_backward_save_and_custom_methods_go_through_the_accelerator():
         "        self.accelerator.save(self.accelerator.unwrap_model(self.model, keep_torch_compile=False).state_dict(), "
         '"final.pt")\n'
     ) in out
-    assert "        return self.accelerator.unwrap_model(self.model).scores(x)\n" in out
+    assert "        return self.accelerator.unwrap_model(self.model, keep_torch_compile=False).scores(x)\n" in out
 
 
 def test_notes_say_where_the_accelerator_is_made_and_what_is_prepared():
@@ -291,7 +291,7 @@ def test_set_optimizer_called_from_init_prepares_there_and_later_methods_unwrap(
         "            self.model, self.optimizer, self.train_loader\n"
         "        )\n\n    def set_optimizer(self):\n"
     ) in out
-    assert "        return self.accelerator.unwrap_model(self.model).scores(x)\n" in out
+    assert "        return self.accelerator.unwrap_model(self.model, keep_torch_compile=False).scores(x)\n" in out
 
 
 # -- a set_optimizer()-style method that also builds the optimizer's scheduler ----------------------------
@@ -434,7 +434,9 @@ def test_a_model_built_by_a_helper_init_calls_converts_as_if_init_built_it():
         "        self.set_optimizer()\n"
         "        self.model, self.optimizer, self.train_loader = self.accelerator.prepare(\n"
     ) in result.text
-    assert "        return self.accelerator.unwrap_model(self.model).scores(x)\n" in result.text
+    assert (
+        "        return self.accelerator.unwrap_model(self.model, keep_torch_compile=False).scores(x)\n" in result.text
+    )
     assert convert(result.text).text == result.text
 
 

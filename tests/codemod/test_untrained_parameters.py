@@ -193,7 +193,7 @@ def test_a_submodule_run_under_no_grad_to_feed_the_loss_is_read_through_unwrap_m
     its parameters get no gradient in any step, which DDP survives with find_unused_parameters."""
     result = convert_source(FROZEN_PART, "train.py")
     assert result.refused is None, result.refused
-    assert "features = accelerator.unwrap_model(model).vision_encoder(image)" in result.text
+    assert "features = accelerator.unwrap_model(model, keep_torch_compile=False).vision_encoder(image)" in result.text
     assert HANDLER in result.text
     assert any("model.vision_encoder(...) (line 23) runs under torch.no_grad()" in n for n in result.notes), (
         result.notes
