@@ -12,7 +12,7 @@ Checkpoints (``torch.save``) are ``checkpoint_writes.py``'s.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 import libcst as cst
 
@@ -72,7 +72,7 @@ def write_files_once(planner: Planner, places: list[Function]) -> None:
             )
 
 
-def _saves_pretrained(func: cst.BaseExpression) -> bool:
+def _saves_pretrained(func: cst.BaseExpression) -> TypeGuard[cst.Attribute]:
     return isinstance(func, cst.Attribute) and func.attr.value in MAIN_PROCESS_KEYWORDS
 
 

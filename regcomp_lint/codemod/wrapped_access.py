@@ -110,7 +110,7 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
                 # ``model.module if hasattr(model, "module") else model``: the script's own unwrap
                 # of a DDP wrap it expects a launcher to make; under regional compilation the inner
                 # module keeps its compiled regions (``_orig_mod.`` keys in what it saves)
-                planner.unwrap(attr, owner)  # type: ignore[arg-type]
+                planner.unwrap(attr, owner)
                 own_unwraps.append(f"{owner}.module (line {tree.line(attr)})")
                 continue
             # always the plain model: the compile wrapper passes attribute reads on to it anyway (a
