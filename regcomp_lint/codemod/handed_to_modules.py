@@ -8,8 +8,9 @@ object has no attribute 'n_classes'" on the first evaluation (one process runs, 
 until the launch). The converter rewrites such reads in the script itself (``wrapped_access.py``);
 a function of another file it does not edit. It reads that file (next to the script, as Python
 would import it; ``ast`` only): when the function trains nothing (no ``X.backward()``), it is
-handed ``accelerator.unwrap_model(model)`` (an evaluation needs no DDP, and the compiled model is
-kept); when it trains, the note names the read.
+handed ``accelerator.unwrap_model(model, keep_torch_compile=False)`` (an evaluation needs no DDP;
+see :data:`~regcomp_lint.knowledge.accelerate_api.REGIONAL_UNWRAP` for why not the compiled
+one); when it trains, the note names the read.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import libcst as cst
 from regcomp_lint.codemod.local_modules import imported_function
 from regcomp_lint.codemod.tree import Block, find_all, key_of
 from regcomp_lint.codemod.wrapped_access import places_using_prepared
+from regcomp_lint.knowledge import accelerate_api
 from regcomp_lint.knowledge.torch_api import DATA_PARALLEL_API, MODULE_API
 
 if TYPE_CHECKING:
@@ -70,11 +72,12 @@ def unwrap_for_other_modules(planner: PlainPlanner, block: Block, prepare_index:
                 if not planner.can_reach_accelerator(function):
                     continue
                 acc = planner.accelerator_in(function)
-                planner.replace(arg.value, f"{acc}.unwrap_model({model})")
+                unwrapped = f"{acc}.unwrap_model({model}, {accelerate_api.REGIONAL_UNWRAP})"
+                planner.replace(arg.value, unwrapped)
                 planner.uses.append(call)
                 planner.notes.append(
                     f"{where} reads {attribute} (line {read.lineno}), which DDP does not pass through: it is handed "
-                    f"{acc}.unwrap_model({model}) at line {tree.line(call)} (it trains nothing; the compile is kept)"
+                    f"{unwrapped} at line {tree.line(call)} (it trains nothing)"
                 )
 
 
