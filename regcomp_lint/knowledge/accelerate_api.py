@@ -71,6 +71,9 @@ WRAPPED_ENTRY = "forward"
 #: ``accelerator.unwrap_model(model)`` hands back that DDP copy (``'DistributedDataParallel'
 #: object has no attribute 'config'``), while ``unwrap_model(model.module,
 #: keep_torch_compile=False)`` keeps the compiled regions (``bert.embeddings._orig_mod.`` keys).
+#: With a full compile, ``unwrap_model(model)`` sets the prepared ``OptimizedModule``'s
+#: ``_orig_mod`` to the bare model: from then on the prepared model's attributes (``no_sync``,
+#: ``module``, ``state_dict`` keys) no longer reach the DDP layer (``forward`` stays bound to it).
 #: ``unwrap_model(model, keep_torch_compile=False)`` gives the plain model on 1 and 2 processes,
 #: full or regional compile. A full compile's wrapper only compiles ``forward`` (an attribute read
 #: through it reaches the plain model's anyway); under regional compilation a submodule called
