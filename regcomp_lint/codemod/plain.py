@@ -119,7 +119,7 @@ from regcomp_lint.codemod.tree import (
 from regcomp_lint.codemod.uneven_steps import uneven_steps
 from regcomp_lint.codemod.wrapped_access import places_using_prepared, read_through_wrapper, sees_prepared
 from regcomp_lint.knowledge import torch_api
-from regcomp_lint.knowledge.training_libraries import ITERATION_BUILTINS, ITERATION_WRAPPERS
+from regcomp_lint.knowledge.training_libraries import ITERATION_BUILTINS, ITERATION_WRAPPERS, PROGRESS_RANGES
 
 #: Builtins a training loop may iterate (``range``, ``zip``, ``enumerate``): never a data loader.
 _BUILTIN_NAMES = frozenset(dir(builtins))
@@ -774,6 +774,8 @@ class PlainPlanner(Planner):
             func = bound.value.func
             if isinstance(func, ast.Name) and func.id in _BUILTIN_NAMES and not roles.ctx.imports.imported(func.id):
                 continue  # range(...), zip(...), list(...): never a loader
+            if _counts_epochs(roles.ctx.imports, bound.value):
+                continue  # trange(epochs), tqdm(range(epochs)): an epoch bar
             if any(isinstance(roles.origin(arg, where), Origin) for arg in bound.value.args):
                 continue  # tqdm(loader), a wrapper of an object the roles know: that object decides
             by_hand = roles.split_by_rank([*bound.value.args, *(kw.value for kw in bound.value.keywords)], where)
@@ -2137,6 +2139,22 @@ def _source(stmt: cst.CSTNode) -> str:
     if isinstance(stmt, cst.SimpleStatementLine):
         return "; ".join(code(small).strip() for small in stmt.body)
     return code(stmt).strip()
+
+
+def _counts_epochs(imports, call: ast.Call) -> bool:
+    """``trange(n)`` or ``tqdm(range(n))``: a progress bar over numbers (see
+    :data:`~regcomp_lint.knowledge.training_libraries.PROGRESS_RANGES`)."""
+    qualname = imports.qualname(call.func)
+    if qualname in PROGRESS_RANGES:
+        return True
+    first = call.args[0] if call.args else None
+    return (
+        qualname in ITERATION_WRAPPERS
+        and isinstance(first, ast.Call)
+        and isinstance(first.func, ast.Name)
+        and first.func.id == "range"
+        and not imports.imported("range")
+    )
 
 
 def _kept_iterable(

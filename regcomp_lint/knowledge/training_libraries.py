@@ -119,6 +119,9 @@ ITERATION_WRAPPERS = (
     "itertools.islice",
     "rich.progress.track",
 )
+#: Progress bars over a range of numbers (``for epoch in trange(epochs)``): an epoch counter, never
+#: a batch source, like ``tqdm(range(n))`` (an ``ITERATION_WRAPPERS`` call of ``range``).
+PROGRESS_RANGES = ("tqdm.trange", "tqdm.auto.trange", "tqdm.notebook.trange", "tqdm.std.trange", "tqdm.rich.trange")
 #: Builtins that hand on their first argument's items.
 ITERATION_BUILTINS = ("iter", "enumerate")
 
