@@ -42,6 +42,7 @@ from regcomp_lint.codemod.device_choice import (
 )
 from regcomp_lint.codemod.device_parameters import follow_handed_device, keep_trainer_cpu_choice
 from regcomp_lint.codemod.dispatched_models import refuse_dispatched_models
+from regcomp_lint.codemod.ddp_construction import tells_ddp
 from regcomp_lint.codemod.distribution import Distribution
 from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.evaluation_passes import evaluation_passes_note
@@ -1419,10 +1420,12 @@ class PlainPlanner(Planner):
         end = first_step if first_step is not None else len(block.body)
         models = set(self.models)
         copies = [last + 1 + i for i in sorted(model_copies(self.tree, list(block.body[last + 1 : end]), models))]
+        told = {i: found for i in range(last + 1, end) if (found := tells_ddp(block.body[i], models)) is not None}
         setup = [
             i
             for i in range(last + 1, end)
             if i in copies
+            or i in told
             or self._model_setup_call(block.body[i], models)
             or reinitialised_model(self, block.body[i]) is not None
         ]
@@ -1443,7 +1446,13 @@ class PlainPlanner(Planner):
                     "after the model's last change (DDP copies process 0's weights only then); move that call "
                     "before the optimizer is built"
                 )
-        changes = [i for i in setup if i not in copies]
+        if told:
+            calls = ", ".join(f"{found} (line {self.tree.line(node)})" for found, node in told.values())
+            self.notes.append(
+                f"prepare() follows {calls}: DDP reads what it must leave alone when it wraps the model, which "
+                "prepare() now does; after it, the setting would change nothing"
+            )
+        changes = [i for i in setup if i not in copies and i not in told]
         if changes:
             calls = ", ".join(f"{_source(block.body[i])} (line {self.tree.line(block.body[i])})" for i in changes)
             self.notes.append(
