@@ -2002,7 +2002,7 @@ class PlainPlanner(Planner):
         )
         for site in sites:
             if site.alias is None:  # an alias has its own note
-                notes.append(f"removed {site.origin}: the plugin compiles the model in prepare()")
+                notes.append(site.removal_note())
         if reason and settings.get("use_regional_compilation", Setting("", "")).code == "True":
             notes.append(f"use_regional_compilation=True: {reason}")
         notes.append(f"{self.backwards} X.backward() call(s) -> {self.acc_key}.backward(X)")
