@@ -31,6 +31,7 @@ from regcomp_lint.codemod.checkpoint_writes import (
     wait_before_reading_back,
 )
 from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, find_compile_sites
+from regcomp_lint.codemod.ddp_construction import tells_ddp
 from regcomp_lint.codemod.device_choice import (
     assigned_device_keys,
     branch_condition,
@@ -42,7 +43,6 @@ from regcomp_lint.codemod.device_choice import (
 )
 from regcomp_lint.codemod.device_parameters import follow_handed_device, keep_trainer_cpu_choice
 from regcomp_lint.codemod.dispatched_models import refuse_dispatched_models
-from regcomp_lint.codemod.ddp_construction import tells_ddp
 from regcomp_lint.codemod.distribution import Distribution
 from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.evaluation_passes import evaluation_passes_note

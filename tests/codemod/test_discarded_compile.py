@@ -40,8 +40,7 @@ def test_a_discarded_compile_is_dropped_and_said_so():
     assert 'TorchDynamoPlugin(backend="inductor")' in text, text
     assert "max-autotune" not in text, text
     assert any(
-        "torch.compile(...) at line 9" in note and "discarded" in note and "uncompiled" in note
-        for note in result.notes
+        "torch.compile(...) at line 9" in note and "discarded" in note and "uncompiled" in note for note in result.notes
     ), result.notes
 
 

@@ -41,6 +41,11 @@ def test_no_share_note_for_a_loader_built_anew():
 
 
 def test_the_note_stays_for_the_prepared_loader_itself():
-    result = convert_source(SCRIPT.replace("    train_dataloader = DataLoader(train_dataset, batch_size=2)\n    for batch", "    for batch"), "train.py")
+    result = convert_source(
+        SCRIPT.replace(
+            "    train_dataloader = DataLoader(train_dataset, batch_size=2)\n    for batch", "    for batch"
+        ),
+        "train.py",
+    )
     assert result.refused is None, result.refused
     assert any(NOTE in note for note in result.notes), result.notes
