@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 
 from regcomp_lint.analysis.bindings import binding_key
 from regcomp_lint.files.parsing import children
+from regcomp_lint.knowledge.training_libraries import INTEGER_BUILTINS
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -34,11 +35,13 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 def iterated(node: ast.expr) -> list[ast.expr]:
     """The names a ``for`` header iterates over: ``loader``, and the arguments of calls around
-    it (``enumerate(loader)``, ``tqdm(loader, ...)``, ``zip(a, b)``, ``skip_first_batches(loader, n)``)."""
+    it (``enumerate(loader)``, ``tqdm(loader, ...)``, ``zip(a, b)``, ``skip_first_batches(loader, n)``),
+    but not the integers ``range(start_epoch, epochs)`` is given (see ``INTEGER_BUILTINS``)."""
     if binding_key(node) is not None:
         return [node]
     if isinstance(node, ast.Call):
-        return [e for arg in node.args for e in iterated(arg)]
+        counts = isinstance(node.func, ast.Name) and node.func.id in INTEGER_BUILTINS
+        return [e for arg in node.args if not (counts and binding_key(arg) is not None) for e in iterated(arg)]
     return []
 
 

@@ -48,7 +48,7 @@ class AcceleratePlanner(Planner):
         sites = find_compile_sites(tree, self.scope, prepared)
         collect_settings(tree, sites, script)
         for site in sites:
-            self.notes.append(f"removed {site.origin}: the plugin compiles the model in prepare()")
+            self.notes.append(site.removal_note())
             self.remove_hand_compile(site.remove, site.call, site.origin)
         reason = self._regional_reason(prepared)
         settings, setting_notes = resolve(script, self.options, reason, launched_fields(tree.filename or "-"))

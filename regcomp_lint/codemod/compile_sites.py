@@ -31,6 +31,20 @@ class CompileSite:
     #: ``fwd_model = torch.compile(model) [if c else model]``: the assignment, whose value
     #: becomes the model's name (``fwd_model = model``)
     alias: cst.Assign | None = None
+    #: ``torch.compile(model)`` as a statement: its result is dropped, so it compiles nothing
+    #: (torch.compile returns a wrapper and leaves the model as it is); removed as dead code, its
+    #: keywords and condition not handed to the plugin
+    discarded: bool = False
+
+    def removal_note(self) -> str:
+        """What the conversion says of taking this compile out."""
+        if self.discarded:
+            return (
+                f"removed {self.origin}: its result was discarded, so it compiled nothing (torch.compile returns a "
+                f"compiled wrapper and leaves {self.key} as it is) and the original trained {self.key} uncompiled; "
+                "the plugin compiles it in prepare(), as for any uncompiled model"
+            )
+        return f"removed {self.origin}: the plugin compiles the model in prepare()"
 
 
 def find_compile_sites(tree: Tree, function: Function, models: set[str]) -> list[CompileSite]:
@@ -88,6 +102,10 @@ def _site(tree: Tree, function: Function, call: cst.Call, models: set[str]) -> C
             ):  # fwd_model = torch.compile(model) if args.compile else model
                 assert model is not None
                 return CompileSite(call, model, None, parent.test, origin, alias=assign)
+        if isinstance(parent, cst.Expr) and target is not None and key_of(target) in models:
+            model = key_of(target)
+            assert model is not None
+            return CompileSite(call, model, parent, None, origin, discarded=True)
         _refuse_if_model(target, models, origin)
         return None
     func = call.func
@@ -148,6 +166,8 @@ def _condition(tree: Tree, function: Function, stmt: cst.CSTNode) -> cst.BaseExp
 def collect_settings(tree: Tree, sites: list[CompileSite], settings: ScriptSettings) -> None:
     """Fold every compile's keywords and condition into ``settings`` (refusing what the plugin cannot take)."""
     for site in sites:
+        if site.discarded:
+            continue  # compiled nothing in the original
         args = site.call.args[1:] if _is_torch_compile(tree, site.call) else site.call.args
         for arg in args:
             _take_keyword(tree, arg, site, settings)

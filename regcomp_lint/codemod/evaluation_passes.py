@@ -21,7 +21,8 @@ from regcomp_lint.files.parsing import children
 from regcomp_lint.knowledge.torch_api import BATCHNORM_UPDATES
 
 if TYPE_CHECKING:
-    from regcomp_lint.analysis.training_roles import Origin
+    from regcomp_lint.analysis.bindings import Where
+    from regcomp_lint.analysis.training_roles import Origin, TrainingRoles
     from regcomp_lint.codemod.lint_view import LintView
 
 #: Calls in the loop that already combine its values across processes.
@@ -48,7 +49,9 @@ def evaluation_passes_note(view: LintView, prepared: dict[str, Origin | None], a
         else:
             key = (
                 binding_key(use.expr)
-                if origin is None and prepared.get(binding_key(use.expr) or "", 0) is None
+                if origin is None
+                and prepared.get(binding_key(use.expr) or "", 0) is None
+                and not _bound_anew(roles, use.expr, use.where)
                 else None
             )
         loop = use.loops[0]
@@ -96,6 +99,18 @@ def _batchnorm_updates_note(view: LintView, prepared: dict[str, Origin | None]) 
             "to average over the whole set, as the original does"
         )
     return notes
+
+
+def _bound_anew(roles: TrainingRoles, expr: ast.expr, where: Where) -> bool:
+    """The name the loop iterates is bound, where the loop runs, to another value than every
+    training loop sees under it: ``train_dataloader = DataLoader(...)`` built again after training
+    (a loader known only by its name must be matched by its binding too, not the name alone)."""
+    bound = roles.bindings.lookup(expr, where)
+    if bound is None or bound.value is None:
+        return False
+    key = binding_key(expr)
+    trained = [roles.bindings.lookup(e, w) for e, w in roles.training_iterables() if binding_key(e) == key]
+    return bool(trained) and all(t is None or t.value is not bound.value for t in trained)
 
 
 def _hands_on(loop: ast.AST) -> bool:

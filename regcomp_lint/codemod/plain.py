@@ -31,6 +31,7 @@ from regcomp_lint.codemod.checkpoint_writes import (
     wait_before_reading_back,
 )
 from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, find_compile_sites
+from regcomp_lint.codemod.ddp_construction import tells_ddp
 from regcomp_lint.codemod.device_choice import (
     assigned_device_keys,
     branch_condition,
@@ -1428,10 +1429,12 @@ class PlainPlanner(Planner):
         end = first_step if first_step is not None else len(block.body)
         models = set(self.models)
         copies = [last + 1 + i for i in sorted(model_copies(self.tree, list(block.body[last + 1 : end]), models))]
+        told = {i: found for i in range(last + 1, end) if (found := tells_ddp(block.body[i], models)) is not None}
         setup = [
             i
             for i in range(last + 1, end)
             if i in copies
+            or i in told
             or self._model_setup_call(block.body[i], models)
             or reinitialised_model(self, block.body[i]) is not None
         ]
@@ -1452,7 +1455,13 @@ class PlainPlanner(Planner):
                     "after the model's last change (DDP copies process 0's weights only then); move that call "
                     "before the optimizer is built"
                 )
-        changes = [i for i in setup if i not in copies]
+        if told:
+            calls = ", ".join(f"{found} (line {self.tree.line(node)})" for found, node in told.values())
+            self.notes.append(
+                f"prepare() follows {calls}: DDP reads what it must leave alone when it wraps the model, which "
+                "prepare() now does; after it, the setting would change nothing"
+            )
+        changes = [i for i in setup if i not in copies and i not in told]
         if changes:
             calls = ", ".join(f"{_source(block.body[i])} (line {self.tree.line(block.body[i])})" for i in changes)
             self.notes.append(
@@ -2001,7 +2010,7 @@ class PlainPlanner(Planner):
         )
         for site in sites:
             if site.alias is None:  # an alias has its own note
-                notes.append(f"removed {site.origin}: the plugin compiles the model in prepare()")
+                notes.append(site.removal_note())
         if reason and settings.get("use_regional_compilation", Setting("", "")).code == "True":
             notes.append(f"use_regional_compilation=True: {reason}")
         notes.append(f"{self.backwards} X.backward() call(s) -> {self.acc_key}.backward(X)")

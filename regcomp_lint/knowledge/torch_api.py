@@ -147,6 +147,13 @@ STRUCTURE_API = frozenset(
 #: dynamo-optimized function" for a compiled model (torch 2.13, one process).
 TRACING_METHODS = ("add_graph",)
 TRACING_FUNCTIONS = ("torch.jit.trace",)
+#: What ``DistributedDataParallel.__init__`` reads off the module it wraps, and only then (torch
+#: 2.13): the attribute ``_ddp_params_and_buffers_to_ignore`` (parameters and buffers DDP neither
+#: broadcasts nor all-reduces) and the static helper that sets it. Set after the wrap it is not
+#: seen: measured on gloo, 2 processes, ``parameters_to_ignore`` stays empty and a per-rank buffer
+#: becomes rank 0's. MiniMind sets it for its complex ``pos_cis`` buffer.
+DDP_CONSTRUCTION_ATTRIBUTES = frozenset({"_ddp_params_and_buffers_to_ignore"})
+DDP_CONSTRUCTION_CALLS = frozenset({"_set_params_and_buffers_to_ignore_for_model"})
 #: What DDP adds on top (the conversion handles each of them itself).
 DATA_PARALLEL_API = frozenset({"module", "no_sync", "require_backward_grad_sync"})
 #: Every public attribute a ``DistributedDataParallel`` instance has beyond ``MODULE_API`` (torch

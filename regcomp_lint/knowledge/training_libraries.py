@@ -124,6 +124,10 @@ ITERATION_WRAPPERS = (
 PROGRESS_RANGES = ("tqdm.trange", "tqdm.auto.trange", "tqdm.notebook.trange", "tqdm.std.trange", "tqdm.rich.trange")
 #: Builtins that hand on their first argument's items.
 ITERATION_BUILTINS = ("iter", "enumerate")
+#: Builtins whose arguments are integers: a name handed to ``range(start_epoch, epochs)`` is a
+#: count or a bound, never what the loop iterates (``range(len(loader))`` still reaches the loader,
+#: through ``len``).
+INTEGER_BUILTINS = ("range",)
 
 #: Calls that make a copy of the model they are handed (an EMA or SWA average starts as one): made
 #: of the prepared model, the copy would be a DDP or compile wrapper (DDP cannot be deep-copied on
