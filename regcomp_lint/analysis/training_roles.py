@@ -53,11 +53,11 @@ from regcomp_lint.analysis.counted_steps import LoopPath, counting_loop
 from regcomp_lint.analysis.distributed_samplers import shards_per_rank
 from regcomp_lint.analysis.distributed_setup import LOCAL_RANK, RANK, WORLD_SIZE, SetupCall
 from regcomp_lint.analysis.file_context import FileContext
+from regcomp_lint.analysis.loop_aliases import trained_elements
 from regcomp_lint.analysis.metric_reductions import MetricReductions
 from regcomp_lint.analysis.mixed_precision import MixedPrecision
 from regcomp_lint.analysis.optimizer_sources import OptimizerSources
 from regcomp_lint.analysis.step_counts import StepCounts
-from regcomp_lint.analysis.loop_aliases import trained_elements
 from regcomp_lint.analysis.training_loops import COMPREHENSIONS, argument_for, iterated, own_nodes
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
 from regcomp_lint.files.parsing import children, walk
