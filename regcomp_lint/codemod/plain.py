@@ -54,6 +54,7 @@ from regcomp_lint.codemod.hand_distribution import adapt_distribution
 from regcomp_lint.codemod.hand_schedules import hand_lr_notes
 from regcomp_lint.codemod.handed_in import HandedIn, find_handed_in, handed_optimizer, placements_before
 from regcomp_lint.codemod.handed_to_modules import unwrap_for_other_modules
+from regcomp_lint.codemod.host_batches import host_batch_loaders
 from regcomp_lint.codemod.inference_only import trains_nothing
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.load_locations import keep_cpu_load_locations
@@ -1305,7 +1306,7 @@ class PlainPlanner(Planner):
             """``<targets> = accelerator.prepare(<args>)`` for ``keys`` (the method-loss wrapper
             in its model's place, placement keywords where some object must not be moved)."""
             targets_of, args_of = prepared_as(self.method_loss, keys)
-            placed = args_of + placement_keyword(self, keys)
+            placed = args_of + placement_keyword(self, keys, frozenset(host_batch_loaders(self, keys)))
             return call_statement(f"{', '.join(targets_of)} = ", f"{acc}.prepare", placed, self.module, indent)
 
         if runs is not None:
