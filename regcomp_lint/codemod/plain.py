@@ -31,6 +31,7 @@ from regcomp_lint.codemod.checkpoint_writes import (
     wait_before_reading_back,
 )
 from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, find_compile_sites
+from regcomp_lint.codemod.container_loaders import container_loader_refusal
 from regcomp_lint.codemod.device_choice import (
     assigned_device_keys,
     branch_condition,
@@ -653,6 +654,9 @@ class PlainPlanner(Planner):
                 self.notes.append(
                     f"{key} is not iterated by the training loop: left unprepared (evaluation is not sharded)"
                 )
+        refusal = container_loader_refusal(view, loaders + self.inline_loaders + self.sharded_loaders)
+        if refusal is not None:
+            raise Refusal(refusal)
         self.notes += evaluation_passes_note(view, prepared_origins, self.acc_key)
         self.notes += hand_lr_notes(tree, self.training, loaders)
         self.notes += shard_metric_notes(tree, self.training, loaders + self.inline_loaders)
