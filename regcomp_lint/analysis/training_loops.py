@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 
 from regcomp_lint.analysis.bindings import binding_key
+from regcomp_lint.analysis.loop_aliases import trained_elements
 from regcomp_lint.files.parsing import children
 from regcomp_lint.knowledge.training_libraries import INTEGER_BUILTINS
 
@@ -230,6 +231,9 @@ class TrainingLoops:
             if isinstance(node, (ast.For, ast.AsyncFor)) and any(binding_key(e) in names for e in iterated(node.iter)):
                 if self.loop_trains(node):
                     return True
+            elif isinstance(node, (ast.For, ast.AsyncFor)) and _held_there(function.body, node, name):
+                if self.loop_trains(node):  # `with tqdm(loader) as t`, the phase loop's `loader`
+                    return True
             elif isinstance(node, ast.Call) and depth <= MAX_PASSES:
                 for arg in [*node.args, *(kw.value for kw in node.keywords)]:
                     if binding_key(arg) == name and self.passes_for_training(node, arg, depth + 1):
@@ -249,6 +253,16 @@ def _iteration_aliases(function: Function, name: str) -> set[str]:
         and node.targets[0].id != name
         and any(binding_key(e) == name for e in iterated(node.value))
     }
+
+
+def _held_there(scope: Sequence[ast.AST], loop: ast.For | ast.AsyncFor, name: str) -> bool:
+    """``loop`` iterates a name that stands for ``name`` where its training step runs (:mod:`.loop_aliases`)."""
+    return any(
+        binding_key(held) == name
+        for e in iterated(loop.iter)
+        if isinstance(e, ast.Name) and e.id != name
+        for held in trained_elements(scope, e.id, loop, own_nodes, iterated)
+    )
 
 
 def _element_of(call: ast.Call, arg: ast.expr) -> tuple[ast.expr, int] | None:

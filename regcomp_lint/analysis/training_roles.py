@@ -53,11 +53,12 @@ from regcomp_lint.analysis.counted_steps import LoopPath, counting_loop
 from regcomp_lint.analysis.distributed_samplers import shards_per_rank
 from regcomp_lint.analysis.distributed_setup import LOCAL_RANK, RANK, WORLD_SIZE, SetupCall
 from regcomp_lint.analysis.file_context import FileContext
+from regcomp_lint.analysis.loop_aliases import trained_elements
 from regcomp_lint.analysis.metric_reductions import MetricReductions
 from regcomp_lint.analysis.mixed_precision import MixedPrecision
 from regcomp_lint.analysis.optimizer_sources import OptimizerSources
 from regcomp_lint.analysis.step_counts import StepCounts
-from regcomp_lint.analysis.training_loops import COMPREHENSIONS, argument_for, iterated
+from regcomp_lint.analysis.training_loops import COMPREHENSIONS, argument_for, iterated, own_nodes
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
 from regcomp_lint.files.parsing import children, walk
 from regcomp_lint.knowledge.accelerate_api import PREPARE_PLACEMENT_KEYWORD, WRAPPED_OPTIMIZER_ATTRIBUTE
@@ -215,6 +216,17 @@ class TrainingRoles:
         where = self.bindings.here(node.iter)
         for expr in iterated(node.iter):
             self.uses.append(Use(expr, "iterated", where, loops=(node,)))
+            if isinstance(expr, ast.Name):
+                # `with tqdm(loader) as t: for b in t`, `for phase, loader in zip(p, [a, b])`
+                for held in trained_elements(self._scope_body(), expr.id, node, own_nodes, iterated):
+                    self.uses.append(Use(held, "iterated", self.bindings.here(held), loops=(node,)))
+
+    def _scope_body(self) -> list[ast.stmt]:
+        """The body of the function (or the module) the node being visited runs in."""
+        for function in self.ctx.enclosing(ast.FunctionDef, ast.AsyncFunctionDef):
+            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                return function.body
+        return self.ctx.tree.body
 
     def _visit_attribute(self, node: ast.Attribute) -> None:
         if node.attr == "param_groups" and binding_key(node.value) is not None:

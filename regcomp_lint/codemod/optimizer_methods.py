@@ -118,18 +118,20 @@ def _replaces_param_groups(planner: PlainPlanner, class_name: str) -> bool:
     return False
 
 
-def placement_keyword(planner: PlainPlanner, keys: list[str]) -> list[str]:
+def placement_keyword(planner: PlainPlanner, keys: list[str], host_loaders: frozenset[str] = frozenset()) -> list[str]:
     """``device_placement=[True, False, ...]`` when an optimizer among ``keys`` shares its groups
-    (see the module docstring), with a note; else nothing."""
+    (see the module docstring), with a note, or a loader among ``keys`` is in ``host_loaders``
+    (its batches stay on the CPU: :mod:`~regcomp_lint.codemod.host_batches`); else nothing."""
     sharing = sharing_groups(planner) if any(k in planner.optimizers for k in keys) else set()
-    unplaced = [k for k in keys if k in sharing]
+    if any(k in sharing for k in keys):
+        note = (
+            f"{', '.join(k for k in keys if k in sharing)} shares its parameter groups with another optimizer: "
+            "prepared with device_placement False, as prepare() would reload its state dict and give it new groups, "
+            "no longer shared with the optimizer that steps (its LR would stop following the scheduler)"
+        )
+        if note not in planner.notes:
+            planner.notes.append(note)
+    unplaced = [k for k in keys if k in sharing or k in host_loaders]
     if not unplaced:
         return []
-    note = (
-        f"{', '.join(unplaced)} shares its parameter groups with another optimizer: prepared with device_placement "
-        "False, as prepare() would reload its state dict and give it new groups, no longer shared with the optimizer "
-        "that steps (its LR would stop following the scheduler)"
-    )
-    if note not in planner.notes:
-        planner.notes.append(note)
     return [f"{PREPARE_PLACEMENT_KEYWORD}=[{', '.join('False' if k in unplaced else 'True' for k in keys)}]"]

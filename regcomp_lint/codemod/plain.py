@@ -31,6 +31,7 @@ from regcomp_lint.codemod.checkpoint_writes import (
     wait_before_reading_back,
 )
 from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, find_compile_sites
+from regcomp_lint.codemod.container_loaders import container_loader_refusal
 from regcomp_lint.codemod.ddp_construction import tells_ddp
 from regcomp_lint.codemod.device_choice import (
     assigned_device_keys,
@@ -55,6 +56,7 @@ from regcomp_lint.codemod.hand_distribution import adapt_distribution
 from regcomp_lint.codemod.hand_schedules import hand_lr_notes
 from regcomp_lint.codemod.handed_in import HandedIn, find_handed_in, handed_optimizer, placements_before
 from regcomp_lint.codemod.handed_to_modules import unwrap_for_other_modules
+from regcomp_lint.codemod.host_batches import host_batch_loaders
 from regcomp_lint.codemod.inference_only import trains_nothing
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.load_locations import keep_cpu_load_locations
@@ -664,6 +666,9 @@ class PlainPlanner(Planner):
                 self.notes.append(
                     f"{key} is not iterated by the training loop: left unprepared (evaluation is not sharded)"
                 )
+        refusal = container_loader_refusal(view, loaders + self.inline_loaders + self.sharded_loaders)
+        if refusal is not None:
+            raise Refusal(refusal)
         self.notes += evaluation_passes_note(view, prepared_origins, self.acc_key)
         self.notes += hand_lr_notes(tree, self.training, loaders)
         self.notes += shard_metric_notes(tree, self.training, loaders + self.inline_loaders)
@@ -1315,7 +1320,7 @@ class PlainPlanner(Planner):
             """``<targets> = accelerator.prepare(<args>)`` for ``keys`` (the method-loss wrapper
             in its model's place, placement keywords where some object must not be moved)."""
             targets_of, args_of = prepared_as(self.method_loss, keys)
-            placed = args_of + placement_keyword(self, keys)
+            placed = args_of + placement_keyword(self, keys, frozenset(host_batch_loaders(self, keys)))
             return call_statement(f"{', '.join(targets_of)} = ", f"{acc}.prepare", placed, self.module, indent)
 
         if runs is not None:
