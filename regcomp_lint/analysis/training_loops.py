@@ -7,6 +7,10 @@ such a loop, or passed to a parameter that such a loop iterates, is a training l
 iterated by other loops (evaluation, validation) is not, and is left whole on purpose by the
 converter. In a file without any ``backward`` call, ``.step()`` calls stand for the step.
 
+One function often trains and evaluates (``run_epoch(loader, train_mode)`` with the step under
+``if train_mode:``): a call that fills such a flag with a constant is read with it bound, so
+``run_epoch(val_loader, train_mode=False)`` does not make ``val_loader`` a training loader.
+
 Decided by dataflow, never by names, so the lint (RC402) and the converter agree on which
 loaders ``prepare`` must see.
 """
@@ -197,6 +201,12 @@ class TrainingLoops:
             return False
         return self._reaches_step(body, self._function_of.get(id(loop)))
 
+    def _trains_under(self, loop: ast.For | ast.AsyncFor, flags: Flags) -> bool:
+        """:meth:`loop_trains`, leaving out the branches ``flags`` never enter."""
+        if not flags:
+            return self.loop_trains(loop)
+        return self._calls_step(live_nodes(loop.body, flags), self._function_of.get(id(loop)), self._training)
+
     # -- training loaders ------------------------------------------------------------------
     def passes_for_training(self, call: ast.Call, arg: ast.expr, depth: int = 0) -> bool:
         """``arg``, an argument of ``call``, reaches a parameter of the called function of this
@@ -219,26 +229,85 @@ class TrainingLoops:
             else:
                 param = _parameter_for(callee, call, arg, is_method)
                 names = [param] if param is not None else []
-            if any(self.iterates_for_training(callee, name, depth + 1) for name in names):
+            flags = constant_flags(callee, call, is_method)
+            if any(self.iterates_for_training(callee, name, depth + 1, flags) for name in names):
                 return True
         return False
 
-    def iterates_for_training(self, function: Function, name: str, depth: int = 0) -> bool:
+    def iterates_for_training(self, function: Function, name: str, depth: int = 0, flags: Flags = None) -> bool:
         """``name`` (a parameter of ``function``) is iterated by a training loop of it, or passed
-        on to a function of this file that does so."""
+        on to a function of this file that does so. ``flags``: parameters the call fills with a
+        constant (``train_mode=False``), whose ``if`` branches it never enters are left out."""
         names = {name} | _iteration_aliases(function, name)
-        for node in own_nodes(function.body):
+        for node in live_nodes(function.body, flags):
             if isinstance(node, (ast.For, ast.AsyncFor)) and any(binding_key(e) in names for e in iterated(node.iter)):
-                if self.loop_trains(node):
+                if self._trains_under(node, flags):
                     return True
             elif isinstance(node, (ast.For, ast.AsyncFor)) and _held_there(function.body, node, name):
-                if self.loop_trains(node):  # `with tqdm(loader) as t`, the phase loop's `loader`
+                if self._trains_under(node, flags):  # `with tqdm(loader) as t`, the phase loop's `loader`
                     return True
             elif isinstance(node, ast.Call) and depth <= MAX_PASSES:
                 for arg in [*node.args, *(kw.value for kw in node.keywords)]:
                     if binding_key(arg) == name and self.passes_for_training(node, arg, depth + 1):
                         return True
         return False
+
+
+#: Parameters a call fills with a constant truth value (None: none filled so).
+Flags = dict[str, bool] | None
+
+
+def constant_flags(function: Function, call: ast.Call, is_method: bool) -> Flags:
+    """The parameters of ``function`` that ``call`` fills with ``True``, ``False`` or ``None``
+    (as False), by position or keyword, and that ``function`` never rebinds: ``train_mode=False``."""
+    params = positional_parameters(function, call, is_method)
+    bound: list[tuple[str | None, ast.expr]] = []
+    for index, value in enumerate(call.args):
+        if isinstance(value, ast.Starred):
+            break  # positions from here on are unknown
+        bound.append((params[index] if index < len(params) else None, value))
+    bound += [(kw.arg, kw.value) for kw in call.keywords]
+    rebound = {n.id for n in own_nodes(function.body) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    flags = {
+        param: bool(value.value)
+        for param, value in bound
+        if param is not None
+        and param not in rebound
+        and isinstance(value, ast.Constant)
+        and (value.value is None or isinstance(value.value, bool))
+    }
+    return flags or None
+
+
+def flag_value(test: ast.expr, flags: Flags) -> bool | None:
+    """What an ``if`` test is under ``flags``: ``train_mode`` or ``not train_mode``; None otherwise."""
+    if not flags:
+        return None
+    if isinstance(test, ast.Name):
+        return flags.get(test.id)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = flag_value(test.operand, flags)
+        return None if inner is None else not inner
+    return None
+
+
+def live_nodes(roots: Sequence[ast.AST], flags: Flags) -> Iterator[ast.AST]:
+    """:func:`own_nodes`, but of an ``if`` on a flag only the branch ``flags`` enter."""
+    if not flags:
+        yield from own_nodes(roots)
+        return
+    stack: list[ast.AST] = list(reversed(roots))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, _OTHER_SCOPES):
+            continue
+        value = flag_value(node.test, flags) if isinstance(node, ast.If) else None
+        if value is None:
+            stack.extend(reversed(children(node)))
+        else:
+            assert isinstance(node, ast.If)
+            stack.extend(reversed([node.test, *(node.body if value else node.orelse)]))
 
 
 def _iteration_aliases(function: Function, name: str) -> set[str]:

@@ -279,3 +279,72 @@ def test_early_stopping_on_an_evaluation_in_train_mode_is_refused():
     text = WHOLE_EVAL.replace("MODE", "pass").replace("LOADER", "valid_loader")
     result = convert_source(text, "train.py")
     assert result.refused is not None and "computed by `val_loss = evaluate(model, valid_loader)`" in result.refused
+
+
+SHARED_EPOCH = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Dropout(0.1), torch.nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+train_loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8, shuffle=True)
+valid_loader = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=8)
+
+
+def run_epoch(loader, train_mode):
+    model.train(train_mode)
+    total = 0.0
+    torch.set_grad_enabled(train_mode)
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        if train_mode:
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        total += loss.item()
+    torch.set_grad_enabled(True)
+    return total
+
+
+best, bad_epochs = float("inf"), 0
+for epoch in range(20):
+    train_loss = run_epoch(train_loader, train_mode=True)
+    val_loss = run_epoch(EVAL_ARGS)
+    if val_loss < best:
+        best, bad_epochs = val_loss, 0
+    else:
+        bad_epochs += 1
+        if bad_epochs >= 3:
+            break
+"""
+
+
+@pytest.mark.parametrize("args", ["valid_loader, train_mode=False", "valid_loader, False"])
+def test_early_stopping_on_a_shared_epoch_function_called_to_evaluate_converts(args):
+    """survey19d's NWM runoff LSTM: one run_epoch(loader, train_mode) trains and evaluates;
+    called with train_mode=False it puts the model in eval mode (model.train(False)) and skips
+    the step under `if train_mode:`, on the validation loader the conversion leaves whole: every
+    process computes the same loss and stops at the same epoch. It was refused (the function
+    holds a backward, and model.train(train_mode) was not read as eval mode)."""
+    result = convert_source(SHARED_EPOCH.replace("EVAL_ARGS", args), "train.py")
+    assert result.refused is None, result.refused
+    assert "model, opt, train_loader = accelerator.prepare(model, opt, train_loader)" in result.text
+    assert any("valid_loader is not iterated by the training loop" in note for note in result.notes), result.notes
+    assert any(
+        f"ends on what run_epoch({args}) (line 29) returns" in note and "the same on every process" in note
+        for note in result.notes
+    ), result.notes
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        "train_loader, train_mode=False",  # each process evaluates its own shard
+        "valid_loader, train_mode=True",  # trains on it: dropout, and the step itself
+        "valid_loader, train_mode=bool(epoch % 2)",  # not a constant
+    ],
+)
+def test_early_stopping_on_a_shared_epoch_function_otherwise_is_refused(args):
+    result = convert_source(SHARED_EPOCH.replace("EVAL_ARGS", args), "train.py")
+    assert result.refused is not None and "ends on `bad_epochs >= 3`" in result.refused, result.refused
