@@ -40,6 +40,27 @@ def makes_fresh_state(tree: Tree, method: str) -> bool:
 _answers: weakref.WeakKeyDictionary[Tree, dict[str, bool]] = weakref.WeakKeyDictionary()
 
 
+def defines_member(tree: Tree, name: str) -> bool:
+    """Some class of the script, or of a project module it imports that is readable next to it,
+    has a method called ``name`` or sets ``self.<name>`` (a submodule such as a vision encoder):
+    when none does (``import model`` without model.py beside the script), what
+    ``model.<name>(...)`` runs is unknown, and a refusal must not say it computes the loss."""
+    for module in _modules(tree):
+        if _methods_named(module, name):
+            return True
+        for cls in _classes(module):
+            for node in ast.walk(cls):
+                if (
+                    isinstance(node, ast.Attribute)
+                    and node.attr == name
+                    and isinstance(node.ctx, ast.Store)
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id == "self"
+                ):
+                    return True
+    return False
+
+
 def _modules(tree: Tree) -> list[ast.Module]:
     parsed = lint_view(tree).parsed
     if parsed is None:

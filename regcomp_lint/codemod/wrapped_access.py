@@ -20,12 +20,12 @@ import libcst as cst
 
 from regcomp_lint.codemod.builders import expression, keyword, with_keyword
 from regcomp_lint.codemod.checkpoint_writes import under_rank_test
-from regcomp_lint.codemod.fresh_state import makes_fresh_state
+from regcomp_lint.codemod.fresh_state import defines_member, makes_fresh_state
 from regcomp_lint.codemod.method_loss import left_plain, not_wrapped, through_wrapper, without_grad
 from regcomp_lint.codemod.roles import bindings, bound_keys
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.trainer_models import later_methods
-from regcomp_lint.codemod.tree import Block, Function, find_all, key_of, parameter_names, read_keys
+from regcomp_lint.codemod.tree import Block, Function, code, find_all, key_of, parameter_names, read_keys
 from regcomp_lint.knowledge import accelerate_api
 from regcomp_lint.knowledge.torch_api import (
     DATA_PARALLEL_API,
@@ -97,6 +97,8 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
             ):
                 if through_wrapper(planner, call):
                     continue
+                if not defines_member(tree, name):
+                    raise Refusal(_unseen_method(planner, owner, name, attr))
                 raise Refusal(
                     f"{owner}.{name}(...) at line {tree.line(attr)} computes the loss with the model's own method: "
                     "through the prepared model it would bypass DDP's gradient sync and the compile (only forward() "
@@ -162,6 +164,26 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
             f"{', '.join(unreachable)}: the model's own attribute, read through the prepared model where no "
             "accelerator is in reach; under several processes read it from accelerator.unwrap_model(model)"
         )
+
+
+def _unseen_method(planner: PlainPlanner, owner: str, name: str, attr: cst.Attribute) -> str:
+    """The refusal for a model method whose result feeds the loss and that no file the converter
+    can read defines (as a method or a submodule): it may run the model (a loss outside forward())
+    or only make a fresh state (an RNN's zero hidden state, which converts); which one is unknown,
+    so it is not said."""
+    tree = planner.tree
+    built = ""
+    for node in bindings(planner.scope, owner):
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
+            built = f" (the model comes from {code(node.value.func).strip()}(...), line {tree.line(node)})"
+            break
+    return (
+        f"{owner}.{name}(...) at line {tree.line(attr)} calls the model's own method {name}(), which no file "
+        f"regcomp-fix can read defines{built}, and its result feeds the loss: if it runs the model, through the "
+        "prepared model it would bypass DDP's gradient sync and the compile (only forward() goes through them); "
+        "one that only makes a fresh state (an RNN's zero hidden state) converts once the module that defines it "
+        "is next to the script; otherwise compute it in forward(), or convert by hand"
+    )
 
 
 def _called_after_prepare(

@@ -74,3 +74,21 @@ def test_a_fresh_state_method_of_a_model_in_a_local_module_is_found(tmp_path):
     result = convert_source(script, str(tmp_path / "train.py"))
     assert result.refused is None, result.refused
     assert "accelerator.unwrap_model(model, keep_torch_compile=False).init_hidden(2)" in result.text
+
+
+def test_a_method_no_readable_file_defines_is_refused_as_unseen(tmp_path):
+    """survey19d's LSTM word LM: `import model` and `model = model.LSTMModel(...)`, but model.py
+    is not next to main.py. The refusal said `model.init_hidden(...) computes the loss with the
+    model's own method`; nothing it could read says what init_hidden does (it only makes the zero
+    hidden state in pytorch/examples). It now says the method is unseen, where the model comes
+    from, and that a fresh-state method converts once its module is readable."""
+    script = "import torch\n\nimport net\n\nmodel = net.Net()" + SCRIPT.split("model = Net()")[1]
+    (tmp_path / "train.py").write_text(script)
+    refused = convert_source(script, str(tmp_path / "train.py")).refused
+    assert refused is not None
+    assert "computes the loss" not in refused, refused
+    assert (
+        "model.init_hidden(...) at line 8 calls the model's own method init_hidden(), which no file regcomp-fix "
+        "can read defines (the model comes from net.Net(...), line 5)" in refused
+    ), refused
+    assert "once the module that defines it is next to the script" in refused, refused
