@@ -15,8 +15,22 @@ A call counts when it draws the model's parameters anew in place: ``model.apply(
 ``f(model)`` with ``f`` a function of the file whose body calls a random ``torch.nn.init``
 function or ``uniform_`` / ``normal_`` (or ``copy_`` / ``fill_`` from a ``torch.rand*`` draw),
 ``self.m()`` for such a method of the trainer class that reads the model,
-``model.reset_parameters()``, and a ``for p in model.parameters():`` loop that does so. Constant
-writes and copies (an EMA's ``copy_``) are the same on every process and get no sync.
+``model.reset_parameters()``, ``model.m()`` for such a method of a class of the file, and a
+``for p in model.parameters():`` loop that does so. Constant writes and copies (an EMA's
+``copy_``) are the same on every process and get no sync.
+
+"Whose body" reaches through the calls the function makes to the file's own code, up to
+``MAX_CALL_DEPTH`` calls deep (each function once, so recursion ends): ``reset(model)`` calling
+``init_params(net)``, ``net.apply(init)`` or ``net.init_weights()`` is a re-initialisation like a
+direct one. A called function that also trains (a ``.backward()`` among what it reaches) is not:
+a copy after it returns would come after its training, too late. A method of a class called on
+the model and returning a value (``model.sample()``) is called for that value, not to re-draw the
+weights.
+
+A seed right before the draw (``torch.manual_seed(0)``) still gets the copy: the draw is alike
+on every process only while every process's random stream is alike up to there, which the
+conversion cannot see, and the copy holds either way for one broadcast per re-initialisation.
+A draw before ``prepare()`` needs nothing: DDP copies process 0's weights when it wraps them.
 """
 
 from __future__ import annotations
@@ -55,6 +69,8 @@ CONSTANT_INITS = frozenset({"zeros_", "ones_", "constant_", "eye_", "dirac_", "c
 #: torch functions that draw random values (``p.data.copy_(torch.randn_like(p) * 0.02)``)
 RANDOM_SOURCES = ("torch.rand", "torch.randn", "torch.randint", "torch.randperm", "torch.normal", "torch.bernoulli")
 PARAMETER_WALKS = ("parameters", "named_parameters")
+#: How many calls deep the file's own functions are followed from the statement after prepare().
+MAX_CALL_DEPTH = 4
 SYNC_FUNCTION = ("accelerate.utils", "broadcast")
 
 
@@ -77,6 +93,68 @@ def draws_in_place(tree: Tree, function: cst.CSTNode) -> bool:
         if any(name == r or name.startswith(r + "_") or name == r + "_like" for r in RANDOM_SOURCES):
             random = True
     return copies and random
+
+
+def _callees(tree: Tree, node: cst.CSTNode) -> Iterator[cst.FunctionDef]:
+    """The file's functions that the calls in ``node`` (not in functions nested in it) run: a
+    module-level function by name, ``self.m()`` of the enclosing class, the function handed to
+    ``.apply(f)``, and ``x.m()`` for methods ``m`` of the file's classes."""
+    owner = tree.class_of(tree.function_of(node)) if not isinstance(node, cst.FunctionDef) else tree.class_of(node)
+    for call in find_all(node, cst.Call, enter_functions=False):
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "apply" and call.args:
+            yield from _named_function(tree, call.args[0].value, owner)
+        yield from _named_function(tree, func, owner)
+        if isinstance(func, cst.Attribute) and not (isinstance(func.value, cst.Name) and func.value.value == "self"):
+            yield from (m for cls in _file_classes(tree) if (m := _method(cls, func.attr.value)) is not None)
+
+
+def _named_function(tree: Tree, name: cst.BaseExpression, owner: cst.ClassDef | None) -> Iterator[cst.FunctionDef]:
+    function = _file_function(tree, name)
+    if function is not None:
+        yield function
+    elif isinstance(name, cst.Attribute) and isinstance(name.value, cst.Name) and name.value.value == "self":
+        method = _method(owner, name.attr.value)
+        if method is not None:
+            yield method
+
+
+def _file_classes(tree: Tree) -> list[cst.ClassDef]:
+    return [c for c in tree.module.body if isinstance(c, cst.ClassDef)]
+
+
+def _reached(tree: Tree, start: cst.CSTNode) -> list[cst.CSTNode]:
+    """``start`` and the file's functions its calls reach, ``MAX_CALL_DEPTH`` calls deep at most,
+    each once."""
+    found: list[cst.CSTNode] = [start]
+    frontier: list[cst.CSTNode] = [start]
+    for _ in range(MAX_CALL_DEPTH):
+        following: list[cst.CSTNode] = []
+        for node in frontier:
+            for callee in _callees(tree, node):
+                if all(callee is not f for f in found):
+                    found.append(callee)
+                    following.append(callee)
+        frontier = following
+    return found
+
+
+def redraws(tree: Tree, start: cst.CSTNode) -> bool:
+    """Running ``start`` (a function, or a loop body) draws tensors anew in place, itself or
+    through the file's functions it calls, and trains nothing on the way (a ``.backward()``
+    there: a copy made once it returns would be too late)."""
+    reached = _reached(tree, start)
+    if any(
+        isinstance(c.func, cst.Attribute) and c.func.attr.value == "backward"
+        for node in reached
+        for c in find_all(node, cst.Call, enter_functions=False)
+    ):
+        return False
+    return any(draws_in_place(tree, node) for node in reached)
+
+
+def _returns_value(function: cst.FunctionDef) -> bool:
+    return any(r.value is not None for r in find_all(function, cst.Return, enter_functions=False))
 
 
 def _model_of(node: cst.CSTNode, models: list[str]) -> str | None:
@@ -110,7 +188,7 @@ def reinitialised_model(planner: PlainPlanner, stmt: cst.CSTNode) -> str | None:
         if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute)):
             return None
         model = _model_of(it.func.value, models) if it.func.attr.value in PARAMETER_WALKS else None
-        return model if model is not None and draws_in_place(tree, stmt.body) else None
+        return model if model is not None and redraws(tree, stmt.body) else None
     if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)):
         return None
     call = stmt.body[0].value
@@ -124,19 +202,22 @@ def reinitialised_model(planner: PlainPlanner, stmt: cst.CSTNode) -> str | None:
                 return model
             if func.attr.value == "apply" and call.args:
                 applied = _file_function(tree, call.args[0].value)
-                return model if applied is not None and draws_in_place(tree, applied) else None
+                return model if applied is not None and redraws(tree, applied) else None
+            methods = [m for c in _file_classes(tree) if (m := _method(c, func.attr.value)) is not None]
+            if any(not _returns_value(m) and redraws(tree, m) for m in methods):  # model.init_weights()
+                return model
             return None
         if isinstance(func.value, cst.Name) and func.value.value == "self":  # self._reset_params()
             method = _method(tree.class_of(planner.scope), func.attr.value)
-            if method is None or not draws_in_place(tree, method):
+            if method is None or not redraws(tree, method):
                 return None
-            read = set(read_keys(method))
+            read = {key for node in _reached(tree, method) for key in read_keys(node)}
             return next((m for m in models if m in read), None)
         return None
     handed = [m for m in (_model_of(a.value, models) for a in call.args if not a.star) if m is not None]
     if handed:
         function = _file_function(tree, func)
-        if function is not None and draws_in_place(tree, function):
+        if function is not None and redraws(tree, function):
             return handed[0]
     return None
 
