@@ -27,6 +27,16 @@ a copy after it returns would come after its training, too late. A method of a c
 the model and returning a value (``model.sample()``) is called for that value, not to re-draw the
 weights.
 
+The copy is for processes that each hold the whole model (DDP; a no-op on one process), so it
+runs only when ``accelerator.distributed_type`` is neither FSDP nor DeepSpeed. Under FSDP each
+process holds its own shard of every parameter: the shards drawn apart make one model, and a
+broadcast of them is wrong (FSDP1's flat shards differ by design) or fails (FSDP2's DTensors:
+"c10d.broadcast_.default does not have a sharding strategy registered", 2 gloo processes,
+torch 2.13). DeepSpeed's engine keeps the weights its optimizer steps in its own partitions, so
+an in-place draw after ``prepare()`` does not reach them. What is not made right there (a fan-based
+``xavier_`` / ``kaiming_`` init of FSDP1's flat shards, the draw lost under DeepSpeed) the note
+says: re-initialise before ``prepare()`` for those launches.
+
 A seed right before the draw (``torch.manual_seed(0)``) still gets the copy: the draw is alike
 on every process only while every process's random stream is alike up to there, which the
 conversion cannot see, and the copy holds either way for one broadcast per re-initialisation.
@@ -72,6 +82,14 @@ PARAMETER_WALKS = ("parameters", "named_parameters")
 #: How many calls deep the file's own functions are followed from the statement after prepare().
 MAX_CALL_DEPTH = 4
 SYNC_FUNCTION = ("accelerate.utils", "broadcast")
+#: what the copy is guarded by: the launches whose processes hold shards, not replicas
+GUARD_TYPE = ("accelerate", "DistributedType")
+GUARD_TYPE_NAMES = (
+    "accelerate.DistributedType",
+    "accelerate.utils.DistributedType",
+    "accelerate.utils.dataclasses.DistributedType",
+)
+SHARDED_TYPES = "(DistributedType.FSDP, DistributedType.DEEPSPEED)"
 
 
 def draws_in_place(tree: Tree, function: cst.CSTNode) -> bool:
@@ -257,6 +275,7 @@ def sync_reinitialised(planner: PlainPlanner, block: Block, prepare_index: int) 
         return
     synced: list[str] = []
     skip: list[cst.CSTNode] = []
+    guard_imported = False
     for inner, index, stmt in _statements_after(block, prepare_index):
         if any(tree.contains(s, stmt) for s in skip):
             continue
@@ -264,34 +283,53 @@ def sync_reinitialised(planner: PlainPlanner, block: Block, prepare_index: int) 
         if model is None:
             continue
         skip.append(stmt)
-        _refuse_taken_name(tree)
+        _refuse_taken_name(tree, "broadcast", (".".join(SYNC_FUNCTION),), "copying process 0's re-initialised weights")
+        guard_imported = _refuse_taken_name(tree, "DistributedType", GUARD_TYPE_NAMES, "guarding that copy")
         acc = planner.acc_key
+        newline = planner.module.default_newline
         sync = statement(
-            f"for param in {acc}.unwrap_model({model}).parameters():{planner.module.default_newline}"
-            f"    param.data.copy_(broadcast(param.data))",
+            f"if {acc}.distributed_type not in {SHARDED_TYPES}:{newline}"
+            f"    for param in {acc}.unwrap_model({model}).parameters():{newline}"
+            f"        param.data.copy_(broadcast(param.data))",
             planner.module,
         )
         planner.edits.add_statements(inner, index + 1, [sync], after=True)
         shown = code(stmt).strip().splitlines()[0].rstrip(":")
         synced.append(f"{shown} (line {tree.line(stmt)})")
     if synced:
-        if SYNC_FUNCTION not in planner.imports:
-            planner.imports.append(SYNC_FUNCTION)
+        for needed in (SYNC_FUNCTION, *(() if guard_imported else (GUARD_TYPE,))):
+            if needed not in planner.imports:
+                planner.imports.append(needed)
         planner.notes.append(
             f"{', '.join(synced)} re-initialises the model's parameters in place after prepare(): DDP copies "
             "process 0's weights only when prepare() wraps the model, so each process would draw its own values "
             "and train a different model; process 0's values are copied to every process right after it "
-            "(accelerate.utils.broadcast, a no-op on one process)"
+            "(accelerate.utils.broadcast, a no-op on one process). Not under FSDP or DeepSpeed, whose processes "
+            "hold shards (a broadcast of them is wrong or fails): there the re-initialisation is not made right "
+            "(FSDP1's flat shards lose the shapes xavier_/kaiming_ need; DeepSpeed's optimizer keeps its own copy "
+            "of the weights); re-initialise before prepare() for those launches"
         )
 
 
-def _refuse_taken_name(tree: Tree) -> None:
+def _refuse_taken_name(tree: Tree, wanted: str, qualified: tuple[str, ...], purpose: str) -> bool:
+    """Refuse a script that names something else ``wanted``; True when it already names the
+    accelerate object itself (its import serves)."""
+    found = False
     for name in find_all(tree.module, cst.Name):
         parent = tree.parent(name)
-        if isinstance(parent, cst.Attribute) and parent.attr is name:
+        if name.value != wanted or (isinstance(parent, cst.Attribute) and parent.attr is name):
             continue  # dist.broadcast(...)
-        if name.value == "broadcast" and not tree.resolves_to(name, "accelerate.utils.broadcast"):
+        importer = tree.parent(parent) if isinstance(parent, cst.ImportAlias) and parent.asname is None else None
+        if isinstance(importer, cst.ImportFrom) and importer.module is not None:
+            imported = f"{code(importer.module).strip()}.{wanted}"  # the import line itself
+        elif tree.resolves_to(name, *qualified):
+            imported = qualified[0]
+        else:
+            imported = ""
+        if imported not in qualified:
             raise Refusal(
-                f"the script names something 'broadcast' (line {tree.line(name)}), which the conversion needs for "
-                "accelerate.utils.broadcast (copying process 0's re-initialised weights): rename it"
+                f"the script names something '{wanted}' (line {tree.line(name)}), which the conversion needs for "
+                f"{qualified[0]} ({purpose}): rename it"
             )
+        found = True
+    return found

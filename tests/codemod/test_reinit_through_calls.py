@@ -57,8 +57,9 @@ def _converted(helpers: str, call: str):
 def _synced_after(call: str) -> str:
     return (
         f"        {call}\n"
-        "        for param in accelerator.unwrap_model(model).parameters():\n"
-        "            param.data.copy_(broadcast(param.data))\n"
+        "        if accelerator.distributed_type not in (DistributedType.FSDP, DistributedType.DEEPSPEED):\n"
+        "            for param in accelerator.unwrap_model(model).parameters():\n"
+        "                param.data.copy_(broadcast(param.data))\n"
         "        for xb, yb in loader:\n"
     )
 
@@ -95,9 +96,9 @@ def test_a_helper_that_calls_the_model_classes_init_method():
 def test_a_parameter_loop_that_calls_an_init_helper():
     helpers = "def draw(p):\n    nn.init.normal_(p, std=0.02)\n\n\n"
     result = _converted(helpers, "for p in model.parameters():\n            draw(p)")
-    assert "            draw(p)\n        for param in accelerator.unwrap_model(model).parameters():\n" in result.text, (
-        result.text
-    )
+    assert (
+        "            draw(p)\n        if accelerator.distributed_type not in (DistributedType.FSDP," in result.text
+    ), result.text
 
 
 def test_mutual_recursion_ends_and_a_chain_too_deep_is_not_followed():
@@ -190,6 +191,7 @@ if __name__ == "__main__":
     assert result.refused is None, result.refused
     assert (
         "            self._reset()\n"
-        "            for param in self.accelerator.unwrap_model(self.model).parameters():\n"
-        "                param.data.copy_(broadcast(param.data))\n"
+        "            if self.accelerator.distributed_type not in (DistributedType.FSDP, DistributedType.DEEPSPEED):\n"
+        "                for param in self.accelerator.unwrap_model(self.model).parameters():\n"
+        "                    param.data.copy_(broadcast(param.data))\n"
     ) in result.text, result.text
