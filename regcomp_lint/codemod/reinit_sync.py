@@ -6,7 +6,10 @@ ABSA-PyTorch's ``run()`` builds the optimizer, then calls ``self._reset_params()
 ``model.apply(weights_init)`` in its run loop. Converted with ``prepare()`` after the optimizer,
 each process draws its own values there and the replicas train apart for the whole run.
 
-Such a call, as a statement of the scope after the ``prepare()`` point (in a loop too), is
+Such a call, as a statement of the scope after the ``prepare()`` point (in a loop too), or of a
+training function the scope calls only after that point (``fit(net, ...)`` opening with
+``net.apply(init)``: the copy goes right after the draw there, with ``fit``'s names for the model
+and the accelerator, since a copy after ``fit()`` returns would follow its training), is
 followed by a copy of process 0's values to every process (``accelerate.utils.broadcast``: a
 no-op on one process, ``torch.distributed.broadcast`` on several). A call that runs once, before
 the training, moves ``prepare()`` past it instead (``PlainPlanner._after_model_setup``).
@@ -52,7 +55,8 @@ import libcst as cst
 
 from regcomp_lint.codemod.builders import statement
 from regcomp_lint.codemod.settings import Refusal
-from regcomp_lint.codemod.tree import Block, Tree, code, find_all, key_of, read_keys
+from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, read_keys
+from regcomp_lint.codemod.wrapped_access import called_after_prepare, handed_the_model, sees_prepared
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.plain import PlainPlanner
@@ -198,9 +202,14 @@ def _method(cls: cst.ClassDef | None, name: str) -> cst.FunctionDef | None:
     return next((m for m in cls.body.body if isinstance(m, cst.FunctionDef) and m.name.value == name), None)
 
 
-def reinitialised_model(planner: PlainPlanner, stmt: cst.CSTNode) -> str | None:
-    """The prepared model whose parameters ``stmt`` (a statement) writes in place, else None."""
-    tree, models = planner.tree, list(planner.models)
+def reinitialised_model(
+    planner: PlainPlanner, stmt: cst.CSTNode, models: list[str] | None = None, where: Function | None = None
+) -> str | None:
+    """The prepared model whose parameters ``stmt`` (a statement) writes in place, else None;
+    ``models``: how ``where`` (the scope unless given) names the prepared models."""
+    tree = planner.tree
+    models = list(planner.models) if models is None else models
+    where = planner.scope if where is None else where
     if isinstance(stmt, cst.For):
         it = stmt.iter
         if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute)):
@@ -226,7 +235,7 @@ def reinitialised_model(planner: PlainPlanner, stmt: cst.CSTNode) -> str | None:
                 return model
             return None
         if isinstance(func.value, cst.Name) and func.value.value == "self":  # self._reset_params()
-            method = _method(tree.class_of(planner.scope), func.attr.value)
+            method = _method(tree.class_of(where), func.attr.value)
             if method is None or not redraws(tree, method):
                 return None
             read = {key for node in _reached(tree, method) for key in read_keys(node)}
@@ -268,35 +277,36 @@ def _inner_blocks(stmt: cst.CSTNode) -> list[cst.IndentedBlock]:
 
 
 def sync_reinitialised(planner: PlainPlanner, block: Block, prepare_index: int) -> None:
-    """After each in-place (re)initialisation of a prepared model that runs after ``prepare()``,
-    copy process 0's values to every process; a note names the call."""
+    """After each in-place (re)initialisation of a prepared model that runs after ``prepare()``
+    (in the scope, or in a training function it calls afterwards), copy process 0's values to
+    every process; a note names the call."""
     tree = planner.tree
     if not planner.models:
         return
     synced: list[str] = []
-    skip: list[cst.CSTNode] = []
-    guard_imported = False
-    for inner, index, stmt in _statements_after(block, prepare_index):
-        if any(tree.contains(s, stmt) for s in skip):
-            continue
-        model = reinitialised_model(planner, stmt)
-        if model is None:
-            continue
-        skip.append(stmt)
+    for where, body, start, models in _places(planner, block, prepare_index):
+        skip: list[cst.CSTNode] = []
+        for inner, index, stmt in _statements_after(body, start):
+            if any(tree.contains(s, stmt) for s in skip):
+                continue
+            model = reinitialised_model(planner, stmt, models, where)
+            if model is None:
+                continue
+            skip.append(stmt)
+            acc = planner.accelerator_in(where)
+            newline = planner.module.default_newline
+            sync = statement(
+                f"if {acc}.distributed_type not in {SHARDED_TYPES}:{newline}"
+                f"    for param in {acc}.unwrap_model({model}).parameters():{newline}"
+                f"        param.data.copy_(broadcast(param.data))",
+                planner.module,
+            )
+            planner.edits.add_statements(inner, index + 1, [sync], after=True)
+            shown = code(stmt).strip().splitlines()[0].rstrip(":")
+            synced.append(f"{shown} (line {tree.line(stmt)})")
+    if synced:
         _refuse_taken_name(tree, "broadcast", (".".join(SYNC_FUNCTION),), "copying process 0's re-initialised weights")
         guard_imported = _refuse_taken_name(tree, "DistributedType", GUARD_TYPE_NAMES, "guarding that copy")
-        acc = planner.acc_key
-        newline = planner.module.default_newline
-        sync = statement(
-            f"if {acc}.distributed_type not in {SHARDED_TYPES}:{newline}"
-            f"    for param in {acc}.unwrap_model({model}).parameters():{newline}"
-            f"        param.data.copy_(broadcast(param.data))",
-            planner.module,
-        )
-        planner.edits.add_statements(inner, index + 1, [sync], after=True)
-        shown = code(stmt).strip().splitlines()[0].rstrip(":")
-        synced.append(f"{shown} (line {tree.line(stmt)})")
-    if synced:
         for needed in (SYNC_FUNCTION, *(() if guard_imported else (GUARD_TYPE,))):
             if needed not in planner.imports:
                 planner.imports.append(needed)
@@ -309,6 +319,28 @@ def sync_reinitialised(planner: PlainPlanner, block: Block, prepare_index: int) 
             "(FSDP1's flat shards lose the shapes xavier_/kaiming_ need; DeepSpeed's optimizer keeps its own copy "
             "of the weights); re-initialise before prepare() for those launches"
         )
+
+
+def _places(
+    planner: PlainPlanner, block: Block, prepare_index: int
+) -> Iterator[tuple[Function, Block, int, list[str]]]:
+    """Where a draw runs after ``prepare()``: the scope's statements from the prepare point on, and
+    the whole body of each training function the scope calls only after it (``fit(model, ...)``
+    drawing on its first line: a copy after ``fit()`` returns would come after its training),
+    with the names each gives the prepared models (``net`` when called as ``fit(model)``)."""
+    yield planner.scope, block, prepare_index, list(planner.models)
+    models = set(planner.models)
+    for function in planner.reach():
+        if function is planner.scope or not isinstance(function, cst.FunctionDef):
+            continue
+        if any(f is planner.scope for f in planner.tree.enclosing_functions(function)):
+            continue  # defined in the scope: may run before the prepare point
+        if not called_after_prepare(planner, function, block, prepare_index):
+            continue
+        names = [m for m in planner.models if sees_prepared(function, m, planner)]
+        names += sorted(handed_the_model(planner, function, models, 0) - set(names))
+        if names:
+            yield function, planner.tree.body_of(function), 0, names
 
 
 def _refuse_taken_name(tree: Tree, wanted: str, qualified: tuple[str, ...], purpose: str) -> bool:
