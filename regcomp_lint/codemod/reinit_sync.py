@@ -128,7 +128,7 @@ def _callees(tree: Tree, node: cst.CSTNode) -> Iterator[cst.FunctionDef]:
             yield from _named_function(tree, call.args[0].value, owner)
         yield from _named_function(tree, func, owner)
         if isinstance(func, cst.Attribute) and not (isinstance(func.value, cst.Name) and func.value.value == "self"):
-            yield from (m for cls in _file_classes(tree) if (m := _method(cls, func.attr.value)) is not None)
+            yield from _class_methods(tree, func.attr.value)
 
 
 def _named_function(tree: Tree, name: cst.BaseExpression, owner: cst.ClassDef | None) -> Iterator[cst.FunctionDef]:
@@ -141,8 +141,24 @@ def _named_function(tree: Tree, name: cst.BaseExpression, owner: cst.ClassDef | 
             yield method
 
 
-def _file_classes(tree: Tree) -> list[cst.ClassDef]:
-    return [c for c in tree.module.body if isinstance(c, cst.ClassDef)]
+#: the last module seen (by identity, one kept): the methods of its top-level classes by name
+_method_index: dict[int, tuple[cst.Module, dict[str, list[cst.FunctionDef]]]] = {}
+
+
+def _class_methods(tree: Tree, name: str) -> list[cst.FunctionDef]:
+    """The methods called ``name`` of the file's top-level classes, indexed once per module: a
+    script of many classes would otherwise be scanned again for each ``x.m()`` call followed."""
+    hit = _method_index.get(id(tree.module))
+    if hit is None or hit[0] is not tree.module:
+        index: dict[str, list[cst.FunctionDef]] = {}
+        for cls in tree.module.body:
+            if isinstance(cls, cst.ClassDef) and isinstance(cls.body, cst.IndentedBlock):
+                for method in cls.body.body:
+                    if isinstance(method, cst.FunctionDef):
+                        index.setdefault(method.name.value, []).append(method)
+        _method_index.clear()
+        hit = _method_index[id(tree.module)] = (tree.module, index)
+    return hit[1].get(name, [])
 
 
 def _reached(tree: Tree, start: cst.CSTNode) -> list[cst.CSTNode]:
@@ -230,7 +246,7 @@ def reinitialised_model(
             if func.attr.value == "apply" and call.args:
                 applied = _file_function(tree, call.args[0].value)
                 return model if applied is not None and redraws(tree, applied) else None
-            methods = [m for c in _file_classes(tree) if (m := _method(c, func.attr.value)) is not None]
+            methods = _class_methods(tree, func.attr.value)
             if any(not _returns_value(m) and redraws(tree, m) for m in methods):  # model.init_weights()
                 return model
             return None
