@@ -55,8 +55,9 @@ import libcst as cst
 
 from regcomp_lint.codemod.builders import statement
 from regcomp_lint.codemod.settings import Refusal
-from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, read_keys
+from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, method_named, read_keys
 from regcomp_lint.codemod.wrapped_access import called_after_prepare, handed_the_model, sees_prepared
+from regcomp_lint.knowledge import accelerate_api
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.plain import PlainPlanner
@@ -136,7 +137,7 @@ def _named_function(tree: Tree, name: cst.BaseExpression, owner: cst.ClassDef | 
     if function is not None:
         yield function
     elif isinstance(name, cst.Attribute) and isinstance(name.value, cst.Name) and name.value.value == "self":
-        method = _method(owner, name.attr.value)
+        method = method_named(owner, name.attr.value)
         if method is not None:
             yield method
 
@@ -212,12 +213,6 @@ def _file_function(tree: Tree, name: cst.BaseExpression) -> cst.FunctionDef | No
     return next((f for f in tree.module.body if isinstance(f, cst.FunctionDef) and f.name.value == name.value), None)
 
 
-def _method(cls: cst.ClassDef | None, name: str) -> cst.FunctionDef | None:
-    if cls is None or not isinstance(cls.body, cst.IndentedBlock):
-        return None
-    return next((m for m in cls.body.body if isinstance(m, cst.FunctionDef) and m.name.value == name), None)
-
-
 def reinitialised_model(
     planner: PlainPlanner, stmt: cst.CSTNode, models: list[str] | None = None, where: Function | None = None
 ) -> str | None:
@@ -251,7 +246,7 @@ def reinitialised_model(
                 return model
             return None
         if isinstance(func.value, cst.Name) and func.value.value == "self":  # self._reset_params()
-            method = _method(tree.class_of(where), func.attr.value)
+            method = method_named(tree.class_of(where), func.attr.value)
             if method is None or not redraws(tree, method):
                 return None
             read = {key for node in _reached(tree, method) for key in read_keys(node)}
@@ -313,7 +308,7 @@ def sync_reinitialised(planner: PlainPlanner, block: Block, prepare_index: int) 
             newline = planner.module.default_newline
             sync = statement(
                 f"if {acc}.distributed_type not in {SHARDED_TYPES}:{newline}"
-                f"    for param in {acc}.unwrap_model({model}).parameters():{newline}"
+                f"    for param in {acc}.unwrap_model({model}, {accelerate_api.REGIONAL_UNWRAP}).parameters():{newline}"
                 f"        param.data.copy_(broadcast(param.data))",
                 planner.module,
             )

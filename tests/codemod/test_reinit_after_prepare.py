@@ -92,7 +92,7 @@ if __name__ == "__main__":
 SYNC_SELF = (
     "            self._reset_params()\n"
     "            if self.accelerator.distributed_type not in (DistributedType.FSDP, DistributedType.DEEPSPEED):\n"
-    "                for param in self.accelerator.unwrap_model(self.model).parameters():\n"
+    "                for param in self.accelerator.unwrap_model(self.model, keep_torch_compile=False).parameters():\n"
     "                    param.data.copy_(broadcast(param.data))\n"
 )
 
@@ -116,7 +116,7 @@ def test_plain_apply_in_the_run_loop_is_synced_from_process_0():
     assert (
         "        model.apply(weights_init)\n"
         "        if accelerator.distributed_type not in (DistributedType.FSDP, DistributedType.DEEPSPEED):\n"
-        "            for param in accelerator.unwrap_model(model).parameters():\n"
+        "            for param in accelerator.unwrap_model(model, keep_torch_compile=False).parameters():\n"
         "                param.data.copy_(broadcast(param.data))\n"
         "        for xb, yb in loader:\n"
     ) in text, text
@@ -133,7 +133,7 @@ def test_a_helper_that_reinitialises_the_model_it_is_handed_after_the_optimizer(
     assert (
         "        init_params(model)\n"
         "        if accelerator.distributed_type not in (DistributedType.FSDP, DistributedType.DEEPSPEED):\n"
-        "            for param in accelerator.unwrap_model(model).parameters():\n"
+        "            for param in accelerator.unwrap_model(model, keep_torch_compile=False).parameters():\n"
         "                param.data.copy_(broadcast(param.data))\n"
     ) in result.text, result.text
 

@@ -48,7 +48,7 @@ def test_the_draw_in_the_training_function_is_synced_there():
         "def fit(net, loader, optimizer, accelerator):\n"
         "    net.apply(init)\n"
         "    if accelerator.distributed_type not in (DistributedType.FSDP, DistributedType.DEEPSPEED):\n"
-        "        for param in accelerator.unwrap_model(net).parameters():\n"
+        "        for param in accelerator.unwrap_model(net, keep_torch_compile=False).parameters():\n"
         "            param.data.copy_(broadcast(param.data))\n"
         "    for xb, yb in loader:\n"
     ) in text, text
@@ -65,7 +65,7 @@ def test_a_helper_the_training_function_calls_is_synced_there_too():
     assert (
         "    reset(net)\n"
         "    if accelerator.distributed_type not in (DistributedType.FSDP, DistributedType.DEEPSPEED):\n"
-        "        for param in accelerator.unwrap_model(net).parameters():\n"
+        "        for param in accelerator.unwrap_model(net, keep_torch_compile=False).parameters():\n"
     ) in result.text, result.text
     assert result.text.count("broadcast(param.data)") == 1, result.text
 
@@ -115,7 +115,7 @@ def test_a_trainer_method_that_resets_then_trains():
     assert (
         "        self._reset_params()\n"
         "        if self.accelerator.distributed_type not in (DistributedType.FSDP, DistributedType.DEEPSPEED):\n"
-        "            for param in self.accelerator.unwrap_model(self.model).parameters():\n"
+        "            for param in self.accelerator.unwrap_model(self.model, keep_torch_compile=False).parameters():\n"
         "                param.data.copy_(broadcast(param.data))\n"
         "        for x, y in self.loader:\n"
     ) in result.text, result.text
