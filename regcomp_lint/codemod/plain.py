@@ -41,6 +41,7 @@ from regcomp_lint.codemod.device_choice import (
     local_rank_note,
     model_gpu_choices,
     only_moves_devices,
+    visible_devices_note,
 )
 from regcomp_lint.codemod.device_parameters import follow_handed_device, keep_trainer_cpu_choice
 from regcomp_lint.codemod.dispatched_models import refuse_dispatched_models
@@ -287,6 +288,9 @@ class PlainPlanner(Planner):
             rank_note = local_rank_note(tree)
             if rank_note is not None:
                 self.notes.append(rank_note)
+        visible_note = visible_devices_note(tree)
+        if visible_note is not None:
+            self.notes.append(visible_note)
         self._stay_on_cpu_without_devices()
         self._keep_one_loss_scaling()
         self._keep_hand_update_unscaled()
