@@ -23,6 +23,7 @@ from regcomp_lint.analysis.training_roles import Origin
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.local_modules import imported_function
 from regcomp_lint.codemod.roles import Creation, creations, unpacked_keys
+from regcomp_lint.codemod.taken_apart import Holder, held_results
 from regcomp_lint.codemod.tree import Function, Tree, code, find_all
 from regcomp_lint.files.source import SourceFile
 
@@ -61,6 +62,7 @@ def _find_optimizers(tree: Tree, function: Function) -> list[FoundOptimizer]:
         if source is not None:
             found.append(FoundOptimizer(creation.key, creation.stmt, source.owners, source.construct))
     found += _unpacked(tree, function)
+    found += _taken_apart(tree, function)
     return sorted(found, key=lambda f: tree.line(f.stmt))
 
 
@@ -83,6 +85,42 @@ def _unpacked(tree: Tree, function: Function) -> list[FoundOptimizer]:
             if key is not None:
                 found.append(FoundOptimizer(key, assign, list(dict.fromkeys(models)), source.construct))
     return found
+
+
+def _taken_apart(tree: Tree, function: Function) -> list[FoundOptimizer]:
+    """``parts = setup(cfg)`` then ``optimizer = parts["optimizer"]`` (or ``parts[1]``, or an
+    unpacking of ``parts``): the optimizer the helper returns in that slot, its models the keys the
+    caller takes out of the slots of the models returned beside it, or the arguments it was handed.
+    Only for a holder nothing else reads (taken_apart.py)."""
+    view = lint_view(tree)
+    found: list[FoundOptimizer] = []
+    if view.roles is None:
+        return found
+    for holder in held_results(tree, function):
+        if holder.stray:
+            continue
+        sources = view.roles.optimizers.element_sources(holder.call, view.where(holder.call))
+        for slot, (source, beside) in sources.items():
+            piece = holder.pieces.get(slot)
+            if piece is None:
+                continue
+            models = [*(holder.pieces[s].key for s in beside if s in holder.pieces), *source.owners]
+            found.append(FoundOptimizer(piece.key, piece.stmt, list(dict.fromkeys(models)), source.construct))
+    return found
+
+
+def stray_holders(tree: Tree, function: Function) -> list[Holder]:
+    """Holders of a helper's result that returns an optimizer, read other than to take it apart
+    (``parts["optimizer"].step()`` in the loop, ``log_lr(parts)``): their pieces cannot be
+    rebound by prepare() (taken_apart.py)."""
+    view = lint_view(tree)
+    if view.roles is None:
+        return []
+    return [
+        holder
+        for holder in held_results(tree, function)
+        if holder.stray and view.roles.optimizers.element_sources(holder.call, view.where(holder.call))
+    ]
 
 
 def not_optimizers(tree: Tree, function: Function) -> list[tuple[str, int]]:

@@ -72,6 +72,7 @@ from regcomp_lint.codemod.optimizers import (
     HandUpdate,
     find_optimizers,
     not_optimizers,
+    stray_holders,
     updated_by_hand,
 )
 from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConvertOptions
@@ -89,6 +90,7 @@ from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, Step
 from regcomp_lint.codemod.shard_metrics import shard_metric_notes
 from regcomp_lint.codemod.sharded_factories import sampler_beside, sharded_by_factory
 from regcomp_lint.codemod.synced_values import evaluates_alike
+from regcomp_lint.codemod.taken_apart import piece_keys, stray_refusal
 from regcomp_lint.codemod.trackers import log_from_main_process
 from regcomp_lint.codemod.trainer_models import (
     OptimizerMethod,
@@ -434,6 +436,9 @@ class PlainPlanner(Planner):
         else:
             self.owner = None
             if self.scope not in self.training:
+                for function in tree.in_source_order(self.training):
+                    for holder in stray_holders(tree, function):
+                        raise Refusal(stray_refusal(tree, holder))
                 raise Refusal(
                     f"the model and optimizer are built in {function_name(self.scope)}, which does not run the training loop; "
                     "build them where the loop runs, or convert by hand"
@@ -581,10 +586,15 @@ class PlainPlanner(Planner):
             made_here += [
                 c for c in creations(self.optimizer_method.method) if c.key in self.optimizer_method.schedulers
             ]
+        pieces = piece_keys(tree, self.scope)  # `scheduler = parts["scheduler"]` of a helper's dict
         for creation in made_here:
             if creation.key in loaders + schedulers + optimizers + models + self.kept_schedulers + self.sharded_loaders:
                 continue
             built = view.origin(creation.value)
+            if built is not None and built.kind is Kind.SCHEDULER and pieces.get(creation.key) is creation.stmt:
+                assert view.roles is not None
+                self._sort_scheduler(creation.key, *view.roles.cadence(built), schedulers, built)
+                continue
             handed = built is None and self._handed_loader(view, creation.value, self.tree.function_of(creation.stmt))
             if handed:
                 built = handed

@@ -23,6 +23,7 @@ from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.local_modules import imported_function
 from regcomp_lint.codemod.optimizers import returned_elsewhere
 from regcomp_lint.codemod.roles import unpacked_keys
+from regcomp_lint.codemod.taken_apart import piece_keys
 from regcomp_lint.codemod.tree import Function, Tree, find_all
 
 
@@ -41,12 +42,20 @@ def unpacked_schedulers(tree: Tree, function: Function) -> list[UnpackedSchedule
     found: list[UnpackedScheduler] = []
     if roles is None:
         return found
+    pieces = piece_keys(tree, function)
     for assign in find_all(function, cst.Assign, enter_functions=False):
         keys = unpacked_keys(assign)
         call = view.expression_at(assign.value) if keys else None
-        if keys is None or not isinstance(call, ast.Call):
+        # `model, optimizer, scheduler = parts` (or `= parts["m"], parts["o"], parts["s"]`) of a
+        # helper's result held in `parts` (taken_apart.py): the roles follow the name or subscripts
+        taken = keys is not None and any(pieces.get(k) is assign for k in keys if k is not None)
+        if taken and call is None:
+            call = view.any_expression_at(assign.value)
+        if keys is None or not (isinstance(call, ast.Call) or taken) or call is None:
             continue
-        where = view.where(call)
+        where = view.where_inside(call)
+        if where is None:
+            continue
         origins = [roles.unpacked_origin(call, where, index) for index in range(len(keys))]
         if any(origin is not None for origin in origins):  # a function of the file: the roles see it all
             for key, origin in zip(keys, origins, strict=True):
