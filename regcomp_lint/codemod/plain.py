@@ -440,9 +440,31 @@ class PlainPlanner(Planner):
                     for holder in stray_holders(tree, function):
                         raise Refusal(stray_refusal(tree, holder))
                 raise Refusal(
-                    f"the model and optimizer are built in {function_name(self.scope)}, which does not run the training loop; "
-                    "build them where the loop runs, or convert by hand"
+                    f"the model and optimizer are built in {function_name(self.scope)}, which does not run the training loop"
+                    f"{self._unfollowed_result()}; build them where the loop runs, or convert by hand"
                 )
+
+    def _unfollowed_result(self) -> str:
+        """For a refusal: where the training code calls the helper that builds the model and
+        optimizer, and what the helper returns (``SimpleNamespace(model=..., optimizer=...)``, an
+        object of its own class) that the converter cannot take the optimizer out of."""
+        tree = self.tree
+        if not isinstance(self.scope, cst.FunctionDef):
+            return ""
+        calls = [call for caller, call in self.graph.callers_of(self.scope) if caller in self.training]
+        returns = [r for r in find_all(self.scope, cst.Return, enter_functions=False) if r.value is not None]
+        if not calls or not returns:
+            return ""
+        statement = code(tree.line_of(calls[0])).strip().splitlines()[0]
+        returned = returns[0].value
+        assert returned is not None
+        shown = code(returned).strip().splitlines()[0]
+        return (
+            f"; the training code calls it at line {tree.line(calls[0])} ({statement!r}) and takes the model and "
+            f"optimizer out of {shown} (line {tree.line(returns[0])}): regcomp-fix follows a helper's result only "
+            "as the optimizer itself, a tuple, or a tuple or dict with constant keys the caller takes apart "
+            "(model, optimizer = parts; parts['optimizer'])"
+        )
 
     def _beside_traced(self, untraced: list[FoundOptimizer]) -> None:
         """An optimizer of the scope whose parameters cannot be traced (airbench's
