@@ -234,7 +234,11 @@ class OptimizerSources:
         value, inside = returns[0]
         assert isinstance(value, ast.Tuple)
         found = self._returned_sources(call, factory, dict(enumerate(value.elts)), inside)
-        return {index: (source, [b for b in beside if isinstance(b, int)]) for index, (source, beside) in found.items()}
+        return {
+            index: (source, [b for b in beside if isinstance(b, int)])
+            for index, (source, beside) in found.items()
+            if isinstance(index, int)
+        }
 
     def element_sources(self, call: ast.Call, where: Where) -> dict[int | str, tuple[OptimizerSource, list[int | str]]]:
         """Like :meth:`unpacked_sources`, by slot, for a local function every return of which is
@@ -245,7 +249,7 @@ class OptimizerSources:
         if factory is None or factory is where.function:
             return {}
         returns = self.bindings.returns(factory)
-        shapes = [_slots(value) for value, _ in returns]
+        shapes = [returned_slots(value) for value, _ in returns]
         first = shapes[0] if shapes else None
         if first is None or any(s is None or sorted(map(str, s)) != sorted(map(str, first)) for s in shapes):
             return {}
@@ -393,14 +397,17 @@ class OptimizerSources:
         return self.ctx.source.segment(node)
 
 
-def _slots(value: ast.expr) -> dict[int | str, ast.expr] | None:
+def returned_slots(value: ast.expr) -> dict[int | str, ast.expr] | None:
     """A returned tuple by position, or a dict display by its constant string keys; else None."""
     if isinstance(value, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in value.elts):
         return dict(enumerate(value.elts))
-    if isinstance(value, ast.Dict) and all(
-        isinstance(k, ast.Constant) and isinstance(k.value, str) for k in value.keys
-    ):
-        return {cast(ast.Constant, k).value: v for k, v in zip(value.keys, value.values)}
+    if isinstance(value, ast.Dict):
+        slots: dict[int | str, ast.expr] = {}
+        for k, v in zip(value.keys, value.values, strict=True):
+            if not isinstance(k, ast.Constant) or not isinstance(k.value, str):
+                return None
+            slots[k.value] = v
+        return slots
     return None
 
 

@@ -195,7 +195,7 @@ class LintView:
         expr = self.expression_at(node)
         if expr is None and isinstance(node, cst.Subscript):  # `parts["optimizer"]` of a helper's dict
             expr = self.any_expression_at(node)
-            expr = expr if constant_slot(expr) is not None else None
+            expr = expr if expr is not None and constant_slot(expr) is not None else None
         if expr is None or self.roles is None:
             return None
         where = self.where_inside(expr)

@@ -156,3 +156,91 @@ def test_a_holder_handed_whole_to_a_function_is_refused_naming_the_call():
     result = convert_source(text, "train.py", ConvertOptions())
     assert result.refused is not None
     assert "log_lr(parts)" in result.refused
+
+
+def test_a_helper_returning_an_object_is_refused_naming_the_call_and_what_it_returns():
+    helper = SETUP_DICT.replace(
+        'return {"model": model, "optimizer": optimizer, "scheduler": scheduler}',
+        "return SimpleNamespace(model=model, optimizer=optimizer, scheduler=scheduler)",
+    )
+    taken = "state = setup(cfg)\nmodel, optimizer, scheduler = state.model, state.optimizer, state.scheduler\n"
+    text = "from types import SimpleNamespace\n" + _script(helper, taken, PER_STEP)
+    lines = text.splitlines()
+    result = convert_source(text, "train.py", ConvertOptions())
+    assert result.refused is not None
+    call_line = lines.index("    state = setup(cfg)") + 1
+    return_line = next(i for i, line in enumerate(lines) if "return SimpleNamespace(" in line) + 1
+    assert f"line {call_line} ('state = setup(cfg)')" in result.refused
+    assert f"SimpleNamespace(model=model, optimizer=optimizer, scheduler=scheduler) (line {return_line})" in (
+        result.refused
+    )
+
+
+ELSEWHERE = {  # the helper in the project's own builders.py, imported by the script
+    "dict-subscripts": (
+        "from builders import setup\n",
+        SETUP_DICT,
+        'parts = setup(cfg)\nmodel = parts["model"]\noptimizer = parts["optimizer"]\nscheduler = parts["scheduler"]\n',
+    ),
+    "lightning-dict": (
+        "from builders import configure_optimizers\n",
+        CONFIGURE,
+        "model = torch.nn.Linear(2, 1)\nconfig = configure_optimizers(model, cfg)\n"
+        'optimizer, scheduler = config["optimizer"], config["lr_scheduler"]\n',
+    ),
+    "tuple-unpacked-later": (
+        "from builders import setup\n",
+        SETUP_TUPLE,
+        "parts = setup(cfg)\nmodel, optimizer, scheduler = parts\n",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("shape", "loop", "prepared"),
+    [
+        (shape, loop, prepared)
+        for shape in sorted(ELSEWHERE)
+        for loop, prepared in ((PER_STEP, True), (PER_EPOCH, False))
+    ],
+)
+def test_pieces_of_a_helper_of_another_module_are_prepared_by_their_cadence(tmp_path, shape, loop, prepared):
+    imported, helper, taken = ELSEWHERE[shape]
+    (tmp_path / "builders.py").write_text("import torch\n" + textwrap.dedent(helper))
+    body = textwrap.indent(taken + textwrap.dedent(loop).lstrip("\n"), "    ")
+    text = HEAD + imported + "\n\ndef main(cfg):\n" + body + "\n\nif __name__ == '__main__':\n    main({'lr': 0.1})\n"
+    result = convert_source(text, str(tmp_path / "train.py"), ConvertOptions())
+    assert result.refused is None, result.refused
+    scheduler = ", scheduler" if prepared else ""
+    assert _prepare_line(result) == (
+        f"model, optimizer, loader{scheduler} = accelerator.prepare(model, optimizer, loader{scheduler})"
+    )
+    assert any("scheduler steps once per epoch" in n for n in result.notes) is not prepared, result.notes
+
+
+@pytest.mark.parametrize(
+    ("returned", "taken"),
+    [
+        (
+            '{"model": model, "optimizer": optimizer}',
+            'parts = setup(cfg)\nmodel = parts["model"]\noptimizer = parts["optimizer"]\n',
+        ),
+        ("model, optimizer", "model, optimizer = setup(cfg)\n"),
+    ],
+    ids=["dict", "tuple"],
+)
+def test_a_model_another_module_builds_with_its_own_function_is_found_by_the_optimizers_parameters(
+    tmp_path, returned, taken
+):
+    # before: "no optimizer found" -- build_model() is no constructor the other module's reading knows
+    (tmp_path / "builders.py").write_text(
+        "import torch\n\n\ndef build_model():\n    return torch.nn.Linear(2, 1)\n\n\ndef setup(cfg):\n"
+        "    model = build_model()\n    optimizer = torch.optim.SGD(model.parameters(), lr=cfg['lr'])\n"
+        f"    return {returned}\n"
+    )
+    loop = PER_STEP.replace("        scheduler.step()\n", "")
+    body = textwrap.indent(taken + textwrap.dedent(loop).lstrip("\n"), "    ")
+    text = HEAD + "from builders import setup\n\n\ndef main(cfg):\n" + body + "\n\nmain({'lr': 0.1})\n"
+    result = convert_source(text, str(tmp_path / "train.py"), ConvertOptions())
+    assert result.refused is None, result.refused
+    assert _prepare_line(result) == "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)"
