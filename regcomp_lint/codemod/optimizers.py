@@ -19,6 +19,7 @@ import libcst as cst
 
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.analysis.optimizer_sources import OptimizerSource, returned_slots
+from regcomp_lint.analysis.reachability.modules import ParsedModule
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
 from regcomp_lint.analysis.training_roles import Origin
 from regcomp_lint.codemod.lint_view import lint_view
@@ -27,6 +28,7 @@ from regcomp_lint.codemod.roles import Creation, creations, unpacked_keys
 from regcomp_lint.codemod.taken_apart import Holder, held_results
 from regcomp_lint.codemod.tree import Function, Tree, code, find_all
 from regcomp_lint.files.source import SourceFile
+from regcomp_lint.knowledge import torch_api
 
 
 @dataclass
@@ -288,7 +290,7 @@ def _owner_slots(
     build_model(); optimizer = SGD(model.parameters()); return {"model": model, ...}``): the
     model, whatever builds it."""
     found = imported_function(tree, value.func) if isinstance(value, cst.Call) else None
-    if found is None:
+    if found is None or _wraps_the_model(found[0], found[1]):
         return []
     made: ast.AST | None = elements[optimizer]
     if isinstance(made, ast.Name):
@@ -310,6 +312,16 @@ def _owner_slots(
         and isinstance(sub.func.value, ast.Name)
     }
     return [k for k, e in elements.items() if k != optimizer and isinstance(e, ast.Name) and e.id in owners]
+
+
+def _wraps_the_model(parsed: ParsedModule, function: ast.AST) -> bool:
+    """The other module's function wraps or compiles the model itself (``DDP(model)``, FSDP,
+    ``torch.compile``): the converter cannot edit that module, and prepare() would wrap the
+    wrapper, so what it returns is no model to prepare."""
+    ctx = FileContext(SourceFile(parsed.path or "", ""), parsed.tree)
+    ctx.imports = parsed.imports
+    wrappers = (*torch_api.DATA_PARALLEL, *torch_api.FSDP, *torch_api.TORCH_COMPILE)
+    return any(isinstance(n, ast.Call) and ctx.resolves_to(n.func, *wrappers) for n in ast.walk(function))
 
 
 def returned_elsewhere(

@@ -15,6 +15,7 @@ is not decided here: the lint's roles read the helper's returned dict or tuple
 from __future__ import annotations
 
 import ast
+import weakref
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -44,27 +45,59 @@ class Holder:
 
 
 def held_results(tree: Tree, function: Function) -> list[Holder]:
-    """Every name ``function`` binds once to a call and reads only by constant subscripts or
-    unpacking (``stray`` lists the statements that read it in any other way)."""
+    """Every name ``function`` binds once to a call and takes apart (constant subscripts or
+    unpacking); ``stray`` lists the statements that read it in any other way. Worked out once
+    per function of a tree (the planner asks from several places)."""
+    known = _HELD.get(tree)
+    if known is None:
+        known = _HELD[tree] = {}
+    found = known.get(function)
+    if found is None:
+        found = known[function] = _held_results(tree, function)
+    return found
+
+
+_HELD: weakref.WeakKeyDictionary[Tree, dict[Function, list[Holder]]] = weakref.WeakKeyDictionary()
+
+
+def _held_results(tree: Tree, function: Function) -> list[Holder]:
     view = lint_view(tree)
-    found: list[Holder] = []
+    candidates: dict[str, cst.Assign] = {}
     for assign in find_all(function, cst.Assign, enter_functions=False):
         target = single_target(assign)
-        if target is None or "." in target[0] or not isinstance(assign.value, cst.Call):
+        if target is not None and "." not in target[0] and isinstance(assign.value, cst.Call):
+            candidates[target[0]] = assign
+    if not candidates:
+        return []
+    reads: dict[str, list[cst.Name]] = {}
+    for node in find_all(function, cst.Name):  # one walk for all the candidates
+        if node.value in candidates:
+            reads.setdefault(node.value, []).append(node)
+    found: list[Holder] = []
+    for name, assign in candidates.items():
+        taken = [r for r in reads.get(name, []) if _takes_apart(tree, r)]
+        if not taken:
             continue
-        name = target[0]
         call = view.expression_at(assign.value)
         if not isinstance(call, ast.Call) or len(bindings(function, name)) != 1:
             continue
         holder = Holder(name, assign, call)
-        for read in find_all(function, cst.Name):
-            if read.value != name or _is_target(tree, read, assign):
+        for read in reads[name]:
+            if _is_target(tree, read, assign):
                 continue
             if not _take_apart(tree, holder, read):
                 holder.stray.append(tree.line_of(read))
         if holder.pieces:
             found.append(holder)
     return found
+
+
+def _takes_apart(tree: Tree, read: cst.Name) -> bool:
+    """A cheap first look: ``read`` is subscripted or is the value of an assignment."""
+    parent = tree.parent(read)
+    return (isinstance(parent, cst.Subscript) and parent.value is read) or (
+        isinstance(parent, cst.Assign) and parent.value is read
+    )
 
 
 def stray_refusal(tree: Tree, holder: Holder) -> str:

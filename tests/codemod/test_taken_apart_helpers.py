@@ -244,3 +244,18 @@ def test_a_model_another_module_builds_with_its_own_function_is_found_by_the_opt
     result = convert_source(text, str(tmp_path / "train.py"), ConvertOptions())
     assert result.refused is None, result.refused
     assert _prepare_line(result) == "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)"
+
+
+@pytest.mark.parametrize("wrap", ["model = DDP(model)", "model = torch.compile(model)"])
+def test_a_model_another_module_wraps_itself_stays_refused(tmp_path, wrap):
+    # that module cannot be edited, and prepare() would wrap (or compile) the wrapper again
+    (tmp_path / "builders.py").write_text(
+        "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n\n\ndef build_model():\n"
+        "    return torch.nn.Linear(2, 1)\n\n\ndef setup(cfg):\n    model = build_model()\n"
+        f"    {wrap}\n    optimizer = torch.optim.SGD(model.parameters(), lr=cfg['lr'])\n    return model, optimizer\n"
+    )
+    loop = PER_STEP.replace("        scheduler.step()\n", "")
+    body = textwrap.indent("model, optimizer = setup(cfg)\n" + textwrap.dedent(loop).lstrip("\n"), "    ")
+    text = HEAD + "from builders import setup\n\n\ndef main(cfg):\n" + body + "\n\nmain({'lr': 0.1})\n"
+    result = convert_source(text, str(tmp_path / "train.py"), ConvertOptions())
+    assert result.refused is not None
