@@ -387,6 +387,11 @@ class PlainPlanner(Planner):
         if len(scopes) > 1:
             training_scopes = [s for s in scopes if s in self.training]
             if len(training_scopes) != 1:
+                # `self.model, self.optimizer = setup(cfg)` in a trainer's __init__: setup() hands
+                # its optimizer back in a tuple or dict; it is prepared where it is taken apart
+                takers = [s for s in scopes if not _hands_back(s, [k for f, k, _ in found if f is s])]
+                training_scopes = takers if len(takers) == 1 else training_scopes
+            if len(training_scopes) != 1:
                 where = ", ".join(function_name(s) for s in scopes)
                 raise Refusal(
                     f"optimizers are built in several places ({where}); convert by hand or build them in one function"
@@ -2083,6 +2088,20 @@ def _with_params(params: list[cst.Param]) -> Callable[[cst.Parameters], cst.Para
         return updated.with_changes(params=params)
 
     return edit
+
+
+def _hands_back(function: Function, keys: list[str | None]) -> bool:
+    """Every optimizer ``function`` builds is an element of a tuple or dict display it returns
+    (``return model, optimizer, scheduler``, ``return {"optimizer": optimizer}``)."""
+    if isinstance(function, cst.Module) or not keys:
+        return False
+    returned: set[str] = set()
+    for r in find_all(function, cst.Return, enter_functions=False):
+        if isinstance(r.value, (cst.Tuple, cst.List)):
+            returned |= {k for e in r.value.elements if (k := key_of(e.value))}
+        elif isinstance(r.value, cst.Dict):
+            returned |= {k for e in r.value.elements if isinstance(e, cst.DictElement) and (k := key_of(e.value))}
+    return all(key in returned for key in keys)
 
 
 def _returned_keys(function: Function) -> set[str]:

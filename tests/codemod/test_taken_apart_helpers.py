@@ -259,3 +259,45 @@ def test_a_model_another_module_wraps_itself_stays_refused(tmp_path, wrap):
     text = HEAD + "from builders import setup\n\n\ndef main(cfg):\n" + body + "\n\nmain({'lr': 0.1})\n"
     result = convert_source(text, str(tmp_path / "train.py"), ConvertOptions())
     assert result.refused is not None
+
+
+TRAINER = """
+class Trainer:
+    def __init__(self, cfg):
+        TAKEN
+        self.loader = DataLoader(torch.randn(8, 2), batch_size=2)
+
+    def fit(self, epochs):
+        for epoch in range(epochs):
+            for x in self.loader:
+                loss = self.model(x).sum()
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+                self.scheduler.step()
+
+
+if __name__ == "__main__":
+    Trainer({"lr": 0.1}).fit(3)
+"""
+
+
+@pytest.mark.parametrize(
+    ("helper", "taken"),
+    [
+        (SETUP_TUPLE, "self.model, self.optimizer, self.scheduler = setup(cfg)"),
+        (
+            SETUP_DICT,
+            'parts = setup(cfg)\n        self.model = parts["model"]\n        self.optimizer = parts["optimizer"]\n'
+            '        self.scheduler = parts["scheduler"]',
+        ),
+    ],
+    ids=["tuple", "dict"],
+)
+def test_a_trainer_whose_init_takes_the_pieces_from_a_module_helper_is_prepared_in_init(helper, taken):
+    # before: "optimizers are built in several places (setup(), __init__())"
+    text = HEAD + textwrap.dedent(helper) + "\n" + TRAINER.replace("TAKEN", taken)
+    result = _convert(text)
+    assert _prepare_line(result).startswith("self.model, self.optimizer, self.loader, self.scheduler = ")
+    lines = result.text.splitlines()
+    assert lines.index("        " + _prepare_line(result)) < lines.index("    def fit(self, epochs):")
