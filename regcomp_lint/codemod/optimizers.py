@@ -315,13 +315,17 @@ def _owner_slots(
 
 
 def _wraps_the_model(parsed: ParsedModule, function: ast.AST) -> bool:
-    """The other module's function wraps or compiles the model itself (``DDP(model)``, FSDP,
-    ``torch.compile``): the converter cannot edit that module, and prepare() would wrap the
-    wrapper, so what it returns is no model to prepare."""
+    return model_wrap_in(parsed, function) is not None
+
+
+def model_wrap_in(parsed: ParsedModule, function: ast.AST) -> ast.Call | None:
+    """The call by which the other module's function wraps or compiles the model itself
+    (``DDP(model)``, FSDP, ``torch.compile``): the converter cannot edit that module, and
+    prepare() would wrap the wrapper, so what it returns is no model to prepare."""
     ctx = FileContext(SourceFile(parsed.path or "", ""), parsed.tree)
     ctx.imports = parsed.imports
     wrappers = (*torch_api.DATA_PARALLEL, *torch_api.FSDP, *torch_api.TORCH_COMPILE)
-    return any(isinstance(n, ast.Call) and ctx.resolves_to(n.func, *wrappers) for n in ast.walk(function))
+    return next((n for n in ast.walk(function) if isinstance(n, ast.Call) and ctx.resolves_to(n.func, *wrappers)), None)
 
 
 def returned_elsewhere(

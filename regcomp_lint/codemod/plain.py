@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import os
 from collections.abc import Callable
 from functools import partial
 
@@ -61,7 +62,7 @@ from regcomp_lint.codemod.host_batches import host_batch_loaders
 from regcomp_lint.codemod.inference_only import trains_nothing
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.load_locations import keep_cpu_load_locations
-from regcomp_lint.codemod.local_modules import importer_of, is_project_module, load_local
+from regcomp_lint.codemod.local_modules import imported_function, importer_of, is_project_module, load_local
 from regcomp_lint.codemod.method_loss import (
     MethodLoss,
     add_wrapper_class,
@@ -75,6 +76,7 @@ from regcomp_lint.codemod.optimizers import (
     FoundOptimizer,
     HandUpdate,
     find_optimizers,
+    model_wrap_in,
     not_optimizers,
     stray_holders,
     updated_by_hand,
@@ -1915,6 +1917,15 @@ class PlainPlanner(Planner):
                 if isinstance(c.func, cst.Attribute) and key_of(c.func.value) == key and "step" in c.func.attr.value
             ]
             text = f"{key} = {code(value.func).strip()}(...) at line {tree.line(made[0])}"
+            helper = imported_function(tree, value.func)
+            wrap = model_wrap_in(*helper) if helper is not None else None
+            if helper is not None and wrap is not None:
+                raise Refusal(
+                    f"{text}: {helper[1].name}() of {_beside(tree, helper[0].path)} "
+                    f"wraps or compiles the model itself (line {wrap.lineno}: {ast.unparse(wrap.func)}(...)); the "
+                    "conversion does not edit that module, and prepare() would wrap the wrapper again: drop the wrap "
+                    "there (prepare() makes it) or convert by hand"
+                )
             module = origin[0].rsplit(".", 1)[0] if origin else None
             if module and tree.filename and load_local(importer_of(tree.filename), module) is None:
                 text += f" (from {module}, which is not a file the conversion can read beside the script)"
@@ -2208,6 +2219,13 @@ def _source(stmt: cst.CSTNode) -> str:
     if isinstance(stmt, cst.SimpleStatementLine):
         return "; ".join(code(small).strip() for small in stmt.body)
     return code(stmt).strip()
+
+
+def _beside(tree: Tree, path: str | None) -> str:
+    """A project module's file as seen from the script's folder (``builders.py``, ``utils/x.py``)."""
+    if not path or not tree.filename:
+        return "its module"
+    return os.path.relpath(path, os.path.dirname(os.path.abspath(tree.filename)))
 
 
 def _counts_epochs(imports, call: ast.Call) -> bool:

@@ -259,6 +259,9 @@ def test_a_model_another_module_wraps_itself_stays_refused(tmp_path, wrap):
     text = HEAD + "from builders import setup\n\n\ndef main(cfg):\n" + body + "\n\nmain({'lr': 0.1})\n"
     result = convert_source(text, str(tmp_path / "train.py"), ConvertOptions())
     assert result.refused is not None
+    # the refusal names the wrap, not "no optimizer found"
+    expected = "not converted: optimizer = setup(...) at line 7: setup() of builders.py wraps or compiles the model"
+    assert f"{expected} itself (line 11: " in result.refused, result.refused
 
 
 TRAINER = """
