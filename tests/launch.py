@@ -47,9 +47,37 @@ script = sys.argv[1]
 sys.argv = sys.argv[1:]
 sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
 ONLY_MAIN_STDOUT
+RANK_DIGEST_BEFORE
 runpy.run_path(script, run_name="__main__")
 sys.stdout = sys.__stdout__
+RANK_DIGEST_AFTER
 CHECK_ACCELERATE
+"""
+#: Every optimizer the script builds is kept, and after the script its parameters' final values
+#: are hashed into ``rank_digest.<RANK>.txt``: DDP keeps them equal on every process, so ranks
+#: that end apart show a conversion that lost the sync (or, in the original, ranks that never had
+#: it). ``AcceleratedOptimizer`` does not call ``Optimizer.__init__``; the optimizer it wraps did.
+RANK_DIGEST_BEFORE = """
+import torch
+_regcomp_optimizers = []
+_regcomp_optimizer_init = torch.optim.Optimizer.__init__
+def _regcomp_record(self, *args, **kwargs):
+    _regcomp_optimizers.append(self)
+    _regcomp_optimizer_init(self, *args, **kwargs)
+torch.optim.Optimizer.__init__ = _regcomp_record
+"""
+RANK_DIGEST_AFTER = """
+import hashlib
+_regcomp_seen, _regcomp_hash = set(), hashlib.sha256()
+for _regcomp_optimizer in _regcomp_optimizers:
+    for _regcomp_group in _regcomp_optimizer.param_groups:
+        for _regcomp_p in _regcomp_group["params"]:
+            if id(_regcomp_p) not in _regcomp_seen:
+                _regcomp_seen.add(id(_regcomp_p))
+                _regcomp_hash.update(_regcomp_p.detach().float().cpu().numpy().tobytes())
+if _regcomp_seen:
+    with open(f"rank_digest.{os.environ.get('RANK', '0')}.txt", "w") as _regcomp_file:
+        _regcomp_file.write(_regcomp_hash.hexdigest())
 """
 #: The script's own stdout kept from the main process only (RANK 0): the others' goes to a file.
 ONLY_MAIN_STDOUT = """
@@ -108,16 +136,23 @@ def clean_environment(tmp_path: Path) -> dict[str, str]:
 
 
 def write_wrapper(
-    folder: Path, hang_after: int = 60, accelerate_marker: bool = True, main_stdout_only: bool = False
+    folder: Path,
+    hang_after: int = 60,
+    accelerate_marker: bool = True,
+    main_stdout_only: bool = False,
+    rank_digest: bool = False,
 ) -> Path:
     """``wrapper.py`` in ``folder``. Its end marker comes from accelerate's view of the processes
     (proves the launch really made two), or from the launcher's environment variables when the
     script has torn down its own process group (``accelerate_marker=False``). ``main_stdout_only``:
     what the script prints on other processes goes to ``stdout.rank<N>.log`` in the working folder
-    (the end markers still reach stdout)."""
+    (the end markers still reach stdout). ``rank_digest``: each process writes a digest of its
+    optimizers' final parameters (see ``RANK_DIGEST_BEFORE``)."""
     marker = ACCELERATE_MARKER if accelerate_marker else ENV_MARKER
     wrapper = folder / "wrapper.py"
     text = WRAPPER.replace("HANG_AFTER", str(hang_after)).replace("CHECK_ACCELERATE", marker)
+    text = text.replace("RANK_DIGEST_BEFORE", RANK_DIGEST_BEFORE if rank_digest else "")
+    text = text.replace("RANK_DIGEST_AFTER", RANK_DIGEST_AFTER if rank_digest else "")
     wrapper.write_text(text.replace("ONLY_MAIN_STDOUT", ONLY_MAIN_STDOUT if main_stdout_only else ""))
     return wrapper
 

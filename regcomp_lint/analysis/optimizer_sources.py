@@ -233,10 +233,37 @@ class OptimizerSources:
             return {}
         value, inside = returns[0]
         assert isinstance(value, ast.Tuple)
-        keys = [binding_key(e) for e in value.elts]
+        found = self._returned_sources(call, factory, dict(enumerate(value.elts)), inside)
+        return {
+            index: (source, [b for b in beside if isinstance(b, int)])
+            for index, (source, beside) in found.items()
+            if isinstance(index, int)
+        }
+
+    def element_sources(self, call: ast.Call, where: Where) -> dict[int | str, tuple[OptimizerSource, list[int | str]]]:
+        """Like :meth:`unpacked_sources`, by slot, for a local function every return of which is
+        a tuple of one width (slots: positions) or a dict display with constant string keys (slots:
+        its keys, ``return {"model": model, "optimizer": optimizer}``): what a caller that holds the
+        result in a name and takes it apart (``parts["optimizer"]``, ``parts[1]``) gets there."""
+        factory = self._local_function(call.func, where)
+        if factory is None or factory is where.function:
+            return {}
+        returns = self.bindings.returns(factory)
+        shapes = [returned_slots(value) for value, _ in returns]
+        first = shapes[0] if shapes else None
+        if first is None or any(s is None or sorted(map(str, s)) != sorted(map(str, first)) for s in shapes):
+            return {}
+        return self._returned_sources(call, factory, first, returns[0][1])
+
+    def _returned_sources(
+        self, call: ast.Call, factory: ast.FunctionDef, elements: dict[int | str, ast.expr], inside: Where
+    ) -> dict[int | str, tuple[OptimizerSource, list[int | str]]]:
+        """The optimizers among a returned container's ``elements`` (slot -> value), each with the
+        caller's arguments it was handed and the slots of the container's models beside it."""
+        keys = {slot: binding_key(e) for slot, e in elements.items()}
         parameters = {a.arg for a in [*factory.args.posonlyargs, *factory.args.args, *factory.args.kwonlyargs]}
-        found: dict[int, tuple[OptimizerSource, list[int]]] = {}
-        for index, element in enumerate(value.elts):
+        found: dict[int | str, tuple[OptimizerSource, list[int | str]]] = {}
+        for index, element in elements.items():
             built: ast.AST | None = element
             at = inside
             if binding_key(element) is not None:  # `opt = SGD(...); return model, opt`
@@ -247,7 +274,8 @@ class OptimizerSources:
             source = self.source(built, at, 1)
             if source is None:
                 continue
-            beside = [keys.index(o) for o in source.owners if o in keys and keys.index(o) != index]
+            firsts = [next(slot for slot, key in keys.items() if key == o) for o in source.owners if o in keys.values()]
+            beside = [slot for slot in firsts if slot != index]
             handed: list[str] = []
             for owner in source.owners:
                 argument = argument_for(factory, call, owner) if owner in parameters else None
@@ -367,6 +395,20 @@ class OptimizerSources:
 
     def _text(self, node: ast.expr) -> str:
         return self.ctx.source.segment(node)
+
+
+def returned_slots(value: ast.expr) -> dict[int | str, ast.expr] | None:
+    """A returned tuple by position, or a dict display by its constant string keys; else None."""
+    if isinstance(value, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in value.elts):
+        return dict(enumerate(value.elts))
+    if isinstance(value, ast.Dict):
+        slots: dict[int | str, ast.expr] = {}
+        for k, v in zip(value.keys, value.values, strict=True):
+            if not isinstance(k, ast.Constant) or not isinstance(k.value, str):
+                return None
+            slots[k.value] = v
+        return slots
+    return None
 
 
 def _owner_key(receiver: ast.expr) -> str | None:

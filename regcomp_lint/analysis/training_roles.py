@@ -320,6 +320,14 @@ class TrainingRoles:
             return self.origin(expr.body, where, depth + 1, through, callers) or self.origin(
                 expr.orelse, where, depth + 1, through, callers
             )
+        slot = constant_slot(expr)
+        if slot is not None:  # `parts["optimizer"]`, `parts[1]`: what a helper's dict or tuple holds there
+            assert isinstance(expr, ast.Subscript)
+            for element, at in self._elements(expr.value, slot, where, depth):
+                found = self.origin(element, at, depth + 1, through, callers)
+                if found is not None:
+                    return found
+            return None
         for bound in self.bindings.candidates(expr, where):
             found = self._bound_origin(bound, expr, depth, through, callers)
             if found is not None:
@@ -513,10 +521,13 @@ class TrainingRoles:
                 return found
         return None
 
-    def _elements(self, value: ast.AST, index: int, where: Where, depth: int) -> list[tuple[ast.expr, Where]]:
+    def _elements(self, value: ast.AST, index: int | str, where: Where, depth: int) -> list[tuple[ast.expr, Where]]:
         """Element ``index`` of a tuple display, of the tuples a local function returns, or of
         those a name holds: a parameter is followed to what its callers pass (VITS's
-        ``optim_g, optim_d = optims``, handed ``[optim_g, optim_d]``)."""
+        ``optim_g, optim_d = optims``, handed ``[optim_g, optim_d]``). A string ``index`` is the
+        constant key of a dict display (``return {"model": model, "optimizer": optimizer}``)."""
+        if isinstance(value, ast.Dict):
+            return [(v, where) for k, v in zip(value.keys, value.values) if _is_constant(k, index, str)]
         if isinstance(value, ast.Name) and depth < MAX_DEPTH:
             return [
                 item
@@ -526,7 +537,11 @@ class TrainingRoles:
             ]
         if isinstance(value, (ast.Tuple, ast.List)):
             elts = value.elts
-            if index < len(elts) and not any(isinstance(e, ast.Starred) for e in elts[: index + 1]):
+            if (
+                isinstance(index, int)
+                and index < len(elts)
+                and not any(isinstance(e, ast.Starred) for e in elts[: index + 1])
+            ):
                 return [(elts[index], where)]
             return []
         if isinstance(value, ast.Call) and depth < MAX_DEPTH:
@@ -1184,6 +1199,18 @@ class TrainingRoles:
         (outer,) = paths
         assert outer is not None
         return outer + own
+
+
+def constant_slot(expr: ast.AST) -> int | str | None:
+    """The constant position or key ``expr`` reads when it is ``x[1]`` or ``x["optimizer"]``."""
+    if not isinstance(expr, ast.Subscript) or not isinstance(expr.slice, ast.Constant):
+        return None
+    key = expr.slice.value
+    return key if isinstance(key, (int, str)) and not isinstance(key, bool) else None
+
+
+def _is_constant(node: ast.AST | None, value: object, kind: type) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, kind) and node.value == value
 
 
 def _is(found: Origin | _Prepared | None, target: Origin | _Prepared | None, kind: Kind | None = None) -> bool:

@@ -176,6 +176,47 @@ def local_rank_note(tree: Tree) -> str | None:
     )
 
 
+def visible_devices_note(tree: Tree) -> str | None:
+    """A script that sets ``CUDA_VISIBLE_DEVICES`` itself (``os.environ["CUDA_VISIBLE_DEVICES"] =
+    "0"``, ``setdefault``) pins every process of a launch to the same GPUs: accelerate launch on
+    several GPUs puts process N on cuda:N, which then does not exist."""
+    for node in find_all(tree.module, (cst.Assign, cst.Call)):
+        if isinstance(node, cst.Assign):
+            targets = [t.target for t in node.targets]
+            if any(isinstance(t, cst.Subscript) and _visible_devices_key(tree, t) for t in targets):
+                return _visible_devices_text(tree, node)
+        elif (
+            isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "setdefault"
+            and tree.resolves_to(node.func.value, "os.environ")
+            and node.args
+            and _is_visible_devices(node.args[0].value)
+        ):
+            return _visible_devices_text(tree, node)
+    return None
+
+
+def _visible_devices_key(tree: Tree, target: cst.Subscript) -> bool:
+    element = target.slice[0].slice if len(target.slice) == 1 else None
+    return (
+        tree.resolves_to(target.value, "os.environ")
+        and isinstance(element, cst.Index)
+        and _is_visible_devices(element.value)
+    )
+
+
+def _is_visible_devices(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.SimpleString) and node.evaluated_value == "CUDA_VISIBLE_DEVICES"
+
+
+def _visible_devices_text(tree: Tree, node: cst.CSTNode) -> str:
+    return (
+        f"CUDA_VISIBLE_DEVICES set at line {tree.line(node)} pins every process to the same GPUs: under "
+        "accelerate launch on several GPUs process N runs on cuda:N, which it then cannot see; drop the setting "
+        "and choose the GPUs with accelerate launch --gpu_ids (one process: CUDA_VISIBLE_DEVICES in the shell)"
+    )
+
+
 def local_rank_from_env(tree: Tree) -> tuple[cst.Call, str] | None:
     """``parser.add_argument("--local_rank", type=int, default=-1)`` -> ``default=os.environ.get(
     "LOCAL_RANK", -1)``, PyTorch's own advice for moving from ``torch.distributed.launch`` to

@@ -3,7 +3,7 @@
 DCGAN's ``vutils.save_image(fake.detach(), '%s/fake_samples_epoch_%03d.png' % ...)`` ran in one
 process; launched on several, every process writes the same file at once (a torn PNG, or the
 file of whichever process finished last). A statement that only writes such a file
-(:data:`~regcomp_lint.knowledge.torch_api.FILE_WRITERS`, or a Hub upload such as cleanRL's
+(:data:`~regcomp_lint.knowledge.torch_api.FILE_WRITERS` and ``FILE_WRITER_METHODS``, or a Hub upload such as cleanRL's
 ``push_to_hub(args, ...)`` and ``model.push_to_hub(repo)``) goes under
 ``if accelerator.is_main_process:``. One that also calls a prepared model stays as it is, with a
 note: DDP's forward broadcasts buffers, so run by one process it would never return.
@@ -19,7 +19,7 @@ import libcst as cst
 from regcomp_lint.codemod.builders import expression, guarded, keyword, with_keyword
 from regcomp_lint.codemod.checkpoint_writes import under_rank_test
 from regcomp_lint.codemod.tree import Function, code, find_all, key_of, read_keys, single_target
-from regcomp_lint.knowledge.torch_api import FILE_WRITERS, HUB_UPLOAD_NAMES
+from regcomp_lint.knowledge.torch_api import FILE_WRITER_METHODS, FILE_WRITERS, HUB_UPLOAD_NAMES
 from regcomp_lint.knowledge.training_libraries import MAIN_PROCESS_KEYWORDS
 
 if TYPE_CHECKING:
@@ -167,4 +167,6 @@ def _mode(call: cst.Call) -> str:
 def _writes_a_file(tree, func: cst.BaseExpression) -> bool:
     """``func`` writes a file or uploads one: a known writer, or a ``push_to_hub`` of any owner."""
     name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+    if isinstance(func, cst.Attribute) and name in FILE_WRITER_METHODS:
+        return True
     return name in HUB_UPLOAD_NAMES or tree.resolves_to(func, *FILE_WRITERS)

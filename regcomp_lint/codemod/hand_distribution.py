@@ -38,6 +38,7 @@ from regcomp_lint.codemod.tree import (
     parameter_names,
     single_target,
 )
+from regcomp_lint.codemod.wrapped_access import feeds_the_loss
 from regcomp_lint.knowledge import accelerate_api, torch_api
 
 if TYPE_CHECKING:
@@ -85,6 +86,7 @@ def adapt_distribution(planner: PlainPlanner) -> None:
             planner.unwrap(attr, owner)
             unwraps += 1
             _unwrap_plain_aliases(planner, attr, owner)
+            _name_a_loss_outside_forward(planner, attr, owner)
     if ddp_keywords:
         handler = f"DistributedDataParallelKwargs({', '.join(ddp_keywords)})"
         planner.accelerator_keywords.append(f"kwargs_handlers=[{handler}]")
@@ -124,6 +126,27 @@ def adapt_distribution(planner: PlainPlanner) -> None:
         )
     if unwraps:
         planner.notes.append("model.module -> accelerator.unwrap_model(model, keep_torch_compile=False)")
+
+
+def _name_a_loss_outside_forward(planner: PlainPlanner, attr: cst.Attribute, owner: str) -> None:
+    """``model.module.encode(x)`` feeding the loss: the original's own DDP wrap never sees that
+    method run (only ``forward`` arms its gradient sync), so each process trains on its own
+    gradients there; the conversion, reading the same method from the unwrapped model, keeps
+    that, and says so."""
+    tree = planner.tree
+    method = tree.parent(attr)
+    if not isinstance(method, cst.Attribute):
+        return
+    call = tree.parent(method)
+    if not isinstance(call, cst.Call) or call.func is not method:
+        return
+    function = tree.function_of(call)
+    if feeds_the_loss(planner, function, call):
+        planner.notes.append(
+            f"{owner}.module.{method.attr.value}(...) at line {tree.line(call)} computes the loss outside DDP's "
+            "forward, as in the original: its gradients are not averaged across processes (each keeps its own); "
+            "call it inside the model's forward() to have them averaged"
+        )
 
 
 def _unwrap_plain_aliases(planner: PlainPlanner, attr: cst.Attribute, owner: str) -> None:

@@ -23,7 +23,7 @@ from regcomp_lint.analysis.devices import Devices
 from regcomp_lint.analysis.distributed_setup import DistributedSetup
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.analysis.models import ModelFinder
-from regcomp_lint.analysis.training_roles import Origin, TrainingRoles
+from regcomp_lint.analysis.training_roles import Origin, TrainingRoles, constant_slot
 from regcomp_lint.checks.base import Rule
 from regcomp_lint.codemod.local_modules import importer_of
 from regcomp_lint.codemod.tree import Tree
@@ -173,6 +173,18 @@ class LintView:
     def where(self, expr: ast.AST) -> Where:
         return self._wheres[id(expr)]
 
+    def where_inside(self, expr: ast.expr) -> Where | None:
+        """Where ``expr`` is evaluated, also for a subscript or a tuple display (whose first
+        element, or the subscripted value, is evaluated at the same point); None when unknown."""
+        while id(expr) not in self._wheres:
+            if isinstance(expr, ast.Subscript):
+                expr = expr.value
+            elif isinstance(expr, ast.Tuple) and expr.elts:
+                expr = expr.elts[0]
+            else:
+                return None
+        return self.where(expr)
+
     def text(self, expr: ast.expr) -> str:
         """``expr``'s source text."""
         return self._ctx.source.segment(expr)
@@ -181,9 +193,14 @@ class LintView:
         """The object the expression ``node`` builds or holds, as the lint's roles see it.
         ``callers``: a parameter is followed to what the function's callers pass."""
         expr = self.expression_at(node)
+        if expr is None and isinstance(node, cst.Subscript):  # `parts["optimizer"]` of a helper's dict
+            expr = self.any_expression_at(node)
+            expr = expr if expr is not None and constant_slot(expr) is not None else None
         if expr is None or self.roles is None:
             return None
-        where = self.where(expr)
+        where = self.where_inside(expr)
+        if where is None:
+            return None
         found = self.roles.passed_origin(expr, where) if callers else self.roles.origin(expr, where)
         return found if isinstance(found, Origin) else None
 

@@ -13,18 +13,22 @@ import ast
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import libcst as cst
 
 from regcomp_lint.analysis.file_context import FileContext
-from regcomp_lint.analysis.optimizer_sources import OptimizerSource
+from regcomp_lint.analysis.optimizer_sources import OptimizerSource, returned_slots
+from regcomp_lint.analysis.reachability.modules import ParsedModule
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
 from regcomp_lint.analysis.training_roles import Origin
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.local_modules import imported_function
 from regcomp_lint.codemod.roles import Creation, creations, unpacked_keys
+from regcomp_lint.codemod.taken_apart import Holder, held_results
 from regcomp_lint.codemod.tree import Function, Tree, code, find_all
 from regcomp_lint.files.source import SourceFile
+from regcomp_lint.knowledge import torch_api
 
 
 @dataclass
@@ -61,6 +65,7 @@ def _find_optimizers(tree: Tree, function: Function) -> list[FoundOptimizer]:
         if source is not None:
             found.append(FoundOptimizer(creation.key, creation.stmt, source.owners, source.construct))
     found += _unpacked(tree, function)
+    found += _taken_apart(tree, function)
     return sorted(found, key=lambda f: tree.line(f.stmt))
 
 
@@ -83,6 +88,44 @@ def _unpacked(tree: Tree, function: Function) -> list[FoundOptimizer]:
             if key is not None:
                 found.append(FoundOptimizer(key, assign, list(dict.fromkeys(models)), source.construct))
     return found
+
+
+def _taken_apart(tree: Tree, function: Function) -> list[FoundOptimizer]:
+    """``parts = setup(cfg)`` then ``optimizer = parts["optimizer"]`` (or ``parts[1]``, or an
+    unpacking of ``parts``): the optimizer the helper returns in that slot, its models the keys the
+    caller takes out of the slots of the models returned beside it, or the arguments it was handed.
+    Only for a holder nothing else reads (taken_apart.py)."""
+    view = lint_view(tree)
+    found: list[FoundOptimizer] = []
+    if view.roles is None:
+        return found
+    for holder in held_results(tree, function):
+        if holder.stray:
+            continue
+        sources = view.roles.optimizers.element_sources(holder.call, view.where(holder.call))
+        if not sources:  # `parts = setup(cfg)` of the project's builders.py
+            sources = _elements_elsewhere(tree, holder.bound.value, holder.call)
+        for slot, (source, beside) in sources.items():
+            piece = holder.pieces.get(slot)
+            if piece is None:
+                continue
+            models = [*(holder.pieces[s].key for s in beside if s in holder.pieces), *source.owners]
+            found.append(FoundOptimizer(piece.key, piece.stmt, list(dict.fromkeys(models)), source.construct))
+    return found
+
+
+def stray_holders(tree: Tree, function: Function) -> list[Holder]:
+    """Holders of a helper's result that returns an optimizer, read other than to take it apart
+    (``parts["optimizer"].step()`` in the loop, ``log_lr(parts)``): their pieces cannot be
+    rebound by prepare() (taken_apart.py)."""
+    view = lint_view(tree)
+    if view.roles is None:
+        return []
+    return [
+        holder
+        for holder in held_results(tree, function)
+        if holder.stray and view.roles.optimizers.element_sources(holder.call, view.where(holder.call))
+    ]
 
 
 def not_optimizers(tree: Tree, function: Function) -> list[tuple[str, int]]:
@@ -202,10 +245,87 @@ def _unpacked_elsewhere(
     for index in range(width):
         if all(kind(r.elts[index]) is Kind.OPTIMIZER for r in tuples):
             owners = view.roles.optimizers.parameter_owners(call, view.where(call), handed=True)
-            if owners or models:
+            # `model = build_model(); ...; return model, optimizer`: the model, whatever builds it
+            beside = models or [int(k) for k in _owner_slots(tree, value, dict(enumerate(tuples[0].elts)), index)]
+            if owners or beside:
                 construct = f"{view.text(call.func)}() (returns an optimizer)"
-                unpacked[index] = (OptimizerSource(owners, construct), [] if owners else models)
+                unpacked[index] = (OptimizerSource(owners, construct), [] if owners else beside)
     return unpacked
+
+
+def _elements_elsewhere(
+    tree: Tree, value: cst.BaseExpression, call: ast.Call
+) -> dict[int | str, tuple[OptimizerSource, list[int | str]]]:
+    """Like :func:`_unpacked_elsewhere`, by slot, for a holder of what another module's function
+    returns: the optimizer at a slot of every tuple (of one width) or dict display (of the same
+    constant keys) it returns, with the models the call hands it or, handed none, the slots of
+    the models returned beside it."""
+    view = lint_view(tree)
+    found = returned_elsewhere(tree, value)
+    if found is None or view.roles is None:
+        return {}
+    kind, returns = found
+    shapes = [returned_slots(r) for r in returns]
+    first = shapes[0] if shapes else None
+    if first is None or any(s is None or set(s) != set(first) for s in shapes):
+        return {}
+    slots = cast(list[dict[int | str, ast.expr]], shapes)
+    models: list[int | str] = [k for k in first if all(kind(s[k]) is Kind.MODEL for s in slots)]
+    elements: dict[int | str, tuple[OptimizerSource, list[int | str]]] = {}
+    for slot in first:
+        if all(kind(s[slot]) is Kind.OPTIMIZER for s in slots):
+            owners = view.roles.optimizers.parameter_owners(call, view.where(call), handed=True)
+            beside = models or _owner_slots(tree, value, first, slot)
+            if owners or beside:
+                construct = f"{view.text(call.func)}() (returns an optimizer)"
+                elements[slot] = (OptimizerSource(owners, construct), [] if owners else beside)
+    return elements
+
+
+def _owner_slots(
+    tree: Tree, value: cst.BaseExpression, elements: dict[int | str, ast.expr], optimizer: int | str
+) -> list[int | str]:
+    """The slots of another module's returned tuple or dict holding the name whose
+    ``.parameters()`` the optimizer at slot ``optimizer`` is built from there (``model =
+    build_model(); optimizer = SGD(model.parameters()); return {"model": model, ...}``): the
+    model, whatever builds it."""
+    found = imported_function(tree, value.func) if isinstance(value, cst.Call) else None
+    if found is None or _wraps_the_model(found[0], found[1]):
+        return []
+    made: ast.AST | None = elements[optimizer]
+    if isinstance(made, ast.Name):
+        name = made.id
+        bound = [
+            node.value
+            for node in ast.walk(found[1])
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+        ]
+        made = bound[-1] if bound else None
+    if not isinstance(made, ast.Call):
+        return []
+    owners = {
+        sub.func.value.id
+        for sub in ast.walk(made)
+        if isinstance(sub, ast.Call)
+        and isinstance(sub.func, ast.Attribute)
+        and sub.func.attr in ("parameters", "named_parameters")
+        and isinstance(sub.func.value, ast.Name)
+    }
+    return [k for k, e in elements.items() if k != optimizer and isinstance(e, ast.Name) and e.id in owners]
+
+
+def _wraps_the_model(parsed: ParsedModule, function: ast.AST) -> bool:
+    return model_wrap_in(parsed, function) is not None
+
+
+def model_wrap_in(parsed: ParsedModule, function: ast.AST) -> ast.Call | None:
+    """The call by which the other module's function wraps or compiles the model itself
+    (``DDP(model)``, FSDP, ``torch.compile``): the converter cannot edit that module, and
+    prepare() would wrap the wrapper, so what it returns is no model to prepare."""
+    ctx = FileContext(SourceFile(parsed.path or "", ""), parsed.tree)
+    ctx.imports = parsed.imports
+    wrappers = (*torch_api.DATA_PARALLEL, *torch_api.FSDP, *torch_api.TORCH_COMPILE)
+    return next((n for n in ast.walk(function) if isinstance(n, ast.Call) and ctx.resolves_to(n.func, *wrappers)), None)
 
 
 def returned_elsewhere(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import os
 from collections.abc import Callable
 from functools import partial
 
@@ -41,6 +42,7 @@ from regcomp_lint.codemod.device_choice import (
     local_rank_note,
     model_gpu_choices,
     only_moves_devices,
+    visible_devices_note,
 )
 from regcomp_lint.codemod.device_parameters import follow_handed_device, keep_trainer_cpu_choice
 from regcomp_lint.codemod.dispatched_models import refuse_dispatched_models
@@ -60,7 +62,7 @@ from regcomp_lint.codemod.host_batches import host_batch_loaders
 from regcomp_lint.codemod.inference_only import trains_nothing
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.load_locations import keep_cpu_load_locations
-from regcomp_lint.codemod.local_modules import importer_of, is_project_module, load_local
+from regcomp_lint.codemod.local_modules import imported_function, importer_of, is_project_module, load_local
 from regcomp_lint.codemod.method_loss import (
     MethodLoss,
     add_wrapper_class,
@@ -74,7 +76,9 @@ from regcomp_lint.codemod.optimizers import (
     FoundOptimizer,
     HandUpdate,
     find_optimizers,
+    model_wrap_in,
     not_optimizers,
+    stray_holders,
     updated_by_hand,
 )
 from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConvertOptions
@@ -92,6 +96,7 @@ from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, Step
 from regcomp_lint.codemod.shard_metrics import shard_metric_notes
 from regcomp_lint.codemod.sharded_factories import sampler_beside, sharded_by_factory
 from regcomp_lint.codemod.synced_values import evaluates_alike
+from regcomp_lint.codemod.taken_apart import piece_keys, stray_refusal
 from regcomp_lint.codemod.trackers import log_from_main_process
 from regcomp_lint.codemod.trainer_models import (
     OptimizerMethod,
@@ -287,6 +292,9 @@ class PlainPlanner(Planner):
             rank_note = local_rank_note(tree)
             if rank_note is not None:
                 self.notes.append(rank_note)
+        visible_note = visible_devices_note(tree)
+        if visible_note is not None:
+            self.notes.append(visible_note)
         self._stay_on_cpu_without_devices()
         self._keep_one_loss_scaling()
         self._keep_hand_update_unscaled()
@@ -399,6 +407,11 @@ class PlainPlanner(Planner):
         if len(scopes) > 1:
             training_scopes = [s for s in scopes if s in self.training]
             if len(training_scopes) != 1:
+                # `self.model, self.optimizer = setup(cfg)` in a trainer's __init__: setup() hands
+                # its optimizer back in a tuple or dict; it is prepared where it is taken apart
+                takers = [s for s in scopes if not _hands_back(s, [k for f, k, _ in found if f is s])]
+                training_scopes = takers if len(takers) == 1 else training_scopes
+            if len(training_scopes) != 1:
                 where = ", ".join(function_name(s) for s in scopes)
                 raise Refusal(
                     f"optimizers are built in several places ({where}); convert by hand or build them in one function"
@@ -448,10 +461,35 @@ class PlainPlanner(Planner):
         else:
             self.owner = None
             if self.scope not in self.training:
+                for function in tree.in_source_order(self.training):
+                    for holder in stray_holders(tree, function):
+                        raise Refusal(stray_refusal(tree, holder))
                 raise Refusal(
-                    f"the model and optimizer are built in {function_name(self.scope)}, which does not run the training loop; "
-                    "build them where the loop runs, or convert by hand"
+                    f"the model and optimizer are built in {function_name(self.scope)}, which does not run the training loop"
+                    f"{self._unfollowed_result()}; build them where the loop runs, or convert by hand"
                 )
+
+    def _unfollowed_result(self) -> str:
+        """For a refusal: where the training code calls the helper that builds the model and
+        optimizer, and what the helper returns (``SimpleNamespace(model=..., optimizer=...)``, an
+        object of its own class) that the converter cannot take the optimizer out of."""
+        tree = self.tree
+        if not isinstance(self.scope, cst.FunctionDef):
+            return ""
+        calls = [call for caller, call in self.graph.callers_of(self.scope) if caller in self.training]
+        returns = [r for r in find_all(self.scope, cst.Return, enter_functions=False) if r.value is not None]
+        if not calls or not returns:
+            return ""
+        statement = code(tree.line_of(calls[0])).strip().splitlines()[0]
+        returned = returns[0].value
+        assert returned is not None
+        shown = code(returned).strip().splitlines()[0]
+        return (
+            f"; the training code calls it at line {tree.line(calls[0])} ({statement!r}) and takes the model and "
+            f"optimizer out of {shown} (line {tree.line(returns[0])}): regcomp-fix follows a helper's result only "
+            "as the optimizer itself, a tuple, or a tuple or dict with constant keys the caller takes apart "
+            "(model, optimizer = parts; parts['optimizer'])"
+        )
 
     def _beside_traced(self, untraced: list[FoundOptimizer]) -> None:
         """An optimizer of the scope whose parameters cannot be traced (airbench's
@@ -595,10 +633,15 @@ class PlainPlanner(Planner):
             made_here += [
                 c for c in creations(self.optimizer_method.method) if c.key in self.optimizer_method.schedulers
             ]
+        pieces = piece_keys(tree, self.scope)  # `scheduler = parts["scheduler"]` of a helper's dict
         for creation in made_here:
             if creation.key in loaders + schedulers + optimizers + models + self.kept_schedulers + self.sharded_loaders:
                 continue
             built = view.origin(creation.value)
+            if built is not None and built.kind is Kind.SCHEDULER and pieces.get(creation.key) is creation.stmt:
+                assert view.roles is not None
+                self._sort_scheduler(creation.key, *view.roles.cadence(built), schedulers, built)
+                continue
             handed = built is None and self._handed_loader(view, creation.value, self.tree.function_of(creation.stmt))
             if handed:
                 built = handed
@@ -1874,6 +1917,15 @@ class PlainPlanner(Planner):
                 if isinstance(c.func, cst.Attribute) and key_of(c.func.value) == key and "step" in c.func.attr.value
             ]
             text = f"{key} = {code(value.func).strip()}(...) at line {tree.line(made[0])}"
+            helper = imported_function(tree, value.func)
+            wrap = model_wrap_in(*helper) if helper is not None else None
+            if helper is not None and wrap is not None:
+                raise Refusal(
+                    f"{text}: {helper[1].name}() of {_beside(tree, helper[0].path)} "
+                    f"wraps or compiles the model itself (line {wrap.lineno}: {ast.unparse(wrap.func)}(...)); the "
+                    "conversion does not edit that module, and prepare() would wrap the wrapper again: drop the wrap "
+                    "there (prepare() makes it) or convert by hand"
+                )
             module = origin[0].rsplit(".", 1)[0] if origin else None
             if module and tree.filename and load_local(importer_of(tree.filename), module) is None:
                 text += f" (from {module}, which is not a file the conversion can read beside the script)"
@@ -2075,6 +2127,20 @@ def _with_params(params: list[cst.Param]) -> Callable[[cst.Parameters], cst.Para
     return edit
 
 
+def _hands_back(function: Function, keys: list[str | None]) -> bool:
+    """Every optimizer ``function`` builds is an element of a tuple or dict display it returns
+    (``return model, optimizer, scheduler``, ``return {"optimizer": optimizer}``)."""
+    if isinstance(function, cst.Module) or not keys:
+        return False
+    returned: set[str] = set()
+    for r in find_all(function, cst.Return, enter_functions=False):
+        if isinstance(r.value, (cst.Tuple, cst.List)):
+            returned |= {k for e in r.value.elements if (k := key_of(e.value))}
+        elif isinstance(r.value, cst.Dict):
+            returned |= {k for e in r.value.elements if isinstance(e, cst.DictElement) and (k := key_of(e.value))}
+    return all(key in returned for key in keys)
+
+
 def _returned_keys(function: Function) -> set[str]:
     """Keys a function returns as a whole (``return optimizer``)."""
     if isinstance(function, cst.Module):
@@ -2153,6 +2219,13 @@ def _source(stmt: cst.CSTNode) -> str:
     if isinstance(stmt, cst.SimpleStatementLine):
         return "; ".join(code(small).strip() for small in stmt.body)
     return code(stmt).strip()
+
+
+def _beside(tree: Tree, path: str | None) -> str:
+    """A project module's file as seen from the script's folder (``builders.py``, ``utils/x.py``)."""
+    if not path or not tree.filename:
+        return "its module"
+    return os.path.relpath(path, os.path.dirname(os.path.abspath(tree.filename)))
 
 
 def _counts_epochs(imports, call: ast.Call) -> bool:

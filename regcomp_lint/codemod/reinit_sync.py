@@ -6,7 +6,10 @@ ABSA-PyTorch's ``run()`` builds the optimizer, then calls ``self._reset_params()
 ``model.apply(weights_init)`` in its run loop. Converted with ``prepare()`` after the optimizer,
 each process draws its own values there and the replicas train apart for the whole run.
 
-Such a call, as a statement of the scope after the ``prepare()`` point (in a loop too), is
+Such a call, as a statement of the scope after the ``prepare()`` point (in a loop too), or of a
+training function the scope calls only after that point (``fit(net, ...)`` opening with
+``net.apply(init)``: the copy goes right after the draw there, with ``fit``'s names for the model
+and the accelerator, since a copy after ``fit()`` returns would follow its training), is
 followed by a copy of process 0's values to every process (``accelerate.utils.broadcast``: a
 no-op on one process, ``torch.distributed.broadcast`` on several). A call that runs once, before
 the training, moves ``prepare()`` past it instead (``PlainPlanner._after_model_setup``).
@@ -15,8 +18,32 @@ A call counts when it draws the model's parameters anew in place: ``model.apply(
 ``f(model)`` with ``f`` a function of the file whose body calls a random ``torch.nn.init``
 function or ``uniform_`` / ``normal_`` (or ``copy_`` / ``fill_`` from a ``torch.rand*`` draw),
 ``self.m()`` for such a method of the trainer class that reads the model,
-``model.reset_parameters()``, and a ``for p in model.parameters():`` loop that does so. Constant
-writes and copies (an EMA's ``copy_``) are the same on every process and get no sync.
+``model.reset_parameters()``, ``model.m()`` for such a method of a class of the file, and a
+``for p in model.parameters():`` loop that does so. Constant writes and copies (an EMA's
+``copy_``) are the same on every process and get no sync.
+
+"Whose body" reaches through the calls the function makes to the file's own code, up to
+``MAX_CALL_DEPTH`` calls deep (each function once, so recursion ends): ``reset(model)`` calling
+``init_params(net)``, ``net.apply(init)`` or ``net.init_weights()`` is a re-initialisation like a
+direct one. A called function that also trains (a ``.backward()`` among what it reaches) is not:
+a copy after it returns would come after its training, too late. A method of a class called on
+the model and returning a value (``model.sample()``) is called for that value, not to re-draw the
+weights.
+
+The copy is for processes that each hold the whole model (DDP; a no-op on one process), so it
+runs only when ``accelerator.distributed_type`` is neither FSDP nor DeepSpeed. Under FSDP each
+process holds its own shard of every parameter: the shards drawn apart make one model, and a
+broadcast of them is wrong (FSDP1's flat shards differ by design) or fails (FSDP2's DTensors:
+"c10d.broadcast_.default does not have a sharding strategy registered", 2 gloo processes,
+torch 2.13). DeepSpeed's engine keeps the weights its optimizer steps in its own partitions, so
+an in-place draw after ``prepare()`` does not reach them. What is not made right there (a fan-based
+``xavier_`` / ``kaiming_`` init of FSDP1's flat shards, the draw lost under DeepSpeed) the note
+says: re-initialise before ``prepare()`` for those launches.
+
+A seed right before the draw (``torch.manual_seed(0)``) still gets the copy: the draw is alike
+on every process only while every process's random stream is alike up to there, which the
+conversion cannot see, and the copy holds either way for one broadcast per re-initialisation.
+A draw before ``prepare()`` needs nothing: DDP copies process 0's weights when it wraps them.
 """
 
 from __future__ import annotations
@@ -28,7 +55,9 @@ import libcst as cst
 
 from regcomp_lint.codemod.builders import statement
 from regcomp_lint.codemod.settings import Refusal
-from regcomp_lint.codemod.tree import Block, Tree, code, find_all, key_of, read_keys
+from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, method_named, read_keys
+from regcomp_lint.codemod.wrapped_access import called_after_prepare, handed_the_model, sees_prepared
+from regcomp_lint.knowledge import accelerate_api
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.plain import PlainPlanner
@@ -55,7 +84,17 @@ CONSTANT_INITS = frozenset({"zeros_", "ones_", "constant_", "eye_", "dirac_", "c
 #: torch functions that draw random values (``p.data.copy_(torch.randn_like(p) * 0.02)``)
 RANDOM_SOURCES = ("torch.rand", "torch.randn", "torch.randint", "torch.randperm", "torch.normal", "torch.bernoulli")
 PARAMETER_WALKS = ("parameters", "named_parameters")
+#: How many calls deep the file's own functions are followed from the statement after prepare().
+MAX_CALL_DEPTH = 4
 SYNC_FUNCTION = ("accelerate.utils", "broadcast")
+#: what the copy is guarded by: the launches whose processes hold shards, not replicas
+GUARD_TYPE = ("accelerate", "DistributedType")
+GUARD_TYPE_NAMES = (
+    "accelerate.DistributedType",
+    "accelerate.utils.DistributedType",
+    "accelerate.utils.dataclasses.DistributedType",
+)
+SHARDED_TYPES = "(DistributedType.FSDP, DistributedType.DEEPSPEED)"
 
 
 def draws_in_place(tree: Tree, function: cst.CSTNode) -> bool:
@@ -79,6 +118,84 @@ def draws_in_place(tree: Tree, function: cst.CSTNode) -> bool:
     return copies and random
 
 
+def _callees(tree: Tree, node: cst.CSTNode) -> Iterator[cst.FunctionDef]:
+    """The file's functions that the calls in ``node`` (not in functions nested in it) run: a
+    module-level function by name, ``self.m()`` of the enclosing class, the function handed to
+    ``.apply(f)``, and ``x.m()`` for methods ``m`` of the file's classes."""
+    owner = tree.class_of(tree.function_of(node)) if not isinstance(node, cst.FunctionDef) else tree.class_of(node)
+    for call in find_all(node, cst.Call, enter_functions=False):
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "apply" and call.args:
+            yield from _named_function(tree, call.args[0].value, owner)
+        yield from _named_function(tree, func, owner)
+        if isinstance(func, cst.Attribute) and not (isinstance(func.value, cst.Name) and func.value.value == "self"):
+            yield from _class_methods(tree, func.attr.value)
+
+
+def _named_function(tree: Tree, name: cst.BaseExpression, owner: cst.ClassDef | None) -> Iterator[cst.FunctionDef]:
+    function = _file_function(tree, name)
+    if function is not None:
+        yield function
+    elif isinstance(name, cst.Attribute) and isinstance(name.value, cst.Name) and name.value.value == "self":
+        method = method_named(owner, name.attr.value)
+        if method is not None:
+            yield method
+
+
+#: the last module seen (by identity, one kept): the methods of its top-level classes by name
+_method_index: dict[int, tuple[cst.Module, dict[str, list[cst.FunctionDef]]]] = {}
+
+
+def _class_methods(tree: Tree, name: str) -> list[cst.FunctionDef]:
+    """The methods called ``name`` of the file's top-level classes, indexed once per module: a
+    script of many classes would otherwise be scanned again for each ``x.m()`` call followed."""
+    hit = _method_index.get(id(tree.module))
+    if hit is None or hit[0] is not tree.module:
+        index: dict[str, list[cst.FunctionDef]] = {}
+        for cls in tree.module.body:
+            if isinstance(cls, cst.ClassDef) and isinstance(cls.body, cst.IndentedBlock):
+                for method in cls.body.body:
+                    if isinstance(method, cst.FunctionDef):
+                        index.setdefault(method.name.value, []).append(method)
+        _method_index.clear()
+        hit = _method_index[id(tree.module)] = (tree.module, index)
+    return hit[1].get(name, [])
+
+
+def _reached(tree: Tree, start: cst.CSTNode) -> list[cst.CSTNode]:
+    """``start`` and the file's functions its calls reach, ``MAX_CALL_DEPTH`` calls deep at most,
+    each once."""
+    found: list[cst.CSTNode] = [start]
+    frontier: list[cst.CSTNode] = [start]
+    for _ in range(MAX_CALL_DEPTH):
+        following: list[cst.CSTNode] = []
+        for node in frontier:
+            for callee in _callees(tree, node):
+                if all(callee is not f for f in found):
+                    found.append(callee)
+                    following.append(callee)
+        frontier = following
+    return found
+
+
+def redraws(tree: Tree, start: cst.CSTNode) -> bool:
+    """Running ``start`` (a function, or a loop body) draws tensors anew in place, itself or
+    through the file's functions it calls, and trains nothing on the way (a ``.backward()``
+    there: a copy made once it returns would be too late)."""
+    reached = _reached(tree, start)
+    if any(
+        isinstance(c.func, cst.Attribute) and c.func.attr.value == "backward"
+        for node in reached
+        for c in find_all(node, cst.Call, enter_functions=False)
+    ):
+        return False
+    return any(draws_in_place(tree, node) for node in reached)
+
+
+def _returns_value(function: cst.FunctionDef) -> bool:
+    return any(r.value is not None for r in find_all(function, cst.Return, enter_functions=False))
+
+
 def _model_of(node: cst.CSTNode, models: list[str]) -> str | None:
     """The prepared model ``node`` is (``model``, ``self.model``) or a submodule of (``model.fc``)."""
     while True:
@@ -96,21 +213,20 @@ def _file_function(tree: Tree, name: cst.BaseExpression) -> cst.FunctionDef | No
     return next((f for f in tree.module.body if isinstance(f, cst.FunctionDef) and f.name.value == name.value), None)
 
 
-def _method(cls: cst.ClassDef | None, name: str) -> cst.FunctionDef | None:
-    if cls is None or not isinstance(cls.body, cst.IndentedBlock):
-        return None
-    return next((m for m in cls.body.body if isinstance(m, cst.FunctionDef) and m.name.value == name), None)
-
-
-def reinitialised_model(planner: PlainPlanner, stmt: cst.CSTNode) -> str | None:
-    """The prepared model whose parameters ``stmt`` (a statement) writes in place, else None."""
-    tree, models = planner.tree, list(planner.models)
+def reinitialised_model(
+    planner: PlainPlanner, stmt: cst.CSTNode, models: list[str] | None = None, where: Function | None = None
+) -> str | None:
+    """The prepared model whose parameters ``stmt`` (a statement) writes in place, else None;
+    ``models``: how ``where`` (the scope unless given) names the prepared models."""
+    tree = planner.tree
+    models = list(planner.models) if models is None else models
+    where = planner.scope if where is None else where
     if isinstance(stmt, cst.For):
         it = stmt.iter
         if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute)):
             return None
         model = _model_of(it.func.value, models) if it.func.attr.value in PARAMETER_WALKS else None
-        return model if model is not None and draws_in_place(tree, stmt.body) else None
+        return model if model is not None and redraws(tree, stmt.body) else None
     if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)):
         return None
     call = stmt.body[0].value
@@ -124,19 +240,22 @@ def reinitialised_model(planner: PlainPlanner, stmt: cst.CSTNode) -> str | None:
                 return model
             if func.attr.value == "apply" and call.args:
                 applied = _file_function(tree, call.args[0].value)
-                return model if applied is not None and draws_in_place(tree, applied) else None
+                return model if applied is not None and redraws(tree, applied) else None
+            methods = _class_methods(tree, func.attr.value)
+            if any(not _returns_value(m) and redraws(tree, m) for m in methods):  # model.init_weights()
+                return model
             return None
         if isinstance(func.value, cst.Name) and func.value.value == "self":  # self._reset_params()
-            method = _method(tree.class_of(planner.scope), func.attr.value)
-            if method is None or not draws_in_place(tree, method):
+            method = method_named(tree.class_of(where), func.attr.value)
+            if method is None or not redraws(tree, method):
                 return None
-            read = set(read_keys(method))
+            read = {key for node in _reached(tree, method) for key in read_keys(node)}
             return next((m for m in models if m in read), None)
         return None
     handed = [m for m in (_model_of(a.value, models) for a in call.args if not a.star) if m is not None]
     if handed:
         function = _file_function(tree, func)
-        if function is not None and draws_in_place(tree, function):
+        if function is not None and redraws(tree, function):
             return handed[0]
     return None
 
@@ -169,48 +288,91 @@ def _inner_blocks(stmt: cst.CSTNode) -> list[cst.IndentedBlock]:
 
 
 def sync_reinitialised(planner: PlainPlanner, block: Block, prepare_index: int) -> None:
-    """After each in-place (re)initialisation of a prepared model that runs after ``prepare()``,
-    copy process 0's values to every process; a note names the call."""
+    """After each in-place (re)initialisation of a prepared model that runs after ``prepare()``
+    (in the scope, or in a training function it calls afterwards), copy process 0's values to
+    every process; a note names the call."""
     tree = planner.tree
     if not planner.models:
         return
     synced: list[str] = []
-    skip: list[cst.CSTNode] = []
-    for inner, index, stmt in _statements_after(block, prepare_index):
-        if any(tree.contains(s, stmt) for s in skip):
-            continue
-        model = reinitialised_model(planner, stmt)
-        if model is None:
-            continue
-        skip.append(stmt)
-        _refuse_taken_name(tree)
-        acc = planner.acc_key
-        sync = statement(
-            f"for param in {acc}.unwrap_model({model}).parameters():{planner.module.default_newline}"
-            f"    param.data.copy_(broadcast(param.data))",
-            planner.module,
-        )
-        planner.edits.add_statements(inner, index + 1, [sync], after=True)
-        shown = code(stmt).strip().splitlines()[0].rstrip(":")
-        synced.append(f"{shown} (line {tree.line(stmt)})")
+    for where, body, start, models in _places(planner, block, prepare_index):
+        skip: list[cst.CSTNode] = []
+        for inner, index, stmt in _statements_after(body, start):
+            if any(tree.contains(s, stmt) for s in skip):
+                continue
+            model = reinitialised_model(planner, stmt, models, where)
+            if model is None:
+                continue
+            skip.append(stmt)
+            acc = planner.accelerator_in(where)
+            newline = planner.module.default_newline
+            sync = statement(
+                f"if {acc}.distributed_type not in {SHARDED_TYPES}:{newline}"
+                f"    for param in {acc}.unwrap_model({model}, {accelerate_api.REGIONAL_UNWRAP}).parameters():{newline}"
+                f"        param.data.copy_(broadcast(param.data))",
+                planner.module,
+            )
+            planner.edits.add_statements(inner, index + 1, [sync], after=True)
+            shown = code(stmt).strip().splitlines()[0].rstrip(":")
+            synced.append(f"{shown} (line {tree.line(stmt)})")
     if synced:
-        if SYNC_FUNCTION not in planner.imports:
-            planner.imports.append(SYNC_FUNCTION)
+        _refuse_taken_name(tree, "broadcast", (".".join(SYNC_FUNCTION),), "copying process 0's re-initialised weights")
+        guard_imported = _refuse_taken_name(tree, "DistributedType", GUARD_TYPE_NAMES, "guarding that copy")
+        for needed in (SYNC_FUNCTION, *(() if guard_imported else (GUARD_TYPE,))):
+            if needed not in planner.imports:
+                planner.imports.append(needed)
         planner.notes.append(
             f"{', '.join(synced)} re-initialises the model's parameters in place after prepare(): DDP copies "
             "process 0's weights only when prepare() wraps the model, so each process would draw its own values "
             "and train a different model; process 0's values are copied to every process right after it "
-            "(accelerate.utils.broadcast, a no-op on one process)"
+            "(accelerate.utils.broadcast, a no-op on one process). Not under FSDP or DeepSpeed, whose processes "
+            "hold shards (a broadcast of them is wrong or fails): there the re-initialisation is not made right "
+            "(FSDP1's flat shards lose the shapes xavier_/kaiming_ need; DeepSpeed's optimizer keeps its own copy "
+            "of the weights); re-initialise before prepare() for those launches"
         )
 
 
-def _refuse_taken_name(tree: Tree) -> None:
+def _places(
+    planner: PlainPlanner, block: Block, prepare_index: int
+) -> Iterator[tuple[Function, Block, int, list[str]]]:
+    """Where a draw runs after ``prepare()``: the scope's statements from the prepare point on, and
+    the whole body of each training function the scope calls only after it (``fit(model, ...)``
+    drawing on its first line: a copy after ``fit()`` returns would come after its training),
+    with the names each gives the prepared models (``net`` when called as ``fit(model)``)."""
+    yield planner.scope, block, prepare_index, list(planner.models)
+    models = set(planner.models)
+    for function in planner.reach():
+        if function is planner.scope or not isinstance(function, cst.FunctionDef):
+            continue
+        if any(f is planner.scope for f in planner.tree.enclosing_functions(function)):
+            continue  # defined in the scope: may run before the prepare point
+        if not called_after_prepare(planner, function, block, prepare_index):
+            continue
+        names = [m for m in planner.models if sees_prepared(function, m, planner)]
+        names += sorted(handed_the_model(planner, function, models, 0) - set(names))
+        if names:
+            yield function, planner.tree.body_of(function), 0, names
+
+
+def _refuse_taken_name(tree: Tree, wanted: str, qualified: tuple[str, ...], purpose: str) -> bool:
+    """Refuse a script that names something else ``wanted``; True when it already names the
+    accelerate object itself (its import serves)."""
+    found = False
     for name in find_all(tree.module, cst.Name):
         parent = tree.parent(name)
-        if isinstance(parent, cst.Attribute) and parent.attr is name:
+        if name.value != wanted or (isinstance(parent, cst.Attribute) and parent.attr is name):
             continue  # dist.broadcast(...)
-        if name.value == "broadcast" and not tree.resolves_to(name, "accelerate.utils.broadcast"):
+        importer = tree.parent(parent) if isinstance(parent, cst.ImportAlias) and parent.asname is None else None
+        if isinstance(importer, cst.ImportFrom) and importer.module is not None:
+            imported = f"{code(importer.module).strip()}.{wanted}"  # the import line itself
+        elif tree.resolves_to(name, *qualified):
+            imported = qualified[0]
+        else:
+            imported = ""
+        if imported not in qualified:
             raise Refusal(
-                f"the script names something 'broadcast' (line {tree.line(name)}), which the conversion needs for "
-                "accelerate.utils.broadcast (copying process 0's re-initialised weights): rename it"
+                f"the script names something '{wanted}' (line {tree.line(name)}), which the conversion needs for "
+                f"{qualified[0]} ({purpose}): rename it"
             )
+        found = True
+    return found

@@ -17,12 +17,14 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from regcomp_lint.analysis.optimizer_sources import returned_slots
 from regcomp_lint.analysis.training_objects import Kind
 from regcomp_lint.analysis.training_roles import Cadence
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.local_modules import imported_function
 from regcomp_lint.codemod.optimizers import returned_elsewhere
 from regcomp_lint.codemod.roles import unpacked_keys
+from regcomp_lint.codemod.taken_apart import Holder, held_results, piece_keys
 from regcomp_lint.codemod.tree import Function, Tree, find_all
 
 
@@ -41,17 +43,27 @@ def unpacked_schedulers(tree: Tree, function: Function) -> list[UnpackedSchedule
     found: list[UnpackedScheduler] = []
     if roles is None:
         return found
+    pieces = piece_keys(tree, function)
     for assign in find_all(function, cst.Assign, enter_functions=False):
         keys = unpacked_keys(assign)
         call = view.expression_at(assign.value) if keys else None
-        if keys is None or not isinstance(call, ast.Call):
+        # `model, optimizer, scheduler = parts` (or `= parts["m"], parts["o"], parts["s"]`) of a
+        # helper's result held in `parts` (taken_apart.py): the roles follow the name or subscripts
+        taken = keys is not None and any(pieces.get(k) is assign for k in keys if k is not None)
+        if taken and call is None:
+            call = view.any_expression_at(assign.value)
+        if keys is None or not (isinstance(call, ast.Call) or taken) or call is None:
             continue
-        where = view.where(call)
+        where = view.where_inside(call)
+        if where is None:
+            continue
         origins = [roles.unpacked_origin(call, where, index) for index in range(len(keys))]
         if any(origin is not None for origin in origins):  # a function of the file: the roles see it all
             for key, origin in zip(keys, origins, strict=True):
                 if key is not None and origin is not None and origin.kind is Kind.SCHEDULER:
                     found.append(UnpackedScheduler(key, assign, *roles.cadence(origin)))
+            continue
+        if taken:  # a holder of another module's result: below
             continue
         statement = view.statement_at(assign)
         if not isinstance(statement, ast.Assign) or not isinstance(statement.targets[0], (ast.Tuple, ast.List)):
@@ -63,7 +75,56 @@ def unpacked_schedulers(tree: Tree, function: Function) -> list[UnpackedSchedule
             if key is not None:
                 beside = targets[optimizer] if optimizer is not None else None
                 found.append(UnpackedScheduler(key, assign, *roles.bound_cadence(targets[index], beside, after)))
+    for holder in held_results(tree, function):
+        if not holder.stray:
+            found += _pieces_elsewhere(tree, holder)
     return found
+
+
+def _pieces_elsewhere(tree: Tree, holder: Holder) -> list[UnpackedScheduler]:
+    """The schedulers taken out of what another module's function returns (``parts =
+    setup(cfg)`` of builders.py, then ``scheduler = parts["scheduler"]``): at a slot where every
+    tuple or dict display it returns holds a scheduler it constructs; their cadence is that of the
+    names the script binds (:meth:`~regcomp_lint.analysis.training_roles.TrainingRoles.bound_cadence`),
+    beside the one optimizer it returns, if there is one."""
+    view = lint_view(tree)
+    returned = returned_elsewhere(tree, holder.bound.value)
+    if returned is None or view.roles is None:
+        return []
+    kind, returns = returned
+    shapes = [returned_slots(r) for r in returns]
+    first = shapes[0] if shapes else None
+    if first is None or any(s is None or set(s) != set(first) for s in shapes):
+        return []
+    slots = [s for s in shapes if s is not None]
+
+    def at(wanted: Kind) -> list[int | str]:
+        return [k for k in first if all(kind(s[k]) is wanted for s in slots)]
+
+    optimizers = [holder.pieces[k] for k in at(Kind.OPTIMIZER) if k in holder.pieces]
+    beside = _target(view.statement_at(optimizers[0].stmt), optimizers[0].key) if len(optimizers) == 1 else None
+    found = []
+    for slot in at(Kind.SCHEDULER):
+        piece = holder.pieces.get(slot)
+        statement = view.statement_at(piece.stmt) if piece is not None else None
+        target = _target(statement, piece.key) if piece is not None else None
+        if piece is None or statement is None or target is None:
+            continue
+        after = dataclasses.replace(
+            view.where(holder.call), pos=(statement.end_lineno or 0, statement.end_col_offset or 0)
+        )
+        found.append(UnpackedScheduler(piece.key, piece.stmt, *view.roles.bound_cadence(target, beside, after)))
+    return found
+
+
+def _target(statement: ast.stmt | None, key: str) -> ast.Name | None:
+    """The name ``key`` among the targets of an assignment statement."""
+    if not isinstance(statement, ast.Assign):
+        return None
+    return next(
+        (n for t in statement.targets for n in ast.walk(t) if isinstance(n, ast.Name) and n.id == key),
+        None,
+    )
 
 
 def _returned_schedulers(tree: Tree, value: cst.BaseExpression, width: int) -> dict[int, int | None]:

@@ -53,7 +53,7 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
     trains = planner.reach()
     later = later_methods(planner)  # a trainer's methods that may run after its training method prepared
     for function in places_using_prepared(planner):
-        handed = _handed_the_model(planner, function, models, 0) if function is not planner.scope else set()
+        handed = handed_the_model(planner, function, models, 0) if function is not planner.scope else set()
         traced = traced_models(tree, function)
         pipelines = piped_models(tree, function)
         piped = {id(m) for m in pipelines}
@@ -76,7 +76,7 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
                 index = planner.project(block, attr)
                 if index is None or index < planner.prepared_at.get(owner, prepare_index):
                     continue  # still the script's own, unprepared model
-            elif (structure or name == "traced") and not _called_after_prepare(planner, function, block, prepare_index):
+            elif (structure or name == "traced") and not called_after_prepare(planner, function, block, prepare_index):
                 continue  # `make_optimizer(model)` walks named_parameters() of the model not yet prepared
             elif owner in handed:
                 pass  # greedy_decode(model, ...) called as greedy_decode(transformer, ...)
@@ -186,7 +186,7 @@ def _unseen_method(planner: PlainPlanner, owner: str, name: str, attr: cst.Attri
     )
 
 
-def _called_after_prepare(
+def called_after_prepare(
     planner: PlainPlanner, function: Function, block: Block, prepare_index: int, depth: int = 0
 ) -> bool:
     """Every call of ``function`` runs after ``prepare()``: the scope calls it (or calls what calls it)
@@ -202,7 +202,7 @@ def _called_after_prepare(
             index = planner.project(block, call)
             if index is None or index < prepare_index:
                 return False
-        elif not _called_after_prepare(planner, caller, block, prepare_index, depth + 1):
+        elif not called_after_prepare(planner, caller, block, prepare_index, depth + 1):
             return False
     return True
 
@@ -256,7 +256,7 @@ def _write_once(planner: PlainPlanner, call: cst.Call, method: str, acc: str) ->
     return True
 
 
-def _handed_the_model(planner: PlainPlanner, function: Function, models: set[str], depth: int) -> set[str]:
+def handed_the_model(planner: PlainPlanner, function: Function, models: set[str], depth: int) -> set[str]:
     """Parameters of ``function`` under another name than the model's that its callers fill with
     the prepared model (``def greedy_decode(model, ...)`` called as ``greedy_decode(transformer, ...)``,
     or from a function that was itself handed it), up to three calls up."""
@@ -267,7 +267,7 @@ def _handed_the_model(planner: PlainPlanner, function: Function, models: set[str
         params = params[1:]  # called as self.method(...)
     found: set[str] = set()
     for caller, call in planner.graph.callers_of(function):
-        theirs = models | _handed_the_model(planner, caller, models, depth + 1)
+        theirs = models | handed_the_model(planner, caller, models, depth + 1)
         for index, arg in enumerate(call.args):
             if arg.star:
                 break

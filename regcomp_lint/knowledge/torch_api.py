@@ -384,6 +384,10 @@ FILE_WRITERS = (
     "huggingface_hub.HfApi.upload_folder",
     "huggingface_hub.HfApi.upload_file",
 )
+#: Methods that only write a file, whatever their receiver: ``pathlib.Path.write_text`` /
+#: ``write_bytes`` and pandas' ``DataFrame.to_csv`` (a Kaggle submission). Read by name: the
+#: receiver's type is rarely known statically.
+FILE_WRITER_METHODS = ("write_text", "write_bytes", "to_csv")
 #: Calls that fetch data from the network or unpack an archive into a folder: a script that runs them
 #: in every process downloads (or extracts) into the same place at once (pytorch/examples' GCN
 #: fetches Cora with ``requests.get`` and ``tarfile.open(...).extractall()``).

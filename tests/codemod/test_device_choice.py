@@ -412,3 +412,42 @@ def test_a_local_holding_a_tensors_device_is_left_alone():
         )
     ).text
     assert "dev = torch.randn(1).device\n" in text
+
+
+VISIBLE = (
+    "import os\n"
+    "import torch\n\n"
+    "SETTING\n"
+    "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+    "model = torch.nn.Linear(8, 4).to(device)\n"
+    "optimizer = torch.optim.Adam(model.parameters(), lr=0.01)\n"
+    "for step in range(5):\n"
+    "    loss = model(torch.randn(16, 8, device=device)).sum()\n"
+    "    optimizer.zero_grad()\n"
+    "    loss.backward()\n"
+    "    optimizer.step()\n"
+)
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        'os.environ["CUDA_VISIBLE_DEVICES"] = "0"',
+        "os.environ['CUDA_VISIBLE_DEVICES'] = str(0)",
+        'os.environ.setdefault("CUDA_VISIBLE_DEVICES", "0,1")',
+    ],
+)
+def test_a_script_pinning_its_gpus_is_told_a_launch_gives_each_process_its_own(setting):
+    """survey 19a DSDN and the molecule regressor: ``os.environ["CUDA_VISIBLE_DEVICES"] = "0"`` at
+    module level. Under accelerate launch on several GPUs each process then sees one GPU and
+    process 1's cuda:1 does not exist; the conversion said nothing."""
+    result = convert(VISIBLE.replace("SETTING", setting))
+    note = next((n for n in result.notes if "CUDA_VISIBLE_DEVICES" in n), None)
+    assert note is not None, result.notes
+    assert note.startswith("CUDA_VISIBLE_DEVICES set at line 4 ")
+    assert "--gpu_ids" in note
+
+
+def test_reading_the_visible_devices_says_nothing():
+    result = convert(VISIBLE.replace("SETTING", 'print(os.environ.get("CUDA_VISIBLE_DEVICES"))'))
+    assert not any("CUDA_VISIBLE_DEVICES" in n for n in result.notes), result.notes

@@ -171,3 +171,21 @@ def test_a_save_already_under_a_rank_test_is_left_alone():
     result = convert_source(text, "train.py")
     assert result.refused is None, result.refused
     assert "if accelerator.is_main_process:" not in result.text
+
+
+def test_pathlib_and_pandas_writes_are_made_by_the_main_process():
+    """survey 19b bert_conll: ``Path(out).write_text(report)`` ran in every process of the
+    conversion; a Kaggle-style ``df.to_csv("submission.csv")`` the same."""
+    result = _convert(
+        'report = f"{epoch} {loss.item()}"\nPath("report.txt").write_text(report)\ndf.to_csv("losses.csv", index=False)'
+    )
+    assert (
+        '            if accelerator.is_main_process:\n                Path("report.txt").write_text(report)\n'
+        in result.text
+    )
+    assert (
+        '            if accelerator.is_main_process:\n                df.to_csv("losses.csv", index=False)\n'
+        in result.text
+    )
+    notes = " ".join(result.notes)
+    assert "write_text() at line" in notes and "to_csv() at line" in notes

@@ -91,8 +91,9 @@ if __name__ == "__main__":
 
 SYNC_SELF = (
     "            self._reset_params()\n"
-    "            for param in self.accelerator.unwrap_model(self.model).parameters():\n"
-    "                param.data.copy_(broadcast(param.data))\n"
+    "            if self.accelerator.distributed_type not in (DistributedType.FSDP, DistributedType.DEEPSPEED):\n"
+    "                for param in self.accelerator.unwrap_model(self.model, keep_torch_compile=False).parameters():\n"
+    "                    param.data.copy_(broadcast(param.data))\n"
 )
 
 
@@ -103,6 +104,7 @@ def test_trainer_reset_in_the_repeat_loop_is_synced_from_process_0():
     assert "self.accelerator.prepare(" in text
     assert text.index("self.accelerator.prepare(") < text.index("self._reset_params()\n")
     assert SYNC_SELF in text, text
+    assert "from accelerate import Accelerator, DistributedType\n" in text, text
     assert "from accelerate.utils import TorchDynamoPlugin, broadcast\n" in text, text
     assert any("self._reset_params() (line 44)" in note and "process 0" in note for note in result.notes), result.notes
 
@@ -113,8 +115,9 @@ def test_plain_apply_in_the_run_loop_is_synced_from_process_0():
     text = result.text
     assert (
         "        model.apply(weights_init)\n"
-        "        for param in accelerator.unwrap_model(model).parameters():\n"
-        "            param.data.copy_(broadcast(param.data))\n"
+        "        if accelerator.distributed_type not in (DistributedType.FSDP, DistributedType.DEEPSPEED):\n"
+        "            for param in accelerator.unwrap_model(model, keep_torch_compile=False).parameters():\n"
+        "                param.data.copy_(broadcast(param.data))\n"
         "        for xb, yb in loader:\n"
     ) in text, text
     assert any("model.apply(weights_init) (line 18)" in note for note in result.notes), result.notes
@@ -129,8 +132,9 @@ def test_a_helper_that_reinitialises_the_model_it_is_handed_after_the_optimizer(
     assert result.refused is None, result.refused
     assert (
         "        init_params(model)\n"
-        "        for param in accelerator.unwrap_model(model).parameters():\n"
-        "            param.data.copy_(broadcast(param.data))\n"
+        "        if accelerator.distributed_type not in (DistributedType.FSDP, DistributedType.DEEPSPEED):\n"
+        "            for param in accelerator.unwrap_model(model, keep_torch_compile=False).parameters():\n"
+        "                param.data.copy_(broadcast(param.data))\n"
     ) in result.text, result.text
 
 
@@ -162,7 +166,9 @@ def test_a_random_reinit_each_step_is_synced_too():
     )
     result = convert_source(script, "train.py")
     assert result.refused is None, result.refused
-    assert "            model.apply(weights_init)\n            for param in accelerator" in result.text, result.text
+    assert "            model.apply(weights_init)\n            if accelerator.distributed_type not in" in result.text, (
+        result.text
+    )
 
 
 def test_constant_writes_and_copies_get_no_sync():

@@ -36,6 +36,9 @@ launch would start twice over) vs the original on two processes (torchrun or its
 with the one-process original at the same point of the data (converted step k of an epoch <-> original
 step 2k of that epoch, or step k where the steps are the same: the LR exactly, final metrics within
 the case's bands).
+Every two-process conversion run through the
+wrapper must also end with the same parameters on both ranks (``rank_agreement``), unless the
+original's two processes part too.
 """
 
 from __future__ import annotations
@@ -184,6 +187,9 @@ class Run:
     elapsed: float
     steps: list[Step] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)
+    #: RANK -> digest of the optimizers' final parameters (see tests.launch.RANK_DIGEST_BEFORE);
+    #: empty for a script without a torch optimizer and for runs not started through the wrapper
+    rank_digests: dict[str, str] = field(default_factory=dict)
 
     @property
     def failed(self) -> str | None:
@@ -239,7 +245,9 @@ def run(case: Case, folder: Path, label: str, launcher: str, converted: bool) ->
     # a converted script is checked through accelerate's view of the processes; an original one,
     # which tears its own process group down, through the launcher's environment (unless it
     # already uses Accelerate)
-    write_wrapper(folder, accelerate_marker=converted or case.launch == "accelerate", main_stdout_only=True)
+    write_wrapper(
+        folder, accelerate_marker=converted or case.launch == "accelerate", main_stdout_only=True, rank_digest=True
+    )
     outputs, stdouts, returncode, elapsed = [], [], 0, 0.0
     for phase in case.phases:
         arguments = _arguments(case.args + phase, out_dir)
@@ -275,7 +283,23 @@ def run(case: Case, folder: Path, label: str, launcher: str, converted: bool) ->
             break
     stdout = "\n".join(stdouts)
     output = "\n".join(outputs)
-    return Run(label, processes, returncode, output, out_dir, elapsed, parse_steps(stdout), parse_metrics(stdout))
+    digests = {p.name.split(".")[1]: p.read_text() for p in sorted(folder.glob("rank_digest.*.txt"))}
+    return Run(
+        label, processes, returncode, output, out_dir, elapsed, parse_steps(stdout), parse_metrics(stdout), digests
+    )
+
+
+def rank_agreement(candidate: Run, original: Run | None) -> list[str]:
+    """A two-process conversion whose ranks end with different parameters, where the original's
+    ranks agree (or the original runs one process): DDP keeps every rank's parameters equal, so
+    the conversion lost the sync somewhere (a re-initialisation after the wrap, a buffer DDP was
+    told to ignore, a wrap taken apart). Runs without digests are not judged."""
+    if len(candidate.rank_digests) < 2 or len(set(candidate.rank_digests.values())) == 1:
+        return []
+    if original is not None and len(set(original.rank_digests.values())) > 1:
+        return []  # the original's ranks part too: the conversion keeps what it does
+    shown = ", ".join(f"rank {rank} {digest[:12]}" for rank, digest in sorted(candidate.rank_digests.items()))
+    return [f"{candidate.label}: the ranks end with different parameters ({shown}); DDP keeps them equal"]
 
 
 def _mixed_precision(case: Case, converted: bool) -> str:

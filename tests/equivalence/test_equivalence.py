@@ -168,6 +168,7 @@ def test_conversion_trains_the_same(name, originals, tmp_path):
                 )
                 if case.same_steps_on_two_processes and not order_kept:
                     problems += harness.own_batches(reference, two)
+                problems += harness.rank_agreement(two, None if case.launch == "single" else two_reference)
 
     problems += harness.check_checkpoints(case, runs[1:])
     assert not problems, "\n\n".join(problems)
