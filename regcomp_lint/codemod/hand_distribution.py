@@ -143,9 +143,9 @@ def _name_a_loss_outside_forward(planner: PlainPlanner, attr: cst.Attribute, own
     function = tree.function_of(call)
     if feeds_the_loss(planner, function, call):
         planner.notes.append(
-            f"{owner}.module.{method.attr.value}(...) at line {tree.line(call)} computes the loss outside DDP's "
-            "forward, as in the original: its gradients are not averaged across processes (each keeps its own); "
-            "call it inside the model's forward() to have them averaged"
+            f"{owner}.module.{method.attr.value}(...) at line {tree.line(call)} feeds the loss outside DDP's "
+            "forward, as in the original: whatever gradients it gives the model's parameters are not averaged "
+            "across processes (each keeps its own); call it inside the model's forward() to have them averaged"
         )
 
 

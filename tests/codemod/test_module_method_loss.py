@@ -51,7 +51,7 @@ def test_a_loss_through_the_wrapped_models_own_method_is_named():
     assert "loss = accelerator.unwrap_model(model, keep_torch_compile=False).encode(x).pow(2).mean()" in result.text
     note = next((n for n in result.notes if "outside DDP's forward" in n), None)
     assert note is not None, result.notes
-    assert note.startswith("model.module.encode(...) at line 27 computes the loss outside DDP's forward")
+    assert note.startswith("model.module.encode(...) at line 27 feeds the loss outside DDP's forward")
 
 
 def test_a_loss_through_forward_needs_no_such_note():
