@@ -609,6 +609,10 @@ class PlainPlanner(Planner):
             assert built is not None and view.roles is not None
             if built.kind is Kind.DATALOADER:
                 shard = view.roles.shard_reason(built)
+                if shard is None and (value := view.expression_at(creation.value)) is not None:
+                    branch = view.roles.factory_shard_reason(value, view.where(value))
+                    if branch is not None and isinstance(value, ast.Call):
+                        shard = f"{branch} when {ast.unparse(value.func)}() builds it for several processes"
                 if shard is not None:
                     self.sharded_loaders.append(creation.key)
                     if creation.key in loaders:  # bound unsharded on another branch first
@@ -791,6 +795,13 @@ class PlainPlanner(Planner):
             origin = roles.origin(expr, where)
             if isinstance(origin, Origin) and origin.kind is Kind.DATALOADER:
                 if roles.shard_reason(origin) is not None:
+                    continue
+                branch = roles.sharded_on_a_branch(expr, where)
+                if branch is not None:  # a local factory's loader, sharded on its distributed branch
+                    self.notes.append(
+                        f"{key} is {branch} when {ast.unparse(bound.value.func)}() builds it for several processes: "
+                        "left unprepared, so every rank sees the batches it saw before"
+                    )
                     continue
                 found.append(key)
             elif origin is None and (own := self._own_loader_class(view, bound.value.func)) is not None:
