@@ -120,6 +120,7 @@ from regcomp_lint.codemod.tree import (
     single_target,
 )
 from regcomp_lint.codemod.uneven_steps import uneven_steps
+from regcomp_lint.codemod.unwrapped_branches import taken_unwrapped
 from regcomp_lint.codemod.wrapped_access import places_using_prepared, read_through_wrapper, sees_prepared
 from regcomp_lint.knowledge import torch_api
 from regcomp_lint.knowledge.training_libraries import ITERATION_BUILTINS, ITERATION_WRAPPERS, PROGRESS_RANGES
@@ -1139,7 +1140,8 @@ class PlainPlanner(Planner):
                     self.replace(save.func, f"{acc}.save")
                     writes.append((place, save))
                 self.checkpoint_saves += 1
-                self.saved_states.add(model)
+                if not taken_unwrapped(tree, call, model):  # `else: save(model.state_dict())` of an isinstance test
+                    self.saved_states.add(model)
         writes += guard_helper_saves(self, places, self.training)
         writes += save_the_rest_once(self, [p for p in places if p is self.scope or p in self.owner_methods()], writes)
         wait_before_reading_back(self, writes)
