@@ -774,6 +774,8 @@ class PlainPlanner(Planner):
                     key = binding_key(expr)
                     if key is None or key in known or key in found or key in self.sharded_loaders:
                         continue
+            if bound is not None and bound.index is None:
+                bound = _keyed_from_factory(roles, bound) or bound  # `loaders = get_loaders(cfg); loaders["train"]`
             # iterated in the scope, or in a training function that reads the scope's global
             # (cifar100's `train(epoch)` over the module-level `loader = get_loader(...)`)
             if (
@@ -2182,6 +2184,30 @@ def _counts_epochs(imports, call: ast.Call) -> bool:
         and first.func.id == "range"
         and not imports.imported("range")
     )
+
+
+def _keyed_from_factory(roles: TrainingRoles, bound: Bound) -> Bound | None:
+    """For ``train_loader = loaders["train"]`` (a constant key), where the same scope bound
+    ``loaders = get_dataloaders(cfg)`` to a call of a function another module defines: that
+    binding, so the loader is judged as ``train_loader = get_dataloaders(cfg)`` is (survey 19c's
+    Hydra VAE). None otherwise: a local factory's dict is the roles' to follow."""
+    value = bound.value
+    if not (isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name)):
+        return None
+    if not isinstance(value.slice, ast.Constant):
+        return None
+    held = roles.bindings.lookup(value.value, bound.where)
+    if held is None or held.index is not None or not isinstance(held.value, ast.Call):
+        return None
+    if held.where.function is not bound.where.function:
+        return None
+    func = held.value.func
+    root = func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if not isinstance(root, ast.Name) or not roles.ctx.imports.imported(root.id):
+        return None
+    return held
 
 
 def _kept_iterable(
