@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from functools import partial
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -61,9 +62,7 @@ def guard_helper_saves(
             if isinstance(expr, cst.If) and expr.test is call and _only_logs(tree, expr):
                 # `if atomic_save(...): print("saved")`: the main process writes and logs, the others skip both
                 acc = planner.accelerator_in(place)
-                planner.edits.on(
-                    call, lambda u, acc=acc: expression(f"{acc}.is_main_process and {code(u)}", planner.module)
-                )
+                planner.edits.on(call, partial(_main_process_and, acc, planner.module))
                 if helper is not None:
                     _unwrap_handed_models(planner, helper, call, acc)
                 planner.uses.append(call)
@@ -92,6 +91,11 @@ def guard_helper_saves(
                 f"`if {acc}.is_main_process:`, so one process writes the files"
             )
     return guarded_calls
+
+
+def _main_process_and(acc: str, module: cst.Module, updated: cst.CSTNode) -> cst.CSTNode:
+    """``helper(...)`` -> ``accelerator.is_main_process and helper(...)`` (its own edits kept)."""
+    return expression(f"{acc}.is_main_process and {code(updated)}", module)
 
 
 #: Methods of a logger a branch may call and still only log.
