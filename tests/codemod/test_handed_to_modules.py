@@ -55,7 +55,9 @@ def test_an_evaluation_reading_the_models_attribute_gets_the_unwrapped_model(tmp
         "        for x, y in loader:\n            if net.n_classes == 1:\n                total += net(x).mean().item()\n"
         "    net.train()\n    return total\n",
     )
-    assert 'print("val", evaluate(accelerator.unwrap_model(model, keep_torch_compile=False), val_loader))' in result.text
+    assert (
+        'print("val", evaluate(accelerator.unwrap_model(model, keep_torch_compile=False), val_loader))' in result.text
+    )
     assert any("evaluate() of evaluate.py reads net.n_classes (line 9)" in n for n in result.notes), result.notes
 
 
