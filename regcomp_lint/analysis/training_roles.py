@@ -1155,7 +1155,41 @@ class TrainingRoles:
             one = self._bound_origin(bound, expr, depth, True, MAX_CALLER_DEPTH)
             if isinstance(one, Origin):
                 found.append(one)
+            found += [
+                o
+                for o in self._factory_origins(bound.value, bound.where, bound.index, depth)
+                if all(o.built is not f.built for f in found)
+            ]
         return found or [o for o in [self._step_origin(expr, where)] if isinstance(o, Origin)]
+
+    def factory_shard_reason(self, value: ast.expr, where: Where, index: int | None = None) -> str | None:
+        """Why the loader a local function called as ``value`` hands back (element ``index`` of the
+        tuples it returns) gives each rank its own data on some branch of that function, if it does."""
+        for found in self._factory_origins(value, where, index, 0):
+            if found.kind is Kind.DATALOADER and (reason := self.shard_reason(found)) is not None:
+                return reason
+        return None
+
+    def _factory_origins(self, value: ast.AST | None, where: Where, index: int | None, depth: int) -> list[Origin]:
+        """Every object a local function called as ``value`` may hand back (element ``index`` of
+        the tuples it returns), one per binding of each name it returns: survey 19c's
+        ``prepare_data()`` builds its training loader with a DistributedSampler when distributed
+        and a plain shuffled one otherwise, and returns it in a tuple."""
+        if not isinstance(value, ast.Call) or depth > MAX_DEPTH:
+            return []
+        returned = self._returned(value.func, where)
+        if not returned:
+            return []
+        items = returned if index is None else self._elements(value, index, where, depth)
+        found: list[Origin] = []
+        for item, at in items:
+            if binding_key(item) is not None:
+                found += self._possible_origins(item, at, depth + 1)
+            elif isinstance(one := self.origin(item, at, depth + 1), Origin):
+                found.append(one)
+        if index is None:  # `loader = make_loader(...)`: each call of a factory, its own object (_call_origin)
+            return [Origin(o.kind, value, where, o.built) for o in found]
+        return found
 
     def _handed_to_a_scheduler(self, scheduler: Origin) -> bool:
         """The scheduler is an argument (or an element of one) of another scheduler's constructor."""

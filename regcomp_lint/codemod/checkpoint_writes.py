@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from functools import partial
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -58,6 +59,19 @@ def guard_helper_saves(
             name = helper.name.value if helper is not None else f"{code(call.func)}"
             expr = tree.parent(call)
             line = tree.parent(expr) if expr is not None else None
+            if isinstance(expr, cst.If) and expr.test is call and _only_logs(tree, expr):
+                # `if atomic_save(...): print("saved")`: the main process writes and logs, the others skip both
+                acc = planner.accelerator_in(place)
+                planner.edits.on(call, partial(_main_process_and, acc, planner.module))
+                if helper is not None:
+                    _unwrap_handed_models(planner, helper, call, acc)
+                planner.uses.append(call)
+                guarded_calls.append((place, call))
+                planner.notes.append(
+                    f"{name}() at line {tree.line(call)} writes a checkpoint and its result only decides what is "
+                    f"logged: the test is now `{acc}.is_main_process and {name}(...)`, so one process writes and logs"
+                )
+                continue
             if not (isinstance(expr, cst.Expr) and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
                 planner.notes.append(
                     f"{name}() at line {tree.line(call)} writes a checkpoint but its result is used: "
@@ -77,6 +91,45 @@ def guard_helper_saves(
                 f"`if {acc}.is_main_process:`, so one process writes the files"
             )
     return guarded_calls
+
+
+def _main_process_and(acc: str, module: cst.Module, updated: cst.CSTNode) -> cst.CSTNode:
+    """``helper(...)`` -> ``accelerator.is_main_process and helper(...)`` (its own edits kept)."""
+    return expression(f"{acc}.is_main_process and {code(updated)}", module)
+
+
+#: Methods of a logger a branch may call and still only log.
+_LOG_METHODS = ("debug", "info", "warning", "error", "log")
+
+
+def _only_logs(tree: Tree, test_of: cst.If) -> bool:
+    """Every statement of the ``if``'s branches prints or logs (``print(...)``,
+    ``logger.info(...)``): skipping them on the other processes changes nothing they compute."""
+    blocks = [test_of.body]
+    if test_of.orelse is not None:
+        if not isinstance(test_of.orelse, cst.Else):
+            return False  # an elif tests more than the result
+        blocks.append(test_of.orelse.body)
+    for block in blocks:
+        if not isinstance(block, cst.IndentedBlock):
+            return False
+        for line in block.body:
+            if not isinstance(line, cst.SimpleStatementLine):
+                return False
+            for small in line.body:
+                if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
+                    return False
+                func = small.value.func
+                if (
+                    isinstance(func, cst.Name)
+                    and func.value == "print"
+                    and tree.imported_names(func) <= {"builtins.print"}
+                ):
+                    continue
+                if isinstance(func, cst.Attribute) and func.attr.value in _LOG_METHODS:
+                    continue
+                return False
+    return True
 
 
 def save_the_rest_once(

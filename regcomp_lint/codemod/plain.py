@@ -125,6 +125,7 @@ from regcomp_lint.codemod.tree import (
     single_target,
 )
 from regcomp_lint.codemod.uneven_steps import uneven_steps
+from regcomp_lint.codemod.unwrapped_branches import taken_unwrapped
 from regcomp_lint.codemod.wrapped_access import places_using_prepared, read_through_wrapper, sees_prepared
 from regcomp_lint.knowledge import torch_api
 from regcomp_lint.knowledge.training_libraries import ITERATION_BUILTINS, ITERATION_WRAPPERS, PROGRESS_RANGES
@@ -652,6 +653,10 @@ class PlainPlanner(Planner):
             assert built is not None and view.roles is not None
             if built.kind is Kind.DATALOADER:
                 shard = view.roles.shard_reason(built)
+                if shard is None and (value := view.expression_at(creation.value)) is not None:
+                    branch = view.roles.factory_shard_reason(value, view.where(value))
+                    if branch is not None and isinstance(value, ast.Call):
+                        shard = f"{branch} when {ast.unparse(value.func)}() builds it for several processes"
                 if shard is not None:
                     self.sharded_loaders.append(creation.key)
                     if creation.key in loaders:  # bound unsharded on another branch first
@@ -812,6 +817,8 @@ class PlainPlanner(Planner):
                     key = binding_key(expr)
                     if key is None or key in known or key in found or key in self.sharded_loaders:
                         continue
+            if bound is not None and bound.index is None:
+                bound = _keyed_from_factory(roles, bound) or bound  # `loaders = get_loaders(cfg); loaders["train"]`
             # iterated in the scope, or in a training function that reads the scope's global
             # (cifar100's `train(epoch)` over the module-level `loader = get_loader(...)`)
             if (
@@ -834,6 +841,13 @@ class PlainPlanner(Planner):
             origin = roles.origin(expr, where)
             if isinstance(origin, Origin) and origin.kind is Kind.DATALOADER:
                 if roles.shard_reason(origin) is not None:
+                    continue
+                branch = roles.sharded_on_a_branch(expr, where)
+                if branch is not None:  # a local factory's loader, sharded on its distributed branch
+                    self.notes.append(
+                        f"{key} is {branch} when {ast.unparse(bound.value.func)}() builds it for several processes: "
+                        "left unprepared, so every rank sees the batches it saw before"
+                    )
                     continue
                 found.append(key)
             elif origin is None and (own := self._own_loader_class(view, bound.value.func)) is not None:
@@ -1171,7 +1185,8 @@ class PlainPlanner(Planner):
                     self.replace(save.func, f"{acc}.save")
                     writes.append((place, save))
                 self.checkpoint_saves += 1
-                self.saved_states.add(model)
+                if not taken_unwrapped(tree, call, model):  # `else: save(model.state_dict())` of an isinstance test
+                    self.saved_states.add(model)
         writes += guard_helper_saves(self, places, self.training)
         writes += save_the_rest_once(self, [p for p in places if p is self.scope or p in self.owner_methods()], writes)
         wait_before_reading_back(self, writes)
@@ -2242,6 +2257,30 @@ def _counts_epochs(imports, call: ast.Call) -> bool:
         and first.func.id == "range"
         and not imports.imported("range")
     )
+
+
+def _keyed_from_factory(roles: TrainingRoles, bound: Bound) -> Bound | None:
+    """For ``train_loader = loaders["train"]`` (a constant key), where the same scope bound
+    ``loaders = get_dataloaders(cfg)`` to a call of a function another module defines: that
+    binding, so the loader is judged as ``train_loader = get_dataloaders(cfg)`` is (survey 19c's
+    Hydra VAE). None otherwise: a local factory's dict is the roles' to follow."""
+    value = bound.value
+    if not (isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name)):
+        return None
+    if not isinstance(value.slice, ast.Constant):
+        return None
+    held = roles.bindings.lookup(value.value, bound.where)
+    if held is None or held.index is not None or not isinstance(held.value, ast.Call):
+        return None
+    if held.where.function is not bound.where.function:
+        return None
+    func = held.value.func
+    root = func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if not isinstance(root, ast.Name) or not roles.ctx.imports.imported(root.id):
+        return None
+    return held
 
 
 def _kept_iterable(
