@@ -26,14 +26,12 @@ from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.local_modules import FunctionNode, imported_function
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, single_target
-from regcomp_lint.knowledge.torch_api import TORCH_SAVE
+from regcomp_lint.knowledge.torch_api import PER_PROCESS_PATH_WORDS, TORCH_SAVE
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.rewrites import Planner
 
 _READS = ("torch.load",)
-#: Words of a save path that make it one file per process (left as every process writes it).
-_RANK_WORDS = ("rank", "process_index", "gpu")
 #: How many calls deep a helper's write is looked for (``save_checkpoint`` -> ``_write``).
 _MAX_DEPTH = 3
 #: Calls every process must make together: a helper making one is never run on one process only.
@@ -148,7 +146,7 @@ def save_the_rest_once(
             if id(call) in done or not tree.resolves_to(call.func, *TORCH_SAVE) or planner.is_removed(call):
                 continue
             path = code(call.args[1].value) if len(call.args) > 1 else ""
-            if under_rank_test(planner, call) or any(word in path for word in _RANK_WORDS):
+            if under_rank_test(planner, call) or any(word in path for word in PER_PROCESS_PATH_WORDS):
                 continue
             if saves_into_memory(planner, call):
                 continue

@@ -189,3 +189,19 @@ def test_pathlib_and_pandas_writes_are_made_by_the_main_process():
     )
     notes = " ".join(result.notes)
     assert "write_text() at line" in notes and "to_csv() at line" in notes
+
+
+def test_a_file_named_by_the_rank_is_still_written_by_every_process():
+    """A per-rank file (``f"preds_{rank}.json"``, ``save_image(x, f"{args.local_rank}.png")``) is
+    each process's own: guarding it on the main process would drop the others' (seen by the
+    survey 19c helper in a replica)."""
+    text = SCRIPT.replace("import matplotlib", "import json\nimport os\nimport matplotlib").replace(
+        "fixed_noise = ", 'rank = int(os.environ.get("RANK", 0))\nfixed_noise = '
+    )
+    samples = (
+        'with open(f"stats_{rank}.json", "w") as f:\n    json.dump({"loss": loss.item()}, f)\n'
+        "vutils.save_image(netG(fixed_noise).detach(), f'fake_{rank}.png')"
+    )
+    result = convert_source(text.replace("SAMPLES", samples.replace("\n", "\n            ")), "main.py")
+    assert result.refused is None, result.refused
+    assert "is_main_process" not in result.text, result.text
