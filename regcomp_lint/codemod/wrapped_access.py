@@ -29,6 +29,7 @@ from regcomp_lint.codemod.tree import Block, Function, code, find_all, key_of, p
 from regcomp_lint.knowledge import accelerate_api
 from regcomp_lint.knowledge.torch_api import (
     DATA_PARALLEL_API,
+    DATA_PARALLEL_INSTANCE_API,
     MODULE_API,
     STRUCTURE_API,
     TRACING_FUNCTIONS,
@@ -58,7 +59,13 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
         pipelines = piped_models(tree, function)
         piped = {id(m) for m in pipelines}
         traced += [m for m in pipelines if all(m is not t for t in traced)]
-        for attr in [*find_all(function, (cst.Attribute, cst.Subscript), enter_functions=False), *traced]:
+        probes = probed_models(function)
+        probed = {id(m): attribute for m, attribute in probes}
+        for attr in [
+            *find_all(function, (cst.Attribute, cst.Subscript), enter_functions=False),
+            *traced,
+            *(m for m, _ in probes),
+        ]:
             structure = False  # ``model.children()``: through the wrappers it walks them (see STRUCTURE_API)
             if isinstance(attr, cst.Subscript):
                 owner, name = key_of(attr.value), "[...]"  # DDP and the compile wrapper are not subscriptable
@@ -68,6 +75,8 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
                 own_unwrap = name == "module" and not planner.distribution.by_hand
                 if ((name in MODULE_API and not structure) or name in DATA_PARALLEL_API) and not own_unwrap:
                     continue  # the script's own DDP wraps: hand_distribution reads model.module
+            elif id(attr) in probed:  # hasattr(model, "config"): DDP has none, the probe answers False
+                owner, name = key_of(attr), probed[id(attr)]
             else:  # the model handed to ``writer.add_graph``: traced, which a compiled model refuses
                 owner, name = key_of(attr), "traced"
             if (owner not in models and owner not in handed) or planner.is_removed(attr):
@@ -120,7 +129,8 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
             # regional compilation on several processes accelerate 1.15 hands back the DDP wrapper
             # itself unless told keep_torch_compile=False (accelerate_api.REGIONAL_UNWRAP)
             unwrapped = f"{acc}.unwrap_model({owner}, {accelerate_api.REGIONAL_UNWRAP})"
-            planner.replace(attr if name == "traced" else attr.value, unwrapped)  # type: ignore[attr-defined]
+            whole = name == "traced" or id(attr) in probed
+            planner.replace(attr if whole else attr.value, unwrapped)  # type: ignore[attr-defined]
             planner.uses.append(attr)
             if id(attr) in piped:
                 to_pipelines.append(f"{owner} (line {tree.line(attr)})")
@@ -220,6 +230,24 @@ def piped_models(tree, function: Function) -> list[cst.BaseExpression]:
         if name is None or not name.rsplit(".", 1)[-1].endswith(PIPELINE_CLASS_SUFFIX):
             continue
         found += [a.value for a in call.args if not a.star and isinstance(a.value, (cst.Name, cst.Attribute))]
+    return found
+
+
+def probed_models(function: Function) -> list[tuple[cst.BaseExpression, str]]:
+    """``hasattr(model, "config")`` / ``getattr(model, "config", None)``: what is probed for an
+    attribute of its own (not one ``nn.Module`` or DDP has, which a wrapper answers itself), with
+    that attribute's name."""
+    found = []
+    for call in find_all(function, cst.Call, enter_functions=False):
+        if not (isinstance(call.func, cst.Name) and call.func.value in ("hasattr", "getattr")) or len(call.args) < 2:
+            continue
+        name = call.args[1].value
+        attribute = name.evaluated_value if isinstance(name, cst.SimpleString) else None
+        if not isinstance(attribute, str) or attribute in MODULE_API or attribute in DATA_PARALLEL_API:
+            continue
+        if attribute in DATA_PARALLEL_INSTANCE_API or attribute.startswith("_"):
+            continue
+        found.append((call.args[0].value, attribute))
     return found
 
 
