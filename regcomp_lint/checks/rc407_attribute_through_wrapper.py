@@ -9,6 +9,8 @@ from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.diagnostics import Applicability, Severity
 from regcomp_lint.knowledge.torch_api import DATA_PARALLEL_INSTANCE_API, MODULE_API
 
+#: The builtins that probe an attribute by name: through DDP they answer False / the default.
+_PROBES = ("hasattr", "getattr")
 #: What the other objects ``prepare`` returns have (optimizer, scheduler, data loader): a read of
 #: one of these is not a model's, and needs no question about what was prepared.
 _OTHER_PREPARED_API = frozenset(
@@ -26,7 +28,10 @@ class AttributeThroughWrapper(Rule):
     diffusers `from_pretrained`). `nn.Module`'s own API (`eval()`, `parameters()`,
     `state_dict()`, ...), what `DistributedDataParallel` has itself (`module`, `no_sync`,
     `device`), what a prepared optimizer, scheduler or data loader has (`step`, `param_groups`,
-    `set_epoch`, `dataset`...) and private names are not reported.
+    `set_epoch`, `dataset`...) and private names are not reported. A probe of such an attribute
+    by name, `hasattr(model, "config")` or `getattr(model, "config", None)`, is reported too:
+    through DDP it answers False (the default), so the script silently takes its other branch
+    (measured on 2 gloo processes: False on both, True on one process).
 
     ## Why is this bad
     On several processes `prepare` wraps the model in `DistributedDataParallel`, and with a
@@ -100,6 +105,9 @@ class AttributeThroughWrapper(Rule):
         "lr = opt.param_groups[0]['lr']\n",
         # something built out of sight: its kind is not known
         "from accelerate import Accelerator\nacc = Accelerator()\nthing = acc.prepare(make_thing())\nthing.generate()\n",
+        # probing what DDP has itself
+        "from accelerate import Accelerator\nimport torch\nacc = Accelerator()\nmodel = acc.prepare(torch.nn.Linear(2, 2))\n"
+        "inner = model.module if hasattr(model, 'module') else model\n",
     ]
     invalid = [
         Invalid(
@@ -140,6 +148,17 @@ class AttributeThroughWrapper(Rule):
             "model, optim = accelerator.prepare(PaLM(num_tokens=256), optim)\nmodel.eval()\n"
             "sample = accelerator.unwrap_model(model, keep_torch_compile=False).generate(512, prime)\n",
         ),
+        # a probe by name: through DDP it answers False, and the script takes its other branch
+        Invalid(
+            "from accelerate import Accelerator\nfrom transformers import AutoModelForCausalLM\nacc = Accelerator()\n"
+            "model = acc.prepare(AutoModelForCausalLM.from_pretrained('gpt2'))\n"
+            "if hasattr(model, 'config'):\n    print(getattr(model, 'config', None))\n",
+            fixed="from accelerate import Accelerator\nfrom transformers import AutoModelForCausalLM\nacc = Accelerator()\n"
+            "model = acc.prepare(AutoModelForCausalLM.from_pretrained('gpt2'))\n"
+            "if hasattr(acc.unwrap_model(model), 'config'):\n    print(getattr(acc.unwrap_model(model), 'config', None))\n",
+            count=2,
+            message="`hasattr(model, 'config')` probes the wrapper",
+        ),
     ]
 
     def __init__(self, ctx) -> None:
@@ -147,15 +166,30 @@ class AttributeThroughWrapper(Rule):
         self.script = ctx.semantic.accelerate_script
         self.bindings = self.script.bindings
         self._reads: list[tuple[ast.Attribute, Where, bool]] = []  # (read, where, called)
+        self._probes: list[tuple[ast.Call, str, Where]] = []  # hasattr(model, "config"), the name, where
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if not (isinstance(func, ast.Name) and func.id in _PROBES and len(node.args) >= 2):
+            return
+        name = node.args[1]
+        if not (isinstance(name, ast.Constant) and isinstance(name.value, str)) or not self._own(name.value):
+            return
+        if isinstance(node.args[0], (ast.Name, ast.Attribute)):
+            self._probes.append((node, name.value, self.bindings.here(node)))
+
+    @staticmethod
+    def _own(attr: str) -> bool:
+        """An attribute of the model itself, not one the wrapper or the other prepared objects have."""
+        return (
+            not attr.startswith("_")
+            and attr not in MODULE_API
+            and attr not in DATA_PARALLEL_INSTANCE_API
+            and attr not in _OTHER_PREPARED_API
+        )
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        if (
-            not node.attr.startswith("_")
-            and node.attr not in MODULE_API
-            and node.attr not in DATA_PARALLEL_INSTANCE_API
-            and node.attr not in _OTHER_PREPARED_API
-            and isinstance(node.value, (ast.Name, ast.Attribute))
-        ):
+        if self._own(node.attr) and isinstance(node.value, (ast.Name, ast.Attribute)):
             parent = self.ctx.parent()
             called = isinstance(parent, ast.Call) and parent.func is node
             self._reads.append((node, self.bindings.here(node), called))
@@ -166,20 +200,43 @@ class AttributeThroughWrapper(Rule):
         for node, where, called in self._reads:
             if self._prepared_model(node.value, where):
                 self._report(node, where, called)
+        for call, attr, where in self._probes:
+            if self._prepared_model(call.args[0], where):
+                self._report_probe(call, attr, where)
+
+    def _unwrapped(self, receiver: str, where: Where) -> tuple[str, bool]:
+        """``acc.unwrap_model(model)`` as this file spells it (``keep_torch_compile=False`` when
+        the accelerator compiles), and whether the accelerator's name is known (a fix is offered)."""
+        name = self.script.accelerator_name(where)
+        spelled = name.text if name else "accelerator"
+        keep = ", keep_torch_compile=False" if self.script.compile_state(None).compiles else ""
+        return f"{spelled}.unwrap_model({receiver}{keep})", name is not None
+
+    def _report_probe(self, call: ast.Call, attr: str, where: Where) -> None:
+        src = self.ctx.source
+        receiver = src.segment(call.args[0])
+        unwrapped, known = self._unwrapped(receiver, where)
+        probe = call.func.id  # type: ignore[attr-defined]
+        answer = "False" if probe == "hasattr" else "its default"
+        message = (
+            f"`{probe}({receiver}, {attr!r})` probes the wrapper `prepare` returns: on several processes it is a "
+            f"DistributedDataParallel, which has no `{attr}`, so the probe answers {answer}; probe `{unwrapped}`"
+        )
+        fix = None
+        if known:
+            fix = self.make_fix(f"Probe `{unwrapped}`", [src.replace(call.args[0], unwrapped)], Applicability.SAFE)
+        self.report(call, message, fix=fix)
 
     def _report(self, node: ast.Attribute, where: Where, called: bool) -> None:
         src = self.ctx.source
         receiver = src.segment(node.value)
-        name = self.script.accelerator_name(where)
-        spelled = name.text if name else "accelerator"
-        keep = ", keep_torch_compile=False" if self.script.compile_state(None).compiles else ""
-        unwrapped = f"{spelled}.unwrap_model({receiver}{keep})"
+        unwrapped, known = self._unwrapped(receiver, where)
         message = (
             f"`{receiver}.{node.attr}` is read through the wrapper `prepare` returns: on several processes it is a "
             f"DistributedDataParallel, which has no `{node.attr}`; use `{unwrapped}.{node.attr}`"
         )
         fix = None
-        if name is not None:
+        if known:
             fix = self.make_fix(
                 f"Read `{node.attr}` from `{unwrapped}`",
                 [src.replace(node.value, unwrapped)],

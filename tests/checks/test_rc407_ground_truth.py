@@ -3,7 +3,8 @@
 A model with a ``generate`` method and a ``config`` field, prepared by an Accelerator with a
 dynamo plugin (``backend="eager"``) under ``accelerate launch`` on 2 CPU processes: DDP has
 neither attribute, ``unwrap_model`` gives both back, and DDP's own public attributes are the
-ones ``knowledge.torch_api`` lists (so RC407 stays quiet on ``model.device``). And accelerate's
+ones ``knowledge.torch_api`` lists (so RC407 stays quiet on ``model.device``); a probe by name
+(``hasattr(model, "config")``) answers no. And accelerate's
 default ``unwrap_model(model)`` of a compiled model rewires the prepared model itself.
 """
 
@@ -54,6 +55,7 @@ PROBE = textwrap.dedent(
             report["errors"][name] = str(error)
     unwrapped = accelerator.unwrap_model(model, keep_torch_compile=False)
     report["unwrapped"] = list(unwrapped.generate(torch.randn(2, 4)).shape)
+    report["probes"] = [hasattr(model, "config"), getattr(model, "config", "default"), hasattr(unwrapped, "config")]
     report["after_keep_false"] = type(model._orig_mod).__name__
     accelerator.unwrap_model(model)  # keep_torch_compile=True, the default
     report["after_default"] = type(model._orig_mod).__name__
@@ -85,6 +87,11 @@ def test_ddp_has_neither_a_model_method_nor_its_fields(measured):
     assert "has no attribute 'config'" in measured["errors"]["config"]
     assert "device" not in measured["errors"]  # DDP's own: RC407 stays quiet on model.device
     assert measured["unwrapped"] == [2]
+
+
+def test_a_probe_by_name_answers_no_through_ddp(measured):
+    """Why RC407 reports ``hasattr(model, "config")`` and regcomp-fix probes the unwrapped model."""
+    assert measured["probes"] == [False, "default", True]
 
 
 def test_the_default_unwrap_strips_ddp_from_the_prepared_model(measured):
