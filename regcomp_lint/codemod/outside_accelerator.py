@@ -53,8 +53,8 @@ def _imports_accelerate(tree: Tree) -> bool:
     for node in find_all(tree.module, cst.ImportFrom):
         if node.module is not None and code(node.module).split(".")[0] == "accelerate":
             return True
-    for node in find_all(tree.module, cst.Import):
-        if any(code(alias.name).split(".")[0] == "accelerate" for alias in node.names):
+    for imported in find_all(tree.module, cst.Import):
+        if any(code(alias.name).split(".")[0] == "accelerate" for alias in imported.names):
             return True
     return False
 
