@@ -21,6 +21,7 @@ from regcomp_lint.codemod.distribution import find_distribution
 from regcomp_lint.codemod.edits import AFTER, UNDER_COMMENTS, EditPlan, comment_line, missing_comments, rescued_lines
 from regcomp_lint.codemod.imports import TopImportsAdder, drop_unused_imports, place_added_imports
 from regcomp_lint.codemod.options import ConvertOptions
+from regcomp_lint.codemod.outside_accelerator import refuse_an_accelerator_from_elsewhere
 from regcomp_lint.codemod.plain import PlainPlanner
 from regcomp_lint.codemod.rewrites import Conversion, accelerator_calls
 from regcomp_lint.codemod.settings import Refusal
@@ -54,6 +55,7 @@ def plan_conversion(tree: Tree, options: ConvertOptions) -> Conversion:
                 "remove the wrap first: prepare() wraps the model"
             )
         return AcceleratePlanner(tree, options, constructions).plan()
+    refuse_an_accelerator_from_elsewhere(tree)
     return PlainPlanner(tree, options, distribution).plan()
 
 

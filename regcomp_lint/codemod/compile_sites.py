@@ -61,6 +61,8 @@ def _site(tree: Tree, function: Function, call: cst.Call, models: set[str]) -> C
         origin = _origin(tree, call)
         target = call.args[0].value if call.args and call.args[0].keyword is None and not call.args[0].star else None
         parent = tree.parent(call)
+        if isinstance(parent, cst.Assign) and target is not None:
+            _refuse_a_part(tree, function, call, target, models, into=[t.target for t in parent.targets])
         if isinstance(parent, cst.Assign):
             assigned = single_target(parent)
             model = key_of(target) if target is not None else None
@@ -109,6 +111,8 @@ def _site(tree: Tree, function: Function, call: cst.Call, models: set[str]) -> C
         _refuse_if_model(target, models, origin)
         return None
     func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "compile":
+        _refuse_a_part(tree, function, call, func.value, models, into=[func.value])
     key = key_of(func.value) if isinstance(func, cst.Attribute) and func.attr.value == "compile" else None
     if key is not None and key in models:
         origin = _origin(tree, call)
@@ -130,6 +134,48 @@ def _refuse_if_model(target: cst.BaseExpression | None, models: set[str], origin
         raise Refusal(
             f"{origin} compiles the model in a way the conversion does not take apart; use model = torch.compile(model, ...) before converting"
         )
+
+
+def _model_part(node: cst.BaseExpression, models: set[str]) -> str | None:
+    """The model ``node`` is a part of (``model.encoder``, ``model[0]``, ``self.net.head``), or None."""
+    while isinstance(node, (cst.Attribute, cst.Subscript)):
+        node = node.value
+        key = key_of(node)
+        if key is not None and key in models:
+            return key
+    return None
+
+
+def _refuse_a_part(
+    tree: Tree,
+    function: Function,
+    call: cst.Call,
+    target: cst.BaseExpression,
+    models: set[str],
+    into: list[cst.BaseExpression],
+) -> None:
+    """A part of the model compiled by hand and put back (``model.encoder =
+    torch.compile(model.encoder)``, ``model.layers[i] = torch.compile(layer)``,
+    ``model.encoder.compile()``): the plugin compiles the whole model in prepare(), around the
+    compiled part, whose own keywords the outer compile does not follow, and also where the
+    script's condition skips the line; so the script is refused, not compiled twice."""
+    part = next((t for t in into if _model_part(t, models) is not None), None)
+    if part is None:
+        return
+    model = _model_part(part, models)
+    what = code(target) if code(target) == code(part) else f"{code(target)} into {code(part)}"
+    conditional = False
+    for anc in tree.ancestors(call):
+        if anc is function:
+            break
+        conditional = conditional or (isinstance(anc, cst.If) and not is_main_guard(anc))
+    skipped = " and also where the script's condition skips that line" if conditional else ""
+    raise Refusal(
+        f"{_origin(tree, call)} compiles {what}, one part of the trained model `{model}`, by hand: the plugin "
+        f"would compile the whole of `{model}` in prepare(), around the compiled part (whose own settings it "
+        f"does not follow){skipped}; compile the whole model instead (`{model} = torch.compile({model}, ...)`) "
+        "before converting, or keep the script as it is (`# regcomp-fix: skip`)"
+    )
 
 
 def _condition(tree: Tree, function: Function, stmt: cst.CSTNode) -> cst.BaseExpression | None:

@@ -30,6 +30,11 @@ PREPARE_METHODS = frozenset(
 )
 #: The ones that take (and give back) a model.
 MODEL_PREPARE_METHODS = ("prepare", "prepare_model")
+#: ``Accelerator`` methods a script calls only on an accelerator: a file that calls them on an
+#: object it does not build trains through an Accelerator made elsewhere.
+ACCELERATOR_ONLY_METHODS = PREPARE_METHODS | frozenset(
+    {"accumulate", "gather_for_metrics", "unwrap_model", "save_state", "load_state"}
+)
 #: ``DistributedDataParallelKwargs``' fields: the DDP options Accelerate passes on when it wraps.
 DDP_KWARGS_FIELDS = (
     "dim",

@@ -164,6 +164,15 @@ def test_prepare_methods_are_accelerator_methods():
     assert set(accelerate_api.MODEL_PREPARE_METHODS) <= accelerate_api.PREPARE_METHODS
 
 
+def test_accelerator_only_methods_are_accelerator_methods_not_tensor_or_module_ones():
+    import torch
+    from accelerate import Accelerator
+
+    for name in accelerate_api.ACCELERATOR_ONLY_METHODS:
+        assert callable(getattr(Accelerator, name)), name
+        assert not hasattr(torch.Tensor, name) and not hasattr(torch.nn.Module, name), name
+
+
 def test_same_module_methods_return_the_module():
     import torch
 

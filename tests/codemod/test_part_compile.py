@@ -1,0 +1,109 @@
+"""A hand compile of a part of the model (survey 19e, a LexiMind profiling script:
+``model.encoder = torch.compile(model.encoder, mode=compile_mode)`` under
+``if cfg.training.get("compile_encoder", True):``, the same for the decoder). The conversion left
+those lines alone and added ``TorchDynamoPlugin(backend="inductor")``, which compiles the whole
+model in prepare(): on top of the compiled part (whose own mode the outer compile no longer
+follows), and whatever the script's condition says, so a run that compiled nothing compiled
+everything. It is refused now, naming the line, for plain and for Accelerate scripts, in both
+spellings (``torch.compile`` assigned back, ``nn.Module.compile()`` on the part)."""
+
+from regcomp_lint.codemod import convert_source
+
+PLAIN = """\
+import argparse
+
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Sequential(nn.Linear(8, 16), nn.ReLU())
+        self.decoder = nn.Linear(16, 1)
+
+    def forward(self, x):
+        return self.decoder(self.encoder(x))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--compile-encoder", action="store_true")
+    args = p.parse_args()
+    loader = DataLoader(TensorDataset(torch.randn(64, 8), torch.randn(64, 1)), batch_size=8)
+    model = Net()
+    if args.compile_encoder:
+        COMPILE
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        loss = nn.functional.mse_loss(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+ACCELERATED = """\
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+from accelerate import Accelerator
+
+
+def main():
+    accelerator = Accelerator()
+    loader = DataLoader(TensorDataset(torch.randn(64, 8), torch.randn(64, 1)), batch_size=8)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+    COMPILE
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model, opt, loader = accelerator.prepare(model, opt, loader)
+    for x, y in loader:
+        loss = nn.functional.mse_loss(model(x), y)
+        opt.zero_grad()
+        accelerator.backward(loss)
+        opt.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_plain_script_compiling_its_encoder_under_a_flag_is_refused_naming_the_line():
+    result = convert_source(
+        PLAIN.replace("COMPILE", 'model.encoder = torch.compile(model.encoder, mode="reduce-overhead")'), "t.py"
+    )
+    assert result.refused is not None, result.text
+    assert "torch.compile(...) at line 25" in result.refused, result.refused
+    assert "model.encoder" in result.refused and "part of the trained model `model`" in result.refused, result.refused
+    assert "where the script's condition skips that line" in result.refused, result.refused
+
+
+def test_module_compile_on_a_part_is_refused_too():
+    result = convert_source(PLAIN.replace("COMPILE", "model.encoder.compile()"), "t.py")
+    assert result.refused is not None, result.text
+    assert "model.encoder.compile(...) at line 25" in result.refused, result.refused
+
+
+def test_an_accelerate_script_compiling_a_part_gets_no_plugin_on_top():
+    result = convert_source(ACCELERATED.replace("COMPILE", "model[0] = torch.compile(model[0])"), "t.py")
+    assert result.refused is not None, result.text
+    assert "torch.compile(...) at line 11" in result.refused and "model[0]" in result.refused, result.refused
+    assert "condition" not in result.refused, result.refused  # an unconditional compile
+
+
+def test_compiling_the_whole_model_still_converts():
+    result = convert_source(PLAIN.replace("COMPILE", "model = torch.compile(model)"), "t.py")
+    assert result.refused is None, result.refused
+    assert 'TorchDynamoPlugin(backend="inductor" if args.compile_encoder else "no")' in result.text, result.text
+
+
+def test_blocks_compiled_one_by_one_into_the_model_are_refused():
+    loop = "for i, layer in enumerate(model):\n        model[i] = torch.compile(layer)"
+    result = convert_source(ACCELERATED.replace("COMPILE", loop), "t.py")
+    assert result.refused is not None, result.text
+    assert "torch.compile(...) at line 12 compiles layer into model[i]" in result.refused, result.refused
