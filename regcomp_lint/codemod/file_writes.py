@@ -107,16 +107,27 @@ def _model_saved_once(planner: Planner, call: cst.Call, place: Function) -> None
     assert isinstance(func, cst.Attribute)
     if key_of(func.value) in set(getattr(planner, "models", [])) or not planner.can_reach_accelerator(place):
         return
-    name, position = MAIN_PROCESS_KEYWORDS[func.attr.value]
-    positional = [a for a in call.args if a.keyword is None and not a.star]
-    if keyword(call, name) is not None or len(positional) > position or any(a.star for a in call.args):
-        return
     acc = planner.accelerator_in(place)
-    planner.edits.on(call, lambda u: with_keyword(u, name, expression(f"{acc}.is_main_process", planner.module)))
+    if not tell_main_process(planner, call, func.attr.value, acc):
+        return
     planner.notes.append(
         f"{code(func).strip()}() at line {planner.tree.line(call)} gets is_main_process={acc}.is_main_process: every "
         "process still calls it (a sharded model's weights are gathered by all), the main process alone writes"
     )
+
+
+def tell_main_process(planner: Planner, call: cst.Call, method: str, acc: str) -> bool:
+    """Give ``call`` (``x.save_pretrained(path)``) ``is_main_process=acc.is_main_process`` (see
+    :data:`~regcomp_lint.knowledge.training_libraries.MAIN_PROCESS_KEYWORDS`); not when the script
+    already passes it by keyword, position or ``**kwargs``. True when the keyword was added."""
+    if method not in MAIN_PROCESS_KEYWORDS:
+        return False
+    name, position = MAIN_PROCESS_KEYWORDS[method]
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    if keyword(call, name) is not None or len(positional) > position or any(a.star for a in call.args):
+        return False
+    planner.edits.on(call, lambda u: with_keyword(u, name, expression(f"{acc}.is_main_process", planner.module)))
+    return True
 
 
 def _write_only_block(planner: Planner, call: cst.Call, models: set[str], place: Function) -> bool:

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from regcomp_lint.codemod.builders import expression, keyword, with_keyword
 from regcomp_lint.codemod.checkpoint_writes import under_rank_test
+from regcomp_lint.codemod.file_writes import tell_main_process
 from regcomp_lint.codemod.fresh_state import defines_member, makes_fresh_state
 from regcomp_lint.codemod.method_loss import left_plain, not_wrapped, through_wrapper, without_grad
 from regcomp_lint.codemod.roles import bindings, bound_keys
@@ -35,7 +35,7 @@ from regcomp_lint.knowledge.torch_api import (
     TRACING_FUNCTIONS,
     TRACING_METHODS,
 )
-from regcomp_lint.knowledge.training_libraries import DIFFUSERS_MODULE, MAIN_PROCESS_KEYWORDS, PIPELINE_CLASS_SUFFIX
+from regcomp_lint.knowledge.training_libraries import DIFFUSERS_MODULE, PIPELINE_CLASS_SUFFIX
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.plain import PlainPlanner
@@ -269,19 +269,7 @@ def _write_once(planner: PlainPlanner, call: cst.Call, method: str, acc: str) ->
     :data:`~regcomp_lint.knowledge.training_libraries.MAIN_PROCESS_KEYWORDS`): launched on several
     processes, each would write the same files at once. Not when the script already says it, by
     keyword, position or ``**kwargs``, or calls it under a rank test."""
-    if method not in MAIN_PROCESS_KEYWORDS:
-        return False
-    name, position = MAIN_PROCESS_KEYWORDS[method]
-    positional = [a for a in call.args if a.keyword is None and not a.star]
-    if (
-        keyword(call, name) is not None
-        or len(positional) > position
-        or any(a.star for a in call.args)
-        or under_rank_test(planner, call)
-    ):
-        return False
-    planner.edits.on(call, lambda u: with_keyword(u, name, expression(f"{acc}.is_main_process", planner.module)))
-    return True
+    return not under_rank_test(planner, call) and tell_main_process(planner, call, method, acc)
 
 
 def handed_the_model(planner: PlainPlanner, function: Function, models: set[str], depth: int) -> set[str]:
