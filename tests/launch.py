@@ -236,6 +236,46 @@ def run_once_more_on_teardown_abort(
     return result
 
 
+ZYGOTE_SERVER = Path(__file__).with_name("zygote_server.py")
+ZYGOTE_CLIENT = Path(__file__).with_name("zygote_client.py")
+
+
+class Zygote:
+    """A zygote server (tests/zygote_server.py) for this test session: runs started through
+    :meth:`command` fork from an interpreter that imported torch and accelerate once, while their
+    launchers (torchrun, accelerate launch) stay real. Started in ``folder``'s clean environment,
+    so what torch reads from the environment at import is the same for every run."""
+
+    def __init__(self, folder: Path):
+        folder.mkdir(parents=True, exist_ok=True)
+        self.socket = folder / "zygote.sock"
+        self.log = open(folder / "zygote.log", "w")  # noqa: SIM115 - open while the server lives
+        self.process = subprocess.Popen(
+            [TORCH_PYTHON, str(ZYGOTE_SERVER), str(self.socket)],
+            cwd=folder,
+            env=clean_environment(folder),
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+        )
+        assert self.process.stdout is not None
+        if self.process.stdout.readline().strip() != "ready":  # "" when it died while importing
+            self.close()
+            raise RuntimeError(f"the zygote server did not start: {(folder / 'zygote.log').read_text()[-2000:]}")
+
+    def command(self, script: Sequence[str]) -> list[str]:
+        """``script`` (a path and its arguments) as the launchers' Python runs it through the zygote."""
+        return [str(ZYGOTE_CLIENT), *script]
+
+    def environment(self, env: dict[str, str]) -> dict[str, str]:
+        return {**env, "REGCOMP_ZYGOTE": str(self.socket)}
+
+    def close(self) -> None:
+        self.process.kill()
+        self.process.wait()
+        self.log.close()
+
+
 def process_markers(processes: int) -> list[str]:
     """The wrapper's end markers of a run on ``processes`` processes."""
     return [f"[regcomp] process {i} of {processes}" for i in range(processes)]

@@ -56,6 +56,7 @@ from regcomp_lint.cli.fix_command import FileResult, FixOptions, convert_options
 from regcomp_lint.lint.config import Settings
 from tests.launch import (
     TORCH_PYTHON,
+    Zygote,
     accelerate_launch,
     clean_environment,
     cpu_launch_environment,
@@ -238,8 +239,9 @@ def _arguments(arguments: list[str], out_dir: Path) -> list[str]:
     return [a.replace("{out_dir}", str(out_dir)).replace("{port}", str(free_port())) for a in arguments]
 
 
-def run(case: Case, folder: Path, label: str, launcher: str, converted: bool) -> Run:
-    """Run the staged script in ``folder``: ``launcher`` is plain, torchrun, accelerate or spawn."""
+def run(case: Case, folder: Path, label: str, launcher: str, converted: bool, zygote: Zygote | None = None) -> Run:
+    """Run the staged script in ``folder``: ``launcher`` is plain, torchrun, accelerate or spawn;
+    its processes fork from ``zygote`` when one is given (the launchers stay real)."""
     out_dir = folder / "out"
     processes = 1 if launcher == "plain" else 2
     # a converted script is checked through accelerate's view of the processes; an original one,
@@ -252,23 +254,25 @@ def run(case: Case, folder: Path, label: str, launcher: str, converted: bool) ->
     for phase in case.phases:
         arguments = _arguments(case.args + phase, out_dir)
         if launcher == "spawn":
-            command = [TORCH_PYTHON, SCRIPT, *arguments, *_arguments(case.original_two_process_args, out_dir)]
-            env, markers = clean_environment(folder), ["EQ done"]
+            script = _through(zygote, [SCRIPT, *arguments, *_arguments(case.original_two_process_args, out_dir)])
+            command, env, markers = [TORCH_PYTHON, *script], clean_environment(folder), ["EQ done"]
         elif launcher == "plain":
-            command = [TORCH_PYTHON, "wrapper.py", SCRIPT, *arguments]
+            command = [TORCH_PYTHON, *_through(zygote, ["wrapper.py", SCRIPT, *arguments])]
             env, markers = clean_environment(folder), process_markers(1)
         elif launcher == "torchrun":
-            command = torchrun(["wrapper.py", SCRIPT, *arguments])
+            command = torchrun(_through(zygote, ["wrapper.py", SCRIPT, *arguments]))
             env, markers = clean_environment(folder), process_markers(2)
         elif launcher == "accelerate":
             command = accelerate_launch(
-                ["wrapper.py", SCRIPT, *arguments], mixed_precision=_mixed_precision(case, converted)
+                _through(zygote, ["wrapper.py", SCRIPT, *arguments]), mixed_precision=_mixed_precision(case, converted)
             )
             env, markers = cpu_launch_environment(folder), process_markers(2)
         else:
             raise ValueError(launcher)
         if converted and case.launch_mixed_precision and launcher != "accelerate":
             env["ACCELERATE_MIXED_PRECISION"] = case.launch_mixed_precision
+        if zygote is not None:
+            env = zygote.environment(env)
         done = run_once_more_on_teardown_abort(command, folder, env, markers)
         outputs.append(done.output)
         stdouts.append(done.stdout)
@@ -287,6 +291,12 @@ def run(case: Case, folder: Path, label: str, launcher: str, converted: bool) ->
     return Run(
         label, processes, returncode, output, out_dir, elapsed, parse_steps(stdout), parse_metrics(stdout), digests
     )
+
+
+def _through(zygote: Zygote | None, script: list[str]) -> list[str]:
+    """What a launcher's Python is given to run ``script``: the script itself, or the zygote's
+    client that forks it."""
+    return script if zygote is None else zygote.command(script)
 
 
 def rank_agreement(candidate: Run, original: Run | None) -> list[str]:
@@ -389,7 +399,7 @@ def _compare_metrics(name: str, reference: dict[str, float], candidate: dict[str
     return problems
 
 
-def check_checkpoints(case: Case, runs: list[Run]) -> list[str]:
+def check_checkpoints(case: Case, runs: list[Run], zygote: Zygote | None = None) -> list[str]:
     """Every file a run saved loads strictly into a fresh model from the fixture's factory, and a
     converted run saves the files its original saved (one process: the first run is the original)."""
     problems = []
@@ -398,19 +408,17 @@ def check_checkpoints(case: Case, runs: list[Run]) -> list[str]:
         # run in a staged copy of the fixture: importing the factory's module may run a script that
         # trains at module level and writes files, which must not land in the fixture itself
         staged = runs[0].out_dir.parent
+        check = [
+            str(CHECKPOINT_CHECK),
+            str(staged),
+            case.factory,
+            json.dumps(case.checkpoint_key),
+            json.dumps(case.strip_prefix),
+            *map(str, paths),
+        ]
+        env = clean_environment(staged)
         done = run_once_more_on_teardown_abort(
-            [
-                TORCH_PYTHON,
-                str(CHECKPOINT_CHECK),
-                str(staged),
-                case.factory,
-                json.dumps(case.checkpoint_key),
-                json.dumps(case.strip_prefix),
-                *map(str, paths),
-            ],
-            staged,
-            clean_environment(staged),
-            [],
+            [TORCH_PYTHON, *_through(zygote, check)], staged, env if zygote is None else zygote.environment(env), []
         )
         if done.returncode != 0:
             return [f"checkpoint check crashed:\n{done.output[-3000:]}"]

@@ -15,7 +15,7 @@ import pytest
 
 from tests.equivalence import harness
 from tests.equivalence.known_failures import KNOWN_FAILURES
-from tests.launch import torch_missing
+from tests.launch import Zygote, torch_missing
 
 pytestmark = pytest.mark.slow
 
@@ -24,6 +24,11 @@ pytestmark = pytest.mark.slow
 #: busy (a fixture's tests take about a third less wall time on 2 cores). The comparisons do not
 #: depend on it: every run is deterministic and reports its own steps.
 WORKERS = int(os.environ.get("REGCOMP_EQUIVALENCE_WORKERS", "2"))
+#: Whether the runs' Python processes fork from a zygote that imported torch and accelerate once
+#: (tests/zygote_server.py; test_zygote.py shows a fixture's runs are the same either way). On
+#: CI's 2 cores it takes about a CPU second and a half off each process; ``0`` starts every one
+#: afresh.
+USE_ZYGOTE = os.environ.get("REGCOMP_EQUIVALENCE_ZYGOTE", "1") != "0"
 
 
 @pytest.fixture(autouse=True)
@@ -36,8 +41,9 @@ def _needs_torch():
 class OriginalRuns:
     """The original script's runs, shared by both tests of a fixture (each runs once a session)."""
 
-    def __init__(self, root):
+    def __init__(self, root, zygote: Zygote | None):
         self.root = root
+        self.zygote = zygote
         self.runs: dict[tuple[str, int], harness.Run] = {}
 
     def get_all(self, case: harness.Case, processes: list[int]) -> list[harness.Run]:
@@ -56,13 +62,23 @@ class OriginalRuns:
             else:
                 launcher = {"spawn": "spawn", "accelerate": "accelerate"}.get(case.launch, "torchrun")
             label = "original, 1 process" if processes == 1 else f"original under {launcher}, 2 processes"
-            self.runs[key] = harness.run(case, folder, label, launcher, converted=False)
+            self.runs[key] = harness.run(case, folder, label, launcher, converted=False, zygote=self.zygote)
         return self.runs[key]
 
 
 @pytest.fixture(scope="session")
-def originals(tmp_path_factory):
-    return OriginalRuns(tmp_path_factory.mktemp("equivalence"))
+def zygote(tmp_path_factory):
+    if not USE_ZYGOTE or torch_missing():
+        yield None
+        return
+    server = Zygote(tmp_path_factory.mktemp("zygote"))
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="session")
+def originals(tmp_path_factory, zygote):
+    return OriginalRuns(tmp_path_factory.mktemp("equivalence"), zygote)
 
 
 def _cases_with_known_failures():
@@ -101,7 +117,7 @@ def test_fixture_trains_as_written(name, originals):
             problems.append(f"{run.label}: no 'EQ eval' line")
         if not run.checkpoints():
             problems.append(f"{run.label}: saved no checkpoint")
-    problems += harness.check_checkpoints(case, runs)
+    problems += harness.check_checkpoints(case, runs, originals.zygote)
     assert not problems, "\n".join(problems)
 
 
@@ -123,7 +139,8 @@ def test_conversion_trains_the_same(name, originals, tmp_path):
 
     def launch(launcher: str) -> harness.Run:
         label = "converted, 1 process" if launcher == "plain" else f"converted under {launcher} launch, 2 processes"
-        return harness.run(case, harness.stage(case, tmp_path / launcher, converted), label, launcher, converted=True)
+        folder = harness.stage(case, tmp_path / launcher, converted)
+        return harness.run(case, folder, label, launcher, converted=True, zygote=originals.zygote)
 
     with ThreadPoolExecutor(WORKERS) as pool:  # side by side; judged below in a fixed order
         started = {launcher: pool.submit(launch, launcher) for launcher in launchers}
@@ -170,7 +187,7 @@ def test_conversion_trains_the_same(name, originals, tmp_path):
                     problems += harness.own_batches(reference, two)
                 problems += harness.rank_agreement(two, None if case.launch == "single" else two_reference)
 
-    problems += harness.check_checkpoints(case, runs[1:])
+    problems += harness.check_checkpoints(case, runs[1:], originals.zygote)
     assert not problems, "\n\n".join(problems)
 
 
