@@ -160,10 +160,13 @@ def _refuse_a_part(
     compiled part, whose own keywords the outer compile does not follow, and also where the
     script's condition skips the line; so the script is refused, not compiled twice."""
     part = next((t for t in into if _model_part(t, models) is not None), None)
-    if part is None:
+    loop = next((found for t in [target, *into] if (found := _loop_over_parts(tree, function, t, models))), None)
+    if part is None and loop is None:
         return
-    model = _model_part(part, models)
-    what = code(target) if code(target) == code(part) else f"{code(target)} into {code(part)}"
+    model = _model_part(part, models) if part is not None else loop[1] if loop is not None else None
+    what = code(target) if part is None or code(target) == code(part) else f"{code(target)} into {code(part)}"
+    if loop is not None:
+        what += f", each module of `for {code(loop[0].target)} in {code(loop[0].iter)}` (line {tree.line(loop[0])})"
     conditional = False
     for anc in tree.ancestors(call):
         if anc is function:
@@ -173,9 +176,52 @@ def _refuse_a_part(
     raise Refusal(
         f"{_origin(tree, call)} compiles {what}, one part of the trained model `{model}`, by hand: the plugin "
         f"would compile the whole of `{model}` in prepare(), around the compiled part (whose own settings it "
-        f"does not follow){skipped}; compile the whole model instead (`{model} = torch.compile({model}, ...)`) "
+        f"does not follow){skipped}{_NOT_REGIONAL if loop else ''}; compile the whole model instead (`{model} = torch.compile({model}, ...)`) "
         "before converting, or keep the script as it is (`# regcomp-fix: skip`)"
     )
+
+
+#: accelerate 1.15's compile_regions (measured: a model of emb, 3 blocks, head) compiles emb and
+#: head as well as the blocks, so the hand loop is not what the plugin's regional compilation does
+_NOT_REGIONAL = (
+    "; use_regional_compilation=True would not be the same either: it also compiles the model's other "
+    "(non-repeated) children"
+)
+
+#: calls that hand a loop the modules of what they are called on (``enumerate(model.h)``, ``model.children()``)
+_ITERATING_FUNCTIONS = frozenset({"enumerate", "reversed", "list", "tuple"})
+_ITERATING_METHODS = frozenset({"children", "named_children", "modules", "named_modules", "values", "items"})
+
+
+def _loop_over_parts(
+    tree: Tree, function: Function, node: cst.BaseExpression, models: set[str]
+) -> tuple[cst.For, str] | None:
+    """The ``for`` loop around ``node`` that binds it to the modules of a trained model or a part of
+    one (``for block in model.blocks:``, ``for i, b in enumerate(model.h):``), and that model."""
+    if not isinstance(node, cst.Name):
+        return None
+    for anc in tree.ancestors(node):
+        if anc is function:
+            return None
+        if not isinstance(anc, cst.For) or node.value not in _names_bound(anc.target):
+            continue
+        source = anc.iter
+        while isinstance(source, cst.Call):
+            func = source.func
+            if isinstance(func, cst.Name) and func.value in _ITERATING_FUNCTIONS and source.args:
+                source = source.args[0].value
+            elif isinstance(func, cst.Attribute) and func.attr.value in _ITERATING_METHODS:
+                source = func.value
+            else:
+                break
+        key = key_of(source)
+        model = key if key is not None and key in models else _model_part(source, models)
+        return (anc, model) if model is not None else None
+    return None
+
+
+def _names_bound(target: cst.BaseExpression) -> set[str]:
+    return {name.value for name in find_all(target, cst.Name)}
 
 
 def _condition(tree: Tree, function: Function, stmt: cst.CSTNode) -> cst.BaseExpression | None:

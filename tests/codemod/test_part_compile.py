@@ -107,3 +107,39 @@ def test_blocks_compiled_one_by_one_into_the_model_are_refused():
     result = convert_source(ACCELERATED.replace("COMPILE", loop), "t.py")
     assert result.refused is not None, result.text
     assert "torch.compile(...) at line 12 compiles layer into model[i]" in result.refused, result.refused
+
+
+# Session 19e left these alone: the compiled block is a loop variable, not a subscript of the model,
+# so the conversion saw no part and the plugin compiled the whole model around the blocks.
+
+
+def test_module_compile_of_each_block_over_the_model_is_refused_naming_the_loop():
+    loop = "for block in model:\n        block.compile()"
+    result = convert_source(ACCELERATED.replace("COMPILE", loop), "t.py")
+    assert result.refused is not None, result.text
+    assert "block.compile(...) at line 12" in result.refused, result.refused
+    assert "`for block in model` (line 11)" in result.refused, result.refused
+    assert "part of the trained model `model`" in result.refused, result.refused
+    assert "use_regional_compilation=True would not be the same" in result.refused, result.refused
+
+
+def test_module_compile_of_enumerated_blocks_of_a_plain_script_is_refused():
+    loop = 'for i, b in enumerate(model.encoder):\n            b.compile(mode="max-autotune")'
+    result = convert_source(PLAIN.replace("COMPILE", loop), "t.py")
+    assert result.refused is not None, result.text
+    assert "b.compile(...) at line 26" in result.refused, result.refused
+    assert "`for i, b in enumerate(model.encoder)` (line 25)" in result.refused, result.refused
+    assert "where the script's condition skips that line" in result.refused, result.refused
+
+
+def test_compiled_children_assigned_back_by_position_are_refused():
+    loop = "for i, b in enumerate(model.children()):\n        model[i] = torch.compile(b)"
+    result = convert_source(ACCELERATED.replace("COMPILE", loop), "t.py")
+    assert result.refused is not None, result.text
+    assert "compiles b into model[i], each module of `for i, b in enumerate(model.children())`" in result.refused
+
+
+def test_a_loop_over_something_else_still_converts():
+    loop = "for f in [torch.sin]:\n        f = torch.compile(f)"
+    result = convert_source(ACCELERATED.replace("COMPILE", loop), "t.py")
+    assert result.refused is None, result.refused
