@@ -22,7 +22,7 @@ from regcomp_lint.codemod.plain_model_access import reach_the_plain_model
 from regcomp_lint.codemod.regional import repeated_blocks
 from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name, plugin_calls
 from regcomp_lint.codemod.roles import backward_calls, bindings
-from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, resolve
+from regcomp_lint.codemod.settings import LAUNCH_FLAGS_NOTE, Refusal, ScriptSettings, Setting, resolve
 from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, read_keys, single_target
 
 
@@ -260,6 +260,7 @@ class AcceleratePlanner(Planner):
         self.notes.append(
             f"created dynamo_plugin = TorchDynamoPlugin({', '.join(text)}) in {function_name(self.scope)}"
         )
+        self.notes.append(LAUNCH_FLAGS_NOTE)
 
     def _connect(self, plugin: cst.Call | None, plugin_name: str | None) -> None:
         tree = self.tree

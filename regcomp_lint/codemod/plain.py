@@ -92,7 +92,7 @@ from regcomp_lint.codemod.roles import (
     creations,
 )
 from regcomp_lint.codemod.schedulers import unpacked_schedulers
-from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, StepElsewhere, resolve
+from regcomp_lint.codemod.settings import LAUNCH_FLAGS_NOTE, Refusal, ScriptSettings, Setting, StepElsewhere, resolve
 from regcomp_lint.codemod.shard_metrics import shard_metric_notes
 from regcomp_lint.codemod.sharded_factories import sampler_beside, sharded_by_factory
 from regcomp_lint.codemod.synced_values import evaluates_alike
@@ -2076,10 +2076,7 @@ class PlainPlanner(Planner):
         plugin = ", ".join(_plugin_text(settings))
         notes = [f"Accelerator(dynamo_plugin=TorchDynamoPlugin({plugin})) created in {self.created_at}"]
         notes.append(f"prepared: {', '.join(prepared_as(self.method_loss, self.prepared)[0])}")
-        notes.append(
-            "the script passes its own plugin: `accelerate launch --dynamo_*` flags and `accelerate config` only fill "
-            "the plugin fields it leaves unset"
-        )
+        notes.append(LAUNCH_FLAGS_NOTE)
         for site in sites:
             if site.alias is None:  # an alias has its own note
                 notes.append(site.removal_note())
