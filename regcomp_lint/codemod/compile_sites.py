@@ -63,6 +63,8 @@ def _site(tree: Tree, function: Function, call: cst.Call, models: set[str]) -> C
         parent = tree.parent(call)
         if isinstance(parent, cst.Assign) and target is not None:
             _refuse_a_part(tree, function, call, target, models, into=[t.target for t in parent.targets])
+        elif target is not None and not isinstance(parent, cst.Expr):  # [torch.compile(b) for b in model.h]
+            _refuse_a_part(tree, function, call, target, models, into=[])
         if isinstance(parent, cst.Assign):
             assigned = single_target(parent)
             model = key_of(target) if target is not None else None
@@ -195,15 +197,18 @@ _ITERATING_METHODS = frozenset({"children", "named_children", "modules", "named_
 
 def _loop_over_parts(
     tree: Tree, function: Function, node: cst.BaseExpression, models: set[str]
-) -> tuple[cst.For, str] | None:
-    """The ``for`` loop around ``node`` that binds it to the modules of a trained model or a part of
-    one (``for block in model.blocks:``, ``for i, b in enumerate(model.h):``), and that model."""
+) -> tuple[cst.For | cst.CompFor, str] | None:
+    """The ``for`` loop (or comprehension) around ``node`` that binds it to the modules of a
+    trained model or a part of one (``for block in model.blocks:``, ``for i, b in
+    enumerate(model.h):``, ``[torch.compile(b) for b in model.h]``), and that model."""
     if not isinstance(node, cst.Name):
         return None
     for anc in tree.ancestors(node):
         if anc is function:
             return None
-        if not isinstance(anc, cst.For) or node.value not in _names_bound(anc.target):
+        if isinstance(anc, (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)):
+            anc = anc.for_in
+        if not isinstance(anc, (cst.For, cst.CompFor)) or node.value not in _names_bound(anc.target):
             continue
         source = anc.iter
         while isinstance(source, cst.Call):

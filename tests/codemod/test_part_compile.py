@@ -143,3 +143,20 @@ def test_a_loop_over_something_else_still_converts():
     loop = "for f in [torch.sin]:\n        f = torch.compile(f)"
     result = convert_source(ACCELERATED.replace("COMPILE", loop), "t.py")
     assert result.refused is None, result.refused
+
+
+def test_blocks_compiled_in_a_comprehension_put_back_are_refused():
+    """``model.blocks = nn.ModuleList([torch.compile(b) for b in model.blocks])``: the same hand
+    regional compile, written as a comprehension."""
+    line = "model.encoder = nn.Sequential(*[torch.compile(b) for b in model.encoder])"
+    result = convert_source(PLAIN.replace("COMPILE", line), "t.py")
+    assert result.refused is not None, result.text
+    assert "torch.compile(...) at line 25 compiles b, each module of `for b in model.encoder`" in result.refused
+
+
+def test_a_discarded_compile_of_each_block_is_left_as_dead_code():
+    """``torch.compile(b)`` as a statement compiles nothing (its result is dropped): the original
+    trained uncompiled, as for a discarded compile of the whole model; not refused."""
+    loop = "for b in model:\n        torch.compile(b)"
+    result = convert_source(ACCELERATED.replace("COMPILE", loop), "t.py")
+    assert result.refused is None, result.refused
