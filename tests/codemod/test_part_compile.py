@@ -113,30 +113,29 @@ def test_blocks_compiled_one_by_one_into_the_model_are_refused():
 # so the conversion saw no part and the plugin compiled the whole model around the blocks.
 
 
-def test_module_compile_of_each_block_over_the_model_is_refused_naming_the_loop():
-    loop = "for block in model:\n        block.compile()"
-    result = convert_source(ACCELERATED.replace("COMPILE", loop), "t.py")
+def _refusal(script: str, compile_lines: str) -> str:
+    result = convert_source(script.replace("COMPILE", compile_lines), "t.py")
     assert result.refused is not None, result.text
-    assert "block.compile(...) at line 12" in result.refused, result.refused
-    assert "`for block in model` (line 11)" in result.refused, result.refused
-    assert "part of the trained model `model`" in result.refused, result.refused
-    assert "use_regional_compilation=True would not be the same" in result.refused, result.refused
+    return result.refused
+
+
+def test_module_compile_of_each_block_over_the_model_is_refused_naming_the_loop():
+    refused = _refusal(ACCELERATED, "for block in model:\n        block.compile()")
+    assert "block.compile(...) at line 12" in refused and "`for block in model` (line 11)" in refused, refused
+    assert "part of the trained model `model`" in refused, refused
+    assert "use_regional_compilation=True would not be the same" in refused, refused
 
 
 def test_module_compile_of_enumerated_blocks_of_a_plain_script_is_refused():
-    loop = 'for i, b in enumerate(model.encoder):\n            b.compile(mode="max-autotune")'
-    result = convert_source(PLAIN.replace("COMPILE", loop), "t.py")
-    assert result.refused is not None, result.text
-    assert "b.compile(...) at line 26" in result.refused, result.refused
-    assert "`for i, b in enumerate(model.encoder)` (line 25)" in result.refused, result.refused
-    assert "where the script's condition skips that line" in result.refused, result.refused
+    refused = _refusal(PLAIN, 'for i, b in enumerate(model.encoder):\n            b.compile(mode="max-autotune")')
+    assert "b.compile(...) at line 26" in refused, refused
+    assert "`for i, b in enumerate(model.encoder)` (line 25)" in refused, refused
+    assert "where the script's condition skips that line" in refused, refused
 
 
 def test_compiled_children_assigned_back_by_position_are_refused():
-    loop = "for i, b in enumerate(model.children()):\n        model[i] = torch.compile(b)"
-    result = convert_source(ACCELERATED.replace("COMPILE", loop), "t.py")
-    assert result.refused is not None, result.text
-    assert "compiles b into model[i], each module of `for i, b in enumerate(model.children())`" in result.refused
+    refused = _refusal(ACCELERATED, "for i, b in enumerate(model.children()):\n        model[i] = torch.compile(b)")
+    assert "compiles b into model[i], each module of `for i, b in enumerate(model.children())`" in refused, refused
 
 
 def test_a_loop_over_something_else_still_converts():
@@ -148,10 +147,8 @@ def test_a_loop_over_something_else_still_converts():
 def test_blocks_compiled_in_a_comprehension_put_back_are_refused():
     """``model.blocks = nn.ModuleList([torch.compile(b) for b in model.blocks])``: the same hand
     regional compile, written as a comprehension."""
-    line = "model.encoder = nn.Sequential(*[torch.compile(b) for b in model.encoder])"
-    result = convert_source(PLAIN.replace("COMPILE", line), "t.py")
-    assert result.refused is not None, result.text
-    assert "torch.compile(...) at line 25 compiles b, each module of `for b in model.encoder`" in result.refused
+    refused = _refusal(PLAIN, "model.encoder = nn.Sequential(*[torch.compile(b) for b in model.encoder])")
+    assert "torch.compile(...) at line 25 compiles b, each module of `for b in model.encoder`" in refused, refused
 
 
 def test_a_discarded_compile_of_each_block_is_left_as_dead_code():
