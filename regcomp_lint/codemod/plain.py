@@ -83,7 +83,7 @@ from regcomp_lint.codemod.optimizers import (
 )
 from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConvertOptions
 from regcomp_lint.codemod.regional import repeated_blocks
-from regcomp_lint.codemod.reinit_sync import reinitialised_model, sync_reinitialised
+from regcomp_lint.codemod.reinit_sync import rebinds_itself, reinitialised_model, sync_reinitialised
 from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name
 from regcomp_lint.codemod.roles import (
     backward_calls,
@@ -1612,7 +1612,9 @@ class PlainPlanner(Planner):
         """The bindings of ``key`` that make the object training uses: not one after the last
         training step outside any loop (the quickstart's ``model = NeuralNetwork()`` built again
         to load the saved weights), which is a new, unprepared object."""
-        nodes = [n for n in bindings(self.scope, key) if not self.is_removed(n)] + prepared_after(self, key)
+        nodes = [
+            n for n in bindings(self.scope, key) if not self.is_removed(n) and not rebinds_itself(self.tree, n)
+        ] + prepared_after(self, key)
         last_step = max((self.tree.line(s) for s in steps), default=None)
         if last_step is None:
             return nodes

@@ -271,27 +271,45 @@ def _rebound_after_redraw(
     and returns it, so the name still holds the prepared model; the sync follows the statement as
     it follows ``reset(model)``. A function that re-initialises and returns something else is
     refused: what the name holds afterwards is no longer what prepare() wrapped."""
+    found = _redrawn_and_returned(tree, assign)
+    if found is None or found[0] not in models:
+        return None
+    model, returns_it = found
+    if returns_it:
+        return model
+    assert isinstance(assign.value, cst.Call)
+    raise Refusal(
+        f"{code(stmt).strip()} (line {tree.line(stmt)}) re-initialises the prepared model {model} in place after "
+        f"prepare() and binds {model} to what {code(assign.value.func)}() returns, which is not the model it was "
+        "handed: re-initialise the model before prepare(), or return the model you were handed, before converting"
+    )
+
+
+def rebinds_itself(tree: Tree, node: cst.CSTNode) -> bool:
+    """``model = reset(model)`` where ``reset`` re-initialises the model it is handed and returns
+    it: the same object again, not a new model (the planner does not count it as one)."""
+    found = _redrawn_and_returned(tree, node) if isinstance(node, cst.Assign) else None
+    return found is not None and found[1]
+
+
+def _redrawn_and_returned(tree: Tree, assign: cst.Assign) -> tuple[str, bool] | None:
+    """For ``key = f(..., key, ...)`` with ``f`` a function of the file that re-draws what it is
+    handed: ``key`` and whether ``f`` returns that argument on every ``return``; else None."""
     call = assign.value
     if len(assign.targets) != 1 or not isinstance(call, cst.Call):
         return None
     model = key_of(assign.targets[0].target)
-    if model not in models:
-        return None
     function = _file_function(tree, call.func)
     position = next(
         (i for i, a in enumerate(call.args) if a.keyword is None and not a.star and key_of(a.value) == model), None
     )
-    if function is None or position is None or not redraws(tree, function):
+    if model is None or function is None or position is None or not redraws(tree, function):
         return None
     params = [*function.params.posonly_params, *function.params.params]
     handed = params[position].name.value if position < len(params) else None
     returned = [r.value for r in find_all(function, cst.Return, enter_functions=False)]
-    if handed is not None and returned and all(isinstance(v, cst.Name) and v.value == handed for v in returned):
-        return model
-    raise Refusal(
-        f"{code(stmt).strip()} (line {tree.line(stmt)}) re-initialises the prepared model {model} in place after "
-        f"prepare() and binds {model} to what {code(call.func)}() returns, which is not the model it was handed: "
-        "re-initialise the model before prepare(), or return the model you were handed, before converting"
+    return model, handed is not None and bool(returned) and all(
+        isinstance(v, cst.Name) and v.value == handed for v in returned
     )
 
 
