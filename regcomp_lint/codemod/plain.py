@@ -1629,7 +1629,10 @@ class PlainPlanner(Planner):
         later = [
             self.tree.line(n)
             for n in bindings(self.scope, key)
-            if n not in kept and not self.is_removed(n) and not any(self.tree.contains(n, s) for s in steps)
+            if n not in kept
+            and not self.is_removed(n)
+            and not rebinds_itself(self.tree, n)
+            and not any(self.tree.contains(n, s) for s in steps)
         ]  # `model, acc = train_model(model, ...)` binds the trained model, not a new one
         return min(later, default=None)
 
