@@ -183,11 +183,10 @@ def _refuse_a_part(
     )
 
 
-#: accelerate 1.15's compile_regions (measured: a model of emb, 3 blocks, head) compiles emb and
-#: head as well as the blocks, so the hand loop is not what the plugin's regional compilation does
+#: a hand loop over the blocks is not what regional compilation does (accelerate_api.REGIONAL_ALSO_COMPILES)
 _NOT_REGIONAL = (
-    "; use_regional_compilation=True would not be the same either: it also compiles the model's other "
-    "(non-repeated) children"
+    f"; use_regional_compilation=True would not be the same either: it also compiles "
+    f"{accelerate_api.REGIONAL_ALSO_COMPILES}"
 )
 
 #: calls that hand a loop the modules of what they are called on (``enumerate(model.h)``, ``model.children()``)
