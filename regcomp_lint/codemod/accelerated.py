@@ -14,7 +14,12 @@ import libcst as cst
 
 from regcomp_lint.analysis.compile_settings.launches import launched_fields
 from regcomp_lint.codemod.builders import call_statement, expression, keyword, rename_keyword, with_keyword
-from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, find_compile_sites
+from regcomp_lint.codemod.compile_sites import (
+    CompileSite,
+    collect_settings,
+    find_compile_sites,
+    refuse_compiles_in_builders,
+)
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.named_reads import unwrap_for_named_reads
 from regcomp_lint.codemod.options import ConvertOptions
@@ -46,6 +51,7 @@ class AcceleratePlanner(Planner):
                 script.add("backend", legacy.value, f"dynamo_backend= at line {tree.line(call)}")
         prepared = self._prepared_keys()
         sites = find_compile_sites(tree, self.scope, prepared)
+        refuse_compiles_in_builders(tree, self.scope, prepared)
         collect_settings(tree, sites, script)
         for site in sites:
             self.notes.append(site.removal_note())

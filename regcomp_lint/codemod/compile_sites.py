@@ -56,6 +56,40 @@ def find_compile_sites(tree: Tree, function: Function, models: set[str]) -> list
     return sites
 
 
+def refuse_compiles_in_builders(tree: Tree, function: Function, models: set[str]) -> None:
+    """``model = build()`` with ``build`` a function of the file, called once, that compiles the
+    model it returns (or a part of it) by hand: the plugin would compile it again in prepare(),
+    around that compile and whatever its settings; refused, naming both lines. A part or a loop
+    over the blocks gets the part refusal, naming the compile's line; a compile whose result is
+    dropped compiles nothing and is left alone."""
+    for assign in find_all(function, cst.Assign, enter_functions=False):
+        built = single_target(assign)
+        call = assign.value
+        if built is None or built[0] not in models or not isinstance(call, cst.Call):
+            continue
+        builder = tree.function_named(call)
+        returns = [r.value for r in find_all(builder, cst.Return, enter_functions=False)] if builder else []
+        returned = key_of(returns[0]) if len(returns) == 1 and returns[0] is not None else None
+        if builder is None or returned is None or len(tree.references_to(builder)) != 1:
+            continue
+        where = (
+            f"in {builder.name.value}(), which makes the trained model `{built[0]}` ({built[0]} = "
+            f"{code(call.func)}(...) at line {tree.line(assign)})"
+        )
+        try:
+            sites = find_compile_sites(tree, builder, {returned})
+        except Refusal as part:  # a part or the blocks compiled by hand there
+            raise Refusal(f"{where}: {part}") from None
+        for site in sites:
+            if not site.discarded:
+                raise Refusal(
+                    f"{site.origin} compiles {returned} {where}: the plugin would compile it again in prepare(), "
+                    f"around that compile; compile the model where the script makes it (`{built[0]} = "
+                    f"torch.compile({built[0]}, ...)`) before converting, or keep the script as it is "
+                    "(`# regcomp-fix: skip`)"
+                )
+
+
 def _site(tree: Tree, function: Function, call: cst.Call, models: set[str]) -> CompileSite | None:
     if tree.resolves_to(call.func, *torch_api.TORCH_COMPILE):
         origin = _origin(tree, call)

@@ -31,7 +31,12 @@ from regcomp_lint.codemod.checkpoint_writes import (
     saves_into_memory,
     wait_before_reading_back,
 )
-from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, find_compile_sites
+from regcomp_lint.codemod.compile_sites import (
+    CompileSite,
+    collect_settings,
+    find_compile_sites,
+    refuse_compiles_in_builders,
+)
 from regcomp_lint.codemod.container_loaders import container_loader_refusal
 from regcomp_lint.codemod.ddp_construction import tells_ddp
 from regcomp_lint.codemod.device_choice import (
@@ -231,6 +236,7 @@ class PlainPlanner(Planner):
             add_wrapper_class(self, self.method_loss)
         script = ScriptSettings()
         sites = find_compile_sites(tree, self.scope, set(self.models))
+        refuse_compiles_in_builders(tree, self.scope, set(self.models))
         if self.accelerator_home is not self.scope:  # `self.model = torch.compile(self.model)` in __init__
             sites = find_compile_sites(tree, self.accelerator_home, set(self.models)) + sites
             for helper in self.init_helpers:  # or in the method __init__ calls to build the model

@@ -157,3 +157,29 @@ def test_a_discarded_compile_of_each_block_is_left_as_dead_code():
     loop = "for b in model:\n        torch.compile(b)"
     result = convert_source(ACCELERATED.replace("COMPILE", loop), "t.py")
     assert result.refused is None, result.refused
+
+
+def _built_by(body: str, script: str = PLAIN) -> str:
+    """The script with its model made by ``build()``, a function of the file whose body is ``body``."""
+    return script.replace("def main():", f"def build():\n    m = Net()\n{body}    return m\n\n\ndef main():").replace(
+        "    model = Net()\n", "    model = build()\n"
+    )
+
+
+def test_a_compile_inside_the_function_that_builds_the_model_is_refused_naming_it():
+    """A compile in the model's builder was not seen: the plugin compiled the model again in
+    prepare(), ignoring the builder's own settings, and the hand loop's blocks twice."""
+    for body, origin in (
+        ("    for b in m.encoder:\n        b.compile()\n", "b.compile(...) at line 21"),
+        ("    m.compile(mode='max-autotune')\n", "m.compile(...) at line 20"),
+        ("    m.encoder = torch.compile(m.encoder)\n", "torch.compile(...) at line 20"),
+        ("    m = torch.compile(m)\n", "torch.compile(...) at line 20"),
+    ):
+        refused = _refusal(_built_by(body), "pass")
+        assert origin in refused, (body, refused)
+        assert "in build(), which makes the trained model `model` (model = build(...) at line" in refused, refused
+
+
+def test_a_builder_without_a_compile_still_converts():
+    result = convert_source(_built_by("    m.train()\n").replace("COMPILE", "pass"), "t.py")
+    assert result.refused is None, result.refused
