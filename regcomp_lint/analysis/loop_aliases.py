@@ -2,9 +2,10 @@
 
 ``with tqdm(loader) as tepoch: for batch in tepoch`` iterates ``loader``; the phase loop of
 classic fine-tuning scripts, ``for phase, loader in zip(["train", "val"], [train_loader,
-val_loader])`` (or ``for loader in [a, b]``, ``for phase, loader in [("train", a), ("val", b)]``),
-iterates each element in turn. When the training step sits under ``if phase == "train":``, only
-the element paired with ``"train"`` trains: the others are evaluation and stay whole. Found by
+val_loader])`` (or ``for loader in [a, b]``, ``for phase, loader in [("train", a), ("val", b)]``,
+or ``loader = {"train": a, "val": b}[phase]`` in a loop over the phases), iterates each element
+in turn. When the training step sits under ``if phase == "train":``, only the element paired
+with ``"train"`` trains: the others are evaluation and stay whole. Found by
 the roles (module-level loops) and by the training loops (a loader handed to a function), so the
 lint and the converter prepare the same loaders.
 """
@@ -58,6 +59,8 @@ def _held_by(scope, name: str, walk, iterated, hops: int) -> list[Held]:
                     found += [Held(e) for e in iterated(item.context_expr)]
         elif isinstance(node, (ast.For, ast.AsyncFor)):
             found += _elements(node.target, node.iter, name)
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            found += _picked(node.value)
     for held in list(found):
         if isinstance(held.expr, ast.Name) and held.expr.id != name:
             deeper = _held_by(scope, held.expr.id, walk, iterated, hops + 1)
@@ -95,6 +98,22 @@ def _elements(target: ast.expr, values: ast.expr, name: str) -> list[Held]:
         labels = [(names[i], v.value) for i, v in enumerate(row) if i != index and isinstance(v, ast.Constant)]
         found.append(Held(element, *labels[0]) if len(labels) == 1 else Held(element))
     return found
+
+
+def _picked(value: ast.expr) -> list[Held]:
+    """``{"train": a, "val": b}[phase]``: each value of a dict display with constant keys, paired
+    with its key, picked by the name subscripting it. The display is built where the line runs,
+    so after prepare() it holds the prepared loaders (unlike a dict built once before)."""
+    if not (
+        isinstance(value, ast.Subscript) and isinstance(value.value, ast.Dict) and isinstance(value.slice, ast.Name)
+    ):
+        return []
+    phase = value.slice.id
+    return [
+        Held(v, phase, k.value) if isinstance(k, ast.Constant) else Held(v)
+        for k, v in zip(value.value.keys, value.value.values)
+        if k is not None
+    ]
 
 
 def _is_zip(node: ast.expr) -> bool:

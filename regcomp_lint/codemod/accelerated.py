@@ -14,7 +14,12 @@ import libcst as cst
 
 from regcomp_lint.analysis.compile_settings.launches import launched_fields
 from regcomp_lint.codemod.builders import call_statement, expression, keyword, rename_keyword, with_keyword
-from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, find_compile_sites
+from regcomp_lint.codemod.compile_sites import (
+    CompileSite,
+    collect_settings,
+    find_compile_sites,
+    refuse_compiles_in_builders,
+)
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.named_reads import unwrap_for_named_reads
 from regcomp_lint.codemod.options import ConvertOptions
@@ -22,7 +27,7 @@ from regcomp_lint.codemod.plain_model_access import reach_the_plain_model
 from regcomp_lint.codemod.regional import repeated_blocks
 from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name, plugin_calls
 from regcomp_lint.codemod.roles import backward_calls, bindings
-from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, resolve
+from regcomp_lint.codemod.settings import LAUNCH_FLAGS_NOTE, Refusal, ScriptSettings, Setting, resolve
 from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, read_keys, single_target
 
 
@@ -46,6 +51,7 @@ class AcceleratePlanner(Planner):
                 script.add("backend", legacy.value, f"dynamo_backend= at line {tree.line(call)}")
         prepared = self._prepared_keys()
         sites = find_compile_sites(tree, self.scope, prepared)
+        refuse_compiles_in_builders(tree, self.scope, prepared)
         collect_settings(tree, sites, script)
         for site in sites:
             self.notes.append(site.removal_note())
@@ -260,6 +266,7 @@ class AcceleratePlanner(Planner):
         self.notes.append(
             f"created dynamo_plugin = TorchDynamoPlugin({', '.join(text)}) in {function_name(self.scope)}"
         )
+        self.notes.append(LAUNCH_FLAGS_NOTE)
 
     def _connect(self, plugin: cst.Call | None, plugin_name: str | None) -> None:
         tree = self.tree

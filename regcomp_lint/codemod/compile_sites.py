@@ -56,6 +56,40 @@ def find_compile_sites(tree: Tree, function: Function, models: set[str]) -> list
     return sites
 
 
+def refuse_compiles_in_builders(tree: Tree, function: Function, models: set[str]) -> None:
+    """``model = build()`` with ``build`` a function of the file, called once, that compiles the
+    model it returns (or a part of it) by hand: the plugin would compile it again in prepare(),
+    around that compile and whatever its settings; refused, naming both lines. A part or a loop
+    over the blocks gets the part refusal, naming the compile's line; a compile whose result is
+    dropped compiles nothing and is left alone."""
+    for assign in find_all(function, cst.Assign, enter_functions=False):
+        built = single_target(assign)
+        call = assign.value
+        if built is None or built[0] not in models or not isinstance(call, cst.Call):
+            continue
+        builder = tree.function_named(call)
+        returns = [r.value for r in find_all(builder, cst.Return, enter_functions=False)] if builder else []
+        returned = key_of(returns[0]) if len(returns) == 1 and returns[0] is not None else None
+        if builder is None or returned is None or len(tree.references_to(builder)) != 1:
+            continue
+        where = (
+            f"in {builder.name.value}(), which makes the trained model `{built[0]}` ({built[0]} = "
+            f"{code(call.func)}(...) at line {tree.line(assign)})"
+        )
+        try:
+            sites = find_compile_sites(tree, builder, {returned})
+        except Refusal as part:  # a part or the blocks compiled by hand there
+            raise Refusal(f"{where}: {part}") from None
+        for site in sites:
+            if not site.discarded:
+                raise Refusal(
+                    f"{site.origin} compiles {returned} {where}: the plugin would compile it again in prepare(), "
+                    f"around that compile; compile the model where the script makes it (`{built[0]} = "
+                    f"torch.compile({built[0]}, ...)`) before converting, or keep the script as it is "
+                    "(`# regcomp-fix: skip`)"
+                )
+
+
 def _site(tree: Tree, function: Function, call: cst.Call, models: set[str]) -> CompileSite | None:
     if tree.resolves_to(call.func, *torch_api.TORCH_COMPILE):
         origin = _origin(tree, call)
@@ -63,6 +97,8 @@ def _site(tree: Tree, function: Function, call: cst.Call, models: set[str]) -> C
         parent = tree.parent(call)
         if isinstance(parent, cst.Assign) and target is not None:
             _refuse_a_part(tree, function, call, target, models, into=[t.target for t in parent.targets])
+        elif target is not None and not isinstance(parent, cst.Expr):  # [torch.compile(b) for b in model.h]
+            _refuse_a_part(tree, function, call, target, models, into=[])
         if isinstance(parent, cst.Assign):
             assigned = single_target(parent)
             model = key_of(target) if target is not None else None
@@ -160,10 +196,13 @@ def _refuse_a_part(
     compiled part, whose own keywords the outer compile does not follow, and also where the
     script's condition skips the line; so the script is refused, not compiled twice."""
     part = next((t for t in into if _model_part(t, models) is not None), None)
-    if part is None:
+    loop = next((found for t in [target, *into] if (found := _loop_over_parts(tree, function, t, models))), None)
+    if part is None and loop is None:
         return
-    model = _model_part(part, models)
-    what = code(target) if code(target) == code(part) else f"{code(target)} into {code(part)}"
+    model = _model_part(part, models) if part is not None else loop[1] if loop is not None else None
+    what = code(target) if part is None or code(target) == code(part) else f"{code(target)} into {code(part)}"
+    if loop is not None:
+        what += f", each module of `for {code(loop[0].target)} in {code(loop[0].iter)}` (line {tree.line(loop[0])})"
     conditional = False
     for anc in tree.ancestors(call):
         if anc is function:
@@ -173,9 +212,54 @@ def _refuse_a_part(
     raise Refusal(
         f"{_origin(tree, call)} compiles {what}, one part of the trained model `{model}`, by hand: the plugin "
         f"would compile the whole of `{model}` in prepare(), around the compiled part (whose own settings it "
-        f"does not follow){skipped}; compile the whole model instead (`{model} = torch.compile({model}, ...)`) "
+        f"does not follow){skipped}{_NOT_REGIONAL if loop else ''}; compile the whole model instead (`{model} = torch.compile({model}, ...)`) "
         "before converting, or keep the script as it is (`# regcomp-fix: skip`)"
     )
+
+
+#: a hand loop over the blocks is not what regional compilation does (accelerate_api.REGIONAL_ALSO_COMPILES)
+_NOT_REGIONAL = (
+    f"; use_regional_compilation=True would not be the same either: it also compiles "
+    f"{accelerate_api.REGIONAL_ALSO_COMPILES}"
+)
+
+#: calls that hand a loop the modules of what they are called on (``enumerate(model.h)``, ``model.children()``)
+_ITERATING_FUNCTIONS = frozenset({"enumerate", "reversed", "list", "tuple"})
+_ITERATING_METHODS = frozenset({"children", "named_children", "modules", "named_modules", "values", "items"})
+
+
+def _loop_over_parts(
+    tree: Tree, function: Function, node: cst.BaseExpression, models: set[str]
+) -> tuple[cst.For | cst.CompFor, str] | None:
+    """The ``for`` loop (or comprehension) around ``node`` that binds it to the modules of a
+    trained model or a part of one (``for block in model.blocks:``, ``for i, b in
+    enumerate(model.h):``, ``[torch.compile(b) for b in model.h]``), and that model."""
+    if not isinstance(node, cst.Name):
+        return None
+    for anc in tree.ancestors(node):
+        if anc is function:
+            return None
+        if isinstance(anc, (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)):
+            anc = anc.for_in
+        if not isinstance(anc, (cst.For, cst.CompFor)) or node.value not in _names_bound(anc.target):
+            continue
+        source = anc.iter
+        while isinstance(source, cst.Call):
+            func = source.func
+            if isinstance(func, cst.Name) and func.value in _ITERATING_FUNCTIONS and source.args:
+                source = source.args[0].value
+            elif isinstance(func, cst.Attribute) and func.attr.value in _ITERATING_METHODS:
+                source = func.value
+            else:
+                break
+        key = key_of(source)
+        model = key if key is not None and key in models else _model_part(source, models)
+        return (anc, model) if model is not None else None
+    return None
+
+
+def _names_bound(target: cst.BaseExpression) -> set[str]:
+    return {name.value for name in find_all(target, cst.Name)}
 
 
 def _condition(tree: Tree, function: Function, stmt: cst.CSTNode) -> cst.BaseExpression | None:

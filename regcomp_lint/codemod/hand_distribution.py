@@ -129,23 +129,25 @@ def adapt_distribution(planner: PlainPlanner) -> None:
 
 
 def _name_a_loss_outside_forward(planner: PlainPlanner, attr: cst.Attribute, owner: str) -> None:
-    """``model.module.encode(x)`` feeding the loss: the original's own DDP wrap never sees that
-    method run (only ``forward`` arms its gradient sync), so each process trains on its own
-    gradients there; the conversion, reading the same method from the unwrapped model, keeps
-    that, and says so."""
+    """``model.module.encode(x)`` (or ``model.module(x)``) feeding the loss: the original's own
+    DDP wrap never sees that method run (only ``forward`` arms its gradient sync), so each process
+    trains on its own gradients there; the conversion, reading the same method from the unwrapped
+    model, keeps that, and says so."""
     tree = planner.tree
     method = tree.parent(attr)
-    if not isinstance(method, cst.Attribute):
-        return
-    call = tree.parent(method)
-    if not isinstance(call, cst.Call) or call.func is not method:
-        return
+    if isinstance(method, cst.Call) and method.func is attr:  # model.module(x): the inner forward
+        call, shown, advice = method, f"{owner}.module(...)", f"call {owner}(...) instead"
+    else:
+        outer = tree.parent(method) if isinstance(method, cst.Attribute) else None
+        if not isinstance(method, cst.Attribute) or not isinstance(outer, cst.Call) or outer.func is not method:
+            return
+        call, shown, advice = outer, f"{owner}.module.{method.attr.value}(...)", "call it inside the model's forward()"
     function = tree.function_of(call)
     if feeds_the_loss(planner, function, call):
         planner.notes.append(
-            f"{owner}.module.{method.attr.value}(...) at line {tree.line(call)} feeds the loss outside DDP's "
-            "forward, as in the original: whatever gradients it gives the model's parameters are not averaged "
-            "across processes (each keeps its own); call it inside the model's forward() to have them averaged"
+            f"{shown} at line {tree.line(call)} feeds the loss outside DDP's forward, as in the original: whatever "
+            "gradients it gives the model's parameters are not averaged across processes (each keeps its own); "
+            f"{advice} to have them averaged"
         )
 
 

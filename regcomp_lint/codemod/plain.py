@@ -31,7 +31,12 @@ from regcomp_lint.codemod.checkpoint_writes import (
     saves_into_memory,
     wait_before_reading_back,
 )
-from regcomp_lint.codemod.compile_sites import CompileSite, collect_settings, find_compile_sites
+from regcomp_lint.codemod.compile_sites import (
+    CompileSite,
+    collect_settings,
+    find_compile_sites,
+    refuse_compiles_in_builders,
+)
 from regcomp_lint.codemod.container_loaders import container_loader_refusal
 from regcomp_lint.codemod.ddp_construction import tells_ddp
 from regcomp_lint.codemod.device_choice import (
@@ -83,7 +88,7 @@ from regcomp_lint.codemod.optimizers import (
 )
 from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConvertOptions
 from regcomp_lint.codemod.regional import repeated_blocks
-from regcomp_lint.codemod.reinit_sync import reinitialised_model, sync_reinitialised
+from regcomp_lint.codemod.reinit_sync import rebinds_itself, reinitialised_model, sync_reinitialised
 from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name
 from regcomp_lint.codemod.roles import (
     backward_calls,
@@ -92,7 +97,7 @@ from regcomp_lint.codemod.roles import (
     creations,
 )
 from regcomp_lint.codemod.schedulers import unpacked_schedulers
-from regcomp_lint.codemod.settings import Refusal, ScriptSettings, Setting, StepElsewhere, resolve
+from regcomp_lint.codemod.settings import LAUNCH_FLAGS_NOTE, Refusal, ScriptSettings, Setting, StepElsewhere, resolve
 from regcomp_lint.codemod.shard_metrics import shard_metric_notes
 from regcomp_lint.codemod.sharded_factories import sampler_beside, sharded_by_factory
 from regcomp_lint.codemod.synced_values import evaluates_alike
@@ -231,6 +236,7 @@ class PlainPlanner(Planner):
             add_wrapper_class(self, self.method_loss)
         script = ScriptSettings()
         sites = find_compile_sites(tree, self.scope, set(self.models))
+        refuse_compiles_in_builders(tree, self.scope, set(self.models))
         if self.accelerator_home is not self.scope:  # `self.model = torch.compile(self.model)` in __init__
             sites = find_compile_sites(tree, self.accelerator_home, set(self.models)) + sites
             for helper in self.init_helpers:  # or in the method __init__ calls to build the model
@@ -1612,7 +1618,9 @@ class PlainPlanner(Planner):
         """The bindings of ``key`` that make the object training uses: not one after the last
         training step outside any loop (the quickstart's ``model = NeuralNetwork()`` built again
         to load the saved weights), which is a new, unprepared object."""
-        nodes = [n for n in bindings(self.scope, key) if not self.is_removed(n)] + prepared_after(self, key)
+        nodes = [
+            n for n in bindings(self.scope, key) if not self.is_removed(n) and not rebinds_itself(self.tree, n)
+        ] + prepared_after(self, key)
         last_step = max((self.tree.line(s) for s in steps), default=None)
         if last_step is None:
             return nodes
@@ -1627,7 +1635,10 @@ class PlainPlanner(Planner):
         later = [
             self.tree.line(n)
             for n in bindings(self.scope, key)
-            if n not in kept and not self.is_removed(n) and not any(self.tree.contains(n, s) for s in steps)
+            if n not in kept
+            and not self.is_removed(n)
+            and not rebinds_itself(self.tree, n)
+            and not any(self.tree.contains(n, s) for s in steps)
         ]  # `model, acc = train_model(model, ...)` binds the trained model, not a new one
         return min(later, default=None)
 
@@ -2076,10 +2087,7 @@ class PlainPlanner(Planner):
         plugin = ", ".join(_plugin_text(settings))
         notes = [f"Accelerator(dynamo_plugin=TorchDynamoPlugin({plugin})) created in {self.created_at}"]
         notes.append(f"prepared: {', '.join(prepared_as(self.method_loss, self.prepared)[0])}")
-        notes.append(
-            "the script passes its own plugin: `accelerate launch --dynamo_*` flags and `accelerate config` only fill "
-            "the plugin fields it leaves unset"
-        )
+        notes.append(LAUNCH_FLAGS_NOTE)
         for site in sites:
             if site.alias is None:  # an alias has its own note
                 notes.append(site.removal_note())

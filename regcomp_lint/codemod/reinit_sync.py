@@ -18,8 +18,10 @@ A call counts when it draws the model's parameters anew in place: ``model.apply(
 ``f(model)`` with ``f`` a function of the file whose body calls a random ``torch.nn.init``
 function or ``uniform_`` / ``normal_`` (or ``copy_`` / ``fill_`` from a ``torch.rand*`` draw),
 ``self.m()`` for such a method of the trainer class that reads the model,
-``model.reset_parameters()``, ``model.m()`` for such a method of a class of the file, and a
-``for p in model.parameters():`` loop that does so. Constant writes and copies (an EMA's
+``model.reset_parameters()``, ``model.m()`` for such a method of a class of the file, a
+``for p in model.parameters():`` loop that does so, and ``model = reset(model)`` when ``reset``
+returns the model it was handed (one that returns anything else is refused: the name would no
+longer hold the prepared model). Constant writes and copies (an EMA's
 ``copy_``) are the same on every process and get no sync.
 
 "Whose body" reaches through the calls the function makes to the file's own code, up to
@@ -227,6 +229,8 @@ def reinitialised_model(
             return None
         model = _model_of(it.func.value, models) if it.func.attr.value in PARAMETER_WALKS else None
         return model if model is not None and redraws(tree, stmt.body) else None
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
+        return _rebound_after_redraw(tree, stmt, stmt.body[0], models)
     if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)):
         return None
     call = stmt.body[0].value
@@ -258,6 +262,55 @@ def reinitialised_model(
         if function is not None and redraws(tree, function):
             return handed[0]
     return None
+
+
+def _rebound_after_redraw(
+    tree: Tree, stmt: cst.SimpleStatementLine, assign: cst.Assign, models: list[str]
+) -> str | None:
+    """``model = reset(model)``: a function of the file that re-initialises the model it is handed
+    and returns it, so the name still holds the prepared model; the sync follows the statement as
+    it follows ``reset(model)``. A function that re-initialises and returns something else is
+    refused: what the name holds afterwards is no longer what prepare() wrapped."""
+    found = _redrawn_and_returned(tree, assign)
+    if found is None or found[0] not in models:
+        return None
+    model, returns_it = found
+    if returns_it:
+        return model
+    assert isinstance(assign.value, cst.Call)
+    raise Refusal(
+        f"{code(stmt).strip()} (line {tree.line(stmt)}) re-initialises the prepared model {model} in place after "
+        f"prepare() and binds {model} to what {code(assign.value.func)}() returns, which is not the model it was "
+        "handed: re-initialise the model before prepare(), or return the model you were handed, before converting"
+    )
+
+
+def rebinds_itself(tree: Tree, node: cst.CSTNode) -> bool:
+    """``model = reset(model)`` where ``reset`` re-initialises the model it is handed and returns
+    it: the same object again, not a new model (the planner does not count it as one)."""
+    found = _redrawn_and_returned(tree, node) if isinstance(node, cst.Assign) else None
+    return found is not None and found[1]
+
+
+def _redrawn_and_returned(tree: Tree, assign: cst.Assign) -> tuple[str, bool] | None:
+    """For ``key = f(..., key, ...)`` with ``f`` a function of the file that re-draws what it is
+    handed: ``key`` and whether ``f`` returns that argument on every ``return``; else None."""
+    call = assign.value
+    if len(assign.targets) != 1 or not isinstance(call, cst.Call):
+        return None
+    model = key_of(assign.targets[0].target)
+    function = _file_function(tree, call.func)
+    position = next(
+        (i for i, a in enumerate(call.args) if a.keyword is None and not a.star and key_of(a.value) == model), None
+    )
+    if model is None or function is None or position is None or not redraws(tree, function):
+        return None
+    params = [*function.params.posonly_params, *function.params.params]
+    handed = params[position].name.value if position < len(params) else None
+    returned = [r.value for r in find_all(function, cst.Return, enter_functions=False)]
+    return model, handed is not None and bool(returned) and all(
+        isinstance(v, cst.Name) and v.value == handed for v in returned
+    )
 
 
 def _statements_after(block: Block, start: int) -> Iterator[tuple[Block, int, cst.BaseStatement]]:

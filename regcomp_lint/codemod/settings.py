@@ -22,6 +22,13 @@ from regcomp_lint.codemod.options import ConvertOptions
 from regcomp_lint.codemod.tree import code
 from regcomp_lint.knowledge.accelerate_api import PLUGIN_FIELDS
 
+#: What every conversion that writes its own plugin says: the launch no longer picks what the
+#: plugin sets (``settings.resolve`` reads launch files, not the flags a person types).
+LAUNCH_FLAGS_NOTE = (
+    "the script passes its own plugin: `accelerate launch --dynamo_*` flags and `accelerate config` only fill "
+    "the plugin fields it leaves unset"
+)
+
 
 class Refusal(Exception):
     """The script cannot be converted completely and correctly; the message says why and what to do."""

@@ -296,3 +296,22 @@ def test_the_added_keyword_follows_arguments_that_share_a_line_under_the_open_pa
         "    accelerator = Accelerator(\n        cpu=args.cpu, mixed_precision=args.mixed_precision,\n"
         "        dynamo_plugin=dynamo_plugin\n    )\n"
     ) in result.text, result.text
+
+
+def test_a_created_plugin_says_the_launch_flags_no_longer_pick_what_it_sets():
+    """Session 19e (clsnet_acc, osut5_acc): the added ``backend="inductor"`` overrides
+    ``accelerate launch --dynamo_backend``; the plain conversions said so, these did not."""
+    from regcomp_lint.codemod.settings import LAUNCH_FLAGS_NOTE
+
+    assert LAUNCH_FLAGS_NOTE in convert(IN_A_FUNCTION).notes
+    plain = convert_source(
+        "import torch\n\n"
+        "model = torch.nn.Linear(4, 1)\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for step in range(3):\n"
+        "    loss = model(torch.randn(2, 4)).sum()\n"
+        "    loss.backward()\n"
+        "    optimizer.step()\n",
+        "train.py",
+    )
+    assert plain.notes.count(LAUNCH_FLAGS_NOTE) == 1, plain.notes

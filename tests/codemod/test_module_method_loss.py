@@ -58,3 +58,16 @@ def test_a_loss_through_forward_needs_no_such_note():
     result = convert_source(SCRIPT.replace("LOSS_LINE", "loss = (model(x) - x).pow(2).mean()"), "train.py")
     assert result.refused is None, result.refused
     assert not any("outside DDP's forward" in n for n in result.notes), result.notes
+
+
+def test_a_loss_through_the_wrapped_module_called_directly_is_named():
+    """survey 19c's trades_ddp trains through ``ddp_model.module(x)``: the inner module's forward,
+    outside DDP's (no gradient sync; replica per-rank weight norms 2.588683 / 2.629191). Kept, and
+    now said, as for a method of the inner module."""
+    result = convert_source(SCRIPT.replace("LOSS_LINE", "loss = model.module(x).pow(2).mean()"), "train.py")
+    assert result.refused is None, result.refused
+    assert "loss = accelerator.unwrap_model(model, keep_torch_compile=False)(x).pow(2).mean()" in result.text
+    note = next((n for n in result.notes if "outside DDP's forward" in n), None)
+    assert note is not None, result.notes
+    assert note.startswith("model.module(...) at line 27 feeds the loss outside DDP's forward"), note
+    assert "call model(...) instead" in note, note

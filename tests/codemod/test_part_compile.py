@@ -107,3 +107,79 @@ def test_blocks_compiled_one_by_one_into_the_model_are_refused():
     result = convert_source(ACCELERATED.replace("COMPILE", loop), "t.py")
     assert result.refused is not None, result.text
     assert "torch.compile(...) at line 12 compiles layer into model[i]" in result.refused, result.refused
+
+
+# Session 19e left these alone: the compiled block is a loop variable, not a subscript of the model,
+# so the conversion saw no part and the plugin compiled the whole model around the blocks.
+
+
+def _refusal(script: str, compile_lines: str) -> str:
+    result = convert_source(script.replace("COMPILE", compile_lines), "t.py")
+    assert result.refused is not None, result.text
+    return result.refused
+
+
+def test_module_compile_of_each_block_over_the_model_is_refused_naming_the_loop():
+    refused = _refusal(ACCELERATED, "for block in model:\n        block.compile()")
+    assert "block.compile(...) at line 12" in refused and "`for block in model` (line 11)" in refused, refused
+    assert "part of the trained model `model`" in refused, refused
+    assert "use_regional_compilation=True would not be the same" in refused, refused
+
+
+def test_module_compile_of_enumerated_blocks_of_a_plain_script_is_refused():
+    refused = _refusal(PLAIN, 'for i, b in enumerate(model.encoder):\n            b.compile(mode="max-autotune")')
+    assert "b.compile(...) at line 26" in refused, refused
+    assert "`for i, b in enumerate(model.encoder)` (line 25)" in refused, refused
+    assert "where the script's condition skips that line" in refused, refused
+
+
+def test_compiled_children_assigned_back_by_position_are_refused():
+    refused = _refusal(ACCELERATED, "for i, b in enumerate(model.children()):\n        model[i] = torch.compile(b)")
+    assert "compiles b into model[i], each module of `for i, b in enumerate(model.children())`" in refused, refused
+
+
+def test_a_loop_over_something_else_still_converts():
+    loop = "for f in [torch.sin]:\n        f = torch.compile(f)"
+    result = convert_source(ACCELERATED.replace("COMPILE", loop), "t.py")
+    assert result.refused is None, result.refused
+
+
+def test_blocks_compiled_in_a_comprehension_put_back_are_refused():
+    """``model.blocks = nn.ModuleList([torch.compile(b) for b in model.blocks])``: the same hand
+    regional compile, written as a comprehension."""
+    refused = _refusal(PLAIN, "model.encoder = nn.Sequential(*[torch.compile(b) for b in model.encoder])")
+    assert "torch.compile(...) at line 25 compiles b, each module of `for b in model.encoder`" in refused, refused
+
+
+def test_a_discarded_compile_of_each_block_is_left_as_dead_code():
+    """``torch.compile(b)`` as a statement compiles nothing (its result is dropped): the original
+    trained uncompiled, as for a discarded compile of the whole model; not refused."""
+    loop = "for b in model:\n        torch.compile(b)"
+    result = convert_source(ACCELERATED.replace("COMPILE", loop), "t.py")
+    assert result.refused is None, result.refused
+
+
+def _built_by(body: str, script: str = PLAIN) -> str:
+    """The script with its model made by ``build()``, a function of the file whose body is ``body``."""
+    return script.replace("def main():", f"def build():\n    m = Net()\n{body}    return m\n\n\ndef main():").replace(
+        "    model = Net()\n", "    model = build()\n"
+    )
+
+
+def test_a_compile_inside_the_function_that_builds_the_model_is_refused_naming_it():
+    """A compile in the model's builder was not seen: the plugin compiled the model again in
+    prepare(), ignoring the builder's own settings, and the hand loop's blocks twice."""
+    for body, origin in (
+        ("    for b in m.encoder:\n        b.compile()\n", "b.compile(...) at line 21"),
+        ("    m.compile(mode='max-autotune')\n", "m.compile(...) at line 20"),
+        ("    m.encoder = torch.compile(m.encoder)\n", "torch.compile(...) at line 20"),
+        ("    m = torch.compile(m)\n", "torch.compile(...) at line 20"),
+    ):
+        refused = _refusal(_built_by(body), "pass")
+        assert origin in refused, (body, refused)
+        assert "in build(), which makes the trained model `model` (model = build(...) at line" in refused, refused
+
+
+def test_a_builder_without_a_compile_still_converts():
+    result = convert_source(_built_by("    m.train()\n").replace("COMPILE", "pass"), "t.py")
+    assert result.refused is None, result.refused

@@ -130,3 +130,19 @@ def test_a_with_block_over_something_else_is_no_loader():
     result = convert_source(source, "phases.py")
     assert result.refused is None, result.refused
     assert "train_loader" not in _prepared(result.text), result.text
+
+
+DICT_DISPLAY = 'for phase in ["train", "val"]:\n{indent}loader = {{"train": train_loader, "val": val_loader}}[phase]'
+
+
+def test_a_loader_taken_from_a_dict_display_by_phase_is_prepared():
+    """``loader = {"train": a, "val": b}[phase]`` (survey 19b, left alone): the display is built
+    at each pass, after prepare(), so it holds the prepared loader; it was left whole ("not
+    iterated by the training loop"), every process training on all the data."""
+    for source in (
+        IN_FUNCTION.format(header=DICT_DISPLAY.format(indent=" " * 12)),
+        MODULE_LEVEL.format(header=DICT_DISPLAY.format(indent=" " * 8)),
+    ):
+        result = _converted(source)
+        assert "train_loader" in _prepared(result.text), result.text
+        assert "val_loader" not in _prepared(result.text), result.text

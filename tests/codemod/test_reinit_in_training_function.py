@@ -119,3 +119,31 @@ def test_a_trainer_method_that_resets_then_trains():
         "                param.data.copy_(broadcast(param.data))\n"
         "        for x, y in self.loader:\n"
     ) in result.text, result.text
+
+
+def _rebinding(returned: str) -> str:
+    """``net = reset(net)``: a helper that re-initialises the model it is handed and returns
+    ``returned`` (session 19 left this alone: the sync followed only a call made as a statement;
+    replica on 2 processes, final parameter sums -3.143364 on rank 0, -9.472526 on rank 1)."""
+    return SCRIPT.replace("    net.apply(init)\n", "    net = reset(net)\n").replace(
+        "def fit(", f"def reset(m):\n    m.apply(init)\n    return {returned}\n\n\ndef fit("
+    )
+
+
+def test_a_helper_that_returns_the_model_it_reinitialised_is_synced_after_the_rebinding():
+    result = convert_source(_rebinding("m"), "train.py")
+    assert result.refused is None, result.refused
+    assert (
+        "    net = reset(net)\n"
+        "    if accelerator.distributed_type not in (DistributedType.FSDP, DistributedType.DEEPSPEED):\n"
+        "        for param in accelerator.unwrap_model(net, keep_torch_compile=False).parameters():\n"
+        "            param.data.copy_(broadcast(param.data))\n"
+        "    for xb, yb in loader:\n"
+    ) in result.text, result.text
+    assert any("net = reset(net) (line 17)" in note for note in result.notes), result.notes
+
+
+def test_a_helper_that_reinitialises_and_returns_something_else_is_refused_naming_the_line():
+    result = convert_source(_rebinding("copy.deepcopy(m)"), "train.py")
+    assert result.refused is not None, result.text
+    assert "net = reset(net) (line 17)" in result.refused, result.refused

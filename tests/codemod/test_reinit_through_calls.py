@@ -199,3 +199,25 @@ if __name__ == "__main__":
         "                for param in self.accelerator.unwrap_model(self.model, keep_torch_compile=False).parameters():\n"
         "                    param.data.copy_(broadcast(param.data))\n"
     ) in result.text, result.text
+
+
+def test_a_rebinding_to_the_helpers_own_argument_in_the_repeat_loop_is_synced():
+    """``model = reset(model)`` in the repeat loop, ``reset`` returning the model it re-initialised:
+    the same object, not a model built anew in each pass (refused so before: "model is built anew
+    in each pass of the loop"); synced like ``reset(model)``."""
+    helpers = (
+        "def reset(net):\n    for p in net.parameters():\n        nn.init.uniform_(p, -0.1, 0.1)\n    return net\n\n\n"
+    )
+    result = _converted(helpers, "model = reset(model)")
+    assert _synced_after("model = reset(model)") in result.text, result.text
+    assert result.text.index("accelerator.prepare(") < result.text.index("for run in range(2)"), result.text
+
+
+def test_the_model_rebound_to_itself_is_still_the_prepared_model_afterwards():
+    """What the script saves after the rebinding is the prepared model, unwrapped for saving as
+    before it (the rebinding is no new, unprepared model from that line on)."""
+    helpers = (
+        "def reset(net):\n    for p in net.parameters():\n        nn.init.uniform_(p, -0.1, 0.1)\n    return net\n\n\n"
+    )
+    result = _converted(helpers, "model = reset(model)\n        torch.save(model.state_dict(), 'm.pt')")
+    assert "accelerator.unwrap_model(model, keep_torch_compile=False).state_dict()" in result.text, result.text
