@@ -1188,7 +1188,8 @@ class PlainPlanner(Planner):
                 if not taken_unwrapped(tree, call, model):  # `else: save(model.state_dict())` of an isinstance test
                     self.saved_states.add(model)
         writes += guard_helper_saves(self, places, self.training)
-        writes += save_the_rest_once(self, [p for p in places if p is self.scope or p in self.owner_methods()], writes)
+        owned = [p for p in places if p is self.scope or p in self.owner_methods() or p in self.training]
+        writes += save_the_rest_once(self, owned, writes)
         wait_before_reading_back(self, writes)
         write_files_once(self, places)
 

@@ -214,3 +214,45 @@ def test_a_save_of_nothing_prepared_is_written_by_the_main_process():
     assert 'torch.save(swa_model.state_dict(), f"swa_rank{rank}.pt")\n' in result.text  # one file per process
     assert any("torch.save() at line 12 -> accelerator.save()" in note for note in result.notes), result.notes
     assert convert_source(result.text, "train.py").changed is False
+
+
+TRAIN_FUNCTION = """\
+import os
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def train(model, loader, optimizer, scheduler, save_dir):
+    for epoch in range(2):
+        for x, y in loader:
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+        train_state = {"epoch": epoch + 1, "optimizer_state_dict": optimizer.state_dict()}
+        minimal_state = {"epoch": epoch + 1, "loss": loss.item()}
+        torch.save(train_state, f"{save_dir}train_state.pt")
+        torch.save(minimal_state, f"{save_dir}minimal_state.pt")
+        torch.save(model.state_dict(), f"{save_dir}model.pt")
+
+
+if __name__ == "__main__":
+    model = torch.nn.Linear(4, 1)
+    loader = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=4, shuffle=True)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
+    train(model, loader, optimizer, scheduler, save_dir="out/")
+"""
+
+
+def test_a_training_state_saved_in_the_training_function_is_written_by_the_main_process():
+    """survey 19b llm_tools_lora: ``torch.save(train_state, ...)`` in ``train(model, ...)``, the
+    function that trains (the accelerator is made in the caller), ran in every process of the
+    conversion, each writing the same file; only the model's own state became accelerator.save."""
+    result = convert_source(TRAIN_FUNCTION, "train.py")
+    assert result.refused is None, result.refused
+    assert 'accelerator.save(train_state, f"{save_dir}train_state.pt")\n' in result.text
+    assert 'accelerator.save(minimal_state, f"{save_dir}minimal_state.pt")\n' in result.text
+    assert "torch.save(" not in result.text
+    assert any("torch.save() at line 16 -> accelerator.save()" in note for note in result.notes), result.notes

@@ -205,3 +205,34 @@ def test_a_file_named_by_the_rank_is_still_written_by_every_process():
     result = convert_source(text.replace("SAMPLES", samples.replace("\n", "\n            ")), "main.py")
     assert result.refused is None, result.refused
     assert "is_main_process" not in result.text, result.text
+
+
+def test_a_torchscript_export_is_written_by_the_main_process():
+    """survey 19e kochi_bin: ``torch.jit.save(scripted, path)`` at the end ran in every process,
+    each writing the same file (the meta JSON beside it was guarded)."""
+    result = _convert("scripted = torch.jit.script(netG)\ntorch.jit.save(scripted, 'gen.pt')")
+    assert "            if accelerator.is_main_process:\n                torch.jit.save(scripted, 'gen.pt')\n" in (
+        result.text
+    )
+    assert "torch.jit.save() at line 20 runs under `if accelerator.is_main_process:`" in " ".join(result.notes)
+
+
+def test_a_path_opened_for_writing_in_a_with_block_is_written_by_the_main_process():
+    """survey 19b bert_conll: ``with (run_dir / "predictions.jsonl").open("w") as fh:`` was
+    neither guarded nor named, where the same block with ``open(path, "w")`` is guarded."""
+    result = _convert(
+        "preds = [1, 2]\n"
+        'with (Path("runs") / "predictions.jsonl").open("w", encoding="utf-8") as fh:\n'
+        "    for p in preds:\n"
+        '        fh.write(str(p) + "\\n")'
+    )
+    assert (
+        "            if accelerator.is_main_process:\n"
+        '                with (Path("runs") / "predictions.jsonl").open("w", encoding="utf-8") as fh:\n'
+    ) in result.text
+    notes = " ".join(result.notes)
+    assert 'the `with (Path("runs") / "predictions.jsonl").open("w", encoding="utf-8")` block at line 20' in notes
+    read = _convert('with Path("labels.txt").open() as fh:\n    labels = fh.read()')
+    assert "if accelerator.is_main_process:" not in read.text
+    gz = _convert('import gzip\nwith gzip.open("preds.gz", "wt") as fh:\n    fh.write("x")')
+    assert "            if accelerator.is_main_process:\n                with gzip.open(" in gz.text
