@@ -386,7 +386,17 @@ FILE_WRITERS = (
     "huggingface_hub.upload_file",
     "huggingface_hub.HfApi.upload_folder",
     "huggingface_hub.HfApi.upload_file",
+    # a TorchScript export (survey 19e kochi_bin's `torch.jit.save(scripted, path)`)
+    "torch.jit.save",
+    "torch.jit._serialization.save",
 )
+#: Functions that open a file with ``open(path, mode)``'s arguments (the mode second); a
+#: ``.open(...)`` of anything else is read as ``pathlib.Path.open(mode)`` (the mode first).
+FILE_OPENERS = ("gzip.open", "bz2.open", "lzma.open", "io.open", "codecs.open", "tarfile.open")
+#: The letters of a literal ``open`` mode (``"w"``, ``"ab+"``, ``"wt"``, ``"w:gz"`` for tarfile);
+#: a mode that writes has one of ``FILE_WRITE_MODES``.
+FILE_MODE_LETTERS = frozenset("rwxabt+U:gzbz2xz")
+FILE_WRITE_MODES = "wax"
 #: Methods that only write a file, whatever their receiver: ``pathlib.Path.write_text`` /
 #: ``write_bytes`` and pandas' ``DataFrame.to_csv`` (a Kaggle submission). Read by name: the
 #: receiver's type is rarely known statically.
