@@ -145,8 +145,7 @@ def save_the_rest_once(
         for call in find_all(place, cst.Call, enter_functions=False):
             if id(call) in done or not tree.resolves_to(call.func, *TORCH_SAVE) or planner.is_removed(call):
                 continue
-            path = code(call.args[1].value) if len(call.args) > 1 else ""
-            if under_rank_test(planner, call) or any(word in path for word in PER_PROCESS_PATH_WORDS):
+            if under_rank_test(planner, call) or (len(call.args) > 1 and per_process_path(place, call.args[1].value)):
                 continue
             if saves_into_memory(planner, call):
                 continue
@@ -344,6 +343,36 @@ def _does_more(planner: Planner, function: cst.FunctionDef, depth: int) -> bool:
         if key_of(call.func) in models or any(word in code(call.func).lower() for word in _COLLECTIVE_WORDS):
             return True
     return depth < _MAX_DEPTH and any(_does_more(planner, f, depth + 1) for f, _ in planner.graph.calls_from(function))
+
+
+def per_process_path(place: Function, path: cst.BaseExpression, depth: int = 0) -> bool:
+    """``path`` names the process it is written by (``f"ckpt_rank{rank}.pt"``,
+    ``f"preds_{WORLD_RANK}.json"``, ``f"{args.gpu}.png"``, or a name ``place`` binds to such a
+    path): one file per process, which every process must go on writing. Read from the names in
+    it (any case, see :data:`~regcomp_lint.knowledge.torch_api.PER_PROCESS_PATH_WORDS`), not from
+    its text: ``"ranking.csv"`` is one shared file."""
+    parts = _path_parts(path)
+    for node in parts:
+        word = (node.value if isinstance(node, cst.Name) else node.attr.value).lower()
+        if any(w in word for w in PER_PROCESS_PATH_WORDS):
+            return True
+    if depth > 1:
+        return False
+    names = {n.value for n in parts if isinstance(n, cst.Name)}
+    return any(
+        target[0] in names and per_process_path(place, target[1], depth + 1)
+        for assign in find_all(place, cst.Assign, enter_functions=False)
+        if (target := single_target(assign)) is not None
+    )
+
+
+def _path_parts(path: cst.CSTNode) -> list[cst.Name | cst.Attribute]:
+    """The names a path is made of: those of ``a if test else b``'s branches, not its test."""
+    if isinstance(path, cst.IfExp):
+        return [*_path_parts(path.body), *_path_parts(path.orelse)]
+    if isinstance(path, (cst.Name, cst.Attribute)):
+        return [path, *(_path_parts(path.value) if isinstance(path, cst.Attribute) else [])]
+    return [part for child in path.children for part in _path_parts(child)]
 
 
 def under_rank_test(planner: Planner, node: cst.CSTNode) -> bool:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TypeGuard
 import libcst as cst
 
 from regcomp_lint.codemod.builders import expression, guarded, keyword, with_keyword
-from regcomp_lint.codemod.checkpoint_writes import under_rank_test
+from regcomp_lint.codemod.checkpoint_writes import per_process_path, under_rank_test
 from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, read_keys, single_target
 from regcomp_lint.knowledge.torch_api import (
     FILE_MODE_LETTERS,
@@ -26,7 +26,6 @@ from regcomp_lint.knowledge.torch_api import (
     FILE_WRITER_METHODS,
     FILE_WRITERS,
     HUB_UPLOAD_NAMES,
-    PER_PROCESS_PATH_WORDS,
 )
 from regcomp_lint.knowledge.training_libraries import MAIN_PROCESS_KEYWORDS
 
@@ -40,7 +39,7 @@ def write_files_once(planner: Planner, places: list[Function]) -> None:
     models = set(getattr(planner, "models", []))
     for place in places:
         for call in find_all(place, cst.Call, enter_functions=False):
-            if _per_process_file(call):
+            if any(per_process_path(place, arg.value) for arg in call.args):
                 continue  # f"preds_{rank}.json": each process writes its own
             if _opens_for_writing(tree, call) and not under_rank_test(planner, call):
                 if _write_only_block(planner, call, models, place):
@@ -80,11 +79,6 @@ def write_files_once(planner: Planner, places: list[Function]) -> None:
                 f"{writer}() at line {tree.line(call)} runs under `if {acc}.is_main_process:`: every process would "
                 "write the same file"
             )
-
-
-def _per_process_file(call: cst.Call) -> bool:
-    """An argument of the write names the rank (see ``PER_PROCESS_PATH_WORDS``)."""
-    return any(word in code(arg.value) for arg in call.args for word in PER_PROCESS_PATH_WORDS)
 
 
 def _saves_pretrained(func: cst.BaseExpression) -> TypeGuard[cst.Attribute]:

@@ -297,7 +297,7 @@ RANK_CALLS = ("torch.distributed.get_rank", "torch.distributed.distributed_c10d.
 #: What each variable torchrun sets for its workers holds.
 TORCHRUN_VARIABLES = {"RANK": "rank", "LOCAL_RANK": "local_rank", "WORLD_SIZE": "world_size"}
 RANK_ATTRIBUTES = ("process_index", "local_process_index")
-#: Words of a file path that make it one file per process (``f"ckpt_rank{rank}.pt"``,
+#: Words of the names in a file path (any case) that make it one file per process (``f"ckpt_rank{rank}.pt"``,
 #: ``f"preds_{args.gpu}.json"``): each process writes its own, so the conversion leaves it so.
 PER_PROCESS_PATH_WORDS = ("rank", "process_index", "gpu")
 #: Calls that make a fresh tensor holding no gradient history: a recurrent model's

@@ -256,3 +256,13 @@ def test_a_training_state_saved_in_the_training_function_is_written_by_the_main_
     assert 'accelerator.save(minimal_state, f"{save_dir}minimal_state.pt")\n' in result.text
     assert "torch.save(" not in result.text
     assert any("torch.save() at line 16 -> accelerator.save()" in note for note in result.notes), result.notes
+
+
+def test_a_save_whose_path_names_the_rank_through_a_variable_or_a_constant_stays_in_every_process():
+    """One test of "this path is one file per process" for checkpoints and files alike."""
+    saves = 'path = f"swa_rank{rank}.pt"\ntorch.save(swa_model.state_dict(), path)\ntorch.save(swa_model.state_dict(), f"swa_{RANK}.pt")\n'
+    result = convert_source(SWA.replace('torch.save(swa_model.state_dict(), f"swa_rank{rank}.pt")\n', saves), "train.py")
+    assert result.refused is None, result.refused
+    assert "torch.save(swa_model.state_dict(), path)\n" in result.text
+    assert 'torch.save(swa_model.state_dict(), f"swa_{RANK}.pt")\n' in result.text
+    assert 'accelerator.save(swa_model.state_dict(), "swa.pt")\n' in result.text

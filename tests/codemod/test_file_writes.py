@@ -236,3 +236,21 @@ def test_a_path_opened_for_writing_in_a_with_block_is_written_by_the_main_proces
     assert "if accelerator.is_main_process:" not in read.text
     gz = _convert('import gzip\nwith gzip.open("preds.gz", "wt") as fh:\n    fh.write("x")')
     assert "            if accelerator.is_main_process:\n                with gzip.open(" in gz.text
+
+
+def test_a_file_named_by_a_rank_constant_or_through_a_path_variable_is_still_written_by_every_process():
+    """survey 19c's replica: ``with open(f"..._{WORLD_RANK}.json", "w")`` was guarded on the main
+    process (the word test read ``rank`` in lower case only), and a path bound first
+    (``path = f"stats_{rank}.json"``) was not followed: the other ranks' files were no longer written."""
+    text = SCRIPT.replace("import matplotlib", "import json\nimport os\nimport matplotlib").replace(
+        "fixed_noise = ", 'WORLD_RANK = int(os.environ.get("RANK", 0))\nfixed_noise = '
+    )
+    samples = (
+        'with open(f"stats_{WORLD_RANK}.json", "w") as f:\n    json.dump({"loss": loss.item()}, f)\n'
+        'path = f"preds_{WORLD_RANK}.json"\nwith open(path, "w") as f:\n    json.dump({"loss": loss.item()}, f)'
+    )
+    result = convert_source(text.replace("SAMPLES", samples.replace("\n", "\n            ")), "main.py")
+    assert result.refused is None, result.refused
+    assert "is_main_process" not in result.text, result.text
+    shared = _convert('with open("ranking.json", "w") as f:\n    f.write("x")')
+    assert "            if accelerator.is_main_process:\n" in shared.text  # a word in the text is not a rank
