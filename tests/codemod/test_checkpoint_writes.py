@@ -266,3 +266,68 @@ def test_a_save_whose_path_names_the_rank_through_a_variable_or_a_constant_stays
     assert "torch.save(swa_model.state_dict(), path)\n" in result.text
     assert 'torch.save(swa_model.state_dict(), f"swa_{RANK}.pt")\n' in result.text
     assert 'accelerator.save(swa_model.state_dict(), "swa.pt")\n' in result.text
+
+
+MAIN_FLAG = """\
+import json
+import os
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = int(os.environ["RANK"])
+    is_main = rank == 0
+    if is_main:
+        with open("args.json", "w") as f:
+            json.dump({"a": 1}, f)
+    data = TensorDataset(torch.randn(32, 4), torch.randn(32, 1))
+    loader = DataLoader(data, batch_size=4, sampler=DistributedSampler(data))
+    model = DDP(torch.nn.Linear(4, 1))
+    raw = model.module
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def save(path, epoch):
+        torch.save({"model": raw.state_dict(), "epoch": epoch}, path)
+        np.savez("meta.npz", epoch=epoch)
+
+    for epoch in range(2):
+        for x, y in loader:
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        if not is_main:
+            continue
+        with open("log.jsonl", "a") as f:
+            f.write(json.dumps({"epoch": epoch}) + "\\n")
+        save("last.pt", epoch)
+        torch.save(raw.state_dict(), "weights.pth")
+    if rank != 0:
+        return
+    np.save("final.npy", np.zeros(2))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_writes_under_a_main_process_flag_or_after_an_early_exit_get_no_second_guard():
+    """survey 19e sphere_flow: ``is_main = rank == 0``, ``if is_main:`` blocks and ``if not
+    is_main: continue`` before the saves. The conversion added ``if accelerator.is_main_process:``
+    around each write there, with notes claiming every process wrote the file (false)."""
+    result = convert_source(MAIN_FLAG, "train.py")
+    assert result.refused is None, result.refused
+    assert "is_main_process" not in result.text, result.text
+    assert "accelerator.save(" not in result.text
+    notes = " ".join(result.notes)
+    assert "every process" not in notes.replace("every process must", ""), result.notes
+    unguarded = MAIN_FLAG.replace("        if not is_main:\n            continue\n", "")
+    result = convert_source(unguarded, "train.py")
+    assert "        if accelerator.is_main_process:\n            with open(\"log.jsonl\", \"a\") as f:\n" in result.text
