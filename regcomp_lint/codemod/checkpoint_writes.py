@@ -439,7 +439,9 @@ def _others_left_before(planner: Planner, block: Block, inner: cst.CSTNode) -> b
 def _only_leaves(body: cst.BaseSuite) -> bool:
     """The block does nothing but ``continue``, ``break`` or ``return``."""
     lines = body.body if isinstance(body, cst.IndentedBlock) else [body]
-    smalls = [s for line in lines if isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) for s in line.body]
+    smalls = [
+        s for line in lines if isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) for s in line.body
+    ]
     return len(smalls) == len(lines) == 1 and isinstance(smalls[0], (cst.Continue, cst.Break, cst.Return))
 
 

@@ -261,7 +261,9 @@ def test_a_training_state_saved_in_the_training_function_is_written_by_the_main_
 def test_a_save_whose_path_names_the_rank_through_a_variable_or_a_constant_stays_in_every_process():
     """One test of "this path is one file per process" for checkpoints and files alike."""
     saves = 'path = f"swa_rank{rank}.pt"\ntorch.save(swa_model.state_dict(), path)\ntorch.save(swa_model.state_dict(), f"swa_{RANK}.pt")\n'
-    result = convert_source(SWA.replace('torch.save(swa_model.state_dict(), f"swa_rank{rank}.pt")\n', saves), "train.py")
+    result = convert_source(
+        SWA.replace('torch.save(swa_model.state_dict(), f"swa_rank{rank}.pt")\n', saves), "train.py"
+    )
     assert result.refused is None, result.refused
     assert "torch.save(swa_model.state_dict(), path)\n" in result.text
     assert 'torch.save(swa_model.state_dict(), f"swa_{RANK}.pt")\n' in result.text
@@ -330,4 +332,4 @@ def test_writes_under_a_main_process_flag_or_after_an_early_exit_get_no_second_g
     assert "every process" not in notes.replace("every process must", ""), result.notes
     unguarded = MAIN_FLAG.replace("        if not is_main:\n            continue\n", "")
     result = convert_source(unguarded, "train.py")
-    assert "        if accelerator.is_main_process:\n            with open(\"log.jsonl\", \"a\") as f:\n" in result.text
+    assert '        if accelerator.is_main_process:\n            with open("log.jsonl", "a") as f:\n' in result.text
