@@ -44,6 +44,7 @@ from regcomp_lint.codemod.device_choice import (
     only_moves_devices,
     visible_devices_note,
 )
+from regcomp_lint.codemod.device_helpers import name_device_helpers
 from regcomp_lint.codemod.device_parameters import follow_handed_device, keep_trainer_cpu_choice
 from regcomp_lint.codemod.dispatched_models import refuse_dispatched_models
 from regcomp_lint.codemod.distribution import Distribution
@@ -1085,6 +1086,7 @@ class PlainPlanner(Planner):
             self.cudas += cudas
             self.devices += devices
         keep_cpu_load_locations(self, reach)
+        name_device_helpers(self)
         self._checkpoint_rewrites()
 
     def _dataset_item_methods(self) -> list[cst.FunctionDef]:

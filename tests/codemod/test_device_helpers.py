@@ -1,0 +1,51 @@
+"""codemod/device_helpers.py: a device chosen through a local helper that reads the script's
+device setting is named in a note (survey 19c hydra_vae's ``device = get_device(cfg)``)."""
+
+from __future__ import annotations
+
+from regcomp_lint.codemod import convert_source
+
+SCRIPT = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def get_device(cfg):
+    if cfg.device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(cfg.device)
+
+
+def main(cfg):
+    device = CHOICE
+    model = torch.nn.Linear(4, 1).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    loader = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=4)
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_a_device_chosen_by_a_helper_reading_the_setting_is_named():
+    """Before, ``device = get_device(cfg)`` became ``accelerator.device`` without a word: a
+    ``device: cpu`` setting was dropped (the model went to the GPU where there is one)."""
+    result = convert_source(SCRIPT.replace("CHOICE", "get_device(cfg)"), "train.py")
+    assert result.refused is None, result.refused
+    assert "    device = accelerator.device\n" in result.text
+    note = next((n for n in result.notes if "get_device(cfg) at line 12" in n), None)
+    assert note is not None, result.notes
+    assert "cfg.device" in note and "cpu=True" in note, note
+
+
+def test_a_helper_that_reads_no_setting_is_not_named():
+    text = SCRIPT.replace("CHOICE", "pick()").replace(
+        "def main(cfg):",
+        'def pick():\n    return torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n\ndef main(cfg):',
+    )
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    assert not any("pick()" in n for n in result.notes), result.notes
