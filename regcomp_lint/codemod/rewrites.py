@@ -317,7 +317,7 @@ class Planner:
                 )
                 and not self.is_removed(call)
             ):
-                flag = dotted(call.args[0].value) if self._is_device_flag(call.args[0].value, function) else None
+                flag = self._device_flag_read(call.args[0].value, function)
                 if flag is not None and flag not in self.inline_device_flags:
                     self.inline_device_flags.append(flag)  # `x.to(args.device)`: the user's --device
                 acc = self.accelerator_in(function)
@@ -364,6 +364,24 @@ class Planner:
             if view.devices.fixed_cuda(view.any_expression_at(assign.value), view.where(name)):
                 names.add(target[0])
         return names
+
+    def _device_flag_read(self, value: cst.BaseExpression, function: Function) -> str | None:
+        """The device flag a ``.to(value)`` follows: ``args.device`` read inline, or through a name
+        bound only to it (``DEVICE = args.device``, survey 19b llm_tools_lora)."""
+        if self._is_device_flag(value, function):
+            return dotted(value)
+        if not isinstance(value, cst.Name):
+            return None
+        for place in (function, self.tree.module):
+            found = bindings(place, value.value)
+            if not found:
+                continue
+            values = [t[1] for b in found if (t := single_target(b)) is not None]
+            if len(values) != len(found) or not all(self._is_device_flag(v, place) for v in values):
+                return None
+            keys = {dotted(v) for v in values}
+            return keys.pop() if len(keys) == 1 else None
+        return None
 
     def _is_global_cuda_device(self, value: cst.BaseExpression, function: Function) -> bool:
         """``x.to(device)`` in a function the conversion rewrites, where ``device`` is a module-level

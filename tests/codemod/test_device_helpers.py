@@ -49,3 +49,35 @@ def test_a_helper_that_reads_no_setting_is_not_named():
     result = convert_source(text, "train.py")
     assert result.refused is None, result.refused
     assert not any("pick()" in n for n in result.notes), result.notes
+
+
+FLAG_BY_NAME = """\
+import argparse
+
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    args = parser.parse_args()
+    DEVICE = args.device
+    model = torch.nn.Linear(4, 1).to(DEVICE)
+    loader = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=4)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_a_device_flag_read_through_a_name_is_followed():
+    """survey 19b llm_tools_lora: ``DEVICE = args.device`` then ``model.to(DEVICE)``; the placement
+    became ``accelerator.device`` and ``--device cpu`` was dropped (``x.to(args.device)`` read
+    inline gives the Accelerator ``cpu=str(args.device) == "cpu"``; through the name it did not)."""
+    result = convert_source(FLAG_BY_NAME, "train.py")
+    assert result.refused is None, result.refused
+    assert ".to(accelerator.device)" in result.text
+    assert 'cpu=str(args.device) == "cpu"' in result.text, result.text
