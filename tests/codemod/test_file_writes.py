@@ -195,16 +195,22 @@ def test_a_file_named_by_the_rank_is_still_written_by_every_process():
     """A per-rank file (``f"preds_{rank}.json"``, ``save_image(x, f"{args.local_rank}.png")``) is
     each process's own: guarding it on the main process would drop the others' (seen by the
     survey 19c helper in a replica)."""
-    text = SCRIPT.replace("import matplotlib", "import json\nimport os\nimport matplotlib").replace(
-        "fixed_noise = ", 'rank = int(os.environ.get("RANK", 0))\nfixed_noise = '
-    )
     samples = (
         'with open(f"stats_{rank}.json", "w") as f:\n    json.dump({"loss": loss.item()}, f)\n'
         "vutils.save_image(netG(fixed_noise).detach(), f'fake_{rank}.png')"
     )
+    result = _convert_with_rank("rank", samples)
+    assert "is_main_process" not in result.text, result.text
+
+
+def _convert_with_rank(name: str, samples: str):
+    """SCRIPT with ``name = int(os.environ.get("RANK", 0))`` bound before the loop."""
+    text = SCRIPT.replace("import matplotlib", "import json\nimport os\nimport matplotlib").replace(
+        "fixed_noise = ", f'{name} = int(os.environ.get("RANK", 0))\nfixed_noise = '
+    )
     result = convert_source(text.replace("SAMPLES", samples.replace("\n", "\n            ")), "main.py")
     assert result.refused is None, result.refused
-    assert "is_main_process" not in result.text, result.text
+    return result
 
 
 def test_a_torchscript_export_is_written_by_the_main_process():
@@ -242,15 +248,11 @@ def test_a_file_named_by_a_rank_constant_or_through_a_path_variable_is_still_wri
     """survey 19c's replica: ``with open(f"..._{WORLD_RANK}.json", "w")`` was guarded on the main
     process (the word test read ``rank`` in lower case only), and a path bound first
     (``path = f"stats_{rank}.json"``) was not followed: the other ranks' files were no longer written."""
-    text = SCRIPT.replace("import matplotlib", "import json\nimport os\nimport matplotlib").replace(
-        "fixed_noise = ", 'WORLD_RANK = int(os.environ.get("RANK", 0))\nfixed_noise = '
-    )
     samples = (
         'with open(f"stats_{WORLD_RANK}.json", "w") as f:\n    json.dump({"loss": loss.item()}, f)\n'
         'path = f"preds_{WORLD_RANK}.json"\nwith open(path, "w") as f:\n    json.dump({"loss": loss.item()}, f)'
     )
-    result = convert_source(text.replace("SAMPLES", samples.replace("\n", "\n            ")), "main.py")
-    assert result.refused is None, result.refused
+    result = _convert_with_rank("WORLD_RANK", samples)
     assert "is_main_process" not in result.text, result.text
     shared = _convert('with open("ranking.json", "w") as f:\n    f.write("x")')
     assert "            if accelerator.is_main_process:\n" in shared.text  # a word in the text is not a rank
