@@ -338,6 +338,8 @@ class Planner:
                     continue
             if code(target[1]) in (acc_device, f"{acc_device}.type", "accelerator.device", "accelerator.device.type"):
                 continue
+            if _an_objects_device(self.tree, target[1], function):
+                continue  # `device = next(model.parameters()).device`: it follows the model, not the user
             self.rewrite_device(assign)
             devices += 1
         return cudas, devices
@@ -546,6 +548,18 @@ def _attribute_target(assign: cst.Assign, keys: set[str]) -> tuple[str, cst.Base
     """``(key, value)`` for ``args.device = value`` when ``key`` is one of ``keys``."""
     key = dotted(assign.targets[0].target) if len(assign.targets) == 1 else None
     return (key, assign.value) if key is not None and key in keys else None
+
+
+def _an_objects_device(tree: Tree, value: cst.BaseExpression, function: Function) -> bool:
+    """``next(model.parameters()).device``, ``batch.device``: the device an object the script
+    holds is on (:func:`~regcomp_lint.codemod.device_choice.is_chosen_device` says it is no flag).
+    Rewritten to ``accelerator.device``, a helper called before ``prepare()`` (survey 19a
+    minimind_pt's sampling) would send its inputs where the model is not."""
+    return (
+        isinstance(value, cst.Attribute)
+        and value.attr.value == "device"
+        and not is_chosen_device(tree, value, function)
+    )
 
 
 def _is_string_valued(value: cst.BaseExpression) -> bool:

@@ -81,3 +81,38 @@ def test_a_device_flag_read_through_a_name_is_followed():
     assert result.refused is None, result.refused
     assert ".to(accelerator.device)" in result.text
     assert 'cpu=str(args.device) == "cpu"' in result.text, result.text
+
+
+MODEL_DEVICE = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def sample(model):
+    device = next(model.parameters()).device
+    return model(torch.randn(2, 4).to(device))
+
+
+def main():
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = torch.nn.Linear(4, 1).to(device)
+    sample(model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    for x, y in DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=4):
+        loss = torch.nn.functional.mse_loss(model(x.to(device)), y.to(device))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    sample(model)
+"""
+
+
+def test_the_device_a_model_is_on_is_read_from_the_model():
+    """survey 19a minimind_pt: ``device = next(model.parameters()).device`` in a sampling helper
+    became ``accelerator.device``; called before prepare() with the model elsewhere (``--device
+    cpu`` on a GPU machine), the prompt went to the GPU and the CPU model failed. A model's own
+    device follows the model (device_choice's rule), never the accelerator."""
+    result = convert_source(MODEL_DEVICE, "train.py")
+    assert result.refused is None, result.refused
+    assert "    device = next(model.parameters()).device\n" in result.text, result.text
+    assert "    device = accelerator.device\n" in result.text
