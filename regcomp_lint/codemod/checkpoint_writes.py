@@ -145,8 +145,7 @@ def save_the_rest_once(
         for call in find_all(place, cst.Call, enter_functions=False):
             if id(call) in done or not tree.resolves_to(call.func, *TORCH_SAVE) or planner.is_removed(call):
                 continue
-            path = code(call.args[1].value) if len(call.args) > 1 else ""
-            if under_rank_test(planner, call) or any(word in path for word in PER_PROCESS_PATH_WORDS):
+            if under_rank_test(planner, call) or (len(call.args) > 1 and per_process_path(place, call.args[1].value)):
                 continue
             if saves_into_memory(planner, call):
                 continue
@@ -346,17 +345,104 @@ def _does_more(planner: Planner, function: cst.FunctionDef, depth: int) -> bool:
     return depth < _MAX_DEPTH and any(_does_more(planner, f, depth + 1) for f, _ in planner.graph.calls_from(function))
 
 
-def under_rank_test(planner: Planner, node: cst.CSTNode) -> bool:
-    """``node`` sits in the body of an ``if`` on the main process (``if rank == 0:``)."""
-    tree, view = planner.tree, lint_view(planner.tree)
+def per_process_path(place: Function, path: cst.BaseExpression, depth: int = 0) -> bool:
+    """``path`` names the process it is written by (``f"ckpt_rank{rank}.pt"``,
+    ``f"preds_{WORLD_RANK}.json"``, ``f"{args.gpu}.png"``, or a name ``place`` binds to such a
+    path): one file per process, which every process must go on writing. Read from the names in
+    it (any case, see :data:`~regcomp_lint.knowledge.torch_api.PER_PROCESS_PATH_WORDS`), not from
+    its text: ``"ranking.csv"`` is one shared file."""
+    parts = _path_parts(path)
+    for node in parts:
+        word = (node.value if isinstance(node, cst.Name) else node.attr.value).lower()
+        if any(w in word for w in PER_PROCESS_PATH_WORDS):
+            return True
+    if depth > 1:
+        return False
+    names = {n.value for n in parts if isinstance(n, cst.Name)}
+    return any(
+        target[0] in names and per_process_path(place, target[1], depth + 1)
+        for assign in find_all(place, cst.Assign, enter_functions=False)
+        if (target := single_target(assign)) is not None
+    )
+
+
+def _path_parts(path: cst.CSTNode) -> list[cst.Name | cst.Attribute]:
+    """The names a path is made of: those of ``a if test else b``'s branches, not its test."""
+    if isinstance(path, cst.IfExp):
+        return [*_path_parts(path.body), *_path_parts(path.orelse)]
+    if isinstance(path, (cst.Name, cst.Attribute)):
+        return [path, *(_path_parts(path.value) if isinstance(path, cst.Attribute) else [])]
+    return [part for child in path.children for part in _path_parts(child)]
+
+
+def under_rank_test(planner: Planner, node: cst.CSTNode, depth: int = 0) -> bool:
+    """``node`` runs on the main process only: in the body of an ``if`` on the main process
+    (``if rank == 0:``, ``if is_main:`` with ``is_main = rank == 0``), after an early exit of
+    the others in a block holding it (survey 19e sphere_flow's ``if not is_main: continue``), or
+    in a local function every call of which is so."""
+    tree = planner.tree
+    inner: cst.CSTNode = node
     for anc in tree.ancestors(node):
-        if isinstance(anc, (cst.FunctionDef, cst.Module)):
+        if isinstance(anc, cst.FunctionDef):
+            callers = planner.graph.callers_of(anc) if depth < _MAX_DEPTH else []
+            return bool(callers) and all(under_rank_test(planner, call, depth + 1) for _, call in callers)
+        if isinstance(anc, (cst.Lambda, cst.ClassDef)):
             return False
-        if isinstance(anc, cst.If) and tree.contains(anc.body, node):
-            test = view.any_expression_at(anc.test)
-            if test is not None and is_main_process_test(test):
+        if isinstance(anc, cst.If) and tree.contains(anc.body, node) and main_process_test(planner, anc.test):
+            return True
+        if isinstance(anc, (cst.IndentedBlock, cst.Module)) and _others_left_before(planner, anc, inner):
+            return True
+        inner = anc
+    return False
+
+
+def main_process_test(planner: Planner, test: cst.BaseExpression) -> bool:
+    """``test`` holds on the main process only (the lint's
+    :func:`~regcomp_lint.analysis.checkpoints.is_main_process_test`), or is a conjunction with such
+    a part, or a name the function binds only to such tests (``is_main = rank == 0``)."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return main_process_test(planner, test.left) or main_process_test(planner, test.right)
+    expr = lint_view(planner.tree).any_expression_at(test)
+    if expr is not None and is_main_process_test(expr):
+        return True
+    if not isinstance(test, cst.Name):
+        return False
+    scope = next((a for a in planner.tree.ancestors(test) if isinstance(a, (cst.FunctionDef, cst.Module))), None)
+    values = [
+        target[1]
+        for assign in (find_all(scope, cst.Assign, enter_functions=False) if scope is not None else [])
+        if (target := single_target(assign)) is not None and target[0] == test.value
+    ]
+    return bool(values) and all(not isinstance(v, cst.Name) and main_process_test(planner, v) for v in values)
+
+
+def _others_left_before(planner: Planner, block: Block, inner: cst.CSTNode) -> bool:
+    """A statement of ``block`` before ``inner`` sends every process but the main one away:
+    ``if not is_main: continue`` (or ``return``, ``break``; ``if rank != 0:``, ``if rank > 0:``)."""
+    for stmt in block.body:
+        if stmt is inner:
+            return False
+        if not (isinstance(stmt, cst.If) and stmt.orelse is None and _only_leaves(stmt.body)):
+            continue
+        test = stmt.test
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            if main_process_test(planner, test.expression):
+                return True
+            continue
+        expr = lint_view(planner.tree).any_expression_at(test)
+        if isinstance(expr, ast.Compare) and len(expr.ops) == 1 and isinstance(expr.ops[0], (ast.NotEq, ast.Gt)):
+            if is_main_process_test(ast.Compare(left=expr.left, ops=[ast.Eq()], comparators=expr.comparators)):
                 return True
     return False
+
+
+def _only_leaves(body: cst.BaseSuite) -> bool:
+    """The block does nothing but ``continue``, ``break`` or ``return``."""
+    lines = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    smalls = [
+        s for line in lines if isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) for s in line.body
+    ]
+    return len(smalls) == len(lines) == 1 and isinstance(smalls[0], (cst.Continue, cst.Break, cst.Return))
 
 
 def wait_before_reading_back(planner: Planner, writes: list[tuple[Function, cst.Call]]) -> None:
@@ -434,9 +520,7 @@ def _common_block(planner: Planner, place: Function, write: cst.CSTNode, read: c
 
 
 def _names_the_rank(planner: Planner, test: cst.BaseExpression) -> bool:
-    view = lint_view(planner.tree)
-    expr = view.any_expression_at(test)
-    if expr is not None and is_main_process_test(expr):
+    if main_process_test(planner, test):
         return True
     text = code(test).lower()
     return any(word in text for word in ("rank", "master", "main_process", "local_process"))

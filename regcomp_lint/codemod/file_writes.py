@@ -17,9 +17,16 @@ from typing import TYPE_CHECKING, TypeGuard
 import libcst as cst
 
 from regcomp_lint.codemod.builders import expression, guarded, keyword, with_keyword
-from regcomp_lint.codemod.checkpoint_writes import under_rank_test
-from regcomp_lint.codemod.tree import Function, code, find_all, key_of, read_keys, single_target
-from regcomp_lint.knowledge.torch_api import FILE_WRITER_METHODS, FILE_WRITERS, HUB_UPLOAD_NAMES, PER_PROCESS_PATH_WORDS
+from regcomp_lint.codemod.checkpoint_writes import per_process_path, under_rank_test
+from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, read_keys, single_target
+from regcomp_lint.knowledge.torch_api import (
+    FILE_MODE_LETTERS,
+    FILE_OPENERS,
+    FILE_WRITE_MODES,
+    FILE_WRITER_METHODS,
+    FILE_WRITERS,
+    HUB_UPLOAD_NAMES,
+)
 from regcomp_lint.knowledge.training_libraries import MAIN_PROCESS_KEYWORDS
 
 if TYPE_CHECKING:
@@ -32,9 +39,9 @@ def write_files_once(planner: Planner, places: list[Function]) -> None:
     models = set(getattr(planner, "models", []))
     for place in places:
         for call in find_all(place, cst.Call, enter_functions=False):
-            if _per_process_file(call):
+            if any(per_process_path(place, arg.value) for arg in call.args):
                 continue  # f"preds_{rank}.json": each process writes its own
-            if _opens_for_writing(call) and not under_rank_test(planner, call):
+            if _opens_for_writing(tree, call) and not under_rank_test(planner, call):
                 if _write_only_block(planner, call, models, place):
                     continue
                 planner.notes.append(
@@ -72,11 +79,6 @@ def write_files_once(planner: Planner, places: list[Function]) -> None:
                 f"{writer}() at line {tree.line(call)} runs under `if {acc}.is_main_process:`: every process would "
                 "write the same file"
             )
-
-
-def _per_process_file(call: cst.Call) -> bool:
-    """An argument of the write names the rank (see ``PER_PROCESS_PATH_WORDS``)."""
-    return any(word in code(arg.value) for arg in call.args for word in PER_PROCESS_PATH_WORDS)
 
 
 def _saves_pretrained(func: cst.BaseExpression) -> TypeGuard[cst.Attribute]:
@@ -157,32 +159,41 @@ def _write_only_block(planner: Planner, call: cst.Call, models: set[str], place:
         f"the `with {code(call).strip()}` block at line {tree.line(call)} runs under `if {acc}.is_main_process:`: "
         + (
             "every process appended the same lines to the file"
-            if "a" in _mode(call)
+            if "a" in _mode(tree, call)
             else "every process opened the file for writing, truncating what the main process wrote"
         )
     )
     return True
 
 
-def _opens_for_writing(call: cst.Call) -> bool:
-    """``open(path, "w")`` (or ``"a"``, ``"wb"``...): a text or data file the script writes. Only
-    named, not guarded: what goes into it is often computed with the prepared model right there
-    (a test-set predictions file), which every process must run."""
-    if not (isinstance(call.func, cst.Name) and call.func.value == "open"):
-        return False
-    return any(c in _mode(call) for c in "wax")
+def _opens_for_writing(tree: Tree, call: cst.Call) -> bool:
+    """``open(path, "w")`` (or ``"a"``, ``"wb"``...), ``gzip.open(path, "wt")`` or a path's
+    ``.open("w")`` (survey 19b bert_conll's ``(run_dir / "predictions.jsonl").open("w")``): a text
+    or data file the script writes. Only named, not guarded: what goes into it is often computed
+    with the prepared model right there (a test-set predictions file), which every process must run."""
+    return any(c in _mode(tree, call) for c in FILE_WRITE_MODES)
 
 
-def _mode(call: cst.Call) -> str:
-    """The literal mode ``open(...)`` is given ("" when it is not one)."""
+def _mode(tree: Tree, call: cst.Call) -> str:
+    """The literal mode the opening ``call`` is given ("" when it is not one, or ``call`` opens
+    nothing): ``open`` and the :data:`~regcomp_lint.knowledge.torch_api.FILE_OPENERS` take it
+    second, ``pathlib.Path.open`` first."""
+    func = call.func
+    if isinstance(func, cst.Name) and func.value == "open":
+        position = 1
+    elif isinstance(func, cst.Attribute) and func.attr.value == "open":
+        position = 1 if tree.resolves_to(func, *FILE_OPENERS) else 0
+    else:
+        return ""
     mode = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "mode"), None)
-    if mode is None and len(call.args) > 1 and call.args[1].keyword is None:
-        mode = call.args[1].value
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    if mode is None and len(positional) > position:
+        mode = positional[position]
     value = mode.evaluated_value if isinstance(mode, cst.SimpleString) else ""
-    return value if isinstance(value, str) else ""
+    return value if isinstance(value, str) and value and set(value) <= FILE_MODE_LETTERS else ""
 
 
-def _writes_a_file(tree, func: cst.BaseExpression) -> bool:
+def _writes_a_file(tree: Tree, func: cst.BaseExpression) -> bool:
     """``func`` writes a file or uploads one: a known writer, or a ``push_to_hub`` of any owner."""
     name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
     if isinstance(func, cst.Attribute) and name in FILE_WRITER_METHODS:

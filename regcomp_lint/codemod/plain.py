@@ -49,6 +49,7 @@ from regcomp_lint.codemod.device_choice import (
     only_moves_devices,
     visible_devices_note,
 )
+from regcomp_lint.codemod.device_helpers import name_device_helpers
 from regcomp_lint.codemod.device_parameters import follow_handed_device, keep_trainer_cpu_choice
 from regcomp_lint.codemod.dispatched_models import refuse_dispatched_models
 from regcomp_lint.codemod.distribution import Distribution
@@ -1091,6 +1092,7 @@ class PlainPlanner(Planner):
             self.cudas += cudas
             self.devices += devices
         keep_cpu_load_locations(self, reach)
+        name_device_helpers(self)
         self._checkpoint_rewrites()
 
     def _dataset_item_methods(self) -> list[cst.FunctionDef]:
@@ -1194,7 +1196,8 @@ class PlainPlanner(Planner):
                 if not taken_unwrapped(tree, call, model):  # `else: save(model.state_dict())` of an isinstance test
                     self.saved_states.add(model)
         writes += guard_helper_saves(self, places, self.training)
-        writes += save_the_rest_once(self, [p for p in places if p is self.scope or p in self.owner_methods()], writes)
+        owned = [p for p in places if p is self.scope or p in self.owner_methods() or p in self.training]
+        writes += save_the_rest_once(self, owned, writes)
         wait_before_reading_back(self, writes)
         write_files_once(self, places)
 

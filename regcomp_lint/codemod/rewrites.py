@@ -317,7 +317,7 @@ class Planner:
                 )
                 and not self.is_removed(call)
             ):
-                flag = dotted(call.args[0].value) if self._is_device_flag(call.args[0].value, function) else None
+                flag = self._device_flag_read(call.args[0].value, function)
                 if flag is not None and flag not in self.inline_device_flags:
                     self.inline_device_flags.append(flag)  # `x.to(args.device)`: the user's --device
                 acc = self.accelerator_in(function)
@@ -338,6 +338,8 @@ class Planner:
                     continue
             if code(target[1]) in (acc_device, f"{acc_device}.type", "accelerator.device", "accelerator.device.type"):
                 continue
+            if _an_objects_device(self.tree, target[1], function):
+                continue  # `device = next(model.parameters()).device`: it follows the model, not the user
             self.rewrite_device(assign)
             devices += 1
         return cudas, devices
@@ -364,6 +366,24 @@ class Planner:
             if view.devices.fixed_cuda(view.any_expression_at(assign.value), view.where(name)):
                 names.add(target[0])
         return names
+
+    def _device_flag_read(self, value: cst.BaseExpression, function: Function) -> str | None:
+        """The device flag a ``.to(value)`` follows: ``args.device`` read inline, or through a name
+        bound only to it (``DEVICE = args.device``, survey 19b llm_tools_lora)."""
+        if self._is_device_flag(value, function):
+            return dotted(value)
+        if not isinstance(value, cst.Name):
+            return None
+        for place in (function, self.tree.module):
+            found = bindings(place, value.value)
+            if not found:
+                continue
+            values = [t[1] for b in found if (t := single_target(b)) is not None]
+            if len(values) != len(found) or not all(self._is_device_flag(v, place) for v in values):
+                return None
+            keys = {dotted(v) for v in values}
+            return keys.pop() if len(keys) == 1 else None
+        return None
 
     def _is_global_cuda_device(self, value: cst.BaseExpression, function: Function) -> bool:
         """``x.to(device)`` in a function the conversion rewrites, where ``device`` is a module-level
@@ -528,6 +548,18 @@ def _attribute_target(assign: cst.Assign, keys: set[str]) -> tuple[str, cst.Base
     """``(key, value)`` for ``args.device = value`` when ``key`` is one of ``keys``."""
     key = dotted(assign.targets[0].target) if len(assign.targets) == 1 else None
     return (key, assign.value) if key is not None and key in keys else None
+
+
+def _an_objects_device(tree: Tree, value: cst.BaseExpression, function: Function) -> bool:
+    """``next(model.parameters()).device``, ``batch.device``: the device an object the script
+    holds is on (:func:`~regcomp_lint.codemod.device_choice.is_chosen_device` says it is no flag).
+    Rewritten to ``accelerator.device``, a helper called before ``prepare()`` (survey 19a
+    minimind_pt's sampling) would send its inputs where the model is not."""
+    return (
+        isinstance(value, cst.Attribute)
+        and value.attr.value == "device"
+        and not is_chosen_device(tree, value, function)
+    )
 
 
 def _is_string_valued(value: cst.BaseExpression) -> bool:

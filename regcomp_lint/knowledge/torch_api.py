@@ -297,7 +297,7 @@ RANK_CALLS = ("torch.distributed.get_rank", "torch.distributed.distributed_c10d.
 #: What each variable torchrun sets for its workers holds.
 TORCHRUN_VARIABLES = {"RANK": "rank", "LOCAL_RANK": "local_rank", "WORLD_SIZE": "world_size"}
 RANK_ATTRIBUTES = ("process_index", "local_process_index")
-#: Words of a file path that make it one file per process (``f"ckpt_rank{rank}.pt"``,
+#: Words of the names in a file path (any case) that make it one file per process (``f"ckpt_rank{rank}.pt"``,
 #: ``f"preds_{args.gpu}.json"``): each process writes its own, so the conversion leaves it so.
 PER_PROCESS_PATH_WORDS = ("rank", "process_index", "gpu")
 #: Calls that make a fresh tensor holding no gradient history: a recurrent model's
@@ -386,7 +386,17 @@ FILE_WRITERS = (
     "huggingface_hub.upload_file",
     "huggingface_hub.HfApi.upload_folder",
     "huggingface_hub.HfApi.upload_file",
+    # a TorchScript export (survey 19e kochi_bin's `torch.jit.save(scripted, path)`)
+    "torch.jit.save",
+    "torch.jit._serialization.save",
 )
+#: Functions that open a file with ``open(path, mode)``'s arguments (the mode second); a
+#: ``.open(...)`` of anything else is read as ``pathlib.Path.open(mode)`` (the mode first).
+FILE_OPENERS = ("gzip.open", "bz2.open", "lzma.open", "io.open", "codecs.open", "tarfile.open")
+#: The letters of a literal ``open`` mode (``"w"``, ``"ab+"``, ``"wt"``, ``"w:gz"`` for tarfile);
+#: a mode that writes has one of ``FILE_WRITE_MODES``.
+FILE_MODE_LETTERS = frozenset("rwxabt+U:gzbz2xz")
+FILE_WRITE_MODES = "wax"
 #: Methods that only write a file, whatever their receiver: ``pathlib.Path.write_text`` /
 #: ``write_bytes`` and pandas' ``DataFrame.to_csv`` (a Kaggle submission). Read by name: the
 #: receiver's type is rarely known statically.

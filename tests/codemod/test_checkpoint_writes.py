@@ -214,3 +214,122 @@ def test_a_save_of_nothing_prepared_is_written_by_the_main_process():
     assert 'torch.save(swa_model.state_dict(), f"swa_rank{rank}.pt")\n' in result.text  # one file per process
     assert any("torch.save() at line 12 -> accelerator.save()" in note for note in result.notes), result.notes
     assert convert_source(result.text, "train.py").changed is False
+
+
+TRAIN_FUNCTION = """\
+import os
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def train(model, loader, optimizer, scheduler, save_dir):
+    for epoch in range(2):
+        for x, y in loader:
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+        train_state = {"epoch": epoch + 1, "optimizer_state_dict": optimizer.state_dict()}
+        minimal_state = {"epoch": epoch + 1, "loss": loss.item()}
+        torch.save(train_state, f"{save_dir}train_state.pt")
+        torch.save(minimal_state, f"{save_dir}minimal_state.pt")
+        torch.save(model.state_dict(), f"{save_dir}model.pt")
+
+
+if __name__ == "__main__":
+    model = torch.nn.Linear(4, 1)
+    loader = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=4, shuffle=True)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
+    train(model, loader, optimizer, scheduler, save_dir="out/")
+"""
+
+
+def test_a_training_state_saved_in_the_training_function_is_written_by_the_main_process():
+    """survey 19b llm_tools_lora: ``torch.save(train_state, ...)`` in ``train(model, ...)``, the
+    function that trains (the accelerator is made in the caller), ran in every process of the
+    conversion, each writing the same file; only the model's own state became accelerator.save."""
+    result = convert_source(TRAIN_FUNCTION, "train.py")
+    assert result.refused is None, result.refused
+    assert 'accelerator.save(train_state, f"{save_dir}train_state.pt")\n' in result.text
+    assert 'accelerator.save(minimal_state, f"{save_dir}minimal_state.pt")\n' in result.text
+    assert "torch.save(" not in result.text
+    assert any("torch.save() at line 16 -> accelerator.save()" in note for note in result.notes), result.notes
+
+
+def test_a_save_whose_path_names_the_rank_through_a_variable_or_a_constant_stays_in_every_process():
+    """One test of "this path is one file per process" for checkpoints and files alike."""
+    saves = 'path = f"swa_rank{rank}.pt"\ntorch.save(swa_model.state_dict(), path)\ntorch.save(swa_model.state_dict(), f"swa_{RANK}.pt")\n'
+    result = convert_source(
+        SWA.replace('torch.save(swa_model.state_dict(), f"swa_rank{rank}.pt")\n', saves), "train.py"
+    )
+    assert result.refused is None, result.refused
+    assert "torch.save(swa_model.state_dict(), path)\n" in result.text
+    assert 'torch.save(swa_model.state_dict(), f"swa_{RANK}.pt")\n' in result.text
+    assert 'accelerator.save(swa_model.state_dict(), "swa.pt")\n' in result.text
+
+
+MAIN_FLAG = """\
+import json
+import os
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = int(os.environ["RANK"])
+    is_main = rank == 0
+    if is_main:
+        with open("args.json", "w") as f:
+            json.dump({"a": 1}, f)
+    data = TensorDataset(torch.randn(32, 4), torch.randn(32, 1))
+    loader = DataLoader(data, batch_size=4, sampler=DistributedSampler(data))
+    model = DDP(torch.nn.Linear(4, 1))
+    raw = model.module
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def save(path, epoch):
+        torch.save({"model": raw.state_dict(), "epoch": epoch}, path)
+        np.savez("meta.npz", epoch=epoch)
+
+    for epoch in range(2):
+        for x, y in loader:
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        if not is_main:
+            continue
+        with open("log.jsonl", "a") as f:
+            f.write(json.dumps({"epoch": epoch}) + "\\n")
+        save("last.pt", epoch)
+        torch.save(raw.state_dict(), "weights.pth")
+    if rank != 0:
+        return
+    np.save("final.npy", np.zeros(2))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_writes_under_a_main_process_flag_or_after_an_early_exit_get_no_second_guard():
+    """survey 19e sphere_flow: ``is_main = rank == 0``, ``if is_main:`` blocks and ``if not
+    is_main: continue`` before the saves. The conversion added ``if accelerator.is_main_process:``
+    around each write there, with notes claiming every process wrote the file (false)."""
+    result = convert_source(MAIN_FLAG, "train.py")
+    assert result.refused is None, result.refused
+    assert "is_main_process" not in result.text, result.text
+    assert "accelerator.save(" not in result.text
+    notes = " ".join(result.notes)
+    assert "every process" not in notes.replace("every process must", ""), result.notes
+    unguarded = MAIN_FLAG.replace("        if not is_main:\n            continue\n", "")
+    result = convert_source(unguarded, "train.py")
+    assert '        if accelerator.is_main_process:\n            with open("log.jsonl", "a") as f:\n' in result.text

@@ -195,13 +195,64 @@ def test_a_file_named_by_the_rank_is_still_written_by_every_process():
     """A per-rank file (``f"preds_{rank}.json"``, ``save_image(x, f"{args.local_rank}.png")``) is
     each process's own: guarding it on the main process would drop the others' (seen by the
     survey 19c helper in a replica)."""
-    text = SCRIPT.replace("import matplotlib", "import json\nimport os\nimport matplotlib").replace(
-        "fixed_noise = ", 'rank = int(os.environ.get("RANK", 0))\nfixed_noise = '
-    )
     samples = (
         'with open(f"stats_{rank}.json", "w") as f:\n    json.dump({"loss": loss.item()}, f)\n'
         "vutils.save_image(netG(fixed_noise).detach(), f'fake_{rank}.png')"
     )
+    result = _convert_with_rank("rank", samples)
+    assert "is_main_process" not in result.text, result.text
+
+
+def _convert_with_rank(name: str, samples: str):
+    """SCRIPT with ``name = int(os.environ.get("RANK", 0))`` bound before the loop."""
+    text = SCRIPT.replace("import matplotlib", "import json\nimport os\nimport matplotlib").replace(
+        "fixed_noise = ", f'{name} = int(os.environ.get("RANK", 0))\nfixed_noise = '
+    )
     result = convert_source(text.replace("SAMPLES", samples.replace("\n", "\n            ")), "main.py")
     assert result.refused is None, result.refused
+    return result
+
+
+def test_a_torchscript_export_is_written_by_the_main_process():
+    """survey 19e kochi_bin: ``torch.jit.save(scripted, path)`` at the end ran in every process,
+    each writing the same file (the meta JSON beside it was guarded)."""
+    result = _convert("scripted = torch.jit.script(netG)\ntorch.jit.save(scripted, 'gen.pt')")
+    assert "            if accelerator.is_main_process:\n                torch.jit.save(scripted, 'gen.pt')\n" in (
+        result.text
+    )
+    assert "torch.jit.save() at line 20 runs under `if accelerator.is_main_process:`" in " ".join(result.notes)
+
+
+def test_a_path_opened_for_writing_in_a_with_block_is_written_by_the_main_process():
+    """survey 19b bert_conll: ``with (run_dir / "predictions.jsonl").open("w") as fh:`` was
+    neither guarded nor named, where the same block with ``open(path, "w")`` is guarded."""
+    result = _convert(
+        "preds = [1, 2]\n"
+        'with (Path("runs") / "predictions.jsonl").open("w", encoding="utf-8") as fh:\n'
+        "    for p in preds:\n"
+        '        fh.write(str(p) + "\\n")'
+    )
+    assert (
+        "            if accelerator.is_main_process:\n"
+        '                with (Path("runs") / "predictions.jsonl").open("w", encoding="utf-8") as fh:\n'
+    ) in result.text
+    notes = " ".join(result.notes)
+    assert 'the `with (Path("runs") / "predictions.jsonl").open("w", encoding="utf-8")` block at line 20' in notes
+    read = _convert('with Path("labels.txt").open() as fh:\n    labels = fh.read()')
+    assert "if accelerator.is_main_process:" not in read.text
+    gz = _convert('import gzip\nwith gzip.open("preds.gz", "wt") as fh:\n    fh.write("x")')
+    assert "            if accelerator.is_main_process:\n                with gzip.open(" in gz.text
+
+
+def test_a_file_named_by_a_rank_constant_or_through_a_path_variable_is_still_written_by_every_process():
+    """survey 19c's replica: ``with open(f"..._{WORLD_RANK}.json", "w")`` was guarded on the main
+    process (the word test read ``rank`` in lower case only), and a path bound first
+    (``path = f"stats_{rank}.json"``) was not followed: the other ranks' files were no longer written."""
+    samples = (
+        'with open(f"stats_{WORLD_RANK}.json", "w") as f:\n    json.dump({"loss": loss.item()}, f)\n'
+        'path = f"preds_{WORLD_RANK}.json"\nwith open(path, "w") as f:\n    json.dump({"loss": loss.item()}, f)'
+    )
+    result = _convert_with_rank("WORLD_RANK", samples)
     assert "is_main_process" not in result.text, result.text
+    shared = _convert('with open("ranking.json", "w") as f:\n    f.write("x")')
+    assert "            if accelerator.is_main_process:\n" in shared.text  # a word in the text is not a rank
