@@ -354,24 +354,38 @@ def _feeds(tree, function: Function, call: cst.Call, ends: list[cst.Call] | list
         elif isinstance(end.func, cst.Attribute):
             sources.append(end.func.value)
     needed = {key for source in sources for key in read_keys(source)}
-    pending = list(find_all(function, cst.Assign, enter_functions=False))
+    pending = list(find_all(function, _BINDERS, enter_functions=False))
     changed = True
     while changed:
         changed = False
-        for assign in list(pending):
-            if set(_written_keys(assign)) & needed:
-                pending.remove(assign)
-                sources.append(assign.value)
-                needed |= set(read_keys(assign.value))
+        for binder in list(pending):
+            value = _bound_from(binder)
+            if value is not None and set(_written_keys(binder)) & needed:
+                pending.remove(binder)
+                sources.append(value)
+                needed |= set(read_keys(value))
                 changed = True
     return any(tree.contains(source, call) for source in sources)
 
 
-def _written_keys(assign: cst.Assign) -> list[str]:
-    """Names an assignment writes, ``buf`` of ``buf[i] = ...`` included (it fills ``buf``)."""
-    keys = list(bound_keys(assign))
-    for target in assign.targets:
-        node: cst.BaseExpression = target.target
+# what binds a name from a value the loss may read: ``d_loss += (fr - ff).abs().mean()`` and
+# ``for fr, ff in zip(feat_real, feat_fake):`` as well as ``d_loss = ...`` (a GAN's loss summed
+# over a discriminator's layers, survey 20c)
+_BINDERS = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For)
+
+
+def _bound_from(binder: cst.CSTNode) -> cst.BaseExpression | None:
+    """The expression a binder's names come from: its value, or a for loop's iterable."""
+    if isinstance(binder, cst.For):
+        return binder.iter
+    return binder.value  # type: ignore[attr-defined]  # None for a bare annotation
+
+
+def _written_keys(binder: cst.CSTNode) -> list[str]:
+    """Names a binder writes, ``buf`` of ``buf[i] = ...`` included (it fills ``buf``)."""
+    keys = list(bound_keys(binder))
+    targets: list[cst.BaseExpression] = [t.target for t in binder.targets] if isinstance(binder, cst.Assign) else []
+    for node in targets:
         while isinstance(node, cst.Subscript):
             node = node.value
         key = key_of(node)
