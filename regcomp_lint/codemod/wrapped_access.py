@@ -28,6 +28,7 @@ from regcomp_lint.codemod.trainer_models import later_methods
 from regcomp_lint.codemod.tree import Block, Function, code, find_all, key_of, parameter_names, read_keys
 from regcomp_lint.knowledge import accelerate_api
 from regcomp_lint.knowledge.torch_api import (
+    COMPILE_WRAPPER_ATTRIBUTE,
     DATA_PARALLEL_API,
     DATA_PARALLEL_INSTANCE_API,
     MODULE_API,
@@ -50,6 +51,7 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
     written_once: list[str] = []
     walked: list[tuple[int, str]] = []
     own_unwraps: list[str] = []
+    own_compile_unwraps: list[str] = []
     to_pipelines: list[str] = []
     trains = planner.reach()
     later = later_methods(planner)  # a trainer's methods that may run after its training method prepared
@@ -124,6 +126,12 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
                 planner.unwrap(attr, owner)
                 own_unwraps.append(f"{owner}.module (line {tree.line(attr)})")
                 continue
+            if isinstance(attr, cst.Attribute) and name == COMPILE_WRAPPER_ATTRIBUTE:
+                # ``unet._orig_mod.state_dict()``: the script's own unwrap of the compile it made,
+                # which the plugin now makes; the plain model has no ``_orig_mod`` (survey 20c)
+                planner.unwrap(attr, owner)
+                own_compile_unwraps.append(f"{owner}._orig_mod (line {tree.line(attr)})")
+                continue
             # always the plain model: the compile wrapper passes attribute reads on to it anyway (a
             # method read so runs uncompiled either way), but not indexing nor writes; and under
             # regional compilation on several processes accelerate 1.15 hands back the DDP wrapper
@@ -145,6 +153,12 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
         planner.notes.append(
             f"{shown} reached through {planner.acc_key}.unwrap_model(...) after prepare(): DDP does not pass the model's "
             "own attributes through (reads, writes and indexing)"
+        )
+    if own_compile_unwraps:
+        planner.notes.append(
+            f"{', '.join(own_compile_unwraps)} -> {planner.acc_key}.unwrap_model(..., {accelerate_api.REGIONAL_UNWRAP}): "
+            "the script's own unwrap of the compile it made, which the plugin makes now (the plain model it reached "
+            "has no _orig_mod)"
         )
     if own_unwraps:
         planner.notes.append(
