@@ -285,18 +285,17 @@ def _unwrap_handed_models(planner: Planner, helper: cst.FunctionDef, call: cst.C
 
 
 def _saves_state_of(helper: cst.FunctionDef, parameter: str) -> bool:
-    """The helper reads ``parameter.state_dict()`` or saves ``parameter`` whole, alone or as a
-    value of the dict it saves (the SSD tutorial's ``torch.save({'epoch': epoch, 'model': model,
-    ...}, filename)``, which would pickle the DDP or compile wrapper)."""
+    """The helper reads ``parameter.state_dict()`` (also through its own compile unwrap,
+    :func:`_unwraps_by_hand`) or saves ``parameter`` whole, alone or as a value of the dict it saves
+    (the SSD tutorial's ``torch.save({'epoch': epoch, 'model': model, ...}, filename)``, which would
+    pickle the DDP or compile wrapper)."""
     for call in find_all(helper, cst.Call):
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value == "state_dict" and code(func.value) == parameter:
             return True
-    if _unwraps_by_hand(helper, parameter):
-        return True
         if code(func).endswith("save") and call.args and code(call.args[0].value) == parameter:
             return True
-    return _pickles_in_a_dict(helper, parameter)
+    return _unwraps_by_hand(helper, parameter) or _pickles_in_a_dict(helper, parameter)
 
 
 def _unwraps_by_hand(helper: cst.FunctionDef, parameter: str) -> bool:

@@ -265,3 +265,16 @@ def test_a_helper_that_unwraps_the_compile_by_getattr_gets_the_unwrapped_models(
         "accelerator.unwrap_model(discriminator, keep_torch_compile=False))\n"
     ) in result.text
     assert any("save_models() gets accelerator.unwrap_model(discriminator" in n for n in result.notes)
+
+
+def test_a_helper_saving_a_differently_named_model_whole_still_gets_the_unwrapped_model():
+    """Kept while adding the getattr form: ``torch.save(net, path)`` of the helper's parameter."""
+    text = OWN_UNWRAP.replace(
+        "def save_models(epoch, encoder, discriminator):\n",
+        "def save_whole(net, path):\n    torch.save(net, path)\n\n\ndef save_models(epoch, encoder, discriminator):\n",
+    ).replace("        save_models(epoch, generator, discriminator)\n", '        save_whole(generator, "g.pt")\n')
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    assert (
+        '            save_whole(accelerator.unwrap_model(generator, keep_torch_compile=False), "g.pt")\n' in result.text
+    )
