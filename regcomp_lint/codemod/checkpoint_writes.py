@@ -26,7 +26,7 @@ from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.local_modules import FunctionNode, imported_function
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, single_target
-from regcomp_lint.knowledge.torch_api import PER_PROCESS_PATH_WORDS, TORCH_SAVE
+from regcomp_lint.knowledge.torch_api import COMPILE_WRAPPER_ATTRIBUTE, PER_PROCESS_PATH_WORDS, TORCH_SAVE
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.rewrites import Planner
@@ -268,7 +268,7 @@ def _unwrap_handed_models(planner: Planner, helper: cst.FunctionDef, call: cst.C
     for arg, model, parameter in _handed_models(planner, call, positional):
         if not _saves_state_of(helper, parameter):
             continue
-        if parameter == model and not _pickles_in_a_dict(helper, parameter):
+        if parameter == model and not _pickles_in_a_dict(helper, parameter) and not _unwraps_by_hand(helper, parameter):
             continue  # rewritten inside the helper (state_dict(), a whole-model save)
         _hand_unwrapped(planner, arg, model, acc)
         why = (
@@ -284,16 +284,39 @@ def _unwrap_handed_models(planner: Planner, helper: cst.FunctionDef, call: cst.C
 
 
 def _saves_state_of(helper: cst.FunctionDef, parameter: str) -> bool:
-    """The helper reads ``parameter.state_dict()`` or saves ``parameter`` whole, alone or as a
-    value of the dict it saves (the SSD tutorial's ``torch.save({'epoch': epoch, 'model': model,
-    ...}, filename)``, which would pickle the DDP or compile wrapper)."""
+    """The helper reads ``parameter.state_dict()`` (also through its own compile unwrap,
+    :func:`_unwraps_by_hand`) or saves ``parameter`` whole, alone or as a value of the dict it saves
+    (the SSD tutorial's ``torch.save({'epoch': epoch, 'model': model, ...}, filename)``, which would
+    pickle the DDP or compile wrapper)."""
     for call in find_all(helper, cst.Call):
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value == "state_dict" and code(func.value) == parameter:
             return True
         if code(func).endswith("save") and call.args and code(call.args[0].value) == parameter:
             return True
-    return _pickles_in_a_dict(helper, parameter)
+    return _unwraps_by_hand(helper, parameter) or _pickles_in_a_dict(helper, parameter)
+
+
+def _unwraps_by_hand(helper: cst.FunctionDef, parameter: str) -> bool:
+    """``getattr(parameter, "_orig_mod", parameter).state_dict()``: the helper strips the compile the
+    original made, not the DDP wrapper prepare() adds on several processes (``module.`` keys, survey
+    20c's gan_yolo), and nothing inside the helper rewrites it: the plain model is handed in."""
+    for call in find_all(helper, cst.Call):
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "state_dict"):
+            continue
+        receiver = func.value
+        if (
+            isinstance(receiver, cst.Call)
+            and code(receiver.func) == "getattr"
+            and len(receiver.args) == 3
+            and code(receiver.args[0].value) == parameter
+            and code(receiver.args[2].value) == parameter
+            and isinstance(receiver.args[1].value, cst.SimpleString)
+            and receiver.args[1].value.evaluated_value == COMPILE_WRAPPER_ATTRIBUTE
+        ):
+            return True
+    return False
 
 
 def _pickles_in_a_dict(helper: cst.FunctionDef, parameter: str) -> bool:

@@ -66,6 +66,7 @@ from regcomp_lint.codemod.handed_in import HandedIn, find_handed_in, handed_opti
 from regcomp_lint.codemod.handed_to_modules import unwrap_for_other_modules
 from regcomp_lint.codemod.host_batches import host_batch_loaders
 from regcomp_lint.codemod.inference_only import trains_nothing
+from regcomp_lint.codemod.iterable_batches import whole_batch_stream_refusal
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.load_locations import keep_cpu_load_locations
 from regcomp_lint.codemod.local_modules import imported_function, importer_of, is_project_module, load_local
@@ -629,6 +630,7 @@ class PlainPlanner(Planner):
         self.kept_schedulers: list[str] = []  # stepped per epoch: created before prepare, not prepared
         self._counted_schedulers: dict[str, ast.stmt] = {}  # per step of a loop a counter ends: its loop
         self.inline_loaders: list[str] = []  # `cycle(DataLoader(...))`: prepared where they are built
+        self.inline_origins: list[Origin] = []  # and what each of them is
         self.sharded_loaders: list[str] = []  # fed a DistributedSampler: already one shard per rank
         prepared_origins: dict[str, Origin | None] = {}  # the training loaders prepared here, by key
         view = lint_view(tree)
@@ -722,6 +724,9 @@ class PlainPlanner(Planner):
                     f"{key} is not iterated by the training loop: left unprepared (evaluation is not sharded)"
                 )
         refusal = container_loader_refusal(view, loaders + self.inline_loaders + self.sharded_loaders)
+        if refusal is None:
+            origins = [o for o in prepared_origins.values() if o is not None]
+            refusal = whole_batch_stream_refusal(view, origins + self.inline_origins)
         if refusal is not None:
             raise Refusal(refusal)
         self.notes += evaluation_passes_note(view, prepared_origins, self.acc_key)
@@ -781,6 +786,7 @@ class PlainPlanner(Planner):
         self.edits.on(inner, lambda updated: expression(f"{acc}.prepare({code(updated).strip()})", self.module))
         self.uses.append(creation.stmt)
         self.inline_loaders.append(creation.key)
+        self.inline_origins.append(built)
         where = "" if function is self.scope else f" in {function_name(function)}"
         self.notes.append(
             f"the training DataLoader of {creation.key} (line {self.tree.line(inner)}{where}) is prepared where it is "

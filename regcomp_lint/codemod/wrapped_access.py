@@ -28,6 +28,7 @@ from regcomp_lint.codemod.trainer_models import later_methods
 from regcomp_lint.codemod.tree import Block, Function, code, find_all, key_of, parameter_names, read_keys
 from regcomp_lint.knowledge import accelerate_api
 from regcomp_lint.knowledge.torch_api import (
+    COMPILE_WRAPPER_ATTRIBUTE,
     DATA_PARALLEL_API,
     DATA_PARALLEL_INSTANCE_API,
     MODULE_API,
@@ -50,6 +51,7 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
     written_once: list[str] = []
     walked: list[tuple[int, str]] = []
     own_unwraps: list[str] = []
+    own_compile_unwraps: list[str] = []
     to_pipelines: list[str] = []
     trains = planner.reach()
     later = later_methods(planner)  # a trainer's methods that may run after its training method prepared
@@ -124,6 +126,12 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
                 planner.unwrap(attr, owner)
                 own_unwraps.append(f"{owner}.module (line {tree.line(attr)})")
                 continue
+            if isinstance(attr, cst.Attribute) and name == COMPILE_WRAPPER_ATTRIBUTE:
+                # ``unet._orig_mod.state_dict()``: the script's own unwrap of the compile it made,
+                # which the plugin now makes; the plain model has no ``_orig_mod`` (survey 20c)
+                planner.unwrap(attr, owner)
+                own_compile_unwraps.append(f"{owner}._orig_mod (line {tree.line(attr)})")
+                continue
             # always the plain model: the compile wrapper passes attribute reads on to it anyway (a
             # method read so runs uncompiled either way), but not indexing nor writes; and under
             # regional compilation on several processes accelerate 1.15 hands back the DDP wrapper
@@ -145,6 +153,12 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
         planner.notes.append(
             f"{shown} reached through {planner.acc_key}.unwrap_model(...) after prepare(): DDP does not pass the model's "
             "own attributes through (reads, writes and indexing)"
+        )
+    if own_compile_unwraps:
+        planner.notes.append(
+            f"{', '.join(own_compile_unwraps)} -> {planner.acc_key}.unwrap_model(..., {accelerate_api.REGIONAL_UNWRAP}): "
+            "the script's own unwrap of the compile it made, which the plugin makes now (the plain model it reached "
+            "has no _orig_mod)"
         )
     if own_unwraps:
         planner.notes.append(
@@ -354,24 +368,38 @@ def _feeds(tree, function: Function, call: cst.Call, ends: list[cst.Call] | list
         elif isinstance(end.func, cst.Attribute):
             sources.append(end.func.value)
     needed = {key for source in sources for key in read_keys(source)}
-    pending = list(find_all(function, cst.Assign, enter_functions=False))
+    pending = list(find_all(function, _BINDERS, enter_functions=False))
     changed = True
     while changed:
         changed = False
-        for assign in list(pending):
-            if set(_written_keys(assign)) & needed:
-                pending.remove(assign)
-                sources.append(assign.value)
-                needed |= set(read_keys(assign.value))
+        for binder in list(pending):
+            value = _bound_from(binder)
+            if value is not None and set(_written_keys(binder)) & needed:
+                pending.remove(binder)
+                sources.append(value)
+                needed |= set(read_keys(value))
                 changed = True
     return any(tree.contains(source, call) for source in sources)
 
 
-def _written_keys(assign: cst.Assign) -> list[str]:
-    """Names an assignment writes, ``buf`` of ``buf[i] = ...`` included (it fills ``buf``)."""
-    keys = list(bound_keys(assign))
-    for target in assign.targets:
-        node: cst.BaseExpression = target.target
+# what binds a name from a value the loss may read: ``d_loss += (fr - ff).abs().mean()`` and
+# ``for fr, ff in zip(feat_real, feat_fake):`` as well as ``d_loss = ...`` (a GAN's loss summed
+# over a discriminator's layers, survey 20c)
+_BINDERS = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For)
+
+
+def _bound_from(binder: cst.CSTNode) -> cst.BaseExpression | None:
+    """The expression a binder's names come from: its value, or a for loop's iterable."""
+    if isinstance(binder, cst.For):
+        return binder.iter
+    return binder.value  # type: ignore[attr-defined]  # None for a bare annotation
+
+
+def _written_keys(binder: cst.CSTNode) -> list[str]:
+    """Names a binder writes, ``buf`` of ``buf[i] = ...`` included (it fills ``buf``)."""
+    keys = list(bound_keys(binder))
+    targets: list[cst.BaseExpression] = [t.target for t in binder.targets] if isinstance(binder, cst.Assign) else []
+    for node in targets:
         while isinstance(node, cst.Subscript):
             node = node.value
         key = key_of(node)

@@ -84,6 +84,12 @@ DATASETS = (
     "torch.utils.data.dataset.IterableDataset",
 )
 DATASET_ITEM_METHODS = ("__getitem__", "__getitems__", "__iter__")
+#: The attribute under which ``torch.compile``'s wrapper (``OptimizedModule``) keeps the module it
+#: compiles: scripts unwrap it by hand with ``getattr(model, "_orig_mod", model)``.
+COMPILE_WRAPPER_ATTRIBUTE = "_orig_mod"
+#: The streaming dataset base: a DataLoader over one is sharded by accelerate's prepare() by
+#: dispatching its batches from the main process (see codemod/iterable_batches.py).
+ITERABLE_DATASETS = ("torch.utils.data.IterableDataset", "torch.utils.data.dataset.IterableDataset")
 #: Every public class of this module is an optimizer, except the ones below.
 OPTIMIZER_MODULE = "torch.optim"
 NOT_OPTIMIZER_MODULES = ("torch.optim.lr_scheduler", "torch.optim.swa_utils")

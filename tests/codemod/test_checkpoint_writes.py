@@ -333,3 +333,67 @@ def test_writes_under_a_main_process_flag_or_after_an_early_exit_get_no_second_g
     unguarded = MAIN_FLAG.replace("        if not is_main:\n            continue\n", "")
     result = convert_source(unguarded, "train.py")
     assert '        if accelerator.is_main_process:\n            with open("log.jsonl", "a") as f:\n' in result.text
+
+
+OWN_UNWRAP = """import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def save_models(epoch, encoder, discriminator):
+    checkpoint = {
+        "epoch": epoch,
+        "encoder_state_dict": getattr(encoder, "_orig_mod", encoder).state_dict(),
+        "discriminator_state_dict": getattr(discriminator, "_orig_mod", discriminator).state_dict(),
+    }
+    torch.save(checkpoint, f"checkpoint_{epoch}.pt")
+
+
+def main():
+    generator = torch.compile(nn.Linear(4, 4))
+    discriminator = torch.compile(nn.Linear(4, 1))
+    opt_g = torch.optim.Adam(generator.parameters())
+    opt_d = torch.optim.Adam(discriminator.parameters())
+    loader = DataLoader(TensorDataset(torch.randn(16, 4)), batch_size=4)
+    for epoch in range(2):
+        for (x,) in loader:
+            d_loss = discriminator(generator(x).detach()).mean() - discriminator(x).mean()
+            opt_d.zero_grad()
+            d_loss.backward()
+            opt_d.step()
+            g_loss = -discriminator(generator(x)).mean()
+            opt_g.zero_grad()
+            g_loss.backward()
+            opt_g.step()
+        save_models(epoch, generator, discriminator)
+
+
+main()
+"""
+
+
+def test_a_helper_that_unwraps_the_compile_by_getattr_gets_the_unwrapped_models():
+    """survey 20c, gan_yolo: ``getattr(encoder, "_orig_mod", encoder).state_dict()`` in the helper
+    strips the compile the original made, not the DDP wrapper prepare() adds: on 2 processes the
+    converted checkpoint held ``module.0.weight`` keys for both models (strict load into the plain
+    model failed), on 1 process ``0.weight`` as the original's."""
+    result = convert_source(OWN_UNWRAP, "train.py")
+    assert result.refused is None, result.refused
+    assert (
+        "            save_models(epoch, accelerator.unwrap_model(generator, keep_torch_compile=False), "
+        "accelerator.unwrap_model(discriminator, keep_torch_compile=False))\n"
+    ) in result.text
+    assert any("save_models() gets accelerator.unwrap_model(discriminator" in n for n in result.notes)
+
+
+def test_a_helper_saving_a_differently_named_model_whole_still_gets_the_unwrapped_model():
+    """Kept while adding the getattr form: ``torch.save(net, path)`` of the helper's parameter."""
+    text = OWN_UNWRAP.replace(
+        "def save_models(epoch, encoder, discriminator):\n",
+        "def save_whole(net, path):\n    torch.save(net, path)\n\n\ndef save_models(epoch, encoder, discriminator):\n",
+    ).replace("        save_models(epoch, generator, discriminator)\n", '        save_whole(generator, "g.pt")\n')
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    assert (
+        '            save_whole(accelerator.unwrap_model(generator, keep_torch_compile=False), "g.pt")\n' in result.text
+    )
