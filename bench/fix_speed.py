@@ -11,7 +11,9 @@ without ``--apply``, diff included, minus start-up):
   repository take);
 - a generated training script of about 20,000 lines (``--large-blocks`` model classes; 0 skips
   it), to show the fixer stays linear;
-- and the console script itself on the fixtures folder (a subprocess: start-up included).
+- and the console script itself on the fixtures folder (a subprocess: start-up included);
+- start-up: a bare ``regcomp-lint --version`` process beside ``regcomp-fix`` on a small file with
+  no training step (the no-op path; issue 16 wants it within 1.3 × of the bare start-up).
 
 Times are medians over ``--repeat`` rounds; CPU is the process's user + system time. The
 floors are measured in the same run on the same texts: ``ast.parse`` (what the lint needs) and
@@ -156,6 +158,32 @@ def parse_floors(texts: list[tuple[str, str]], repeat: int) -> tuple[float, floa
     return ast_cpu, cst_cpu
 
 
+def start_up_rows(repeat: int) -> list[tuple[str, float, float]]:
+    """(label, median wall s, median CPU s) of a bare ``regcomp-lint --version`` process and of
+    ``regcomp-fix`` on a small file with no training step, this checkout's package in both (the
+    console scripts' own import line), taking turns; CPU is the child's user + system time."""
+    import resource
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    runner = "import sys; from regcomp_lint.cli import {0}; sys.argv[0] = {1!r}; sys.exit({0}())"
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "util.py").write_text("import os\n\n\ndef join(x):\n    return os.path.join(x, 'a')\n")
+        commands = [
+            ("`regcomp-lint --version` (bare start-up)", [runner.format("main", "regcomp-lint"), "--version"]),
+            ("`regcomp-fix util.py` (no training step: no-op)", [runner.format("fix_main", "regcomp-fix"), "util.py"]),
+        ]
+        times: dict[str, tuple[list[float], list[float]]] = {label: ([], []) for label, _ in commands}
+        for _ in range(max(repeat, 5)):
+            for label, args in commands:
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                t0 = time.perf_counter()
+                subprocess.run([sys.executable, "-c", *args], cwd=tmp, env=env, capture_output=True, check=False)
+                times[label][0].append(time.perf_counter() - t0)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                times[label][1].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return [(label, statistics.median(w), statistics.median(c)) for label, (w, c) in times.items()]
+
+
 def measure_subprocess(cmd: list[str], cwd: str, repeat: int) -> float:
     walls = []
     for _ in range(repeat):
@@ -292,6 +320,7 @@ def main() -> int:
                 )
             )
 
+    start_up = start_up_rows(args.repeat)
     load_after = os.getloadavg()
     print(
         f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}, "
@@ -311,6 +340,12 @@ def main() -> int:
             f"| {label} | {files} | {lines:,} | {wall:.2f} | {cpu:.2f} | {lines / cpu:,.0f} | {ast_cpu:.2f} "
             f"| {cst_cpu:.2f} | {cpu / cst_cpu:.1f} | {note} |"
         )
+    print("\n| start-up (a process each, median of at least 5, taking turns) | wall s | CPU s | × `--version` CPU |")
+    print("|---|---:|---:|---:|")
+    base_cpu = start_up[0][2]
+    for label, wall, cpu in start_up:
+        print(f"| {label} | {wall:.2f} | {cpu:.3f} | {cpu / base_cpu:.2f} |")
+    print(f"\nno-op fix / bare start-up (CPU): {start_up[1][2] / base_cpu:.2f} × (target ≤ 1.3 ×)")
     return 0
 
 

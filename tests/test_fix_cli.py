@@ -764,6 +764,24 @@ def test_fixer_never_imports_torch_or_the_script(project):
     assert "accelerator.backward(loss)" in (project / "train.py").read_text(encoding="utf-8")
 
 
+def test_no_op_fix_never_imports_libcst(project):
+    """A file without a training step is answered from its ``ast`` alone (issue 16: a no-op fix
+    within 1.3x of ``regcomp-lint --version``; importing libcst and the codemod doubled it)."""
+    write(project, "util.py", "import os\n\n\ndef f(x):\n    return os.path.join(x, 'a')\n")
+    code = (
+        "import sys\n"
+        "from regcomp_lint.cli.commands import fix_main\n"
+        "try:\n    fix_main(['util.py'])\nexcept SystemExit:\n    pass\n"
+        "print('HEAVY', sorted(m for m in ('libcst', 'torch') if m in sys.modules))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # (this checkout's package, not an installed one)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=project, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert "no training script found" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    assert "HEAVY []" in proc.stdout, proc.stdout + proc.stderr
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [

@@ -4,6 +4,7 @@ keyword-argument edits that keep the call's existing layout (one argument per li
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 
 import libcst as cst
 
@@ -14,11 +15,22 @@ MAX_LINE = 100
 
 def statement(source: str, module: cst.Module) -> cst.BaseStatement:
     """Parse one statement with the module's newline and indentation settings."""
-    return cst.parse_statement(source + module.default_newline, config=module.config_for_parsing)
+    return cst.parse_statement(source + module.default_newline, config=_config(module))
 
 
 def expression(source: str, module: cst.Module) -> cst.BaseExpression:
-    return cst.parse_expression(source, config=module.config_for_parsing)
+    return cst.parse_expression(source, config=_config(module))
+
+
+def _config(module: cst.Module) -> cst.PartialParserConfig:
+    """``module.config_for_parsing``, made once per setting: libcst makes a new one on every ask,
+    parsing its version strings each time (a tenth of a template's parse)."""
+    return _config_for(module.encoding, module.default_indent, module.default_newline)
+
+
+@cache
+def _config_for(encoding: str, default_indent: str, default_newline: str) -> cst.PartialParserConfig:
+    return cst.PartialParserConfig(encoding=encoding, default_indent=default_indent, default_newline=default_newline)
 
 
 def call_statement(prefix: str, func: str, args: list[str], module: cst.Module, indent: str) -> cst.BaseStatement:

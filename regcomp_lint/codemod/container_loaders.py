@@ -15,6 +15,7 @@ import ast
 from regcomp_lint.analysis.training_objects import Kind
 from regcomp_lint.analysis.training_roles import Origin
 from regcomp_lint.codemod.lint_view import LintView
+from regcomp_lint.files.parsing import walk
 
 #: Calls that hand on the items of their first argument (``enumerate(d[k])``, ``tqdm(d[k])``).
 _PASS_THROUGH = ("enumerate", "tqdm", "iter")
@@ -26,7 +27,7 @@ def container_loader_refusal(view: LintView, prepared: list[str]) -> str | None:
     roles, parsed = view.roles, view.parsed
     if roles is None or parsed is None:
         return None
-    for loop in ast.walk(parsed):
+    for loop in walk(parsed):  # (ast.walk's order: the first loop found is named)
         if not isinstance(loop, (ast.For, ast.AsyncFor)):
             continue
         it = loop.iter

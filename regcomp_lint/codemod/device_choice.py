@@ -249,6 +249,8 @@ def gpu_choice_keys(tree: Tree) -> set[str]:
     """Keys the script hands to ``torch.cuda.set_device`` (``args.gpu``, ``local_rank``): the one
     GPU it picked, which under several processes must be each process's own."""
     found: set[str] = set()
+    if "set_device" not in tree.text:
+        return found  # (no name can resolve to it: every spelling, an import's too, holds the word)
     for call in find_all(tree.module, cst.Call):
         if len(call.args) == 1 and tree.resolves_to(call.func, "torch.cuda.set_device"):
             key = dotted(call.args[0].value)

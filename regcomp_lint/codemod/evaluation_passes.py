@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from regcomp_lint.analysis.bindings import binding_key
 from regcomp_lint.analysis.training_loops import own_nodes
 from regcomp_lint.analysis.training_objects import Kind
-from regcomp_lint.files.parsing import children
+from regcomp_lint.files.parsing import children, walk
 from regcomp_lint.knowledge.torch_api import BATCHNORM_UPDATES
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def _batchnorm_updates_note(view: LintView, prepared: dict[str, Origin | None]) 
     if roles is None or view.parsed is None:
         return []
     notes: list[str] = []
-    for node in ast.walk(view.parsed):
+    for node in walk(view.parsed):  # (ast.walk's order)
         if not isinstance(node, ast.Call) or not roles.ctx.resolves_to(node.func, *BATCHNORM_UPDATES):
             continue
         loader = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "loader"), None)

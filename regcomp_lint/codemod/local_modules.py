@@ -18,13 +18,15 @@ import ast
 import os
 import sys
 from collections.abc import Sequence
-
-import libcst as cst
-from libcst.metadata import BuiltinAssignment
+from typing import TYPE_CHECKING
 
 from regcomp_lint.analysis.reachability.modules import ParsedModule, is_third_party, load_module, module_file
-from regcomp_lint.codemod.tree import Tree, dotted, find_all
 from regcomp_lint.knowledge.training_libraries import LIBRARY_TRAINER_ROOTS
+
+if TYPE_CHECKING:  # (libcst only where a libcst tree is asked about: the fixer's no-op path never imports it)
+    import libcst as cst
+
+    from regcomp_lint.codemod.tree import Tree
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 #: How many star imports inside the imported module itself (``from .ckpt import *``) are followed.
@@ -56,6 +58,8 @@ def load_local(importer: str, module: str) -> ParsedModule | None:
 def imported_function(tree: Tree, func: cst.BaseExpression) -> tuple[ParsedModule, FunctionNode] | None:
     """The function of a project module a call's ``func`` names (imported by name, or brought by a
     star import), with its module, when the script has a path and that module's file is found."""
+    import libcst as cst
+
     if tree.filename is None:
         return None
     importer = importer_of(tree.filename)
@@ -77,6 +81,10 @@ def imported_function(tree: Tree, func: cst.BaseExpression) -> tuple[ParsedModul
 def star_imports(tree: Tree) -> list[str]:
     """The modules the script star-imports, in source order, as :class:`ImportMap` spells them
     (``utils``, ``.utils``)."""
+    import libcst as cst
+
+    from regcomp_lint.codemod.tree import dotted, find_all
+
     found = []
     for node in find_all(tree.module, cst.ImportFrom):
         if isinstance(node.names, cst.ImportStar):
@@ -130,4 +138,6 @@ def _defines(parsed: ParsedModule, name: str) -> bool:
 
 def _bound_in_script(tree: Tree, name: cst.Name) -> bool:
     """The script binds ``name`` itself (a def, an assignment, an import by name) where it is read."""
+    from libcst.metadata import BuiltinAssignment
+
     return any(not isinstance(a, BuiltinAssignment) for a in tree.assignments_of(name))

@@ -24,21 +24,29 @@ from libcst.metadata import (
 )
 
 from regcomp_lint.codemod.source_metadata import _fields as fields_visited
+from regcomp_lint.codemod.source_metadata import code_for_node
 
 N = TypeVar("N", bound=cst.CSTNode)
 M = TypeVar("M", bound=cst.CSTNode)
 Block = cst.Module | cst.IndentedBlock
 Function = cst.FunctionDef | cst.Module  # the module stands for top-level code
 
-_EMPTY = cst.Module(body=[])
-
 
 def code(node: cst.CSTNode) -> str:
     """Source text of a node on its own (a name without parentheses is its value: what its
-    printing gives, without setting one up; the planner asks for thousands of names)."""
+    printing gives, without setting one up; the planner asks for thousands of names). During a
+    conversion each node is printed once: the planners ask about the same nodes again and again
+    (2,814 printings of 944 nodes on the fixture scripts)."""
     if type(node) is cst.Name and not node.lpar and not node.rpar:
         return node.value
-    return _EMPTY.code_for_node(node)
+    if not _INDEX:  # (outside a conversion nothing would clear a cache)
+        return code_for_node(node)
+    hit = _CODE.get(id(node))
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    text = code_for_node(node)
+    _CODE[id(node)] = (node, text)  # (the node kept in the entry: its id cannot be reused)
+    return text
 
 
 def is_main_guard(stmt: cst.CSTNode) -> TypeGuard[cst.If]:
@@ -347,7 +355,7 @@ class _NodeIndex:
         """Where the nodes that are ``kind`` (a type or a tuple of types) sit, in order."""
         found = self._where.get(kind)
         if found is None:
-            matching = [t for t in self._present if issubclass(t, kind)]
+            matching = [t for t in self._present if _is_subclass(t, kind)]
             if len(matching) == 1:
                 found = self._of(matching[0])
             else:
@@ -399,7 +407,21 @@ class _NodeIndex:
         return [order[i] for i in hits]
 
 
+#: ``issubclass(node type, kind)`` by the pair: libcst's node classes are abstract (``ABCMeta``),
+#: whose check is a slow Python call, and every tree asks it again for the same few dozen pairs
+_SUBCLASS: dict[tuple[type, object], bool] = {}
+
+
+def _is_subclass(t: type, kind) -> bool:
+    found = _SUBCLASS.get((t, kind))
+    if found is None:
+        found = _SUBCLASS[(t, kind)] = issubclass(t, kind)
+    return found
+
+
 _INDEX: list[_NodeIndex] = []
+#: :func:`code`'s printings during a conversion, by the node's id (cleared with the rest)
+_CODE: dict[int, tuple[cst.CSTNode, str]] = {}
 
 
 def _index_module(module: cst.Module, parents, preorder=None) -> None:
@@ -409,6 +431,7 @@ def _index_module(module: cst.Module, parents, preorder=None) -> None:
 def clear_find_cache() -> None:
     _FOUND.clear()
     _INDEX.clear()
+    _CODE.clear()
 
 
 def parameter_names(function: cst.FunctionDef, *, keyword_only: bool = True) -> list[str]:

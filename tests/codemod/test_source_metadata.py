@@ -260,6 +260,40 @@ def test_code_of_a_module_made_from_this_one(name: str) -> None:
             assert ours.code_of(variant) == variant.code
 
 
+@pytest.mark.parametrize("name", ["fixtures", *sorted(CORNERS)])
+def test_code_for_node_is_libcsts(name: str) -> None:
+    """``code_for_node`` (a printing without libcst's per-node context managers) gives
+    ``Module([]).code_for_node`` for every node, and for the file's own newline and indent;
+    ``tree.code`` gives the same during a conversion (its printings cached) as outside one."""
+    from regcomp_lint.codemod.source_metadata import code_for_node
+    from regcomp_lint.codemod.tree import _index_module, clear_find_cache, code
+
+    paths = sorted((ROOT / "fixtures" / "fix").glob("*/input.py"))[:12] if name == "fixtures" else [None]
+    for path in paths:
+        text = CORNERS[name] if path is None else path.read_text(encoding="utf-8")
+        module = cst.parse_module(text)
+        nodes = [module, *SourceMetadata(module).parents]
+        plain = cst.Module([])
+        assert [_text(code_for_node, n) for n in nodes] == [_text(plain.code_for_node, n) for n in nodes]
+        indent, newline = module.default_indent, module.default_newline
+        ours = [_text(lambda n: code_for_node(n, indent, newline), n) for n in nodes]  # noqa: B023 (used at once)
+        assert ours == [_text(module.code_for_node, n) for n in nodes]
+        outside = [_text(code, n) for n in nodes]
+        _index_module(module, SourceMetadata(module).parents)
+        try:
+            assert [_text(code, n) for n in nodes] == outside == [_text(code, n) for n in nodes]
+        finally:
+            clear_find_cache()
+
+
+def _text(printer, node: cst.CSTNode) -> str:
+    """What ``printer`` gives for ``node``, or the error it raises (an ``Annotation`` alone)."""
+    try:
+        return printer(node)
+    except SyntaxError as exc:  # (libcst's CSTCodegenError)
+        return f"error: {exc}"
+
+
 def test_find_own_and_found_in_rebuilt_match_a_visit() -> None:
     """``find_own`` (a loop's own statements) and ``found_in_rebuilt`` (names outside imports in
     a rebuilt module) give what a libcst visit of the same nodes gives."""
