@@ -162,6 +162,18 @@ def save_the_rest_once(
     return rewritten
 
 
+def state_saves(tree: Tree, place: Function, state_dict: cst.Call) -> list[cst.Call]:
+    """The ``torch.save`` calls in ``place`` that write this ``state_dict()`` call's result, alone or
+    in the dict it is put in, as the lint's checkpoints see them
+    (:mod:`~regcomp_lint.analysis.checkpoints`)."""
+    view = lint_view(tree)
+    read = view.roles.checkpoints.read_at(view.expression_at(state_dict)) if view.roles is not None else None
+    if read is None or view.roles is None:
+        return []
+    writes = {id(save.call) for save in view.roles.checkpoints.saves_of(read) if save.torch_save}
+    return [c for c in find_all(place, cst.Call, enter_functions=False) if id(view.expression_at(c)) in writes]
+
+
 def saves_into_memory(planner: Planner, call: cst.Call) -> bool:
     """``torch.save(state, buf)`` into an ``io.BytesIO()`` or an anonymous temporary file (the
     lint's :meth:`~regcomp_lint.analysis.checkpoints.Checkpoints.in_memory`): it stays
