@@ -19,6 +19,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 import libcst as cst
+from libcst.metadata import Assignment
 
 from regcomp_lint.analysis.checkpoints import is_main_process_test
 from regcomp_lint.codemod.builders import expression, guarded, statement
@@ -366,9 +367,32 @@ def under_rank_test(planner: Planner, node: cst.CSTNode) -> bool:
             return False
         if isinstance(anc, cst.If) and tree.contains(anc.body, node):
             test = view.any_expression_at(anc.test)
-            if test is not None and is_main_process_test(test):
+            if test is not None and is_main_process_test(test) and not _fixed_rank(planner, anc.test):
                 return True
     return False
+
+
+def _fixed_rank(planner: Planner, test: cst.BaseExpression) -> bool:
+    """``if local_rank == 0:`` where every binding of ``local_rank`` that runs is ``local_rank = 0``:
+    yolov3's ``milti_gpus = False`` script gets its rank from ``get_rank()`` only under
+    ``if milti_gpus:`` (dead code). Its one process passed the test; converted and launched on
+    several, every process passes it, so it guards nothing."""
+    tree, view = planner.tree, lint_view(planner.tree)
+    names = [n for n in find_all(test, cst.Name) if "rank" in n.value.lower()]
+    if len(names) != 1:
+        return False
+    assignments = tree.assignments_of(names[0])
+    if not assignments or not all(isinstance(a, Assignment) for a in assignments):
+        return False  # a builtin, or bound where no node says how
+    live = [a.node for a in assignments if isinstance(a, Assignment) and not view.is_dead(a.node)]
+    if not live:
+        return False
+    for node in live:
+        target = tree.parent(node)
+        assign = tree.parent(target) if isinstance(target, cst.AssignTarget) else None
+        if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1 and isinstance(assign.value, cst.Integer)):
+            return False
+    return True
 
 
 def wait_before_reading_back(planner: Planner, writes: list[tuple[Function, cst.Call]]) -> None:
