@@ -153,14 +153,19 @@ def save_the_rest_once(
                 continue
             if not planner.can_reach_accelerator(place):
                 continue
-            acc = planner.accelerator_in(place)
-            planner.replace(call.func, f"{acc}.save")
-            planner.uses.append(call)
-            rewritten.append((place, call))
-            planner.notes.append(
-                f"torch.save() at line {tree.line(call)} -> {acc}.save(): the main process writes the file, once"
-            )
+            rewritten.append(save_once(planner, place, call))
     return rewritten
+
+
+def save_once(planner: Planner, place: Function, call: cst.Call) -> tuple[Function, cst.Call]:
+    """``torch.save(...)`` -> ``accelerator.save(...)``, noted: the main process writes the file."""
+    acc = planner.accelerator_in(place)
+    planner.replace(call.func, f"{acc}.save")
+    planner.uses.append(call)
+    planner.notes.append(
+        f"torch.save() at line {planner.tree.line(call)} -> {acc}.save(): the main process writes the file, once"
+    )
+    return place, call
 
 
 def state_saves(tree: Tree, place: Function, state_dict: cst.Call) -> list[cst.Call]:

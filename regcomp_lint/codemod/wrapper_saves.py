@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from regcomp_lint.codemod.checkpoint_writes import saves_into_memory, state_saves, under_rank_test
+from regcomp_lint.codemod.checkpoint_writes import save_once, saves_into_memory, state_saves, under_rank_test
 from regcomp_lint.codemod.tree import Function, find_all, key_of
 from regcomp_lint.codemod.wrapped_access import sees_prepared
 
@@ -35,16 +35,9 @@ def save_wrapper_states_once(planner: PlainPlanner, helpers: list[Function]) -> 
             model = _wrapper_state_of(call.func, models)
             if model is None or not sees_prepared(place, model, planner) or not planner.can_reach_accelerator(place):
                 continue
-            acc = planner.accelerator_in(place)
             for save in state_saves(tree, place, call):
-                if under_rank_test(planner, save) or saves_into_memory(planner, save):
-                    continue
-                planner.replace(save.func, f"{acc}.save")
-                planner.uses.append(save)
-                rewritten.append((place, save))
-                planner.notes.append(
-                    f"torch.save() at line {tree.line(save)} -> {acc}.save(): the main process writes the file, once"
-                )
+                if not (under_rank_test(planner, save) or saves_into_memory(planner, save)):
+                    rewritten.append(save_once(planner, place, save))
     return rewritten
 
 
