@@ -183,6 +183,10 @@ class TrainingLoops:
                 return True
         return False
 
+    def function_trains(self, function: Function) -> bool:
+        """``function`` (of this module) reaches the training step, directly or through its callees."""
+        return id(function) in self._training
+
     def loop_trains(self, loop: ast.AST) -> bool:
         """``loop`` (a ``for``/``while`` or a comprehension of this module) reaches the training step."""
         found = self._loop_trains.get(id(loop))

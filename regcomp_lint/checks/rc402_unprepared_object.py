@@ -33,7 +33,9 @@ class UnpreparedObject(Rule):
     constructor), diffusers, `torchvision.models`, `timm.create_model`, `nn.Sequential`-style
     torch layers and `nn.Module` subclasses defined in the file. "Used in the training loop"
     means, inside a `for`/`while` body: a model is called, an optimizer or scheduler is
-    `.step()`ped or `.zero_grad()`ed, or any of them is passed to a function of the same file.
+    `.step()`ped or `.zero_grad()`ed, or any of them is passed to a function of the same file
+    (outside a loop, a model counts only where that function reaches the training step: not
+    `heads = classifier_modules(base_model)` before `get_peft_model(base_model, ...)`).
     A data loader counts when it feeds training: iterated (also through `enumerate`, `tqdm`,
     `zip`, `iter`) by a loop that reaches a `.backward(...)` call (directly or through the
     file's own functions), or passed to a function of the file whose such loop iterates it; an
@@ -313,6 +315,8 @@ class UnpreparedObject(Rule):
                     frozen = roles.frozen_origins() | roles.unoptimized_models()
                 if id(origin.call) in frozen:
                     continue
+            if origin.kind is Kind.MODEL and use.how == "passed" and not use.loops and not self._trains_in(use):
+                continue  # `heads = classifier_modules(base_model)` before training: read, not trained
             if origin.kind is Kind.MODEL and self._inside_a_module(use):
                 continue  # `self.linear(h)` in a model's own forward: a submodule, prepared with its model
             if origin.kind is Kind.DATALOADER and not roles.trains_on(use):
@@ -371,6 +375,14 @@ class UnpreparedObject(Rule):
                 if isinstance(origin, Origin):
                     found.add(id(origin.call))
         return found
+
+    def _trains_in(self, use: Use) -> bool:
+        """The local function ``use`` hands its object to reaches the training step (``fit(model, ...)``)."""
+        bound = self.bindings.lookup(use.callee, use.where) if use.callee is not None else None
+        function = bound.value if bound is not None else None
+        return isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+            self.script.training_loops.function_trains(function)
+        )
 
     def _is_local_function(self, callee: ast.expr | None, where: Where) -> bool:
         bound = self.bindings.lookup(callee, where) if callee is not None else None

@@ -19,6 +19,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 import libcst as cst
+from libcst.metadata import Assignment
 
 from regcomp_lint.analysis.checkpoints import is_main_process_test
 from regcomp_lint.codemod.builders import expression, guarded, statement
@@ -151,14 +152,31 @@ def save_the_rest_once(
                 continue
             if not planner.can_reach_accelerator(place):
                 continue
-            acc = planner.accelerator_in(place)
-            planner.replace(call.func, f"{acc}.save")
-            planner.uses.append(call)
-            rewritten.append((place, call))
-            planner.notes.append(
-                f"torch.save() at line {tree.line(call)} -> {acc}.save(): the main process writes the file, once"
-            )
+            rewritten.append(save_once(planner, place, call))
     return rewritten
+
+
+def save_once(planner: Planner, place: Function, call: cst.Call) -> tuple[Function, cst.Call]:
+    """``torch.save(...)`` -> ``accelerator.save(...)``, noted: the main process writes the file."""
+    acc = planner.accelerator_in(place)
+    planner.replace(call.func, f"{acc}.save")
+    planner.uses.append(call)
+    planner.notes.append(
+        f"torch.save() at line {planner.tree.line(call)} -> {acc}.save(): the main process writes the file, once"
+    )
+    return place, call
+
+
+def state_saves(tree: Tree, place: Function, state_dict: cst.Call) -> list[cst.Call]:
+    """The ``torch.save`` calls in ``place`` that write this ``state_dict()`` call's result, alone or
+    in the dict it is put in, as the lint's checkpoints see them
+    (:mod:`~regcomp_lint.analysis.checkpoints`)."""
+    view = lint_view(tree)
+    read = view.roles.checkpoints.read_at(view.expression_at(state_dict)) if view.roles is not None else None
+    if read is None or view.roles is None:
+        return []
+    writes = {id(save.call) for save in view.roles.checkpoints.saves_of(read) if save.torch_save}
+    return [c for c in find_all(place, cst.Call, enter_functions=False) if id(view.expression_at(c)) in writes]
 
 
 def saves_into_memory(planner: Planner, call: cst.Call) -> bool:
@@ -411,7 +429,12 @@ def under_rank_test(planner: Planner, node: cst.CSTNode, depth: int = 0) -> bool
             return bool(callers) and all(under_rank_test(planner, call, depth + 1) for _, call in callers)
         if isinstance(anc, (cst.Lambda, cst.ClassDef)):
             return False
-        if isinstance(anc, cst.If) and tree.contains(anc.body, node) and main_process_test(planner, anc.test):
+        if (
+            isinstance(anc, cst.If)
+            and tree.contains(anc.body, node)
+            and main_process_test(planner, anc.test)
+            and not _fixed_rank(planner, anc.test)
+        ):
             return True
         if isinstance(anc, (cst.IndentedBlock, cst.Module)) and _others_left_before(planner, anc, inner):
             return True
@@ -466,6 +489,29 @@ def _only_leaves(body: cst.BaseSuite) -> bool:
         s for line in lines if isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) for s in line.body
     ]
     return len(smalls) == len(lines) == 1 and isinstance(smalls[0], (cst.Continue, cst.Break, cst.Return))
+
+
+def _fixed_rank(planner: Planner, test: cst.BaseExpression) -> bool:
+    """``if local_rank == 0:`` where every binding of ``local_rank`` that runs is ``local_rank = 0``:
+    yolov3's ``milti_gpus = False`` script gets its rank from ``get_rank()`` only under
+    ``if milti_gpus:`` (dead code). Its one process passed the test; converted and launched on
+    several, every process passes it, so it guards nothing."""
+    tree, view = planner.tree, lint_view(planner.tree)
+    names = [n for n in find_all(test, cst.Name) if "rank" in n.value.lower()]
+    if len(names) != 1:
+        return False
+    assignments = tree.assignments_of(names[0])
+    if not assignments or not all(isinstance(a, Assignment) for a in assignments):
+        return False  # a builtin, or bound where no node says how
+    live = [a.node for a in assignments if isinstance(a, Assignment) and not view.is_dead(a.node)]
+    if not live:
+        return False
+    for node in live:
+        target = tree.parent(node)
+        assign = tree.parent(target) if isinstance(target, cst.AssignTarget) else None
+        if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1 and isinstance(assign.value, cst.Integer)):
+            return False
+    return True
 
 
 def wait_before_reading_back(planner: Planner, writes: list[tuple[Function, cst.Call]]) -> None:

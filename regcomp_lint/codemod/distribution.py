@@ -58,6 +58,8 @@ def find_distribution(tree: Tree) -> Distribution:
         SetupCall.SPAWN: found.spawn,
     }
     for call in find_all(tree.module, cst.Call):
+        if view.is_dead(call):
+            continue  # `milti_gpus = False` ... `if milti_gpus: model = DDP(model)`: a one-process script
         kind = setup.kind_of(view.expression_at(call))
         if kind in lists:
             lists[kind].append(call)

@@ -19,6 +19,7 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from regcomp_lint.analysis.bindings import Where
+from regcomp_lint.analysis.dead_code import Span, dead_spans
 from regcomp_lint.analysis.devices import Devices
 from regcomp_lint.analysis.distributed_setup import DistributedSetup
 from regcomp_lint.analysis.file_context import FileContext
@@ -87,6 +88,7 @@ class LintView:
         # modules (nanoGPT's GPT in model.py is a stack of repeated blocks: RC501's question)
         self._source = source = SourceFile(importer_of(tree.filename) if tree.filename else "<regcomp-fix>", tree.text)
         self._parsed: ast.Module | None = None
+        self._dead: list[Span] | None = None  # dead regions, found on first ask (:meth:`is_dead`)
         self._statements: dict[_Point, ast.stmt] = {}
         try:
             parsed = parse(source.text)  # (the conversion's parse check's tree, shared)
@@ -108,6 +110,18 @@ class LintView:
     def parsed(self) -> ast.Module | None:
         """The script's ``ast`` (None when it does not parse)."""
         return self._parsed
+
+    def is_dead(self, node: cst.CSTNode) -> bool:
+        """``node`` starts in code a constant-false flag keeps from running (``milti_gpus = False``
+        above ``if milti_gpus: model = DistributedDataParallel(model)``;
+        :mod:`~regcomp_lint.analysis.dead_code`)."""
+        span = self._positions.get(node)
+        if span is None or self._parsed is None:
+            return False
+        if self._dead is None:
+            self._dead = dead_spans(self._parsed, self._source.text)
+        where = (span.start.line, span.start.column)
+        return any((s[0], s[1]) <= where < (s[2], s[3]) for s in self._dead)
 
     def is_builtin(self, name: str) -> bool:
         """``name`` is Python's builtin here: the script does not import one of that name."""

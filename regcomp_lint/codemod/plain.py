@@ -29,6 +29,7 @@ from regcomp_lint.codemod.checkpoint_writes import (
     guard_helper_saves,
     save_the_rest_once,
     saves_into_memory,
+    state_saves,
     wait_before_reading_back,
 )
 from regcomp_lint.codemod.compile_sites import (
@@ -134,6 +135,7 @@ from regcomp_lint.codemod.tree import (
 from regcomp_lint.codemod.uneven_steps import uneven_steps
 from regcomp_lint.codemod.unwrapped_branches import taken_unwrapped
 from regcomp_lint.codemod.wrapped_access import places_using_prepared, read_through_wrapper, sees_prepared
+from regcomp_lint.codemod.wrapper_saves import save_wrapper_states_once
 from regcomp_lint.knowledge import torch_api
 from regcomp_lint.knowledge.training_libraries import ITERATION_BUILTINS, ITERATION_WRAPPERS, PROGRESS_RANGES
 
@@ -1193,7 +1195,7 @@ class PlainPlanner(Planner):
                     self.checkpoint_loads += 1
                     self._strip_wrapper_prefix(call)
                     continue
-                for save in self._saves_of(place, call):
+                for save in state_saves(tree, place, call):
                     if saves_into_memory(self, save):
                         continue
                     self.replace(save.func, f"{acc}.save")
@@ -1201,6 +1203,8 @@ class PlainPlanner(Planner):
                 self.checkpoint_saves += 1
                 if not taken_unwrapped(tree, call, model):  # `else: save(model.state_dict())` of an isinstance test
                     self.saved_states.add(model)
+        main = [p for p in places if p is self.scope or p in self.owner_methods()]
+        writes += save_wrapper_states_once(self, [p for p in places if all(p is not q for q in main)])
         writes += guard_helper_saves(self, places, self.training)
         owned = [p for p in places if p is self.scope or p in self.owner_methods() or p in self.training]
         writes += save_the_rest_once(self, owned, writes)
@@ -1271,16 +1275,6 @@ class PlainPlanner(Planner):
         if self.owner is None:
             return []
         return methods_of(self.owner)
-
-    def _saves_of(self, place: Function, state_dict: cst.Call) -> list[cst.Call]:
-        """The ``torch.save`` calls in ``place`` that write this state dict, as the lint's
-        checkpoints see them (:mod:`~regcomp_lint.analysis.checkpoints`)."""
-        view = lint_view(self.tree)
-        read = view.roles.checkpoints.read_at(view.expression_at(state_dict)) if view.roles is not None else None
-        if read is None or view.roles is None:
-            return []
-        writes = {id(save.call) for save in view.roles.checkpoints.saves_of(read) if save.torch_save}
-        return [c for c in find_all(place, cst.Call, enter_functions=False) if id(view.expression_at(c)) in writes]
 
     # -- placing the accelerator and prepare ----------------------------------------------------
     def _place(self, settings: dict[str, Setting], script: ScriptSettings) -> None:

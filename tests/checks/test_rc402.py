@@ -438,3 +438,30 @@ def test_newer_run_clm_no_trainer_prepares_its_scheduler_sized_before_prepare():
     )
     assert left_out != src
     assert reported(left_out) == ["lr_scheduler"]
+
+
+def test_a_model_handed_before_training_to_a_helper_that_trains_nothing_is_not_reported():
+    """gte_lora (survey 20b): ``heads = classifier_modules(base_model)`` reads the names of the
+    model that ``get_peft_model(base_model, ...)`` then wraps and the script prepares; before, RC402
+    said ``base_model`` was "used in the training loop"."""
+    src = (
+        "import torch\nfrom accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n"
+        "def heads_of(m):\n    return [n for n, _ in m.named_modules()]\n"
+        "def wrap(m):\n    return m\n"
+        "accelerator = Accelerator()\nbase = torch.nn.Linear(4, 2)\nheads = heads_of(base)\nmodel = wrap(base)\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nloader = DataLoader(ds)\n"
+        "model, opt, loader = accelerator.prepare(model, opt, loader)\n"
+        "for x in loader:\n    accelerator.backward(model(x).sum())\n    opt.step()\n"
+    )
+    assert rc402(src) == []
+
+
+def test_a_model_handed_before_the_loop_to_a_helper_that_trains_it_is_reported():
+    src = (
+        "import torch\nfrom accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n"
+        "def fit(m, opt, loader):\n    for x in loader:\n        accelerator.backward(m(x).sum())\n        opt.step()\n"
+        "accelerator = Accelerator()\nmodel = torch.nn.Linear(4, 2)\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nloader = DataLoader(ds)\n"
+        "opt, loader = accelerator.prepare(opt, loader)\nfit(model, opt, loader)\n"
+    )
+    assert [d.message.split("`")[1] for d in rc402(src)] == ["model"]

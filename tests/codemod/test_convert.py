@@ -302,9 +302,10 @@ def test_ddp_that_does_not_wrap_the_trained_model_is_refused():
 def test_ddp_wrap_on_one_branch_of_a_conditional_becomes_the_model_it_wraps(wrap):
     """The DDP tutorial's ``ddp_model``, trained and saved under that name; the model's own name
     keeps the plain module (same parameters), so a whole-model save of it pickles that module, from
-    the main process."""
+    the main process. (A flag that can be true: under ``ddp = False`` the wrap is dead code,
+    test_dead_distribution.py.)"""
     text = "from torch.nn.parallel import DistributedDataParallel as DDP\n" + script(
-        f"ddp = False\nmodel = torch.nn.Linear(2, 1)\nddp_model = {wrap}\n",
+        f"ddp = torch.cuda.device_count() > 1\nmodel = torch.nn.Linear(2, 1)\nddp_model = {wrap}\n",
         loop=LOOP.replace("model.parameters()", "ddp_model.parameters()").replace("model(", "ddp_model(")
         + '    torch.save(model, "model.pt")\n',
     )
