@@ -171,7 +171,9 @@ def test_a_checkpoint_function_of_another_module_saves_and_loads_the_unwrapped_m
         "save_checkpoint() of utils.py takes model.state_dict() (line 8)" in n and "_orig_mod." in n
         for n in result.notes
     ), result.notes
-    assert any("load_checkpoint() of utils.py" in n and "model.load_state_dict(...) (line 14)" in n for n in result.notes)
+    assert any(
+        "load_checkpoint() of utils.py" in n and "model.load_state_dict(...) (line 14)" in n for n in result.notes
+    )
 
 
 def test_a_checkpoint_function_that_unwraps_ddp_itself_gets_the_prepared_model(tmp_path):
