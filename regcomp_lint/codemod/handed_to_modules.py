@@ -11,6 +11,13 @@ would import it; ``ast`` only): when the function trains nothing (no ``X.backwar
 handed ``accelerator.unwrap_model(model, keep_torch_compile=False)`` (an evaluation needs no DDP;
 see :data:`~regcomp_lint.knowledge.accelerate_api.REGIONAL_UNWRAP` for why not the compiled
 one); when it trains, the note names the read.
+
+The same for a function that takes the model's state dict (``utils.save_checkpoint(model, ...)``
+with ``model.state_dict()``, ``load_checkpoint(model, ...)`` with ``model.load_state_dict(...)``):
+handed the prepared model, it writes the compiled wrapper's keys (``blocks.0._orig_mod.fc.weight``),
+which no plain model loads strictly, and a resume no longer loads the original's checkpoints
+(survey20a, a GradScaler nanoGPT trainer). A function that reads ``model.module`` unwraps DDP
+itself and keeps the prepared model.
 """
 
 from __future__ import annotations
@@ -34,7 +41,8 @@ _FUNCTION = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def unwrap_for_other_modules(planner: PlainPlanner, block: Block, prepare_index: int) -> None:
-    """Hand the unwrapped model to functions of local modules that read its own attributes."""
+    """Hand the unwrapped model to functions of local modules that read its own attributes or take its
+    state dict."""
     tree = planner.tree
     if tree.filename is None:
         return
@@ -56,17 +64,16 @@ def unwrap_for_other_modules(planner: PlainPlanner, block: Block, prepare_index:
             parsed, definition = found
             for index, arg in handed:
                 parameter = _parameter(definition, index, arg.keyword.value if arg.keyword is not None else None)
-                read = _own_attribute_read(definition, parameter) if parameter is not None else None
-                if read is None:
+                reason = _why_unwrapped(definition, parameter) if parameter is not None else None
+                if reason is None:
                     continue
+                what, which, trained = reason
                 model = key_of(arg.value)
                 where = f"{definition.name}() of {_shown(parsed)}"
-                attribute = f"{parameter}.{read.attr}" if isinstance(read, ast.Attribute) else f"{parameter}[...]"
                 if _trains(definition):
                     planner.notes.append(
-                        f"{where} reads {attribute} (line {read.lineno}) of the prepared {model} it is handed at line "
-                        f"{tree.line(call)}, and trains it: DDP does not pass the model's own attributes through; read "
-                        "them from accelerator.unwrap_model(...) there by hand"
+                        f"{where} {what} of the prepared {model} it is handed at line {tree.line(call)}, and trains "
+                        f"it: {trained} there by hand"
                     )
                     continue
                 if not planner.can_reach_accelerator(function):
@@ -76,8 +83,7 @@ def unwrap_for_other_modules(planner: PlainPlanner, block: Block, prepare_index:
                 planner.replace(arg.value, unwrapped)
                 planner.uses.append(call)
                 planner.notes.append(
-                    f"{where} reads {attribute} (line {read.lineno}), which DDP does not pass through: it is handed "
-                    f"{unwrapped} at line {tree.line(call)} (it trains nothing)"
+                    f"{where} {what}, {which}: it is handed {unwrapped} at line {tree.line(call)} (it trains nothing)"
                 )
 
 
@@ -86,6 +92,68 @@ def _parameter(definition: ast.FunctionDef | ast.AsyncFunctionDef, index: int, k
         return keyword
     positional = [a.arg for a in [*definition.args.posonlyargs, *definition.args.args]]
     return positional[index] if index < len(positional) else None
+
+
+def _why_unwrapped(definition: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str) -> tuple[str, str, str] | None:
+    """What in the function needs the model itself rather than the prepared one, why (a ``which``
+    clause), and what to do by hand where the function trains; None when the prepared model serves."""
+    read = _own_attribute_read(definition, parameter)
+    if read is not None:
+        attribute = f"{parameter}.{read.attr}" if isinstance(read, ast.Attribute) else f"{parameter}[...]"
+        return (
+            f"reads {attribute} (line {read.lineno})",
+            "which DDP does not pass through",
+            "DDP does not pass the model's own attributes through; read them from accelerator.unwrap_model(...)",
+        )
+    if _unwraps_itself(definition, parameter):
+        return None
+    state = _state_dict_call(definition, parameter)
+    if state is None:
+        return None
+    trained = "the compiled wrapper's keys carry _orig_mod.; use accelerator.unwrap_model(...)"
+    if isinstance(state.func, ast.Attribute) and state.func.attr == "state_dict":
+        return (
+            f"takes {parameter}.state_dict() (line {state.lineno})",
+            "which from the prepared model would carry the compiled wrapper's keys (_orig_mod.), not loadable into "
+            "a plain model",
+            trained,
+        )
+    return (
+        f"calls {parameter}.load_state_dict(...) (line {state.lineno})",
+        "which into the prepared model expects the compiled wrapper's keys (_orig_mod.), not the checkpoints' own",
+        trained,
+    )
+
+
+def _uses_of(definition: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str) -> list[ast.Attribute]:
+    """Every ``parameter.attr`` in the function (not in functions nested in it), in source order."""
+    found: list[ast.Attribute] = []
+    pending: list[ast.AST] = list(definition.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (*_FUNCTION, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == parameter:
+            found.append(node)
+        pending.extend(ast.iter_child_nodes(node))
+    return sorted(found, key=lambda n: (n.lineno, n.col_offset))
+
+
+def _unwraps_itself(definition: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str) -> bool:
+    """``model.module`` (or another attribute only DDP has): the function expects the wrapper."""
+    return any(use.attr in DATA_PARALLEL_API for use in _uses_of(definition, parameter))
+
+
+def _state_dict_call(definition: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str) -> ast.Call | None:
+    """The first ``parameter.state_dict()`` or ``parameter.load_state_dict(...)`` call."""
+    calls = {id(n.func): n for n in ast.walk(definition) if isinstance(n, ast.Call)}
+    for use in _uses_of(definition, parameter):
+        if use.attr in _STATE_DICT_METHODS and id(use) in calls:
+            return calls[id(use)]
+    return None
+
+
+_STATE_DICT_METHODS = frozenset({"state_dict", "load_state_dict"})
 
 
 def _own_attribute_read(

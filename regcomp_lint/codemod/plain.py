@@ -24,6 +24,7 @@ from regcomp_lint.analysis.global_rebinders import rebinds_globals
 from regcomp_lint.analysis.training_objects import Kind
 from regcomp_lint.analysis.training_roles import Cadence, Origin, TrainingRoles
 from regcomp_lint.codemod.batch_seeds import split_hand_written_batches
+from regcomp_lint.codemod.branch_bindings import refuse_unbound_at_prepare
 from regcomp_lint.codemod.builders import call_statement, expression, statement, with_keyword
 from regcomp_lint.codemod.checkpoint_writes import (
     guard_helper_saves,
@@ -1364,6 +1365,8 @@ class PlainPlanner(Planner):
         else:
             last = self._after_model_setup(block, last, first_step, prepared)
         prepare_index = last + 1
+        if runs is None:
+            refuse_unbound_at_prepare(tree, self.scope, block, prepare_index, prepared)
         for alias in self.compiled_aliases:
             at = self.project(block, alias)
             if at is None or at < prepare_index:

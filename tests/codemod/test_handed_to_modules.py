@@ -38,11 +38,11 @@ for epoch in range(2):
 """
 
 
-def _convert(tmp_path, evaluate_py: str):
-    (tmp_path / "evaluate.py").write_text(evaluate_py)
-    script = tmp_path / "train.py"
-    script.write_text(TRAIN)
-    result = convert_source(TRAIN, str(script))
+def _convert(tmp_path, module_py: str, *, script: str = TRAIN, module: str = "evaluate.py"):
+    (tmp_path / module).write_text(module_py)
+    path = tmp_path / "train.py"
+    path.write_text(script)
+    result = convert_source(script, str(path))
     assert result.refused is None, result.refused
     return result
 
@@ -84,3 +84,110 @@ def test_without_the_modules_file_nothing_is_guessed(tmp_path):
     script.write_text(TRAIN)
     result = convert_source(TRAIN, str(script))
     assert 'print("val", evaluate(model, val_loader))' in result.text
+
+
+CHECKPOINTED = """\
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from utils import load_checkpoint, save_checkpoint
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return x + self.fc(x)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([Block() for _ in range(2)])
+        self.head = nn.Linear(4, 1)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x)
+
+
+def main(resume=None):
+    model = Net()
+    loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8, shuffle=True)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    start = 0
+    if resume is not None:
+        start = load_checkpoint(model, optimizer, resume)
+    for epoch in range(start, 2):
+        for x, y in loader:
+            loss = nn.functional.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        save_checkpoint(model, optimizer, epoch, "ckpt")
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+CHECKPOINT_UTILS = """\
+import os
+
+import torch
+
+
+def save_checkpoint(model, optimizer, step, checkpoint_dir):
+    os.makedirs(checkpoint_dir, exist_ok=True)
+    state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step}
+    torch.save(state, os.path.join(checkpoint_dir, f"ckpt_{step}.pt"))
+
+
+def load_checkpoint(model, optimizer, path):
+    checkpoint = torch.load(path, map_location="cpu")
+    model.load_state_dict(checkpoint["model"])
+    optimizer.load_state_dict(checkpoint["optimizer"])
+    return checkpoint["step"] + 1
+"""
+
+
+def _convert_checkpointed(tmp_path, utils_py: str):
+    return _convert(tmp_path, utils_py, script=CHECKPOINTED, module="utils.py")
+
+
+def test_a_checkpoint_function_of_another_module_saves_and_loads_the_unwrapped_model(tmp_path):
+    """survey20a gpt_scaler (utils.save_checkpoint / load_checkpoint): handed the compiled model, the
+    checkpoint had `_orig_mod.` keys (`blocks.0._orig_mod.fc.weight`), loaded into a plain model
+    strictly by no one, and the original's checkpoints no longer loaded for a resume."""
+    result = _convert_checkpointed(tmp_path, CHECKPOINT_UTILS)
+    unwrapped = "accelerator.unwrap_model(model, keep_torch_compile=False)"
+    assert f'save_checkpoint({unwrapped}, optimizer, epoch, "ckpt")' in result.text, result.text
+    assert f"start = load_checkpoint({unwrapped}, optimizer, resume)" in result.text, result.text
+    assert any(
+        "save_checkpoint() of utils.py takes model.state_dict() (line 8)" in n and "_orig_mod." in n
+        for n in result.notes
+    ), result.notes
+    assert any(
+        "load_checkpoint() of utils.py" in n and "model.load_state_dict(...) (line 14)" in n for n in result.notes
+    )
+
+
+def test_a_checkpoint_function_that_unwraps_ddp_itself_gets_the_prepared_model(tmp_path):
+    """It reads model.module: the unwrapped model has none, so the call is left as it is."""
+    utils_py = CHECKPOINT_UTILS.replace('"model": model.state_dict()', '"model": model.module.state_dict()')
+    result = _convert_checkpointed(tmp_path, utils_py)
+    assert 'save_checkpoint(model, optimizer, epoch, "ckpt")' in result.text, result.text
+
+
+def test_a_function_that_trains_and_saves_is_named_in_a_note(tmp_path):
+    utils_py = CHECKPOINT_UTILS.replace(
+        "    os.makedirs(checkpoint_dir, exist_ok=True)\n",
+        "    os.makedirs(checkpoint_dir, exist_ok=True)\n    model(torch.ones(1, 4)).sum().backward()\n",
+    )
+    result = _convert_checkpointed(tmp_path, utils_py)
+    assert 'save_checkpoint(model, optimizer, epoch, "ckpt")' in result.text, result.text
+    assert any("save_checkpoint() of utils.py" in n and "and trains it" in n for n in result.notes), result.notes
