@@ -214,3 +214,15 @@ def test_a_save_of_nothing_prepared_is_written_by_the_main_process():
     assert 'torch.save(swa_model.state_dict(), f"swa_rank{rank}.pt")\n' in result.text  # one file per process
     assert any("torch.save() at line 12 -> accelerator.save()" in note for note in result.notes), result.notes
     assert convert_source(result.text, "train.py").changed is False
+
+
+def test_printing_or_logging_the_written_path_is_not_a_read():
+    """survey20d's CIFAR notebook: ``torch.save(..., model_path)`` then ``print('Model saved on ',
+    model_path, ...)`` under ``if test_accuracy > best_test_accuracy:``. The print reads nothing; a
+    barrier put before it sits in a branch each process decides from its own evaluation."""
+    for show in ("print('saved on', path)", "logger.info('saved on %s', path)"):
+        out = convert(
+            "best = 0\nacc = float(loss)\nif acc > best:\n    best = acc\n    path = 'best.pth'\n"
+            f"    torch.save(model.state_dict(), path)\n    {show}\n"
+        )
+        assert "wait_for_everyone" not in out, out
