@@ -48,6 +48,13 @@ def refuse_dispatched_models(planner: PlainPlanner) -> None:
                         "processes they would all load it there before prepare() moves each copy to its own device; "
                         "drop device_map (the conversion moves the model to accelerator.device), or convert by hand"
                     )
+                computed = _computed_device(arg.value)
+                if computed is not None:
+                    raise Refusal(
+                        f"{where} loads {target[0]} whole onto the device `{computed}` names, placed by the script: "
+                        "whether that is each process's own device is not known here; drop device_map (the "
+                        "conversion moves the model to accelerator.device), or convert by hand"
+                    )
                 raise Refusal(
                     f"{where} spreads {target[0]} over the devices by hand (one process driving them all), "
                     "and accelerate's prepare() refuses to train such a model on several processes; drop device_map "
@@ -56,14 +63,33 @@ def refuse_dispatched_models(planner: PlainPlanner) -> None:
 
 
 def _one_device(value: cst.BaseExpression) -> bool:
-    """``device_map`` names a single device: ``"cuda"``, ``0``, ``torch.device(...)``, ``{"": d}``."""
+    """``device_map`` names one device by a literal: ``"cuda"``, ``0``, ``torch.device("cuda")``, ``{"": 0}``."""
     if isinstance(value, cst.SimpleString):
         return value.evaluated_value not in SPREADING_DEVICE_MAPS
     if isinstance(value, cst.Integer):
         return True
     if isinstance(value, cst.Call):
-        return code(value.func).strip() == "torch.device"
+        return code(value.func).strip() == "torch.device" and all(
+            isinstance(arg.value, (cst.SimpleString, cst.Integer)) for arg in value.args
+        )
+    entry = _whole_model_entry(value)
+    return entry is not None and _one_device(entry)
+
+
+def _computed_device(value: cst.BaseExpression) -> str | None:
+    """``{"": local_rank}``: the whole model on a device the script computes (its text), else None."""
+    entry = _whole_model_entry(value)
+    if entry is None or _one_device(entry):
+        return None
+    return code(entry).strip()
+
+
+def _whole_model_entry(value: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The ``d`` of ``{"": d}`` (the whole model, module path ``""``), else None."""
     if isinstance(value, cst.Dict) and len(value.elements) == 1:
-        key = getattr(value.elements[0], "key", None)
-        return isinstance(key, cst.SimpleString) and key.evaluated_value == ""
-    return False
+        element = value.elements[0]
+        if isinstance(element, cst.DictElement):
+            key = element.key
+            if isinstance(key, cst.SimpleString) and key.evaluated_value == "":
+                return element.value
+    return None

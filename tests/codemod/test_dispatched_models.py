@@ -65,3 +65,12 @@ def test_a_map_that_can_spread_keeps_the_spread_reason():
     for device_map in ('"auto"', '"balanced"', '"sequential"', "args.device_map", '{"encoder": 0, "decoder": 1}'):
         result = convert_source(SCRIPT.replace('"auto"', device_map), "train.py")
         assert result.refused is not None and "spreads model over the devices" in result.refused, result.refused
+
+
+def test_a_map_naming_a_device_the_script_computes_is_refused_without_a_claim_on_where():
+    """``device_map={"": accelerator.local_process_index}`` (the QLoRA idiom) may well be each
+    process's own device: neither "spreads" nor "all load it there" would be true."""
+    result = convert_source(SCRIPT.replace('"auto"', '{"": local_rank}'), "train.py")
+    assert result.refused is not None and 'device_map={"": local_rank}) at line 6' in result.refused, result.refused
+    assert "spreads" not in result.refused and "every process" not in result.refused, result.refused
+    assert "the device `local_rank` names" in result.refused and "convert by hand" in result.refused, result.refused
