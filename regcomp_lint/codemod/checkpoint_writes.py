@@ -118,17 +118,17 @@ def _only_logs(tree: Tree, test_of: cst.If) -> bool:
             for small in line.body:
                 if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
                     return False
-                func = small.value.func
-                if (
-                    isinstance(func, cst.Name)
-                    and func.value == "print"
-                    and tree.imported_names(func) <= {"builtins.print"}
-                ):
-                    continue
-                if isinstance(func, cst.Attribute) and func.attr.value in _LOG_METHODS:
-                    continue
-                return False
+                if not _shows_only(tree, small.value):
+                    return False
     return True
+
+
+def _shows_only(tree: Tree, call: cst.Call) -> bool:
+    """``print(...)`` or ``logger.info(...)``: the call shows its arguments and reads no file."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value == "print" and tree.imported_names(func) <= {"builtins.print"}
+    return isinstance(func, cst.Attribute) and func.attr.value in _LOG_METHODS
 
 
 def save_the_rest_once(
@@ -537,7 +537,7 @@ def wait_before_reading_back(planner: Planner, writes: list[tuple[Function, cst.
             (
                 c
                 for c in find_all(place, cst.Call, enter_functions=False)
-                if c not in written and (tree.resolves_to(c.func, *_READS) or _handed_a_path(c, paths))
+                if c not in written and (tree.resolves_to(c.func, *_READS) or _handed_a_path(tree, c, paths))
             ),
             key=tree.line,
         )
@@ -562,9 +562,11 @@ def wait_before_reading_back(planner: Planner, writes: list[tuple[Function, cst.
             )
 
 
-def _handed_a_path(call: cst.Call, paths: set[str]) -> bool:
-    """A call given one of the written paths as a plain argument (not ``print(f"... {path}")``)."""
-    return any(
+def _handed_a_path(tree: Tree, call: cst.Call, paths: set[str]) -> bool:
+    """A call given one of the written paths as a plain argument, other than one that only shows it
+    (``print("saved on", path)``, ``logger.info(...)``: no read, and a barrier before it would sit
+    wherever the script reports the save, often under an ``if`` on each process's own metric)."""
+    return not _shows_only(tree, call) and any(
         isinstance(arg.value, (cst.Name, cst.Attribute)) and code(arg.value).strip() in paths for arg in call.args
     )
 

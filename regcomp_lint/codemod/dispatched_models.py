@@ -3,7 +3,9 @@
 A device map spreads the model over the visible devices by hand (naive model parallelism), one
 process driving them all. accelerate's ``prepare()`` refuses to train such a model on several
 processes, and on one the conversion would add nothing but the compile. Dropping ``device_map``
-makes it an ordinary model DDP copies to each process; which to do is the user's call.
+makes it an ordinary model DDP copies to each process; which to do is the user's call. A map
+naming one device (``device_map="cuda"``) spreads nothing, and prepare() would train it: it is still
+refused, for what it does: every process loads the whole model onto that one device first.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import libcst as cst
 
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import code, find_all, single_target
-from regcomp_lint.knowledge.model_classes import DISPATCH_KEYWORD
+from regcomp_lint.knowledge.model_classes import DISPATCH_KEYWORD, SPREADING_DEVICE_MAPS
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.plain import PlainPlanner
@@ -37,9 +39,57 @@ def refuse_dispatched_models(planner: PlainPlanner) -> None:
                     continue
                 if isinstance(arg.value, cst.Name) and arg.value.value == "None":
                     continue
+                where = (
+                    f"{code(func).strip()}(..., {DISPATCH_KEYWORD}={code(arg.value).strip()}) at line {tree.line(call)}"
+                )
+                if _one_device(arg.value):
+                    raise Refusal(
+                        f"{where} loads {target[0]} whole onto the one device it names, in every process: on several "
+                        "processes they would all load it there before prepare() moves each copy to its own device; "
+                        "drop device_map (the conversion moves the model to accelerator.device), or convert by hand"
+                    )
+                computed = _computed_device(arg.value)
+                if computed is not None:
+                    raise Refusal(
+                        f"{where} loads {target[0]} whole onto the device `{computed}` names, placed by the script: "
+                        "whether that is each process's own device is not known here; drop device_map (the "
+                        "conversion moves the model to accelerator.device), or convert by hand"
+                    )
                 raise Refusal(
-                    f"{code(func).strip()}(..., {DISPATCH_KEYWORD}={code(arg.value).strip()}) at line "
-                    f"{tree.line(call)} spreads {target[0]} over the devices by hand (one process driving them all), "
+                    f"{where} spreads {target[0]} over the devices by hand (one process driving them all), "
                     "and accelerate's prepare() refuses to train such a model on several processes; drop device_map "
                     "to train it data-parallel (each process holds a whole copy), or convert by hand"
                 )
+
+
+def _one_device(value: cst.BaseExpression) -> bool:
+    """``device_map`` names one device by a literal: ``"cuda"``, ``0``, ``torch.device("cuda")``, ``{"": 0}``."""
+    if isinstance(value, cst.SimpleString):
+        return value.evaluated_value not in SPREADING_DEVICE_MAPS
+    if isinstance(value, cst.Integer):
+        return True
+    if isinstance(value, cst.Call):
+        return code(value.func).strip() == "torch.device" and all(
+            isinstance(arg.value, (cst.SimpleString, cst.Integer)) for arg in value.args
+        )
+    entry = _whole_model_entry(value)
+    return entry is not None and _one_device(entry)
+
+
+def _computed_device(value: cst.BaseExpression) -> str | None:
+    """``{"": local_rank}``: the whole model on a device the script computes (its text), else None."""
+    entry = _whole_model_entry(value)
+    if entry is None or _one_device(entry):
+        return None
+    return code(entry).strip()
+
+
+def _whole_model_entry(value: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The ``d`` of ``{"": d}`` (the whole model, module path ``""``), else None."""
+    if isinstance(value, cst.Dict) and len(value.elements) == 1:
+        element = value.elements[0]
+        if isinstance(element, cst.DictElement):
+            key = element.key
+            if isinstance(key, cst.SimpleString) and key.evaluated_value == "":
+                return element.value
+    return None

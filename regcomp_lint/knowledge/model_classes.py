@@ -28,6 +28,12 @@ FACTORY_METHODS = ("from_pretrained", "from_config")
 #: big-model inference); accelerate's ``prepare()`` raises "You can't train a model that has been
 #: loaded with `device_map='auto'` in any distributed mode" for one spread over several devices.
 DISPATCH_KEYWORD = "device_map"
+#: The ``device_map`` strings that let accelerate place the layers (so possibly over several
+#: devices); any other string (``"cuda"``, ``"cuda:0"``, ``"cpu"``), an int, a ``torch.device`` or
+#: ``{"": d}`` names one device and loads the whole model there. With ``"cpu"`` and ``{"": "cpu"}``
+#: ``hf_device_map`` stays unset (transformers 5.24) and prepare() trains the model with DDP on 2
+#: gloo processes, equal weights on both ranks (measured, survey20d).
+SPREADING_DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
 #: Base classes of every transformers torch model (a class deriving one is an ``nn.Module``).
 PRETRAINED_MODEL = ("transformers.PreTrainedModel", "transformers.modeling_utils.PreTrainedModel")
 

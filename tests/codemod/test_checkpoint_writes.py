@@ -397,3 +397,15 @@ def test_a_helper_saving_a_differently_named_model_whole_still_gets_the_unwrappe
     assert (
         '            save_whole(accelerator.unwrap_model(generator, keep_torch_compile=False), "g.pt")\n' in result.text
     )
+
+
+def test_printing_or_logging_the_written_path_is_not_a_read():
+    """survey20d's CIFAR notebook: ``torch.save(..., model_path)`` then ``print('Model saved on ',
+    model_path, ...)`` under ``if test_accuracy > best_test_accuracy:``. The print reads nothing; a
+    barrier put before it sits in a branch each process decides from its own evaluation."""
+    for show in ("print('saved on', path)", "logger.info('saved on %s', path)"):
+        out = convert(
+            "best = 0\nacc = float(loss)\nif acc > best:\n    best = acc\n    path = 'best.pth'\n"
+            f"    torch.save(model.state_dict(), path)\n    {show}\n"
+        )
+        assert "wait_for_everyone" not in out, out

@@ -46,3 +46,31 @@ def test_no_device_map_or_none_converts():
     for text in (SCRIPT.replace('        device_map="auto",\n', ""), SCRIPT.replace('"auto"', "None")):
         result = convert_source(text, "train.py")
         assert result.refused is None, result.refused
+
+
+def test_a_map_naming_one_device_is_refused_for_what_it_is_not_as_spread():
+    """survey20d's LoRA distiller loads ``device_map="cuda"``: the whole model on one device, which
+    prepare() trains data-parallel (measured: ``device_map="cpu"`` and ``{"": "cpu"}`` on 2 gloo
+    processes, DDP, equal weights on both ranks). The refusal must not say it is spread."""
+    for device_map in ('"cuda"', '"cuda:0"', "0", '{"": 0}', 'torch.device("cuda")'):
+        result = convert_source(SCRIPT.replace('"auto"', device_map), "train.py")
+        assert result.refused is not None, device_map
+        assert f"device_map={device_map}) at line 6" in result.refused, result.refused
+        assert "spreads" not in result.refused and "refuses to train" not in result.refused, result.refused
+        assert "one device" in result.refused and "every process" in result.refused, result.refused
+        assert "drop device_map" in result.refused, result.refused
+
+
+def test_a_map_that_can_spread_keeps_the_spread_reason():
+    for device_map in ('"auto"', '"balanced"', '"sequential"', "args.device_map", '{"encoder": 0, "decoder": 1}'):
+        result = convert_source(SCRIPT.replace('"auto"', device_map), "train.py")
+        assert result.refused is not None and "spreads model over the devices" in result.refused, result.refused
+
+
+def test_a_map_naming_a_device_the_script_computes_is_refused_without_a_claim_on_where():
+    """``device_map={"": accelerator.local_process_index}`` (the QLoRA idiom) may well be each
+    process's own device: neither "spreads" nor "all load it there" would be true."""
+    result = convert_source(SCRIPT.replace('"auto"', '{"": local_rank}'), "train.py")
+    assert result.refused is not None and 'device_map={"": local_rank}) at line 6' in result.refused, result.refused
+    assert "spreads" not in result.refused and "every process" not in result.refused, result.refused
+    assert "the device `local_rank` names" in result.refused and "convert by hand" in result.refused, result.refused
