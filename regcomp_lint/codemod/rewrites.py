@@ -623,4 +623,3 @@ def _moves_a_loop_object(tree: Tree, function: Function, call: cst.Call) -> bool
         return False
     name = func.value.value
     return any(name in bound_keys(loop) for loop in find_all(function, cst.For, enter_functions=False))
-

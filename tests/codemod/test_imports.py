@@ -129,7 +129,9 @@ def test_imports_libcst_put_above_a_leading_try_leave_no_blank_first_line_when_m
     # survey 20e (h-mem bAbI train.py): `try: import comet_ml` first, a whitespace-only line
     # after the torch group; libcst put the imports above the try, with a blank line before it,
     # and the move left that blank line as the file's first line
-    header = "try:\n    import wandb\nexcept ImportError:\n    wandb = None\n\nimport torch\n    \nimport logging\n\nx = 1\n"
+    header = (
+        "try:\n    import wandb\nexcept ImportError:\n    wandb = None\n\nimport torch\n    \nimport logging\n\nx = 1\n"
+    )
     result = placed(header, ADDED + "\n" + header)
     assert result.startswith("try:\n"), result
     assert "import torch\n" + ADDED in result, result

@@ -51,4 +51,6 @@ def test_a_second_name_the_loop_calls_stays_the_prepared_one():
     script = SCRIPT.replace("COMPILE\n", "").replace("model(x)", "orig_model(x)")
     result = convert_source(script, "t.py")
     assert result.refused is None, result.refused
-    assert "orig_model, optimizer, loader = accelerator.prepare(orig_model, optimizer, loader)" in result.text, result.text
+    assert "orig_model, optimizer, loader = accelerator.prepare(orig_model, optimizer, loader)" in result.text, (
+        result.text
+    )
