@@ -57,6 +57,9 @@ class ManualDevicePlacement(Rule):
     arguments such as `non_blocking=True`; the device argument of `.to(...)` becomes
     `accelerator.device`. Offered only where exactly one accelerator name is visible; often the
     better edit is to delete the move, since `prepare` already places the model and the batches.
+    Not offered for `batch.cuda()` as a statement on a loop variable: a tensor's `.cuda()`
+    returns a copy, so such a line moves an object of the script's own in place, which may have
+    no `.to()`.
 
     ## References
     - [Accelerate: migrating your code](https://huggingface.co/docs/accelerate/basic_tutorials/migration)
@@ -116,6 +119,11 @@ class ManualDevicePlacement(Rule):
         ),
         # before the accelerator exists there is no name to use: reported, not fixed
         Invalid("from accelerate import Accelerator\nmodel = Net().cuda()\naccelerator = Accelerator()\n"),
+        # a discarded .cuda() on what a loop yields moves an object of the script's own in place
+        # (ante's Batch), which may have no .to(): reported, not fixed
+        Invalid(
+            "from accelerate import Accelerator\naccelerator = Accelerator()\nfor batch in loader:\n    batch.cuda()\n"
+        ),
     ]
 
     def __init__(self, ctx) -> None:
@@ -123,6 +131,15 @@ class ManualDevicePlacement(Rule):
         self.script = ctx.semantic.accelerate_script
         self.bindings = self.script.bindings
         self._moves: list[tuple[ast.Call, ast.Attribute, Where]] = []  # (call, its callee, where)
+        self._discarded: set[int] = set()  # ids of calls that are whole statements
+        self._loop_names: set[str] = set()  # names a for loop binds
+
+    def visit_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Call):
+            self._discarded.add(id(node.value))
+
+    def visit_For(self, node: ast.For) -> None:
+        self._loop_names |= {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
@@ -160,7 +177,10 @@ class ManualDevicePlacement(Rule):
         kept = [src.segment(kw) for kw in call.keywords if kw.arg != "device"]
         new = f".to({', '.join([f'{spelled}.device', *kept])})"
         edit = Edit(new, src.end(func.value), src.end(call))
-        self.report(call, message, fix=self._fix([edit], name is not None, spelled))
+        moves_itself = (
+            id(call) in self._discarded and isinstance(func.value, ast.Name) and func.value.id in self._loop_names
+        )
+        self.report(call, message, fix=self._fix([edit], name is not None and not moves_itself, spelled))
 
     def _fix(self, edits: list[Edit], possible: bool, spelled: str) -> Fix | None:
         return self.make_fix(f"Use `{spelled}.device`", edits) if possible else None

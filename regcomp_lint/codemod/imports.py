@@ -66,9 +66,25 @@ def place_added_imports(before: cst.Module, after: cst.Module) -> cst.Module:
         placed.append(line)
     if not moved_lines:
         return after
-    return after.with_changes(
-        body=_with_unmoved(after.body, body, [a for a in added if not any(a is m for m in moved_lines)])
-    )
+    body = _with_unmoved(after.body, body, [a for a in added if not any(a is m for m in moved_lines)])
+    return after.with_changes(body=_first_lines_restored(before, after, body, moved_lines))
+
+
+def _first_lines_restored(
+    before: cst.Module, after: cst.Module, body: list[cst.BaseStatement], moved: list[cst.SimpleStatementLine]
+) -> list[cst.BaseStatement]:
+    """libcst puts the imports above a script's first statement when it is no import (``try:
+    import wandb``) and a blank line between them; when all of them moved on, that statement
+    is first again and gets its own leading lines back (not a blank first line)."""
+    if not body or not before.body:
+        return body
+    index = next((i for i, s in enumerate(after.body) if s is body[0]), None)
+    if not index or not all(any(s is m for m in moved) for s in after.body[:index]):
+        return body
+    first, old = body[0], before.body[0]
+    if not first.with_changes(leading_lines=()).deep_equals(old.with_changes(leading_lines=())):
+        return body
+    return [first.with_changes(leading_lines=old.leading_lines), *body[1:]]
 
 
 def _sort_merged_names(before: cst.Module, after: cst.Module) -> cst.Module:

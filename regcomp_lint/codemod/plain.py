@@ -2188,7 +2188,8 @@ def _names_in(expressions: list[cst.BaseExpression]) -> list[str]:
 
 def _wrapped_model(function: Function, key: str) -> str:
     """``raw_model = model.module`` (or ``model.module if ddp else model``): an optimizer built from
-    ``raw_model`` trains ``model``, the object the script calls and prepare() must wrap (llm.c)."""
+    ``raw_model`` trains ``model``, the object the script calls and prepare() must wrap (llm.c);
+    so does one built from ``orig_model = model`` when the script calls ``model`` only."""
     nodes = [n for n in bindings(function, key) if isinstance(n, cst.Assign)]
     if len(nodes) != 1:
         return key
@@ -2196,7 +2197,16 @@ def _wrapped_model(function: Function, key: str) -> str:
     if isinstance(value, cst.IfExp):
         value = value.body
     inner = key_of(value.value) if isinstance(value, cst.Attribute) and value.attr.value == "module" else None
+    if inner is None and isinstance(value, cst.Name) and value.value != key:
+        inner = value.value if _called(function, value.value) and not _called(function, key) else None
     return inner or key
+
+
+def _called(function: Function, key: str) -> bool:
+    """Does ``function`` call ``key`` (``model(x)``)? ``orig_model = model`` beside a loop calling
+    ``model(x, y)`` (and maybe ``model = torch.compile(model)``): the optimizer built from
+    ``orig_model`` trains ``model``, which prepare() must wrap, else the loop runs outside DDP."""
+    return any(key_of(call.func) == key for call in find_all(function, cst.Call, enter_functions=False))
 
 
 def _is_passed(tree: Tree, function: cst.FunctionDef) -> bool:

@@ -18,7 +18,7 @@ from regcomp_lint.codemod.device_choice import choice_text, gpu_choice_keys, is_
 from regcomp_lint.codemod.edits import EditPlan, replaced_by
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.options import ConvertOptions
-from regcomp_lint.codemod.roles import CallGraph, bindings
+from regcomp_lint.codemod.roles import CallGraph, bindings, bound_keys
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import (
     Block,
@@ -304,6 +304,13 @@ class Planner:
             if not isinstance(func, cst.Attribute) or tree.is_module_reference(func.value):
                 continue
             if func.attr.value == "cuda" and not self.is_removed(call):
+                if _moves_a_loop_object(tree, function, call):
+                    self.notes.append(
+                        f"{code(call).strip()} at line {tree.line(call)} kept: its result is discarded, so it moves an "
+                        "object of the script's own in place (a tensor's .cuda() returns a copy), which may have no "
+                        ".to(); Accelerate makes each process's GPU the current one, where .cuda() puts it"
+                    )
+                    continue
                 self.rewrite_cuda(call)
                 cudas += 1
             elif (
@@ -604,3 +611,15 @@ def _bare(tree: Tree, func: cst.BaseExpression, name: str) -> bool:
         return False
     stars = [s for s in find_all(tree.module, cst.ImportFrom) if isinstance(s.names, cst.ImportStar)]
     return bool(stars) and not tree.qualnames(func)
+
+
+def _moves_a_loop_object(tree: Tree, function: Function, call: cst.Call) -> bool:
+    """``batch.cuda()`` as a statement, ``batch`` bound by a ``for`` of ``function``: what a loader
+    yields, moved in place by its own method (ante's ``Batch.cuda()``, which has no ``.to()``)."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Name) or call.args:
+        return False
+    if not isinstance(tree.parent(call), cst.Expr):
+        return False
+    name = func.value.value
+    return any(name in bound_keys(loop) for loop in find_all(function, cst.For, enter_functions=False))

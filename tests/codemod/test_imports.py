@@ -123,3 +123,15 @@ def test_a_name_added_to_a_parenthesized_from_import_follows_its_layout():
         "from accelerate.utils import (ProjectConfiguration,\n                              TorchDynamoPlugin,\n"
         "                              set_seed)\n"
     )
+
+
+def test_imports_libcst_put_above_a_leading_try_leave_no_blank_first_line_when_moved():
+    # survey 20e (h-mem bAbI train.py): `try: import comet_ml` first, a whitespace-only line
+    # after the torch group; libcst put the imports above the try, with a blank line before it,
+    # and the move left that blank line as the file's first line
+    header = (
+        "try:\n    import wandb\nexcept ImportError:\n    wandb = None\n\nimport torch\n    \nimport logging\n\nx = 1\n"
+    )
+    result = placed(header, ADDED + "\n" + header)
+    assert result.startswith("try:\n"), result
+    assert "import torch\n" + ADDED in result, result
