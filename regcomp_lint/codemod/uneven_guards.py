@@ -28,14 +28,15 @@ _MAX_CALLER_DEPTH = 3
 def uneven_guards(tree: Tree, graph: CallGraph, backwards: list[cst.Call], varies: PerProcess) -> str | None:
     """Why a backward may run on some processes and not on others (one line), or None."""
     for backward in backwards:
-        for if_ in _guards(tree, backward):
+        for if_, runs in _guards(tree, graph, backward):
             source = _source(tree, graph, varies, if_.test, if_, 0)
             if source is None:
                 continue
             header = code(if_).strip().splitlines()[0]
+            through = "" if runs is backward else f" (through the call at line {tree.line(runs)})"
             return (
-                f"a training step can run on some processes only: the X.backward() at line {tree.line(backward)} "
-                f"runs under `{header}` (line {tree.line(if_)}), where {source}; each process decides from its own "
+                f"a training step can run on some processes only: the X.backward() at line {tree.line(backward)}"
+                f"{through} runs under `{header}` (line {tree.line(if_)}), where {source}; each process decides from its own "
                 "values (its own loss, its own random draws), so one skips a backward the others run and leaves "
                 "them waiting in its all-reduce (a 2-process run hangs); convert by hand, deciding once for every "
                 "process (reduce the value across processes, or draw it from a generator seeded alike)"
@@ -43,21 +44,33 @@ def uneven_guards(tree: Tree, graph: CallGraph, backwards: list[cst.Call], varie
     return None
 
 
-def _guards(tree: Tree, backward: cst.Call) -> list[cst.If]:
-    """The ``if`` statements in the backward's function whose body or ``else`` runs it while the
-    other branch runs no backward."""
-    function = tree.function_of(backward)
-    found: list[cst.If] = []
-    child: cst.CSTNode = backward
-    for anc in tree.ancestors(backward):
+def _guards(tree: Tree, graph: CallGraph, node: cst.CSTNode, depth: int = 0) -> list[tuple[cst.If, cst.CSTNode]]:
+    """The ``if`` statements whose body or ``else`` runs ``node`` (a backward, or a call of the
+    function that runs one) while the other branch runs no backward and no such call: in
+    ``node``'s function, then around the calls of that function in its callers (``if train_d:
+    d_step(real)``), up to :data:`_MAX_CALLER_DEPTH` callers; each with the node it runs."""
+    function = tree.function_of(node)
+    found: list[tuple[cst.If, cst.CSTNode]] = []
+    child: cst.CSTNode = node
+    for anc in tree.ancestors(node):
         if anc is function:
             break
         if isinstance(anc, cst.If) and child is not anc.test:
             other = anc.orelse if child is anc.body else anc.body
-            if other is None or not any(_is_backward(c) for c in find_all(other, cst.Call)):
-                found.append(anc)
+            if other is None or not any(_runs_like(tree, node, c) for c in find_all(other, cst.Call)):
+                found.append((anc, node))
         child = anc
+    if depth < _MAX_CALLER_DEPTH and isinstance(function, cst.FunctionDef):
+        for _, call in graph.callers_of(function):
+            found += _guards(tree, graph, call, depth + 1)
     return found
+
+
+def _runs_like(tree: Tree, node: cst.CSTNode, call: cst.Call) -> bool:
+    """``call`` is a backward, or calls what ``node`` calls: either branch then steps."""
+    if _is_backward(call):
+        return True
+    return isinstance(node, cst.Call) and not _is_backward(node) and code(call.func) == code(node.func)
 
 
 def _is_backward(call: cst.Call) -> bool:

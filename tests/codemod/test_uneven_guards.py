@@ -268,3 +268,34 @@ def test_constant_flags_of_a_train_and_an_eval_pass_still_convert():
             run_epoch(train=False)
         """
     )
+
+
+def test_a_call_of_the_step_under_a_condition_on_the_loss_in_the_caller_is_refused():
+    result = _convert(
+        """
+        for epoch in range(8):
+            for (real,) in loader:
+                g_loss = g_step(real)
+                if g_loss.item() < 0.7:
+                    d_step(real, True)
+        """
+    )
+    assert result.refused is not None
+    assert (
+        "the X.backward() at line 22 (through the call at line 39) runs under `if g_loss.item() < 0.7:` (line 38), "
+        "where `g_loss.item() < 0.7` calls g_loss.item()"
+    ) in result.refused
+
+
+def test_a_call_of_the_step_in_both_branches_still_converts():
+    _converts(
+        """
+        for epoch in range(8):
+            for (real,) in loader:
+                g_loss = g_step(real)
+                if g_loss.item() < 0.7:
+                    d_step(real, True)
+                else:
+                    d_step(2 * real, True)
+        """
+    )
