@@ -91,6 +91,7 @@ from regcomp_lint.codemod.optimizers import (
     updated_by_hand,
 )
 from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConvertOptions
+from regcomp_lint.codemod.per_process import PerProcess
 from regcomp_lint.codemod.regional import repeated_blocks
 from regcomp_lint.codemod.reinit_sync import rebinds_itself, reinitialised_model, sync_reinitialised
 from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name
@@ -133,6 +134,7 @@ from regcomp_lint.codemod.tree import (
     read_keys,
     single_target,
 )
+from regcomp_lint.codemod.uneven_guards import uneven_guards
 from regcomp_lint.codemod.uneven_steps import uneven_steps
 from regcomp_lint.codemod.unwrapped_branches import taken_unwrapped
 from regcomp_lint.codemod.wrapped_access import places_using_prepared, read_through_wrapper, sees_prepared
@@ -215,7 +217,9 @@ class PlainPlanner(Planner):
                     return True
                 return False
 
-            uneven = uneven_steps(tree, self.graph, backwards, computed_alike)
+            uneven = uneven_steps(tree, self.graph, backwards, computed_alike) or uneven_guards(
+                tree, self.graph, backwards, PerProcess(tree, computed_alike)
+            )
             if uneven is not None:
                 raise Refusal(uneven)
             for call in dict.fromkeys(alike):

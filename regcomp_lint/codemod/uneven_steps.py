@@ -12,22 +12,15 @@ loop at the same iteration and do not count.
 
 from __future__ import annotations
 
-import builtins
-from collections.abc import Callable
-
 import libcst as cst
 
+from regcomp_lint.codemod.per_process import LOOP_OWN, Alike, PerProcess, describe_assignment
 from regcomp_lint.codemod.roles import CallGraph
 from regcomp_lint.codemod.tree import Function, Tree, code, find_all, find_own
 from regcomp_lint.knowledge import torch_api
 
 #: How many callers up the step is followed to the loop that runs it (step() <- train() <- main()).
 _MAX_CALLER_DEPTH = 3
-_BUILTINS = frozenset(dir(builtins))
-
-
-#: Tells a call whose value every process computes alike (see :mod:`~regcomp_lint.codemod.synced_values`).
-Alike = Callable[[cst.Call], bool]
 
 
 def uneven_steps(
@@ -35,7 +28,7 @@ def uneven_steps(
 ) -> str | None:
     """Why the number of training steps may differ between processes (one line), or None."""
     for backward in backwards:
-        loop = _run_time_loop(tree, graph, backward, 0, alike)
+        loop = _run_time_loop(tree, graph, backward, 0, PerProcess(tree, alike))
         if loop is None:
             continue
         step = tree.function_of(backward)
@@ -85,7 +78,7 @@ def _names_a_seed(call: cst.Call) -> bool:
     return isinstance(name, str) and "seed" in name.lower() and name != "initial_seed"
 
 
-def _run_time_loop(tree: Tree, graph: CallGraph, node: cst.CSTNode, depth: int, alike: Alike) -> str | None:
+def _run_time_loop(tree: Tree, graph: CallGraph, node: cst.CSTNode, depth: int, varies: PerProcess) -> str | None:
     """The loop around ``node`` (in its function, or around a call of that function) that ends on
     a value computed while it runs, described; None when every enclosing loop ends uniformly."""
     function = tree.function_of(node)
@@ -93,93 +86,38 @@ def _run_time_loop(tree: Tree, graph: CallGraph, node: cst.CSTNode, depth: int, 
         if anc is function:
             break
         if isinstance(anc, (cst.While, cst.For)):
-            ending = _run_time_ending(tree, anc, alike)
+            ending = _run_time_ending(tree, anc, varies)
             if ending is not None:
                 header = code(anc).strip().splitlines()[0]
                 return f"the loop at line {tree.line(anc)} (`{header}`) that runs the step ends on {ending}"
     if depth >= _MAX_CALLER_DEPTH or not isinstance(function, cst.FunctionDef):
         return None
     for _, call in graph.callers_of(function):
-        found = _run_time_loop(tree, graph, call, depth + 1, alike)
+        found = _run_time_loop(tree, graph, call, depth + 1, varies)
         if found is not None:
             return found
     return None
 
 
-def _run_time_ending(tree: Tree, loop: cst.While | cst.For, alike: Alike) -> str | None:
+def _run_time_ending(tree: Tree, loop: cst.While | cst.For, varies: PerProcess) -> str | None:
     """What a loop ends on when that is computed inside it: its ``while`` test, or the test of an
     ``if ...: break`` in its body."""
     tests: list[cst.BaseExpression] = []
     if isinstance(loop, cst.While):
         tests.append(loop.test)
-    for if_ in _own_statements(loop.body, cst.If):
-        if any(isinstance(s, cst.Break) for s in _own_statements(if_.body, cst.Break)):
+    for if_ in find_own(loop.body, cst.If, LOOP_OWN):
+        if any(isinstance(s, cst.Break) for s in find_own(if_.body, cst.Break, LOOP_OWN)):
             tests.append(if_.test)
     for test in tests:
-        call = _call_in(test, alike)
+        call = varies.call_in(test)
         if call is not None:
             return f"`{code(test).strip()}` (line {tree.line(test)}), which calls {code(call.func).strip()}()"
         # in source order: one message whatever the hash seed
         for name in dict.fromkeys(n.value for n in find_all(test, cst.Name)):
-            assign = _computed_in(tree, loop, name, alike)
+            assign = varies.computed_in(loop, name)
             if assign is not None:
-                text = code(assign).strip().splitlines()[0]
-                return f"`{code(test).strip()}`, computed by `{text}` (line {tree.line(assign)})"
+                return f"`{code(test).strip()}`, computed by {describe_assignment(tree, assign)}"
     return None
-
-
-def _own_statements(root: cst.CSTNode, kind):
-    """Nodes of ``kind`` under ``root`` that belong to this loop, not to a nested loop or function."""
-    return find_own(root, kind, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef))
-
-
-def _call_in(expr: cst.CSTNode, alike: Alike) -> cst.Call | None:
-    """A call in ``expr`` whose value may differ between processes: anything but a builtin
-    (``len``, ``min``), a method of the ``str`` kind and a call every process computes alike
-    (``alike``) has that risk."""
-    for call in find_all(expr, cst.Call):
-        if isinstance(call.func, cst.Name) and call.func.value in _BUILTINS or alike(call):
-            continue
-        return call
-    return None
-
-
-def _computed_in(
-    tree: Tree, loop: cst.While | cst.For, name: str, alike: Alike, seen: frozenset[str] = frozenset()
-) -> cst.CSTNode | None:
-    """``name = <something with a call>`` (or unpacked from one) inside the loop's own body,
-    followed through plain assignments (``done = terminated or truncated``), and through the
-    ``if`` tests that decide an assignment: an early-stopping counter (``patience += 1`` under
-    ``if val_loss < best:``, ``val_loss = evaluate()``) differs between processes as the value
-    it is decided by does."""
-    for assign in _own_statements(loop.body, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
-        targets = [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else [assign.target]
-        if name not in [n.value for t in targets for n in find_all(t, cst.Name)]:
-            continue
-        value = assign.value
-        if value is not None and _call_in(value, alike) is not None:
-            return assign
-        reads = {n.value for n in find_all(value, cst.Name)} if value is not None else set()
-        for test in _deciding_tests(tree, loop, assign):
-            if _call_in(test, alike) is not None:
-                return assign
-            reads |= {n.value for n in find_all(test, cst.Name)}
-        for read in reads - seen - {name}:
-            found = _computed_in(tree, loop, read, alike, seen | {name})
-            if found is not None:
-                return found
-    return None
-
-
-def _deciding_tests(tree: Tree, loop: cst.CSTNode, node: cst.CSTNode) -> list[cst.BaseExpression]:
-    """The tests of the ``if``/``elif`` statements inside ``loop`` that ``node`` runs under."""
-    tests: list[cst.BaseExpression] = []
-    for anc in tree.ancestors(node):
-        if anc is loop:
-            break
-        if isinstance(anc, cst.If):
-            tests.append(anc.test)
-    return tests
 
 
 def _early_return(tree: Tree, step: Function, backward: cst.Call) -> cst.If | None:

@@ -368,6 +368,19 @@ RANDOM_VALUES = (
     "torch.bernoulli",
     "torch.poisson",
 )
+#: Generators a script builds for itself: seeded with one value (``random.Random(0)``,
+#: ``numpy.random.default_rng(args.seed)``, ``g = torch.Generator(); g.manual_seed(0)``), every
+#: process draws the same values from one, whatever else it draws.
+OWN_GENERATORS = (
+    "random.Random",
+    "numpy.random.default_rng",
+    "numpy.random.RandomState",
+    "numpy.random.Generator",
+    "torch.Generator",
+)
+#: Collectives after which a tensor holds the same value on every process (torch 2.13
+#: ``distributed_c10d``: ``all_reduce(tensor)``, ``broadcast(tensor, src)``, both in place).
+EQUALIZING_COLLECTIVES = ("all_reduce", "broadcast")
 #: The generator a seeding call or a random draw belongs to, by the qualified name's prefix;
 #: the seeding helpers of transformers and Accelerate seed all three.
 GENERATOR_OF_PREFIX = (("numpy.random.", "numpy"), ("random.", "random"), ("torch.", "torch"))

@@ -108,6 +108,15 @@ def test_a_while_test_that_calls_a_clock_is_refused():
             if it > 100:
                 break
         """,
+        # a draw from a generator seeded alike: every process draws the same (per_process.py)
+        """
+        rng = random.Random(0)
+        done = False
+        while not done:
+            memory.append(torch.randn(4, device=device))
+            optimize_model()
+            done = rng.random() < 0.1
+        """,
         # llm.c: a flag computed from the loop variable alone
         """
         for step in range(101):

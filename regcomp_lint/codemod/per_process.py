@@ -1,0 +1,160 @@
+"""Values that can differ between processes: the one notion behind the checks that every process
+steps alike (:mod:`~regcomp_lint.codemod.uneven_steps`: a loop that ends on such a value;
+:mod:`~regcomp_lint.codemod.uneven_guards`: a backward under an ``if`` on one).
+
+A value computed by a call while training runs (``done = env.step(a)``, ``loss.item()``,
+``random.random()``) may differ: each process has its own batches, its own losses and its own
+draws. Builtins (``len``, ``min``) and the calls the caller knows to be computed alike (an
+evaluation of the synchronized model, :mod:`~regcomp_lint.codemod.synced_values`) do not; nor do
+a draw from a generator the script builds and seeds with one value (``rng = random.Random(0)``,
+``torch.rand(1, generator=g)`` after ``g.manual_seed(0)``), which every process draws alike, nor
+a tensor that ``torch.distributed.all_reduce`` or ``broadcast`` made equal on every process.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+
+import libcst as cst
+
+from regcomp_lint.codemod.tree import Tree, code, find_all, find_own, key_of
+from regcomp_lint.knowledge import torch_api
+
+_BUILTINS = frozenset(dir(builtins))
+#: Statements of a loop that are its own, not those of a nested loop or def (a loop's ending).
+LOOP_OWN = (cst.For, cst.While, cst.FunctionDef, cst.ClassDef)
+#: Statements of a function or loop, nested loops included (a flag decided anywhere in them).
+NESTED = (cst.FunctionDef, cst.ClassDef)
+
+#: Tells a call whose value every process computes alike (see :mod:`~regcomp_lint.codemod.synced_values`).
+Alike = Callable[[cst.Call], bool]
+
+
+class PerProcess:
+    """What in a script may differ between processes, as read from ``tree``."""
+
+    def __init__(self, tree: Tree, alike: Alike = lambda call: False) -> None:
+        self.tree = tree
+        self.alike = alike
+
+    def call_in(self, expr: cst.CSTNode) -> cst.Call | None:
+        """A call in ``expr`` whose value may differ between processes: anything but a builtin
+        (``len``, ``min``), a call every process computes alike (``alike``), a draw from a
+        generator seeded alike and a method of a tensor made equal across processes."""
+        for call in find_all(expr, cst.Call):
+            if isinstance(call.func, cst.Name) and call.func.value in _BUILTINS or self._computed_alike(call):
+                continue
+            return call
+        return None
+
+    def computed_in(
+        self,
+        scope: cst.CSTNode,
+        name: str,
+        stop_at: tuple[type, ...] = LOOP_OWN,
+        seen: frozenset[str] = frozenset(),
+    ) -> cst.CSTNode | None:
+        """``name = <something with a call>`` (or unpacked from one) inside ``scope``'s body
+        (what ``stop_at`` leaves in it), followed through plain assignments (``done = terminated
+        or truncated``), and through the ``if`` tests that decide an assignment: an
+        early-stopping counter (``patience += 1`` under ``if val_loss < best:``, ``val_loss =
+        evaluate()``) differs between processes as the value it is decided by does."""
+        if name in self._equalized(scope):
+            return None
+        body = scope.body if isinstance(scope, (cst.For, cst.While, cst.FunctionDef)) else scope
+        for assign in find_own(body, (cst.Assign, cst.AugAssign, cst.AnnAssign), stop_at):
+            targets = [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else [assign.target]
+            if name not in [n.value for t in targets for n in find_all(t, cst.Name)]:
+                continue
+            value = assign.value
+            if value is not None and self.call_in(value) is not None:
+                return assign
+            reads = {n.value for n in find_all(value, cst.Name)} if value is not None else set()
+            for test in self.deciding_tests(scope, assign):
+                if self.call_in(test) is not None:
+                    return assign
+                reads |= {n.value for n in find_all(test, cst.Name)}
+            for read in reads - seen - {name}:
+                found = self.computed_in(scope, read, stop_at, seen | {name})
+                if found is not None:
+                    return found
+        return None
+
+    def deciding_tests(self, scope: cst.CSTNode, node: cst.CSTNode) -> list[cst.BaseExpression]:
+        """The tests of the ``if``/``elif`` statements inside ``scope`` that ``node`` runs under."""
+        tests: list[cst.BaseExpression] = []
+        for anc in self.tree.ancestors(node):
+            if anc is scope:
+                break
+            if isinstance(anc, cst.If):
+                tests.append(anc.test)
+        return tests
+
+    # -- what every process computes alike ------------------------------------------------
+
+    def _computed_alike(self, call: cst.Call) -> bool:
+        if self.alike(call):
+            return True
+        generator = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "generator"), None)
+        if generator is not None:
+            return self._seeded_alike(generator)
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return False
+        receiver = func.value
+        if isinstance(receiver, cst.Call):  # torch.rand(1, generator=g).item()
+            return self._computed_alike(receiver)
+        key = key_of(receiver)
+        return key is not None and (self._seeded_alike(receiver) or key in self._equalized(call))
+
+    def _seeded_alike(self, generator: cst.BaseExpression) -> bool:
+        """``generator`` names a generator of the script's own, seeded with a value every process
+        has: ``random.Random(0)``, ``numpy.random.default_rng(args.seed)``, a ``torch.Generator()``
+        (whose default seed is fixed) reseeded only by ``g.manual_seed(<alike>)``."""
+        key = key_of(generator)
+        if key is None:
+            return False
+        builds = [
+            assign.value
+            for assign in find_all(self.tree.module, cst.Assign)
+            if [key_of(t.target) for t in assign.targets] == [key]
+            and isinstance(assign.value, cst.Call)
+            and self.tree.resolves_to(assign.value.func, *torch_api.OWN_GENERATORS)
+        ]
+        if len(builds) != 1:
+            return False
+        build = builds[0]
+        seeded = self.tree.resolves_to(build.func, "torch.Generator") or (
+            bool(build.args) and all(self.call_in(a.value) is None for a in build.args)
+        )
+        for call in find_all(self.tree.module, cst.Call):
+            func = call.func
+            if (
+                isinstance(func, cst.Attribute)
+                and key_of(func.value) == key
+                and func.attr.value in ("seed", "manual_seed")
+            ):
+                if not call.args or any(self.call_in(a.value) is not None for a in call.args):
+                    return False
+                seeded = True
+        return seeded
+
+    def _equalized(self, node: cst.CSTNode) -> set[str]:
+        """Keys of the tensors that the function around ``node`` all-reduces or broadcasts."""
+        function = self.tree.function_of(node)
+        found: set[str] = set()
+        for call in find_all(function, cst.Call, enter_functions=False):
+            func = call.func
+            name = self.tree.resolves_under(func, *torch_api.DISTRIBUTED_MODULES)
+            if name is None or not call.args or name.rsplit(".", 1)[-1] not in torch_api.EQUALIZING_COLLECTIVES:
+                continue
+            key = key_of(call.args[0].value)
+            if key is not None:
+                found.add(key)
+        return found
+
+
+def describe_assignment(tree: Tree, assign: cst.CSTNode) -> str:
+    """``done = random.random() < 0.1`` (line 26): an assignment's first line and where it is."""
+    return f"`{code(assign).strip().splitlines()[0]}` (line {tree.line(assign)})"

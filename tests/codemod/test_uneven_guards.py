@@ -1,0 +1,301 @@
+"""A backward that runs on some processes only: under an ``if`` on a value each process computes
+for itself (its own loss, a random draw), decided in the step's function or in a caller that hands
+the flag down. Converted, the processes decide differently once their losses differ, and the one
+that skips the backward leaves the others waiting in its all-reduce (gan_yolo's replica aborted in
+gloo at epoch 3). A condition every process computes alike (a counter, a config flag, a draw from
+a generator seeded alike, a value reduced across processes) still converts."""
+
+from __future__ import annotations
+
+import textwrap
+
+from regcomp_lint.codemod import convert_source
+
+HEAD = """\
+import argparse
+import random
+
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--train-d", action="store_true")
+args = parser.parse_args()
+gen = torch.nn.Linear(4, 4)
+disc = torch.nn.Linear(4, 1)
+opt_g = torch.optim.Adam(gen.parameters())
+opt_d = torch.optim.Adam(disc.parameters())
+loader = DataLoader(TensorDataset(torch.randn(64, 4)), batch_size=8, shuffle=True)
+
+
+def d_step(real, train):
+    d_loss = F.softplus(-disc(real)).mean() + F.softplus(disc(gen(real).detach())).mean()
+    if train:
+        opt_d.zero_grad()
+        d_loss.backward()
+        opt_d.step()
+    return d_loss
+
+
+def g_step(real):
+    g_loss = F.softplus(-disc(gen(real))).mean()
+    opt_g.zero_grad()
+    g_loss.backward()
+    opt_g.step()
+    return g_loss
+
+"""
+
+
+def _convert(body: str):
+    return convert_source(HEAD + textwrap.dedent(body), "gan.py")
+
+
+def test_a_flag_handed_down_two_calls_from_the_process_s_own_loss_and_a_draw_is_refused():
+    result = _convert(
+        """
+        def should_train(d_loss):
+            return torch.rand(1).item() < torch.sigmoid(torch.tensor(d_loss - 0.5)).item()
+
+
+        def train_epoch(train_d):
+            total = 0.0
+            for (real,) in loader:
+                total += d_step(real, train=train_d).item()
+                g_step(real)
+            return total / len(loader)
+
+
+        train_d = False
+        for epoch in range(8):
+            d_loss = train_epoch(train_d)
+            next_d = should_train(d_loss)
+            if next_d and epoch > 2:
+                train_d = True
+            elif not next_d:
+                train_d = False
+        """
+    )
+    assert not result.changed
+    assert result.refused == (
+        "gan.py: not converted: a training step can run on some processes only: the X.backward() at line 22 "
+        "runs under `if train:` (line 20), where `train` is handed down by train_epoch() as `train_d` (line 42); "
+        "there `train_d` is handed down by the module as `train_d` (line 49); there `train_d` is computed from "
+        "`next_d = should_train(d_loss)` (line 50); each process decides from its own values (its own loss, "
+        "its own random draws), so one skips a backward the others run and leaves them waiting in its "
+        "all-reduce (a 2-process run hangs); convert by hand, deciding once for every process (reduce the "
+        "value across processes, or draw it from a generator seeded alike)"
+    )
+
+
+def test_a_flag_handed_down_one_call_from_a_random_draw_is_refused():
+    result = _convert(
+        """
+        for epoch in range(8):
+            train_d = random.random() < 0.5
+            for (real,) in loader:
+                d_step(real, train_d)
+                g_step(real)
+        """
+    )
+    assert result.refused is not None
+    assert "the X.backward() at line 22 runs under `if train:` (line 20), where `train` is handed down by the " in (
+        result.refused
+    )
+    assert "module as `train_d` (line 38); there `train_d` is computed from `train_d = random.random() < 0.5` " in (
+        result.refused
+    )
+
+
+def test_a_condition_on_the_process_s_own_loss_in_the_step_s_function_is_refused():
+    result = _convert(
+        """
+        for epoch in range(8):
+            for (real,) in loader:
+                d_loss = F.softplus(-disc(real)).mean()
+                if d_loss.item() > 0.3:
+                    opt_d.zero_grad()
+                    d_loss.backward()
+                    opt_d.step()
+                g_step(real)
+        """
+    )
+    assert result.refused is not None
+    assert (
+        "a training step can run on some processes only: the X.backward() at line 40 runs under "
+        "`if d_loss.item() > 0.3:` (line 38), where `d_loss.item() > 0.3` calls d_loss.item()"
+    ) in result.refused
+
+
+def test_a_draw_in_the_condition_itself_is_refused():
+    result = _convert(
+        """
+        for epoch in range(8):
+            for (real,) in loader:
+                d_loss = F.softplus(-disc(real)).mean()
+                if random.random() < 0.5:
+                    d_loss.backward()
+                    opt_d.step()
+                g_step(real)
+        """
+    )
+    assert result.refused is not None
+    assert "`if random.random() < 0.5:` (line 38), where `random.random() < 0.5` calls random.random()" in (
+        result.refused
+    )
+
+
+def _converts(body: str) -> None:
+    result = _convert(body)
+    assert result.refused is None, result.refused
+    assert result.changed
+
+
+def test_an_epoch_counter_and_a_config_flag_handed_down_still_convert():
+    _converts(
+        """
+        for epoch in range(8):
+            for (real,) in loader:
+                d_step(real, train=epoch >= 2 and args.train_d)
+                g_step(real)
+        """
+    )
+
+
+def test_a_flag_decided_from_a_counter_in_the_loop_still_converts():
+    _converts(
+        """
+        train_d = False
+        for epoch in range(8):
+            if epoch % 2 == 0:
+                train_d = not train_d
+            for (real,) in loader:
+                d_step(real, train_d)
+                g_step(real)
+        """
+    )
+
+
+def test_a_draw_from_a_generator_seeded_alike_still_converts():
+    _converts(
+        """
+        rng = random.Random(0)
+        for epoch in range(8):
+            train_d = rng.random() < 0.5
+            for (real,) in loader:
+                d_step(real, train_d)
+                g_step(real)
+        """
+    )
+
+
+def test_a_torch_generator_seeded_alike_still_converts():
+    _converts(
+        """
+        g = torch.Generator()
+        g.manual_seed(1234)
+        for epoch in range(8):
+            train_d = torch.rand(1, generator=g).item() < 0.5
+            for (real,) in loader:
+                d_step(real, train_d)
+                g_step(real)
+        """
+    )
+
+
+def test_a_loss_reduced_across_processes_still_converts():
+    _converts(
+        """
+        import torch.distributed as dist
+
+        train_d = True
+        for epoch in range(8):
+            total = torch.zeros(())
+            for (real,) in loader:
+                total += d_step(real, train_d).detach()
+                g_step(real)
+            if dist.is_initialized():
+                dist.all_reduce(total)
+            train_d = total.item() > 0.3
+        """
+    )
+
+
+def test_a_backward_in_both_branches_still_converts():
+    _converts(
+        """
+        for epoch in range(8):
+            for (real,) in loader:
+                d_loss = F.softplus(-disc(real)).mean()
+                if d_loss.item() > 0.3:
+                    (2 * d_loss).backward()
+                else:
+                    d_loss.backward()
+                opt_d.step()
+                g_step(real)
+        """
+    )
+
+
+def test_a_generator_built_without_a_seed_is_its_own_to_each_process():
+    result = _convert(
+        """
+        rng = random.Random()
+        for epoch in range(8):
+            train_d = rng.random() < 0.5
+            for (real,) in loader:
+                d_step(real, train_d)
+                g_step(real)
+        """
+    )
+    assert result.refused is not None
+    assert "there `train_d` is computed from `train_d = rng.random() < 0.5` (line 37)" in result.refused
+
+
+def test_constant_flags_of_a_train_and_an_eval_pass_still_convert():
+    _converts(
+        """
+        def run_epoch(train):
+            for (real,) in loader:
+                d_step(real, train)
+                if train:
+                    g_step(real)
+
+
+        for epoch in range(8):
+            run_epoch(True)
+            run_epoch(train=False)
+        """
+    )
+
+
+def test_a_call_of_the_step_under_a_condition_on_the_loss_in_the_caller_is_refused():
+    result = _convert(
+        """
+        for epoch in range(8):
+            for (real,) in loader:
+                g_loss = g_step(real)
+                if g_loss.item() < 0.7:
+                    d_step(real, True)
+        """
+    )
+    assert result.refused is not None
+    assert (
+        "the X.backward() at line 22 (through the call at line 39) runs under `if g_loss.item() < 0.7:` (line 38), "
+        "where `g_loss.item() < 0.7` calls g_loss.item()"
+    ) in result.refused
+
+
+def test_a_call_of_the_step_in_both_branches_still_converts():
+    _converts(
+        """
+        for epoch in range(8):
+            for (real,) in loader:
+                g_loss = g_step(real)
+                if g_loss.item() < 0.7:
+                    d_step(real, True)
+                else:
+                    d_step(2 * real, True)
+        """
+    )
