@@ -81,7 +81,15 @@ def _source(
     tree: Tree, graph: CallGraph, varies: PerProcess, expr: cst.BaseExpression, at: cst.CSTNode, depth: int
 ) -> str | None:
     """Where ``expr`` (read at ``at``) gets a value of the process's own, described; None when
-    every process computes it alike."""
+    every process computes it alike. The parts of ``a and b`` and ``not a`` are read one by one,
+    and ``x is None`` / ``x is not None`` not at all: whether a value exists is decided by the
+    script's control flow, alike on every process (``if loss is not None: loss.backward()``)."""
+    if isinstance(expr, cst.BooleanOperation):
+        return _source(tree, graph, varies, expr.left, at, depth) or _source(tree, graph, varies, expr.right, at, depth)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        return _source(tree, graph, varies, expr.expression, at, depth)
+    if _asks_whether_it_exists(expr):
+        return None
     call = varies.call_in(expr)
     if call is not None:
         return f"`{code(expr).strip()}` calls {code(call.func).strip()}()"
@@ -107,6 +115,16 @@ def _source(
                     f"`{name}` is handed down by {who} as `{code(arg).strip()}` (line {tree.line(site)}); there {found}"
                 )
     return None
+
+
+def _asks_whether_it_exists(expr: cst.BaseExpression) -> bool:
+    """``x is None``, ``x is not None`` (either side)."""
+    if not isinstance(expr, cst.Comparison):
+        return False
+    operands = [expr.left, *(c.comparator for c in expr.comparisons)]
+    return all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in expr.comparisons) and any(
+        isinstance(o, cst.Name) and o.value == "None" for o in operands
+    )
 
 
 def _argument_for(tree: Tree, function: cst.FunctionDef, call: cst.Call, name: str) -> cst.BaseExpression | None:

@@ -299,3 +299,24 @@ def test_a_call_of_the_step_in_both_branches_still_converts():
                     d_step(2 * real, True)
         """
     )
+
+
+def test_a_test_whether_the_loss_exists_still_converts():
+    """``if loss is not None:`` (a model that returns a loss only when given labels) asks whether a
+    value exists, which the script's own control flow decides alike on every process; a value test
+    joined to it is still read."""
+    body = """
+        for epoch in range(8):
+            for (real,) in loader:
+                d_loss = disc(real).mean() if real.numel() else None
+                if {test}:
+                    opt_d.zero_grad()
+                    d_loss.backward()
+                    opt_d.step()
+                g_step(real)
+        """
+    for test in ("d_loss is not None", "not d_loss is None"):
+        result = _convert(body.format(test=test))
+        assert result.refused is None, (test, result.refused)
+    result = _convert(body.format(test="d_loss is not None and d_loss.item() > 0.3"))
+    assert result.refused is not None and "calls d_loss.item()" in result.refused, result.refused
