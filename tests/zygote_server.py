@@ -1,7 +1,7 @@
 """A process that has imported torch and accelerate once and forks a fresh-looking interpreter per run.
 
 Why: the equivalence harness starts about 400 Python processes, each of which spends over a CPU
-second importing torch, accelerate and dynamo before the script's first line; on CI's 2 cores
+second importing torch and accelerate before the script's first line; on CI's 2 cores
 that was a third of the suite. The launchers stay real: ``torchrun`` and ``accelerate launch``
 still start every worker, set its environment and watch it; only the worker's interpreter comes
 from a fork of this one (``tests/zygote_client.py`` is the tiny program they start: it hands its
@@ -34,9 +34,12 @@ HEADER = struct.Struct("!I")
 
 
 def _preimport() -> None:
-    """What every run imports before its first line of its own (measured: about 1.4 CPU-s)."""
+    """What every run imports before its first line of its own (about 1.4 CPU-s). Not dynamo:
+    with ``torch._dynamo`` imported here, a forked original that never compiles hung at its end
+    in 1 of 3 two-process runs (gdb: the main thread, holding the GIL, destroys the gloo process
+    group and waits for its mutex; the gloo thread holding it frees an allreduce's thread-local
+    state, which then holds a Python object, and waits for the GIL), 0 of 30 without."""
     import accelerate  # noqa: F401
-    import torch._dynamo  # noqa: F401
     import torch.distributed  # noqa: F401
     import torch.nn  # noqa: F401
     import torch.optim  # noqa: F401
@@ -105,6 +108,8 @@ def _become_the_run(request: dict, fds: list[int]) -> None:
 def serve(path: str) -> None:
     _preimport()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    if os.path.exists(path):  # left by a server that was killed
+        os.unlink(path)
     listener.bind(path)
     listener.listen(64)
     selector = selectors.DefaultSelector()
