@@ -32,10 +32,12 @@ TIMEOUT = 300
 #: still holds that collective's tensor; freeing it needs the GIL, the thread is unwound during
 #: finalization, and libstdc++ aborts. A barrier before destroy_process_group() avoids it.
 TEARDOWN_ABORT = "terminate called without an active exception"
-#: The same race seen as a hang (clean-clone CI of session 20, zygote runs, 2 of 126 original
-#: torchrun runs): every process printed its end marker, then one stopped in the destructors run
-#: as the script's ``main()`` returned (its stack: the module's ``main()`` line, no ``main``
-#: frame) until the wrapper's watchdog ended it: "Timeout (0:01:00)!".
+#: The same race seen as a hang (clean-clone CI of 261ce56: 5 original torchrun runs forked from a
+#: zygote that had imported torch._dynamo): one process stopped in the destructors run as the
+#: script's ``main()`` returned (gdb: the main thread, holding the GIL, waits on the gloo process
+#: group's mutex; the gloo thread holding it frees an allreduce whose thread-local state holds a
+#: Python object, and waits for the GIL) until the wrapper's watchdog ended it: "Timeout (0:01:00)!".
+#: The zygote no longer imports dynamo; a converted script, which compiles, still does.
 TEARDOWN_HANG = "Timeout (0:"
 
 #: Runs a script as ``__main__`` and then prints an end marker naming the process by the
@@ -244,6 +246,17 @@ def run_once_more_on_teardown_abort(
             continue
         break
     return result
+
+
+class Fresh:
+    """Runs started afresh: the script as given, in the environment as given (what a
+    :class:`Zygote` stands in for)."""
+
+    def command(self, script: Sequence[str]) -> list[str]:
+        return list(script)
+
+    def environment(self, env: dict[str, str]) -> dict[str, str]:
+        return env
 
 
 ZYGOTE_SERVER = Path(__file__).with_name("zygote_server.py")

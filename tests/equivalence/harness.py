@@ -56,6 +56,7 @@ from regcomp_lint.cli.fix_command import FileResult, FixOptions, convert_options
 from regcomp_lint.lint.config import Settings
 from tests.launch import (
     TORCH_PYTHON,
+    Fresh,
     Zygote,
     accelerate_launch,
     clean_environment,
@@ -242,6 +243,7 @@ def _arguments(arguments: list[str], out_dir: Path) -> list[str]:
 def run(case: Case, folder: Path, label: str, launcher: str, converted: bool, zygote: Zygote | None = None) -> Run:
     """Run the staged script in ``folder``: ``launcher`` is plain, torchrun, accelerate or spawn;
     its processes fork from ``zygote`` when one is given (the launchers stay real)."""
+    starts = zygote or Fresh()
     out_dir = folder / "out"
     processes = 1 if launcher == "plain" else 2
     # a converted script is checked through accelerate's view of the processes; an original one,
@@ -254,25 +256,24 @@ def run(case: Case, folder: Path, label: str, launcher: str, converted: bool, zy
     for phase in case.phases:
         arguments = _arguments(case.args + phase, out_dir)
         if launcher == "spawn":
-            script = _through(zygote, [SCRIPT, *arguments, *_arguments(case.original_two_process_args, out_dir)])
+            script = starts.command([SCRIPT, *arguments, *_arguments(case.original_two_process_args, out_dir)])
             command, env, markers = [TORCH_PYTHON, *script], clean_environment(folder), ["EQ done"]
         elif launcher == "plain":
-            command = [TORCH_PYTHON, *_through(zygote, ["wrapper.py", SCRIPT, *arguments])]
+            command = [TORCH_PYTHON, *starts.command(["wrapper.py", SCRIPT, *arguments])]
             env, markers = clean_environment(folder), process_markers(1)
         elif launcher == "torchrun":
-            command = torchrun(_through(zygote, ["wrapper.py", SCRIPT, *arguments]))
+            command = torchrun(starts.command(["wrapper.py", SCRIPT, *arguments]))
             env, markers = clean_environment(folder), process_markers(2)
         elif launcher == "accelerate":
             command = accelerate_launch(
-                _through(zygote, ["wrapper.py", SCRIPT, *arguments]), mixed_precision=_mixed_precision(case, converted)
+                starts.command(["wrapper.py", SCRIPT, *arguments]), mixed_precision=_mixed_precision(case, converted)
             )
             env, markers = cpu_launch_environment(folder), process_markers(2)
         else:
             raise ValueError(launcher)
         if converted and case.launch_mixed_precision and launcher != "accelerate":
             env["ACCELERATE_MIXED_PRECISION"] = case.launch_mixed_precision
-        if zygote is not None:
-            env = zygote.environment(env)
+        env = starts.environment(env)
         done = run_once_more_on_teardown_abort(command, folder, env, markers)
         outputs.append(done.output)
         stdouts.append(done.stdout)
@@ -291,12 +292,6 @@ def run(case: Case, folder: Path, label: str, launcher: str, converted: bool, zy
     return Run(
         label, processes, returncode, output, out_dir, elapsed, parse_steps(stdout), parse_metrics(stdout), digests
     )
-
-
-def _through(zygote: Zygote | None, script: list[str]) -> list[str]:
-    """What a launcher's Python is given to run ``script``: the script itself, or the zygote's
-    client that forks it."""
-    return script if zygote is None else zygote.command(script)
 
 
 def rank_agreement(candidate: Run, original: Run | None) -> list[str]:
@@ -416,9 +411,9 @@ def check_checkpoints(case: Case, runs: list[Run], zygote: Zygote | None = None)
             json.dumps(case.strip_prefix),
             *map(str, paths),
         ]
-        env = clean_environment(staged)
+        starts = zygote or Fresh()
         done = run_once_more_on_teardown_abort(
-            [TORCH_PYTHON, *_through(zygote, check)], staged, env if zygote is None else zygote.environment(env), []
+            [TORCH_PYTHON, *starts.command(check)], staged, starts.environment(clean_environment(staged)), []
         )
         if done.returncode != 0:
             return [f"checkpoint check crashed:\n{done.output[-3000:]}"]
