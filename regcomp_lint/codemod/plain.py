@@ -1209,9 +1209,9 @@ class PlainPlanner(Planner):
                 if not taken_unwrapped(tree, call, model):  # `else: save(model.state_dict())` of an isinstance test
                     self.saved_states.add(model)
         main = [p for p in places if p is self.scope or p in self.owner_methods()]
-        writes += save_wrapper_states_once(self, [p for p in places if all(p is not q for q in main)])
+        writes += save_wrapper_states_once(self, [p for p in places if p not in main])
         writes += guard_helper_saves(self, places, self.training)
-        owned = [p for p in places if p is self.scope or p in self.owner_methods() or p in self.training]
+        owned = [p for p in places if p in main or p in self.training]
         writes += save_the_rest_once(self, owned, writes)
         wait_before_reading_back(self, writes)
         write_files_once(self, places)
