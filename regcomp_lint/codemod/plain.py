@@ -104,7 +104,7 @@ from regcomp_lint.codemod.roles import (
 from regcomp_lint.codemod.schedulers import unpacked_schedulers
 from regcomp_lint.codemod.settings import LAUNCH_FLAGS_NOTE, Refusal, ScriptSettings, Setting, StepElsewhere, resolve
 from regcomp_lint.codemod.shard_metrics import shard_metric_notes
-from regcomp_lint.codemod.sharded_factories import sampler_beside, sharded_by_factory
+from regcomp_lint.codemod.sharded_factories import sampler_beside, sharded_by_factory, sharded_on_another_branch
 from regcomp_lint.codemod.synced_values import evaluates_alike
 from regcomp_lint.codemod.taken_apart import piece_keys, stray_refusal
 from regcomp_lint.codemod.trackers import log_from_main_process
@@ -857,6 +857,11 @@ class PlainPlanner(Planner):
             by_hand = roles.split_by_rank([*bound.value.args, *(kw.value for kw in bound.value.keywords)], where)
             if by_hand is not None:
                 self.notes.append(f"{key} is {by_hand}: left unprepared, so every rank sees the batches it saw before")
+                continue
+            elsewhere = sharded_on_another_branch(self.tree, roles, expr, where, bound, self.distribution.by_hand)
+            if elsewhere is not None:
+                self.sharded_loaders.append(key)
+                self.notes.append(elsewhere)
                 continue
             origin = roles.origin(expr, where)
             if isinstance(origin, Origin) and origin.kind is Kind.DATALOADER:

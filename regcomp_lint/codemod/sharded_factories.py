@@ -99,3 +99,32 @@ def _definition(tree: Tree, imports, func: ast.expr):
 
 def _is_off(value: ast.expr) -> bool:
     return isinstance(value, ast.Constant) and value.value in (False, None, 0)
+
+
+def sharded_on_another_branch(tree: Tree, roles, expr: ast.expr, where, bound, by_hand: bool) -> str | None:
+    """Why the loop's loader stays unprepared when another binding of its name in the same scope,
+    on another branch, comes from a call that shards it already (survey 21a, drift_dit:
+    ``if kind == "imagenet": loader, n = build_imagenet_loader(cfg, rank=rank, world_size=ws)`` then
+    ``elif kind == "robotics": loader, ... = build_robotics_loader(cfg)``), else None. ``bound`` is
+    the binding the loop reads last. One ``prepare()`` cannot shard one branch and not the other:
+    prepared, the sharded branch's loader would be sharded twice (each rank 1/N of its share);
+    unprepared, every rank iterates on either branch exactly what it iterated in the original."""
+    for other in roles.bindings.every_binding(expr, where):
+        call = other.value
+        if other is bound or not isinstance(call, ast.Call) or other.where.function is not bound.where.function:
+            continue
+        why = roles.split_by_rank([*call.args, *(kw.value for kw in call.keywords)], other.where)
+        why = f"is {why}" if why is not None else None
+        if why is None and roles.origin(call, other.where) is None:
+            why = sharded_by_factory(tree, roles.ctx.imports, call, by_hand, sampler_beside(roles.ctx.tree, call))
+        if why is None:
+            continue
+        why = why.split(": left unprepared", 1)[0]
+        last = ast.unparse(bound.value.func) if isinstance(bound.value, ast.Call) else ast.unparse(bound.value)
+        return (
+            f"{ast.unparse(expr)} (from {ast.unparse(call.func)}(), line {call.lineno}) {why}, and the same name is "
+            f"bound on another branch from {last}() (line {bound.value.lineno}): left unprepared on every branch, so "
+            "every rank iterates exactly what it iterated in the original (one prepare() cannot shard one branch and "
+            "not the other; prepared, the sharded loader would be sharded twice: each rank would see 1/N of its share)"
+        )
+    return None

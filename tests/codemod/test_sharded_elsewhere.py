@@ -216,3 +216,89 @@ def test_a_plain_batch_sampler_is_still_prepared():
     result = convert_source(text, "train.py")
     assert result.refused is None, result.refused
     assert "accelerator.prepare(net_g, optim_g, train_loader)" in result.text, result.text
+
+
+PLAIN_DATA = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def build_plain_loader(n):
+    ds = TensorDataset(torch.randn(n, 4), torch.randn(n, 1))
+    return DataLoader(ds, batch_size=4, shuffle=True)
+"""
+
+BRANCHES = """\
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def train(kind, steps):
+    dist.init_process_group("gloo")
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    model = DDP(nn.Linear(4, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    if kind == "sharded":
+        from data import get_dataloaders
+        loader, n = get_dataloaders(batch_size=4, distributed=True)
+    elif kind == "plain":
+        from plain_data import build_plain_loader
+        loader = build_plain_loader(64)
+    data_iter = iter(loader)
+    for step in range(steps):
+        try:
+            x, y = next(data_iter)
+        except StopIteration:
+            data_iter = iter(loader)
+            x, y = next(data_iter)
+        loss = nn.functional.mse_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    dist.destroy_process_group()
+"""
+
+
+SHARDED_BRANCH = """\
+    if kind == "sharded":
+        from data import get_dataloaders
+        loader, n = get_dataloaders(batch_size=4, distributed=True)
+"""
+PLAIN_BRANCH = """\
+    elif kind == "plain":
+        from plain_data import build_plain_loader
+        loader = build_plain_loader(64)
+"""
+
+
+def _branches_swapped(source: str) -> str:
+    """The plain branch first, the sharded one last."""
+    assert SHARDED_BRANCH + PLAIN_BRANCH in source
+    first = PLAIN_BRANCH.replace("    elif", "    if", 1)
+    return source.replace(SHARDED_BRANCH + PLAIN_BRANCH, first + SHARDED_BRANCH.replace("    if", "    elif", 1))
+
+
+def test_a_loader_sharded_by_its_factory_on_one_branch_stays_unprepared_whatever_the_other_branch(tmp_path):
+    """drift_dit (survey 21a): `loader = build_imagenet_loader(cfg, rank=rank, world_size=...)` on one
+    branch, `loader = build_robotics_loader(cfg)` on the next. Only the last binding was read, so the
+    loader was prepared and the first branch's shard sharded again: on 2 ranks each saw every other
+    batch of its shard (4 distinct batches of 8, weights -0.988441 against the original's -1.472633)."""
+    (tmp_path / "data.py").write_text(DATA)
+    (tmp_path / "plain_data.py").write_text(PLAIN_DATA)
+    for source in (BRANCHES, _branches_swapped(BRANCHES)):
+        result = convert_source(source, str(tmp_path / "train.py"))
+        assert result.refused is None, result.refused
+        assert "model, optimizer = accelerator.prepare(model, optimizer)\n" in result.text, result.text
+        assert any(
+            n.startswith("loader (from get_dataloaders(), line ") and "DistributedSampler" in n for n in result.notes
+        ), result.notes
+
+
+def test_a_loader_unsharded_on_every_branch_is_still_prepared(tmp_path):
+    (tmp_path / "data.py").write_text(DATA.replace("DistributedSampler(tr, shuffle=True)", "None"))
+    (tmp_path / "plain_data.py").write_text(PLAIN_DATA)
+    result = convert_source(BRANCHES, str(tmp_path / "train.py"))
+    assert result.refused is None, result.refused
+    assert "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)" in result.text, result.text
