@@ -24,11 +24,14 @@ from regcomp_lint.codemod.delegated_loop import refusal as delegated_refusal
 from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConversionResult, ConvertOptions
 from regcomp_lint.files.parsing import parse, shared_parses
 from regcomp_lint.files.source import DecodeError, comments, decode_source
+from regcomp_lint.knowledge.training_libraries import LOSS_SCALER_CLASSES
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.command import ConvertToAccelerate
 
 _BOM = "\ufeff"
+#: words without which a file has nothing to convert (a loss scaler's call runs a backward unseen)
+_WORTH_PARSING = ("backward", "Accelerator", "TorchDynamoPlugin", "DataParallel", *sorted(LOSS_SCALER_CLASSES))
 #: Larger inputs are refused before any parsing: no training script comes near (the largest are a
 #: few hundred KB), and libcst's tree of 64 MiB of source would need tens of gigabytes. The fixer is
 #: linear in file size below it (issue 16; it refused everything over 1 MiB before).
@@ -64,7 +67,7 @@ def _convert_source(text: str, filename: str, options: ConvertOptions | None) ->
         return result
     except (RecursionError, MemoryError, ValueError) as exc:  # too deep for the parser itself; a NUL byte
         return _refused(text, f"{filename}: cannot parse: {exc}; nothing changed")
-    if not any(word in body for word in ("backward", "Accelerator", "TorchDynamoPlugin", "DataParallel")):
+    if not any(word in body for word in _WORTH_PARSING):
         # cheap answer for most files of a repository: nothing to convert, no libcst metadata needed
         return _no_training_step(text, syntax, filename, options)
     import libcst as cst  # (here: a file that stops above never needs libcst)

@@ -72,6 +72,7 @@ from regcomp_lint.codemod.iterable_batches import whole_batch_stream_refusal
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.load_locations import keep_cpu_load_locations
 from regcomp_lint.codemod.local_modules import imported_function, importer_of, is_project_module, load_local
+from regcomp_lint.codemod.loss_scalers import loss_scaler_step
 from regcomp_lint.codemod.method_loss import (
     MethodLoss,
     add_wrapper_class,
@@ -189,6 +190,9 @@ class PlainPlanner(Planner):
     def plan(self) -> Conversion:
         tree = self.tree
         backwards = backward_calls(tree, set())
+        scaled_step = loss_scaler_step(tree, backwards)
+        if scaled_step is not None:
+            raise StepElsewhere(scaled_step)
         if not backwards and self.distribution.data_parallel and not trains_nothing(tree):
             # MAE's main_pretrain.py + engine_pretrain.py (an evaluation script's DataParallel is no training)
             raise StepElsewhere(

@@ -129,6 +129,14 @@ ITERATION_BUILTINS = ("iter", "enumerate")
 #: through ``len``).
 INTEGER_BUILTINS = ("range",)
 
+#: Loss scalers called as ``loss_scaler(loss, optimizer, clip_grad=..., parameters=...)``: one call runs
+#: ``scale(loss).backward()``, unscales, clips and steps the optimizer (timm.utils's ``NativeScaler`` and
+#: ``ApexScaler``; the copies BEiT, MAE and ConvNeXt keep in their ``utils.py`` / ``util/misc.py`` as
+#: ``NativeScalerWithGradNormCount``). Matched by the class's last name, as the copies live in each project.
+LOSS_SCALER_CLASSES = frozenset(
+    {"NativeScaler", "ApexScaler", "NativeScalerWithGradNormCount", "NativeScalerWithGradAccum"}
+)
+
 #: Calls that make a copy of the model they are handed (an EMA or SWA average starts as one): made
 #: of the prepared model, the copy would be a DDP or compile wrapper (DDP cannot be deep-copied on
 #: several processes; the compiled copy's state_dict carries ``_orig_mod.`` keys).
