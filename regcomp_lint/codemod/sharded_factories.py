@@ -122,7 +122,7 @@ def sharded_on_another_branch(tree: Tree, roles, expr: ast.expr, where, bound, b
         why = why.split(": left unprepared", 1)[0]
         last = ast.unparse(bound.value.func) if isinstance(bound.value, ast.Call) else ast.unparse(bound.value)
         return (
-            f"{ast.unparse(expr)} (from {ast.unparse(call.func)}(), line {call.lineno}) {why}, and the same name is "
+            f"{ast.unparse(expr)} (from {ast.unparse(call.func)}(), line {call.lineno}) {why}; the same name is "
             f"bound on another branch from {last}() (line {bound.value.lineno}): left unprepared on every branch, so "
             "every rank iterates exactly what it iterated in the original (one prepare() cannot shard one branch and "
             "not the other; prepared, the sharded loader would be sharded twice: each rank would see 1/N of its share)"
