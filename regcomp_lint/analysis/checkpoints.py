@@ -264,9 +264,13 @@ class Checkpoints:
 
 def is_main_process_test(test: ast.expr) -> bool:
     """``master_process``, ``accelerator.is_main_process``, ``rank == 0``, ``dist.get_rank() == 0``,
-    ``args.local_rank in (-1, 0)``, ``not rank``, or a conjunction holding one of them."""
+    ``args.local_rank in (-1, 0)``, ``not rank``, ``utils.is_main_process()`` (the DeiT /
+    torchvision-references helper: ``get_rank() == 0``, asked with no argument), or a conjunction
+    holding one of them."""
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return any(is_main_process_test(value) for value in test.values)
+    if isinstance(test, ast.Call) and not test.args and not test.keywords:
+        test = test.func
     if isinstance(test, ast.Name):
         return test.id in MAIN_PROCESS_FLAGS
     if isinstance(test, ast.Attribute):

@@ -1,0 +1,70 @@
+"""``utils.is_main_process()`` -- the DeiT / torchvision-references helper, ``get_rank() == 0`` --
+is a main-process test like ``rank == 0`` (analysis/checkpoints.is_main_process_test). Before, a
+write under ``if utils.is_main_process():`` got a second ``if accelerator.is_main_process:`` and the
+note "every process appended the same lines to the file", and a SummaryWriter started there was
+said to log from every process (survey 21a, sdgformer_cls: false on the original, whose log file
+had one line per epoch on 2 processes)."""
+
+from __future__ import annotations
+
+from regcomp_lint.codemod import convert_source
+
+SCRIPT = """\
+import torch
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.tensorboard import SummaryWriter
+
+import utils
+
+
+def main(args):
+    utils.init_distributed_mode(args)
+    model = DDP(nn.Linear(4, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    writer = None
+    if utils.is_main_process():
+        writer = SummaryWriter("runs")
+    for epoch in range(2):
+        x, y = torch.randn(8, 4), torch.randn(8, 1)
+        loss = nn.functional.mse_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        GUARD
+            writer.add_scalar("loss", loss.item(), epoch)
+            with open("log.txt", "a") as f:
+                f.write(f"{epoch} {loss.item()}\\n")
+"""
+
+
+def _convert(guard: str):
+    result = convert_source(SCRIPT.replace("GUARD", guard), "train.py")
+    assert result.refused is None, result.refused
+    return result
+
+
+def test_a_write_under_the_helper_is_left_as_the_script_guards_it():
+    result = _convert("if utils.is_main_process():")
+    assert "if accelerator.is_main_process:" not in result.text, result.text
+    assert not any("every process" in n for n in result.notes), result.notes
+
+
+def test_a_write_after_the_others_leave_through_the_helper_is_left_too():
+    result = convert_source(
+        SCRIPT.replace(
+            "        GUARD\n            writer",
+            "        if not utils.is_main_process():\n            continue\n        writer",
+        )
+        .replace("            with open", "        with open")
+        .replace("                f.write", "            f.write"),
+        "train.py",
+    )
+    assert result.refused is None, result.refused
+    assert "if accelerator.is_main_process:" not in result.text, result.text
+    assert not any("every process" in n for n in result.notes), result.notes
+
+
+def test_a_helper_asking_about_another_group_is_no_main_process_test():
+    result = _convert("if utils.is_main_process(group):")
+    assert "if accelerator.is_main_process:" in result.text
