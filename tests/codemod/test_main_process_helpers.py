@@ -38,33 +38,32 @@ def main(args):
 """
 
 
-def _convert(guard: str):
-    result = convert_source(SCRIPT.replace("GUARD", guard), "train.py")
+def _notes_and_text(source: str) -> tuple[list[str], str]:
+    result = convert_source(source, "train.py")
     assert result.refused is None, result.refused
-    return result
+    return result.notes, result.text
 
 
 def test_a_write_under_the_helper_is_left_as_the_script_guards_it():
-    result = _convert("if utils.is_main_process():")
-    assert "if accelerator.is_main_process:" not in result.text, result.text
-    assert not any("every process" in n for n in result.notes), result.notes
+    notes, text = _notes_and_text(SCRIPT.replace("GUARD", "if utils.is_main_process():"))
+    assert "if accelerator.is_main_process:" not in text, text
+    assert not any("every process" in n for n in notes), notes
 
 
 def test_a_write_after_the_others_leave_through_the_helper_is_left_too():
-    result = convert_source(
+    early_exit = (
         SCRIPT.replace(
             "        GUARD\n            writer",
             "        if not utils.is_main_process():\n            continue\n        writer",
         )
         .replace("            with open", "        with open")
-        .replace("                f.write", "            f.write"),
-        "train.py",
+        .replace("                f.write", "            f.write")
     )
-    assert result.refused is None, result.refused
-    assert "if accelerator.is_main_process:" not in result.text, result.text
-    assert not any("every process" in n for n in result.notes), result.notes
+    notes, text = _notes_and_text(early_exit)
+    assert "if accelerator.is_main_process:" not in text, text
+    assert not any("every process" in n for n in notes), notes
 
 
 def test_a_helper_asking_about_another_group_is_no_main_process_test():
-    result = _convert("if utils.is_main_process(group):")
-    assert "if accelerator.is_main_process:" in result.text
+    _, text = _notes_and_text(SCRIPT.replace("GUARD", "if utils.is_main_process(group):"))
+    assert "if accelerator.is_main_process:" in text
