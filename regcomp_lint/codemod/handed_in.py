@@ -50,6 +50,9 @@ def find_handed_in(tree: Tree, graph: CallGraph, training: set[Function]) -> Han
         kept = kept_parameters(tree, init)
         stepped = {key for m in trainers for key in _attribute_calls(m, "step")}
         optimizers = [k for k in kept if k in stepped]
+        if len(optimizers) > 1:  # a scheduler steps too (scBERT's Trainer): the optimizer also zeroes grads
+            zeroed = {key for m in trainers for key in _attribute_calls(m, "zero_grad")}
+            optimizers = [k for k in optimizers if k in zeroed] or optimizers
         called = {key for m in trainers for key in _called_attributes(m)}
         models = [k for k in kept if k in called]
         if not models:  # the loss from the model's own method: `loss = self.model.training_step(batch)`

@@ -110,3 +110,26 @@ def test_a_trainer_that_keeps_its_handed_model_and_builds_the_optimizer_from_the
     assert result.refused is None, result.refused
     assert "self.model, self.optimizer = self.accelerator.prepare(self.model, self.optimizer)\n" in result.text
     assert "print(model.count_parameters())" in result.text  # the parameter stays the bare model
+
+
+def test_a_trainer_handed_a_scheduler_too_prepares_the_optimizer_that_zeroes_the_gradients():
+    """scbert_cls (survey21b): Trainer(model=..., optimizer=..., scheduler=..., ...) steps both
+    self.optimizer and self.scheduler; two stepped attributes left no handed-in optimizer, and the
+    script was refused as "built in main(), which does not run the training loop" (main() runs it
+    through trainer.train()). The optimizer is the one the training methods also zero_grad().
+    Replica (SGD, StepLR per epoch, 3 epochs): the same LR and weights as the original on 1 process,
+    the same LR on both ranks and equal weights under accelerate launch and torchrun."""
+    text = (
+        SCRIPT.replace("{placement}", "")
+        .replace(
+            "    def __init__(self, model, loader, optimizer):\n",
+            "    def __init__(self, model, loader, optimizer, scheduler=None):\n        self.scheduler = scheduler\n",
+        )
+        .replace(
+            "            self.optimizer.step()\n",
+            "            self.optimizer.step()\n            self.scheduler.step()\n",
+        )
+    )
+    result = convert_source(text, "train.py", ConvertOptions())
+    assert result.refused is None, result.refused
+    assert "self.model, self.optimizer, self.loader = self.accelerator.prepare(" in result.text
