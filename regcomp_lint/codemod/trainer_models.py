@@ -254,6 +254,21 @@ def trainer_models(planner: PlainPlanner, model: str, found: TrainerModels | Non
             f"{cls.name.value}.__init__(), or convert by hand"
         )
     helper = model_helper(tree, init, model) if init is not None and init is not scope else None
+    if init is not None and init is scope and (built := model_helper(tree, init, model)) is not None:
+        # swara_jepa (survey21b): `self._build_model()` then `self._build_optimiser()` in __init__
+        made = planner.optimizer_method
+        by = (
+            f"by {code(made.statement).strip()} at line {tree.line(made.statement)}"
+            if made is not None
+            else f"at line {tree.line(scope)}"
+        )
+        raise Refusal(
+            f"the model {model} is bound in {built[0].name.value}() at line "
+            f"{tree.line(bindings(built[0], model)[0])}, which __init__() calls once (line {tree.line(built[1])}), "
+            f"and its optimizer is built in __init__() too ({by}): the conversion takes a method's model "
+            "building for __init__'s only when the optimizer is built in the training method, after the "
+            "Accelerator is made; convert by hand"
+        )
     if init is None or (init not in binders and helper is None) or init is scope:
         first = binders[0]
         problem = None

@@ -649,3 +649,21 @@ def test_set_optimizer_with_a_scheduler_called_from_init_prepares_both_there():
         "            self.model, self.optimizer, self.train_loader, self.scheduler\n"
         "        )\n\n    def set_optimizer(self):\n"
     ) in out
+
+
+def test_a_helper_model_with_an_optimizer_built_from_init_is_refused_naming_both_calls():
+    """swara_jepa (survey21b): `self._build_model()` then `self._build_optimiser()` in __init__.
+    Before: refused, "bound in _build_model() at line N, not in Trainer.__init__(): ... only when
+    __init__ builds it, itself or through one method it calls once for it", which it does."""
+    text = BUILD_HELPER.replace("        self.set_optimizer()\n", "").replace(
+        "        self.train_loader = DataLoader(TensorDataset(x, x.argmax(1) % 4), batch_size=16, shuffle=True)\n",
+        "        self.train_loader = DataLoader(TensorDataset(x, x.argmax(1) % 4), batch_size=16, shuffle=True)\n"
+        "        self.set_optimizer()\n",
+    )
+    result = convert(text)
+    assert result.refused is not None
+    assert (
+        "the model self.model is bound in _build_model() at line 31, which __init__() calls once (line 25), and its "
+        "optimizer is built in __init__() too (by self.set_optimizer() at line 28)"
+    ) in result.refused, result.refused
+    assert "not in Trainer.__init__()" not in result.refused
