@@ -301,6 +301,16 @@ def refuse_rebound_models(planner: PlainPlanner, found: TrainerModels) -> None:
             continue  # __init__'s own model building, in a method it calls once
         for model in found.models:
             left = [n for n in bindings(method, model) if not planner.is_removed(n) and not _moved(n, model)]
+            if left and _placeholder_only(bindings(found.init, model)):
+                # nanogpt_cls (survey21b): `self.model = None` in __init__, built by loadModel()/resumeModel()
+                binders = [m for m in methods_of(found.cls) if m is not found.init and bindings(m, model)]
+                where = ", ".join(f"{m.name.value}() (line {tree.line(bindings(m, model)[0])})" for m in binders)
+                raise Refusal(
+                    f"the model {model} is only set to None in {found.cls.name.value}.__init__() (line "
+                    f"{tree.line(bindings(found.init, model)[0])}) and bound in {where}: the conversion prepares "
+                    "a trainer's model that __init__ builds itself or through one method it calls once for it; "
+                    "convert by hand"
+                )
             if left:
                 raise Refusal(
                     f"the model {model} is built in {found.cls.name.value}.__init__() and bound again in "
@@ -308,6 +318,14 @@ def refuse_rebound_models(planner: PlainPlanner, found: TrainerModels) -> None:
                     f"the model {function_label(planner.scope)} prepares is not the one every method uses; "
                     "keep one model per trainer, or convert by hand"
                 )
+
+
+def _placeholder_only(nodes: list[cst.CSTNode]) -> bool:
+    """``self.model = None``: a placeholder, not a model built."""
+    return bool(nodes) and all(
+        isinstance(n, (cst.Assign, cst.AnnAssign)) and isinstance(n.value, cst.Name) and n.value.value == "None"
+        for n in nodes
+    )
 
 
 def refuse_repeated_training(planner: PlainPlanner, found: TrainerModels) -> None:
