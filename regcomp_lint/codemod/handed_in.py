@@ -50,6 +50,9 @@ def find_handed_in(tree: Tree, graph: CallGraph, training: set[Function]) -> Han
         kept = kept_parameters(tree, init)
         stepped = {key for m in trainers for key in _attribute_calls(m, "step")}
         optimizers = [k for k in kept if k in stepped]
+        if len(optimizers) > 1:  # a scheduler steps too (scBERT's Trainer): the optimizer also zeroes grads
+            zeroed = {key for m in trainers for key in _attribute_calls(m, "zero_grad")}
+            optimizers = [k for k in optimizers if k in zeroed] or optimizers
         called = {key for m in trainers for key in _called_attributes(m)}
         models = [k for k in kept if k in called]
         if not models:  # the loss from the model's own method: `loss = self.model.training_step(batch)`
@@ -162,6 +165,24 @@ def kept_parameters(tree: Tree, init: cst.FunctionDef, *, items: bool = False) -
         if isinstance(value, cst.Name) and value.value in params and target[0] not in kept:
             kept[target[0]] = value.value
     return kept
+
+
+def kept_attribute(tree: Tree, function: Function, key: str) -> str | None:
+    """``self.model`` when ``function`` is a trainer's ``__init__`` that keeps its parameter ``key``
+    as that attribute (``self.model = model.to(config.device)``, the same object) and another
+    method of the class calls it (``self.model(input_ids)``): the model the training runs is the
+    attribute, and prepare() must put its wrapper there. Prepared as ``model``, the compiled
+    (and, on several processes, DDP) wrapper would stay a local of ``__init__`` (card_ar,
+    survey21b). None otherwise (one such attribute only)."""
+    if not isinstance(function, cst.FunctionDef) or function.name.value != "__init__":
+        return None
+    cls = tree.class_of(function)
+    if cls is None or init_of(cls) is not function or not tree.is_parameter(key, function):
+        return None
+    kept = [attr for attr, param in kept_parameters(tree, function).items() if param == key]
+    called = {k for m in methods_of(cls) if m is not function for k in _called_attributes(m)}
+    found = [attr for attr in kept if attr in called]
+    return found[0] if len(found) == 1 else None
 
 
 def _attribute_calls(method: cst.FunctionDef, name: str) -> set[str]:

@@ -17,7 +17,9 @@ with ``model.state_dict()``, ``load_checkpoint(model, ...)`` with ``model.load_s
 handed the prepared model, it writes the compiled wrapper's keys (``blocks.0._orig_mod.fc.weight``),
 which no plain model loads strictly, and a resume no longer loads the original's checkpoints
 (survey20a, a GradScaler nanoGPT trainer). A function that reads ``model.module`` unwraps DDP
-itself and keeps the prepared model.
+itself and keeps the prepared model, unless it does so only when DDP is there (``model.module if
+hasattr(model, "module") else model``): on one process the prepared model is the compile wrapper,
+which it would save whole (survey21b).
 """
 
 from __future__ import annotations
@@ -105,21 +107,24 @@ def _why_unwrapped(definition: ast.FunctionDef | ast.AsyncFunctionDef, parameter
             "which DDP does not pass through",
             "DDP does not pass the model's own attributes through; read them from accelerator.unwrap_model(...)",
         )
-    if _unwraps_itself(definition, parameter):
+    state = _state_dict_call(definition, parameter) or _unwrapped_state_dict_call(definition, parameter)
+    if _unwraps_itself(definition, parameter) and not (
+        state is not None and _asks_for_the_wrapper(definition, parameter)
+    ):
         return None
-    state = _state_dict_call(definition, parameter)
     if state is None:
         return None
     trained = "the compiled wrapper's keys carry _orig_mod.; use accelerator.unwrap_model(...)"
+    receiver = ast.unparse(state.func.value) if isinstance(state.func, ast.Attribute) else parameter
     if isinstance(state.func, ast.Attribute) and state.func.attr == "state_dict":
         return (
-            f"takes {parameter}.state_dict() (line {state.lineno})",
+            f"takes {receiver}.state_dict() (line {state.lineno})",
             "which from the prepared model would carry the compiled wrapper's keys (_orig_mod.), not loadable into "
             "a plain model",
             trained,
         )
     return (
-        f"calls {parameter}.load_state_dict(...) (line {state.lineno})",
+        f"calls {receiver}.load_state_dict(...) (line {state.lineno})",
         "which into the prepared model expects the compiled wrapper's keys (_orig_mod.), not the checkpoints' own",
         trained,
     )
@@ -142,6 +147,42 @@ def _uses_of(definition: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str)
 def _unwraps_itself(definition: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str) -> bool:
     """``model.module`` (or another attribute only DDP has): the function expects the wrapper."""
     return any(use.attr in DATA_PARALLEL_API for use in _uses_of(definition, parameter))
+
+
+def _asks_for_the_wrapper(definition: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str) -> bool:
+    """``hasattr(model, "module")`` / ``isinstance(model, DDP)``: the function unwraps DDP only when
+    it is there. Handed the prepared model on one process (a compile wrapper, no DDP) it finds no
+    ``module`` and takes the wrapper's state dict, ``_orig_mod.`` keys (lmforge_trainer,
+    survey21b); handed the unwrapped model it takes the model's own, as the original did."""
+    for node in ast.walk(definition):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("hasattr", "isinstance", "getattr")
+            and node.args
+            and isinstance(node.args[0], ast.Name)
+            and node.args[0].id == parameter
+        ):
+            return True
+    return False
+
+
+def _unwrapped_state_dict_call(definition: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str) -> ast.Call | None:
+    """``raw = model.module if hasattr(model, "module") else model`` then ``raw.state_dict()``: the
+    first state-dict call on a name bound from the parameter (or its ``.module``)."""
+    names = {
+        target.id
+        for node in ast.walk(definition)
+        if isinstance(node, ast.Assign)
+        and any(isinstance(n, ast.Name) and n.id == parameter for n in ast.walk(node.value))
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    for name in sorted(names):
+        found = _state_dict_call(definition, name)
+        if found is not None:
+            return found
+    return None
 
 
 def _state_dict_call(definition: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str) -> ast.Call | None:

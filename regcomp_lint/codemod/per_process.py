@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from regcomp_lint.codemod.tree import Tree, code, find_all, find_own, key_of
+from regcomp_lint.codemod.tree import Tree, code, find_all, find_own, key_of, read_keys
 from regcomp_lint.knowledge import torch_api
 
 _BUILTINS = frozenset(dir(builtins))
@@ -65,16 +65,16 @@ class PerProcess:
         body = scope.body if isinstance(scope, (cst.For, cst.While, cst.FunctionDef)) else scope
         for assign in find_own(body, (cst.Assign, cst.AugAssign, cst.AnnAssign), stop_at):
             targets = [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else [assign.target]
-            if name not in [n.value for t in targets for n in find_all(t, cst.Name)]:
+            if name not in [k for t in targets for k in read_keys(t)]:
                 continue
             value = assign.value
             if value is not None and self.call_in(value) is not None:
                 return assign
-            reads = {n.value for n in find_all(value, cst.Name)} if value is not None else set()
+            reads = set(read_keys(value)) if value is not None else set()
             for test in self.deciding_tests(scope, assign):
                 if self.call_in(test) is not None:
                     return assign
-                reads |= {n.value for n in find_all(test, cst.Name)}
+                reads |= set(read_keys(test))
             for read in reads - seen - {name}:
                 found = self.computed_in(scope, read, stop_at, seen | {name})
                 if found is not None:

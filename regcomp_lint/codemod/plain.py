@@ -64,7 +64,7 @@ from regcomp_lint.codemod.generators import is_generator
 from regcomp_lint.codemod.gradient_clipping import clip_through_accelerator
 from regcomp_lint.codemod.hand_distribution import adapt_distribution
 from regcomp_lint.codemod.hand_schedules import hand_lr_notes
-from regcomp_lint.codemod.handed_in import HandedIn, find_handed_in, handed_optimizer, placements_before
+from regcomp_lint.codemod.handed_in import HandedIn, find_handed_in, handed_optimizer, kept_attribute, placements_before
 from regcomp_lint.codemod.handed_to_modules import unwrap_for_other_modules
 from regcomp_lint.codemod.host_batches import host_batch_loaders
 from regcomp_lint.codemod.inference_only import trains_nothing
@@ -458,7 +458,7 @@ class PlainPlanner(Planner):
             )
         self.scope = scopes[0]
         self.optimizer_found = [
-            (key, [_wrapped_model(self.scope, m) for m in models])
+            (key, [kept_attribute(tree, self.scope, m) or _wrapped_model(self.scope, m) for m in models])
             for function, key, models in found
             if function is self.scope
         ]

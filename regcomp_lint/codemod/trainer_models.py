@@ -254,6 +254,21 @@ def trainer_models(planner: PlainPlanner, model: str, found: TrainerModels | Non
             f"{cls.name.value}.__init__(), or convert by hand"
         )
     helper = model_helper(tree, init, model) if init is not None and init is not scope else None
+    if init is not None and init is scope and (built := model_helper(tree, init, model)) is not None:
+        # swara_jepa (survey21b): `self._build_model()` then `self._build_optimiser()` in __init__
+        made = planner.optimizer_method
+        by = (
+            f"by {code(made.statement).strip()} at line {tree.line(made.statement)}"
+            if made is not None
+            else f"at line {tree.line(scope)}"
+        )
+        raise Refusal(
+            f"the model {model} is bound in {built[0].name.value}() at line "
+            f"{tree.line(bindings(built[0], model)[0])}, which __init__() calls once (line {tree.line(built[1])}), "
+            f"and its optimizer is built in __init__() too ({by}): the conversion takes a method's model "
+            "building for __init__'s only when the optimizer is built in the training method, after the "
+            "Accelerator is made; convert by hand"
+        )
     if init is None or (init not in binders and helper is None) or init is scope:
         first = binders[0]
         problem = None
@@ -286,6 +301,16 @@ def refuse_rebound_models(planner: PlainPlanner, found: TrainerModels) -> None:
             continue  # __init__'s own model building, in a method it calls once
         for model in found.models:
             left = [n for n in bindings(method, model) if not planner.is_removed(n) and not _moved(n, model)]
+            if left and _placeholder_only(bindings(found.init, model)):
+                # nanogpt_cls (survey21b): `self.model = None` in __init__, built by loadModel()/resumeModel()
+                binders = [m for m in methods_of(found.cls) if m is not found.init and bindings(m, model)]
+                where = ", ".join(f"{m.name.value}() (line {tree.line(bindings(m, model)[0])})" for m in binders)
+                raise Refusal(
+                    f"the model {model} is only set to None in {found.cls.name.value}.__init__() (line "
+                    f"{tree.line(bindings(found.init, model)[0])}) and bound in {where}: the conversion prepares "
+                    "a trainer's model that __init__ builds itself or through one method it calls once for it; "
+                    "convert by hand"
+                )
             if left:
                 raise Refusal(
                     f"the model {model} is built in {found.cls.name.value}.__init__() and bound again in "
@@ -293,6 +318,14 @@ def refuse_rebound_models(planner: PlainPlanner, found: TrainerModels) -> None:
                     f"the model {function_label(planner.scope)} prepares is not the one every method uses; "
                     "keep one model per trainer, or convert by hand"
                 )
+
+
+def _placeholder_only(nodes: list[cst.CSTNode]) -> bool:
+    """``self.model = None``: a placeholder, not a model built."""
+    return bool(nodes) and all(
+        isinstance(n, (cst.Assign, cst.AnnAssign)) and isinstance(n.value, cst.Name) and n.value.value == "None"
+        for n in nodes
+    )
 
 
 def refuse_repeated_training(planner: PlainPlanner, found: TrainerModels) -> None:

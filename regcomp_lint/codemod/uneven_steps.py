@@ -16,7 +16,7 @@ import libcst as cst
 
 from regcomp_lint.codemod.per_process import LOOP_OWN, Alike, PerProcess, describe_assignment
 from regcomp_lint.codemod.roles import CallGraph
-from regcomp_lint.codemod.tree import Function, Tree, code, find_all, find_own
+from regcomp_lint.codemod.tree import Function, Tree, code, find_all, find_own, read_keys
 from regcomp_lint.knowledge import torch_api
 
 #: How many callers up the step is followed to the loop that runs it (step() <- train() <- main()).
@@ -113,7 +113,7 @@ def _run_time_ending(tree: Tree, loop: cst.While | cst.For, varies: PerProcess) 
         if call is not None:
             return f"`{code(test).strip()}` (line {tree.line(test)}), which calls {code(call.func).strip()}()"
         # in source order: one message whatever the hash seed
-        for name in dict.fromkeys(n.value for n in find_all(test, cst.Name)):
+        for name in read_keys(test):
             assign = varies.computed_in(loop, name)
             if assign is not None:
                 return f"`{code(test).strip()}`, computed by {describe_assignment(tree, assign)}"

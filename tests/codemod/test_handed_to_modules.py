@@ -191,3 +191,19 @@ def test_a_function_that_trains_and_saves_is_named_in_a_note(tmp_path):
     result = _convert_checkpointed(tmp_path, utils_py)
     assert 'save_checkpoint(model, optimizer, epoch, "ckpt")' in result.text, result.text
     assert any("save_checkpoint() of utils.py" in n and "and trains it" in n for n in result.notes), result.notes
+
+
+def test_a_checkpoint_function_that_unwraps_ddp_only_when_it_is_there_gets_the_unwrapped_model(tmp_path):
+    """lmforge_trainer (survey21b, with a stand-in checkpoint module): `raw = model.module if
+    hasattr(model, "module") else model`. On one process the prepared model is the compile wrapper
+    without DDP, so it found no `module` and saved `_orig_mod.` keys; the resume from that file
+    raised in load_state_dict. Handed the unwrapped model: the same LR, weights and clean keys as the
+    original, and the resume loads (replica, 8 steps, python and accelerate launch with 2)."""
+    utils_py = CHECKPOINT_UTILS.replace(
+        '    state = {"model": model.state_dict(),',
+        '    raw = model.module if hasattr(model, "module") else model\n    state = {"model": raw.state_dict(),',
+    )
+    result = _convert_checkpointed(tmp_path, utils_py)
+    unwrapped = "accelerator.unwrap_model(model, keep_torch_compile=False)"
+    assert f'save_checkpoint({unwrapped}, optimizer, epoch, "ckpt")' in result.text, result.text
+    assert any("save_checkpoint() of utils.py takes raw.state_dict() (line 9)" in n for n in result.notes), result.notes

@@ -649,3 +649,37 @@ def test_set_optimizer_with_a_scheduler_called_from_init_prepares_both_there():
         "            self.model, self.optimizer, self.train_loader, self.scheduler\n"
         "        )\n\n    def set_optimizer(self):\n"
     ) in out
+
+
+def test_a_helper_model_with_an_optimizer_built_from_init_is_refused_naming_both_calls():
+    """swara_jepa (survey21b): `self._build_model()` then `self._build_optimiser()` in __init__.
+    Before: refused, "bound in _build_model() at line N, not in Trainer.__init__(): ... only when
+    __init__ builds it, itself or through one method it calls once for it", which it does."""
+    text = BUILD_HELPER.replace("        self.set_optimizer()\n", "").replace(
+        "        self.train_loader = DataLoader(TensorDataset(x, x.argmax(1) % 4), batch_size=16, shuffle=True)\n",
+        "        self.train_loader = DataLoader(TensorDataset(x, x.argmax(1) % 4), batch_size=16, shuffle=True)\n"
+        "        self.set_optimizer()\n",
+    )
+    result = convert(text)
+    assert result.refused is not None
+    assert (
+        "the model self.model is bound in _build_model() at line 31, which __init__() calls once (line 25), and its "
+        "optimizer is built in __init__() too (by self.set_optimizer() at line 28)"
+    ) in result.refused, result.refused
+    assert "not in Trainer.__init__()" not in result.refused
+
+
+def test_a_model_only_set_to_none_in_init_is_refused_naming_the_methods_that_bind_it():
+    """nanogpt_cls (survey21b): `self.model = None` in __init__, the model built by loadModel() /
+    resumeModel(). Before: "built in Trainer.__init__() and bound again in resumeModel()"."""
+    text = SET_OPTIMIZER.replace(
+        "        self.model = Net().to(self.device)\n", "        self.model = None\n        self.load_model()\n"
+    ).replace(
+        "    def set_optimizer(self):\n",
+        "    def load_model(self):\n        self.model = Net()\n\n    def set_optimizer(self):\n",
+    )
+    result = convert(text)
+    assert result.refused is not None
+    assert (
+        "the model self.model is only set to None in Trainer.__init__() (line 25) and bound in load_model() (line 31)"
+    ) in result.refused, result.refused

@@ -357,3 +357,60 @@ def test_early_stopping_on_a_shared_epoch_function_called_to_evaluate_converts(a
 def test_early_stopping_on_a_shared_epoch_function_otherwise_is_refused(args):
     result = convert_source(SHARED_EPOCH.replace("EVAL_ARGS", args), "train.py")
     assert result.refused is not None and "ends on `bad_epochs >= 3`" in result.refused, result.refused
+
+
+COUNTER_ATTRIBUTE = """\
+import torch
+
+
+class Trainer:
+    def __init__(self, max_steps):
+        self.model = torch.nn.Linear(4, 1)
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.05)
+        self.max_steps = max_steps
+        self.global_step = 0
+        self.best_eval_loss = float("inf")
+
+    def evaluate(self):
+        with torch.no_grad():
+            return self.model(torch.ones(2, 4)).sum().item()
+
+    def train(self):
+        while self.global_step < self.max_steps:
+            loss = self.model(torch.randn(8, 4)).pow(2).mean()
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            self.global_step += 1
+            if self.global_step % 10 == 0:
+                val_loss = self.evaluate()
+                if val_loss < self.best_eval_loss:
+                    self.best_eval_loss = val_loss
+
+
+Trainer(100).train()
+"""
+
+
+def test_a_loop_on_a_step_counter_attribute_converts_beside_an_attribute_an_evaluation_decides():
+    """card_ar (survey21b): `while self.global_step < cfg.max_steps:` was read as the names `self`,
+    `global_step`, `cfg`, `max_steps`, and `self` matched the target of `self.best_eval_loss =
+    val_loss` under `if val_loss < self.best_eval_loss:`: refused as ending on `val_loss =
+    self.evaluate()`. The loop ends on a counter every process increments alike."""
+    result = convert_source(COUNTER_ATTRIBUTE, "trainer.py")
+    assert result.refused is None, result.refused
+    assert result.changed
+
+
+def test_a_loop_on_a_flag_attribute_an_evaluation_decides_is_still_refused():
+    text = (
+        COUNTER_ATTRIBUTE.replace("while self.global_step < self.max_steps:", "while not self.stop:")
+        .replace(
+            "self.best_eval_loss = val_loss",
+            "self.best_eval_loss = val_loss\n                else:\n                    self.stop = True",
+        )
+        .replace("self.global_step = 0\n", "self.global_step = 0\n        self.stop = False\n")
+    )
+    result = convert_source(text, "trainer.py")
+    assert result.refused is not None
+    assert "ends on `not self.stop`, computed by `val_loss = self.evaluate()`" in result.refused, result.refused
