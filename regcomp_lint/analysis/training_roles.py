@@ -721,8 +721,13 @@ class TrainingRoles:
         a sampler built with ``num_replicas=``/``rank=``: :mod:`.distributed_samplers`), directly
         or through a name (whatever branch bound it: ``s = DistributedSampler(d) if ddp else None``),
         positionally or inside the ``**kwargs`` dict the loader is given (:meth:`_sampler_arguments`)."""
-        where = self._built_where(origin)
-        for argument, at in self._sampler_arguments(origin.built, where):
+        return self.call_sharded_by_sampler(origin.built, self._built_where(origin))
+
+    def call_sharded_by_sampler(self, call: ast.Call, where: Where) -> bool:
+        """:meth:`sharded_by_sampler` for the loader ``call`` at ``where`` builds, whatever class
+        it is: a library's own DataLoader (PyG's, MONAI's) handed ``sampler=DistributedSampler(...)``
+        is sharded per rank as torch's is, though the roles do not know its kind."""
+        for argument, at in self._sampler_arguments(call, where):
             values: list[ast.AST] = [argument]
             for bound in self.bindings.every_binding(argument, at):
                 if bound.value is None:

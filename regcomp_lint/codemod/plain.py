@@ -870,6 +870,15 @@ class PlainPlanner(Planner):
                     )
                     continue
                 found.append(key)
+            elif origin is None and roles.call_sharded_by_sampler(bound.value, bound.where):
+                # PyG's `DataLoader(data, sampler=DistributedSampler(...))`: a torch DataLoader subclass
+                self.sharded_loaders.append(key)
+                self.notes.append(
+                    f"{key} ({view.text(bound.value.func)}(), line {bound.value.lineno}) is given a "
+                    "DistributedSampler, which gives each rank its own share already: left unprepared, so every "
+                    "rank sees the batches it saw before (prepared, it would be sharded twice: each rank would see "
+                    "1/N of its share)"
+                )
             elif origin is None and (own := self._own_loader_class(view, bound.value.func)) is not None:
                 self.notes.append(
                     f"{key} ({own}(), line {bound.value.lineno}) is the script's own batch source, not a DataLoader: "
