@@ -852,6 +852,8 @@ class PlainPlanner(Planner):
                 continue  # range(...), zip(...), list(...): never a loader
             if _counts_epochs(roles.ctx.imports, bound.value):
                 continue  # trange(epochs), tqdm(range(epochs)): an epoch bar
+            if _sliced(bound.where.function or roles.ctx.tree, key):
+                continue  # `order[begin : begin + bs]` under `range(0, len(order), bs)`: indices, not a loader
             if any(isinstance(roles.origin(arg, where), Origin) for arg in bound.value.args):
                 continue  # tqdm(loader), a wrapper of an object the roles know: that object decides
             by_hand = roles.split_by_rank([*bound.value.args, *(kw.value for kw in bound.value.keywords)], where)
@@ -2293,6 +2295,16 @@ def _counts_epochs(imports, call: ast.Call) -> bool:
         and isinstance(first.func, ast.Name)
         and first.func.id == "range"
         and not imports.imported("range")
+    )
+
+
+def _sliced(scope: ast.AST, key: str) -> bool:
+    """``scope`` cuts a slice out of what ``key`` names (``order[begin : begin + bs]``): an array
+    or a list the batches are taken from by hand; a DataLoader cannot be sliced, so it is no
+    loader of unknown origin (survey 21d, a skip-gram trainer's epoch permutation)."""
+    return any(
+        isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice) and binding_key(node.value) == key
+        for node in ast.walk(scope)
     )
 
 
