@@ -75,7 +75,7 @@ from regcomp_lint.knowledge.torch_api import (
     RANK_ATTRIBUTES,
     SAME_MODULE_METHODS,
 )
-from regcomp_lint.knowledge.training_libraries import ITERATION_BUILTINS, ITERATION_WRAPPERS
+from regcomp_lint.knowledge.training_libraries import CONTAINER_BUILTINS, ITERATION_BUILTINS, ITERATION_WRAPPERS
 
 #: Calls that hand on a loader's batches: ``next(iter(loader))``, ``it = iter(loader)``.
 ITERATION_CALLS = ("iter", "next")
@@ -721,8 +721,13 @@ class TrainingRoles:
         a sampler built with ``num_replicas=``/``rank=``: :mod:`.distributed_samplers`), directly
         or through a name (whatever branch bound it: ``s = DistributedSampler(d) if ddp else None``),
         positionally or inside the ``**kwargs`` dict the loader is given (:meth:`_sampler_arguments`)."""
-        where = self._built_where(origin)
-        for argument, at in self._sampler_arguments(origin.built, where):
+        return self.call_sharded_by_sampler(origin.built, self._built_where(origin))
+
+    def call_sharded_by_sampler(self, call: ast.Call, where: Where) -> bool:
+        """:meth:`sharded_by_sampler` for the loader ``call`` at ``where`` builds, whatever class
+        it is: a library's own DataLoader (PyG's, MONAI's) handed ``sampler=DistributedSampler(...)``
+        is sharded per rank as torch's is, though the roles do not know its kind."""
+        for argument, at in self._sampler_arguments(call, where):
             values: list[ast.AST] = [argument]
             for bound in self.bindings.every_binding(argument, at):
                 if bound.value is None:
@@ -956,6 +961,8 @@ class TrainingRoles:
 
         def fixed(expr: ast.expr, where: Where) -> bool:
             for loader, at in self.step_counts.lengths_read(expr, where, self.origin, self._process_count_reads()):
+                if self._own_container(loader, at):
+                    continue  # `len(history)` of a list the script keeps: not the data's length
                 if self.origin(loader, at) is PREPARED:
                     return False
                 if built is None or at.function is not built.function or at.pos >= built.pos:
@@ -963,6 +970,37 @@ class TrainingRoles:
             return True
 
         return counting_loop(path, fixed)
+
+    def _own_container(self, expr: ast.expr, where: Where) -> bool:
+        """``expr`` holds, on every binding, a list, tuple, dict or set the script builds (a
+        display, a comprehension, ``list(...)`` and its kin) from nothing the roles know as a
+        training object: its length (``start_step = len(testCER) * log_every`` of a resumed run's
+        evaluations) does not shrink when a process gets a share of the data. ``list(loader)`` or
+        ``[b for b in loader]`` is not such a container."""
+        if isinstance(expr, ast.Name):
+            bound = self.bindings.every_binding(expr, where)
+            if not bound or any(b.value is None or b.index is not None for b in bound):
+                return False
+            values = [(b.value, b.where) for b in bound]
+        else:
+            values = [(expr, where)]
+        for value, at in values:
+            if isinstance(value, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
+                continue
+            if isinstance(value, (ast.ListComp, ast.SetComp, ast.DictComp)):
+                if all(self.origin(g.iter, at) is None for g in value.generators):
+                    continue
+                return False
+            if (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Name)
+                and value.func.id in CONTAINER_BUILTINS
+                and not self.ctx.imports.imported(value.func.id)
+                and all(self.origin(arg, at) is None for arg in value.args)
+            ):
+                continue
+            return False
+        return True
 
     def _located_loops(self, call: ast.Call, depth: int, below: tuple[ast.AST, ...]) -> LoopPath | None:
         """The loops that run ``call``, outermost first, each with where it sits and the functions

@@ -856,6 +856,8 @@ class PlainPlanner(Planner):
                 continue  # range(...), zip(...), list(...): never a loader
             if _counts_epochs(roles.ctx.imports, bound.value):
                 continue  # trange(epochs), tqdm(range(epochs)): an epoch bar
+            if _sliced(bound.where.function or roles.ctx.tree, key):
+                continue  # `order[begin : begin + bs]` under `range(0, len(order), bs)`: indices, not a loader
             if any(isinstance(roles.origin(arg, where), Origin) for arg in bound.value.args):
                 continue  # tqdm(loader), a wrapper of an object the roles know: that object decides
             by_hand = roles.split_by_rank([*bound.value.args, *(kw.value for kw in bound.value.keywords)], where)
@@ -879,6 +881,15 @@ class PlainPlanner(Planner):
                     )
                     continue
                 found.append(key)
+            elif origin is None and roles.call_sharded_by_sampler(bound.value, bound.where):
+                # PyG's `DataLoader(data, sampler=DistributedSampler(...))`: a torch DataLoader subclass
+                self.sharded_loaders.append(key)
+                self.notes.append(
+                    f"{key} ({view.text(bound.value.func)}(), line {bound.value.lineno}) is given a "
+                    "DistributedSampler, which gives each rank its own share already: left unprepared, so every "
+                    "rank sees the batches it saw before (prepared, it would be sharded twice: each rank would see "
+                    "1/N of its share)"
+                )
             elif origin is None and (own := self._own_loader_class(view, bound.value.func)) is not None:
                 self.notes.append(
                     f"{key} ({own}(), line {bound.value.lineno}) is the script's own batch source, not a DataLoader: "
@@ -2293,6 +2304,16 @@ def _counts_epochs(imports, call: ast.Call) -> bool:
         and isinstance(first.func, ast.Name)
         and first.func.id == "range"
         and not imports.imported("range")
+    )
+
+
+def _sliced(scope: ast.AST, key: str) -> bool:
+    """``scope`` cuts a slice out of what ``key`` names (``order[begin : begin + bs]``): an array
+    or a list the batches are taken from by hand; a DataLoader cannot be sliced, so it is no
+    loader of unknown origin (survey 21d, a skip-gram trainer's epoch permutation)."""
+    return any(
+        isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice) and binding_key(node.value) == key
+        for node in ast.walk(scope)
     )
 
 

@@ -124,6 +124,10 @@ ITERATION_WRAPPERS = (
 PROGRESS_RANGES = ("tqdm.trange", "tqdm.auto.trange", "tqdm.notebook.trange", "tqdm.std.trange", "tqdm.rich.trange")
 #: Builtins that hand on their first argument's items.
 ITERATION_BUILTINS = ("iter", "enumerate")
+#: Builtins that build a container of their argument's items: ``len()`` of what they return
+#: counts those items (``len(list(history))``), a number no share of the data changes unless the
+#: argument is a loader.
+CONTAINER_BUILTINS = ("list", "tuple", "dict", "set", "sorted", "frozenset")
 #: Builtins whose arguments are integers: a name handed to ``range(start_epoch, epochs)`` is a
 #: count or a bound, never what the loop iterates (``range(len(loader))`` still reaches the loader,
 #: through ``len``).

@@ -245,3 +245,61 @@ def test_a_trainer_class_whose_step_method_adds_to_the_counter_keeps_its_schedul
     assert any(n.startswith("self.scheduler steps once per optimizer step of a loop") for n in result.notes), (
         result.notes
     )
+
+
+#: survey 21d, the speech decoder's resume script: the start step is counted from the evaluations
+#: of the previous run kept in a list (``start_step = len(testCER) * log_every``), read after the
+#: scheduler is built; the list's length is no share of the data
+RESUMED_FROM_A_LIST = {
+    "list() of a loaded value, or an empty list": (
+        "    if args.stats:\n"
+        "        history = list(torch.load(args.stats).get('cer', []))\n"
+        "    else:\n"
+        "        history = []\n"
+    ),
+    "a list comprehension": "    history = [h for h in torch.load(args.stats)['cer']]\n",
+    "a tuple display": "    history = (0.9, 0.8)\n",
+}
+
+
+@pytest.mark.parametrize("style", sorted(RESUMED_FROM_A_LIST))
+def test_a_bound_that_reads_the_length_of_a_list_is_still_fixed(style):
+    """``total = len(history) * 5 + extra`` read after the scheduler is built: ``len()`` of a
+    list the script keeps, not of a loader, so the counter still fixes every process's steps and
+    the scheduler stays unprepared (before: prepared, and on 2 processes its LinearLR reached its
+    end after half the run)."""
+    loop = (
+        RESUMED_FROM_A_LIST[style] + "    start_step = len(history) * 5\n"
+        "    total = start_step + total_steps\n"
+        "    global_step = start_step\n"
+        "    data_iter = iter(loader)\n"
+        "    while global_step < total:\n"
+        "        try:\n"
+        "            x, y = next(data_iter)\n"
+        "        except StopIteration:\n"
+        "            data_iter = iter(loader)\n"
+        "            x, y = next(data_iter)\n" + STEP8 + "        global_step += 1\n"
+    )
+    src = (HEAD + loop + TAIL).replace(
+        '    parser.add_argument("--total_steps", type=int, default=20)\n',
+        '    parser.add_argument("--total_steps", type=int, default=20)\n    parser.add_argument("--stats")\n',
+    )
+    result = convert_source(src, "train.py")
+    assert result.refused is None, result.refused
+    assert "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n" in result.text, result.text
+    assert any(n.startswith("scheduler steps once per optimizer step of a loop") for n in result.notes), result.notes
+
+
+def test_a_bound_that_reads_the_length_of_a_list_of_the_loader_is_not_fixed():
+    """``list(loader)`` holds the batches: its length, read after ``prepare``, shrinks with the
+    shard, so the loop is not counted and the scheduler is prepared as for an epoch loop."""
+    loop = (
+        "    batches = list(loader)\n"
+        "    total = 3 * len(batches)\n"
+        "    global_step = 0\n"
+        "    while global_step < total:\n"
+        "        for x, y in loader:\n" + STEP + "            global_step += 1\n"
+    )
+    result = convert_source(HEAD + loop + TAIL, "train.py")
+    assert result.refused is None, result.refused
+    assert "scheduler = accelerator.prepare(model, optimizer, loader, scheduler)\n" in result.text, result.text

@@ -233,3 +233,14 @@ def test_module_only_methods_are_modules_not_tensors_nor_optimizers():
     for name in torch_api.MODULE_ONLY_METHODS:
         assert callable(getattr(torch.nn.Module, name)), name
         assert not hasattr(torch.Tensor, name) and not hasattr(torch.optim.Optimizer, name), name
+
+
+def test_container_builtins_build_sized_containers_of_their_argument():
+    """``CONTAINER_BUILTINS`` are builtins whose result has one entry per item of a sequence
+    argument (so ``len()`` of it counts those items, not a share of the data)."""
+    import builtins
+
+    items = [3, 1, 2]
+    for name in training_libraries.CONTAINER_BUILTINS:
+        made = getattr(builtins, name)(items) if name != "dict" else builtins.dict(enumerate(items))
+        assert len(made) == len(items), name
