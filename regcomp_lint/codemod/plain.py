@@ -53,6 +53,7 @@ from regcomp_lint.codemod.device_choice import (
 )
 from regcomp_lint.codemod.device_helpers import name_device_helpers
 from regcomp_lint.codemod.device_parameters import follow_handed_device, keep_trainer_cpu_choice
+from regcomp_lint.codemod.device_placement import places_on_device
 from regcomp_lint.codemod.dispatched_models import refuse_dispatched_models
 from regcomp_lint.codemod.distribution import Distribution
 from regcomp_lint.codemod.edits import replaced_by
@@ -1908,11 +1909,9 @@ class PlainPlanner(Planner):
     def _stay_on_cpu_without_devices(self) -> None:
         """A script that never places anything on a device trains on the CPU, and so does its
         conversion: prepare() would move the model (and the prepared loaders' batches) to the GPU
-        while every tensor the script makes itself stays on the CPU."""
-        if self.devices or self.cudas or self.distribution.by_hand:
-            return
-        text = self.tree.text
-        if any(word in text for word in ("cuda", "device", ".to(", "mps")):
+        while every tensor the script makes itself stays on the CPU. A device the script computes
+        and never uses for placement is no device (``device = ...`` never read: survey 21d)."""
+        if self.cudas or self.distribution.by_hand or places_on_device(self.tree):
             return
         self.cpu_conditions.append("True")
         self.notes.append(

@@ -449,3 +449,17 @@ GRADIENT_CLIPPING = {
     "torch.nn.utils.clip_grad_value_": ("clip_grad_value_", ("parameters", "clip_value")),
     "torch.nn.utils.clip_grad.clip_grad_value_": ("clip_grad_value_", ("parameters", "clip_value")),
 }
+#: ``torch.<name>`` dtypes: ``x.to(torch.float32)`` converts, it places nothing on a device.
+TORCH_DTYPES = frozenset(
+    {
+        "float", "float16", "float32", "float64", "half", "double", "bfloat16", "int", "int8", "int16",
+        "int32", "int64", "long", "short", "uint8", "bool", "complex64", "complex128", "cfloat", "cdouble",
+    }
+)  # fmt: skip
+#: ``torch.cuda`` calls that ask about the GPU or seed it without putting anything on it.
+CUDA_QUERIES = frozenset(
+    {"is_available", "device_count", "manual_seed", "manual_seed_all", "empty_cache", "is_initialized"}
+)
+#: Keywords that put what a call makes or loads on a device (``torch.zeros(n, device=...)``,
+#: ``torch.load(f, map_location=...)``, DDP's ``device_ids=``/``output_device=``).
+PLACING_KEYWORDS = frozenset({"device", "map_location", "device_ids", "output_device"})
