@@ -65,7 +65,14 @@ from regcomp_lint.codemod.generators import is_generator
 from regcomp_lint.codemod.gradient_clipping import clip_through_accelerator
 from regcomp_lint.codemod.hand_distribution import adapt_distribution
 from regcomp_lint.codemod.hand_schedules import hand_lr_notes
-from regcomp_lint.codemod.handed_in import HandedIn, find_handed_in, handed_optimizer, kept_attribute, placements_before
+from regcomp_lint.codemod.handed_in import (
+    HandedIn,
+    find_handed_in,
+    handed_optimizer,
+    kept_attribute,
+    kept_parameters,
+    placements_before,
+)
 from regcomp_lint.codemod.handed_to_modules import unwrap_for_other_modules
 from regcomp_lint.codemod.host_batches import host_batch_loaders
 from regcomp_lint.codemod.inference_only import trains_nothing
@@ -130,6 +137,7 @@ from regcomp_lint.codemod.tree import (
     Tree,
     code,
     find_all,
+    init_of,
     key_of,
     method_named,
     methods_of,
@@ -237,11 +245,27 @@ class PlainPlanner(Planner):
             adapt_distribution(self)
         elif not self.loaders and not self.sharded_loaders and not self.inline_loaders:
             handed = self._iterated_parameters()
+            kept = self._iterated_kept_parameters()
             if handed:  # a Flower client's train_one_epoch(model, loader): the caller's DataLoader
                 self.notes.append(
                     f"{_names(handed)} {'is a parameter' if len(handed) == 1 else 'are parameters'} of "
                     f"{function_name(self.scope)}: what its callers hand in is not prepared here, so every process "
                     "iterates all of its batches; prepare the loader where it is built to give each process its share"
+                )
+            elif kept:  # card_ar's ARTrainer(model, train_loader, ...): `next(iter(self.train_loader))`
+                init = kept[0][2]
+                self.notes.append(
+                    f"{_names([f'{key} (the parameter {param} of {init})' for key, param, _ in kept])}"
+                    f" feed{'s' if len(kept) == 1 else ''} the training loop: what the callers of {init} hand in is "
+                    "not prepared here, so every process iterates all of its batches; prepare the loader where it "
+                    "is built to give each process its share"
+                )
+            elif built := self._unprepared_built_loaders():  # swara_jepa: built in `self._build_data()`
+                self.notes.append(
+                    f"{_names(built)} feed{'s' if len(built) == 1 else ''} the training loop and "
+                    f"{'is' if len(built) == 1 else 'are'} not prepared (built where the conversion does not "
+                    "prepare), so every process iterates all of its batches; prepare the loader where it is built "
+                    "to give each process its share"
                 )
             else:
                 self.hand_written_batches = backwards  # split once the Accelerator's place is known
@@ -962,6 +986,55 @@ class PlainPlanner(Planner):
             if name in trained and self.tree.is_parameter(name, self.scope) and name not in found:
                 found[name] = it
         return found
+
+    def _iterated_kept_parameters(self) -> list[tuple[str, str, str]]:
+        """``(self.x, p, "Trainer.__init__")`` for each attribute a trainer's ``__init__`` keeps from its
+        parameter ``p`` that a training method's loop iterates: ``for b in self.x`` (through
+        ``enumerate``/``tqdm``) or ``it = iter(self.x)`` with ``next(it)`` in that loop. Its
+        batches come from the callers of ``__init__``, not from the script's own code."""
+        view = lint_view(self.tree)
+        scope = self.scope
+        cls = self.tree.class_of(scope) if isinstance(scope, cst.FunctionDef) else None
+        init = init_of(cls) if cls is not None else None
+        if view.roles is None or init is None:
+            return []
+        roles = view.roles
+        kept = kept_parameters(self.tree, init)
+        trained = {binding_key(u.expr) for u in roles.uses if u.how == "iterated" and roles.trains_on(u)}
+        found: list[str | None] = []
+        for method in methods_of(cls):
+            if method is init or all(method is not f for f in self.training):
+                continue
+            iterators = {}  # `train_iter = iter(self.train_loader)`
+            for assign in find_all(method, cst.Assign, enter_functions=False):
+                target = single_target(assign)
+                value = target[1] if target is not None else None
+                if target is not None and isinstance(value, cst.Call) and key_of(value.func) == "iter" and value.args:
+                    iterators[target[0]] = key_of(value.args[0].value)
+            found += [iterators[key] for key in trained if key in iterators]
+            for loop in find_all(method, cst.For, enter_functions=False):
+                it = loop.iter
+                if isinstance(it, cst.Call) and it.args and key_of(it.func) in ("enumerate", "tqdm", "iter"):
+                    it = it.args[0].value
+                if key_of(it) in trained:
+                    found.append(key_of(it))
+        where = f"{cls.name.value}.__init__"
+        return [(key, kept[key], where) for key in dict.fromkeys(found) if key is not None and key in kept]
+
+    def _unprepared_built_loaders(self) -> list[str]:
+        """``DataLoader(...) at line N`` for each DataLoader of the file that a training loop
+        iterates (through ``tqdm``, an attribute, a helper of ``__init__``) but that no prepare()
+        of the conversion takes: its batches are a loader's, not the script's own code's."""
+        view = lint_view(self.tree)
+        roles = view.roles
+        if roles is None:
+            return []
+        found: dict[int, str] = {}
+        for expr, where in roles.training_iterables():
+            origin = roles.origin(expr, where, callers=1)
+            if isinstance(origin, Origin) and origin.kind is Kind.DATALOADER:
+                found.setdefault(id(origin.built), f"{view.text(origin.built.func)}(...) at line {origin.built.lineno}")
+        return list(found.values())
 
     def _handed_training_loaders(self, view, known: list[str]) -> dict[str, Origin]:
         """Parameters of the training function its loop iterates that its callers in this file

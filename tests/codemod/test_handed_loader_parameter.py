@@ -50,3 +50,87 @@ def test_a_handed_in_loader_that_is_no_dataloader_or_already_sharded_is_left_alo
         assert result.refused is None, result.refused
         assert "prepare(model, optimizer)" in result.text, result.text
         assert "prepared: model, optimizer" in result.notes, result.notes
+
+
+TRAINER = """\
+import torch
+from torch.utils.data import DataLoader
+
+
+class Trainer:
+    def __init__(self, model, train_loader: DataLoader, max_steps):
+        self.model = model
+        self.train_loader = train_loader
+        self.max_steps = max_steps
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def train(self):
+        ITERATION
+"""
+
+BY_NEXT = """train_iter = iter(self.train_loader)
+        for step in range(self.max_steps):
+            try:
+                batch = next(train_iter)
+            except StopIteration:
+                train_iter = iter(self.train_loader)
+                batch = next(train_iter)
+            self.optimizer.zero_grad()
+            self.model(batch).mean().backward()
+            self.optimizer.step()"""
+
+BY_FOR = """for batch in self.train_loader:
+            self.optimizer.zero_grad()
+            self.model(batch).mean().backward()
+            self.optimizer.step()"""
+
+
+def test_a_loader_handed_to_a_trainer_is_named_as_the_callers_not_as_the_scripts_own_batches():
+    """card_ar (survey 21b): ``iter(self.train_loader)`` / ``next()`` over the DataLoader handed to
+    ``__init__``. Before, the note said "its batches come from the script's own code"."""
+    for iteration in (BY_NEXT, BY_FOR):
+        result = convert_source(TRAINER.replace("ITERATION", iteration), "trainer.py")
+        assert result.refused is None, result.refused
+        assert not any("its batches come from the script's own code" in n for n in result.notes), result.notes
+        note = next((n for n in result.notes if "self.train_loader" in n), None)
+        assert note is not None, result.notes
+        assert "parameter train_loader of Trainer.__init__" in note, note
+        assert "every process iterates all of its batches" in note, note
+
+
+BUILT_IN_HELPER = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+from tqdm import tqdm
+
+
+class Trainer:
+    def __init__(self, epochs):
+        self.epochs = epochs
+        self._build_data()
+        self.model = torch.nn.Linear(4, 1)
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+    def _build_data(self):
+        data = TensorDataset(torch.randn(16, 4), torch.randn(16, 1))
+        self.train_loader = DataLoader(data, batch_size=4, shuffle=True)
+
+    def train(self):
+        for epoch in range(self.epochs):
+            bar = tqdm(self.train_loader)
+            for x, y in bar:
+                self.optimizer.zero_grad()
+                torch.nn.functional.mse_loss(self.model(x), y).backward()
+                self.optimizer.step()
+"""
+
+
+def test_a_loader_built_in_a_data_helper_of_init_is_named_not_called_the_scripts_own_batches():
+    """swara_jepa (survey 21b): ``self.train_loader = DataLoader(...)`` in ``_build_data()``, which
+    ``__init__`` calls, iterated through ``tqdm``. Before: "its batches come from the script's own code"."""
+    result = convert_source(BUILT_IN_HELPER, "trainer.py")
+    assert result.refused is None, result.refused
+    assert not any("its batches come from the script's own code" in n for n in result.notes), result.notes
+    note = next((n for n in result.notes if "DataLoader(...) at line 15 feeds the training loop" in n), None)
+    assert note is not None, result.notes
+    assert "not prepared" in note and "every process iterates all of its batches" in note, note
