@@ -18,6 +18,7 @@ import libcst as cst
 
 from regcomp_lint.codemod.builders import expression, guarded, keyword, with_keyword
 from regcomp_lint.codemod.checkpoint_writes import per_process_path, under_rank_test
+from regcomp_lint.codemod.local_modules import unread_project_function
 from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, read_keys, single_target
 from regcomp_lint.knowledge.torch_api import (
     FILE_MODE_LETTERS,
@@ -26,6 +27,7 @@ from regcomp_lint.knowledge.torch_api import (
     FILE_WRITER_METHODS,
     FILE_WRITERS,
     HUB_UPLOAD_NAMES,
+    WRITER_NAME_WORDS,
 )
 from regcomp_lint.knowledge.training_libraries import MAIN_PROCESS_KEYWORDS
 
@@ -51,6 +53,8 @@ def write_files_once(planner: Planner, places: list[Function]) -> None:
                 )
                 continue
             if under_rank_test(planner, call):
+                continue
+            if _unread_writer(planner, call):
                 continue
             if _saves_pretrained(call.func):
                 if _saves_a_model(planner, call.func, models, place):
@@ -79,6 +83,26 @@ def write_files_once(planner: Planner, places: list[Function]) -> None:
                 f"{writer}() at line {tree.line(call)} runs under `if {acc}.is_main_process:`: every process would "
                 "write the same file"
             )
+
+
+def _unread_writer(planner: Planner, call: cst.Call) -> bool:
+    """A call, named like a writer, of a function of a module the conversion cannot read (survey
+    21b lmforge_trainer's ``save_checkpoint``, 21d sgns_sparse's ``write_json``): whether it writes,
+    and what, is unknown, so it is named in a note rather than guarded."""
+    func = call.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    if not WRITER_NAME_WORDS & set(name.lower().split("_")):
+        return False
+    qualname = unread_project_function(planner.tree, func)
+    if qualname is None:
+        return False
+    planner.notes.append(
+        f"{name}() at line {planner.tree.line(call)}, of {qualname.rsplit('.', 1)[0]} (not found beside the script, "
+        "so not read), runs in every process: if it writes a file, every process writes the same one (and one may "
+        "read it back before another has rewritten it); put the call under `if accelerator.is_main_process:` and "
+        "call accelerator.wait_for_everyone() before any read of that file"
+    )
+    return True
 
 
 def _saves_pretrained(func: cst.BaseExpression) -> TypeGuard[cst.Attribute]:

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from regcomp_lint.codemod.local_modules import imported_function
-from regcomp_lint.codemod.tree import Block, find_all, key_of
+from regcomp_lint.codemod.local_modules import imported_function, unread_project_function
+from regcomp_lint.codemod.tree import Block, Function, find_all, key_of
 from regcomp_lint.codemod.wrapped_access import places_using_prepared
 from regcomp_lint.knowledge import accelerate_api
 from regcomp_lint.knowledge.torch_api import DATA_PARALLEL_API, MODULE_API
@@ -62,6 +62,7 @@ def unwrap_for_other_modules(planner: PlainPlanner, block: Block, prepare_index:
                     continue  # still the plain model
             found = imported_function(tree, call.func)
             if found is None:
+                _note_unread(planner, function, call, [key_of(a.value) or "" for _, a in handed])
                 continue
             parsed, definition = found
             for index, arg in handed:
@@ -87,6 +88,24 @@ def unwrap_for_other_modules(planner: PlainPlanner, block: Block, prepare_index:
                 planner.notes.append(
                     f"{where} {what}, {which}: it is handed {unwrapped} at line {tree.line(call)} (it trains nothing)"
                 )
+
+
+def _note_unread(planner: PlainPlanner, function: Function, call: cst.Call, models: list[str]) -> None:
+    """The prepared model handed to a function of a module that is not found (lmforge_trainer's
+    ``save_checkpoint(path, self.model, ...)``, survey 21b): whether it takes the state dict is
+    unknown, so the note names the call instead of unwrapping."""
+    qualname = unread_project_function(planner.tree, call.func)
+    if qualname is None:
+        return
+    acc = planner.accelerator_in(function) if planner.can_reach_accelerator(function) else "accelerator"
+    module, name = qualname.rsplit(".", 1)
+    for model in models:
+        planner.notes.append(
+            f"{name}() at line {planner.tree.line(call)}, of {module} (not found beside the script, so not read), is "
+            f"handed the prepared {model}: a state_dict() saved or loaded there has the compiled wrapper's "
+            f"`_orig_mod.` keys; hand it {acc}.unwrap_model({model}, {accelerate_api.REGIONAL_UNWRAP}) if it trains "
+            "nothing"
+        )
 
 
 def _parameter(definition: ast.FunctionDef | ast.AsyncFunctionDef, index: int, keyword: str | None) -> str | None:

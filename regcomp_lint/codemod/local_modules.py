@@ -55,6 +55,26 @@ def load_local(importer: str, module: str) -> ParsedModule | None:
     return load_module(path) if path else None
 
 
+def unread_project_function(tree: Tree, func: cst.BaseExpression) -> str | None:
+    """``module.name`` when a call's ``func`` names a function of a project module (imported by
+    name) whose file is not found: what it does is out of the conversion's sight (lmforge's
+    ``from lmforge.trainer.checkpoint import save_checkpoint``, sgns's ``from .utils import
+    write_json`` with no package beside the script). Only a module of the script's own package
+    counts: relative, or under a folder the script lives in (``lmforge/trainer/trainer.py``
+    importing ``lmforge.trainer.checkpoint``); another name may be any library (``torchvision``).
+    None for a module that is read or no such module."""
+    if tree.filename is None:
+        return None
+    importer = importer_of(tree.filename)
+    folders = os.path.dirname(os.path.abspath(importer)).split(os.sep)
+    for qualname in sorted(tree.imported_names(func)):
+        if "." in qualname and (qualname.startswith(".") or qualname.split(".")[0] in folders):
+            parsed = load_local(importer, qualname.rsplit(".", 1)[0])
+            if parsed is None or parsed.path is None:
+                return qualname
+    return None
+
+
 def imported_function(tree: Tree, func: cst.BaseExpression) -> tuple[ParsedModule, FunctionNode] | None:
     """The function of a project module a call's ``func`` names (imported by name, or brought by a
     star import), with its module, when the script has a path and that module's file is found."""

@@ -463,3 +463,7 @@ CUDA_QUERIES = frozenset(
 #: Keywords that put what a call makes or loads on a device (``torch.zeros(n, device=...)``,
 #: ``torch.load(f, map_location=...)``, DDP's ``device_ids=``/``output_device=``).
 PLACING_KEYWORDS = frozenset({"device", "map_location", "device_ids", "output_device"})
+#: Words of a function's name that say it writes a file (``save_checkpoint``, ``write_json``,
+#: ``atomic_save_numpy``, ``dump_config``): a call of a module the fixer cannot read is named in a
+#: note when it may write the same file from every process.
+WRITER_NAME_WORDS = frozenset({"save", "write", "dump", "export"})

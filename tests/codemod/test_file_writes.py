@@ -256,3 +256,50 @@ def test_a_file_named_by_a_rank_constant_or_through_a_path_variable_is_still_wri
     assert "is_main_process" not in result.text, result.text
     shared = _convert('with open("ranking.json", "w") as f:\n    f.write("x")')
     assert "            if accelerator.is_main_process:\n" in shared.text  # a word in the text is not a rank
+
+
+UNREAD = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+from myproject.checkpoint import load_checkpoint, save_checkpoint
+from .utils import write_json
+
+
+def main(resume):
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = DataLoader(TensorDataset(torch.randn(16, 4), torch.randn(16, 1)), batch_size=4)
+    if resume:
+        load_checkpoint(resume, model, optimizer)
+    history = []
+    for epoch in range(2):
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            optimizer.step()
+            history.append(loss.item())
+        save_checkpoint("last.pt", model, optimizer)
+        write_json("history.json", history)
+"""
+
+
+def test_calls_of_a_module_the_fixer_cannot_read_are_named(tmp_path):
+    """lmforge_trainer (survey 21b), sgns_sparse (21d): saves through functions of a module that is
+    not beside the script ran in every process, and the prepared model went in, with no note."""
+    (tmp_path / "myproject").mkdir()
+    script = tmp_path / "myproject" / "train.py"  # a module of its own package, not there
+    script.write_text(UNREAD)
+    result = convert_source(UNREAD, str(script))
+    assert result.refused is None, result.refused
+    notes = result.notes
+    for call, line in (("save_checkpoint", 22), ("write_json", 23)):
+        note = next((n for n in notes if n.startswith(f"{call}() at line {line}, of ")), None)
+        assert note is not None, (call, notes)
+        assert "not read" in note and "every process" in note and "is_main_process" in note, note
+    for call, line in (("load_checkpoint", 13), ("save_checkpoint", 22)):  # prepare() lands above the load
+        note = next((n for n in notes if n.startswith(f"{call}() at line {line}") and "the prepared model:" in n), None)
+        assert note is not None, (call, notes)
+        assert "_orig_mod." in note and "accelerator.unwrap_model(model, keep_torch_compile=False)" in note, note
+    assert not any(n.startswith("load_checkpoint() at line 13") and "every process" in n for n in notes), notes
