@@ -1,6 +1,7 @@
 """Values that can differ between processes: the one notion behind the checks that every process
 steps alike (:mod:`~regcomp_lint.codemod.uneven_steps`: a loop that ends on such a value;
-:mod:`~regcomp_lint.codemod.uneven_guards`: a backward under an ``if`` on one).
+:mod:`~regcomp_lint.codemod.uneven_guards`: a backward under an ``if`` on one, or after an ``if``
+on one that ``continue``s or ``return``s).
 
 A value computed by a call while training runs (``done = env.step(a)``, ``loss.item()``,
 ``random.random()``) may differ: each process has its own batches, its own losses and its own
@@ -26,6 +27,9 @@ _BUILTINS = frozenset(dir(builtins))
 LOOP_OWN = (cst.For, cst.While, cst.FunctionDef, cst.ClassDef)
 #: Statements of a function or loop, nested loops included (a flag decided anywhere in them).
 NESTED = (cst.FunctionDef, cst.ClassDef)
+
+#: The statements that compute a value into a name or ``self.attr``.
+ASSIGNMENTS = (cst.Assign, cst.AugAssign, cst.AnnAssign)
 
 #: Tells a call whose value every process computes alike (see :mod:`~regcomp_lint.codemod.synced_values`).
 Alike = Callable[[cst.Call], bool]
@@ -63,9 +67,8 @@ class PerProcess:
         if name in self._equalized(scope):
             return None
         body = scope.body if isinstance(scope, (cst.For, cst.While, cst.FunctionDef)) else scope
-        for assign in find_own(body, (cst.Assign, cst.AugAssign, cst.AnnAssign), stop_at):
-            targets = [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else [assign.target]
-            if name not in [n.value for t in targets for n in find_all(t, cst.Name)]:
+        for assign in find_own(body, ASSIGNMENTS, stop_at):
+            if name not in [n.value for t in targets_of(assign) for n in find_all(t, cst.Name)]:
                 continue
             value = assign.value
             if value is not None and self.call_in(value) is not None:
@@ -153,6 +156,11 @@ class PerProcess:
             if key is not None:
                 found.add(key)
         return found
+
+
+def targets_of(assign: cst.Assign | cst.AugAssign | cst.AnnAssign) -> list[cst.BaseAssignTargetExpression]:
+    """What an assignment binds: each target of ``a = b = ...``, the one of ``a += ...``."""
+    return [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else [assign.target]
 
 
 def describe_assignment(tree: Tree, assign: cst.CSTNode) -> str:

@@ -18,7 +18,7 @@ from functools import partial
 import libcst as cst
 
 from regcomp_lint.analysis.bindings import Bound, Where, binding_key
-from regcomp_lint.analysis.checkpoints import is_main_process_test
+from regcomp_lint.analysis.checkpoints import is_main_process_test, tests_the_rank
 from regcomp_lint.analysis.compile_settings.launches import launched_fields
 from regcomp_lint.analysis.global_rebinders import rebinds_globals
 from regcomp_lint.analysis.training_objects import Kind
@@ -134,7 +134,7 @@ from regcomp_lint.codemod.tree import (
     read_keys,
     single_target,
 )
-from regcomp_lint.codemod.uneven_guards import uneven_guards
+from regcomp_lint.codemod.uneven_guards import skips, uneven_guards
 from regcomp_lint.codemod.uneven_steps import uneven_steps
 from regcomp_lint.codemod.unwrapped_branches import taken_unwrapped
 from regcomp_lint.codemod.wrapped_access import places_using_prepared, read_through_wrapper, sees_prepared
@@ -1973,9 +1973,10 @@ class PlainPlanner(Planner):
 
     def _refuse_rank_guarded_steps(self, backwards: list[cst.Call]) -> None:
         """A training step that only the main process runs (llm.c's ``if args.write_tensors and
-        (not ddp or master_process): ... loss.backward()``, which dumps one step's gradients):
-        once the model is prepared, its backward all-reduces the gradients and waits for the
-        other processes, which never come."""
+        (not ddp or master_process): ... loss.backward()``, which dumps one step's gradients), or
+        that some processes leave before (``if rank != 0 and ...: return``): once the model is
+        prepared, its backward all-reduces the gradients and waits for the other processes, which
+        never come."""
         tree, view = self.tree, lint_view(self.tree)
         _, steps = self.training_steps()
         for node in [*backwards, *steps]:
@@ -1995,6 +1996,15 @@ class PlainPlanner(Planner):
                         f"(`if {code(anc.test).strip()}` at line {tree.line(anc)}): once prepare() wraps the model, its "
                         "backward waits for the other processes' gradients, which never come; run it on the plain "
                         "model before prepare(), or convert by hand"
+                    )
+            for if_, exit_ in skips(tree, node):
+                test = view.any_expression_at(if_.test)
+                if test is not None and tests_the_rank(test):
+                    raise Refusal(
+                        f"{code(node).strip().splitlines()[0]} at line {tree.line(node)} is skipped by the "
+                        f"`{code(exit_).strip().split()[0]}` under `if {code(if_.test).strip()}` (line {tree.line(if_)}) "
+                        "on some processes only: once prepare() wraps the model, its backward waits for the other "
+                        "processes' gradients, which never come; convert by hand"
                     )
 
     def _overwritten_later(self, assign: cst.Assign) -> bool:
