@@ -9,7 +9,8 @@ draws. Builtins (``len``, ``min``) and the calls the caller knows to be computed
 evaluation of the synchronized model, :mod:`~regcomp_lint.codemod.synced_values`) do not; nor do
 a draw from a generator the script builds and seeds with one value (``rng = random.Random(0)``,
 ``torch.rand(1, generator=g)`` after ``g.manual_seed(0)``), which every process draws alike, nor
-a tensor that ``torch.distributed.all_reduce`` or ``broadcast`` made equal on every process.
+a tensor that ``torch.distributed.all_reduce`` or ``broadcast`` made equal on every process, nor
+an environment variable other than the rank's (``os.environ.get("CHECK")``).
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ class PerProcess:
     # -- what every process computes alike ------------------------------------------------
 
     def _computed_alike(self, call: cst.Call) -> bool:
-        if self.alike(call):
+        if self.alike(call) or self._reads_the_shared_environment(call):
             return True
         generator = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "generator"), None)
         if generator is not None:
@@ -110,6 +111,15 @@ class PerProcess:
             return self._computed_alike(receiver)
         key = key_of(receiver)
         return key is not None and (self._seeded_alike(receiver) or key in self._equalized(call))
+
+    def _reads_the_shared_environment(self, call: cst.Call) -> bool:
+        """``os.environ.get("CHECK")``: a variable every process is handed alike (not the rank's)."""
+        if not call.args or not self.tree.resolves_to(call.func, *torch_api.ENVIRONMENT_READS):
+            return False
+        name = call.args[0].value
+        return isinstance(name, cst.SimpleString) and not any(
+            word in name.evaluated_value.upper() for word in torch_api.PROCESS_NUMBER_WORDS
+        )
 
     def _seeded_alike(self, generator: cst.BaseExpression) -> bool:
         """``generator`` names a generator of the script's own, seeded with a value every process

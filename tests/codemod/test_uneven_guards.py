@@ -497,3 +497,18 @@ def test_a_flag_of_the_trainer_set_from_a_counter_or_in_init_still_converts():
     ):
         result = convert_source(TRAINER.format(flag=flag, decision=decision), "gan.py")
         assert result.refused is None, (flag, result.refused)
+
+
+def test_an_environment_switch_still_converts_and_the_rank_s_variable_does_not():
+    """The launchers hand every process the same environment but for the variables that number it."""
+    body = """
+        import os
+
+        for epoch in range(8):
+            for (real,) in loader:
+                d_step(real, train={test})
+                g_step(real)
+        """
+    assert _convert(body.format(test='bool(os.environ.get("TRAIN_D"))')).refused is None
+    refused = _convert(body.format(test='os.environ.get("LOCAL_RANK", "0") == "0"')).refused
+    assert refused is not None and "calls os.environ.get()" in refused, refused
