@@ -217,8 +217,9 @@ class PlainPlanner(Planner):
                     return True
                 return False
 
+            self.varies = PerProcess(tree, computed_alike)
             uneven = uneven_steps(tree, self.graph, backwards, computed_alike) or uneven_guards(
-                tree, self.graph, backwards, PerProcess(tree, computed_alike)
+                tree, self.graph, backwards, self.varies
             )
             if uneven is not None:
                 raise Refusal(uneven)

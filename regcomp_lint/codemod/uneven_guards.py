@@ -42,7 +42,7 @@ def uneven_guards(tree: Tree, graph: CallGraph, backwards: list[cst.Call], varie
     """Why a backward may run on some processes and not on others (one line), or None."""
     for backward in backwards:
         for if_, runs, exit_ in _guards(tree, graph, backward):
-            source = _source(tree, graph, varies, if_.test, if_, 0)
+            source = decided_apart(tree, graph, varies, if_)
             if source is None:
                 continue
             header = code(if_).strip().splitlines()[0]
@@ -56,6 +56,13 @@ def uneven_guards(tree: Tree, graph: CallGraph, backwards: list[cst.Call], varie
                 "process (reduce the value across processes, or draw it from a generator seeded alike)"
             )
     return None
+
+
+def decided_apart(tree: Tree, graph: CallGraph, varies: PerProcess, if_: cst.If) -> str | None:
+    """Where the test of ``if_`` gets a value of the process's own, described as in a refusal of
+    :func:`uneven_guards`; None when every process decides it alike. A barrier (``wait_for_everyone``)
+    under such an ``if`` waits for processes that took the other branch."""
+    return _source(tree, graph, varies, if_.test, if_, 0)
 
 
 def _guards(

@@ -95,6 +95,44 @@ def test_no_barrier_under_a_test_on_the_rank():
     assert "wait_for_everyone" not in out
 
 
+def test_a_read_back_under_an_if_on_the_process_s_own_loss_is_refused():
+    """``if epoch_loss < best: save, then load back``: the barrier before the read would sit in a
+    branch each process decides from its own loss. A replica converted and launched on 2 gloo
+    processes hung there at epoch 4 (the ranks' losses 0.510 and 0.970 had parted)."""
+    source = HEAD + textwrap.indent(
+        textwrap.dedent(
+            """
+            best = float("inf")
+            for epoch in range(2):
+                running = 0.0
+                for (x,) in loader:
+                    running += model(x).sum().item()
+                epoch_loss = running / len(loader)
+                if epoch_loss < best:
+                    best = epoch_loss
+                    torch.save(model.state_dict(), "best.pth")
+                    model.load_state_dict(torch.load("best.pth"))
+            """
+        ),
+        "    ",
+    )
+    result = convert_source(source, "train.py", ConvertOptions())
+    assert result.refused is not None
+    assert (
+        "the read at line 40 of the checkpoint the main process writes at line 39 would wait for it under "
+        "`if epoch_loss < best:` (line 37), where `epoch_loss` is computed from "
+        "`running += model(x).sum().item()` (line 35)"
+    ) in result.refused, result.refused
+
+
+def test_a_read_back_under_an_if_every_process_decides_alike_still_waits_there():
+    out = convert(
+        'for epoch in range(2):\n    if epoch % 2 == 1:\n        torch.save(model.state_dict(), "m.pth")\n'
+        '        model.load_state_dict(torch.load("m.pth"))\n'
+    )
+    assert "            accelerator.wait_for_everyone()\n            accelerator.unwrap_model(model, " in out, out
+
+
 def test_an_evaluation_that_saves_when_accuracy_improves_runs_on_every_process():
     """kuangliu's CIFAR ``test()`` runs the prepared model over the test set, then saves: on one
     process only, DDP's forward (buffer broadcast) would wait forever for the others."""
