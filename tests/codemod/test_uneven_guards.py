@@ -512,3 +512,66 @@ def test_an_environment_switch_still_converts_and_the_rank_s_variable_does_not()
     assert _convert(body.format(test='bool(os.environ.get("TRAIN_D"))')).refused is None
     refused = _convert(body.format(test='os.environ.get("LOCAL_RANK", "0") == "0"')).refused
     assert refused is not None and "calls os.environ.get()" in refused, refused
+
+
+# -- a helper of the file is judged by what it returns ----------------------------------------
+
+
+def test_a_helper_returning_a_test_on_the_epoch_still_converts():
+    _converts(
+        """
+        WARMUP = 2
+
+
+        def use_disc(epoch):
+            return epoch >= WARMUP and args.train_d
+
+
+        for epoch in range(8):
+            for (real,) in loader:
+                d_step(real, use_disc(epoch))
+                g_step(real)
+        """
+    )
+
+
+def test_a_helper_returning_a_draw_from_the_global_generator_is_refused():
+    """``torch.manual_seed`` makes every process's global generator start alike, but each process
+    draws from it as its own data asks: a replica on 2 gloo processes (shuffled prepared loader,
+    dropout) drew the same 12 masks on both ranks while every batch drew alike, and 6 of 12
+    differed once each batch drew as many numbers as it had positive targets."""
+    result = _convert(
+        """
+        torch.manual_seed(0)
+
+
+        def sample_mask():
+            return torch.rand(()) > 0.5
+
+
+        for epoch in range(8):
+            for (real,) in loader:
+                d_step(real, bool(sample_mask()))
+                g_step(real)
+        """
+    )
+    assert result.refused is not None
+    assert "`bool(sample_mask())` calls sample_mask()" in result.refused, result.refused
+
+
+def test_a_helper_handed_the_process_s_own_loss_or_drawing_inside_is_refused():
+    for helper, call in (
+        ("def should_train(loss):\n    return loss > 0.5", "should_train(g_step(real).item())"),
+        ("def should_train():\n    value = random.random()\n    return value < 0.5", "should_train()"),
+    ):
+        result = _convert(
+            helper
+            + f"""
+
+
+for epoch in range(8):
+    for (real,) in loader:
+        d_step(real, {call})
+"""
+        )
+        assert result.refused is not None, helper
