@@ -92,6 +92,7 @@ from regcomp_lint.codemod.optimizers import (
 )
 from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConvertOptions
 from regcomp_lint.codemod.per_process import PerProcess
+from regcomp_lint.codemod.progress_bars import note_eager_iterators
 from regcomp_lint.codemod.regional import repeated_blocks
 from regcomp_lint.codemod.reinit_sync import rebinds_itself, reinitialised_model, sync_reinitialised
 from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name
@@ -318,6 +319,7 @@ class PlainPlanner(Planner):
         allow_unused_parameters(self)
         self._let_step_take_a_closure()
         follow_handed_device(self)
+        note_eager_iterators(self, self.loaders)
         if self.trainer_models is not None:
             refuse_rebound_models(self, self.trainer_models)
         self._place(settings, script)
