@@ -147,7 +147,7 @@ def _source(
     if call is not None:
         return f"`{code(expr).strip()}` calls {code(call.func).strip()}()"
     function = tree.function_of(at)
-    set_elsewhere = _set_by_a_method(tree, graph, varies, expr, function)
+    set_elsewhere = _set_by_a_method(tree, graph, varies, expr, function, depth)
     if set_elsewhere is not None:
         return set_elsewhere
     loops = [a for a in tree.ancestors(at) if isinstance(a, (cst.For, cst.While)) and tree.contains(function, a)]
@@ -174,11 +174,12 @@ def _source(
 
 
 def _set_by_a_method(
-    tree: Tree, graph: CallGraph, varies: PerProcess, expr: cst.BaseExpression, function: Function
+    tree: Tree, graph: CallGraph, varies: PerProcess, expr: cst.BaseExpression, function: Function, depth: int
 ) -> str | None:
     """``self.flag`` in ``expr`` set from a value of the process's own by a method of the same
     class (not ``__init__``, which runs once) that runs in a loop: its assignment is in one, or it
-    is called from one (a trainer's ``end_epoch()`` deciding ``self.train_d`` from the epoch's loss)."""
+    is called from one (a trainer's ``end_epoch(d_loss)`` deciding ``self.train_d = d_loss > 1.4``
+    from the epoch's loss its caller hands in, read as :func:`_source` reads a test)."""
     owner = tree.class_of(function)
     if owner is None:
         return None
@@ -187,30 +188,40 @@ def _set_by_a_method(
         if key is None or not key.startswith("self."):
             continue
         for method in methods_of(owner):
-            if method.name.value == "__init__" or not _sets_in_a_loop(tree, graph, method, key):
+            assigns = _assignments_in_a_loop(tree, graph, method, key) if method.name.value != "__init__" else []
+            if not assigns:
                 continue
-            assign = varies.computed_in(method, attribute.attr.value, NESTED)
-            if assign is not None:
-                return f"`{key}` is set by {method.name.value}() from {describe_assignment(tree, assign)}"
+            found = varies.computed_in(method, attribute.attr.value, NESTED)
+            if found is not None:
+                return f"`{key}` is set by {method.name.value}() from {describe_assignment(tree, found)}"
+            if depth >= _MAX_CALLER_DEPTH:
+                continue
+            for assign in assigns:
+                why = _source(tree, graph, varies, assign.value, assign, depth + 1) if assign.value else None
+                if why is not None:
+                    return (
+                        f"`{key}` is set by {method.name.value}() as {describe_assignment(tree, assign)}, where {why}"
+                    )
     return None
 
 
-def _sets_in_a_loop(tree: Tree, graph: CallGraph, method: cst.FunctionDef, key: str) -> bool:
-    """``method`` assigns ``key`` (``self.flag``) inside a loop of its own, or in any place while
-    one of its calls stands in a loop."""
+def _assignments_in_a_loop(
+    tree: Tree, graph: CallGraph, method: cst.FunctionDef, key: str
+) -> list[cst.Assign | cst.AugAssign | cst.AnnAssign]:
+    """The assignments of ``key`` (``self.flag``) in ``method`` when it runs in a loop: they stand
+    in a loop of its own, or one of its calls does; none otherwise."""
     assigns = [
         a
         for a in find_all(method, ASSIGNMENTS, enter_functions=False)
         if isinstance(a, ASSIGNMENTS) and key in map(key_of, targets_of(a))
     ]
-    if not assigns:
-        return False
     sites = [*assigns, *(call for _, call in graph.callers_of(method))]
-    return any(
+    in_a_loop = any(
         isinstance(anc, (cst.For, cst.While)) and tree.contains(tree.function_of(site), anc)
         for site in sites
         for anc in tree.ancestors(site)
     )
+    return assigns if in_a_loop else []
 
 
 def _asks_whether_it_exists(expr: cst.BaseExpression) -> bool:

@@ -490,6 +490,19 @@ def test_a_flag_of_the_trainer_set_from_the_loss_in_another_method_is_refused():
     ) in result.refused
 
 
+def test_a_flag_of_the_trainer_set_from_the_loss_its_caller_hands_in_is_refused():
+    """A replica of this trainer converted by main and launched on 2 gloo processes: after epoch 4
+    the ranks' own losses (1.434468, 1.471212) set ``self.train_d`` apart (threshold 1.44); in epoch 5
+    rank 0 aborted (SIGABRT) and rank 1 failed with "Connection reset by peer"."""
+    result = convert_source(TRAINER.format(flag="self.train_d", decision="self.train_d = d_loss > 1.44"), "gan.py")
+    assert result.refused is not None
+    assert (
+        "where `self.train_d` is set by end_epoch() as `self.train_d = d_loss > 1.44` (line 37), where `d_loss` "
+        "is handed down by fit() as `total / len(self.loader)` (line 45); there `total` is computed from "
+        "`total += self.disc_step(real).item()` (line 43)"
+    ) in result.refused, result.refused
+
+
 def test_a_flag_of_the_trainer_set_from_a_counter_or_in_init_still_converts():
     for flag, decision in (
         ("self.train_d", "self.train_d = epoch % 2 == 0"),
