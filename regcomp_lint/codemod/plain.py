@@ -208,17 +208,17 @@ class PlainPlanner(Planner):
         self.models, self.optimizers, self.loaders, self.schedulers = self._roles()
         self._refuse_rank_guarded_steps(backwards)
         refuse_dispatched_models(self)
+        sharded = {*self.loaders, *self.sharded_loaders, *self.inline_loaders}
+        alike: list[cst.Call] = []
+
+        def computed_alike(call: cst.Call) -> bool:
+            if evaluates_alike(tree, call, sharded):
+                alike.append(call)
+                return True
+            return False
+
+        self.varies = PerProcess(tree, computed_alike)  # also read by the checkpoint barriers
         if not self.distribution.data_parallel:
-            sharded = {*self.loaders, *self.sharded_loaders, *self.inline_loaders}
-            alike: list[cst.Call] = []
-
-            def computed_alike(call: cst.Call) -> bool:
-                if evaluates_alike(tree, call, sharded):
-                    alike.append(call)
-                    return True
-                return False
-
-            self.varies = PerProcess(tree, computed_alike)
             uneven = uneven_steps(tree, self.graph, backwards, computed_alike) or uneven_guards(
                 tree, self.graph, backwards, self.varies
             )

@@ -133,6 +133,62 @@ def test_a_read_back_under_an_if_every_process_decides_alike_still_waits_there()
     assert "            accelerator.wait_for_everyone()\n            accelerator.unwrap_model(model, " in out, out
 
 
+DDP_BEST = """\
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+def evaluate(model, data_loader):
+    model.eval()
+    total = 0.0
+    with torch.no_grad():
+        for x, y in data_loader:
+            total += torch.nn.functional.mse_loss(model(x), y).item()
+    model.train()
+    return total / len(data_loader)
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+    loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data))
+    val_loader = DataLoader(TensorDataset(torch.randn(16, 4), torch.randn(16, 1)), batch_size=8)
+    best = float("inf")
+    for epoch in range(2):
+        for x, y in loader:
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        val_loss = evaluate(model, val_loader)
+        if val_loss < best:
+            best = val_loss
+            torch.save(model.state_dict(), "best.pth")
+            model.load_state_dict(torch.load("best.pth"))
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_ddp_script_s_read_back_under_an_evaluation_of_whole_data_still_waits_there():
+    """The evaluation of the synchronized model on a loader left whole is the same on every
+    process (synced_values), in a DDP script as in a plain one: the branch is taken alike."""
+    result = convert_source(DDP_BEST, "train.py", ConvertOptions())
+    assert result.refused is None, result.refused
+    assert (
+        "            accelerator.wait_for_everyone()\n            accelerator.unwrap_model(model, keep_torch_compile=False)"
+        ".load_state_dict(" in result.text
+    ), result.text
+
+
 def test_an_evaluation_that_saves_when_accuracy_improves_runs_on_every_process():
     """kuangliu's CIFAR ``test()`` runs the prepared model over the test set, then saves: on one
     process only, DDP's forward (buffer broadcast) would wait forever for the others."""
