@@ -26,7 +26,9 @@ from regcomp_lint.codemod.builders import expression, guarded, statement
 from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.local_modules import FunctionNode, imported_function
+from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, single_target
+from regcomp_lint.codemod.uneven_guards import decided_apart
 from regcomp_lint.knowledge.torch_api import COMPILE_WRAPPER_ATTRIBUTE, PER_PROCESS_PATH_WORDS, TORCH_SAVE
 
 if TYPE_CHECKING:
@@ -573,7 +575,8 @@ def _handed_a_path(tree: Tree, call: cst.Call, paths: set[str]) -> bool:
 
 def _common_block(planner: Planner, place: Function, write: cst.CSTNode, read: cst.CSTNode) -> Block | None:
     """The innermost block holding both, when every process runs through it: None when an ``if``
-    on the rank (or on the main process) holds it."""
+    on the rank (or on the main process) holds it; a refusal when an ``if`` on a value each process
+    has its own does (``if epoch_loss < best:`` save, then load back: a replica hung there)."""
     tree = planner.tree
     block: Block | None = None
     for anc in tree.ancestors(write):
@@ -587,6 +590,19 @@ def _common_block(planner: Planner, place: Function, write: cst.CSTNode, read: c
             break
         if isinstance(anc, cst.If) and _names_the_rank(planner, anc.test):
             return None
+    for anc in [block, *tree.ancestors(block)]:
+        if anc is place:
+            break
+        why = decided_apart(tree, planner.graph, planner.varies, anc) if isinstance(anc, cst.If) else None
+        if why is not None:
+            header = code(anc).strip().splitlines()[0]
+            raise Refusal(
+                f"the read at line {tree.line(read)} of the checkpoint the main process writes at line "
+                f"{tree.line(write)} would wait for it under `{header}` (line {tree.line(anc)}), where {why}; each "
+                "process decides that branch from its own values, so one waits in accelerator.wait_for_everyone() "
+                "for processes that never come (a 2-process run hangs); convert by hand, deciding once for every "
+                "process (reduce the value across processes) or keeping the state in memory instead of reading it back"
+            )
     return block
 
 

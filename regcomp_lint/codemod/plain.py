@@ -18,7 +18,7 @@ from functools import partial
 import libcst as cst
 
 from regcomp_lint.analysis.bindings import Bound, Where, binding_key
-from regcomp_lint.analysis.checkpoints import is_main_process_test
+from regcomp_lint.analysis.checkpoints import is_main_process_test, tests_the_rank
 from regcomp_lint.analysis.compile_settings.launches import launched_fields
 from regcomp_lint.analysis.global_rebinders import rebinds_globals
 from regcomp_lint.analysis.training_objects import Kind
@@ -93,6 +93,7 @@ from regcomp_lint.codemod.optimizers import (
 )
 from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConvertOptions
 from regcomp_lint.codemod.per_process import PerProcess
+from regcomp_lint.codemod.progress_bars import note_eager_iterators
 from regcomp_lint.codemod.regional import repeated_blocks
 from regcomp_lint.codemod.reinit_sync import rebinds_itself, reinitialised_model, sync_reinitialised
 from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name
@@ -135,7 +136,7 @@ from regcomp_lint.codemod.tree import (
     read_keys,
     single_target,
 )
-from regcomp_lint.codemod.uneven_guards import uneven_guards
+from regcomp_lint.codemod.uneven_guards import skips, uneven_guards
 from regcomp_lint.codemod.uneven_steps import uneven_steps
 from regcomp_lint.codemod.unwrapped_branches import taken_unwrapped
 from regcomp_lint.codemod.wrapped_access import places_using_prepared, read_through_wrapper, sees_prepared
@@ -211,18 +212,19 @@ class PlainPlanner(Planner):
         self.models, self.optimizers, self.loaders, self.schedulers = self._roles()
         self._refuse_rank_guarded_steps(backwards)
         refuse_dispatched_models(self)
+        sharded = {*self.loaders, *self.sharded_loaders, *self.inline_loaders}
+        alike: list[cst.Call] = []
+
+        def computed_alike(call: cst.Call) -> bool:
+            if evaluates_alike(tree, call, sharded):
+                alike.append(call)
+                return True
+            return False
+
+        self.varies = PerProcess(tree, computed_alike)  # also read by the checkpoint barriers
         if not self.distribution.data_parallel:
-            sharded = {*self.loaders, *self.sharded_loaders, *self.inline_loaders}
-            alike: list[cst.Call] = []
-
-            def computed_alike(call: cst.Call) -> bool:
-                if evaluates_alike(tree, call, sharded):
-                    alike.append(call)
-                    return True
-                return False
-
             uneven = uneven_steps(tree, self.graph, backwards, computed_alike) or uneven_guards(
-                tree, self.graph, backwards, PerProcess(tree, computed_alike)
+                tree, self.graph, backwards, self.varies
             )
             if uneven is not None:
                 raise Refusal(uneven)
@@ -321,6 +323,7 @@ class PlainPlanner(Planner):
         allow_unused_parameters(self)
         self._let_step_take_a_closure()
         follow_handed_device(self)
+        note_eager_iterators(self, self.loaders)
         if self.trainer_models is not None:
             refuse_rebound_models(self, self.trainer_models)
         self._place(settings, script)
@@ -1993,9 +1996,10 @@ class PlainPlanner(Planner):
 
     def _refuse_rank_guarded_steps(self, backwards: list[cst.Call]) -> None:
         """A training step that only the main process runs (llm.c's ``if args.write_tensors and
-        (not ddp or master_process): ... loss.backward()``, which dumps one step's gradients):
-        once the model is prepared, its backward all-reduces the gradients and waits for the
-        other processes, which never come."""
+        (not ddp or master_process): ... loss.backward()``, which dumps one step's gradients), or
+        that some processes leave before (``if rank != 0 and ...: return``): once the model is
+        prepared, its backward all-reduces the gradients and waits for the other processes, which
+        never come."""
         tree, view = self.tree, lint_view(self.tree)
         _, steps = self.training_steps()
         for node in [*backwards, *steps]:
@@ -2015,6 +2019,15 @@ class PlainPlanner(Planner):
                         f"(`if {code(anc.test).strip()}` at line {tree.line(anc)}): once prepare() wraps the model, its "
                         "backward waits for the other processes' gradients, which never come; run it on the plain "
                         "model before prepare(), or convert by hand"
+                    )
+            for if_, exit_ in skips(tree, node):
+                test = view.any_expression_at(if_.test)
+                if test is not None and tests_the_rank(test):
+                    raise Refusal(
+                        f"{code(node).strip().splitlines()[0]} at line {tree.line(node)} is skipped by the "
+                        f"`{code(exit_).strip().split()[0]}` under `if {code(if_.test).strip()}` (line {tree.line(if_)}) "
+                        "on some processes only: once prepare() wraps the model, its backward waits for the other "
+                        "processes' gradients, which never come; convert by hand"
                     )
 
     def _overwritten_later(self, assign: cst.Assign) -> bool:

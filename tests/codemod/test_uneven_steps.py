@@ -276,6 +276,16 @@ def test_early_stopping_on_an_evaluation_of_whole_data_converts():
     ), result.notes
 
 
+def test_an_evaluation_whose_parameter_is_named_like_the_training_loader_converts():
+    """``def evaluate(model, loader)`` beside a training ``loader``: the parameter is the loader
+    handed in (``valid_loader``), not the prepared one."""
+    text = (
+        WHOLE_EVAL.replace("train_loader", "loader").replace("MODE", "model.eval()").replace("LOADER", "valid_loader")
+    )
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+
+
 def test_early_stopping_on_an_evaluation_of_the_prepared_training_loader_is_refused():
     """Each process evaluates its own shard: the losses, and the epochs they stop at, differ."""
     text = WHOLE_EVAL.replace("MODE", "model.eval()").replace("LOADER", "train_loader")
