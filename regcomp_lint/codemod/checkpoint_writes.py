@@ -29,6 +29,7 @@ from regcomp_lint.codemod.local_modules import FunctionNode, imported_function
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, single_target
 from regcomp_lint.codemod.uneven_guards import decided_apart
+from regcomp_lint.knowledge.accelerate_api import SAVE_PARAMETERS
 from regcomp_lint.knowledge.torch_api import COMPILE_WRAPPER_ATTRIBUTE, PER_PROCESS_PATH_WORDS, TORCH_SAVE
 
 if TYPE_CHECKING:
@@ -160,13 +161,45 @@ def save_the_rest_once(
 
 def save_once(planner: Planner, place: Function, call: cst.Call) -> tuple[Function, cst.Call]:
     """``torch.save(...)`` -> ``accelerator.save(...)``, noted: the main process writes the file."""
-    acc = planner.accelerator_in(place)
-    planner.replace(call.func, f"{acc}.save")
     planner.uses.append(call)
-    planner.notes.append(
-        f"torch.save() at line {planner.tree.line(call)} -> {acc}.save(): the main process writes the file, once"
-    )
+    if write_on_main_process(planner, place, call):
+        acc = planner.accelerator_in(place)
+        planner.notes.append(
+            f"torch.save() at line {planner.tree.line(call)} -> {acc}.save(): the main process writes the file, once"
+        )
     return place, call
+
+
+def write_on_main_process(planner: Planner, place: Function, call: cst.Call) -> bool:
+    """Make ``torch.save(...)`` write on the main process alone; True when it became ``accelerator.save``.
+
+    It becomes ``accelerator.save(...)``, unless it passes options ``accelerator.save()`` does not
+    take (:data:`~regcomp_lint.knowledge.accelerate_api.SAVE_PARAMETERS`: survey21c's
+    ``_use_new_zipfile_serialization=False`` raised ``TypeError``): then it stays ``torch.save``,
+    its statement under ``if accelerator.is_main_process:``."""
+    tree = planner.tree
+    acc = planner.accelerator_in(place)
+    options = [
+        code(arg).strip().rstrip(",")
+        for index, arg in enumerate(call.args)
+        if arg.star or (arg.keyword.value not in SAVE_PARAMETERS if arg.keyword is not None else index > 1)
+    ]
+    if not options:
+        planner.replace(call.func, f"{acc}.save")
+        return True
+    expr = tree.parent(call)
+    line = tree.parent(expr) if expr is not None else None
+    if not (isinstance(expr, cst.Expr) and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
+        raise Refusal(
+            f"torch.save() at line {tree.line(call)} passes {', '.join(options)}, which {acc}.save() does not take, "
+            "and is not a statement of its own to run on the main process; convert by hand"
+        )
+    planner.edits.on(line, guarded(expression(f"{acc}.is_main_process", planner.module)))
+    planner.notes.append(
+        f"torch.save() at line {tree.line(call)} keeps {', '.join(options)}, which {acc}.save() does not take: it "
+        f"stays torch.save, under `if {acc}.is_main_process:`"
+    )
+    return False
 
 
 def state_saves(tree: Tree, place: Function, state_dict: cst.Call) -> list[cst.Call]:

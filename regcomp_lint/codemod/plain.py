@@ -32,6 +32,7 @@ from regcomp_lint.codemod.checkpoint_writes import (
     saves_into_memory,
     state_saves,
     wait_before_reading_back,
+    write_on_main_process,
 )
 from regcomp_lint.codemod.compile_sites import (
     CompileSite,
@@ -1226,7 +1227,7 @@ class PlainPlanner(Planner):
                 for save in state_saves(tree, place, call):
                     if saves_into_memory(self, save):
                         continue
-                    self.replace(save.func, f"{acc}.save")
+                    write_on_main_process(self, place, save)
                     writes.append((place, save))
                 self.checkpoint_saves += 1
                 if not taken_unwrapped(tree, call, model):  # `else: save(model.state_dict())` of an isinstance test
@@ -1291,7 +1292,7 @@ class PlainPlanner(Planner):
         acc = self.accelerator_in(place)
         in_memory = saves_into_memory(self, call)
         if not in_memory:
-            self.replace(call.func, f"{acc}.save")
+            write_on_main_process(self, place, call)
         unwrapped = expression(f"{acc}.unwrap_model({model}, keep_torch_compile=False)", self.module)
         self.edits.on(call.args[0].value, replaced_by(unwrapped))
         self.uses.append(call)
