@@ -36,11 +36,54 @@ def is_chosen_device(tree: Tree, value: cst.Attribute, function: Function) -> bo
     root = key.split(".")[0]
     for place in (function, tree.module):
         if tree.is_parameter(root, place):
-            return True
+            return not _handed_objects(tree, place, root, 0)
         found = bindings(place, root)
         if found:
             return any(_is_command_line(node) for node in found)
     return True
+
+
+def _handed_objects(tree: Tree, function: Function, name: str, depth: int) -> bool:
+    """Every call of ``function`` in the file fills its parameter ``name`` with an object its
+    caller holds: a name bound there from anything but the command line (survey21c kd_addsum's
+    ``evaluate(student, ...)`` and ``evaluate(teacher, ...)``, whose ``.to(model.device)``
+    follows the model handed in), or one handed to the caller so in turn. False when the file
+    never calls it, or a call passes the command line's namespace, a literal or an expression."""
+    if not isinstance(function, cst.FunctionDef) or depth > 2:
+        return False
+    positional = [p.name.value for p in [*function.params.posonly_params, *function.params.params]]
+    if tree.class_of(function) is not None and positional[:1] in (["self"], ["cls"]):
+        positional = positional[1:]
+    calls = [
+        parent
+        for ref in tree.references_to(function)
+        if isinstance(parent := tree.parent(ref), cst.Call) and parent.func is ref
+    ]
+    if not calls:
+        return False
+    for call in calls:
+        value = _argument_for(call, positional, name)
+        if not isinstance(value, cst.Name):
+            return False
+        caller = tree.function_of(call)
+        if tree.is_parameter(value.value, caller):
+            if not _handed_objects(tree, caller, value.value, depth + 1):
+                return False
+            continue
+        found = bindings(caller, value.value) or bindings(tree.module, value.value)
+        if not found or any(_is_command_line(node) for node in found):
+            return False
+    return True
+
+
+def _argument_for(call: cst.Call, positional: list[str], name: str) -> cst.BaseExpression | None:
+    """What ``call`` passes for the parameter ``name`` (None when a star argument hides it)."""
+    for index, arg in enumerate(call.args):
+        if arg.star:
+            return None
+        if (arg.keyword.value if arg.keyword is not None else positional[index] if index < len(positional) else None) == name:
+            return arg.value
+    return None
 
 
 def assigned_device_keys(tree: Tree, function: Function | None = None) -> set[str]:
