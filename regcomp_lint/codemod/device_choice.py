@@ -11,7 +11,17 @@ from __future__ import annotations
 import libcst as cst
 
 from regcomp_lint.codemod.roles import bindings
-from regcomp_lint.codemod.tree import Function, Tree, code, dotted, find_all, is_main_guard, key_of, single_target
+from regcomp_lint.codemod.tree import (
+    Function,
+    Tree,
+    argument_for,
+    code,
+    dotted,
+    find_all,
+    is_main_guard,
+    key_of,
+    single_target,
+)
 
 #: methods of ``argparse.ArgumentParser`` whose result is the command line's namespace
 _COMMAND_LINE_PARSES = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args"})
@@ -51,9 +61,6 @@ def _handed_objects(tree: Tree, function: Function, name: str, depth: int) -> bo
     never calls it, or a call passes the command line's namespace, a literal or an expression."""
     if not isinstance(function, cst.FunctionDef) or depth > 2:
         return False
-    positional = [p.name.value for p in [*function.params.posonly_params, *function.params.params]]
-    if tree.class_of(function) is not None and positional[:1] in (["self"], ["cls"]):
-        positional = positional[1:]
     calls = [
         parent
         for ref in tree.references_to(function)
@@ -62,7 +69,7 @@ def _handed_objects(tree: Tree, function: Function, name: str, depth: int) -> bo
     if not calls:
         return False
     for call in calls:
-        value = _argument_for(call, positional, name)
+        value = argument_for(tree, function, call, name)
         if not isinstance(value, cst.Name):
             return False
         caller = tree.function_of(call)
@@ -74,16 +81,6 @@ def _handed_objects(tree: Tree, function: Function, name: str, depth: int) -> bo
         if not found or any(_is_command_line(node) for node in found):
             return False
     return True
-
-
-def _argument_for(call: cst.Call, positional: list[str], name: str) -> cst.BaseExpression | None:
-    """What ``call`` passes for the parameter ``name`` (None when a star argument hides it)."""
-    for index, arg in enumerate(call.args):
-        if arg.star:
-            return None
-        if (arg.keyword.value if arg.keyword is not None else positional[index] if index < len(positional) else None) == name:
-            return arg.value
-    return None
 
 
 def assigned_device_keys(tree: Tree, function: Function | None = None) -> set[str]:

@@ -441,6 +441,20 @@ def parameter_names(function: cst.FunctionDef, *, keyword_only: bool = True) -> 
     return [p.name.value for p in every]
 
 
+def argument_for(tree: Tree, function: cst.FunctionDef, call: cst.Call, name: str) -> cst.BaseExpression | None:
+    """What ``call`` passes for ``function``'s parameter ``name`` (None when it leaves the default
+    or a star argument hides it)."""
+    params = parameter_names(function, keyword_only=False)
+    if tree.class_of(function) is not None and isinstance(call.func, cst.Attribute) and params:
+        params = params[1:]  # self.step(...) binds self
+    for index, arg in enumerate(call.args):
+        if arg.star:
+            return None
+        if (arg.keyword.value if arg.keyword is not None else params[index] if index < len(params) else None) == name:
+            return arg.value
+    return None
+
+
 # The overloads give callers the node types they asked for (a pair of kinds: either of the two).
 @overload
 def find_all(root: cst.CSTNode, kind: type[N], *, enter_functions: bool = True) -> list[N]: ...

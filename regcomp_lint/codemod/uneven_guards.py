@@ -32,7 +32,16 @@ from regcomp_lint.codemod.per_process import (
     targets_of,
 )
 from regcomp_lint.codemod.roles import CallGraph, bindings
-from regcomp_lint.codemod.tree import Function, Tree, code, find_all, find_own, key_of, methods_of, parameter_names
+from regcomp_lint.codemod.tree import (
+    Function,
+    Tree,
+    argument_for,
+    code,
+    find_all,
+    find_own,
+    key_of,
+    methods_of,
+)
 
 #: How many callers up a flag is followed (d_step(train) <- train_epoch(train_d) <- main()).
 _MAX_CALLER_DEPTH = 3
@@ -161,7 +170,7 @@ def _source(
         if not tree.is_parameter(name, function) or bindings(function, name):
             continue
         for caller, site in graph.callers_of(function):
-            arg = _argument_for(tree, function, site, name)
+            arg = argument_for(tree, function, site, name)
             if arg is None:
                 continue
             found = _source(tree, graph, varies, arg, site, depth + 1)
@@ -232,16 +241,3 @@ def _asks_whether_it_exists(expr: cst.BaseExpression) -> bool:
     return all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in expr.comparisons) and any(
         isinstance(o, cst.Name) and o.value == "None" for o in operands
     )
-
-
-def _argument_for(tree: Tree, function: cst.FunctionDef, call: cst.Call, name: str) -> cst.BaseExpression | None:
-    """What ``call`` passes for ``function``'s parameter ``name`` (None when it leaves the default)."""
-    params = parameter_names(function, keyword_only=False)
-    if tree.class_of(function) is not None and isinstance(call.func, cst.Attribute) and params:
-        params = params[1:]  # self.step(...) binds self
-    for index, arg in enumerate(call.args):
-        if arg.star:
-            return None
-        if (arg.keyword.value if arg.keyword is not None else params[index] if index < len(params) else None) == name:
-            return arg.value
-    return None

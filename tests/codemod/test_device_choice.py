@@ -501,7 +501,9 @@ def test_the_device_of_a_model_handed_to_a_function_is_no_flag():
 
 
 def test_the_device_of_a_command_line_namespace_handed_to_a_function_is_still_a_flag():
-    text = convert(HANDED_MODEL.replace("data.to(model.device)", "data.to(args.device)").replace(
-        "def evaluate(model, data):", "def evaluate(model, data, args=None):"
-    ).replace("evaluate(student, test)", "evaluate(student, test, args)")).text
+    text = convert(
+        HANDED_MODEL.replace("data.to(model.device)", "data.to(args.device)")
+        .replace("def evaluate(model, data):", "def evaluate(model, data, args=None):")
+        .replace("evaluate(student, test)", "evaluate(student, test, args)")
+    ).text
     assert 'cpu=str(args.device) == "cpu"' in accelerator_line(text)

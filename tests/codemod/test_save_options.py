@@ -78,7 +78,9 @@ def test_a_save_of_nothing_prepared_with_options_keeps_torch_save_on_the_main_pr
 
 def test_a_plain_save_still_becomes_accelerator_save():
     text, _ = convert('torch.save(model.state_dict(), "w.pt")')
-    assert '    accelerator.save(accelerator.unwrap_model(model, keep_torch_compile=False).state_dict(), "w.pt")\n' in text
+    assert (
+        '    accelerator.save(accelerator.unwrap_model(model, keep_torch_compile=False).state_dict(), "w.pt")\n' in text
+    )
 
 
 def test_the_parameters_accelerator_save_takes():
