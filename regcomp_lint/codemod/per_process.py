@@ -36,6 +36,8 @@ NESTED = (cst.FunctionDef, cst.ClassDef)
 #: The statements that compute a value into a name or ``self.attr``.
 ASSIGNMENTS = (cst.Assign, cst.AugAssign, cst.AnnAssign)
 
+#: Methods of a list, set or dict that put a value into it (``losses.append(epoch_loss)``).
+_FILLING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault"})
 #: Tells a call whose value every process computes alike (see :mod:`~regcomp_lint.codemod.synced_values`).
 Alike = Callable[[cst.Call], bool]
 
@@ -65,19 +67,19 @@ class PerProcess:
         name: str,
         stop_at: tuple[type, ...] = LOOP_OWN,
         seen: frozenset[str] = frozenset(),
+        fills: bool = True,
     ) -> cst.CSTNode | None:
         """``name = <something with a call>`` (or unpacked from one) inside ``scope``'s body
         (what ``stop_at`` leaves in it), followed through plain assignments (``done = terminated
         or truncated``), and through the ``if`` tests that decide an assignment: an
         early-stopping counter (``patience += 1`` under ``if val_loss < best:``, ``val_loss =
-        evaluate()``) differs between processes as the value it is decided by does."""
+        evaluate()``) differs between processes as the value it is decided by does. With
+        ``fills=False`` (a test that reads only ``len(name)``) what a call puts into the container
+        is no value of it: every process appends as many."""
         if name in self._equalized(scope):
             return None
         body = scope.body if isinstance(scope, (cst.For, cst.While, cst.FunctionDef)) else scope
-        for assign in find_own(body, ASSIGNMENTS, stop_at):
-            if name not in [k for t in targets_of(assign) for k in read_keys(t)]:
-                continue
-            value = assign.value
+        for assign, value in self._writes(body, name, stop_at, fills):
             if value is not None and self.call_in(value) is not None:
                 return assign
             reads = set(read_keys(value)) if value is not None else set()
@@ -90,6 +92,28 @@ class PerProcess:
                 if found is not None:
                     return found
         return None
+
+    def _writes(
+        self, body: cst.CSTNode, name: str, stop_at: tuple[type, ...], fills: bool
+    ) -> list[tuple[cst.CSTNode, cst.BaseExpression | None]]:
+        """Where ``body`` gives ``name`` a value, and that value: an assignment, or a call that
+        fills the container it names (survey21c siamese_hw's ``losses.append(running_loss /
+        len(train_loader))``, the list an early stop then compares)."""
+        found: list[tuple[cst.CSTNode, cst.BaseExpression | None]] = []
+        for node in find_own(body, (*ASSIGNMENTS, cst.Call), stop_at):
+            if isinstance(node, cst.Call):
+                func = node.func
+                if (
+                    fills
+                    and isinstance(func, cst.Attribute)
+                    and func.attr.value in _FILLING_METHODS
+                    and key_of(func.value) == name
+                ):
+                    found.append((node, cst.Tuple(elements=[cst.Element(a.value) for a in node.args])))
+                continue
+            if name in [k for t in targets_of(node) for k in read_keys(t)]:
+                found.append((node, node.value))
+        return found
 
     def deciding_tests(self, scope: cst.CSTNode, node: cst.CSTNode) -> list[cst.BaseExpression]:
         """The tests of the ``if``/``elif`` statements inside ``scope`` that ``node`` runs under."""
@@ -213,6 +237,21 @@ def _read_names(expr: cst.BaseExpression) -> list[str]:
 def targets_of(assign: cst.Assign | cst.AugAssign | cst.AnnAssign) -> list[cst.BaseAssignTargetExpression]:
     """What an assignment binds: each target of ``a = b = ...``, the one of ``a += ...``."""
     return [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else [assign.target]
+
+
+def read_as_values(expr: cst.BaseExpression) -> list[str]:
+    """The keys ``expr`` reads (:func:`~regcomp_lint.codemod.tree.read_keys`), less a name it
+    reads only as ``len(name)``."""
+    sized = [
+        call.args[0].value.value
+        for call in find_all(expr, cst.Call)
+        if isinstance(call.func, cst.Name)
+        and call.func.value == "len"
+        and len(call.args) == 1
+        and isinstance(call.args[0].value, cst.Name)
+    ]
+    names = [n.value for n in find_all(expr, cst.Name)]
+    return [k for k in read_keys(expr) if k != "len" and not (k in sized and names.count(k) == sized.count(k))]
 
 
 def describe_assignment(tree: Tree, assign: cst.CSTNode) -> str:
