@@ -97,6 +97,7 @@ from regcomp_lint.codemod.per_process import PerProcess
 from regcomp_lint.codemod.progress_bars import note_eager_iterators
 from regcomp_lint.codemod.regional import repeated_blocks
 from regcomp_lint.codemod.reinit_sync import rebinds_itself, reinitialised_model, sync_reinitialised
+from regcomp_lint.codemod.returned_models import unwrap_returned_models
 from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name
 from regcomp_lint.codemod.roles import (
     backward_calls,
@@ -1429,6 +1430,7 @@ class PlainPlanner(Planner):
         read_through_wrapper(self, block, prepare_index)
         reach_own_methods(self, block, prepare_index)
         unwrap_for_other_modules(self, block, prepare_index)
+        unwrap_returned_models(self, block, prepare_index)
         sync_reinitialised(self, block, prepare_index)
         self._place_accelerator(settings, script, block, prepare_index)
         if per_pass is not None:
