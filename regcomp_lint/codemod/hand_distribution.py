@@ -56,9 +56,9 @@ def adapt_distribution(planner: PlainPlanner) -> None:
     tree = planner.tree
     dist = planner.distribution
     models = set(planner.models)
-    ddp_keywords: list[str] = []
-    for call in dist.data_parallel:
-        ddp_keywords += _remove_wrap(planner, call, models)
+    ddp_keywords = _one_set_of_options(
+        planner, [(call, _remove_wrap(planner, call, models)) for call in dist.data_parallel]
+    )
     workers = [_spawned_worker(planner, call) for call in dist.spawn]
     # a spawned worker joins its group before the Accelerator exists; torchrun scripts may join after
     guarded = [] if workers else dist.init_process_group
@@ -193,6 +193,26 @@ def _split_batches_as_data_parallel_did(planner: PlainPlanner) -> None:
         "the GPUs, each of N processes takes 1/N of every batch, so the batch an optimizer step sees and the "
         "steps per epoch stay as before (the batch size must divide by N)"
     )
+
+
+def _one_set_of_options(planner: PlainPlanner, wraps: list[tuple[cst.Call, list[str]]]) -> list[str]:
+    """The DDP options of every wrap, each once: Accelerate wraps every prepared model with the one
+    ``DistributedDataParallelKwargs`` it is given. Two wraps that set an option to different values
+    (survey21c ntxent_ddp: ``find_unused_parameters=True`` for the encoder, ``False`` for the head)
+    are refused, naming both; written twice, it would not compile ("keyword argument repeated")."""
+    tree = planner.tree
+    chosen: dict[str, tuple[str, cst.Call]] = {}
+    for call, keywords in wraps:
+        for keyword in keywords:
+            name, value = keyword.split("=", 1)
+            first = chosen.setdefault(name, (value, call))
+            if first[0] != value:
+                raise Refusal(
+                    f"{code(first[1].func)}(...) at line {tree.line(first[1])} sets {name}={first[0]}, and "
+                    f"{code(call.func)}(...) at line {tree.line(call)} sets {name}={value}: Accelerate wraps every "
+                    "prepared model with one set of DDP options (DistributedDataParallelKwargs); port it by hand"
+                )
+    return [f"{name}={value}" for name, (value, _) in chosen.items()]
 
 
 def _remove_wrap(planner: PlainPlanner, call: cst.Call, models: set[str]) -> list[str]:
