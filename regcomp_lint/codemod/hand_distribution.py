@@ -238,6 +238,18 @@ def _remove_wrap(planner: PlainPlanner, call: cst.Call, models: set[str]) -> lis
         )
     if planner.trainer_models is not None:  # `net = DDP(Net()); Trainer(net, args).train()`
         refuse_wrap_handed_in(planner, planner.trainer_models, call, wrap, wrapped)
+    if (
+        isinstance(assign, cst.Assign)
+        and target is not None
+        and target[0] not in models
+        and call.args
+        and key_of(call.args[0].value) == target[0]
+    ):
+        raise Refusal(
+            f"{code(call.func)}(...) at line {tree.line(call)} wraps {target[0]} in place, but {target[0]} is not a "
+            f"model the conversion prepares (it sees the optimizer train {', '.join(sorted(models))}); Accelerate's "
+            "prepare() wraps only what it prepares, so port it by hand"
+        )
     if not isinstance(assign, cst.Assign) or target is None or target[0] not in models or not call.args:
         raise Refusal(
             f"{code(call.func)}(...) at line {tree.line(call)} does not wrap the trained model in place "

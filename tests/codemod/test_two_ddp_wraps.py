@@ -61,3 +61,24 @@ def test_two_wraps_with_the_same_options_pass_them_once():
     assert "DistributedDataParallelKwargs(find_unused_parameters=True)]" in result.text
     compile(result.text, "train.py", "exec")
 
+
+def test_a_wrap_in_place_of_a_model_the_optimizer_is_not_seen_to_train_says_so():
+    """The original survey21c script: the encoder's parameters join the optimizer only under ``if
+    not cfg.freeze_encoder:`` (``param_groups.append(...)``). Its in-place wrap was refused as one
+    that "does not wrap the trained model in place (model = DDP(model, ...))", which it does."""
+    text = (
+        SCRIPT.replace("ENC", "True")
+        .replace("HEAD", "True")
+        .replace(
+            '    optimizer = torch.optim.AdamW([{"params": head.parameters()}, {"params": encoder.parameters()}])\n',
+            '    groups = [{"params": head.parameters()}]\n'
+            "    if os.environ.get('TRAIN_ENCODER'):\n"
+            '        groups.append({"params": encoder.parameters()})\n'
+            "    optimizer = torch.optim.AdamW(groups)\n",
+        )
+    )
+    result = convert_source(text, "train.py", ConvertOptions())
+    assert result.refused is not None
+    assert "does not wrap the trained model in place" not in result.refused, result.refused
+    assert "DDP(...) at line 15 wraps encoder in place" in result.refused, result.refused
+    assert "head" in result.refused
