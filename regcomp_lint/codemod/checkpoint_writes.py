@@ -60,7 +60,6 @@ def guard_helper_saves(
                 continue
             name = helper.name.value if helper is not None else f"{code(call.func)}"
             expr = tree.parent(call)
-            line = tree.parent(expr) if expr is not None else None
             if isinstance(expr, cst.If) and expr.test is call and _only_logs(tree, expr):
                 # `if atomic_save(...): print("saved")`: the main process writes and logs, the others skip both
                 acc = planner.accelerator_in(place)
@@ -74,7 +73,8 @@ def guard_helper_saves(
                     f"logged: the test is now `{acc}.is_main_process and {name}(...)`, so one process writes and logs"
                 )
                 continue
-            if not (isinstance(expr, cst.Expr) and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
+            line = tree.call_line(call)
+            if line is None:
                 planner.notes.append(
                     f"{name}() at line {tree.line(call)} writes a checkpoint but its result is used: "
                     "every process runs it; call it under `if accelerator.is_main_process:` by hand"
@@ -187,9 +187,8 @@ def write_on_main_process(planner: Planner, place: Function, call: cst.Call) -> 
     if not options:
         planner.replace(call.func, f"{acc}.save")
         return True
-    expr = tree.parent(call)
-    line = tree.parent(expr) if expr is not None else None
-    if not (isinstance(expr, cst.Expr) and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
+    line = tree.call_line(call)
+    if line is None:
         raise Refusal(
             f"torch.save() at line {tree.line(call)} passes {', '.join(options)}, which {acc}.save() does not take, "
             "and is not a statement of its own to run on the main process; convert by hand"

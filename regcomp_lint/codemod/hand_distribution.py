@@ -426,9 +426,8 @@ def _wraps_a_submodule_in_place(assign: cst.Assign, call: cst.Call, models: set[
 def _guard_initialisation(planner: PlainPlanner, call: cst.Call) -> None:
     """``init_process_group(...)`` -> ``if not is_initialized(): init_process_group(...)``."""
     tree = planner.tree
-    expr = tree.parent(call)
-    line = tree.parent(expr) if expr is not None else None
-    if not (isinstance(expr, cst.Expr) and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
+    line = tree.call_line(call)
+    if line is None:
         raise Refusal(
             f"{code(call.func)}(...) at line {tree.line(call)} is not a statement of its own; the Accelerator may "
             "set up the process group first, so guard it with is_initialized() by hand"

@@ -35,7 +35,7 @@ def unwrap_returned_models(planner: PlainPlanner, block: Block, prepare_index: i
         elements = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
         for element in elements:
             model = key_of(element) if element is not None else None
-            if model not in models or planner.is_removed(ret):
+            if element is None or model not in models or planner.is_removed(ret):
                 continue
             index = planner.project(block, ret)
             if index is None or index < planner.prepared_at.get(model, prepare_index):

@@ -282,6 +282,15 @@ class Tree:
                 return anc
         raise ValueError("node is not inside a statement")
 
+    def call_line(self, call: cst.Call) -> cst.SimpleStatementLine | None:
+        """The line ``call`` is the whole of (``save(state)`` alone on it), or None when its result
+        is used or the line holds more: only such a line can be put under an ``if`` as it is."""
+        expr = self.parent(call)
+        line = self.parent(expr) if expr is not None else None
+        if isinstance(expr, cst.Expr) and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
+            return line
+        return None
+
     def indentation(self, stmt: cst.CSTNode) -> str:
         """The exact leading whitespace of the line a statement starts on (tabs kept)."""
         row = self._positions[stmt].start.line
