@@ -286,6 +286,18 @@ def is_main_process_test(test: ast.expr) -> bool:
     return False
 
 
+def tests_the_rank(test: ast.expr) -> bool:
+    """A main-process test anywhere in ``test`` (:func:`is_main_process_test`), or a comparison of
+    the rank either way (``rank != 0``, ``args.local_rank > 0``): which processes take a branch."""
+    return any(
+        is_main_process_test(part)
+        or isinstance(part, ast.Compare)
+        and any(_names_rank(side) for side in (part.left, *part.comparators))
+        for part in ast.walk(test)
+        if isinstance(part, ast.expr)
+    )
+
+
 def _names_rank(expr: ast.expr) -> bool:
     """``rank``, ``args.local_rank``, ``dist.get_rank()``, ``int(os.environ["RANK"])``."""
     for node in walk(expr):

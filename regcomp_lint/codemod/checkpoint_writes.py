@@ -26,7 +26,10 @@ from regcomp_lint.codemod.builders import expression, guarded, statement
 from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.local_modules import FunctionNode, imported_function
+from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, single_target
+from regcomp_lint.codemod.uneven_guards import decided_apart
+from regcomp_lint.knowledge.accelerate_api import SAVE_PARAMETERS
 from regcomp_lint.knowledge.torch_api import COMPILE_WRAPPER_ATTRIBUTE, PER_PROCESS_PATH_WORDS, TORCH_SAVE
 
 if TYPE_CHECKING:
@@ -57,7 +60,6 @@ def guard_helper_saves(
                 continue
             name = helper.name.value if helper is not None else f"{code(call.func)}"
             expr = tree.parent(call)
-            line = tree.parent(expr) if expr is not None else None
             if isinstance(expr, cst.If) and expr.test is call and _only_logs(tree, expr):
                 # `if atomic_save(...): print("saved")`: the main process writes and logs, the others skip both
                 acc = planner.accelerator_in(place)
@@ -71,7 +73,8 @@ def guard_helper_saves(
                     f"logged: the test is now `{acc}.is_main_process and {name}(...)`, so one process writes and logs"
                 )
                 continue
-            if not (isinstance(expr, cst.Expr) and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
+            line = tree.call_line(call)
+            if line is None:
                 planner.notes.append(
                     f"{name}() at line {tree.line(call)} writes a checkpoint but its result is used: "
                     "every process runs it; call it under `if accelerator.is_main_process:` by hand"
@@ -158,13 +161,44 @@ def save_the_rest_once(
 
 def save_once(planner: Planner, place: Function, call: cst.Call) -> tuple[Function, cst.Call]:
     """``torch.save(...)`` -> ``accelerator.save(...)``, noted: the main process writes the file."""
-    acc = planner.accelerator_in(place)
-    planner.replace(call.func, f"{acc}.save")
     planner.uses.append(call)
-    planner.notes.append(
-        f"torch.save() at line {planner.tree.line(call)} -> {acc}.save(): the main process writes the file, once"
-    )
+    if write_on_main_process(planner, place, call):
+        acc = planner.accelerator_in(place)
+        planner.notes.append(
+            f"torch.save() at line {planner.tree.line(call)} -> {acc}.save(): the main process writes the file, once"
+        )
     return place, call
+
+
+def write_on_main_process(planner: Planner, place: Function, call: cst.Call) -> bool:
+    """Make ``torch.save(...)`` write on the main process alone; True when it became ``accelerator.save``.
+
+    It becomes ``accelerator.save(...)``, unless it passes options ``accelerator.save()`` does not
+    take (:data:`~regcomp_lint.knowledge.accelerate_api.SAVE_PARAMETERS`: survey21c's
+    ``_use_new_zipfile_serialization=False`` raised ``TypeError``): then it stays ``torch.save``,
+    its statement under ``if accelerator.is_main_process:``."""
+    tree = planner.tree
+    acc = planner.accelerator_in(place)
+    options = [
+        code(arg).strip().rstrip(",")
+        for index, arg in enumerate(call.args)
+        if arg.star or (arg.keyword.value not in SAVE_PARAMETERS if arg.keyword is not None else index > 1)
+    ]
+    if not options:
+        planner.replace(call.func, f"{acc}.save")
+        return True
+    line = tree.call_line(call)
+    if line is None:
+        raise Refusal(
+            f"torch.save() at line {tree.line(call)} passes {', '.join(options)}, which {acc}.save() does not take, "
+            "and is not a statement of its own to run on the main process; convert by hand"
+        )
+    planner.edits.on(line, guarded(expression(f"{acc}.is_main_process", planner.module)))
+    planner.notes.append(
+        f"torch.save() at line {tree.line(call)} keeps {', '.join(options)}, which {acc}.save() does not take: it "
+        f"stays torch.save, under `if {acc}.is_main_process:`"
+    )
+    return False
 
 
 def state_saves(tree: Tree, place: Function, state_dict: cst.Call) -> list[cst.Call]:
@@ -573,7 +607,8 @@ def _handed_a_path(tree: Tree, call: cst.Call, paths: set[str]) -> bool:
 
 def _common_block(planner: Planner, place: Function, write: cst.CSTNode, read: cst.CSTNode) -> Block | None:
     """The innermost block holding both, when every process runs through it: None when an ``if``
-    on the rank (or on the main process) holds it."""
+    on the rank (or on the main process) holds it; a refusal when an ``if`` on a value each process
+    has its own does (``if epoch_loss < best:`` save, then load back: a replica hung there)."""
     tree = planner.tree
     block: Block | None = None
     for anc in tree.ancestors(write):
@@ -587,6 +622,19 @@ def _common_block(planner: Planner, place: Function, write: cst.CSTNode, read: c
             break
         if isinstance(anc, cst.If) and _names_the_rank(planner, anc.test):
             return None
+    for anc in [block, *tree.ancestors(block)]:
+        if anc is place:
+            break
+        why = decided_apart(tree, planner.graph, planner.varies, anc) if isinstance(anc, cst.If) else None
+        if why is not None:
+            header = code(anc).strip().splitlines()[0]
+            raise Refusal(
+                f"the read at line {tree.line(read)} of the checkpoint the main process writes at line "
+                f"{tree.line(write)} would wait for it under `{header}` (line {tree.line(anc)}), where {why}; each "
+                "process decides that branch from its own values, so one waits in accelerator.wait_for_everyone() "
+                "for processes that never come (a 2-process run hangs); convert by hand, deciding once for every "
+                "process (reduce the value across processes) or keeping the state in memory instead of reading it back"
+            )
     return block
 
 

@@ -11,7 +11,17 @@ from __future__ import annotations
 import libcst as cst
 
 from regcomp_lint.codemod.roles import bindings
-from regcomp_lint.codemod.tree import Function, Tree, code, dotted, find_all, is_main_guard, key_of, single_target
+from regcomp_lint.codemod.tree import (
+    Function,
+    Tree,
+    argument_for,
+    code,
+    dotted,
+    find_all,
+    is_main_guard,
+    key_of,
+    single_target,
+)
 
 #: methods of ``argparse.ArgumentParser`` whose result is the command line's namespace
 _COMMAND_LINE_PARSES = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args"})
@@ -36,10 +46,40 @@ def is_chosen_device(tree: Tree, value: cst.Attribute, function: Function) -> bo
     root = key.split(".")[0]
     for place in (function, tree.module):
         if tree.is_parameter(root, place):
-            return True
+            return not _handed_objects(tree, place, root, 0)
         found = bindings(place, root)
         if found:
             return any(_is_command_line(node) for node in found)
+    return True
+
+
+def _handed_objects(tree: Tree, function: Function, name: str, depth: int) -> bool:
+    """Every call of ``function`` in the file fills its parameter ``name`` with an object its
+    caller holds: a name bound there from anything but the command line (survey21c kd_addsum's
+    ``evaluate(student, ...)`` and ``evaluate(teacher, ...)``, whose ``.to(model.device)``
+    follows the model handed in), or one handed to the caller so in turn. False when the file
+    never calls it, or a call passes the command line's namespace, a literal or an expression."""
+    if not isinstance(function, cst.FunctionDef) or depth > 2:
+        return False
+    calls = [
+        parent
+        for ref in tree.references_to(function)
+        if isinstance(parent := tree.parent(ref), cst.Call) and parent.func is ref
+    ]
+    if not calls:
+        return False
+    for call in calls:
+        value = argument_for(tree, function, call, name)
+        if not isinstance(value, cst.Name):
+            return False
+        caller = tree.function_of(call)
+        if tree.is_parameter(value.value, caller):
+            if not _handed_objects(tree, caller, value.value, depth + 1):
+                return False
+            continue
+        found = bindings(caller, value.value) or bindings(tree.module, value.value)
+        if not found or any(_is_command_line(node) for node in found):
+            return False
     return True
 
 

@@ -62,10 +62,9 @@ def write_files_once(planner: Planner, places: list[Function]) -> None:
                     continue
             elif not _writes_a_file(tree, call.func):
                 continue
-            expr = tree.parent(call)
-            line = tree.parent(expr) if expr is not None else None
+            line = tree.call_line(call)
             writer = code(call.func)
-            if not (isinstance(expr, cst.Expr) and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
+            if line is None:
                 continue  # its result is used (a rare shape): left as it was
             if any(key_of(c.func) in models for c in find_all(line, cst.Call)):
                 planner.notes.append(

@@ -56,9 +56,9 @@ def adapt_distribution(planner: PlainPlanner) -> None:
     tree = planner.tree
     dist = planner.distribution
     models = set(planner.models)
-    ddp_keywords: list[str] = []
-    for call in dist.data_parallel:
-        ddp_keywords += _remove_wrap(planner, call, models)
+    ddp_keywords = _one_set_of_options(
+        planner, [(call, _remove_wrap(planner, call, models)) for call in dist.data_parallel]
+    )
     workers = [_spawned_worker(planner, call) for call in dist.spawn]
     # a spawned worker joins its group before the Accelerator exists; torchrun scripts may join after
     guarded = [] if workers else dist.init_process_group
@@ -195,6 +195,26 @@ def _split_batches_as_data_parallel_did(planner: PlainPlanner) -> None:
     )
 
 
+def _one_set_of_options(planner: PlainPlanner, wraps: list[tuple[cst.Call, list[str]]]) -> list[str]:
+    """The DDP options of every wrap, each once: Accelerate wraps every prepared model with the one
+    ``DistributedDataParallelKwargs`` it is given. Two wraps that set an option to different values
+    (survey21c ntxent_ddp: ``find_unused_parameters=True`` for the encoder, ``False`` for the head)
+    are refused, naming both; written twice, it would not compile ("keyword argument repeated")."""
+    tree = planner.tree
+    chosen: dict[str, tuple[str, cst.Call]] = {}
+    for call, keywords in wraps:
+        for keyword in keywords:
+            name, value = keyword.split("=", 1)
+            first = chosen.setdefault(name, (value, call))
+            if first[0] != value:
+                raise Refusal(
+                    f"{code(first[1].func)}(...) at line {tree.line(first[1])} sets {name}={first[0]}, and "
+                    f"{code(call.func)}(...) at line {tree.line(call)} sets {name}={value}: Accelerate wraps every "
+                    "prepared model with one set of DDP options (DistributedDataParallelKwargs); port it by hand"
+                )
+    return [f"{name}={value}" for name, (value, _) in chosen.items()]
+
+
 def _remove_wrap(planner: PlainPlanner, call: cst.Call, models: set[str]) -> list[str]:
     """``model = DDP(model, ...)`` goes; ``model = DDP(Net(), ...)`` keeps ``Net()``; return the
     keywords Accelerate must pass on."""
@@ -218,6 +238,18 @@ def _remove_wrap(planner: PlainPlanner, call: cst.Call, models: set[str]) -> lis
         )
     if planner.trainer_models is not None:  # `net = DDP(Net()); Trainer(net, args).train()`
         refuse_wrap_handed_in(planner, planner.trainer_models, call, wrap, wrapped)
+    if (
+        isinstance(assign, cst.Assign)
+        and target is not None
+        and target[0] not in models
+        and call.args
+        and key_of(call.args[0].value) == target[0]
+    ):
+        raise Refusal(
+            f"{code(call.func)}(...) at line {tree.line(call)} wraps {target[0]} in place, but {target[0]} is not a "
+            f"model the conversion prepares (it sees the optimizer train {', '.join(sorted(models))}); Accelerate's "
+            "prepare() wraps only what it prepares, so port it by hand"
+        )
     if not isinstance(assign, cst.Assign) or target is None or target[0] not in models or not call.args:
         raise Refusal(
             f"{code(call.func)}(...) at line {tree.line(call)} does not wrap the trained model in place "
@@ -394,9 +426,8 @@ def _wraps_a_submodule_in_place(assign: cst.Assign, call: cst.Call, models: set[
 def _guard_initialisation(planner: PlainPlanner, call: cst.Call) -> None:
     """``init_process_group(...)`` -> ``if not is_initialized(): init_process_group(...)``."""
     tree = planner.tree
-    expr = tree.parent(call)
-    line = tree.parent(expr) if expr is not None else None
-    if not (isinstance(expr, cst.Expr) and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
+    line = tree.call_line(call)
+    if line is None:
         raise Refusal(
             f"{code(call.func)}(...) at line {tree.line(call)} is not a statement of its own; the Accelerator may "
             "set up the process group first, so guard it with is_initialized() by hand"

@@ -1,6 +1,7 @@
 """Values that can differ between processes: the one notion behind the checks that every process
 steps alike (:mod:`~regcomp_lint.codemod.uneven_steps`: a loop that ends on such a value;
-:mod:`~regcomp_lint.codemod.uneven_guards`: a backward under an ``if`` on one).
+:mod:`~regcomp_lint.codemod.uneven_guards`: a backward under an ``if`` on one, or after an ``if``
+on one that ``continue``s or ``return``s).
 
 A value computed by a call while training runs (``done = env.step(a)``, ``loss.item()``,
 ``random.random()``) may differ: each process has its own batches, its own losses and its own
@@ -8,7 +9,12 @@ draws. Builtins (``len``, ``min``) and the calls the caller knows to be computed
 evaluation of the synchronized model, :mod:`~regcomp_lint.codemod.synced_values`) do not; nor do
 a draw from a generator the script builds and seeds with one value (``rng = random.Random(0)``,
 ``torch.rand(1, generator=g)`` after ``g.manual_seed(0)``), which every process draws alike, nor
-a tensor that ``torch.distributed.all_reduce`` or ``broadcast`` made equal on every process.
+a tensor that ``torch.distributed.all_reduce`` or ``broadcast`` made equal on every process, nor
+an environment variable other than the rank's (``os.environ.get("CHECK")``). A function of the
+file counts as what it returns (``def use_disc(epoch): return epoch >= WARMUP`` does not differ).
+A draw from the global generator does, seeded or not: ``torch.manual_seed(0)`` starts every
+process's generator alike, but each draws from it as its own data asks (a replica's masks
+parted on 6 of 12 steps once each batch drew as many numbers as it had positive targets).
 """
 
 from __future__ import annotations
@@ -27,6 +33,11 @@ LOOP_OWN = (cst.For, cst.While, cst.FunctionDef, cst.ClassDef)
 #: Statements of a function or loop, nested loops included (a flag decided anywhere in them).
 NESTED = (cst.FunctionDef, cst.ClassDef)
 
+#: The statements that compute a value into a name or ``self.attr``.
+ASSIGNMENTS = (cst.Assign, cst.AugAssign, cst.AnnAssign)
+
+#: Methods of a list, set or dict that put a value into it (``losses.append(epoch_loss)``).
+_FILLING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault"})
 #: Tells a call whose value every process computes alike (see :mod:`~regcomp_lint.codemod.synced_values`).
 Alike = Callable[[cst.Call], bool]
 
@@ -37,6 +48,8 @@ class PerProcess:
     def __init__(self, tree: Tree, alike: Alike = lambda call: False) -> None:
         self.tree = tree
         self.alike = alike
+        #: the helpers whose returns are being read (a recursive one counts as the process's own)
+        self._reading: set[cst.FunctionDef] = set()
 
     def call_in(self, expr: cst.CSTNode) -> cst.Call | None:
         """A call in ``expr`` whose value may differ between processes: anything but a builtin
@@ -54,20 +67,19 @@ class PerProcess:
         name: str,
         stop_at: tuple[type, ...] = LOOP_OWN,
         seen: frozenset[str] = frozenset(),
+        fills: bool = True,
     ) -> cst.CSTNode | None:
         """``name = <something with a call>`` (or unpacked from one) inside ``scope``'s body
         (what ``stop_at`` leaves in it), followed through plain assignments (``done = terminated
         or truncated``), and through the ``if`` tests that decide an assignment: an
         early-stopping counter (``patience += 1`` under ``if val_loss < best:``, ``val_loss =
-        evaluate()``) differs between processes as the value it is decided by does."""
+        evaluate()``) differs between processes as the value it is decided by does. With
+        ``fills=False`` (a test that reads only ``len(name)``) what a call puts into the container
+        is no value of it: every process appends as many."""
         if name in self._equalized(scope):
             return None
         body = scope.body if isinstance(scope, (cst.For, cst.While, cst.FunctionDef)) else scope
-        for assign in find_own(body, (cst.Assign, cst.AugAssign, cst.AnnAssign), stop_at):
-            targets = [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else [assign.target]
-            if name not in [k for t in targets for k in read_keys(t)]:
-                continue
-            value = assign.value
+        for assign, value in self._writes(body, name, stop_at, fills):
             if value is not None and self.call_in(value) is not None:
                 return assign
             reads = set(read_keys(value)) if value is not None else set()
@@ -80,6 +92,28 @@ class PerProcess:
                 if found is not None:
                     return found
         return None
+
+    def _writes(
+        self, body: cst.CSTNode, name: str, stop_at: tuple[type, ...], fills: bool
+    ) -> list[tuple[cst.CSTNode, cst.BaseExpression | None]]:
+        """Where ``body`` gives ``name`` a value, and that value: an assignment, or a call that
+        fills the container it names (survey21c siamese_hw's ``losses.append(running_loss /
+        len(train_loader))``, the list an early stop then compares)."""
+        found: list[tuple[cst.CSTNode, cst.BaseExpression | None]] = []
+        for node in find_own(body, (*ASSIGNMENTS, cst.Call), stop_at):
+            if isinstance(node, cst.Call):
+                func = node.func
+                if (
+                    fills
+                    and isinstance(func, cst.Attribute)
+                    and func.attr.value in _FILLING_METHODS
+                    and key_of(func.value) == name
+                ):
+                    found.append((node, cst.Tuple(elements=[cst.Element(a.value) for a in node.args])))
+                continue
+            if name in [k for t in targets_of(node) for k in read_keys(t)]:
+                found.append((node, node.value))
+        return found
 
     def deciding_tests(self, scope: cst.CSTNode, node: cst.CSTNode) -> list[cst.BaseExpression]:
         """The tests of the ``if``/``elif`` statements inside ``scope`` that ``node`` runs under."""
@@ -94,8 +128,11 @@ class PerProcess:
     # -- what every process computes alike ------------------------------------------------
 
     def _computed_alike(self, call: cst.Call) -> bool:
-        if self.alike(call):
+        if self.alike(call) or self._reads_the_shared_environment(call):
             return True
+        helper = self.tree.function_named(call)
+        if helper is not None:
+            return self._returns_alike(helper)
         generator = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "generator"), None)
         if generator is not None:
             return self._seeded_alike(generator)
@@ -107,6 +144,42 @@ class PerProcess:
             return self._computed_alike(receiver)
         key = key_of(receiver)
         return key is not None and (self._seeded_alike(receiver) or key in self._equalized(call))
+
+    def _returns_alike(self, helper: cst.FunctionDef) -> bool:
+        """A function of the file returns what every process computes alike (``return epoch >=
+        WARMUP``): no call of its own in what it returns that may differ (``return torch.rand(())
+        > 0.5`` does), no local name computed from one, no ``self.`` attribute (set who knows
+        where) and no module name some function rebinds (``global``). Its arguments are read
+        where it is called. A generator, or a helper already being read (recursion), is not."""
+        if helper in self._reading or find_all(helper, (cst.Yield, cst.Await), enter_functions=False):
+            return False
+        rebound = {n.value for g in find_all(self.tree.module, cst.Global) for n in (a.name for a in g.names)}
+        self._reading.add(helper)
+        try:
+            for ret in find_own(helper.body, cst.Return, NESTED):
+                if ret.value is None:
+                    continue
+                reads_self = any(
+                    isinstance(a.value, cst.Name) and a.value.value == "self"
+                    for a in find_all(ret.value, cst.Attribute)
+                )
+                if reads_self or self.call_in(ret.value) is not None:
+                    return False
+                for name in _read_names(ret.value):
+                    if name in rebound or self.computed_in(helper, name, NESTED) is not None:
+                        return False
+            return True
+        finally:
+            self._reading.discard(helper)
+
+    def _reads_the_shared_environment(self, call: cst.Call) -> bool:
+        """``os.environ.get("CHECK")``: a variable every process is handed alike (not the rank's)."""
+        if not call.args or not self.tree.resolves_to(call.func, *torch_api.ENVIRONMENT_READS):
+            return False
+        name = call.args[0].value
+        return isinstance(name, cst.SimpleString) and not any(
+            word in name.evaluated_value.upper() for word in torch_api.PROCESS_NUMBER_WORDS
+        )
 
     def _seeded_alike(self, generator: cst.BaseExpression) -> bool:
         """``generator`` names a generator of the script's own, seeded with a value every process
@@ -153,6 +226,32 @@ class PerProcess:
             if key is not None:
                 found.add(key)
         return found
+
+
+def _read_names(expr: cst.BaseExpression) -> list[str]:
+    """The plain names ``expr`` reads (``a.b`` reads ``a``, not ``b``), in source order."""
+    attrs = {id(a.attr) for a in find_all(expr, cst.Attribute)}
+    return list(dict.fromkeys(n.value for n in find_all(expr, cst.Name) if id(n) not in attrs))
+
+
+def targets_of(assign: cst.Assign | cst.AugAssign | cst.AnnAssign) -> list[cst.BaseAssignTargetExpression]:
+    """What an assignment binds: each target of ``a = b = ...``, the one of ``a += ...``."""
+    return [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else [assign.target]
+
+
+def read_as_values(expr: cst.BaseExpression) -> list[str]:
+    """The keys ``expr`` reads (:func:`~regcomp_lint.codemod.tree.read_keys`), less a name it
+    reads only as ``len(name)``."""
+    sized = [
+        call.args[0].value.value
+        for call in find_all(expr, cst.Call)
+        if isinstance(call.func, cst.Name)
+        and call.func.value == "len"
+        and len(call.args) == 1
+        and isinstance(call.args[0].value, cst.Name)
+    ]
+    names = [n.value for n in find_all(expr, cst.Name)]
+    return [k for k in read_keys(expr) if k != "len" and not (k in sized and names.count(k) == sized.count(k))]
 
 
 def describe_assignment(tree: Tree, assign: cst.CSTNode) -> str:

@@ -18,7 +18,7 @@ from functools import partial
 import libcst as cst
 
 from regcomp_lint.analysis.bindings import Bound, Where, binding_key
-from regcomp_lint.analysis.checkpoints import is_main_process_test
+from regcomp_lint.analysis.checkpoints import is_main_process_test, tests_the_rank
 from regcomp_lint.analysis.compile_settings.launches import launched_fields
 from regcomp_lint.analysis.global_rebinders import rebinds_globals
 from regcomp_lint.analysis.training_objects import Kind
@@ -32,6 +32,7 @@ from regcomp_lint.codemod.checkpoint_writes import (
     saves_into_memory,
     state_saves,
     wait_before_reading_back,
+    write_on_main_process,
 )
 from regcomp_lint.codemod.compile_sites import (
     CompileSite,
@@ -101,8 +102,10 @@ from regcomp_lint.codemod.optimizers import (
 )
 from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConvertOptions
 from regcomp_lint.codemod.per_process import PerProcess
+from regcomp_lint.codemod.progress_bars import note_eager_iterators
 from regcomp_lint.codemod.regional import repeated_blocks
 from regcomp_lint.codemod.reinit_sync import rebinds_itself, reinitialised_model, sync_reinitialised
+from regcomp_lint.codemod.returned_models import unwrap_returned_models
 from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name
 from regcomp_lint.codemod.roles import (
     backward_calls,
@@ -144,7 +147,7 @@ from regcomp_lint.codemod.tree import (
     read_keys,
     single_target,
 )
-from regcomp_lint.codemod.uneven_guards import uneven_guards
+from regcomp_lint.codemod.uneven_guards import skips, uneven_guards
 from regcomp_lint.codemod.uneven_steps import uneven_steps
 from regcomp_lint.codemod.unwrapped_branches import taken_unwrapped
 from regcomp_lint.codemod.wrapped_access import places_using_prepared, read_through_wrapper, sees_prepared
@@ -220,18 +223,19 @@ class PlainPlanner(Planner):
         self.models, self.optimizers, self.loaders, self.schedulers = self._roles()
         self._refuse_rank_guarded_steps(backwards)
         refuse_dispatched_models(self)
+        sharded = {*self.loaders, *self.sharded_loaders, *self.inline_loaders}
+        alike: list[cst.Call] = []
+
+        def computed_alike(call: cst.Call) -> bool:
+            if evaluates_alike(tree, call, sharded):
+                alike.append(call)
+                return True
+            return False
+
+        self.varies = PerProcess(tree, computed_alike)  # also read by the checkpoint barriers
         if not self.distribution.data_parallel:
-            sharded = {*self.loaders, *self.sharded_loaders, *self.inline_loaders}
-            alike: list[cst.Call] = []
-
-            def computed_alike(call: cst.Call) -> bool:
-                if evaluates_alike(tree, call, sharded):
-                    alike.append(call)
-                    return True
-                return False
-
             uneven = uneven_steps(tree, self.graph, backwards, computed_alike) or uneven_guards(
-                tree, self.graph, backwards, PerProcess(tree, computed_alike)
+                tree, self.graph, backwards, self.varies
             )
             if uneven is not None:
                 raise Refusal(uneven)
@@ -346,6 +350,7 @@ class PlainPlanner(Planner):
         allow_unused_parameters(self)
         self._let_step_take_a_closure()
         follow_handed_device(self)
+        note_eager_iterators(self, self.loaders)
         if self.trainer_models is not None:
             refuse_rebound_models(self, self.trainer_models)
         self._place(settings, script)
@@ -1297,7 +1302,7 @@ class PlainPlanner(Planner):
                 for save in state_saves(tree, place, call):
                     if saves_into_memory(self, save):
                         continue
-                    self.replace(save.func, f"{acc}.save")
+                    write_on_main_process(self, place, save)
                     writes.append((place, save))
                 self.checkpoint_saves += 1
                 if not taken_unwrapped(tree, call, model):  # `else: save(model.state_dict())` of an isinstance test
@@ -1362,7 +1367,7 @@ class PlainPlanner(Planner):
         acc = self.accelerator_in(place)
         in_memory = saves_into_memory(self, call)
         if not in_memory:
-            self.replace(call.func, f"{acc}.save")
+            write_on_main_process(self, place, call)
         unwrapped = expression(f"{acc}.unwrap_model({model}, keep_torch_compile=False)", self.module)
         self.edits.on(call.args[0].value, replaced_by(unwrapped))
         self.uses.append(call)
@@ -1499,6 +1504,7 @@ class PlainPlanner(Planner):
         read_through_wrapper(self, block, prepare_index)
         reach_own_methods(self, block, prepare_index)
         unwrap_for_other_modules(self, block, prepare_index)
+        unwrap_returned_models(self, block, prepare_index)
         sync_reinitialised(self, block, prepare_index)
         self._place_accelerator(settings, script, block, prepare_index)
         if per_pass is not None:
@@ -2065,9 +2071,10 @@ class PlainPlanner(Planner):
 
     def _refuse_rank_guarded_steps(self, backwards: list[cst.Call]) -> None:
         """A training step that only the main process runs (llm.c's ``if args.write_tensors and
-        (not ddp or master_process): ... loss.backward()``, which dumps one step's gradients):
-        once the model is prepared, its backward all-reduces the gradients and waits for the
-        other processes, which never come."""
+        (not ddp or master_process): ... loss.backward()``, which dumps one step's gradients), or
+        that some processes leave before (``if rank != 0 and ...: return``): once the model is
+        prepared, its backward all-reduces the gradients and waits for the other processes, which
+        never come."""
         tree, view = self.tree, lint_view(self.tree)
         _, steps = self.training_steps()
         for node in [*backwards, *steps]:
@@ -2087,6 +2094,15 @@ class PlainPlanner(Planner):
                         f"(`if {code(anc.test).strip()}` at line {tree.line(anc)}): once prepare() wraps the model, its "
                         "backward waits for the other processes' gradients, which never come; run it on the plain "
                         "model before prepare(), or convert by hand"
+                    )
+            for if_, exit_ in skips(tree, node):
+                test = view.any_expression_at(if_.test)
+                if test is not None and tests_the_rank(test):
+                    raise Refusal(
+                        f"{code(node).strip().splitlines()[0]} at line {tree.line(node)} is skipped by the "
+                        f"`{code(exit_).strip().split()[0]}` under `if {code(if_.test).strip()}` (line {tree.line(if_)}) "
+                        "on some processes only: once prepare() wraps the model, its backward waits for the other "
+                        "processes' gradients, which never come; convert by hand"
                     )
 
     def _overwritten_later(self, assign: cst.Assign) -> bool:

@@ -18,6 +18,7 @@ from regcomp_lint.codemod.device_choice import choice_text, gpu_choice_keys, is_
 from regcomp_lint.codemod.edits import EditPlan, replaced_by
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.options import ConvertOptions
+from regcomp_lint.codemod.per_process import PerProcess
 from regcomp_lint.codemod.roles import CallGraph, bindings, bound_keys
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import (
@@ -62,6 +63,8 @@ class Planner:
         self.imports: list[tuple[str, str | None]] = []
         self.unused_imports: list[tuple[str, str | None, str | None]] = []
         self.graph = CallGraph.build(tree)
+        #: what may differ between processes (the planner adds the evaluations it knows run alike)
+        self.varies = PerProcess(tree)
         #: where the accelerator lives and how that function spells it
         self.scope: Function = tree.module
         self.acc_key = "accelerator"

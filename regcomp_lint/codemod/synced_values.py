@@ -20,7 +20,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from regcomp_lint.codemod.roles import bindings
-from regcomp_lint.codemod.tree import Tree, find_all, key_of
+from regcomp_lint.codemod.tree import Tree, find_all, key_of, parameter_names
 from regcomp_lint.knowledge import torch_api
 
 #: How deep the evaluation's own calls into the file's functions are followed.
@@ -50,7 +50,9 @@ def evaluates_alike(tree: Tree, call: cst.Call, sharded: set[str]) -> bool:
         return False
     if not any(_sets_eval_mode(c, flags) for c in calls):
         return False  # in train mode dropout draws from each process's generator
-    names = {n.value for f in functions for n in find_all(f, cst.Name)}
+    # a parameter is what the caller hands in (checked above for `function`), not the loader of that name
+    names = {n.value for n in find_all(function, cst.Name)} - set(parameter_names(function))
+    names |= {n.value for f in functions[1:] for n in find_all(f, cst.Name)}
     return not (names & sharded)
 
 

@@ -282,6 +282,15 @@ class Tree:
                 return anc
         raise ValueError("node is not inside a statement")
 
+    def call_line(self, call: cst.Call) -> cst.SimpleStatementLine | None:
+        """The line ``call`` is the whole of (``save(state)`` alone on it), or None when its result
+        is used or the line holds more: only such a line can be put under an ``if`` as it is."""
+        expr = self.parent(call)
+        line = self.parent(expr) if expr is not None else None
+        if isinstance(expr, cst.Expr) and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
+            return line
+        return None
+
     def indentation(self, stmt: cst.CSTNode) -> str:
         """The exact leading whitespace of the line a statement starts on (tabs kept)."""
         row = self._positions[stmt].start.line
@@ -439,6 +448,20 @@ def parameter_names(function: cst.FunctionDef, *, keyword_only: bool = True) -> 
     params = function.params
     every = [*params.posonly_params, *params.params, *(params.kwonly_params if keyword_only else ())]
     return [p.name.value for p in every]
+
+
+def argument_for(tree: Tree, function: cst.FunctionDef, call: cst.Call, name: str) -> cst.BaseExpression | None:
+    """What ``call`` passes for ``function``'s parameter ``name`` (None when it leaves the default
+    or a star argument hides it)."""
+    params = parameter_names(function, keyword_only=False)
+    if tree.class_of(function) is not None and isinstance(call.func, cst.Attribute) and params:
+        params = params[1:]  # self.step(...) binds self
+    for index, arg in enumerate(call.args):
+        if arg.star:
+            return None
+        if (arg.keyword.value if arg.keyword is not None else params[index] if index < len(params) else None) == name:
+            return arg.value
+    return None
 
 
 # The overloads give callers the node types they asked for (a pair of kinds: either of the two).

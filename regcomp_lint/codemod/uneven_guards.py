@@ -11,15 +11,37 @@ in, up to :data:`_MAX_CALLER_DEPTH` callers; a value counts as its own to each p
 :class:`~regcomp_lint.codemod.per_process.PerProcess` says, when it is computed in a loop around
 the ``if`` or the call. An ``if`` whose other branch runs a backward too (``if use_amp:``
 ``scaler.scale(loss).backward()`` ``else: loss.backward()``) steps every process alike.
+
+A ``continue`` or ``return`` under an ``if`` before the backward skips it as surely as an ``if``
+around it (``if not batch_ok: continue``, ``if not torch.isfinite(loss): return``): a replica
+converted and launched on 2 gloo processes skipped every backward on one rank, which finished
+while the other failed in its first backward. A trainer's ``self.flag`` counts as its own to each
+process when another method that runs in a loop (``end_epoch()``) sets it from such a value.
 """
 
 from __future__ import annotations
 
 import libcst as cst
 
-from regcomp_lint.codemod.per_process import NESTED, PerProcess, describe_assignment
+from regcomp_lint.codemod.per_process import (
+    ASSIGNMENTS,
+    LOOP_OWN,
+    NESTED,
+    PerProcess,
+    describe_assignment,
+    targets_of,
+)
 from regcomp_lint.codemod.roles import CallGraph, bindings
-from regcomp_lint.codemod.tree import Tree, code, find_all, parameter_names
+from regcomp_lint.codemod.tree import (
+    Function,
+    Tree,
+    argument_for,
+    code,
+    find_all,
+    find_own,
+    key_of,
+    methods_of,
+)
 
 #: How many callers up a flag is followed (d_step(train) <- train_epoch(train_d) <- main()).
 _MAX_CALLER_DEPTH = 3
@@ -28,15 +50,16 @@ _MAX_CALLER_DEPTH = 3
 def uneven_guards(tree: Tree, graph: CallGraph, backwards: list[cst.Call], varies: PerProcess) -> str | None:
     """Why a backward may run on some processes and not on others (one line), or None."""
     for backward in backwards:
-        for if_, runs in _guards(tree, graph, backward):
-            source = _source(tree, graph, varies, if_.test, if_, 0)
+        for if_, runs, exit_ in _guards(tree, graph, backward):
+            source = decided_apart(tree, graph, varies, if_)
             if source is None:
                 continue
             header = code(if_).strip().splitlines()[0]
             through = "" if runs is backward else f" (through the call at line {tree.line(runs)})"
+            how = "runs under" if exit_ is None else f"is skipped by the `{code(exit_).strip().split()[0]}` under"
             return (
                 f"a training step can run on some processes only: the X.backward() at line {tree.line(backward)}"
-                f"{through} runs under `{header}` (line {tree.line(if_)}), where {source}; each process decides from its own "
+                f"{through} {how} `{header}` (line {tree.line(if_)}), where {source}; each process decides from its own "
                 "values (its own loss, its own random draws), so one skips a backward the others run and leaves "
                 "them waiting in its all-reduce (a 2-process run hangs); convert by hand, deciding once for every "
                 "process (reduce the value across processes, or draw it from a generator seeded alike)"
@@ -44,13 +67,24 @@ def uneven_guards(tree: Tree, graph: CallGraph, backwards: list[cst.Call], varie
     return None
 
 
-def _guards(tree: Tree, graph: CallGraph, node: cst.CSTNode, depth: int = 0) -> list[tuple[cst.If, cst.CSTNode]]:
-    """The ``if`` statements whose body or ``else`` runs ``node`` (a backward, or a call of the
-    function that runs one) while the other branch runs no backward and no such call: in
-    ``node``'s function, then around the calls of that function in its callers (``if train_d:
-    d_step(real)``), up to :data:`_MAX_CALLER_DEPTH` callers; each with the node it runs."""
+def decided_apart(tree: Tree, graph: CallGraph, varies: PerProcess, if_: cst.If) -> str | None:
+    """Where the test of ``if_`` gets a value of the process's own, described as in a refusal of
+    :func:`uneven_guards`; None when every process decides it alike. A barrier (``wait_for_everyone``)
+    under such an ``if`` waits for processes that took the other branch."""
+    return _source(tree, graph, varies, if_.test, if_, 0)
+
+
+def _guards(
+    tree: Tree, graph: CallGraph, node: cst.CSTNode, depth: int = 0
+) -> list[tuple[cst.If, cst.CSTNode, cst.Continue | cst.Return | None]]:
+    """The ``if`` statements that decide whether ``node`` (a backward, or a call of the function
+    that runs one) runs: those whose body or ``else`` runs it while the other branch runs no
+    backward and no such call, and those before it that ``continue`` its loop or ``return`` from
+    its function without one (see :func:`skips`); in ``node``'s function, then around the calls of
+    that function in its callers (``if train_d: d_step(real)``), up to :data:`_MAX_CALLER_DEPTH`
+    callers; each with the node it runs and the ``continue``/``return`` (None for an ``if`` around it)."""
     function = tree.function_of(node)
-    found: list[tuple[cst.If, cst.CSTNode]] = []
+    found: list[tuple[cst.If, cst.CSTNode, cst.Continue | cst.Return | None]] = []
     child: cst.CSTNode = node
     for anc in tree.ancestors(node):
         if anc is function:
@@ -58,11 +92,39 @@ def _guards(tree: Tree, graph: CallGraph, node: cst.CSTNode, depth: int = 0) -> 
         if isinstance(anc, cst.If) and child is not anc.test:
             other = anc.orelse if child is anc.body else anc.body
             if other is None or not any(_runs_like(tree, node, c) for c in find_all(other, cst.Call)):
-                found.append((anc, node))
+                found.append((anc, node, None))
         child = anc
+    found += [(if_, node, exit_) for if_, exit_ in skips(tree, node)]
     if depth < _MAX_CALLER_DEPTH and isinstance(function, cst.FunctionDef):
         for _, call in graph.callers_of(function):
             found += _guards(tree, graph, call, depth + 1)
+    return found
+
+
+def skips(tree: Tree, node: cst.CSTNode) -> list[tuple[cst.If, cst.Continue | cst.Return]]:
+    """The ``if`` statements ahead of ``node`` in its function that decide a ``continue`` of a
+    loop around ``node`` or a ``return`` from its function (``if not batch_ok: continue``), where
+    the branch that leaves runs no backward and no call like ``node`` first; each with its exit."""
+    function = tree.function_of(node)
+    before: list[cst.BaseStatement] = []
+    child: cst.CSTNode = node
+    for anc in tree.ancestors(node):
+        if anc is function:
+            break
+        if isinstance(anc, cst.IndentedBlock) and child in anc.body:
+            before += anc.body[: anc.body.index(child)]
+        child = anc
+    found: list[tuple[cst.If, cst.Continue | cst.Return]] = []
+    for stmt in before:
+        for exit_ in [*find_own(stmt, cst.Continue, LOOP_OWN), *find_own(stmt, cst.Return, NESTED)]:
+            branch: cst.CSTNode = exit_
+            for anc in tree.ancestors(exit_):
+                if isinstance(anc, cst.If) and branch is not anc.test:
+                    if not any(_runs_like(tree, node, c) for c in find_all(branch, cst.Call)):
+                        found.append((anc, exit_))
+                if anc is stmt:
+                    break
+                branch = anc
     return found
 
 
@@ -94,6 +156,9 @@ def _source(
     if call is not None:
         return f"`{code(expr).strip()}` calls {code(call.func).strip()}()"
     function = tree.function_of(at)
+    set_elsewhere = _set_by_a_method(tree, graph, varies, expr, function, depth)
+    if set_elsewhere is not None:
+        return set_elsewhere
     loops = [a for a in tree.ancestors(at) if isinstance(a, (cst.For, cst.While)) and tree.contains(function, a)]
     for name in dict.fromkeys(n.value for n in find_all(expr, cst.Name)):  # source order: one message
         for loop in loops:
@@ -105,7 +170,7 @@ def _source(
         if not tree.is_parameter(name, function) or bindings(function, name):
             continue
         for caller, site in graph.callers_of(function):
-            arg = _argument_for(tree, function, site, name)
+            arg = argument_for(tree, function, site, name)
             if arg is None:
                 continue
             found = _source(tree, graph, varies, arg, site, depth + 1)
@@ -117,6 +182,57 @@ def _source(
     return None
 
 
+def _set_by_a_method(
+    tree: Tree, graph: CallGraph, varies: PerProcess, expr: cst.BaseExpression, function: Function, depth: int
+) -> str | None:
+    """``self.flag`` in ``expr`` set from a value of the process's own by a method of the same
+    class (not ``__init__``, which runs once) that runs in a loop: its assignment is in one, or it
+    is called from one (a trainer's ``end_epoch(d_loss)`` deciding ``self.train_d = d_loss > 1.4``
+    from the epoch's loss its caller hands in, read as :func:`_source` reads a test)."""
+    owner = tree.class_of(function)
+    if owner is None:
+        return None
+    for attribute in find_all(expr, cst.Attribute):
+        key = key_of(attribute)
+        if key is None or not key.startswith("self."):
+            continue
+        for method in methods_of(owner):
+            assigns = _assignments_in_a_loop(tree, graph, method, key) if method.name.value != "__init__" else []
+            if not assigns:
+                continue
+            found = varies.computed_in(method, key, NESTED)
+            if found is not None:
+                return f"`{key}` is set by {method.name.value}() from {describe_assignment(tree, found)}"
+            if depth >= _MAX_CALLER_DEPTH:
+                continue
+            for assign in assigns:
+                why = _source(tree, graph, varies, assign.value, assign, depth + 1) if assign.value else None
+                if why is not None:
+                    return (
+                        f"`{key}` is set by {method.name.value}() as {describe_assignment(tree, assign)}, where {why}"
+                    )
+    return None
+
+
+def _assignments_in_a_loop(
+    tree: Tree, graph: CallGraph, method: cst.FunctionDef, key: str
+) -> list[cst.Assign | cst.AugAssign | cst.AnnAssign]:
+    """The assignments of ``key`` (``self.flag``) in ``method`` when it runs in a loop: they stand
+    in a loop of its own, or one of its calls does; none otherwise."""
+    assigns = [
+        a
+        for a in find_all(method, ASSIGNMENTS, enter_functions=False)
+        if isinstance(a, ASSIGNMENTS) and key in map(key_of, targets_of(a))
+    ]
+    sites = [*assigns, *(call for _, call in graph.callers_of(method))]
+    in_a_loop = any(
+        isinstance(anc, (cst.For, cst.While)) and tree.contains(tree.function_of(site), anc)
+        for site in sites
+        for anc in tree.ancestors(site)
+    )
+    return assigns if in_a_loop else []
+
+
 def _asks_whether_it_exists(expr: cst.BaseExpression) -> bool:
     """``x is None``, ``x is not None`` (either side)."""
     if not isinstance(expr, cst.Comparison):
@@ -125,16 +241,3 @@ def _asks_whether_it_exists(expr: cst.BaseExpression) -> bool:
     return all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in expr.comparisons) and any(
         isinstance(o, cst.Name) and o.value == "None" for o in operands
     )
-
-
-def _argument_for(tree: Tree, function: cst.FunctionDef, call: cst.Call, name: str) -> cst.BaseExpression | None:
-    """What ``call`` passes for ``function``'s parameter ``name`` (None when it leaves the default)."""
-    params = parameter_names(function, keyword_only=False)
-    if tree.class_of(function) is not None and isinstance(call.func, cst.Attribute) and params:
-        params = params[1:]  # self.step(...) binds self
-    for index, arg in enumerate(call.args):
-        if arg.star:
-            return None
-        if (arg.keyword.value if arg.keyword is not None else params[index] if index < len(params) else None) == name:
-            return arg.value
-    return None

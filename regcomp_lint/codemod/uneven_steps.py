@@ -14,7 +14,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from regcomp_lint.codemod.per_process import LOOP_OWN, Alike, PerProcess, describe_assignment
+from regcomp_lint.codemod.per_process import (
+    LOOP_OWN,
+    NESTED,
+    Alike,
+    PerProcess,
+    describe_assignment,
+    read_as_values,
+)
 from regcomp_lint.codemod.roles import CallGraph
 from regcomp_lint.codemod.tree import Function, Tree, code, find_all, find_own, read_keys
 from regcomp_lint.knowledge import torch_api
@@ -113,8 +120,9 @@ def _run_time_ending(tree: Tree, loop: cst.While | cst.For, varies: PerProcess) 
         if call is not None:
             return f"`{code(test).strip()}` (line {tree.line(test)}), which calls {code(call.func).strip()}()"
         # in source order: one message whatever the hash seed
+        values = read_as_values(test)
         for name in read_keys(test):
-            assign = varies.computed_in(loop, name)
+            assign = varies.computed_in(loop, name, NESTED, fills=name in values)
             if assign is not None:
                 return f"`{code(test).strip()}`, computed by {describe_assignment(tree, assign)}"
     return None

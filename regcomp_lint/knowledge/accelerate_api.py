@@ -35,6 +35,9 @@ MODEL_PREPARE_METHODS = ("prepare", "prepare_model")
 ACCELERATOR_ONLY_METHODS = PREPARE_METHODS | frozenset(
     {"accumulate", "gather_for_metrics", "unwrap_model", "save_state", "load_state"}
 )
+#: ``Accelerator.save(obj, f, safe_serialization=False)``'s parameters: ``torch.save``'s pickle
+#: options (``pickle_module``, ``pickle_protocol``, ``_use_new_zipfile_serialization``) are none of them.
+SAVE_PARAMETERS = ("obj", "f", "safe_serialization")
 #: ``DistributedDataParallelKwargs``' fields: the DDP options Accelerate passes on when it wraps.
 DDP_KWARGS_FIELDS = (
     "dim",

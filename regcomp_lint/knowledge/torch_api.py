@@ -378,6 +378,13 @@ OWN_GENERATORS = (
     "numpy.random.Generator",
     "torch.Generator",
 )
+#: Reads of the environment: torchrun, ``accelerate launch`` and ``mp.spawn`` hand every process
+#: the same one but for the variables that number it (:data:`PROCESS_NUMBER_WORDS`), so
+#: ``os.environ.get("CHECK")`` is the same on every process and ``os.environ.get("RANK")`` is not.
+ENVIRONMENT_READS = ("os.environ.get", "os.getenv")
+#: Words of the environment variables that differ between processes (``RANK``, ``LOCAL_RANK``,
+#: ``GROUP_RANK``, SLURM's ``SLURM_PROCID`` / ``SLURM_LOCALID``), any case.
+PROCESS_NUMBER_WORDS = ("RANK", "PROCID", "LOCALID")
 #: Collectives after which a tensor holds the same value on every process (torch 2.13
 #: ``distributed_c10d``: ``all_reduce(tensor)``, ``broadcast(tensor, src)``, both in place).
 EQUALIZING_COLLECTIVES = ("all_reduce", "broadcast")

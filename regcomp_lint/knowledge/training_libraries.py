@@ -167,3 +167,13 @@ MODEL_COPIES = (
 #: ``accelerator.unwrap_model(unet)``.
 DIFFUSERS_MODULE = "diffusers"
 PIPELINE_CLASS_SUFFIX = "Pipeline"
+
+#: Progress bars that call ``iter(iterable)`` in their ``__init__`` (tqdm 4.70 ``tqdm.asyncio.tqdm_asyncio``,
+#: the class ``tqdm.auto.tqdm`` is outside a notebook and a base of inside one): on a plain
+#: DataLoader that builds an iterator, which draws its base seed from torch's global generator
+#: (``_BaseDataLoaderIter.__init__``), and the loop then builds another. ``tqdm.tqdm`` does not.
+EAGER_ITERATING_BARS = (
+    "tqdm.auto.tqdm",
+    "tqdm.asyncio.tqdm",
+    "tqdm.asyncio.tqdm_asyncio",
+)

@@ -95,6 +95,100 @@ def test_no_barrier_under_a_test_on_the_rank():
     assert "wait_for_everyone" not in out
 
 
+def test_a_read_back_under_an_if_on_the_process_s_own_loss_is_refused():
+    """``if epoch_loss < best: save, then load back``: the barrier before the read would sit in a
+    branch each process decides from its own loss. A replica converted and launched on 2 gloo
+    processes hung there at epoch 4 (the ranks' losses 0.510 and 0.970 had parted)."""
+    source = HEAD + textwrap.indent(
+        textwrap.dedent(
+            """
+            best = float("inf")
+            for epoch in range(2):
+                running = 0.0
+                for (x,) in loader:
+                    running += model(x).sum().item()
+                epoch_loss = running / len(loader)
+                if epoch_loss < best:
+                    best = epoch_loss
+                    torch.save(model.state_dict(), "best.pth")
+                    model.load_state_dict(torch.load("best.pth"))
+            """
+        ),
+        "    ",
+    )
+    result = convert_source(source, "train.py", ConvertOptions())
+    assert result.refused is not None
+    assert (
+        "the read at line 40 of the checkpoint the main process writes at line 39 would wait for it under "
+        "`if epoch_loss < best:` (line 37), where `epoch_loss` is computed from "
+        "`running += model(x).sum().item()` (line 35)"
+    ) in result.refused, result.refused
+
+
+def test_a_read_back_under_an_if_every_process_decides_alike_still_waits_there():
+    out = convert(
+        'for epoch in range(2):\n    if epoch % 2 == 1:\n        torch.save(model.state_dict(), "m.pth")\n'
+        '        model.load_state_dict(torch.load("m.pth"))\n'
+    )
+    assert "            accelerator.wait_for_everyone()\n            accelerator.unwrap_model(model, " in out, out
+
+
+DDP_BEST = """\
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+def evaluate(model, data_loader):
+    model.eval()
+    total = 0.0
+    with torch.no_grad():
+        for x, y in data_loader:
+            total += torch.nn.functional.mse_loss(model(x), y).item()
+    model.train()
+    return total / len(data_loader)
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+    loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data))
+    val_loader = DataLoader(TensorDataset(torch.randn(16, 4), torch.randn(16, 1)), batch_size=8)
+    best = float("inf")
+    for epoch in range(2):
+        for x, y in loader:
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        val_loss = evaluate(model, val_loader)
+        if val_loss < best:
+            best = val_loss
+            torch.save(model.state_dict(), "best.pth")
+            model.load_state_dict(torch.load("best.pth"))
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_ddp_script_s_read_back_under_an_evaluation_of_whole_data_still_waits_there():
+    """The evaluation of the synchronized model on a loader left whole is the same on every
+    process (synced_values), in a DDP script as in a plain one: the branch is taken alike."""
+    result = convert_source(DDP_BEST, "train.py", ConvertOptions())
+    assert result.refused is None, result.refused
+    assert (
+        "            accelerator.wait_for_everyone()\n            accelerator.unwrap_model(model, keep_torch_compile=False)"
+        ".load_state_dict(" in result.text
+    ), result.text
+
+
 def test_an_evaluation_that_saves_when_accuracy_improves_runs_on_every_process():
     """kuangliu's CIFAR ``test()`` runs the prepared model over the test set, then saves: on one
     process only, DDP's forward (buffer broadcast) would wait forever for the others."""

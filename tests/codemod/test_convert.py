@@ -1091,6 +1091,30 @@ def test_a_copy_of_the_parameters_only_does_not_move_prepare():
     assert not any("a copy of the model" in note for note in result.notes), result.notes
 
 
+def test_a_backward_that_processes_other_than_the_main_one_return_before_is_refused():
+    """``if rank != 0 and args.main_only: return`` ahead of the step's backward: once prepared, the
+    main process waits in the all-reduce for processes that returned."""
+    text = (
+        "import argparse\nimport os\nimport torch\n\n"
+        "parser = argparse.ArgumentParser()\nparser.add_argument('--main-only', action='store_true')\n"
+        "args = parser.parse_args()\nrank = int(os.environ.get('RANK', 0))\n"
+        "model = torch.nn.Linear(4, 1)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n\n\n"
+        "def train_step(x):\n"
+        "    if rank != 0 and args.main_only:\n        return\n"
+        "    optimizer.zero_grad()\n    model(x).sum().backward()\n    optimizer.step()\n\n\n"
+        "for step in range(3):\n    train_step(torch.randn(2, 4))\n"
+    )
+    refused = convert(text).refused
+    assert (
+        refused is not None
+        and (
+            "model(x).sum().backward() at line 17 is skipped by the `return` under `if rank != 0 and args.main_only` "
+            "(line 14) on some processes only"
+        )
+        in refused
+    ), refused
+
+
 def test_a_backward_only_the_main_process_runs_is_refused_naming_the_test():
     """llm.c dumps one step's gradients on the master process before training: under DDP that
     backward would wait in the all-reduce for processes that never run it."""

@@ -451,3 +451,59 @@ def test_a_script_pinning_its_gpus_is_told_a_launch_gives_each_process_its_own(s
 def test_reading_the_visible_devices_says_nothing():
     result = convert(VISIBLE.replace("SETTING", 'print(os.environ.get("CUDA_VISIBLE_DEVICES"))'))
     assert not any("CUDA_VISIBLE_DEVICES" in n for n in result.notes), result.notes
+
+
+HANDED_MODEL = """
+import argparse
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+@torch.no_grad()
+def evaluate(model, data):
+    model.eval()
+    x = data.to(model.device)
+    return model(x).argmax(-1).float().mean().item()
+
+
+def train(args):
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    student = Net().to(device)
+    teacher = Net().to(device)
+    loader = DataLoader(TensorDataset(torch.randn(64, 8)), batch_size=8)
+    optimizer = torch.optim.AdamW(student.parameters(), lr=1e-2)
+    test = torch.randn(16, 8)
+    print(evaluate(student, test), evaluate(teacher, test))
+    for (x,) in loader:
+        loss = (student(x.to(device)) - teacher(x.to(device))).pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    print(evaluate(model=student, data=test))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    args = parser.parse_args()
+    train(args)
+"""
+
+
+def test_the_device_of_a_model_handed_to_a_function_is_no_flag():
+    """survey21c kd_addsum: ``evaluate(model, ...)`` reads ``.to(model.device)``, called with the
+    student and the teacher. The parameter's ``.device`` was taken for the user's device flag:
+    ``Accelerator(..., cpu=str(model.device) == "cpu")`` in ``train()``, where no ``model``
+    exists (``NameError`` before the first step), and the move followed the accelerator, not the
+    model it was handed (a teacher kept elsewhere)."""
+    text = convert(HANDED_MODEL).text
+    assert accelerator_line(text) == "accelerator = Accelerator(dynamo_plugin=dynamo_plugin)"
+    assert "    x = data.to(accelerator.unwrap_model(model, keep_torch_compile=False).device)\n" in text
+
+
+def test_the_device_of_a_command_line_namespace_handed_to_a_function_is_still_a_flag():
+    text = convert(
+        HANDED_MODEL.replace("data.to(model.device)", "data.to(args.device)")
+        .replace("def evaluate(model, data):", "def evaluate(model, data, args=None):")
+        .replace("evaluate(student, test)", "evaluate(student, test, args)")
+    ).text
+    assert 'cpu=str(args.device) == "cpu"' in accelerator_line(text)

@@ -320,3 +320,271 @@ def test_a_test_whether_the_loss_exists_still_converts():
         assert result.refused is None, (test, result.refused)
     result = _convert(body.format(test="d_loss is not None and d_loss.item() > 0.3"))
     assert result.refused is not None and "calls d_loss.item()" in result.refused, result.refused
+
+
+# -- a backward skipped by `continue` / `return` before it -------------------------------------
+
+
+def test_a_continue_before_the_backward_on_the_process_s_own_loss_is_refused():
+    """``if not batch_ok: continue`` with ``batch_ok = loss.item() < 1.0``: a replica converted and
+    launched on 2 gloo processes skipped every backward on rank 0, which finished while rank 1 failed
+    in its first backward ("Connection closed by peer")."""
+    result = _convert(
+        """
+        for epoch in range(8):
+            for (real,) in loader:
+                d_loss = F.softplus(-disc(real)).mean()
+                batch_ok = d_loss.item() < 1.0
+                if not batch_ok:
+                    continue
+                opt_d.zero_grad()
+                d_loss.backward()
+                opt_d.step()
+        """
+    )
+    assert not result.changed
+    assert result.refused == (
+        "gan.py: not converted: a training step can run on some processes only: the X.backward() at line 42 "
+        "is skipped by the `continue` under `if not batch_ok:` (line 39), where `batch_ok` is computed from "
+        "`batch_ok = d_loss.item() < 1.0` (line 38); each process decides from its own "
+        "values (its own loss, its own random draws), so one skips a backward the others run and leaves "
+        "them waiting in its all-reduce (a 2-process run hangs); convert by hand, deciding once for every "
+        "process (reduce the value across processes, or draw it from a generator seeded alike)"
+    )
+
+
+def test_a_return_before_the_backward_of_a_step_function_is_refused():
+    result = _convert(
+        """
+        def careful_step(real):
+            g_loss = F.softplus(-disc(gen(real))).mean()
+            if not torch.isfinite(g_loss):
+                return None
+            opt_g.zero_grad()
+            g_loss.backward()
+            opt_g.step()
+            return g_loss
+
+
+        for epoch in range(8):
+            for (real,) in loader:
+                careful_step(real)
+        """
+    )
+    assert result.refused is not None
+    assert (
+        "the X.backward() at line 40 is skipped by the `return` under `if not torch.isfinite(g_loss):` (line 37), "
+        "where `torch.isfinite(g_loss)` calls torch.isfinite()"
+    ) in result.refused
+
+
+def test_a_continue_in_the_caller_before_the_call_of_the_step_is_refused():
+    result = _convert(
+        """
+        for epoch in range(8):
+            for (real,) in loader:
+                if real.abs().max().item() > 3.0:
+                    continue
+                g_step(real)
+        """
+    )
+    assert result.refused is not None
+    assert (
+        "the X.backward() at line 30 (through the call at line 39) is skipped by the `continue` under "
+        "`if real.abs().max().item() > 3.0:` (line 37)"
+    ) in result.refused
+
+
+def test_a_continue_on_a_counter_or_a_config_flag_still_converts():
+    _converts(
+        """
+        for epoch in range(8):
+            if epoch < 2 and not args.train_d:
+                continue
+            for step, (real,) in enumerate(loader):
+                if step % 3 == 2:
+                    continue
+                d_step(real, True)
+                g_step(real)
+        """
+    )
+
+
+def test_a_continue_of_an_inner_loop_before_the_backward_still_converts():
+    """The ``continue`` ends an iteration of a loop that does not run the backward."""
+    _converts(
+        """
+        for epoch in range(8):
+            for (real,) in loader:
+                for value in real.tolist():
+                    if value[0] > 0.5:
+                        continue
+                    print(value)
+                g_step(real)
+        """
+    )
+
+
+# -- a flag of a trainer class set in another method -------------------------------------------
+
+TRAINER = """\
+import argparse
+
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--train-d", action="store_true")
+args = parser.parse_args()
+
+
+class GanTrainer:
+    def __init__(self, train_d=True):
+        self.gen = torch.nn.Linear(4, 4)
+        self.disc = torch.nn.Linear(4, 1)
+        self.opt_g = torch.optim.Adam(self.gen.parameters())
+        self.opt_d = torch.optim.Adam(self.disc.parameters())
+        self.loader = DataLoader(TensorDataset(torch.randn(64, 4)), batch_size=8, shuffle=True)
+        self.train_d = train_d
+        self.use_d = args.train_d or bool(int("1"))
+
+    def disc_step(self, real):
+        d_loss = F.softplus(-self.disc(real)).mean() + F.softplus(self.disc(self.gen(real).detach())).mean()
+        if {flag}:
+            self.opt_d.zero_grad()
+            d_loss.backward()
+            self.opt_d.step()
+        return d_loss
+
+    def gen_step(self, real):
+        g_loss = F.softplus(-self.disc(self.gen(real))).mean()
+        self.opt_g.zero_grad()
+        g_loss.backward()
+        self.opt_g.step()
+
+    def end_epoch(self, epoch, d_loss):
+        {decision}
+
+    def fit(self):
+        for epoch in range(8):
+            total = 0.0
+            for (real,) in self.loader:
+                total += self.disc_step(real).item()
+                self.gen_step(real)
+            self.end_epoch(epoch, total / len(self.loader))
+
+
+GanTrainer().fit()
+"""
+
+
+def test_a_flag_of_the_trainer_set_from_the_loss_in_another_method_is_refused():
+    result = convert_source(
+        TRAINER.format(flag="self.train_d", decision="self.train_d = torch.rand(1).item() < d_loss"), "gan.py"
+    )
+    assert result.refused is not None
+    assert (
+        "the X.backward() at line 26 runs under `if self.train_d:` (line 24), where `self.train_d` is set by "
+        "end_epoch() from `self.train_d = torch.rand(1).item() < d_loss` (line 37)"
+    ) in result.refused
+
+
+def test_a_flag_of_the_trainer_set_from_the_loss_its_caller_hands_in_is_refused():
+    """A replica of this trainer converted by main and launched on 2 gloo processes: after epoch 4
+    the ranks' own losses (1.434468, 1.471212) set ``self.train_d`` apart (threshold 1.44); in epoch 5
+    rank 0 aborted (SIGABRT) and rank 1 failed with "Connection reset by peer"."""
+    result = convert_source(TRAINER.format(flag="self.train_d", decision="self.train_d = d_loss > 1.44"), "gan.py")
+    assert result.refused is not None
+    assert (
+        "where `self.train_d` is set by end_epoch() as `self.train_d = d_loss > 1.44` (line 37), where `d_loss` "
+        "is handed down by fit() as `total / len(self.loader)` (line 45); there `total` is computed from "
+        "`total += self.disc_step(real).item()` (line 43)"
+    ) in result.refused, result.refused
+
+
+def test_a_flag_of_the_trainer_set_from_a_counter_or_in_init_still_converts():
+    for flag, decision in (
+        ("self.train_d", "self.train_d = epoch % 2 == 0"),
+        ("self.use_d", "self.train_d = torch.rand(1).item() < d_loss"),
+    ):
+        result = convert_source(TRAINER.format(flag=flag, decision=decision), "gan.py")
+        assert result.refused is None, (flag, result.refused)
+
+
+def test_an_environment_switch_still_converts_and_the_rank_s_variable_does_not():
+    """The launchers hand every process the same environment but for the variables that number it."""
+    body = """
+        import os
+
+        for epoch in range(8):
+            for (real,) in loader:
+                d_step(real, train={test})
+                g_step(real)
+        """
+    assert _convert(body.format(test='bool(os.environ.get("TRAIN_D"))')).refused is None
+    refused = _convert(body.format(test='os.environ.get("LOCAL_RANK", "0") == "0"')).refused
+    assert refused is not None and "calls os.environ.get()" in refused, refused
+
+
+# -- a helper of the file is judged by what it returns ----------------------------------------
+
+
+def test_a_helper_returning_a_test_on_the_epoch_still_converts():
+    _converts(
+        """
+        WARMUP = 2
+
+
+        def use_disc(epoch):
+            return epoch >= WARMUP and args.train_d
+
+
+        for epoch in range(8):
+            for (real,) in loader:
+                d_step(real, use_disc(epoch))
+                g_step(real)
+        """
+    )
+
+
+def test_a_helper_returning_a_draw_from_the_global_generator_is_refused():
+    """``torch.manual_seed`` makes every process's global generator start alike, but each process
+    draws from it as its own data asks: a replica on 2 gloo processes (shuffled prepared loader,
+    dropout) drew the same 12 masks on both ranks while every batch drew alike, and 6 of 12
+    differed once each batch drew as many numbers as it had positive targets."""
+    result = _convert(
+        """
+        torch.manual_seed(0)
+
+
+        def sample_mask():
+            return torch.rand(()) > 0.5
+
+
+        for epoch in range(8):
+            for (real,) in loader:
+                d_step(real, bool(sample_mask()))
+                g_step(real)
+        """
+    )
+    assert result.refused is not None
+    assert "`bool(sample_mask())` calls sample_mask()" in result.refused, result.refused
+
+
+def test_a_helper_handed_the_process_s_own_loss_or_drawing_inside_is_refused():
+    for helper, call in (
+        ("def should_train(loss):\n    return loss > 0.5", "should_train(g_step(real).item())"),
+        ("def should_train():\n    value = random.random()\n    return value < 0.5", "should_train()"),
+    ):
+        result = _convert(
+            helper
+            + f"""
+
+
+for epoch in range(8):
+    for (real,) in loader:
+        d_step(real, {call})
+"""
+        )
+        assert result.refused is not None, helper

@@ -276,6 +276,16 @@ def test_early_stopping_on_an_evaluation_of_whole_data_converts():
     ), result.notes
 
 
+def test_an_evaluation_whose_parameter_is_named_like_the_training_loader_converts():
+    """``def evaluate(model, loader)`` beside a training ``loader``: the parameter is the loader
+    handed in (``valid_loader``), not the prepared one."""
+    text = (
+        WHOLE_EVAL.replace("train_loader", "loader").replace("MODE", "model.eval()").replace("LOADER", "valid_loader")
+    )
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+
+
 def test_early_stopping_on_an_evaluation_of_the_prepared_training_loader_is_refused():
     """Each process evaluates its own shard: the losses, and the epochs they stop at, differ."""
     text = WHOLE_EVAL.replace("MODE", "model.eval()").replace("LOADER", "train_loader")
@@ -414,3 +424,64 @@ def test_a_loop_on_a_flag_attribute_an_evaluation_decides_is_still_refused():
     result = convert_source(text, "trainer.py")
     assert result.refused is not None
     assert "ends on `not self.stop`, computed by `val_loss = self.evaluate()`" in result.refused, result.refused
+
+
+EPOCH_LOSSES = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+model = torch.nn.Linear(8, 4)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+train_loader = DataLoader(TensorDataset(torch.randn(64, 8)), batch_size=8, shuffle=True)
+losses = []
+for epoch in range(12):
+    running_loss = 0.0
+    for (x,) in train_loader:
+        loss = model(x).pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        running_loss += loss.item()
+    ENDING
+"""
+
+
+def test_early_stopping_on_a_list_of_epoch_training_losses_is_refused():
+    """survey21c siamese_hw: ``losses.append(running_loss / len(train_loader))`` after the batch
+    loop, ``break`` when the last three rose. Each process sums its own shard's losses: measured on
+    2 gloo processes (seed 3), rank 0 stopped after epoch 9 and rank 1 went on into its next
+    backward ('Connection closed by peer'). The list is filled by ``append``, the sum in the nested
+    loop; neither was followed."""
+    ending = (
+        "losses.append(running_loss / len(train_loader))\n"
+        "    if len(losses) > 3:\n"
+        "        if losses[-1] > losses[-2] and losses[-2] > losses[-3]:\n"
+        "            break"
+    )
+    result = convert_source(EPOCH_LOSSES.replace("ENDING", ending), "train.py")
+    assert result.refused is not None
+    assert "ends on `losses[-1] > losses[-2] and losses[-2] > losses[-3]`" in result.refused, result.refused
+    assert "running_loss += loss.item()` (line 15)" in result.refused, result.refused
+
+
+def test_a_while_loop_ending_on_a_counter_decided_in_its_batch_loop_is_refused():
+    """survey21c moco_pp3: ``while epoch < num_epochs and early_stop_cont < EARLY_STOP_NUM:``,
+    the counter reset or raised inside the batch loop on the running training loss."""
+    text = (
+        EPOCH_LOSSES.replace("for epoch in range(12):", "epoch, bad, best = 0, 0, 1e9\nwhile epoch < 12 and bad < 3:")
+        .replace(
+            "        running_loss += loss.item()\n",
+            "        running_loss += loss.item()\n"
+            "        if best > running_loss:\n            best, bad = running_loss, 0\n        else:\n            bad += 1\n",
+        )
+        .replace("    ENDING\n", "    epoch += 1\n")
+    )
+    result = convert_source(text, "train.py")
+    assert result.refused is not None
+    assert "ends on `epoch < 12 and bad < 3`" in result.refused, result.refused
+
+
+def test_a_list_of_counters_still_converts():
+    ending = "losses.append(epoch)\n    if len(losses) > 3 and losses[-1] > 5:\n        break"
+    result = convert_source(EPOCH_LOSSES.replace("ENDING", ending), "train.py")
+    assert result.refused is None, result.refused
