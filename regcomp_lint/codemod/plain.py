@@ -1001,7 +1001,7 @@ class PlainPlanner(Planner):
         scope = self.scope
         cls = self.tree.class_of(scope) if isinstance(scope, cst.FunctionDef) else None
         init = init_of(cls) if cls is not None else None
-        if view.roles is None or init is None:
+        if view.roles is None or cls is None or init is None:
             return []
         roles = view.roles
         kept = kept_parameters(self.tree, init)
