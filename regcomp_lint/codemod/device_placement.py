@@ -26,9 +26,12 @@ from regcomp_lint.knowledge.torch_api import CUDA_QUERIES, PLACING_KEYWORDS, TOR
 
 def places_on_device(tree: Tree) -> bool:
     """Does the script put a model or a tensor on a device anywhere (see the module docstring)?"""
+    if not any(word in tree.text for word in ("cuda", "device", ".to(", "mps")):
+        return False
     values = _device_values(tree)
     keys = {key for key, _ in values}
-    inside_values = [value for _, value in values]
+    # the device values' own parts (`torch.cuda.is_available()`, "cuda"): a choice, not a placement
+    inside = {id(n) for _, v in values for n in find_all(v, (cst.Name, cst.Attribute, cst.SimpleString))}
     for call in find_all(tree.module, cst.Call):
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
@@ -42,7 +45,7 @@ def places_on_device(tree: Tree) -> bool:
             return True
     for node in find_all(tree.module, (cst.Name, cst.Attribute)):
         key = dotted(node)
-        if key is None or any(tree.contains(value, node) or value is node for value in inside_values):
+        if key is None or id(node) in inside:
             continue
         if key in keys and _is_read(tree, node):
             return True
@@ -51,7 +54,7 @@ def places_on_device(tree: Tree) -> bool:
     return any(
         "cuda" in string.evaluated_value.lower()
         for string in find_all(tree.module, cst.SimpleString)
-        if isinstance(string.evaluated_value, str) and not any(tree.contains(v, string) for v in inside_values)
+        if isinstance(string.evaluated_value, str) and id(string) not in inside
     )
 
 
