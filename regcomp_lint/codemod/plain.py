@@ -225,7 +225,7 @@ class PlainPlanner(Planner):
 
         self.varies = PerProcess(tree, computed_alike)  # also read by the checkpoint barriers
         if not self.distribution.data_parallel:
-            uneven = uneven_steps(tree, self.graph, backwards, computed_alike) or uneven_guards(
+            uneven = uneven_steps(tree, self.graph, backwards, computed_alike, frozenset(sharded)) or uneven_guards(
                 tree, self.graph, backwards, self.varies
             )
             if uneven is not None:
