@@ -484,6 +484,7 @@ def test_a_while_loop_ending_on_a_counter_decided_in_its_batch_loop_is_refused()
 def test_a_list_of_counters_still_converts():
     ending = "losses.append(epoch)\n    if len(losses) > 3 and losses[-1] > 5:\n        break"
     result = convert_source(EPOCH_LOSSES.replace("ENDING", ending), "train.py")
+    assert result.refused is None, result.refused
 
 
 TRAIN_LOSS_STOP = """\
