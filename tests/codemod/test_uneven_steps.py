@@ -518,6 +518,18 @@ for epoch in range(20):
 """
 
 
+#: The training-loss stop of TRAIN_LOSS_STOP decided instead by an evaluation written inline.
+INLINE_EVAL = TRAIN_LOSS_STOP.replace(
+    "    mean_loss = epoch_loss / len(train_loader)\n",
+    "    model.eval()\n"
+    "    val_loss = 0.0\n"
+    "    with torch.no_grad():\n"
+    "        for x, y in valid_loader:\n"
+    "            val_loss += torch.nn.functional.mse_loss(model(x), y).item()\n"
+    "    mean_loss = val_loss / len(valid_loader)\n",
+)
+
+
 def test_early_stopping_on_the_training_loss_summed_in_the_step_loop_is_refused():
     """A galaxy-diffusion trainer (survey 21e) stops when its mean training loss, summed over the
     batches of the loop that runs the step, stops improving: each process sums its own shard's
@@ -532,15 +544,7 @@ def test_early_stopping_on_the_training_loss_summed_in_the_step_loop_is_refused(
 def test_early_stopping_on_a_loss_summed_in_an_inline_evaluation_of_whole_data_still_converts():
     """The same sum taken in a loop that does not run the step (an evaluation on the loader the
     conversion leaves whole, the model synchronized) is the same on every process: not followed."""
-    text = TRAIN_LOSS_STOP.replace(
-        "    mean_loss = epoch_loss / len(train_loader)\n",
-        "    model.eval()\n"
-        "    val_loss = 0.0\n"
-        "    with torch.no_grad():\n"
-        "        for x, y in valid_loader:\n"
-        "            val_loss += torch.nn.functional.mse_loss(model(x), y).item()\n"
-        "    mean_loss = val_loss / len(valid_loader)\n",
-    )
+    text = INLINE_EVAL
     result = convert_source(text, "train.py")
     assert result.refused is None, result.refused
 
@@ -553,14 +557,6 @@ def test_early_stopping_on_a_loss_summed_in_an_inline_evaluation_of_whole_data_s
     ],
 )
 def test_early_stopping_on_an_inline_evaluation_otherwise_is_refused(change):
-    text = TRAIN_LOSS_STOP.replace(
-        "    mean_loss = epoch_loss / len(train_loader)\n",
-        "    model.eval()\n"
-        "    val_loss = 0.0\n"
-        "    with torch.no_grad():\n"
-        "        for x, y in valid_loader:\n"
-        "            val_loss += torch.nn.functional.mse_loss(model(x), y).item()\n"
-        "    mean_loss = val_loss / len(valid_loader)\n",
-    ).replace(*change)
+    text = INLINE_EVAL.replace(*change)
     result = convert_source(text, "train.py")
     assert result.refused is not None and "ends on `epochs_no_improve >= 3`" in result.refused, result.refused
