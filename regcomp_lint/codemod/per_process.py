@@ -68,6 +68,7 @@ class PerProcess:
         stop_at: tuple[type, ...] = LOOP_OWN,
         seen: frozenset[str] = frozenset(),
         fills: bool = True,
+        leave_out: tuple[cst.CSTNode, ...] = (),
     ) -> cst.CSTNode | None:
         """``name = <something with a call>`` (or unpacked from one) inside ``scope``'s body
         (what ``stop_at`` leaves in it), followed through plain assignments (``done = terminated
@@ -75,11 +76,14 @@ class PerProcess:
         early-stopping counter (``patience += 1`` under ``if val_loss < best:``, ``val_loss =
         evaluate()``) differs between processes as the value it is decided by does. With
         ``fills=False`` (a test that reads only ``len(name)``) what a call puts into the container
-        is no value of it: every process appends as many."""
+        is no value of it: every process appends as many. What ``leave_out`` holds (nested loops
+        every process runs alike, an evaluation of whole data) is not read."""
         if name in self._equalized(scope):
             return None
         body = scope.body if isinstance(scope, (cst.For, cst.While, cst.FunctionDef)) else scope
-        for assign, value in self._writes(body, name, stop_at, fills):
+        writes = self._writes(body, name, stop_at, fills)
+        writes = [(a, v) for a, v in writes if not any(self.tree.contains(loop, a) for loop in leave_out)]
+        for assign, value in writes:
             if value is not None and self.call_in(value) is not None:
                 return assign
             reads = set(read_keys(value)) if value is not None else set()
@@ -88,7 +92,7 @@ class PerProcess:
                     return assign
                 reads |= set(read_keys(test))
             for read in reads - seen - {name}:
-                found = self.computed_in(scope, read, stop_at, seen | {name})
+                found = self.computed_in(scope, read, stop_at, seen | {name}, leave_out=leave_out)
                 if found is not None:
                     return found
         return None

@@ -234,7 +234,7 @@ class PlainPlanner(Planner):
 
         self.varies = PerProcess(tree, computed_alike)  # also read by the checkpoint barriers
         if not self.distribution.data_parallel:
-            uneven = uneven_steps(tree, self.graph, backwards, computed_alike) or uneven_guards(
+            uneven = uneven_steps(tree, self.graph, backwards, computed_alike, frozenset(sharded)) or uneven_guards(
                 tree, self.graph, backwards, self.varies
             )
             if uneven is not None:
@@ -443,7 +443,9 @@ class PlainPlanner(Planner):
                 f"them where they are built and hand the accelerator to {receiver})"
             )
         if not found:
-            detail = detail or self._unrecognised_optimizer()
+            # what the script zeroes and steps, first: the real optimizer, where a line only "fed
+            # model parameters" (a gradient norm's torch._foreach_norm) would hide it (survey 21e)
+            detail = "; ".join(part for part in (self._unrecognised_optimizer(), detail) if part)
             raise Refusal(
                 "no optimizer found (a torch.optim class, a torch.optim.Optimizer subclass, a function returning one, "
                 "or something built from model.parameters() and stepped)"

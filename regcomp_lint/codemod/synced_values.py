@@ -56,6 +56,35 @@ def evaluates_alike(tree: Tree, call: cst.Call, sharded: set[str]) -> bool:
     return not (names & sharded)
 
 
+def loop_evaluates_alike(tree: Tree, outer: cst.For | cst.While, loop: cst.For, sharded: frozenset[str]) -> bool:
+    """``for x, y in val_loader:`` written inline in the training loop ``outer``: the same reading
+    as :func:`evaluates_alike` for a loop rather than a function. It iterates a loader the
+    conversion leaves whole (also through ``tqdm(...)`` or ``enumerate(...)``), names nothing in
+    ``sharded``, draws nothing random, trains nothing, and runs in eval mode: ``model.eval()``
+    inside it, or in ``outer`` before it with no ``train()`` call between."""
+    source = loop.iter
+    while isinstance(source, cst.Call) and source.args and not source.args[0].star:
+        source = source.args[0].value  # tqdm(val_loader, ...), enumerate(val_loader)
+    key = key_of(source)
+    if key is None or key in sharded or key.split(".")[0] in sharded:
+        return False
+    if {n.value for n in find_all(loop, cst.Name)} & sharded:
+        return False
+    calls = _calls_within(tree, [loop], lambda call: False)  # type: ignore[list-item]
+    if calls is None:
+        return False
+    if any(_sets_eval_mode(c, {}) for c in calls):
+        return True
+    start = tree.line(loop)
+    before = [c for c in find_all(outer.body, cst.Call, enter_functions=False) if tree.line(c) < start]
+    for call in sorted(before, key=tree.line, reverse=True):
+        if _sets_eval_mode(call, {}):
+            return True
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "train":
+            return False
+    return False
+
+
 def _functions_by_name(tree: Tree) -> dict[str, list[cst.FunctionDef]]:
     defs: dict[str, list[cst.FunctionDef]] = {}
     for function in find_all(tree.module, cst.FunctionDef):

@@ -23,6 +23,7 @@ from regcomp_lint.codemod.per_process import (
     read_as_values,
 )
 from regcomp_lint.codemod.roles import CallGraph
+from regcomp_lint.codemod.synced_values import loop_evaluates_alike
 from regcomp_lint.codemod.tree import Function, Tree, code, find_all, find_own, read_keys
 from regcomp_lint.knowledge import torch_api
 
@@ -31,11 +32,17 @@ _MAX_CALLER_DEPTH = 3
 
 
 def uneven_steps(
-    tree: Tree, graph: CallGraph, backwards: list[cst.Call], alike: Alike = lambda call: False
+    tree: Tree,
+    graph: CallGraph,
+    backwards: list[cst.Call],
+    alike: Alike = lambda call: False,
+    sharded: frozenset[str] = frozenset(),
 ) -> str | None:
-    """Why the number of training steps may differ between processes (one line), or None."""
+    """Why the number of training steps may differ between processes (one line), or None.
+    ``sharded``: the loaders the conversion prepares (an evaluation loop over any other is read
+    as the same on every process, :func:`~regcomp_lint.codemod.synced_values.loop_evaluates_alike`)."""
     for backward in backwards:
-        loop = _run_time_loop(tree, graph, backward, 0, PerProcess(tree, alike))
+        loop = _run_time_loop(tree, graph, backward, 0, PerProcess(tree, alike), sharded)
         if loop is None:
             continue
         step = tree.function_of(backward)
@@ -85,7 +92,9 @@ def _names_a_seed(call: cst.Call) -> bool:
     return isinstance(name, str) and "seed" in name.lower() and name != "initial_seed"
 
 
-def _run_time_loop(tree: Tree, graph: CallGraph, node: cst.CSTNode, depth: int, varies: PerProcess) -> str | None:
+def _run_time_loop(
+    tree: Tree, graph: CallGraph, node: cst.CSTNode, depth: int, varies: PerProcess, sharded: frozenset[str]
+) -> str | None:
     """The loop around ``node`` (in its function, or around a call of that function) that ends on
     a value computed while it runs, described; None when every enclosing loop ends uniformly."""
     function = tree.function_of(node)
@@ -93,22 +102,37 @@ def _run_time_loop(tree: Tree, graph: CallGraph, node: cst.CSTNode, depth: int, 
         if anc is function:
             break
         if isinstance(anc, (cst.While, cst.For)):
-            ending = _run_time_ending(tree, anc, varies)
+            ending = _run_time_ending(tree, anc, varies, _evaluations_in(tree, anc, node, sharded))
             if ending is not None:
                 header = code(anc).strip().splitlines()[0]
                 return f"the loop at line {tree.line(anc)} (`{header}`) that runs the step ends on {ending}"
     if depth >= _MAX_CALLER_DEPTH or not isinstance(function, cst.FunctionDef):
         return None
     for _, call in graph.callers_of(function):
-        found = _run_time_loop(tree, graph, call, depth + 1, varies)
+        found = _run_time_loop(tree, graph, call, depth + 1, varies, sharded)
         if found is not None:
             return found
     return None
 
 
-def _run_time_ending(tree: Tree, loop: cst.While | cst.For, varies: PerProcess) -> str | None:
+def _evaluations_in(
+    tree: Tree, loop: cst.While | cst.For, step: cst.CSTNode, sharded: frozenset[str]
+) -> tuple[cst.For, ...]:
+    """The loops nested in ``loop`` that do not run ``step`` and evaluate alike on every process
+    (a DistilBERT fine-tune's ``for batch in val_loader: val_loss += loss.item()`` under
+    ``model.eval()``, survey 21e): what they sum is no per-process value."""
+    return tuple(
+        inner
+        for inner in find_all(loop.body, cst.For, enter_functions=False)
+        if not tree.contains(inner, step) and loop_evaluates_alike(tree, loop, inner, sharded)
+    )
+
+
+def _run_time_ending(
+    tree: Tree, loop: cst.While | cst.For, varies: PerProcess, evaluations: tuple[cst.For, ...] = ()
+) -> str | None:
     """What a loop ends on when that is computed inside it: its ``while`` test, or the test of an
-    ``if ...: break`` in its body."""
+    ``if ...: break`` in its body; what ``evaluations`` compute is left out."""
     tests: list[cst.BaseExpression] = []
     if isinstance(loop, cst.While):
         tests.append(loop.test)
@@ -122,7 +146,7 @@ def _run_time_ending(tree: Tree, loop: cst.While | cst.For, varies: PerProcess) 
         # in source order: one message whatever the hash seed
         values = read_as_values(test)
         for name in read_keys(test):
-            assign = varies.computed_in(loop, name, NESTED, fills=name in values)
+            assign = varies.computed_in(loop, name, NESTED, fills=name in values, leave_out=evaluations)
             if assign is not None:
                 return f"`{code(test).strip()}`, computed by {describe_assignment(tree, assign)}"
     return None

@@ -55,8 +55,12 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
     to_pipelines: list[str] = []
     trains = planner.reach()
     later = later_methods(planner)  # a trainer's methods that may run after its training method prepared
-    for function in places_using_prepared(planner):
+    places = places_using_prepared(planner)
+    for function in [*places, *_handed_further(planner, places, models)]:
         handed = handed_the_model(planner, function, models, 0) if function is not planner.scope else set()
+        further = all(function is not place for place in places)
+        if further and not handed:
+            continue
         traced = traced_models(tree, function)
         pipelines = piped_models(tree, function)
         piped = {id(m) for m in pipelines}
@@ -91,6 +95,8 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
                 continue  # `make_optimizer(model)` walks named_parameters() of the model not yet prepared
             elif owner in handed:
                 pass  # greedy_decode(model, ...) called as greedy_decode(transformer, ...)
+            elif further:
+                continue  # a helper further down: only what its callers hand it is the prepared model
             elif not sees_prepared(function, owner, planner) or (
                 owner.startswith("self.") and function not in trains and function not in later
             ):
@@ -422,6 +428,20 @@ def places_using_prepared(planner: PlainPlanner) -> list[Function]:
         if all(place is not u for u in unique):
             unique.append(place)
     return unique
+
+
+def _handed_further(planner: PlainPlanner, places: list[Function], models: set[str]) -> list[cst.FunctionDef]:
+    """The functions that ``places`` call, not among them (one call further down): a galaxy
+    diffusion trainer's ``build_checkpoint(unet, ...)`` calls ``get_raw_state_dict(unet)``, whose
+    own compile unwrap (``model._orig_mod if hasattr(model, "_orig_mod") else model``) reads the
+    prepared model, the DDP wrapper on several processes (``module.`` keys, survey 21e). The caller
+    keeps only those handed the model (:func:`handed_the_model`)."""
+    further: list[cst.FunctionDef] = []
+    for place in places:
+        for callee, _ in planner.graph.calls_from(place):
+            if isinstance(callee, cst.FunctionDef) and all(callee is not f for f in [*places, *further]):
+                further.append(callee)
+    return further
 
 
 def sees_prepared(function: Function, owner: str, planner: PlainPlanner) -> bool:

@@ -229,3 +229,37 @@ def test_param_groups_filled_from_a_loop_over_submodules_belong_to_the_model():
     assert result.refused is None, result.refused
     assert "model, optimizer = accelerator.prepare(model, optimizer)\n" in result.text
     assert "block" not in next(n for n in result.notes if n.startswith("prepared:"))
+
+
+EVAL_CHOSEN = """\
+import torch
+import torch.nn as nn
+
+
+def build_optim(model, optim, lr):
+    optim_cls = eval(optim, dict(torch=torch))
+    return optim_cls(list(model.parameters()), lr=lr)
+
+
+model = nn.Linear(4, 1)
+optim = build_optim(model, "torch.optim.AdamW", 1e-3)
+for step in range(10):
+    loss = model(torch.randn(8, 4)).pow(2).mean()
+    loss.backward()
+    if step % 5 == 0:
+        grads = [p.grad.detach() for p in model.parameters() if p.grad is not None]
+        grad_norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+    optim.step()
+    optim.zero_grad()
+"""
+
+
+def test_an_optimizer_whose_class_is_evaluated_is_named_first_in_the_refusal():
+    """A face-recognition trainer (survey 21e): ``optim = build_optim(model, args.optim, ...)``, whose
+    class comes from ``eval(args.optim)``. The refusal named only a gradient-norm line
+    (``torch._foreach_norm(grads)``, "fed model parameters but is not used as an optimizer"), not the
+    optimizer the script zeroes and steps."""
+    refused = convert_source(EVAL_CHOSEN, "train.py").refused
+    assert refused is not None and "no optimizer found" in refused, refused
+    assert "optim = build_optim(...) at line 11, stepped by optim.step() at line 18" in refused, refused
+    assert refused.index("optim = build_optim(") < refused.index("_foreach_norm"), refused

@@ -54,3 +54,56 @@ def test_a_guarded_own_unwrap_is_the_unwrapped_model_too():
     result = convert(text)
     assert result.refused is None, result.refused
     assert '"unet": (accelerator.unwrap_model(unet, keep_torch_compile=False)).state_dict()' in result.text
+
+
+TWO_CALLS_DOWN = """import argparse
+
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def get_raw_state_dict(model):
+    raw = model._orig_mod if hasattr(model, "_orig_mod") else model
+    return raw.state_dict()
+
+
+def build_checkpoint(net, epoch):
+    return {"net": get_raw_state_dict(net), "epoch": epoch}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--compile", action="store_true")
+    args = parser.parse_args()
+    loader = DataLoader(TensorDataset(torch.randn(64, 8), torch.randn(64, 1)), batch_size=8)
+    net = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+    if args.compile:
+        net = torch.compile(net)
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.05)
+    for epoch in range(2):
+        for x, y in loader:
+            loss = nn.functional.mse_loss(net(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        ckpt = build_checkpoint(net, epoch)
+        torch.save(ckpt, "last.pt")
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_an_own_unwrap_two_calls_below_the_training_function_is_the_unwrapped_model():
+    """A galaxy-diffusion trainer (survey 21e): ``build_checkpoint(unet, ...)`` calls
+    ``get_raw_state_dict(unet)``, whose ``model._orig_mod if hasattr(model, "_orig_mod") else model``
+    was left as it was: on 2 processes the prepared model is the DDP wrapper, with no ``_orig_mod``,
+    and the checkpoint held ``module.0.weight`` keys that no longer load into the model (measured
+    under accelerate launch and torchrun with 2 gloo processes; 1 process saved ``0.weight``)."""
+    result = convert(TWO_CALLS_DOWN)
+    assert result.refused is None, result.refused
+    out = result.text
+    assert "_orig_mod" not in out, out
+    assert "raw = accelerator.unwrap_model(model, keep_torch_compile=False)" in out, out

@@ -485,3 +485,78 @@ def test_a_list_of_counters_still_converts():
     ending = "losses.append(epoch)\n    if len(losses) > 3 and losses[-1] > 5:\n        break"
     result = convert_source(EPOCH_LOSSES.replace("ENDING", ending), "train.py")
     assert result.refused is None, result.refused
+
+
+TRAIN_LOSS_STOP = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+train_loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8, shuffle=True)
+valid_loader = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=8)
+
+best, epochs_no_improve = float("inf"), 0
+for epoch in range(20):
+    model.train()
+    epoch_loss = 0.0
+    for x, y in train_loader:
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        epoch_loss += loss.item()
+    mean_loss = epoch_loss / len(train_loader)
+    improved = mean_loss < best - 1e-5
+    if improved:
+        best, epochs_no_improve = mean_loss, 0
+    else:
+        epochs_no_improve += 1
+        if epochs_no_improve >= 3:
+            break
+"""
+
+
+#: The training-loss stop of TRAIN_LOSS_STOP decided instead by an evaluation written inline.
+INLINE_EVAL = TRAIN_LOSS_STOP.replace(
+    "    mean_loss = epoch_loss / len(train_loader)\n",
+    "    model.eval()\n"
+    "    val_loss = 0.0\n"
+    "    with torch.no_grad():\n"
+    "        for x, y in valid_loader:\n"
+    "            val_loss += torch.nn.functional.mse_loss(model(x), y).item()\n"
+    "    mean_loss = val_loss / len(valid_loader)\n",
+)
+
+
+def test_early_stopping_on_the_training_loss_summed_in_the_step_loop_is_refused():
+    """A galaxy-diffusion trainer (survey 21e) stops when its mean training loss, summed over the
+    batches of the loop that runs the step, stops improving: each process sums its own shard's
+    losses, so the processes stop at different epochs (measured: rank 1 stopped at epoch 4, rank 0
+    went on and failed in its next backward with gloo's "Connection closed by peer")."""
+    result = convert_source(TRAIN_LOSS_STOP, "train.py")
+    assert result.refused is not None, "converted"
+    assert "ends on `epochs_no_improve >= 3`" in result.refused, result.refused
+    assert "epoch_loss += loss.item()" in result.refused, result.refused
+
+
+def test_early_stopping_on_a_loss_summed_in_an_inline_evaluation_of_whole_data_still_converts():
+    """The same sum taken in a loop that does not run the step (an evaluation on the loader the
+    conversion leaves whole, the model synchronized) is the same on every process: not followed."""
+    text = INLINE_EVAL
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        ("for x, y in valid_loader:", "for x, y in train_loader:"),  # the prepared loader: its shard
+        ("    model.eval()\n    val_loss = 0.0\n", "    val_loss = 0.0\n"),  # train mode: dropout draws
+    ],
+)
+def test_early_stopping_on_an_inline_evaluation_otherwise_is_refused(change):
+    text = INLINE_EVAL.replace(*change)
+    result = convert_source(text, "train.py")
+    assert result.refused is not None and "ends on `epochs_no_improve >= 3`" in result.refused, result.refused
