@@ -39,6 +39,8 @@ def write_files_once(planner: Planner, places: list[Function]) -> None:
     models = set(getattr(planner, "models", []))
     for place in places:
         for call in find_all(place, cst.Call, enter_functions=False):
+            if not _may_write(tree, call):
+                continue  # (first: the path test below reads every assignment of ``place``)
             if any(per_process_path(place, arg.value) for arg in call.args):
                 continue  # f"preds_{rank}.json": each process writes its own
             if _opens_for_writing(tree, call) and not under_rank_test(planner, call):
@@ -78,6 +80,14 @@ def write_files_once(planner: Planner, places: list[Function]) -> None:
                 f"{writer}() at line {tree.line(call)} runs under `if {acc}.is_main_process:`: every process would "
                 "write the same file"
             )
+
+
+def _may_write(tree: Tree, call: cst.Call) -> bool:
+    """``call`` opens a file for writing, saves with ``save_pretrained`` and the like, or is a
+    known writer: the only calls :func:`write_files_once` does anything about. Cheap, so that
+    the per-process path test (which reads every assignment of the function, for each call:
+    quadratic in a long function) runs only for these."""
+    return _opens_for_writing(tree, call) or _saves_pretrained(call.func) or _writes_a_file(tree, call.func)
 
 
 def _saves_pretrained(func: cst.BaseExpression) -> TypeGuard[cst.Attribute]:

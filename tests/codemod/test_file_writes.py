@@ -256,3 +256,22 @@ def test_a_file_named_by_a_rank_constant_or_through_a_path_variable_is_still_wri
     assert "is_main_process" not in result.text, result.text
     shared = _convert('with open("ranking.json", "w") as f:\n    f.write("x")')
     assert "            if accelerator.is_main_process:\n" in shared.text  # a word in the text is not a rank
+
+
+def test_the_per_process_path_test_is_asked_only_of_writes(monkeypatch):
+    """A call that writes nothing is not given to ``per_process_path``, which reads every
+    assignment of the function: asked of every call's arguments, it made a long function
+    quadratic (13 % of the fixtures' time)."""
+    import regcomp_lint.codemod.file_writes as file_writes
+
+    asked = []
+    real = file_writes.per_process_path
+
+    def counting(place, path, depth=0):
+        asked.append(path)
+        return real(place, path, depth)
+
+    monkeypatch.setattr(file_writes, "per_process_path", counting)
+    result = _convert("\n".join([*(f"print(loss.item(), {n})" for n in range(40)), "plt.savefig(f'loss_{epoch}.png')"]))
+    assert "plt.savefig" in result.text
+    assert len(asked) == 1  # the savefig's one argument
