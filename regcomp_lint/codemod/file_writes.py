@@ -41,6 +41,8 @@ def write_files_once(planner: Planner, places: list[Function]) -> None:
     models = set(getattr(planner, "models", []))
     for place in places:
         for call in find_all(place, cst.Call, enter_functions=False):
+            if not _may_write(tree, call):
+                continue  # (first: the path test below reads every assignment of ``place``)
             if any(per_process_path(place, arg.value) for arg in call.args):
                 continue  # f"preds_{rank}.json": each process writes its own
             if _opens_for_writing(tree, call) and not under_rank_test(planner, call):
@@ -84,15 +86,28 @@ def write_files_once(planner: Planner, places: list[Function]) -> None:
             )
 
 
+def _may_write(tree: Tree, call: cst.Call) -> bool:
+    """``call`` opens a file for writing, saves with ``save_pretrained`` and the like, or is a
+    known writer, or named like one (:func:`_unread_writer`): the only calls
+    :func:`write_files_once` does anything about. Cheap, so that
+    the per-process path test (which reads every assignment of the function, for each call:
+    quadratic in a long function) runs only for these."""
+    return (
+        _opens_for_writing(tree, call)
+        or _saves_pretrained(call.func)
+        or _writes_a_file(tree, call.func)
+        or _writer_name(call.func) is not None
+    )
+
+
 def _unread_writer(planner: Planner, call: cst.Call) -> bool:
     """A call, named like a writer, of a function of a module the conversion cannot read (survey
     21b lmforge_trainer's ``save_checkpoint``, 21d sgns_sparse's ``write_json``): whether it writes,
     and what, is unknown, so it is named in a note rather than guarded."""
-    func = call.func
-    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-    if not WRITER_NAME_WORDS & set(name.lower().split("_")):
+    name = _writer_name(call.func)
+    if name is None:
         return False
-    qualname = unread_project_function(planner.tree, func)
+    qualname = unread_project_function(planner.tree, call.func)
     if qualname is None:
         return False
     planner.notes.append(
@@ -102,6 +117,12 @@ def _unread_writer(planner: Planner, call: cst.Call) -> bool:
         "call accelerator.wait_for_everyone() before any read of that file"
     )
     return True
+
+
+def _writer_name(func: cst.BaseExpression) -> str | None:
+    """The called name when a word of it says it writes (``save_checkpoint``, ``write_json``)."""
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    return name if WRITER_NAME_WORDS & set(name.lower().split("_")) else None
 
 
 def _saves_pretrained(func: cst.BaseExpression) -> TypeGuard[cst.Attribute]:

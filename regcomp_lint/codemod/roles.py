@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, methods_of, single_target
+from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, memo_of, methods_of, single_target
 
 # -- bindings ----------------------------------------------------------------------------------
 
@@ -45,25 +45,34 @@ def bound_keys(node: cst.CSTNode) -> list[str]:
     return []
 
 
+#: the statements that can bind a key (:func:`bound_keys`)
+_BINDERS = (
+    cst.Assign,
+    cst.AnnAssign,
+    cst.AugAssign,
+    cst.For,
+    cst.With,
+    cst.FunctionDef,
+    cst.ClassDef,
+    cst.Import,
+    cst.ImportFrom,
+)
+
+
 def bindings(function: Function, key: str) -> list[cst.CSTNode]:
     """Nodes inside ``function`` (not in nested defs) that bind ``key``, in source order."""
-    kinds = (
-        cst.Assign,
-        cst.AnnAssign,
-        cst.AugAssign,
-        cst.For,
-        cst.With,
-        cst.FunctionDef,
-        cst.ClassDef,
-        cst.Import,
-        cst.ImportFrom,
-    )
-    found = []
-    for node in find_all(function, kinds, enter_functions=False):
+    return list(memo_of(function, "bindings", _bindings_by_key).get(key, ()))
+
+
+def _bindings_by_key(function: Function) -> dict[str, list[cst.CSTNode]]:
+    """Every key bound inside ``function`` and its binding nodes, in source order: the planner
+    asks :func:`bindings` hundreds of times a script, each a pass over the function's statements."""
+    found: dict[str, list[cst.CSTNode]] = {}
+    for node in find_all(function, _BINDERS, enter_functions=False):
         if node is function:
             continue
-        if key in bound_keys(node):
-            found.append(node)
+        for key in dict.fromkeys(bound_keys(node)):  # (a node binding a key twice is listed once)
+            found.setdefault(key, []).append(node)
     return found
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import TypeGuard, TypeVar, cast, overload
 
 import libcst as cst
@@ -28,6 +28,7 @@ from regcomp_lint.codemod.source_metadata import code_for_node
 
 N = TypeVar("N", bound=cst.CSTNode)
 M = TypeVar("M", bound=cst.CSTNode)
+T = TypeVar("T")
 Block = cst.Module | cst.IndentedBlock
 Function = cst.FunctionDef | cst.Module  # the module stands for top-level code
 
@@ -437,10 +438,28 @@ def _index_module(module: cst.Module, parents, preorder=None) -> None:
     _INDEX[:] = [_NodeIndex(module, parents, preorder)]
 
 
+#: other modules' answers about a node, by (its id, the question): (the node, the answer)
+_MEMO: dict[tuple[int, str], tuple[cst.CSTNode, object]] = {}
+
+
+def memo_of(node: N, question: str, make: Callable[[N], T]) -> T:
+    """``make(node)``, worked out once per node and question until :func:`clear_find_cache`
+    (the end of a conversion): the planner asks the same things of the same function many times,
+    and the tree does not change while it plans."""
+    key = (id(node), question)
+    hit = _MEMO.get(key)
+    if hit is not None and hit[0] is node:
+        return cast(T, hit[1])
+    answer = make(node)
+    _MEMO[key] = (node, answer)
+    return answer
+
+
 def clear_find_cache() -> None:
     _FOUND.clear()
     _INDEX.clear()
     _CODE.clear()
+    _MEMO.clear()
 
 
 def parameter_names(function: cst.FunctionDef, *, keyword_only: bool = True) -> list[str]:

@@ -303,3 +303,22 @@ def test_calls_of_a_module_the_fixer_cannot_read_are_named(tmp_path):
         assert note is not None, (call, notes)
         assert "_orig_mod." in note and "accelerator.unwrap_model(model, keep_torch_compile=False)" in note, note
     assert not any(n.startswith("load_checkpoint() at line 13") and "every process" in n for n in notes), notes
+
+
+def test_the_per_process_path_test_is_asked_only_of_writes(monkeypatch):
+    """A call that writes nothing is not given to ``per_process_path``, which reads every
+    assignment of the function: asked of every call's arguments, it made a long function
+    quadratic (13 % of the fixtures' time)."""
+    import regcomp_lint.codemod.file_writes as file_writes
+
+    asked = []
+    real = file_writes.per_process_path
+
+    def counting(place, path, depth=0):
+        asked.append(path)
+        return real(place, path, depth)
+
+    monkeypatch.setattr(file_writes, "per_process_path", counting)
+    result = _convert("\n".join([*(f"print(loss.item(), {n})" for n in range(40)), "plt.savefig(f'loss_{epoch}.png')"]))
+    assert "plt.savefig" in result.text
+    assert len(asked) == 1  # the savefig's one argument
