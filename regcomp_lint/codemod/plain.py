@@ -18,9 +18,9 @@ from functools import partial
 import libcst as cst
 
 from regcomp_lint.analysis.bindings import Bound, Where, binding_key
-from regcomp_lint.analysis.checkpoints import is_main_process_test, tests_the_rank
 from regcomp_lint.analysis.compile_settings.launches import launched_fields
 from regcomp_lint.analysis.global_rebinders import rebinds_globals
+from regcomp_lint.analysis.main_process import is_main_process_test, tests_the_rank
 from regcomp_lint.analysis.training_objects import Kind
 from regcomp_lint.analysis.training_roles import Cadence, Origin, TrainingRoles
 from regcomp_lint.codemod.batch_seeds import split_hand_written_batches
