@@ -57,6 +57,7 @@ from regcomp_lint.codemod.device_parameters import follow_handed_device, keep_tr
 from regcomp_lint.codemod.dispatched_models import refuse_dispatched_models
 from regcomp_lint.codemod.distribution import Distribution
 from regcomp_lint.codemod.edits import replaced_by
+from regcomp_lint.codemod.even_batches import even_batches_notes
 from regcomp_lint.codemod.evaluation_passes import evaluation_passes_note
 from regcomp_lint.codemod.file_writes import write_files_once
 from regcomp_lint.codemod.first_downloads import download_first
@@ -750,6 +751,8 @@ class PlainPlanner(Planner):
         self.notes += evaluation_passes_note(view, prepared_origins, self.acc_key)
         self.notes += hand_lr_notes(tree, self.training, loaders)
         self.notes += shard_metric_notes(tree, self.training, loaders + self.inline_loaders)
+        inline = {f"the DataLoader at line {o.built.lineno}": o for o in self.inline_origins}
+        self.notes += even_batches_notes(view, {**prepared_origins, **inline})
         order = self._first_binding_order()
         return (
             sorted(models, key=order),
