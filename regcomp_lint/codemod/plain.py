@@ -57,8 +57,8 @@ from regcomp_lint.codemod.device_parameters import follow_handed_device, keep_tr
 from regcomp_lint.codemod.dispatched_models import refuse_dispatched_models
 from regcomp_lint.codemod.distribution import Distribution
 from regcomp_lint.codemod.edits import replaced_by
-from regcomp_lint.codemod.even_batches import even_batches_notes
 from regcomp_lint.codemod.evaluation_passes import evaluation_passes_note
+from regcomp_lint.codemod.even_batches import even_batches_notes
 from regcomp_lint.codemod.file_writes import write_files_once
 from regcomp_lint.codemod.first_downloads import download_first
 from regcomp_lint.codemod.frozen_parameters import allow_unused_parameters
