@@ -23,7 +23,7 @@ import ast
 from collections.abc import Sequence
 
 from regcomp_lint.analysis.training_loops import own_nodes
-from regcomp_lint.files.parsing import walk
+from regcomp_lint.files.parsing import split_block, walk
 from regcomp_lint.knowledge.torch_api import MAIN_PROCESS_FLAGS
 
 #: A scope: the names a flag test reads are looked up in its assignments.
@@ -55,13 +55,8 @@ def main_process_only(ancestors: Sequence[ast.AST]) -> bool:
 
 def _left_before(parent: ast.AST, child: ast.AST, scope: Scope | None) -> bool:
     """A statement before ``child`` in the block of ``parent`` holding it sends the others away."""
-    for name in ("body", "orelse", "finalbody"):
-        block = getattr(parent, name, None)
-        if isinstance(block, list):
-            at = next((i for i, stmt in enumerate(block) if stmt is child), None)
-            if at is not None:
-                return any(sends_others_away(stmt, scope) for stmt in block[:at])
-    return False
+    around = split_block(parent, child)
+    return around is not None and any(sends_others_away(stmt, scope) for stmt in around[0])
 
 
 def main_process_condition(test: ast.expr, scope: Scope | None) -> bool:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 
 from regcomp_lint.analysis.training_loops import own_nodes
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.diagnostics import Severity
+from regcomp_lint.files.parsing import split_block
 from regcomp_lint.knowledge.torch_api import DDP_GRAD_SYNC_FLAG
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -123,22 +123,14 @@ class GradSyncSetAfterForward(Rule):
         after: list[ast.stmt] = []
         child: ast.AST = node
         for parent in reversed(self.ctx.ancestors):
-            for block in _blocks(parent):
-                at = next((i for i, stmt in enumerate(block) if stmt is child), None)
-                if at is not None:
-                    before += block[:at]
-                    after += block[at + 1 :]
+            around = split_block(parent, child)
+            if around is not None:
+                before += around[0]
+                after += around[1]
             if isinstance(parent, _LOOPS + _SCOPES):
                 break
             child = parent
         return before, after
-
-
-def _blocks(node: ast.AST) -> Iterator[list[ast.stmt]]:
-    for name in ("body", "orelse", "finalbody"):
-        block = getattr(node, name, None)
-        if isinstance(block, list):
-            yield block
 
 
 def _calls(stmt: ast.stmt, model: str) -> bool:
