@@ -7,8 +7,9 @@ import textwrap
 
 import pytest
 
-from regcomp_lint.analysis.checkpoints import Checkpoints, StateRead, is_main_process_test
+from regcomp_lint.analysis.checkpoints import Checkpoints, StateRead
 from regcomp_lint.analysis.file_context import FileContext
+from regcomp_lint.analysis.main_process import is_main_process_test
 from regcomp_lint.analysis.training_roles import Origin, TrainingRoles
 from regcomp_lint.files.source import SourceFile
 from regcomp_lint.lint.engine import walk
@@ -219,3 +220,65 @@ def test_save_at_answers_for_one_call():
     assert save is not None and save.torch_save
     assert script.checkpoints.save_at(calls["print(model)"]) is None
     assert script.checkpoints.save_at(None) is None
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        """\
+        def checkpoint(path, rank):
+            is_main = rank == 0
+            if is_main:
+                torch.save(model.state_dict(), path)
+        """,
+        """\
+        def checkpoint(path, rank):
+            if rank != 0:
+                return
+            torch.save(model.state_dict(), path)
+        """,
+        """\
+        def train(rank):
+            is_main = dist.get_rank() == 0
+            for epoch in range(2):
+                if not is_main:
+                    continue
+                torch.save(model.state_dict(), "m.pt")
+        """,
+    ],
+)
+def test_a_save_under_a_main_process_flag_or_after_an_early_exit_is_the_main_process_only(body: str):
+    """The fixer's test (survey 19e sphere_flow: ``is_main = rank == 0``, ``if not is_main:
+    continue``); before, the lint saw only an ``if`` on the rank written out, so a helper saving
+    this way was a checkpoint writer every process ran, and its calls got a second guard."""
+    (save,) = Script(body).checkpoints.saves
+    assert save.main_process
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        """\
+        def checkpoint(path, rank):
+            is_main = rank == 0
+            is_main = True
+            if is_main:
+                torch.save(model.state_dict(), path)
+        """,
+        """\
+        def checkpoint(path, rank):
+            torch.save(model.state_dict(), path)
+            if rank != 0:
+                return
+        """,
+        """\
+        def checkpoint(path, rank):
+            if rank != 0:
+                print("not main")
+            torch.save(model.state_dict(), path)
+        """,
+    ],
+)
+def test_a_flag_bound_otherwise_or_an_exit_after_the_save_guards_nothing(body: str):
+    (save,) = Script(body).checkpoints.saves
+    assert not save.main_process

@@ -67,6 +67,14 @@ class Script:
         ("d = accelerator.device\nx.to(d)\n", False),
         # the binding visible at the move decides
         ("d = 'cuda'\nd = 'cpu'\nx.to(d)\n", False),
+        # a function of the script's own that returns one (survey 20e d2l_densenet's get_device())
+        (
+            "def get_device(i=0):\n    if torch.cuda.device_count() >= i + 1:\n        dev = f'cuda:{i}'\n"
+            "        return torch.device(dev)\n    return torch.device('cpu')\nd = get_device()\nx.to(d)\n",
+            True,
+        ),
+        ("def get_device():\n    return torch.device('cpu')\nx.to(get_device())\n", False),
+        ("def pick(devices):\n    return devices[0]\nx.to(pick(['cuda']))\n", False),
     ],
 )
 def test_fixed_cuda_devices(body: str, fixed: bool):

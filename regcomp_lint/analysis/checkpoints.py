@@ -12,7 +12,8 @@ unwrapped model) read this one answer, so they never disagree about what a scrip
   p)``) or a name it is given holds the read, through assignments
   (``state = {"model": model.state_dict()}`` ... ``torch.save(state, p)``);
 - a save *from the main process* sits in the body of an ``if`` on the rank (``if rank == 0:``,
-  ``if master_process:``, ``if accelerator.is_main_process:``);
+  ``if master_process:``, ``if accelerator.is_main_process:``, ``if is_main:`` with ``is_main =
+  rank == 0``) or after ``if not is_main: continue`` (:mod:`.main_process`, the fixer's test too);
 - a *load* is ``X.load_state_dict(...)``, with the ``torch.load`` calls whose result it reads
   (``model.load_state_dict(torch.load(p))``, ``ckpt = torch.load(p)`` ...
   ``model.load_state_dict(ckpt["model"])``).
@@ -29,9 +30,9 @@ from dataclasses import dataclass
 
 from regcomp_lint.analysis.bindings import Bindings, Where, binding_key
 from regcomp_lint.analysis.file_context import FileContext
+from regcomp_lint.analysis.main_process import main_process_only
 from regcomp_lint.files.parsing import walk
 from regcomp_lint.knowledge.torch_api import (
-    MAIN_PROCESS_FLAGS,
     PROCESS_LOCAL_FILES,
     STATE_WRITERS,
     TORCH_LOAD,
@@ -119,19 +120,8 @@ class Checkpoints:
         return next((a for a in reversed(self.ctx.ancestors) if isinstance(a, ast.stmt)), None)
 
     def _main_process_only(self) -> bool:
-        """The call being visited runs in the body of an ``if`` on the main process."""
-        ancestors = self.ctx.ancestors
-        for index in range(len(ancestors) - 1, 0, -1):
-            parent, child = ancestors[index - 1], ancestors[index]
-            if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-                return False
-            if (
-                isinstance(parent, ast.If)
-                and any(child is s for s in parent.body)
-                and is_main_process_test(parent.test)
-            ):
-                return True
-        return False
+        """The call being visited runs on the main process only (:mod:`.main_process`)."""
+        return main_process_only(self.ctx.ancestors)
 
     # -- questions, after the walk -----------------------------------------------------------
     def read_at(self, call: ast.AST | None) -> StateRead | None:
@@ -260,58 +250,3 @@ class Checkpoints:
             saves = {id(s.call): s for read in reads for s in self.saves_of(read)}
             found.append(CheckpointPair(state, tuple(reads), tuple(saves.values()), tuple(loads)))
         return found
-
-
-def is_main_process_test(test: ast.expr) -> bool:
-    """``master_process``, ``accelerator.is_main_process``, ``rank == 0``, ``dist.get_rank() == 0``,
-    ``args.local_rank in (-1, 0)``, ``not rank``, ``utils.is_main_process()`` (the DeiT /
-    torchvision-references helper: ``get_rank() == 0``, asked with no argument), or a conjunction
-    holding one of them."""
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return any(is_main_process_test(value) for value in test.values)
-    if isinstance(test, ast.Call) and not test.args and not test.keywords:
-        test = test.func
-    if isinstance(test, ast.Name):
-        return test.id in MAIN_PROCESS_FLAGS
-    if isinstance(test, ast.Attribute):
-        return test.attr in MAIN_PROCESS_FLAGS
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _names_rank(test.operand)
-    if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        left, op, right = test.left, test.ops[0], test.comparators[0]
-        if isinstance(op, ast.Eq):
-            return (_names_rank(left) and _is_zero(right)) or (_names_rank(right) and _is_zero(left))
-        if isinstance(op, ast.In) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
-            return _names_rank(left) and any(_is_zero(e) for e in right.elts)
-    return False
-
-
-def tests_the_rank(test: ast.expr) -> bool:
-    """A main-process test anywhere in ``test`` (:func:`is_main_process_test`), or a comparison of
-    the rank either way (``rank != 0``, ``args.local_rank > 0``): which processes take a branch."""
-    return any(
-        is_main_process_test(part)
-        or isinstance(part, ast.Compare)
-        and any(_names_rank(side) for side in (part.left, *part.comparators))
-        for part in ast.walk(test)
-        if isinstance(part, ast.expr)
-    )
-
-
-def _names_rank(expr: ast.expr) -> bool:
-    """``rank``, ``args.local_rank``, ``dist.get_rank()``, ``int(os.environ["RANK"])``."""
-    for node in walk(expr):
-        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
-        if name is not None and "rank" in name.lower():
-            return True
-        if (
-            isinstance(node, ast.Constant)
-            and isinstance(node.value, str)
-            and node.value.upper() in ("RANK", "LOCAL_RANK")
-        ):
-            return True
-    return False
-
-
-def _is_zero(expr: ast.expr) -> bool:
-    return isinstance(expr, ast.Constant) and expr.value == 0 and not isinstance(expr.value, bool)

@@ -4,7 +4,8 @@ RC403 (a fixed CUDA device in an Accelerate script) and ``regcomp-fix`` (which d
 CPU switches must keep working once ``accelerator.device`` places everything) read these answers:
 
 - a *fixed CUDA device*: ``"cuda"``, ``"cuda:0"``, ``f"cuda:{rank}"``, ``torch.device("cuda")``,
-  ``torch.cuda.current_device()``, a branch of ``"cuda" if ... else "cpu"``, or a name bound to one;
+  ``torch.cuda.current_device()``, a branch of ``"cuda" if ... else "cpu"``, a name bound to one,
+  or a call of the script's own function that returns one (d2l's ``get_device()``);
 - a *device choice*: ``"cuda" if use_cuda else "cpu"``, whose test reads the script's own names
   (``use_cuda``, ``args`` of ``args.no_cuda``): the CPU switch the converted script keeps. A test
   on imported modules only (``torch.cuda.is_available()``) is Accelerate's own choice, no switch;
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 
 from regcomp_lint.analysis.bindings import Bindings, Where
 from regcomp_lint.analysis.file_context import FileContext, string_literal
+from regcomp_lint.analysis.training_loops import own_nodes
 from regcomp_lint.files.parsing import walk
 from regcomp_lint.knowledge.torch_api import CUDA_DEVICE_CALLS, TORCH_DEVICE
 
@@ -61,10 +63,28 @@ class Devices:
             if self.ctx.resolves_to(expr.func, *TORCH_DEVICE):
                 arg = expr.args[0] if expr.args else next((kw.value for kw in expr.keywords if kw.arg == "type"), None)
                 return self.fixed_cuda(arg, where, depth + 1)
-            return False
+            return self._returns_fixed_cuda(expr, where, depth)
         for bound in self.bindings.candidates(expr, where)[:1]:
             if bound.value is not None and bound.index is None:
                 return self.fixed_cuda(bound.value, bound.where, depth + 1)
+        return False
+
+    def _returns_fixed_cuda(self, call: ast.Call, where: Where, depth: int) -> bool:
+        """``call`` calls a function of the script's own (not a method) that returns a fixed CUDA
+        device on some path: d2l's ``get_device()``, ``torch.device(f"cuda:{i}")`` when there is a
+        GPU, ``torch.device("cpu")`` otherwise."""
+        if not isinstance(call.func, ast.Name):
+            return False
+        for bound in self.bindings.candidates(call.func, where)[:1]:
+            function = bound.value
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or bound.where.cls is not None:
+                return False
+            inside = (*bound.where.functions, function)
+            return any(
+                isinstance(node, ast.Return)
+                and self.fixed_cuda(node.value, Where(inside, None, (node.lineno, node.col_offset)), depth + 1)
+                for node in own_nodes(function.body)
+            )
         return False
 
     def choice(self, expr: ast.AST | None) -> DeviceChoice | None:

@@ -14,7 +14,7 @@ from regcomp_lint.analysis.callsites import (
 )
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.diagnostics import Severity
-from regcomp_lint.files.parsing import children, walk
+from regcomp_lint.files.parsing import children, split_block, walk
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -74,13 +74,10 @@ def comprehension_targets(comp: ast.ListComp | ast.SetComp | ast.DictComp | ast.
 # -- where a statement sits -------------------------------------------------------------------
 
 
-def later_siblings(parent: ast.AST, child: ast.AST) -> list[ast.AST]:
+def later_siblings(parent: ast.AST, child: ast.AST) -> list[ast.stmt]:
     """Statements after ``child`` in the same block of ``parent``."""
-    for name in ("body", "orelse", "finalbody"):
-        block = getattr(parent, name, None)
-        if isinstance(block, list) and child in block:
-            return block[block.index(child) + 1 :]
-    return []
+    around = split_block(parent, child)
+    return around[1] if around is not None else []
 
 
 @dataclass

@@ -122,7 +122,8 @@ class ManualDevicePlacement(Rule):
         # a discarded .cuda() on what a loop yields moves an object of the script's own in place
         # (ante's Batch), which may have no .to(): reported, not fixed
         Invalid(
-            "from accelerate import Accelerator\naccelerator = Accelerator()\nfor batch in loader:\n    batch.cuda()\n"
+            "from accelerate import Accelerator\naccelerator = Accelerator()\nfor batch in loader:\n    batch.cuda()\n",
+            message="the way its class allows",
         ),
     ]
 
@@ -180,6 +181,12 @@ class ManualDevicePlacement(Rule):
         moves_itself = (
             id(call) in self._discarded and isinstance(func.value, ast.Name) and func.value.id in self._loop_names
         )
+        if moves_itself:  # survey 20e soweli: an object of the script's own, which may have no .to()
+            message = (
+                f"`{src.segment(func.value)}.cuda()` as a statement moves an object of the script's own in place (a "
+                "tensor's would return a copy): once the Accelerator exists it lands on each process's own GPU, but it fails under "
+                f"`--cpu`, MPS or XPU: move it to `{spelled}.device` the way its class allows"
+            )
         self.report(call, message, fix=self._fix([edit], name is not None and not moves_itself, spelled))
 
     def _fix(self, edits: list[Edit], possible: bool, spelled: str) -> Fix | None:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.metadata import Assignment
 
-from regcomp_lint.analysis.checkpoints import is_main_process_test
+from regcomp_lint.analysis.main_process import Scope, main_process_condition, sends_others_away
 from regcomp_lint.codemod.builders import expression, guarded, statement
 from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.lint_view import lint_view
@@ -477,52 +477,35 @@ def under_rank_test(planner: Planner, node: cst.CSTNode, depth: int = 0) -> bool
 
 
 def main_process_test(planner: Planner, test: cst.BaseExpression) -> bool:
-    """``test`` holds on the main process only (the lint's
-    :func:`~regcomp_lint.analysis.checkpoints.is_main_process_test`), or is a conjunction with such
-    a part, or a name the function binds only to such tests (``is_main = rank == 0``)."""
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        return main_process_test(planner, test.left) or main_process_test(planner, test.right)
-    expr = lint_view(planner.tree).any_expression_at(test)
-    if expr is not None and is_main_process_test(expr):
-        return True
-    if not isinstance(test, cst.Name):
-        return False
-    scope = next((a for a in planner.tree.ancestors(test) if isinstance(a, (cst.FunctionDef, cst.Module))), None)
-    values = [
-        target[1]
-        for assign in (find_all(scope, cst.Assign, enter_functions=False) if scope is not None else [])
-        if (target := single_target(assign)) is not None and target[0] == test.value
-    ]
-    return bool(values) and all(not isinstance(v, cst.Name) and main_process_test(planner, v) for v in values)
+    """``test`` holds on the main process only: the lint's
+    :func:`~regcomp_lint.analysis.main_process.main_process_condition` (a rank test, a conjunction
+    with one, a name its function binds only to such tests: ``is_main = rank == 0``)."""
+    view = lint_view(planner.tree)
+    expr = view.any_expression_at(test)
+    return expr is not None and main_process_condition(expr, _scope_of(planner, test))
 
 
 def _others_left_before(planner: Planner, block: Block, inner: cst.CSTNode) -> bool:
-    """A statement of ``block`` before ``inner`` sends every process but the main one away:
-    ``if not is_main: continue`` (or ``return``, ``break``; ``if rank != 0:``, ``if rank > 0:``)."""
+    """A statement of ``block`` before ``inner`` sends every process but the main one away
+    (the lint's :func:`~regcomp_lint.analysis.main_process.sends_others_away`:
+    ``if not is_main: continue``)."""
+    view = lint_view(planner.tree)
+    scope = _scope_of(planner, block)
     for stmt in block.body:
         if stmt is inner:
             return False
-        if not (isinstance(stmt, cst.If) and stmt.orelse is None and _only_leaves(stmt.body)):
-            continue
-        test = stmt.test
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            if main_process_test(planner, test.expression):
-                return True
-            continue
-        expr = lint_view(planner.tree).any_expression_at(test)
-        if isinstance(expr, ast.Compare) and len(expr.ops) == 1 and isinstance(expr.ops[0], (ast.NotEq, ast.Gt)):
-            if is_main_process_test(ast.Compare(left=expr.left, ops=[ast.Eq()], comparators=expr.comparators)):
-                return True
+        found = view.statement_at(stmt) if isinstance(stmt, cst.If) else None
+        if found is not None and sends_others_away(found, scope):
+            return True
     return False
 
 
-def _only_leaves(body: cst.BaseSuite) -> bool:
-    """The block does nothing but ``continue``, ``break`` or ``return``."""
-    lines = body.body if isinstance(body, cst.IndentedBlock) else [body]
-    smalls = [
-        s for line in lines if isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) for s in line.body
-    ]
-    return len(smalls) == len(lines) == 1 and isinstance(smalls[0], (cst.Continue, cst.Break, cst.Return))
+def _scope_of(planner: Planner, node: cst.CSTNode) -> Scope | None:
+    """The ``ast`` function (or module) ``node`` is in: where a flag it reads is bound."""
+    view = lint_view(planner.tree)
+    function = next((a for a in planner.tree.ancestors(node) if isinstance(a, cst.FunctionDef)), None)
+    found = view.statement_at(function) if function is not None else view.parsed
+    return found if isinstance(found, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)) else None
 
 
 def _fixed_rank(planner: Planner, test: cst.BaseExpression) -> bool:

@@ -4,8 +4,10 @@ A device map spreads the model over the visible devices by hand (naive model par
 process driving them all. accelerate's ``prepare()`` refuses to train such a model on several
 processes, and on one the conversion would add nothing but the compile. Dropping ``device_map``
 makes it an ordinary model DDP copies to each process; which to do is the user's call. A map
-naming one device (``device_map="cuda"``) spreads nothing, and prepare() would train it: it is still
-refused, for what it does: every process loads the whole model onto that one device first.
+naming one CUDA device (``device_map="cuda"``, survey 20d dsg_distill) spreads nothing, and
+prepare() trains it: in the function that creates the Accelerator it becomes
+``{"": accelerator.device}``, each process loading the model onto its own device. Elsewhere it is
+refused, for what it does: every process would load the whole model onto that one device first.
 """
 
 from __future__ import annotations
@@ -42,6 +44,16 @@ def refuse_dispatched_models(planner: PlainPlanner) -> None:
                 where = (
                     f"{code(func).strip()}(..., {DISPATCH_KEYWORD}={code(arg.value).strip()}) at line {tree.line(call)}"
                 )
+                if _one_device(arg.value) and _names_cuda(arg.value) and tree.function_of(call) is planner.scope:
+                    acc = planner.accelerator_in(planner.scope)
+                    planner.replace(arg.value, f'{{"": {acc}.device}}')
+                    planner.uses.append(call)  # the Accelerator comes before the load
+                    planner.notes.append(
+                        f'{where} -> {DISPATCH_KEYWORD}={{"": {acc}.device}}: each process loads {target[0]} whole '
+                        "onto its own device (the one CUDA device the map named would have held every process's "
+                        "copy), and prepare() trains it data-parallel"
+                    )
+                    continue
                 if _one_device(arg.value):
                     raise Refusal(
                         f"{where} loads {target[0]} whole onto the one device it names, in every process: on several "
@@ -74,6 +86,21 @@ def _one_device(value: cst.BaseExpression) -> bool:
         )
     entry = _whole_model_entry(value)
     return entry is not None and _one_device(entry)
+
+
+def _names_cuda(value: cst.BaseExpression) -> bool:
+    """The one device of ``value`` (:func:`_one_device`) is a CUDA device: ``"cuda"``, ``"cuda:1"``, an
+    index, ``torch.device("cuda")``; not ``"cpu"``, ``"mps"`` or ``"meta"``, which accelerator.device
+    would change."""
+    entry = _whole_model_entry(value)
+    if entry is not None:
+        return _names_cuda(entry)
+    if isinstance(value, cst.Call):
+        return bool(value.args) and _names_cuda(value.args[0].value)
+    if isinstance(value, cst.SimpleString):
+        device = value.evaluated_value
+        return isinstance(device, str) and device.strip().lower().startswith("cuda")
+    return isinstance(value, cst.Integer)
 
 
 def _computed_device(value: cst.BaseExpression) -> str | None:

@@ -18,9 +18,9 @@ from functools import partial
 import libcst as cst
 
 from regcomp_lint.analysis.bindings import Bound, Where, binding_key
-from regcomp_lint.analysis.checkpoints import is_main_process_test, tests_the_rank
 from regcomp_lint.analysis.compile_settings.launches import launched_fields
 from regcomp_lint.analysis.global_rebinders import rebinds_globals
+from regcomp_lint.analysis.main_process import is_main_process_test, tests_the_rank
 from regcomp_lint.analysis.training_objects import Kind
 from regcomp_lint.analysis.training_roles import Cadence, Origin, TrainingRoles
 from regcomp_lint.codemod.batch_seeds import split_hand_written_batches
@@ -59,6 +59,7 @@ from regcomp_lint.codemod.dispatched_models import refuse_dispatched_models
 from regcomp_lint.codemod.distribution import Distribution
 from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.evaluation_passes import evaluation_passes_note
+from regcomp_lint.codemod.even_batches import even_batches_notes
 from regcomp_lint.codemod.file_writes import write_files_once
 from regcomp_lint.codemod.first_downloads import download_first
 from regcomp_lint.codemod.frozen_parameters import allow_unused_parameters
@@ -775,6 +776,8 @@ class PlainPlanner(Planner):
         self.notes += evaluation_passes_note(view, prepared_origins, self.acc_key)
         self.notes += hand_lr_notes(tree, self.training, loaders)
         self.notes += shard_metric_notes(tree, self.training, loaders + self.inline_loaders)
+        inline = {f"the DataLoader at line {o.built.lineno}": o for o in self.inline_origins}
+        self.notes += even_batches_notes(view, {**prepared_origins, **inline})
         order = self._first_binding_order()
         return (
             sorted(models, key=order),

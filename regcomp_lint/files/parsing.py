@@ -115,3 +115,16 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
                     if isinstance(item, node_class):
                         append(item)
         yield node
+
+
+def split_block(parent: ast.AST, child: ast.AST) -> tuple[list[ast.stmt], list[ast.stmt]] | None:
+    """The statements before and after ``child`` in the block of ``parent`` that holds it (its
+    ``body``, ``orelse`` or ``finalbody``); None when ``child`` is in none of them. One reading of
+    "what runs before / after this statement here" for the rules and the analyses."""
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(parent, name, None)
+        if isinstance(block, list):
+            at = next((i for i, stmt in enumerate(block) if stmt is child), None)
+            if at is not None:
+                return block[:at], block[at + 1 :]
+    return None

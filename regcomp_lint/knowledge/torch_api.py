@@ -160,6 +160,9 @@ TRACING_FUNCTIONS = ("torch.jit.trace",)
 #: becomes rank 0's. MiniMind sets it for its complex ``pos_cis`` buffer.
 DDP_CONSTRUCTION_ATTRIBUTES = frozenset({"_ddp_params_and_buffers_to_ignore"})
 DDP_CONSTRUCTION_CALLS = frozenset({"_set_params_and_buffers_to_ignore_for_model"})
+#: DDP's switch for gradient accumulation, read in ``forward()`` (torch 2.13 ``_pre_forward`` /
+#: ``_post_forward``: true arms the reducer for the backward that follows), not in ``backward()``.
+DDP_GRAD_SYNC_FLAG = "require_backward_grad_sync"
 #: What DDP adds on top (the conversion handles each of them itself).
 DATA_PARALLEL_API = frozenset({"module", "no_sync", "require_backward_grad_sync"})
 #: Every public attribute a ``DistributedDataParallel`` instance has beyond ``MODULE_API`` (torch

@@ -503,3 +503,57 @@ def test_printing_or_logging_the_written_path_is_not_a_read():
             f"    torch.save(model.state_dict(), path)\n    {show}\n"
         )
         assert "wait_for_everyone" not in out, out
+
+
+HELPER_FLAG = """\
+import os
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+def save_flagged(model, path, rank):
+    is_main = rank == 0
+    if is_main:
+        torch.save(model.state_dict(), path)
+
+
+def save_after_exit(model, path, rank):
+    if rank != 0:
+        return
+    torch.save(model.state_dict(), path)
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = int(os.environ["RANK"])
+    data = TensorDataset(torch.randn(32, 4), torch.randn(32, 1))
+    loader = DataLoader(data, batch_size=4, sampler=DistributedSampler(data))
+    model = DDP(torch.nn.Linear(4, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(2):
+        for x, y in loader:
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        save_flagged(model.module, "a.pt", rank)
+        save_after_exit(model.module, "b.pt", rank)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_helper_that_saves_under_its_own_main_process_flag_or_early_exit_is_no_writer_to_guard():
+    """The lint's checkpoints (analysis/main_process.py) now see ``is_main = rank == 0`` and
+    ``if rank != 0: return`` as the fixer does. Before, both helpers counted as writers every
+    process ran: each call went under ``if accelerator.is_main_process:`` with a note saying so,
+    where a helper testing ``if rank == 0:`` itself got none."""
+    result = convert_source(HELPER_FLAG, "train.py")
+    assert result.refused is None, result.refused
+    assert "if accelerator.is_main_process:" not in result.text, result.text
+    assert not [n for n in result.notes if "writes a checkpoint" in n], result.notes

@@ -125,3 +125,49 @@ def test_a_trainer_class_handed_accelerates_own_choice_gets_no_cpu_keyword():
     result = convert_source(TRAINER_SCRIPT.replace("CHOICE", choice), "train.py")
     assert result.refused is None, result.refused
     assert "self.accelerator = Accelerator(dynamo_plugin=dynamo_plugin)\n" in result.text
+
+
+D2L = """\
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def get_device(i=0):
+    if torch.cuda.is_available() and torch.cuda.device_count() >= i + 1:
+        return torch.device(f"cuda:{i}")
+    return torch.device("cpu")
+
+
+def train(net, train_iter, num_epochs, lr, device):
+    net.to(device)
+    optimizer = torch.optim.SGD(net.parameters(), lr=lr)
+    loss = nn.CrossEntropyLoss()
+    for epoch in range(num_epochs):
+        for X, y in train_iter:
+            optimizer.zero_grad()
+            X, y = X.to(device), y.to(device)
+            l = loss(net(X), y)
+            l.backward()
+            optimizer.step()
+
+
+if __name__ == "__main__":
+    net = nn.Sequential(nn.Flatten(), nn.Linear(16, 4))
+    data = TensorDataset(torch.randn(64, 16), torch.randint(0, 4, (64,)))
+    device = get_device()
+    train(net, DataLoader(data, batch_size=8), 2, 0.1, device)
+"""
+
+
+def test_a_device_from_a_helper_that_returns_cuda_0_follows_the_accelerator():
+    """survey 20e d2l_densenet: ``train_ch6(..., device)`` with ``device = get_device()``, which
+    returns ``cuda:0`` when there is a GPU. The conversion left ``X.to(device)``: on 2 GPUs rank
+    1's batches would go to GPU 0 beside its model on GPU 1. The helper's returns are read like a
+    device written at the call (``"cuda:0" if torch.cuda.is_available() else "cpu"`` converted)."""
+    result = convert_source(D2L, "train.py")
+    assert result.refused is None, result.refused
+    assert (
+        "    accelerator = Accelerator(dynamo_plugin=dynamo_plugin)\n    device = accelerator.device\n" in result.text
+    )
+    assert any("is set to accelerator.device" in note for note in result.notes), result.notes

@@ -1,0 +1,149 @@
+"""Where a script's own tests of the rank keep code on the main process only.
+
+One answer for the lint (a *save from the main process* in
+:class:`~regcomp_lint.analysis.checkpoints.Checkpoints`) and ``regcomp-fix``
+(``codemod/checkpoint_writes.under_rank_test``: which writes need no
+``if accelerator.is_main_process:``). Before, only the fixer saw a flag or an early exit, so a
+helper that saved under ``if is_main:`` was a checkpoint writer every process ran to one and
+guarded already to the other.
+
+A statement runs on the main process only, within its function, when
+
+- it sits in the body of an ``if`` whose test holds on the main process only: a rank test
+  (:func:`is_main_process_test`), a conjunction with such a part, or a name the function binds
+  only to such tests (``is_main = rank == 0``; :func:`main_process_condition`);
+- a statement before it in the same block sends every other process away:
+  ``if not is_main: continue`` (``break``, ``return``; ``if rank != 0:``, ``if rank > 0:``;
+  :func:`sends_others_away`).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+
+from regcomp_lint.analysis.training_loops import own_nodes
+from regcomp_lint.files.parsing import split_block, walk
+from regcomp_lint.knowledge.torch_api import MAIN_PROCESS_FLAGS
+
+#: A scope: the names a flag test reads are looked up in its assignments.
+Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef
+#: What a block that sends a process away holds, alone.
+_LEAVES = (ast.Continue, ast.Break, ast.Return)
+
+
+def main_process_only(ancestors: Sequence[ast.AST]) -> bool:
+    """The last node of ``ancestors`` (outermost first, as the lint's walk keeps them) runs on
+    the main process only, by a test inside its own function (see the module docstring)."""
+    scope = next((a for a in reversed(ancestors) if isinstance(a, Scope)), None)
+    for index in range(len(ancestors) - 1, 0, -1):
+        parent, child = ancestors[index - 1], ancestors[index]
+        if isinstance(parent, ast.Lambda | ast.ClassDef):
+            return False
+        if (
+            isinstance(parent, ast.If)
+            and any(child is s for s in parent.body)
+            and main_process_condition(parent.test, scope)
+        ):
+            return True
+        if _left_before(parent, child, scope):
+            return True
+        if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef):
+            return False
+    return False
+
+
+def _left_before(parent: ast.AST, child: ast.AST, scope: Scope | None) -> bool:
+    """A statement before ``child`` in the block of ``parent`` holding it sends the others away."""
+    around = split_block(parent, child)
+    return around is not None and any(sends_others_away(stmt, scope) for stmt in around[0])
+
+
+def main_process_condition(test: ast.expr, scope: Scope | None) -> bool:
+    """``test`` holds on the main process only: :func:`is_main_process_test`, a conjunction with
+    such a part, or a name ``scope`` binds only to such conditions (``is_main = rank == 0``)."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(main_process_condition(value, scope) for value in test.values)
+    if is_main_process_test(test):
+        return True
+    if not isinstance(test, ast.Name) or scope is None:
+        return False
+    values = [
+        node.value
+        for node in own_nodes(scope.body)
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and node.targets[0].id == test.id
+    ]
+    return bool(values) and all(
+        not isinstance(value, ast.Name) and main_process_condition(value, scope) for value in values
+    )
+
+
+def sends_others_away(stmt: ast.stmt, scope: Scope | None) -> bool:
+    """``if not is_main: continue`` (or ``break``, ``return``; ``if rank != 0:``, ``if rank > 0:``):
+    every process but the main one leaves the block here."""
+    if not (isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1 and isinstance(stmt.body[0], _LEAVES)):
+        return False
+    test = stmt.test
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return main_process_condition(test.operand, scope)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.NotEq, ast.Gt)):
+        return is_main_process_test(ast.Compare(left=test.left, ops=[ast.Eq()], comparators=test.comparators))
+    return False
+
+
+def is_main_process_test(test: ast.expr) -> bool:
+    """``master_process``, ``accelerator.is_main_process``, ``rank == 0``, ``dist.get_rank() == 0``,
+    ``args.local_rank in (-1, 0)``, ``not rank``, ``utils.is_main_process()`` (the DeiT /
+    torchvision-references helper: ``get_rank() == 0``, asked with no argument), or a conjunction
+    holding one of them."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(is_main_process_test(value) for value in test.values)
+    if isinstance(test, ast.Call) and not test.args and not test.keywords:
+        test = test.func
+    if isinstance(test, ast.Name):
+        return test.id in MAIN_PROCESS_FLAGS
+    if isinstance(test, ast.Attribute):
+        return test.attr in MAIN_PROCESS_FLAGS
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _names_rank(test.operand)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        if isinstance(op, ast.Eq):
+            return (_names_rank(left) and _is_zero(right)) or (_names_rank(right) and _is_zero(left))
+        if isinstance(op, ast.In) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
+            return _names_rank(left) and any(_is_zero(e) for e in right.elts)
+    return False
+
+
+def tests_the_rank(test: ast.expr) -> bool:
+    """A main-process test anywhere in ``test`` (:func:`is_main_process_test`), or a comparison of
+    the rank either way (``rank != 0``, ``args.local_rank > 0``): which processes take a branch."""
+    return any(
+        is_main_process_test(part)
+        or isinstance(part, ast.Compare)
+        and any(_names_rank(side) for side in (part.left, *part.comparators))
+        for part in ast.walk(test)
+        if isinstance(part, ast.expr)
+    )
+
+
+def _names_rank(expr: ast.expr) -> bool:
+    """``rank``, ``args.local_rank``, ``dist.get_rank()``, ``int(os.environ["RANK"])``."""
+    for node in walk(expr):
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        if name is not None and "rank" in name.lower():
+            return True
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and node.value.upper() in ("RANK", "LOCAL_RANK")
+        ):
+            return True
+    return False
+
+
+def _is_zero(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value == 0 and not isinstance(expr.value, bool)
