@@ -245,6 +245,23 @@ def test_save_at_answers_for_one_call():
                     continue
                 torch.save(model.state_dict(), "m.pt")
         """,
+        """\
+        def is_main(rank):
+            return rank == 0
+
+        def checkpoint(path, rank):
+            if not is_main(rank):
+                return
+            torch.save(model.state_dict(), path)
+        """,
+        """\
+        def is_main(rank):
+            return rank == 0
+
+        def checkpoint(path, rank):
+            if is_main(rank):
+                torch.save(model.state_dict(), path)
+        """,
     ],
 )
 def test_a_save_under_a_main_process_flag_or_after_an_early_exit_is_the_main_process_only(body: str):
@@ -275,6 +292,17 @@ def test_a_save_under_a_main_process_flag_or_after_an_early_exit_is_the_main_pro
         def checkpoint(path, rank):
             if rank != 0:
                 print("not main")
+            torch.save(model.state_dict(), path)
+        """,
+        """\
+        def is_main(rank):
+            if rank == 0:
+                return True
+            return rank == 0 or True
+
+        def checkpoint(path, rank):
+            if not is_main(rank):
+                return
             torch.save(model.state_dict(), path)
         """,
     ],

@@ -14,7 +14,10 @@ A statement runs on the main process only, within its function, when
   only to such tests (``is_main = rank == 0``; :func:`main_process_condition`);
 - a statement before it in the same block sends every other process away:
   ``if not is_main: continue`` (``break``, ``return``; ``if rank != 0:``, ``if rank > 0:``;
-  :func:`sends_others_away`).
+  :func:`sends_others_away`);
+- the test is a call of a function of the module each of whose returns is such a test
+  (``if not is_main(rank): return`` with ``def is_main(rank): return rank == 0``, survey 21a
+  drift_dit): when the caller gives the module.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from regcomp_lint.knowledge.torch_api import MAIN_PROCESS_FLAGS
 
 #: A scope: the names a flag test reads are looked up in its assignments.
 Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef
+#: How many helpers deep a test is followed (``is_main(rank)`` calling ``get_rank() == 0`` ...).
+_MAX_HELPERS = 3
 #: What a block that sends a process away holds, alone.
 _LEAVES = (ast.Continue, ast.Break, ast.Return)
 
@@ -36,6 +41,7 @@ def main_process_only(ancestors: Sequence[ast.AST]) -> bool:
     """The last node of ``ancestors`` (outermost first, as the lint's walk keeps them) runs on
     the main process only, by a test inside its own function (see the module docstring)."""
     scope = next((a for a in reversed(ancestors) if isinstance(a, Scope)), None)
+    module = ancestors[0] if ancestors and isinstance(ancestors[0], ast.Module) else None
     for index in range(len(ancestors) - 1, 0, -1):
         parent, child = ancestors[index - 1], ancestors[index]
         if isinstance(parent, ast.Lambda | ast.ClassDef):
@@ -43,29 +49,34 @@ def main_process_only(ancestors: Sequence[ast.AST]) -> bool:
         if (
             isinstance(parent, ast.If)
             and any(child is s for s in parent.body)
-            and main_process_condition(parent.test, scope)
+            and main_process_condition(parent.test, scope, module)
         ):
             return True
-        if _left_before(parent, child, scope):
+        if _left_before(parent, child, scope, module):
             return True
         if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef):
             return False
     return False
 
 
-def _left_before(parent: ast.AST, child: ast.AST, scope: Scope | None) -> bool:
+def _left_before(parent: ast.AST, child: ast.AST, scope: Scope | None, module: ast.Module | None) -> bool:
     """A statement before ``child`` in the block of ``parent`` holding it sends the others away."""
     around = split_block(parent, child)
-    return around is not None and any(sends_others_away(stmt, scope) for stmt in around[0])
+    return around is not None and any(sends_others_away(stmt, scope, module) for stmt in around[0])
 
 
-def main_process_condition(test: ast.expr, scope: Scope | None) -> bool:
+def main_process_condition(
+    test: ast.expr, scope: Scope | None, module: ast.Module | None = None, depth: int = 0
+) -> bool:
     """``test`` holds on the main process only: :func:`is_main_process_test`, a conjunction with
-    such a part, or a name ``scope`` binds only to such conditions (``is_main = rank == 0``)."""
+    such a part, a name ``scope`` binds only to such conditions (``is_main = rank == 0``), or a
+    call of a function of ``module`` that returns only such conditions (``is_main(rank)``)."""
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return any(main_process_condition(value, scope) for value in test.values)
+        return any(main_process_condition(value, scope, module, depth) for value in test.values)
     if is_main_process_test(test):
         return True
+    if isinstance(test, ast.Call):
+        return _returns_main_process_test(test, module, depth)
     if not isinstance(test, ast.Name) or scope is None:
         return False
     values = [
@@ -77,18 +88,33 @@ def main_process_condition(test: ast.expr, scope: Scope | None) -> bool:
         and node.targets[0].id == test.id
     ]
     return bool(values) and all(
-        not isinstance(value, ast.Name) and main_process_condition(value, scope) for value in values
+        not isinstance(value, ast.Name) and main_process_condition(value, scope, module, depth) for value in values
     )
 
 
-def sends_others_away(stmt: ast.stmt, scope: Scope | None) -> bool:
+def _returns_main_process_test(call: ast.Call, module: ast.Module | None, depth: int) -> bool:
+    """``call`` names a function defined at the top of ``module`` whose every ``return`` gives a
+    main-process condition (``def is_main(rank): return rank == 0``)."""
+    if module is None or depth >= _MAX_HELPERS or not isinstance(call.func, ast.Name):
+        return False
+    name = call.func.id
+    defs = [s for s in module.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == name]
+    if len(defs) != 1:
+        return False
+    returns = [node for node in own_nodes(defs[0].body) if isinstance(node, ast.Return)]
+    return bool(returns) and all(
+        r.value is not None and main_process_condition(r.value, defs[0], module, depth + 1) for r in returns
+    )
+
+
+def sends_others_away(stmt: ast.stmt, scope: Scope | None, module: ast.Module | None = None) -> bool:
     """``if not is_main: continue`` (or ``break``, ``return``; ``if rank != 0:``, ``if rank > 0:``):
     every process but the main one leaves the block here."""
     if not (isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1 and isinstance(stmt.body[0], _LEAVES)):
         return False
     test = stmt.test
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return main_process_condition(test.operand, scope)
+        return main_process_condition(test.operand, scope, module)
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.NotEq, ast.Gt)):
         return is_main_process_test(ast.Compare(left=test.left, ops=[ast.Eq()], comparators=test.comparators))
     return False

@@ -482,7 +482,7 @@ def main_process_test(planner: Planner, test: cst.BaseExpression) -> bool:
     with one, a name its function binds only to such tests: ``is_main = rank == 0``)."""
     view = lint_view(planner.tree)
     expr = view.any_expression_at(test)
-    return expr is not None and main_process_condition(expr, _scope_of(planner, test))
+    return expr is not None and main_process_condition(expr, _scope_of(planner, test), view.parsed)
 
 
 def _others_left_before(planner: Planner, block: Block, inner: cst.CSTNode) -> bool:
@@ -495,7 +495,7 @@ def _others_left_before(planner: Planner, block: Block, inner: cst.CSTNode) -> b
         if stmt is inner:
             return False
         found = view.statement_at(stmt) if isinstance(stmt, cst.If) else None
-        if found is not None and sends_others_away(found, scope):
+        if found is not None and sends_others_away(found, scope, view.parsed):
             return True
     return False
 

@@ -557,3 +557,47 @@ def test_a_helper_that_saves_under_its_own_main_process_flag_or_early_exit_is_no
     assert result.refused is None, result.refused
     assert "if accelerator.is_main_process:" not in result.text, result.text
     assert not [n for n in result.notes if "writes a checkpoint" in n], result.notes
+
+
+HELPER_RANK_TEST = """import os
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def is_main(rank: int) -> bool:
+    return rank == 0
+
+
+def save_checkpoint(out_dir, step, model, rank):
+    if not is_main(rank):
+        return
+    torch.save({"step": step, "model": model.state_dict()}, os.path.join(out_dir, "last.pt"))
+
+
+def main():
+    rank = int(os.environ.get("RANK", 0))
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = DataLoader(TensorDataset(torch.randn(16, 4), torch.randn(16, 1)), batch_size=4)
+    for step, (x, y) in enumerate(loader):
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        save_checkpoint("out", step, model, rank)
+
+
+main()
+"""
+
+
+def test_a_helper_leaving_early_through_a_rank_test_helper_gets_no_second_guard():
+    """survey 21a drift_dit: ``save_checkpoint`` starts with ``if not is_main(rank): return``, where
+    ``is_main(rank)`` is ``rank == 0``. The conversion wrapped its calls in ``if
+    accelerator.is_main_process:`` too, with a note that every process would write."""
+    result = convert_source(HELPER_RANK_TEST, "train.py")
+    assert result.refused is None, result.refused
+    assert "is_main_process" not in result.text, result.text
+    assert not any("runs under `if accelerator.is_main_process:`" in n for n in result.notes), result.notes
+    inverted = HELPER_RANK_TEST.replace("return rank == 0", "return rank != 0")  # not a main-process test
+    assert "if accelerator.is_main_process:" in convert_source(inverted, "train.py").text
