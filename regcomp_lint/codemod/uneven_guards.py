@@ -42,6 +42,7 @@ from regcomp_lint.codemod.tree import (
     key_of,
     methods_of,
 )
+from regcomp_lint.knowledge import torch_api
 
 #: How many callers up a flag is followed (d_step(train) <- train_epoch(train_d) <- main()).
 _MAX_CALLER_DEPTH = 3
@@ -150,7 +151,7 @@ def _source(
         return _source(tree, graph, varies, expr.left, at, depth) or _source(tree, graph, varies, expr.right, at, depth)
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
         return _source(tree, graph, varies, expr.expression, at, depth)
-    if _asks_whether_it_exists(expr):
+    if _asks_whether_it_exists(expr) or _structural(expr):
         return None
     call = varies.call_in(expr)
     if call is not None:
@@ -231,6 +232,12 @@ def _assignments_in_a_loop(
         for anc in tree.ancestors(site)
     )
     return assigns if in_a_loop else []
+
+
+def _structural(expr: cst.BaseExpression) -> bool:
+    """``loss.requires_grad`` (:data:`~regcomp_lint.knowledge.torch_api.STRUCTURAL_TENSOR_ATTRIBUTES`):
+    set by the code that made the tensor, the same on every process."""
+    return isinstance(expr, cst.Attribute) and expr.attr.value in torch_api.STRUCTURAL_TENSOR_ATTRIBUTES
 
 
 def _asks_whether_it_exists(expr: cst.BaseExpression) -> bool:

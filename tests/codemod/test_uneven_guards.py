@@ -588,3 +588,47 @@ for epoch in range(8):
 """
         )
         assert result.refused is not None, helper
+
+
+# -- tests every process decides alike (session 21d) ------------------------------------------
+
+
+def test_a_test_whether_the_loss_requires_grad_still_converts():
+    """``if not loss.requires_grad: continue`` / ``if loss.requires_grad:`` around the backward:
+    whether a tensor requires grad follows from the model and the script's code, not from the
+    values of the process's batch, so every process decides alike."""
+    for body in (
+        """
+        for epoch in range(8):
+            for (real,) in loader:
+                d_loss = F.softplus(-disc(real)).mean()
+                if not d_loss.requires_grad:
+                    continue
+                opt_d.zero_grad()
+                d_loss.backward()
+                opt_d.step()
+        """,
+        """
+        for epoch in range(8):
+            for (real,) in loader:
+                d_loss = F.softplus(-disc(real)).mean()
+                if d_loss.requires_grad:
+                    opt_d.zero_grad()
+                    d_loss.backward()
+                    opt_d.step()
+        """,
+    ):
+        _converts(body)
+    result = _convert(
+        """
+        for epoch in range(8):
+            for (real,) in loader:
+                d_loss = F.softplus(-disc(real)).mean()
+                if d_loss.requires_grad and d_loss.item() < 1.0:
+                    opt_d.zero_grad()
+                    d_loss.backward()
+                    opt_d.step()
+        """
+    )
+    assert result.refused is not None and "calls d_loss.item()" in result.refused, result.refused
+
