@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, TypeGuard
 import libcst as cst
 
 from regcomp_lint.codemod.builders import expression, guarded, keyword, with_keyword
-from regcomp_lint.codemod.checkpoint_writes import per_process_path, under_rank_test
+from regcomp_lint.codemod.checkpoint_writes import under_rank_test
+from regcomp_lint.codemod.per_process import per_process_path
 from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, read_keys, single_target
 from regcomp_lint.knowledge.torch_api import (
     FILE_MODE_LETTERS,

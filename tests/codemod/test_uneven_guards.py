@@ -632,3 +632,41 @@ def test_a_test_whether_the_loss_requires_grad_still_converts():
     )
     assert result.refused is not None and "calls d_loss.item()" in result.refused, result.refused
 
+
+CACHED = """
+    import os
+
+
+    def train_features(save_path=None):
+        if save_path and os.path.exists({tested}):
+            return None
+        for epoch in range(4):
+            for (real,) in loader:
+                g_step(real)
+        torch.save(gen.state_dict(), {written})
+        return gen
+
+
+    {call}
+    """
+
+
+def test_a_cache_file_test_before_training_still_converts():
+    """byol_spot's ``if save_path and os.path.exists(save_path): return`` before it trains: the path
+    names no process and nothing the run writes comes before the test, so every process sees the
+    same file system there and returns, or trains, alike."""
+    _converts(CACHED.format(tested="save_path", written="save_path", call='train_features("cache.pt")'))
+
+
+def test_a_file_test_after_a_write_of_the_same_path_or_on_a_per_process_path_is_refused():
+    """Run in a loop, the test may follow the main process's write of an earlier pass (another
+    process may test before it lands); a path that names the process is one file per process."""
+    in_a_loop = CACHED.format(
+        tested="save_path",
+        written="save_path",
+        call='for run in range(2):\n        train_features("cache.pt")',
+    )
+    per_process = CACHED.format(tested='f"cache_{rank}.pt"', written="save_path", call='train_features("c.pt")')
+    for text in (in_a_loop, per_process):
+        result = _convert(text)
+        assert result.refused is not None and "calls os.path.exists()" in result.refused, result.refused
