@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
+from regcomp_lint.codemod.synced_values import loop_evaluates_alike
 from regcomp_lint.codemod.tree import Function, Tree, code, find_all, find_own, key_of, read_keys, single_target
 from regcomp_lint.knowledge import torch_api
 
@@ -45,9 +46,12 @@ Alike = Callable[[cst.Call], bool]
 class PerProcess:
     """What in a script may differ between processes, as read from ``tree``."""
 
-    def __init__(self, tree: Tree, alike: Alike = lambda call: False) -> None:
+    def __init__(self, tree: Tree, alike: Alike = lambda call: False, sharded: frozenset[str] = frozenset()) -> None:
         self.tree = tree
         self.alike = alike
+        #: the loaders the conversion prepares: an evaluation loop over any other reads whole data
+        #: (:func:`evaluations_in`)
+        self.sharded = sharded
         #: the helpers whose returns are being read (a recursive one counts as the process's own)
         self._reading: set[cst.FunctionDef] = set()
 
@@ -267,6 +271,19 @@ def _in_a_loop(tree: Tree, node: cst.CSTNode) -> bool:
     """``node`` stands in a loop of its own function."""
     function = tree.function_of(node)
     return any(isinstance(a, (cst.For, cst.While)) and tree.contains(function, a) for a in tree.ancestors(node))
+
+
+def evaluations_in(
+    tree: Tree, loop: cst.While | cst.For, step: cst.CSTNode, sharded: frozenset[str]
+) -> tuple[cst.For, ...]:
+    """The loops nested in ``loop`` that do not run ``step`` and evaluate alike on every process
+    (a DistilBERT fine-tune's ``for batch in val_loader: val_loss += loss.item()`` under
+    ``model.eval()``, survey 21e): what they sum is no per-process value."""
+    return tuple(
+        inner
+        for inner in find_all(loop.body, cst.For, enter_functions=False)
+        if not tree.contains(inner, step) and loop_evaluates_alike(tree, loop, inner, sharded)
+    )
 
 
 def _read_names(expr: cst.BaseExpression) -> list[str]:

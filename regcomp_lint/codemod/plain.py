@@ -223,7 +223,7 @@ class PlainPlanner(Planner):
                 return True
             return False
 
-        self.varies = PerProcess(tree, computed_alike)  # also read by the checkpoint barriers
+        self.varies = PerProcess(tree, computed_alike, frozenset(sharded))  # also read by the checkpoint barriers
         if not self.distribution.data_parallel:
             uneven = uneven_steps(tree, self.graph, backwards, computed_alike, frozenset(sharded)) or uneven_guards(
                 tree, self.graph, backwards, self.varies

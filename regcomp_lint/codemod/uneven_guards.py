@@ -29,6 +29,7 @@ from regcomp_lint.codemod.per_process import (
     NESTED,
     PerProcess,
     describe_assignment,
+    evaluations_in,
     targets_of,
 )
 from regcomp_lint.codemod.roles import CallGraph, bindings
@@ -163,7 +164,8 @@ def _source(
     loops = [a for a in tree.ancestors(at) if isinstance(a, (cst.For, cst.While)) and tree.contains(function, a)]
     for name in dict.fromkeys(n.value for n in find_all(expr, cst.Name)):  # source order: one message
         for loop in loops:
-            assign = varies.computed_in(loop, name, NESTED)
+            evaluations = evaluations_in(tree, loop, at, varies.sharded)
+            assign = varies.computed_in(loop, name, NESTED, leave_out=evaluations)
             if assign is not None:
                 return f"`{name}` is computed from {describe_assignment(tree, assign)}"
         if depth >= _MAX_CALLER_DEPTH or not isinstance(function, cst.FunctionDef):
