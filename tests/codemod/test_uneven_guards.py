@@ -670,3 +670,48 @@ def test_a_file_test_after_a_write_of_the_same_path_or_on_a_per_process_path_is_
     for text in (in_a_loop, per_process):
         result = _convert(text)
         assert result.refused is not None and "calls os.path.exists()" in result.refused, result.refused
+
+
+def test_a_continue_in_an_except_handler_before_the_backward_is_refused_naming_the_try():
+    """dpo_video (survey 21c): ``try: batch = process_example(...)`` ``except Exception: continue``
+    ahead of the backward: the process whose example fails to load skips a step the others take."""
+    result = _convert(
+        """
+        def load(real):
+            return real * 2
+
+
+        for epoch in range(8):
+            for (real,) in loader:
+                try:
+                    batch = load(real)
+                except Exception as e:
+                    print("skip", e)
+                    continue
+                g_step(batch)
+        """
+    )
+    assert result.refused is not None, "converted"
+    assert (
+        "the X.backward() at line 30 (through the call at line 46) is skipped by the `continue` under "
+        "`except Exception as e:` (line 43) of the `try:` at line 41, where `load(real)` may raise on "
+        "the process's own data"
+    ) in result.refused, result.refused
+
+
+def test_an_except_handler_that_does_not_leave_or_that_restarts_an_iterator_still_converts():
+    """A handler that goes on to the step, or one that catches only ``StopIteration`` (the end of a
+    prepared loader, which every process reaches at the same step), skips nothing per process."""
+    for catch, handler in (("Exception", "batch = real"), ("StopIteration", "continue")):
+        _converts(
+            f"""
+            for epoch in range(8):
+                batches = iter(loader)
+                for step in range(8):
+                    try:
+                        (real,) = next(batches)
+                    except {catch}:
+                        {handler}
+                    g_step(real)
+            """
+        )
