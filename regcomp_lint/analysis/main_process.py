@@ -148,12 +148,42 @@ def tests_the_rank(test: ast.expr) -> bool:
     """A main-process test anywhere in ``test`` (:func:`is_main_process_test`), or a comparison of
     the rank either way (``rank != 0``, ``args.local_rank > 0``): which processes take a branch."""
     return any(
-        is_main_process_test(part)
-        or isinstance(part, ast.Compare)
-        and any(_names_rank(side) for side in (part.left, *part.comparators))
+        is_main_process_test(part) or isinstance(part, ast.Compare) and _splits_the_ranks(part)
         for part in ast.walk(test)
         if isinstance(part, ast.expr)
     )
+
+
+def _splits_the_ranks(compare: ast.Compare) -> bool:
+    """A comparison of the rank that some ranks pass and others fail: not one with a bound every
+    rank (0, 1, ...) falls on the same side of, such as ``args.local_rank != -1`` (-1 means "not
+    launched distributed"; true on every process of a launch) or ``rank >= 0``."""
+    sides = [compare.left, *compare.comparators]
+    for op, left, right in zip(compare.ops, sides[:-1], sides[1:], strict=True):
+        if _names_rank(left) and not _same_for_every_rank(op, right):
+            return True
+        if _names_rank(right) and not _same_for_every_rank(_MIRRORED.get(type(op), type(op))(), left):
+            return True
+    return False
+
+
+#: ``bound < rank`` read as ``rank > bound``.
+_MIRRORED: dict[type[ast.cmpop], type[ast.cmpop]] = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
+
+
+def _same_for_every_rank(op: ast.cmpop, bound: ast.expr) -> bool:
+    """``rank <op> bound`` holds for every rank 0, 1, 2 ... or for none (a literal bound below 0,
+    or ``>= 0`` / ``< 0``)."""
+    value = bound.value if isinstance(bound, ast.Constant) else None
+    if isinstance(bound, ast.UnaryOp) and isinstance(bound.op, ast.USub) and isinstance(bound.operand, ast.Constant):
+        value = -bound.operand.value if isinstance(bound.operand.value, int) else None
+    if not isinstance(value, int) or isinstance(value, bool):
+        return False
+    if isinstance(op, (ast.Eq, ast.NotEq, ast.Gt, ast.LtE)):
+        return value < 0
+    if isinstance(op, (ast.Lt, ast.GtE)):
+        return value <= 0
+    return False
 
 
 def _names_rank(expr: ast.expr) -> bool:

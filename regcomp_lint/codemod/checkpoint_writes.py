@@ -26,11 +26,12 @@ from regcomp_lint.codemod.builders import expression, guarded, statement
 from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.local_modules import FunctionNode, imported_function
+from regcomp_lint.codemod.per_process import per_process_path
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, single_target
 from regcomp_lint.codemod.uneven_guards import decided_apart
 from regcomp_lint.knowledge.accelerate_api import SAVE_PARAMETERS
-from regcomp_lint.knowledge.torch_api import COMPILE_WRAPPER_ATTRIBUTE, PER_PROCESS_PATH_WORDS, TORCH_SAVE
+from regcomp_lint.knowledge.torch_api import COMPILE_WRAPPER_ATTRIBUTE, TORCH_SAVE
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.rewrites import Planner
@@ -418,36 +419,6 @@ def _does_more(planner: Planner, function: cst.FunctionDef, depth: int) -> bool:
         if key_of(call.func) in models or any(word in code(call.func).lower() for word in _COLLECTIVE_WORDS):
             return True
     return depth < _MAX_DEPTH and any(_does_more(planner, f, depth + 1) for f, _ in planner.graph.calls_from(function))
-
-
-def per_process_path(place: Function, path: cst.BaseExpression, depth: int = 0) -> bool:
-    """``path`` names the process it is written by (``f"ckpt_rank{rank}.pt"``,
-    ``f"preds_{WORLD_RANK}.json"``, ``f"{args.gpu}.png"``, or a name ``place`` binds to such a
-    path): one file per process, which every process must go on writing. Read from the names in
-    it (any case, see :data:`~regcomp_lint.knowledge.torch_api.PER_PROCESS_PATH_WORDS`), not from
-    its text: ``"ranking.csv"`` is one shared file."""
-    parts = _path_parts(path)
-    for node in parts:
-        word = (node.value if isinstance(node, cst.Name) else node.attr.value).lower()
-        if any(w in word for w in PER_PROCESS_PATH_WORDS):
-            return True
-    if depth > 1:
-        return False
-    names = {n.value for n in parts if isinstance(n, cst.Name)}
-    return any(
-        target[0] in names and per_process_path(place, target[1], depth + 1)
-        for assign in find_all(place, cst.Assign, enter_functions=False)
-        if (target := single_target(assign)) is not None
-    )
-
-
-def _path_parts(path: cst.CSTNode) -> list[cst.Name | cst.Attribute]:
-    """The names a path is made of: those of ``a if test else b``'s branches, not its test."""
-    if isinstance(path, cst.IfExp):
-        return [*_path_parts(path.body), *_path_parts(path.orelse)]
-    if isinstance(path, (cst.Name, cst.Attribute)):
-        return [path, *(_path_parts(path.value) if isinstance(path, cst.Attribute) else [])]
-    return [part for child in path.children for part in _path_parts(child)]
 
 
 def under_rank_test(planner: Planner, node: cst.CSTNode, depth: int = 0) -> bool:

@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, TypeGuard
 import libcst as cst
 
 from regcomp_lint.codemod.builders import expression, guarded, keyword, with_keyword
-from regcomp_lint.codemod.checkpoint_writes import per_process_path, under_rank_test
+from regcomp_lint.codemod.checkpoint_writes import under_rank_test
 from regcomp_lint.codemod.local_modules import unread_project_function
-from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, read_keys, single_target
+from regcomp_lint.codemod.per_process import per_process_path
+from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, methods_of, read_keys, single_target
 from regcomp_lint.knowledge.torch_api import (
     FILE_MODE_LETTERS,
     FILE_OPENERS,
@@ -40,6 +41,7 @@ def write_files_once(planner: Planner, places: list[Function]) -> None:
     tree = planner.tree
     models = set(getattr(planner, "models", []))
     for place in places:
+        _name_writing_objects(planner, place)
         for call in find_all(place, cst.Call, enter_functions=False):
             if not _may_write(tree, call):
                 continue  # (first: the path test below reads every assignment of ``place``)
@@ -174,6 +176,52 @@ def tell_main_process(planner: Planner, call: cst.Call, method: str, acc: str) -
         return False
     planner.edits.on(call, lambda u: with_keyword(u, name, expression(f"{acc}.is_main_process", planner.module)))
     return True
+
+
+def _name_writing_objects(planner: Planner, place: Function) -> None:
+    """``loss_log = LossLog("loss_log.json")`` then ``loss_log.add(step, loss)`` (dpo_video, survey
+    21c): a method of the script's own class that opens a file for writing, called on an object
+    ``place`` builds with a path that names no process, writes the same file from every process.
+    Named, not guarded: the method may do more than write (keep rows, call a model)."""
+    tree = planner.tree
+    classes = {c.name.value: c for c in find_all(tree.module, cst.ClassDef)}
+    for assign in find_all(place, cst.Assign, enter_functions=False):
+        target, value = single_target(assign), assign.value
+        if target is None or not isinstance(value, cst.Call) or not isinstance(value.func, cst.Name):
+            continue
+        cls = classes.get(value.func.value)
+        if cls is None or any(per_process_path(place, a.value) for a in value.args) or under_rank_test(planner, assign):
+            continue
+        writers = _writing_methods(tree, cls)
+        for use in find_all(place, cst.Call, enter_functions=False):
+            func = use.func
+            if not (isinstance(func, cst.Attribute) and key_of(func.value) == target[0]):
+                continue
+            if func.attr.value in writers and not under_rank_test(planner, use):
+                write = writers[func.attr.value]
+                planner.notes.append(
+                    f"{code(func).strip()}() at line {tree.line(use)} writes the same file from every process "
+                    f"({cls.name.value}.{func.attr.value}() opens `{code(write).strip()}` at line {tree.line(write)}): "
+                    "call it under `if accelerator.is_main_process:` where it only writes"
+                )
+                break
+
+
+def _writing_methods(tree: Tree, cls: cst.ClassDef) -> dict[str, cst.Call]:
+    """The methods of ``cls`` that write a file, themselves or through ``self.<method>()``
+    (``add()`` calling ``self._flush()``), each with the call that writes."""
+    writers: dict[str, cst.Call] = {}
+    for _ in range(len(methods_of(cls))):  # a chain of self.<method>() calls, one link a pass
+        for method in methods_of(cls):
+            for call in find_all(method, cst.Call):
+                func, name = call.func, method.name.value
+                if name in writers:
+                    break
+                if _opens_for_writing(tree, call) or _writes_a_file(tree, func):
+                    writers[name] = call
+                elif isinstance(func, cst.Attribute) and key_of(func.value) == "self" and func.attr.value in writers:
+                    writers[name] = writers[func.attr.value]
+    return writers
 
 
 def _write_only_block(planner: Planner, call: cst.Call, models: set[str], place: Function) -> bool:

@@ -24,7 +24,8 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from regcomp_lint.codemod.tree import Tree, code, find_all, find_own, key_of, read_keys
+from regcomp_lint.codemod.synced_values import loop_evaluates_alike
+from regcomp_lint.codemod.tree import Function, Tree, code, find_all, find_own, key_of, read_keys, single_target
 from regcomp_lint.knowledge import torch_api
 
 _BUILTINS = frozenset(dir(builtins))
@@ -45,9 +46,12 @@ Alike = Callable[[cst.Call], bool]
 class PerProcess:
     """What in a script may differ between processes, as read from ``tree``."""
 
-    def __init__(self, tree: Tree, alike: Alike = lambda call: False) -> None:
+    def __init__(self, tree: Tree, alike: Alike = lambda call: False, sharded: frozenset[str] = frozenset()) -> None:
         self.tree = tree
         self.alike = alike
+        #: the loaders the conversion prepares: an evaluation loop over any other reads whole data
+        #: (:func:`evaluations_in`)
+        self.sharded = sharded
         #: the helpers whose returns are being read (a recursive one counts as the process's own)
         self._reading: set[cst.FunctionDef] = set()
 
@@ -132,7 +136,7 @@ class PerProcess:
     # -- what every process computes alike ------------------------------------------------
 
     def _computed_alike(self, call: cst.Call) -> bool:
-        if self.alike(call) or self._reads_the_shared_environment(call):
+        if self.alike(call) or self._reads_the_shared_environment(call) or self._tests_a_shared_file(call):
             return True
         helper = self.tree.function_named(call)
         if helper is not None:
@@ -185,6 +189,37 @@ class PerProcess:
             word in name.evaluated_value.upper() for word in torch_api.PROCESS_NUMBER_WORDS
         )
 
+    def _tests_a_shared_file(self, call: cst.Call) -> bool:
+        """``os.path.exists(save_path)`` (:data:`~regcomp_lint.knowledge.torch_api.FILE_TESTS`):
+        every process of a launch sees the same file system, so the test is decided alike when its
+        path names no process (:func:`per_process_path`, nor a call that may differ) and no
+        process can have written the file yet: no call of the script handed the path comes before
+        the test in its function, and where one exists at all the test runs in no loop and its
+        function is called from none (the main process's write of an earlier pass might land
+        between two processes' tests). A call handed the path counts as a write whatever it does.
+        Shared across machines only where the disk is; byol_spot's cache test before training."""
+        if not call.args or not self.tree.resolves_to(call.func, *torch_api.FILE_TESTS):
+            return False
+        path = call.args[0].value
+        function = self.tree.function_of(call)
+        if per_process_path(function, path) or self.call_in(path) is not None:
+            return False
+        names = set(read_keys(path))
+        handed = [
+            other
+            for other in find_all(self.tree.module, cst.Call)
+            if other is not call
+            and not self.tree.resolves_to(other.func, *torch_api.FILE_TESTS)
+            and any(names & set(read_keys(a.value)) for a in other.args)
+        ]
+        if not handed:
+            return True
+        line = self.tree.line(call)
+        if any(self.tree.function_of(w) is function and self.tree.line(w) < line for w in handed):
+            return False
+        callers = [c for c in find_all(self.tree.module, cst.Call) if self.tree.function_named(c) is function]
+        return not any(_in_a_loop(self.tree, site) for site in [call, *callers])
+
     def _seeded_alike(self, generator: cst.BaseExpression) -> bool:
         """``generator`` names a generator of the script's own, seeded with a value every process
         has: ``random.Random(0)``, ``numpy.random.default_rng(args.seed)``, a ``torch.Generator()``
@@ -232,6 +267,25 @@ class PerProcess:
         return found
 
 
+def _in_a_loop(tree: Tree, node: cst.CSTNode) -> bool:
+    """``node`` stands in a loop of its own function."""
+    function = tree.function_of(node)
+    return any(isinstance(a, (cst.For, cst.While)) and tree.contains(function, a) for a in tree.ancestors(node))
+
+
+def evaluations_in(
+    tree: Tree, loop: cst.While | cst.For, step: cst.CSTNode, sharded: frozenset[str]
+) -> tuple[cst.For, ...]:
+    """The loops nested in ``loop`` that do not run ``step`` and evaluate alike on every process
+    (a DistilBERT fine-tune's ``for batch in val_loader: val_loss += loss.item()`` under
+    ``model.eval()``, survey 21e): what they sum is no per-process value."""
+    return tuple(
+        inner
+        for inner in find_all(loop.body, cst.For, enter_functions=False)
+        if not tree.contains(inner, step) and loop_evaluates_alike(tree, loop, inner, sharded)
+    )
+
+
 def _read_names(expr: cst.BaseExpression) -> list[str]:
     """The plain names ``expr`` reads (``a.b`` reads ``a``, not ``b``), in source order."""
     attrs = {id(a.attr) for a in find_all(expr, cst.Attribute)}
@@ -261,3 +315,33 @@ def read_as_values(expr: cst.BaseExpression) -> list[str]:
 def describe_assignment(tree: Tree, assign: cst.CSTNode) -> str:
     """``done = random.random() < 0.1`` (line 26): an assignment's first line and where it is."""
     return f"`{code(assign).strip().splitlines()[0]}` (line {tree.line(assign)})"
+
+
+def per_process_path(place: Function, path: cst.BaseExpression, depth: int = 0) -> bool:
+    """``path`` names the process it is written by (``f"ckpt_rank{rank}.pt"``,
+    ``f"preds_{WORLD_RANK}.json"``, ``f"{args.gpu}.png"``, or a name ``place`` binds to such a
+    path): one file per process, which every process must go on writing. Read from the names in
+    it (any case, see :data:`~regcomp_lint.knowledge.torch_api.PER_PROCESS_PATH_WORDS`), not from
+    its text: ``"ranking.csv"`` is one shared file."""
+    parts = _path_parts(path)
+    for node in parts:
+        word = (node.value if isinstance(node, cst.Name) else node.attr.value).lower()
+        if any(w in word for w in torch_api.PER_PROCESS_PATH_WORDS):
+            return True
+    if depth > 1:
+        return False
+    names = {n.value for n in parts if isinstance(n, cst.Name)}
+    return any(
+        target[0] in names and per_process_path(place, target[1], depth + 1)
+        for assign in find_all(place, cst.Assign, enter_functions=False)
+        if (target := single_target(assign)) is not None
+    )
+
+
+def _path_parts(path: cst.CSTNode) -> list[cst.Name | cst.Attribute]:
+    """The names a path is made of: those of ``a if test else b``'s branches, not its test."""
+    if isinstance(path, cst.IfExp):
+        return [*_path_parts(path.body), *_path_parts(path.orelse)]
+    if isinstance(path, (cst.Name, cst.Attribute)):
+        return [path, *(_path_parts(path.value) if isinstance(path, cst.Attribute) else [])]
+    return [part for child in path.children for part in _path_parts(child)]

@@ -63,7 +63,7 @@ from regcomp_lint.codemod.even_batches import even_batches_notes
 from regcomp_lint.codemod.file_writes import write_files_once
 from regcomp_lint.codemod.first_downloads import download_first
 from regcomp_lint.codemod.frozen_parameters import allow_unused_parameters
-from regcomp_lint.codemod.generators import is_generator
+from regcomp_lint.codemod.generators import is_generator, returns_a_generator
 from regcomp_lint.codemod.gradient_clipping import clip_through_accelerator
 from regcomp_lint.codemod.hand_distribution import adapt_distribution
 from regcomp_lint.codemod.hand_schedules import hand_lr_notes
@@ -233,7 +233,7 @@ class PlainPlanner(Planner):
                 return True
             return False
 
-        self.varies = PerProcess(tree, computed_alike)  # also read by the checkpoint barriers
+        self.varies = PerProcess(tree, computed_alike, frozenset(sharded))  # also read by the checkpoint barriers
         if not self.distribution.data_parallel:
             uneven = uneven_steps(tree, self.graph, backwards, computed_alike, frozenset(sharded)) or uneven_guards(
                 tree, self.graph, backwards, self.varies
@@ -953,14 +953,18 @@ class PlainPlanner(Planner):
     def _own_loader_class(self, view, func: ast.expr) -> str | None:
         """The name of the class ``func`` builds when its definition can be read (this file, or a
         project module it imports: airbench's ``CifarLoader``) and it does not derive from a
-        DataLoader, or of the generator function of this file it calls: the script's own batch
-        source, which ``prepare()`` does not split."""
+        DataLoader, or of the generator function of this file it calls (or of a function of the
+        file that returns what one makes): the script's own batch source, which ``prepare()``
+        does not split."""
         roles = view.roles
         if roles is None or view.parsed is None:
             return None
         found: ast.ClassDef | None = None
         if isinstance(func, ast.Name) and not roles.ctx.imports.imported(func.id):
-            if any(is_generator(f) for f in view.parsed.body if isinstance(f, ast.FunctionDef) and f.name == func.id):
+            functions = {f.name: f for f in view.parsed.body if isinstance(f, ast.FunctionDef)}
+            if func.id in functions and (
+                is_generator(functions[func.id]) or returns_a_generator(functions[func.id], functions)
+            ):
                 return func.id  # `batches = get_batches(data, bs)`: prepare() hands a generator back unchanged
             found = next((c for c in view.parsed.body if isinstance(c, ast.ClassDef) and c.name == func.id), None)
         elif self.tree.filename is not None:

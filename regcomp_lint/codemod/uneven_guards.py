@@ -29,6 +29,7 @@ from regcomp_lint.codemod.per_process import (
     NESTED,
     PerProcess,
     describe_assignment,
+    evaluations_in,
     targets_of,
 )
 from regcomp_lint.codemod.roles import CallGraph, bindings
@@ -42,6 +43,7 @@ from regcomp_lint.codemod.tree import (
     key_of,
     methods_of,
 )
+from regcomp_lint.knowledge import torch_api
 
 #: How many callers up a flag is followed (d_step(train) <- train_epoch(train_d) <- main()).
 _MAX_CALLER_DEPTH = 3
@@ -50,16 +52,22 @@ _MAX_CALLER_DEPTH = 3
 def uneven_guards(tree: Tree, graph: CallGraph, backwards: list[cst.Call], varies: PerProcess) -> str | None:
     """Why a backward may run on some processes and not on others (one line), or None."""
     for backward in backwards:
-        for if_, runs, exit_ in _guards(tree, graph, backward):
-            source = decided_apart(tree, graph, varies, if_)
+        for guard, runs, exit_ in _guards(tree, graph, backward):
+            if isinstance(guard, cst.ExceptHandler):
+                source: str | None = _may_fail(tree, guard)
+                try_ = tree.parent(guard)
+                under = f"`{code(guard).strip().splitlines()[0]}` (line {tree.line(guard)}) of the `try:` at line "
+                under += f"{tree.line(try_) if try_ is not None else '?'}"
+            else:
+                source = decided_apart(tree, graph, varies, guard)
+                under = f"`{code(guard).strip().splitlines()[0]}` (line {tree.line(guard)})"
             if source is None:
                 continue
-            header = code(if_).strip().splitlines()[0]
             through = "" if runs is backward else f" (through the call at line {tree.line(runs)})"
             how = "runs under" if exit_ is None else f"is skipped by the `{code(exit_).strip().split()[0]}` under"
             return (
                 f"a training step can run on some processes only: the X.backward() at line {tree.line(backward)}"
-                f"{through} {how} `{header}` (line {tree.line(if_)}), where {source}; each process decides from its own "
+                f"{through} {how} {under}, where {source}; each process decides from its own "
                 "values (its own loss, its own random draws), so one skips a backward the others run and leaves "
                 "them waiting in its all-reduce (a 2-process run hangs); convert by hand, deciding once for every "
                 "process (reduce the value across processes, or draw it from a generator seeded alike)"
@@ -76,7 +84,7 @@ def decided_apart(tree: Tree, graph: CallGraph, varies: PerProcess, if_: cst.If)
 
 def _guards(
     tree: Tree, graph: CallGraph, node: cst.CSTNode, depth: int = 0
-) -> list[tuple[cst.If, cst.CSTNode, cst.Continue | cst.Return | None]]:
+) -> list[tuple[cst.If | cst.ExceptHandler, cst.CSTNode, cst.Continue | cst.Return | None]]:
     """The ``if`` statements that decide whether ``node`` (a backward, or a call of the function
     that runs one) runs: those whose body or ``else`` runs it while the other branch runs no
     backward and no such call, and those before it that ``continue`` its loop or ``return`` from
@@ -84,7 +92,7 @@ def _guards(
     that function in its callers (``if train_d: d_step(real)``), up to :data:`_MAX_CALLER_DEPTH`
     callers; each with the node it runs and the ``continue``/``return`` (None for an ``if`` around it)."""
     function = tree.function_of(node)
-    found: list[tuple[cst.If, cst.CSTNode, cst.Continue | cst.Return | None]] = []
+    found: list[tuple[cst.If | cst.ExceptHandler, cst.CSTNode, cst.Continue | cst.Return | None]] = []
     child: cst.CSTNode = node
     for anc in tree.ancestors(node):
         if anc is function:
@@ -95,6 +103,7 @@ def _guards(
                 found.append((anc, node, None))
         child = anc
     found += [(if_, node, exit_) for if_, exit_ in skips(tree, node)]
+    found += [(handler, node, exit_) for handler, exit_ in _caught(tree, node)]
     if depth < _MAX_CALLER_DEPTH and isinstance(function, cst.FunctionDef):
         for _, call in graph.callers_of(function):
             found += _guards(tree, graph, call, depth + 1)
@@ -105,6 +114,22 @@ def skips(tree: Tree, node: cst.CSTNode) -> list[tuple[cst.If, cst.Continue | cs
     """The ``if`` statements ahead of ``node`` in its function that decide a ``continue`` of a
     loop around ``node`` or a ``return`` from its function (``if not batch_ok: continue``), where
     the branch that leaves runs no backward and no call like ``node`` first; each with its exit."""
+    found: list[tuple[cst.If, cst.Continue | cst.Return]] = []
+    for stmt, exit_ in _exits_ahead(tree, node):
+        branch: cst.CSTNode = exit_
+        for anc in tree.ancestors(exit_):
+            if isinstance(anc, cst.If) and branch is not anc.test:
+                if not any(_runs_like(tree, node, c) for c in find_all(branch, cst.Call)):
+                    found.append((anc, exit_))
+            if anc is stmt:
+                break
+            branch = anc
+    return found
+
+
+def _exits_ahead(tree: Tree, node: cst.CSTNode) -> list[tuple[cst.BaseStatement, cst.Continue | cst.Return]]:
+    """The ``continue`` of a loop around ``node`` and the ``return`` from its function that stand in
+    the statements ahead of ``node``, each with its statement."""
     function = tree.function_of(node)
     before: list[cst.BaseStatement] = []
     child: cst.CSTNode = node
@@ -114,18 +139,37 @@ def skips(tree: Tree, node: cst.CSTNode) -> list[tuple[cst.If, cst.Continue | cs
         if isinstance(anc, cst.IndentedBlock) and child in anc.body:
             before += anc.body[: anc.body.index(child)]
         child = anc
-    found: list[tuple[cst.If, cst.Continue | cst.Return]] = []
-    for stmt in before:
-        for exit_ in [*find_own(stmt, cst.Continue, LOOP_OWN), *find_own(stmt, cst.Return, NESTED)]:
-            branch: cst.CSTNode = exit_
-            for anc in tree.ancestors(exit_):
-                if isinstance(anc, cst.If) and branch is not anc.test:
-                    if not any(_runs_like(tree, node, c) for c in find_all(branch, cst.Call)):
-                        found.append((anc, exit_))
-                if anc is stmt:
-                    break
-                branch = anc
+    return [
+        (stmt, exit_)
+        for stmt in before
+        for exit_ in [*find_own(stmt, cst.Continue, LOOP_OWN), *find_own(stmt, cst.Return, NESTED)]
+    ]
+
+
+def _caught(tree: Tree, node: cst.CSTNode) -> list[tuple[cst.ExceptHandler, cst.Continue | cst.Return]]:
+    """The ``except`` handlers ahead of ``node`` that ``continue`` its loop or ``return`` (dpo_video's
+    ``except Exception as e: print(...); continue`` around the loading of an example): the process
+    whose own data raised skips the step. A handler of ``StopIteration`` only is left out: a
+    prepared loader runs out at the same step on every process."""
+    found: list[tuple[cst.ExceptHandler, cst.Continue | cst.Return]] = []
+    for stmt, exit_ in _exits_ahead(tree, node):
+        for anc in tree.ancestors(exit_):
+            if isinstance(anc, cst.ExceptHandler):
+                if not (isinstance(anc.type, cst.Name) and anc.type.value == "StopIteration"):
+                    found.append((anc, exit_))
+                break
+            if anc is stmt:
+                break
     return found
+
+
+def _may_fail(tree: Tree, handler: cst.ExceptHandler) -> str:
+    """What in the ``try`` of ``handler`` may raise on one process's own data, described."""
+    try_ = tree.parent(handler)
+    body = try_.body if isinstance(try_, cst.Try) else handler.body
+    call = next(iter(find_all(body, cst.Call)), None)
+    what = code(call).strip() if call is not None else code(body).strip().splitlines()[0]
+    return f"`{what}` may raise on the process's own data"
 
 
 def _runs_like(tree: Tree, node: cst.CSTNode, call: cst.Call) -> bool:
@@ -150,7 +194,7 @@ def _source(
         return _source(tree, graph, varies, expr.left, at, depth) or _source(tree, graph, varies, expr.right, at, depth)
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
         return _source(tree, graph, varies, expr.expression, at, depth)
-    if _asks_whether_it_exists(expr):
+    if _asks_whether_it_exists(expr) or _structural(expr):
         return None
     call = varies.call_in(expr)
     if call is not None:
@@ -162,7 +206,8 @@ def _source(
     loops = [a for a in tree.ancestors(at) if isinstance(a, (cst.For, cst.While)) and tree.contains(function, a)]
     for name in dict.fromkeys(n.value for n in find_all(expr, cst.Name)):  # source order: one message
         for loop in loops:
-            assign = varies.computed_in(loop, name, NESTED)
+            evaluations = evaluations_in(tree, loop, at, varies.sharded)
+            assign = varies.computed_in(loop, name, NESTED, leave_out=evaluations)
             if assign is not None:
                 return f"`{name}` is computed from {describe_assignment(tree, assign)}"
         if depth >= _MAX_CALLER_DEPTH or not isinstance(function, cst.FunctionDef):
@@ -231,6 +276,12 @@ def _assignments_in_a_loop(
         for anc in tree.ancestors(site)
     )
     return assigns if in_a_loop else []
+
+
+def _structural(expr: cst.BaseExpression) -> bool:
+    """``loss.requires_grad`` (:data:`~regcomp_lint.knowledge.torch_api.STRUCTURAL_TENSOR_ATTRIBUTES`):
+    set by the code that made the tensor, the same on every process."""
+    return isinstance(expr, cst.Attribute) and expr.attr.value in torch_api.STRUCTURAL_TENSOR_ATTRIBUTES
 
 
 def _asks_whether_it_exists(expr: cst.BaseExpression) -> bool:

@@ -20,10 +20,10 @@ from regcomp_lint.codemod.per_process import (
     Alike,
     PerProcess,
     describe_assignment,
+    evaluations_in,
     read_as_values,
 )
 from regcomp_lint.codemod.roles import CallGraph
-from regcomp_lint.codemod.synced_values import loop_evaluates_alike
 from regcomp_lint.codemod.tree import Function, Tree, code, find_all, find_own, read_keys
 from regcomp_lint.knowledge import torch_api
 
@@ -102,7 +102,7 @@ def _run_time_loop(
         if anc is function:
             break
         if isinstance(anc, (cst.While, cst.For)):
-            ending = _run_time_ending(tree, anc, varies, _evaluations_in(tree, anc, node, sharded))
+            ending = _run_time_ending(tree, anc, varies, evaluations_in(tree, anc, node, sharded))
             if ending is not None:
                 header = code(anc).strip().splitlines()[0]
                 return f"the loop at line {tree.line(anc)} (`{header}`) that runs the step ends on {ending}"
@@ -113,19 +113,6 @@ def _run_time_loop(
         if found is not None:
             return found
     return None
-
-
-def _evaluations_in(
-    tree: Tree, loop: cst.While | cst.For, step: cst.CSTNode, sharded: frozenset[str]
-) -> tuple[cst.For, ...]:
-    """The loops nested in ``loop`` that do not run ``step`` and evaluate alike on every process
-    (a DistilBERT fine-tune's ``for batch in val_loader: val_loss += loss.item()`` under
-    ``model.eval()``, survey 21e): what they sum is no per-process value."""
-    return tuple(
-        inner
-        for inner in find_all(loop.body, cst.For, enter_functions=False)
-        if not tree.contains(inner, step) and loop_evaluates_alike(tree, loop, inner, sharded)
-    )
 
 
 def _run_time_ending(

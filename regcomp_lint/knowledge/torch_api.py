@@ -388,6 +388,14 @@ ENVIRONMENT_READS = ("os.environ.get", "os.getenv")
 #: Words of the environment variables that differ between processes (``RANK``, ``LOCAL_RANK``,
 #: ``GROUP_RANK``, SLURM's ``SLURM_PROCID`` / ``SLURM_LOCALID``), any case.
 PROCESS_NUMBER_WORDS = ("RANK", "PROCID", "LOCALID")
+#: Attributes of a tensor set by the code that made it, not by the values of the process's data:
+#: ``if not loss.requires_grad: continue`` (a loss of frozen parts only) is decided alike on
+#: every process, since every process runs the same model and the same code.
+STRUCTURAL_TENSOR_ATTRIBUTES = ("requires_grad", "is_leaf", "dtype", "device")
+#: Tests of the file system: every process of one launch sees the same files, so a test of a
+#: path that names no process, before the run writes it, is decided alike (survey21c byol_spot's
+#: ``if save_path and os.path.exists(save_path): return`` ahead of training).
+FILE_TESTS = ("os.path.exists", "os.path.isfile", "os.path.isdir", "os.path.lexists")
 #: Collectives after which a tensor holds the same value on every process (torch 2.13
 #: ``distributed_c10d``: ``all_reduce(tensor)``, ``broadcast(tensor, src)``, both in place).
 EQUALIZING_COLLECTIVES = ("all_reduce", "broadcast")

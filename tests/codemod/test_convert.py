@@ -1164,3 +1164,22 @@ def test_a_step_under_a_rank_test_whose_else_also_trains_is_not_refused():
     )
     result = convert(text)
     assert result.refused is None, result.refused
+
+
+def test_a_skip_on_whether_the_run_is_distributed_still_converts():
+    """``if args.local_rank != -1 and step % 2: continue``: no process has rank -1 (it means "not
+    launched distributed"), so the test is the same on every process; only a comparison that some
+    ranks pass and others fail (``rank != 0``) decides per process."""
+    text = (
+        "import argparse\nimport torch\n\n"
+        "parser = argparse.ArgumentParser()\nparser.add_argument('--local_rank', type=int, default=-1)\n"
+        "parser.add_argument('--skip', action='store_true')\nargs = parser.parse_args()\n"
+        "model = torch.nn.Linear(4, 1)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n\n"
+        "for step in range(3):\n"
+        "    if args.local_rank != -1 and args.skip:\n        continue\n"
+        "    optimizer.zero_grad()\n    model(torch.randn(2, 4)).sum().backward()\n    optimizer.step()\n"
+    )
+    result = convert(text)
+    assert result.refused is None, result.refused
+    refused = convert(text.replace("!= -1", "> 0")).refused
+    assert refused is not None and "on some processes only" in refused, refused

@@ -322,3 +322,42 @@ def test_the_per_process_path_test_is_asked_only_of_writes(monkeypatch):
     result = _convert("\n".join([*(f"print(loss.item(), {n})" for n in range(40)), "plt.savefig(f'loss_{epoch}.png')"]))
     assert "plt.savefig" in result.text
     assert len(asked) == 1  # the savefig's one argument
+LOSS_LOG = """\
+import json
+
+
+class LossLog:
+    def __init__(self, path):
+        self.path = path
+        self.rows = []
+
+    def add(self, step, loss):
+        self.rows.append({"step": step, "loss": loss})
+        self._flush()
+
+    def _flush(self):
+        with open(self.path, "w") as f:
+            json.dump(self.rows, f)
+
+
+"""
+
+
+def test_an_object_of_the_script_s_class_that_writes_a_file_is_named():
+    """dpo_video's ``LossLog`` (survey 21c): ``loss_log.add(...)`` in the loop rewrites
+    ``loss_log.json`` through a method of the script's own class, from every process at once."""
+    text = LOSS_LOG + SCRIPT.replace(
+        "for epoch in range(2):", 'loss_log = LossLog("loss_log.json")\nfor epoch in range(2):'
+    )
+    text = text.replace("        if i % 4 == 0:\n            SAMPLES\n", "        loss_log.add(i, loss.item())\n")
+    result = convert_source(text, "main.py")
+    assert result.refused is None, result.refused
+    assert any(
+        n.startswith(
+            "loss_log.add() at line 36 writes the same file from every process (LossLog.add() opens "
+            '`open(self.path, "w")` at line 14)'
+        )
+        for n in result.notes
+    ), result.notes
+    per_rank = convert_source(text.replace('"loss_log.json"', 'f"loss_log_{rank}.json"'), "main.py")
+    assert not any("writes the same file" in n for n in per_rank.notes), per_rank.notes

@@ -147,3 +147,46 @@ def test_a_loader_handed_in_as_a_parameter_is_not_called_the_scripts_own_batches
         "loader is a parameter of train_one_epoch(): what its callers hand in is not prepared here" in n
         for n in result.notes
     ), result.notes
+
+
+ENDLESS = """\
+import torch
+
+
+def _endless(data, batch_size):
+    while True:
+        order = torch.randperm(len(data))
+        for i in range(0, len(data) - batch_size + 1, batch_size):
+            yield data[order[i : i + batch_size]]
+
+
+def get_data(batch_size):
+    data = torch.randn(64, 4)
+    data_iter = _endless(data, batch_size)
+    return data_iter, len(data)
+
+
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+train_data_iter, train_size = get_data(8)
+step = 0
+while step < 20:
+    x = next(train_data_iter)
+    loss = model(x).sum()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    step += 1
+"""
+
+
+def test_a_function_that_returns_a_generator_of_the_file_is_the_scripts_own_batch_source():
+    """llama_mmqa (survey 21e): ``train_data_iter, train_size = get_metamathqa(...)`` hands back the
+    endless generator ``_data_iter_padding(...)``; it was "prepared too, so a DataLoader is sharded"
+    (prepare() returns it as it is: every process draws its own batches from all of the data)."""
+    result = convert_source(ENDLESS, "train.py")
+    assert result.refused is None, result.refused
+    assert "model, optimizer = accelerator.prepare(model, optimizer)\n" in result.text, result.text
+    assert any("train_data_iter (get_data(), line 19) is the script's own batch source" in n for n in result.notes), (
+        result.notes
+    )

@@ -588,3 +588,130 @@ for epoch in range(8):
 """
         )
         assert result.refused is not None, helper
+
+
+# -- tests every process decides alike (session 21d) ------------------------------------------
+
+
+def test_a_test_whether_the_loss_requires_grad_still_converts():
+    """``if not loss.requires_grad: continue`` / ``if loss.requires_grad:`` around the backward:
+    whether a tensor requires grad follows from the model and the script's code, not from the
+    values of the process's batch, so every process decides alike."""
+    for body in (
+        """
+        for epoch in range(8):
+            for (real,) in loader:
+                d_loss = F.softplus(-disc(real)).mean()
+                if not d_loss.requires_grad:
+                    continue
+                opt_d.zero_grad()
+                d_loss.backward()
+                opt_d.step()
+        """,
+        """
+        for epoch in range(8):
+            for (real,) in loader:
+                d_loss = F.softplus(-disc(real)).mean()
+                if d_loss.requires_grad:
+                    opt_d.zero_grad()
+                    d_loss.backward()
+                    opt_d.step()
+        """,
+    ):
+        _converts(body)
+    result = _convert(
+        """
+        for epoch in range(8):
+            for (real,) in loader:
+                d_loss = F.softplus(-disc(real)).mean()
+                if d_loss.requires_grad and d_loss.item() < 1.0:
+                    opt_d.zero_grad()
+                    d_loss.backward()
+                    opt_d.step()
+        """
+    )
+    assert result.refused is not None and "calls d_loss.item()" in result.refused, result.refused
+
+
+CACHED = """
+    import os
+
+
+    def train_features(save_path=None):
+        if save_path and os.path.exists({tested}):
+            return None
+        for epoch in range(4):
+            for (real,) in loader:
+                g_step(real)
+        torch.save(gen.state_dict(), {written})
+        return gen
+
+
+    {call}
+    """
+
+
+def test_a_cache_file_test_before_training_still_converts():
+    """byol_spot's ``if save_path and os.path.exists(save_path): return`` before it trains: the path
+    names no process and nothing the run writes comes before the test, so every process sees the
+    same file system there and returns, or trains, alike."""
+    _converts(CACHED.format(tested="save_path", written="save_path", call='train_features("cache.pt")'))
+
+
+def test_a_file_test_after_a_write_of_the_same_path_or_on_a_per_process_path_is_refused():
+    """Run in a loop, the test may follow the main process's write of an earlier pass (another
+    process may test before it lands); a path that names the process is one file per process."""
+    in_a_loop = CACHED.format(
+        tested="save_path",
+        written="save_path",
+        call='for run in range(2):\n        train_features("cache.pt")',
+    )
+    per_process = CACHED.format(tested='f"cache_{rank}.pt"', written="save_path", call='train_features("c.pt")')
+    for text in (in_a_loop, per_process):
+        result = _convert(text)
+        assert result.refused is not None and "calls os.path.exists()" in result.refused, result.refused
+
+
+def test_a_continue_in_an_except_handler_before_the_backward_is_refused_naming_the_try():
+    """dpo_video (survey 21c): ``try: batch = process_example(...)`` ``except Exception: continue``
+    ahead of the backward: the process whose example fails to load skips a step the others take."""
+    result = _convert(
+        """
+        def load(real):
+            return real * 2
+
+
+        for epoch in range(8):
+            for (real,) in loader:
+                try:
+                    batch = load(real)
+                except Exception as e:
+                    print("skip", e)
+                    continue
+                g_step(batch)
+        """
+    )
+    assert result.refused is not None, "converted"
+    assert (
+        "the X.backward() at line 30 (through the call at line 46) is skipped by the `continue` under "
+        "`except Exception as e:` (line 43) of the `try:` at line 41, where `load(real)` may raise on "
+        "the process's own data"
+    ) in result.refused, result.refused
+
+
+def test_an_except_handler_that_does_not_leave_or_that_restarts_an_iterator_still_converts():
+    """A handler that goes on to the step, or one that catches only ``StopIteration`` (the end of a
+    prepared loader, which every process reaches at the same step), skips nothing per process."""
+    for catch, handler in (("Exception", "batch = real"), ("StopIteration", "continue")):
+        _converts(
+            f"""
+            for epoch in range(8):
+                batches = iter(loader)
+                for step in range(8):
+                    try:
+                        (real,) = next(batches)
+                    except {catch}:
+                        {handler}
+                    g_step(real)
+            """
+        )

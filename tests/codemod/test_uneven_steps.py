@@ -560,3 +560,21 @@ def test_early_stopping_on_an_inline_evaluation_otherwise_is_refused(change):
     text = INLINE_EVAL.replace(*change)
     result = convert_source(text, "train.py")
     assert result.refused is not None and "ends on `epochs_no_improve >= 3`" in result.refused, result.refused
+
+
+def test_a_save_of_the_best_and_its_read_back_under_an_inline_evaluation_of_whole_data_still_converts():
+    """leftalone21a's replica (/work/scratch-leftalone21a/load/val_inline.py): the best model saved
+    and loaded back under ``if improved:``, decided by INLINE_EVAL's evaluation written inline, was
+    refused ("the read ... would wait for it under `if improved:`") although every process takes
+    the branch alike; over the training loader it still is."""
+    text = INLINE_EVAL.replace(
+        "        best, epochs_no_improve = mean_loss, 0\n",
+        "        best, epochs_no_improve = mean_loss, 0\n"
+        '        torch.save(model.state_dict(), "best.pt")\n'
+        '        model.load_state_dict(torch.load("best.pt"))\n',
+    )
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    assert "accelerator.wait_for_everyone()" in result.text, result.text
+    result = convert_source(text.replace("for x, y in valid_loader:", "for x, y in train_loader:"), "train.py")
+    assert result.refused is not None, "converted"
