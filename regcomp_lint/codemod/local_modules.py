@@ -78,6 +78,22 @@ def imported_function(tree: Tree, func: cst.BaseExpression) -> tuple[ParsedModul
     return found[0], found[0].functions[func.value]
 
 
+def imported_class(tree: Tree, func: cst.BaseExpression) -> tuple[ParsedModule, ast.ClassDef] | None:
+    """The class of a project module that ``func`` names (imported by name: ``from utils import
+    ModelEMA``), with its module, when the module's file is found."""
+    if tree.filename is None:
+        return None
+    importer = importer_of(tree.filename)
+    for qualname in sorted(tree.imported_names(func)):
+        if "." not in qualname or not is_project_module(qualname):
+            continue
+        module, name = qualname.rsplit(".", 1)
+        parsed = load_local(importer, module)
+        if parsed is not None and parsed.path is not None and name in parsed.classes:
+            return parsed, parsed.classes[name]
+    return None
+
+
 def star_imports(tree: Tree) -> list[str]:
     """The modules the script star-imports, in source order, as :class:`ImportMap` spells them
     (``utils``, ``.utils``)."""
