@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from regcomp_lint.codemod.settings import Refusal
-from regcomp_lint.codemod.tree import code, find_all, single_target
+from regcomp_lint.codemod.tree import Function, code, find_all, single_target
 from regcomp_lint.knowledge.model_classes import DISPATCH_KEYWORD, SPREADING_DEVICE_MAPS
 
 if TYPE_CHECKING:
@@ -28,9 +28,10 @@ def refuse_dispatched_models(planner: PlainPlanner) -> None:
     """Refuse when a prepared model is built by ``X.from_pretrained(..., device_map=<not None>)``."""
     tree = planner.tree
     models = set(planner.models)
+    reach = planner.reach()
     for assign in find_all(tree.module, cst.Assign):
         target = single_target(assign)
-        if target is None or target[0] not in models:
+        if target is None or target[0] not in models or _never_runs(planner, tree.function_of(assign), reach):
             continue
         for call in find_all(assign.value, cst.Call):
             func = call.func
@@ -72,6 +73,18 @@ def refuse_dispatched_models(planner: PlainPlanner) -> None:
                     "and accelerate's prepare() refuses to train such a model on several processes; drop device_map "
                     "to train it data-parallel (each process holds a whole copy), or convert by hand"
                 )
+
+
+def _never_runs(planner: PlainPlanner, function: Function, reach: list[Function]) -> bool:
+    """``function`` is a def of the file that nothing in it calls and that does not train: a
+    loader the script keeps beside the one it uses (memz's ``load_base_model()`` beside
+    ``load_lora_model()``, survey 21f) builds no model the training sees."""
+    return (
+        isinstance(function, cst.FunctionDef)
+        and function is not planner.scope
+        and all(function is not r for r in reach)
+        and not planner.graph.callers_of(function)
+    )
 
 
 def _one_device(value: cst.BaseExpression) -> bool:

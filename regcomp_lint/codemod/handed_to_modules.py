@@ -29,14 +29,15 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from regcomp_lint.codemod.local_modules import imported_function, unread_project_function
+from regcomp_lint.analysis.reachability.modules import ParsedModule
+from regcomp_lint.codemod.local_modules import FunctionNode, imported_class, imported_function, unread_project_function
+from regcomp_lint.codemod.roles import bindings
 from regcomp_lint.codemod.tree import Block, Function, find_all, key_of
-from regcomp_lint.codemod.wrapped_access import places_using_prepared
+from regcomp_lint.codemod.wrapped_access import feeds_the_loss, places_using_prepared
 from regcomp_lint.knowledge import accelerate_api
 from regcomp_lint.knowledge.torch_api import DATA_PARALLEL_API, MODULE_API
 
 if TYPE_CHECKING:
-    from regcomp_lint.analysis.reachability.modules import ParsedModule
     from regcomp_lint.codemod.plain import PlainPlanner
 
 _FUNCTION = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -60,19 +61,24 @@ def unwrap_for_other_modules(planner: PlainPlanner, block: Block, prepare_index:
                     index < planner.prepared_at.get(key_of(a.value) or "", prepare_index) for _, a in handed
                 ):
                     continue  # still the plain model
-            found = imported_function(tree, call.func)
-            if found is None:
+            method = object_method(planner, function, call)
+            if method is not None and feeds_the_loss(planner, function, call):
+                continue  # a method that runs the model for the loss needs DDP's wrapper
+            found = imported_function(tree, call.func) if method is None else None
+            if found is None and method is None:
                 _note_unread(planner, function, call, [key_of(a.value) or "" for _, a in handed])
                 continue
-            parsed, definition = found
+            shown, definition = method if method is not None else (None, found[1])  # type: ignore[index]
+            skip = 1 if method is not None else 0  # the method's own ``self``
             for index, arg in handed:
-                parameter = _parameter(definition, index, arg.keyword.value if arg.keyword is not None else None)
+                keyword = arg.keyword.value if arg.keyword is not None else None
+                parameter = _parameter(definition, index + skip, keyword)
                 reason = _why_unwrapped(definition, parameter) if parameter is not None else None
                 if reason is None:
                     continue
                 what, which, trained = reason
                 model = key_of(arg.value)
-                where = f"{definition.name}() of {_shown(parsed)}"
+                where = shown or f"{definition.name}() of {_shown(found[0])}"  # type: ignore[index]
                 if _trains(definition):
                     planner.notes.append(
                         f"{where} {what} of the prepared {model} it is handed at line {tree.line(call)}, and trains "
@@ -106,6 +112,42 @@ def _note_unread(planner: PlainPlanner, function: Function, call: cst.Call, mode
             f"`_orig_mod.` keys; hand it {acc}.unwrap_model({model}, {accelerate_api.REGIONAL_UNWRAP}) if it trains "
             "nothing"
         )
+
+
+def object_method(planner: PlainPlanner, function: Function, call: cst.Call) -> tuple[str, FunctionNode] | None:
+    """``ema.update(model)`` where ``ema = ModelEMA(model)`` in ``function`` (or at the top level)
+    and ``ModelEMA`` is a class of the script or of a project module that defines ``update``
+    itself: how the method is shown (``ModelEMA.update() of train.py``) and its definition. An EMA
+    class reads the model it is handed by name (YOLO's ``ModelEMA``, survey 21f), as a helper
+    function of another module does."""
+    tree = planner.tree
+    func = call.func
+    if not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Name) or tree.filename is None:
+        return None
+    built = [
+        node.value
+        for scope in (function, tree.module)
+        for node in bindings(scope, func.value.value)
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call)
+    ]
+    if not built or not isinstance(built[0].func, cst.Name):
+        return None
+    name = built[0].func.value
+    found = imported_class(tree, built[0].func)
+    if found is not None:
+        parsed, cls = found
+    elif not tree.imported_names(built[0].func):
+        parsed = ParsedModule.from_tree(ast.parse(tree.module.code), tree.filename)
+        cls = parsed.classes.get(name)  # type: ignore[assignment]
+    else:
+        return None
+    method = next(
+        (m for m in (cls.body if cls is not None else []) if isinstance(m, _FUNCTION) and m.name == func.attr.value),
+        None,
+    )
+    if method is None:
+        return None
+    return f"{name}.{method.name}() of {_shown(parsed)}", method
 
 
 def _parameter(definition: ast.FunctionDef | ast.AsyncFunctionDef, index: int, keyword: str | None) -> str | None:

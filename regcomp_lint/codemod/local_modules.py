@@ -83,12 +83,8 @@ def imported_function(tree: Tree, func: cst.BaseExpression) -> tuple[ParsedModul
     if tree.filename is None:
         return None
     importer = importer_of(tree.filename)
-    for qualname in sorted(tree.imported_names(func)):
-        if "." not in qualname or not is_project_module(qualname):
-            continue
-        module, name = qualname.rsplit(".", 1)
-        parsed = load_local(importer, module)
-        if parsed is not None and parsed.path is not None and name in parsed.functions:
+    for parsed, name in _imported_by_name(tree, func):
+        if name in parsed.functions:
             return parsed, parsed.functions[name]
     if not isinstance(func, cst.Name) or _bound_in_script(tree, func):
         return None
@@ -96,6 +92,32 @@ def imported_function(tree: Tree, func: cst.BaseExpression) -> tuple[ParsedModul
     if found is None or found[0].path is None or func.value not in found[0].functions:
         return None
     return found[0], found[0].functions[func.value]
+
+
+def imported_class(tree: Tree, func: cst.BaseExpression) -> tuple[ParsedModule, ast.ClassDef] | None:
+    """The class of a project module that ``func`` names (imported by name: ``from utils import
+    ModelEMA``), with its module, when the module's file is found."""
+    for parsed, name in _imported_by_name(tree, func):
+        if name in parsed.classes:
+            return parsed, parsed.classes[name]
+    return None
+
+
+def _imported_by_name(tree: Tree, func: cst.BaseExpression) -> list[tuple[ParsedModule, str]]:
+    """The project modules (found, with a path) that ``func``'s imports name, each with the
+    name imported from it (``from utils import ModelEMA``: utils and ``ModelEMA``)."""
+    if tree.filename is None:
+        return []
+    importer = importer_of(tree.filename)
+    found = []
+    for qualname in sorted(tree.imported_names(func)):
+        if "." not in qualname or not is_project_module(qualname):
+            continue
+        module, name = qualname.rsplit(".", 1)
+        parsed = load_local(importer, module)
+        if parsed is not None and parsed.path is not None:
+            found.append((parsed, name))
+    return found
 
 
 def star_imports(tree: Tree) -> list[str]:

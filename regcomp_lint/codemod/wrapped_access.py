@@ -103,6 +103,14 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
                 continue
             call = tree.parent(attr)
             if (
+                isinstance(attr, cst.Subscript)
+                and isinstance(call, cst.Call)
+                and call.func is attr
+                and feeds_the_loss(planner, function, call)
+                and not without_grad(tree, call)
+            ):
+                raise Refusal(_indexed_part(tree, attr))
+            if (
                 isinstance(attr, cst.Attribute)
                 and not structure
                 and isinstance(call, cst.Call)
@@ -194,6 +202,19 @@ def read_through_wrapper(planner: PlainPlanner, block: Block, prepare_index: int
             f"{', '.join(unreachable)}: the model's own attribute, read through the prepared model where no "
             "accelerator is in reach; under several processes read it from accelerator.unwrap_model(model)"
         )
+
+
+def _indexed_part(tree, part: cst.Subscript) -> str:
+    """The refusal for a loss computed by a part of the model taken by index (a diffusion policy's
+    ``nets["noise_pred_net"](...)`` of an ``nn.ModuleDict`` without forward(), ``model[0](x)``):
+    through the prepared model the part can only be reached unwrapped, outside DDP and the compile,
+    so on several processes no gradient would be synced and the ranks would train apart."""
+    return (
+        f"{code(part).strip()}(...) at line {tree.line(part)} runs a part of the model taken by index, and its "
+        "result feeds the loss: through the prepared model it would bypass DDP's gradient sync and the compile "
+        "(only forward() goes through them; DDP and the compile wrapper cannot be indexed); compute the loss in "
+        "a forward() of the model (a module whose forward() calls the parts), or convert by hand"
+    )
 
 
 def _unseen_method(planner: PlainPlanner, owner: str, name: str, attr: cst.Attribute) -> str:

@@ -78,3 +78,49 @@ def test_a_map_naming_a_device_the_script_computes_is_refused_without_a_claim_on
     assert result.refused is not None and 'device_map={"": local_rank}) at line 6' in result.refused, result.refused
     assert "spreads" not in result.refused and "every process" not in result.refused, result.refused
     assert "the device `local_rank` names" in result.refused and "convert by hand" in result.refused, result.refused
+
+
+HELPERS = """\
+import torch
+from peft import LoraConfig, get_peft_model
+from transformers import AutoModelForCausalLM
+
+
+def load_base_model(name):
+    model = AutoModelForCausalLM.from_pretrained(name, device_map="auto")
+    model.eval()
+    return model
+
+
+def load_lora_model(name):
+    model = AutoModelForCausalLM.from_pretrained(name, device_map="auto")
+    model = get_peft_model(model, LoraConfig(r=8))
+    return model
+
+
+def run_training(name, loader):
+    model = load_lora_model(name)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for batch in loader:
+        loss = model(**batch).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+"""
+
+
+def test_the_refusal_names_the_load_the_training_uses_not_a_helper_it_never_calls():
+    """memz's LoRA trainer (survey 21f): load_base_model() is never called; the refusal named its
+    line 7 rather than load_lora_model()'s line 13, which builds the trained model."""
+    result = convert_source(HELPERS, "train.py")
+    assert result.refused is not None
+    assert 'AutoModelForCausalLM.from_pretrained(..., device_map="auto") at line 13' in result.refused, result.refused
+
+
+def test_a_device_map_only_in_a_helper_never_called_does_not_refuse():
+    text = HELPERS.replace(
+        'model = AutoModelForCausalLM.from_pretrained(name, device_map="auto")\n    model = get_peft',
+        "model = AutoModelForCausalLM.from_pretrained(name)\n    model = get_peft",
+    )
+    result = convert_source(text, "train.py")
+    assert result.refused is None or "device_map" not in result.refused, result.refused

@@ -1,0 +1,93 @@
+"""The prepared model handed to a method of an object the script builds (an EMA's
+``ema.update(model)``) that takes the model's state dict (codemod/handed_to_modules.py).
+
+A hand EMA class (YOLO's ``ModelEMA``, survey 21f) reads ``model.state_dict()`` and indexes the
+average's entries by those names. Handed the prepared model, the names start with ``_orig_mod.``
+(and ``module.`` under DDP): the conversion raised ``KeyError: '0.weight'`` at the first update,
+on one process and on two. Handed ``accelerator.unwrap_model(model, keep_torch_compile=False)``,
+the plain module with the very same tensors, it averages what the original averaged.
+"""
+
+from __future__ import annotations
+
+from regcomp_lint.codemod import convert_source
+
+EMA_CLASS = """\
+import copy
+import torch
+import torch.nn as nn
+
+
+class ModelEMA:
+    def __init__(self, model, decay=0.9):
+        self.ema = copy.deepcopy(model).eval()
+        self.decay = decay
+
+    @torch.no_grad()
+    def update(self, model):
+        msd = model.state_dict()
+        for k, v in self.ema.state_dict().items():
+            if v.dtype.is_floating_point:
+                v.mul_(self.decay).add_(msd[k].detach(), alpha=1 - self.decay)
+"""
+
+MAIN = """
+
+def main():
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    ema = ModelEMA(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = torch.utils.data.TensorDataset(torch.randn(32, 4), torch.randn(32, 1))
+    loader = torch.utils.data.DataLoader(data, batch_size=4)
+    for x, y in loader:
+        loss = ((model(x) - y) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        ema.update(model)
+    torch.save({"model": model.state_dict(), "ema": ema.ema.state_dict()}, "ck.pt")
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+UNWRAPPED = "ema.update(accelerator.unwrap_model(model, keep_torch_compile=False))"
+
+
+def _convert(tmp_path, script: str):
+    path = tmp_path / "train.py"
+    path.write_text(script)
+    result = convert_source(script, str(path))
+    assert result.refused is None, result.refused
+    return result
+
+
+def test_a_method_of_the_scripts_own_class_taking_the_state_dict_gets_the_unwrapped_model(tmp_path):
+    result = _convert(tmp_path, EMA_CLASS + MAIN)
+    assert UNWRAPPED in result.text
+    assert any("ModelEMA.update() of train.py takes model.state_dict() (line 13)" in n for n in result.notes)
+
+
+def test_a_method_of_a_class_imported_from_a_local_module_gets_the_unwrapped_model(tmp_path):
+    (tmp_path / "utils.py").write_text(EMA_CLASS)
+    script = "import torch\nimport torch.nn as nn\n\nfrom utils import ModelEMA\n" + MAIN
+    result = _convert(tmp_path, script)
+    assert UNWRAPPED in result.text
+    assert any("ModelEMA.update() of utils.py takes model.state_dict()" in n for n in result.notes)
+
+
+def test_a_method_that_reads_only_the_parameters_keeps_the_prepared_model(tmp_path):
+    """``zip(ema.parameters(), model.parameters())``: the same order through the wrappers."""
+    script = (
+        EMA_CLASS.replace(
+            "        msd = model.state_dict()\n        for k, v in self.ema.state_dict().items():\n"
+            "            if v.dtype.is_floating_point:\n"
+            "                v.mul_(self.decay).add_(msd[k].detach(), alpha=1 - self.decay)\n",
+            "        for e, p in zip(self.ema.parameters(), model.parameters()):\n"
+            "            e.mul_(self.decay).add_(p.detach(), alpha=1 - self.decay)\n",
+        )
+        + MAIN
+    )
+    result = _convert(tmp_path, script)
+    assert "        ema.update(model)\n" in result.text
