@@ -322,6 +322,8 @@ def test_the_per_process_path_test_is_asked_only_of_writes(monkeypatch):
     result = _convert("\n".join([*(f"print(loss.item(), {n})" for n in range(40)), "plt.savefig(f'loss_{epoch}.png')"]))
     assert "plt.savefig" in result.text
     assert len(asked) == 1  # the savefig's one argument
+
+
 LOSS_LOG = """\
 import json
 
