@@ -42,8 +42,10 @@ OPTIMIZER_FACTORIES = (
     "timm.optim._optim_factory.create_optimizer_v2",
 )
 #: Model methods that return the model's optimizer, by the convention nanoGPT and Lightning
-#: share (``optimizer = model.configure_optimizers(weight_decay, lr, betas, device_type)``).
-OPTIMIZER_FACTORY_METHODS = ("configure_optimizers",)
+#: share (``optimizer = model.configure_optimizers(weight_decay, lr, betas, device_type)``), and
+#: the singular that build-nanogpt's forks name it (``raw_model.configure_optimizer(weight_decay=0.1,
+#: learning_rate=6e-4, device=device)``, survey22a ddpinfo_trainer; seven such models in the index).
+OPTIMIZER_FACTORY_METHODS = ("configure_optimizers", "configure_optimizer")
 #: ``transformers.get_linear_schedule_with_warmup`` and friends, ``get_scheduler``; diffusers'.
 SCHEDULER_FACTORY_MODULES = ("transformers", "transformers.optimization", "diffusers.optimization")
 SCHEDULERS = (*accelerate_api.DUMMY_SCHEDULERS, *torch_api.OTHER_SCHEDULERS)
