@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from regcomp_lint.codemod import ConversionResult, ConvertOptions, convert_source
 
 _LOOP = """
@@ -88,29 +90,22 @@ def test_a_flag_read_as_a_string_stays_a_string():
     assert device_lines(result.text) == ["device = accelerator.device.type"]
 
 
-def test_a_torch_device_stays_a_torch_device():
-    result = convert(
-        """
-        import argparse
-        import torch
-        parser = argparse.ArgumentParser()
-        parser.add_argument("--device", default="cuda")
-        args = parser.parse_args()
-        device = torch.device(args.device)
-        """
-    )
-    assert device_lines(result.text) == ["device = accelerator.device"]
+_FLAG = """
+import argparse
+import torch
+parser = argparse.ArgumentParser()
+parser.add_argument("--device", default="cuda")
+args = parser.parse_args()
+"""
 
 
-def test_a_flag_only_handed_to_to_keeps_the_accelerators_device():
-    result = convert(
-        """
-        import argparse
-        import torch
-        parser = argparse.ArgumentParser()
-        parser.add_argument("--device", default="cuda")
-        args = parser.parse_args()
-        device = args.device
-        """
-    )
+@pytest.mark.parametrize(
+    "assignment",
+    [
+        "device = torch.device(args.device)\n",  # a torch.device stays one
+        "device = args.device\n",  # a flag only handed to .to(): the accelerator's device
+    ],
+)
+def test_a_device_no_code_reads_as_a_string_is_the_accelerators_device(assignment):
+    result = convert(_FLAG + assignment)
     assert device_lines(result.text) == ["device = accelerator.device"]
