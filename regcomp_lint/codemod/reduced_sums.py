@@ -146,7 +146,7 @@ def _sum_of(
         first = code(write).strip().splitlines()[0]
         if tree.contains(batch.body, write):
             if not (isinstance(write, cst.AugAssign) and isinstance(write.operator, cst.AddAssign)):
-                return f"it is no sum (`name += <number>`): `{first}` (line {line}) sets it in the batch loop"
+                return f"it is set anew in the batch loop (line {line}), not summed (`name += <number>`)"
             if not _is_number(write.value) or name in read_keys(write.value):
                 return f"it adds `{code(write.value).strip()}`, not a number (`.item()`, a size), at line {line}"
             guard = _guard(tree, batch, write)

@@ -185,7 +185,7 @@ def _run_time_ending(
             if assign is not None:
                 why = (why_not or {}).get(_bound_name(assign) or "")
                 cannot = (
-                    f", a sum of each process's own batches that the conversion cannot gather across processes: {why}"
+                    f", a value of each process's own batches that the conversion cannot gather across processes: {why}"
                     if why
                     else ""
                 )

@@ -119,7 +119,7 @@ def test_a_mean_over_the_whole_data_set_and_an_in_place_division_convert():
                 "        epoch_loss += loss.item()\n",
                 "        epoch_loss = epoch_loss + (loss.item() - epoch_loss) / 2\n",
             ),
-            "is no sum (`name += <number>`)",
+            "set anew in the batch loop (line 20), not summed (`name += <number>`)",
         ),
         (  # moco_pp3: the counter decided inside the batch loop on the running value
             (
