@@ -176,3 +176,19 @@ def test_a_sum_no_stop_reads_is_left_as_it_is():
     result = convert_source(text, "train.py")
     assert result.refused is None, result.refused
     assert "gather_object" not in result.text, result.text
+
+
+def test_a_save_and_read_back_of_the_best_under_the_gathered_stop_converts_with_a_barrier():
+    """The gathered sum is the same on every process for the checks after the ending too: the
+    best model saved and loaded back under ``if improved:`` is decided alike, so it converts with
+    ``accelerator.wait_for_everyone()`` (without it: refused, "each process decides that branch
+    from its own values")."""
+    text = PATIENCE.replace(
+        "        best, epochs_no_improve = mean_loss, 0\n",
+        "        best, epochs_no_improve = mean_loss, 0\n"
+        '        torch.save(model.state_dict(), "best.pt")\n'
+        '        model.load_state_dict(torch.load("best.pt"))\n',
+    )
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    assert "accelerator.wait_for_everyone()" in result.text, result.text
