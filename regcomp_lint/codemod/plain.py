@@ -104,6 +104,7 @@ from regcomp_lint.codemod.optimizers import (
 from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConvertOptions
 from regcomp_lint.codemod.per_process import PerProcess
 from regcomp_lint.codemod.progress_bars import note_eager_iterators
+from regcomp_lint.codemod.reduced_sums import EpochSum, gather_sums
 from regcomp_lint.codemod.regional import repeated_blocks
 from regcomp_lint.codemod.reinit_sync import rebinds_itself, reinitialised_model, sync_reinitialised
 from regcomp_lint.codemod.returned_models import unwrap_returned_models
@@ -235,11 +236,13 @@ class PlainPlanner(Planner):
 
         self.varies = PerProcess(tree, computed_alike, frozenset(sharded))  # also read by the checkpoint barriers
         if not self.distribution.data_parallel:
-            uneven = uneven_steps(tree, self.graph, backwards, computed_alike, frozenset(sharded)) or uneven_guards(
-                tree, self.graph, backwards, self.varies
-            )
+            gathered: list[EpochSum] = []
+            uneven = uneven_steps(tree, self.graph, backwards, computed_alike, frozenset(sharded), gathered)
+            self.varies.summed |= {a for one in gathered for a in one.additions}
+            uneven = uneven or uneven_guards(tree, self.graph, backwards, self.varies)
             if uneven is not None:
                 raise Refusal(uneven)
+            gather_sums(self, gathered)
             for call in dict.fromkeys(alike):
                 self.notes.append(
                     f"a loop that trains ends on what {code(call).strip()} (line {tree.line(call)}) returns: an "
