@@ -509,16 +509,37 @@ def later_methods(planner: PlainPlanner) -> list[cst.FunctionDef]:
     else:
         return []
     methods = methods_of(cls)
+    tree = planner.tree
+    last = _last_made(planner) if init is planner.scope else None
+    # `self._describe()` after the builders, when __init__ prepares: it runs on the prepared model
+    late = {id(call) for _, call in planner.graph.calls_from(init) if last is not None and tree.line(call) > last}
     from_init: set[int] = set()
     frontier: list[Function] = [init]
     while frontier:
         current = frontier.pop()
         for callee, _ in planner.graph.calls_from(current):
-            callers = [c for c, _ in planner.graph.callers_of(callee)]
-            if id(callee) not in from_init and all(c is init or id(c) in from_init for c in callers):
+            callers = planner.graph.callers_of(callee)
+            if id(callee) not in from_init and all(
+                (c is init and id(call) not in late) or id(c) in from_init for c, call in callers
+            ):
                 from_init.add(id(callee))
                 frontier.append(callee)
     return [m for m in methods if m is not init and m is not planner.scope and id(m) not in from_init]
+
+
+def _last_made(planner: PlainPlanner) -> int | None:
+    """The line of the last statement of the scope (a trainer's ``__init__``) that makes an object
+    it prepares, itself or by a builder call (``self._build_optimiser()``): ``prepare()`` follows it."""
+    keys = [
+        *getattr(planner, "models", []),
+        *getattr(planner, "optimizers", []),
+        *getattr(planner, "loaders", []),
+        *getattr(planner, "schedulers", []),
+    ]
+    lines = [
+        planner.tree.line(n) for key in keys for n in [*bindings(planner.scope, key), *prepared_after(planner, key)]
+    ]
+    return max(lines, default=None)
 
 
 def refuse_wrap_handed_in(

@@ -747,3 +747,19 @@ def test_a_compile_setting_only_a_model_builder_of_init_knows_is_refused():
     refusal = _refusal(text)
     assert "the compile setting compile (line 32) reads compile" in refusal, refusal
     assert "before _build_model() runs" in refusal, refusal
+
+
+def test_a_method_init_calls_after_its_prepare_reads_the_model_through_unwrap():
+    """``self._describe()`` after the builders: it runs on the prepared model (a DDP wrapper on
+    several processes). Before: ``self.model.body`` was read as it was (AttributeError under DDP),
+    as for every method only __init__ calls."""
+    text = INIT_BUILDERS.replace(
+        "        self.set_optimizer()\n", "        self.set_optimizer()\n        self._describe()\n"
+    )
+    text = text.replace(
+        "    def set_optimizer(self):\n",
+        "    def _describe(self):\n        self.width = self.model.body.out_features\n\n    def set_optimizer(self):\n",
+    )
+    out = _converted(text)
+    assert "        self.width = self.accelerator.unwrap_model(self.model, keep_torch_compile=False).body" in out
+    assert "    def _build_model(self):\n        self.model = Net().to(self.device)\n" in out
