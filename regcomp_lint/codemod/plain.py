@@ -1821,7 +1821,7 @@ class PlainPlanner(Planner):
         ]
         dependencies = _names_in(
             [*script.values.values(), *([script.condition] if script.condition is not None else [])]
-        ) + [key.split(".")[0] for key in flags]
+        ) + [".".join(key.split(".")[:2]) if key.startswith("self.") else key.split(".")[0] for key in flags]
         dependencies += _names_in([t for b in self.flag_branches.values() if b for t in b[1]])
         if home is not self.scope:  # `self.args = args` must come before a plugin that reads self.args.compile
             dependencies += settings_keys(

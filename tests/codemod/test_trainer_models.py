@@ -763,3 +763,42 @@ def test_a_method_init_calls_after_its_prepare_reads_the_model_through_unwrap():
     out = _converted(text)
     assert "        self.width = self.accelerator.unwrap_model(self.model, keep_torch_compile=False).body" in out
     assert "    def _build_model(self):\n        self.model = Net().to(self.device)\n" in out
+
+
+CONFIG_BUILDERS = """import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class Trainer:
+    def __init__(self, config):
+        self.config = config
+        self._build_model()
+        self._build_optimiser()
+
+    def _build_model(self):
+        cfg = self.config
+        self.model = nn.Linear(4, 1).to(cfg.device)
+
+    def _build_optimiser(self):
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+    def train(self):
+        loader = DataLoader(TensorDataset(torch.randn(16, 4), torch.randn(16, 1)), batch_size=4)
+        for x, y in loader:
+            self.optimizer.zero_grad()
+            nn.functional.mse_loss(self.model(x.to(self.config.device)), y.to(self.config.device)).backward()
+            self.optimizer.step()
+"""
+
+
+def test_a_device_a_builder_reads_from_the_kept_config_stays_the_users_choice():
+    """swara_jepa's ``cfg = self.cfg; ... .to(cfg.device)`` in ``_build_model()``. Before: no
+    ``cpu=`` for it, so ``--device cpu`` on a GPU machine prepared the model on the GPU while the
+    training step moved its batches to the CPU."""
+    out = _converted(CONFIG_BUILDERS)
+    assert 'self.accelerator = Accelerator(dynamo_plugin=dynamo_plugin, cpu=str(self.config.device) == "cpu")' in out
+    init = out.split("    def __init__(self, config):\n", 1)[1].split("    def _build_model")[0]
+    assert init.index("self.config = config") < init.index("self.accelerator = Accelerator(")
+    assert init.index("self.accelerator = Accelerator(") < init.index("self._build_model()")
+    assert "        self.model = nn.Linear(4, 1).to(self.accelerator.device)\n" in out
