@@ -484,7 +484,7 @@ class PlainPlanner(Planner):
                 takers = [s for s in scopes if not _hands_back(s, [k for f, k, _ in found if f is s])]
                 training_scopes = takers if len(takers) == 1 else training_scopes
             if len(training_scopes) != 1:
-                where = ", ".join(function_name(s) for s in scopes)
+                where = ", ".join(_optimizer_place(tree, s) for s in scopes)
                 raise Refusal(
                     f"optimizers are built in several places ({where}); convert by hand or build them in one function"
                 )
@@ -2294,6 +2294,16 @@ def _with_params(params: list[cst.Param]) -> Callable[[cst.Parameters], cst.Para
         return updated.with_changes(params=params)
 
     return edit
+
+
+def _optimizer_place(tree: Tree, function: Function) -> str:
+    """Where ``function`` builds its first optimizer, for the several-places refusal: the function
+    and the line (``train_worker() (optimizer = AdamW(...) at line 159)``), not the function alone
+    (survey 22b: two spawned workers, each building its own optimizer)."""
+    first = next(iter(find_optimizers(tree, function)), None)
+    if first is None:
+        return function_name(function)
+    return f"{function_name(function)} ({first.key} = {first.construct}(...) at line {tree.line(first.stmt)})"
 
 
 def _hands_back(function: Function, keys: list[str | None]) -> bool:
