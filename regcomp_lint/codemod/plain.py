@@ -125,6 +125,7 @@ from regcomp_lint.codemod.trackers import log_from_main_process
 from regcomp_lint.codemod.trainer_models import (
     OptimizerMethod,
     TrainerModels,
+    builder_methods,
     kept_from_init,
     model_factories,
     optimizer_method,
@@ -200,6 +201,8 @@ class PlainPlanner(Planner):
         self.trainer_models: TrainerModels | None = None
         #: ``self.set_optimizer()``: the method that builds the optimizer, called by the scope
         self.optimizer_method: OptimizerMethod | None = None
+        #: the trainer __init__ of init_builders and its builder methods, found once
+        self._builders: tuple[Function, list[tuple[cst.FunctionDef, cst.Call]]] | None = None
 
     def plan(self) -> Conversion:
         tree = self.tree
@@ -285,40 +288,33 @@ class PlainPlanner(Planner):
         refuse_compiles_in_builders(tree, self.scope, set(self.models))
         if self.accelerator_home is not self.scope:  # `self.model = torch.compile(self.model)` in __init__
             sites = find_compile_sites(tree, self.accelerator_home, set(self.models)) + sites
-            for helper in self.init_helpers:  # or in the method __init__ calls to build the model
-                sites = find_compile_sites(tree, helper, set(self.models)) + sites
             for factory, returned in self.init_factories:  # or in `self.model = self.build_model()`'s method
                 sites = find_compile_sites(tree, factory, {returned}) + sites
+        for helper in self.init_helpers:  # or in a method __init__ calls once to build the model
+            sites = find_compile_sites(tree, helper, set(self.models)) + sites
         collect_settings(tree, sites, script)
+        trainer = self.trainer_models
+        if trainer is None and self.init_helpers and self.owner is not None:  # __init__ prepares what they build
+            assert isinstance(self.scope, cst.FunctionDef)
+            trainer = TrainerModels(self.owner, self.scope)
+
+        def settings_in(where: Function) -> list[cst.BaseExpression]:
+            """What the compile sites in ``where`` read for the plugin: conditions and keywords."""
+            return [
+                expr
+                for site in sites
+                if tree.contains(where, site.call)
+                for expr in [
+                    *([site.condition] if site.condition is not None else []),
+                    *(a.value for a in site.call.args if a.keyword is not None),
+                ]
+            ]
+
         if self.trainer_models is not None:  # the plugin is made in __init__: what the training method's compile reads
-            refuse_settings_out_of_reach(
-                self,
-                self.trainer_models,
-                [
-                    expr
-                    for site in sites
-                    if tree.contains(self.scope, site.call)
-                    for expr in [
-                        *([site.condition] if site.condition is not None else []),
-                        *(a.value for a in site.call.args if a.keyword is not None),
-                    ]
-                ],
-            )
+            refuse_settings_out_of_reach(self, self.trainer_models, settings_in(self.scope))
+        if trainer is not None:
             for helper in [*self.init_helpers, *(f for f, _ in self.init_factories)]:  # its parameters are its own
-                refuse_settings_out_of_reach(
-                    self,
-                    self.trainer_models,
-                    [
-                        expr
-                        for site in sites
-                        if tree.contains(helper, site.call)
-                        for expr in [
-                            *([site.condition] if site.condition is not None else []),
-                            *(a.value for a in site.call.args if a.keyword is not None),
-                        ]
-                    ],
-                    helper,
-                )
+                refuse_settings_out_of_reach(self, trainer, settings_in(helper), helper)
         self._remove_compiles(sites)
         reason = self._regional_reason()
         settings, setting_notes = resolve(script, self.options, reason, launched_fields(tree.filename or "-"))
@@ -377,9 +373,32 @@ class PlainPlanner(Planner):
 
     @property
     def init_helpers(self) -> list[cst.FunctionDef]:
-        """The methods a trainer's ``__init__`` calls once to bind its models (``self._build_model()``):
-        their code is ``__init__``'s, run after the Accelerator it makes (trainer_models.py)."""
-        return [helper for helper, _ in self.trainer_models.helpers] if self.trainer_models is not None else []
+        """The methods a trainer's ``__init__`` calls once to bind its models, loaders and the rest
+        (``self._build_model()``, ``self._build_data()``): their code is ``__init__``'s
+        (trainer_models.py)."""
+        return [helper for helper, _ in self.init_builders]
+
+    @property
+    def init_builders(self) -> list[tuple[cst.FunctionDef, cst.Call]]:
+        """The builder methods of the trainer ``__init__`` whose Accelerator is made there (the
+        accelerator home, or the scope), each with its call there (trainer_models.builder_methods)."""
+        home = self.accelerator_home
+        if (
+            not isinstance(home, cst.FunctionDef)
+            or home.name.value != "__init__"
+            or self.owner is None
+            or self.tree.class_of(home) is not self.owner
+        ):
+            return []
+        if self._builders is None or self._builders[0] is not home:
+            skip: list[Function] = [self.scope]
+            if self.optimizer_method is not None:
+                skip.append(self.optimizer_method.method)
+            found = builder_methods(self.tree, home, skip)
+            if self.trainer_models is not None:  # the model's helper is one, whatever it binds
+                found += [h for h in self.trainer_models.helpers if all(h[0] is not f for f, _ in found)]
+            self._builders = (home, found)
+        return self._builders[1]
 
     # -- where the model lives ----------------------------------------------------------------
     def _functions(self) -> list[Function]:
@@ -1805,7 +1824,7 @@ class PlainPlanner(Planner):
         ]
         dependencies = _names_in(
             [*script.values.values(), *([script.condition] if script.condition is not None else [])]
-        ) + [key.split(".")[0] for key in flags]
+        ) + [".".join(key.split(".")[:2]) if key.startswith("self.") else key.split(".")[0] for key in flags]
         dependencies += _names_in([t for b in self.flag_branches.values() if b for t in b[1]])
         if home is not self.scope:  # `self.args = args` must come before a plugin that reads self.args.compile
             dependencies += settings_keys(
@@ -1908,7 +1927,7 @@ class PlainPlanner(Planner):
         tree = self.tree
         found: list[cst.CSTNode] = []
         for use in self.uses:
-            helper = self.trainer_models.helper_of(use, tree) if self.trainer_models is not None else None
+            helper = next(((h, c) for h, c in self.init_builders if tree.contains(h, use)), None)
             if helper is not None:  # in the method __init__ calls to build the model: before that call
                 found.append(helper[1])
                 continue
