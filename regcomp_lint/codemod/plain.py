@@ -891,6 +891,18 @@ class PlainPlanner(Planner):
                 continue  # range(...), zip(...), list(...): never a loader
             if _counts_epochs(roles.ctx.imports, bound.value):
                 continue  # trange(epochs), tqdm(range(epochs)): an epoch bar
+            if roles.ctx.resolves_to(bound.value.func, *ITERATION_WRAPPERS) and not any(
+                isinstance(roles.origin(arg, where), Origin) for arg in bound.value.args
+            ):
+                # `train_pbar = tqdm(train_dataloader)` each epoch over `train_dataloader = get_sr_dataset(...)`
+                # of a module not beside the script (survey 22c's IDDM): the loader the bar wraps is
+                # what prepare() shards, not the bar
+                kept = _kept_iterable(roles, bound, (scope_node, home_node))
+                if kept is not None:
+                    expr, where, bound = kept
+                    key = binding_key(expr)
+                    if key is None or key in known or key in found or key in self.sharded_loaders:
+                        continue
             if _sliced(bound.where.function or roles.ctx.tree, key):
                 continue  # `order[begin : begin + bs]` under `range(0, len(order), bs)`: indices, not a loader
             if any(isinstance(roles.origin(arg, where), Origin) for arg in bound.value.args):
