@@ -387,12 +387,14 @@ class PlainPlanner(Planner):
         found: list[tuple[Function, str | None, list[str]]] = []  # (where, optimizer, its models)
         untraced: list[str] = []
         untraced_found: list[tuple[Function, FoundOptimizer]] = []
+        built_at: dict[int, int] = {}  # the line of each function's first optimizer, for the refusal
         for function in self._functions():
             for optimizer in find_optimizers(tree, function):
                 if optimizer.key in _returned_keys(function):
                     continue  # a factory: the optimizer is found where the factory is called
                 if optimizer.models:
                     found.append((function, optimizer.key, optimizer.models))
+                    built_at.setdefault(id(function), tree.line(optimizer.stmt))
                 else:
                     untraced_found.append((function, optimizer))
                     untraced.append(
@@ -465,7 +467,10 @@ class PlainPlanner(Planner):
                 takers = [s for s in scopes if not _hands_back(s, [k for f, k, _ in found if f is s])]
                 training_scopes = takers if len(takers) == 1 else training_scopes
             if len(training_scopes) != 1:
-                where = ", ".join(function_name(s) for s in scopes)
+                where = ", ".join(
+                    f"{function_name(s)} at line {built_at[id(s)]}" if id(s) in built_at else function_name(s)
+                    for s in scopes
+                )
                 raise Refusal(
                     f"optimizers are built in several places ({where}); convert by hand or build them in one function"
                 )
