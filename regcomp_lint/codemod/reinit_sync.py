@@ -316,7 +316,9 @@ def redraws_elsewhere(tree: Tree, func: cst.BaseExpression) -> bool:
         named = {
             n.id for node in frontier for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in parsed.functions
         }
-        frontier = [parsed.functions[name] for name in sorted(named) if all(parsed.functions[name] is not f for f in reached)]
+        frontier = [
+            parsed.functions[name] for name in sorted(named) if all(parsed.functions[name] is not f for f in reached)
+        ]
         reached += frontier
     calls = [c for node in reached for c in ast.walk(node) if isinstance(c, ast.Call)]
     if any(isinstance(c.func, ast.Attribute) and c.func.attr == "backward" for c in calls):

@@ -287,7 +287,9 @@ def test_a_factory_of_another_module_handed_the_model_by_keyword(tmp_path):
     seen, and the refusal said the call "is not one the conversion can tell is an optimizer"."""
     (tmp_path / "optim_utils.py").write_text(IDDM_FACTORY)
     text = TRAIN.replace("from optim_utils import build_optimizer", "from optim_utils import optimizer_initializer")
-    text = text.replace("build_optimizer(model, 0.1)", 'optimizer_initializer(model=model, optim="sgd", init_lr=0.1, device="cpu")')
+    text = text.replace(
+        "build_optimizer(model, 0.1)", 'optimizer_initializer(model=model, optim="sgd", init_lr=0.1, device="cpu")'
+    )
     result = convert_source(text, str(tmp_path / "train.py"))
     assert result.refused is None, result.refused
     assert "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)" in result.text
