@@ -872,10 +872,15 @@ class PlainPlanner(Planner):
             if key is None or key in known or key in found or key in self.sharded_loaders:
                 continue
             bound = roles.bindings.lookup(expr, where)
-            if bound is not None and bound.where.function not in (scope_node, home_node):
+            if bound is not None and (
+                bound.where.function not in (scope_node, home_node) or _bar_over_unknown(roles, bound)
+            ):
                 # a name another method binds to what the scope keeps: the diffusion ScoreTrainer's
                 # `progress_bar = tqdm(self.train_loader)` over `self.train_loader, self.val_loader
-                # = self._create_data_loaders()` of its __init__
+                # = self._create_data_loaders()` of its __init__; or a bar the scope builds each
+                # epoch over a loader from a call it cannot see into (survey 22c's IDDM:
+                # `train_pbar = tqdm(train_dataloader)`, `train_dataloader = get_sr_dataset(...)`):
+                # the loader the bar wraps is what prepare() shards, not the bar
                 kept = _kept_iterable(roles, bound, (scope_node, home_node))
                 if kept is not None:
                     expr, where, bound = kept
@@ -897,18 +902,6 @@ class PlainPlanner(Planner):
                 continue  # range(...), zip(...), list(...): never a loader
             if _counts_epochs(roles.ctx.imports, bound.value):
                 continue  # trange(epochs), tqdm(range(epochs)): an epoch bar
-            if roles.ctx.resolves_to(bound.value.func, *ITERATION_WRAPPERS) and not any(
-                isinstance(roles.origin(arg, where), Origin) for arg in bound.value.args
-            ):
-                # `train_pbar = tqdm(train_dataloader)` each epoch over `train_dataloader = get_sr_dataset(...)`
-                # of a module not beside the script (survey 22c's IDDM): the loader the bar wraps is
-                # what prepare() shards, not the bar
-                kept = _kept_iterable(roles, bound, (scope_node, home_node))
-                if kept is not None:
-                    expr, where, bound = kept
-                    key = binding_key(expr)
-                    if key is None or key in known or key in found or key in self.sharded_loaders:
-                        continue
             if _sliced(bound.where.function or roles.ctx.tree, key):
                 continue  # `order[begin : begin + bs]` under `range(0, len(order), bs)`: indices, not a loader
             if any(isinstance(roles.origin(arg, where), Origin) for arg in bound.value.args):
@@ -1656,7 +1649,7 @@ class PlainPlanner(Planner):
             if captures and set(read_keys(block.body[i])) & set(prepared):
                 stmt = block.body[setup[-1]]
                 raise Refusal(
-                    f"{code(stmt).strip()} at line {self.tree.line(stmt)} changes the model after the objects to "
+                    f"{_source(stmt)} at line {self.tree.line(stmt)} changes the model after the objects to "
                     f"prepare exist, and line {self.tree.line(block.body[i])} already uses them: prepare() must come "
                     "after the model's last change (DDP copies process 0's weights only then); move that call "
                     "before the optimizer is built"
@@ -2454,6 +2447,16 @@ def _keyed_from_factory(roles: TrainingRoles, bound: Bound) -> Bound | None:
     if not isinstance(root, ast.Name) or not roles.ctx.imports.imported(root.id):
         return None
     return held
+
+
+def _bar_over_unknown(roles: TrainingRoles, bound: Bound) -> bool:
+    """``bound`` is an iteration wrapper (``tqdm(x)``) over nothing the roles know."""
+    value = bound.value
+    return (
+        isinstance(value, ast.Call)
+        and roles.ctx.resolves_to(value.func, *ITERATION_WRAPPERS)
+        and not any(isinstance(roles.origin(arg, bound.where), Origin) for arg in value.args)
+    )
 
 
 def _kept_iterable(

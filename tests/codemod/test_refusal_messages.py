@@ -193,3 +193,38 @@ def test_optimizers_built_in_several_places_are_named_with_their_lines():
     result = convert_source(TWO_TRAININGS, "train.py")
     assert result.refused is not None
     assert "optimizers are built in several places (train_for_trial() at line 6, main() at line 19)" in result.refused
+
+
+EMA_AFTER_RESUME = """\
+import copy
+
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+resume = False
+loader = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=8)
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+if resume:
+    state = torch.load("ckpt.pt")
+    optimizer.load_state_dict(state["optimizer"])
+# EMA model
+ema_model = copy.deepcopy(model).eval().requires_grad_(False)
+for x, y in loader:
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_a_refusal_quoting_a_statement_leaves_its_comment_out():
+    """Survey 22c's IDDM trainer: the refusal quoted the comment line above the EMA copy as if it
+    were code ("# EMA model ema_model = copy.deepcopy(model)... at line 169")."""
+    from regcomp_lint.codemod import convert_source
+
+    result = convert_source(EMA_AFTER_RESUME, "train.py")
+    assert result.refused is not None
+    assert (
+        "not converted: ema_model = copy.deepcopy(model).eval().requires_grad_(False) at line 14" in result.refused
+    ), result.refused
