@@ -187,12 +187,16 @@ if __name__ == "__main__":
 
 def test_optimizers_built_in_several_places_are_named_with_their_lines():
     """Survey 22c's SciBERT trainer: an Optuna search trains in train_for_trial(), the final model in
-    main(); the refusal named the two functions but not where their optimizers are built."""
+    main(); the refusal named the two functions but not where their optimizers are built (survey 22b made
+    the same change, _optimizer_place; this is its one-process case)."""
     from regcomp_lint.codemod import convert_source
 
     result = convert_source(TWO_TRAININGS, "train.py")
     assert result.refused is not None
-    assert "optimizers are built in several places (train_for_trial() at line 6, main() at line 19)" in result.refused
+    assert (
+        "optimizers are built in several places (train_for_trial() (optimizer = torch.optim.AdamW(...) at line 6), "
+        "main() (optimizer = torch.optim.AdamW(...) at line 19))"
+    ) in result.refused
 
 
 EMA_AFTER_RESUME = """\
