@@ -66,7 +66,7 @@ from regcomp_lint.codemod.frozen_parameters import allow_unused_parameters
 from regcomp_lint.codemod.generators import is_generator, returns_a_generator
 from regcomp_lint.codemod.gradient_clipping import clip_through_accelerator
 from regcomp_lint.codemod.hand_distribution import adapt_distribution
-from regcomp_lint.codemod.hand_schedules import hand_lr_notes
+from regcomp_lint.codemod.hand_schedules import hand_lr_notes, step_counted_notes
 from regcomp_lint.codemod.handed_in import (
     HandedIn,
     find_handed_in,
@@ -797,6 +797,7 @@ class PlainPlanner(Planner):
             raise Refusal(refusal)
         self.notes += evaluation_passes_note(view, prepared_origins, self.acc_key)
         self.notes += hand_lr_notes(tree, self.training, loaders)
+        self.notes += step_counted_notes(tree, self.training, loaders)
         self.notes += shard_metric_notes(tree, self.training, loaders + self.inline_loaders)
         inline = {f"the DataLoader at line {o.built.lineno}": o for o in self.inline_origins}
         self.notes += even_batches_notes(view, {**prepared_origins, **inline})
@@ -888,10 +889,15 @@ class PlainPlanner(Planner):
             if key is None or key in known or key in found or key in self.sharded_loaders:
                 continue
             bound = roles.bindings.lookup(expr, where)
-            if bound is not None and bound.where.function not in (scope_node, home_node):
+            if bound is not None and (
+                bound.where.function not in (scope_node, home_node) or _bar_over_unknown(roles, bound)
+            ):
                 # a name another method binds to what the scope keeps: the diffusion ScoreTrainer's
                 # `progress_bar = tqdm(self.train_loader)` over `self.train_loader, self.val_loader
-                # = self._create_data_loaders()` of its __init__
+                # = self._create_data_loaders()` of its __init__; or a bar the scope builds each
+                # epoch over a loader from a call it cannot see into (survey 22c's IDDM:
+                # `train_pbar = tqdm(train_dataloader)`, `train_dataloader = get_sr_dataset(...)`):
+                # the loader the bar wraps is what prepare() shards, not the bar
                 kept = _kept_iterable(roles, bound, (scope_node, home_node))
                 if kept is not None:
                     expr, where, bound = kept
@@ -1660,7 +1666,7 @@ class PlainPlanner(Planner):
             if captures and set(read_keys(block.body[i])) & set(prepared):
                 stmt = block.body[setup[-1]]
                 raise Refusal(
-                    f"{code(stmt).strip()} at line {self.tree.line(stmt)} changes the model after the objects to "
+                    f"{_source(stmt)} at line {self.tree.line(stmt)} changes the model after the objects to "
                     f"prepare exist, and line {self.tree.line(block.body[i])} already uses them: prepare() must come "
                     "after the model's last change (DDP copies process 0's weights only then); move that call "
                     "before the optimizer is built"
@@ -2468,6 +2474,16 @@ def _keyed_from_factory(roles: TrainingRoles, bound: Bound) -> Bound | None:
     if not isinstance(root, ast.Name) or not roles.ctx.imports.imported(root.id):
         return None
     return held
+
+
+def _bar_over_unknown(roles: TrainingRoles, bound: Bound) -> bool:
+    """``bound`` is an iteration wrapper (``tqdm(x)``) over nothing the roles know."""
+    value = bound.value
+    return (
+        isinstance(value, ast.Call)
+        and roles.ctx.resolves_to(value.func, *ITERATION_WRAPPERS)
+        and not any(isinstance(roles.origin(arg, bound.where), Origin) for arg in value.args)
+    )
 
 
 def _kept_iterable(
