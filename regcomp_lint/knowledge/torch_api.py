@@ -485,3 +485,9 @@ PLACING_KEYWORDS = frozenset({"device", "map_location", "device_ids", "output_de
 #: ``atomic_save_numpy``, ``dump_config``): a call of a module the fixer cannot read is named in a
 #: note when it may write the same file from every process.
 WRITER_NAME_WORDS = frozenset({"save", "write", "dump", "export"})
+
+#: Top-level names a ``from module import *`` of a project module brings as the torch module
+#: itself (the module did ``import torch``): survey 22c's ESRGAN trainer has no ``import torch`` of
+#: its own and reaches ``torch.save`` through ``from models.architecture import *``. Only
+#: ``torch``: nothing else a star import exports is taken to be a library by its name alone.
+STAR_EXPORTED_MODULES = ("torch",)
