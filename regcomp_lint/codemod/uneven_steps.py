@@ -66,8 +66,7 @@ def unseeded_draws(tree: Tree, backwards: list[cst.Call]) -> str | None:
     NumPy's generator (each process then draws its own values), as ``random.sample (line 19)``;
     None otherwise. Feeding: in the step's function before its backward, or in a function of the
     file that code calls (``memory.sample(BATCH_SIZE)`` -> ``ReplayMemory.sample``)."""
-    calls = find_all(tree.module, cst.Call)
-    if any(tree.resolves_to(call.func, *torch_api.SEEDS) or _names_a_seed(call) for call in calls):
+    if seed_calls(tree):
         return None
     functions = {f.name.value: f for f in find_all(tree.module, cst.FunctionDef)}
     for backward in backwards:
@@ -79,6 +78,14 @@ def unseeded_draws(tree: Tree, backwards: list[cst.Call]) -> str | None:
             if name is not None:
                 return f"{name} (line {tree.line(call)})"
     return None
+
+
+def seed_calls(tree: Tree) -> list[cst.Call]:
+    """The calls of the file that seed a generator: torch's, Python's and NumPy's own, or a
+    project's seeding helper."""
+    return [
+        c for c in find_all(tree.module, cst.Call) if tree.resolves_to(c.func, *torch_api.SEEDS) or _names_a_seed(c)
+    ]
 
 
 def _called_name(call: cst.Call) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from regcomp_lint.codemod import convert_source
+from tests.codemod.test_own_loader_class import ENDLESS
 
 #: ng-video-lecture / char-level GPT style: module-level config, a seed, get_batch() drawing rows.
 SCRIPT = """\
@@ -125,3 +126,22 @@ def test_a_script_already_seeded_per_rank_is_left_alone(seed):
 def test_unseeded_torch_draws_are_said_to_be_the_same_in_every_process():
     text, note = _convert(seed="")
     assert "every rank draws the same batches unless that code uses accelerator.process_index" in note
+
+
+def test_a_seed_under_an_if_is_named_with_what_each_process_draws_either_way():
+    """llama_mmqa (survey 21e): ``if args.seed is not None: torch.manual_seed(args.seed)`` and an
+    endless generator of ``torch.randperm`` orders. The note said every rank draws the same batches;
+    measured on a replica (2 gloo processes): with ``--seed`` both ranks' batches, losses and weights
+    are the original's, without it each rank draws its own order (first batches [8, 18] and
+    [16, 18]), as torch's CPU generator starts from its own entropy in every process."""
+    source = ENDLESS.replace(
+        "model = torch.nn.Linear(4, 1)\n",
+        "import sys\nseed = int(sys.argv[1]) if len(sys.argv) > 1 else None\nif seed is not None:\n"
+        "    torch.manual_seed(seed)\nmodel = torch.nn.Linear(4, 1)\n",
+    )
+    result = convert_source(source, "train.py")
+    assert result.refused is None, result.refused
+    note = next(n for n in result.notes if n.startswith("no DataLoader feeds the training loop"))
+    assert "every rank draws the same batches unless" not in note
+    assert "torch.manual_seed(seed) (line 20, under the if at line 19)" in note
+    assert "the original's gradients" in note and "each process draws its own" in note
