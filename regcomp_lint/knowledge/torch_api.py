@@ -426,6 +426,11 @@ FILE_WRITERS = (
     # a TorchScript export (survey 19e kochi_bin's `torch.jit.save(scripted, path)`)
     "torch.jit.save",
     "torch.jit._serialization.save",
+    # ml_logger's `logger` (an ML_Logger): `save_torch(obj, *keys, path=None)` torch.saves into a
+    # temporary file and hands it to its log client's `save_file`; `torch_save = save_torch`
+    # (geyang/ml_logger, ml_logger/ml_logger.py; survey 21f lucid_act)
+    "ml_logger.logger.save_torch",
+    "ml_logger.logger.torch_save",
 )
 #: Functions that open a file with ``open(path, mode)``'s arguments (the mode second); a
 #: ``.open(...)`` of anything else is read as ``pathlib.Path.open(mode)`` (the mode first).

@@ -363,3 +363,46 @@ def test_an_object_of_the_script_s_class_that_writes_a_file_is_named():
     ), result.notes
     per_rank = convert_source(text.replace('"loss_log.json"', 'f"loss_log_{rank}.json"'), "main.py")
     assert not any("writes the same file" in n for n in per_rank.notes), per_rank.notes
+
+
+TRAIN_FUNCTION = """\
+import pandas as pd
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def train_loop(epochs):
+    from ml_logger import logger
+
+    model = nn.Linear(8, 1).cuda()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    loader = DataLoader(TensorDataset(torch.randn(64, 8), torch.randn(64, 1)), batch_size=8, shuffle=True)
+    for epoch in range(epochs):
+        for x, y in loader:
+            loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        WRITE
+    return pd.DataFrame({"epoch": [epochs]})
+
+
+oof_df = train_loop(2)
+oof_df.to_csv("oof_df.csv", index=False)
+"""
+
+
+def test_an_ml_logger_torch_save_is_written_by_the_main_process():
+    """survey 21f lucid_act: ``logger.torch_save(policy.state_dict(), path)`` (ml_logger's
+    ``ML_Logger.save_torch``, alias ``torch_save``: ``torch.save`` to a temporary file, then the
+    log client's ``save_file``) ran in every process; the same content from each (DDP's weights)."""
+    source = TRAIN_FUNCTION.replace("WRITE", 'logger.torch_save(model.state_dict(), f"checkpoints/policy_{epoch}.pt")')
+    result = convert_source(source, "train.py")
+    assert result.refused is None, result.refused
+    assert (
+        "        if accelerator.is_main_process:\n"
+        "            logger.torch_save(accelerator.unwrap_model(model, keep_torch_compile=False).state_dict(), "
+        'f"checkpoints/policy_{epoch}.pt")\n'
+    ) in result.text
+    assert "logger.torch_save() at line 19 runs under `if accelerator.is_main_process:`" in " ".join(result.notes)
