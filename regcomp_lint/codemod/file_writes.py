@@ -40,6 +40,8 @@ def write_files_once(planner: Planner, places: list[Function]) -> None:
     """Guard each statement of ``places`` that writes a sample or plot file (see the module docstring)."""
     tree = planner.tree
     models = set(getattr(planner, "models", []))
+    if not any(isinstance(place, cst.Module) for place in places) and not planner.can_reach_accelerator(tree.module):
+        _name_module_level_writes(planner)
     for place in places:
         _name_writing_objects(planner, place)
         for call in find_all(place, cst.Call, enter_functions=False):
@@ -86,6 +88,24 @@ def write_files_once(planner: Planner, places: list[Function]) -> None:
                 f"{writer}() at line {tree.line(call)} runs under `if {acc}.is_main_process:`: every process would "
                 "write the same file"
             )
+
+
+def _name_module_level_writes(planner: Planner) -> None:
+    """``oof_df.to_csv(path)`` at module level, after ``train_loop()`` (which makes the
+    Accelerator) returns (survey 21f hms_eeg): every process writes the file, and no accelerator is
+    in reach there to guard it with. Named, with accelerate's ``PartialState`` (the process state
+    the Accelerator set up), since whether each process computed the same content is not known."""
+    tree = planner.tree
+    for call in find_all(tree.module, cst.Call, enter_functions=False):
+        if not (_opens_for_writing(tree, call) or _writes_a_file(tree, call.func)):
+            continue
+        if any(per_process_path(tree.module, arg.value) for arg in call.args) or under_rank_test(planner, call):
+            continue
+        planner.notes.append(
+            f"{code(call.func).strip()}() at line {tree.line(call)}, at module level, writes the same file from every "
+            "process, and no accelerator is in reach there: where every process computed the same content, write it "
+            "under `if PartialState().is_main_process:` (from accelerate import PartialState)"
+        )
 
 
 def _may_write(tree: Tree, call: cst.Call) -> bool:

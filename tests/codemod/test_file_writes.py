@@ -406,3 +406,13 @@ def test_an_ml_logger_torch_save_is_written_by_the_main_process():
         'f"checkpoints/policy_{epoch}.pt")\n'
     ) in result.text
     assert "logger.torch_save() at line 19 runs under `if accelerator.is_main_process:`" in " ".join(result.notes)
+
+
+def test_a_module_level_write_out_of_the_accelerator_s_reach_is_named():
+    """survey 21f hms_eeg: ``oof_df.to_csv(...)`` at module level, after ``train_loop()`` (where
+    the Accelerator is made) returns: every process writes it, and no accelerator is in reach there."""
+    result = convert_source(TRAIN_FUNCTION.replace("WRITE", "pass"), "train.py")
+    assert result.refused is None, result.refused
+    assert 'oof_df.to_csv("oof_df.csv", index=False)\n' in result.text
+    note = next(n for n in result.notes if "to_csv() at line 24" in n)
+    assert "every process" in note and "PartialState().is_main_process" in note
