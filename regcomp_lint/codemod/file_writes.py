@@ -28,6 +28,7 @@ from regcomp_lint.knowledge.torch_api import (
     FILE_WRITER_METHODS,
     FILE_WRITERS,
     HUB_UPLOAD_NAMES,
+    OUTPUT_FILE_KEYWORDS,
     WRITER_NAME_WORDS,
 )
 from regcomp_lint.knowledge.training_libraries import MAIN_PROCESS_KEYWORDS
@@ -67,6 +68,7 @@ def write_files_once(planner: Planner, places: list[Function]) -> None:
                     _model_saved_once(planner, call, place)
                     continue
             elif not _writes_a_file(tree, call.func):
+                _name_output_file(planner, call)
                 continue
             line = tree.call_line(call)
             writer = code(call.func)
@@ -119,6 +121,27 @@ def _may_write(tree: Tree, call: cst.Call) -> bool:
         or _saves_pretrained(call.func)
         or _writes_a_file(tree, call.func)
         or _writer_name(call.func) is not None
+        or _output_file(call) is not None
+    )
+
+
+def _output_file(call: cst.Call) -> cst.Arg | None:
+    """The argument that hands ``call`` the file it writes (``out_path=f"eval_{n}.mp4"``)."""
+    return next((a for a in call.args if a.keyword is not None and a.keyword.value in OUTPUT_FILE_KEYWORDS), None)
+
+
+def _name_output_file(planner: Planner, call: cst.Call) -> None:
+    """A call of code the fixer does not know as a writer, handed the file it writes (survey 21f
+    pusht_state_dp's ``evaluate_model(..., out_path=...)`` of a module not fetched): named, not
+    guarded, since what it writes may differ between processes and it may run a prepared model."""
+    handed = _output_file(call)
+    if handed is None:
+        return
+    planner.notes.append(
+        f"{code(call.func).strip()}() at line {planner.tree.line(call)} is handed {code(handed).strip().rstrip(',')} "
+        "(a file it writes): every process runs it and writes that file; call it under `if "
+        "accelerator.is_main_process:` where what it writes is the same on every process and it runs no prepared "
+        "model (DDP's forward must run in every process)"
     )
 
 

@@ -416,3 +416,17 @@ def test_a_module_level_write_out_of_the_accelerator_s_reach_is_named():
     assert 'oof_df.to_csv("oof_df.csv", index=False)\n' in result.text
     note = next(n for n in result.notes if "to_csv() at line 24" in n)
     assert "every process" in note and "PartialState().is_main_process" in note
+
+
+def test_a_call_handed_an_output_file_path_is_named():
+    """survey 21f pusht_state_dp: ``evaluate_model(..., out_path=f"log/eval_{epoch}.mp4")`` of a
+    module not fetched writes a video per evaluation in every process (what it renders may differ
+    between processes: named, not guarded)."""
+    source = TRAIN_FUNCTION.replace(
+        "        WRITE\n",
+        '        results = evaluate_model(model=model, out_path=f"log/eval_{epoch}.mp4", num_envs=4)\n',
+    ).replace("import pandas as pd\n", "import pandas as pd\nfrom eval_diffusion import evaluate_model\n")
+    result = convert_source(source, "train.py")
+    assert result.refused is None, result.refused
+    note = next(n for n in result.notes if "evaluate_model() at line 20" in n)
+    assert 'out_path=f"log/eval_{epoch}.mp4"' in note and "every process" in note
