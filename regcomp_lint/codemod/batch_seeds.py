@@ -45,7 +45,7 @@ def split_hand_written_batches(planner: Planner, block: Block, accelerator_at: i
     tree = planner.tree
     view = lint_view(tree)
     offsets = seed_offsets(view.roles) if view.roles is not None else None
-    if offsets is not None and offsets.seeds:  # unseeded: torch's draws repeat in every process, the others differ
+    if offsets is not None and offsets.seeds:  # unseeded: each process's generators start from their own entropy
         blocker = _blocker(planner, offsets, block, accelerator_at)
         if blocker is None:
             _offset(planner, offsets)

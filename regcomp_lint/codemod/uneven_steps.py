@@ -62,8 +62,8 @@ def uneven_steps(
 
 
 def unseeded_draws(tree: Tree, backwards: list[cst.Call]) -> str | None:
-    """The first random draw that feeds a training step of a script that never seeds Python's or
-    NumPy's generator (each process then draws its own values), as ``random.sample (line 19)``;
+    """The first random draw that feeds a training step of a script that never seeds Python's,
+    NumPy's or torch's CPU generator (each process then draws its own values), as ``random.sample (line 19)``;
     None otherwise. Feeding: in the step's function before its backward, or in a function of the
     file that code calls (``memory.sample(BATCH_SIZE)`` -> ``ReplayMemory.sample``)."""
     if seed_calls(tree):
@@ -74,10 +74,19 @@ def unseeded_draws(tree: Tree, backwards: list[cst.Call]) -> str | None:
         before = [c for c in find_all(step, cst.Call, enter_functions=False) if tree.line(c) < tree.line(backward)]
         called = [functions[n] for n in (_called_name(c) for c in before) if n in functions]
         for call in before + [c for f in called for c in find_all(f, cst.Call)]:
-            name = tree.resolves_under(call.func, *torch_api.UNSEEDED_RANDOM_MODULES)
+            name = tree.resolves_under(call.func, *torch_api.UNSEEDED_RANDOM_MODULES) or _cpu_default_draw(tree, call)
             if name is not None:
                 return f"{name} (line {tree.line(call)})"
     return None
+
+
+def _cpu_default_draw(tree: Tree, call: cst.Call) -> str | None:
+    """``torch.randint(n, (b,))``: a draw from torch's default CPU generator, which starts from OS
+    entropy in every process (:data:`~regcomp_lint.knowledge.torch_api.CPU_DEFAULT_DRAWS`); one
+    given ``generator=`` or ``device=`` is not counted."""
+    if any(a.keyword is not None and a.keyword.value in ("generator", "device") for a in call.args):
+        return None
+    return next((name for name in torch_api.CPU_DEFAULT_DRAWS if tree.resolves_to(call.func, name)), None)
 
 
 def seed_calls(tree: Tree) -> list[cst.Call]:

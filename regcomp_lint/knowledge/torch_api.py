@@ -344,8 +344,7 @@ TRITON_CACHE_DIR_ENV = "TRITON_CACHE_DIR"
 COMPILER_CACHE_SWITCHES = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_AUTOGRAD_CACHE": "1"}
 #: Environment that would disturb a measured compile (caches off, debug dumps, extra logging).
 COMPILER_DISTURBING_ENV = ("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "TORCH_COMPILE_DEBUG", "TORCH_LOGS")
-#: Random generators that start from OS entropy in every process unless seeded (torch's default
-#: generator starts from one fixed seed, the same on every process).
+#: Random generators that start from OS entropy in every process unless seeded.
 UNSEEDED_RANDOM_MODULES = ("random", "numpy.random")
 #: Seeding calls: after one of them a script's draws repeat from run to run (with one seed for
 #: every rank, between processes too; seeded from the rank, every process draws its own batches).
@@ -371,6 +370,13 @@ RANDOM_VALUES = (
     "torch.bernoulli",
     "torch.poisson",
 )
+#: torch's draws from its default CPU generator, which starts from OS entropy in every process too
+#: (torch 2.13, measured: ``torch.initial_seed()`` differs between two fresh processes, and two
+#: unseeded ranks draw different ``torch.randperm`` orders; ``CPUGeneratorImpl`` is made with
+#: ``getNonDeterministicRandom()``). A draw given ``generator=`` or ``device=`` may use another
+#: generator (CUDA's start from one fixed seed, ``default_rng_seed_val``), and ``*_like`` draws
+#: follow their input's device: not counted.
+CPU_DEFAULT_DRAWS = tuple(name for name in RANDOM_VALUES if name.startswith("torch.") and not name.endswith("_like"))
 #: Generators a script builds for itself: seeded with one value (``random.Random(0)``,
 #: ``numpy.random.default_rng(args.seed)``, ``g = torch.Generator(); g.manual_seed(0)``), every
 #: process draws the same values from one, whatever else it draws.

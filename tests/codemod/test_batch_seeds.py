@@ -123,9 +123,22 @@ def test_a_script_already_seeded_per_rank_is_left_alone(seed):
     assert seed.split("\n")[-1] + "\n" in text
 
 
-def test_unseeded_torch_draws_are_said_to_be_the_same_in_every_process():
+def test_unseeded_torch_draws_are_said_to_differ_between_processes():
+    """torch's default CPU generator starts from OS entropy in every process (torch 2.13:
+    ``torch.initial_seed()`` differs between two fresh processes; two unseeded ranks drew
+    different ``torch.randperm`` orders, measured): the note said every rank draws the same."""
     text, note = _convert(seed="")
-    assert "every rank draws the same batches unless that code uses accelerator.process_index" in note
+    assert "the script draws at random without a seed (torch.randint (line 14))" in note
+    assert "each rank draws different batches" in note
+
+
+def test_torch_draws_on_a_named_device_or_generator_are_not_said_to_differ():
+    for draw in (
+        "torch.randint(len(data) - block_size, (batch_size,), device=device)",
+        "torch.randint(len(data) - block_size, (batch_size,), generator=torch.Generator())",
+    ):
+        text, note = _convert(seed="", draw=draw)
+        assert "every rank draws the same batches unless that code uses accelerator.process_index" in note
 
 
 def test_a_seed_under_an_if_is_named_with_what_each_process_draws_either_way():
