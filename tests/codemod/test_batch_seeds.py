@@ -158,3 +158,12 @@ def test_a_seed_under_an_if_is_named_with_what_each_process_draws_either_way():
     assert "every rank draws the same batches unless" not in note
     assert "torch.manual_seed(seed) (line 20, under the if at line 19)" in note
     assert "the original's gradients" in note and "each process draws its own" in note
+
+
+def test_an_unseeded_generator_two_calls_down_is_said_to_differ_between_processes():
+    """``get_data()`` hands back ``_endless(...)``, which draws ``torch.randperm`` each epoch
+    (llama_mmqa without --seed): the draw is two calls below the step, and was not seen."""
+    source = ENDLESS.replace("data = torch.randn(64, 4)", "data = torch.arange(256.0).view(64, 4)")
+    result = convert_source(source, "train.py")
+    note = next(n for n in result.notes if n.startswith("no DataLoader feeds the training loop"))
+    assert "the script draws at random without a seed (torch.randperm (line 6))" in note
