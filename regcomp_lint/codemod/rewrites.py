@@ -14,7 +14,13 @@ from functools import partial
 import libcst as cst
 
 from regcomp_lint.codemod.builders import expression, keyword, with_keyword
-from regcomp_lint.codemod.device_choice import choice_text, gpu_choice_keys, is_chosen_device, reads_gpu_choice
+from regcomp_lint.codemod.device_choice import (
+    choice_text,
+    gpu_choice_keys,
+    is_chosen_device,
+    kept_config,
+    reads_gpu_choice,
+)
 from regcomp_lint.codemod.edits import EditPlan, replaced_by
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.options import ConvertOptions
@@ -328,6 +334,9 @@ class Planner:
                 and not self.is_removed(call)
             ):
                 flag = self._device_flag_read(call.args[0].value, function)
+                kept = kept_config(tree, function, flag.split(".")[0]) if flag is not None else None
+                if flag is not None and kept is not None:  # `cfg = self.cfg` in a method: read it as self.cfg
+                    flag = kept + flag[len(flag.split(".")[0]) :]
                 if flag is not None and flag not in self.inline_device_flags:
                     self.inline_device_flags.append(flag)  # `x.to(args.device)`: the user's --device
                 acc = self.accelerator_in(function)

@@ -502,3 +502,9 @@ WRITER_NAME_WORDS = frozenset({"save", "write", "dump", "export"})
 OUTPUT_FILE_KEYWORDS = frozenset(
     {"out_path", "output_path", "save_path", "out_file", "output_file", "save_file", "video_path", "out_fname"}
 )
+
+#: Top-level names a ``from module import *`` of a project module brings as the torch module
+#: itself (the module did ``import torch``): survey 22c's ESRGAN trainer has no ``import torch`` of
+#: its own and reaches ``torch.save`` through ``from models.architecture import *``. Only
+#: ``torch``: nothing else a star import exports is taken to be a library by its name alone.
+STAR_EXPORTED_MODULES = ("torch",)

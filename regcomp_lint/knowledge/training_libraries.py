@@ -179,3 +179,10 @@ EAGER_ITERATING_BARS = (
     "tqdm.asyncio.tqdm",
     "tqdm.asyncio.tqdm_asyncio",
 )
+
+#: Methods handed the training's step counter that schedule something against a total counted
+#: in optimizer steps before ``prepare()``: PEFT's AdaLoRA ``update_and_allocate(global_step)``
+#: prunes the rank budget from ``tinit`` to ``total_step - tfinal`` (``AdaLoraConfig``; the PEFT
+#: example sets ``total_step = len(train_dataloader) * num_epochs``). A prepared loader gives
+#: each of N processes 1/N of the steps, so the budget reaches only 1/N of its schedule.
+STEP_COUNTED_METHODS = ("update_and_allocate",)

@@ -265,6 +265,36 @@ def test_an_optimizer_whose_class_is_evaluated_is_named_first_in_the_refusal():
     assert refused.index("optim = build_optim(") < refused.index("_foreach_norm"), refused
 
 
+IDDM_FACTORY = """\
+import torch
+
+
+def optimizer_initializer(model, optim, init_lr, device):
+    model_param = model.parameters()
+    if optim == "adam":
+        optimizer = torch.optim.Adam(params=model_param, lr=init_lr)
+    elif optim == "sgd":
+        optimizer = torch.optim.SGD(params=model_param, lr=init_lr, momentum=0.937)
+    else:
+        optimizer = torch.optim.AdamW(params=model_param, lr=init_lr)
+    return optimizer
+"""
+
+
+def test_a_factory_of_another_module_handed_the_model_by_keyword(tmp_path):
+    """Survey 22c's IDDM super-resolution trainer: ``optimizer_initializer(model=model, optim=optim,
+    init_lr=init_lr, device=device)`` of utils/initializer.py. Handed by keyword, the model was not
+    seen, and the refusal said the call "is not one the conversion can tell is an optimizer"."""
+    (tmp_path / "optim_utils.py").write_text(IDDM_FACTORY)
+    text = TRAIN.replace("from optim_utils import build_optimizer", "from optim_utils import optimizer_initializer")
+    text = text.replace(
+        "build_optimizer(model, 0.1)", 'optimizer_initializer(model=model, optim="sgd", init_lr=0.1, device="cpu")'
+    )
+    result = convert_source(text, str(tmp_path / "train.py"))
+    assert result.refused is None, result.refused
+    assert "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)" in result.text
+
+
 TWO_WORKERS = """import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
