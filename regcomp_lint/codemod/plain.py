@@ -80,6 +80,7 @@ from regcomp_lint.codemod.host_batches import host_batch_loaders
 from regcomp_lint.codemod.inference_only import trains_nothing
 from regcomp_lint.codemod.iterable_batches import whole_batch_stream_refusal
 from regcomp_lint.codemod.lint_view import lint_view
+from regcomp_lint.codemod.listed_loaders import listed_loader_notes
 from regcomp_lint.codemod.load_locations import keep_cpu_load_locations
 from regcomp_lint.codemod.local_modules import imported_function, importer_of, is_project_module, load_local
 from regcomp_lint.codemod.loss_scalers import loss_scaler_step
@@ -1507,6 +1508,7 @@ class PlainPlanner(Planner):
         prepare_index = last + 1
         if runs is None:
             refuse_unbound_at_prepare(tree, self.scope, block, prepare_index, prepared)
+            self.notes += listed_loader_notes(tree, block, prepare_index, self.loaders)
         for alias in self.compiled_aliases:
             at = self.project(block, alias)
             if at is None or at < prepare_index:

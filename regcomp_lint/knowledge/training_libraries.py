@@ -124,8 +124,10 @@ ITERATION_WRAPPERS = (
 #: Progress bars over a range of numbers (``for epoch in trange(epochs)``): an epoch counter, never
 #: a batch source, like ``tqdm(range(n))`` (an ``ITERATION_WRAPPERS`` call of ``range``).
 PROGRESS_RANGES = ("tqdm.trange", "tqdm.auto.trange", "tqdm.notebook.trange", "tqdm.std.trange", "tqdm.rich.trange")
-#: Builtins that hand on their first argument's items.
-ITERATION_BUILTINS = ("iter", "enumerate")
+#: Builtins that hand on their first argument's items: ``list(loader)`` and ``tuple(loader)``
+#: hold its batches in its order (one pass of its sampler), so a loader prepared before them
+#: gives each process its share (``train_list = list(train_loader)`` iterated every epoch).
+ITERATION_BUILTINS = ("iter", "enumerate", "list", "tuple")
 #: Builtins that build a container of their argument's items: ``len()`` of what they return
 #: counts those items (``len(list(history))``), a number no share of the data changes unless the
 #: argument is a loader.
