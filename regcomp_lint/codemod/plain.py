@@ -2166,8 +2166,7 @@ class PlainPlanner(Planner):
             return False
         binders = [node for node in find_all(self.tree.module, cst.Assign) if target[0] in bound_keys(node)]
         return binders == [assign] and not any(
-            target[0] in (n.value.value for n in g.names if isinstance(n.value, cst.Name))
-            for g in find_all(self.tree.module, cst.Global)
+            target[0] in (n.name.value for n in g.names) for g in find_all(self.tree.module, cst.Global)
         )
 
     def _device_choices(self) -> list[tuple[str, list[str]]]:

@@ -539,6 +539,8 @@ def test_a_device_set_to_the_cpu_once_and_for_all_keeps_the_cpu(value):
     [
         "if torch.cuda.is_available():\n    device = 'cuda'\n",  # llm.c's autodetect: a default
         "exec(open('configurator.py').read())\n",  # nanoGPT's configurator may set it
+        "def use_gpu():\n    global device\n    device = 'cuda'\n",  # another binding, through a global
+        "def pick():\n    global device\n    print(device)\n",  # a global statement is enough to stay away
     ],
 )
 def test_a_cpu_default_the_script_may_change_is_no_choice_of_the_cpu(after):
