@@ -311,21 +311,21 @@ class SourceMetadata:
         self.changed = (dropped, ["".join(tokens[start:end]) for start, end in new_runs])
         return "".join(tokens)
 
-    def preorder(self) -> tuple[list[cst.CSTNode], dict[cst.CSTNode, int], list[int]] | None:
+    def preorder(self) -> tuple[list[cst.CSTNode], dict[int, int], list[int]] | None:
         """The module's nodes in pre-order with each node's children in ``children`` order (the
-        order ``tree.find_all`` reports in), each node's index, and where each subtree ends;
+        order ``tree.find_all`` reports in), each node's index (by the node's id), and where each subtree ends;
         None when the printing does not hold exactly the nodes ``children`` does. Once only:
         the lists are handed over."""
         order, ends = self._order, self._ends
         if order is None:
             return None
         self._order = None
-        start = {node: i for i, node in enumerate(order)}
+        start = {id(node): i for i, node in enumerate(order)}
         for parent, children in self._reordered:  # their children's subtrees, laid out again
-            first = start[parent]
+            first = start[id(parent)]
             blocks = []
             for child in children:
-                at = start.get(child)
+                at = start.get(id(child))
                 if at is None:
                     return None
                 blocks.append((at, ends[at]))
@@ -335,7 +335,7 @@ class SourceMetadata:
             for offset, (node, size) in enumerate(moved, first + 1):
                 order[offset] = node
                 ends[offset] = offset + size
-                start[node] = offset
+                start[id(node)] = offset
         return order, start, ends
 
     def seed(self, wrapper: MetadataWrapper) -> None:
