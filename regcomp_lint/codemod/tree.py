@@ -367,7 +367,16 @@ class _NodeIndex:
         """Where the nodes that are ``kind`` (a type or a tuple of types) sit, in order."""
         found = self._where.get(kind)
         if found is None:
-            matching = [t for t in self._present if _is_subclass(t, kind)]
+            known = _SUBCLASS.get(kind)
+            if known is None:
+                known = _SUBCLASS[kind] = {}
+            matching = []
+            for t in self._present:
+                hit = known.get(t)
+                if hit is None:
+                    hit = known[t] = issubclass(t, kind)
+                if hit:
+                    matching.append(t)
             if len(matching) == 1:
                 found = self._of(matching[0])
             else:
@@ -419,16 +428,10 @@ class _NodeIndex:
         return [order[i] for i in hits]
 
 
-#: ``issubclass(node type, kind)`` by the pair: libcst's node classes are abstract (``ABCMeta``),
-#: whose check is a slow Python call, and every tree asks it again for the same few dozen pairs
-_SUBCLASS: dict[tuple[type, object], bool] = {}
-
-
-def _is_subclass(t: type, kind) -> bool:
-    found = _SUBCLASS.get((t, kind))
-    if found is None:
-        found = _SUBCLASS[(t, kind)] = issubclass(t, kind)
-    return found
+#: ``issubclass(node type, kind)`` by the kind, then the type: libcst's node classes are abstract
+#: (``ABCMeta``), whose check is a slow Python call, and every tree asks it again for the same few
+#: dozen pairs (by the kind first: a pair's hash hashed the kind's tuple of types on every ask)
+_SUBCLASS: dict[object, dict[type, bool]] = {}
 
 
 _INDEX: list[_NodeIndex] = []
