@@ -92,17 +92,24 @@ def main() -> int:
     args = parser.parse_args()
     import os
 
+    # a path is taken from the caller's folder, else from the repository's root
+    check = (
+        next((p.resolve() for p in (Path(args.check), ROOT / args.check) if p.is_file()), None) if args.check else None
+    )
+    if args.check and check is None:
+        parser.error(f"--check {args.check}: no such file (saved digests: bench/results/fix_identity_*.txt)")
+    save = Path(args.save).resolve() if args.save else None
     os.chdir(ROOT)
     lines = [f"{hashlib.sha256(d.encode()).hexdigest()[:16]}  {label}" for label, d in runs()]
     total = hashlib.sha256("\n".join(lines).encode()).hexdigest()
     if args.v:
         print("\n".join(lines))
     print(f"{len(lines)} runs, digest {total}")
-    if args.save:
-        Path(args.save).write_text("\n".join(lines) + "\n")
-    if args.check:
+    if save is not None:
+        save.write_text("\n".join(lines) + "\n")
+    if check is not None:
         # matched by label, so a fixture added since the digests were saved shifts nothing
-        want = dict(_split(line) for line in Path(args.check).read_text().splitlines() if line.strip())
+        want = dict(_split(line) for line in check.read_text().splitlines() if line.strip())
         have = dict(_split(line) for line in lines)
         differ = [f"{have[label]}  {label}" for label in have if label in want and want[label] != have[label]]
         for line in differ:

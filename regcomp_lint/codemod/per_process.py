@@ -54,6 +54,9 @@ class PerProcess:
         self.sharded = sharded
         #: the helpers whose returns are being read (a recursive one counts as the process's own)
         self._reading: set[cst.FunctionDef] = set()
+        #: the ``S += <number>`` of epoch sums the conversion gathers across processes after their
+        #: batch loop (:mod:`~regcomp_lint.codemod.reduced_sums`): read after it, the same everywhere
+        self.summed: set[cst.CSTNode] = set()
 
     def call_in(self, expr: cst.CSTNode) -> cst.Call | None:
         """A call in ``expr`` whose value may differ between processes: anything but a builtin
@@ -86,7 +89,11 @@ class PerProcess:
             return None
         body = scope.body if isinstance(scope, (cst.For, cst.While, cst.FunctionDef)) else scope
         writes = self._writes(body, name, stop_at, fills)
-        writes = [(a, v) for a, v in writes if not any(self.tree.contains(loop, a) for loop in leave_out)]
+        writes = [
+            (a, v)
+            for a, v in writes
+            if a not in self.summed and not any(self.tree.contains(loop, a) for loop in leave_out)
+        ]
         for assign, value in writes:
             if value is not None and self.call_in(value) is not None:
                 return assign

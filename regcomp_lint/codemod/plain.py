@@ -104,6 +104,7 @@ from regcomp_lint.codemod.optimizers import (
 from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConvertOptions
 from regcomp_lint.codemod.per_process import PerProcess
 from regcomp_lint.codemod.progress_bars import note_eager_iterators
+from regcomp_lint.codemod.reduced_sums import EpochSum, gather_sums
 from regcomp_lint.codemod.regional import repeated_blocks
 from regcomp_lint.codemod.reinit_sync import rebinds_itself, reinitialised_model, sync_reinitialised
 from regcomp_lint.codemod.returned_models import unwrap_returned_models
@@ -235,11 +236,13 @@ class PlainPlanner(Planner):
 
         self.varies = PerProcess(tree, computed_alike, frozenset(sharded))  # also read by the checkpoint barriers
         if not self.distribution.data_parallel:
-            uneven = uneven_steps(tree, self.graph, backwards, computed_alike, frozenset(sharded)) or uneven_guards(
-                tree, self.graph, backwards, self.varies
-            )
+            gathered: list[EpochSum] = []
+            uneven = uneven_steps(tree, self.graph, backwards, computed_alike, frozenset(sharded), gathered)
+            self.varies.summed |= {a for one in gathered for a in one.additions}
+            uneven = uneven or uneven_guards(tree, self.graph, backwards, self.varies)
             if uneven is not None:
                 raise Refusal(uneven)
+            gather_sums(self, gathered)
             for call in dict.fromkeys(alike):
                 self.notes.append(
                     f"a loop that trains ends on what {code(call).strip()} (line {tree.line(call)}) returns: an "
@@ -465,7 +468,7 @@ class PlainPlanner(Planner):
                 takers = [s for s in scopes if not _hands_back(s, [k for f, k, _ in found if f is s])]
                 training_scopes = takers if len(takers) == 1 else training_scopes
             if len(training_scopes) != 1:
-                where = ", ".join(function_name(s) for s in scopes)
+                where = ", ".join(_optimizer_place(tree, s) for s in scopes)
                 raise Refusal(
                     f"optimizers are built in several places ({where}); convert by hand or build them in one function"
                 )
@@ -2275,6 +2278,16 @@ def _with_params(params: list[cst.Param]) -> Callable[[cst.Parameters], cst.Para
         return updated.with_changes(params=params)
 
     return edit
+
+
+def _optimizer_place(tree: Tree, function: Function) -> str:
+    """Where ``function`` builds its first optimizer, for the several-places refusal: the function
+    and the line (``train_worker() (optimizer = AdamW(...) at line 159)``), not the function alone
+    (survey 22b: two spawned workers, each building its own optimizer)."""
+    first = next(iter(find_optimizers(tree, function)), None)
+    if first is None:
+        return function_name(function)
+    return f"{function_name(function)} ({first.key} = {first.construct}(...) at line {tree.line(first.stmt)})"
 
 
 def _hands_back(function: Function, keys: list[str | None]) -> bool:

@@ -7,7 +7,8 @@ leaves the others waiting in that all-reduce for ever. The PyTorch DQN tutorial 
 a converted 2-process run hangs. A loop around the step counts here when it ends on a value the
 loop computes by a call (``done = ...env.step(...)``, ``random.random()``, ``loss.item()``);
 counters (``it += 1``, ``step == n``), flags and builtins (``len``, ``min``) end every process's
-loop at the same iteration and do not count.
+loop at the same iteration and do not count, nor does an epoch sum of the training loss that the
+conversion gathers across processes after the batch loop (:mod:`~regcomp_lint.codemod.reduced_sums`).
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from regcomp_lint.codemod.per_process import (
     describe_assignment,
     evaluations_in,
     read_as_values,
+    targets_of,
 )
+from regcomp_lint.codemod.reduced_sums import EpochSum, EpochSums, epoch_sums
 from regcomp_lint.codemod.roles import CallGraph
-from regcomp_lint.codemod.tree import Function, Tree, code, find_all, find_own, read_keys
+from regcomp_lint.codemod.tree import Function, Tree, code, find_all, find_own, key_of, read_keys
 from regcomp_lint.knowledge import torch_api
 
 #: How many callers up the step is followed to the loop that runs it (step() <- train() <- main()).
@@ -37,12 +40,17 @@ def uneven_steps(
     backwards: list[cst.Call],
     alike: Alike = lambda call: False,
     sharded: frozenset[str] = frozenset(),
+    gathered: list[EpochSum] | None = None,
 ) -> str | None:
     """Why the number of training steps may differ between processes (one line), or None.
     ``sharded``: the loaders the conversion prepares (an evaluation loop over any other is read
-    as the same on every process, :func:`~regcomp_lint.codemod.synced_values.loop_evaluates_alike`)."""
+    as the same on every process, :func:`~regcomp_lint.codemod.synced_values.loop_evaluates_alike`).
+    ``gathered`` receives the epoch sums a loop ends on that the conversion must gather across
+    processes for every process to stop alike."""
+    varies = PerProcess(tree, alike)
+    found: list[EpochSum] = [] if gathered is None else gathered
     for backward in backwards:
-        loop = _run_time_loop(tree, graph, backward, 0, PerProcess(tree, alike), sharded)
+        loop = _run_time_loop(tree, graph, backward, 0, varies, sharded, found)
         if loop is None:
             continue
         step = tree.function_of(backward)
@@ -93,7 +101,13 @@ def _names_a_seed(call: cst.Call) -> bool:
 
 
 def _run_time_loop(
-    tree: Tree, graph: CallGraph, node: cst.CSTNode, depth: int, varies: PerProcess, sharded: frozenset[str]
+    tree: Tree,
+    graph: CallGraph,
+    node: cst.CSTNode,
+    depth: int,
+    varies: PerProcess,
+    sharded: frozenset[str],
+    gathered: list[EpochSum],
 ) -> str | None:
     """The loop around ``node`` (in its function, or around a call of that function) that ends on
     a value computed while it runs, described; None when every enclosing loop ends uniformly."""
@@ -102,21 +116,55 @@ def _run_time_loop(
         if anc is function:
             break
         if isinstance(anc, (cst.While, cst.For)):
-            ending = _run_time_ending(tree, anc, varies, evaluations_in(tree, anc, node, sharded))
+            sums = epoch_sums(tree, anc, node, sharded)
+            ending = _gathered_ending(tree, anc, varies, evaluations_in(tree, anc, node, sharded), sums, gathered)
             if ending is not None:
                 header = code(anc).strip().splitlines()[0]
                 return f"the loop at line {tree.line(anc)} (`{header}`) that runs the step ends on {ending}"
     if depth >= _MAX_CALLER_DEPTH or not isinstance(function, cst.FunctionDef):
         return None
     for _, call in graph.callers_of(function):
-        found = _run_time_loop(tree, graph, call, depth + 1, varies, sharded)
+        found = _run_time_loop(tree, graph, call, depth + 1, varies, sharded, gathered)
         if found is not None:
             return found
     return None
 
 
+def _gathered_ending(
+    tree: Tree,
+    loop: cst.While | cst.For,
+    varies: PerProcess,
+    evaluations: tuple[cst.For, ...],
+    sums: EpochSums,
+    gathered: list[EpochSum],
+) -> str | None:
+    """:func:`_run_time_ending` with the epoch sums of ``loop`` gathered across processes; None
+    when that makes the ending the same everywhere, the sums it needs then added to ``gathered``
+    (and kept in ``varies.summed`` for the loops around it)."""
+    before = set(varies.summed)
+    every = {a for one in sums.sums.values() for a in one.additions}
+    varies.summed = before | every
+    ending = _run_time_ending(tree, loop, varies, evaluations, sums.why_not)
+    if ending is not None or not every:
+        varies.summed = before
+        return ending
+    needed = set()
+    for name, one in sums.sums.items():  # only what the ending reads: a printed sum stays each process's
+        varies.summed = before | (every - set(one.additions))
+        if _run_time_ending(tree, loop, varies, evaluations) is not None:
+            needed.add(name)
+    chosen = sums.with_counts(needed)
+    varies.summed = before | {a for one in chosen for a in one.additions}
+    gathered.extend(one for one in chosen if one not in gathered)
+    return None
+
+
 def _run_time_ending(
-    tree: Tree, loop: cst.While | cst.For, varies: PerProcess, evaluations: tuple[cst.For, ...] = ()
+    tree: Tree,
+    loop: cst.While | cst.For,
+    varies: PerProcess,
+    evaluations: tuple[cst.For, ...] = (),
+    why_not: dict[str, str] | None = None,
 ) -> str | None:
     """What a loop ends on when that is computed inside it: its ``while`` test, or the test of an
     ``if ...: break`` in its body; what ``evaluations`` compute is left out."""
@@ -135,7 +183,23 @@ def _run_time_ending(
         for name in read_keys(test):
             assign = varies.computed_in(loop, name, NESTED, fills=name in values, leave_out=evaluations)
             if assign is not None:
-                return f"`{code(test).strip()}`, computed by {describe_assignment(tree, assign)}"
+                why = (why_not or {}).get(_bound_name(assign) or "")
+                cannot = (
+                    f", a value of each process's own batches that the conversion cannot gather across processes: {why}"
+                    if why
+                    else ""
+                )
+                return f"`{code(test).strip()}`, computed by {describe_assignment(tree, assign)}{cannot}"
+    return None
+
+
+def _bound_name(assign: cst.CSTNode) -> str | None:
+    """The name an assignment binds (its first target), or the container a call fills."""
+    if isinstance(assign, cst.Call):
+        return key_of(assign.func.value) if isinstance(assign.func, cst.Attribute) else None
+    if isinstance(assign, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+        targets = targets_of(assign)
+        return key_of(targets[0]) if targets else None
     return None
 
 

@@ -263,3 +263,48 @@ def test_an_optimizer_whose_class_is_evaluated_is_named_first_in_the_refusal():
     assert refused is not None and "no optimizer found" in refused, refused
     assert "optim = build_optim(...) at line 11, stepped by optim.step() at line 18" in refused, refused
     assert refused.index("optim = build_optim(") < refused.index("_foreach_norm"), refused
+
+
+TWO_WORKERS = """import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def train_worker(rank, world_size):
+    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    model = DDP(torch.nn.Linear(2, 1))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    for x in torch.randn(4, 3, 2):
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+
+
+def pretrain_worker(rank, world_size):
+    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    model = DDP(torch.nn.Linear(2, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x in torch.randn(4, 3, 2):
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+
+
+if __name__ == "__main__":
+    PRETRAIN = False
+    if PRETRAIN:
+        mp.spawn(pretrain_worker, args=(2,), nprocs=2)
+    else:
+        mp.spawn(train_worker, args=(2,), nprocs=2)
+"""
+
+
+def test_optimizers_built_in_several_functions_are_refused_naming_each_line():
+    """Survey 22b (arp_spawn: a train_worker() and a pretrain_worker(), each spawned, each with its
+    own DDP model and optimizer): the refusal named the two functions but not where in them."""
+    refused = convert_source(TWO_WORKERS, "train.py").refused
+    assert refused is not None, "converted"
+    assert "optimizers are built in several places" in refused, refused
+    assert "train_worker() (optimizer = torch.optim.AdamW(...) at line 10)" in refused, refused
+    assert "pretrain_worker() (optimizer = torch.optim.SGD(...) at line 20)" in refused, refused

@@ -446,12 +446,13 @@ for epoch in range(12):
 """
 
 
-def test_early_stopping_on_a_list_of_epoch_training_losses_is_refused():
+def test_early_stopping_on_a_list_of_epoch_training_losses_gathers_the_sum():
     """survey21c siamese_hw: ``losses.append(running_loss / len(train_loader))`` after the batch
     loop, ``break`` when the last three rose. Each process sums its own shard's losses: measured on
     2 gloo processes (seed 3), rank 0 stopped after epoch 9 and rank 1 went on into its next
     backward ('Connection closed by peer'). The list is filled by ``append``, the sum in the nested
-    loop; neither was followed."""
+    loop; neither was followed. Since reduced_sums.py the sum is gathered across processes after
+    the batch loop (tests/codemod/test_reduced_sums.py); a tensor sum still is refused."""
     ending = (
         "losses.append(running_loss / len(train_loader))\n"
         "    if len(losses) > 3:\n"
@@ -459,9 +460,13 @@ def test_early_stopping_on_a_list_of_epoch_training_losses_is_refused():
         "            break"
     )
     result = convert_source(EPOCH_LOSSES.replace("ENDING", ending), "train.py")
+    assert result.refused is None, result.refused
+    assert "        running_loss += loss.item()\n    running_loss = sum(gather_object([running_loss]))\n" in result.text
+    text = EPOCH_LOSSES.replace("ENDING", ending).replace("loss.item()", "loss.detach()")
+    result = convert_source(text, "train.py")
     assert result.refused is not None
     assert "ends on `losses[-1] > losses[-2] and losses[-2] > losses[-3]`" in result.refused, result.refused
-    assert "running_loss += loss.item()` (line 15)" in result.refused, result.refused
+    assert "running_loss += loss.detach()` (line 15)" in result.refused, result.refused
 
 
 def test_a_while_loop_ending_on_a_counter_decided_in_its_batch_loop_is_refused():
@@ -530,12 +535,17 @@ INLINE_EVAL = TRAIN_LOSS_STOP.replace(
 )
 
 
-def test_early_stopping_on_the_training_loss_summed_in_the_step_loop_is_refused():
+def test_early_stopping_on_the_training_loss_summed_in_the_step_loop_gathers_the_sum():
     """A galaxy-diffusion trainer (survey 21e) stops when its mean training loss, summed over the
     batches of the loop that runs the step, stops improving: each process sums its own shard's
     losses, so the processes stop at different epochs (measured: rank 1 stopped at epoch 4, rank 0
-    went on and failed in its next backward with gloo's "Connection closed by peer")."""
+    went on and failed in its next backward with gloo's "Connection closed by peer"). Since
+    reduced_sums.py the sum is gathered after the batch loop; summed under an ``if`` it is refused."""
     result = convert_source(TRAIN_LOSS_STOP, "train.py")
+    assert result.refused is None, result.refused
+    assert "    epoch_loss = sum(gather_object([epoch_loss]))\n" in result.text, result.text
+    text = TRAIN_LOSS_STOP.replace("        epoch_loss += ", "        if epoch > 0:\n            epoch_loss += ")
+    result = convert_source(text, "train.py")
     assert result.refused is not None, "converted"
     assert "ends on `epochs_no_improve >= 3`" in result.refused, result.refused
     assert "epoch_loss += loss.item()" in result.refused, result.refused
