@@ -204,12 +204,13 @@ class OptimizerSources:
     def _models_handed(self, node: ast.AST, where: Where) -> list[str]:
         """Models a param-group helper is handed: ``get_params_groups(model)`` (DINO, timm's
         ``param_groups_weight_decay(model, ...)``) or ``model.get_trainable_parameters()``; the
-        optimizer then holds that model's parameters, the same objects ``prepare`` wraps."""
+        optimizer then holds that model's parameters, the same objects ``prepare`` wraps. By
+        keyword too: IDDM's ``optimizer_initializer(model=model, optim=optim, ...)``."""
         owners: list[str] = []
         for sub in walk(node):
             if not isinstance(sub, ast.Call):
                 continue
-            handed = list(sub.args)
+            handed = [*sub.args, *(keyword.value for keyword in sub.keywords if keyword.arg is not None)]
             if isinstance(sub.func, ast.Attribute):
                 handed.append(sub.func.value)
             for expr in handed:

@@ -20,6 +20,7 @@ from regcomp_lint.codemod.tree import (
     find_all,
     is_main_guard,
     key_of,
+    methods_of,
     single_target,
 )
 
@@ -48,9 +49,34 @@ def is_chosen_device(tree: Tree, value: cst.Attribute, function: Function) -> bo
         if tree.is_parameter(root, place):
             return not _handed_objects(tree, place, root, 0)
         found = bindings(place, root)
+        if found and place is function and kept_config(tree, function, root) is not None:
+            return True  # `cfg = self.cfg` of the config __init__ was handed (swara_jepa's _build_model)
         if found:
             return any(_is_command_line(node) for node in found)
     return True
+
+
+def kept_config(tree: Tree, function: Function, name: str) -> str | None:
+    """``self.cfg`` when ``name`` is bound in ``function`` (a method) only as ``name =
+    self.cfg``, and its class's ``__init__`` keeps its parameter there (``self.cfg = cfg``): a
+    config the caller handed in, not an object that lives on a device. None otherwise."""
+    if not isinstance(function, cst.FunctionDef):
+        return None
+    values = [t[1] for b in bindings(function, name) if (t := single_target(b)) is not None]
+    if len(values) != len(bindings(function, name)) or not values:
+        return None
+    keys = {dotted(v) for v in values}
+    attribute = keys.pop() if len(keys) == 1 else None
+    if attribute is None or not attribute.startswith("self.") or attribute.count(".") != 1:
+        return None
+    cls = tree.class_of(function)
+    init = next((m for m in methods_of(cls) if m.name.value == "__init__"), None) if cls is not None else None
+    if init is None:
+        return None
+    kept = [t[1] for b in bindings(init, attribute) if (t := single_target(b)) is not None]
+    if len(kept) != 1 or not isinstance(kept[0], cst.Name) or not tree.is_parameter(kept[0].value, init):
+        return None
+    return attribute if not _handed_objects(tree, init, kept[0].value, 0) else None
 
 
 def _handed_objects(tree: Tree, function: Function, name: str, depth: int) -> bool:

@@ -5,14 +5,17 @@ YOLOv3's trainer computes ``batches_done = len(dataloader) * epoch + batch_i`` a
 ``prepare()`` shards the loader: on N processes each counts its own share, so the thresholds
 arrive after N times the data (a prepared scheduler would step N times per optimizer step to
 keep the schedule; a hand-written one cannot be told). Exact on one process, so the conversion
-goes on, naming the line.
+goes on, naming the line. The same holds for a library schedule handed the step counter by hand
+(PEFT's AdaLoRA ``update_and_allocate(global_step)`` against a ``total_step`` counted before
+``prepare()``).
 """
 
 from __future__ import annotations
 
 import libcst as cst
 
-from regcomp_lint.codemod.tree import Function, Tree, find_all
+from regcomp_lint.codemod.tree import Function, Tree, code, find_all
+from regcomp_lint.knowledge.training_libraries import STEP_COUNTED_METHODS
 
 
 def hand_lr_notes(tree: Tree, training: set[Function], loaders: list[str]) -> list[str]:
@@ -32,19 +35,60 @@ def hand_lr_notes(tree: Tree, training: set[Function], loaders: list[str]) -> li
     return []
 
 
+def step_counted_notes(tree: Tree, training: set[Function], loaders: list[str]) -> list[str]:
+    """A note for each ``x.update_and_allocate(step)`` (:data:`STEP_COUNTED_METHODS`) in a
+    training loop handed a counter the loop advances, when a training loader is prepared: PEFT's
+    AdaLoRA example, survey 22c (replica, tiny BART, init_r=12, target_r=2: 12 of 72 ranks kept by
+    the original and by the conversion on 1 process, 72 of 72 on 2 processes, 12 of 72 again once
+    ``total_step`` is counted per process). Exact on one process, so the conversion goes on."""
+    if not loaders:
+        return []
+    notes: list[str] = []
+    for function in tree.in_source_order(training):
+        for call in find_all(function, cst.Call, enter_functions=False):
+            func = call.func
+            if not (isinstance(func, cst.Attribute) and func.attr.value in STEP_COUNTED_METHODS and call.args):
+                continue
+            if not _in_a_loop_reading(tree, call):
+                continue
+            shown = f"{func.attr.value}({code(call.args[0].value).strip()})"
+            notes.append(
+                f"{shown} at line {tree.line(call)} counts AdaLoRA's rank budget in optimizer steps (tinit, tfinal, "
+                f"total_step): with {', '.join(loaders)} prepared, each of N processes takes 1/N of the steps, so on N "
+                "processes the budget reaches only 1/N of its schedule (the prepared LR scheduler keeps its pace); "
+                "set total_step from the prepared loader's length (len(loader) × epochs after prepare()) for N > 1"
+            )
+    return notes
+
+
+def _in_a_loop_reading(tree: Tree, call: cst.Call) -> bool:
+    """``call`` sits in a loop and its first argument reads a name the loops bind (``global_step``),
+    not a constant."""
+    bound = _loop_names(tree, call)
+    return any(n.value in bound for n in find_all(call.args[0].value, cst.Name))
+
+
 def _moves_with_the_loop(tree: Tree, assign: cst.Assign) -> bool:
     """The value reads a name the enclosing loops bind (``lr`` computed from ``batches_done``, the
     step counter itself), not a fixed setting (``args.learning_rate_weights``)."""
-    loops = [a for a in tree.ancestors(assign) if isinstance(a, (cst.For, cst.While))]
+    bound = _loop_names(tree, assign)
+    return any(n.value in bound for n in find_all(assign.value, cst.Name))
+
+
+def _loop_names(tree: Tree, node: cst.CSTNode) -> set[str]:
+    """The names the loops around ``node`` bind: their targets, and what the outermost one's body
+    assigns (``x = ...``, ``step += 1``) or iterates into; empty outside a loop."""
+    loops = [a for a in tree.ancestors(node) if isinstance(a, (cst.For, cst.While))]
     if not loops:
-        return False
+        return set()
     outer = loops[-1]
     bound = {n.value for loop in loops if isinstance(loop, cst.For) for n in find_all(loop.target, cst.Name)}
-    for inner in find_all(outer.body, cst.Assign):
-        bound |= {n.value for t in inner.targets for n in find_all(t.target, cst.Name)}
+    for inner in find_all(outer.body, (cst.Assign, cst.AugAssign)):
+        targets = [t.target for t in inner.targets] if isinstance(inner, cst.Assign) else [inner.target]
+        bound |= {n.value for t in targets for n in find_all(t, cst.Name)}
     for nested in find_all(outer.body, cst.For):
         bound |= {n.value for n in find_all(nested.target, cst.Name)}
-    return any(n.value in bound for n in find_all(assign.value, cst.Name))
+    return bound
 
 
 def _is_lr_item(target: cst.BaseAssignTargetExpression) -> bool:

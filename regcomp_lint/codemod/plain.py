@@ -66,7 +66,7 @@ from regcomp_lint.codemod.frozen_parameters import allow_unused_parameters
 from regcomp_lint.codemod.generators import is_generator, returns_a_generator
 from regcomp_lint.codemod.gradient_clipping import clip_through_accelerator
 from regcomp_lint.codemod.hand_distribution import adapt_distribution
-from regcomp_lint.codemod.hand_schedules import hand_lr_notes
+from regcomp_lint.codemod.hand_schedules import hand_lr_notes, step_counted_notes
 from regcomp_lint.codemod.handed_in import (
     HandedIn,
     find_handed_in,
@@ -80,6 +80,7 @@ from regcomp_lint.codemod.host_batches import host_batch_loaders
 from regcomp_lint.codemod.inference_only import trains_nothing
 from regcomp_lint.codemod.iterable_batches import whole_batch_stream_refusal
 from regcomp_lint.codemod.lint_view import lint_view
+from regcomp_lint.codemod.listed_loaders import listed_loader_notes
 from regcomp_lint.codemod.load_locations import keep_cpu_load_locations
 from regcomp_lint.codemod.local_modules import imported_function, importer_of, is_project_module, load_local
 from regcomp_lint.codemod.loss_scalers import loss_scaler_step
@@ -125,6 +126,7 @@ from regcomp_lint.codemod.trackers import log_from_main_process
 from regcomp_lint.codemod.trainer_models import (
     OptimizerMethod,
     TrainerModels,
+    builder_methods,
     kept_from_init,
     model_factories,
     optimizer_method,
@@ -200,6 +202,8 @@ class PlainPlanner(Planner):
         self.trainer_models: TrainerModels | None = None
         #: ``self.set_optimizer()``: the method that builds the optimizer, called by the scope
         self.optimizer_method: OptimizerMethod | None = None
+        #: the trainer __init__ of init_builders and its builder methods, found once
+        self._builders: tuple[Function, list[tuple[cst.FunctionDef, cst.Call]]] | None = None
 
     def plan(self) -> Conversion:
         tree = self.tree
@@ -285,40 +289,33 @@ class PlainPlanner(Planner):
         refuse_compiles_in_builders(tree, self.scope, set(self.models))
         if self.accelerator_home is not self.scope:  # `self.model = torch.compile(self.model)` in __init__
             sites = find_compile_sites(tree, self.accelerator_home, set(self.models)) + sites
-            for helper in self.init_helpers:  # or in the method __init__ calls to build the model
-                sites = find_compile_sites(tree, helper, set(self.models)) + sites
             for factory, returned in self.init_factories:  # or in `self.model = self.build_model()`'s method
                 sites = find_compile_sites(tree, factory, {returned}) + sites
+        for helper in self.init_helpers:  # or in a method __init__ calls once to build the model
+            sites = find_compile_sites(tree, helper, set(self.models)) + sites
         collect_settings(tree, sites, script)
+        trainer = self.trainer_models
+        if trainer is None and self.init_helpers and self.owner is not None:  # __init__ prepares what they build
+            assert isinstance(self.scope, cst.FunctionDef)
+            trainer = TrainerModels(self.owner, self.scope)
+
+        def settings_in(where: Function) -> list[cst.BaseExpression]:
+            """What the compile sites in ``where`` read for the plugin: conditions and keywords."""
+            return [
+                expr
+                for site in sites
+                if tree.contains(where, site.call)
+                for expr in [
+                    *([site.condition] if site.condition is not None else []),
+                    *(a.value for a in site.call.args if a.keyword is not None),
+                ]
+            ]
+
         if self.trainer_models is not None:  # the plugin is made in __init__: what the training method's compile reads
-            refuse_settings_out_of_reach(
-                self,
-                self.trainer_models,
-                [
-                    expr
-                    for site in sites
-                    if tree.contains(self.scope, site.call)
-                    for expr in [
-                        *([site.condition] if site.condition is not None else []),
-                        *(a.value for a in site.call.args if a.keyword is not None),
-                    ]
-                ],
-            )
+            refuse_settings_out_of_reach(self, self.trainer_models, settings_in(self.scope))
+        if trainer is not None:
             for helper in [*self.init_helpers, *(f for f, _ in self.init_factories)]:  # its parameters are its own
-                refuse_settings_out_of_reach(
-                    self,
-                    self.trainer_models,
-                    [
-                        expr
-                        for site in sites
-                        if tree.contains(helper, site.call)
-                        for expr in [
-                            *([site.condition] if site.condition is not None else []),
-                            *(a.value for a in site.call.args if a.keyword is not None),
-                        ]
-                    ],
-                    helper,
-                )
+                refuse_settings_out_of_reach(self, trainer, settings_in(helper), helper)
         self._remove_compiles(sites)
         reason = self._regional_reason()
         settings, setting_notes = resolve(script, self.options, reason, launched_fields(tree.filename or "-"))
@@ -377,9 +374,32 @@ class PlainPlanner(Planner):
 
     @property
     def init_helpers(self) -> list[cst.FunctionDef]:
-        """The methods a trainer's ``__init__`` calls once to bind its models (``self._build_model()``):
-        their code is ``__init__``'s, run after the Accelerator it makes (trainer_models.py)."""
-        return [helper for helper, _ in self.trainer_models.helpers] if self.trainer_models is not None else []
+        """The methods a trainer's ``__init__`` calls once to bind its models, loaders and the rest
+        (``self._build_model()``, ``self._build_data()``): their code is ``__init__``'s
+        (trainer_models.py)."""
+        return [helper for helper, _ in self.init_builders]
+
+    @property
+    def init_builders(self) -> list[tuple[cst.FunctionDef, cst.Call]]:
+        """The builder methods of the trainer ``__init__`` whose Accelerator is made there (the
+        accelerator home, or the scope), each with its call there (trainer_models.builder_methods)."""
+        home = self.accelerator_home
+        if (
+            not isinstance(home, cst.FunctionDef)
+            or home.name.value != "__init__"
+            or self.owner is None
+            or self.tree.class_of(home) is not self.owner
+        ):
+            return []
+        if self._builders is None or self._builders[0] is not home:
+            skip: list[Function] = [self.scope]
+            if self.optimizer_method is not None:
+                skip.append(self.optimizer_method.method)
+            found = builder_methods(self.tree, home, skip)
+            if self.trainer_models is not None:  # the model's helper is one, whatever it binds
+                found += [h for h in self.trainer_models.helpers if all(h[0] is not f for f, _ in found)]
+            self._builders = (home, found)
+        return self._builders[1]
 
     # -- where the model lives ----------------------------------------------------------------
     def _functions(self) -> list[Function]:
@@ -778,6 +798,7 @@ class PlainPlanner(Planner):
             raise Refusal(refusal)
         self.notes += evaluation_passes_note(view, prepared_origins, self.acc_key)
         self.notes += hand_lr_notes(tree, self.training, loaders)
+        self.notes += step_counted_notes(tree, self.training, loaders)
         self.notes += shard_metric_notes(tree, self.training, loaders + self.inline_loaders)
         inline = {f"the DataLoader at line {o.built.lineno}": o for o in self.inline_origins}
         self.notes += even_batches_notes(view, {**prepared_origins, **inline})
@@ -869,10 +890,15 @@ class PlainPlanner(Planner):
             if key is None or key in known or key in found or key in self.sharded_loaders:
                 continue
             bound = roles.bindings.lookup(expr, where)
-            if bound is not None and bound.where.function not in (scope_node, home_node):
+            if bound is not None and (
+                bound.where.function not in (scope_node, home_node) or _bar_over_unknown(roles, bound)
+            ):
                 # a name another method binds to what the scope keeps: the diffusion ScoreTrainer's
                 # `progress_bar = tqdm(self.train_loader)` over `self.train_loader, self.val_loader
-                # = self._create_data_loaders()` of its __init__
+                # = self._create_data_loaders()` of its __init__; or a bar the scope builds each
+                # epoch over a loader from a call it cannot see into (survey 22c's IDDM:
+                # `train_pbar = tqdm(train_dataloader)`, `train_dataloader = get_sr_dataset(...)`):
+                # the loader the bar wraps is what prepare() shards, not the bar
                 kept = _kept_iterable(roles, bound, (scope_node, home_node))
                 if kept is not None:
                     expr, where, bound = kept
@@ -1482,6 +1508,7 @@ class PlainPlanner(Planner):
         prepare_index = last + 1
         if runs is None:
             refuse_unbound_at_prepare(tree, self.scope, block, prepare_index, prepared)
+            self.notes += listed_loader_notes(tree, block, prepare_index, self.loaders)
         for alias in self.compiled_aliases:
             at = self.project(block, alias)
             if at is None or at < prepare_index:
@@ -1641,7 +1668,7 @@ class PlainPlanner(Planner):
             if captures and set(read_keys(block.body[i])) & set(prepared):
                 stmt = block.body[setup[-1]]
                 raise Refusal(
-                    f"{code(stmt).strip()} at line {self.tree.line(stmt)} changes the model after the objects to "
+                    f"{_source(stmt)} at line {self.tree.line(stmt)} changes the model after the objects to "
                     f"prepare exist, and line {self.tree.line(block.body[i])} already uses them: prepare() must come "
                     "after the model's last change (DDP copies process 0's weights only then); move that call "
                     "before the optimizer is built"
@@ -1805,7 +1832,7 @@ class PlainPlanner(Planner):
         ]
         dependencies = _names_in(
             [*script.values.values(), *([script.condition] if script.condition is not None else [])]
-        ) + [key.split(".")[0] for key in flags]
+        ) + [".".join(key.split(".")[:2]) if key.startswith("self.") else key.split(".")[0] for key in flags]
         dependencies += _names_in([t for b in self.flag_branches.values() if b for t in b[1]])
         if home is not self.scope:  # `self.args = args` must come before a plugin that reads self.args.compile
             dependencies += settings_keys(
@@ -1908,7 +1935,7 @@ class PlainPlanner(Planner):
         tree = self.tree
         found: list[cst.CSTNode] = []
         for use in self.uses:
-            helper = self.trainer_models.helper_of(use, tree) if self.trainer_models is not None else None
+            helper = next(((h, c) for h, c in self.init_builders if tree.contains(h, use)), None)
             if helper is not None:  # in the method __init__ calls to build the model: before that call
                 found.append(helper[1])
                 continue
@@ -2131,6 +2158,18 @@ class PlainPlanner(Planner):
         later = body[body.index(line) + 1 :]
         return any(target[0] in bound_keys(node) for stmt in later for node in find_all(stmt, cst.Assign))
 
+    def _cpu_once_and_for_all(self, assign: cst.Assign) -> bool:
+        """``device = "cpu"`` is the only binding of its name in the file, and nothing may rebind
+        any global (nanoGPT's configurator): the script chose the CPU, not a default."""
+        target = single_target(assign)
+        if target is None or _global_rebinds(self.tree, self.tree.module):
+            return False
+        binders = [node for node in find_all(self.tree.module, cst.Assign) if target[0] in bound_keys(node)]
+        return binders == [assign] and not any(
+            target[0] in (n.value.value for n in g.names if isinstance(n.value, cst.Name))
+            for g in find_all(self.tree.module, cst.Global)
+        )
+
     def _device_choices(self) -> list[tuple[str, list[str]]]:
         """``"cuda" if use_cuda else "cpu"`` in a rewritten device assignment: the CPU condition
         (``not use_cuda``) and the names it reads; a test on ``torch.cuda.is_available()`` alone
@@ -2166,6 +2205,8 @@ class PlainPlanner(Planner):
             )
             if branch is not None and names:
                 found.append((branch[0], list(dict.fromkeys(names))))
+            elif branch is None and is_cpu_value(assign.value) and self._cpu_once_and_for_all(assign):
+                found.append(("True", []))  # `device = "cpu"`, and nothing else ever: survey 22a charrnn_wp
         # `if args.cuda: model.cuda()` (no else): the flag that chose the GPU
         for node in self.edits.replace:
             if not (
@@ -2349,8 +2390,8 @@ def _is_passed(tree: Tree, function: cst.FunctionDef) -> bool:
 
 
 def _always(conditions: list[str]) -> bool:
-    """``c or not c``: both branches of a choice picked the CPU."""
-    return any(f"not {c}" in conditions or f"not ({c})" in conditions for c in conditions)
+    """``c or not c``: both branches of a choice picked the CPU; or one choice is the CPU always."""
+    return "True" in conditions or any(f"not {c}" in conditions or f"not ({c})" in conditions for c in conditions)
 
 
 def _negated(test: cst.BaseExpression) -> str:
@@ -2449,6 +2490,16 @@ def _keyed_from_factory(roles: TrainingRoles, bound: Bound) -> Bound | None:
     if not isinstance(root, ast.Name) or not roles.ctx.imports.imported(root.id):
         return None
     return held
+
+
+def _bar_over_unknown(roles: TrainingRoles, bound: Bound) -> bool:
+    """``bound`` is an iteration wrapper (``tqdm(x)``) over nothing the roles know."""
+    value = bound.value
+    return (
+        isinstance(value, ast.Call)
+        and roles.ctx.resolves_to(value.func, *ITERATION_WRAPPERS)
+        and not any(isinstance(roles.origin(arg, bound.where), Origin) for arg in value.args)
+    )
 
 
 def _kept_iterable(

@@ -50,12 +50,15 @@ A draw before ``prepare()`` needs nothing: DDP copies process 0's weights when i
 
 from __future__ import annotations
 
+import ast
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from regcomp_lint.codemod.builders import statement
+from regcomp_lint.codemod.local_modules import imported_function, importer_of, is_project_module, load_local
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, method_named, read_keys
 from regcomp_lint.codemod.wrapped_access import called_after_prepare, handed_the_model, sees_prepared
@@ -89,6 +92,12 @@ PARAMETER_WALKS = ("parameters", "named_parameters")
 #: How many calls deep the file's own functions are followed from the statement after prepare().
 MAX_CALL_DEPTH = 4
 SYNC_FUNCTION = ("accelerate.utils", "broadcast")
+#: Names a project function is given when it draws a model's weights (BasicSR's ``init_weights``,
+#: pix2pix's ``init_net``, the DCGAN example's ``weights_init``, ``initialize_weights``): read
+#: by name only where its module is not beside the script (:func:`initialiser_by_name`).
+INITIALISER_NAME = re.compile(
+    r"^(init_(weights|params|parameters|net|model)|weights?_init\w*|initiali[sz]e_(weights|params|parameters|model))$"
+)
 #: what the copy is guarded by: the launches whose processes hold shards, not replicas
 GUARD_TYPE = ("accelerate", "DistributedType")
 GUARD_TYPE_NAMES = (
@@ -261,7 +270,70 @@ def reinitialised_model(
         function = _file_function(tree, func)
         if function is not None and redraws(tree, function):
             return handed[0]
+        if function is None and (redraws_elsewhere(tree, func) or initialiser_by_name(tree, func) is not None):
+            return handed[0]
     return None
+
+
+def initialiser_by_name(tree: Tree, func: cst.BaseExpression) -> str | None:
+    """The name of ``func`` when it is imported from a project module whose file is not beside
+    the script and is named as an initialiser (:data:`INITIALISER_NAME`): survey 22c's ESRGAN
+    trainer calls ``init_weights(netD, ...)`` from models/networks.py, which it does not ship.
+    Taken as a draw: the copy from process 0 that follows is a no-op where the processes already
+    agree, so a wrong guess costs one broadcast, a missed draw a run of replicas training apart."""
+    if not isinstance(func, cst.Name) or not INITIALISER_NAME.match(func.value):
+        return None
+    qualname = next(iter(sorted(tree.imported_names(func))), "")
+    if "." not in qualname or not is_project_module(qualname) or tree.filename is None:
+        return None
+    if load_local(importer_of(tree.filename), qualname.rsplit(".", 1)[0]) is not None:
+        return None  # read: what it does is known (redraws_elsewhere)
+    return func.value
+
+
+def _by_name(tree: Tree, stmt: cst.CSTNode) -> str | None:
+    """The initialiser ``stmt`` (``init_weights(model)``) calls, when taken by its name."""
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr):
+        call = stmt.body[0].value
+        if isinstance(call, cst.Call):
+            return initialiser_by_name(tree, call.func)
+    return None
+
+
+def redraws_elsewhere(tree: Tree, func: cst.BaseExpression) -> bool:
+    """``f(model)`` with ``f`` a function of another module of the project (read next to the
+    script, ``ast`` only: BasicSR's ``init_weights(net)`` in models/networks.py, which applies
+    ``functools.partial(weights_init_kaiming, ...)``): it, or that module's functions it names
+    (called, handed to ``.apply`` or to ``partial``), ``MAX_CALL_DEPTH`` deep, draws in place and
+    trains nothing, as :func:`redraws` asks of the file's own functions."""
+    found = imported_function(tree, func)
+    if found is None:
+        return False
+    parsed, start = found
+    reached: list[ast.AST] = [start]
+    frontier: list[ast.AST] = [start]
+    for _ in range(MAX_CALL_DEPTH):
+        named = {
+            n.id for node in frontier for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in parsed.functions
+        }
+        frontier = [
+            parsed.functions[name] for name in sorted(named) if all(parsed.functions[name] is not f for f in reached)
+        ]
+        reached += frontier
+    calls = [c for node in reached for c in ast.walk(node) if isinstance(c, ast.Call)]
+    if any(isinstance(c.func, ast.Attribute) and c.func.attr == "backward" for c in calls):
+        return False
+    copies = random = False
+    for c in calls:
+        attr = c.func.attr if isinstance(c.func, ast.Attribute) else None
+        name = parsed.imports.qualname(c.func) or ""
+        if attr in RANDOM_IN_PLACE:
+            return True
+        if name.startswith(INIT_MODULE + ".") and name.rsplit(".", 1)[-1] not in CONSTANT_INITS:
+            return True
+        copies = copies or attr in COPYING_IN_PLACE
+        random = random or any(name == r or name.startswith(r + "_") for r in RANDOM_SOURCES)
+    return copies and random
 
 
 def _rebound_after_redraw(
@@ -367,7 +439,9 @@ def sync_reinitialised(planner: PlainPlanner, block: Block, prepare_index: int) 
             )
             planner.edits.add_statements(inner, index + 1, [sync], after=True)
             shown = code(stmt).strip().splitlines()[0].rstrip(":")
-            synced.append(f"{shown} (line {tree.line(stmt)})")
+            named = _by_name(tree, stmt)
+            read = f"; {named}() is read by its name, its module not being beside the script" if named else ""
+            synced.append(f"{shown} (line {tree.line(stmt)}{read})")
     if synced:
         _refuse_taken_name(tree, "broadcast", (".".join(SYNC_FUNCTION),), "copying process 0's re-initialised weights")
         guard_imported = _refuse_taken_name(tree, "DistributedType", GUARD_TYPE_NAMES, "guarding that copy")

@@ -178,13 +178,42 @@ def model_helper(tree: Tree, init: cst.FunctionDef, model: str) -> tuple[cst.Fun
     return helper, calls[0]
 
 
+def builder_methods(tree: Tree, init: cst.FunctionDef, skip: list[Function]) -> list[tuple[cst.FunctionDef, cst.Call]]:
+    """The methods ``__init__`` runs once to build what the trainer keeps (``self._build_data()``,
+    ``self._build_model()``; swara_jepa, survey21b), with their calls: each other method of its
+    class but ``skip`` that binds an attribute of ``self``, returns nothing, and is called once,
+    as a statement of ``__init__`` outside any loop, and nowhere else. Their code counts as
+    ``__init__``'s: what they build is prepared with what ``__init__`` builds. A method also called
+    from a loop or a resume path (built again) is none: what it builds stays unprepared, or, for
+    the model, is refused naming its calls (``model_helper``)."""
+    cls = tree.class_of(init)
+    if cls is None:
+        return []
+    found: list[tuple[cst.FunctionDef, cst.Call]] = []
+    for method in methods_of(cls):
+        if method is init or any(method is s for s in skip):
+            continue
+        if not any(
+            key.startswith("self.")
+            for node in find_all(method, (cst.Assign, cst.AnnAssign, cst.AugAssign), enter_functions=False)
+            for key in bound_keys(node)
+        ):
+            continue
+        calls = _calls_of_method(tree, cls, method)
+        if len(calls) == 1 and _helper_problem(tree, init, method, calls) is None:
+            found.append((method, calls[0]))
+    return found
+
+
 def _helper_problem(tree: Tree, init: cst.FunctionDef, helper: cst.FunctionDef, calls: list[cst.Call]) -> str | None:
     """Why ``helper``, which binds the model, cannot count as ``__init__``'s own code (None when it can)."""
     if not calls:
         return "which nothing in this file calls"
     if len(calls) > 1:
         lines = [str(tree.line(c)) for c in calls]
-        return f"which is called more than once (called at lines {', '.join(lines[:-1])} and {lines[-1]})"
+        callers = list(dict.fromkeys(function_label(tree.function_of(c)) for c in calls))
+        where = f"in {', '.join(callers[:-1])} and {callers[-1]}" if len(callers) > 1 else f"all in {callers[0]}"
+        return f"which is called more than once (called at lines {', '.join(lines[:-1])} and {lines[-1]}, {where})"
     call = calls[0]
     caller = tree.function_of(call)
     if caller is not init:
@@ -222,7 +251,7 @@ def refuse_made_again(tree: Tree, scope: Function, model: str) -> None:
     if init is None or init is scope or cls is None:
         return
     made = [n for n in init_bindings(tree, init, model) if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call)]
-    again = bindings(scope, model)
+    again = [n for n in bindings(scope, model) if n not in made]  # the helper __init__ calls is no second build
     if made and again:
         raise Refusal(
             f"the model {model} is built in {cls.name.value}.__init__() (line {tree.line(made[0])}) and again in "
@@ -253,33 +282,21 @@ def trainer_models(planner: PlainPlanner, model: str, found: TrainerModels | Non
             f"line {tree.line(cls)}): it comes {origin}, where the conversion cannot prepare it; bind it in "
             f"{cls.name.value}.__init__(), or convert by hand"
         )
-    helper = model_helper(tree, init, model) if init is not None and init is not scope else None
-    if init is not None and init is scope and (built := model_helper(tree, init, model)) is not None:
-        # swara_jepa (survey21b): `self._build_model()` then `self._build_optimiser()` in __init__
-        made = planner.optimizer_method
-        by = (
-            f"by {code(made.statement).strip()} at line {tree.line(made.statement)}"
-            if made is not None
-            else f"at line {tree.line(scope)}"
-        )
-        raise Refusal(
-            f"the model {model} is bound in {built[0].name.value}() at line "
-            f"{tree.line(bindings(built[0], model)[0])}, which __init__() calls once (line {tree.line(built[1])}), "
-            f"and its optimizer is built in __init__() too ({by}): the conversion takes a method's model "
-            "building for __init__'s only when the optimizer is built in the training method, after the "
-            "Accelerator is made; convert by hand"
-        )
-    if init is None or (init not in binders and helper is None) or init is scope:
+    helper = model_helper(tree, init, model) if init is not None else None
+    # swara_jepa (survey21b): `self._build_model()` then `self._build_optimiser()`, both from
+    # __init__, which prepares right after the last of its builder calls
+    if init is None or (init not in binders and helper is None) or (init is scope and helper is None):
         first = binders[0]
         problem = None
-        if init is not None and init is not scope and len(binders) == 1:
+        if init is not None and init is not first and len(binders) == 1:
             problem = _helper_problem(tree, init, first, _calls_of_method(tree, cls, first))
         raise Refusal(
             f"the model {model}, whose optimizer {where} builds, is bound in {first.name.value}() at line "
             f"{tree.line(bindings(first, model)[0])}"
             + (f", {problem}" if problem is not None else f", not in {cls.name.value}.__init__()")
-            + ": the conversion prepares a trainer's model in the training method only when __init__ builds it, "
-            "itself or through one method it calls once for it; convert by hand"
+            + ": the conversion prepares a trainer's model only when __init__ builds it, itself or through one "
+            "method it calls once for it and nothing else calls (built again, on a resume or for another run, it "
+            "would be a model no prepare() holds); convert by hand"
         )
     found = found if found is not None else TrainerModels(cls, init)
     found.models.append(model)
@@ -461,11 +478,18 @@ def _enclosing_loop(planner: PlainPlanner, node: cst.CSTNode, depth: int) -> cst
 
 def prepared_after(planner: PlainPlanner, key: str) -> list[cst.CSTNode]:
     """The statements of the scope that make ``key``: ``self.set_optimizer()`` for the optimizers
-    and schedulers that method builds (none for anything else)."""
+    and schedulers that method builds, ``self._build_data()`` for what a builder method of
+    ``__init__`` binds when ``__init__`` is the scope (none for anything else)."""
     made = planner.optimizer_method
-    if made is None or key not in (*made.keys, *made.schedulers) or made.caller is not planner.scope:
-        return []
-    return [made.statement]
+    if made is not None and key in (*made.keys, *made.schedulers) and made.caller is planner.scope:
+        return [made.statement]
+    return [
+        line
+        for helper, call in planner.init_builders
+        if bindings(helper, key)
+        and planner.tree.function_of(call) is planner.scope
+        and isinstance(line := planner.tree.line_of(call), cst.SimpleStatementLine)
+    ]
 
 
 def later_methods(planner: PlainPlanner) -> list[cst.FunctionDef]:
@@ -485,16 +509,37 @@ def later_methods(planner: PlainPlanner) -> list[cst.FunctionDef]:
     else:
         return []
     methods = methods_of(cls)
+    tree = planner.tree
+    last = _last_made(planner) if init is planner.scope else None
+    # `self._describe()` after the builders, when __init__ prepares: it runs on the prepared model
+    late = {id(call) for _, call in planner.graph.calls_from(init) if last is not None and tree.line(call) > last}
     from_init: set[int] = set()
     frontier: list[Function] = [init]
     while frontier:
         current = frontier.pop()
         for callee, _ in planner.graph.calls_from(current):
-            callers = [c for c, _ in planner.graph.callers_of(callee)]
-            if id(callee) not in from_init and all(c is init or id(c) in from_init for c in callers):
+            callers = planner.graph.callers_of(callee)
+            if id(callee) not in from_init and all(
+                (c is init and id(call) not in late) or id(c) in from_init for c, call in callers
+            ):
                 from_init.add(id(callee))
                 frontier.append(callee)
     return [m for m in methods if m is not init and m is not planner.scope and id(m) not in from_init]
+
+
+def _last_made(planner: PlainPlanner) -> int | None:
+    """The line of the last statement of the scope (a trainer's ``__init__``) that makes an object
+    it prepares, itself or by a builder call (``self._build_optimiser()``): ``prepare()`` follows it."""
+    keys = [
+        *getattr(planner, "models", []),
+        *getattr(planner, "optimizers", []),
+        *getattr(planner, "loaders", []),
+        *getattr(planner, "schedulers", []),
+    ]
+    lines = [
+        planner.tree.line(n) for key in keys for n in [*bindings(planner.scope, key), *prepared_after(planner, key)]
+    ]
+    return max(lines, default=None)
 
 
 def refuse_wrap_handed_in(

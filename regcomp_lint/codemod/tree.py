@@ -25,6 +25,7 @@ from libcst.metadata import (
 
 from regcomp_lint.codemod.source_metadata import _fields as fields_visited
 from regcomp_lint.codemod.source_metadata import code_for_node
+from regcomp_lint.knowledge.torch_api import STAR_EXPORTED_MODULES
 
 N = TypeVar("N", bound=cst.CSTNode)
 M = TypeVar("M", bound=cst.CSTNode)
@@ -119,6 +120,7 @@ class Tree:
         self._scopes = wrapper.resolve(ScopeProvider)
         self._qualnames: dict[cst.CSTNode, Collection[QualifiedName]] = {}
         self._imported: dict[cst.CSTNode, set[str]] = {}
+        self._star: bool | None = None  # whether the script has a `from ... import *`, asked once
         #: the module's source, printed once (``module.code`` prints the whole tree on every call);
         #: ``text``: the caller's printing of it
         self.text = self.module.code if text is None else text
@@ -138,8 +140,29 @@ class Tree:
                 q.name
                 for q in self._qualified_names(node)
                 if q.source in (QualifiedNameSource.IMPORT, QualifiedNameSource.BUILTIN)
-            }
+            } or self._star_exported(node)
         return found
+
+    def _star_exported(self, node: cst.CSTNode) -> set[str]:
+        """``torch.save`` where ``torch`` is bound nowhere in the script but a star import may bring
+        it (:data:`~regcomp_lint.knowledge.torch_api.STAR_EXPORTED_MODULES`): the dotted name."""
+        name = dotted(node)
+        root = node
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if name is None or not isinstance(root, cst.Name) or root.value not in STAR_EXPORTED_MODULES:
+            return set()
+        if not self._has_star_import() or self.assignments_of(root):
+            return set()
+        return {name}
+
+    def _has_star_import(self) -> bool:
+        if self._star is None:
+            self._star = any(
+                isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar)
+                for small in find_all(self.module, cst.ImportFrom)
+            )
+        return self._star
 
     def _qualified_names(self, node: cst.CSTNode) -> Collection[QualifiedName]:
         """What libcst's ``QualifiedNameProvider`` gives ``node``, asked of its scope only for the

@@ -25,7 +25,7 @@ from regcomp_lint.codemod.method_loss import left_plain, not_wrapped, through_wr
 from regcomp_lint.codemod.roles import bindings, bound_keys
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.trainer_models import later_methods
-from regcomp_lint.codemod.tree import Block, Function, code, find_all, key_of, parameter_names, read_keys
+from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, parameter_names, read_keys
 from regcomp_lint.knowledge import accelerate_api
 from regcomp_lint.knowledge.torch_api import (
     COMPILE_WRAPPER_ATTRIBUTE,
@@ -350,12 +350,34 @@ def run_without_grad(planner: PlainPlanner) -> list[str]:
                 continue
             if func.attr.value in MODULE_API or func.attr.value in DATA_PARALLEL_API:
                 continue
-            if without_grad(tree, call) and not left_plain(planner, call) and feeds_the_loss(planner, function, call):
+            if (
+                without_grad(tree, call)
+                and not left_plain(planner, call)
+                and _before_a_backward(tree, function, call)
+                and feeds_the_loss(planner, function, call)
+            ):
                 found.append(
                     f"{key_of(func.value)}.{func.attr.value}(...) (line {tree.line(call)}) runs under torch.no_grad() "
                     "outside forward() to feed the loss"
                 )
     return found
+
+
+def _before_a_backward(tree: Tree, function: Function, call: cst.Call) -> bool:
+    """A ``.backward()`` of ``function`` can run after ``call``: later in the source, or in a loop
+    around both. PEFT's AdaLoRA example ends with ``outputs = model.generate(...)`` under no_grad
+    after its training loop, the name ``outputs`` being the training forward's too (survey 22c):
+    it feeds no loss. What ``function`` returns to a caller's backward is left to
+    :func:`feeds_the_loss` (no backward of its own: the call may precede the caller's)."""
+    backwards = [
+        c
+        for c in find_all(function, cst.Call, enter_functions=False)
+        if isinstance(c.func, cst.Attribute) and c.func.attr.value == "backward"
+    ]
+    if not backwards:
+        return True
+    loops = [a for a in tree.ancestors(call) if isinstance(a, (cst.For, cst.While))]
+    return any(tree.line(b) > tree.line(call) or any(tree.contains(loop, b) for loop in loops) for b in backwards)
 
 
 def feeds_the_loss(planner: PlainPlanner, function: Function, call: cst.Call) -> bool:

@@ -601,3 +601,46 @@ def test_a_helper_leaving_early_through_a_rank_test_helper_gets_no_second_guard(
     assert not any("runs under `if accelerator.is_main_process:`" in n for n in result.notes), result.notes
     inverted = HELPER_RANK_TEST.replace("return rank == 0", "return rank != 0")  # not a main-process test
     assert "if accelerator.is_main_process:" in convert_source(inverted, "train.py").text
+
+
+STAR_TORCH = """\
+from torch.utils.data import DataLoader, TensorDataset
+from models.architecture import *
+
+model = nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8)
+for epoch in range(2):
+    for x, y in loader:
+        loss = nn.functional.mse_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    torch.save({'epoch': epoch, 'model_state_dict': model.state_dict()}, f'netG_epoch={epoch}')
+"""
+
+
+def test_torch_brought_by_a_star_import_still_saves_once():
+    """Survey 22c's ESRGAN trainer imports ``torch`` and ``nn`` only through ``from
+    models.architecture import *``: its ``torch.save`` calls did not resolve to torch.save, stayed
+    as they were, and on 2 processes both ranks wrote each checkpoint (measured: ``SAVE rank=0``
+    and ``SAVE rank=1`` for every epoch's file)."""
+    from regcomp_lint.codemod import convert_source
+
+    result = convert_source(STAR_TORCH, "train.py")
+    assert result.refused is None, result.refused
+    assert "    accelerator.save({'epoch': epoch, 'model_state_dict': accelerator.unwrap_model(" in result.text
+    assert "torch.save(" not in result.text
+
+
+def test_a_torch_the_script_binds_itself_is_not_taken_for_the_module():
+    """A name ``torch`` the script binds (here a parameter) is not the module, star import or not."""
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper
+
+    from regcomp_lint.codemod.tree import Tree, find_all
+
+    text = "from helpers import *\n\n\ndef f(torch):\n    torch.save(1, 'x')\n\n\ntorch.save(2, 'y')\n"
+    tree = Tree(MetadataWrapper(cst.parse_module(text)))
+    saves = list(find_all(tree.module, cst.Call))
+    assert [tree.resolves_to(c.func, "torch.save") for c in saves] == [False, True]

@@ -42,3 +42,43 @@ def test_batches_the_script_draws_itself_are_not_sharded_so_nothing_is_named():
     result = convert_source(text.replace("BATCHES", "batches"), "train.py")
     assert result.refused is None, result.refused
     assert not any("set by hand" in n for n in result.notes)
+
+
+ADALORA = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+from transformers import get_linear_schedule_with_warmup
+
+model = build_adalora_model()
+loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8)
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+lr_scheduler = get_linear_schedule_with_warmup(optimizer, 0, len(loader) * 2)
+model.base_model.peft_config.total_step = len(loader) * 2
+global_step = 0
+for epoch in range(2):
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+        lr_scheduler.step()
+        model.base_model.update_and_allocate(global_step)
+        optimizer.zero_grad()
+        global_step += 1
+"""
+
+
+def test_adalora_budget_counted_in_steps_is_named():
+    """PEFT's AdaLoRA example (survey 22c, adalora_s2s) calls
+    ``model.base_model.update_and_allocate(global_step)`` against ``total_step = len(loader) *
+    num_epochs`` counted before prepare(). On 2 processes each counts half the steps: the prepared
+    LR scheduler keeps its pace, the rank budget does not (replica, tiny BART, init_r=12,
+    target_r=2: 12 of 72 ranks kept by the original and by the conversion on 1 process, 72 of 72
+    on 2; 12 of 72 once total_step is counted per process)."""
+    from regcomp_lint.codemod import convert_source
+
+    result = convert_source(ADALORA, "train.py")
+    assert result.refused is None, result.refused
+    assert any(
+        n.startswith("update_and_allocate(global_step) at line 17 counts AdaLoRA's rank budget in optimizer steps")
+        for n in result.notes
+    ), result.notes

@@ -125,10 +125,26 @@ class Trainer:
 """
 
 
-def test_a_loader_built_in_a_data_helper_of_init_is_named_not_called_the_scripts_own_batches():
+def test_a_loader_built_in_a_data_helper_of_init_is_prepared_with_the_model():
     """swara_jepa (survey 21b): ``self.train_loader = DataLoader(...)`` in ``_build_data()``, which
-    ``__init__`` calls, iterated through ``tqdm``. Before: "its batches come from the script's own code"."""
+    ``__init__`` calls once. Before (21b): left unprepared with the note "DataLoader(...) at line 15
+    feeds the training loop and is not prepared"; session 21 before that: "its batches come from
+    the script's own code"."""
     result = convert_source(BUILT_IN_HELPER, "trainer.py")
+    assert result.refused is None, result.refused
+    assert "        self.model, self.optimizer, self.train_loader = self.accelerator.prepare(\n" in result.text
+    assert not any("its batches come from the script's own code" in n for n in result.notes), result.notes
+    assert not any("feeds the training loop" in n for n in result.notes), result.notes
+
+
+def test_a_loader_of_a_data_helper_called_again_by_training_is_named_not_called_the_scripts_own_batches():
+    """``self._build_data()`` again at the start of train(): the helper is not __init__'s alone,
+    so its loader stays unprepared (each process iterates all of it, as the original did)."""
+    text = BUILT_IN_HELPER.replace(
+        "        for epoch in range(self.epochs):\n",
+        "        self._build_data()\n        for epoch in range(self.epochs):\n",
+    )
+    result = convert_source(text, "trainer.py")
     assert result.refused is None, result.refused
     assert not any("its batches come from the script's own code" in n for n in result.notes), result.notes
     note = next((n for n in result.notes if "DataLoader(...) at line 15 feeds the training loop" in n), None)

@@ -151,3 +151,84 @@ def test_no_optimizer_found_names_a_trainers_optimizer_made_in_init():
     assert result.refused is not None
     assert "self.optimizer = parser_optimizer(...) at line 8" in result.refused, result.refused
     assert "kept on self" not in result.refused
+
+
+TWO_TRAININGS = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def train_for_trial(model, loader, lr):
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def main():
+    loader = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=8)
+    for lr in (0.1, 0.01):
+        train_for_trial(torch.nn.Linear(4, 1), loader, lr)
+    final_model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.AdamW(final_model.parameters(), lr=0.1)
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(final_model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_optimizers_built_in_several_places_are_named_with_their_lines():
+    """Survey 22c's SciBERT trainer: an Optuna search trains in train_for_trial(), the final model in
+    main(); the refusal named the two functions but not where their optimizers are built (survey 22b made
+    the same change, _optimizer_place; this is its one-process case)."""
+    from regcomp_lint.codemod import convert_source
+
+    result = convert_source(TWO_TRAININGS, "train.py")
+    assert result.refused is not None
+    assert (
+        "optimizers are built in several places (train_for_trial() (optimizer = torch.optim.AdamW(...) at line 6), "
+        "main() (optimizer = torch.optim.AdamW(...) at line 19))"
+    ) in result.refused
+
+
+EMA_AFTER_RESUME = """\
+import copy
+
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+resume = False
+loader = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=8)
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+if resume:
+    state = torch.load("ckpt.pt")
+    optimizer.load_state_dict(state["optimizer"])
+# EMA model
+ema_model = copy.deepcopy(model).eval().requires_grad_(False)
+for x, y in loader:
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_a_refusal_quoting_a_statement_leaves_its_comment_out():
+    """Survey 22c's IDDM trainer: the refusal quoted the comment line above the EMA copy as if it
+    were code ("# EMA model ema_model = copy.deepcopy(model)... at line 169")."""
+    from regcomp_lint.codemod import convert_source
+
+    result = convert_source(EMA_AFTER_RESUME, "train.py")
+    assert result.refused is not None
+    assert (
+        "not converted: ema_model = copy.deepcopy(model).eval().requires_grad_(False) at line 14" in result.refused
+    ), result.refused

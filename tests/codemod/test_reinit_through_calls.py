@@ -221,3 +221,69 @@ def test_the_model_rebound_to_itself_is_still_the_prepared_model_afterwards():
     )
     result = _converted(helpers, "model = reset(model)\n        torch.save(model.state_dict(), 'm.pt')")
     assert "accelerator.unwrap_model(model, keep_torch_compile=False).state_dict()" in result.text, result.text
+
+
+NETWORKS = """\
+import functools
+
+from torch.nn import init
+
+
+def weights_init_kaiming(m, scale=1):
+    classname = m.__class__.__name__
+    if classname.find('Linear') != -1:
+        init.kaiming_normal_(m.weight.data, a=0, mode='fan_in')
+        m.weight.data *= scale
+
+
+def weights_init_constant(m):
+    if hasattr(m, "bias") and m.bias is not None:
+        init.zeros_(m.bias)
+
+
+def init_weights(net, init_type='kaiming', scale=1):
+    if init_type == 'kaiming':
+        net.apply(functools.partial(weights_init_kaiming, scale=scale))
+    else:
+        raise NotImplementedError(init_type)
+
+
+def zero_biases(net):
+    net.apply(weights_init_constant)
+"""
+
+
+def _converted_with_module(tmp_path, call: str):
+    (tmp_path / "networks.py").write_text(NETWORKS)
+    text = SCRIPT.replace("import torch\n", "import torch\nfrom networks import init_weights, zero_biases\n", 1)
+    result = convert_source(text.replace("HELPERS\n", "").replace("CALL", call), str(tmp_path / "train.py"))
+    assert result.refused is None, result.refused
+    return result
+
+
+def test_a_helper_of_a_project_module_that_applies_a_partial_of_an_init_function(tmp_path):
+    """Survey 22c's ESRGAN trainer calls BasicSR's ``init_weights(netD, init_type='kaiming')``
+    from models/networks.py (``net.apply(functools.partial(weights_init_kaiming, scale=scale))``)
+    after prepare(): not followed into the other module, it got no copy, and on 2 processes the
+    replicas trained apart (replica, accelerate launch: netD's weight sum 4.287665 on rank 0,
+    -2.180243 on rank 1)."""
+    result = _converted_with_module(tmp_path, "init_weights(model, init_type='kaiming', scale=1)")
+    assert _synced_after("init_weights(model, init_type='kaiming', scale=1)") in result.text, result.text
+
+
+def test_a_helper_of_a_project_module_that_writes_constants_gets_no_sync(tmp_path):
+    assert "broadcast" not in _converted_with_module(tmp_path, "zero_biases(model)").text
+
+
+def test_an_initialiser_of_a_project_module_that_is_not_beside_the_script_is_taken_by_its_name():
+    """Survey 22c's ESRGAN trainer as published: ``from models.networks import init_weights``
+    with no models/ beside it. The copy from process 0 is harmless where the call draws nothing
+    (the processes already agree), so a project function named as an initialiser gets it, and the
+    note says it was taken by its name."""
+    text = SCRIPT.replace("import torch\n", "import torch\nfrom models.networks import init_weights, describe\n", 1)
+    result = convert_source(text.replace("HELPERS\n", "").replace("CALL", "init_weights(model, 'kaiming')"), "train.py")
+    assert result.refused is None, result.refused
+    assert _synced_after("init_weights(model, 'kaiming')") in result.text, result.text
+    assert any("init_weights() is read by its name" in note for note in result.notes), result.notes
+    other = convert_source(text.replace("HELPERS\n", "").replace("CALL", "describe(model)"), "train.py")
+    assert "broadcast" not in other.text, other.text

@@ -651,22 +651,62 @@ def test_set_optimizer_with_a_scheduler_called_from_init_prepares_both_there():
     ) in out
 
 
-def test_a_helper_model_with_an_optimizer_built_from_init_is_refused_naming_both_calls():
+INIT_BUILDERS = BUILD_HELPER.replace("        self.set_optimizer()\n", "").replace(
+    "        self.train_loader = DataLoader(TensorDataset(x, x.argmax(1) % 4), batch_size=16, shuffle=True)\n",
+    "        self.train_loader = DataLoader(TensorDataset(x, x.argmax(1) % 4), batch_size=16, shuffle=True)\n"
+    "        self.set_optimizer()\n",
+)
+
+
+def test_a_helper_model_with_an_optimizer_built_from_init_prepares_after_the_last_builder():
     """swara_jepa (survey21b): `self._build_model()` then `self._build_optimiser()` in __init__.
-    Before: refused, "bound in _build_model() at line N, not in Trainer.__init__(): ... only when
-    __init__ builds it, itself or through one method it calls once for it", which it does."""
-    text = BUILD_HELPER.replace("        self.set_optimizer()\n", "").replace(
-        "        self.train_loader = DataLoader(TensorDataset(x, x.argmax(1) % 4), batch_size=16, shuffle=True)\n",
+    Before: refused, "the model self.model is bound in _build_model() at line 31, which __init__()
+    calls once (line 25), and its optimizer is built in __init__() too (by self.set_optimizer() at
+    line 28) ... convert by hand"."""
+    out = _converted(INIT_BUILDERS)
+    init = out.split("    def __init__(self, args):\n", 1)[1].split("    def _build_model")[0]
+    assert init.index("self.accelerator = Accelerator(") < init.index("self._build_model()"), init
+    assert init.index("self.set_optimizer()") < init.index("self.accelerator.prepare("), init
+    assert "self.model, self.optimizer, self.train_loader = self.accelerator.prepare(" in init, init
+    assert "    def _build_model(self):\n        self.model = Net().to(self.device)\n" in out
+
+
+def test_a_loader_built_by_another_builder_of_init_is_prepared_after_it():
+    """``self._build_data()`` after the optimizer's builder: prepare() follows the last builder."""
+    text = INIT_BUILDERS.replace(
+        "        x = torch.randn(256, 16)\n"
         "        self.train_loader = DataLoader(TensorDataset(x, x.argmax(1) % 4), batch_size=16, shuffle=True)\n"
         "        self.set_optimizer()\n",
+        "        self.set_optimizer()\n        self._build_data()\n",
+    ).replace(
+        "    def set_optimizer(self):\n",
+        "    def _build_data(self):\n        x = torch.randn(256, 16)\n"
+        "        self.train_loader = DataLoader(TensorDataset(x, x.argmax(1) % 4), batch_size=16, shuffle=True)\n\n"
+        "    def set_optimizer(self):\n",
     )
-    result = convert(text)
-    assert result.refused is not None
-    assert (
-        "the model self.model is bound in _build_model() at line 31, which __init__() calls once (line 25), and its "
-        "optimizer is built in __init__() too (by self.set_optimizer() at line 28)"
-    ) in result.refused, result.refused
-    assert "not in Trainer.__init__()" not in result.refused
+    out = _converted(text)
+    init = out.split("    def __init__(self, args):\n", 1)[1].split("    def _build_model")[0]
+    assert init.index("self._build_data()") < init.index("self.accelerator.prepare("), init
+    assert "self.model, self.optimizer, self.train_loader = self.accelerator.prepare(" in init, init
+
+
+def test_a_model_builder_of_init_called_again_on_resume_is_refused_naming_the_calls():
+    text = INIT_BUILDERS.replace(
+        "    def predict(self, x):\n",
+        "    def resume(self, path):\n        self._build_model()\n"
+        "        self.model.load_state_dict(torch.load(path))\n\n    def predict(self, x):\n",
+    )
+    refusal = _refusal(text)
+    assert "is bound in _build_model() at line 31, which is called more than once (called at lines 25 and" in refusal
+    assert "in __init__() and resume())" in refusal, refusal
+
+
+def test_a_model_builder_called_in_a_loop_of_init_is_refused_naming_the_loop():
+    text = INIT_BUILDERS.replace(
+        "        self._build_model()\n", "        for _ in range(2):\n            self._build_model()\n"
+    )
+    refusal = _refusal(text)
+    assert "which __init__() calls in the loop at line 25" in refusal, refusal
 
 
 def test_a_model_only_set_to_none_in_init_is_refused_naming_the_methods_that_bind_it():
@@ -683,3 +723,113 @@ def test_a_model_only_set_to_none_in_init_is_refused_naming_the_methods_that_bin
     assert (
         "the model self.model is only set to None in Trainer.__init__() (line 25) and bound in load_model() (line 31)"
     ) in result.refused, result.refused
+
+
+# -- a helper __init__ calls that builds the model and its optimizer (survey22a ddpinfo_trainer) ----------
+
+BUILD_BOTH = (
+    SET_OPTIMIZER.replace("        self.model = Net().to(self.device)\n", "        self._init_model()\n")
+    .replace(
+        "    def set_optimizer(self):\n",
+        "    def _init_model(self):\n        self.model = Net().to(self.device)\n",
+    )
+    .replace("        self.set_optimizer()\n", "")
+)
+
+
+def test_a_helper_that_builds_the_model_and_its_optimizer_is_not_a_second_build():
+    """build-nanogpt's ``ModelTrainer.init_model()``: before, refused with "the model self.model is
+    built in Trainer.__init__() (line 30) and again in _init_model() at line 30", the same line."""
+    out = _converted(BUILD_BOTH)
+    helper = out.split("    def _init_model(self):\n", 1)[1].split("    def train(self):")[0]
+    assert "self.model = Net().to(self.device)" in helper
+    assert "self.accelerator.prepare(" in helper
+    assert "self.accelerator.backward(loss)" in out
+    assert convert(out).text == out
+
+
+def test_a_model_built_in_init_and_again_in_the_helper_is_still_refused():
+    text = BUILD_BOTH.replace(
+        "        self._init_model()\n", "        self.model = Net().to(self.device)\n        self._init_model()\n"
+    )
+    refusal = convert(text).refused
+    assert refusal is not None
+
+
+def test_a_compile_in_a_model_builder_of_init_folds_into_the_plugin():
+    """With the optimizer built from __init__ too: before, the builder's ``torch.compile`` stayed
+    in place under a plugin that compiled the prepared model again (its mode lost)."""
+    text = INIT_BUILDERS.replace(
+        "        self.model = Net().to(self.device)\n\n",
+        '        self.model = Net().to(self.device)\n        self.model = torch.compile(self.model, mode="max-autotune")\n\n',
+    )
+    out = _converted(text)
+    assert "torch.compile" not in out
+    assert 'TorchDynamoPlugin(backend="inductor", mode="max-autotune")' in out
+    assert "    def _build_model(self):\n        self.model = Net().to(self.device)\n\n" in out
+
+
+def test_a_compile_setting_only_a_model_builder_of_init_knows_is_refused():
+    text = INIT_BUILDERS.replace(
+        "    def _build_model(self):\n        self.model = Net().to(self.device)\n\n",
+        "    def _build_model(self, compile=False):\n        self.model = Net().to(self.device)\n"
+        "        if compile:\n            self.model = torch.compile(self.model)\n\n",
+    ).replace("        self._build_model()\n", "        self._build_model(args.compile)\n")
+    refusal = _refusal(text)
+    assert "the compile setting compile (line 32) reads compile" in refusal, refusal
+    assert "before _build_model() runs" in refusal, refusal
+
+
+def test_a_method_init_calls_after_its_prepare_reads_the_model_through_unwrap():
+    """``self._describe()`` after the builders: it runs on the prepared model (a DDP wrapper on
+    several processes). Before: ``self.model.body`` was read as it was (AttributeError under DDP),
+    as for every method only __init__ calls."""
+    text = INIT_BUILDERS.replace(
+        "        self.set_optimizer()\n", "        self.set_optimizer()\n        self._describe()\n"
+    )
+    text = text.replace(
+        "    def set_optimizer(self):\n",
+        "    def _describe(self):\n        self.width = self.model.body.out_features\n\n    def set_optimizer(self):\n",
+    )
+    out = _converted(text)
+    assert "        self.width = self.accelerator.unwrap_model(self.model, keep_torch_compile=False).body" in out
+    assert "    def _build_model(self):\n        self.model = Net().to(self.device)\n" in out
+
+
+CONFIG_BUILDERS = """import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class Trainer:
+    def __init__(self, config):
+        self.config = config
+        self._build_model()
+        self._build_optimiser()
+
+    def _build_model(self):
+        cfg = self.config
+        self.model = nn.Linear(4, 1).to(cfg.device)
+
+    def _build_optimiser(self):
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+    def train(self):
+        loader = DataLoader(TensorDataset(torch.randn(16, 4), torch.randn(16, 1)), batch_size=4)
+        for x, y in loader:
+            self.optimizer.zero_grad()
+            nn.functional.mse_loss(self.model(x.to(self.config.device)), y.to(self.config.device)).backward()
+            self.optimizer.step()
+"""
+
+
+def test_a_device_a_builder_reads_from_the_kept_config_stays_the_users_choice():
+    """swara_jepa's ``cfg = self.cfg; ... .to(cfg.device)`` in ``_build_model()``. Before: no
+    ``cpu=`` for it, so ``--device cpu`` on a GPU machine prepared the model on the GPU while the
+    training step moved its batches to the CPU."""
+    out = _converted(CONFIG_BUILDERS)
+    assert 'self.accelerator = Accelerator(dynamo_plugin=dynamo_plugin, cpu=str(self.config.device) == "cpu")' in out
+    init = out.split("    def __init__(self, config):\n", 1)[1].split("    def _build_model")[0]
+    assert init.index("self.config = config") < init.index("self.accelerator = Accelerator(")
+    assert init.index("self.accelerator = Accelerator(") < init.index("self._build_model()")
+    assert "        self.model = nn.Linear(4, 1).to(self.accelerator.device)\n" in out

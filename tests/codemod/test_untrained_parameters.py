@@ -209,3 +209,52 @@ def test_the_same_call_with_grad_still_refuses_naming_it():
         "train.py",
     )
     assert result.refused is not None and "model.vision_encoder(...) at line 23 computes the loss" in result.refused
+
+
+GENERATE_AFTER_TRAINING = """\
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class Seq2Seq(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 2)
+
+    def forward(self, x, y):
+        return nn.functional.mse_loss(self.fc(x), y)
+
+    def generate(self, x):
+        return self.fc(x).argmax(-1)
+
+
+loader = DataLoader(TensorDataset(torch.randn(32, 8), torch.randn(32, 2)), batch_size=4)
+model = Seq2Seq()
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+for epoch in range(2):
+    for x, y in loader:
+        outputs = model(x, y)
+        loss = outputs
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+model = Seq2Seq()
+model.load_state_dict(torch.load("model.pt"))
+with torch.no_grad():
+    outputs = model.generate(torch.randn(1, 8))
+    print(outputs)
+"""
+
+
+def test_a_call_under_no_grad_after_the_last_backward_does_not_feed_the_loss():
+    """PEFT's AdaLoRA example (survey 22c) ends with ``outputs = model.generate(...)`` under
+    ``torch.no_grad()`` after training, on a model it loads again; the name ``outputs`` also holds
+    the training forward's result, so the call was taken as one feeding the loss and the
+    conversion asked DDP for find_unused_parameters=True, naming line 180. It runs after every
+    backward of the script, outside their loop: it cannot feed one."""
+    result = convert_source(GENERATE_AFTER_TRAINING, "train.py")
+    assert result.refused is None, result.refused
+    assert HANDLER not in result.text, result.text
+    assert not any("runs under torch.no_grad()" in n for n in result.notes), result.notes
