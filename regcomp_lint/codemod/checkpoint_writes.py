@@ -31,7 +31,7 @@ from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, single_target
 from regcomp_lint.codemod.uneven_guards import decided_apart
 from regcomp_lint.knowledge.accelerate_api import SAVE_PARAMETERS
-from regcomp_lint.knowledge.torch_api import COMPILE_WRAPPER_ATTRIBUTE, TORCH_SAVE
+from regcomp_lint.knowledge.torch_api import COMPILE_WRAPPER_ATTRIBUTE, MODULE_STATE_CHANGERS, TORCH_SAVE
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.rewrites import Planner
@@ -413,12 +413,24 @@ def _does_more(planner: Planner, function: cst.FunctionDef, depth: int) -> bool:
     as in kuangliu's CIFAR ``test()``, which saves when accuracy improves), or a call of a
     prepared model (DDP's forward broadcasts buffers: run on one process, it never returns)?"""
     models = set(getattr(planner, "models", []))
-    if find_all(function, (cst.For, cst.While)):
+    if find_all(function, (cst.For, cst.While)) or _changes_a_module(function):
         return True
     for call in find_all(function, cst.Call):
         if key_of(call.func) in models or any(word in code(call.func).lower() for word in _COLLECTIVE_WORDS):
             return True
     return depth < _MAX_DEPTH and any(_does_more(planner, f, depth + 1) for f, _ in planner.graph.calls_from(function))
+
+
+def _changes_a_module(function: cst.FunctionDef) -> bool:
+    """A statement of ``function`` changes a module in place (``model.to(torch.bfloat16)`` after
+    saving the float32 weights, llm.c's ``save_model``; ``model.eval()``, ``load_state_dict``): run
+    on the main process only, the other ranks' model would differ from the original's afterwards."""
+    return any(
+        isinstance(expr.value, cst.Call)
+        and isinstance(expr.value.func, cst.Attribute)
+        and expr.value.func.attr.value in MODULE_STATE_CHANGERS
+        for expr in find_all(function, cst.Expr)
+    )
 
 
 def under_rank_test(planner: Planner, node: cst.CSTNode, depth: int = 0) -> bool:

@@ -52,6 +52,9 @@ SAME_MODULE_METHODS = frozenset(
         "apply",
     }
 )
+#: ``nn.Module`` methods that, called as a statement (their result dropped), change the module in
+#: place: its dtype, device, mode, weights or ``requires_grad``.
+MODULE_STATE_CHANGERS = SAME_MODULE_METHODS | {"load_state_dict"}
 #: ``torch.nn`` modules that build a ModuleList of identical layers inside them.
 TORCH_STACKS = frozenset({"TransformerEncoder", "TransformerDecoder", "Transformer"})
 #: ``torch.nn`` layers people train directly as "the model" (a loss or an activation is not one).

@@ -644,3 +644,45 @@ def test_a_torch_the_script_binds_itself_is_not_taken_for_the_module():
     tree = Tree(MetadataWrapper(cst.parse_module(text)))
     saves = list(find_all(tree.module, cst.Call))
     assert [tree.resolves_to(c.func, "torch.save") for c in saves] == [False, True]
+
+
+CASTING_SAVE = """\
+import os
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def save_model(model, output_dir):
+    os.makedirs(output_dir, exist_ok=True)
+    torch.save(model.state_dict(), os.path.join(output_dir, "float32.pt"))
+    model.to(torch.bfloat16)
+    torch.save(model.state_dict(), os.path.join(output_dir, "bfloat16.pt"))
+
+
+def main():
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = DataLoader(TensorDataset(torch.randn(16, 4), torch.randn(16, 1)), batch_size=4)
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+    save_model(model, "out")
+    print(model(torch.randn(2, 4, dtype=torch.bfloat16)))
+
+
+main()
+"""
+
+
+def test_a_save_helper_that_changes_the_model_in_place_runs_on_every_process():
+    """llm.c's save_model (survey 22a llmc_save) casts the model to bf16 between its two saves: under
+    `if accelerator.is_main_process:` the other ranks kept a float32 model, and the forward after it
+    differed from the original's (measured: rank 1's last loss 0.464407 against 0.464038). Every
+    process runs it, as in the original; the saves inside write once."""
+    result = convert_source(CASTING_SAVE, "train.py", ConvertOptions())
+    assert result.refused is None, result.refused
+    assert '\n    save_model(model, "out", accelerator=accelerator)\n' in result.text, result.text
+    assert "is_main_process" not in result.text, result.text
+    assert result.text.count("accelerator.save(") == 2, result.text
