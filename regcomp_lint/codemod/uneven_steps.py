@@ -160,12 +160,31 @@ def _gathered_ending(
         needed = set()
         for name, one in found.sums.items():  # only what the ending reads: a printed sum stays each process's
             varies.summed = before | (every - set(one.additions))
-            if _run_time_ending(tree, loop, varies, evaluations) is not None:
+            if _run_time_ending(tree, loop, varies, evaluations) is not None or _steps_on_own_values(
+                loop, varies, evaluations
+            ):
                 needed.add(name)
         chosen += found.with_counts(needed)
     varies.summed = before | {a for one in chosen for a in one.additions}
     gathered.extend(one for one in chosen if one not in gathered)
     return None
+
+
+def _steps_on_own_values(loop: cst.While | cst.For, varies: PerProcess, evaluations: tuple[cst.For, ...]) -> bool:
+    """A scheduler stepped on a metric in ``loop``'s own statements (``scheduler.step(train_loss)``,
+    ReduceLROnPlateau) with a value that may differ between processes: each process would lower
+    its own LR and the replicas part (measured, session 22c). Read where a sum the conversion can
+    gather is involved, so that it is gathered too; no refusal of its own."""
+    for call in find_own(loop.body, cst.Call, LOOP_OWN):
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "step" and len(call.args) == 1):
+            continue
+        value = call.args[0].value
+        if varies.call_in(value) is not None or any(
+            varies.computed_in(loop, name, NESTED, leave_out=evaluations) is not None for name in read_as_values(value)
+        ):
+            return True
+    return False
 
 
 def _run_time_ending(

@@ -318,3 +318,21 @@ def test_a_returned_value_the_conversion_cannot_sum_exactly_stays_refused_naming
     assert result.refused is not None, "converted"
     assert "ends on `bad >= 3`" in result.refused, result.refused
     assert reason in result.refused, result.refused
+
+
+def test_a_plateau_scheduler_stepped_on_the_returned_mean_without_a_stop_gets_the_gathered_mean():
+    """``ReduceLROnPlateau.step(train_loss)`` alone: no stop, but each process stepping the scheduler
+    on its own mean lowers its own LR (measured on 2 gloo processes: one rank at 0.1, the other at
+    0.01 from epoch 9, final weights apart); gathered, every process steps it on the one-process mean."""
+    text = RETURNED.replace(
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.05)\n",
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.05)\n"
+        "scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, patience=1)\n",
+    ).split("best, bad = ")[0] + (
+        "for epoch in range(20):\n"
+        "    train_loss = train_one_epoch(model, train_loader, optimizer)\n"
+        "    scheduler.step(train_loss)\n"
+    )
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    assert GATHERED_IN_FUNCTION in result.text, result.text
