@@ -327,6 +327,8 @@ def test_an_optimizer_wrapper_is_not_a_scheduler():
     "body,owners,construct",
     [
         ("o = model.configure_optimizers(0.1, 6e-4)\n", ["model"], "model.configure_optimizers"),
+        # build-nanogpt's forks name it in the singular (survey22a ddpinfo_trainer)
+        ("o = raw_model.configure_optimizer(weight_decay=0.1)\n", ["raw_model"], "raw_model.configure_optimizer"),
         (
             "from timm.optim import create_optimizer_v2\no = create_optimizer_v2(model, 'adamw')\n",
             ["model"],

@@ -15,6 +15,7 @@ import enum
 from dataclasses import dataclass, field
 
 from regcomp_lint.analysis.file_context import FileContext, string_literal
+from regcomp_lint.analysis.name_resolution import last_parts
 from regcomp_lint.files.parsing import walk
 from regcomp_lint.knowledge import torch_api
 from regcomp_lint.knowledge.training_libraries import FOREIGN_FRAMEWORKS
@@ -76,6 +77,9 @@ _KINDS: tuple[tuple[SetupCall, tuple[str, ...]], ...] = (
     (SetupCall.FSDP, torch_api.FSDP),
     (SetupCall.DESTROY_PROCESS_GROUP, torch_api.DESTROY_PROCESS_GROUP),
 )
+#: a call named none of these resolves to no kind (the file's every call is asked)
+_KIND_LAST_PARTS = last_parts(*(names for _, names in _KINDS))
+_RANK_LAST_PARTS = last_parts(torch_api.RANK_CALLS, torch_api.GET_WORLD_SIZE, ("os.getenv",))
 
 
 def find_distributed_setup(ctx: FileContext) -> DistributedSetup:
@@ -107,9 +111,10 @@ def find_distributed_setup(ctx: FileContext) -> DistributedSetup:
 
 
 def _call_kind(ctx: FileContext, call: ast.Call) -> SetupCall | None:
-    for kind, names in _KINDS:
-        if ctx.resolves_to(call.func, *names):
-            return kind
+    if ctx.imports.last_part(call.func) in _KIND_LAST_PARTS:
+        for kind, names in _KINDS:
+            if ctx.resolves_to(call.func, *names):
+                return kind
     qualname = ctx.imports.qualname(call.func) if ctx.imports.root_is_import(call.func) else None
     if qualname is not None and qualname.startswith(torch_api.RPC_MODULE + "."):
         return SetupCall.RPC
@@ -118,12 +123,13 @@ def _call_kind(ctx: FileContext, call: ast.Call) -> SetupCall | None:
 
 def _rank_call(ctx: FileContext, call: ast.Call) -> str | None:
     """``dist.get_rank()``, ``dist.get_world_size()``, ``os.environ.get("RANK")``, ``os.getenv("LOCAL_RANK")``."""
-    if ctx.resolves_to(call.func, *torch_api.RANK_CALLS):
-        return RANK
-    if ctx.resolves_to(call.func, *torch_api.GET_WORLD_SIZE):
-        return WORLD_SIZE
     func = call.func
-    reads_environment = ctx.resolves_to(func, "os.getenv") or (
+    named = ctx.imports.last_part(func) in _RANK_LAST_PARTS
+    if named and ctx.resolves_to(func, *torch_api.RANK_CALLS):
+        return RANK
+    if named and ctx.resolves_to(func, *torch_api.GET_WORLD_SIZE):
+        return WORLD_SIZE
+    reads_environment = (named and ctx.resolves_to(func, "os.getenv")) or (
         isinstance(func, ast.Attribute) and func.attr == "get" and _is_environ(ctx, func.value)
     )
     if reads_environment and call.args:

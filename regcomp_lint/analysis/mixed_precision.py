@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from regcomp_lint.analysis.bindings import Bindings, Where, binding_key
 from regcomp_lint.analysis.file_context import FileContext, keyword_value, string_literal
+from regcomp_lint.analysis.name_resolution import last_parts
 from regcomp_lint.files.parsing import walk
 from regcomp_lint.knowledge.torch_api import (
     AUTOCAST,
@@ -28,6 +29,9 @@ from regcomp_lint.knowledge.torch_api import (
     GRAD_SCALERS,
     HALF_DTYPES,
 )
+
+#: what a call must be named to be a grad scaler or an autocast (see ``ImportMap.last_part``)
+_LAST_PARTS = last_parts(GRAD_SCALERS, AUTOCAST, *DEVICE_AUTOCASTS.values())
 
 
 @dataclass
@@ -57,6 +61,8 @@ class MixedPrecision:
 
     # -- feeding, from the walk ------------------------------------------------------------
     def visit_call(self, node: ast.Call) -> None:
+        if self.ctx.imports.last_part(node.func) not in _LAST_PARTS:
+            return  # (every call of the file comes here: most are named nothing below)
         if self.ctx.resolves_to(node.func, *GRAD_SCALERS):
             self.grad_scalers.append(node)
             return

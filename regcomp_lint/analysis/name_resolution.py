@@ -65,18 +65,23 @@ class ImportMap:
             node = node.value
         return isinstance(node, ast.Name) and node.id in self._aliases
 
+    def last_part(self, node: ast.AST) -> str | None:
+        """What :meth:`resolves_to` needs some qualname to end with for ``node`` to resolve to
+        it: an attribute's own name, a name's as imported (``compile`` for ``tc`` of ``from
+        torch import compile as tc``); None for anything else (it resolves to nothing)."""
+        if isinstance(node, ast.Attribute):
+            return node.attr
+        if isinstance(node, ast.Name):
+            return self._aliases.get(node.id, node.id).rpartition(".")[2]
+        return None
+
     def resolves_to(self, node: ast.AST, *qualnames: str) -> bool:
         """True when ``node`` names one of ``qualnames`` through an import (or a star import
         of the qualname's module)."""
         # Cheap exit for most nodes: the name's last part must be some qualname's last part
         # (an attribute's own name; a name's, as imported: ``tc`` for ``torch.compile``).
-        if isinstance(node, ast.Attribute):
-            last = node.attr
-        elif isinstance(node, ast.Name):
-            last = self._aliases.get(node.id, node.id).rpartition(".")[2]
-        else:
-            return False
-        if last not in _last_parts(qualnames):
+        last = self.last_part(node)
+        if last is None or last not in _last_parts(qualnames):
             return False
         name = self.qualname(node)
         if name is None:
@@ -91,3 +96,10 @@ class ImportMap:
 @lru_cache(maxsize=1024)
 def _last_parts(qualnames: tuple[str, ...]) -> frozenset[str]:
     return frozenset(q.rpartition(".")[2] for q in qualnames)
+
+
+def last_parts(*groups: tuple[str, ...]) -> frozenset[str]:
+    """The last parts of every qualname of ``groups``: a node whose :meth:`ImportMap.last_part`
+    is not among them resolves to none of them (one set look-up instead of a ``resolves_to``
+    per group, for the analyses that ask each call of the file about many groups)."""
+    return frozenset(q.rpartition(".")[2] for group in groups for q in group)

@@ -151,7 +151,9 @@ def opt_out(text: str, filename: str, settings: Settings) -> str | None:
 
 def process_text(text: str, filename: str, settings: Settings, convert: ConvertOptions, unsafe: bool) -> FileResult:
     """Convert ``text`` (unless opted out) and apply the selected lint fixes, all in memory."""
-    with shared_parses(), _collection_paused():  # each text (the original, the converted one) is parsed once
+    # each text (the original, the converted one) is parsed once; the shared trees go before the
+    # collector is back on, so its first collection does not walk them (they hold no cycles)
+    with _collection_paused(), shared_parses():
         return _process_text(text, filename, settings, convert, unsafe)
 
 

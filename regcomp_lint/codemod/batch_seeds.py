@@ -24,8 +24,8 @@ import libcst as cst
 from regcomp_lint.analysis.batch_sources import SeedOffsets, seed_offsets
 from regcomp_lint.codemod.builders import expression
 from regcomp_lint.codemod.lint_view import LintView, lint_view
-from regcomp_lint.codemod.tree import Block, code, find_all
-from regcomp_lint.codemod.uneven_steps import unseeded_draws
+from regcomp_lint.codemod.tree import Block, Tree, code, find_all, is_main_guard
+from regcomp_lint.codemod.uneven_steps import seed_calls, unseeded_draws
 from regcomp_lint.knowledge import torch_api
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ def split_hand_written_batches(planner: Planner, block: Block, accelerator_at: i
     tree = planner.tree
     view = lint_view(tree)
     offsets = seed_offsets(view.roles) if view.roles is not None else None
-    if offsets is not None and offsets.seeds:  # unseeded: torch's draws repeat in every process, the others differ
+    if offsets is not None and offsets.seeds:  # unseeded: each process's generators start from their own entropy
         blocker = _blocker(planner, offsets, block, accelerator_at)
         if blocker is None:
             _offset(planner, offsets)
@@ -56,6 +56,17 @@ def split_hand_written_batches(planner: Planner, block: Block, accelerator_at: i
         )
         return
     draw = unseeded_draws(tree, backwards)
+    held = _conditional_seed(tree) if draw is None else None
+    if held is not None:
+        seed, holder = held
+        planner.notes.append(
+            NOT_SPLIT + f"every rank draws the same batches only when {code(seed).strip()} (line {tree.line(seed)}, "
+            f"under the if at line {tree.line(holder)}) runs: then each process computes the original's gradients, "
+            "and N processes do one process's work; without it each process draws its own (torch's CPU generator, "
+            "Python's and NumPy's start from their own entropy in every process), so the gradients are averaged "
+            "over different batches and no run repeats another"
+        )
+        return
     planner.notes.append(
         NOT_SPLIT
         + (
@@ -66,6 +77,19 @@ def split_hand_written_batches(planner: Planner, block: Block, accelerator_at: i
             "rank draws different batches (gradients are averaged over them) and no run repeats another"
         )
     )
+
+
+def _conditional_seed(tree: Tree) -> tuple[cst.Call, cst.If] | None:
+    """The first seeding call and its ``if`` when every seeding call of the file runs under an
+    ``if`` (``if args.seed is not None: torch.manual_seed(args.seed)``, survey 21e llama_mmqa):
+    the batches are the same in every process on one path only."""
+    held: list[tuple[cst.Call, cst.If]] = []
+    for call in seed_calls(tree):
+        holder = next((a for a in tree.ancestors(call) if isinstance(a, cst.If) and not is_main_guard(a)), None)
+        if holder is None:
+            return None
+        held.append((call, holder))
+    return held[0] if held else None
 
 
 def _blocker(planner: Planner, offsets: SeedOffsets, block: Block, accelerator_at: int) -> str | None:

@@ -132,6 +132,10 @@ class ConvertToAccelerate(CodemodCommand, cst.CSTTransformer):
         return node in self._touched and super().on_visit(node)
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):
+        if original_node not in self._touched:
+            # (libcst calls on_leave for the nodes on_visit kept out too: every edit's node, the
+            # statements and blocks it is in, is touched, so nothing below applies to the others)
+            return updated_node
         updated = super().on_leave(original_node, updated_node)
         if isinstance(original_node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
             updated = self._drop_small_statements(original_node, updated)

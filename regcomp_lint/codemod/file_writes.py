@@ -28,6 +28,7 @@ from regcomp_lint.knowledge.torch_api import (
     FILE_WRITER_METHODS,
     FILE_WRITERS,
     HUB_UPLOAD_NAMES,
+    OUTPUT_FILE_KEYWORDS,
     WRITER_NAME_WORDS,
 )
 from regcomp_lint.knowledge.training_libraries import MAIN_PROCESS_KEYWORDS
@@ -40,6 +41,8 @@ def write_files_once(planner: Planner, places: list[Function]) -> None:
     """Guard each statement of ``places`` that writes a sample or plot file (see the module docstring)."""
     tree = planner.tree
     models = set(getattr(planner, "models", []))
+    if not any(isinstance(place, cst.Module) for place in places) and not planner.can_reach_accelerator(tree.module):
+        _name_module_level_writes(planner)
     for place in places:
         _name_writing_objects(planner, place)
         for call in find_all(place, cst.Call, enter_functions=False):
@@ -65,6 +68,7 @@ def write_files_once(planner: Planner, places: list[Function]) -> None:
                     _model_saved_once(planner, call, place)
                     continue
             elif not _writes_a_file(tree, call.func):
+                _name_output_file(planner, call)
                 continue
             line = tree.call_line(call)
             writer = code(call.func)
@@ -88,6 +92,24 @@ def write_files_once(planner: Planner, places: list[Function]) -> None:
             )
 
 
+def _name_module_level_writes(planner: Planner) -> None:
+    """``oof_df.to_csv(path)`` at module level, after ``train_loop()`` (which makes the
+    Accelerator) returns (survey 21f hms_eeg): every process writes the file, and no accelerator is
+    in reach there to guard it with. Named, with accelerate's ``PartialState`` (the process state
+    the Accelerator set up), since whether each process computed the same content is not known."""
+    tree = planner.tree
+    for call in find_all(tree.module, cst.Call, enter_functions=False):
+        if not (_opens_for_writing(tree, call) or _writes_a_file(tree, call.func)):
+            continue
+        if any(per_process_path(tree.module, arg.value) for arg in call.args) or under_rank_test(planner, call):
+            continue
+        planner.notes.append(
+            f"{code(call.func).strip()}() at line {tree.line(call)}, at module level, writes the same file from every "
+            "process, and no accelerator is in reach there: where every process computed the same content, write it "
+            "under `if PartialState().is_main_process:` (from accelerate import PartialState)"
+        )
+
+
 def _may_write(tree: Tree, call: cst.Call) -> bool:
     """``call`` opens a file for writing, saves with ``save_pretrained`` and the like, or is a
     known writer, or named like one (:func:`_unread_writer`): the only calls
@@ -99,6 +121,27 @@ def _may_write(tree: Tree, call: cst.Call) -> bool:
         or _saves_pretrained(call.func)
         or _writes_a_file(tree, call.func)
         or _writer_name(call.func) is not None
+        or _output_file(call) is not None
+    )
+
+
+def _output_file(call: cst.Call) -> cst.Arg | None:
+    """The argument that hands ``call`` the file it writes (``out_path=f"eval_{n}.mp4"``)."""
+    return next((a for a in call.args if a.keyword is not None and a.keyword.value in OUTPUT_FILE_KEYWORDS), None)
+
+
+def _name_output_file(planner: Planner, call: cst.Call) -> None:
+    """A call of code the fixer does not know as a writer, handed the file it writes (survey 21f
+    pusht_state_dp's ``evaluate_model(..., out_path=...)`` of a module not fetched): named, not
+    guarded, since what it writes may differ between processes and it may run a prepared model."""
+    handed = _output_file(call)
+    if handed is None:
+        return
+    planner.notes.append(
+        f"{code(call.func).strip()}() at line {planner.tree.line(call)} is handed {code(handed).strip().rstrip(',')} "
+        "(a file it writes): every process runs it and writes that file; call it under `if "
+        "accelerator.is_main_process:` where what it writes is the same on every process and it runs no prepared "
+        "model (DDP's forward must run in every process)"
     )
 
 

@@ -32,6 +32,7 @@ import libcst as cst
 from regcomp_lint.analysis.reachability.modules import ParsedModule
 from regcomp_lint.codemod.local_modules import FunctionNode, imported_class, imported_function, unread_project_function
 from regcomp_lint.codemod.roles import bindings
+from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import Block, Function, find_all, key_of
 from regcomp_lint.codemod.wrapped_access import feeds_the_loss, places_using_prepared
 from regcomp_lint.knowledge import accelerate_api
@@ -62,14 +63,13 @@ def unwrap_for_other_modules(planner: PlainPlanner, block: Block, prepare_index:
                 ):
                     continue  # still the plain model
             method = object_method(planner, function, call)
-            if method is not None and feeds_the_loss(planner, function, call):
-                continue  # a method that runs the model for the loss needs DDP's wrapper
             found = imported_function(tree, call.func) if method is None else None
             if found is None and method is None:
                 _note_unread(planner, function, call, [key_of(a.value) or "" for _, a in handed])
                 continue
             shown, definition = method if method is not None else (None, found[1])  # type: ignore[index]
             skip = 1 if method is not None else 0  # the method's own ``self``
+            feeds = feeds_the_loss(planner, function, call)
             for index, arg in handed:
                 keyword = arg.keyword.value if arg.keyword is not None else None
                 parameter = _parameter(definition, index + skip, keyword)
@@ -79,6 +79,17 @@ def unwrap_for_other_modules(planner: PlainPlanner, block: Block, prepare_index:
                 what, which, trained = reason
                 model = key_of(arg.value)
                 where = shown or f"{definition.name}() of {_shown(found[0])}"  # type: ignore[index]
+                if feeds:  # it runs the model for the loss: it needs DDP's wrapper, which syncs the gradients
+                    assert parameter is not None
+                    if _own_attribute_read(definition, parameter) is not None:
+                        raise Refusal(
+                            f"{where} {what} of the prepared {model} it is handed at line {tree.line(call)}, and its "
+                            "result feeds the loss: handed the unwrapped model its forward would run outside DDP "
+                            "(no gradient sync), handed the prepared one the read fails on several processes (DDP "
+                            "does not pass the model's own attributes through); convert by hand, reading the "
+                            "attribute from accelerator.unwrap_model(...) there and calling the prepared model"
+                        )
+                    continue
                 if _trains(definition):
                     planner.notes.append(
                         f"{where} {what} of the prepared {model} it is handed at line {tree.line(call)}, and trains "

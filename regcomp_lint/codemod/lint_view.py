@@ -84,6 +84,9 @@ class LintView:
         self._expressions: list[_Entry] = []
         #: (id of a spans dict, line): that line's entries sorted by start, and the starts
         self._line_order: dict[tuple[int, int], tuple[list[_Point], list[_Entry]]] = {}
+        #: (id of a node, id of a spans dict): the node, and the expression found at it (the
+        #: planners ask about the same nodes again and again: 2,414 of 4,181 asks on the fixtures)
+        self._found_at: dict[tuple[int, int], tuple[cst.CSTNode, ast.expr | None]] = {}
         # the script's own path: the lint's answers follow its imports into the project's other
         # modules (nanoGPT's GPT in model.py is a stack of repeated blocks: RC501's question)
         self._source = source = SourceFile(importer_of(tree.filename) if tree.filename else "<regcomp-fix>", tree.text)
@@ -141,6 +144,15 @@ class LintView:
         return self._outermost(node, self._all_spans)
 
     def _outermost(self, node: cst.CSTNode, spans: dict[int, list[_Entry]]) -> ast.expr | None:
+        key = (id(node), id(spans))
+        hit = self._found_at.get(key)
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        found = self._find_outermost(node, spans)
+        self._found_at[key] = (node, found)  # (the node kept in the entry: its id cannot be reused)
+        return found
+
+    def _find_outermost(self, node: cst.CSTNode, spans: dict[int, list[_Entry]]) -> ast.expr | None:
         span = self._positions.get(node)
         if span is None:
             return None

@@ -80,6 +80,7 @@ from regcomp_lint.codemod.host_batches import host_batch_loaders
 from regcomp_lint.codemod.inference_only import trains_nothing
 from regcomp_lint.codemod.iterable_batches import whole_batch_stream_refusal
 from regcomp_lint.codemod.lint_view import lint_view
+from regcomp_lint.codemod.listed_loaders import listed_loader_notes
 from regcomp_lint.codemod.load_locations import keep_cpu_load_locations
 from regcomp_lint.codemod.local_modules import imported_function, importer_of, is_project_module, load_local
 from regcomp_lint.codemod.loss_scalers import loss_scaler_step
@@ -1507,6 +1508,7 @@ class PlainPlanner(Planner):
         prepare_index = last + 1
         if runs is None:
             refuse_unbound_at_prepare(tree, self.scope, block, prepare_index, prepared)
+            self.notes += listed_loader_notes(tree, block, prepare_index, self.loaders)
         for alias in self.compiled_aliases:
             at = self.project(block, alias)
             if at is None or at < prepare_index:
@@ -2156,6 +2158,17 @@ class PlainPlanner(Planner):
         later = body[body.index(line) + 1 :]
         return any(target[0] in bound_keys(node) for stmt in later for node in find_all(stmt, cst.Assign))
 
+    def _cpu_once_and_for_all(self, assign: cst.Assign) -> bool:
+        """``device = "cpu"`` is the only binding of its name in the file, and nothing may rebind
+        any global (nanoGPT's configurator): the script chose the CPU, not a default."""
+        target = single_target(assign)
+        if target is None or _global_rebinds(self.tree, self.tree.module):
+            return False
+        binders = [node for node in find_all(self.tree.module, cst.Assign) if target[0] in bound_keys(node)]
+        return binders == [assign] and not any(
+            target[0] in (n.name.value for n in g.names) for g in find_all(self.tree.module, cst.Global)
+        )
+
     def _device_choices(self) -> list[tuple[str, list[str]]]:
         """``"cuda" if use_cuda else "cpu"`` in a rewritten device assignment: the CPU condition
         (``not use_cuda``) and the names it reads; a test on ``torch.cuda.is_available()`` alone
@@ -2191,6 +2204,8 @@ class PlainPlanner(Planner):
             )
             if branch is not None and names:
                 found.append((branch[0], list(dict.fromkeys(names))))
+            elif branch is None and is_cpu_value(assign.value) and self._cpu_once_and_for_all(assign):
+                found.append(("True", []))  # `device = "cpu"`, and nothing else ever: survey 22a charrnn_wp
         # `if args.cuda: model.cuda()` (no else): the flag that chose the GPU
         for node in self.edits.replace:
             if not (
@@ -2374,8 +2389,8 @@ def _is_passed(tree: Tree, function: cst.FunctionDef) -> bool:
 
 
 def _always(conditions: list[str]) -> bool:
-    """``c or not c``: both branches of a choice picked the CPU."""
-    return any(f"not {c}" in conditions or f"not ({c})" in conditions for c in conditions)
+    """``c or not c``: both branches of a choice picked the CPU; or one choice is the CPU always."""
+    return "True" in conditions or any(f"not {c}" in conditions or f"not ({c})" in conditions for c in conditions)
 
 
 def _negated(test: cst.BaseExpression) -> str:

@@ -21,6 +21,7 @@ from regcomp_lint.codemod.device_choice import (
     kept_config,
     reads_gpu_choice,
 )
+from regcomp_lint.codemod.device_kinds import holds_a_string
 from regcomp_lint.codemod.edits import EditPlan, replaced_by
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.options import ConvertOptions
@@ -295,9 +296,11 @@ class Planner:
     def rewrite_device(self, assign: cst.Assign) -> None:
         """``device = ...`` -> ``device = accelerator.device``; a string stays a string, the device's type
         (``"cuda"``: Accelerate has made each process's GPU the current one, and ``device == "cuda"``
-        checks keep working)."""
-        acc = self.accelerator_in(self.tree.function_of(assign))
-        new = f"{acc}.device.type" if _is_string_valued(assign.value) else f"{acc}.device"
+        checks keep working), also where only another assignment or a read shows it is one
+        (:func:`~regcomp_lint.codemod.device_kinds.holds_a_string`)."""
+        scope = self.tree.function_of(assign)
+        acc = self.accelerator_in(scope)
+        new = f"{acc}.device.type" if holds_a_string(assign, scope) else f"{acc}.device"
         value = expression(new, self.module)
         self.device_values[assign] = (code(assign.targets[0].target), new)
         self.edits.on(assign, lambda u: u.with_changes(value=value))
@@ -579,14 +582,6 @@ def _an_objects_device(tree: Tree, value: cst.BaseExpression, function: Function
         and value.attr.value == "device"
         and not is_chosen_device(tree, value, function)
     )
-
-
-def _is_string_valued(value: cst.BaseExpression) -> bool:
-    if isinstance(value, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
-        return True
-    if isinstance(value, cst.IfExp):
-        return _is_string_valued(value.body) and _is_string_valued(value.orelse)
-    return False
 
 
 def _is_cuda_literal(value: cst.BaseExpression) -> bool:

@@ -99,9 +99,9 @@ class _Syntactic:
     def __exit__(self, *exc: object) -> None:
         state = self.state
         ranges = state.ranges
-        start = ranges[self.start_node][0] if self.start_node is not None else self.start
-        end = ranges[self.end_node][1] if self.end_node is not None else len(state.tokens)
-        ranges[self.node] = (start, end)
+        start = ranges[id(self.start_node)][0] if self.start_node is not None else self.start
+        end = ranges[id(self.end_node)][1] if self.end_node is not None else len(state.tokens)
+        ranges[id(self.node)] = (start, end)
 
 
 class _Unrecorded:
@@ -142,7 +142,9 @@ class _RecordingState(CodegenState):
 
     def __init__(self, module: cst.Module) -> None:
         super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
-        self.ranges: dict[cst.CSTNode, tuple[int, int]] = {}
+        #: by the node's id (a node's own hash is a Python call: two or three per node printed);
+        #: the nodes are kept alive by :attr:`order`, so no id is reused while it is
+        self.ranges: dict[int, tuple[int, int]] = {}
         self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
         self.popped = False
         #: the nodes in printing order (pre-order), and where each one's subtree ends in it
@@ -166,8 +168,10 @@ class _RecordingState(CodegenState):
     def after_codegen(self, node: cst.CSTNode) -> None:
         _, start, index = self._open.pop()
         self.ends[index] = len(self.order)
-        if node not in self.ranges:  # a syntactic range recorded inside wins
-            self.ranges[node] = (start, len(self.tokens))
+        ranges = self.ranges
+        key = id(node)
+        if key not in ranges:  # a syntactic range recorded inside wins
+            ranges[key] = (start, len(self.tokens))
 
     def record_syntactic_position(self, node, *, start_node=None, end_node=None):
         return _Syntactic(self, node, start_node, end_node)
@@ -182,8 +186,11 @@ class _RecordingState(CodegenState):
 class _Positions(Mapping[cst.CSTNode, CodeRange]):
     """``PositionProvider``'s mapping, with lines and columns worked out on first ask."""
 
-    def __init__(self, ranges: dict[cst.CSTNode, tuple[int, int]], tokens: list[str], text: str) -> None:
-        self._ranges = ranges
+    def __init__(
+        self, ranges: dict[int, tuple[int, int]], nodes: list[cst.CSTNode], tokens: list[str], text: str
+    ) -> None:
+        self._ranges = ranges  # (by node id: ``nodes``, every node printed, keeps them alive)
+        self._nodes = nodes
         self._offsets = [0, *accumulate(map(len, tokens))]
         if "\r" not in text:  # every line break is one "\n": the whole text can be searched at once
             self._line_starts = [0, *(m.end() for m in _NEWLINE.finditer(text))]
@@ -192,7 +199,7 @@ class _Positions(Mapping[cst.CSTNode, CodeRange]):
             for offset, token in zip(self._offsets, tokens, strict=False):
                 if "\n" in token or "\r" in token:
                     self._line_starts.extend(offset + m.end() for m in _NEWLINE.finditer(token))
-        self._done: dict[cst.CSTNode, CodeRange] = {}
+        self._done: dict[int, CodeRange] = {}
 
     def _position(self, token: int) -> CodePosition:
         offset = self._offsets[token]
@@ -200,17 +207,19 @@ class _Positions(Mapping[cst.CSTNode, CodeRange]):
         return CodePosition(line, offset - self._line_starts[line - 1])
 
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
-        found = self._done.get(node)
+        key = id(node)
+        found = self._done.get(key)
         if found is None:
-            start, end = self._ranges[node]
-            found = self._done[node] = CodeRange(self._position(start), self._position(end))
+            start, end = self._ranges[key]
+            found = self._done[key] = CodeRange(self._position(start), self._position(end))
         return found
 
     def __contains__(self, node: object) -> bool:
-        return node in self._ranges
+        return id(node) in self._ranges
 
     def __iter__(self) -> Iterator[cst.CSTNode]:
-        return iter(self._ranges)
+        ranges = self._ranges
+        return (node for node in self._nodes if id(node) in ranges)
 
     def __len__(self) -> int:
         return len(self._ranges)
@@ -256,7 +265,7 @@ class SourceMetadata:
         self.code = everything[: len(everything) - len(tokens[-1])] if state.popped else everything
         parents, self._reordered = _in_children_order(state.parents)
         self.parents: Mapping[cst.CSTNode, cst.CSTNode] = parents
-        positions = _Positions(state.ranges, tokens, everything)
+        positions = _Positions(state.ranges, state.order, tokens, everything)
         self.positions: Mapping[cst.CSTNode, CodeRange] = positions
         self._order: list[cst.CSTNode] | None = state.order
         self._ends = state.ends
@@ -302,21 +311,21 @@ class SourceMetadata:
         self.changed = (dropped, ["".join(tokens[start:end]) for start, end in new_runs])
         return "".join(tokens)
 
-    def preorder(self) -> tuple[list[cst.CSTNode], dict[cst.CSTNode, int], list[int]] | None:
+    def preorder(self) -> tuple[list[cst.CSTNode], dict[int, int], list[int]] | None:
         """The module's nodes in pre-order with each node's children in ``children`` order (the
-        order ``tree.find_all`` reports in), each node's index, and where each subtree ends;
+        order ``tree.find_all`` reports in), each node's index (by the node's id), and where each subtree ends;
         None when the printing does not hold exactly the nodes ``children`` does. Once only:
         the lists are handed over."""
         order, ends = self._order, self._ends
         if order is None:
             return None
         self._order = None
-        start = {node: i for i, node in enumerate(order)}
+        start = {id(node): i for i, node in enumerate(order)}
         for parent, children in self._reordered:  # their children's subtrees, laid out again
-            first = start[parent]
+            first = start[id(parent)]
             blocks = []
             for child in children:
-                at = start.get(child)
+                at = start.get(id(child))
                 if at is None:
                     return None
                 blocks.append((at, ends[at]))
@@ -326,7 +335,7 @@ class SourceMetadata:
             for offset, (node, size) in enumerate(moved, first + 1):
                 order[offset] = node
                 ends[offset] = offset + size
-                start[node] = offset
+                start[id(node)] = offset
         return order, start, ends
 
     def seed(self, wrapper: MetadataWrapper) -> None:

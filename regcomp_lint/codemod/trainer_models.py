@@ -251,7 +251,7 @@ def refuse_made_again(tree: Tree, scope: Function, model: str) -> None:
     if init is None or init is scope or cls is None:
         return
     made = [n for n in init_bindings(tree, init, model) if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call)]
-    again = bindings(scope, model)
+    again = [n for n in bindings(scope, model) if n not in made]  # the helper __init__ calls is no second build
     if made and again:
         raise Refusal(
             f"the model {model} is built in {cls.name.value}.__init__() (line {tree.line(made[0])}) and again in "

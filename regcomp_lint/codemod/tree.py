@@ -109,7 +109,7 @@ class Tree:
         wrapper: MetadataWrapper,
         filename: str | None = None,
         text: str | None = None,
-        preorder: tuple[list[cst.CSTNode], dict[cst.CSTNode, int], list[int]] | None = None,
+        preorder: tuple[list[cst.CSTNode], dict[int, int], list[int]] | None = None,
     ) -> None:
         self.wrapper = wrapper
         #: the script's path (its local modules are read next to it); None for text without one
@@ -347,7 +347,9 @@ class _NodeIndex:
 
     def __init__(self, module: cst.Module, parents, preorder=None) -> None:
         self.order: list[cst.CSTNode]
-        self.start: dict[cst.CSTNode, int]
+        #: each node's index in :attr:`order`, by the node's id (its own hash is a Python call;
+        #: :attr:`order` keeps the nodes alive, and a look-up checks the node found is the one asked)
+        self.start: dict[int, int]
         self.end: list[int]
         if preorder is not None:  # (SourceMetadata.preorder: from the printing that gave the parents)
             self.order, self.start, self.end = preorder
@@ -375,20 +377,29 @@ class _NodeIndex:
             if kids:
                 stack.extend(reversed(kids))
         self.order = order
-        self.start = {node: i for i, node in enumerate(order)}
+        self.start = {id(node): i for i, node in enumerate(order)}
         # a subtree ends where its last child's does (a leaf: right after itself)
         end = [0] * len(order)
         start = self.start
         for i in range(len(order) - 1, -1, -1):
             kids = children.get(order[i])
-            end[i] = end[start[kids[-1]]] if kids else i + 1
+            end[i] = end[start[id(kids[-1])]] if kids else i + 1
         self.end = end
 
     def _indices(self, kind) -> list[int]:
         """Where the nodes that are ``kind`` (a type or a tuple of types) sit, in order."""
         found = self._where.get(kind)
         if found is None:
-            matching = [t for t in self._present if _is_subclass(t, kind)]
+            known = _SUBCLASS.get(kind)
+            if known is None:
+                known = _SUBCLASS[kind] = {}
+            matching = []
+            for t in self._present:
+                hit = known.get(t)
+                if hit is None:
+                    hit = known[t] = issubclass(t, kind)
+                if hit:
+                    matching.append(t)
             if len(matching) == 1:
                 found = self._of(matching[0])
             else:
@@ -411,7 +422,7 @@ class _NodeIndex:
     def find(self, root: cst.CSTNode, kind, enter_functions: bool, barriers=_DEFS) -> list | None:
         """What ``root`` holds of ``kind``; ``enter_functions=False``: not what lies inside a node
         of ``barriers`` (found itself) below ``root``. None: ``root`` is not a node of the module."""
-        first = self.start.get(root)
+        first = self.start.get(id(root))
         if first is None or self.order[first] is not root:
             return None
         end = self.end
@@ -440,16 +451,10 @@ class _NodeIndex:
         return [order[i] for i in hits]
 
 
-#: ``issubclass(node type, kind)`` by the pair: libcst's node classes are abstract (``ABCMeta``),
-#: whose check is a slow Python call, and every tree asks it again for the same few dozen pairs
-_SUBCLASS: dict[tuple[type, object], bool] = {}
-
-
-def _is_subclass(t: type, kind) -> bool:
-    found = _SUBCLASS.get((t, kind))
-    if found is None:
-        found = _SUBCLASS[(t, kind)] = issubclass(t, kind)
-    return found
+#: ``issubclass(node type, kind)`` by the kind, then the type: libcst's node classes are abstract
+#: (``ABCMeta``), whose check is a slow Python call, and every tree asks it again for the same few
+#: dozen pairs (by the kind first: a pair's hash hashed the kind's tuple of types on every ask)
+_SUBCLASS: dict[object, dict[type, bool]] = {}
 
 
 _INDEX: list[_NodeIndex] = []

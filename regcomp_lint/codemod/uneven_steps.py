@@ -71,23 +71,53 @@ def uneven_steps(
 
 
 def unseeded_draws(tree: Tree, backwards: list[cst.Call]) -> str | None:
-    """The first random draw that feeds a training step of a script that never seeds Python's or
-    NumPy's generator (each process then draws its own values), as ``random.sample (line 19)``;
-    None otherwise. Feeding: in the step's function before its backward, or in a function of the
-    file that code calls (``memory.sample(BATCH_SIZE)`` -> ``ReplayMemory.sample``)."""
-    calls = find_all(tree.module, cst.Call)
-    if any(tree.resolves_to(call.func, *torch_api.SEEDS) or _names_a_seed(call) for call in calls):
+    """The first random draw that feeds a training step of a script that never seeds Python's,
+    NumPy's or torch's CPU generator (each process then draws its own values), as ``random.sample (line 19)``;
+    None otherwise. Feeding: in the step's function before its backward, or in the functions of
+    the file that code calls, three calls down (``memory.sample(BATCH_SIZE)`` -> ``ReplayMemory.sample``;
+    ``get_data()`` -> the generator it returns)."""
+    if seed_calls(tree):
         return None
     functions = {f.name.value: f for f in find_all(tree.module, cst.FunctionDef)}
     for backward in backwards:
         step = tree.function_of(backward)
         before = [c for c in find_all(step, cst.Call, enter_functions=False) if tree.line(c) < tree.line(backward)]
-        called = [functions[n] for n in (_called_name(c) for c in before) if n in functions]
+        called = _reached(functions, before)
         for call in before + [c for f in called for c in find_all(f, cst.Call)]:
-            name = tree.resolves_under(call.func, *torch_api.UNSEEDED_RANDOM_MODULES)
+            name = tree.resolves_under(call.func, *torch_api.UNSEEDED_RANDOM_MODULES) or _cpu_default_draw(tree, call)
             if name is not None:
                 return f"{name} (line {tree.line(call)})"
     return None
+
+
+def _reached(functions: dict[str, cst.FunctionDef], calls: list[cst.Call], depth: int = 3) -> list[cst.FunctionDef]:
+    """The functions of the file ``calls`` call, and those they call, ``depth`` calls down
+    (``get_data()`` -> ``_endless()``, the generator that draws each epoch's order)."""
+    found: list[cst.FunctionDef] = []
+    pending = calls
+    for _ in range(depth):
+        new = [functions[n] for n in (_called_name(c) for c in pending) if n in functions]
+        new = [f for f in dict.fromkeys(new) if f not in found]
+        found += new
+        pending = [c for f in new for c in find_all(f, cst.Call)]
+    return found
+
+
+def _cpu_default_draw(tree: Tree, call: cst.Call) -> str | None:
+    """``torch.randint(n, (b,))``: a draw from torch's default CPU generator, which starts from OS
+    entropy in every process (:data:`~regcomp_lint.knowledge.torch_api.CPU_DEFAULT_DRAWS`); one
+    given ``generator=`` or ``device=`` is not counted."""
+    if any(a.keyword is not None and a.keyword.value in ("generator", "device") for a in call.args):
+        return None
+    return next((name for name in torch_api.CPU_DEFAULT_DRAWS if tree.resolves_to(call.func, name)), None)
+
+
+def seed_calls(tree: Tree) -> list[cst.Call]:
+    """The calls of the file that seed a generator: torch's, Python's and NumPy's own, or a
+    project's seeding helper."""
+    return [
+        c for c in find_all(tree.module, cst.Call) if tree.resolves_to(c.func, *torch_api.SEEDS) or _names_a_seed(c)
+    ]
 
 
 def _called_name(call: cst.Call) -> str:

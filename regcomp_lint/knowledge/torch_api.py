@@ -344,8 +344,7 @@ TRITON_CACHE_DIR_ENV = "TRITON_CACHE_DIR"
 COMPILER_CACHE_SWITCHES = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_AUTOGRAD_CACHE": "1"}
 #: Environment that would disturb a measured compile (caches off, debug dumps, extra logging).
 COMPILER_DISTURBING_ENV = ("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "TORCH_COMPILE_DEBUG", "TORCH_LOGS")
-#: Random generators that start from OS entropy in every process unless seeded (torch's default
-#: generator starts from one fixed seed, the same on every process).
+#: Random generators that start from OS entropy in every process unless seeded.
 UNSEEDED_RANDOM_MODULES = ("random", "numpy.random")
 #: Seeding calls: after one of them a script's draws repeat from run to run (with one seed for
 #: every rank, between processes too; seeded from the rank, every process draws its own batches).
@@ -371,6 +370,13 @@ RANDOM_VALUES = (
     "torch.bernoulli",
     "torch.poisson",
 )
+#: torch's draws from its default CPU generator, which starts from OS entropy in every process too
+#: (torch 2.13, measured: ``torch.initial_seed()`` differs between two fresh processes, and two
+#: unseeded ranks draw different ``torch.randperm`` orders; ``CPUGeneratorImpl`` is made with
+#: ``getNonDeterministicRandom()``). A draw given ``generator=`` or ``device=`` may use another
+#: generator (CUDA's start from one fixed seed, ``default_rng_seed_val``), and ``*_like`` draws
+#: follow their input's device: not counted.
+CPU_DEFAULT_DRAWS = tuple(name for name in RANDOM_VALUES if name.startswith("torch.") and not name.endswith("_like"))
 #: Generators a script builds for itself: seeded with one value (``random.Random(0)``,
 #: ``numpy.random.default_rng(args.seed)``, ``g = torch.Generator(); g.manual_seed(0)``), every
 #: process draws the same values from one, whatever else it draws.
@@ -426,6 +432,11 @@ FILE_WRITERS = (
     # a TorchScript export (survey 19e kochi_bin's `torch.jit.save(scripted, path)`)
     "torch.jit.save",
     "torch.jit._serialization.save",
+    # ml_logger's `logger` (an ML_Logger): `save_torch(obj, *keys, path=None)` torch.saves into a
+    # temporary file and hands it to its log client's `save_file`; `torch_save = save_torch`
+    # (geyang/ml_logger, ml_logger/ml_logger.py; survey 21f lucid_act)
+    "ml_logger.logger.save_torch",
+    "ml_logger.logger.torch_save",
 )
 #: Functions that open a file with ``open(path, mode)``'s arguments (the mode second); a
 #: ``.open(...)`` of anything else is read as ``pathlib.Path.open(mode)`` (the mode first).
@@ -485,6 +496,12 @@ PLACING_KEYWORDS = frozenset({"device", "map_location", "device_ids", "output_de
 #: ``atomic_save_numpy``, ``dump_config``): a call of a module the fixer cannot read is named in a
 #: note when it may write the same file from every process.
 WRITER_NAME_WORDS = frozenset({"save", "write", "dump", "export"})
+#: Keywords by which a call is handed the file it writes (survey 21f pusht_state_dp's
+#: ``evaluate_model(..., out_path=f"log/eval_epoch_{n}.mp4")``, a video per evaluation): a call of
+#: code the fixer does not know, handed one, writes that file from every process.
+OUTPUT_FILE_KEYWORDS = frozenset(
+    {"out_path", "output_path", "save_path", "out_file", "output_file", "save_file", "video_path", "out_fname"}
+)
 
 #: Top-level names a ``from module import *`` of a project module brings as the torch module
 #: itself (the module did ``import torch``): survey 22c's ESRGAN trainer has no ``import torch`` of

@@ -42,8 +42,10 @@ OPTIMIZER_FACTORIES = (
     "timm.optim._optim_factory.create_optimizer_v2",
 )
 #: Model methods that return the model's optimizer, by the convention nanoGPT and Lightning
-#: share (``optimizer = model.configure_optimizers(weight_decay, lr, betas, device_type)``).
-OPTIMIZER_FACTORY_METHODS = ("configure_optimizers",)
+#: share (``optimizer = model.configure_optimizers(weight_decay, lr, betas, device_type)``), and
+#: the singular that build-nanogpt's forks name it (``raw_model.configure_optimizer(weight_decay=0.1,
+#: learning_rate=6e-4, device=device)``, survey22a ddpinfo_trainer; seven such models in the index).
+OPTIMIZER_FACTORY_METHODS = ("configure_optimizers", "configure_optimizer")
 #: ``transformers.get_linear_schedule_with_warmup`` and friends, ``get_scheduler``; diffusers'.
 SCHEDULER_FACTORY_MODULES = ("transformers", "transformers.optimization", "diffusers.optimization")
 SCHEDULERS = (*accelerate_api.DUMMY_SCHEDULERS, *torch_api.OTHER_SCHEDULERS)
@@ -122,8 +124,10 @@ ITERATION_WRAPPERS = (
 #: Progress bars over a range of numbers (``for epoch in trange(epochs)``): an epoch counter, never
 #: a batch source, like ``tqdm(range(n))`` (an ``ITERATION_WRAPPERS`` call of ``range``).
 PROGRESS_RANGES = ("tqdm.trange", "tqdm.auto.trange", "tqdm.notebook.trange", "tqdm.std.trange", "tqdm.rich.trange")
-#: Builtins that hand on their first argument's items.
-ITERATION_BUILTINS = ("iter", "enumerate")
+#: Builtins that hand on their first argument's items: ``list(loader)`` and ``tuple(loader)``
+#: hold its batches in its order (one pass of its sampler), so a loader prepared before them
+#: gives each process its share (``train_list = list(train_loader)`` iterated every epoch).
+ITERATION_BUILTINS = ("iter", "enumerate", "list", "tuple")
 #: Builtins that build a container of their argument's items: ``len()`` of what they return
 #: counts those items (``len(list(history))``), a number no share of the data changes unless the
 #: argument is a loader.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from regcomp_lint.codemod import convert_source
+from tests.codemod.test_own_loader_class import ENDLESS
 
 #: ng-video-lecture / char-level GPT style: module-level config, a seed, get_batch() drawing rows.
 SCRIPT = """\
@@ -122,6 +123,47 @@ def test_a_script_already_seeded_per_rank_is_left_alone(seed):
     assert seed.split("\n")[-1] + "\n" in text
 
 
-def test_unseeded_torch_draws_are_said_to_be_the_same_in_every_process():
+def test_unseeded_torch_draws_are_said_to_differ_between_processes():
+    """torch's default CPU generator starts from OS entropy in every process (torch 2.13:
+    ``torch.initial_seed()`` differs between two fresh processes; two unseeded ranks drew
+    different ``torch.randperm`` orders, measured): the note said every rank draws the same."""
     text, note = _convert(seed="")
-    assert "every rank draws the same batches unless that code uses accelerator.process_index" in note
+    assert "the script draws at random without a seed (torch.randint (line 14))" in note
+    assert "each rank draws different batches" in note
+
+
+def test_torch_draws_on_a_named_device_or_generator_are_not_said_to_differ():
+    for draw in (
+        "torch.randint(len(data) - block_size, (batch_size,), device=device)",
+        "torch.randint(len(data) - block_size, (batch_size,), generator=torch.Generator())",
+    ):
+        text, note = _convert(seed="", draw=draw)
+        assert "every rank draws the same batches unless that code uses accelerator.process_index" in note
+
+
+def test_a_seed_under_an_if_is_named_with_what_each_process_draws_either_way():
+    """llama_mmqa (survey 21e): ``if args.seed is not None: torch.manual_seed(args.seed)`` and an
+    endless generator of ``torch.randperm`` orders. The note said every rank draws the same batches;
+    measured on a replica (2 gloo processes): with ``--seed`` both ranks' batches, losses and weights
+    are the original's, without it each rank draws its own order (first batches [8, 18] and
+    [16, 18]), as torch's CPU generator starts from its own entropy in every process."""
+    source = ENDLESS.replace(
+        "model = torch.nn.Linear(4, 1)\n",
+        "import sys\nseed = int(sys.argv[1]) if len(sys.argv) > 1 else None\nif seed is not None:\n"
+        "    torch.manual_seed(seed)\nmodel = torch.nn.Linear(4, 1)\n",
+    )
+    result = convert_source(source, "train.py")
+    assert result.refused is None, result.refused
+    note = next(n for n in result.notes if n.startswith("no DataLoader feeds the training loop"))
+    assert "every rank draws the same batches unless" not in note
+    assert "torch.manual_seed(seed) (line 20, under the if at line 19)" in note
+    assert "the original's gradients" in note and "each process draws its own" in note
+
+
+def test_an_unseeded_generator_two_calls_down_is_said_to_differ_between_processes():
+    """``get_data()`` hands back ``_endless(...)``, which draws ``torch.randperm`` each epoch
+    (llama_mmqa without --seed): the draw is two calls below the step, and was not seen."""
+    source = ENDLESS.replace("data = torch.randn(64, 4)", "data = torch.arange(256.0).view(64, 4)")
+    result = convert_source(source, "train.py")
+    note = next(n for n in result.notes if n.startswith("no DataLoader feeds the training loop"))
+    assert "the script draws at random without a seed (torch.randperm (line 6))" in note

@@ -507,3 +507,44 @@ def test_the_device_of_a_command_line_namespace_handed_to_a_function_is_still_a_
         .replace("evaluate(student, test)", "evaluate(student, test, args)")
     ).text
     assert 'cpu=str(args.device) == "cpu"' in accelerator_line(text)
+
+
+CONSTANT_CPU = """\
+import torch
+import torch.nn as nn
+
+device = {value}
+model = nn.Linear(4, 1).to(device)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(10):
+    x = torch.randn(8, 4).to(device)
+    loss = model(x).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+@pytest.mark.parametrize("value", ["'cpu'", 'torch.device("cpu")'])
+def test_a_device_set_to_the_cpu_once_and_for_all_keeps_the_cpu(value):
+    """survey 22a charrnn_wp: ``device = 'cpu'`` with no other choice trained on the CPU; the
+    conversion's ``accelerator.device`` would have been the GPU on a machine with one."""
+    result = convert(CONSTANT_CPU.format(value=value))
+    assert accelerator_line(result.text).endswith("cpu=True)"), result.text
+    assert any("cpu=True" in note for note in result.notes), result.notes
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        "if torch.cuda.is_available():\n    device = 'cuda'\n",  # llm.c's autodetect: a default
+        "exec(open('configurator.py').read())\n",  # nanoGPT's configurator may set it
+        "def use_gpu():\n    global device\n    device = 'cuda'\n",  # another binding, through a global
+        "def pick():\n    global device\n    print(device)\n",  # a global statement is enough to stay away
+    ],
+)
+def test_a_cpu_default_the_script_may_change_is_no_choice_of_the_cpu(after):
+    text = CONSTANT_CPU.format(value="'cpu'").replace("device = 'cpu'\n", "device = 'cpu'\n" + after)
+    result = convert_source(text, "train.py", ConvertOptions())
+    assert result.refused is None, result.refused
+    assert "cpu=True" not in accelerator_line(result.text), result.text

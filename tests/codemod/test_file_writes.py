@@ -363,3 +363,70 @@ def test_an_object_of_the_script_s_class_that_writes_a_file_is_named():
     ), result.notes
     per_rank = convert_source(text.replace('"loss_log.json"', 'f"loss_log_{rank}.json"'), "main.py")
     assert not any("writes the same file" in n for n in per_rank.notes), per_rank.notes
+
+
+TRAIN_FUNCTION = """\
+import pandas as pd
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def train_loop(epochs):
+    from ml_logger import logger
+
+    model = nn.Linear(8, 1).cuda()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    loader = DataLoader(TensorDataset(torch.randn(64, 8), torch.randn(64, 1)), batch_size=8, shuffle=True)
+    for epoch in range(epochs):
+        for x, y in loader:
+            loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        WRITE
+    return pd.DataFrame({"epoch": [epochs]})
+
+
+oof_df = train_loop(2)
+oof_df.to_csv("oof_df.csv", index=False)
+"""
+
+
+def test_an_ml_logger_torch_save_is_written_by_the_main_process():
+    """survey 21f lucid_act: ``logger.torch_save(policy.state_dict(), path)`` (ml_logger's
+    ``ML_Logger.save_torch``, alias ``torch_save``: ``torch.save`` to a temporary file, then the
+    log client's ``save_file``) ran in every process; the same content from each (DDP's weights)."""
+    source = TRAIN_FUNCTION.replace("WRITE", 'logger.torch_save(model.state_dict(), f"checkpoints/policy_{epoch}.pt")')
+    result = convert_source(source, "train.py")
+    assert result.refused is None, result.refused
+    assert (
+        "        if accelerator.is_main_process:\n"
+        "            logger.torch_save(accelerator.unwrap_model(model, keep_torch_compile=False).state_dict(), "
+        'f"checkpoints/policy_{epoch}.pt")\n'
+    ) in result.text
+    assert "logger.torch_save() at line 19 runs under `if accelerator.is_main_process:`" in " ".join(result.notes)
+
+
+def test_a_module_level_write_out_of_the_accelerator_s_reach_is_named():
+    """survey 21f hms_eeg: ``oof_df.to_csv(...)`` at module level, after ``train_loop()`` (where
+    the Accelerator is made) returns: every process writes it, and no accelerator is in reach there."""
+    result = convert_source(TRAIN_FUNCTION.replace("WRITE", "pass"), "train.py")
+    assert result.refused is None, result.refused
+    assert 'oof_df.to_csv("oof_df.csv", index=False)\n' in result.text
+    note = next(n for n in result.notes if "to_csv() at line 24" in n)
+    assert "every process" in note and "PartialState().is_main_process" in note
+
+
+def test_a_call_handed_an_output_file_path_is_named():
+    """survey 21f pusht_state_dp: ``evaluate_model(..., out_path=f"log/eval_{epoch}.mp4")`` of a
+    module not fetched writes a video per evaluation in every process (what it renders may differ
+    between processes: named, not guarded)."""
+    source = TRAIN_FUNCTION.replace(
+        "        WRITE\n",
+        '        results = evaluate_model(model=model, out_path=f"log/eval_{epoch}.mp4", num_envs=4)\n',
+    ).replace("import pandas as pd\n", "import pandas as pd\nfrom eval_diffusion import evaluate_model\n")
+    result = convert_source(source, "train.py")
+    assert result.refused is None, result.refused
+    note = next(n for n in result.notes if "evaluate_model() at line 20" in n)
+    assert 'out_path=f"log/eval_{epoch}.mp4"' in note and "every process" in note

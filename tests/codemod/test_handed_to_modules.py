@@ -207,3 +207,45 @@ def test_a_checkpoint_function_that_unwraps_ddp_only_when_it_is_there_gets_the_u
     unwrapped = "accelerator.unwrap_model(model, keep_torch_compile=False)"
     assert f'save_checkpoint({unwrapped}, optimizer, epoch, "ckpt")' in result.text, result.text
     assert any("save_checkpoint() of utils.py takes raw.state_dict() (line 9)" in n for n in result.notes), result.notes
+
+
+LOSS_TRAIN = (
+    TRAIN.replace("from evaluate import evaluate\n", "from losses import compute_loss\n")
+    .replace("        loss = nn.functional.mse_loss(model(x), y)\n", "        loss = compute_loss(model, x, y)\n")
+    .replace('    print("val", evaluate(model, val_loader))\n', "")
+)
+
+
+def _convert_loss(tmp_path, module_py: str):
+    (tmp_path / "losses.py").write_text(module_py)
+    path = tmp_path / "train.py"
+    path.write_text(LOSS_TRAIN)
+    return convert_source(LOSS_TRAIN, str(path))
+
+
+def test_a_loss_function_reading_the_models_attribute_is_refused(tmp_path):
+    """Survey 21f (left alone): a loss helper of another module that reads the model's own
+    attribute was handed the unwrapped model: its forward ran outside DDP, so no gradient was
+    synced (replica, 2 gloo processes: weight sums 0.275431 and 0.490211; the original 0.490528).
+    The prepared model fails there instead ("'DistributedDataParallel' object has no attribute
+    'loss_scale'", measured): neither is exact, so it is refused, naming the read and the call."""
+    result = _convert_loss(
+        tmp_path,
+        "import torch.nn.functional as F\n\n\ndef compute_loss(net, x, y):\n"
+        "    return F.mse_loss(net(x), y) * net.n_classes\n",
+    )
+    assert result.refused is not None
+    assert "compute_loss() of losses.py reads net.n_classes (line 5)" in result.refused
+    assert "line 25" in result.refused and "feeds the loss" in result.refused
+
+
+def test_a_loss_function_taking_the_state_dict_keeps_the_prepared_model(tmp_path):
+    """As D2 (survey 21f) for methods: a function whose result feeds the loss keeps the prepared
+    model, whose forward syncs the gradients."""
+    result = _convert_loss(
+        tmp_path,
+        "import torch.nn.functional as F\n\n\ndef compute_loss(net, x, y):\n"
+        "    keys = len(net.state_dict())\n    return F.mse_loss(net(x), y) * keys\n",
+    )
+    assert result.refused is None, result.refused
+    assert "loss = compute_loss(model, x, y)\n" in result.text

@@ -265,6 +265,31 @@ def test_an_optimizer_whose_class_is_evaluated_is_named_first_in_the_refusal():
     assert refused.index("optim = build_optim(") < refused.index("_foreach_norm"), refused
 
 
+def test_a_models_configure_optimizer_in_the_singular_is_its_optimizer():
+    """build-nanogpt's forks (survey22a ddpinfo_trainer): ``raw_model.configure_optimizer(...)``.
+    Before: refused, "no optimizer found ... model.configure_optimizer(...) at line 17"."""
+    text = (
+        "import torch\n\n\n"
+        "class Net(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = torch.nn.Linear(2, 1)\n\n"
+        "    def forward(self, x):\n"
+        "        return self.fc(x)\n\n"
+        "    def configure_optimizer(self, weight_decay, learning_rate):\n"
+        "        return torch.optim.AdamW(self.parameters(), lr=learning_rate, weight_decay=weight_decay)\n\n\n"
+        "model = Net()\n"
+        "optimizer = model.configure_optimizer(weight_decay=0.1, learning_rate=1e-3)\n"
+        "for _ in range(3):\n"
+        "    optimizer.zero_grad()\n"
+        "    model(torch.randn(4, 2)).sum().backward()\n"
+        "    optimizer.step()\n"
+    )
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    assert "model, optimizer = accelerator.prepare(model, optimizer)\n" in result.text
+
+
 IDDM_FACTORY = """\
 import torch
 

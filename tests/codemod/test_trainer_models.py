@@ -725,6 +725,37 @@ def test_a_model_only_set_to_none_in_init_is_refused_naming_the_methods_that_bin
     ) in result.refused, result.refused
 
 
+# -- a helper __init__ calls that builds the model and its optimizer (survey22a ddpinfo_trainer) ----------
+
+BUILD_BOTH = (
+    SET_OPTIMIZER.replace("        self.model = Net().to(self.device)\n", "        self._init_model()\n")
+    .replace(
+        "    def set_optimizer(self):\n",
+        "    def _init_model(self):\n        self.model = Net().to(self.device)\n",
+    )
+    .replace("        self.set_optimizer()\n", "")
+)
+
+
+def test_a_helper_that_builds_the_model_and_its_optimizer_is_not_a_second_build():
+    """build-nanogpt's ``ModelTrainer.init_model()``: before, refused with "the model self.model is
+    built in Trainer.__init__() (line 30) and again in _init_model() at line 30", the same line."""
+    out = _converted(BUILD_BOTH)
+    helper = out.split("    def _init_model(self):\n", 1)[1].split("    def train(self):")[0]
+    assert "self.model = Net().to(self.device)" in helper
+    assert "self.accelerator.prepare(" in helper
+    assert "self.accelerator.backward(loss)" in out
+    assert convert(out).text == out
+
+
+def test_a_model_built_in_init_and_again_in_the_helper_is_still_refused():
+    text = BUILD_BOTH.replace(
+        "        self._init_model()\n", "        self.model = Net().to(self.device)\n        self._init_model()\n"
+    )
+    refusal = convert(text).refused
+    assert refusal is not None
+
+
 def test_a_compile_in_a_model_builder_of_init_folds_into_the_plugin():
     """With the optimizer built from __init__ too: before, the builder's ``torch.compile`` stayed
     in place under a plugin that compiled the prepared model again (its mode lost)."""

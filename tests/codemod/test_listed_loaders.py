@@ -1,0 +1,71 @@
+"""A training loader whose batches are taken into a list once (survey 21f remind_ema:
+``train_loader_list = list(train_loader)``, iterated every epoch). ``list(loader)`` was not
+followed to the loader, so nothing was prepared and every process trained on all the data (only a
+note said so). Prepared before the list is built it is exact (measured: the same batches, losses
+and weights as the original on 1 process, a disjoint half each on 2); a list taken before the
+place prepare() goes is refused, naming the call and its line (codemod/listed_loaders.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from regcomp_lint.codemod import convert_source
+
+SCRIPT = """\
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def train_model(epochs=3):
+    ds = TensorDataset(torch.randn(40, 4), torch.randn(40, 1))
+    train_loader = DataLoader(ds, batch_size=4, shuffle=True, drop_last=True)
+EARLY    model = nn.Linear(4, 1).cuda()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+LATE    for epoch in range(epochs):
+        for step, (x, y) in enumerate(batches):
+            loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    torch.save(model.state_dict(), "m.pt")
+
+
+train_model()
+"""
+
+
+def _source(taken: str, early: bool) -> str:
+    line = f"    batches = {taken}(train_loader)\n"
+    return SCRIPT.replace("EARLY", line if early else "").replace("LATE", "" if early else line)
+
+
+@pytest.mark.parametrize("taken", ["list", "tuple"])
+def test_a_loader_listed_after_the_set_up_is_prepared_before_the_list(taken):
+    result = convert_source(_source(taken, early=False), "train.py")
+    assert result.refused is None, result.refused
+    text = result.text
+    prepare = "model, optimizer, train_loader = accelerator.prepare(model, optimizer, train_loader)\n"
+    assert prepare in text
+    assert text.index(prepare) < text.index(f"batches = {taken}(train_loader)")
+    assert not any(n.startswith("no DataLoader feeds the training loop") for n in result.notes)
+    note = next(n for n in result.notes if f"{taken}(train_loader)" in n)
+    assert "line 11" in note and "its own share" in note and "accelerator.device" in note
+
+
+@pytest.mark.parametrize("taken", ["list", "tuple", "iter"])
+def test_a_loader_listed_before_prepare_is_refused_naming_the_call(taken):
+    result = convert_source(_source(taken, early=True), "train.py")
+    assert result.refused is not None
+    assert f"{taken}(train_loader) at line 9" in result.refused
+    assert "before prepare()" in result.refused and "train_loader" in result.refused
+
+
+def test_a_peek_at_one_batch_before_prepare_converts():
+    """survey 21f pusht_state_dp: ``batch = next(iter(dataloader))`` prints the shapes before the
+    model is built; it keeps nothing the training iterates."""
+    source = SCRIPT.replace("EARLY", "    batch = next(iter(train_loader))\n").replace("LATE", "")
+    source = source.replace("enumerate(batches)", "enumerate(train_loader)")
+    result = convert_source(source, "train.py")
+    assert result.refused is None, result.refused
+    assert "model, optimizer, train_loader = accelerator.prepare(model, optimizer, train_loader)\n" in result.text
