@@ -19,6 +19,15 @@ loader's loop that runs the step), read inside it only by a call on a line of it
 print, a progress bar), and divided afterwards only by a number, a length or another such sum.
 Anything else (survey 21c moco_pp3's running mean, tested inside the batch loop) stays refused,
 the refusal saying which of these it is not.
+
+The most common real style sums in a function of its own, ``def train_one_epoch(model, loader,
+optimizer): ... running += loss.item() ... return running / len(loader)``, and its caller stops
+(patience, a list of losses) on what it returns. The same checks hold with the function in place of
+the epoch loop (:func:`returned_sums`): the sum is reset in the function before its one batch
+loop, and the loader that loop iterates is a parameter every call hands a prepared loader; the
+gather then goes right after that batch loop, before the ``return``, and the caller reads the
+one-process value whatever it does with it (the ending reads it through the function's return,
+:meth:`~regcomp_lint.codemod.per_process.PerProcess._returns_alike`).
 """
 
 from __future__ import annotations
@@ -30,10 +39,24 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from regcomp_lint.codemod.builders import expression, statement
-from regcomp_lint.codemod.tree import Tree, code, dotted, find_all, find_own, key_of, read_keys
+from regcomp_lint.codemod.tree import (
+    Tree,
+    argument_for,
+    code,
+    dotted,
+    find_all,
+    find_own,
+    key_of,
+    parameter_names,
+    read_keys,
+)
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.plain import PlainPlanner
+    from regcomp_lint.codemod.roles import CallGraph
+
+#: Where an epoch's sum is reset and read: the epoch loop, or the function that returns it.
+Scope = cst.For | cst.While | cst.FunctionDef
 
 #: The statements that give a name a value (as ``per_process.ASSIGNMENTS``).
 _ASSIGNMENTS = (cst.Assign, cst.AugAssign, cst.AnnAssign)
@@ -42,16 +65,19 @@ _NUMBER_METHODS = frozenset({"item", "size", "numel"})
 _NUMBER_FUNCTIONS = frozenset({"float", "int", "len"})
 #: Statements of a loop that are its own (a ``break`` of a nested loop ends that one).
 _OWN = (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda)
+#: What a ``return`` of a function's own is not inside.
+_DEFS = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 #: What a sum is reset to.
 _NUMBERS = (cst.Integer, cst.Float)
 
 
 @dataclass(frozen=True)
 class EpochSum:
-    """``name``, summed over one process's batches in ``batch_loop`` of ``epoch_loop``."""
+    """``name``, summed over one process's batches in ``batch_loop`` of ``epoch_loop`` (or of the
+    function that returns it)."""
 
     name: str
-    epoch_loop: cst.For | cst.While
+    epoch_loop: Scope
     batch_loop: cst.For
     additions: tuple[cst.AugAssign, ...]
     #: the line of its first ``+=`` (sums are gathered in this order)
@@ -80,7 +106,33 @@ class EpochSums:
         return sorted((self.sums[n] for n in found), key=lambda s: s.line)
 
 
-def epoch_sums(tree: Tree, loop: cst.For | cst.While, step: cst.CSTNode, sharded: frozenset[str]) -> EpochSums:
+def returned_sums(
+    tree: Tree, graph: CallGraph, function: cst.FunctionDef, step: cst.CSTNode, sharded: frozenset[str]
+) -> EpochSums:
+    """:func:`epoch_sums` of ``function`` (``train_one_epoch``), whose caller may stop on what it
+    returns; a parameter counts as a prepared loader where every call hands it one. Why a sum
+    the function returns cannot be gathered is told under ``"<function>()"`` (what the caller's
+    stop calls), not under the function's own names."""
+    calls = [call for _, call in graph.callers_of(function)]
+    params = parameter_names(function, keyword_only=False)
+    handed = {p for p in params if calls and all(_hands(argument_for(tree, function, c, p), sharded) for c in calls)}
+    found = epoch_sums(tree, function, step, frozenset((sharded - set(params)) | handed))
+    returned = {n for ret in find_own(function.body, cst.Return, _DEFS) if ret.value for n in read_keys(ret.value)}
+    name = function.name.value
+    whys = [f"{name}() returns {n}, {_which(why)}" for n, why in found.why_not.items() if n in returned]
+    return EpochSums(found.sums, {f"{name}()": "; ".join(whys)} if whys else {})
+
+
+def _hands(argument: cst.BaseExpression | None, sharded: frozenset[str]) -> bool:
+    return argument is not None and key_of(argument) in sharded
+
+
+def _which(why: str) -> str:
+    """``it is ...`` as ``which is ...``, ``its batch loop ...`` as ``whose batch loop ...``."""
+    return f"whose {why[4:]}" if why.startswith("its ") else f"which {why[3:]}"
+
+
+def epoch_sums(tree: Tree, loop: Scope, step: cst.CSTNode, sharded: frozenset[str]) -> EpochSums:
     """The sums of ``loop`` taken in the one loop between it and ``step`` (a prepared loader's)."""
     result = EpochSums()
     between = []
@@ -123,14 +175,14 @@ def epoch_sums(tree: Tree, loop: cst.For | cst.While, step: cst.CSTNode, sharded
             if bad is not None:
                 del result.sums[name]
                 why = result.why_not.get(bad, "it is no sum of the batch loop")
-                result.why_not[name] = f"it is divided by {bad}, which {why[3:]}"
+                result.why_not[name] = f"it is divided by {bad}, {_which(why)}"
                 changed = True
     return result
 
 
 def _sum_of(
     tree: Tree,
-    loop: cst.For | cst.While,
+    loop: Scope,
     batch: cst.For,
     name: str,
     writes: Sequence[cst.CSTNode],
@@ -160,9 +212,12 @@ def _sum_of(
         else:
             return f"it is also set by `{first}` (line {line})"
     if not resets:
-        return (
-            f"it is not reset before the batch loop (line {start}) in each pass of the loop at line {tree.line(loop)}"
+        each = (
+            f"call of {loop.name.value}() (line {tree.line(loop)})"
+            if isinstance(loop, cst.FunctionDef)
+            else f"pass of the loop at line {tree.line(loop)}"
         )
+        return f"it is not reset before the batch loop (line {start}) in each {each}"
     for node in _read_nodes(batch.body, name):
         if any(node is a.target for a in additions) or any(tree.contains(a.value, node) for a in additions):
             continue
@@ -284,7 +339,7 @@ def _target(write: cst.CSTNode) -> str | None:
     return target.value if isinstance(target, cst.Name) else None
 
 
-def _loader_of(tree: Tree, loop: cst.For | cst.While, source: cst.BaseExpression) -> str | None:
+def _loader_of(tree: Tree, loop: Scope, source: cst.BaseExpression) -> str | None:
     """The loader a batch loop iterates: through ``enumerate(...)``/``tqdm(...)``, and through a
     name the epoch loop binds to such a call (``progress_bar = tqdm(dataloader)``)."""
     for _ in range(3):
@@ -335,10 +390,16 @@ def gather_sums(planner: PlainPlanner, found: list[EpochSum]) -> None:
             for length, rows in at.items()
         )
         names = " and ".join(f"{one.name} (line {one.line})" for one in sums)
+        scope = sums[0].epoch_loop
+        ends, stops = (
+            (f"{scope.name.value}() (line {tree.line(scope)}) returns", "the loop that calls it stops")
+            if isinstance(scope, cst.FunctionDef)
+            else (f"the loop at line {tree.line(scope)} ends on", "stops")
+        )
         planner.notes.append(
-            f"the loop at line {tree.line(sums[0].epoch_loop)} ends on {names}, summed over each process's own batches "
+            f"{ends} {names}, summed over each process's own batches "
             f"in the loop at line {tree.line(batch)}: {'; '.join(f'`{_gathering(one.name)}`' for one in sums)} after "
-            f"that loop {'adds' if len(sums) == 1 else 'add'} the processes' sums, so every process reads the one-process value and stops at the same "
+            f"that loop {'adds' if len(sums) == 1 else 'add'} the processes' sums, so every process reads the one-process value and {stops} at the same "
             f"epoch (up to float rounding and the batches even_batches repeats){counted}"
         )
     if by_loop:

@@ -8,7 +8,8 @@ a converted 2-process run hangs. A loop around the step counts here when it ends
 loop computes by a call (``done = ...env.step(...)``, ``random.random()``, ``loss.item()``);
 counters (``it += 1``, ``step == n``), flags and builtins (``len``, ``min``) end every process's
 loop at the same iteration and do not count, nor does an epoch sum of the training loss that the
-conversion gathers across processes after the batch loop (:mod:`~regcomp_lint.codemod.reduced_sums`).
+conversion gathers across processes after the batch loop (:mod:`~regcomp_lint.codemod.reduced_sums`),
+in the loop that ends or in the function whose return it ends on (``train_one_epoch``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from regcomp_lint.codemod.per_process import (
     read_as_values,
     targets_of,
 )
-from regcomp_lint.codemod.reduced_sums import EpochSum, EpochSums, epoch_sums
+from regcomp_lint.codemod.reduced_sums import EpochSum, EpochSums, epoch_sums, returned_sums
 from regcomp_lint.codemod.roles import CallGraph
 from regcomp_lint.codemod.tree import Function, Tree, code, find_all, find_own, key_of, read_keys
 from regcomp_lint.knowledge import torch_api
@@ -138,23 +139,27 @@ def _run_time_loop(
     varies: PerProcess,
     sharded: frozenset[str],
     gathered: list[EpochSum],
+    returned: tuple[EpochSums, ...] = (),
 ) -> str | None:
     """The loop around ``node`` (in its function, or around a call of that function) that ends on
-    a value computed while it runs, described; None when every enclosing loop ends uniformly."""
+    a value computed while it runs, described; None when every enclosing loop ends uniformly.
+    ``returned``: the sums of the functions between that loop and the step, which it may end on
+    through what they return."""
     function = tree.function_of(node)
     for anc in tree.ancestors(node):
         if anc is function:
             break
         if isinstance(anc, (cst.While, cst.For)):
-            sums = epoch_sums(tree, anc, node, sharded)
+            sums = (epoch_sums(tree, anc, node, sharded), *returned)
             ending = _gathered_ending(tree, anc, varies, evaluations_in(tree, anc, node, sharded), sums, gathered)
             if ending is not None:
                 header = code(anc).strip().splitlines()[0]
                 return f"the loop at line {tree.line(anc)} (`{header}`) that runs the step ends on {ending}"
     if depth >= _MAX_CALLER_DEPTH or not isinstance(function, cst.FunctionDef):
         return None
+    returned = (*returned, returned_sums(tree, graph, function, node, sharded))
     for _, call in graph.callers_of(function):
-        found = _run_time_loop(tree, graph, call, depth + 1, varies, sharded, gathered)
+        found = _run_time_loop(tree, graph, call, depth + 1, varies, sharded, gathered, returned)
         if found is not None:
             return found
     return None
@@ -165,28 +170,51 @@ def _gathered_ending(
     loop: cst.While | cst.For,
     varies: PerProcess,
     evaluations: tuple[cst.For, ...],
-    sums: EpochSums,
+    sums: tuple[EpochSums, ...],
     gathered: list[EpochSum],
 ) -> str | None:
-    """:func:`_run_time_ending` with the epoch sums of ``loop`` gathered across processes; None
-    when that makes the ending the same everywhere, the sums it needs then added to ``gathered``
-    (and kept in ``varies.summed`` for the loops around it)."""
+    """:func:`_run_time_ending` with the epoch sums of ``loop`` (and of the functions it calls
+    that return theirs) gathered across processes; None when that makes the ending the same
+    everywhere, the sums it needs then added to ``gathered`` (and kept in ``varies.summed`` for
+    the loops around it)."""
     before = set(varies.summed)
-    every = {a for one in sums.sums.values() for a in one.additions}
+    every = {a for found in sums for one in found.sums.values() for a in one.additions}
     varies.summed = before | every
-    ending = _run_time_ending(tree, loop, varies, evaluations, sums.why_not)
+    why_not = {name: why for found in sums for name, why in found.why_not.items()}
+    ending = _run_time_ending(tree, loop, varies, evaluations, why_not)
     if ending is not None or not every:
         varies.summed = before
         return ending
-    needed = set()
-    for name, one in sums.sums.items():  # only what the ending reads: a printed sum stays each process's
-        varies.summed = before | (every - set(one.additions))
-        if _run_time_ending(tree, loop, varies, evaluations) is not None:
-            needed.add(name)
-    chosen = sums.with_counts(needed)
+    chosen: list[EpochSum] = []
+    for found in sums:
+        needed = set()
+        for name, one in found.sums.items():  # only what the ending reads: a printed sum stays each process's
+            varies.summed = before | (every - set(one.additions))
+            if _run_time_ending(tree, loop, varies, evaluations) is not None or _steps_on_own_values(
+                loop, varies, evaluations
+            ):
+                needed.add(name)
+        chosen += found.with_counts(needed)
     varies.summed = before | {a for one in chosen for a in one.additions}
     gathered.extend(one for one in chosen if one not in gathered)
     return None
+
+
+def _steps_on_own_values(loop: cst.While | cst.For, varies: PerProcess, evaluations: tuple[cst.For, ...]) -> bool:
+    """A scheduler stepped on a metric in ``loop``'s own statements (``scheduler.step(train_loss)``,
+    ReduceLROnPlateau) with a value that may differ between processes: each process would lower
+    its own LR and the replicas part (measured, session 22c). Read where a sum the conversion can
+    gather is involved, so that it is gathered too; no refusal of its own."""
+    for call in find_own(loop.body, cst.Call, LOOP_OWN):
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "step" and len(call.args) == 1):
+            continue
+        value = call.args[0].value
+        if varies.call_in(value) is not None or any(
+            varies.computed_in(loop, name, NESTED, leave_out=evaluations) is not None for name in read_as_values(value)
+        ):
+            return True
+    return False
 
 
 def _run_time_ending(
@@ -213,7 +241,7 @@ def _run_time_ending(
         for name in read_keys(test):
             assign = varies.computed_in(loop, name, NESTED, fills=name in values, leave_out=evaluations)
             if assign is not None:
-                why = (why_not or {}).get(_bound_name(assign) or "")
+                why = _why_not(tree, assign, why_not or {})
                 cannot = (
                     f", a value of each process's own batches that the conversion cannot gather across processes: {why}"
                     if why
@@ -221,6 +249,18 @@ def _run_time_ending(
                 )
                 return f"`{code(test).strip()}`, computed by {describe_assignment(tree, assign)}{cannot}"
     return None
+
+
+def _why_not(tree: Tree, assign: cst.CSTNode, why_not: dict[str, str]) -> str | None:
+    """Why the sum behind ``assign`` cannot be gathered: the name it binds, or a function of the
+    file whose return it takes (``train_loss = train_one_epoch(...)``, keyed ``train_one_epoch()``)."""
+    why = why_not.get(_bound_name(assign) or "")
+    if why is None and isinstance(assign, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and assign.value is not None:
+        called = (tree.function_named(c) for c in find_all(assign.value, cst.Call))
+        why = next(
+            (why_not[f"{f.name.value}()"] for f in called if f is not None and f"{f.name.value}()" in why_not), None
+        )
+    return why
 
 
 def _bound_name(assign: cst.CSTNode) -> str | None:

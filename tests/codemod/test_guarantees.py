@@ -29,6 +29,9 @@ TARGETED = re.compile(
 
 #: ``accelerator.unwrap_model(X[, keep_torch_compile=False])`` -> ``X``
 _UNWRAP = re.compile(r"(?:self\.)?accelerator\.unwrap_model\(([\w.]+)(?:, keep_torch_compile=False)?\)")
+#: ``(len(loader) * accelerator.num_processes)`` -> ``len(loader)``: a gathered epoch sum's count
+#: of every process's batches (codemod/reduced_sums.py)
+_COUNTED = re.compile(r"\((len\([\w.]+\)) \* accelerator\.num_processes\)")
 
 
 def _lines(data: bytes) -> list[str]:
@@ -91,6 +94,7 @@ def test_untouched_lines_are_byte_identical(case, results):
                 )
                 # `model.generate(...)` -> `accelerator.unwrap_model(model).generate(...)`: the same line otherwise
                 through = {_UNWRAP.sub(r"\1", n) for n in new[j1:j2]}
+                through |= {_COUNTED.sub(r"\1", n) for n in new[j1:j2]}
                 # `agent.get_action_and_value(obs)` -> `get_action_and_value(obs)`: the loss-bearing method run
                 # through the wrapper module prepared in the model's place (codemod/method_loss.py)
                 routed = any(line[: m.start()] + line[m.end() :] in new[j1:j2] for m in re.finditer(r"\b\w+\.", line))

@@ -192,3 +192,147 @@ def test_a_save_and_read_back_of_the_best_under_the_gathered_stop_converts_with_
     result = convert_source(text, "train.py")
     assert result.refused is None, result.refused
     assert "accelerator.wait_for_everyone()" in result.text, result.text
+
+
+# -- a sum the training function returns, read by its caller's stop (session 22c) -----------------
+
+RETURNED = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Linear(8, 1))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+train_loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8, shuffle=True)
+
+
+def train_one_epoch(model, loader, optimizer):
+    model.train()
+    running = 0.0
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        running += loss.item()
+    return running / len(loader)
+
+
+best, bad = float("inf"), 0
+for epoch in range(20):
+    train_loss = train_one_epoch(model, train_loader, optimizer)
+    print(f"epoch {epoch}: {train_loss:.6f}")
+    if train_loss < best - 1e-3:
+        best, bad = train_loss, 0
+    else:
+        bad += 1
+        if bad >= 3:
+            break
+"""
+
+GATHERED_IN_FUNCTION = (
+    "        running += loss.item()\n    running = sum(gather_object([running]))\n    return running / "
+)
+
+
+def test_a_mean_the_training_function_returns_to_the_callers_stop_is_gathered_inside_the_function():
+    """The common ``train_one_epoch(model, loader, optimizer)`` returning ``running / len(loader)``
+    to a patience stop in its caller: the sum is gathered right after the function's batch loop,
+    and ``len(loader)`` (a parameter every call hands the prepared loader) counts every process."""
+    result = convert_source(RETURNED, "train.py")
+    assert result.refused is None, result.refused
+    text = result.text
+    assert GATHERED_IN_FUNCTION in text, text
+    assert "return running / (len(loader) * accelerator.num_processes)\n" in text, text
+    assert "from accelerate.utils import TorchDynamoPlugin, gather_object" in text, text
+    compile(text, "train.py", "exec")
+    note = next(n for n in result.notes if "gather_object" in n)
+    assert "train_one_epoch() (line 10) returns running (line 18)" in note, note
+    assert "len(loader)" in note and "same epoch" in note, note
+
+
+def test_a_walrus_stop_and_a_plateau_scheduler_on_the_returned_mean_convert():
+    """``if (val := train_one_epoch(...)) > best: ... break`` and ``ReduceLROnPlateau.step(val)``."""
+    text = RETURNED.replace(
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.05)\n",
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.05)\n"
+        "scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, patience=1)\n",
+    ).split("best, bad = ")[0] + (
+        'best = float("inf")\n'
+        "for epoch in range(20):\n"
+        "    if (val := train_one_epoch(model, train_loader, optimizer)) > best:\n"
+        "        break\n"
+        "    best = val\n"
+        "    scheduler.step(val)\n"
+    )
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    assert GATHERED_IN_FUNCTION in result.text, result.text
+
+
+def test_a_returned_sum_and_a_best_save_in_the_caller_convert():
+    """``return running`` (no mean) and the best model saved under the caller's test."""
+    text = RETURNED.replace("    return running / len(loader)\n", "    return running\n").replace(
+        "        best, bad = train_loss, 0\n",
+        '        best, bad = train_loss, 0\n        torch.save(model.state_dict(), "best.pt")\n',
+    )
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    assert "        running += loss.item()\n    running = sum(gather_object([running]))\n    return running\n" in (
+        result.text
+    ), result.text
+    assert "num_processes" not in result.text, result.text
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (  # the index of the batch loop counts one process's batches
+            (
+                ("    for x, y in loader:\n", "    for i, (x, y) in enumerate(loader):\n"),
+                ("running / len(loader)", "running / (i + 1)"),
+            ),
+            "train_one_epoch() returns running, which is divided by `(i + 1)` (line 19)",
+        ),
+        (  # a loader no call hands prepared: each process runs the whole data
+            (
+                (
+                    "train_one_epoch(model, train_loader, optimizer)",
+                    "train_one_epoch(model, [(torch.randn(8, 4), torch.randn(8, 1))], optimizer)",
+                ),
+            ),
+            "iterates no loader the conversion prepares",
+        ),
+        (  # a running mean, not a sum
+            (("        running += loss.item()\n", "        running = (running + loss.item()) / 2\n"),),
+            "set anew in the batch loop (line 18), not summed",
+        ),
+    ],
+)
+def test_a_returned_value_the_conversion_cannot_sum_exactly_stays_refused_naming_why(change, reason):
+    text = RETURNED
+    for old, new in change:
+        assert old in text
+        text = text.replace(old, new)
+    result = convert_source(text, "train.py")
+    assert result.refused is not None, "converted"
+    assert "ends on `bad >= 3`" in result.refused, result.refused
+    assert reason in result.refused, result.refused
+
+
+def test_a_plateau_scheduler_stepped_on_the_returned_mean_without_a_stop_gets_the_gathered_mean():
+    """``ReduceLROnPlateau.step(train_loss)`` alone: no stop, but each process stepping the scheduler
+    on its own mean lowers its own LR (measured on 2 gloo processes: one rank at 0.1, the other at
+    0.01 from epoch 9, final weights apart); gathered, every process steps it on the one-process mean."""
+    text = RETURNED.replace(
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.05)\n",
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.05)\n"
+        "scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, patience=1)\n",
+    ).split("best, bad = ")[0] + (
+        "for epoch in range(20):\n"
+        "    train_loss = train_one_epoch(model, train_loader, optimizer)\n"
+        "    scheduler.step(train_loss)\n"
+    )
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    assert GATHERED_IN_FUNCTION in result.text, result.text

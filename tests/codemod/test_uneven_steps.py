@@ -360,13 +360,32 @@ def test_early_stopping_on_a_shared_epoch_function_called_to_evaluate_converts(a
     "args",
     [
         "train_loader, train_mode=False",  # each process evaluates its own shard
-        "valid_loader, train_mode=True",  # trains on it: dropout, and the step itself
-        "valid_loader, train_mode=bool(epoch % 2)",  # not a constant
+        "valid_loader, train_mode=True",  # trains on it: prepared, each process its own shard
+        "valid_loader, train_mode=bool(epoch % 2)",  # not a constant: prepared too
     ],
 )
-def test_early_stopping_on_a_shared_epoch_function_otherwise_is_refused(args):
+def test_early_stopping_on_a_shared_epoch_function_of_each_processs_shard_gathers_its_sum(args):
+    """Each process sums its own shard of a prepared loader, so these were refused; run_epoch()
+    returns ``total``, a sum the conversion gathers after its batch loop (every call hands it a
+    prepared loader; :mod:`~regcomp_lint.codemod.reduced_sums`, session 22c): every process reads
+    the one-process total and stops at the same epoch."""
     result = convert_source(SHARED_EPOCH.replace("EVAL_ARGS", args), "train.py")
+    assert result.refused is None, result.refused
+    assert "        total += loss.item()\n    total = sum(gather_object([total]))\n" in result.text, result.text
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (("        total += loss.item()\n", "        total = loss.item()\n"), "set anew in the batch loop (line 21)"),
+        (("    return total\n", "    return total / x.shape[0]\n"), "divided by `x.shape[0]`"),
+    ],
+)
+def test_early_stopping_on_a_shared_epoch_function_otherwise_is_refused(change, reason):
+    text = SHARED_EPOCH.replace("EVAL_ARGS", "train_loader, train_mode=False").replace(*change)
+    result = convert_source(text, "train.py")
     assert result.refused is not None and "ends on `bad_epochs >= 3`" in result.refused, result.refused
+    assert f"run_epoch() returns total, which is {reason}" in result.refused, result.refused
 
 
 COUNTER_ATTRIBUTE = """\
