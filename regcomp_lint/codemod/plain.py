@@ -1016,13 +1016,10 @@ class PlainPlanner(Planner):
         view = lint_view(self.tree)
         if view.roles is None or not isinstance(self.scope, cst.FunctionDef):
             return {}
-        roles = view.roles
-        trained = {binding_key(u.expr) for u in roles.uses if u.how == "iterated" and roles.trains_on(u)}
+        trained = _trained_iterables(view.roles)
         found: dict[str, cst.Name] = {}
         for loop in find_all(self.scope, cst.For, enter_functions=False):
-            it = loop.iter
-            if isinstance(it, cst.Call) and it.args and key_of(it.func) in ("enumerate", "tqdm", "iter"):
-                it = it.args[0].value
+            it = _loop_source(loop)
             if not isinstance(it, cst.Name):
                 continue
             name = it.value
@@ -1041,9 +1038,8 @@ class PlainPlanner(Planner):
         init = init_of(cls) if cls is not None else None
         if view.roles is None or cls is None or init is None:
             return []
-        roles = view.roles
         kept = kept_parameters(self.tree, init)
-        trained = {binding_key(u.expr) for u in roles.uses if u.how == "iterated" and roles.trains_on(u)}
+        trained = _trained_iterables(view.roles)
         found: list[str | None] = []
         for method in methods_of(cls):
             if method is init or all(method is not f for f in self.training):
@@ -1055,12 +1051,8 @@ class PlainPlanner(Planner):
                 if target is not None and isinstance(value, cst.Call) and key_of(value.func) == "iter" and value.args:
                     iterators[target[0]] = key_of(value.args[0].value)
             found += [iterators[key] for key in trained if key in iterators]
-            for loop in find_all(method, cst.For, enter_functions=False):
-                it = loop.iter
-                if isinstance(it, cst.Call) and it.args and key_of(it.func) in ("enumerate", "tqdm", "iter"):
-                    it = it.args[0].value
-                if key_of(it) in trained:
-                    found.append(key_of(it))
+            looped = (key_of(_loop_source(loop)) for loop in find_all(method, cst.For, enter_functions=False))
+            found += [key for key in looped if key in trained]
         where = f"{cls.name.value}.__init__"
         return [(key, kept[key], where) for key in dict.fromkeys(found) if key is not None and key in kept]
 
@@ -2386,6 +2378,19 @@ def _called(function: Function, key: str) -> bool:
 def _is_passed(tree: Tree, function: cst.FunctionDef) -> bool:
     """Is this function handed to a call (``optimizer.step(closure)``) where it is defined?"""
     return any(isinstance(tree.parent(ref), cst.Arg) for ref in tree.references_to(function))
+
+
+def _trained_iterables(roles: TrainingRoles) -> set[str | None]:
+    """The keys of what the training loops iterate (``loader``, ``self.train_loader``)."""
+    return {binding_key(u.expr) for u in roles.uses if u.how == "iterated" and roles.trains_on(u)}
+
+
+def _loop_source(loop: cst.For) -> cst.BaseExpression:
+    """What ``loop`` iterates, through one ``enumerate(...)`` / ``tqdm(...)`` / ``iter(...)``."""
+    it = loop.iter
+    if isinstance(it, cst.Call) and it.args and key_of(it.func) in ("enumerate", "tqdm", "iter"):
+        return it.args[0].value
+    return it
 
 
 def _always(conditions: list[str]) -> bool:
