@@ -76,6 +76,7 @@ from regcomp_lint.codemod.handed_in import (
     placements_before,
 )
 from regcomp_lint.codemod.handed_to_modules import unwrap_for_other_modules
+from regcomp_lint.codemod.held_objects import held_objects
 from regcomp_lint.codemod.host_batches import host_batch_loaders
 from regcomp_lint.codemod.inference_only import trains_nothing
 from regcomp_lint.codemod.iterable_batches import whole_batch_stream_refusal
@@ -1650,14 +1651,13 @@ class PlainPlanner(Planner):
         ]
         if not setup:
             return last
+        loads: list[cst.Call] = []
         for i in range(last + 1, setup[-1]):
             if i in setup:
                 continue
-            between = block.body[i]
-            captures = not isinstance(between, cst.SimpleStatementLine) or any(
-                isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)) for small in between.body
-            )  # `optimizers = [opt1, opt2]` holds them; `print(model)` does not
-            if captures and set(read_keys(block.body[i])) & set(prepared):
+            held = held_objects(block.body[i], set(prepared))  # `optimizers = [opt1, opt2]` keeps them
+            loads += held.loads
+            if held.keeps:
                 stmt = block.body[setup[-1]]
                 raise Refusal(
                     f"{_source(stmt)} at line {self.tree.line(stmt)} changes the model after the objects to "
@@ -1665,6 +1665,12 @@ class PlainPlanner(Planner):
                     "after the model's last change (DDP copies process 0's weights only then); move that call "
                     "before the optimizer is built"
                 )
+        if loads:
+            calls = ", ".join(f"{code(c.func)}(...) at line {self.tree.line(c)}" for c in loads)
+            self.notes.append(
+                f"{calls} loads into the objects to prepare before prepare(), which follows the model's last "
+                "change: what it returns is taken, by its name, not to be one of them"
+            )
         if told:
             calls = ", ".join(f"{found} (line {self.tree.line(node)})" for found, node in told.values())
             self.notes.append(
