@@ -1855,7 +1855,11 @@ class PlainPlanner(Planner):
         extra: list[cst.BaseStatement] = []
         if last_dependency >= first_use:
             early = [u for u in uses if (self.project(block, u) or 0) <= last_dependency]
-            movable = all(_is_own_line(block, self.project(block, u), u) and u in self.device_values for u in early)
+            movable = all(
+                u in self.device_values
+                and (_is_own_line(block, self.project(block, u), u) or self.project(block, u) == last_dependency)
+                for u in early
+            )  # `device = ...` on its own line, or in the branches of the process group's own set-up
             if not movable or (prepare_block is block and prepare_index <= last_dependency):
                 name = next((n for n in dependencies if self.binding_index(block, n, home) == last_dependency), None)
                 needed = (
@@ -1872,7 +1876,8 @@ class PlainPlanner(Planner):
                 self.edits.replace.pop(use, None)
                 self.devices -= 1
                 target, value = self.device_values[use]
-                extra.append(statement(f"{target} = {value}", self.module))
+                if f"{target} = {value}" not in [code(e).strip() for e in extra]:
+                    extra.append(statement(f"{target} = {value}", self.module))
                 if rebinds and use in configured_devices:
                     flags.append(target)  # a config value the command line may set to "cpu"
             first_use = last_dependency + 1
