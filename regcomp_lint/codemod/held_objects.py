@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from regcomp_lint.codemod.tree import find_all, read_keys
+from regcomp_lint.codemod.tree import Tree, find_all, key_of, read_keys
 
 #: Names of the functions and methods that load a checkpoint into the objects handed to them
 #: (``load_ckpt``, ``load_checkpoint``, ``load_state_dict``, ``resume_from_checkpoint``,
@@ -70,3 +70,32 @@ def _load_call(value: cst.BaseExpression) -> bool:
     else:
         return False
     return LOADER_NAME.match(name) is not None
+
+
+def told_of_the_wrap(tree: Tree, stmt: cst.CSTNode, wraps: list[cst.Call], models: set[str]) -> WrapFlag | None:
+    """A call in ``stmt`` handed a model and the flag that decided whether the original wrapped
+    that model in DDP before it (IDDM's ``load_ckpt(model=model, is_distributed=distributed)``
+    after ``if distributed: model = DDP(model)``): the original handed it the wrapper whenever
+    the flag was true; run before ``prepare()`` it gets the plain module, still told the flag, so
+    code there that adds or strips ``module.`` by it (IDDM's pretrained loads) no longer matches."""
+    for wrap in wraps:
+        if tree.line(wrap) >= tree.line(stmt):
+            continue
+        flags = {key for anc in tree.ancestors(wrap) if isinstance(anc, cst.If) for key in read_keys(anc.test)}
+        for call in find_all(stmt, cst.Call):
+            handed = [key_of(a.value) for a in call.args]
+            model = next((k for k in handed if k in models), None)
+            flag = next((k for k in handed if k in flags), None)
+            if model is not None and flag is not None:
+                return WrapFlag(call, model, flag, wrap)
+    return None
+
+
+@dataclass
+class WrapFlag:
+    """What :func:`told_of_the_wrap` found: the call, the model and flag it is handed, the wrap."""
+
+    call: cst.Call
+    model: str
+    flag: str
+    wrap: cst.Call

@@ -76,7 +76,7 @@ from regcomp_lint.codemod.handed_in import (
     placements_before,
 )
 from regcomp_lint.codemod.handed_to_modules import unwrap_for_other_modules
-from regcomp_lint.codemod.held_objects import held_objects
+from regcomp_lint.codemod.held_objects import held_objects, told_of_the_wrap
 from regcomp_lint.codemod.host_batches import host_batch_loaders
 from regcomp_lint.codemod.inference_only import trains_nothing
 from regcomp_lint.codemod.iterable_batches import whole_batch_stream_refusal
@@ -1657,6 +1657,17 @@ class PlainPlanner(Planner):
                 continue
             held = held_objects(block.body[i], set(prepared))  # `optimizers = [opt1, opt2]` keeps them
             loads += held.loads
+            flagged = told_of_the_wrap(self.tree, block.body[i], self.distribution.data_parallel, models)
+            if flagged is not None:
+                stmt = block.body[setup[-1]]
+                raise Refusal(
+                    f"{code(flagged.call.func)}(...) at line {self.tree.line(flagged.call)} is handed {flagged.model} and "
+                    f"{flagged.flag}, which decided whether {code(flagged.wrap.func)}(...) at line "
+                    f"{self.tree.line(flagged.wrap)} wrapped it: converted, it runs before prepare() (which must follow "
+                    f"{_source(stmt)} at line {self.tree.line(stmt)}), so it gets the plain module while told "
+                    f"{flagged.flag}; code there that adds or strips `module.` by that flag would no longer match the "
+                    "model (convert by hand)"
+                )
             if held.keeps:
                 stmt = block.body[setup[-1]]
                 raise Refusal(

@@ -122,3 +122,32 @@ def test_a_call_not_named_as_a_load_that_is_handed_the_objects_is_still_refused(
     )
     refused = convert_source(text, "train.py").refused
     assert refused is not None and "line 19 already uses them" in refused, refused
+
+
+WRAPPED_FIRST = (
+    RESUMED.replace("import copy\n", "import copy\nimport os\n\nimport torch.distributed as dist\n")
+    .replace(
+        "optimizer = torch.optim.SGD(",
+        'distributed = "RANK" in os.environ\nif distributed:\n    dist.init_process_group("gloo")\n'
+        "    model = torch.nn.parallel.DistributedDataParallel(model)\noptimizer = torch.optim.SGD(",
+    )
+    .replace(
+        "def load_ckpt(ckpt_path, model, optimizer=None):",
+        "def load_ckpt(ckpt_path, model, optimizer=None, is_distributed=False):",
+    )
+)
+
+
+def test_a_load_before_prepare_told_whether_the_model_was_wrapped_is_refused_naming_it():
+    """IDDM's ``load_ckpt(..., model=model, is_distributed=distributed)`` adds ``module.`` to a
+    pretrained checkpoint's keys when told the model is DDP-wrapped; converted, it loads before
+    prepare() into the plain module while still told ``distributed``: KeyError on 2 processes."""
+    text = WRAPPED_FIRST.replace("optimizer=optimizer)\n", "optimizer=optimizer, is_distributed=distributed)\n")
+    refused = convert_source(text, "train.py").refused
+    assert refused is not None and "load_ckpt(...) at line 27 is handed model and distributed" in refused, refused
+    assert "DistributedDataParallel(...) at line 24" in refused, refused
+
+
+def test_a_load_before_prepare_not_told_of_the_wrap_converts():
+    result = convert_source(WRAPPED_FIRST, "train.py")
+    assert result.refused is None, result.refused
