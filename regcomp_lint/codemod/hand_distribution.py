@@ -206,6 +206,16 @@ def _one_set_of_options(planner: PlainPlanner, wraps: list[tuple[cst.Call, list[
         for keyword in keywords:
             name, value = keyword.split("=", 1)
             first = chosen.setdefault(name, (value, call))
+            if first[0] != value and name == "find_unused_parameters" and {first[0], value} == {"True", "False"}:
+                off = first[1] if first[0] == "False" else call
+                chosen[name] = ("True", call)
+                planner.notes.append(
+                    f"{code(off.func)}(...) at line {tree.line(off)} set find_unused_parameters=False, another wrap "
+                    "True: every prepared model gets True (Accelerate wraps them all with one set of DDP options); a "
+                    "model that ran with False uses all its parameters in each forward, so DDP's search finds none "
+                    "unused: the same gradients, a little slower"
+                )
+                continue
             if first[0] != value:
                 raise Refusal(
                     f"{code(first[1].func)}(...) at line {tree.line(first[1])} sets {name}={first[0]}, and "

@@ -48,10 +48,21 @@ def convert(enc: str, head: str):
     return convert_source(SCRIPT.replace("ENC", enc).replace("HEAD", head), "train.py", ConvertOptions())
 
 
-def test_two_wraps_with_different_options_are_refused_naming_both():
+def test_two_wraps_differing_in_find_unused_parameters_pass_true_naming_both():
+    """survey 22c colorize_gan: ``EG`` wrapped with ``find_unused_parameters=True``, ``D`` with
+    ``False``. A model that ran with ``False`` uses every parameter in each forward (DDP raises
+    otherwise), so searching it for unused ones finds none: the same gradients, a little slower."""
     result = convert("True", "False")
+    assert result.refused is None, result.refused
+    assert "DistributedDataParallelKwargs(find_unused_parameters=True)]" in result.text
+    assert any("DDP(...) at line 16 set find_unused_parameters=False" in n for n in result.notes), result.notes
+    compile(result.text, "train.py", "exec")
+
+
+def test_two_wraps_with_other_different_options_are_refused_naming_both():
+    result = convert("True, broadcast_buffers=False", "True, broadcast_buffers=True")
     assert result.refused is not None
-    assert "find_unused_parameters" in result.refused
+    assert "broadcast_buffers" in result.refused
     assert "line 15" in result.refused and "line 16" in result.refused, result.refused
 
 
