@@ -38,6 +38,7 @@ from regcomp_lint.codemod.tree import (
     parameter_names,
     single_target,
 )
+from regcomp_lint.codemod.unprepared_wraps import replace_unprepared_wrap
 from regcomp_lint.codemod.wrapped_access import feeds_the_loss
 from regcomp_lint.knowledge import accelerate_api, torch_api
 
@@ -255,6 +256,9 @@ def _remove_wrap(planner: PlainPlanner, call: cst.Call, models: set[str]) -> lis
         and call.args
         and key_of(call.args[0].value) == target[0]
     ):
+        if replace_unprepared_wrap(planner, call, assign, target[0], _torch_is_imported(tree)):
+            planner.forget_import(call.func)
+            return []
         raise Refusal(
             f"{code(call.func)}(...) at line {tree.line(call)} wraps {target[0]} in place, but {target[0]} is not a "
             f"model the conversion prepares (it sees the optimizer train {', '.join(sorted(models))}); Accelerate's "
