@@ -39,12 +39,15 @@ def held_objects(stmt: cst.CSTNode, prepared: set[str]) -> Held:
     :data:`LOADER_NAME` function handed them; so does a ``for`` over them (not over a call such as
     ``model.parameters()``) or a ``with ... as`` over them. A call for its effect keeps nothing."""
     held = Held()
-    for node in find_all(stmt, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr)):
+    assignments: list[cst.Assign | cst.AnnAssign | cst.AugAssign | cst.NamedExpr] = [
+        *find_all(stmt, (cst.Assign, cst.AnnAssign)),
+        *find_all(stmt, (cst.AugAssign, cst.NamedExpr)),
+    ]
+    for node in assignments:
         value = node.value
         if value is None or not set(read_keys(value)) & prepared:
             continue
-        if _load_call(value):
-            assert isinstance(value, cst.Call)
+        if isinstance(value, cst.Call) and _load_call(value):
             held.loads.append(value)
         else:
             held.keeps = True
@@ -57,11 +60,9 @@ def held_objects(stmt: cst.CSTNode, prepared: set[str]) -> Held:
     return held
 
 
-def _load_call(value: cst.BaseExpression) -> bool:
+def _load_call(value: cst.Call) -> bool:
     """``load_ckpt(model=model, optimizer=optimizer)``, ``model.load_state_dict(state)``: a call
     named as a load, of a function or of a named object's method."""
-    if not isinstance(value, cst.Call):
-        return False
     func = value.func
     if isinstance(func, cst.Name):
         name = func.value
