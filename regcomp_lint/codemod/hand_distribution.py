@@ -38,6 +38,7 @@ from regcomp_lint.codemod.tree import (
     parameter_names,
     single_target,
 )
+from regcomp_lint.codemod.unprepared_wraps import replace_unprepared_wrap
 from regcomp_lint.codemod.wrapped_access import feeds_the_loss
 from regcomp_lint.knowledge import accelerate_api, torch_api
 
@@ -206,6 +207,16 @@ def _one_set_of_options(planner: PlainPlanner, wraps: list[tuple[cst.Call, list[
         for keyword in keywords:
             name, value = keyword.split("=", 1)
             first = chosen.setdefault(name, (value, call))
+            if first[0] != value and name == "find_unused_parameters" and {first[0], value} == {"True", "False"}:
+                off = first[1] if first[0] == "False" else call
+                chosen[name] = ("True", call)
+                planner.notes.append(
+                    f"{code(off.func)}(...) at line {tree.line(off)} set find_unused_parameters=False, another wrap "
+                    "True: every prepared model gets True (Accelerate wraps them all with one set of DDP options); a "
+                    "model that ran with False uses all its parameters in each forward, so DDP's search finds none "
+                    "unused: the same gradients, a little slower"
+                )
+                continue
             if first[0] != value:
                 raise Refusal(
                     f"{code(first[1].func)}(...) at line {tree.line(first[1])} sets {name}={first[0]}, and "
@@ -245,6 +256,9 @@ def _remove_wrap(planner: PlainPlanner, call: cst.Call, models: set[str]) -> lis
         and call.args
         and key_of(call.args[0].value) == target[0]
     ):
+        if replace_unprepared_wrap(planner, call, assign, target[0], _torch_is_imported(tree)):
+            planner.forget_import(call.func)
+            return []
         raise Refusal(
             f"{code(call.func)}(...) at line {tree.line(call)} wraps {target[0]} in place, but {target[0]} is not a "
             f"model the conversion prepares (it sees the optimizer train {', '.join(sorted(models))}); Accelerate's "

@@ -67,13 +67,15 @@ def unwrap_for_other_modules(planner: PlainPlanner, block: Block, prepare_index:
             if found is None and method is None:
                 _note_unread(planner, function, call, [key_of(a.value) or "" for _, a in handed])
                 continue
-            shown, definition = method if method is not None else (None, found[1])  # type: ignore[index]
+            shown, definition = method[:2] if method is not None else (None, found[1])  # type: ignore[index]
             skip = 1 if method is not None else 0  # the method's own ``self``
             feeds = feeds_the_loss(planner, function, call)
             for index, arg in handed:
                 keyword = arg.keyword.value if arg.keyword is not None else None
                 parameter = _parameter(definition, index + skip, keyword)
                 reason = _why_unwrapped(definition, parameter) if parameter is not None else None
+                if reason is None and parameter is not None and method is not None:
+                    reason = _why_unwrapped_in_own_methods(method[1], method[2], parameter)
                 if reason is None:
                     continue
                 what, which, trained = reason
@@ -125,10 +127,13 @@ def _note_unread(planner: PlainPlanner, function: Function, call: cst.Call, mode
         )
 
 
-def object_method(planner: PlainPlanner, function: Function, call: cst.Call) -> tuple[str, FunctionNode] | None:
+def object_method(
+    planner: PlainPlanner, function: Function, call: cst.Call
+) -> tuple[str, FunctionNode, ast.ClassDef | None] | None:
     """``ema.update(model)`` where ``ema = ModelEMA(model)`` in ``function`` (or at the top level)
     and ``ModelEMA`` is a class of the script or of a project module that defines ``update``
-    itself: how the method is shown (``ModelEMA.update() of train.py``) and its definition. An EMA
+    itself: how the method is shown (``ModelEMA.update() of train.py``), its definition and its
+    class. An EMA
     class reads the model it is handed by name (YOLO's ``ModelEMA``, survey 21f), as a helper
     function of another module does."""
     tree = planner.tree
@@ -158,7 +163,41 @@ def object_method(planner: PlainPlanner, function: Function, call: cst.Call) -> 
     )
     if method is None:
         return None
-    return f"{name}.{method.name}() of {_shown(parsed)}", method
+    return f"{name}.{method.name}() of {_shown(parsed)}", method, cls
+
+
+def _why_unwrapped_in_own_methods(
+    definition: FunctionNode, cls: ast.ClassDef | None, parameter: str
+) -> tuple[str, str, str] | None:
+    """:func:`_why_unwrapped` of the class's own methods that ``definition`` hands ``parameter``
+    to (``self.reset_parameters(ema_model, model)``, one call deep): IDDM's ``EMA.step_ema``
+    copies the model's weights in ``reset_parameters`` with ``ema_model.load_state_dict(
+    model.state_dict())``, which fails on the prepared model's keys (survey 22c)."""
+    if cls is None:
+        return None
+    own = {m.name: m for m in cls.body if isinstance(m, _FUNCTION)}
+    for node in ast.walk(definition):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id in ("self", cls.name)
+            and node.func.attr in own
+        ):
+            continue
+        callee = own[node.func.attr]
+        static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in callee.decorator_list)
+        skip = 0 if static or node.func.value.id == cls.name else 1
+        handed = [
+            _parameter(callee, i + skip, None)
+            for i, a in enumerate(node.args)
+            if isinstance(a, ast.Name) and a.id == parameter
+        ] + [k.arg for k in node.keywords if isinstance(k.value, ast.Name) and k.value.id == parameter]
+        for name in handed:
+            reason = _why_unwrapped(callee, name) if name is not None else None
+            if reason is not None:
+                return reason
+    return None
 
 
 def _parameter(definition: ast.FunctionDef | ast.AsyncFunctionDef, index: int, keyword: str | None) -> str | None:

@@ -76,6 +76,7 @@ from regcomp_lint.codemod.handed_in import (
     placements_before,
 )
 from regcomp_lint.codemod.handed_to_modules import unwrap_for_other_modules
+from regcomp_lint.codemod.held_objects import held_objects, told_of_the_wrap
 from regcomp_lint.codemod.host_batches import host_batch_loaders
 from regcomp_lint.codemod.inference_only import trains_nothing
 from regcomp_lint.codemod.iterable_batches import whole_batch_stream_refusal
@@ -1650,14 +1651,24 @@ class PlainPlanner(Planner):
         ]
         if not setup:
             return last
+        loads: list[cst.Call] = []
         for i in range(last + 1, setup[-1]):
             if i in setup:
                 continue
-            between = block.body[i]
-            captures = not isinstance(between, cst.SimpleStatementLine) or any(
-                isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)) for small in between.body
-            )  # `optimizers = [opt1, opt2]` holds them; `print(model)` does not
-            if captures and set(read_keys(block.body[i])) & set(prepared):
+            held = held_objects(block.body[i], set(prepared))  # `optimizers = [opt1, opt2]` keeps them
+            loads += held.loads
+            flagged = told_of_the_wrap(self.tree, block.body[i], self.distribution.data_parallel, models)
+            if flagged is not None:
+                stmt = block.body[setup[-1]]
+                raise Refusal(
+                    f"{code(flagged.call.func)}(...) at line {self.tree.line(flagged.call)} is handed {flagged.model} and "
+                    f"{flagged.flag}, which decided whether {code(flagged.wrap.func)}(...) at line "
+                    f"{self.tree.line(flagged.wrap)} wrapped it: converted, it runs before prepare() (which must follow "
+                    f"{_source(stmt)} at line {self.tree.line(stmt)}), so it gets the plain module while told "
+                    f"{flagged.flag}; code there that adds or strips `module.` by that flag would no longer match the "
+                    "model (convert by hand)"
+                )
+            if held.keeps:
                 stmt = block.body[setup[-1]]
                 raise Refusal(
                     f"{_source(stmt)} at line {self.tree.line(stmt)} changes the model after the objects to "
@@ -1665,6 +1676,12 @@ class PlainPlanner(Planner):
                     "after the model's last change (DDP copies process 0's weights only then); move that call "
                     "before the optimizer is built"
                 )
+        if loads:
+            calls = ", ".join(f"{code(c.func)}(...) at line {self.tree.line(c)}" for c in loads)
+            self.notes.append(
+                f"{calls} loads into the objects to prepare before prepare(), which follows the model's last "
+                "change: what it returns is taken, by its name, not to be one of them"
+            )
         if told:
             calls = ", ".join(f"{found} (line {self.tree.line(node)})" for found, node in told.values())
             self.notes.append(
@@ -1849,7 +1866,11 @@ class PlainPlanner(Planner):
         extra: list[cst.BaseStatement] = []
         if last_dependency >= first_use:
             early = [u for u in uses if (self.project(block, u) or 0) <= last_dependency]
-            movable = all(_is_own_line(block, self.project(block, u), u) and u in self.device_values for u in early)
+            movable = all(
+                u in self.device_values
+                and (_is_own_line(block, self.project(block, u), u) or self.project(block, u) == last_dependency)
+                for u in early
+            )  # `device = ...` on its own line, or in the branches of the process group's own set-up
             if not movable or (prepare_block is block and prepare_index <= last_dependency):
                 name = next((n for n in dependencies if self.binding_index(block, n, home) == last_dependency), None)
                 needed = (
@@ -1866,7 +1887,8 @@ class PlainPlanner(Planner):
                 self.edits.replace.pop(use, None)
                 self.devices -= 1
                 target, value = self.device_values[use]
-                extra.append(statement(f"{target} = {value}", self.module))
+                if f"{target} = {value}" not in [code(e).strip() for e in extra]:
+                    extra.append(statement(f"{target} = {value}", self.module))
                 if rebinds and use in configured_devices:
                     flags.append(target)  # a config value the command line may set to "cpu"
             first_use = last_dependency + 1
