@@ -34,6 +34,7 @@ from regcomp_lint.codemod.checkpoint_writes import (
     wait_before_reading_back,
     write_on_main_process,
 )
+from regcomp_lint.codemod.closure_steps import loss_driven_step_refusal
 from regcomp_lint.codemod.compile_sites import (
     CompileSite,
     collect_settings,
@@ -794,8 +795,10 @@ class PlainPlanner(Planner):
         refusal = container_loader_refusal(view, loaders + self.inline_loaders + self.sharded_loaders)
         if refusal is None:
             origins = [o for o in prepared_origins.values() if o is not None]
-            refusal = whole_batch_stream_refusal(view, origins + self.inline_origins) or graph_loader_refusal(
-                view, loaders + self.inline_loaders
+            refusal = (
+                whole_batch_stream_refusal(view, origins + self.inline_origins)
+                or graph_loader_refusal(view, loaders + self.inline_loaders)
+                or loss_driven_step_refusal(view, loaders + self.inline_loaders)
             )
         if refusal is not None:
             raise Refusal(refusal)
