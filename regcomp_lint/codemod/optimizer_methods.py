@@ -14,6 +14,12 @@ self.base_optimizer.param_groups``) then no longer shares its groups with the in
 steps: a scheduler moves the outer LR and the inner one keeps the first (verified on CPU: the
 losses part from the first LR decay). Such an optimizer is prepared without device placement
 (``device_placement=[..., False, ...]``): its state stays where the script put it, groups shared.
+
+The wrapper's ``step`` also returns None where torch's returns the closure's loss: a step whose value
+the script reads (``loss = optimizer.step(closure)``, the LBFGS trainers of survey 23d) would hand
+on None (``TypeError`` at ``loss * bs``, measured). Such a step is called on the wrapped optimizer,
+which returns the loss as before; the wrapper adds nothing else to a step without a GradScaler (and
+GradScaler takes no closure either way).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from regcomp_lint.codemod.wrapped_access import places_using_prepared, sees_prep
 from regcomp_lint.knowledge.accelerate_api import (
     ACCELERATED_OPTIMIZER_ATTRIBUTES,
     PREPARE_PLACEMENT_KEYWORD,
+    STEP_RETURNING_NONE,
     WRAPPED_OPTIMIZER_ATTRIBUTE,
 )
 from regcomp_lint.knowledge.torch_api import NOT_OPTIMIZER_MODULES, OPTIMIZER_MODULE
@@ -40,10 +47,14 @@ def reach_own_methods(planner: PlainPlanner, block: Block, prepare_index: int) -
     tree = planner.tree
     optimizers = set(planner.optimizers)
     reached: list[str] = []
+    valued: list[str] = []
     for function in places_using_prepared(planner):
         for attr in find_all(function, cst.Attribute, enter_functions=False):
             owner, name = key_of(attr.value), attr.attr.value
-            if owner not in optimizers or name in ACCELERATED_OPTIMIZER_ATTRIBUTES or name.startswith("__"):
+            if owner not in optimizers or name.startswith("__"):
+                continue
+            read_step = name == STEP_RETURNING_NONE and _value_read(planner, attr)
+            if name in ACCELERATED_OPTIMIZER_ATTRIBUTES and not read_step:
                 continue
             if planner.is_removed(attr):
                 continue
@@ -55,13 +66,30 @@ def reach_own_methods(planner: PlainPlanner, block: Block, prepare_index: int) -
                 continue
             planner.replace(attr.value, f"{owner}.{WRAPPED_OPTIMIZER_ATTRIBUTE}")
             planner.uses.append(attr)
-            reached.append(f"{owner}.{name} (line {tree.line(attr)})")
+            if read_step:
+                valued.append(f"{owner}.{name}(...) (line {tree.line(attr)})")
+            else:
+                reached.append(f"{owner}.{name} (line {tree.line(attr)})")
+    if valued:
+        planner.notes.append(
+            f"the value of {', '.join(dict.fromkeys(valued))} is read: the prepared optimizer's step() returns "
+            "None, so the step is called on the wrapped optimizer (.optimizer), which returns the closure's loss "
+            "as before (the same step without an fp16 GradScaler, which takes no closure either way)"
+        )
     if reached:
         planner.notes.append(
             f"{', '.join(dict.fromkeys(reached))} reached through the wrapped optimizer (.optimizer) after prepare(): "
             "the prepared optimizer passes on step(), zero_grad(), the state dicts and param_groups, not what "
             "the optimizer's own class adds"
         )
+
+
+def _value_read(planner: PlainPlanner, attr: cst.Attribute) -> bool:
+    """Is ``attr`` the callee of a call whose value the script uses (not a statement of its own)?"""
+    call = planner.tree.parent(attr)
+    if not (isinstance(call, cst.Call) and call.func is attr):
+        return False
+    return not isinstance(planner.tree.parent(call), cst.Expr)
 
 
 def sharing_groups(planner: PlainPlanner) -> set[str]:

@@ -34,6 +34,7 @@ from regcomp_lint.codemod.checkpoint_writes import (
     wait_before_reading_back,
     write_on_main_process,
 )
+from regcomp_lint.codemod.closure_steps import loss_driven_step_refusal
 from regcomp_lint.codemod.compile_sites import (
     CompileSite,
     collect_settings,
@@ -65,6 +66,7 @@ from regcomp_lint.codemod.first_downloads import download_first
 from regcomp_lint.codemod.frozen_parameters import allow_unused_parameters
 from regcomp_lint.codemod.generators import is_generator, returns_a_generator
 from regcomp_lint.codemod.gradient_clipping import clip_through_accelerator
+from regcomp_lint.codemod.graph_loaders import graph_loader_refusal
 from regcomp_lint.codemod.hand_distribution import adapt_distribution
 from regcomp_lint.codemod.hand_schedules import hand_lr_notes, step_counted_notes
 from regcomp_lint.codemod.handed_in import (
@@ -794,7 +796,11 @@ class PlainPlanner(Planner):
         refusal = container_loader_refusal(view, loaders + self.inline_loaders + self.sharded_loaders)
         if refusal is None:
             origins = [o for o in prepared_origins.values() if o is not None]
-            refusal = whole_batch_stream_refusal(view, origins + self.inline_origins)
+            refusal = (
+                whole_batch_stream_refusal(view, origins + self.inline_origins)
+                or graph_loader_refusal(view, loaders + self.inline_loaders)
+                or loss_driven_step_refusal(view, loaders + self.inline_loaders)
+            )
         if refusal is not None:
             raise Refusal(refusal)
         self.notes += evaluation_passes_note(view, prepared_origins, self.acc_key)

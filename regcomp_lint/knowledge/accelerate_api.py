@@ -129,5 +129,8 @@ ACCELERATED_OPTIMIZER_ATTRIBUTES = frozenset(
     }
 )
 WRAPPED_OPTIMIZER_ATTRIBUTE = "optimizer"
+#: ``AcceleratedOptimizer.step(closure)`` calls the wrapped optimizer's step and returns None
+#: (accelerate 1.15), where ``torch.optim.Optimizer.step(closure)`` returns the closure's loss.
+STEP_RETURNING_NONE = "step"
 #: ``prepare(*objects, device_placement=[...])``: one bool per object; the results still match the objects
 PREPARE_PLACEMENT_KEYWORD = "device_placement"

@@ -56,6 +56,26 @@ SCHEDULERS = (*accelerate_api.DUMMY_SCHEDULERS, *torch_api.OTHER_SCHEDULERS)
 #: by all of them); only the one told ``True`` writes.
 MAIN_PROCESS_KEYWORDS = {"save_pretrained": ("is_main_process", 1)}
 DATALOADERS = (*torch_api.DATALOADER, "torchdata.stateful_dataloader.StatefulDataLoader")
+#: torch_geometric's loaders whose ``_get_iterator`` turns each batch the collate_fn sampled into a
+#: ``Data``/``HeteroData`` (``NodeLoader``/``LinkLoader``'s ``filter_fn``, 2.8.1) unless
+#: ``filter_per_worker=True``, which PyG infers from the graph: True on the CPU, False for a graph on
+#: the GPU (``infer_filter_per_worker``). accelerate's ``prepare()`` rebuilds a loader as a plain
+#: DataLoader with the same collate_fn, so the rebuilt one yields the raw ``SamplerOutput``.
+PYG_FILTERING_LOADERS = tuple(
+    f"torch_geometric.{module}.{name}"
+    for module, names in (
+        ("loader", ("NeighborLoader", "LinkNeighborLoader", "HGTLoader", "NodeLoader", "LinkLoader", "ZipLoader")),
+        ("loader.neighbor_loader", ("NeighborLoader",)),
+        ("loader.link_neighbor_loader", ("LinkNeighborLoader",)),
+        ("loader.hgt_loader", ("HGTLoader",)),
+        ("loader.node_loader", ("NodeLoader",)),
+        ("loader.link_loader", ("LinkLoader",)),
+        ("distributed", ("DistNeighborLoader", "DistLinkNeighborLoader")),
+    )
+    for name in names
+)
+#: The keyword that makes those loaders filter in their collate_fn (what ``prepare()`` keeps).
+PYG_FILTER_KEYWORD = "filter_per_worker"
 
 #: Experiment trackers that start a run by a call and take a keyword that turns the run off:
 #: ``wandb.init(mode="disabled")`` makes every later ``wandb.log``/``wandb.finish`` of that process a

@@ -132,3 +132,41 @@ def test_idempotent():
     out, _ = _converted(SAM_SCRIPT, "sam.py")
     again = convert_source(out, "sam.py")
     assert again.refused is None and again.text == out
+
+
+CLOSURE_VALUE_SCRIPT = """\
+import torch
+
+net = torch.nn.Linear(3, 1)
+optimizer_ADAM = torch.optim.Adam(net.parameters(), lr=1e-2)
+optimizer_LBFGS = torch.optim.LBFGS(net.parameters(), lr=1e-1)
+ub, yb = torch.randn(8, 3), torch.randn(8, 1)
+
+
+def closure():
+    optimizer_LBFGS.zero_grad()
+    loss = torch.mean((yb - net(ub)) ** 2)
+    loss.backward()
+    return loss
+
+
+total = 0.0
+for epoch in range(4):
+    if epoch < 2:
+        loss = optimizer_ADAM.step(closure)
+    else:
+        loss = optimizer_LBFGS.step(closure)
+    total += loss.item()
+optimizer_LBFGS.step(closure)
+"""
+
+
+def test_a_step_whose_value_is_read_goes_through_the_wrapped_optimizer():
+    """ParWH's LBFGS trainer (survey23d): ``loss = optimizer.step(closure)``; accelerate's
+    ``AcceleratedOptimizer.step`` returns None, so the converted script raised TypeError at
+    ``loss * bs``. The wrapped optimizer's step returns the closure's loss as before."""
+    out, notes = _converted(CLOSURE_VALUE_SCRIPT, "parwh.py")
+    assert "loss = optimizer_ADAM.optimizer.step(closure)" in out
+    assert "loss = optimizer_LBFGS.optimizer.step(closure)" in out
+    assert "\noptimizer_LBFGS.step(closure)\n" in out  # its value unread: through the wrapper
+    assert any("returns None" in n and "line 19" in n for n in notes), notes
