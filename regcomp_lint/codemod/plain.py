@@ -65,7 +65,7 @@ from regcomp_lint.codemod.first_downloads import download_first
 from regcomp_lint.codemod.frozen_parameters import allow_unused_parameters
 from regcomp_lint.codemod.generators import is_generator, returns_a_generator
 from regcomp_lint.codemod.gradient_clipping import clip_through_accelerator
-from regcomp_lint.codemod.hand_distribution import adapt_distribution
+from regcomp_lint.codemod.hand_distribution import adapt_distribution, join_processes_only
 from regcomp_lint.codemod.hand_schedules import hand_lr_notes, step_counted_notes
 from regcomp_lint.codemod.handed_in import (
     HandedIn,
@@ -1883,6 +1883,7 @@ class PlainPlanner(Planner):
                     f"the script's own choice of the CPU still works: Accelerator(cpu={condition}); otherwise "
                     "Accelerate places each process on its own device"
                 )
+        join_processes_only(self)
         if _always(self.cpu_conditions):  # `if ddp: device = "cpu" else: device = "cpu"`
             self.cpu_conditions = ["True"]
         if self.cpu_conditions:
