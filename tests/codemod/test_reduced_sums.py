@@ -336,3 +336,40 @@ def test_a_plateau_scheduler_stepped_on_the_returned_mean_without_a_stop_gets_th
     result = convert_source(text, "train.py")
     assert result.refused is None, result.refused
     assert GATHERED_IN_FUNCTION in result.text, result.text
+
+
+def test_a_best_model_save_on_the_returned_mean_without_a_stop_gets_the_gathered_mean():
+    """``if train_loss < best: torch.save(...)`` alone: no stop, but the main process decided on
+    its own mean which epochs save (measured on 2 gloo processes, 25 epochs: rank 0 saved at 14
+    epochs, the mean over both ranks improves at 19, rank 1 at 16 others); gathered, the save
+    follows the one-process mean."""
+    text = RETURNED.split("best, bad = ")[0] + (
+        'best = float("inf")\n'
+        "for epoch in range(20):\n"
+        "    train_loss = train_one_epoch(model, train_loader, optimizer)\n"
+        "    if train_loss < best:\n"
+        "        best = train_loss\n"
+        '        torch.save(model.state_dict(), "best.pt")\n'
+    )
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    assert GATHERED_IN_FUNCTION in result.text, result.text
+
+
+def test_a_best_model_save_on_the_epoch_loop_sum_without_a_stop_gets_the_gathered_sum():
+    text = PATIENCE.split("    improved = ")[0] + (
+        "    if mean_loss < best:\n"
+        "        best = mean_loss\n"
+        '        torch.save(model.state_dict(), "best.pt")\n'
+    )
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    assert REDUCED in result.text, result.text
+
+
+def test_a_save_every_epoch_beside_a_printed_sum_gathers_nothing():
+    """A save that no per-process value decides (every epoch) needs no gather."""
+    text = PATIENCE.split("    improved = ")[0] + '    torch.save(model.state_dict(), "last.pt")\n'
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    assert "gather_object" not in result.text, result.text
