@@ -66,7 +66,12 @@ def _fake_torch(cuda: bool, mps: bool) -> types.SimpleNamespace:
         (False, False, None, True),  # one process, no accelerator: the script picks the CPU
         (True, False, None, False),  # CUDA: the script picks CUDA
         (False, False, "2", True),  # several processes without CUDA: gloo on the CPU, as the original
-        (False, True, "2", True),  # several processes on an Apple machine: gloo has no MPS; Accelerate joins them on the CPU
+        (
+            False,
+            True,
+            "2",
+            True,
+        ),  # several processes on an Apple machine: gloo has no MPS; Accelerate joins them on the CPU
         (True, False, "2", False),
     ],
 )

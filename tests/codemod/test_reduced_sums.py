@@ -358,9 +358,7 @@ def test_a_best_model_save_on_the_returned_mean_without_a_stop_gets_the_gathered
 
 def test_a_best_model_save_on_the_epoch_loop_sum_without_a_stop_gets_the_gathered_sum():
     text = PATIENCE.split("    improved = ")[0] + (
-        "    if mean_loss < best:\n"
-        "        best = mean_loss\n"
-        '        torch.save(model.state_dict(), "best.pt")\n'
+        '    if mean_loss < best:\n        best = mean_loss\n        torch.save(model.state_dict(), "best.pt")\n'
     )
     result = convert_source(text, "train.py")
     assert result.refused is None, result.refused
