@@ -1883,9 +1883,10 @@ class PlainPlanner(Planner):
                     f"the script's own choice of the CPU still works: Accelerator(cpu={condition}); otherwise "
                     "Accelerate places each process on its own device"
                 )
-        join_processes_only(self)
         if _always(self.cpu_conditions):  # `if ddp: device = "cpu" else: device = "cpu"`
             self.cpu_conditions = ["True"]
+        else:
+            join_processes_only(self)
         if self.cpu_conditions:
             self.accelerator_keywords.append(f"cpu={' or '.join(self.cpu_conditions)}")
         indent = self.indentation_of(block)

@@ -102,3 +102,15 @@ def test_a_script_that_picks_the_cpu_without_cuda_keeps_the_short_condition():
     result = convert_source(text, "train.py")
     assert result.refused is None, result.refused
     assert _cpu_keyword(result.text) == "not torch.cuda.is_available()"
+
+
+def test_a_choice_of_the_cpu_on_both_branches_keeps_cpu_true_and_its_note():
+    """``if ddp: device = "cpu" ... else: device = "cpu"`` (fixtures/equivalence/torchrun_env_ddp):
+    cpu=True always; the several-processes condition is not written, nor said in a note."""
+    from pathlib import Path
+
+    path = Path(__file__).parents[2] / "fixtures" / "equivalence" / "torchrun_env_ddp" / "train.py"
+    result = convert_source(path.read_text(), "train.py")
+    assert result.refused is None, result.refused
+    assert _cpu_keyword(result.text) == "True"
+    assert not any("WORLD_SIZE" in n for n in result.notes), result.notes
