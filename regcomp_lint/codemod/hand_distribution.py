@@ -50,6 +50,10 @@ if TYPE_CHECKING:
 _DEVICE_KEYWORDS = ("device_ids", "output_device")
 #: The ``cpu=`` condition that keeps a CPU run of the script's processes distributed.
 _NO_CUDA = "not torch.cuda.is_available()"
+_NO_CUDA_NOTE = (
+    "cpu=not torch.cuda.is_available(): on a machine without CUDA, Accelerate joins the script's "
+    "processes only when told to use the CPU"
+)
 
 
 def adapt_distribution(planner: PlainPlanner) -> None:
@@ -121,12 +125,27 @@ def adapt_distribution(planner: PlainPlanner) -> None:
             "init_process_group() runs only when the Accelerator has not set up the process group already"
         )
     if _NO_CUDA in planner.cpu_conditions:
-        planner.notes.append(
-            "cpu=not torch.cuda.is_available(): on a machine without CUDA, Accelerate joins the script's "
-            "processes only when told to use the CPU"
-        )
+        planner.notes.append(_NO_CUDA_NOTE)
     if unwraps:
         planner.notes.append("model.module -> accelerator.unwrap_model(model, keep_torch_compile=False)")
+
+
+def join_processes_only(planner: PlainPlanner) -> None:
+    """Once every ``cpu=`` condition is known: where the script makes its own choice of the CPU
+    (cifar_basics, survey 22b: CUDA, else MPS, else the CPU), ``not torch.cuda.is_available()``
+    OR-ed with it sent one process on an Apple machine to the CPU where the script picked MPS.
+    Only several processes need ``cpu=True`` to be joined (knowledge/accelerate_api.py); one
+    process keeps the script's choice, which its own condition gives."""
+    conditions = planner.cpu_conditions
+    if _NO_CUDA not in conditions or all(c in (_NO_CUDA, "True") for c in conditions):
+        return
+    several = accelerate_api.SEVERAL_PROCESSES_WITHOUT_CUDA
+    conditions[conditions.index(_NO_CUDA)] = several
+    planner.imports.append(("os", None))
+    planner.notes[planner.notes.index(_NO_CUDA_NOTE)] = (
+        f"cpu={several} or ...: on a machine without CUDA, Accelerate joins the script's processes only when told "
+        "to use the CPU; one process keeps the script's own choice (MPS on an Apple machine, as in the original)"
+    )
 
 
 def _name_a_loss_outside_forward(planner: PlainPlanner, attr: cst.Attribute, owner: str) -> None:

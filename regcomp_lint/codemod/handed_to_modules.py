@@ -30,13 +30,19 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from regcomp_lint.analysis.reachability.modules import ParsedModule
-from regcomp_lint.codemod.local_modules import FunctionNode, imported_class, imported_function, unread_project_function
+from regcomp_lint.codemod.local_modules import (
+    FunctionNode,
+    imported_class,
+    imported_function,
+    unread_project_class,
+    unread_project_function,
+)
 from regcomp_lint.codemod.roles import bindings
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import Block, Function, find_all, key_of
 from regcomp_lint.codemod.wrapped_access import feeds_the_loss, places_using_prepared
 from regcomp_lint.knowledge import accelerate_api
-from regcomp_lint.knowledge.torch_api import DATA_PARALLEL_API, MODULE_API
+from regcomp_lint.knowledge.torch_api import DATA_PARALLEL_API, MODULE_API, WRITER_NAME_WORDS
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.plain import PlainPlanner
@@ -114,16 +120,26 @@ def _note_unread(planner: PlainPlanner, function: Function, call: cst.Call, mode
     ``save_checkpoint(path, self.model, ...)``, survey 21b): whether it takes the state dict is
     unknown, so the note names the call instead of unwrapping."""
     qualname = unread_project_function(planner.tree, call.func)
-    if qualname is None:
+    method = unread_project_class(planner.tree, call.func) if qualname is None else None
+    if qualname is not None:
+        module, name = qualname.rsplit(".", 1)
+    elif method is not None and isinstance(call.func, cst.Attribute):
+        module, name = method[0], f"{method[1]}.{call.func.attr.value}"
+    else:
         return
     acc = planner.accelerator_in(function) if planner.can_reach_accelerator(function) else "accelerator"
-    module, name = qualname.rsplit(".", 1)
+    # a writer of an unread class is no function file_writes names: say here that every process runs it
+    writes = (
+        f"; it runs in every process: if it writes a file, put the call under `if {acc}.is_main_process:`"
+        if method is not None and WRITER_NAME_WORDS & set(name.rsplit(".", 1)[1].lower().split("_"))
+        else ""
+    )
     for model in models:
         planner.notes.append(
             f"{name}() at line {planner.tree.line(call)}, of {module} (not found beside the script, so not read), is "
             f"handed the prepared {model}: a state_dict() saved or loaded there has the compiled wrapper's "
             f"`_orig_mod.` keys; hand it {acc}.unwrap_model({model}, {accelerate_api.REGIONAL_UNWRAP}) if it trains "
-            "nothing"
+            f"nothing{writes}"
         )
 
 

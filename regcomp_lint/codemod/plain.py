@@ -67,7 +67,7 @@ from regcomp_lint.codemod.frozen_parameters import allow_unused_parameters
 from regcomp_lint.codemod.generators import is_generator, returns_a_generator
 from regcomp_lint.codemod.gradient_clipping import clip_through_accelerator
 from regcomp_lint.codemod.graph_loaders import graph_loader_refusal
-from regcomp_lint.codemod.hand_distribution import adapt_distribution
+from regcomp_lint.codemod.hand_distribution import adapt_distribution, join_processes_only
 from regcomp_lint.codemod.hand_schedules import hand_lr_notes, step_counted_notes
 from regcomp_lint.codemod.handed_in import (
     HandedIn,
@@ -1913,6 +1913,8 @@ class PlainPlanner(Planner):
                 )
         if _always(self.cpu_conditions):  # `if ddp: device = "cpu" else: device = "cpu"`
             self.cpu_conditions = ["True"]
+        else:
+            join_processes_only(self)
         if self.cpu_conditions:
             self.accelerator_keywords.append(f"cpu={' or '.join(self.cpu_conditions)}")
         indent = self.indentation_of(block)

@@ -148,6 +148,10 @@ PROGRESS_RANGES = ("tqdm.trange", "tqdm.auto.trange", "tqdm.notebook.trange", "t
 #: hold its batches in its order (one pass of its sampler), so a loader prepared before them
 #: gives each process its share (``train_list = list(train_loader)`` iterated every epoch).
 ITERATION_BUILTINS = ("iter", "enumerate", "list", "tuple")
+#: The calls, as a loop's header spells them, through which a loop iterates the loader they are
+#: handed (``enumerate(loader)``, ``tqdm(loader)``, ``iter(loader)``): the bare names only, read
+#: from the source as written (host_batches, container_loaders).
+LOOP_PASS_THROUGH = ("enumerate", "tqdm", "iter")
 #: Builtins that build a container of their argument's items: ``len()`` of what they return
 #: counts those items (``len(list(history))``), a number no share of the data changes unless the
 #: argument is a loader.
