@@ -217,10 +217,38 @@ def _why_unwrapped_in_own_methods(
 
 
 def _parameter(definition: ast.FunctionDef | ast.AsyncFunctionDef, index: int, keyword: str | None) -> str | None:
-    if keyword is not None:
-        return keyword
+    """The name the function knows the argument by: its parameter, or for a keyword that lands in
+    ``**kwargs`` the name a loop over them binds each value to (:func:`_kwargs_value`)."""
     positional = [a.arg for a in [*definition.args.posonlyargs, *definition.args.args]]
+    if keyword is not None:
+        named = {*positional, *(a.arg for a in definition.args.kwonlyargs)}
+        if keyword not in named and definition.args.kwarg is not None:
+            return _kwargs_value(definition, definition.args.kwarg.arg)
+        return keyword
     return positional[index] if index < len(positional) else None
+
+
+def _kwargs_value(definition: ast.FunctionDef | ast.AsyncFunctionDef, kwargs: str) -> str | None:
+    """``value`` in ``for key, value in kwargs.items():`` or ``for value in kwargs.values():``: how
+    SwAV's and DINO's ``restart_from_checkpoint(path, run_variables=..., state_dict=model, ...)``
+    reaches each object it is handed to load (``value.load_state_dict(checkpoint[key], strict=False)``)."""
+    for node in ast.walk(definition):
+        if not (
+            isinstance(node, ast.For)
+            and isinstance(node.iter, ast.Call)
+            and isinstance(node.iter.func, ast.Attribute)
+            and isinstance(node.iter.func.value, ast.Name)
+            and node.iter.func.value.id == kwargs
+        ):
+            continue
+        target = node.target
+        if node.iter.func.attr == "items" and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+            target = target.elts[1]
+        elif node.iter.func.attr != "values":
+            continue
+        if isinstance(target, ast.Name):
+            return target.id
+    return None
 
 
 def _why_unwrapped(definition: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str) -> tuple[str, str, str] | None:

@@ -37,6 +37,7 @@ from regcomp_lint.knowledge.accelerate_api import (
     WRAPPED_OPTIMIZER_ATTRIBUTE,
 )
 from regcomp_lint.knowledge.torch_api import NOT_OPTIMIZER_MODULES, OPTIMIZER_MODULE
+from regcomp_lint.knowledge.training_libraries import UNPREPARED_OPTIMIZER_WRAPPERS
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.plain import PlainPlanner
@@ -45,7 +46,13 @@ if TYPE_CHECKING:
 def reach_own_methods(planner: PlainPlanner, block: Block, prepare_index: int) -> None:
     """Rewrite ``optimizer.own_name`` after ``prepare`` to ``optimizer.optimizer.own_name``."""
     tree = planner.tree
-    optimizers = set(planner.optimizers)
+    unwrapped = {key: found for key in planner.optimizers if (found := _not_an_optimizer(planner, key)) is not None}
+    for key, (built, line) in unwrapped.items():
+        planner.notes.append(
+            f"{key} = {built}(...) (line {line}) is no torch.optim.Optimizer: prepare() hands it back as it is, so it "
+            "steps and answers its own attributes as in the original"
+        )
+    optimizers = set(planner.optimizers) - set(unwrapped)
     reached: list[str] = []
     valued: list[str] = []
     for function in places_using_prepared(planner):
@@ -90,6 +97,35 @@ def _value_read(planner: PlainPlanner, attr: cst.Attribute) -> bool:
     if not (isinstance(call, cst.Call) and call.func is attr):
         return False
     return not isinstance(planner.tree.parent(call), cst.Expr)
+
+
+def _not_an_optimizer(planner: PlainPlanner, key: str) -> tuple[str, int] | None:
+    """The class and line of ``key``'s last binding when it builds a wrapper prepare() does not wrap: apex's
+    ``LARC(optimizer, ...)`` (see :data:`~regcomp_lint.knowledge.training_libraries.UNPREPARED_OPTIMIZER_WRAPPERS`)
+    or a class of the script with no base but ``object`` (a copy of it). None otherwise."""
+    tree = planner.tree
+    calls = [
+        a
+        for a in find_all(tree.module, cst.Assign)
+        if len(a.targets) == 1 and key_of(a.targets[0].target) == key and isinstance(a.value, cst.Call)
+    ]
+    if not calls:
+        return None
+    call = calls[-1].value
+    assert isinstance(call, cst.Call)
+    if tree.resolves_under(call.func, *UNPREPARED_OPTIMIZER_WRAPPERS) is None and not (
+        isinstance(call.func, cst.Name)
+        and not tree.imported_names(call.func)
+        and _plain_class(planner, call.func.value)
+    ):
+        return None
+    return code(call.func).strip(), tree.line(calls[-1])
+
+
+def _plain_class(planner: PlainPlanner, name: str) -> bool:
+    """A class the script defines as ``class LARC(object):`` or ``class LARC:``."""
+    classes = [c for c in find_all(planner.tree.module, cst.ClassDef) if c.name.value == name]
+    return len(classes) == 1 and all(code(b.value).strip() == "object" for b in classes[0].bases)
 
 
 def sharing_groups(planner: PlainPlanner) -> set[str]:

@@ -33,6 +33,11 @@ OPTIMIZERS = (
     "lion_pytorch.Lion",
     "schedulefree.AdamWScheduleFree",
 )
+#: Optimizer wrappers that are no ``torch.optim.Optimizer``: apex's ``LARC(optimizer, trust_coefficient,
+#: clip)`` is a plain object holding the optimizer in ``self.optim`` (SwAV, DINO-era SSL scripts).
+#: ``accelerator.prepare`` wraps only ``torch.optim.Optimizer`` instances (accelerate 1.15,
+#: ``Accelerator._prepare_one``) and hands anything else back as it is.
+UNPREPARED_OPTIMIZER_WRAPPERS = ("apex.parallel.LARC.LARC", "apex.parallel.LARC")
 #: Library functions that build an optimizer from the model passed first (``model_or_params``).
 OPTIMIZER_FACTORIES = (
     "timm.optim.create_optimizer_v2",
