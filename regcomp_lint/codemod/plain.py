@@ -50,6 +50,7 @@ from regcomp_lint.codemod.device_choice import (
     local_rank_from_env,
     local_rank_note,
     model_gpu_choices,
+    mps_or_cpu_condition,
     only_moves_devices,
     visible_devices_note,
 )
@@ -2205,6 +2206,10 @@ class PlainPlanner(Planner):
                 continue
             for choice in find_all(assign.value, cst.IfExp):
                 decided = devices.choice(view.any_expression_at(choice))
+                if decided is not None and not decided.flags and (never_cuda := mps_or_cpu_condition(choice)):
+                    self.imports.append(("os", None))
+                    found.append((never_cuda, []))
+                    continue
                 if decided is None or not decided.flags:
                     continue
                 if decided.cpu_when:

@@ -515,3 +515,6 @@ OUTPUT_FILE_KEYWORDS = frozenset(
 #: its own and reaches ``torch.save`` through ``from models.architecture import *``. Only
 #: ``torch``: nothing else a star import exports is taken to be a library by its name alone.
 STAR_EXPORTED_MODULES = ("torch",)
+
+#: The device type of Apple's GPU (``torch.device("mps")``), which ``torch.backends.mps.is_available()`` tests.
+MPS_DEVICE = "mps"

@@ -548,3 +548,56 @@ def test_a_cpu_default_the_script_may_change_is_no_choice_of_the_cpu(after):
     result = convert_source(text, "train.py", ConvertOptions())
     assert result.refused is None, result.refused
     assert "cpu=True" not in accelerator_line(result.text), result.text
+
+
+MPS_OR_CPU = (
+    "import torch\n\n\n"
+    "def train(loader):\n"
+    '    device = torch.device("mps" if torch.backends.mps.is_available() else "cpu")\n'
+    "    model = torch.nn.Linear(4, 1).to(device)\n"
+    "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+    "    for x, y in loader:\n"
+    "        loss = torch.nn.functional.mse_loss(model(x.to(device)), y.to(device))\n"
+    "        optimizer.zero_grad()\n"
+    "        loss.backward()\n"
+    "        optimizer.step()\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("cuda", "mps", "world_size", "cpu"),
+    [
+        (True, False, None, True),  # a CUDA machine: the script trains on the CPU, never on the GPU
+        (True, False, "2", True),
+        (False, True, None, False),  # an Apple machine: the script picks MPS, and so does Accelerate
+        (False, False, None, True),
+        (False, False, "2", True),  # several processes without CUDA: joined over gloo on the CPU
+        (False, True, "2", True),  # gloo has no MPS: several processes are joined on the CPU
+    ],
+)
+def test_a_device_chosen_among_mps_and_the_cpu_never_becomes_cuda(cuda, mps, world_size, cpu, monkeypatch):
+    """crnn_ocr (survey 23d): ``torch.device("mps" if torch.backends.mps.is_available() else
+    "cpu")`` reads only torch, which was taken for Accelerate's own choice and dropped: on a CUDA
+    machine the original trained on the CPU and the conversion on the GPU. The written ``cpu=``
+    condition, evaluated over the machines, gives the original's device."""
+    import os
+    import types
+
+    result = convert(MPS_OR_CPU)
+    line = accelerator_line(result.text)
+    assert "cpu=" in line, line
+    condition = line.split("cpu=", 1)[1].rsplit(")", 1)[0]
+    if world_size is None:
+        monkeypatch.delenv("WORLD_SIZE", raising=False)
+    else:
+        monkeypatch.setenv("WORLD_SIZE", world_size)
+    backends = types.SimpleNamespace(mps=types.SimpleNamespace(is_available=lambda: mps))
+    torch = types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: cuda), backends=backends)
+    assert bool(eval(condition, {"torch": torch, "os": os})) is cpu, condition
+    assert "import os\n" in result.text
+
+
+def test_a_choice_between_cuda_and_the_cpu_by_torch_alone_stays_accelerates_own():
+    """``"cuda" if torch.cuda.is_available() else "cpu"`` is what Accelerate does anyway: no ``cpu=``."""
+    result = convert(MPS_OR_CPU.replace('"mps" if torch.backends.mps', '"cuda" if torch.cuda'))
+    assert "cpu=" not in accelerator_line(result.text)
