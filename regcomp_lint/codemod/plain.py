@@ -324,12 +324,15 @@ class PlainPlanner(Planner):
         reason = self._regional_reason()
         settings, setting_notes = resolve(script, self.options, reason, launched_fields(tree.filename or "-"))
         self._rewrites(backwards)
-        if self.saved_states & self._ddp_wrapped_keys():
+        wrapped = self._ddp_wrapped_keys()
+        saved = [m for m in wrapped if m in self.saved_states]
+        if saved:
             # MoCo's main_lincls strips `module.encoder_q.`: the converted checkpoints have no `module.`
+            prefix = _saved_prefix(tree, saved[0], wrapped[saved[0]])
             self.notes.append(
-                "the original saved the DDP-wrapped model's state_dict(), whose keys start with `module.`; the converted "
-                "script saves and loads the unwrapped model's, without it (strip the prefix to resume from an old "
-                "checkpoint, and in code that reads these files)"
+                f"the original saved the DDP-wrapped model's state_dict(), whose keys start with `{prefix}`; the "
+                "converted script saves and loads the unwrapped model's, without it (strip the prefix to resume from "
+                "an old checkpoint, and in code that reads these files)"
             )
         from_env = local_rank_from_env(tree)
         if from_env is not None:
@@ -608,17 +611,17 @@ class PlainPlanner(Planner):
             return place
         return None
 
-    def _ddp_wrapped_keys(self) -> set[str]:
-        """Names the script bound to a DDP wrap (``model = DDP(model)``): their state dicts had
-        ``module.`` keys in the original."""
-        found: set[str] = set()
+    def _ddp_wrapped_keys(self) -> dict[str, cst.Call]:
+        """Names the script bound to a DDP wrap (``model = DDP(model)``), with the wrap: their
+        state dicts had ``module.`` keys in the original."""
+        found: dict[str, cst.Call] = {}
         for call in self.distribution.data_parallel:
             if self.tree.resolves_to(call.func, *torch_api.SINGLE_PROCESS_DATA_PARALLEL):
                 continue
             for anc in self.tree.ancestors(call):
                 target = single_target(anc) if isinstance(anc, cst.Assign) else None
                 if target is not None:
-                    found.add(target[0])
+                    found.setdefault(target[0], call)
                     break
         return found
 
@@ -2431,6 +2434,27 @@ def _loop_source(loop: cst.For) -> cst.BaseExpression:
 def _always(conditions: list[str]) -> bool:
     """``c or not c``: both branches of a choice picked the CPU; or one choice is the CPU always."""
     return "True" in conditions or any(f"not {c}" in conditions or f"not ({c})" in conditions for c in conditions)
+
+
+def _saved_prefix(tree: Tree, name: str, wrap: cst.Call) -> str:
+    """The prefix of the original's state-dict keys for ``name``, wrapped by ``wrap`` (DDP):
+    ``module.``; ``_orig_mod.module.`` when the script then compiled the wrapper (clip_ddp, survey
+    23a: ``model = DDP(model)``, then ``model = torch.compile(model)``, kept or not by the
+    conversion), ``module._orig_mod.`` when it wrapped the compiled model. Read in the function
+    that wraps it."""
+    compiled = f"{torch_api.COMPILE_WRAPPER_ATTRIBUTE}."
+    wrapper = "module."
+    lines = [
+        tree.line(assign)
+        for assign in find_all(tree.function_of(wrap), cst.Assign, enter_functions=False)
+        if (target := single_target(assign)) is not None
+        and target[0] == name
+        and isinstance(assign.value, cst.Call)
+        and tree.resolves_to(assign.value.func, *torch_api.TORCH_COMPILE)
+    ]
+    if not lines:
+        return wrapper
+    return compiled + wrapper if lines[-1] > tree.line(wrap) else wrapper + compiled
 
 
 def _negated(test: cst.BaseExpression) -> str:

@@ -2,14 +2,17 @@
 not a DDP/DataParallel wrapper: ``if isinstance(model, DDP): save(model.module.state_dict())
 else: save(model.state_dict())``, ``if not isinstance(...)``, ``hasattr(model, "module")`` and the
 conditional-expression forms (survey 19c's CIFAR ResNet). Such a checkpoint never had ``module.``
-keys, so the conversion must not tell the user to strip that prefix from old checkpoints."""
+keys, so the conversion must not tell the user to strip that prefix from old checkpoints. A branch
+beside one that reads ``model.module`` (``model.module.state_dict() if is_distributed else
+model.state_dict()``, lars_barlow, survey 23a) is one too: the script reads ``.module`` only where
+it holds the wrapper."""
 
 from __future__ import annotations
 
 import libcst as cst
 
 from regcomp_lint.codemod.roles import key_of
-from regcomp_lint.codemod.tree import Tree
+from regcomp_lint.codemod.tree import Tree, find_all
 from regcomp_lint.knowledge.torch_api import DATA_PARALLEL
 
 
@@ -20,6 +23,9 @@ def taken_unwrapped(tree: Tree, node: cst.CSTNode, model: str) -> bool:
         if isinstance(anc, (cst.If, cst.IfExp)) and child is not anc.test:
             wrapped = _tests_wrapped(tree, anc.test, model)
             if wrapped is not None and (child is anc.body) != wrapped:
+                return True
+            other = anc.orelse if child is anc.body else anc.body
+            if wrapped is None and other is not None and _reads_module(other, model):
                 return True
         child = anc
     return False
@@ -42,3 +48,10 @@ def _tests_wrapped(tree: Tree, test: cst.BaseExpression, model: str) -> bool | N
     if test.func.value == "hasattr" and isinstance(what, cst.SimpleString) and what.evaluated_value == "module":
         return True
     return None
+
+
+def _reads_module(node: cst.CSTNode, model: str) -> bool:
+    """``model.module`` somewhere in ``node``: the script holds the wrapper there."""
+    return any(
+        attr.attr.value == "module" and key_of(attr.value) == model for attr in find_all(node, cst.Attribute)
+    )

@@ -51,3 +51,35 @@ def test_the_wrapped_models_own_state_dict_keeps_the_prefix_note():
     result = convert_source(SCRIPT.format(save='torch.save(model.state_dict(), "m.pth")'), "cifar.py")
     assert result.refused is None, result.refused
     assert any(PREFIX_NOTE in n for n in result.notes), result.notes
+
+
+def test_a_branch_beside_one_that_reads_model_module_has_no_prefix_note():
+    """lars_barlow (survey 23a): ``model.module.state_dict() if is_distributed else
+    model.state_dict()``. The script reads ``.module`` where it holds the wrapper, so the other
+    branch saves the plain model: the original's checkpoints never had ``module.`` keys."""
+    for save in (
+        'torch.save(model.module.state_dict() if world_size > 1 else model.state_dict(), "m.pth")',
+        'if world_size > 1:\n    torch.save(model.module.state_dict(), "m.pth")\n'
+        'else:\n    torch.save(model.state_dict(), "m.pth")',
+    ):
+        result = convert_source(SCRIPT.format(save=save), "cifar.py")
+        assert result.refused is None, result.refused
+        assert not any("`module.`" in n for n in result.notes), (save, result.notes)
+
+
+def test_a_model_compiled_after_its_ddp_wrap_is_said_to_have_saved_orig_mod_module_keys():
+    """clip_ddp (survey 23a): ``model = DDP(model)`` then ``model = torch.compile(model)``: the
+    original's ``model.state_dict()`` keys start with ``_orig_mod.module.`` (``_orig_mod.`` on one
+    process), not ``module.``; the note says what the original wrote."""
+    wrap = "if world_size > 1:\n    model = DDP(model)\n"
+    for compiled, prefix in (
+        (wrap + "model = torch.compile(model)\n", "`_orig_mod.module.`"),
+        ("model = torch.compile(model)\n" + wrap, "`module._orig_mod.`"),  # DDP of the compiled model
+    ):
+        text = SCRIPT.format(save='torch.save(model.state_dict(), "m.pth")').replace(wrap, compiled)
+        result = convert_source(text, "cifar.py")
+        assert result.refused is None, result.refused
+        notes = [n for n in result.notes if "the original saved" in n]
+        assert len(notes) == 1, result.notes
+        assert prefix in notes[0] and "whose keys start with `module.`" not in notes[0], notes
+
