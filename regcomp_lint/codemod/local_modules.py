@@ -31,6 +31,10 @@ if TYPE_CHECKING:  # (libcst only where a libcst tree is asked about: the fixer'
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 #: How many star imports inside the imported module itself (``from .ckpt import *``) are followed.
 _MAX_STAR_DEPTH = 3
+#: Package names that are the project's own by convention, found beside the script or not
+#: (SwAV's ``from src.utils import restart_from_checkpoint``, survey 23a; ``from utils import
+#: ...``): a script published alone still imports them from its project, not from a library.
+PROJECT_PACKAGE_NAMES = frozenset({"src", "utils", "util"})
 
 
 def is_project_module(qualname: str) -> bool:
@@ -61,14 +65,17 @@ def unread_project_function(tree: Tree, func: cst.BaseExpression) -> str | None:
     ``from lmforge.trainer.checkpoint import save_checkpoint``, sgns's ``from .utils import
     write_json`` with no package beside the script). Only a module of the script's own package
     counts: relative, or under a folder the script lives in (``lmforge/trainer/trainer.py``
-    importing ``lmforge.trainer.checkpoint``); another name may be any library (``torchvision``).
+    importing ``lmforge.trainer.checkpoint``), or of a conventional project package
+    (:data:`PROJECT_PACKAGE_NAMES`: SwAV's ``src.utils``); another name may be any library
+    (``torchvision``).
     None for a module that is read or no such module."""
     if tree.filename is None:
         return None
     importer = importer_of(tree.filename)
     folders = os.path.dirname(os.path.abspath(importer)).split(os.sep)
     for qualname in sorted(tree.imported_names(func)):
-        if "." in qualname and (qualname.startswith(".") or qualname.split(".")[0] in folders):
+        root = qualname.split(".")[0]
+        if "." in qualname and (qualname.startswith(".") or root in folders or root in PROJECT_PACKAGE_NAMES):
             parsed = load_local(importer, qualname.rsplit(".", 1)[0])
             if parsed is None or parsed.path is None:
                 return qualname

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from regcomp_lint.codemod import convert_source
 
 TRAIN = """\
@@ -298,3 +300,41 @@ def test_a_model_handed_by_keyword_into_kwargs_that_a_loop_loads_gets_the_unwrap
     assert any(
         "restart_from_checkpoint() of utils.py calls value.load_state_dict(...) (line 13)" in n for n in result.notes
     ), result.notes
+
+
+def _restarted(module: str) -> str:
+    script = CHECKPOINTED.replace(
+        "from utils import load_checkpoint, save_checkpoint", f"from {module} import restart_from_checkpoint"
+    )
+    return script.replace(
+        "    start = 0\n    if resume is not None:\n        start = load_checkpoint(model, optimizer, resume)\n",
+        '    to_restore = {"epoch": 0}\n    restart_from_checkpoint("ckpt.pth", run_variables=to_restore, state_dict=model, '
+        'optimizer=optimizer)\n    start = to_restore["epoch"]\n',
+    ).replace('        save_checkpoint(model, optimizer, epoch, "ckpt")\n', "")
+
+
+@pytest.mark.parametrize("module", ["src.utils", "utils"])
+def test_a_helper_of_an_unread_local_looking_module_handed_the_model_is_named(tmp_path, module):
+    """SwAV's ``main_swav.py`` published alone (survey 23a): ``from src.utils import
+    restart_from_checkpoint`` with no ``src/`` beside it was taken for a library, so
+    ``restart_from_checkpoint(..., state_dict=model)`` got neither the unwrap nor a note, and a
+    resume loads nothing (``strict=False`` over the prepared model's keys). ``src`` and ``utils``
+    are the project's own by their names: the note names the call."""
+    script = _restarted(module)
+    path = tmp_path / "train.py"
+    path.write_text(script)
+    result = convert_source(script, str(path))
+    assert result.refused is None, result.refused
+    notes = [n for n in result.notes if n.startswith("restart_from_checkpoint() at line ")]
+    assert len(notes) == 1, result.notes
+    assert f"of {module} (not found beside the script" in notes[0] and "unwrap_model(model" in notes[0], notes
+
+
+def test_a_helper_of_an_unread_module_of_another_name_is_left_unnamed(tmp_path):
+    """Any other name may be an installed library (``torchvision.utils``): nothing is guessed."""
+    script = _restarted("ssl_toolkit.checkpoints")
+    path = tmp_path / "train.py"
+    path.write_text(script)
+    result = convert_source(script, str(path))
+    assert result.refused is None, result.refused
+    assert not any(n.startswith("restart_from_checkpoint() at line ") for n in result.notes), result.notes
