@@ -338,3 +338,33 @@ def test_a_helper_of_an_unread_module_of_another_name_is_left_unnamed(tmp_path):
     result = convert_source(script, str(path))
     assert result.refused is None, result.refused
     assert not any(n.startswith("restart_from_checkpoint() at line ") for n in result.notes), result.notes
+
+
+EMA_STEPPED = """\
+import torch
+from model.modules.ema import EMA
+
+
+def train(loader):
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    ema = EMA(beta=0.995)
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        ema.step_ema(model=model)
+"""
+
+
+def test_a_method_of_an_unread_class_handed_the_model_by_keyword_is_named(tmp_path):
+    """iddm_sr published without ``model/`` (convert23): ``ema.step_ema(model=model)`` of ``EMA``
+    from ``model.modules.ema``, built inside the training function."""
+    path = tmp_path / "train.py"
+    path.write_text(EMA_STEPPED)
+    result = convert_source(EMA_STEPPED, str(path))
+    assert result.refused is None, result.refused
+    assert any(
+        n.startswith("EMA.step_ema() at line 14, of model.modules.ema (not found beside the script") for n in result.notes
+    ), result.notes
