@@ -52,6 +52,4 @@ def _tests_wrapped(tree: Tree, test: cst.BaseExpression, model: str) -> bool | N
 
 def _reads_module(node: cst.CSTNode, model: str) -> bool:
     """``model.module`` somewhere in ``node``: the script holds the wrapper there."""
-    return any(
-        attr.attr.value == "module" and key_of(attr.value) == model for attr in find_all(node, cst.Attribute)
-    )
+    return any(attr.attr.value == "module" and key_of(attr.value) == model for attr in find_all(node, cst.Attribute))

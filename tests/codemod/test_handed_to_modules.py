@@ -366,5 +366,6 @@ def test_a_method_of_an_unread_class_handed_the_model_by_keyword_is_named(tmp_pa
     result = convert_source(EMA_STEPPED, str(path))
     assert result.refused is None, result.refused
     assert any(
-        n.startswith("EMA.step_ema() at line 14, of model.modules.ema (not found beside the script") for n in result.notes
+        n.startswith("EMA.step_ema() at line 14, of model.modules.ema (not found beside the script")
+        for n in result.notes
     ), result.notes

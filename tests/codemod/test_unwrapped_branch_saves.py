@@ -82,4 +82,3 @@ def test_a_model_compiled_after_its_ddp_wrap_is_said_to_have_saved_orig_mod_modu
         notes = [n for n in result.notes if "the original saved" in n]
         assert len(notes) == 1, result.notes
         assert prefix in notes[0] and "whose keys start with `module.`" not in notes[0], notes
-
