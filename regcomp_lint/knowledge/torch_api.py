@@ -291,6 +291,7 @@ LOADER_SAMPLER_POSITIONS = (3, 4)
 DISTRIBUTED_FLAG_KEYWORDS = (
     "distributed",
     "is_distributed",
+    "use_distributed",
     "ddp",
     "use_ddp",
     "dist",
