@@ -313,7 +313,9 @@ def test_an_unreadable_factory_whose_loader_sampler_is_set_to_an_epoch_keeps_its
     text = TORCHRUN.replace(
         "tr_loader, steps_per_epoch = get_dataloaders(batch_size=4, distributed=True)",
         "tr_loader, steps_per_epoch = get_dataloaders(batch_size=4)",
-    ).replace("    for epoch in range(2):\n", "    for epoch in range(2):\n        tr_loader.sampler.set_epoch(epoch)\n")
+    ).replace(
+        "    for epoch in range(2):\n", "    for epoch in range(2):\n        tr_loader.sampler.set_epoch(epoch)\n"
+    )
     result = convert_source(text, str(tmp_path / "train.py"))
     assert result.refused is None, result.refused
     assert "model, optimizer = accelerator.prepare(model, optimizer)\n" in result.text, result.text
@@ -337,7 +339,9 @@ def test_a_loader_sampler_set_to_an_epoch_in_a_single_process_script_is_still_pr
         "    dist.destroy_process_group()\n", ""
     )
     text = text.replace("DDP(nn.Linear(4, 1))", "nn.Linear(4, 1)").replace("distributed=True", "shuffle=True")
-    text = text.replace("    for epoch in range(2):\n", "    for epoch in range(2):\n        tr_loader.sampler.set_epoch(epoch)\n")
+    text = text.replace(
+        "    for epoch in range(2):\n", "    for epoch in range(2):\n        tr_loader.sampler.set_epoch(epoch)\n"
+    )
     result = convert_source(text, str(tmp_path / "train.py"))
     assert result.refused is None, result.refused
     assert "accelerator.prepare(model, optimizer, tr_loader)" in result.text
