@@ -69,6 +69,7 @@ from regcomp_lint.codemod.hand_distribution import adapt_distribution
 from regcomp_lint.codemod.hand_schedules import hand_lr_notes, step_counted_notes
 from regcomp_lint.codemod.handed_in import (
     HandedIn,
+    caller_sources,
     find_handed_in,
     handed_optimizer,
     kept_attribute,
@@ -461,10 +462,12 @@ class PlainPlanner(Planner):
         handed_elsewhere = handed_optimizer(tree, self.training) if not found else None
         if handed_elsewhere is not None:
             receiver, key, line = handed_elsewhere
+            sources = caller_sources(tree, self.training, key)
+            source = f" (from {', '.join(sources)}, which the converter cannot read)" if sources else ""
             raise Refusal(
-                f"the optimizer {key} (stepped at line {line}) is handed to {receiver} by its caller, which builds it "
-                f"and the models it trains; which models it optimizes is only known there: convert by hand (prepare "
-                f"them where they are built and hand the accelerator to {receiver})"
+                f"the optimizer {key} (stepped at line {line}) is handed to {receiver} by its caller, which builds it"
+                f"{source} and the models it trains; which models it optimizes is only known there: convert by hand "
+                f"(prepare them where they are built and hand the accelerator to {receiver})"
             )
         if not found:
             # what the script zeroes and steps, first: the real optimizer, where a line only "fed
