@@ -22,10 +22,9 @@ import os
 from regcomp_lint.analysis.distributed_samplers import builds_distributed_sampler, project_definition
 from regcomp_lint.codemod.local_modules import importer_of, star_imports, star_source
 from regcomp_lint.codemod.tree import Tree
-from regcomp_lint.knowledge.torch_api import DISTRIBUTED_FLAG_KEYWORDS, SAMPLER_SET_EPOCH
+from regcomp_lint.knowledge.torch_api import DISTRIBUTED_FLAG_KEYWORDS, LOADER_SAMPLER_ATTRIBUTE, SAMPLER_SET_EPOCH
 
-#: A DataLoader's attribute holding its sampler (``loader.sampler.set_epoch(epoch)``).
-_LOADER_SAMPLER = ".sampler"
+_LOADER_SAMPLER = f".{LOADER_SAMPLER_ATTRIBUTE}"
 
 
 def sharded_by_factory(tree: Tree, imports, call: ast.Call, by_hand: bool, sampler: str | None = None) -> str | None:
@@ -92,7 +91,7 @@ def sampler_beside(module: ast.Module, call: ast.Call) -> str | None:
             return owner.id
         if (
             isinstance(owner, ast.Attribute)
-            and owner.attr == _LOADER_SAMPLER[1:]
+            and owner.attr == LOADER_SAMPLER_ATTRIBUTE
             and isinstance(owner.value, ast.Name)
             and owner.value.id in names
         ):

@@ -99,6 +99,8 @@ NOT_OPTIMIZER_MODULES = ("torch.optim.lr_scheduler", "torch.optim.swa_utils")
 OPTIMIZER_BASE = ("torch.optim.Optimizer",)
 #: ``DistributedSampler.set_epoch(epoch)``: reshuffles the sampler's per-rank shard each epoch
 SAMPLER_SET_EPOCH = "set_epoch"
+#: The attribute of a ``DataLoader`` holding its sampler (``train_loader.sampler.set_epoch(epoch)``).
+LOADER_SAMPLER_ATTRIBUTE = "sampler"
 #: ``torch.optim.Optimizer``'s own methods: any other method an optimizer is called with comes from
 #: its class (SAM's ``first_step``/``second_step``, Sophia's ``update_hessian``)
 OPTIMIZER_API = frozenset(
