@@ -447,7 +447,7 @@ def under_rank_test(planner: Planner, node: cst.CSTNode, depth: int = 0) -> bool
         if isinstance(anc, (cst.Lambda, cst.ClassDef)):
             return False
         if (
-            isinstance(anc, cst.If)
+            isinstance(anc, (cst.If, cst.IfExp))  # `SummaryWriter(...) if is_main_process() else None` too
             and tree.contains(anc.body, node)
             and main_process_test(planner, anc.test)
             and not _fixed_rank(planner, anc.test)
