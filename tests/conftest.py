@@ -20,7 +20,7 @@ SLOW_FOLDERS = ("trace", "reliability")
 SLOW_MODULES = (
     "codemod/test_converted_scripts_run.py",  # trains converted scripts under accelerate launch
     "test_static_vs_dynamo.py",  # lints every fixture model several times over
-    "test_precommit.py",  # pre-commit try-repo builds a hook environment (minutes)
+    "test_precommit.py",  # pre-commit builds a hook environment (a minute)
     "test_new_rule.py",  # runs the test suite of a scaffolded rule
     "test_packaging.py",  # builds a wheel
     "checks/test_rc407_ground_truth.py",  # an accelerate launch of two processes

@@ -1,12 +1,14 @@
 """The pre-commit hook this repository publishes (``.pre-commit-hooks.yaml``).
 
-``pre-commit try-repo`` installs the hook exactly as a user's pre-commit would (a fresh
-virtualenv, ``pip install`` of this project) and runs it on a temporary git repository: it must
-fail on a file with a finding and show it, then pass once the file is fixed.
+``pre-commit run`` with a config that names this repository at a revision installs the hook
+exactly as a user's pre-commit would (a fresh virtualenv, ``pip install`` of this project) and
+runs it on a temporary git repository: it must fail on a file with a finding and show it, then
+pass once the file is fixed.
 
-try-repo only sees committed files plus *tracked* modifications, so the test copies the
-installable part of the working tree (pyproject, README, package, hooks file) into a fresh
-repository and commits it: what is tested is the working tree, committed or not.
+pre-commit clones the hook repository at a commit, so the test copies the installable part of the
+working tree (pyproject, README, package, hooks file) into a fresh repository and commits it: what
+is tested is the working tree, committed or not. (Not ``try-repo``: it installs the hook
+environment afresh on every call, in a store of its own, a minute each on CI's 2 cores.)
 Needs git and PyPI (for the hook's dependencies); ``PRE_COMMIT_HOME`` is a temporary folder.
 """
 
@@ -78,20 +80,30 @@ def copy_hook_repo(dest: Path) -> Path:
     return dest
 
 
-def run_pre_commit(args: list[str], cwd: Path, home: Path) -> subprocess.CompletedProcess:
+def run_hook(hook_id: str, cwd: Path, hook_repo: Path, home: Path) -> subprocess.CompletedProcess:
+    """``pre-commit run <hook_id> --all-files`` in ``cwd`` with every hook of ``hook_repo`` configured.
+
+    The config lives outside the project (pre-commit would lint it, and refuses an unstaged one);
+    the environment is kept in ``home`` and reused by every later call at the same revision."""
+    revision = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=hook_repo, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    hooks = "".join(f"    - id: {h['id']}\n" for h in yaml.safe_load(HOOKS_FILE.read_text(encoding="utf-8")))
+    config = home.parent / "pre-commit-config.yaml"
+    config.write_text(f"repos:\n  - repo: {hook_repo}\n    rev: {revision}\n    hooks:\n{hooks}", encoding="utf-8")
     env = dict(os.environ)
     env.update(
         PRE_COMMIT_HOME=str(home),
         PRE_COMMIT_COLOR="never",
         NO_COLOR="1",
-        TMPDIR=str(home.parent),  # try-repo keeps its own temporary store; keep it in tmp_path
         PIP_DISABLE_PIP_VERSION_CHECK="1",
         # the hook's virtualenv gets the same pinned versions as the tests
         PIP_CONSTRAINT=str(ROOT / "constraints.txt") if (ROOT / "constraints.txt").exists() else "",
     )
     if not env["PIP_CONSTRAINT"]:
         del env["PIP_CONSTRAINT"]
-    return subprocess.run([*PRE_COMMIT, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    command = [*PRE_COMMIT, "run", "--config", str(config), hook_id, "--all-files"]
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
 
 
 def hooks_by_id() -> dict[str, dict]:
@@ -177,10 +189,19 @@ for step in range(10):
 """
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="pre-commit needs git")
-def test_try_repo_fails_on_finding_then_passes(tmp_path):
-    """Both hooks, one hook repository and one PRE_COMMIT_HOME: the hook environment is built once."""
-    hook_repo = copy_hook_repo(tmp_path / "hook-repo")
+@pytest.fixture(scope="module")
+def hook_store(tmp_path_factory):
+    """One hook repository and one PRE_COMMIT_HOME for every test of this module: pre-commit keys a
+    hook environment by repository and revision, so it is built once and every later run reuses it."""
+    if shutil.which("git") is None:
+        pytest.skip("pre-commit needs git")
+    root = tmp_path_factory.mktemp("pre-commit")
+    return copy_hook_repo(root / "hook-repo"), root / "pre-commit-home"
+
+
+def test_hooks_fail_on_finding_then_pass(tmp_path, hook_store):
+    """Every hook of the repository through one hook environment."""
+    hook_repo, home = hook_store
     project = tmp_path / "project"
     init_repo(project)
     (project / "clean.py").write_text(CLEAN, encoding="utf-8")
@@ -188,9 +209,8 @@ def test_try_repo_fails_on_finding_then_passes(tmp_path):
     (project / "notes.txt").write_text("suppress_errors = True\n", encoding="utf-8")  # not Python: not linted
     git("add", "-A", cwd=project)
     git("commit", "-q", "-m", "initial", cwd=project)
-    home = tmp_path / "pre-commit-home"
 
-    failing = run_pre_commit(["try-repo", str(hook_repo), "regcomp-lint", "--all-files"], project, home)
+    failing = run_hook("regcomp-lint", project, hook_repo, home)
     output = failing.stdout + failing.stderr
     assert failing.returncode == 1, output
     assert "regcomp-lint" in output and "Failed" in output, output
@@ -200,7 +220,7 @@ def test_try_repo_fails_on_finding_then_passes(tmp_path):
 
     (project / "bad.py").write_text(FIXED, encoding="utf-8")
     git("add", "-A", cwd=project)
-    passing = run_pre_commit(["try-repo", str(hook_repo), "regcomp-lint", "--all-files"], project, home)
+    passing = run_hook("regcomp-lint", project, hook_repo, home)
     output = passing.stdout + passing.stderr
     assert passing.returncode == 0, output
     assert "Passed" in output and "RC107" not in output, output
@@ -208,7 +228,7 @@ def test_try_repo_fails_on_finding_then_passes(tmp_path):
     # regcomp-fix: converts the training script, fails because it changed a file, then passes
     (project / "train.py").write_text(TRAIN, encoding="utf-8")
     git("add", "-A", cwd=project)
-    fixing = run_pre_commit(["try-repo", str(hook_repo), "regcomp-fix", "--all-files"], project, home)
+    fixing = run_hook("regcomp-fix", project, hook_repo, home)
     output = fixing.stdout + fixing.stderr
     assert fixing.returncode == 1, output
     assert "regcomp-fix" in output and "Failed" in output, output
@@ -218,53 +238,51 @@ def test_try_repo_fails_on_finding_then_passes(tmp_path):
     assert (project / "clean.py").read_text(encoding="utf-8") == CLEAN  # not a training script: untouched
 
     git("add", "-A", cwd=project)
-    again = run_pre_commit(["try-repo", str(hook_repo), "regcomp-fix", "--all-files"], project, home)
+    again = run_hook("regcomp-fix", project, hook_repo, home)
     output = again.stdout + again.stderr
     assert again.returncode == 0, output
     assert "Passed" in output, output
     assert (project / "train.py").read_text(encoding="utf-8") == converted
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="pre-commit needs git")
-def test_try_repo_safe_fixes_hook_and_conversion_opt_out(tmp_path):
+def test_safe_fixes_hook_and_conversion_opt_out(tmp_path, hook_store):
     """regcomp-lint-fix applies safe fixes only (no conversion); regcomp-fix fails on a refused
     script and passes once the script opts out with a comment or fix-exclude."""
-    hook_repo = copy_hook_repo(tmp_path / "hook-repo")
+    hook_repo, home = hook_store
     project = tmp_path / "project"
     init_repo(project)
     (project / "noqa.py").write_text(NOQA, encoding="utf-8")
     (project / "train.py").write_text(TRAIN, encoding="utf-8")
     git("add", "-A", cwd=project)
     git("commit", "-q", "-m", "initial", cwd=project)
-    home = tmp_path / "pre-commit-home"
 
-    fixing = run_pre_commit(["try-repo", str(hook_repo), "regcomp-lint-fix", "--all-files"], project, home)
+    fixing = run_hook("regcomp-lint-fix", project, hook_repo, home)
     output = fixing.stdout + fixing.stderr
     assert fixing.returncode == 1, output
     assert "regcomp-lint (safe fixes)" in output and "files were modified by this hook" in output, output
     assert (project / "noqa.py").read_text(encoding="utf-8") == "x = 1\n"
     assert (project / "train.py").read_text(encoding="utf-8") == TRAIN  # never converted by this hook
     git("add", "-A", cwd=project)
-    again = run_pre_commit(["try-repo", str(hook_repo), "regcomp-lint-fix", "--all-files"], project, home)
+    again = run_hook("regcomp-lint-fix", project, hook_repo, home)
     assert again.returncode == 0, again.stdout + again.stderr
 
     spawn = "import torch.multiprocessing as mp\n\n\ndef worker(rank):\n    pass\n\n\nmp.spawn(worker, nprocs=2)\n"
     (project / "spawn.py").write_text(TRAIN + spawn, encoding="utf-8")
     (project / "train.py").unlink()
     git("add", "-A", cwd=project)
-    refused = run_pre_commit(["try-repo", str(hook_repo), "regcomp-fix", "--all-files"], project, home)
+    refused = run_hook("regcomp-fix", project, hook_repo, home)
     output = refused.stdout + refused.stderr
     assert refused.returncode == 1, output
     assert "exit code: 3" in output and "spawn.py: not converted" in output, output
 
     (project / "spawn.py").write_text("# regcomp-fix: skip\n" + TRAIN + spawn, encoding="utf-8")
     git("add", "-A", cwd=project)
-    skipped = run_pre_commit(["try-repo", str(hook_repo), "regcomp-fix", "--all-files"], project, home)
+    skipped = run_hook("regcomp-fix", project, hook_repo, home)
     assert skipped.returncode == 0, skipped.stdout + skipped.stderr
 
     (project / "spawn.py").write_text(TRAIN + spawn, encoding="utf-8")
     (project / "pyproject.toml").write_text('[tool.regcomp-lint]\nfix-exclude = ["spawn.py"]\n', encoding="utf-8")
     git("add", "-A", cwd=project)
-    excluded = run_pre_commit(["try-repo", str(hook_repo), "regcomp-fix", "--all-files"], project, home)
+    excluded = run_hook("regcomp-fix", project, hook_repo, home)
     assert excluded.returncode == 0, excluded.stdout + excluded.stderr
     assert (project / "spawn.py").read_text(encoding="utf-8") == TRAIN + spawn

@@ -118,6 +118,9 @@ Trainer(model, train_dl).fit()
         # handed once, outside any loop, to a function that runs the epochs itself (fastai's fit)
         "def fit(epochs, loader):\n    for epoch in range(epochs):\n        for x in loader:\n"
         "            model(x).sum().backward()\nfit(3, train_dl)\n",
+        # a closure that runs the step, handed to the optimizer (LBFGS/PINN trainers, survey 23d's ParWH)
+        "def closure():\n    opt.zero_grad()\n    loss = model(x).sum()\n    loss.backward()\n    return loss\n"
+        "for epoch in range(2):\n    for x in train_dl:\n        loss = opt.step(closure)\n",
     ],
 )
 def test_training_loaders_by_dataflow(loop):

@@ -2,7 +2,8 @@
 
 A loop trains when its body reaches the training step -- an ``X.backward(...)`` call
 (``loss.backward()``, ``accelerator.backward(loss)``) -- directly or through the file's own
-functions it calls (by name, or ``self.method(...)`` inside a class). A data loader iterated by
+functions it calls (by name, or ``self.method(...)`` inside a class), or hands to
+``optimizer.step(closure)``. A data loader iterated by
 such a loop, or passed to a parameter that such a loop iterates, is a training loader; one only
 iterated by other loops (evaluation, validation) is not, and is left whole on purpose by the
 converter. In a file without any ``backward`` call, ``.step()`` calls stand for the step.
@@ -181,7 +182,20 @@ class TrainingLoops:
                 return True
             if any(id(callee) in functions for callee in self._callees(node, caller)):
                 return True
+            if self._hands_a_step_closure(node, functions):
+                return True
         return False
+
+    def _hands_a_step_closure(self, call: ast.Call, functions: set[int]) -> bool:
+        """``optimizer.step(closure)``: the optimizer calls the closure, which reaches the step
+        (LBFGS, and the Adam phase of PINN and system-identification trainers)."""
+        if not _is_method_call(call, "step"):
+            return False
+        handed = [*call.args, *(kw.value for kw in call.keywords if kw.arg == "closure")]
+        return any(
+            isinstance(arg, ast.Name) and any(id(f) in functions for f in self._by_name.get(arg.id, []))
+            for arg in handed
+        )
 
     def function_trains(self, function: Function) -> bool:
         """``function`` (of this module) reaches the training step, directly or through its callees."""

@@ -25,7 +25,7 @@ from regcomp_lint.codemod.outside_accelerator import refuse_an_accelerator_from_
 from regcomp_lint.codemod.plain import PlainPlanner
 from regcomp_lint.codemod.rewrites import Conversion, accelerator_calls
 from regcomp_lint.codemod.settings import Refusal
-from regcomp_lint.codemod.source_metadata import SourceMetadata, resolve_scopes
+from regcomp_lint.codemod.source_metadata import SourceMetadata, release_scopes, resolve_scopes
 from regcomp_lint.codemod.tree import Tree
 
 
@@ -89,12 +89,15 @@ class ConvertToAccelerate(CodemodCommand, cst.CSTTransformer):
         self._metadata = metadata if metadata is not None else SourceMetadata(tree)
         self._metadata.seed(wrapper)  # libcst's ParentNodeProvider and PositionProvider, without their passes
         resolve_scopes(wrapper, self._metadata.code, self._metadata)  # ScopeProvider, without libcst's extra visits
-        with self.resolve(wrapper):
-            self.context = replace(self.context, wrapper=wrapper)
-            try:
-                converted = self.transform_module_impl(wrapper.module)
-            finally:
-                self.context = replace(self.context, wrapper=None)
+        try:
+            with self.resolve(wrapper):
+                self.context = replace(self.context, wrapper=wrapper)
+                try:
+                    converted = self.transform_module_impl(wrapper.module)
+                finally:
+                    self.context = replace(self.context, wrapper=None)
+        finally:
+            release_scopes(wrapper)  # (asked by nothing below)
         if AddImportsVisitor.CONTEXT_KEY in self.context.scratch:
             converted = converted.visit(TopImportsAdder(self.context))
         converted = drop_unused_imports(converted, self.unused_imports)

@@ -16,9 +16,7 @@ from regcomp_lint.analysis.training_objects import Kind
 from regcomp_lint.analysis.training_roles import Origin
 from regcomp_lint.codemod.lint_view import LintView
 from regcomp_lint.files.parsing import walk
-
-#: Calls that hand on the items of their first argument (``enumerate(d[k])``, ``tqdm(d[k])``).
-_PASS_THROUGH = ("enumerate", "tqdm", "iter")
+from regcomp_lint.knowledge.training_libraries import LOOP_PASS_THROUGH
 
 
 def container_loader_refusal(view: LintView, prepared: list[str]) -> str | None:
@@ -31,7 +29,9 @@ def container_loader_refusal(view: LintView, prepared: list[str]) -> str | None:
         if not isinstance(loop, (ast.For, ast.AsyncFor)):
             continue
         it = loop.iter
-        while isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in _PASS_THROUGH and it.args:
+        while (
+            isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in LOOP_PASS_THROUGH and it.args
+        ):
             it = it.args[0]
         if not (isinstance(it, ast.Subscript) and isinstance(it.value, ast.Name)):
             continue

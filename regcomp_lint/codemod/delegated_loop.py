@@ -31,6 +31,10 @@ _MODEL_METHODS = frozenset(
 )
 #: Methods of an imported helper that never run a training loop (an EMA's ``update()``).
 _NOT_LOOPS = frozenset({"update", "step", "zero_grad", "load", "save", "close"})
+#: Words in a helper's name that mark it as checkpoint I/O: MAE's ``misc.save_model(args=args,
+#: model=model, optimizer=optimizer, ...)`` is handed the model and its optimizer like a training
+#: function, and was named as the training loop (survey23a).
+_CHECKPOINT_WORDS = ("save", "load", "checkpoint", "ckpt", "resume", "restore")
 #: How many ``from .x import Trainer`` re-exports (a package ``__init__``) are followed.
 _MAX_REEXPORTS = 3
 #: How many ``self.method()`` calls deep the trainer's methods are searched for a backward.
@@ -121,7 +125,10 @@ def _unread_backward_function(
         if qualname is None or "." not in qualname or not is_project_module(qualname):
             continue
         arguments = _argument_names(args)
-        if "backward" not in qualname.rsplit(".", 1)[1] and not (
+        name = qualname.rsplit(".", 1)[1]
+        if any(word in name.lower() for word in _CHECKPOINT_WORDS):
+            continue  # it saves or loads what it is handed; it trains nothing
+        if "backward" not in name and not (
             not wrapped
             and any(name in optimizers for name in arguments)
             and load_local(names.importer, qualname.rsplit(".", 1)[0]) is None

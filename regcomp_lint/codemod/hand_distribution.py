@@ -38,6 +38,7 @@ from regcomp_lint.codemod.tree import (
     parameter_names,
     single_target,
 )
+from regcomp_lint.codemod.unprepared_wraps import replace_unprepared_wrap
 from regcomp_lint.codemod.wrapped_access import feeds_the_loss
 from regcomp_lint.knowledge import accelerate_api, torch_api
 
@@ -49,6 +50,10 @@ if TYPE_CHECKING:
 _DEVICE_KEYWORDS = ("device_ids", "output_device")
 #: The ``cpu=`` condition that keeps a CPU run of the script's processes distributed.
 _NO_CUDA = "not torch.cuda.is_available()"
+_NO_CUDA_NOTE = (
+    "cpu=not torch.cuda.is_available(): on a machine without CUDA, Accelerate joins the script's "
+    "processes only when told to use the CPU"
+)
 
 
 def adapt_distribution(planner: PlainPlanner) -> None:
@@ -121,12 +126,27 @@ def adapt_distribution(planner: PlainPlanner) -> None:
             "init_process_group() runs only when the Accelerator has not set up the process group already"
         )
     if _NO_CUDA in planner.cpu_conditions:
-        planner.notes.append(
-            "cpu=not torch.cuda.is_available(): on a machine without CUDA, Accelerate joins the script's "
-            "processes only when told to use the CPU"
-        )
+        planner.notes.append(_NO_CUDA_NOTE)
     if unwraps:
         planner.notes.append("model.module -> accelerator.unwrap_model(model, keep_torch_compile=False)")
+
+
+def join_processes_only(planner: PlainPlanner) -> None:
+    """Once every ``cpu=`` condition is known: where the script makes its own choice of the CPU
+    (cifar_basics, survey 22b: CUDA, else MPS, else the CPU), ``not torch.cuda.is_available()``
+    OR-ed with it sent one process on an Apple machine to the CPU where the script picked MPS.
+    Only several processes need ``cpu=True`` to be joined (knowledge/accelerate_api.py); one
+    process keeps the script's choice, which its own condition gives."""
+    conditions = planner.cpu_conditions
+    if _NO_CUDA not in conditions or all(c in (_NO_CUDA, "True") for c in conditions):
+        return
+    several = accelerate_api.SEVERAL_PROCESSES_WITHOUT_CUDA
+    conditions[conditions.index(_NO_CUDA)] = several
+    planner.imports.append(("os", None))
+    planner.notes[planner.notes.index(_NO_CUDA_NOTE)] = (
+        f"cpu={several} or ...: on a machine without CUDA, Accelerate joins the script's processes only when told "
+        "to use the CPU; one process keeps the script's own choice (MPS on an Apple machine, as in the original)"
+    )
 
 
 def _name_a_loss_outside_forward(planner: PlainPlanner, attr: cst.Attribute, owner: str) -> None:
@@ -207,6 +227,16 @@ def _one_set_of_options(planner: PlainPlanner, wraps: list[tuple[cst.Call, list[
         for keyword in keywords:
             name, value = keyword.split("=", 1)
             first = chosen.setdefault(name, (value, call))
+            if first[0] != value and name == "find_unused_parameters" and {first[0], value} == {"True", "False"}:
+                off = first[1] if first[0] == "False" else call
+                chosen[name] = ("True", call)
+                planner.notes.append(
+                    f"{code(off.func)}(...) at line {tree.line(off)} set find_unused_parameters=False, another wrap "
+                    "True: every prepared model gets True (Accelerate wraps them all with one set of DDP options); a "
+                    "model that ran with False uses all its parameters in each forward, so DDP's search finds none "
+                    "unused: the same gradients, a little slower"
+                )
+                continue
             if first[0] != value:
                 raise Refusal(
                     f"{code(first[1].func)}(...) at line {tree.line(first[1])} sets {name}={first[0]}, and "
@@ -246,6 +276,9 @@ def _remove_wrap(planner: PlainPlanner, call: cst.Call, models: set[str]) -> lis
         and call.args
         and key_of(call.args[0].value) == target[0]
     ):
+        if replace_unprepared_wrap(planner, call, assign, target[0], _torch_is_imported(tree)):
+            planner.forget_import(call.func)
+            return []
         raise Refusal(
             f"{code(call.func)}(...) at line {tree.line(call)} wraps {target[0]} in place, but {target[0]} is not a "
             f"model the conversion prepares (it sees the optimizer train {', '.join(sorted(models))}); Accelerate's "

@@ -30,13 +30,19 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from regcomp_lint.analysis.reachability.modules import ParsedModule
-from regcomp_lint.codemod.local_modules import FunctionNode, imported_class, imported_function, unread_project_function
+from regcomp_lint.codemod.local_modules import (
+    FunctionNode,
+    imported_class,
+    imported_function,
+    unread_project_class,
+    unread_project_function,
+)
 from regcomp_lint.codemod.roles import bindings
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import Block, Function, find_all, key_of
 from regcomp_lint.codemod.wrapped_access import feeds_the_loss, places_using_prepared
 from regcomp_lint.knowledge import accelerate_api
-from regcomp_lint.knowledge.torch_api import DATA_PARALLEL_API, MODULE_API
+from regcomp_lint.knowledge.torch_api import DATA_PARALLEL_API, MODULE_API, WRITER_NAME_WORDS
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.plain import PlainPlanner
@@ -67,13 +73,15 @@ def unwrap_for_other_modules(planner: PlainPlanner, block: Block, prepare_index:
             if found is None and method is None:
                 _note_unread(planner, function, call, [key_of(a.value) or "" for _, a in handed])
                 continue
-            shown, definition = method if method is not None else (None, found[1])  # type: ignore[index]
+            shown, definition = method[:2] if method is not None else (None, found[1])  # type: ignore[index]
             skip = 1 if method is not None else 0  # the method's own ``self``
             feeds = feeds_the_loss(planner, function, call)
             for index, arg in handed:
                 keyword = arg.keyword.value if arg.keyword is not None else None
                 parameter = _parameter(definition, index + skip, keyword)
                 reason = _why_unwrapped(definition, parameter) if parameter is not None else None
+                if reason is None and parameter is not None and method is not None:
+                    reason = _why_unwrapped_in_own_methods(method[1], method[2], parameter)
                 if reason is None:
                     continue
                 what, which, trained = reason
@@ -112,23 +120,36 @@ def _note_unread(planner: PlainPlanner, function: Function, call: cst.Call, mode
     ``save_checkpoint(path, self.model, ...)``, survey 21b): whether it takes the state dict is
     unknown, so the note names the call instead of unwrapping."""
     qualname = unread_project_function(planner.tree, call.func)
-    if qualname is None:
+    method = unread_project_class(planner.tree, call.func) if qualname is None else None
+    if qualname is not None:
+        module, name = qualname.rsplit(".", 1)
+    elif method is not None and isinstance(call.func, cst.Attribute):
+        module, name = method[0], f"{method[1]}.{call.func.attr.value}"
+    else:
         return
     acc = planner.accelerator_in(function) if planner.can_reach_accelerator(function) else "accelerator"
-    module, name = qualname.rsplit(".", 1)
+    # a writer of an unread class is no function file_writes names: say here that every process runs it
+    writes = (
+        f"; it runs in every process: if it writes a file, put the call under `if {acc}.is_main_process:`"
+        if method is not None and WRITER_NAME_WORDS & set(name.rsplit(".", 1)[1].lower().split("_"))
+        else ""
+    )
     for model in models:
         planner.notes.append(
             f"{name}() at line {planner.tree.line(call)}, of {module} (not found beside the script, so not read), is "
             f"handed the prepared {model}: a state_dict() saved or loaded there has the compiled wrapper's "
             f"`_orig_mod.` keys; hand it {acc}.unwrap_model({model}, {accelerate_api.REGIONAL_UNWRAP}) if it trains "
-            "nothing"
+            f"nothing{writes}"
         )
 
 
-def object_method(planner: PlainPlanner, function: Function, call: cst.Call) -> tuple[str, FunctionNode] | None:
+def object_method(
+    planner: PlainPlanner, function: Function, call: cst.Call
+) -> tuple[str, FunctionNode, ast.ClassDef | None] | None:
     """``ema.update(model)`` where ``ema = ModelEMA(model)`` in ``function`` (or at the top level)
     and ``ModelEMA`` is a class of the script or of a project module that defines ``update``
-    itself: how the method is shown (``ModelEMA.update() of train.py``) and its definition. An EMA
+    itself: how the method is shown (``ModelEMA.update() of train.py``), its definition and its
+    class. An EMA
     class reads the model it is handed by name (YOLO's ``ModelEMA``, survey 21f), as a helper
     function of another module does."""
     tree = planner.tree
@@ -158,14 +179,76 @@ def object_method(planner: PlainPlanner, function: Function, call: cst.Call) -> 
     )
     if method is None:
         return None
-    return f"{name}.{method.name}() of {_shown(parsed)}", method
+    return f"{name}.{method.name}() of {_shown(parsed)}", method, cls
+
+
+def _why_unwrapped_in_own_methods(
+    definition: FunctionNode, cls: ast.ClassDef | None, parameter: str
+) -> tuple[str, str, str] | None:
+    """:func:`_why_unwrapped` of the class's own methods that ``definition`` hands ``parameter``
+    to (``self.reset_parameters(ema_model, model)``, one call deep): IDDM's ``EMA.step_ema``
+    copies the model's weights in ``reset_parameters`` with ``ema_model.load_state_dict(
+    model.state_dict())``, which fails on the prepared model's keys (survey 22c)."""
+    if cls is None:
+        return None
+    own = {m.name: m for m in cls.body if isinstance(m, _FUNCTION)}
+    for node in ast.walk(definition):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id in ("self", cls.name)
+            and node.func.attr in own
+        ):
+            continue
+        callee = own[node.func.attr]
+        static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in callee.decorator_list)
+        skip = 0 if static or node.func.value.id == cls.name else 1
+        handed = [
+            _parameter(callee, i + skip, None)
+            for i, a in enumerate(node.args)
+            if isinstance(a, ast.Name) and a.id == parameter
+        ] + [k.arg for k in node.keywords if isinstance(k.value, ast.Name) and k.value.id == parameter]
+        for name in handed:
+            reason = _why_unwrapped(callee, name) if name is not None else None
+            if reason is not None:
+                return reason
+    return None
 
 
 def _parameter(definition: ast.FunctionDef | ast.AsyncFunctionDef, index: int, keyword: str | None) -> str | None:
-    if keyword is not None:
-        return keyword
+    """The name the function knows the argument by: its parameter, or for a keyword that lands in
+    ``**kwargs`` the name a loop over them binds each value to (:func:`_kwargs_value`)."""
     positional = [a.arg for a in [*definition.args.posonlyargs, *definition.args.args]]
+    if keyword is not None:
+        named = {*positional, *(a.arg for a in definition.args.kwonlyargs)}
+        if keyword not in named and definition.args.kwarg is not None:
+            return _kwargs_value(definition, definition.args.kwarg.arg)
+        return keyword
     return positional[index] if index < len(positional) else None
+
+
+def _kwargs_value(definition: ast.FunctionDef | ast.AsyncFunctionDef, kwargs: str) -> str | None:
+    """``value`` in ``for key, value in kwargs.items():`` or ``for value in kwargs.values():``: how
+    SwAV's and DINO's ``restart_from_checkpoint(path, run_variables=..., state_dict=model, ...)``
+    reaches each object it is handed to load (``value.load_state_dict(checkpoint[key], strict=False)``)."""
+    for node in ast.walk(definition):
+        if not (
+            isinstance(node, ast.For)
+            and isinstance(node.iter, ast.Call)
+            and isinstance(node.iter.func, ast.Attribute)
+            and isinstance(node.iter.func.value, ast.Name)
+            and node.iter.func.value.id == kwargs
+        ):
+            continue
+        target = node.target
+        if node.iter.func.attr == "items" and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+            target = target.elts[1]
+        elif node.iter.func.attr != "values":
+            continue
+        if isinstance(target, ast.Name):
+            return target.id
+    return None
 
 
 def _why_unwrapped(definition: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str) -> tuple[str, str, str] | None:

@@ -16,12 +16,10 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from regcomp_lint.codemod.tree import find_all, key_of
+from regcomp_lint.knowledge.training_libraries import LOOP_PASS_THROUGH
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.plain import PlainPlanner
-
-#: Calls that hand on the items of their first argument (``enumerate(loader)``, ``tqdm(loader)``).
-_PASS_THROUGH = ("enumerate", "tqdm", "iter")
 
 
 def host_batch_loaders(planner: PlainPlanner, keys: list[str]) -> set[str]:
@@ -45,7 +43,7 @@ def host_batch_loaders(planner: PlainPlanner, keys: list[str]) -> set[str]:
 
 
 def _iterated_key(it: cst.BaseExpression) -> str | None:
-    while isinstance(it, cst.Call) and it.args and key_of(it.func) in _PASS_THROUGH:
+    while isinstance(it, cst.Call) and it.args and key_of(it.func) in LOOP_PASS_THROUGH:
         it = it.args[0].value
     return key_of(it) if isinstance(it, (cst.Name, cst.Attribute)) else None
 

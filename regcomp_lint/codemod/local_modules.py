@@ -75,6 +75,36 @@ def unread_project_function(tree: Tree, func: cst.BaseExpression) -> str | None:
     return None
 
 
+def unread_project_class(tree: Tree, func: cst.BaseExpression) -> tuple[str, str] | None:
+    """``("utils", "CheckpointManager")`` when a call's ``func`` is a method of an object the
+    script builds from a class of a project module (:func:`is_project_module`, a bare ``utils``
+    included) whose file is not found (survey 22a mingpt_matching's
+    ``self.checkpoint_manager.save_checkpoint(model=model)`` with ``self.checkpoint_manager =
+    CheckpointManager(...)``); None otherwise."""
+    import libcst as cst
+
+    from regcomp_lint.codemod.tree import find_all, key_of, single_target
+
+    if tree.filename is None or not isinstance(func, cst.Attribute):
+        return None
+    receiver = key_of(func.value)
+    if receiver is None:
+        return None
+    importer = importer_of(tree.filename)
+    for assign in find_all(tree.module, cst.Assign):
+        bound = single_target(assign)
+        if bound is None or bound[0] != receiver or not isinstance(bound[1], cst.Call):
+            continue
+        cls = bound[1].func
+        for qualname in sorted(tree.imported_names(cls) if isinstance(cls, cst.Name) else ()):
+            module = qualname.rsplit(".", 1)[0]
+            if "." in qualname and is_project_module(module):
+                parsed = load_local(importer, module)
+                if parsed is None or parsed.path is None:
+                    return module, qualname.rsplit(".", 1)[1]
+    return None
+
+
 def imported_function(tree: Tree, func: cst.BaseExpression) -> tuple[ParsedModule, FunctionNode] | None:
     """The function of a project module a call's ``func`` names (imported by name, or brought by a
     star import), with its module, when the script has a path and that module's file is found."""

@@ -14,6 +14,12 @@ self.base_optimizer.param_groups``) then no longer shares its groups with the in
 steps: a scheduler moves the outer LR and the inner one keeps the first (verified on CPU: the
 losses part from the first LR decay). Such an optimizer is prepared without device placement
 (``device_placement=[..., False, ...]``): its state stays where the script put it, groups shared.
+
+The wrapper's ``step`` also returns None where torch's returns the closure's loss: a step whose value
+the script reads (``loss = optimizer.step(closure)``, the LBFGS trainers of survey 23d) would hand
+on None (``TypeError`` at ``loss * bs``, measured). Such a step is called on the wrapped optimizer,
+which returns the loss as before; the wrapper adds nothing else to a step without a GradScaler (and
+GradScaler takes no closure either way).
 """
 
 from __future__ import annotations
@@ -27,9 +33,11 @@ from regcomp_lint.codemod.wrapped_access import places_using_prepared, sees_prep
 from regcomp_lint.knowledge.accelerate_api import (
     ACCELERATED_OPTIMIZER_ATTRIBUTES,
     PREPARE_PLACEMENT_KEYWORD,
+    STEP_RETURNING_NONE,
     WRAPPED_OPTIMIZER_ATTRIBUTE,
 )
 from regcomp_lint.knowledge.torch_api import NOT_OPTIMIZER_MODULES, OPTIMIZER_MODULE
+from regcomp_lint.knowledge.training_libraries import UNPREPARED_OPTIMIZER_WRAPPERS
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.plain import PlainPlanner
@@ -38,12 +46,22 @@ if TYPE_CHECKING:
 def reach_own_methods(planner: PlainPlanner, block: Block, prepare_index: int) -> None:
     """Rewrite ``optimizer.own_name`` after ``prepare`` to ``optimizer.optimizer.own_name``."""
     tree = planner.tree
-    optimizers = set(planner.optimizers)
+    unwrapped = {key: found for key in planner.optimizers if (found := _not_an_optimizer(planner, key)) is not None}
+    for key, (built, line) in unwrapped.items():
+        planner.notes.append(
+            f"{key} = {built}(...) (line {line}) is no torch.optim.Optimizer: prepare() hands it back as it is, so it "
+            "steps and answers its own attributes as in the original"
+        )
+    optimizers = set(planner.optimizers) - set(unwrapped)
     reached: list[str] = []
+    valued: list[str] = []
     for function in places_using_prepared(planner):
         for attr in find_all(function, cst.Attribute, enter_functions=False):
             owner, name = key_of(attr.value), attr.attr.value
-            if owner not in optimizers or name in ACCELERATED_OPTIMIZER_ATTRIBUTES or name.startswith("__"):
+            if owner not in optimizers or name.startswith("__"):
+                continue
+            read_step = name == STEP_RETURNING_NONE and _value_read(planner, attr)
+            if name in ACCELERATED_OPTIMIZER_ATTRIBUTES and not read_step:
                 continue
             if planner.is_removed(attr):
                 continue
@@ -55,13 +73,59 @@ def reach_own_methods(planner: PlainPlanner, block: Block, prepare_index: int) -
                 continue
             planner.replace(attr.value, f"{owner}.{WRAPPED_OPTIMIZER_ATTRIBUTE}")
             planner.uses.append(attr)
-            reached.append(f"{owner}.{name} (line {tree.line(attr)})")
+            if read_step:
+                valued.append(f"{owner}.{name}(...) (line {tree.line(attr)})")
+            else:
+                reached.append(f"{owner}.{name} (line {tree.line(attr)})")
+    if valued:
+        planner.notes.append(
+            f"the value of {', '.join(dict.fromkeys(valued))} is read: the prepared optimizer's step() returns "
+            "None, so the step is called on the wrapped optimizer (.optimizer), which returns the closure's loss "
+            "as before (the same step without an fp16 GradScaler, which takes no closure either way)"
+        )
     if reached:
         planner.notes.append(
             f"{', '.join(dict.fromkeys(reached))} reached through the wrapped optimizer (.optimizer) after prepare(): "
             "the prepared optimizer passes on step(), zero_grad(), the state dicts and param_groups, not what "
             "the optimizer's own class adds"
         )
+
+
+def _value_read(planner: PlainPlanner, attr: cst.Attribute) -> bool:
+    """Is ``attr`` the callee of a call whose value the script uses (not a statement of its own)?"""
+    call = planner.tree.parent(attr)
+    if not (isinstance(call, cst.Call) and call.func is attr):
+        return False
+    return not isinstance(planner.tree.parent(call), cst.Expr)
+
+
+def _not_an_optimizer(planner: PlainPlanner, key: str) -> tuple[str, int] | None:
+    """The class and line of ``key``'s last binding when it builds a wrapper prepare() does not wrap: apex's
+    ``LARC(optimizer, ...)`` (see :data:`~regcomp_lint.knowledge.training_libraries.UNPREPARED_OPTIMIZER_WRAPPERS`)
+    or a class of the script with no base but ``object`` (a copy of it). None otherwise."""
+    tree = planner.tree
+    calls = [
+        a
+        for a in find_all(tree.module, cst.Assign)
+        if len(a.targets) == 1 and key_of(a.targets[0].target) == key and isinstance(a.value, cst.Call)
+    ]
+    if not calls:
+        return None
+    call = calls[-1].value
+    assert isinstance(call, cst.Call)
+    if tree.resolves_under(call.func, *UNPREPARED_OPTIMIZER_WRAPPERS) is None and not (
+        isinstance(call.func, cst.Name)
+        and not tree.imported_names(call.func)
+        and _plain_class(planner, call.func.value)
+    ):
+        return None
+    return code(call.func).strip(), tree.line(calls[-1])
+
+
+def _plain_class(planner: PlainPlanner, name: str) -> bool:
+    """A class the script defines as ``class LARC(object):`` or ``class LARC:``."""
+    classes = [c for c in find_all(planner.tree.module, cst.ClassDef) if c.name.value == name]
+    return len(classes) == 1 and all(code(b.value).strip() == "object" for b in classes[0].bases)
 
 
 def sharing_groups(planner: PlainPlanner) -> set[str]:

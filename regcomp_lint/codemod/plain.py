@@ -34,6 +34,7 @@ from regcomp_lint.codemod.checkpoint_writes import (
     wait_before_reading_back,
     write_on_main_process,
 )
+from regcomp_lint.codemod.closure_steps import loss_driven_step_refusal
 from regcomp_lint.codemod.compile_sites import (
     CompileSite,
     collect_settings,
@@ -57,6 +58,7 @@ from regcomp_lint.codemod.device_parameters import follow_handed_device, keep_tr
 from regcomp_lint.codemod.device_placement import places_on_device
 from regcomp_lint.codemod.dispatched_models import refuse_dispatched_models
 from regcomp_lint.codemod.distribution import Distribution
+from regcomp_lint.codemod.drawn_batches import refuse_overdrawn_iterators
 from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.evaluation_passes import evaluation_passes_note
 from regcomp_lint.codemod.even_batches import even_batches_notes
@@ -65,7 +67,8 @@ from regcomp_lint.codemod.first_downloads import download_first
 from regcomp_lint.codemod.frozen_parameters import allow_unused_parameters
 from regcomp_lint.codemod.generators import is_generator, returns_a_generator
 from regcomp_lint.codemod.gradient_clipping import clip_through_accelerator
-from regcomp_lint.codemod.hand_distribution import adapt_distribution
+from regcomp_lint.codemod.graph_loaders import graph_loader_refusal
+from regcomp_lint.codemod.hand_distribution import adapt_distribution, join_processes_only
 from regcomp_lint.codemod.hand_schedules import hand_lr_notes, step_counted_notes
 from regcomp_lint.codemod.handed_in import (
     HandedIn,
@@ -77,6 +80,7 @@ from regcomp_lint.codemod.handed_in import (
     placements_before,
 )
 from regcomp_lint.codemod.handed_to_modules import unwrap_for_other_modules
+from regcomp_lint.codemod.held_objects import held_objects, told_of_the_wrap
 from regcomp_lint.codemod.host_batches import host_batch_loaders
 from regcomp_lint.codemod.inference_only import trains_nothing
 from regcomp_lint.codemod.iterable_batches import whole_batch_stream_refusal
@@ -793,10 +797,17 @@ class PlainPlanner(Planner):
                 self.notes.append(
                     f"{key} is not iterated by the training loop: left unprepared (evaluation is not sharded)"
                 )
+        refuse_overdrawn_iterators(
+            tree, tree.in_source_order({*self.training, self.scope}), loaders, self.inline_loaders
+        )
         refusal = container_loader_refusal(view, loaders + self.inline_loaders + self.sharded_loaders)
         if refusal is None:
             origins = [o for o in prepared_origins.values() if o is not None]
-            refusal = whole_batch_stream_refusal(view, origins + self.inline_origins)
+            refusal = (
+                whole_batch_stream_refusal(view, origins + self.inline_origins)
+                or graph_loader_refusal(view, loaders + self.inline_loaders)
+                or loss_driven_step_refusal(view, loaders + self.inline_loaders)
+            )
         if refusal is not None:
             raise Refusal(refusal)
         self.notes += evaluation_passes_note(view, prepared_origins, self.acc_key)
@@ -1653,14 +1664,24 @@ class PlainPlanner(Planner):
         ]
         if not setup:
             return last
+        loads: list[cst.Call] = []
         for i in range(last + 1, setup[-1]):
             if i in setup:
                 continue
-            between = block.body[i]
-            captures = not isinstance(between, cst.SimpleStatementLine) or any(
-                isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)) for small in between.body
-            )  # `optimizers = [opt1, opt2]` holds them; `print(model)` does not
-            if captures and set(read_keys(block.body[i])) & set(prepared):
+            held = held_objects(block.body[i], set(prepared))  # `optimizers = [opt1, opt2]` keeps them
+            loads += held.loads
+            flagged = told_of_the_wrap(self.tree, block.body[i], self.distribution.data_parallel, models)
+            if flagged is not None:
+                stmt = block.body[setup[-1]]
+                raise Refusal(
+                    f"{code(flagged.call.func)}(...) at line {self.tree.line(flagged.call)} is handed {flagged.model} and "
+                    f"{flagged.flag}, which decided whether {code(flagged.wrap.func)}(...) at line "
+                    f"{self.tree.line(flagged.wrap)} wrapped it: converted, it runs before prepare() (which must follow "
+                    f"{_source(stmt)} at line {self.tree.line(stmt)}), so it gets the plain module while told "
+                    f"{flagged.flag}; code there that adds or strips `module.` by that flag would no longer match the "
+                    "model (convert by hand)"
+                )
+            if held.keeps:
                 stmt = block.body[setup[-1]]
                 raise Refusal(
                     f"{_source(stmt)} at line {self.tree.line(stmt)} changes the model after the objects to "
@@ -1668,6 +1689,12 @@ class PlainPlanner(Planner):
                     "after the model's last change (DDP copies process 0's weights only then); move that call "
                     "before the optimizer is built"
                 )
+        if loads:
+            calls = ", ".join(f"{code(c.func)}(...) at line {self.tree.line(c)}" for c in loads)
+            self.notes.append(
+                f"{calls} loads into the objects to prepare before prepare(), which follows the model's last "
+                "change: what it returns is taken, by its name, not to be one of them"
+            )
         if told:
             calls = ", ".join(f"{found} (line {self.tree.line(node)})" for found, node in told.values())
             self.notes.append(
@@ -1852,7 +1879,11 @@ class PlainPlanner(Planner):
         extra: list[cst.BaseStatement] = []
         if last_dependency >= first_use:
             early = [u for u in uses if (self.project(block, u) or 0) <= last_dependency]
-            movable = all(_is_own_line(block, self.project(block, u), u) and u in self.device_values for u in early)
+            movable = all(
+                u in self.device_values
+                and (_is_own_line(block, self.project(block, u), u) or self.project(block, u) == last_dependency)
+                for u in early
+            )  # `device = ...` on its own line, or in the branches of the process group's own set-up
             if not movable or (prepare_block is block and prepare_index <= last_dependency):
                 name = next((n for n in dependencies if self.binding_index(block, n, home) == last_dependency), None)
                 needed = (
@@ -1869,7 +1900,8 @@ class PlainPlanner(Planner):
                 self.edits.replace.pop(use, None)
                 self.devices -= 1
                 target, value = self.device_values[use]
-                extra.append(statement(f"{target} = {value}", self.module))
+                if f"{target} = {value}" not in [code(e).strip() for e in extra]:
+                    extra.append(statement(f"{target} = {value}", self.module))
                 if rebinds and use in configured_devices:
                     flags.append(target)  # a config value the command line may set to "cpu"
             first_use = last_dependency + 1
@@ -1888,6 +1920,8 @@ class PlainPlanner(Planner):
                 )
         if _always(self.cpu_conditions):  # `if ddp: device = "cpu" else: device = "cpu"`
             self.cpu_conditions = ["True"]
+        else:
+            join_processes_only(self)
         if self.cpu_conditions:
             self.accelerator_keywords.append(f"cpu={' or '.join(self.cpu_conditions)}")
         indent = self.indentation_of(block)

@@ -331,7 +331,8 @@ def _values_of(write: cst.CSTNode) -> dict[str, cst.BaseExpression | None]:
 
 
 def _target(write: cst.CSTNode) -> str | None:
-    """The one plain name an assignment binds."""
+    """The one plain name an assignment binds, ``+=`` and annotated ones included (``running +=
+    x``): unlike ``tree.single_target``, which reads ``=`` alone, with any key (``self.x``)."""
     if isinstance(write, cst.Assign):
         targets = [t.target for t in write.targets]
         return targets[0].value if len(targets) == 1 and isinstance(targets[0], cst.Name) else None

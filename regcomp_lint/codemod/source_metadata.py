@@ -490,6 +490,48 @@ def resolve_scopes(wrapper: MetadataWrapper, text: str | None = None, metadata: 
         cache[provider_type] = MappingProxyType(provider._computed)
 
 
+def release_scopes(wrapper: MetadataWrapper) -> None:
+    """Break the reference cycles of ``wrapper``'s resolved libcst scopes, once nothing asks them.
+
+    libcst 1.9's scope objects hold each other in cycles (an assignment lists its accesses and
+    each access its assignments, a scope its assignments and accesses and they their scope), and
+    through them the nodes they name (an ``Assignment`` of a ``def`` holds the whole function):
+    left as they are, a file's scopes and those subtrees wait for the cyclic collector, which
+    then walks them after the file (a thousand objects a fixture script). Emptied here, reference
+    counting frees them with the tree. Another libcst version: left alone."""
+    cache = getattr(wrapper, "_metadata", None)
+    if not _FAST_VISITS or not isinstance(cache, dict):
+        return
+    scopes = cache.get(ScopeProvider)
+    if scopes is None:
+        return
+    values = scopes.values()
+    for scope in dict(zip(map(id, values), values)).values():  # (each scope once, without its Python __hash__)
+        if scope is None:
+            continue
+        _release_scope(scope)
+        parent = getattr(scope, "parent", None)
+        if parent is not None and parent is not scope:
+            _release_scope(parent)  # (the builtin scope: in no node's mapping)
+
+
+def _release_scope(scope: object) -> None:
+    for attribute in ("_assignments", "_accesses_by_name", "_accesses_by_node"):
+        table = getattr(scope, attribute, None)
+        if not isinstance(table, dict):
+            continue
+        for found in table.values():
+            for item in found:
+                for inner in ("_BaseAssignment__accesses", "_Access__assignments"):
+                    linked = getattr(item, inner, None)
+                    if isinstance(linked, set):
+                        linked.clear()
+        table.clear()
+    overwrites = getattr(scope, "_scope_overwrites", None)
+    if isinstance(overwrites, dict):
+        overwrites.clear()
+
+
 def _only_visits_module(provider_type: type) -> bool:
     """The provider does all its work in ``visit_Module`` (inspect.getmembers of ~400 names: once per class)."""
     only_module = _ONLY_VISIT_MODULE.get(provider_type)

@@ -70,7 +70,8 @@ def uneven_guards(tree: Tree, graph: CallGraph, backwards: list[cst.Call], varie
                 f"{through} {how} {under}, where {source}; each process decides from its own "
                 "values (its own loss, its own random draws), so one skips a backward the others run and leaves "
                 "them waiting in its all-reduce (a 2-process run hangs); convert by hand, deciding once for every "
-                "process (reduce the value across processes, or draw it from a generator seeded alike)"
+                "process (reduce the value across processes, or draw it from a generator seeded alike); not done "
+                "here, since a reduced skip also drops, on every other process, a batch the original trained"
             )
     return None
 

@@ -107,9 +107,10 @@ def _parameter_receivers(tree: Tree, function: Function, stmt: cst.Assign) -> li
 def _cut_in_forward(cls: ast.ClassDef, filename: str | None) -> str | None:
     """``Encoder.forward (line 12) detaches self.resnet's output``, when the model's class cuts a
     submodule off the loss in its ``forward``."""
+    frozen = _frozen_submodules(cls)
     for stmt in cls.body:
         if isinstance(stmt, ast.FunctionDef) and stmt.name == "forward":
-            cut = _cut(stmt)
+            cut = _cut(stmt, frozen)
             if cut is not None:
                 where = f"{filename}, line" if filename else "line"
                 return f"{cls.name}.forward ({where} {stmt.lineno}) {cut}"
@@ -168,15 +169,80 @@ def _model_class(planner: PlainPlanner, model: str) -> tuple[ast.ClassDef, str |
     return None
 
 
-def _cut(forward: ast.FunctionDef) -> str | None:
-    """How ``forward`` cuts a submodule's output off the loss, or None."""
+def _frozen_submodules(cls: ast.ClassDef) -> set[str]:
+    """``self.target`` when a method of the class sets its parameters' ``requires_grad`` to False:
+    ``for p in self.target.parameters(): p.requires_grad = False``, the momentum encoder's
+    ``for pb, pm in zip(self.base.parameters(), self.momentum.parameters()): pm.requires_grad = False``
+    (BYOL, MoCo), or ``self.target.requires_grad_(False)``. DDP leaves such parameters out, so the
+    submodule run under no_grad in ``forward`` leaves none of the others without a gradient."""
+    frozen: set[str] = set()
+    for node in ast.walk(cls):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "requires_grad_"
+            and _is_false(node.args[0] if node.args else None)
+            and _self_attribute(node.func.value) is not None
+        ):
+            frozen.add(ast.unparse(node.func.value))
+        if not isinstance(node, ast.For):
+            continue
+        pairs = _loop_parameters(node)
+        for stmt in ast.walk(node):
+            if isinstance(stmt, ast.Assign) and _is_false(stmt.value):
+                for target in stmt.targets:
+                    if (
+                        isinstance(target, ast.Attribute)
+                        and target.attr == "requires_grad"
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id in pairs
+                    ):
+                        frozen.add(pairs[target.value.id])
+    return frozen
+
+
+def _loop_parameters(loop: ast.For) -> dict[str, str]:
+    """The loop's names bound to a submodule's parameters: ``p`` -> ``self.target`` for ``for p in
+    self.target.parameters()``, and each name of ``for a, b in zip(self.x.parameters(), ...)``."""
+    sources = (
+        loop.iter.args if isinstance(loop.iter, ast.Call) and ast.unparse(loop.iter.func) == "zip" else [loop.iter]
+    )
+    names = loop.target.elts if isinstance(loop.target, ast.Tuple) and len(sources) > 1 else [loop.target]
+    found: dict[str, str] = {}
+    for name, source in zip(names, sources):
+        if (
+            isinstance(name, ast.Name)
+            and isinstance(source, ast.Call)
+            and isinstance(source.func, ast.Attribute)
+            and source.func.attr == "parameters"
+            and _self_attribute(source.func.value) is not None
+        ):
+            found[name.id] = ast.unparse(source.func.value)
+    return found
+
+
+def _self_attribute(node: ast.expr) -> str | None:
+    return (
+        node.attr
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+        else None
+    )
+
+
+def _is_false(node: ast.expr | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is False
+
+
+def _cut(forward: ast.FunctionDef, frozen: frozenset[str] | set[str] = frozenset()) -> str | None:
+    """How ``forward`` cuts a submodule's output off the loss, or None. A submodule in ``frozen``
+    (its parameters require no grad) cuts nothing DDP waits for."""
     outputs: list[tuple[int, str, str | None]] = []  # (line, name, the self.<sub> whose output it then holds)
     for node in ast.walk(forward):
         if isinstance(node, ast.With) and any(_disables_grad(item.context_expr) for item in node.items):
             for inner in node.body:
                 for call in ast.walk(inner):
                     sub = _submodule_call(call)
-                    if sub is not None:
+                    if sub is not None and sub not in frozen:
                         return f"runs {sub} under {ast.unparse(node.items[0].context_expr)}"
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             outputs.append((node.lineno, node.targets[0].id, _submodule_call(node.value)))
@@ -192,7 +258,7 @@ def _cut(forward: ast.FunctionDef) -> str | None:
         if sub is None and isinstance(operand, ast.Name):  # the last assignment of the name before the read
             held = [(line, sub) for line, name, sub in outputs if name == operand.id and line < operand.lineno]
             sub = max(held, key=lambda h: h[0])[1] if held else None
-        if sub is not None:
+        if sub is not None and sub not in frozen:
             return f"detaches {sub}'s output ({ast.unparse(node)})"
     return None
 

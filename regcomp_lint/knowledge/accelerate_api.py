@@ -129,5 +129,14 @@ ACCELERATED_OPTIMIZER_ATTRIBUTES = frozenset(
     }
 )
 WRAPPED_OPTIMIZER_ATTRIBUTE = "optimizer"
+#: ``AcceleratedOptimizer.step(closure)`` calls the wrapped optimizer's step and returns None
+#: (accelerate 1.15), where ``torch.optim.Optimizer.step(closure)`` returns the closure's loss.
+STEP_RETURNING_NONE = "step"
 #: ``prepare(*objects, device_placement=[...])``: one bool per object; the results still match the objects
 PREPARE_PLACEMENT_KEYWORD = "device_placement"
+#: Where an ``Accelerator`` runs without CUDA (accelerate 1.15 ``PartialState._prepare_backend``
+#: and ``default_device``): with ``cpu=False`` a process is never joined to the others (it sees
+#: itself as the only one) and runs on MPS where ``torch.backends.mps`` is available, else the
+#: CPU; with ``cpu=True`` it runs on the CPU and is joined over gloo when ``LOCAL_RANK`` is set or
+#: ``WORLD_SIZE`` > 1. The condition for "several processes, no CUDA", as the conversion writes it:
+SEVERAL_PROCESSES_WITHOUT_CUDA = 'not torch.cuda.is_available() and int(os.environ.get("WORLD_SIZE", "1")) > 1'

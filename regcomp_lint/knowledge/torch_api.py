@@ -96,6 +96,10 @@ ITERABLE_DATASETS = ("torch.utils.data.IterableDataset", "torch.utils.data.datas
 #: Every public class of this module is an optimizer, except the ones below.
 OPTIMIZER_MODULE = "torch.optim"
 NOT_OPTIMIZER_MODULES = ("torch.optim.lr_scheduler", "torch.optim.swa_utils")
+#: Optimizers whose ``step(closure)`` calls the closure a number of times that depends on the loss
+#: it returns: ``LBFGS`` stops its inner iterations when ``abs(loss - prev_loss) < tolerance_change``
+#: (and its strong-Wolfe line search compares losses), torch 2.13.
+LOSS_DRIVEN_OPTIMIZERS = ("torch.optim.LBFGS", "torch.optim.lbfgs.LBFGS")
 OPTIMIZER_BASE = ("torch.optim.Optimizer",)
 #: ``DistributedSampler.set_epoch(epoch)``: reshuffles the sampler's per-rank shard each epoch
 SAMPLER_SET_EPOCH = "set_epoch"

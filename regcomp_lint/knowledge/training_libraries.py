@@ -33,6 +33,11 @@ OPTIMIZERS = (
     "lion_pytorch.Lion",
     "schedulefree.AdamWScheduleFree",
 )
+#: Optimizer wrappers that are no ``torch.optim.Optimizer``: apex's ``LARC(optimizer, trust_coefficient,
+#: clip)`` is a plain object holding the optimizer in ``self.optim`` (SwAV, DINO-era SSL scripts).
+#: ``accelerator.prepare`` wraps only ``torch.optim.Optimizer`` instances (accelerate 1.15,
+#: ``Accelerator._prepare_one``) and hands anything else back as it is.
+UNPREPARED_OPTIMIZER_WRAPPERS = ("apex.parallel.LARC.LARC", "apex.parallel.LARC")
 #: Library functions that build an optimizer from the model passed first (``model_or_params``).
 OPTIMIZER_FACTORIES = (
     "timm.optim.create_optimizer_v2",
@@ -56,6 +61,26 @@ SCHEDULERS = (*accelerate_api.DUMMY_SCHEDULERS, *torch_api.OTHER_SCHEDULERS)
 #: by all of them); only the one told ``True`` writes.
 MAIN_PROCESS_KEYWORDS = {"save_pretrained": ("is_main_process", 1)}
 DATALOADERS = (*torch_api.DATALOADER, "torchdata.stateful_dataloader.StatefulDataLoader")
+#: torch_geometric's loaders whose ``_get_iterator`` turns each batch the collate_fn sampled into a
+#: ``Data``/``HeteroData`` (``NodeLoader``/``LinkLoader``'s ``filter_fn``, 2.8.1) unless
+#: ``filter_per_worker=True``, which PyG infers from the graph: True on the CPU, False for a graph on
+#: the GPU (``infer_filter_per_worker``). accelerate's ``prepare()`` rebuilds a loader as a plain
+#: DataLoader with the same collate_fn, so the rebuilt one yields the raw ``SamplerOutput``.
+PYG_FILTERING_LOADERS = tuple(
+    f"torch_geometric.{module}.{name}"
+    for module, names in (
+        ("loader", ("NeighborLoader", "LinkNeighborLoader", "HGTLoader", "NodeLoader", "LinkLoader", "ZipLoader")),
+        ("loader.neighbor_loader", ("NeighborLoader",)),
+        ("loader.link_neighbor_loader", ("LinkNeighborLoader",)),
+        ("loader.hgt_loader", ("HGTLoader",)),
+        ("loader.node_loader", ("NodeLoader",)),
+        ("loader.link_loader", ("LinkLoader",)),
+        ("distributed", ("DistNeighborLoader", "DistLinkNeighborLoader")),
+    )
+    for name in names
+)
+#: The keyword that makes those loaders filter in their collate_fn (what ``prepare()`` keeps).
+PYG_FILTER_KEYWORD = "filter_per_worker"
 
 #: Experiment trackers that start a run by a call and take a keyword that turns the run off:
 #: ``wandb.init(mode="disabled")`` makes every later ``wandb.log``/``wandb.finish`` of that process a
@@ -128,6 +153,10 @@ PROGRESS_RANGES = ("tqdm.trange", "tqdm.auto.trange", "tqdm.notebook.trange", "t
 #: hold its batches in its order (one pass of its sampler), so a loader prepared before them
 #: gives each process its share (``train_list = list(train_loader)`` iterated every epoch).
 ITERATION_BUILTINS = ("iter", "enumerate", "list", "tuple")
+#: The calls, as a loop's header spells them, through which a loop iterates the loader they are
+#: handed (``enumerate(loader)``, ``tqdm(loader)``, ``iter(loader)``): the bare names only, read
+#: from the source as written (host_batches, container_loaders).
+LOOP_PASS_THROUGH = ("enumerate", "tqdm", "iter")
 #: Builtins that build a container of their argument's items: ``len()`` of what they return
 #: counts those items (``len(list(history))``), a number no share of the data changes unless the
 #: argument is a loader.

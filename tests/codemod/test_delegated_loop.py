@@ -310,3 +310,49 @@ def test_an_unreadable_function_handed_the_model_alone_stays_quiet(tmp_path):
     )
     result = convert_source(text, str(tmp_path / "train.py"))
     assert result.refused == f"{tmp_path / 'train.py'}: not converted: {NO_TRAINING_STEP}"
+
+
+MAE_MAIN = """\
+import torch
+
+import util.misc as misc
+from util.misc import NativeScalerWithGradNormCount as NativeScaler
+from engine_pretrain import train_one_epoch
+
+
+def main(args):
+    model = torch.nn.Linear(4, 4)
+    model.to(args.device)
+    model_without_ddp = model
+    model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[args.gpu])
+    model_without_ddp = model.module
+    optimizer = torch.optim.AdamW(model_without_ddp.parameters(), lr=args.lr)
+    loss_scaler = NativeScaler()
+    misc.load_model(args=args, model_without_ddp=model_without_ddp, optimizer=optimizer, loss_scaler=loss_scaler)
+    for epoch in range(args.epochs):
+        train_one_epoch(model, loader, optimizer, args.device, epoch, loss_scaler, args=args)
+        misc.save_model(args=args, model=model, model_without_ddp=model_without_ddp, optimizer=optimizer,
+                        loss_scaler=loss_scaler, epoch=epoch)
+"""
+
+MAE_ENGINE = """\
+import torch
+
+
+def train_one_epoch(model, data_loader, optimizer, device, epoch, loss_scaler, args=None):
+    for samples, _ in data_loader:
+        loss, _, _ = model(samples.to(device), mask_ratio=args.mask_ratio)
+        loss_scaler(loss, optimizer, parameters=model.parameters())
+        optimizer.zero_grad()
+"""
+
+
+def test_a_checkpoint_helper_handed_the_model_and_optimizer_is_not_named_the_training_loop(tmp_path):
+    """MAE's main_pretrain.py beside engine_pretrain.py but not util/misc.py (survey23a): the refusal
+    said "the training loop runs in util.misc.save_model()"; the backward runs in the loss scaler
+    engine_pretrain.train_one_epoch() calls. A save or load helper is never taken for the loop."""
+    (tmp_path / "engine_pretrain.py").write_text(MAE_ENGINE)
+    result = convert_source(MAE_MAIN, str(tmp_path / "main_pretrain.py"))
+    assert result.refused is not None
+    assert "save_model" not in result.refused and "load_model" not in result.refused, result.refused
+    assert "DistributedDataParallel at line 12" in result.refused, result.refused

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from regcomp_lint.codemod import convert_source
 
 SCRIPT = """\
@@ -430,3 +432,49 @@ def test_a_call_handed_an_output_file_path_is_named():
     assert result.refused is None, result.refused
     note = next(n for n in result.notes if "evaluate_model() at line 20" in n)
     assert 'out_path=f"log/eval_{epoch}.mp4"' in note and "every process" in note
+
+
+UNREAD_CLASS = """\
+import torch
+from utils import CheckpointManager
+
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+        self.checkpoint_manager = CheckpointManager("checkpoints")
+
+    def run(self, loader, epochs=2):
+        model = self.model.cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(epochs):
+            for x, y in loader:
+                loss = torch.nn.functional.mse_loss(model(x.cuda()), y.cuda())
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            self.checkpoint_manager.save_checkpoint(model=model, optimizer=optimizer, epoch=epoch)
+"""
+
+
+@pytest.mark.parametrize("receiver", ["self.checkpoint_manager", "manager"])
+def test_a_save_method_of_an_unread_class_handed_the_prepared_model_is_named(tmp_path, receiver):
+    """survey 22a mingpt_matching: ``self.checkpoint_manager.save_checkpoint(model=model, ...)`` of a
+    ``CheckpointManager`` from ``utils`` (not beside the script) ran in every process and was handed
+    the prepared model, with no note."""
+    source = UNREAD_CLASS
+    if receiver == "manager":
+        source = source.replace("self.checkpoint_manager = ", "manager = ").replace(
+            "        model = self.model.cuda()\n",
+            '        model = self.model.cuda()\n        manager = CheckpointManager("checkpoints")\n',
+        )
+        source = source.replace("self.checkpoint_manager.save_checkpoint", "manager.save_checkpoint")
+    script = tmp_path / "train.py"
+    script.write_text(source)
+    result = convert_source(source, str(script))
+    assert result.refused is None, result.refused
+    notes = [n for n in result.notes if n.startswith("CheckpointManager.save_checkpoint() at line ")]
+    assert notes, result.notes
+    assert any("of utils (not found beside the script" in n for n in notes), notes
+    assert any("every process" in n and "is_main_process" in n for n in notes), notes
+    assert any("_orig_mod." in n and "unwrap_model(model" in n for n in notes), notes

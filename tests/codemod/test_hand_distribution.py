@@ -1,8 +1,120 @@
-"""codemod/hand_distribution.py: what a script that distributes by hand keeps and loses."""
+"""The ``cpu=`` condition of a converted torchrun script (codemod/hand_distribution.py)."""
 
 from __future__ import annotations
 
-from regcomp_lint.codemod import convert_source
+import re
+import types
+
+import pytest
+
+from regcomp_lint.codemod.convert import convert_source
+
+MPS_CHOICE = """\
+import os
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def setup():
+    if "WORLD_SIZE" in os.environ:
+        dist.init_process_group(backend="gloo")
+    if torch.cuda.is_available():
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+    elif getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+        device = torch.device("mps")
+    else:
+        device = torch.device("cpu")
+    return device
+
+
+def main():
+    device = setup()
+    model = torch.nn.Linear(4, 1).to(device)
+    if dist.is_initialized():
+        model = DDP(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x.to(device)), y.to(device))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def _cpu_keyword(text: str) -> str:
+    found = re.search(r"Accelerator\(.*cpu=(.*)\)\n", text)
+    assert found is not None, text
+    return found.group(1)
+
+
+def _fake_torch(cuda: bool, mps: bool) -> types.SimpleNamespace:
+    backends = types.SimpleNamespace(mps=types.SimpleNamespace(is_available=lambda: mps))
+    return types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: cuda), backends=backends)
+
+
+@pytest.mark.parametrize(
+    ("cuda", "mps", "world_size", "cpu"),
+    [
+        (False, True, None, False),  # one process on an Apple machine: the script picks MPS, so does Accelerate
+        (False, False, None, True),  # one process, no accelerator: the script picks the CPU
+        (True, False, None, False),  # CUDA: the script picks CUDA
+        (False, False, "2", True),  # several processes without CUDA: gloo on the CPU, as the original
+        (
+            False,
+            True,
+            "2",
+            True,
+        ),  # several processes on an Apple machine: gloo has no MPS; Accelerate joins them on the CPU
+        (True, False, "2", False),
+    ],
+)
+def test_the_cpu_condition_keeps_the_scripts_mps_choice(cuda, mps, world_size, cpu, monkeypatch):
+    """cifar_basics (survey 22b): the script picks MPS without CUDA; the join-the-processes
+    condition ``not torch.cuda.is_available()`` OR-ed with the script's own choice sent a
+    one-process run on an Apple machine to the CPU. Only several processes need cpu=True."""
+    result = convert_source(MPS_CHOICE, "train.py")
+    assert result.refused is None, result.refused
+    condition = _cpu_keyword(result.text)
+    if world_size is None:
+        monkeypatch.delenv("WORLD_SIZE", raising=False)
+    else:
+        monkeypatch.setenv("WORLD_SIZE", world_size)
+    import os
+
+    assert bool(eval(condition, {"torch": _fake_torch(cuda, mps), "os": os})) is cpu, condition
+    assert "import os\n" in result.text
+
+
+def test_a_script_that_picks_the_cpu_without_cuda_keeps_the_short_condition():
+    """The script's own choice is ``not torch.cuda.is_available()`` already: one condition."""
+    text = MPS_CHOICE.replace(
+        '    elif getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():\n'
+        '        device = torch.device("mps")\n',
+        "",
+    )
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    assert _cpu_keyword(result.text) == "not torch.cuda.is_available()"
+
+
+def test_a_choice_of_the_cpu_on_both_branches_keeps_cpu_true_and_its_note():
+    """``if ddp: device = "cpu" ... else: device = "cpu"`` (fixtures/equivalence/torchrun_env_ddp):
+    cpu=True always; the several-processes condition is not written, nor said in a note."""
+    from pathlib import Path
+
+    path = Path(__file__).parents[2] / "fixtures" / "equivalence" / "torchrun_env_ddp" / "train.py"
+    result = convert_source(path.read_text(), "train.py")
+    assert result.refused is None, result.refused
+    assert _cpu_keyword(result.text) == "True"
+    assert not any("WORLD_SIZE" in n for n in result.notes), result.notes
+
 
 HELPER_GROUP = """\
 import torch

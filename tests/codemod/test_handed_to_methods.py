@@ -91,3 +91,38 @@ def test_a_method_that_reads_only_the_parameters_keeps_the_prepared_model(tmp_pa
     )
     result = _convert(tmp_path, script)
     assert "        ema.update(model)\n" in result.text
+
+
+def test_a_method_handing_the_model_to_a_static_method_of_its_class_gets_the_unwrapped_model(tmp_path):
+    """IDDM's ``EMA.step_ema(ema_model, model)`` copies the weights in its own static
+    ``reset_parameters(ema_model, model)``: ``ema_model.load_state_dict(model.state_dict())``,
+    which failed on the prepared model's keys (survey 22c)."""
+    script = (
+        EMA_CLASS.replace(
+            "    @torch.no_grad()\n    def update(self, model):\n        msd = model.state_dict()\n",
+            "    def update(self, model):\n        self.reset(self.ema, model)\n\n"
+            "    @staticmethod\n    def reset(ema_model, model):\n        ema_model.load_state_dict(model.state_dict())\n\n"
+            "    def unused(self, model):\n        msd = {}\n",
+        )
+        + MAIN
+    )
+    result = _convert(tmp_path, script)
+    assert UNWRAPPED in result.text
+    assert any("ModelEMA.update() of train.py takes model.state_dict() (line 16)" in n for n in result.notes), (
+        result.notes
+    )
+
+
+def test_a_method_handing_the_model_to_its_own_method_that_reads_the_parameters_keeps_the_prepared_model(tmp_path):
+    script = (
+        EMA_CLASS.replace(
+            "    @torch.no_grad()\n    def update(self, model):\n        msd = model.state_dict()\n",
+            "    def update(self, model):\n        self.average(model)\n\n"
+            "    def average(self, current):\n        for e, p in zip(self.ema.parameters(), current.parameters()):\n"
+            "            e.data.mul_(self.decay)\n\n"
+            "    def unused(self, model):\n        msd = {}\n",
+        )
+        + MAIN
+    )
+    result = _convert(tmp_path, script)
+    assert "        ema.update(model)\n" in result.text

@@ -69,3 +69,27 @@ def test_a_peek_at_one_batch_before_prepare_converts():
     result = convert_source(source, "train.py")
     assert result.refused is None, result.refused
     assert "model, optimizer, train_loader = accelerator.prepare(model, optimizer, train_loader)\n" in result.text
+
+
+def test_a_training_loop_over_an_inline_list_of_the_loader_prepares_it_first():
+    """``for x, y in enumerate(list(train_loader))``: the list is taken anew each epoch, from the
+    prepared loader (each process its share), so nothing is held across epochs: no refusal, no note."""
+    source = SCRIPT.replace("EARLY", "").replace("LATE", "")
+    source = source.replace("enumerate(batches)", "enumerate(list(train_loader))")
+    result = convert_source(source, "train.py")
+    assert result.refused is None, result.refused
+    text = result.text
+    prepare = "model, optimizer, train_loader = accelerator.prepare(model, optimizer, train_loader)\n"
+    assert prepare in text and text.index(prepare) < text.index("enumerate(list(train_loader))")
+
+
+def test_an_inline_list_of_the_loader_consumed_before_prepare_converts():
+    """``for x, _ in list(train_loader): ...`` before the model is built (leftalone22's candidate):
+    the loop runs out there, over the whole unsharded loader, in every process as in the one-process
+    original, and keeps nothing the training iterates (that goes through the prepared loader): exact,
+    so not refused as ``batches = list(train_loader)`` is (that list is what the training iterates)."""
+    early = "    total = 0.0\n    for x, _ in list(train_loader):\n        total += x.sum().item()\n"
+    source = SCRIPT.replace("EARLY", early).replace("LATE", "").replace("enumerate(batches)", "enumerate(train_loader)")
+    result = convert_source(source, "train.py")
+    assert result.refused is None, result.refused
+    assert "model, optimizer, train_loader = accelerator.prepare(model, optimizer, train_loader)\n" in result.text

@@ -132,3 +132,78 @@ def test_idempotent():
     out, _ = _converted(SAM_SCRIPT, "sam.py")
     again = convert_source(out, "sam.py")
     assert again.refused is None and again.text == out
+
+
+CLOSURE_VALUE_SCRIPT = """\
+import torch
+
+net = torch.nn.Linear(3, 1)
+optimizer_ADAM = torch.optim.Adam(net.parameters(), lr=1e-2)
+optimizer_LBFGS = torch.optim.LBFGS(net.parameters(), lr=1e-1)
+ub, yb = torch.randn(8, 3), torch.randn(8, 1)
+
+
+def closure():
+    optimizer_LBFGS.zero_grad()
+    loss = torch.mean((yb - net(ub)) ** 2)
+    loss.backward()
+    return loss
+
+
+total = 0.0
+for epoch in range(4):
+    if epoch < 2:
+        loss = optimizer_ADAM.step(closure)
+    else:
+        loss = optimizer_LBFGS.step(closure)
+    total += loss.item()
+optimizer_LBFGS.step(closure)
+"""
+
+
+def test_a_step_whose_value_is_read_goes_through_the_wrapped_optimizer():
+    """ParWH's LBFGS trainer (survey23d): ``loss = optimizer.step(closure)``; accelerate's
+    ``AcceleratedOptimizer.step`` returns None, so the converted script raised TypeError at
+    ``loss * bs``. The wrapped optimizer's step returns the closure's loss as before."""
+    out, notes = _converted(CLOSURE_VALUE_SCRIPT, "parwh.py")
+    assert "loss = optimizer_ADAM.optimizer.step(closure)" in out
+    assert "loss = optimizer_LBFGS.optimizer.step(closure)" in out
+    assert "\noptimizer_LBFGS.step(closure)\n" in out  # its value unread: through the wrapper
+    assert any("returns None" in n and "line 19" in n for n in notes), notes
+
+
+LARC_SCRIPT = """\
+import torch
+from apex.parallel.LARC import LARC
+
+model = torch.nn.Linear(4, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+optimizer = LARC(optimizer=optimizer, trust_coefficient=0.001, clip=False)
+for step in range(10):
+    model(torch.randn(2, 4)).sum().backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    print(optimizer.optim.param_groups[0]["lr"])
+"""
+
+
+def test_an_optimizer_wrapper_prepare_does_not_wrap_keeps_its_own_attributes():
+    """apex's ``LARC`` is no ``torch.optim.Optimizer``: prepare() hands it back as it is, so
+    ``optimizer.optimizer.optim`` raised AttributeError at SwAV's first logged step (survey23a)."""
+    out, notes = _converted(LARC_SCRIPT, "larc.py")
+    assert 'print(optimizer.optim.param_groups[0]["lr"])' in out
+    assert "optimizer.optimizer" not in out
+    assert any("LARC" in n and "prepare() hands it back as it is" in n for n in notes), notes
+
+
+def test_an_optimizer_wrapper_class_of_the_script_without_optimizer_base_keeps_its_attributes():
+    own = LARC_SCRIPT.replace(
+        "from apex.parallel.LARC import LARC\n",
+        "\n\nclass LARC(object):\n    def __init__(self, optimizer, trust_coefficient=0.02, clip=True):\n"
+        "        self.optim = optimizer\n\n    def step(self):\n        self.optim.step()\n\n"
+        "    def zero_grad(self):\n        self.optim.zero_grad()\n\n",
+    )
+    out = _converted(own, "larc.py")[0]
+    assert 'print(optimizer.optim.param_groups[0]["lr"])' in out
+    assert "optimizer.optimizer" not in out
+    assert "print(optimizer.optimizer.lr)" in _converted(HESSIAN_SCRIPT, "hessian.py")[0]  # unknown class: wrapped

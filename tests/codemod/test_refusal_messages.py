@@ -212,6 +212,7 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 if resume:
     state = torch.load("ckpt.pt")
     optimizer.load_state_dict(state["optimizer"])
+    optimizers = [optimizer]
 # EMA model
 ema_model = copy.deepcopy(model).eval().requires_grad_(False)
 for x, y in loader:
@@ -230,5 +231,5 @@ def test_a_refusal_quoting_a_statement_leaves_its_comment_out():
     result = convert_source(EMA_AFTER_RESUME, "train.py")
     assert result.refused is not None
     assert (
-        "not converted: ema_model = copy.deepcopy(model).eval().requires_grad_(False) at line 14" in result.refused
+        "not converted: ema_model = copy.deepcopy(model).eval().requires_grad_(False) at line 15" in result.refused
     ), result.refused

@@ -85,7 +85,8 @@ def test_a_flag_handed_down_two_calls_from_the_process_s_own_loss_and_a_draw_is_
         "`next_d = should_train(d_loss)` (line 50); each process decides from its own values (its own loss, "
         "its own random draws), so one skips a backward the others run and leaves them waiting in its "
         "all-reduce (a 2-process run hangs); convert by hand, deciding once for every process (reduce the "
-        "value across processes, or draw it from a generator seeded alike)"
+        "value across processes, or draw it from a generator seeded alike); not done here, since a reduced skip "
+        "also drops, on every other process, a batch the original trained"
     )
 
 
@@ -349,7 +350,8 @@ def test_a_continue_before_the_backward_on_the_process_s_own_loss_is_refused():
         "`batch_ok = d_loss.item() < 1.0` (line 38); each process decides from its own "
         "values (its own loss, its own random draws), so one skips a backward the others run and leaves "
         "them waiting in its all-reduce (a 2-process run hangs); convert by hand, deciding once for every "
-        "process (reduce the value across processes, or draw it from a generator seeded alike)"
+        "process (reduce the value across processes, or draw it from a generator seeded alike); not done here, "
+        "since a reduced skip also drops, on every other process, a batch the original trained"
     )
 
 

@@ -258,3 +258,56 @@ def test_a_call_under_no_grad_after_the_last_backward_does_not_feed_the_loss():
     assert result.refused is None, result.refused
     assert HANDLER not in result.text, result.text
     assert not any("runs under torch.no_grad()" in n for n in result.notes), result.notes
+
+
+BYOL = """\
+import copy
+
+import torch
+import torch.nn as nn
+
+
+class BYOL(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.online = nn.Linear(8, 4)
+        self.predictor = nn.Linear(4, 4)
+        self.target = copy.deepcopy(self.online)
+        for p in self.target.parameters():
+            p.requires_grad = False
+
+    def forward(self, v1, v2):
+        p = self.predictor(self.online(v1))
+        with torch.no_grad():
+            z = self.target(v2)
+        return (p - z).pow(2).mean()
+
+
+model = BYOL()
+model = torch.nn.parallel.DistributedDataParallel(model, find_unused_parameters=False)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(5):
+    loss = model(torch.randn(4, 8), torch.randn(4, 8))
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_a_target_network_frozen_in_init_and_run_under_no_grad_needs_nothing():
+    """BYOL's (and MoCo's) momentum encoder: built in ``__init__`` with its parameters'
+    ``requires_grad`` set to False, run under no_grad in ``forward``. DDP leaves those parameters
+    out, so the script's own ``find_unused_parameters=False`` serves; the conversion was refused
+    ("DDP only survives that with find_unused_parameters=True") although the original trained on
+    2 gloo processes (survey23a byol_spawn replica, weight sums equal on both ranks)."""
+    result = convert_source(BYOL, "train.py")
+    assert result.refused is None, result.refused
+    assert "find_unused_parameters=True" not in result.text
+    zipped = BYOL.replace(
+        "        for p in self.target.parameters():\n            p.requires_grad = False\n",
+        "        for po, pt in zip(self.online.parameters(), self.target.parameters()):\n"
+        "            pt.data.copy_(po.data)\n            pt.requires_grad = False\n",
+    )
+    assert convert_source(zipped, "train.py").refused is None
+    thawed = BYOL.replace("p.requires_grad = False", "p.requires_grad = True")
+    assert convert_source(thawed, "train.py").refused is not None  # still cut off the loss: refused as before
