@@ -53,18 +53,27 @@ def test_the_wrapped_models_own_state_dict_keeps_the_prefix_note():
     assert any(PREFIX_NOTE in n for n in result.notes), result.notes
 
 
-def test_a_branch_beside_one_that_reads_model_module_has_no_prefix_note():
-    """lars_barlow (survey 23a): ``model.module.state_dict() if is_distributed else
-    model.state_dict()``. The script reads ``.module`` where it holds the wrapper, so the other
-    branch saves the plain model: the original's checkpoints never had ``module.`` keys."""
-    for save in (
+def test_the_wraps_own_condition_as_the_branch_test_has_no_prefix_note():
+    """Survey 23b, FiD-T5: ``if is_distributed: model = DDP(...)`` then ``sd =
+    model.module.state_dict() if is_distributed else model.state_dict()``: the else branch reads
+    the model only where it was never wrapped, so the checkpoint never had ``module.`` keys."""
+    saves = (
         'torch.save(model.module.state_dict() if world_size > 1 else model.state_dict(), "m.pth")',
         'if world_size > 1:\n    torch.save(model.module.state_dict(), "m.pth")\n'
         'else:\n    torch.save(model.state_dict(), "m.pth")',
-    ):
+        'if not world_size > 1:\n    torch.save(model.state_dict(), "m.pth")',
+    )
+    for save in saves:
         result = convert_source(SCRIPT.format(save=save), "cifar.py")
         assert result.refused is None, result.refused
-        assert not any("`module.`" in n for n in result.notes), (save, result.notes)
+        assert not any(PREFIX_NOTE in n for n in result.notes), (save, result.notes)
+
+
+def test_another_condition_than_the_wraps_keeps_the_prefix_note():
+    save = 'torch.save(model.module.state_dict() if world_size > 2 else model.state_dict(), "m.pth")'
+    result = convert_source(SCRIPT.format(save=save), "cifar.py")
+    assert result.refused is None, result.refused
+    assert any(PREFIX_NOTE in n for n in result.notes), result.notes
 
 
 def test_a_model_compiled_after_its_ddp_wrap_is_said_to_have_saved_orig_mod_module_keys():
