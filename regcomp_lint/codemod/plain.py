@@ -58,6 +58,7 @@ from regcomp_lint.codemod.device_parameters import follow_handed_device, keep_tr
 from regcomp_lint.codemod.device_placement import places_on_device
 from regcomp_lint.codemod.dispatched_models import refuse_dispatched_models
 from regcomp_lint.codemod.distribution import Distribution
+from regcomp_lint.codemod.drawn_batches import refuse_overdrawn_iterators
 from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.evaluation_passes import evaluation_passes_note
 from regcomp_lint.codemod.even_batches import even_batches_notes
@@ -793,6 +794,9 @@ class PlainPlanner(Planner):
                 self.notes.append(
                     f"{key} is not iterated by the training loop: left unprepared (evaluation is not sharded)"
                 )
+        refuse_overdrawn_iterators(
+            tree, tree.in_source_order({*self.training, self.scope}), loaders, self.inline_loaders
+        )
         refusal = container_loader_refusal(view, loaders + self.inline_loaders + self.sharded_loaders)
         if refusal is None:
             origins = [o for o in prepared_origins.values() if o is not None]
