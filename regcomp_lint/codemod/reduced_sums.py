@@ -193,6 +193,21 @@ def _sum_of(
     additions: list[cst.AugAssign] = []
     resets = []
     divisions: list[cst.BaseExpression] = []
+    # A read inside the batch loop rules out any gather after it, whatever form the value has
+    # (moco_pp3's running mean equals sum / count at the epoch's end): told first, a test
+    # (``if best_loss > train_loss_moco:``, what decides there) before any other read.
+    inside = [w for w in writes if tree.contains(batch.body, w)]
+    early = [
+        (node, statement)
+        for node in _read_nodes(batch.body, name)
+        if not any(tree.contains(w, node) for w in inside) and not _a_call_of_its_own(statement := tree.line_of(node))
+    ]
+    if early:
+        node, statement = next(((n, s) for n, s in early if isinstance(s, (cst.If, cst.While))), early[0])
+        return (
+            f"it is read inside the batch loop at line {tree.line(node)} (`{_header(statement)}`), before every "
+            "process's share is in"
+        )
     for write in writes:
         line = tree.line(write)
         first = code(write).strip().splitlines()[0]
@@ -218,15 +233,6 @@ def _sum_of(
             else f"pass of the loop at line {tree.line(loop)}"
         )
         return f"it is not reset before the batch loop (line {start}) in each {each}"
-    for node in _read_nodes(batch.body, name):
-        if any(node is a.target for a in additions) or any(tree.contains(a.value, node) for a in additions):
-            continue
-        statement_line = tree.line_of(node)
-        if not _a_call_of_its_own(statement_line):
-            return (
-                f"it is read inside the batch loop at line {tree.line(node)} (`{_header(statement_line)}`), before every "
-                "process's share is in"
-            )
     for division in find_all(loop.body, cst.BinaryOperation, enter_functions=False):
         if isinstance(division.operator, cst.Divide) and tree.line(division) > end and name in read_keys(division.left):
             divisions.append(division.right)

@@ -373,3 +373,22 @@ def test_a_save_every_epoch_beside_a_printed_sum_gathers_nothing():
     result = convert_source(text, "train.py")
     assert result.refused is None, result.refused
     assert "gather_object" not in result.text, result.text
+
+
+def test_a_running_mean_tested_inside_the_batch_loop_is_refused_naming_the_test():
+    """survey21c moco_pp3: ``train_loss_moco = train_loss_moco + (1 / (total_iters+1)) * (...)``
+    and, every 10 batches, ``if best_loss > train_loss_moco:`` setting the stop counter. The
+    running mean equals sum / count at the epoch's end (replica: to 1e-16), so its form is not
+    what rules it out: the counter is decided on each process's partial mean inside the batch
+    loop (replica, 2 processes: counters 2 and 10 after 4 epochs, the one-process run 7), which
+    no gather after the batch loop can give. The refusal names that test, not the form."""
+    text = PATIENCE.replace(
+        "        epoch_loss += loss.item()\n", "        epoch_loss = epoch_loss + (loss.item() - epoch_loss) / 2\n"
+    ).replace(
+        "        progress_bar.set_postfix(loss=epoch_loss)\n",
+        "        if epoch_loss > 100:\n            epochs_no_improve += 1\n",
+    )
+    result = convert_source(text, "train.py")
+    assert result.refused is not None, "converted"
+    assert "read inside the batch loop at line 21 (`if epoch_loss > 100:`)" in result.refused, result.refused
+    assert "set anew" not in result.refused, result.refused
