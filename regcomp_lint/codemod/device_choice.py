@@ -23,7 +23,7 @@ from regcomp_lint.codemod.tree import (
     methods_of,
     single_target,
 )
-from regcomp_lint.knowledge import accelerate_api, torch_api
+from regcomp_lint.knowledge import torch_api
 
 #: methods of ``argparse.ArgumentParser`` whose result is the command line's namespace
 _COMMAND_LINE_PARSES = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args"})
@@ -154,17 +154,15 @@ def _is_device_of_kind(node: cst.BaseExpression, kind: str) -> bool:
 def mps_or_cpu_condition(choice: cst.IfExp) -> str | None:
     """``"mps" if torch.backends.mps.is_available() else "cpu"`` (crnn_ocr, survey 23d): a choice
     that never names CUDA. Accelerate's own choice would be CUDA on a CUDA machine, so the CPU
-    condition is kept even where the test reads only torch: ``cpu=`` is the script's CPU branch,
-    or several processes without CUDA (gloo has no MPS; knowledge/accelerate_api.py). Accelerate
-    picks MPS before CUDA (``PartialState.default_device``), so ``cpu=False`` there is MPS. None
-    for any other choice."""
+    branch's condition is kept as ``cpu=`` even where the test reads only torch; Accelerate picks
+    MPS before CUDA (``PartialState.default_device``), so ``cpu=False`` there is MPS. Several
+    processes must still be joined on the CPU (gloo has no MPS): the caller adds that
+    (hand_distribution.join_processes_without_cuda). None for any other choice."""
     if _is_device_of_kind(choice.body, torch_api.MPS_DEVICE) and is_cpu_value(choice.orelse):
-        cpu = negated(choice.test)
-    elif is_cpu_value(choice.body) and _is_device_of_kind(choice.orelse, torch_api.MPS_DEVICE):
-        cpu = _parenthesised(code(choice.test).strip())
-    else:
-        return None
-    return f"{cpu} or {accelerate_api.SEVERAL_PROCESSES_WITHOUT_CUDA}"
+        return negated(choice.test)
+    if is_cpu_value(choice.body) and _is_device_of_kind(choice.orelse, torch_api.MPS_DEVICE):
+        return _parenthesised(code(choice.test).strip())
+    return None
 
 
 def branch_condition(tree: Tree, stmt: cst.CSTNode) -> tuple[str, list[cst.BaseExpression]] | None:

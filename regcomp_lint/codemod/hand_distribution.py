@@ -131,6 +131,16 @@ def adapt_distribution(planner: PlainPlanner) -> None:
         planner.notes.append("model.module -> accelerator.unwrap_model(model, keep_torch_compile=False)")
 
 
+def join_processes_without_cuda(planner: PlainPlanner) -> None:
+    """A device the script chose among MPS and the CPU only (crnn_ocr, survey 23d): its CPU
+    branch is a ``cpu=`` condition, and several processes without CUDA must still be joined on the
+    CPU (gloo has no MPS); :func:`join_processes_only` then narrows "no CUDA" to several processes,
+    so one process keeps MPS."""
+    if _NO_CUDA not in planner.cpu_conditions:
+        planner.cpu_conditions.append(_NO_CUDA)
+        planner.notes.append(_NO_CUDA_NOTE)
+
+
 def join_processes_only(planner: PlainPlanner) -> None:
     """Once every ``cpu=`` condition is known: where the script makes its own choice of the CPU
     (cifar_basics, survey 22b: CUDA, else MPS, else the CPU), ``not torch.cuda.is_available()``

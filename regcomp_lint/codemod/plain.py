@@ -69,7 +69,11 @@ from regcomp_lint.codemod.frozen_parameters import allow_unused_parameters
 from regcomp_lint.codemod.generators import is_generator, returns_a_generator
 from regcomp_lint.codemod.gradient_clipping import clip_through_accelerator
 from regcomp_lint.codemod.graph_loaders import graph_loader_refusal
-from regcomp_lint.codemod.hand_distribution import adapt_distribution, join_processes_only
+from regcomp_lint.codemod.hand_distribution import (
+    adapt_distribution,
+    join_processes_only,
+    join_processes_without_cuda,
+)
 from regcomp_lint.codemod.hand_schedules import hand_lr_notes, step_counted_notes
 from regcomp_lint.codemod.handed_in import (
     HandedIn,
@@ -2217,7 +2221,7 @@ class PlainPlanner(Planner):
             for choice in find_all(assign.value, cst.IfExp):
                 decided = devices.choice(view.any_expression_at(choice))
                 if decided is not None and not decided.flags and (never_cuda := mps_or_cpu_condition(choice)):
-                    self.imports.append(("os", None))
+                    join_processes_without_cuda(self)
                     found.append((never_cuda, []))
                     continue
                 if decided is None or not decided.flags:

@@ -601,3 +601,19 @@ def test_a_choice_between_cuda_and_the_cpu_by_torch_alone_stays_accelerates_own(
     """``"cuda" if torch.cuda.is_available() else "cpu"`` is what Accelerate does anyway: no ``cpu=``."""
     result = convert(MPS_OR_CPU.replace('"mps" if torch.backends.mps', '"cuda" if torch.cuda'))
     assert "cpu=" not in accelerator_line(result.text)
+
+
+def test_an_mps_or_cpu_choice_in_a_ddp_script_joins_the_processes_once():
+    """The script's own process group (``cpu=not torch.cuda.is_available()``, narrowed to several
+    processes) and the MPS-or-CPU choice give one joining term, not two."""
+    text = MPS_OR_CPU.replace(
+        "import torch\n",
+        "import torch\nimport torch.distributed as dist\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n",
+        1,
+    ).replace(
+        "    optimizer = torch.optim.SGD",
+        '    dist.init_process_group(backend="gloo")\n    model = DDP(model)\n    optimizer = torch.optim.SGD',
+    )
+    line = accelerator_line(convert(text).text)
+    assert line.count("WORLD_SIZE") == 1 and "not torch.backends.mps.is_available()" in line, line
