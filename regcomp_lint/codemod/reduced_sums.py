@@ -86,6 +86,8 @@ class EpochSum:
     lengths: tuple[cst.Call, ...] = ()
     #: other sums of the same loop it is divided by (gathered with it)
     counts: tuple[str, ...] = ()
+    #: what reads it across processes, for the note: ``"stop"``, ``"scheduler"``, ``"save"``
+    readers: frozenset[str] = field(default=frozenset(), compare=False)
 
 
 @dataclass
@@ -398,16 +400,27 @@ def gather_sums(planner: PlainPlanner, found: list[EpochSum]) -> None:
         )
         names = " and ".join(f"{one.name} (line {one.line})" for one in sums)
         scope = sums[0].epoch_loop
-        ends, stops = (
-            (f"{scope.name.value}() (line {tree.line(scope)}) returns", "the loop that calls it stops")
-            if isinstance(scope, cst.FunctionDef)
-            else (f"the loop at line {tree.line(scope)} ends on", "stops")
-        )
+        readers = {reader for one in sums for reader in one.readers} or {"stop"}
+        returned = isinstance(scope, cst.FunctionDef)
+        if returned:
+            ends = f"{scope.name.value}() (line {tree.line(scope)}) returns"
+        else:
+            ends = f"the loop at line {tree.line(scope)} {'ends on' if 'stop' in readers else 'reads'}"
+        decides = [
+            phrase
+            for reader, phrase in (
+                ("stop", "the loop that calls it stops at the same epoch" if returned else "stops at the same epoch"),
+                ("scheduler", "steps its scheduler on the same value"),
+                ("save", "saves at the same epochs"),
+            )
+            if reader in readers
+        ]
         planner.notes.append(
             f"{ends} {names}, summed over each process's own batches "
             f"in the loop at line {tree.line(batch)}: {'; '.join(f'`{_gathering(one.name)}`' for one in sums)} after "
-            f"that loop {'adds' if len(sums) == 1 else 'add'} the processes' sums, so every process reads the one-process value and {stops} at the same "
-            f"epoch (up to float rounding and the batches even_batches repeats){counted}"
+            f"that loop {'adds' if len(sums) == 1 else 'add'} the processes' sums, so every process reads the "
+            f"one-process value and {' and '.join(decides)} (up to float rounding and the batches even_batches "
+            f"repeats){counted}"
         )
     if by_loop:
         planner.imports.append(("accelerate.utils", "gather_object"))
