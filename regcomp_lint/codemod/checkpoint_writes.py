@@ -447,7 +447,7 @@ def under_rank_test(planner: Planner, node: cst.CSTNode, depth: int = 0) -> bool
         if isinstance(anc, (cst.Lambda, cst.ClassDef)):
             return False
         if (
-            isinstance(anc, cst.If)
+            isinstance(anc, (cst.If, cst.IfExp))  # `SummaryWriter(...) if is_main_process() else None` too
             and tree.contains(anc.body, node)
             and main_process_test(planner, anc.test)
             and not _fixed_rank(planner, anc.test)
@@ -519,13 +519,16 @@ def wait_before_reading_back(planner: Planner, writes: list[tuple[Function, cst.
     write in the same function: a ``torch.load``, or a call handed the written path (cleanrl's
     ``evaluate(model_path, ...)``). It goes in the innermost block holding both, unless that block
     sits under an ``if`` on the rank (``if rank == 0:``), where the other processes would never
-    meet it."""
+    meet it, or in a function that runs on the main process alone (:func:`_main_process_only`)."""
     tree = planner.tree
+    guarded = {id(call) for _, call in writes}
     places: list[Function] = []
     for place, _ in writes:
         if all(place is not p for p in places):
             places.append(place)
     for place in places:
+        if _main_process_only(planner, place, guarded):
+            continue
         written = sorted((w for p, w in writes if p is place), key=tree.line)
         paths = {  # where `accelerator.save(obj, path)` writes (a helper's arguments say nothing)
             code(w.args[1].value).strip()
@@ -576,8 +579,9 @@ def wait_before_returning(planner: Planner, writes: list[tuple[Function, cst.Cal
         # only a function that trains (or drives the training) runs on every process to its end
         if isinstance(place, cst.FunctionDef) and place in training and all(place is not p for p in places):
             places.append(place)
+    guarded = {id(call) for _, call in writes}
     for place in places:
-        found = _read_after_a_call(planner, place)
+        found = None if _main_process_only(planner, place, guarded) else _read_after_a_call(planner, place)
         if found is None:
             continue
         body = tree.body_of(place)
@@ -617,6 +621,18 @@ def _read_after_a_call(planner: Planner, place: cst.FunctionDef) -> cst.Call | N
             if callee is not None and callee is not place and callee in reaching:
                 return later
     return None
+
+
+def _main_process_only(planner: Planner, place: Function, guarded: set[int]) -> bool:
+    """``place`` is a function every call of which runs on the main process alone: under a test on
+    the rank, or put under ``if accelerator.is_main_process:`` by this conversion (``guarded``:
+    :func:`guard_helper_saves`). Its write and read-back (``torch.save(state, tmp)`` then
+    ``os.replace(tmp, path)``) happen in that one process, in order; a barrier between them would
+    wait for processes that never call it (survey 23c: a 2-process run hung at the first save)."""
+    if not isinstance(place, cst.FunctionDef):
+        return False
+    callers = planner.graph.callers_of(place)
+    return bool(callers) and all(id(call) in guarded or under_rank_test(planner, call) for _, call in callers)
 
 
 def _handed_a_path(tree: Tree, call: cst.Call, paths: set[str]) -> bool:
