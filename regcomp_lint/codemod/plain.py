@@ -32,6 +32,7 @@ from regcomp_lint.codemod.checkpoint_writes import (
     saves_into_memory,
     state_saves,
     wait_before_reading_back,
+    wait_before_returning,
     write_on_main_process,
 )
 from regcomp_lint.codemod.closure_steps import loss_driven_step_refusal
@@ -1365,6 +1366,7 @@ class PlainPlanner(Planner):
         owned = [p for p in places if p in main or p in self.training]
         writes += save_the_rest_once(self, owned, writes)
         wait_before_reading_back(self, writes)
+        wait_before_returning(self, writes, self.training)
         write_files_once(self, places)
 
     def _strip_wrapper_prefix(self, load: cst.Call) -> None:

@@ -402,7 +402,7 @@ def gather_sums(planner: PlainPlanner, found: list[EpochSum]) -> None:
         scope = sums[0].epoch_loop
         readers = {reader for one in sums for reader in one.readers} or {"stop"}
         returned = isinstance(scope, cst.FunctionDef)
-        if returned:
+        if isinstance(scope, cst.FunctionDef):
             ends = f"{scope.name.value}() (line {tree.line(scope)}) returns"
         else:
             ends = f"the loop at line {tree.line(scope)} {'ends on' if 'stop' in readers else 'reads'}"
