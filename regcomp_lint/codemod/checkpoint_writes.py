@@ -447,7 +447,7 @@ def under_rank_test(planner: Planner, node: cst.CSTNode, depth: int = 0) -> bool
         if isinstance(anc, (cst.Lambda, cst.ClassDef)):
             return False
         if (
-            isinstance(anc, cst.If)
+            isinstance(anc, (cst.If, cst.IfExp))  # `SummaryWriter(...) if is_main_process() else None` too
             and tree.contains(anc.body, node)
             and main_process_test(planner, anc.test)
             and not _fixed_rank(planner, anc.test)
@@ -519,13 +519,16 @@ def wait_before_reading_back(planner: Planner, writes: list[tuple[Function, cst.
     write in the same function: a ``torch.load``, or a call handed the written path (cleanrl's
     ``evaluate(model_path, ...)``). It goes in the innermost block holding both, unless that block
     sits under an ``if`` on the rank (``if rank == 0:``), where the other processes would never
-    meet it."""
+    meet it, or in a function that runs on the main process alone (:func:`_main_process_only`)."""
     tree = planner.tree
+    guarded = {id(call) for _, call in writes}
     places: list[Function] = []
     for place, _ in writes:
         if all(place is not p for p in places):
             places.append(place)
     for place in places:
+        if _main_process_only(planner, place, guarded):
+            continue
         written = sorted((w for p, w in writes if p is place), key=tree.line)
         paths = {  # where `accelerator.save(obj, path)` writes (a helper's arguments say nothing)
             code(w.args[1].value).strip()
@@ -560,6 +563,76 @@ def wait_before_reading_back(planner: Planner, writes: list[tuple[Function, cst.
                 f"{acc}.wait_for_everyone() before the read at line {tree.line(read)}: the checkpoint written at "
                 f"line {tree.line(write)} comes from the main process only, so the other processes wait until it is there"
             )
+
+
+def wait_before_returning(planner: Planner, writes: list[tuple[Function, cst.Call]], training: set[Function]) -> None:
+    """``accelerator.wait_for_everyone()`` at the end of a function that writes a checkpoint from
+    the main process when, after a call of it, the caller loads checkpoints back (a Kaggle run's
+    ``train_one_seed()`` saves ``best_model.pt``, then the caller's ensemble loads every one
+    through ``load_local_model(d)``): the other processes return at once and read a file the main
+    process has not written yet. A replica on 2 processes failed with FileNotFoundError on rank 1
+    (3 of 3 runs under load). Loads before the call (a resume) need no barrier; a helper that only
+    saves (called under a rank test) gets none, the processes that skip it would never meet it."""
+    tree = planner.tree
+    places: list[cst.FunctionDef] = []
+    for place, _ in writes:
+        # only a function that trains (or drives the training) runs on every process to its end
+        if isinstance(place, cst.FunctionDef) and place in training and all(place is not p for p in places):
+            places.append(place)
+    guarded = {id(call) for _, call in writes}
+    for place in places:
+        found = None if _main_process_only(planner, place, guarded) else _read_after_a_call(planner, place)
+        if found is None:
+            continue
+        body = tree.body_of(place)
+        last = body.body[-1]
+        ends_in_return = isinstance(last, cst.SimpleStatementLine) and any(isinstance(s, cst.Return) for s in last.body)
+        acc = planner.accelerator_in(place)
+        barrier = statement(f"{acc}.wait_for_everyone()", planner.module)
+        planner.edits.add_statements(body, len(body.body) - (1 if ends_in_return else 0), [barrier], after=False)
+        planner.notes.append(
+            f"{acc}.wait_for_everyone() at the end of {place.name.value}(): it writes checkpoints from the main "
+            f"process only, and `{code(found).strip()}` at line {tree.line(found)} loads checkpoints after it "
+            "returned, so the other processes wait until they are there"
+        )
+
+
+def _read_after_a_call(planner: Planner, place: cst.FunctionDef) -> cst.Call | None:
+    """A call that follows a call of ``place`` in the same caller and loads a checkpoint: a
+    ``torch.load``, or a call into a module-level function that (through its callees) has one."""
+    tree, graph = planner.tree, planner.graph
+    if any(code(c.func).endswith("destroy_process_group") for c in find_all(place, cst.Call)):
+        return None  # the process group is gone at its end: no barrier can follow
+    loaders = {  # module-level functions: a class's loader runs where the class is built
+        f
+        for f in planner.module.body
+        if isinstance(f, cst.FunctionDef)
+        and f is not place
+        and any(tree.resolves_to(c.func, *_READS) for c in find_all(f, cst.Call, enter_functions=False))
+    }
+    reaching = graph.closure_of_callers(set(loaders)) if loaders else set()
+    for caller, call in graph.callers_of(place):
+        for later in find_all(caller, cst.Call, enter_functions=False):
+            if tree.line(later) <= tree.line(call):
+                continue
+            if tree.resolves_to(later.func, *_READS):
+                return later
+            callee = tree.function_named(later)
+            if callee is not None and callee is not place and callee in reaching:
+                return later
+    return None
+
+
+def _main_process_only(planner: Planner, place: Function, guarded: set[int]) -> bool:
+    """``place`` is a function every call of which runs on the main process alone: under a test on
+    the rank, or put under ``if accelerator.is_main_process:`` by this conversion (``guarded``:
+    :func:`guard_helper_saves`). Its write and read-back (``torch.save(state, tmp)`` then
+    ``os.replace(tmp, path)``) happen in that one process, in order; a barrier between them would
+    wait for processes that never call it (survey 23c: a 2-process run hung at the first save)."""
+    if not isinstance(place, cst.FunctionDef):
+        return False
+    callers = planner.graph.callers_of(place)
+    return bool(callers) and all(id(call) in guarded or under_rank_test(planner, call) for _, call in callers)
 
 
 def _handed_a_path(tree: Tree, call: cst.Call, paths: set[str]) -> bool:

@@ -98,15 +98,16 @@ def adapt_distribution(planner: PlainPlanner) -> None:
         planner.imports.append((accelerate_api.UTILS_MODULE, "DistributedDataParallelKwargs"))
     for worker, joined in workers:
         _tell_accelerate_the_rank(planner, worker, joined)
-    if dist.init_process_group and _torch_is_imported(tree):
-        # without CUDA, Accelerate treats the script's processes as one unless told to use the CPU
+    single = [c for c in dist.data_parallel if tree.resolves_to(c.func, *torch_api.SINGLE_PROCESS_DATA_PARALLEL)]
+    # without CUDA, Accelerate treats the script's processes as one unless told to use the CPU; a
+    # DDP wrap says so too where a helper of another module sets up the group (survey 23b)
+    if (dist.init_process_group or len(single) < len(dist.data_parallel)) and _torch_is_imported(tree):
         planner.cpu_conditions.append(_NO_CUDA)
     starts = "its own workers, as before" if workers else "torchrun as before, and with accelerate launch"
     if not workers and local_rank_from_env(tree) is not None:
         starts = "python -m torch.distributed.launch as before, and with torchrun and accelerate launch"
     elif not workers and local_rank_option(tree) is not None:
         starts = "python -m torch.distributed.launch as before, and with accelerate launch (see the rank option below)"
-    single = [c for c in dist.data_parallel if tree.resolves_to(c.func, *torch_api.SINGLE_PROCESS_DATA_PARALLEL)]
     if single:
         planner.notes.append(
             f"removed the DataParallel wrap (line {tree.line(single[0])}): one process now drives one GPU; start it "

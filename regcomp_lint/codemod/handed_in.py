@@ -20,6 +20,7 @@ from regcomp_lint.codemod.roles import CallGraph
 from regcomp_lint.codemod.tree import (
     Function,
     Tree,
+    argument_for,
     code,
     find_all,
     init_of,
@@ -87,6 +88,41 @@ def handed_optimizer(tree: Tree, training: set[Function]) -> tuple[str, str, int
             if key in handed:
                 return handed[key], key, tree.line(call)
     return None
+
+
+def caller_sources(tree: Tree, training: set[Function], key: str) -> list[str]:
+    """Where the callers of the training function that takes the optimizer ``key`` as a parameter
+    get what they pass for it, when a call binds it there (``optimizer, scheduler =
+    util.set_optim(args, model)``, survey 23b's FiD retriever): ``"util.set_optim(args, model) (line
+    185)"`` each, in source order. A call the converter cannot read; the refusal names it."""
+    found: list[str] = []
+    for function in tree.in_source_order(training):
+        if not isinstance(function, cst.FunctionDef) or key not in parameter_names(function):
+            continue
+        name = function.name.value
+        for call in find_all(tree.module, cst.Call):
+            if not (isinstance(call.func, cst.Name) and call.func.value == name):
+                continue
+            passed = argument_for(tree, function, call, key)
+            bound = key_of(passed) if passed is not None else None
+            if bound is None:
+                continue
+            for assign in find_all(tree.function_of(call), cst.Assign, enter_functions=False):
+                if not isinstance(assign.value, cst.Call) or bound not in _bound_names(assign):
+                    continue
+                text = f"{code(assign.value).strip()} (line {tree.line(assign)})"
+                if text not in found:
+                    found.append(text)
+    return found
+
+
+def _bound_names(assign: cst.Assign) -> set[str]:
+    names: set[str] = set()
+    for target in assign.targets:
+        node = target.target
+        elements = [e.value for e in node.elements] if isinstance(node, (cst.Tuple, cst.List)) else [node]
+        names |= {key for e in elements if (key := key_of(e)) is not None}
+    return names
 
 
 def _optimized(

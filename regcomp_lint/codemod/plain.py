@@ -33,6 +33,7 @@ from regcomp_lint.codemod.checkpoint_writes import (
     saves_into_memory,
     state_saves,
     wait_before_reading_back,
+    wait_before_returning,
     write_on_main_process,
 )
 from regcomp_lint.codemod.closure_steps import loss_driven_step_refusal
@@ -59,6 +60,7 @@ from regcomp_lint.codemod.device_parameters import follow_handed_device, keep_tr
 from regcomp_lint.codemod.device_placement import places_on_device
 from regcomp_lint.codemod.dispatched_models import refuse_dispatched_models
 from regcomp_lint.codemod.distribution import Distribution
+from regcomp_lint.codemod.drawn_batches import refuse_overdrawn_iterators
 from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.evaluation_passes import evaluation_passes_note
 from regcomp_lint.codemod.even_batches import even_batches_notes
@@ -72,6 +74,7 @@ from regcomp_lint.codemod.hand_distribution import adapt_distribution, join_proc
 from regcomp_lint.codemod.hand_schedules import hand_lr_notes, step_counted_notes
 from regcomp_lint.codemod.handed_in import (
     HandedIn,
+    caller_sources,
     find_handed_in,
     handed_optimizer,
     kept_attribute,
@@ -465,10 +468,12 @@ class PlainPlanner(Planner):
         handed_elsewhere = handed_optimizer(tree, self.training) if not found else None
         if handed_elsewhere is not None:
             receiver, key, line = handed_elsewhere
+            sources = caller_sources(tree, self.training, key)
+            source = f" (from {', '.join(sources)}, which the converter cannot read)" if sources else ""
             raise Refusal(
-                f"the optimizer {key} (stepped at line {line}) is handed to {receiver} by its caller, which builds it "
-                f"and the models it trains; which models it optimizes is only known there: convert by hand (prepare "
-                f"them where they are built and hand the accelerator to {receiver})"
+                f"the optimizer {key} (stepped at line {line}) is handed to {receiver} by its caller, which builds it"
+                f"{source} and the models it trains; which models it optimizes is only known there: convert by hand "
+                f"(prepare them where they are built and hand the accelerator to {receiver})"
             )
         if not found:
             # what the script zeroes and steps, first: the real optimizer, where a line only "fed
@@ -794,6 +799,9 @@ class PlainPlanner(Planner):
                 self.notes.append(
                     f"{key} is not iterated by the training loop: left unprepared (evaluation is not sharded)"
                 )
+        refuse_overdrawn_iterators(
+            tree, tree.in_source_order({*self.training, self.scope}), loaders, self.inline_loaders
+        )
         refusal = container_loader_refusal(view, loaders + self.inline_loaders + self.sharded_loaders)
         if refusal is None:
             origins = [o for o in prepared_origins.values() if o is not None]
@@ -1356,6 +1364,7 @@ class PlainPlanner(Planner):
         owned = [p for p in places if p in main or p in self.training]
         writes += save_the_rest_once(self, owned, writes)
         wait_before_reading_back(self, writes)
+        wait_before_returning(self, writes, self.training)
         write_files_once(self, places)
 
     def _strip_wrapper_prefix(self, load: cst.Call) -> None:

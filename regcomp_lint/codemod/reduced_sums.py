@@ -86,6 +86,8 @@ class EpochSum:
     lengths: tuple[cst.Call, ...] = ()
     #: other sums of the same loop it is divided by (gathered with it)
     counts: tuple[str, ...] = ()
+    #: what reads it across processes, for the note: ``"stop"``, ``"scheduler"``, ``"save"``
+    readers: frozenset[str] = field(default=frozenset(), compare=False)
 
 
 @dataclass
@@ -193,6 +195,21 @@ def _sum_of(
     additions: list[cst.AugAssign] = []
     resets = []
     divisions: list[cst.BaseExpression] = []
+    # A read inside the batch loop rules out any gather after it, whatever form the value has
+    # (moco_pp3's running mean equals sum / count at the epoch's end): told first, a test
+    # (``if best_loss > train_loss_moco:``, what decides there) before any other read.
+    inside = [w for w in writes if tree.contains(batch.body, w)]
+    early = [
+        (node, statement)
+        for node in _read_nodes(batch.body, name)
+        if not any(tree.contains(w, node) for w in inside) and not _a_call_of_its_own(statement := tree.line_of(node))
+    ]
+    if early:
+        node, statement = next(((n, s) for n, s in early if isinstance(s, (cst.If, cst.While))), early[0])
+        return (
+            f"it is read inside the batch loop at line {tree.line(node)} (`{_header(statement)}`), before every "
+            "process's share is in"
+        )
     for write in writes:
         line = tree.line(write)
         first = code(write).strip().splitlines()[0]
@@ -218,15 +235,6 @@ def _sum_of(
             else f"pass of the loop at line {tree.line(loop)}"
         )
         return f"it is not reset before the batch loop (line {start}) in each {each}"
-    for node in _read_nodes(batch.body, name):
-        if any(node is a.target for a in additions) or any(tree.contains(a.value, node) for a in additions):
-            continue
-        statement_line = tree.line_of(node)
-        if not _a_call_of_its_own(statement_line):
-            return (
-                f"it is read inside the batch loop at line {tree.line(node)} (`{_header(statement_line)}`), before every "
-                "process's share is in"
-            )
     for division in find_all(loop.body, cst.BinaryOperation, enter_functions=False):
         if isinstance(division.operator, cst.Divide) and tree.line(division) > end and name in read_keys(division.left):
             divisions.append(division.right)
@@ -392,16 +400,27 @@ def gather_sums(planner: PlainPlanner, found: list[EpochSum]) -> None:
         )
         names = " and ".join(f"{one.name} (line {one.line})" for one in sums)
         scope = sums[0].epoch_loop
-        ends, stops = (
-            (f"{scope.name.value}() (line {tree.line(scope)}) returns", "the loop that calls it stops")
-            if isinstance(scope, cst.FunctionDef)
-            else (f"the loop at line {tree.line(scope)} ends on", "stops")
-        )
+        readers = {reader for one in sums for reader in one.readers} or {"stop"}
+        returned = isinstance(scope, cst.FunctionDef)
+        if isinstance(scope, cst.FunctionDef):
+            ends = f"{scope.name.value}() (line {tree.line(scope)}) returns"
+        else:
+            ends = f"the loop at line {tree.line(scope)} {'ends on' if 'stop' in readers else 'reads'}"
+        decides = [
+            phrase
+            for reader, phrase in (
+                ("stop", "the loop that calls it stops at the same epoch" if returned else "stops at the same epoch"),
+                ("scheduler", "steps its scheduler on the same value"),
+                ("save", "saves at the same epochs"),
+            )
+            if reader in readers
+        ]
         planner.notes.append(
             f"{ends} {names}, summed over each process's own batches "
             f"in the loop at line {tree.line(batch)}: {'; '.join(f'`{_gathering(one.name)}`' for one in sums)} after "
-            f"that loop {'adds' if len(sums) == 1 else 'add'} the processes' sums, so every process reads the one-process value and {stops} at the same "
-            f"epoch (up to float rounding and the batches even_batches repeats){counted}"
+            f"that loop {'adds' if len(sums) == 1 else 'add'} the processes' sums, so every process reads the "
+            f"one-process value and {' and '.join(decides)} (up to float rounding and the batches even_batches "
+            f"repeats){counted}"
         )
     if by_loop:
         planner.imports.append(("accelerate.utils", "gather_object"))

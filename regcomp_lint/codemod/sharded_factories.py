@@ -22,7 +22,9 @@ import os
 from regcomp_lint.analysis.distributed_samplers import builds_distributed_sampler, project_definition
 from regcomp_lint.codemod.local_modules import importer_of, star_imports, star_source
 from regcomp_lint.codemod.tree import Tree
-from regcomp_lint.knowledge.torch_api import DISTRIBUTED_FLAG_KEYWORDS, SAMPLER_SET_EPOCH
+from regcomp_lint.knowledge.torch_api import DISTRIBUTED_FLAG_KEYWORDS, LOADER_SAMPLER_ATTRIBUTE, SAMPLER_SET_EPOCH
+
+_LOADER_SAMPLER = f".{LOADER_SAMPLER_ATTRIBUTE}"
 
 
 def sharded_by_factory(tree: Tree, imports, call: ast.Call, by_hand: bool, sampler: str | None = None) -> str | None:
@@ -45,10 +47,15 @@ def sharded_by_factory(tree: Tree, imports, call: ast.Call, by_hand: bool, sampl
         return None
     told = next((kw for kw in call.keywords if kw.arg in DISTRIBUTED_FLAG_KEYWORDS and not _is_off(kw.value)), None)
     if by_hand and told is None and sampler is not None:
+        handed = (
+            f"the script calls {sampler}.{SAMPLER_SET_EPOCH}() on the loader's own sampler"
+            if sampler.endswith(_LOADER_SAMPLER)
+            else f"hands back {sampler} too, whose {SAMPLER_SET_EPOCH}() the script calls"
+        )
         return (
-            f"comes from {name}(), which cannot be read but hands back {sampler} too, whose {SAMPLER_SET_EPOCH}() the "
-            "script calls (a DistributedSampler: one shard per rank already): left unprepared, so every rank sees "
-            "exactly the batches it saw before (prepared, it would be sharded twice: each rank would see 1/N of its share)"
+            f"comes from {name}(), which cannot be read but {handed} (a DistributedSampler: one shard per rank "
+            "already): left unprepared, so every rank sees exactly the batches it saw before (prepared, it would be "
+            "sharded twice: each rank would see 1/N of its share)"
         )
     if not by_hand or told is None:
         return None
@@ -62,18 +69,33 @@ def sharded_by_factory(tree: Tree, imports, call: ast.Call, by_hand: bool, sampl
 
 def sampler_beside(module: ast.Module, call: ast.Call) -> str | None:
     """A name the statement unpacking ``call`` binds that the script calls ``set_epoch()`` on: the
-    factory returned the sampler of its loaders beside them."""
+    factory returned the sampler of its loaders beside them; or ``<loader>.sampler`` when the script
+    calls ``set_epoch()`` on the own sampler of a loader ``call`` returns (survey 23b, gpt2_chakra:
+    ``train_loader.sampler.set_epoch(epoch)``, which only a DistributedSampler-like sampler has)."""
     names: set[str] = set()
+    unpacked = False
     for node in ast.walk(module):
-        if isinstance(node, ast.Assign) and node.value is call and isinstance(node.targets[0], (ast.Tuple, ast.List)):
-            names = {e.id for e in node.targets[0].elts if isinstance(e, ast.Name)}
+        if isinstance(node, ast.Assign) and node.value is call:
+            target = node.targets[0]
+            unpacked = isinstance(target, (ast.Tuple, ast.List))
+            elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+            names = {e.id for e in elts if isinstance(e, ast.Name)}
     if not names:
         return None
     for node in ast.walk(module):
         func = node.func if isinstance(node, ast.Call) else None
-        if isinstance(func, ast.Attribute) and func.attr == SAMPLER_SET_EPOCH and isinstance(func.value, ast.Name):
-            if func.value.id in names:
-                return func.value.id
+        if not isinstance(func, ast.Attribute) or func.attr != SAMPLER_SET_EPOCH:
+            continue
+        owner = func.value
+        if unpacked and isinstance(owner, ast.Name) and owner.id in names:
+            return owner.id
+        if (
+            isinstance(owner, ast.Attribute)
+            and owner.attr == LOADER_SAMPLER_ATTRIBUTE
+            and isinstance(owner.value, ast.Name)
+            and owner.value.id in names
+        ):
+            return f"{owner.value.id}{_LOADER_SAMPLER}"
     return None
 
 

@@ -320,13 +320,14 @@ def refuse_rebound_models(planner: PlainPlanner, found: TrainerModels) -> None:
             left = [n for n in bindings(method, model) if not planner.is_removed(n) and not _moved(n, model)]
             if left and _placeholder_only(bindings(found.init, model)):
                 # nanogpt_cls (survey21b): `self.model = None` in __init__, built by loadModel()/resumeModel()
-                binders = [m for m in methods_of(found.cls) if m is not found.init and bindings(m, model)]
-                where = ", ".join(f"{m.name.value}() (line {tree.line(bindings(m, model)[0])})" for m in binders)
+                where = ", ".join(
+                    filter(None, (_binder_of_placeholder(planner, found, m, model) for m in methods_of(found.cls)))
+                )
                 raise Refusal(
                     f"the model {model} is only set to None in {found.cls.name.value}.__init__() (line "
-                    f"{tree.line(bindings(found.init, model)[0])}) and bound in {where}: the conversion prepares "
-                    "a trainer's model that __init__ builds itself or through one method it calls once for it; "
-                    "convert by hand"
+                    f"{tree.line(bindings(found.init, model)[0])}) and bound in {where}: the conversion "
+                    "prepares a trainer's model that __init__ builds itself or through one method it calls once for "
+                    "it, and that no other method binds again; convert by hand"
                 )
             if left:
                 raise Refusal(
@@ -335,6 +336,31 @@ def refuse_rebound_models(planner: PlainPlanner, found: TrainerModels) -> None:
                     f"the model {function_label(planner.scope)} prepares is not the one every method uses; "
                     "keep one model per trainer, or convert by hand"
                 )
+
+
+def _binder_of_placeholder(planner: PlainPlanner, found: TrainerModels, method: cst.FunctionDef, model: str) -> str:
+    """``loadModel() (line 243, called by __init__() at line 109)``, ``resumeModel() (line 201,
+    called by loadModel() at line 246, not by __init__())``, ``compileModel() (line 315, `self.model
+    = torch.compile(self.model)`, called by ...)``: a method other than ``__init__`` that binds the
+    placeholder ``model`` and who calls it (nanogpt_cls: a helper's helper, a compile in a
+    method), or "" where it is ``__init__`` or its bindings are all removed (a DDP wrap)."""
+    tree = planner.tree
+    if method is found.init:
+        return ""
+    left = [n for n in bindings(method, model) if not planner.is_removed(n) and not _moved(n, model)]
+    if not left:
+        return ""
+    value = left[0].value if isinstance(left[0], (cst.Assign, cst.AnnAssign)) else None
+    rewrapped = value is not None and model in read_keys(value)  # a compile or wrap of the model itself
+    shown = f", `{code(left[0]).strip().splitlines()[0]}`" if rewrapped else ""
+    callers = []
+    for call in _calls_of_method(tree, found.cls, method):
+        caller = tree.function_of(call)
+        callers.append(f"{function_label(caller)} at line {tree.line(call)}")
+    by = "called by " + ", ".join(callers) if callers else "called nowhere in the file"
+    if callers and all(not c.startswith("__init__()") for c in callers):
+        by += ", not by __init__()"
+    return f"{method.name.value}() (line {tree.line(left[0])}{shown}, {by})"
 
 
 def _placeholder_only(nodes: list[cst.CSTNode]) -> bool:

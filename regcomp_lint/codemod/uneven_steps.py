@@ -14,6 +14,8 @@ in the loop that ends or in the function whose return it ends on (``train_one_ep
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import libcst as cst
 
 from regcomp_lint.codemod.per_process import (
@@ -187,16 +189,21 @@ def _gathered_ending(
         return ending
     chosen: list[EpochSum] = []
     for found in sums:
-        needed = set()
+        needed: dict[str, frozenset[str]] = {}
         for name, one in found.sums.items():  # only what the ending reads: a printed sum stays each process's
             varies.summed = before | (every - set(one.additions))
-            if (
-                _run_time_ending(tree, loop, varies, evaluations) is not None
-                or _steps_on_own_values(loop, varies, evaluations)
-                or _saves_on_own_values(loop, varies, evaluations)
-            ):
-                needed.add(name)
-        chosen += found.with_counts(needed)
+            readers = frozenset(
+                reader
+                for reader, reads in (
+                    ("stop", lambda: _run_time_ending(tree, loop, varies, evaluations) is not None),
+                    ("scheduler", lambda: _steps_on_own_values(loop, varies, evaluations)),
+                    ("save", lambda: _saves_on_own_values(loop, varies, evaluations)),
+                )
+                if reads()
+            )
+            if readers:
+                needed[name] = readers
+        chosen += [replace(one, readers=needed.get(one.name, frozenset())) for one in found.with_counts(set(needed))]
     varies.summed = before | {a for one in chosen for a in one.additions}
     gathered.extend(one for one in chosen if one not in gathered)
     return None

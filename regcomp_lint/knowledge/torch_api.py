@@ -103,6 +103,8 @@ LOSS_DRIVEN_OPTIMIZERS = ("torch.optim.LBFGS", "torch.optim.lbfgs.LBFGS")
 OPTIMIZER_BASE = ("torch.optim.Optimizer",)
 #: ``DistributedSampler.set_epoch(epoch)``: reshuffles the sampler's per-rank shard each epoch
 SAMPLER_SET_EPOCH = "set_epoch"
+#: The attribute of a ``DataLoader`` holding its sampler (``train_loader.sampler.set_epoch(epoch)``).
+LOADER_SAMPLER_ATTRIBUTE = "sampler"
 #: ``torch.optim.Optimizer``'s own methods: any other method an optimizer is called with comes from
 #: its class (SAM's ``first_step``/``second_step``, Sophia's ``update_hessian``)
 OPTIMIZER_API = frozenset(
@@ -295,6 +297,7 @@ LOADER_SAMPLER_POSITIONS = (3, 4)
 DISTRIBUTED_FLAG_KEYWORDS = (
     "distributed",
     "is_distributed",
+    "use_distributed",
     "ddp",
     "use_ddp",
     "dist",

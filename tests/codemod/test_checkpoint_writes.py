@@ -686,3 +686,81 @@ def test_a_save_helper_that_changes_the_model_in_place_runs_on_every_process():
     assert '\n    save_model(model, "out", accelerator=accelerator)\n' in result.text, result.text
     assert "is_main_process" not in result.text, result.text
     assert result.text.count("accelerator.save(") == 2, result.text
+
+
+ATOMIC_SAVE = """\
+import os
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+def is_rank0():
+    return not dist.is_initialized() or dist.get_rank() == 0
+
+
+def save_ckpt(path, epoch, model, optimizer):
+    state = {
+        "epoch": epoch,
+        "model": model.module.state_dict() if hasattr(model, "module") else model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+    }
+    tmp = path + ".tmp"
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+    loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data))
+    for epoch in range(2):
+        for x, y in loader:
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        CALL
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_no_barrier_inside_a_helper_that_runs_on_the_main_process_only():
+    """Survey 23c (a PSMA SegResNet trainer under torchrun): ``save_ckpt()`` writes ``path.tmp``,
+    then ``os.replace(tmp, path)``; its calls run under ``if is_rank0():`` (or are put under
+    ``if accelerator.is_main_process:``). The rename read the written path, so a
+    ``wait_for_everyone()`` went before it, inside the helper: the main process waited there for
+    processes that never call the helper. A replica converted and launched with torchrun on 2 gloo
+    processes hung at the first save (timeout after 90 s; the original finished in 3 s)."""
+    for call in (
+        'if is_rank0():\n            save_ckpt("last.pt", epoch, model, optimizer)',
+        'save_ckpt("last.pt", epoch, model, optimizer)',
+    ):
+        result = convert_source(ATOMIC_SAVE.replace("CALL", call), "train.py", ConvertOptions())
+        assert result.refused is None, result.refused
+        assert "wait_for_everyone" not in result.text, result.text
+        assert "    accelerator.save(state, tmp)\n    os.replace(tmp, path)\n" in result.text, result.text
+
+
+def test_a_helper_every_process_calls_still_waits_before_reading_back():
+    """The same write and read in a function every process runs (the training function itself):
+    the barrier stays."""
+    source = ATOMIC_SAVE.replace(
+        "        CALL\n",
+        '        torch.save(model.state_dict(), "m.pth")\n        model.load_state_dict(torch.load("m.pth"))\n'
+        '        if is_rank0():\n            save_ckpt("last.pt", epoch, model, optimizer)\n',
+    )
+    result = convert_source(source, "train.py", ConvertOptions())
+    assert result.refused is None, result.refused
+    assert result.text.count("accelerator.wait_for_everyone()") == 1, result.text
+    assert "        accelerator.wait_for_everyone()\n        accelerator.unwrap_model(model, " in result.text, (
+        result.text
+    )

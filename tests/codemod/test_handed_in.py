@@ -133,3 +133,25 @@ def test_a_trainer_handed_a_scheduler_too_prepares_the_optimizer_that_zeroes_the
     result = convert_source(text, "train.py", ConvertOptions())
     assert result.refused is None, result.refused
     assert "self.model, self.optimizer, self.loader = self.accelerator.prepare(" in result.text
+
+
+def test_an_optimizer_the_caller_gets_from_a_call_that_cannot_be_read_is_named_with_its_line():
+    """Survey 23b, FiD retriever: ``train(args, model, optimizer, scheduler, ...)`` called at module
+    level, where ``model, optimizer, scheduler, ... = util.load(...)`` or ``optimizer, scheduler =
+    util.set_optim(args, model)`` of another module: the refusal names those calls and lines."""
+    text = (
+        "import torch\nfrom fid import util\n\n\n"
+        "def train(model, optimizer, scheduler, loader):\n    for x in loader:\n"
+        "        loss = model(x.cuda()).sum()\n        loss.backward()\n        optimizer.step()\n"
+        "        scheduler.step()\n        model.zero_grad()\n\n\n"
+        "if __name__ == '__main__':\n    args = util.parse()\n"
+        "    if args.resume:\n        model, optimizer, scheduler = util.load(args)\n"
+        "    else:\n        model = torch.nn.Linear(4, 1).cuda()\n"
+        "        optimizer, scheduler = util.set_optim(args, model)\n"
+        "    train(model, optimizer, scheduler, util.loader(args))\n"
+    )
+    result = convert_source(text, "train_retriever.py")
+    assert result.refused is not None
+    assert "the optimizer optimizer (stepped at line 9) is handed to train() by its caller" in result.refused
+    assert "util.load(args) (line 17)" in result.refused, result.refused
+    assert "util.set_optim(args, model) (line 20)" in result.refused, result.refused

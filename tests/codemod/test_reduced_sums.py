@@ -367,9 +367,61 @@ def test_a_best_model_save_on_the_epoch_loop_sum_without_a_stop_gets_the_gathere
     assert REDUCED in result.text, result.text
 
 
+def _gather_note(text: str) -> str:
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    return next(n for n in result.notes if "gather_object" in n)
+
+
+def test_the_note_says_what_reads_the_gathered_sum():
+    """The note names what the gathered value decides: a stop, a ReduceLROnPlateau step, a best-model
+    save (survey23d crnn_ocr: the note said the loop "ends on" a sum only its plateau scheduler read)."""
+    head = PATIENCE.split("    improved = ")[0]
+    stop = _gather_note(PATIENCE)
+    assert "ends on epoch_loss (line 20)" in stop and "stops at the same epoch" in stop, stop
+
+    plateau = (
+        head.replace(
+            "opt = torch.optim.SGD(model.parameters(), lr=0.05)\n",
+            "opt = torch.optim.SGD(model.parameters(), lr=0.05)\n"
+            "scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=1)\n",
+        )
+        + "    scheduler.step(mean_loss)\n"
+    )
+    note = _gather_note(plateau)
+    assert "the loop at line 12 reads epoch_loss (line 21)" in note, note
+    assert "steps its scheduler on the same value" in note and "stops" not in note, note
+
+    save = (
+        head + '    if mean_loss < best:\n        best = mean_loss\n        torch.save(model.state_dict(), "best.pt")\n'
+    )
+    note = _gather_note(save)
+    assert "the loop at line 11 reads epoch_loss (line 20)" in note, note
+    assert "saves at the same epochs" in note and "stops" not in note, note
+
+
 def test_a_save_every_epoch_beside_a_printed_sum_gathers_nothing():
     """A save that no per-process value decides (every epoch) needs no gather."""
     text = PATIENCE.split("    improved = ")[0] + '    torch.save(model.state_dict(), "last.pt")\n'
     result = convert_source(text, "train.py")
     assert result.refused is None, result.refused
     assert "gather_object" not in result.text, result.text
+
+
+def test_a_running_mean_tested_inside_the_batch_loop_is_refused_naming_the_test():
+    """survey21c moco_pp3: ``train_loss_moco = train_loss_moco + (1 / (total_iters+1)) * (...)``
+    and, every 10 batches, ``if best_loss > train_loss_moco:`` setting the stop counter. The
+    running mean equals sum / count at the epoch's end (replica: to 1e-16), so its form is not
+    what rules it out: the counter is decided on each process's partial mean inside the batch
+    loop (replica, 2 processes: counters 2 and 10 after 4 epochs, the one-process run 7), which
+    no gather after the batch loop can give. The refusal names that test, not the form."""
+    text = PATIENCE.replace(
+        "        epoch_loss += loss.item()\n", "        epoch_loss = epoch_loss + (loss.item() - epoch_loss) / 2\n"
+    ).replace(
+        "        progress_bar.set_postfix(loss=epoch_loss)\n",
+        "        if epoch_loss > 100:\n            epochs_no_improve += 1\n",
+    )
+    result = convert_source(text, "train.py")
+    assert result.refused is not None, "converted"
+    assert "read inside the batch loop at line 21 (`if epoch_loss > 100:`)" in result.refused, result.refused
+    assert "set anew" not in result.refused, result.refused

@@ -302,3 +302,46 @@ def test_a_loader_unsharded_on_every_branch_is_still_prepared(tmp_path):
     result = convert_source(BRANCHES, str(tmp_path / "train.py"))
     assert result.refused is None, result.refused
     assert "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)" in result.text, result.text
+
+
+def test_an_unreadable_factory_whose_loader_sampler_is_set_to_an_epoch_keeps_its_loader_unprepared(tmp_path):
+    """Survey 23b, gpt2_chakra: ``train_loader, val_loader, tokenizer = get_dataloaders(...,
+    use_distributed=(world_size > 1))`` from a module not there, and
+    ``train_loader.sampler.set_epoch(epoch)``: the loader's own sampler has an epoch, a
+    DistributedSampler. Prepared, its sampler became accelerate's SequentialSampler and the first
+    ``set_epoch`` raised AttributeError on 2 processes (replica, gloo)."""
+    text = TORCHRUN.replace(
+        "tr_loader, steps_per_epoch = get_dataloaders(batch_size=4, distributed=True)",
+        "tr_loader, steps_per_epoch = get_dataloaders(batch_size=4)",
+    ).replace(
+        "    for epoch in range(2):\n", "    for epoch in range(2):\n        tr_loader.sampler.set_epoch(epoch)\n"
+    )
+    result = convert_source(text, str(tmp_path / "train.py"))
+    assert result.refused is None, result.refused
+    assert "model, optimizer = accelerator.prepare(model, optimizer)\n" in result.text, result.text
+    assert "tr_loader.sampler.set_epoch(epoch)" in result.text
+    assert any(
+        n.startswith("tr_loader (from get_dataloaders(), line 11) comes from get_dataloaders(), which cannot be read")
+        and "tr_loader.sampler.set_epoch()" in n
+        for n in result.notes
+    ), result.notes
+
+
+def test_an_unreadable_factory_told_use_distributed_keeps_its_loader_unprepared(tmp_path):
+    text = TORCHRUN.replace("distributed=True", "use_distributed=True")
+    result = convert_source(text, str(tmp_path / "train.py"))
+    assert result.refused is None, result.refused
+    assert "model, optimizer = accelerator.prepare(model, optimizer)\n" in result.text, result.text
+
+
+def test_a_loader_sampler_set_to_an_epoch_in_a_single_process_script_is_still_prepared(tmp_path):
+    text = TORCHRUN.replace('    dist.init_process_group(backend="gloo")\n', "").replace(
+        "    dist.destroy_process_group()\n", ""
+    )
+    text = text.replace("DDP(nn.Linear(4, 1))", "nn.Linear(4, 1)").replace("distributed=True", "shuffle=True")
+    text = text.replace(
+        "    for epoch in range(2):\n", "    for epoch in range(2):\n        tr_loader.sampler.set_epoch(epoch)\n"
+    )
+    result = convert_source(text, str(tmp_path / "train.py"))
+    assert result.refused is None, result.refused
+    assert "accelerator.prepare(model, optimizer, tr_loader)" in result.text

@@ -72,3 +72,17 @@ def test_wandb_init_under_a_rank_test_is_left_alone():
         ).replace("import torch\n", "import os\n\nimport torch\n", 1)
     )
     assert "is_main_process else" not in ranked.text
+
+
+def test_a_tracker_built_only_on_the_main_process_by_a_conditional_expression_gets_no_note():
+    """Survey 23c (SHOT adaptation of a SwinUNETR under torchrun):
+    ``writer = SummaryWriter(...) if is_main_process() else None`` starts one event file; the
+    note said every process logs."""
+    text = SCRIPT.replace(
+        '    writer = SummaryWriter("runs/demo")\n',
+        '    writer = SummaryWriter("runs/demo") if int(os.environ.get("RANK", 0)) == 0 else None\n',
+    ).replace("import torch\n", "import os\n\nimport torch\n", 1)
+    result = _convert(text)
+    assert not any("logs from every process" in note for note in result.notes), result.notes
+    other = _convert(text.replace('int(os.environ.get("RANK", 0)) == 0', 'os.environ.get("TENSORBOARD")'))
+    assert any("SummaryWriter() at line 11 logs from every process" in n for n in other.notes), other.notes

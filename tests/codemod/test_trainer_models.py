@@ -721,7 +721,8 @@ def test_a_model_only_set_to_none_in_init_is_refused_naming_the_methods_that_bin
     result = convert(text)
     assert result.refused is not None
     assert (
-        "the model self.model is only set to None in Trainer.__init__() (line 25) and bound in load_model() (line 31)"
+        "the model self.model is only set to None in Trainer.__init__() (line 25) and bound in load_model() (line 31, "
+        "called by __init__() at line 26)"
     ) in result.refused, result.refused
 
 
@@ -833,3 +834,30 @@ def test_a_device_a_builder_reads_from_the_kept_config_stays_the_users_choice():
     assert init.index("self.config = config") < init.index("self.accelerator = Accelerator(")
     assert init.index("self.accelerator = Accelerator(") < init.index("self._build_model()")
     assert "        self.model = nn.Linear(4, 1).to(self.accelerator.device)\n" in out
+
+
+def test_a_placeholder_model_built_through_a_helpers_helper_and_compiled_again_is_refused_naming_each():
+    """nanogpt_cls (survey21b, convert23b): ``self.model = None`` in __init__, loadModel() (called
+    once by __init__) builds it, on a resume through resumeModel() (called by loadModel(): a
+    helper's helper), compileModel() binds ``torch.compile(self.model)`` again (kept there, named
+    with its statement), and warpModel()'s DDP wrap, which the conversion removes, is no binder.
+    Before, the refusal listed the four methods alike, the removed DDP wrap among them, and said
+    nothing of who calls them. Here the compile is taken over (removed), so it is not named."""
+    text = SET_OPTIMIZER.replace(
+        "        self.model = Net().to(self.device)\n",
+        "        self.model = None\n        self.load_model()\n        self.compile_model()\n",
+    ).replace(
+        "    def set_optimizer(self):\n",
+        "    def resume_model(self):\n        self.model = Net()\n\n"
+        "    def load_model(self):\n        if self.device is None:\n            self.resume_model()\n"
+        "        else:\n            self.model = Net()\n\n"
+        "    def compile_model(self):\n        if self.device is not None:\n"
+        "            self.unoptimized_model = self.model\n            self.model = torch.compile(self.model)\n\n"
+        "    def set_optimizer(self):\n",
+    )
+    result = convert(text)
+    assert result.refused is not None
+    refusal = result.refused
+    assert "resume_model() (line 32, called by load_model() at line 36, not by __init__())" in refusal, refusal
+    assert "load_model() (line 38, called by __init__() at line 26)" in refusal, refusal
+    assert "compile_model()" not in refusal, refusal

@@ -51,3 +51,26 @@ def test_the_wrapped_models_own_state_dict_keeps_the_prefix_note():
     result = convert_source(SCRIPT.format(save='torch.save(model.state_dict(), "m.pth")'), "cifar.py")
     assert result.refused is None, result.refused
     assert any(PREFIX_NOTE in n for n in result.notes), result.notes
+
+
+def test_the_wraps_own_condition_as_the_branch_test_has_no_prefix_note():
+    """Survey 23b, FiD-T5: ``if is_distributed: model = DDP(...)`` then ``sd =
+    model.module.state_dict() if is_distributed else model.state_dict()``: the else branch reads
+    the model only where it was never wrapped, so the checkpoint never had ``module.`` keys."""
+    saves = (
+        'torch.save(model.module.state_dict() if world_size > 1 else model.state_dict(), "m.pth")',
+        'if world_size > 1:\n    torch.save(model.module.state_dict(), "m.pth")\n'
+        'else:\n    torch.save(model.state_dict(), "m.pth")',
+        'if not world_size > 1:\n    torch.save(model.state_dict(), "m.pth")',
+    )
+    for save in saves:
+        result = convert_source(SCRIPT.format(save=save), "cifar.py")
+        assert result.refused is None, result.refused
+        assert not any(PREFIX_NOTE in n for n in result.notes), (save, result.notes)
+
+
+def test_another_condition_than_the_wraps_keeps_the_prefix_note():
+    save = 'torch.save(model.module.state_dict() if world_size > 2 else model.state_dict(), "m.pth")'
+    result = convert_source(SCRIPT.format(save=save), "cifar.py")
+    assert result.refused is None, result.refused
+    assert any(PREFIX_NOTE in n for n in result.notes), result.notes
