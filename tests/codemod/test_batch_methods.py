@@ -22,7 +22,10 @@ def _found(text: str) -> list[tuple[str, int]]:
 
 
 def test_module_level_calls_through_a_module_level_instance():
-    text = LOADER + "loader = Loader(torch.ones(3))\nx = loader.next_batch()\nfor _ in range(3):\n    x = loader.next_batch()\n"
+    text = (
+        LOADER
+        + "loader = Loader(torch.ones(3))\nx = loader.next_batch()\nfor _ in range(3):\n    x = loader.next_batch()\n"
+    )
     assert _found(text) == [("next_batch", 2)]
 
 
