@@ -23,6 +23,7 @@ from regcomp_lint.analysis.global_rebinders import rebinds_globals
 from regcomp_lint.analysis.main_process import is_main_process_test, tests_the_rank
 from regcomp_lint.analysis.training_objects import Kind
 from regcomp_lint.analysis.training_roles import Cadence, Origin, TrainingRoles
+from regcomp_lint.codemod.batch_methods import own_batch_methods
 from regcomp_lint.codemod.batch_seeds import split_hand_written_batches
 from regcomp_lint.codemod.branch_bindings import refuse_unbound_at_prepare
 from regcomp_lint.codemod.builders import call_statement, expression, statement, with_keyword
@@ -1244,6 +1245,11 @@ class PlainPlanner(Planner):
                 if self.can_reach_accelerator(place):
                     reach += [place, *(f for f in find_all(place, cst.FunctionDef) if f is not place)]
         reach += [m for m in self._dataset_item_methods() if all(m is not r for r in reach)]
+        if isinstance(self.scope, cst.Module):
+            for method, calls in own_batch_methods(tree):  # `train_loader.next_batch()`'s "cuda"
+                self.batch_method_calls[id(method)] = calls
+                if all(method is not r for r in reach):
+                    reach.append(method)
         self.assigned_device_keys = {key for function in reach for key in assigned_device_keys(tree, function)}
         self.model_gpu_choices = model_gpu_choices(tree, set(self.models))
         home = self.accelerator_home
@@ -1991,7 +1997,7 @@ class PlainPlanner(Planner):
         """The calls in module-level code that (through other functions) run ``function``."""
         if depth > 3 or isinstance(function, cst.Module):
             return []
-        calls: list[cst.CSTNode] = []
+        calls: list[cst.CSTNode] = list(self.batch_method_calls.get(id(function), []))
         for caller, call in self.graph.callers_of(function):
             calls += [call] if isinstance(caller, cst.Module) else self._module_calls_of(caller, depth + 1)
         return calls

@@ -78,6 +78,8 @@ class Planner:
         self._injected: set[cst.FunctionDef] = set()
         #: nodes in the scope that will read the accelerator (for placing its creation)
         self.uses: list[cst.CSTNode] = []
+        #: module-level calls that run a method of the script's own loader class (``train_loader.next_batch()``)
+        self.batch_method_calls: dict[int, list[cst.Call]] = {}
         #: device assignments rewritten: node -> (target, new value source)
         self.device_values: dict[cst.CSTNode, tuple[str, str]] = {}
         #: device flags read inline, ``x.to(args.device)``: each becomes a CPU switch of the Accelerator
