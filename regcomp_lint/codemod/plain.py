@@ -91,6 +91,7 @@ from regcomp_lint.codemod.held_objects import held_objects, told_of_the_wrap
 from regcomp_lint.codemod.host_batches import host_batch_loaders
 from regcomp_lint.codemod.inference_only import trains_nothing
 from regcomp_lint.codemod.iterable_batches import whole_batch_stream_refusal
+from regcomp_lint.codemod.iterator_loaders import refuse_next_on_loaders
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.listed_loaders import listed_loader_notes
 from regcomp_lint.codemod.load_locations import keep_cpu_load_locations
@@ -367,6 +368,7 @@ class PlainPlanner(Planner):
         self._let_step_take_a_closure()
         follow_handed_device(self)
         note_eager_iterators(self, self.loaders)
+        refuse_next_on_loaders(self.tree, self.loaders)
         if self.trainer_models is not None:
             refuse_rebound_models(self, self.trainer_models)
         self._place(settings, script)
