@@ -589,9 +589,9 @@ def _append(items: list[cst.Param], new: cst.Param) -> list[cst.Param]:
         )
         return [*items[:-1], last.with_changes(comma=separator), new.with_changes(comma=last.comma)]
     if isinstance(last.whitespace_after_param, cst.ParenthesizedWhitespace) and len(items) > 1:
-        separator = items[-2].comma  # one parameter per line, no trailing comma: the newline before ``)`` moves
-        if isinstance(separator, cst.Comma) and isinstance(separator.whitespace_after, cst.ParenthesizedWhitespace):
-            moved = last.with_changes(comma=separator, whitespace_after_param=cst.SimpleWhitespace(""))
+        between = items[-2].comma  # one parameter per line, no trailing comma: the newline before ``)`` moves
+        if isinstance(between, cst.Comma) and isinstance(between.whitespace_after, cst.ParenthesizedWhitespace):
+            moved = last.with_changes(comma=between, whitespace_after_param=cst.SimpleWhitespace(""))
             return [*items[:-1], moved, new.with_changes(whitespace_after_param=last.whitespace_after_param)]
     return [*items[:-1], last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), new]
 
