@@ -344,6 +344,16 @@ def test_an_optimizer_wrapper_is_not_a_scheduler():
             "make() (returns torch.optim.AdamW)",
         ),
         ("class Muon(torch.optim.Optimizer):\n    pass\no = Muon(model.parameters())\n", ["model"], "Muon"),
+        # a course script's get_SGD(): the class picked by name into a local first (survey23g mlcc_mixup),
+        # the local shadowing the script's `import torch.optim as optim`
+        (
+            "import torch.optim as optim\ndef get_SGD(net, name='SGD', lr=0.1):\n"
+            "    optim = getattr(torch.optim, name)\n    return optim(net.parameters(), lr=lr)\n"
+            "o = get_SGD(model, 'SGD', 0.1)\n",
+            ["model"],
+            "get_SGD() (returns optim)",
+        ),
+        ("opt_cls = torch.optim.SGD\no = opt_cls(model.parameters(), lr=0.1)\n", ["model"], "opt_cls"),
         # an optimizer of a library we do not know, used as one
         (
             "from mylib import Sophia\no = Sophia(model.parameters())\nfor x in dl:\n    o.step()\n    o.zero_grad()\n",

@@ -103,12 +103,29 @@ class OptimizerSources:
             owners = self.parameter_owners(model, where) if model is not None else []
             key = binding_key(model) if model is not None and not owners else None
             return OptimizerSource(owners or ([key] if key else []), self._text(func))
-        if constructor_kind(self.ctx, call, self.bindings.classes) is Kind.OPTIMIZER:
+        if constructor_kind(self.ctx, call, self.bindings.classes) is Kind.OPTIMIZER or self._class_alias(func, where):
             return OptimizerSource(self.parameter_owners(call, where, handed=True), self._text(func))
         factory = self._local_function(func, where)
         if factory is not None and factory is not where.function:
             return self._factory_call(call, where, factory, depth)
         return None
+
+    def _class_alias(self, func: ast.expr, where: Where) -> bool:
+        """``func`` is a name bound to an optimizer class: a course script's ``optim =
+        getattr(torch.optim, name)`` then ``optim(params, lr=lr)`` (the local shadowing its ``import
+        torch.optim as optim``), or ``opt_cls = torch.optim.SGD``. Only a class expression is
+        followed (a name, an attribute, ``module.__dict__[...]`` or ``getattr(module, ...)``), never
+        another call's result."""
+        if not isinstance(func, ast.Name):
+            return False
+        bound = self.bindings.lookup(func, where)
+        value = bound.value if bound is not None and bound.index is None else None
+        if not isinstance(value, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)) or value is func:
+            return False
+        if isinstance(value, ast.Call) and not (isinstance(value.func, ast.Name) and value.func.id == "getattr"):
+            return False
+        picked = ast.Call(func=value, args=[], keywords=[])
+        return constructor_kind(self.ctx, picked, self.bindings.classes) is Kind.OPTIMIZER
 
     def fed_parameters(self, call: ast.Call, where: Where) -> list[str]:
         """Model keys whose parameters a call of unknown kind receives (one level through a name).

@@ -548,9 +548,32 @@ def _add_parameter(updated: cst.CSTNode) -> cst.CSTNode:
         return updated.with_changes(params=params.with_changes(params=_append(list(params.params), new)))
     if isinstance(params.star_kwarg, cst.Param):
         return updated  # **kwargs already accepts accelerator=
+    if params.star_arg is cst.MaybeSentinel.DEFAULT and not params.kwonly_params and params.params:
+        return updated.with_changes(params=_after_a_new_star(updated, params, new))
     star = params.star_arg if isinstance(params.star_arg, (cst.Param, cst.ParamStar)) else cst.ParamStar()
     return updated.with_changes(
         params=params.with_changes(star_arg=star, kwonly_params=_append(list(params.kwonly_params), new))
+    )
+
+
+def _after_a_new_star(function: cst.FunctionDef, params: cst.Parameters, new: cst.Param) -> cst.Parameters:
+    """``..., *, accelerator`` after the last positional parameter, on lines of their own when the
+    signature puts one parameter per line without a trailing comma (survey 23f: else
+    ``tracer=None, \n*, accelerator)``, the newline before ``)`` left after ``tracer=None``)."""
+    last = params.params[-1]
+    own_lines = isinstance(last.whitespace_after_param, cst.ParenthesizedWhitespace) and isinstance(
+        function.whitespace_before_params, cst.ParenthesizedWhitespace
+    )
+    if not own_lines or isinstance(last.comma, cst.Comma):
+        return params.with_changes(star_arg=cst.ParamStar(), kwonly_params=[new])
+    separator = cst.Comma(whitespace_after=function.whitespace_before_params)
+    return params.with_changes(
+        params=[
+            *params.params[:-1],
+            last.with_changes(comma=separator, whitespace_after_param=cst.SimpleWhitespace("")),
+        ],
+        star_arg=cst.ParamStar(comma=separator),
+        kwonly_params=[new.with_changes(whitespace_after_param=last.whitespace_after_param)],
     )
 
 
@@ -565,6 +588,11 @@ def _append(items: list[cst.Param], new: cst.Param) -> list[cst.Param]:
             else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
         )
         return [*items[:-1], last.with_changes(comma=separator), new.with_changes(comma=last.comma)]
+    if isinstance(last.whitespace_after_param, cst.ParenthesizedWhitespace) and len(items) > 1:
+        between = items[-2].comma  # one parameter per line, no trailing comma: the newline before ``)`` moves
+        if isinstance(between, cst.Comma) and isinstance(between.whitespace_after, cst.ParenthesizedWhitespace):
+            moved = last.with_changes(comma=between, whitespace_after_param=cst.SimpleWhitespace(""))
+            return [*items[:-1], moved, new.with_changes(whitespace_after_param=last.whitespace_after_param)]
     return [*items[:-1], last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), new]
 
 
