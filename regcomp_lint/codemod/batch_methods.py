@@ -35,19 +35,7 @@ def own_batch_methods(tree: Tree) -> list[tuple[cst.FunctionDef, list[cst.Call]]
     }
     if not classes:
         return []
-    instances: dict[str, str] = {}  # instance key -> class name
-    for stmt in module.body:
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            continue
-        for small in stmt.body:
-            if (
-                isinstance(small, cst.Assign)
-                and isinstance(small.value, cst.Call)
-                and isinstance(small.value.func, cst.Name)
-                and small.value.func.value in classes
-            ):
-                for key in bound_keys(small):
-                    instances[key] = small.value.func.value
+    instances = module_instances(tree, set(classes))
     if not instances:
         return []
     calls: dict[tuple[str, str], list[cst.Call]] = {}
@@ -64,3 +52,22 @@ def own_batch_methods(tree: Tree) -> list[tuple[cst.FunctionDef, list[cst.Call]]
             if all(tree.function_of(call) is module for call in runs):
                 found.append((method, runs))
     return found
+
+
+def module_instances(tree: Tree, class_names: set[str]) -> dict[str, str]:
+    """``{instance key: class name}`` for each module-level ``x = Cls(...)`` of one of
+    ``class_names`` (the instances module code can reach; one inside a function may not exist yet)."""
+    instances: dict[str, str] = {}
+    for stmt in tree.module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if (
+                isinstance(small, cst.Assign)
+                and isinstance(small.value, cst.Call)
+                and isinstance(small.value.func, cst.Name)
+                and small.value.func.value in class_names
+            ):
+                for key in bound_keys(small):
+                    instances[key] = small.value.func.value
+    return instances

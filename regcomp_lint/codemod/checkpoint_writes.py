@@ -31,7 +31,12 @@ from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, single_target
 from regcomp_lint.codemod.uneven_guards import decided_apart
 from regcomp_lint.knowledge.accelerate_api import SAVE_PARAMETERS
-from regcomp_lint.knowledge.torch_api import COMPILE_WRAPPER_ATTRIBUTE, MODULE_STATE_CHANGERS, TORCH_SAVE
+from regcomp_lint.knowledge.torch_api import (
+    COMPILE_WRAPPER_ATTRIBUTE,
+    DESTROY_PROCESS_GROUP,
+    MODULE_STATE_CHANGERS,
+    TORCH_SAVE,
+)
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.rewrites import Planner
@@ -601,7 +606,7 @@ def _read_after_a_call(planner: Planner, place: cst.FunctionDef) -> cst.Call | N
     """A call that follows a call of ``place`` in the same caller and loads a checkpoint: a
     ``torch.load``, or a call into a module-level function that (through its callees) has one."""
     tree, graph = planner.tree, planner.graph
-    if any(code(c.func).endswith("destroy_process_group") for c in find_all(place, cst.Call)):
+    if any(tree.resolves_to(c.func, *DESTROY_PROCESS_GROUP) for c in find_all(place, cst.Call)):
         return None  # the process group is gone at its end: no barrier can follow
     loaders = {  # module-level functions: a class's loader runs where the class is built
         f

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from regcomp_lint.codemod.iterator_calls import iterator_starts, next_calls
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, single_target
 
@@ -36,8 +37,8 @@ def refuse_overdrawn_iterators(tree: Tree, functions: list[Function], named: lis
     docstring)."""
     for function in functions:
         starts = _iterator_starts(tree, function, named, inline)
-        for call in find_all(function, cst.Call, enter_functions=False):
-            if len(call.args) != 1 or not tree.resolves_to(call.func, "builtins.next"):
+        for call in next_calls(tree, function, enter_functions=False):
+            if len(call.args) != 1:
                 continue
             it = key_of(call.args[0].value)
             if it is None or it not in starts:
@@ -70,15 +71,8 @@ def _iterator_starts(
 ) -> dict[str, list[cst.Assign]]:
     """``{it: [it = iter(loader), ...]}`` for the iterators ``function`` starts over a prepared loader."""
     starts: dict[str, list[cst.Assign]] = {}
-    for assign in find_all(function, cst.Assign, enter_functions=False):
-        target = single_target(assign)
-        value = target[1] if target is not None else None
-        if target is None or not isinstance(value, cst.Call) or not value.args:
-            continue
-        key = target[0]
-        if not tree.resolves_to(value.func, "builtins.iter"):
-            continue
-        if key in inline or (key_of(value.args[0].value) or "") in named:
+    for key, assign, iterated in iterator_starts(tree, function, enter_functions=False):
+        if key in inline or (key_of(iterated) or "") in named:
             starts.setdefault(key, []).append(assign)
     return starts
 

@@ -13,28 +13,23 @@ the call.
 
 from __future__ import annotations
 
-import libcst as cst
+from typing import TYPE_CHECKING
 
+from regcomp_lint.codemod.iterator_calls import iterator_starts, next_calls
 from regcomp_lint.codemod.settings import Refusal
-from regcomp_lint.codemod.tree import Tree, find_all, key_of
+from regcomp_lint.codemod.tree import key_of
+
+if TYPE_CHECKING:
+    from regcomp_lint.codemod.tree import Tree
 
 
 def refuse_next_on_loaders(tree: Tree, loaders: list[str]) -> None:
     """Refuse when one of the ``loaders`` to prepare is read with ``next(loader)`` itself (not
     after ``loader = iter(loader)``, which makes the name an iterator of the prepared loader)."""
-    rebound = {
-        key_of(target.target)
-        for assign in find_all(tree.module, cst.Assign)
-        if isinstance(assign.value, cst.Call)
-        and isinstance(assign.value.func, cst.Name)
-        and assign.value.func.value == "iter"
-        for target in assign.targets
-    }
-    for call in find_all(tree.module, cst.Call):
-        if not (isinstance(call.func, cst.Name) and call.func.value == "next") or not call.args:
-            continue
+    rebound = {it for it, _, _ in iterator_starts(tree, tree.module)}
+    for call in next_calls(tree, tree.module):
         loader = key_of(call.args[0].value)
-        if call.args[0].keyword is None and loader in loaders and loader not in rebound:
+        if loader in loaders and loader not in rebound:
             raise Refusal(
                 f"next({loader}) at line {tree.line(call)} reads the loader as its own iterator (a DataLoader "
                 "subclass with __next__, such as an infinite loader): prepare() would rebuild it as a "

@@ -23,7 +23,7 @@ from regcomp_lint.analysis.global_rebinders import rebinds_globals
 from regcomp_lint.analysis.main_process import is_main_process_test, tests_the_rank
 from regcomp_lint.analysis.training_objects import Kind
 from regcomp_lint.analysis.training_roles import Cadence, Origin, TrainingRoles
-from regcomp_lint.codemod.batch_methods import own_batch_methods
+from regcomp_lint.codemod.batch_methods import module_instances, own_batch_methods
 from regcomp_lint.codemod.batch_seeds import split_hand_written_batches
 from regcomp_lint.codemod.branch_bindings import refuse_unbound_at_prepare
 from regcomp_lint.codemod.builders import call_statement, expression, statement, with_keyword
@@ -1290,17 +1290,7 @@ class PlainPlanner(Planner):
 
     def _item_read_at_module_level(self, cls: cst.ClassDef) -> bool:
         """An instance of ``cls`` is indexed by a module-level statement outside any loop."""
-        instances = {
-            key
-            for stmt in self.tree.module.body
-            if isinstance(stmt, cst.SimpleStatementLine)
-            for small in stmt.body
-            if isinstance(small, cst.Assign)
-            and isinstance(small.value, cst.Call)
-            and isinstance(small.value.func, cst.Name)
-            and small.value.func.value == cls.name.value
-            for key in bound_keys(small)
-        }
+        instances = module_instances(self.tree, {cls.name.value})
         return any(
             isinstance(sub.value, cst.Name) and sub.value.value in instances
             for stmt in self.tree.module.body

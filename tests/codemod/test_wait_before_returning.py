@@ -61,3 +61,20 @@ def test_a_load_before_the_call_or_inside_it_adds_no_barrier() -> None:
     )
     assert result.refused is None
     assert "wait_for_everyone" not in result.text
+
+
+def test_no_barrier_after_the_process_group_is_destroyed() -> None:
+    """A training function that ends with ``torch.distributed.destroy_process_group()`` (by any
+    spelling of it) leaves no process group to wait on: a barrier there would fail, so none is
+    added even though the caller loads the checkpoint after it returned."""
+    for spelling, call in (
+        ("import torch.distributed as dist\n", "dist.destroy_process_group()"),
+        ("from torch.distributed import destroy_process_group as teardown\n", "teardown()"),
+    ):
+        script = SCRIPT.format(after=READ_AFTER, call='print(evaluate("m.pt"))')
+        script = script.replace("import torch\n", f"import torch\n{spelling}", 1)
+        script = script.replace("    return path\n", f"    {call}\n    return path\n")
+        result = convert_source(script, "t.py")
+        assert result.refused is None, result.refused
+        assert call in result.text
+        assert "wait_for_everyone" not in result.text, result.text
