@@ -219,6 +219,11 @@ class TrainingLoops:
             return False
         return self._reaches_step(body, self._function_of.get(id(loop)))
 
+    def trains_under(self, loop: ast.For | ast.AsyncFor, flags: Flags) -> bool:
+        """:meth:`loop_trains` when the ``if`` statements on the parameters ``flags`` names take
+        the branches their values give (``data_pass(epoch, train)`` with ``train`` True or False)."""
+        return self._trains_under(loop, flags)
+
     def _trains_under(self, loop: ast.For | ast.AsyncFor, flags: Flags) -> bool:
         """:meth:`loop_trains`, leaving out the branches ``flags`` never enter."""
         if not flags:

@@ -306,6 +306,9 @@ class UnpreparedObject(Rule):
             if use.how == "passed" and not self._is_local_function(use.callee, use.where):
                 continue
             origin = roles.origin(use.expr, use.where)
+            if isinstance(origin, Origin) and origin.kind is Kind.DATALOADER and roles.flag_leaves_out(use, origin):
+                # `loader` bound to test_loader last, but the loop trains on the branch binding train_loader
+                origin = next((o for o in roles.flag_trained_origins(use) if id(o.call) not in prepared), None)
             if not isinstance(origin, Origin) or id(origin.call) in prepared or id(origin.call) in reported:
                 continue
             if origin.kind not in USES[use.how]:
