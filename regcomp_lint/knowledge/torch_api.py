@@ -356,6 +356,9 @@ COMPILER_CACHE_SWITCHES = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_A
 COMPILER_DISTURBING_ENV = ("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "TORCH_COMPILE_DEBUG", "TORCH_LOGS")
 #: Random generators that start from OS entropy in every process unless seeded.
 UNSEEDED_RANDOM_MODULES = ("random", "numpy.random")
+#: Standard-library modules of pure functions: the same arguments give the same value in every
+#: process (``math.sqrt(se / n)`` of an evaluation's sums), so only what they are handed can differ.
+PURE_FUNCTION_MODULES = ("math",)
 #: Seeding calls: after one of them a script's draws repeat from run to run (with one seed for
 #: every rank, between processes too; seeded from the rank, every process draws its own batches).
 SEEDS = (
