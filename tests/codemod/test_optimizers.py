@@ -363,3 +363,52 @@ def test_optimizers_built_in_several_functions_are_refused_naming_each_line():
     assert "optimizers are built in several places" in refused, refused
     assert "train_worker() (optimizer = torch.optim.AdamW(...) at line 10)" in refused, refused
     assert "pretrain_worker() (optimizer = torch.optim.SGD(...) at line 20)" in refused, refused
+
+
+PARAM_GROUP_HELPER = """\
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def param_groups(model):
+    return [
+        {"params": [p for n, p in model.named_parameters() if "bias" not in n], "weight_decay": 1e-4},
+        {"params": [p for n, p in model.named_parameters() if "bias" in n], "weight_decay": 0.0},
+    ]
+
+
+def build_optimizer(groups, lr):
+    optimizer = torch.optim.SGD(groups, lr=lr, momentum=0.9)
+    return optimizer
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 2))
+    OPTIMIZER
+    for step in range(3):
+        optimizer.zero_grad()
+        loss = model(torch.randn(8, 4)).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+@pytest.mark.parametrize(
+    "optimizer",
+    [
+        "groups = param_groups(model)\n    optimizer = build_optimizer(groups, 0.1)",
+        "optimizer = build_optimizer(param_groups(model), lr=0.1)",
+    ],
+)
+def test_a_factory_fed_a_param_group_helpers_groups_optimizes_the_model_handed_to_the_helper(optimizer):
+    # survey 24a (SimCLR branches, LARS): `program_groups = prarmater_groups(args, model)` then
+    # `lars_wrapper(program_groups, lr)`; refused before as "parameters whose model cannot be traced"
+    result = convert_source(PARAM_GROUP_HELPER.replace("OPTIMIZER", optimizer), "train.py")
+    assert result.refused is None, result.refused
+    assert "model, optimizer = accelerator.prepare(model, optimizer)" in result.text
