@@ -434,26 +434,25 @@ class LARS(Optimizer):
         return self.optim.step(*args, **kwargs)
 """
 
-LARS_FACTORY = PARAM_GROUP_HELPER.replace(
-    "import torch\n", "import torch\nfrom lars import LARS\n", 1
-).replace(
+LARS_FACTORY = PARAM_GROUP_HELPER.replace("import torch\n", "import torch\nfrom lars import LARS\n", 1).replace(
     "    optimizer = torch.optim.SGD(groups, lr=lr, momentum=0.9)\n    return optimizer\n",
     "    base_optimizer = torch.optim.SGD(groups, lr=lr, momentum=0.9)\n    optimizer = LARS(base_optimizer)\n"
     "    return optimizer\n",
+)
+LARS_SCRIPT = LARS_FACTORY.replace(
+    "OPTIMIZER", "groups = param_groups(model)\n    optimizer = build_optimizer(groups, 0.1)"
 )
 
 
 def test_an_optimizer_class_of_a_project_module_wrapping_the_factorys_optimizer_is_one(tmp_path):
     # survey 24a: lars_wrapper() returns LARS(SGD(groups)), LARS a torch.optim.Optimizer subclass of lars.py
     (tmp_path / "lars.py").write_text(LARS_MODULE)
-    script = LARS_FACTORY.replace("OPTIMIZER", "groups = param_groups(model)\n    optimizer = build_optimizer(groups, 0.1)")
-    result = convert_source(script, str(tmp_path / "train.py"))
+    result = convert_source(LARS_SCRIPT, str(tmp_path / "train.py"))
     assert result.refused is None, result.refused
     assert "model, optimizer = accelerator.prepare(model, optimizer)" in result.text
 
 
 def test_a_project_class_with_no_optimizer_base_is_not_an_optimizer_class(tmp_path):
     (tmp_path / "lars.py").write_text(LARS_MODULE.replace("class LARS(Optimizer):", "class LARS(object):"))
-    script = LARS_FACTORY.replace("OPTIMIZER", "groups = param_groups(model)\n    optimizer = build_optimizer(groups, 0.1)")
-    result = convert_source(script, str(tmp_path / "train.py"))
+    result = convert_source(LARS_SCRIPT, str(tmp_path / "train.py"))
     assert result.refused is not None and "cannot be traced" in result.refused
