@@ -456,3 +456,11 @@ def test_a_project_class_with_no_optimizer_base_is_not_an_optimizer_class(tmp_pa
     (tmp_path / "lars.py").write_text(LARS_MODULE.replace("class LARS(Optimizer):", "class LARS(object):"))
     result = convert_source(LARS_SCRIPT, str(tmp_path / "train.py"))
     assert result.refused is not None and "cannot be traced" in result.refused
+
+
+def test_an_optimizer_handed_to_a_class_of_a_project_module_not_beside_the_script_names_that_class(tmp_path):
+    # survey 24a's SimCLR trainer published without lars.py: the reason named only the SGD inside
+    # lars_wrapper(), "built from parameters whose model cannot be traced"; what stops it is LARS(...)
+    result = convert_source(LARS_SCRIPT, str(tmp_path / "train.py"))
+    assert result.refused is not None
+    assert "handed to LARS(...) at line 16, a class of the project module lars" in result.refused, result.refused
