@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import sys
 from collections.abc import Callable
 
 from regcomp_lint.analysis.file_context import FileContext
@@ -181,7 +182,8 @@ def project_class_kind(ctx: FileContext, func: ast.AST) -> Kind | None:
     SimCLR trainer). Only a module found next to the script (never a library), read, not imported."""
     qualname = _imported_name(ctx, func) if ctx.imports.root_is_import(func) else None
     dotted, _, name = (qualname or "").rpartition(".")
-    if not dotted or is_third_party(dotted.lstrip(".")):
+    root = dotted.split(".")[0]  # '' for a relative import: the project's own
+    if not dotted or is_third_party(root) or root in sys.stdlib_module_names:
         return None
     path = module_file(ctx.filename, dotted)
     module = load_module(path) if path is not None else None
