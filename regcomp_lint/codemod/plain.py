@@ -435,9 +435,15 @@ class PlainPlanner(Planner):
                     found.append((function, optimizer.key, optimizer.models))
                 else:
                     untraced_found.append((function, optimizer))
+                    wrapper = _unread_wrapper(tree, function, optimizer.key)
                     untraced.append(
-                        f"{optimizer.key} = {optimizer.construct}(...) at line {tree.line(optimizer.stmt)} is built from "
-                        "parameters whose model cannot be traced"
+                        f"{optimizer.key} = {optimizer.construct}(...) at line {tree.line(optimizer.stmt)} is "
+                        + (
+                            f"handed to {wrapper[0]}(...) at line {wrapper[1]}, a class of the project module "
+                            f"{wrapper[2]}, which is not beside the script: what that builds cannot be told an optimizer"
+                            if wrapper is not None
+                            else "built from parameters whose model cannot be traced"
+                        )
                     )
         if not any(function in self.training for function, _, _ in found):
             handed = find_handed_in(tree, self.graph, self.training)
@@ -2602,3 +2608,22 @@ def _kept_iterable(
     if inner.where.function in homes:
         return (value, bound.where, inner) if isinstance(inner.value, ast.Call) else None
     return _kept_iterable(roles, inner, homes, depth + 1)
+
+
+def _unread_wrapper(tree: Tree, function: Function, key: str) -> tuple[str, int, str] | None:
+    """(class, line, module) when ``function`` hands optimizer ``key`` to a class imported from a
+    module of the script's project whose file is not found (survey 24a's ``LARS(base_optimizer)``
+    with no ``lars.py`` beside the script): the optimizer that steps is that class's, out of sight."""
+    if tree.filename is None:
+        return None
+    for assign in find_all(function, cst.Assign, enter_functions=False):
+        call = assign.value
+        if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Name):
+            continue
+        if not any(isinstance(arg.value, cst.Name) and arg.value.value == key for arg in call.args):
+            continue
+        for qualname in sorted(tree.imported_names(call.func)):
+            module = qualname.rpartition(".")[0]
+            if module and is_project_module(module) and load_local(importer_of(tree.filename), module) is None:
+                return call.func.value, tree.line(assign), module
+    return None
