@@ -48,7 +48,7 @@ _READS = ("torch.load",)
 #: How many calls deep a helper's write is looked for (``save_checkpoint`` -> ``_write``).
 _MAX_DEPTH = 3
 #: Calls every process must make together: a helper making one is never run on one process only.
-_COLLECTIVE_WORDS = ("barrier", "wait_for_everyone", "all_reduce", "all_gather", "gather", "broadcast", "reduce")
+COLLECTIVE_WORDS = ("barrier", "wait_for_everyone", "all_reduce", "all_gather", "gather", "broadcast", "reduce")
 
 
 def guard_helper_saves(
@@ -264,7 +264,7 @@ def _writer_elsewhere(tree: Tree, call: cst.Call) -> FunctionNode | None:
         if qualname == "torch.save":
             saves = True
         text = ast.unparse(node.func).lower()
-        if any(word in text for word in _COLLECTIVE_WORDS) or (
+        if any(word in text for word in COLLECTIVE_WORDS) or (
             isinstance(node.func, ast.Name) and node.func.id in params
         ):
             return None
@@ -427,7 +427,7 @@ def _does_more(planner: Planner, function: cst.FunctionDef, depth: int) -> bool:
     if find_all(function, (cst.For, cst.While)) or _changes_a_module(function):
         return True
     for call in find_all(function, cst.Call):
-        if key_of(call.func) in models or any(word in code(call.func).lower() for word in _COLLECTIVE_WORDS):
+        if key_of(call.func) in models or any(word in code(call.func).lower() for word in COLLECTIVE_WORDS):
             return True
     return depth < _MAX_DEPTH and any(_does_more(planner, f, depth + 1) for f, _ in planner.graph.calls_from(function))
 

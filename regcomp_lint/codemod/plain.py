@@ -66,6 +66,7 @@ from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.evaluation_passes import evaluation_passes_note
 from regcomp_lint.codemod.even_batches import even_batches_notes
 from regcomp_lint.codemod.file_writes import write_files_once
+from regcomp_lint.codemod.prompts import ask_once
 from regcomp_lint.codemod.first_downloads import download_first
 from regcomp_lint.codemod.frozen_parameters import allow_unused_parameters
 from regcomp_lint.codemod.generators import is_generator, returns_a_generator
@@ -1366,6 +1367,7 @@ class PlainPlanner(Planner):
         wait_before_reading_back(self, writes)
         wait_before_returning(self, writes, self.training)
         write_files_once(self, places)
+        ask_once(self, places, self.training)
 
     def _strip_wrapper_prefix(self, load: cst.Call) -> None:
         """``model.load_state_dict(sd, strict=False)`` after the script's DataParallel/DDP wrap:
