@@ -66,7 +66,6 @@ from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.evaluation_passes import evaluation_passes_note
 from regcomp_lint.codemod.even_batches import even_batches_notes
 from regcomp_lint.codemod.file_writes import write_files_once
-from regcomp_lint.codemod.prompts import ask_once
 from regcomp_lint.codemod.first_downloads import download_first
 from regcomp_lint.codemod.frozen_parameters import allow_unused_parameters
 from regcomp_lint.codemod.generators import is_generator, returns_a_generator
@@ -119,6 +118,7 @@ from regcomp_lint.codemod.optimizers import (
 from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConvertOptions
 from regcomp_lint.codemod.per_process import PerProcess
 from regcomp_lint.codemod.progress_bars import note_eager_iterators
+from regcomp_lint.codemod.prompts import ask_once
 from regcomp_lint.codemod.reduced_sums import EpochSum, gather_sums
 from regcomp_lint.codemod.regional import repeated_blocks
 from regcomp_lint.codemod.reinit_sync import rebinds_itself, reinitialised_model, sync_reinitialised
@@ -167,7 +167,7 @@ from regcomp_lint.codemod.tree import (
 )
 from regcomp_lint.codemod.uneven_guards import skips, uneven_guards
 from regcomp_lint.codemod.uneven_steps import uneven_steps
-from regcomp_lint.codemod.unwrapped_branches import taken_unwrapped
+from regcomp_lint.codemod.unwrapped_branches import note_wrapper_tests, taken_unwrapped
 from regcomp_lint.codemod.wrapped_access import places_using_prepared, read_through_wrapper, sees_prepared
 from regcomp_lint.codemod.wrapper_saves import save_wrapper_states_once
 from regcomp_lint.knowledge import torch_api
@@ -375,6 +375,11 @@ class PlainPlanner(Planner):
         self._place(settings, script)
         self.imports += [("accelerate", "Accelerator"), ("accelerate.utils", "TorchDynamoPlugin")]
         self._describe(settings, reason, sites)
+        if (
+            settings.get("use_regional_compilation", Setting("", "")).code != "True"
+        ):  # (regional: prepare() gives the DDP)
+            places = [self.scope, *self.owner_methods(), *places_using_prepared(self)]
+            self.notes += note_wrapper_tests(tree, places, self.models)
         self.notes += setting_notes
         return self.conversion()
 
