@@ -379,7 +379,7 @@ class PlainPlanner(Planner):
             settings.get("use_regional_compilation", Setting("", "")).code != "True"
         ):  # (regional: prepare() gives the DDP)
             places = [self.scope, *self.owner_methods(), *places_using_prepared(self)]
-            self.notes += note_wrapper_tests(tree, places, self.models)
+            self.notes += note_wrapper_tests(self, places, self.models)
         self.notes += setting_notes
         return self.conversion()
 
