@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from regcomp_lint.codemod.local_modules import unread_class
-from regcomp_lint.codemod.tree import Function, find_all, key_of, method_named, read_keys, single_target
+from regcomp_lint.codemod.tree import Function, built_class, find_all, key_of, method_named, read_keys, single_target
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.rewrites import Planner
@@ -78,13 +78,7 @@ def _model_class(planner: Planner, place: Function, receiver: cst.BaseExpression
         target = single_target(assign)
         if target is None or target[0] != key:
             continue
-        value = target[1]
-        while (
-            isinstance(value, cst.Call)
-            and isinstance(value.func, cst.Attribute)
-            and isinstance(value.func.value, cst.Call)
-        ):
-            value = value.func.value  # Cls(...).to(device)
-        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and key not in read_keys(value):
-            built[value.func.value] = value.func  # (not a wrap of the model itself: ``model = DDP(model)``)
+        cls = built_class(target[1])
+        if cls is not None and key not in read_keys(target[1]):
+            built[cls.value] = cls  # (not a wrap of the model itself: ``model = DDP(model)``)
     return next(iter(built.values())) if len(built) == 1 else None
