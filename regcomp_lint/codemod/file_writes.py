@@ -150,15 +150,16 @@ def _unread_writer(planner: Planner, call: cst.Call, place: Function) -> bool:
     """A call, named like a writer, of a function of a module the conversion cannot read (survey
     21b lmforge_trainer's ``save_checkpoint``, 21d sgns_sparse's ``write_json``), or a method of
     the prepared model whose class comes from one (23b mird_phase2's
-    ``model_to_save.save_checkpoint(path)``, ``MIRDModel`` of ``model_agentic``): whether it
-    writes, and what, is unknown, so it is named in a note rather than guarded."""
+    ``model_to_save.save_checkpoint(path)``, ``MIRDModel`` of ``model_agentic``; not
+    ``save_pretrained``, which :func:`_model_saved_once` handles): whether it writes, and what, is
+    unknown, so it is named in a note rather than guarded."""
     name = _writer_name(call.func)
     if name is None:
         return False
     qualname = unread_project_function(planner.tree, call.func)
     if qualname is not None:
         source = qualname.rsplit(".", 1)[0]
-    elif (cls := unread_model_class(planner, place, call)) is not None:
+    elif not _saves_pretrained(call.func) and (cls := unread_model_class(planner, place, call)) is not None:
         name, source = code(call.func).strip(), ".".join(cls)
     else:
         return False

@@ -87,3 +87,18 @@ def test_a_writing_method_of_a_class_of_an_unread_module_is_named(tmp_path):
     assert note is not None, result.notes
     assert "model_agentic.Net" in note and "not read" in note and "every process" in note, note
     assert not any(n.startswith("model_to_save.describe()") for n in result.notes)
+
+
+def test_save_pretrained_of_a_model_of_an_unread_module_is_left_to_its_own_handling(tmp_path):
+    """survey 20b gte_lora: ``model = get_peft_model(...)`` then ``model.save_pretrained(path)``:
+    the prepared model's save_pretrained has its own rewrite; no unread-module note."""
+    source = OWN.replace("import torch.nn as nn\n", "import torch.nn as nn\nfrom model_agentic import Net\n")
+    source = source[: source.index("class Net")] + source[source.index("def main") :]
+    source = source.replace("model_to_save.save_checkpoint(", "model_to_save.save_pretrained(")
+    (tmp_path / "proj").mkdir()
+    script = tmp_path / "proj" / "train.py"
+    script.write_text(source)
+    result = convert_source(source, str(script))
+    assert not any(n.startswith("model_to_save.save_pretrained()") and "not read" in n for n in result.notes), (
+        result.notes
+    )
