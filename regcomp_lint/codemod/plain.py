@@ -118,6 +118,7 @@ from regcomp_lint.codemod.optimizers import (
 from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConvertOptions
 from regcomp_lint.codemod.per_process import PerProcess
 from regcomp_lint.codemod.progress_bars import note_eager_iterators
+from regcomp_lint.codemod.prompts import ask_once
 from regcomp_lint.codemod.reduced_sums import EpochSum, gather_sums
 from regcomp_lint.codemod.regional import repeated_blocks
 from regcomp_lint.codemod.reinit_sync import rebinds_itself, reinitialised_model, sync_reinitialised
@@ -166,7 +167,7 @@ from regcomp_lint.codemod.tree import (
 )
 from regcomp_lint.codemod.uneven_guards import skips, uneven_guards
 from regcomp_lint.codemod.uneven_steps import uneven_steps
-from regcomp_lint.codemod.unwrapped_branches import taken_unwrapped
+from regcomp_lint.codemod.unwrapped_branches import note_wrapper_tests, taken_unwrapped
 from regcomp_lint.codemod.wrapped_access import places_using_prepared, read_through_wrapper, sees_prepared
 from regcomp_lint.codemod.wrapper_saves import save_wrapper_states_once
 from regcomp_lint.knowledge import torch_api
@@ -374,6 +375,11 @@ class PlainPlanner(Planner):
         self._place(settings, script)
         self.imports += [("accelerate", "Accelerator"), ("accelerate.utils", "TorchDynamoPlugin")]
         self._describe(settings, reason, sites)
+        if (
+            settings.get("use_regional_compilation", Setting("", "")).code != "True"
+        ):  # (regional: prepare() gives the DDP)
+            places = [self.scope, *self.owner_methods(), *places_using_prepared(self)]
+            self.notes += note_wrapper_tests(self, places, self.models)
         self.notes += setting_notes
         return self.conversion()
 
@@ -1372,6 +1378,7 @@ class PlainPlanner(Planner):
         wait_before_reading_back(self, writes)
         wait_before_returning(self, writes, self.training)
         write_files_once(self, places)
+        ask_once(self, places, self.training)
 
     def _strip_wrapper_prefix(self, load: cst.Call) -> None:
         """``model.load_state_dict(sd, strict=False)`` after the script's DataParallel/DDP wrap:

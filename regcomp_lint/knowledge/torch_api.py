@@ -219,6 +219,14 @@ DESTROY_PROCESS_GROUP = (
     "torch.distributed.distributed_c10d.destroy_process_group",
 )
 GET_WORLD_SIZE = ("torch.distributed.get_world_size", "torch.distributed.distributed_c10d.get_world_size")
+#: ``torch.distributed`` queries false on every process of a launch once the group is set up (as
+#: Accelerate does for more than one process), true in a run of one: ``not dist.is_initialized() or
+#: dist.get_rank() == 0`` holds on the main process alone.
+GROUP_QUERIES = (
+    "torch.distributed.is_initialized",
+    "torch.distributed.is_available",
+    "torch.distributed.distributed_c10d.is_initialized",
+)
 #: Methods of ``nn.Module`` that tensors and optimizers do not have: a name they are called on
 #: holds a module (a model of another file, known by what the script does with it).
 MODULE_ONLY_METHODS = ("train", "eval", "parameters", "named_parameters", "named_modules", "children", "modules")
