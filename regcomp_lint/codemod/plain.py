@@ -105,6 +105,7 @@ from regcomp_lint.codemod.method_loss import (
     regional_left_off,
 )
 from regcomp_lint.codemod.model_copies import model_copies
+from regcomp_lint.codemod.module_globals import handed_through_globals
 from regcomp_lint.codemod.optimizer_methods import placement_keyword, reach_own_methods
 from regcomp_lint.codemod.optimizers import (
     FoundOptimizer,
@@ -561,8 +562,15 @@ class PlainPlanner(Planner):
                         raise Refusal(stray_refusal(tree, holder))
                 raise Refusal(
                     f"the model and optimizer are built in {function_name(self.scope)}, which does not run the training loop"
-                    f"{self._unfollowed_result()}; build them where the loop runs, or convert by hand"
+                    f"{self._unfollowed_result()}{self._handed_through_globals()}; build them where the loop runs, or "
+                    "convert by hand"
                 )
+
+    def _handed_through_globals(self) -> str:
+        """For a refusal: the optimizer and models the scope hands to the training code through
+        module globals (NNI's ``prepare()``; module_globals.py)."""
+        keys = [k for key, models in self.optimizer_found for k in [key or "", *models] if k]
+        return handed_through_globals(self.tree, self.scope, list(dict.fromkeys(keys)), self.training)
 
     def _unfollowed_result(self) -> str:
         """For a refusal: where the training code calls the helper that builds the model and
