@@ -25,7 +25,7 @@ from regcomp_lint.analysis.training_objects import Kind
 from regcomp_lint.analysis.training_roles import Cadence, Origin, TrainingRoles
 from regcomp_lint.codemod.batch_methods import module_instances, own_batch_methods
 from regcomp_lint.codemod.batch_seeds import split_hand_written_batches
-from regcomp_lint.codemod.branch_bindings import refuse_unbound_at_prepare
+from regcomp_lint.codemod.branch_bindings import guarded_prepare, refuse_unbound_at_prepare
 from regcomp_lint.codemod.builders import call_statement, expression, statement, with_keyword
 from regcomp_lint.codemod.checkpoint_writes import (
     guard_helper_saves,
@@ -1528,8 +1528,9 @@ class PlainPlanner(Planner):
         else:
             last = self._after_model_setup(block, last, first_step, prepared)
         prepare_index = last + 1
+        guarded: list[tuple[cst.If, list[str]]] = []
         if runs is None:
-            refuse_unbound_at_prepare(tree, self.scope, block, prepare_index, prepared)
+            guarded = refuse_unbound_at_prepare(tree, self.scope, block, prepare_index, prepared)
             self.notes += listed_loader_notes(tree, block, prepare_index, self.loaders)
         for alias in self.compiled_aliases:
             at = self.project(block, alias)
@@ -1561,7 +1562,14 @@ class PlainPlanner(Planner):
             prepared = list(dict.fromkeys(k for _, keys, _ in runs for k in keys))
             prepare = prepare_call(runs[0][1])
         else:
-            prepare = prepare_call(prepared)
+            held = {k for _, keys in guarded for k in keys}
+            prepare = prepare_call([k for k in prepared if k not in held])
+        extra = [guarded_prepare(holder, prepare_call(keys), self.module) for holder, keys in guarded]
+        for holder, keys in guarded:
+            self.notes.append(
+                f"{_names(keys)} {'is' if len(keys) == 1 else 'are'} built only when {code(holder.test).strip()} "
+                f"(line {tree.line(holder)}): prepared under the same test, right after the other objects"
+            )
         read_through_wrapper(self, block, prepare_index)
         reach_own_methods(self, block, prepare_index)
         unwrap_for_other_modules(self, block, prepare_index)
@@ -1577,7 +1585,7 @@ class PlainPlanner(Planner):
                 f"{acc}.free_memory() lets the Accelerator drop the previous pass's objects"
             )
         else:
-            self.edits.add_statements(block, prepare_index, [prepare], after=True)
+            self.edits.add_statements(block, prepare_index, [prepare, *extra], after=True)
         for at, keys, _step in (runs or [])[1:]:
             self.edits.add_statements(block, at, [prepare_call(keys)], after=True)
         if runs is not None:
