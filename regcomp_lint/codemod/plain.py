@@ -556,7 +556,15 @@ class PlainPlanner(Planner):
             self.owner = owner
         else:
             self.owner = None
-            if self.scope not in self.training:
+            if self.scope not in self.training and self._handed_through_globals(every=True):
+                # NNI's prepare(): the training code reads what it prepares as module globals, and
+                # the accelerator too (module_globals.py)
+                self.global_accelerator = True
+                self.notes.append(
+                    f"{function_name(self.scope)} hands the objects to the training code through module globals: "
+                    "it prepares them there and makes the accelerator a module global too (global accelerator)"
+                )
+            elif self.scope not in self.training:
                 for function in tree.in_source_order(self.training):
                     for holder in stray_holders(tree, function):
                         raise Refusal(stray_refusal(tree, holder))
@@ -566,11 +574,12 @@ class PlainPlanner(Planner):
                     "convert by hand"
                 )
 
-    def _handed_through_globals(self) -> str:
-        """For a refusal: the optimizer and models the scope hands to the training code through
-        module globals (NNI's ``prepare()``; module_globals.py)."""
+    def _handed_through_globals(self, *, every: bool = False) -> str:
+        """The optimizer and models the scope hands to the training code through module globals
+        (NNI's ``prepare()``; module_globals.py), said for a refusal; with ``every``, only when all
+        of them are."""
         keys = [k for key, models in self.optimizer_found for k in [key or "", *models] if k]
-        return handed_through_globals(self.tree, self.scope, list(dict.fromkeys(keys)), self.training)
+        return handed_through_globals(self.tree, self.scope, list(dict.fromkeys(keys)), self.training, every=every)
 
     def _unfollowed_result(self) -> str:
         """For a refusal: where the training code calls the helper that builds the model and
@@ -1224,7 +1233,7 @@ class PlainPlanner(Planner):
         for method in self.owner_methods():
             if method in self.training and all(method is not r for r in reach):
                 reach.append(method)
-        if isinstance(self.scope, cst.Module):
+        if isinstance(self.scope, cst.Module) or self.global_accelerator:
             reach += [
                 f
                 for f in find_all(tree.module, cst.FunctionDef)
@@ -1953,6 +1962,8 @@ class PlainPlanner(Planner):
         keywords = ", ".join(["dynamo_plugin=dynamo_plugin", *self.accelerator_keywords])
         accelerator = statement(f"{self.acc_key} = Accelerator({keywords})", self.module)
         before = [statement(source, self.module) for source in self.before_accelerator]
+        if self.global_accelerator:
+            before.append(statement(f"global {self.acc_key}", self.module))
         extra += [statement(source, self.module) for source in self.after_accelerator]
         self.edits.add_statements(block, first_use, [*before, plugin, accelerator, *extra], after=False)
         download_first(self, block, first_use)

@@ -75,6 +75,9 @@ class Planner:
         #: where the accelerator lives and how that function spells it
         self.scope: Function = tree.module
         self.acc_key = "accelerator"
+        #: The Accelerator is a module global, made by a helper that hands the training objects to
+        #: the training code through module globals (NNI's prepare(); module_globals.py).
+        self.global_accelerator = False
         self._injected: set[cst.FunctionDef] = set()
         #: nodes in the scope that will read the accelerator (for placing its creation)
         self.uses: list[cst.CSTNode] = []
@@ -182,7 +185,7 @@ class Planner:
     def accelerator_in(self, function: Function) -> str:
         """How ``function`` spells the accelerator; adds an ``accelerator`` parameter if it has none."""
         tree = self.tree
-        if function is self.scope or isinstance(self.scope, cst.Module):
+        if function is self.scope or isinstance(self.scope, cst.Module) or self.global_accelerator:
             return self.acc_key
         if any(f is self.scope for f in tree.enclosing_functions(function)):
             return self.acc_key

@@ -47,17 +47,38 @@ if __name__ == "__main__":
 """
 
 
-def test_an_optimizer_bound_to_a_global_in_another_function_is_the_one_the_training_loop_steps():
+def test_objects_a_helper_binds_to_globals_are_prepared_there_with_a_global_accelerator():
     """nni_sam: SAM built in prepare() under `global optimizer`, zeroed in train() through its own
     `global optimizer`. The bindings kept prepare()'s assignment local to prepare(), so train()'s
     optimizer was the module's `optimizer = None` and the refusal said SAM "is fed model parameters
-    but is not used as an optimizer". The true reason: built in prepare(), which does not run the
-    loop, and handed to train() through module globals."""
+    but is not used as an optimizer". Now prepare() prepares them (its assignments rebind the
+    globals) and makes the accelerator a global; train() reaches SAM's own methods through the
+    wrapper and backpropagates through the accelerator."""
     result = convert_source(SCRIPT, "main.py")
+    assert result.refused is None, result.refused
+    text = result.text
+    assert "    global accelerator\n" in text
+    prepare_def, train_def = text.index("def prepare():"), text.index("def train(epoch):")
+    made = text.index("    accelerator = Accelerator(")
+    assert prepare_def < text.index("    global accelerator\n") < made < train_def
+    assert "net, optimizer, loader = accelerator.prepare(" in text[made:train_def], text
+    assert "optimizer.optimizer.first_step(zero_grad=True)" in text
+    assert "optimizer.optimizer.second_step()" in text
+    assert text.count("accelerator.backward(") == 2
+    assert "def train(epoch):\n" in text  # no accelerator parameter: it reads the global
+
+
+def test_a_model_left_local_to_the_helper_is_refused_naming_the_globals():
+    """The optimizer a global, the model it trains a local of prepare(): train() cannot read the
+    prepared model the way it reads the optimizer; refused with the true reason."""
+    local_net = SCRIPT.replace("    global net\n", "", 1).replace(
+        "global loader, net, optimizer", "global loader, optimizer"
+    )
+    local_net = local_net.replace("net(x)", "model(x)")
+    result = convert_source(local_net, "main.py")
     assert result.refused is not None
-    assert "not used as an optimizer" not in result.refused
     assert "built in prepare(), which does not run the training loop" in result.refused, result.refused
-    assert "global" in result.refused and "train()" in result.refused, result.refused
+    assert "through module globals" in result.refused, result.refused
 
 
 def test_a_local_of_the_same_name_is_not_the_global():
