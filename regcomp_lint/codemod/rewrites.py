@@ -185,8 +185,10 @@ class Planner:
     def accelerator_in(self, function: Function) -> str:
         """How ``function`` spells the accelerator; adds an ``accelerator`` parameter if it has none."""
         tree = self.tree
-        if function is self.scope or isinstance(self.scope, cst.Module) or self.global_accelerator:
+        if function is self.scope or isinstance(self.scope, cst.Module):
             return self.acc_key
+        if self.global_accelerator and not isinstance(function, cst.Module):
+            return self.acc_key  # module level may run before the helper made it: refused below
         if any(f is self.scope for f in tree.enclosing_functions(function)):
             return self.acc_key
         scope_class = tree.class_of(self.scope)
@@ -207,6 +209,8 @@ class Planner:
         """Would :meth:`accelerator_in` succeed here? Asks without editing anything."""
         tree = self.tree
         if function is self.scope or isinstance(self.scope, cst.Module) or function in self._injected:
+            return True
+        if self.global_accelerator and not isinstance(function, cst.Module):
             return True
         if any(f is self.scope for f in tree.enclosing_functions(function)):
             return True

@@ -88,3 +88,14 @@ def test_a_local_of_the_same_name_is_not_the_global():
     result = convert_source(local, "main.py")
     assert result.refused is not None
     assert "not used as an optimizer" in result.refused, result.refused
+
+
+def test_module_level_code_that_needs_the_global_accelerator_is_refused():
+    """Module-level code may run before the helper made the accelerator (NameError): a backward
+    there is refused as before, not rewritten to read the global."""
+    script = SCRIPT.replace(
+        "    prepare()\n",
+        "    prepare()\n    torch.nn.functional.mse_loss(net(torch.randn(2, 4)), torch.randn(2, 2)).backward()\n",
+    )
+    result = convert_source(script, "main.py")
+    assert result.refused is not None, result.text
