@@ -58,7 +58,7 @@ from regcomp_lint.analysis.metric_reductions import MetricReductions
 from regcomp_lint.analysis.mixed_precision import MixedPrecision
 from regcomp_lint.analysis.optimizer_sources import OptimizerSources
 from regcomp_lint.analysis.step_counts import StepCounts
-from regcomp_lint.analysis.training_loops import COMPREHENSIONS, argument_for, iterated, own_nodes
+from regcomp_lint.analysis.training_loops import COMPREHENSIONS, argument_for, iterated, scope_nodes
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
 from regcomp_lint.files.parsing import children, walk
 from regcomp_lint.knowledge.accelerate_api import PREPARE_PLACEMENT_KEYWORD, WRAPPED_OPTIMIZER_ATTRIBUTE
@@ -218,7 +218,7 @@ class TrainingRoles:
             self.uses.append(Use(expr, "iterated", where, loops=(node,)))
             if isinstance(expr, ast.Name):
                 # `with tqdm(loader) as t: for b in t`, `for phase, loader in zip(p, [a, b])`
-                for held in trained_elements(self._scope_body(), expr.id, node, own_nodes, iterated):
+                for held in trained_elements(self._scope_body(), expr.id, node, scope_nodes, iterated):
                     self.uses.append(Use(held, "iterated", self.bindings.here(held), loops=(node,)))
 
     def _scope_body(self) -> list[ast.stmt]:

@@ -19,14 +19,15 @@ from __future__ import annotations
 import ast
 import warnings
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 #: the trees parsed inside the open blocks, by their text (None: no block is open)
 _trees: dict[str, ast.Module] | None = None
 #: inside the open blocks, what :func:`walk` gave for a module, a class or a function, by the
-#: node's id (with the node, which keeps the id from being reused)
-_walked: dict[int, tuple[ast.AST, list[ast.AST]]] | None = None
+#: node's id, and what :func:`kept_walk` gave, by the block's and the walk's ids (each with what
+#: was walked, which keeps its id from being reused)
+_walked: dict[object, tuple[object, list[ast.AST]]] | None = None
 _depth = 0
 
 
@@ -112,6 +113,19 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
     found = walked.get(id(node))
     if found is None or found[0] is not node:
         found = walked[id(node)] = (node, list(_walk(node)))
+    return iter(found[1])
+
+
+def kept_walk(block: Sequence[ast.AST], walker: Callable[[Sequence[ast.AST]], Iterable[ast.AST]]) -> Iterator[ast.AST]:
+    """``walker(block)`` for a block of statements of a tree (a function's body, a loop's):
+    inside :func:`shared_parses`, made once per block and walker and handed out again."""
+    walked = _walked
+    if walked is None:
+        return iter(walker(block))
+    key = (id(block), id(walker))
+    found = walked.get(key)
+    if found is None or found[0] is not block:
+        found = walked[key] = (block, list(walker(block)))
     return iter(found[1])
 
 
