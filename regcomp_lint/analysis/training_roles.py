@@ -65,6 +65,7 @@ from regcomp_lint.analysis.training_loops import (
     iterated,
     live_nodes,
     own_nodes,
+    scope_nodes,
 )
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
 from regcomp_lint.files.parsing import children, walk
@@ -225,7 +226,7 @@ class TrainingRoles:
             self.uses.append(Use(expr, "iterated", where, loops=(node,)))
             if isinstance(expr, ast.Name):
                 # `with tqdm(loader) as t: for b in t`, `for phase, loader in zip(p, [a, b])`
-                for held in trained_elements(self._scope_body(), expr.id, node, own_nodes, iterated):
+                for held in trained_elements(self._scope_body(), expr.id, node, scope_nodes, iterated):
                     self.uses.append(Use(held, "iterated", self.bindings.here(held), loops=(node,)))
 
     def _scope_body(self) -> list[ast.stmt]:
