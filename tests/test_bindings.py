@@ -102,6 +102,24 @@ def test_function_scopes():
     assert values(src) == ["1", "?", "2", "?"]
 
 
+def test_global_declarations_bind_module_names():
+    # NNI's CIFAR trainer: prepare() fills module globals that train() reads
+    src = """
+    optimizer = None
+    def prepare():
+        global optimizer
+        optimizer = SAM(params)
+        probe(optimizer)
+    def train():
+        global optimizer
+        probe(optimizer)
+    def other():
+        optimizer = local()
+        probe(optimizer)
+    """
+    assert values(src) == ["SAM(params)", "SAM(params)", "local()"]
+
+
 def test_comprehension_variables_do_not_leak():
     assert values("v = 1\nxs = [probe(v) for v in range(3)]\nprobe(v)\n") == [None, "1"]
 

@@ -262,12 +262,32 @@ def test_save_at_answers_for_one_call():
             if is_main(rank):
                 torch.save(model.state_dict(), path)
         """,
+        """\
+        import torch.distributed as dist
+
+        def is_rank0():
+            return not dist.is_available() or not dist.is_initialized() or dist.get_rank() == 0
+
+        def checkpoint(path):
+            if is_rank0():
+                torch.save(model.state_dict(), path)
+        """,
+        """\
+        from torch import distributed
+
+        def checkpoint(path, args):
+            if distributed.get_world_size() == 1 or args.local_rank == 0:
+                torch.save(model.state_dict(), path)
+        """,
     ],
 )
 def test_a_save_under_a_main_process_flag_or_after_an_early_exit_is_the_main_process_only(body: str):
     """The fixer's test (survey 19e sphere_flow: ``is_main = rank == 0``, ``if not is_main:
     continue``); before, the lint saw only an ``if`` on the rank written out, so a helper saving
-    this way was a checkpoint writer every process ran, and its calls got a second guard."""
+    this way was a checkpoint writer every process ran, and its calls got a second guard. A
+    disjunction of a rank test with "not distributed at all" (survey 23c psma_segresnet's
+    ``is_rank0()``: ``not dist.is_initialized() or dist.get_rank() == 0``) holds on the main
+    process only too."""
     (save,) = Script(body).checkpoints.saves
     assert save.main_process
 
@@ -304,6 +324,25 @@ def test_a_save_under_a_main_process_flag_or_after_an_early_exit_is_the_main_pro
             if not is_main(rank):
                 return
             torch.save(model.state_dict(), path)
+        """,
+        """\
+        import torch.distributed as dist
+
+        def checkpoint(path, rank):
+            if not torch.cuda.is_available() or not torch.cuda.is_initialized() or rank == 0:
+                torch.save(model.state_dict(), path)
+        """,
+        """\
+        import torch.distributed as dist
+
+        def checkpoint(path, rank):
+            if not dist.is_initialized() or rank == 1:
+                torch.save(model.state_dict(), path)
+        """,
+        """\
+        def checkpoint(path, rank):
+            if not is_initialized() or rank == 0:
+                torch.save(model.state_dict(), path)
         """,
     ],
 )

@@ -44,3 +44,27 @@ def _check(tree: ast.AST) -> None:
     assert [id(n) for n in walk(tree)] == [id(n) for n in expected]
     for node in expected:
         assert [id(c) for c in children(node)] == [id(c) for c in ast.iter_child_nodes(node)]
+
+
+def test_kept_walks_inside_shared_parses() -> None:
+    """Inside ``shared_parses`` a scope's walk (and a block's ``kept_walk``) is made once and
+    handed out again, the same nodes in the same order; outside, nothing is kept."""
+    from regcomp_lint.analysis.training_loops import own_nodes, scope_nodes
+    from regcomp_lint.files import parsing
+
+    tree = ast.parse(EXTRA)
+    function = tree.body[0]
+    assert isinstance(function, ast.AsyncFunctionDef)
+    expected = [id(n) for n in ast.walk(function)]
+    own = [id(n) for n in own_nodes(function.body)]
+    assert [id(n) for n in scope_nodes(function.body)] == own
+    assert parsing._walked is None
+    with parsing.shared_parses():
+        for _ in range(2):
+            assert [id(n) for n in walk(function)] == expected
+            assert [id(n) for n in scope_nodes(function.body)] == own
+        assert parsing._walked is not None
+        assert len(parsing._walked) == 2  # one walk of the function, one of its body
+        assert [id(n) for n in walk(function.body[0])] == [id(n) for n in ast.walk(function.body[0])]
+        assert len(parsing._walked) == 2  # (a statement's walk is not kept)
+    assert parsing._walked is None

@@ -10,7 +10,9 @@ Deliberately simple and flow-insensitive in branches and loops: the binding that
 the source before the use wins. Scopes follow Python: a name bound anywhere in a function is
 local to it (parameters included) and comprehension variables do not leak; otherwise the
 enclosing functions, then the module (its last binding, since a function usually runs after the
-module body). ``self.x`` is looked up across the methods of the enclosing class. Names bound in
+module body). A name a function declares ``global`` is a module name there: what the function
+assigns to it is the module's binding (NNI's ``prepare()`` fills the globals ``train()`` reads).
+``self.x`` is looked up across the methods of the enclosing class. Names bound in
 a class body are class attributes and are not tracked.
 """
 
@@ -98,6 +100,8 @@ class Bindings:
         self._returns: dict[int, list[tuple[ast.expr, Where]]] = defaultdict(list)
         #: id of a bindings list of ``_names`` -> the ends of its bindings, and whether they only grow
         self._ends: dict[int, tuple[list[Position], bool]] = {}
+        #: id of a function -> the names it declares ``global`` (bound in the module's scope)
+        self._globals: dict[int, set[str]] = {}
         #: Every class defined in the file, by name (the last definition wins), at any depth.
         self.classes: dict[str, ast.ClassDef] = {}
 
@@ -170,6 +174,11 @@ class Bindings:
         if node.optional_vars is not None:
             self._bind_target(node.optional_vars, None, node.optional_vars)
 
+    def _visit_global(self, node: ast.Global) -> None:
+        frame = self._frames[-1]
+        if frame.kind == "function":
+            self._globals.setdefault(id(frame.node), set()).update(node.names)
+
     def _visit_return(self, node: ast.Return) -> None:
         function = self._innermost_function()
         if node.value is not None and function is not None:
@@ -217,7 +226,10 @@ class Bindings:
             return
         if frame.kind == "class":
             return  # a class attribute, not a name of any function or module scope
-        self._names[(id(frame.node) if frame.node is not None else None, key)].append(bound)
+        if frame.node is None or key in self._globals.get(id(frame.node), ()):
+            self._names[(None, key)].append(bound)
+            return
+        self._names[(id(frame.node), key)].append(bound)
 
     # -- questions, after the walk ----------------------------------------------------------
     def lookup(self, expr: ast.AST, where: Where) -> Bound | None:
@@ -322,6 +334,7 @@ _VISITORS: dict[type[ast.AST], Callable[[Bindings, Any], None]] = {
     ast.comprehension: Bindings._visit_unknown_value,
     ast.withitem: Bindings._visit_withitem,
     ast.Return: Bindings._visit_return,
+    ast.Global: Bindings._visit_global,
     **{kind: Bindings._visit_comprehension_scope for kind in COMPREHENSION_NODES},
 }
 

@@ -17,7 +17,12 @@ A statement runs on the main process only, within its function, when
   :func:`sends_others_away`);
 - the test is a call of a function of the module each of whose returns is such a test
   (``if not is_main(rank): return`` with ``def is_main(rank): return rank == 0``, survey 21a
-  drift_dit): when the caller gives the module.
+  drift_dit): when the caller gives the module;
+- the test is a disjunction of such a test with "one process only": ``not dist.is_initialized()``,
+  ``not dist.is_available()``, ``dist.get_world_size() == 1``, ``args.local_rank == -1`` (survey 23c
+  psma_segresnet's ``is_rank0()``; :func:`_one_process_only`), when the caller gives the module
+  (whose imports say what ``dist`` is). After a conversion Accelerate has set up the group on
+  every process of a launch of more than one, so the test still picks the main process alone.
 """
 
 from __future__ import annotations
@@ -25,9 +30,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 
+from regcomp_lint.analysis.name_resolution import module_imports
 from regcomp_lint.analysis.training_loops import own_nodes
 from regcomp_lint.files.parsing import split_block, walk
-from regcomp_lint.knowledge.torch_api import MAIN_PROCESS_FLAGS
+from regcomp_lint.knowledge.torch_api import GET_WORLD_SIZE, GROUP_QUERIES, MAIN_PROCESS_FLAGS
 
 #: A scope: the names a flag test reads are looked up in its assignments.
 Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef
@@ -73,6 +79,9 @@ def main_process_condition(
     call of a function of ``module`` that returns only such conditions (``is_main(rank)``)."""
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return any(main_process_condition(value, scope, module, depth) for value in test.values)
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        ranks = [v for v in test.values if not _one_process_only(v, module)]
+        return len(ranks) < len(test.values) and all(main_process_condition(v, scope, module, depth) for v in ranks)
     if is_main_process_test(test):
         return True
     if isinstance(test, ast.Call):
@@ -105,6 +114,28 @@ def _returns_main_process_test(call: ast.Call, module: ast.Module | None, depth:
     return bool(returns) and all(
         r.value is not None and main_process_condition(r.value, defs[0], module, depth + 1) for r in returns
     )
+
+
+def _one_process_only(test: ast.expr, module: ast.Module | None) -> bool:
+    """``test`` holds only where the script runs as one process: ``not dist.is_initialized()``,
+    ``not dist.is_available()`` (:data:`~regcomp_lint.knowledge.torch_api.GROUP_QUERIES`, through
+    ``module``'s imports), ``dist.get_world_size() == 1``, or a rank ``== -1`` (torch.distributed.launch's
+    ``--local_rank`` default: not launched)."""
+    if module is None:
+        return False
+    imports = module_imports(module)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        call = test.operand
+        return isinstance(call, ast.Call) and not call.args and imports.resolves_to(call.func, *GROUP_QUERIES)
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    left, right = test.left, test.comparators[0]
+    for one, other in ((left, right), (right, left)):
+        if isinstance(one, ast.Call) and imports.resolves_to(one.func, *GET_WORLD_SIZE) and _is_int(other, 1):
+            return True
+        if _names_rank(one) and _is_int(other, -1):
+            return True
+    return False
 
 
 def sends_others_away(stmt: ast.stmt, scope: Scope | None, module: ast.Module | None = None) -> bool:
@@ -202,4 +233,11 @@ def _names_rank(expr: ast.expr) -> bool:
 
 
 def _is_zero(expr: ast.expr) -> bool:
-    return isinstance(expr, ast.Constant) and expr.value == 0 and not isinstance(expr.value, bool)
+    return _is_int(expr, 0)
+
+
+def _is_int(expr: ast.expr, value: int) -> bool:
+    """``expr`` is the literal ``value`` (``-1`` written as a negation too), not a bool."""
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+        return _is_int(expr.operand, -value)
+    return isinstance(expr, ast.Constant) and expr.value == value and not isinstance(expr.value, bool)

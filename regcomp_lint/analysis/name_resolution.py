@@ -10,6 +10,7 @@ large tree): imports are recorded in source order as the engine walks, at any sc
 from __future__ import annotations
 
 import ast
+import weakref
 from functools import lru_cache
 
 
@@ -91,6 +92,21 @@ class ImportMap:
         if isinstance(node, ast.Name) and not self.imported(node.id):
             return any(q.rsplit(".", 1)[0] in self.star_modules and q.rsplit(".", 1)[-1] == node.id for q in qualnames)
         return False
+
+
+_MODULE_IMPORTS: weakref.WeakKeyDictionary[ast.Module, ImportMap] = weakref.WeakKeyDictionary()
+
+
+def module_imports(module: ast.Module) -> ImportMap:
+    """Every import of ``module``, at any scope, in one map (built once per parsed module): for
+    an analysis that reads a few names of a file outside the engine's walk. Do not add to it."""
+    found = _MODULE_IMPORTS.get(module)
+    if found is None:
+        found = _MODULE_IMPORTS[module] = ImportMap()
+        for node in ast.walk(module):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                found.add(node)
+    return found
 
 
 @lru_cache(maxsize=1024)

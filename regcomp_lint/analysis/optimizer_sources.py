@@ -327,9 +327,10 @@ class OptimizerSources:
         for parameter in fed:
             # `build_optimizer(list(model.parameters()), lr)`, `params = list(model.parameters())`
             # ... `build_optimizer(params)`: the parameters handed in are the model's own objects
+            # through a param-group helper too: `groups = get_groups(model)` ... `build_optimizer(groups)`
             argument = argument_for(factory, call, parameter)
             if argument is not None:
-                models += [m for m in self.parameter_owners(argument, where) if m not in models]
+                models += [m for m in self.parameter_owners(argument, where, handed=True) if m not in models]
         return OptimizerSource(models, f"{self._text(call.func)}() (returns {construct})")
 
     def _factory_result(self, factory: ast.FunctionDef, depth: int) -> tuple[list[str], str, list[str]] | None:

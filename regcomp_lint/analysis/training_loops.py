@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 
 from regcomp_lint.analysis.bindings import binding_key
 from regcomp_lint.analysis.loop_aliases import trained_elements
-from regcomp_lint.files.parsing import children
+from regcomp_lint.files.parsing import children, kept_walk
 from regcomp_lint.knowledge.training_libraries import INTEGER_BUILTINS
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -60,6 +60,12 @@ def own_nodes(roots: Sequence[ast.AST]) -> Iterator[ast.AST]:
         if isinstance(node, _OTHER_SCOPES):
             continue
         stack.extend(reversed(children(node)))
+
+
+def scope_nodes(block: Sequence[ast.AST]) -> Iterator[ast.AST]:
+    """:func:`own_nodes` of a block of the tree (a function's body, a loop's), which the loop
+    questions walk again and again: inside ``shared_parses`` listed once (parsing.kept_walk)."""
+    return kept_walk(block, own_nodes)
 
 
 class TrainingLoops:
@@ -219,6 +225,11 @@ class TrainingLoops:
             return False
         return self._reaches_step(body, self._function_of.get(id(loop)))
 
+    def trains_under(self, loop: ast.For | ast.AsyncFor, flags: Flags) -> bool:
+        """:meth:`loop_trains` when the ``if`` statements on the parameters ``flags`` names take
+        the branches their values give (``data_pass(epoch, train)`` with ``train`` True or False)."""
+        return self._trains_under(loop, flags)
+
     def _trains_under(self, loop: ast.For | ast.AsyncFor, flags: Flags) -> bool:
         """:meth:`loop_trains`, leaving out the branches ``flags`` never enter."""
         if not flags:
@@ -285,7 +296,7 @@ def constant_flags(function: Function, call: ast.Call, is_method: bool) -> Flags
             break  # positions from here on are unknown
         bound.append((params[index] if index < len(params) else None, value))
     bound += [(kw.arg, kw.value) for kw in call.keywords]
-    rebound = {n.id for n in own_nodes(function.body) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    rebound = {n.id for n in scope_nodes(function.body) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     flags = {
         param: bool(value.value)
         for param, value in bound
@@ -333,7 +344,7 @@ def _iteration_aliases(function: Function, name: str) -> set[str]:
     trainers' ``pbar = tqdm(enumerate(loader), total=len(loader))`` then ``for i, batch in pbar:``."""
     return {
         node.targets[0].id
-        for node in own_nodes(function.body)
+        for node in scope_nodes(function.body)
         if isinstance(node, ast.Assign)
         and len(node.targets) == 1
         and isinstance(node.targets[0], ast.Name)
@@ -348,7 +359,7 @@ def _held_there(scope: Sequence[ast.AST], loop: ast.For | ast.AsyncFor, name: st
         binding_key(held) == name
         for e in iterated(loop.iter)
         if isinstance(e, ast.Name) and e.id != name
-        for held in trained_elements(scope, e.id, loop, own_nodes, iterated)
+        for held in trained_elements(scope, e.id, loop, scope_nodes, iterated)
     )
 
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import ast
 import enum
+import sys
 from collections.abc import Callable
 
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.analysis.models import transformers_model_class
+from regcomp_lint.analysis.reachability.modules import ParsedModule, is_third_party, load_module, module_file
 from regcomp_lint.knowledge.model_classes import (
     DIFFUSERS,
     DIFFUSERS_MODEL_PREFIXES,
@@ -58,7 +60,7 @@ def constructor_kind(ctx: FileContext, call: ast.Call, classes: dict[str, ast.Cl
         return Kind.MODEL if _model_class(ctx, func.value, classes, factory=True) else None
     if _model_class(ctx, func, classes, factory=False):
         return Kind.MODEL
-    local = local_class_kind(ctx, func, classes)
+    local = local_class_kind(ctx, func, classes) or project_class_kind(ctx, func)
     if local is not None:
         return local
     name = _imported_name(ctx, func) or _chosen_by_name(ctx, func)
@@ -171,6 +173,53 @@ def local_class_kind(ctx: FileContext, func: ast.AST, classes: dict[str, ast.Cla
     if _derives(ctx, cls, classes, lambda base: optimizer(base) and not under(_NOT_OPTIMIZER_PREFIXES)(base)):
         return Kind.OPTIMIZER
     return None
+
+
+def project_class_kind(ctx: FileContext, func: ast.AST) -> Kind | None:
+    """What an instance of a class imported from a module of the script's project is, by that
+    module's bases, as :func:`local_class_kind` answers for the file's own classes: ``from lars
+    import LARS`` with ``class LARS(Optimizer)`` in ``lars.py`` beside the script (survey 24a's
+    SimCLR trainer). Only a module found next to the script (never a library), read, not imported."""
+    qualname = _imported_name(ctx, func) if ctx.imports.root_is_import(func) else None
+    dotted, _, name = (qualname or "").rpartition(".")
+    root = dotted.split(".")[0]  # '' for a relative import: the project's own
+    if not dotted or is_third_party(root) or root in sys.stdlib_module_names:
+        return None
+    path = module_file(ctx.filename, dotted)
+    module = load_module(path) if path is not None else None
+    if module is None or name not in module.classes:
+        return None
+
+    def under(prefixes: tuple[str, ...]) -> Callable[[ast.expr], bool]:
+        def passes(base: ast.expr) -> bool:
+            found = module.imports.qualname(base) if module.imports.root_is_import(base) else None
+            return (found or "").startswith(prefixes)
+
+        return passes
+
+    optimizer = under(_OPTIMIZER_PREFIXES)
+    roots: list[tuple[Kind, Callable[[ast.expr], bool]]] = [
+        (Kind.SCHEDULER, under(_SCHEDULER_PREFIXES)),
+        (Kind.OPTIMIZER, lambda base: optimizer(base) and not under(_NOT_OPTIMIZER_PREFIXES)(base)),
+    ]
+    for kind, is_root in roots:
+        if _module_derives(module, module.classes[name], is_root, frozenset()):
+            return kind
+    return None
+
+
+def _module_derives(
+    module: ParsedModule, cls: ast.ClassDef, is_root: Callable[[ast.expr], bool], seen: frozenset[str]
+) -> bool:
+    """``cls`` of another module has a base passing ``is_root``, directly or through that
+    module's other classes."""
+    for base in cls.bases:
+        if is_root(base):
+            return True
+        if isinstance(base, ast.Name) and base.id in module.classes and base.id not in seen | {cls.name}:
+            if _module_derives(module, module.classes[base.id], is_root, seen | {cls.name}):
+                return True
+    return False
 
 
 def _derives(

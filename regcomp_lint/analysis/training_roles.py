@@ -58,7 +58,15 @@ from regcomp_lint.analysis.metric_reductions import MetricReductions
 from regcomp_lint.analysis.mixed_precision import MixedPrecision
 from regcomp_lint.analysis.optimizer_sources import OptimizerSources
 from regcomp_lint.analysis.step_counts import StepCounts
-from regcomp_lint.analysis.training_loops import COMPREHENSIONS, argument_for, iterated, own_nodes
+from regcomp_lint.analysis.training_loops import (
+    COMPREHENSIONS,
+    argument_for,
+    flag_value,
+    iterated,
+    live_nodes,
+    own_nodes,
+    scope_nodes,
+)
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
 from regcomp_lint.files.parsing import children, walk
 from regcomp_lint.knowledge.accelerate_api import PREPARE_PLACEMENT_KEYWORD, WRAPPED_OPTIMIZER_ATTRIBUTE
@@ -218,7 +226,7 @@ class TrainingRoles:
             self.uses.append(Use(expr, "iterated", where, loops=(node,)))
             if isinstance(expr, ast.Name):
                 # `with tqdm(loader) as t: for b in t`, `for phase, loader in zip(p, [a, b])`
-                for held in trained_elements(self._scope_body(), expr.id, node, own_nodes, iterated):
+                for held in trained_elements(self._scope_body(), expr.id, node, scope_nodes, iterated):
                     self.uses.append(Use(held, "iterated", self.bindings.here(held), loops=(node,)))
 
     def _scope_body(self) -> list[ast.stmt]:
@@ -671,10 +679,66 @@ class TrainingRoles:
         """Some loop that trains iterates the loader built at ``origin`` (there or in a callee)."""
         for use in self.uses:
             if use.how in ("iterated", "passed") and self.trains_on(use):
+                flagged = self.flag_trained_origins(use)
+                if flagged is not None:
+                    if any(found.call is origin.call for found in flagged):
+                        return True
+                    continue
                 found = self.origin(use.expr, use.where, callers=MAX_CALLER_DEPTH)
                 if isinstance(found, Origin) and found.call is origin.call:
                     return True
         return False
+
+    def flag_leaves_out(self, use: Use, origin: Origin) -> bool:
+        """The loop of ``use`` iterates the loader built at ``origin`` only on a branch of a flag
+        where it does not train (``test_loader`` of ``data_pass(epoch, train)``, see
+        :meth:`flag_trained_origins`): an evaluation pass, left whole on purpose."""
+        flagged = self.flag_trained_origins(use)
+        return flagged is not None and all(found.call is not origin.call for found in flagged)
+
+    def flag_trained_origins(self, use: Use) -> list[Origin] | None:
+        """The loaders a loop trains on when the name it iterates is bound on the branches of an
+        ``if`` on a parameter that also decides whether the loop trains: ctallec/world-models'
+        ``data_pass(epoch, train)`` binds ``loader = train_loader`` under ``if train:`` and
+        ``loader = test_loader`` otherwise, and steps under ``if train:`` in the loop (survey24b
+        mdrnn: taking the last binding prepared ``test_loader`` and left ``train_loader`` whole).
+        Only the bindings live where the loop trains count; None when no flag parts them."""
+        function = use.where.function
+        loop = use.loops[0] if use.loops else None
+        if use.how != "iterated" or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            return None
+        bounds = [b for b in self.bindings.every_binding(use.expr, use.where) if b.value is not None]
+        if len(bounds) < 2:
+            return None
+        rebound = {n.id for n in own_nodes(function.body) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        params = {a.arg for a in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]} - rebound
+        tested = {
+            flag
+            for node in own_nodes(function.body)
+            if isinstance(node, ast.If)
+            for flag in params
+            if flag_value(node.test, {flag: True}) is not None
+        }
+        for flag in sorted(tested):
+            live = {value: {id(n) for n in live_nodes(function.body, {flag: value})} for value in (True, False)}
+            if all(id(b.value) in live[True] and id(b.value) in live[False] for b in bounds):
+                continue  # this flag does not part the bindings
+            found: list[Origin] = []
+            for value in (True, False):
+                if not self.script.training_loops.trains_under(loop, {flag: value}):
+                    continue
+                for bound in bounds:
+                    held = bound.value
+                    if held is None or id(held) not in live[value]:
+                        continue
+                    if bound.index is None and binding_key(held) is not None:
+                        found += self._possible_origins(held, bound.where, 1)
+                    elif isinstance(one := self._bound_origin(bound, use.expr, 1, True, MAX_CALLER_DEPTH), Origin):
+                        found.append(one)
+            return found
+        return None
 
     def training_iterables(self) -> list[tuple[ast.expr, Where]]:
         """Names a training loop iterates (there, or in a function they are passed to), with

@@ -40,7 +40,9 @@ class UnpreparedObject(Rule):
     `zip`, `iter`) by a loop that reaches a `.backward(...)` call (directly or through the
     file's own functions), or passed to a function of the file whose such loop iterates it; an
     evaluation loader iterated only by loops without a backward pass may stay whole (unsharded,
-    as `regcomp-fix` leaves it). Likewise a scheduler stepped once per epoch (its `.step()` in a
+    as `regcomp-fix` leaves it), and so may one a loop reaches only on the evaluation branch of a
+    flag of its function (`if train: loader = train_loader` / `else: loader = test_loader`, with the
+    step under `if train:`): the loader of the training branch is the one judged. Likewise a scheduler stepped once per epoch (its `.step()` in a
     loop around the one where its optimizer steps, followed through the file's functions) is not
     reported: prepared, it would step once per process. Nor is one stepped with a value
     (`scheduler.step(val_loss)` of a `ReduceLROnPlateau`): prepared, it would take the metric once
@@ -306,6 +308,9 @@ class UnpreparedObject(Rule):
             if use.how == "passed" and not self._is_local_function(use.callee, use.where):
                 continue
             origin = roles.origin(use.expr, use.where)
+            if isinstance(origin, Origin) and origin.kind is Kind.DATALOADER and roles.flag_leaves_out(use, origin):
+                # `loader` bound to test_loader last, but the loop trains on the branch binding train_loader
+                origin = next((o for o in roles.flag_trained_origins(use) if id(o.call) not in prepared), None)
             if not isinstance(origin, Origin) or id(origin.call) in prepared or id(origin.call) in reported:
                 continue
             if origin.kind not in USES[use.how]:

@@ -8,6 +8,14 @@ trained. A name bound on every path that goes on (``else: raise ...`` ends its p
 torchvision's optimizer choice) is fine, and so is one bound before the ``if`` and rebound in it,
 and one the code after the ``if`` reads on every path (``optimizer.step()`` in the loop after an
 ``if``/``elif`` without ``else``): where it is unbound, the original fails as well.
+
+An FNO ablation (survey23h, fno_ema_arms) builds ``aux_head`` and ``aux_opt`` under ``if args.arm ==
+"F":`` only, and uses them only under the same test. Those are prepared by a second ``prepare()``
+under that test, right after the first: ``if args.arm == "F": aux_head, aux_opt =
+accelerator.prepare(aux_head, aux_opt)``. Its test then takes the same path as the ``if`` did, as
+long as nothing in between can change its value: an ``if`` without ``elif``/``else`` whose test calls
+nothing, and whose names are neither rebound nor handed to a call (or called a method of) from the
+``if`` up to the ``prepare()``. Any other such ``if`` is refused, naming it.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ from typing import Literal
 
 import libcst as cst
 
+from regcomp_lint.codemod.builders import statement
 from regcomp_lint.codemod.roles import bindings, bound_keys
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all
@@ -78,9 +87,12 @@ def _branches(stmt: cst.If) -> list[Sequence[cst.BaseStatement]]:
     return paths
 
 
-def refuse_unbound_at_prepare(tree: Tree, scope: Function, block: Block, prepare_index: int, keys: list[str]) -> None:
-    """Refuse when an object ``prepare()`` would name at ``prepare_index`` of ``block`` is built on
-    some paths of an ``if`` before it only (and nowhere before that ``if``)."""
+def refuse_unbound_at_prepare(
+    tree: Tree, scope: Function, block: Block, prepare_index: int, keys: list[str]
+) -> list[tuple[cst.If, list[str]]]:
+    """The objects ``prepare()`` would name at ``prepare_index`` of ``block`` that a plain ``if``
+    before it builds on its one path only (and nowhere before that ``if``), with that ``if``: they
+    are prepared again under its test. Refuse when such an ``if`` cannot be asked again."""
     statements = block.body[:prepare_index]
     found: list[tuple[str, cst.If, cst.CSTNode]] = []
     for key in keys:
@@ -98,15 +110,104 @@ def refuse_unbound_at_prepare(tree: Tree, scope: Function, block: Block, prepare
         if inside:
             found.append((key, holder, inside[0]))
     if not found:
-        return
-    holder = found[0][1]
-    named = [(k, n) for k, h, n in found if h is holder]
+        return []
+    holders = list(dict.fromkeys(h for _, h, _ in found))
+    refused = next((h for h in holders if not _asked_again(block, h, prepare_index)), None)
+    if refused is None and len(found) < len(keys):  # the first prepare() keeps something to prepare
+        return [(h, [k for k, held, _ in found if held is h]) for h in holders]
+    first = refused if refused is not None else holders[0]
+    named = [(k, n) for k, h, n in found if h is first]
     names = ", ".join(f"{k} (line {tree.line(n)})" for k, n in named)
     raise Refusal(
-        f"{names} {'is' if len(named) == 1 else 'are'} built on some paths of the if at line {tree.line(holder)} "
-        f"({code(holder.test).strip()}) only: the one prepare() after it would raise UnboundLocalError on the "
+        f"{names} {'is' if len(named) == 1 else 'are'} built on some paths of the if at line {tree.line(first)} "
+        f"({code(first.test).strip()}) only: the one prepare() after it would raise UnboundLocalError on the "
         "others; build the objects to prepare on every path, or convert by hand"
     )
+
+
+def guarded_prepare(holder: cst.If, prepare: cst.BaseStatement, module: cst.Module) -> cst.BaseStatement:
+    """``if <holder's test>:`` around ``prepare``."""
+    unit, nl = module.default_indent, module.default_newline
+    inner = "".join(f"{unit}{line}{nl}" for line in code(prepare).rstrip().splitlines())
+    return statement(f"if {code(holder.test).strip()}:{nl}{inner.rstrip()}", module)
+
+
+#: Nodes whose value may differ when a test is evaluated again.
+_UNREPEATABLE = (cst.Call, cst.NamedExpr, cst.Await, cst.Yield, cst.Lambda, cst.ListComp, cst.GeneratorExp)
+
+
+#: Nodes that may change a name's value: bindings, and calls (handed the name, or its method).
+_CHANGING = (
+    cst.Assign,
+    cst.AnnAssign,
+    cst.AugAssign,
+    cst.NamedExpr,
+    cst.For,
+    cst.CompFor,
+    cst.Del,
+    cst.AsName,
+    cst.FunctionDef,
+    cst.ClassDef,
+    cst.Import,
+    cst.ImportFrom,
+    cst.Call,
+)
+
+
+def _asked_again(block: Block, holder: cst.If, prepare_index: int) -> bool:
+    """Would ``holder``'s test, evaluated again at ``prepare_index`` of ``block``, take the same
+    path? Only a plain ``if`` (no ``elif``/``else``) of ``block`` itself, whose test calls nothing,
+    and whose names nothing from the ``if`` up to the prepare rebinds or hands to a call."""
+    body = list(block.body)
+    if holder.orelse is not None or holder not in body or find_all(holder.test, _UNREPEATABLE):
+        return False
+    roots = {name.value for name in find_all(holder.test, cst.Name) if _is_read_root(name, holder.test)}
+    for stmt in [holder, *body[body.index(holder) + 1 : prepare_index]]:
+        for node in find_all(stmt, _CHANGING, enter_functions=False):
+            if any(key.split(".")[0] in roots for key in _rebound(node)):
+                return False
+            if isinstance(node, cst.Call) and any(_root(e) in roots for e in _handed(node)):
+                return False
+    return True
+
+
+def _rebound(node: cst.CSTNode) -> list[str]:
+    """The dotted targets ``node`` binds or changes (``args.arm = ...`` too, and ``del``)."""
+    targets: list[cst.BaseExpression]
+    if isinstance(node, cst.Assign):
+        targets = [t.target for t in node.targets]
+    elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.CompFor)):
+        targets = [node.target]
+    elif isinstance(node, cst.Del):
+        targets = [node.target]
+    elif isinstance(node, cst.AsName):
+        targets = [node.name]
+    else:
+        return bound_keys(node) if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Import, cst.ImportFrom)) else []
+    found: list[str] = []
+    for target in targets:
+        found += [r for n in find_all(target, (cst.Name, cst.Attribute, cst.Subscript)) if (r := _root(n))]
+    return found
+
+
+def _handed(call: cst.Call) -> list[cst.BaseExpression]:
+    """What a call may change: its arguments and the object a method is called on."""
+    handed = [arg.value for arg in call.args]
+    if isinstance(call.func, cst.Attribute):
+        handed.append(call.func.value)
+    return handed
+
+
+def _root(node: cst.CSTNode) -> str | None:
+    """``args`` for ``args``, ``args.arm`` or ``cfg["arm"]``; None for anything else."""
+    while isinstance(node, (cst.Attribute, cst.Subscript)):
+        node = node.value
+    return node.value if isinstance(node, cst.Name) else None
+
+
+def _is_read_root(name: cst.Name, test: cst.BaseExpression) -> bool:
+    """``name`` is a variable the test reads, not the attribute part of ``args.arm``."""
+    return not any(isinstance(a, cst.Attribute) and a.attr is name for a in find_all(test, cst.Attribute))
 
 
 def _read_on_every_path_after(tree: Tree, block: Block, holder: cst.If, key: str) -> bool:

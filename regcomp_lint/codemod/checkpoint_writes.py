@@ -3,7 +3,9 @@
 A local helper that writes a checkpoint (the ImageNet example's ``save_checkpoint(state,
 is_best)``: ``torch.save`` then ``shutil.copyfile``) ran in one process; launched on several,
 every process would write the same files at once. Its call goes under
-``if accelerator.is_main_process:``, unless the script already calls it under a rank test.
+``if accelerator.is_main_process:``, unless the script already calls it under a rank test. So
+does a method of the model's own class that writes one (``model_to_save.save_checkpoint(path)``,
+survey 23b mird_phase2; ``model_methods.own_method``).
 
 ``accelerator.save`` writes on the main process alone. A script that saves and then reads the
 file back (the quickstart's ``torch.save(...)`` then ``model.load_state_dict(torch.load(...))``)
@@ -26,6 +28,7 @@ from regcomp_lint.codemod.builders import expression, guarded, statement
 from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.local_modules import FunctionNode, imported_function
+from regcomp_lint.codemod.model_methods import own_method
 from regcomp_lint.codemod.per_process import per_process_path
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, single_target
@@ -45,7 +48,7 @@ _READS = ("torch.load",)
 #: How many calls deep a helper's write is looked for (``save_checkpoint`` -> ``_write``).
 _MAX_DEPTH = 3
 #: Calls every process must make together: a helper making one is never run on one process only.
-_COLLECTIVE_WORDS = ("barrier", "wait_for_everyone", "all_reduce", "all_gather", "gather", "broadcast", "reduce")
+COLLECTIVE_WORDS = ("barrier", "wait_for_everyone", "all_reduce", "all_gather", "gather", "broadcast", "reduce")
 
 
 def guard_helper_saves(
@@ -58,13 +61,16 @@ def guard_helper_saves(
     guarded_calls: list[tuple[Function, cst.Call]] = []
     for place in places:
         for call in find_all(place, cst.Call, enter_functions=False):
-            helper = tree.function_named(call)
+            method = own_method(planner, place, call) if isinstance(call.func, cst.Attribute) else None
+            helper = method or tree.function_named(call)
             elsewhere = None if helper is not None else _writer_elsewhere(tree, call)
             if (helper is None or helper not in writers) and elsewhere is None:
                 continue
             if under_rank_test(planner, call):
                 continue
-            name = helper.name.value if helper is not None else f"{code(call.func)}"
+            name = helper.name.value if helper is not None and method is None else f"{code(call.func)}"
+            if method is not None:
+                helper = None  # (what it is handed is not unwrapped: its parameters start with self)
             expr = tree.parent(call)
             if isinstance(expr, cst.If) and expr.test is call and _only_logs(tree, expr):
                 # `if atomic_save(...): print("saved")`: the main process writes and logs, the others skip both
@@ -258,7 +264,7 @@ def _writer_elsewhere(tree: Tree, call: cst.Call) -> FunctionNode | None:
         if qualname == "torch.save":
             saves = True
         text = ast.unparse(node.func).lower()
-        if any(word in text for word in _COLLECTIVE_WORDS) or (
+        if any(word in text for word in COLLECTIVE_WORDS) or (
             isinstance(node.func, ast.Name) and node.func.id in params
         ):
             return None
@@ -421,7 +427,7 @@ def _does_more(planner: Planner, function: cst.FunctionDef, depth: int) -> bool:
     if find_all(function, (cst.For, cst.While)) or _changes_a_module(function):
         return True
     for call in find_all(function, cst.Call):
-        if key_of(call.func) in models or any(word in code(call.func).lower() for word in _COLLECTIVE_WORDS):
+        if key_of(call.func) in models or any(word in code(call.func).lower() for word in COLLECTIVE_WORDS):
             return True
     return depth < _MAX_DEPTH and any(_does_more(planner, f, depth + 1) for f, _ in planner.graph.calls_from(function))
 

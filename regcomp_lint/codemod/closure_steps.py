@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import ast
 
+from regcomp_lint.analysis.bindings import Where
 from regcomp_lint.codemod.lint_view import LintView
 from regcomp_lint.files.parsing import walk
 from regcomp_lint.knowledge.torch_api import LOSS_DRIVEN_OPTIMIZERS
+
+_BY_HAND = "; keep the loader unprepared with the same data on every process, or convert by hand"
 
 
 def loss_driven_step_refusal(view: LintView, prepared_loaders: list[str]) -> str | None:
@@ -47,7 +50,38 @@ def loss_driven_step_refusal(view: LintView, prepared_loaders: list[str]) -> str
             "calls the closure until the loss it returns stops changing, while prepare() shards the training loader "
             f"({', '.join(prepared_loaders)}) across processes: each process computes that loss on its own batch, "
             "so the processes can run a different number of backward passes per step and their gradient all-reduces "
-            "no longer pair up (a failure or a hang on 2 processes); keep the loader unprepared with the same data "
-            "on every process, or convert by hand"
+            f"no longer pair up (a failure or a hang on 2 processes){_whole_set(view, prepared_loaders, where)}"
         )
     return None
+
+
+def _whole_set(view: LintView, loaders: list[str], where: Where | None) -> str:
+    """For the refusal: the batch size of each loader built with one. A batch that holds the whole
+    set makes the step exact with the loader left unprepared (survey 23d's ParWH trainer, 95 samples
+    in one batch of 95: the same losses and closure calls on every rank, measured), but the set's
+    length is known only when the script runs."""
+    roles = view.roles
+    if roles is None or where is None:
+        return _BY_HAND
+    sizes: list[str] = []
+    for loader in loaders:
+        bound = roles.bindings.lookup(ast.Name(id=loader), where)
+        call = bound.value if bound is not None and bound.index is None else None
+        size = _batch_size(call) if isinstance(call, ast.Call) else None
+        if size is not None:
+            sizes.append(f"{loader}: batch_size={ast.unparse(size)}")
+    if not sizes:
+        return _BY_HAND
+    return (
+        f". If one batch holds the whole data set ({'; '.join(sizes)}; the set's length is known only when the "
+        "script runs), the loader left unprepared gives every process all of it and the same path through the "
+        "closure: convert by hand that way"
+    )
+
+
+def _batch_size(call: ast.Call) -> ast.expr | None:
+    """``batch_size=`` of a ``DataLoader(dataset, batch_size, ...)`` call, by keyword or position."""
+    keyword = next((kw.value for kw in call.keywords if kw.arg == "batch_size"), None)
+    if keyword is not None:
+        return keyword
+    return call.args[1] if len(call.args) > 1 and not isinstance(call.args[1], ast.Starred) else None

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from regcomp_lint.analysis.name_resolution import ImportMap
+from regcomp_lint.analysis.name_resolution import ImportMap, module_imports
 from regcomp_lint.analysis.reachability.modules import ParsedModule
 from regcomp_lint.codemod.local_modules import importer_of, is_project_module, load_local, star_source
 from regcomp_lint.files.discovery import shown_path
@@ -60,10 +60,7 @@ class DelegatedLoop:
 
 def find_delegated_loop(tree: ast.Module, filename: str) -> DelegatedLoop | None:
     """The imported trainer method this script (which has no backward) runs, or None."""
-    imports = ImportMap()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            imports.add(node)
+    imports = module_imports(tree)
     constructed = _constructions(tree)
     models = _model_names(tree)
     importer = importer_of(filename)

@@ -19,6 +19,7 @@ import libcst as cst
 from regcomp_lint.codemod.builders import expression, guarded, keyword, with_keyword
 from regcomp_lint.codemod.checkpoint_writes import under_rank_test
 from regcomp_lint.codemod.local_modules import unread_project_function
+from regcomp_lint.codemod.model_methods import unread_model_class
 from regcomp_lint.codemod.per_process import per_process_path
 from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, methods_of, read_keys, single_target
 from regcomp_lint.knowledge.torch_api import (
@@ -61,7 +62,7 @@ def write_files_once(planner: Planner, places: list[Function]) -> None:
                 continue
             if under_rank_test(planner, call):
                 continue
-            if _unread_writer(planner, call):
+            if _unread_writer(planner, call, place):
                 continue
             if _saves_pretrained(call.func):
                 if _saves_a_model(planner, call.func, models, place):
@@ -145,18 +146,25 @@ def _name_output_file(planner: Planner, call: cst.Call) -> None:
     )
 
 
-def _unread_writer(planner: Planner, call: cst.Call) -> bool:
+def _unread_writer(planner: Planner, call: cst.Call, place: Function) -> bool:
     """A call, named like a writer, of a function of a module the conversion cannot read (survey
-    21b lmforge_trainer's ``save_checkpoint``, 21d sgns_sparse's ``write_json``): whether it writes,
-    and what, is unknown, so it is named in a note rather than guarded."""
+    21b lmforge_trainer's ``save_checkpoint``, 21d sgns_sparse's ``write_json``), or a method of
+    the prepared model whose class comes from one (23b mird_phase2's
+    ``model_to_save.save_checkpoint(path)``, ``MIRDModel`` of ``model_agentic``; not
+    ``save_pretrained``, which :func:`_model_saved_once` handles): whether it writes, and what, is
+    unknown, so it is named in a note rather than guarded."""
     name = _writer_name(call.func)
     if name is None:
         return False
     qualname = unread_project_function(planner.tree, call.func)
-    if qualname is None:
+    if qualname is not None:
+        source = qualname.rsplit(".", 1)[0]
+    elif not _saves_pretrained(call.func) and (cls := unread_model_class(planner, place, call)) is not None:
+        name, source = code(call.func).strip(), ".".join(cls)
+    else:
         return False
     planner.notes.append(
-        f"{name}() at line {planner.tree.line(call)}, of {qualname.rsplit('.', 1)[0]} (not found beside the script, "
+        f"{name}() at line {planner.tree.line(call)}, of {source} (not found beside the script, "
         "so not read), runs in every process: if it writes a file, every process writes the same one (and one may "
         "read it back before another has rewritten it); put the call under `if accelerator.is_main_process:` and "
         "call accelerator.wait_for_everyone() before any read of that file"

@@ -97,18 +97,30 @@ def unread_project_class(tree: Tree, func: cst.BaseExpression) -> tuple[str, str
     receiver = key_of(func.value)
     if receiver is None:
         return None
-    importer = importer_of(tree.filename)
     for assign in find_all(tree.module, cst.Assign):
         bound = single_target(assign)
         if bound is None or bound[0] != receiver or not isinstance(bound[1], cst.Call):
             continue
-        cls = bound[1].func
-        for qualname in sorted(tree.imported_names(cls) if isinstance(cls, cst.Name) else ()):
-            module = qualname.rsplit(".", 1)[0]
-            if "." in qualname and is_project_module(module):
-                parsed = load_local(importer, module)
-                if parsed is None or parsed.path is None:
-                    return module, qualname.rsplit(".", 1)[1]
+        found = unread_class(tree, bound[1].func)
+        if found is not None:
+            return found
+    return None
+
+
+def unread_class(tree: Tree, cls: cst.BaseExpression) -> tuple[str, str] | None:
+    """``("model_agentic", "MIRDModel")`` when ``cls`` names a class imported from a project
+    module (:func:`is_project_module`) whose file is not found; None otherwise."""
+    import libcst as cst
+
+    if tree.filename is None or not isinstance(cls, cst.Name):
+        return None
+    importer = importer_of(tree.filename)
+    for qualname in sorted(tree.imported_names(cls)):
+        module = qualname.rsplit(".", 1)[0]
+        if "." in qualname and is_project_module(module):
+            parsed = load_local(importer, module)
+            if parsed is None or parsed.path is None:
+                return module, qualname.rsplit(".", 1)[1]
     return None
 
 

@@ -203,12 +203,17 @@ def _source(tree: Tree, creation: Creation) -> OptimizerSource | None:
     source = optimizers.source(call, where)
     if source is not None:
         return source
+    # the cheap questions first: most creations (`loss = criterion(out, y)`) are fed no
+    # parameters and call nothing of another module, and then what they hold is not asked
+    owners = optimizers.fed_parameters(call, where)
+    elsewhere = not owners and _builds_optimizer_elsewhere(tree, creation.value)
+    if not owners and not elsewhere:
+        return None
     if _builds_a_scheduler(view.roles.origin(call, where)):
         return None  # `scheduler = make_scheduler(optimizer)`: handed the optimizer's parameters, but a scheduler
-    owners = optimizers.fed_parameters(call, where)
     if owners and optimizers.used_as_optimizer(call):
         return OptimizerSource(owners, view.text(call.func))
-    if _builds_optimizer_elsewhere(tree, creation.value) and optimizers.used_as_optimizer(call):
+    if (elsewhere or _builds_optimizer_elsewhere(tree, creation.value)) and optimizers.used_as_optimizer(call):
         # `optimizer = build_optimizer(model, lr)` of the project's optim_utils.py
         owners = optimizers.parameter_owners(call, where, handed=True)
         if owners:

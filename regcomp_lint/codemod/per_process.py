@@ -145,6 +145,8 @@ class PerProcess:
     def _computed_alike(self, call: cst.Call) -> bool:
         if self.alike(call) or self._reads_the_shared_environment(call) or self._tests_a_shared_file(call):
             return True
+        if self.tree.resolves_under(call.func, *torch_api.PURE_FUNCTION_MODULES):
+            return True  # math.sqrt(se / n): what it is handed is read on (a call in it, a name's assignments)
         helper = self.tree.function_named(call)
         if helper is not None:
             return self._returns_alike(helper)

@@ -25,7 +25,7 @@ from regcomp_lint.analysis.training_objects import Kind
 from regcomp_lint.analysis.training_roles import Cadence, Origin, TrainingRoles
 from regcomp_lint.codemod.batch_methods import module_instances, own_batch_methods
 from regcomp_lint.codemod.batch_seeds import split_hand_written_batches
-from regcomp_lint.codemod.branch_bindings import refuse_unbound_at_prepare
+from regcomp_lint.codemod.branch_bindings import guarded_prepare, refuse_unbound_at_prepare
 from regcomp_lint.codemod.builders import call_statement, expression, statement, with_keyword
 from regcomp_lint.codemod.checkpoint_writes import (
     guard_helper_saves,
@@ -105,6 +105,7 @@ from regcomp_lint.codemod.method_loss import (
     regional_left_off,
 )
 from regcomp_lint.codemod.model_copies import model_copies
+from regcomp_lint.codemod.module_globals import handed_through_globals
 from regcomp_lint.codemod.optimizer_methods import placement_keyword, reach_own_methods
 from regcomp_lint.codemod.optimizers import (
     FoundOptimizer,
@@ -118,6 +119,7 @@ from regcomp_lint.codemod.optimizers import (
 from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConvertOptions
 from regcomp_lint.codemod.per_process import PerProcess
 from regcomp_lint.codemod.progress_bars import note_eager_iterators
+from regcomp_lint.codemod.prompts import ask_once
 from regcomp_lint.codemod.reduced_sums import EpochSum, gather_sums
 from regcomp_lint.codemod.regional import repeated_blocks
 from regcomp_lint.codemod.reinit_sync import rebinds_itself, reinitialised_model, sync_reinitialised
@@ -166,7 +168,7 @@ from regcomp_lint.codemod.tree import (
 )
 from regcomp_lint.codemod.uneven_guards import skips, uneven_guards
 from regcomp_lint.codemod.uneven_steps import uneven_steps
-from regcomp_lint.codemod.unwrapped_branches import taken_unwrapped
+from regcomp_lint.codemod.unwrapped_branches import note_wrapper_tests, taken_unwrapped
 from regcomp_lint.codemod.wrapped_access import places_using_prepared, read_through_wrapper, sees_prepared
 from regcomp_lint.codemod.wrapper_saves import save_wrapper_states_once
 from regcomp_lint.knowledge import torch_api
@@ -374,6 +376,11 @@ class PlainPlanner(Planner):
         self._place(settings, script)
         self.imports += [("accelerate", "Accelerator"), ("accelerate.utils", "TorchDynamoPlugin")]
         self._describe(settings, reason, sites)
+        if (
+            settings.get("use_regional_compilation", Setting("", "")).code != "True"
+        ):  # (regional: prepare() gives the DDP)
+            places = [self.scope, *self.owner_methods(), *places_using_prepared(self)]
+            self.notes += note_wrapper_tests(self, places, self.models)
         self.notes += setting_notes
         return self.conversion()
 
@@ -435,9 +442,15 @@ class PlainPlanner(Planner):
                     found.append((function, optimizer.key, optimizer.models))
                 else:
                     untraced_found.append((function, optimizer))
+                    wrapper = _unread_wrapper(tree, function, optimizer.key)
                     untraced.append(
-                        f"{optimizer.key} = {optimizer.construct}(...) at line {tree.line(optimizer.stmt)} is built from "
-                        "parameters whose model cannot be traced"
+                        f"{optimizer.key} = {optimizer.construct}(...) at line {tree.line(optimizer.stmt)} is "
+                        + (
+                            f"handed to {wrapper[0]}(...) at line {wrapper[1]}, a class of the project module "
+                            f"{wrapper[2]}, which is not beside the script: what that builds cannot be told an optimizer"
+                            if wrapper is not None
+                            else "built from parameters whose model cannot be traced"
+                        )
                     )
         if not any(function in self.training for function, _, _ in found):
             handed = find_handed_in(tree, self.graph, self.training)
@@ -555,14 +568,30 @@ class PlainPlanner(Planner):
             self.owner = owner
         else:
             self.owner = None
-            if self.scope not in self.training:
+            if self.scope not in self.training and self._handed_through_globals(every=True):
+                # NNI's prepare(): the training code reads what it prepares as module globals, and
+                # the accelerator too (module_globals.py)
+                self.global_accelerator = True
+                self.notes.append(
+                    f"{function_name(self.scope)} hands the objects to the training code through module globals: "
+                    "it prepares them there and makes the accelerator a module global too (global accelerator)"
+                )
+            elif self.scope not in self.training:
                 for function in tree.in_source_order(self.training):
                     for holder in stray_holders(tree, function):
                         raise Refusal(stray_refusal(tree, holder))
                 raise Refusal(
                     f"the model and optimizer are built in {function_name(self.scope)}, which does not run the training loop"
-                    f"{self._unfollowed_result()}; build them where the loop runs, or convert by hand"
+                    f"{self._unfollowed_result()}{self._handed_through_globals()}; build them where the loop runs, or "
+                    "convert by hand"
                 )
+
+    def _handed_through_globals(self, *, every: bool = False) -> str:
+        """The optimizer and models the scope hands to the training code through module globals
+        (NNI's ``prepare()``; module_globals.py), said for a refusal; with ``every``, only when all
+        of them are."""
+        keys = [k for key, models in self.optimizer_found for k in [key or "", *models] if k]
+        return handed_through_globals(self.tree, self.scope, list(dict.fromkeys(keys)), self.training, every=every)
 
     def _unfollowed_result(self) -> str:
         """For a refusal: where the training code calls the helper that builds the model and
@@ -1216,7 +1245,7 @@ class PlainPlanner(Planner):
         for method in self.owner_methods():
             if method in self.training and all(method is not r for r in reach):
                 reach.append(method)
-        if isinstance(self.scope, cst.Module):
+        if isinstance(self.scope, cst.Module) or self.global_accelerator:
             reach += [
                 f
                 for f in find_all(tree.module, cst.FunctionDef)
@@ -1366,6 +1395,7 @@ class PlainPlanner(Planner):
         wait_before_reading_back(self, writes)
         wait_before_returning(self, writes, self.training)
         write_files_once(self, places)
+        ask_once(self, places, self.training)
 
     def _strip_wrapper_prefix(self, load: cst.Call) -> None:
         """``model.load_state_dict(sd, strict=False)`` after the script's DataParallel/DDP wrap:
@@ -1520,8 +1550,9 @@ class PlainPlanner(Planner):
         else:
             last = self._after_model_setup(block, last, first_step, prepared)
         prepare_index = last + 1
+        guarded: list[tuple[cst.If, list[str]]] = []
         if runs is None:
-            refuse_unbound_at_prepare(tree, self.scope, block, prepare_index, prepared)
+            guarded = refuse_unbound_at_prepare(tree, self.scope, block, prepare_index, prepared)
             self.notes += listed_loader_notes(tree, block, prepare_index, self.loaders)
         for alias in self.compiled_aliases:
             at = self.project(block, alias)
@@ -1553,7 +1584,14 @@ class PlainPlanner(Planner):
             prepared = list(dict.fromkeys(k for _, keys, _ in runs for k in keys))
             prepare = prepare_call(runs[0][1])
         else:
-            prepare = prepare_call(prepared)
+            held = {k for _, keys in guarded for k in keys}
+            prepare = prepare_call([k for k in prepared if k not in held])
+        extra = [guarded_prepare(holder, prepare_call(keys), self.module) for holder, keys in guarded]
+        for holder, keys in guarded:
+            self.notes.append(
+                f"{_names(keys)} {'is' if len(keys) == 1 else 'are'} built only when {code(holder.test).strip()} "
+                f"(line {tree.line(holder)}): prepared under the same test, right after the other objects"
+            )
         read_through_wrapper(self, block, prepare_index)
         reach_own_methods(self, block, prepare_index)
         unwrap_for_other_modules(self, block, prepare_index)
@@ -1569,7 +1607,7 @@ class PlainPlanner(Planner):
                 f"{acc}.free_memory() lets the Accelerator drop the previous pass's objects"
             )
         else:
-            self.edits.add_statements(block, prepare_index, [prepare], after=True)
+            self.edits.add_statements(block, prepare_index, [prepare, *extra], after=True)
         for at, keys, _step in (runs or [])[1:]:
             self.edits.add_statements(block, at, [prepare_call(keys)], after=True)
         if runs is not None:
@@ -1937,6 +1975,8 @@ class PlainPlanner(Planner):
         keywords = ", ".join(["dynamo_plugin=dynamo_plugin", *self.accelerator_keywords])
         accelerator = statement(f"{self.acc_key} = Accelerator({keywords})", self.module)
         before = [statement(source, self.module) for source in self.before_accelerator]
+        if self.global_accelerator:
+            before.append(statement(f"global {self.acc_key}", self.module))
         extra += [statement(source, self.module) for source in self.after_accelerator]
         self.edits.add_statements(block, first_use, [*before, plugin, accelerator, *extra], after=False)
         download_first(self, block, first_use)
@@ -2602,3 +2642,22 @@ def _kept_iterable(
     if inner.where.function in homes:
         return (value, bound.where, inner) if isinstance(inner.value, ast.Call) else None
     return _kept_iterable(roles, inner, homes, depth + 1)
+
+
+def _unread_wrapper(tree: Tree, function: Function, key: str) -> tuple[str, int, str] | None:
+    """(class, line, module) when ``function`` hands optimizer ``key`` to a class imported from a
+    module of the script's project whose file is not found (survey 24a's ``LARS(base_optimizer)``
+    with no ``lars.py`` beside the script): the optimizer that steps is that class's, out of sight."""
+    if tree.filename is None:
+        return None
+    for assign in find_all(function, cst.Assign, enter_functions=False):
+        call = assign.value
+        if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Name):
+            continue
+        if not any(isinstance(arg.value, cst.Name) and arg.value.value == key for arg in call.args):
+            continue
+        for qualname in sorted(tree.imported_names(call.func)):
+            module = qualname.rpartition(".")[0]
+            if module and is_project_module(module) and load_local(importer_of(tree.filename), module) is None:
+                return call.func.value, tree.line(assign), module
+    return None

@@ -75,6 +75,9 @@ class Planner:
         #: where the accelerator lives and how that function spells it
         self.scope: Function = tree.module
         self.acc_key = "accelerator"
+        #: The Accelerator is a module global, made by a helper that hands the training objects to
+        #: the training code through module globals (NNI's prepare(); module_globals.py).
+        self.global_accelerator = False
         self._injected: set[cst.FunctionDef] = set()
         #: nodes in the scope that will read the accelerator (for placing its creation)
         self.uses: list[cst.CSTNode] = []
@@ -184,6 +187,8 @@ class Planner:
         tree = self.tree
         if function is self.scope or isinstance(self.scope, cst.Module):
             return self.acc_key
+        if self.global_accelerator and not isinstance(function, cst.Module):
+            return self.acc_key  # module level may run before the helper made it: refused below
         if any(f is self.scope for f in tree.enclosing_functions(function)):
             return self.acc_key
         scope_class = tree.class_of(self.scope)
@@ -204,6 +209,8 @@ class Planner:
         """Would :meth:`accelerator_in` succeed here? Asks without editing anything."""
         tree = self.tree
         if function is self.scope or isinstance(self.scope, cst.Module) or function in self._injected:
+            return True
+        if self.global_accelerator and not isinstance(function, cst.Module):
             return True
         if any(f is self.scope for f in tree.enclosing_functions(function)):
             return True

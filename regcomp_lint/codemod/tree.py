@@ -96,6 +96,15 @@ def method_named(cls: cst.ClassDef | None, name: str) -> cst.FunctionDef | None:
     return next((m for m in methods_of(cls) if m.name.value == name), None)
 
 
+def built_class(value: cst.BaseExpression) -> cst.Name | None:
+    """``Cls`` of a value ``Cls(...)``, ``.to(device)`` and the like after it (what ``model = ...`` builds)."""
+    while (
+        isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and isinstance(value.func.value, cst.Call)
+    ):
+        value = value.func.value  # Cls(...).to(device)
+    return value.func if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) else None
+
+
 def init_of(cls: cst.ClassDef) -> cst.FunctionDef | None:
     """The ``__init__`` a class defines itself, or None."""
     return method_named(cls, "__init__")

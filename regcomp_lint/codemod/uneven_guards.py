@@ -207,6 +207,8 @@ def _source(
     loops = [a for a in tree.ancestors(at) if isinstance(a, (cst.For, cst.While)) and tree.contains(function, a)]
     for name in dict.fromkeys(n.value for n in find_all(expr, cst.Name)):  # source order: one message
         for loop in loops:
+            if _rebound_by_the_loop(tree, loop, name, at):
+                continue
             evaluations = evaluations_in(tree, loop, at, varies.sharded)
             assign = varies.computed_in(loop, name, NESTED, leave_out=evaluations)
             if assign is not None:
@@ -226,6 +228,22 @@ def _source(
                     f"`{name}` is handed down by {who} as `{code(arg).strip()}` (line {tree.line(site)}); there {found}"
                 )
     return None
+
+
+def _rebound_by_the_loop(tree: Tree, loop: cst.For | cst.While, name: str, at: cst.CSTNode) -> bool:
+    """``name`` is the target of ``loop`` (``for epoch in pbar:``) and every assignment of it in the
+    loop comes after ``at`` in the same pass: the ``for`` rebinds it before ``at`` is read again, so
+    ``at`` sees only the loop's own values (survey24b pointnet_ddp: ``epoch = ckpt_dict["epoch"]``
+    read back below ``if (epoch + 1) % args.save_period == 0:``, refused on main as decided apart)."""
+    if not isinstance(loop, cst.For) or name not in [n.value for n in find_all(loop.target, cst.Name)]:
+        return False
+    inner = [a for a in tree.ancestors(at) if isinstance(a, (cst.For, cst.While)) and tree.contains(loop.body, a)]
+    for assign in find_own(loop.body, ASSIGNMENTS, NESTED):
+        if name not in [n.value for t in targets_of(assign) for n in find_all(t, cst.Name)]:
+            continue
+        if tree.line(assign) <= tree.line(at) or any(tree.contains(a, assign) for a in inner):
+            return False
+    return True
 
 
 def _set_by_a_method(

@@ -23,7 +23,7 @@ import libcst as cst
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.local_modules import importer_of, is_project_module, load_local
 from regcomp_lint.codemod.optimizers import find_optimizers
-from regcomp_lint.codemod.tree import Function, Tree, code, dotted, find_all, single_target
+from regcomp_lint.codemod.tree import Function, Tree, built_class, code, dotted, find_all, single_target
 from regcomp_lint.files.discovery import shown_path
 from regcomp_lint.knowledge.torch_api import NO_GRAD
 
@@ -143,16 +143,10 @@ def _model_class(planner: PlainPlanner, model: str) -> tuple[ast.ClassDef, str |
         target = single_target(assign)
         if target is None or target[0] != model:
             continue
-        value = target[1]
-        while (
-            isinstance(value, cst.Call)
-            and isinstance(value.func, cst.Attribute)
-            and isinstance(value.func.value, cst.Call)
-        ):
-            value = value.func.value  # Cls(...).to(device)
-        if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Name):
+        built = built_class(target[1])
+        if built is None:
             continue
-        name = value.func.value
+        name = built.value
         for defined in find_all(tree.module, cst.ClassDef):
             if defined.name.value == name:
                 cls = lint_view(tree).statement_at(defined)  # the file's own ast, its real lines
@@ -160,7 +154,7 @@ def _model_class(planner: PlainPlanner, model: str) -> tuple[ast.ClassDef, str |
                     return cls, None
         if tree.filename is None:
             return None
-        for qualname in sorted(tree.imported_names(value.func)):
+        for qualname in sorted(tree.imported_names(built)):
             module, _, attr = qualname.rpartition(".")
             if module and is_project_module(module):
                 local = load_local(importer_of(tree.filename), module)

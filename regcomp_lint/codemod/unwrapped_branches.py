@@ -8,11 +8,16 @@ then ``model.module.state_dict() if is_distributed else model.state_dict()``, su
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 
 from regcomp_lint.codemod.roles import key_of
-from regcomp_lint.codemod.tree import Tree, code, find_all, single_target
+from regcomp_lint.codemod.tree import Function, Tree, code, find_all, single_target
 from regcomp_lint.knowledge.torch_api import DATA_PARALLEL
+
+if TYPE_CHECKING:
+    from regcomp_lint.codemod.rewrites import Planner
 
 
 def taken_unwrapped(tree: Tree, node: cst.CSTNode, model: str) -> bool:
@@ -77,3 +82,42 @@ def _tests_wrapped(
     if test.func.value == "hasattr" and isinstance(what, cst.SimpleString) and what.evaluated_value == "module":
         return True
     return None
+
+
+def note_wrapper_tests(planner: Planner, places: list[Function], models: list[str]) -> list[str]:
+    """Notes for each ``isinstance(model, DDP)`` (or a tuple of data-parallel wrappers) of a
+    prepared ``model`` in ``places``: with the plugin, prepare() returns the compiled wrapper (around
+    the DDP wrap on several processes), never a DDP, so the test is false on every process
+    (survey 23f gpt2_chakra; measured: ``OptimizedModule`` on 1 and 2 gloo processes).
+    ``hasattr(model, "module")`` is left: the compiled wrapper passes it on to the DDP it holds.
+    Not a test the conversion replaces or removes (``raw = model.module if isinstance(model, DDP)
+    else model`` becomes ``accelerator.unwrap_model(model, ...)``)."""
+    tree = planner.tree
+    notes: list[str] = []
+    seen: set[int] = set()
+    for place in places:
+        for call in find_all(place, cst.Call, enter_functions=False):
+            model = key_of(call.args[0].value) if len(call.args) == 2 else None
+            if id(call) in seen or model not in models or not isinstance(call.func, cst.Name):
+                continue
+            seen.add(id(call))
+            if call.func.value != "isinstance" or _tests_wrapped(tree, call, model) is not True:
+                continue
+            if planner.is_removed(call) or _replaced(planner, call):
+                continue
+            notes.append(
+                f"{code(call).strip()} at line {tree.line(call)} is always false after prepare(): with the "
+                f"TorchDynamoPlugin the prepared {model} is the compiled wrapper (around the DDP wrap on several "
+                "processes), never a DDP: drop the test by hand, keeping the code for a model that is not one"
+            )
+    return notes
+
+
+def _replaced(planner: Planner, call: cst.Call) -> bool:
+    """An expression around ``call``, within its statement, is replaced by the conversion."""
+    for anc in planner.tree.ancestors(call):
+        if isinstance(anc, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            return False
+        if anc in planner.edits.replace:
+            return True
+    return False

@@ -22,6 +22,7 @@ from regcomp_lint.codemod.checkpoint_writes import under_rank_test
 from regcomp_lint.codemod.file_writes import tell_main_process
 from regcomp_lint.codemod.fresh_state import defines_member, makes_fresh_state
 from regcomp_lint.codemod.method_loss import left_plain, not_wrapped, through_wrapper, without_grad
+from regcomp_lint.codemod.module_globals import declared_global
 from regcomp_lint.codemod.roles import bindings, bound_keys
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.trainer_models import later_methods
@@ -489,11 +490,14 @@ def _handed_further(planner: PlainPlanner, places: list[Function], models: set[s
 
 def sees_prepared(function: Function, owner: str, planner: PlainPlanner) -> bool:
     """Does ``owner`` in this (non-scope) function name the prepared model? ``self.model`` in the
-    trainer's methods, a parameter of that name, or the global the module-level script prepares."""
+    trainer's methods, a parameter of that name, or the global the module-level script (or a helper
+    binding module globals) prepares."""
     if owner.startswith("self."):
         return True
     if isinstance(function, cst.FunctionDef):
         if owner in parameter_names(function):
             return True
+        if planner.global_accelerator and owner in declared_global(planner.scope):
+            return not bindings(function, owner)  # NNI's prepare() binds the globals (module_globals.py)
         return isinstance(planner.scope, cst.Module) and not bindings(function, owner)
     return False

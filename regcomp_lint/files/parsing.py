@@ -19,27 +19,31 @@ from __future__ import annotations
 import ast
 import warnings
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 #: the trees parsed inside the open blocks, by their text (None: no block is open)
 _trees: dict[str, ast.Module] | None = None
+#: inside the open blocks, what :func:`walk` gave for a module, a class or a function, by the
+#: node's id, and what :func:`kept_walk` gave, by the block's and the walk's ids (each with what
+#: was walked, which keeps its id from being reused)
+_walked: dict[object, tuple[object, list[ast.AST]]] | None = None
 _depth = 0
 
 
 @contextmanager
 def shared_parses() -> Iterator[None]:
     """Inside, :func:`parse` parses each text once (nested blocks share the outer one's trees)."""
-    global _trees, _depth
+    global _trees, _walked, _depth
     if _depth == 0:
-        _trees = {}
+        _trees, _walked = {}, {}
     _depth += 1
     try:
         yield
     finally:
         _depth -= 1
         if _depth == 0:
-            _trees = None
+            _trees = _walked = None
 
 
 def parse(text: str, filename: str = "<unknown>") -> ast.Module:
@@ -94,9 +98,38 @@ def children(node: ast.AST) -> list[ast.AST]:
     return found
 
 
+#: the nodes whose walks are kept inside :func:`shared_parses`: the scopes, which a fix's
+#: analyses walk again and again (the whole module a dozen times per file)
+_KEPT_WALKS = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
 def walk(node: ast.AST) -> Iterator[ast.AST]:
     """``ast.walk(node)``: ``node`` and everything under it, breadth first. As there, a node's
-    children are queued before the node is yielded."""
+    children are queued before the node is yielded. Inside :func:`shared_parses` a scope's walk
+    is made once and handed out again (the trees do not change meanwhile)."""
+    walked = _walked
+    if walked is None or not isinstance(node, _KEPT_WALKS):
+        return _walk(node)
+    found = walked.get(id(node))
+    if found is None or found[0] is not node:
+        found = walked[id(node)] = (node, list(_walk(node)))
+    return iter(found[1])
+
+
+def kept_walk(block: Sequence[ast.AST], walker: Callable[[Sequence[ast.AST]], Iterable[ast.AST]]) -> Iterator[ast.AST]:
+    """``walker(block)`` for a block of statements of a tree (a function's body, a loop's):
+    inside :func:`shared_parses`, made once per block and walker and handed out again."""
+    walked = _walked
+    if walked is None:
+        return iter(walker(block))
+    key = (id(block), id(walker))
+    found = walked.get(key)
+    if found is None or found[0] is not block:
+        found = walked[key] = (block, list(walker(block)))
+    return iter(found[1])
+
+
+def _walk(node: ast.AST) -> Iterator[ast.AST]:
     todo = deque((node,))
     popleft, append = todo.popleft, todo.append
     fields_of = _FIELDS

@@ -219,6 +219,14 @@ DESTROY_PROCESS_GROUP = (
     "torch.distributed.distributed_c10d.destroy_process_group",
 )
 GET_WORLD_SIZE = ("torch.distributed.get_world_size", "torch.distributed.distributed_c10d.get_world_size")
+#: ``torch.distributed`` queries false on every process of a launch once the group is set up (as
+#: Accelerate does for more than one process), true in a run of one: ``not dist.is_initialized() or
+#: dist.get_rank() == 0`` holds on the main process alone.
+GROUP_QUERIES = (
+    "torch.distributed.is_initialized",
+    "torch.distributed.is_available",
+    "torch.distributed.distributed_c10d.is_initialized",
+)
 #: Methods of ``nn.Module`` that tensors and optimizers do not have: a name they are called on
 #: holds a module (a model of another file, known by what the script does with it).
 MODULE_ONLY_METHODS = ("train", "eval", "parameters", "named_parameters", "named_modules", "children", "modules")
@@ -356,6 +364,9 @@ COMPILER_CACHE_SWITCHES = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_A
 COMPILER_DISTURBING_ENV = ("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "TORCH_COMPILE_DEBUG", "TORCH_LOGS")
 #: Random generators that start from OS entropy in every process unless seeded.
 UNSEEDED_RANDOM_MODULES = ("random", "numpy.random")
+#: Standard-library modules of pure functions: the same arguments give the same value in every
+#: process (``math.sqrt(se / n)`` of an evaluation's sums), so only what they are handed can differ.
+PURE_FUNCTION_MODULES = ("math",)
 #: Seeding calls: after one of them a script's draws repeat from run to run (with one seed for
 #: every rank, between processes too; seeded from the rank, every process draws its own batches).
 SEEDS = (

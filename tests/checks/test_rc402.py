@@ -465,3 +465,31 @@ def test_a_model_handed_before_the_loop_to_a_helper_that_trains_it_is_reported()
         "opt, loader = accelerator.prepare(opt, loader)\nfit(model, opt, loader)\n"
     )
     assert [d.message.split("`")[1] for d in rc402(src)] == ["model"]
+
+
+def test_the_loader_of_a_flag_s_evaluation_branch_is_not_reported():
+    """``data_pass(epoch, train)`` binds ``loader`` to ``train_loader`` under ``if train:`` and to
+    ``test_loader`` otherwise, and trains only under ``if train:`` (survey24b mdrnn): with
+    ``train_loader`` prepared, ``test_loader`` is an evaluation loader left whole on purpose."""
+    src = (
+        "import torch\nfrom accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n"
+        "accelerator = Accelerator()\nmodel = torch.nn.Linear(4, 2)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "train_loader = DataLoader(ds)\ntest_loader = DataLoader(ds)\n"
+        "model, opt, train_loader = accelerator.prepare(model, opt, train_loader)\n"
+        "def data_pass(epoch, train):\n    if train:\n        loader = train_loader\n    else:\n"
+        "        loader = test_loader\n    for x in loader:\n        if train:\n"
+        "            accelerator.backward(model(x).sum())\n            opt.step()\n"
+        "data_pass(0, True)\ndata_pass(0, False)\n"
+    )
+    assert rc402(src) == []
+    assert (
+        len(
+            rc402(
+                src.replace(
+                    ", train_loader = accelerator.prepare(model, opt, train_loader)",
+                    " = accelerator.prepare(model, opt)",
+                )
+            )
+        )
+        == 1
+    )

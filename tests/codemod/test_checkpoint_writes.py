@@ -764,3 +764,33 @@ def test_a_helper_every_process_calls_still_waits_before_reading_back():
     assert "        accelerator.wait_for_everyone()\n        accelerator.unwrap_model(model, " in result.text, (
         result.text
     )
+
+
+def test_a_loop_variable_rebound_after_the_if_from_the_checkpoint_is_decided_alike():
+    """survey24b pointnet_ddp: ``for epoch in pbar: if (epoch + 1) % save_period == 0:`` save on
+    rank 0, then ``epoch = ckpt_dict["epoch"]`` read back below the test. The ``for`` rebinds
+    ``epoch`` before the test is read again, so the test sees only the loop's own values, alike on
+    every process: the read-back converts with its barrier (main refused it as decided apart)."""
+    out = convert(
+        'for epoch in range(2):\n    if (epoch + 1) % 2 == 0:\n        torch.save({"epoch": epoch}, "m.pth")\n'
+        '        ckpt = torch.load("m.pth")\n        epoch = ckpt["epoch"]\n'
+    )
+    assert "accelerator.wait_for_everyone()\n            ckpt = torch.load(" in out, out
+
+
+def test_a_loop_variable_rebound_before_the_if_is_still_decided_apart():
+    """``epoch = ckpt["epoch"]`` ahead of the test in the same pass does reach it: still refused."""
+    source = HEAD + textwrap.indent(
+        textwrap.dedent(
+            """
+            for epoch in range(2):
+                epoch = int(torch.load("m.pth")["epoch"]) if os.path.exists("m.pth") else epoch
+                if (epoch + 1) % 2 == 0:
+                    torch.save({"epoch": epoch}, "m.pth")
+                    model.load_state_dict(torch.load("m.pth"))
+            """
+        ),
+        "    ",
+    )
+    result = convert_source(source, "train.py", ConvertOptions())
+    assert result.refused is not None and "`epoch` is computed from" in result.refused, result.refused

@@ -70,3 +70,18 @@ def test_a_full_batch_lbfgs_converts():
     result = convert_source(FULL_BATCH, "pinn.py")
     assert result.refused is None, result.refused
     assert "loss = optimizer.optimizer.step(closure)" in result.text
+
+
+def test_the_refusal_says_a_whole_set_batch_converts_with_the_loader_unprepared():
+    """parwh_lbfgs (survey 23d): `DataLoader(train_ds, batch_size=batch_size)` with batch_size = 95,
+    the whole set; its length comes from CSV files. If one batch is the whole set, the loader left
+    unprepared gives every process all of it and LBFGS takes the same path everywhere (replica, 95
+    samples in one batch, Adam 6 epochs then LBFGS 8: the same per-epoch losses and 20 closure calls
+    per step on 1 process and on both ranks of 2); the converter cannot know the length, so it
+    refuses, and the reason says so, naming the batch size."""
+    script = SCRIPT.format(optimizer="LBFGS").replace("batch_size=8", "batch_size=batch_size")
+    script = script.replace("net = torch", "batch_size = 95  # all in one batch\nnet = torch", 1)
+    result = convert_source(script, "closure.py")
+    assert result.refused is not None
+    assert "batch_size=batch_size" in result.refused, result.refused
+    assert "whole data set" in result.refused and "unprepared" in result.refused, result.refused

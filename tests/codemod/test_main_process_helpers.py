@@ -67,3 +67,58 @@ def test_a_write_after_the_others_leave_through_the_helper_is_left_too():
 def test_a_helper_asking_about_another_group_is_no_main_process_test():
     _, text = _notes_and_text(SCRIPT.replace("GUARD", "if utils.is_main_process(group):"))
     assert "if accelerator.is_main_process:" in text
+
+
+RANK0_HELPER = """\
+import os
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def is_rank0():
+    return not dist.is_available() or not dist.is_initialized() or dist.get_rank() == 0
+
+
+def save_ckpt(path, model, optimizer):
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, path)
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(nn.Linear(4, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    best = 1e9
+    for epoch in range(2):
+        x, y = torch.randn(8, 4), torch.randn(8, 1)
+        loss = nn.functional.mse_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if is_rank0() and loss.item() < best:
+            best = loss.item()
+            save_ckpt("best.pt", model, optimizer)
+    if is_rank0():
+        save_ckpt("last.pt", model, optimizer)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_helper_or_ing_not_distributed_with_the_rank_is_a_main_process_test():
+    """survey 23c psma_segresnet: ``is_rank0()`` returns ``not dist.is_available() or not
+    dist.is_initialized() or dist.get_rank() == 0``, true on the main process alone once
+    Accelerate has set up the group (and on a single process). Before, both ``save_ckpt()`` calls
+    under it got a second ``if accelerator.is_main_process:``."""
+    _, text = _notes_and_text(RANK0_HELPER)
+    assert "if accelerator.is_main_process:" not in text, text
+    assert "if is_rank0() and loss.item() < best:" in text
+
+
+def test_a_helper_or_ing_something_else_with_the_rank_guards_nothing():
+    _, text = _notes_and_text(RANK0_HELPER.replace("not dist.is_initialized() or", "os.environ.get('X') or"))
+    assert text.count("if accelerator.is_main_process:") == 2, text

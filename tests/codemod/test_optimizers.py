@@ -363,3 +363,104 @@ def test_optimizers_built_in_several_functions_are_refused_naming_each_line():
     assert "optimizers are built in several places" in refused, refused
     assert "train_worker() (optimizer = torch.optim.AdamW(...) at line 10)" in refused, refused
     assert "pretrain_worker() (optimizer = torch.optim.SGD(...) at line 20)" in refused, refused
+
+
+PARAM_GROUP_HELPER = """\
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def param_groups(model):
+    return [
+        {"params": [p for n, p in model.named_parameters() if "bias" not in n], "weight_decay": 1e-4},
+        {"params": [p for n, p in model.named_parameters() if "bias" in n], "weight_decay": 0.0},
+    ]
+
+
+def build_optimizer(groups, lr):
+    optimizer = torch.optim.SGD(groups, lr=lr, momentum=0.9)
+    return optimizer
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 2))
+    OPTIMIZER
+    for step in range(3):
+        optimizer.zero_grad()
+        loss = model(torch.randn(8, 4)).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+@pytest.mark.parametrize(
+    "optimizer",
+    [
+        "groups = param_groups(model)\n    optimizer = build_optimizer(groups, 0.1)",
+        "optimizer = build_optimizer(param_groups(model), lr=0.1)",
+    ],
+)
+def test_a_factory_fed_a_param_group_helpers_groups_optimizes_the_model_handed_to_the_helper(optimizer):
+    # survey 24a (SimCLR branches, LARS): `program_groups = prarmater_groups(args, model)` then
+    # `lars_wrapper(program_groups, lr)`; refused before as "parameters whose model cannot be traced"
+    result = convert_source(PARAM_GROUP_HELPER.replace("OPTIMIZER", optimizer), "train.py")
+    assert result.refused is None, result.refused
+    assert "model, optimizer = accelerator.prepare(model, optimizer)" in result.text
+
+
+LARS_MODULE = """\
+from torch.optim.optimizer import Optimizer
+
+
+class LARS(Optimizer):
+    def __init__(self, optimizer, trust_coef=0.001):
+        self.optim = optimizer
+        self.trust_coef = trust_coef
+
+    @property
+    def param_groups(self):
+        return self.optim.param_groups
+
+    def zero_grad(self):
+        self.optim.zero_grad()
+
+    def step(self, *args, **kwargs):
+        return self.optim.step(*args, **kwargs)
+"""
+
+LARS_FACTORY = PARAM_GROUP_HELPER.replace("import torch\n", "import torch\nfrom lars import LARS\n", 1).replace(
+    "    optimizer = torch.optim.SGD(groups, lr=lr, momentum=0.9)\n    return optimizer\n",
+    "    base_optimizer = torch.optim.SGD(groups, lr=lr, momentum=0.9)\n    optimizer = LARS(base_optimizer)\n"
+    "    return optimizer\n",
+)
+LARS_SCRIPT = LARS_FACTORY.replace(
+    "OPTIMIZER", "groups = param_groups(model)\n    optimizer = build_optimizer(groups, 0.1)"
+)
+
+
+def test_an_optimizer_class_of_a_project_module_wrapping_the_factorys_optimizer_is_one(tmp_path):
+    # survey 24a: lars_wrapper() returns LARS(SGD(groups)), LARS a torch.optim.Optimizer subclass of lars.py
+    (tmp_path / "lars.py").write_text(LARS_MODULE)
+    result = convert_source(LARS_SCRIPT, str(tmp_path / "train.py"))
+    assert result.refused is None, result.refused
+    assert "model, optimizer = accelerator.prepare(model, optimizer)" in result.text
+
+
+def test_a_project_class_with_no_optimizer_base_is_not_an_optimizer_class(tmp_path):
+    (tmp_path / "lars.py").write_text(LARS_MODULE.replace("class LARS(Optimizer):", "class LARS(object):"))
+    result = convert_source(LARS_SCRIPT, str(tmp_path / "train.py"))
+    assert result.refused is not None and "cannot be traced" in result.refused
+
+
+def test_an_optimizer_handed_to_a_class_of_a_project_module_not_beside_the_script_names_that_class(tmp_path):
+    # survey 24a's SimCLR trainer published without lars.py: the reason named only the SGD inside
+    # lars_wrapper(), "built from parameters whose model cannot be traced"; what stops it is LARS(...)
+    result = convert_source(LARS_SCRIPT, str(tmp_path / "train.py"))
+    assert result.refused is not None
+    assert "handed to LARS(...) at line 16, a class of the project module lars" in result.refused, result.refused

@@ -607,3 +607,52 @@ def test_a_save_of_the_best_and_its_read_back_under_an_inline_evaluation_of_whol
     assert "accelerator.wait_for_everyone()" in result.text, result.text
     result = convert_source(text.replace("for x, y in valid_loader:", "for x, y in train_loader:"), "train.py")
     assert result.refused is not None, "converted"
+
+
+INLINE_SQRT_EVAL = """\
+import math
+
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+train_loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8, shuffle=True)
+val_loader = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=8)
+best_rmse, patience = 1e9, 0
+for epoch in range(20):
+    model.train()
+    for x, y in train_loader:
+        loss = F.mse_loss(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval(); se = 0.0; n = 0
+    with torch.no_grad():
+        for x, y in val_loader:
+            se += F.mse_loss(model(x), y, reduction="sum").item()
+            n += y.numel()
+    val_rmse = VALUE
+    if val_rmse < best_rmse:
+        best_rmse, patience = val_rmse, 0
+    else:
+        patience += 1
+        if patience >= 3:
+            break
+"""
+
+
+def test_early_stopping_on_a_math_function_of_a_whole_data_evaluation_converts():
+    """survey24b informer_ws: ``val_rmse = math.sqrt(se / n)`` of an inline evaluation over the
+    loader the conversion leaves whole. ``math`` computes the same value from the same arguments in
+    every process: its call is read through to them (main refused it as computed by a call)."""
+    result = convert_source(INLINE_SQRT_EVAL.replace("VALUE", "math.sqrt(se / n)"), "train.py")
+    assert result.refused is None, result.refused
+
+
+def test_a_math_function_of_a_training_loss_still_decides_apart():
+    """``math.sqrt(loss.item())``: the argument is the process's own loss."""
+    result = convert_source(INLINE_SQRT_EVAL.replace("VALUE", "math.sqrt(loss.item())"), "train.py")
+    assert result.refused is not None and "ends on `patience >= 3`" in result.refused, result.refused

@@ -91,3 +91,19 @@ def test_a_model_compiled_after_its_ddp_wrap_is_said_to_have_saved_orig_mod_modu
         notes = [n for n in result.notes if "the original saved" in n]
         assert len(notes) == 1, result.notes
         assert prefix in notes[0] and "whose keys start with `module.`" not in notes[0], notes
+
+
+def test_an_isinstance_test_of_the_prepared_model_against_ddp_is_said_to_be_always_false():
+    """gpt2_chakra (survey 23f): ``if isinstance(model, DDP):`` stays after prepare(); with the
+    plugin the prepared model is the compiled wrapper (around the DDP wrap on several processes),
+    never a DDP, so the test is false on every process (measured: OptimizedModule on 1 and 2 gloo
+    processes). ``hasattr(model, "module")`` is true on several processes and is not named."""
+    for save, test in zip(BRANCHES[:2], ("isinstance(model, DDP)", "isinstance(model, (DDP, torch.nn.DataParallel))")):
+        result = convert_source(SCRIPT.format(save=save), "cifar.py")
+        note = next((n for n in result.notes if n.startswith(f"{test} at line 20 is always false")), None)
+        assert note is not None, (save, result.notes)
+        assert "never a DDP" in note, note
+    replaced = 'raw = model.module if isinstance(model, DDP) else model\ntorch.save(raw.state_dict(), "m.pth")'
+    for save in (BRANCHES[2], replaced):  # the second: the conversion replaces the whole expression
+        result = convert_source(SCRIPT.format(save=save), "cifar.py")
+        assert not any("is always false" in n for n in result.notes), result.notes

@@ -1,0 +1,84 @@
+"""Methods of the class a prepared model is built from, called on the model or an alias of it.
+
+Survey 23b mird_phase2: ``model_to_save = model.module if hasattr(model, "module") else model``
+then ``model_to_save.save_checkpoint(path)``, a method of the model's own class with ``torch.save``
+inside. The conversion guarded the script's plain ``torch.save`` calls, but this call ran in
+every process, each writing the same file. :func:`own_method` finds such a method where the class
+is the file's own (``checkpoint_writes`` then treats it as it treats a local helper that writes a
+checkpoint); :func:`unread_model_class` names the class when it comes from a project module the
+fixer cannot read (``file_writes`` names the call in a note).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from regcomp_lint.codemod.local_modules import unread_class
+from regcomp_lint.codemod.tree import Function, built_class, find_all, key_of, method_named, read_keys, single_target
+
+if TYPE_CHECKING:
+    from regcomp_lint.codemod.rewrites import Planner
+
+#: How many base classes of the file a method is looked for in.
+_MAX_BASES = 3
+
+
+def own_method(planner: Planner, place: Function, call: cst.Call) -> cst.FunctionDef | None:
+    """The method ``call`` (``model.save_checkpoint(path)``) runs when its receiver is a prepared
+    model, or a name ``place`` binds to one, built from a class of the file (the method
+    defined there or in a base class of the file)."""
+    func = call.func
+    built = _model_class(planner, place, func.value) if isinstance(func, cst.Attribute) else None
+    if built is None or not isinstance(func, cst.Attribute):
+        return None
+    classes = {c.name.value: c for c in find_all(planner.tree.module, cst.ClassDef)}
+    cls = classes.get(built.value)
+    for _ in range(_MAX_BASES + 1):
+        if cls is None:
+            return None
+        method = method_named(cls, func.attr.value)
+        if method is not None:
+            return method
+        bases = [classes.get(b.value.value) for b in cls.bases if isinstance(b.value, cst.Name)]
+        cls = next((b for b in bases if b is not None), None)
+    return None
+
+
+def unread_model_class(planner: Planner, place: Function, call: cst.Call) -> tuple[str, str] | None:
+    """``("model_agentic", "MIRDModel")`` when ``call`` is a method call on a prepared model (or a
+    name ``place`` binds to one) whose class comes from a project module that is not found."""
+    func = call.func
+    built = _model_class(planner, place, func.value) if isinstance(func, cst.Attribute) else None
+    return unread_class(planner.tree, built) if built is not None else None
+
+
+def _model_class(planner: Planner, place: Function, receiver: cst.BaseExpression) -> cst.Name | None:
+    """The ``Cls`` of ``model = Cls(...)`` (``.to(device)`` and the like after it), the one class
+    the file builds the prepared model ``receiver`` names from, directly or through a name
+    ``place`` binds to it alone (``model_to_save = model.module if hasattr(model, "module") else model``)."""
+    models = set(getattr(planner, "models", []))
+    key = key_of(receiver)
+    if key is None:
+        return None
+    if key not in models:
+        bound = {
+            k
+            for assign in find_all(place, cst.Assign, enter_functions=False)
+            if (target := single_target(assign)) is not None and target[0] == key
+            for k in read_keys(target[1])
+            if k in models
+        }
+        if len(bound) != 1:
+            return None
+        key = bound.pop()
+    built: dict[str, cst.Name] = {}
+    for assign in find_all(planner.tree.module, cst.Assign):
+        target = single_target(assign)
+        if target is None or target[0] != key:
+            continue
+        cls = built_class(target[1])
+        if cls is not None and key not in read_keys(target[1]):
+            built[cls.value] = cls  # (not a wrap of the model itself: ``model = DDP(model)``)
+    return next(iter(built.values())) if len(built) == 1 else None

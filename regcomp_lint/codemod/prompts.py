@@ -1,0 +1,128 @@
+"""Helpers of the script that ask the user (``input()``), run by the main process alone.
+
+Survey 23e cpc_libri: ``save_dir = make_save_dir()``, where ``make_save_dir()`` tests whether the
+folder exists, then asks ``input("... Overwrite? [yes/no]")`` (and ``quit()`` on "no") or makes
+it. The script ran as one process and asked once. Converted and launched on two, every process
+ran it: the main process made the folder, the other found it and asked (a replica: 6 of 6 runs
+ended in EOFError with stdin closed; on a terminal both processes wait for one answer). Now the
+main process alone runs the call, and the others take its result:
+``x = helper() if accelerator.is_main_process else None`` then
+``x = broadcast_object_list([x])[0]`` (one process: the list as it is); a call whose result is
+unused goes under ``if accelerator.is_main_process:``, followed by
+``accelerator.wait_for_everyone()``. Any other shape, or a helper that also calls the prepared
+model or a collective (which every process must call together), is named in a note.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from regcomp_lint.codemod.builders import expression, guarded, statement
+from regcomp_lint.codemod.checkpoint_writes import COLLECTIVE_WORDS, under_rank_test
+from regcomp_lint.codemod.tree import Function, code, find_all, key_of
+
+if TYPE_CHECKING:
+    from regcomp_lint.codemod.rewrites import Planner
+
+#: How many calls deep an ``input()`` is looked for (``make_save_dir`` -> ``ask``).
+_MAX_DEPTH = 3
+#: Where the other processes take the main process's result from.
+_BROADCAST = ("accelerate.utils", "broadcast_object_list")
+
+
+def ask_once(planner: Planner, places: list[Function], training: set[Function]) -> None:
+    """Run each call in ``places`` of a local function that asks with ``input()`` on the main
+    process alone (see the module docstring); not a call of a function that trains (its own call
+    of the helper is the one handled)."""
+    tree = planner.tree
+    for place in places:
+        for call in find_all(place, cst.Call, enter_functions=False):
+            helper = tree.function_named(call)
+            prompt = _prompt(planner, helper, training, 0) if helper is not None else None
+            if helper is None or prompt is None or under_rank_test(planner, call):
+                continue
+            what = f"{helper.name.value}() at line {tree.line(call)} asks with input() (line {tree.line(prompt)})"
+            if not planner.can_reach_accelerator(place) or _runs_with_others(planner, helper, 0):
+                planner.notes.append(
+                    f"{what} in every process: under a launch of several, each asks (and one may find what another "
+                    "made, such as a folder); run it on the main process and hand its result to the others by hand"
+                )
+                continue
+            acc = planner.accelerator_in(place)
+            line = tree.line_of(call)
+            block = tree.block_of(line)
+            index = planner.project(block, line) if block is not None else None
+            target = _assigned_name(line, call)
+            if block is None or index is None or (target is None and tree.call_line(call) is None):
+                planner.notes.append(
+                    f"{what} in every process, and its result is used where the conversion cannot hand it round: "
+                    f"call it under `if {acc}.is_main_process:` and hand its result to the others by hand"
+                )
+                continue
+            if target is not None:
+                planner.edits.on(call, partial(_on_main_process, acc, planner.module))
+                after = statement(f"{target} = broadcast_object_list([{target}])[0]", planner.module)
+                planner.imports.append(_BROADCAST)
+                done = f"the other processes take its result, {target}, from the main process (broadcast_object_list)"
+            else:
+                planner.edits.on(line, guarded(expression(f"{acc}.is_main_process", planner.module)))
+                after = statement(f"{acc}.wait_for_everyone()", planner.module)
+                done = f"the others wait for it ({acc}.wait_for_everyone())"
+            planner.edits.add_statements(block, index + 1, [after], after=True)
+            planner.uses.append(call)
+            planner.notes.append(
+                f"{what}: it runs on the main process alone (launched on several, each process asked, and one found "
+                f"what another had made), and {done}"
+            )
+
+
+def _on_main_process(acc: str, module: cst.Module, updated: cst.Call) -> cst.CSTNode:
+    """``helper()`` -> ``helper() if accelerator.is_main_process else None`` (its own edits kept)."""
+    return expression(f"{code(updated)} if {acc}.is_main_process else None", module)
+
+
+def _prompt(planner: Planner, function: cst.FunctionDef, training: set[Function], depth: int) -> cst.Call | None:
+    """The first ``input(...)`` (the builtin, resolved by qualified name) ``function`` makes,
+    itself or through a local function it calls; None for a function in ``training``."""
+    tree = planner.tree
+    if function in training:
+        return None
+    for call in find_all(function, cst.Call):
+        if tree.resolves_to(call.func, "builtins.input"):
+            return call
+    if depth >= _MAX_DEPTH:
+        return None
+    return next(
+        (
+            found
+            for callee, _ in planner.graph.calls_from(function)
+            if (found := _prompt(planner, callee, training, depth + 1))
+        ),
+        None,
+    )
+
+
+def _runs_with_others(planner: Planner, function: cst.FunctionDef, depth: int) -> bool:
+    """``function`` calls the prepared model or a collective, itself or through a local function:
+    run by one process, it would wait for the others forever."""
+    models = set(getattr(planner, "models", []))
+    for call in find_all(function, cst.Call):
+        if key_of(call.func) in models or any(word in code(call.func).lower() for word in COLLECTIVE_WORDS):
+            return True
+    return depth < _MAX_DEPTH and any(
+        _runs_with_others(planner, callee, depth + 1) for callee, _ in planner.graph.calls_from(function)
+    )
+
+
+def _assigned_name(line: cst.CSTNode, call: cst.Call) -> str | None:
+    """``save_dir`` of a line that is just ``save_dir = <call>``."""
+    if not (isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
+        return None
+    assign = line.body[0]
+    if not (isinstance(assign, cst.Assign) and assign.value is call and len(assign.targets) == 1):
+        return None
+    target = assign.targets[0].target
+    return target.value if isinstance(target, cst.Name) else None
