@@ -87,6 +87,8 @@ class OptimizerSources:
         self._used: dict[int, bool] = {}
         #: id of a scope -> its list-name -> models filled from parameters (see _filled_from_parameters)
         self._fills: dict[int, dict[str, list[str]]] = {}
+        #: (id of a node, where, depth) -> the node and its parameter owners (see parameter_owners)
+        self._owners: dict[tuple[int, Where, int], tuple[ast.AST, list[str]]] = {}
 
     def source(self, call: ast.Call, where: Where, depth: int = 0) -> OptimizerSource | None:
         """What ``call`` builds when it certainly builds an optimizer, else None."""
@@ -151,7 +153,24 @@ class OptimizerSources:
 
     def parameter_owners(self, node: ast.AST, where: Where, depth: int = 0, *, handed: bool = False) -> list[str]:
         """Keys ``M`` of every ``M.parameters()`` / ``M.named_parameters()`` inside ``node`` (one
-        level through a name: ``params = [p for p in model.parameters() if ...]``)."""
+        level through a name: ``params = [p for p in model.parameters() if ...]``).
+
+        Asked again and again of the same arguments (every call of unknown kind, once per
+        question about it: 42 % of the asks on the fixtures). Without ``handed`` the answer reads
+        only the tree and the bindings, so it is kept once the file's analyses are
+        :attr:`~regcomp_lint.analysis.semantic_model.SemanticModel.settled` (never while the
+        bindings are still being fed: a rule visiting a node may ask before the names below it
+        are bound). ``handed`` asks whether expressions are models, which may still be being
+        worked out: not kept."""
+        if handed or not self.ctx.semantic.settled:
+            return self._parameter_owners(node, where, depth, handed)
+        key = (id(node), where, depth)
+        kept = self._owners.get(key)
+        if kept is None:  # (the node is kept with its answer: its id is not reused meanwhile)
+            kept = self._owners[key] = (node, self._parameter_owners(node, where, depth, handed))
+        return list(kept[1])
+
+    def _parameter_owners(self, node: ast.AST, where: Where, depth: int, handed: bool) -> list[str]:
         owners: list[str] = []
         for sub in walk(node):
             if (

@@ -65,6 +65,7 @@ class SemanticModel:
     def __init__(self, ctx: FileContext) -> None:
         self._ctx: FileContext = cast("FileContext", weakref.proxy(ctx))
         self._state = PENDING
+        self._alone = 0  # passes of its own under way (:meth:`_walk_alone`)
         #: Walk-fed analyses waiting for the engine's walk: (visit, leave) handlers of each.
         self._pending: list[tuple[dict[type, Handler], dict[type, Handler]]] = []
         self._bindings: Bindings | None = None
@@ -162,6 +163,13 @@ class SemanticModel:
     def end_walk(self) -> None:
         self._state = WALKED
 
+    @property
+    def settled(self) -> bool:
+        """The file was walked and no pass of its own is under way: every analysis built so far
+        (the bindings above all) has seen the whole tree, so what is worked out from them holds
+        for the rest of the file's life (what a memo of their answers needs)."""
+        return self._state == WALKED and not self._alone
+
     def build_alone(self) -> None:
         """No engine walk will feed this file (a tool, the codemod): every analysis asked for so
         far is built now in one pass of its own, and any asked for later in another."""
@@ -176,20 +184,24 @@ class SemanticModel:
         ancestors = self._ctx.ancestors
         base = len(ancestors)
         stack: list[tuple[ast.AST, int]] = [(self._ctx.tree, base)]
-        while stack:
-            node, depth = stack.pop()
-            while len(ancestors) > depth:
+        self._alone += 1
+        try:
+            while stack:
+                node, depth = stack.pop()
+                while len(ancestors) > depth:
+                    done = ancestors.pop()
+                    for handler in leave.get(type(done), ()):
+                        handler(done)
+                for handler in visit.get(type(node), ()):
+                    handler(node)
+                ancestors.append(node)
+                stack.extend((child, depth + 1) for child in reversed(children(node)))
+            while len(ancestors) > base:
                 done = ancestors.pop()
                 for handler in leave.get(type(done), ()):
                     handler(done)
-            for handler in visit.get(type(node), ()):
-                handler(node)
-            ancestors.append(node)
-            stack.extend((child, depth + 1) for child in reversed(children(node)))
-        while len(ancestors) > base:
-            done = ancestors.pop()
-            for handler in leave.get(type(done), ()):
-                handler(done)
+        finally:
+            self._alone -= 1
 
     # -- analyses built on first use, after the walk ------------------------------------------------
     def reachability(self, deep: bool = False, functions: bool = False) -> Reachability:
