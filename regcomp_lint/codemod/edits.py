@@ -98,9 +98,12 @@ def rescued_lines(stmt: cst.CSTNode) -> list[cst.EmptyLine]:
 
 def missing_comments(original: cst.CSTNode, updated: cst.CSTNode) -> list[str]:
     """Comments of ``original`` that ``updated`` no longer has (multiset difference)."""
-    lost = Counter(comments_in(original)) - comment_counts(updated)
+    before = comments_in(original)
+    if not before:  # nothing to lose: the rebuilt tree is not searched (most edited statements)
+        return []
+    lost = Counter(before) - comment_counts(updated)
     out: list[str] = []
-    for text in comments_in(original):
+    for text in before:
         if lost[text] > 0:
             lost[text] -= 1
             out.append(text)
