@@ -129,6 +129,8 @@ class Tree:
         self._scopes = wrapper.resolve(ScopeProvider)
         self._qualnames: dict[cst.CSTNode, Collection[QualifiedName]] = {}
         self._imported: dict[cst.CSTNode, set[str]] = {}
+        #: id of a node -> the node and the function it runs in (:meth:`function_of`)
+        self._function_of: dict[int, tuple[cst.CSTNode, Function]] = {}
         self._star: bool | None = None  # whether the script has a `from ... import *`, asked once
         #: the module's source, printed once (``module.code`` prints the whole tree on every call);
         #: ``text``: the caller's printing of it
@@ -265,11 +267,18 @@ class Tree:
         return sorted(functions, key=lambda f: 0 if isinstance(f, cst.Module) else self.line(f))
 
     def function_of(self, node: cst.CSTNode) -> Function:
-        """The function whose code runs ``node`` (lambdas and comprehensions count as inline)."""
-        for anc in self.ancestors(node):
-            if isinstance(anc, cst.FunctionDef):
-                return anc
-        return self.module
+        """The function whose code runs ``node`` (lambdas and comprehensions count as inline).
+        Kept per node (the planners ask about the same nodes again and again, and each ask
+        climbed the parents, a libcst node hash per step); the node is kept with its answer."""
+        kept = self._function_of.get(id(node))
+        if kept is None or kept[0] is not node:
+            found: Function = self.module
+            for anc in self.ancestors(node):
+                if isinstance(anc, cst.FunctionDef):
+                    found = anc
+                    break
+            kept = self._function_of[id(node)] = (node, found)
+        return kept[1]
 
     def class_of(self, function: Function) -> cst.ClassDef | None:
         """The class a method is defined in (None for plain functions and the module)."""
