@@ -44,7 +44,7 @@ from regcomp_lint.codemod.compile_sites import (
     refuse_compiles_in_builders,
 )
 from regcomp_lint.codemod.container_loaders import container_loader_refusal
-from regcomp_lint.codemod.ddp_construction import tells_ddp
+from regcomp_lint.codemod.ddp_construction import compile_prefixed, tells_ddp
 from regcomp_lint.codemod.device_choice import (
     assigned_device_keys,
     branch_condition,
@@ -1710,6 +1710,15 @@ class PlainPlanner(Planner):
         ]
         if not setup:
             return last
+        for i, (found, node) in told.items():
+            prefixed = compile_prefixed(block.body[i])
+            if prefixed is not None:
+                raise Refusal(
+                    f"{found} at line {self.tree.line(node)} names what DDP must leave alone with torch.compile's "
+                    f"{prefixed.value} prefix (line {self.tree.line(prefixed)}), the compiled module's names: "
+                    "prepare() wraps the uncompiled model in DDP and compiles after, so those names match nothing "
+                    "and DDP would sync what the script told it to skip (convert by hand: name them without the prefix)"
+                )
         loads: list[cst.Call] = []
         for i in range(last + 1, setup[-1]):
             if i in setup:
