@@ -75,10 +75,21 @@ def plain_aliases(tree: Tree, statements: list[cst.BaseStatement], models: set[s
             and key_of(assign.value) in models
         ):
             continue
-        model = key_of(assign.value)
-        if any(_wraps(tree, later, model) for later in statements[i + 1 :]):
+        model, name = key_of(assign.value), assign.targets[0].target.value
+        later = statements[i + 1 :]
+        if any(_wraps(tree, stmt, model) for stmt in later) and not any(_binds(stmt, name) for stmt in later):
             found.add(i)
     return found
+
+
+def _binds(stmt: cst.BaseStatement, name: str) -> bool:
+    """``stmt`` binds ``name`` again (torchvision's ``model_without_ddp = model.module`` after its
+    wrap): the conversion already rewrites such a name to ``accelerator.unwrap_model(model)``."""
+    return any(
+        isinstance(t.target, cst.Name) and t.target.value == name
+        for assign in find_all(stmt, cst.Assign, enter_functions=False)
+        for t in assign.targets
+    )
 
 
 def _wraps(tree: Tree, stmt: cst.BaseStatement, model: str) -> bool:
