@@ -77,7 +77,9 @@ def plain_aliases(tree: Tree, statements: list[cst.BaseStatement], models: set[s
             continue
         model, name = key_of(assign.value), assign.targets[0].target.value
         later = statements[i + 1 :]
-        if any(_wraps(tree, stmt, model) for stmt in later) and not any(_binds(stmt, name) for stmt in later):
+        if model is None or any(_binds(other, name) for other in later):
+            continue
+        if any(_wraps(tree, other, model) for other in later):
             found.add(i)
     return found
 

@@ -1712,11 +1712,11 @@ class PlainPlanner(Planner):
         ]
         if not setup:
             return last
-        for i, (found, node) in told.items():
+        for i, (setting, node) in told.items():
             prefixed = compile_prefixed(block.body[i])
             if prefixed is not None:
                 raise Refusal(
-                    f"{found} at line {self.tree.line(node)} names what DDP must leave alone with torch.compile's "
+                    f"{setting} at line {self.tree.line(node)} names what DDP must leave alone with torch.compile's "
                     f"{prefixed.value} prefix (line {self.tree.line(prefixed)}), the compiled module's names: "
                     "prepare() wraps the uncompiled model in DDP and compiles after, so those names match nothing "
                     "and DDP would sync what the script told it to skip (convert by hand: name them without the prefix)"
