@@ -20,7 +20,7 @@ import libcst as cst
 from regcomp_lint.analysis.bindings import Bound, Where, binding_key
 from regcomp_lint.analysis.compile_settings.launches import launched_fields
 from regcomp_lint.analysis.global_rebinders import rebinds_globals
-from regcomp_lint.analysis.main_process import is_main_process_test, tests_the_rank
+from regcomp_lint.analysis.main_process import tests_the_rank
 from regcomp_lint.analysis.training_objects import Kind
 from regcomp_lint.analysis.training_roles import Cadence, Origin, TrainingRoles
 from regcomp_lint.codemod.batch_methods import module_instances, own_batch_methods
@@ -29,6 +29,7 @@ from regcomp_lint.codemod.branch_bindings import guarded_prepare, refuse_unbound
 from regcomp_lint.codemod.builders import call_statement, expression, statement, with_keyword
 from regcomp_lint.codemod.checkpoint_writes import (
     guard_helper_saves,
+    holds_a_main_process_test,
     save_the_rest_once,
     saves_into_memory,
     state_saves,
@@ -2201,10 +2202,7 @@ class PlainPlanner(Planner):
                     continue
                 if anc.orelse is not None and any(tree.contains(anc.orelse, s) for s in [*backwards, *steps]):
                     continue  # VITS: `if rank == 0: train(..., logger) else: train(..., None)`: every process trains
-                test = view.any_expression_at(anc.test)
-                if test is not None and any(
-                    isinstance(part, ast.expr) and is_main_process_test(part) for part in ast.walk(test)
-                ):
+                if holds_a_main_process_test(self, anc.test):
                     raise Refusal(
                         f"{code(node).strip().splitlines()[0]} at line {tree.line(node)} trains on the main process only "
                         f"(`if {code(anc.test).strip()}` at line {tree.line(anc)}): once prepare() wraps the model, its "

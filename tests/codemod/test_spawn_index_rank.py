@@ -1,7 +1,9 @@
 """The first parameter of an ``mp.spawn`` worker is its process index (the rank on one machine):
 ``if gpu == 0:`` there keeps code on the main process, for the lint and the fixer alike
 (analysis/main_process). Before, survey 24a simclr_branch got the false note "open(logfilepath,
-"w") ... writes the same file from every process" on a log file opened under ``if gpu == 0:``."""
+"w") ... writes the same file from every process" on a log file opened under ``if gpu == 0:``.
+And a backward under a helper's rank-0 test (``if is_rank0(): loss.backward()``) is refused as one
+under ``if rank == 0:`` is (plain._refuse_rank_guarded_steps)."""
 
 from __future__ import annotations
 
@@ -90,3 +92,53 @@ def test_a_write_after_other_indices_return_is_written_once():
     source = SPAWNED.replace("    GUARD\n        log = open", "    if gpu != 0:\n        return\n    log = open")
     notes = _notes(source)
     assert not any("every process" in n for n in notes), notes
+
+
+HELPER = """\
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def is_rank0():
+    return not dist.is_initialized() or dist.get_rank() == 0
+
+
+def main():
+    dist.init_process_group("nccl")
+    model = DDP(nn.Linear(4, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(2):
+        x, y = torch.randn(8, 4), torch.randn(8, 1)
+        loss = nn.functional.mse_loss(model(x), y)
+        optimizer.zero_grad()
+        GUARD
+            loss.backward()
+        optimizer.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_backward_under_a_helpers_rank0_test_is_refused():
+    result = convert_source(HELPER.replace("GUARD", "if is_rank0():"), "train.py")
+    assert result.refused is not None and "trains on the main process only" in result.refused, result.refused
+    assert "if is_rank0()" in result.refused
+
+
+def test_a_backward_under_the_spawn_index_test_is_refused():
+    source = SPAWNED.replace('GUARD\n        log = open("train.log", "w")', "pass").replace(
+        "        loss.backward()", "        if gpu == 0:\n            loss.backward()"
+    )
+    result = convert_source(source, "train.py")
+    assert result.refused is not None and "trains on the main process only" in result.refused, result.refused
+
+
+def test_a_backward_under_a_helper_that_is_no_rank_test_converts():
+    source = HELPER.replace("GUARD", "if is_rank0():").replace(
+        "return not dist.is_initialized() or dist.get_rank() == 0", "return True"
+    )
+    assert convert_source(source, "train.py").refused is None
