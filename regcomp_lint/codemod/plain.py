@@ -67,6 +67,7 @@ from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.evaluation_passes import evaluation_passes_note
 from regcomp_lint.codemod.even_batches import even_batches_notes
 from regcomp_lint.codemod.file_writes import write_files_once
+from regcomp_lint.codemod.finite_skips import gather_finite_skips
 from regcomp_lint.codemod.first_downloads import download_first
 from regcomp_lint.codemod.frozen_parameters import allow_unused_parameters
 from regcomp_lint.codemod.generators import is_generator, returns_a_generator
@@ -263,6 +264,7 @@ class PlainPlanner(Planner):
             if uneven is not None:
                 raise Refusal(uneven)
             gather_sums(self, gathered)
+            gather_finite_skips(self, backwards)
             for call in dict.fromkeys(alike):
                 self.notes.append(
                     f"a loop that trains ends on what {code(call).strip()} (line {tree.line(call)}) returns: an "
