@@ -20,7 +20,7 @@ import libcst as cst
 from regcomp_lint.analysis.bindings import Bound, Where, binding_key
 from regcomp_lint.analysis.compile_settings.launches import launched_fields
 from regcomp_lint.analysis.global_rebinders import rebinds_globals
-from regcomp_lint.analysis.main_process import is_main_process_test, tests_the_rank
+from regcomp_lint.analysis.main_process import tests_the_rank
 from regcomp_lint.analysis.training_objects import Kind
 from regcomp_lint.analysis.training_roles import Cadence, Origin, TrainingRoles
 from regcomp_lint.codemod.batch_methods import module_instances, own_batch_methods
@@ -29,6 +29,7 @@ from regcomp_lint.codemod.branch_bindings import guarded_prepare, refuse_unbound
 from regcomp_lint.codemod.builders import call_statement, expression, statement, with_keyword
 from regcomp_lint.codemod.checkpoint_writes import (
     guard_helper_saves,
+    holds_a_main_process_test,
     save_the_rest_once,
     saves_into_memory,
     state_saves,
@@ -66,6 +67,7 @@ from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.evaluation_passes import evaluation_passes_note
 from regcomp_lint.codemod.even_batches import even_batches_notes
 from regcomp_lint.codemod.file_writes import write_files_once
+from regcomp_lint.codemod.finite_skips import gather_finite_skips
 from regcomp_lint.codemod.first_downloads import download_first
 from regcomp_lint.codemod.frozen_parameters import allow_unused_parameters
 from regcomp_lint.codemod.generators import is_generator, returns_a_generator
@@ -262,6 +264,7 @@ class PlainPlanner(Planner):
             if uneven is not None:
                 raise Refusal(uneven)
             gather_sums(self, gathered)
+            gather_finite_skips(self, backwards)
             for call in dict.fromkeys(alike):
                 self.notes.append(
                     f"a loop that trains ends on what {code(call).strip()} (line {tree.line(call)}) returns: an "
@@ -2218,10 +2221,7 @@ class PlainPlanner(Planner):
                     continue
                 if anc.orelse is not None and any(tree.contains(anc.orelse, s) for s in [*backwards, *steps]):
                     continue  # VITS: `if rank == 0: train(..., logger) else: train(..., None)`: every process trains
-                test = view.any_expression_at(anc.test)
-                if test is not None and any(
-                    isinstance(part, ast.expr) and is_main_process_test(part) for part in ast.walk(test)
-                ):
+                if holds_a_main_process_test(self, anc.test):
                     raise Refusal(
                         f"{code(node).strip().splitlines()[0]} at line {tree.line(node)} trains on the main process only "
                         f"(`if {code(anc.test).strip()}` at line {tree.line(anc)}): once prepare() wraps the model, its "
