@@ -34,21 +34,30 @@ def run_demo(demo_fn, world_size):
 
 """
 
-TUTORIAL = WORKER + """
+TUTORIAL = (
+    WORKER
+    + """
 if __name__ == "__main__":
     run_demo(demo_basic, 2)
 """
+)
 
-NEVER_CALLED = WORKER + """
+NEVER_CALLED = (
+    WORKER
+    + """
 if __name__ == "__main__":
     mp.spawn(demo_basic, args=(2,), nprocs=2, join=True)
 """
+)
 
-TWO_WORKERS = WORKER.replace("def run_demo", "def other(rank, world_size):\n    pass\n\n\ndef run_demo") + """
+TWO_WORKERS = (
+    WORKER.replace("def run_demo", "def other(rank, world_size):\n    pass\n\n\ndef run_demo")
+    + """
 if __name__ == "__main__":
     run_demo(demo_basic, 2)
     run_demo(other, 2)
 """
+)
 
 _SPAWNED = "demo_basic() is started by mp.spawn"
 
