@@ -1267,8 +1267,16 @@ class PlainPlanner(Planner):
             if self.is_removed(call):
                 continue
             if all(tree.function_of(call) is not r for r in reach):
+                holder = tree.function_of(call)
+                dead = (
+                    f" (in {holder.name.value}(), which nothing in this file calls)"
+                    if isinstance(holder, cst.FunctionDef)
+                    and tree.class_of(holder) is None
+                    and not tree.references_to(holder)
+                    else ""
+                )
                 raise Refusal(
-                    f"the backward() at line {tree.line(call)} runs outside the code that trains the model built in {function_name(self.scope)}; convert by hand"
+                    f"the backward() at line {tree.line(call)}{dead} runs outside the code that trains the model built in {function_name(self.scope)}; convert by hand"
                 )
             self.rewrite_backward(call)
             self.backwards += 1
