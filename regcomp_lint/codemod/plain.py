@@ -44,7 +44,7 @@ from regcomp_lint.codemod.compile_sites import (
     refuse_compiles_in_builders,
 )
 from regcomp_lint.codemod.container_loaders import container_loader_refusal
-from regcomp_lint.codemod.ddp_construction import tells_ddp
+from regcomp_lint.codemod.ddp_construction import compile_prefixed, tells_ddp
 from regcomp_lint.codemod.device_choice import (
     assigned_device_keys,
     branch_condition,
@@ -104,7 +104,7 @@ from regcomp_lint.codemod.method_loss import (
     prepared_as,
     regional_left_off,
 )
-from regcomp_lint.codemod.model_copies import model_copies
+from regcomp_lint.codemod.model_copies import model_copies, plain_aliases
 from regcomp_lint.codemod.module_globals import handed_through_globals
 from regcomp_lint.codemod.optimizer_methods import placement_keyword, reach_own_methods
 from regcomp_lint.codemod.optimizers import (
@@ -1713,17 +1713,28 @@ class PlainPlanner(Planner):
         end = first_step if first_step is not None else len(block.body)
         models = set(self.models)
         copies = [last + 1 + i for i in sorted(model_copies(self.tree, list(block.body[last + 1 : end]), models))]
+        aliases = [last + 1 + i for i in sorted(plain_aliases(self.tree, list(block.body[last + 1 : end]), models))]
         told = {i: found for i in range(last + 1, end) if (found := tells_ddp(block.body[i], models)) is not None}
         setup = [
             i
             for i in range(last + 1, end)
             if i in copies
+            or i in aliases
             or i in told
             or self._model_setup_call(block.body[i], models)
             or reinitialised_model(self, block.body[i]) is not None
         ]
         if not setup:
             return last
+        for i, (setting, node) in told.items():
+            prefixed = compile_prefixed(block.body[i])
+            if prefixed is not None:
+                raise Refusal(
+                    f"{setting} at line {self.tree.line(node)} names what DDP must leave alone with torch.compile's "
+                    f"{prefixed.value} prefix (line {self.tree.line(prefixed)}), the compiled module's names: "
+                    "prepare() wraps the uncompiled model in DDP and compiles after, so those names match nothing "
+                    "and DDP would sync what the script told it to skip (convert by hand: name them without the prefix)"
+                )
         loads: list[cst.Call] = []
         for i in range(last + 1, setup[-1]):
             if i in setup:
@@ -1761,7 +1772,7 @@ class PlainPlanner(Planner):
                 f"prepare() follows {calls}: DDP reads what it must leave alone when it wraps the model, which "
                 "prepare() now does; after it, the setting would change nothing"
             )
-        changes = [i for i in setup if i not in copies and i not in told]
+        changes = [i for i in setup if i not in copies and i not in aliases and i not in told]
         if changes:
             calls = ", ".join(f"{_source(block.body[i])} (line {self.tree.line(block.body[i])})" for i in changes)
             self.notes.append(
@@ -1773,6 +1784,12 @@ class PlainPlanner(Planner):
             self.notes.append(
                 f"prepare() follows {calls}: a copy of the model (an average) is made of the plain module; made of "
                 "the prepared model it would be a DDP or compile wrapper"
+            )
+        if aliases:
+            calls = ", ".join(f"{_source(block.body[i])} (line {self.tree.line(block.body[i])})" for i in aliases)
+            self.notes.append(
+                f"prepare() follows {calls}: the script names the plain module there, before it compiles or wraps "
+                "the model; after prepare() that name would be the prepared model (a DDP or compile wrapper)"
             )
         return setup[-1]
 
