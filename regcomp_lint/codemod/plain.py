@@ -136,7 +136,12 @@ from regcomp_lint.codemod.roles import (
 from regcomp_lint.codemod.schedulers import unpacked_schedulers
 from regcomp_lint.codemod.settings import LAUNCH_FLAGS_NOTE, Refusal, ScriptSettings, Setting, StepElsewhere, resolve
 from regcomp_lint.codemod.shard_metrics import shard_metric_notes
-from regcomp_lint.codemod.sharded_factories import sampler_beside, sharded_by_factory, sharded_on_another_branch
+from regcomp_lint.codemod.sharded_factories import (
+    sampler_beside,
+    sharded_by_factory,
+    sharded_by_own_method,
+    sharded_on_another_branch,
+)
 from regcomp_lint.codemod.synced_values import evaluates_alike
 from regcomp_lint.codemod.taken_apart import piece_keys, stray_refusal
 from regcomp_lint.codemod.trackers import log_from_main_process
@@ -1026,6 +1031,7 @@ class PlainPlanner(Planner):
                     self.distribution.by_hand,
                     sampler_beside(roles.ctx.tree, bound.value),
                 )
+                or sharded_by_own_method(roles.ctx.tree, roles.ctx.imports, bound.value, self.tree.filename)
             ):
                 self.sharded_loaders.append(key)
                 self.notes.append(f"{key} (from {view.text(bound.value.func)}(), line {bound.value.lineno}) {factory}")
@@ -1264,8 +1270,16 @@ class PlainPlanner(Planner):
             if self.is_removed(call):
                 continue
             if all(tree.function_of(call) is not r for r in reach):
+                holder = tree.function_of(call)
+                dead = (
+                    f" (in {holder.name.value}(), which nothing in this file calls)"
+                    if isinstance(holder, cst.FunctionDef)
+                    and tree.class_of(holder) is None
+                    and not tree.references_to(holder)
+                    else ""
+                )
                 raise Refusal(
-                    f"the backward() at line {tree.line(call)} runs outside the code that trains the model built in {function_name(self.scope)}; convert by hand"
+                    f"the backward() at line {tree.line(call)}{dead} runs outside the code that trains the model built in {function_name(self.scope)}; convert by hand"
                 )
             self.rewrite_backward(call)
             self.backwards += 1
