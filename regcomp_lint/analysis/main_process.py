@@ -23,17 +23,23 @@ A statement runs on the main process only, within its function, when
   psma_segresnet's ``is_rank0()``; :func:`_one_process_only`), when the caller gives the module
   (whose imports say what ``dist`` is). After a conversion Accelerate has set up the group on
   every process of a launch of more than one, so the test still picks the main process alone.
+
+In a worker ``mp.spawn(worker, ...)`` starts (the caller gives the module), the worker's first
+parameter is its process index, the rank on one machine, whatever its name: ``if gpu == 0:``
+(survey 24a simclr_branch, :func:`spawn_index`). On several machines it is the local index, and the
+test holds on each machine's first process, in the original and the conversion alike.
 """
 
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Sequence
 
 from regcomp_lint.analysis.name_resolution import module_imports
 from regcomp_lint.analysis.training_loops import own_nodes
 from regcomp_lint.files.parsing import split_block, walk
-from regcomp_lint.knowledge.torch_api import GET_WORLD_SIZE, GROUP_QUERIES, MAIN_PROCESS_FLAGS
+from regcomp_lint.knowledge.torch_api import GET_WORLD_SIZE, GROUP_QUERIES, MAIN_PROCESS_FLAGS, SPAWN
 
 #: A scope: the names a flag test reads are looked up in its assignments.
 Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef
@@ -82,7 +88,7 @@ def main_process_condition(
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
         ranks = [v for v in test.values if not _one_process_only(v, module)]
         return len(ranks) < len(test.values) and all(main_process_condition(v, scope, module, depth) for v in ranks)
-    if is_main_process_test(test):
+    if is_main_process_test(test, spawn_index(scope, module)):
         return True
     if isinstance(test, ast.Call):
         return _returns_main_process_test(test, module, depth)
@@ -147,17 +153,43 @@ def sends_others_away(stmt: ast.stmt, scope: Scope | None, module: ast.Module | 
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return main_process_condition(test.operand, scope, module)
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.NotEq, ast.Gt)):
-        return is_main_process_test(ast.Compare(left=test.left, ops=[ast.Eq()], comparators=test.comparators))
+        equal = ast.Compare(left=test.left, ops=[ast.Eq()], comparators=test.comparators)
+        return is_main_process_test(equal, spawn_index(scope, module))
     return False
 
 
-def is_main_process_test(test: ast.expr) -> bool:
+#: Per parsed module: the names of the workers its ``mp.spawn`` calls start.
+_SPAWNED: weakref.WeakKeyDictionary[ast.Module, frozenset[str]] = weakref.WeakKeyDictionary()
+
+
+def spawn_index(scope: Scope | None, module: ast.Module | None) -> frozenset[str]:
+    """The name of ``scope``'s first parameter when ``module`` starts ``scope`` with
+    ``mp.spawn(scope, ...)`` (:data:`~regcomp_lint.knowledge.torch_api.SPAWN`): torch passes the
+    process index there, 0 for the first process (empty otherwise)."""
+    if module is None or not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+        return frozenset()
+    workers = _SPAWNED.get(module)
+    if workers is None:
+        imports = module_imports(module)
+        workers = _SPAWNED[module] = frozenset(
+            node.args[0].id
+            for node in ast.walk(module)
+            if isinstance(node, ast.Call)
+            and node.args
+            and isinstance(node.args[0], ast.Name)
+            and imports.resolves_to(node.func, *SPAWN)
+        )
+    params = [*scope.args.posonlyargs, *scope.args.args]
+    return frozenset({params[0].arg}) if params and scope.name in workers else frozenset()
+
+
+def is_main_process_test(test: ast.expr, ranks: frozenset[str] = frozenset()) -> bool:
     """``master_process``, ``accelerator.is_main_process``, ``rank == 0``, ``dist.get_rank() == 0``,
     ``args.local_rank in (-1, 0)``, ``not rank``, ``utils.is_main_process()`` (the DeiT /
     torchvision-references helper: ``get_rank() == 0``, asked with no argument), or a conjunction
-    holding one of them."""
+    holding one of them. ``ranks``: more names that hold a rank (a spawned worker's index)."""
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return any(is_main_process_test(value) for value in test.values)
+        return any(is_main_process_test(value, ranks) for value in test.values)
     if isinstance(test, ast.Call) and not test.args and not test.keywords:
         test = test.func
     if isinstance(test, ast.Name):
@@ -165,13 +197,13 @@ def is_main_process_test(test: ast.expr) -> bool:
     if isinstance(test, ast.Attribute):
         return test.attr in MAIN_PROCESS_FLAGS
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _names_rank(test.operand)
+        return _names_rank(test.operand, ranks)
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         left, op, right = test.left, test.ops[0], test.comparators[0]
         if isinstance(op, ast.Eq):
-            return (_names_rank(left) and _is_zero(right)) or (_names_rank(right) and _is_zero(left))
+            return (_names_rank(left, ranks) and _is_zero(right)) or (_names_rank(right, ranks) and _is_zero(left))
         if isinstance(op, ast.In) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
-            return _names_rank(left) and any(_is_zero(e) for e in right.elts)
+            return _names_rank(left, ranks) and any(_is_zero(e) for e in right.elts)
     return False
 
 
@@ -217,9 +249,12 @@ def _same_for_every_rank(op: ast.cmpop, bound: ast.expr) -> bool:
     return False
 
 
-def _names_rank(expr: ast.expr) -> bool:
-    """``rank``, ``args.local_rank``, ``dist.get_rank()``, ``int(os.environ["RANK"])``."""
+def _names_rank(expr: ast.expr, ranks: frozenset[str] = frozenset()) -> bool:
+    """``rank``, ``args.local_rank``, ``dist.get_rank()``, ``int(os.environ["RANK"])``, or a name
+    of ``ranks``."""
     for node in walk(expr):
+        if isinstance(node, ast.Name) and node.id in ranks:
+            return True
         name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
         if name is not None and "rank" in name.lower():
             return True

@@ -479,6 +479,20 @@ def main_process_test(planner: Planner, test: cst.BaseExpression) -> bool:
     return expr is not None and main_process_condition(expr, _scope_of(planner, test), view.parsed)
 
 
+def holds_a_main_process_test(planner: Planner, test: cst.BaseExpression) -> bool:
+    """A part of ``test`` is a main-process test (:func:`main_process_test`, read part by part):
+    llm.c's ``if args.write_tensors and (not ddp or master_process):``, ``if is_rank0():`` with a
+    helper of the module returning a rank-0 test, ``if gpu == 0:`` in a spawned worker."""
+    view = lint_view(planner.tree)
+    expr = view.any_expression_at(test)
+    if expr is None:
+        return False
+    scope = _scope_of(planner, test)
+    return any(
+        isinstance(part, ast.expr) and main_process_condition(part, scope, view.parsed) for part in ast.walk(expr)
+    )
+
+
 def _others_left_before(planner: Planner, block: Block, inner: cst.CSTNode) -> bool:
     """A statement of ``block`` before ``inner`` sends every process but the main one away
     (the lint's :func:`~regcomp_lint.analysis.main_process.sends_others_away`:

@@ -64,7 +64,7 @@ def adapt_distribution(planner: PlainPlanner) -> None:
     ddp_keywords = _one_set_of_options(
         planner, [(call, _remove_wrap(planner, call, models)) for call in dist.data_parallel]
     )
-    workers = [_spawned_worker(planner, call) for call in dist.spawn]
+    workers = [w for w in (_spawned_worker(planner, call) for call in dist.spawn) if w is not None]
     # a spawned worker joins its group before the Accelerator exists; torchrun scripts may join after
     guarded = [] if workers else dist.init_process_group
     for call in guarded:
@@ -326,10 +326,10 @@ def _remove_wrap(planner: PlainPlanner, call: cst.Call, models: set[str]) -> lis
     return kept
 
 
-def _spawned_worker(planner: PlainPlanner, call: cst.Call) -> tuple[cst.FunctionDef, tuple[int, cst.Call]]:
+def _spawned_worker(planner: PlainPlanner, call: cst.Call) -> tuple[cst.FunctionDef, tuple[int, cst.Call]] | None:
     """The function ``mp.spawn(worker, ...)`` starts: it must join a process group (itself or
     through a function it calls) and build the Accelerator (itself, or in what it calls later,
-    such as a ``Trainer(...)``)."""
+    such as a ``Trainer(...)``). None for a spawn in a helper of the file that nothing calls."""
     tree = planner.tree
     target = call.args[0].value if call.args and call.args[0].keyword is None else None
     worker = next(
@@ -340,6 +340,11 @@ def _spawned_worker(planner: PlainPlanner, call: cst.Call) -> tuple[cst.Function
         ),
         None,
     )
+    if worker is None and isinstance(target, cst.Name):
+        forwarded = _forwarded_worker(tree, call, target.value)
+        if forwarded is _NEVER_CALLED:
+            return None
+        worker = forwarded if isinstance(forwarded, cst.FunctionDef) else None
     if worker is None or tree.class_of(worker) is not None:
         raise Refusal(
             f"{code(call.func)}(...) at line {tree.line(call)} does not start a function of this file; port it by hand"
@@ -356,6 +361,45 @@ def _spawned_worker(planner: PlainPlanner, call: cst.Call) -> tuple[cst.Function
             "init_process_group(); Accelerate cannot tell its processes apart, so port it by hand"
         )
     return worker, joined
+
+
+#: :func:`_forwarded_worker`'s answer for a spawning helper that nothing in the file calls.
+_NEVER_CALLED = object()
+
+
+def _forwarded_worker(tree: Tree, call: cst.Call, parameter: str) -> cst.FunctionDef | object | None:
+    """The worker a spawning helper is handed: the DDP tutorial's ``def run_demo(demo_fn,
+    world_size): mp.spawn(demo_fn, ...)`` called as ``run_demo(demo_basic, world_size)`` (survey
+    24d). The one function of the file every call of the helper passes for ``parameter``;
+    :data:`_NEVER_CALLED` when nothing calls the helper (its spawn never runs); else None."""
+    helper = tree.function_of(call)
+    if not isinstance(helper, cst.FunctionDef) or tree.class_of(helper) is not None:
+        return None
+    params = parameter_names(helper, keyword_only=False)
+    if parameter not in params:
+        return None
+    position = params.index(parameter)
+    references = tree.references_to(helper)
+    if not references:
+        return _NEVER_CALLED
+    passed: set[str] = set()
+    for ref in references:
+        use = tree.parent(ref)
+        if not isinstance(use, cst.Call) or use.func is not ref:
+            return None
+        positional = [a for a in use.args if a.keyword is None and not a.star]
+        named = [a for a in use.args if a.keyword is not None and a.keyword.value == parameter]
+        arg = named[0] if named else (positional[position] if position < len(positional) else None)
+        if arg is None or not isinstance(arg.value, cst.Name):
+            return None
+        passed.add(arg.value.value)
+    if len(passed) != 1:
+        return None
+    name = passed.pop()
+    return next(
+        (f for f in tree.module.body if isinstance(f, cst.FunctionDef) and f.name.value == name),
+        None,
+    )
 
 
 def _reaches_scope(planner: PlainPlanner, worker: cst.FunctionDef) -> bool:

@@ -2,13 +2,20 @@
 average: ``copy.deepcopy(model)``, ``ModelEmaV2(model)``, a class of the script whose
 ``__init__`` deep-copies what it is handed). They must copy the plain module, so ``prepare()``
 goes after them: a copy of the prepared model would be a DDP wrapper (which several processes
-cannot deep-copy) or a compile wrapper whose weights save with ``_orig_mod.`` keys."""
+cannot deep-copy) or a compile wrapper whose weights save with ``_orig_mod.`` keys.
+
+A plain name for the model taken there, before the script compiles or wraps it
+(``uncompiled_model = model`` then ``model = torch.compile(model)``, ``model = DDP(model)``), is the
+plain module in the original too: scripts evaluate, generate and save through it. Taken after
+prepare() it would be the prepared model (a DDP wrapper has no ``save_pretrained``), so prepare()
+goes after it as well: :func:`plain_aliases`."""
 
 from __future__ import annotations
 
 import libcst as cst
 
 from regcomp_lint.codemod.tree import Tree, find_all, init_of, key_of, parameter_names
+from regcomp_lint.knowledge import torch_api
 from regcomp_lint.knowledge.training_libraries import MODEL_COPIES
 
 
@@ -49,3 +56,54 @@ def _copying_classes(tree: Tree) -> frozenset[str]:
                 found.add(cls.name.value)
                 break
     return frozenset(found)
+
+
+def plain_aliases(tree: Tree, statements: list[cst.BaseStatement], models: set[str]) -> set[int]:
+    """The indices in ``statements`` of the simple statements ``name = model`` after which a later
+    one of ``statements`` rebinds that model to ``torch.compile(model)`` or a DDP wrap of it (to
+    any depth: ``if use_compile: model = torch.compile(model)``)."""
+    found: set[int] = set()
+    for i, stmt in enumerate(statements):
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
+            continue
+        assign = stmt.body[0]
+        if not (
+            isinstance(assign, cst.Assign)
+            and len(assign.targets) == 1
+            and isinstance(assign.targets[0].target, cst.Name)
+            and assign.targets[0].target.value not in models
+            and key_of(assign.value) in models
+        ):
+            continue
+        model, name = key_of(assign.value), assign.targets[0].target.value
+        later = statements[i + 1 :]
+        if model is None or any(_binds(other, name) for other in later):
+            continue
+        if any(_wraps(tree, other, model) for other in later):
+            found.add(i)
+    return found
+
+
+def _binds(stmt: cst.BaseStatement, name: str) -> bool:
+    """``stmt`` binds ``name`` again (torchvision's ``model_without_ddp = model.module`` after its
+    wrap): the conversion already rewrites such a name to ``accelerator.unwrap_model(model)``."""
+    return any(
+        isinstance(t.target, cst.Name) and t.target.value == name
+        for assign in find_all(stmt, cst.Assign, enter_functions=False)
+        for t in assign.targets
+    )
+
+
+def _wraps(tree: Tree, stmt: cst.BaseStatement, model: str) -> bool:
+    """``stmt`` rebinds ``model`` to a compile or DDP wrap of it."""
+    for assign in find_all(stmt, cst.Assign, enter_functions=False):
+        value = assign.value
+        if not (
+            isinstance(value, cst.Call)
+            and any(key_of(t.target) == model for t in assign.targets)
+            and any(key_of(a.value) == model for a in value.args if a.keyword is None and not a.star)
+        ):
+            continue
+        if tree.resolves_to(value.func, *torch_api.TORCH_COMPILE, *torch_api.DATA_PARALLEL):
+            return True
+    return False

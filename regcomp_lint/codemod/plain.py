@@ -20,7 +20,7 @@ import libcst as cst
 from regcomp_lint.analysis.bindings import Bound, Where, binding_key
 from regcomp_lint.analysis.compile_settings.launches import launched_fields
 from regcomp_lint.analysis.global_rebinders import rebinds_globals
-from regcomp_lint.analysis.main_process import is_main_process_test, tests_the_rank
+from regcomp_lint.analysis.main_process import tests_the_rank
 from regcomp_lint.analysis.training_objects import Kind
 from regcomp_lint.analysis.training_roles import Cadence, Origin, TrainingRoles
 from regcomp_lint.codemod.batch_methods import module_instances, own_batch_methods
@@ -29,6 +29,7 @@ from regcomp_lint.codemod.branch_bindings import guarded_prepare, refuse_unbound
 from regcomp_lint.codemod.builders import call_statement, expression, statement, with_keyword
 from regcomp_lint.codemod.checkpoint_writes import (
     guard_helper_saves,
+    holds_a_main_process_test,
     save_the_rest_once,
     saves_into_memory,
     state_saves,
@@ -44,7 +45,7 @@ from regcomp_lint.codemod.compile_sites import (
     refuse_compiles_in_builders,
 )
 from regcomp_lint.codemod.container_loaders import container_loader_refusal
-from regcomp_lint.codemod.ddp_construction import tells_ddp
+from regcomp_lint.codemod.ddp_construction import compile_prefixed, tells_ddp
 from regcomp_lint.codemod.device_choice import (
     assigned_device_keys,
     branch_condition,
@@ -66,6 +67,7 @@ from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.evaluation_passes import evaluation_passes_note
 from regcomp_lint.codemod.even_batches import even_batches_notes
 from regcomp_lint.codemod.file_writes import write_files_once
+from regcomp_lint.codemod.finite_skips import gather_finite_skips
 from regcomp_lint.codemod.first_downloads import download_first
 from regcomp_lint.codemod.frozen_parameters import allow_unused_parameters
 from regcomp_lint.codemod.generators import is_generator, returns_a_generator
@@ -104,7 +106,7 @@ from regcomp_lint.codemod.method_loss import (
     prepared_as,
     regional_left_off,
 )
-from regcomp_lint.codemod.model_copies import model_copies
+from regcomp_lint.codemod.model_copies import model_copies, plain_aliases
 from regcomp_lint.codemod.module_globals import handed_through_globals
 from regcomp_lint.codemod.optimizer_methods import placement_keyword, reach_own_methods
 from regcomp_lint.codemod.optimizers import (
@@ -134,7 +136,12 @@ from regcomp_lint.codemod.roles import (
 from regcomp_lint.codemod.schedulers import unpacked_schedulers
 from regcomp_lint.codemod.settings import LAUNCH_FLAGS_NOTE, Refusal, ScriptSettings, Setting, StepElsewhere, resolve
 from regcomp_lint.codemod.shard_metrics import shard_metric_notes
-from regcomp_lint.codemod.sharded_factories import sampler_beside, sharded_by_factory, sharded_on_another_branch
+from regcomp_lint.codemod.sharded_factories import (
+    sampler_beside,
+    sharded_by_factory,
+    sharded_by_own_method,
+    sharded_on_another_branch,
+)
 from regcomp_lint.codemod.synced_values import evaluates_alike
 from regcomp_lint.codemod.taken_apart import piece_keys, stray_refusal
 from regcomp_lint.codemod.trackers import log_from_main_process
@@ -262,6 +269,7 @@ class PlainPlanner(Planner):
             if uneven is not None:
                 raise Refusal(uneven)
             gather_sums(self, gathered)
+            gather_finite_skips(self, backwards)
             for call in dict.fromkeys(alike):
                 self.notes.append(
                     f"a loop that trains ends on what {code(call).strip()} (line {tree.line(call)}) returns: an "
@@ -1023,6 +1031,7 @@ class PlainPlanner(Planner):
                     self.distribution.by_hand,
                     sampler_beside(roles.ctx.tree, bound.value),
                 )
+                or sharded_by_own_method(roles.ctx.tree, roles.ctx.imports, bound.value, self.tree.filename)
             ):
                 self.sharded_loaders.append(key)
                 self.notes.append(f"{key} (from {view.text(bound.value.func)}(), line {bound.value.lineno}) {factory}")
@@ -1261,8 +1270,16 @@ class PlainPlanner(Planner):
             if self.is_removed(call):
                 continue
             if all(tree.function_of(call) is not r for r in reach):
+                holder = tree.function_of(call)
+                dead = (
+                    f" (in {holder.name.value}(), which nothing in this file calls)"
+                    if isinstance(holder, cst.FunctionDef)
+                    and tree.class_of(holder) is None
+                    and not tree.references_to(holder)
+                    else ""
+                )
                 raise Refusal(
-                    f"the backward() at line {tree.line(call)} runs outside the code that trains the model built in {function_name(self.scope)}; convert by hand"
+                    f"the backward() at line {tree.line(call)}{dead} runs outside the code that trains the model built in {function_name(self.scope)}; convert by hand"
                 )
             self.rewrite_backward(call)
             self.backwards += 1
@@ -1699,17 +1716,28 @@ class PlainPlanner(Planner):
         end = first_step if first_step is not None else len(block.body)
         models = set(self.models)
         copies = [last + 1 + i for i in sorted(model_copies(self.tree, list(block.body[last + 1 : end]), models))]
+        aliases = [last + 1 + i for i in sorted(plain_aliases(self.tree, list(block.body[last + 1 : end]), models))]
         told = {i: found for i in range(last + 1, end) if (found := tells_ddp(block.body[i], models)) is not None}
         setup = [
             i
             for i in range(last + 1, end)
             if i in copies
+            or i in aliases
             or i in told
             or self._model_setup_call(block.body[i], models)
             or reinitialised_model(self, block.body[i]) is not None
         ]
         if not setup:
             return last
+        for i, (setting, node) in told.items():
+            prefixed = compile_prefixed(block.body[i])
+            if prefixed is not None:
+                raise Refusal(
+                    f"{setting} at line {self.tree.line(node)} names what DDP must leave alone with torch.compile's "
+                    f"{prefixed.value} prefix (line {self.tree.line(prefixed)}), the compiled module's names: "
+                    "prepare() wraps the uncompiled model in DDP and compiles after, so those names match nothing "
+                    "and DDP would sync what the script told it to skip (convert by hand: name them without the prefix)"
+                )
         loads: list[cst.Call] = []
         for i in range(last + 1, setup[-1]):
             if i in setup:
@@ -1747,7 +1775,7 @@ class PlainPlanner(Planner):
                 f"prepare() follows {calls}: DDP reads what it must leave alone when it wraps the model, which "
                 "prepare() now does; after it, the setting would change nothing"
             )
-        changes = [i for i in setup if i not in copies and i not in told]
+        changes = [i for i in setup if i not in copies and i not in aliases and i not in told]
         if changes:
             calls = ", ".join(f"{_source(block.body[i])} (line {self.tree.line(block.body[i])})" for i in changes)
             self.notes.append(
@@ -1759,6 +1787,12 @@ class PlainPlanner(Planner):
             self.notes.append(
                 f"prepare() follows {calls}: a copy of the model (an average) is made of the plain module; made of "
                 "the prepared model it would be a DDP or compile wrapper"
+            )
+        if aliases:
+            calls = ", ".join(f"{_source(block.body[i])} (line {self.tree.line(block.body[i])})" for i in aliases)
+            self.notes.append(
+                f"prepare() follows {calls}: the script names the plain module there, before it compiles or wraps "
+                "the model; after prepare() that name would be the prepared model (a DDP or compile wrapper)"
             )
         return setup[-1]
 
@@ -2201,10 +2235,7 @@ class PlainPlanner(Planner):
                     continue
                 if anc.orelse is not None and any(tree.contains(anc.orelse, s) for s in [*backwards, *steps]):
                     continue  # VITS: `if rank == 0: train(..., logger) else: train(..., None)`: every process trains
-                test = view.any_expression_at(anc.test)
-                if test is not None and any(
-                    isinstance(part, ast.expr) and is_main_process_test(part) for part in ast.walk(test)
-                ):
+                if holds_a_main_process_test(self, anc.test):
                     raise Refusal(
                         f"{code(node).strip().splitlines()[0]} at line {tree.line(node)} trains on the main process only "
                         f"(`if {code(anc.test).strip()}` at line {tree.line(anc)}): once prepare() wraps the model, its "

@@ -10,7 +10,10 @@ main process alone runs the call, and the others take its result:
 ``x = broadcast_object_list([x])[0]`` (one process: the list as it is); a call whose result is
 unused goes under ``if accelerator.is_main_process:``, followed by
 ``accelerator.wait_for_everyone()``. Any other shape, or a helper that also calls the prepared
-model or a collective (which every process must call together), is named in a note.
+model or a collective (which every process must call together), is named in a note. An
+``input()`` written in a function that trains (or the conversion's scope) is taken the same way as
+such a helper's call (``answer = input(...)``, a bare ``input(...)``); one in a helper is handled
+through the helper's call.
 """
 
 from __future__ import annotations
@@ -39,13 +42,19 @@ def ask_once(planner: Planner, places: list[Function], training: set[Function]) 
     of the helper is the one handled)."""
     tree = planner.tree
     for place in places:
+        trains = place in training or place is planner.scope
         for call in find_all(place, cst.Call, enter_functions=False):
-            helper = tree.function_named(call)
-            prompt = _prompt(planner, helper, training, 0) if helper is not None else None
-            if helper is None or prompt is None or under_rank_test(planner, call):
+            direct = trains and tree.resolves_to(call.func, "builtins.input")
+            helper = None if direct else tree.function_named(call)
+            prompt = call if direct else _prompt(planner, helper, training, 0) if helper is not None else None
+            if prompt is None or under_rank_test(planner, call):
                 continue
-            what = f"{helper.name.value}() at line {tree.line(call)} asks with input() (line {tree.line(prompt)})"
-            if not planner.can_reach_accelerator(place) or _runs_with_others(planner, helper, 0):
+            what = f"input() at line {tree.line(call)} asks"
+            if helper is not None:
+                what = f"{helper.name.value}() at line {tree.line(call)} asks with input() (line {tree.line(prompt)})"
+            if not planner.can_reach_accelerator(place) or (
+                helper is not None and _runs_with_others(planner, helper, 0)
+            ):
                 planner.notes.append(
                     f"{what} in every process: under a launch of several, each asks (and one may find what another "
                     "made, such as a folder); run it on the main process and hand its result to the others by hand"

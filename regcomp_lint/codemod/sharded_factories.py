@@ -20,6 +20,7 @@ import ast
 import os
 
 from regcomp_lint.analysis.distributed_samplers import builds_distributed_sampler, project_definition
+from regcomp_lint.analysis.reachability.modules import ParsedModule
 from regcomp_lint.codemod.local_modules import importer_of, star_imports, star_source
 from regcomp_lint.codemod.tree import Tree
 from regcomp_lint.knowledge.torch_api import DISTRIBUTED_FLAG_KEYWORDS, LOADER_SAMPLER_ATTRIBUTE, SAMPLER_SET_EPOCH
@@ -64,6 +65,30 @@ def sharded_by_factory(tree: Tree, imports, call: ast.Call, by_hand: bool, sampl
         f"and {name}() cannot be read: left unprepared, so every rank sees exactly the batches it saw before, whether "
         "the factory shards them or not (prepared, loaders it shards already would be sharded twice: each rank would "
         "see 1/N of its share)"
+    )
+
+
+def sharded_by_own_method(module: ast.Module, imports, call: ast.Call, filename: str | None) -> str | None:
+    """The note for the loader ``call`` returns when it calls a method of a class of this file
+    (``train_dataloader = dataset.get_dataloader(dtype="train")``, survey 24d, ddp_demo) and every
+    class of the file defining a method of that name builds a sharding sampler in it: prepared,
+    the loader would be sharded a second time. Else None."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or (isinstance(func.value, ast.Name) and imports.imported(func.value.id)):
+        return None
+    parsed = ParsedModule.from_tree(module, filename, imports)
+    owners = [
+        (cls.name, method)
+        for cls in parsed.classes.values()
+        for method in cls.body
+        if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method.name == func.attr
+    ]
+    if not owners or not all(builds_distributed_sampler(method, parsed) for _, method in owners):
+        return None
+    return (
+        f"is built by {owners[0][0]}.{func.attr}() of this file, which builds a DistributedSampler (one shard per "
+        "rank already): left unprepared, so every rank sees the batches it saw before (prepared, it would be sharded "
+        "twice: each rank would see 1/N of its share)"
     )
 
 

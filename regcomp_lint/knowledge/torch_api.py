@@ -532,3 +532,7 @@ STAR_EXPORTED_MODULES = ("torch",)
 
 #: The device type of Apple's GPU (``torch.device("mps")``), which ``torch.backends.mps.is_available()`` tests.
 MPS_DEVICE = "mps"
+
+#: Element-wise tests of a loss for NaN/inf, each with the reduction that keeps its meaning over the
+#: values of every process (``torch.isfinite(gathered).all()``: every process's loss is finite).
+NON_FINITE_TESTS = {"torch.isfinite": "all", "torch.isnan": "any", "torch.isinf": "any"}

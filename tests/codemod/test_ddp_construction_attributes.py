@@ -71,3 +71,33 @@ def test_another_attribute_written_after_the_optimizer_does_not_move_prepare():
     text = result.text
     assert "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n" in text
     assert text.index("accelerator.prepare(") < text.index(".tag = "), text
+
+
+COMPILED_FIRST = SCRIPT.replace(
+    "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\nif ddp:\n"
+    '    model._ddp_params_and_buffers_to_ignore = {"pos_cis"}\n',
+    "if compile:\n"
+    "    model = torch.compile(model)\n"
+    "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\nif ddp:\n"
+    '    prefix = "_orig_mod." if compile else ""\n'
+    '    model._ddp_params_and_buffers_to_ignore = {prefix + "pos_cis"}\n',
+).replace("ddp = int(", "compile = True\nddp = int(")
+
+
+def test_names_with_the_compile_prefix_are_refused():
+    """baby-llama2-chinese's pretrain.py (survey 24c): the script compiles, then names the buffer
+    DDP must skip as ``_orig_mod.freqs_cis``, the compiled module's name. prepare() wraps the
+    uncompiled model in DDP and compiles after, so that name matches nothing and DDP broadcasts the
+    buffer (measured on gloo, 2 processes, compile on: rank 1's per-rank buffer became rank 0's,
+    its step-0 loss 0.131744 -> -0.126705). Refused, naming the assignment and the prefix."""
+    assert "_orig_mod." in COMPILED_FIRST
+    result = convert_source(COMPILED_FIRST, "train.py")
+    assert result.refused is not None, result.text
+    assert "model._ddp_params_and_buffers_to_ignore = ..." in result.refused, result.refused
+    assert "line 30" in result.refused and "_orig_mod." in result.refused, result.refused
+    assert "# " not in result.refused, result.refused
+
+
+def test_names_without_the_prefix_still_convert():
+    result = convert_source(COMPILED_FIRST.replace('"_orig_mod." if compile else ""', '""'), "train.py")
+    assert result.refused is None, result.refused

@@ -71,3 +71,30 @@ def test_a_prompt_under_a_rank_test_is_left():
     source = SCRIPT.replace("CALL", "if torch.distributed.get_rank() == 0:\n        make_save_dir()")
     result = convert_source(source, "train.py")
     assert "broadcast_object_list" not in result.text and "wait_for_everyone" not in result.text, result.text
+
+
+def test_an_input_written_in_the_training_function_is_asked_once_and_handed_round():
+    result = convert_source(SCRIPT.replace("CALL", 'answer = input("Train? [y/n] ")'), "train.py")
+    assert result.refused is None, result.refused
+    assert (
+        '    answer = input("Train? [y/n] ") if accelerator.is_main_process else None\n'
+        "    answer = broadcast_object_list([answer])[0]\n"
+    ) in result.text, result.text
+    assert any(n.startswith("input() at line 25 asks") for n in result.notes), result.notes
+
+
+def test_a_bare_input_in_the_training_function_runs_on_the_main_process_and_the_others_wait():
+    result = convert_source(SCRIPT.replace("CALL", 'input("Press enter to start")'), "train.py")
+    assert result.refused is None, result.refused
+    assert (
+        "    if accelerator.is_main_process:\n"
+        '        input("Press enter to start")\n'
+        "    accelerator.wait_for_everyone()\n"
+    ) in result.text, result.text
+
+
+def test_an_input_used_another_way_in_the_training_function_is_named():
+    result = convert_source(SCRIPT.replace("CALL", 'if input("Train? ") == "n":\n        return'), "train.py")
+    assert result.refused is None, result.refused
+    assert 'input("Train? ")' in result.text
+    assert any(n.startswith("input() at line 25 asks") and "by hand" in n for n in result.notes), result.notes

@@ -345,3 +345,62 @@ def test_a_loader_sampler_set_to_an_epoch_in_a_single_process_script_is_still_pr
     result = convert_source(text, str(tmp_path / "train.py"))
     assert result.refused is None, result.refused
     assert "accelerator.prepare(model, optimizer, tr_loader)" in result.text
+
+
+SPAWNED_METHOD = """\
+import os
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+class Dataset:
+    def __init__(self, batch_size=8):
+        self.x = torch.rand(64, 4)
+        self.y = torch.rand(64, 1)
+        self.batch_size = batch_size
+
+    def get_dataloader(self, dtype="train"):
+        if dtype == "train":
+            sampler = DistributedSampler(self.x)
+            return DataLoader(TensorDataset(self.x, self.y), batch_size=self.batch_size, sampler=sampler)
+        return DataLoader(TensorDataset(self.x, self.y), batch_size=self.batch_size)
+
+
+def demo_basic(rank, world_size):
+    os.environ["MASTER_ADDR"] = "localhost"
+    os.environ["MASTER_PORT"] = "12355"
+    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    dataset = Dataset()
+    ddp_model = DDP(nn.Linear(4, 1))
+    optimizer = torch.optim.SGD(ddp_model.parameters(), lr=0.001)
+    train_dataloader = dataset.get_dataloader(dtype="train")
+    for x, y in train_dataloader:
+        optimizer.zero_grad()
+        loss = nn.functional.mse_loss(ddp_model(x), y)
+        loss.backward()
+        optimizer.step()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    mp.spawn(demo_basic, args=(2,), nprocs=2, join=True)
+"""
+
+
+def test_a_method_of_the_files_own_class_that_builds_a_distributed_sampler_keeps_its_loader_unprepared():
+    # survey 24d, ddp_demo (DDP blog tutorial): `train_dataloader = dataset.get_dataloader(dtype="train")`,
+    # whose method builds DataLoader(..., sampler=DistributedSampler(self.X_train)). Prepared, each of
+    # 2 gloo ranks ran 1 step of its 2 (replica: 1 vs 2 steps, final weights 2.22322710 vs 2.22604264).
+    result = convert_source(SPAWNED_METHOD, "train.py")
+    assert result.refused is None, result.refused
+    assert "ddp_model, optimizer = accelerator.prepare(ddp_model, optimizer)\n" in result.text, result.text
+    assert any(
+        n.startswith("train_dataloader (from dataset.get_dataloader(), line 31) is built by Dataset.get_dataloader()")
+        and "DistributedSampler" in n
+        for n in result.notes
+    ), result.notes

@@ -1,0 +1,54 @@
+"""A plain name for the model taken after its optimizer and before the script compiles and wraps
+it (survey 24c, a PEFT LoRA fine-tune: ``uncompiled_model = model`` then ``model =
+torch.compile(model)`` and ``model = DDP(model)``; eval, ``generate`` and ``save_pretrained`` go
+through ``uncompiled_model``). In the original that name is the plain module; prepare() placed
+before it made it the prepared model: on 2 processes a DDP wrapper, which has no
+``save_pretrained`` (AttributeError, measured on a gloo replica under torchrun and accelerate
+launch), and its evaluation compiled. prepare() now follows the alias."""
+
+from regcomp_lint.codemod import convert_source
+
+SCRIPT = """\
+import os
+import torch
+import torch.nn as nn
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+
+use_compile = True
+ddp = int(os.environ.get("RANK", -1)) != -1
+if ddp:
+    dist.init_process_group(backend="gloo")
+model = nn.Linear(4, 1)
+loader = DataLoader(TensorDataset(torch.randn(8, 4)), batch_size=2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+uncompiled_model = model
+if use_compile:
+    model = torch.compile(model)
+if ddp:
+    model = DDP(model)
+for (x,) in loader:
+    loss = model(x).sum()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+torch.save(uncompiled_model.state_dict(), "model.pt")
+"""
+
+
+def test_prepare_follows_the_plain_alias():
+    result = convert_source(SCRIPT, "train.py")
+    assert result.refused is None, result.refused
+    text = result.text
+    assert "uncompiled_model = model\n" in text, text
+    assert text.index("uncompiled_model = model") < text.index("accelerator.prepare("), text
+    assert any("uncompiled_model = model (line 15)" in note for note in result.notes), result.notes
+
+
+def test_an_alias_the_original_does_not_wrap_after_leaves_prepare_where_it_was():
+    script = SCRIPT.replace("if use_compile:\n    model = torch.compile(model)\nif ddp:\n    model = DDP(model)\n", "")
+    result = convert_source(script, "train.py")
+    assert result.refused is None, result.refused
+    text = result.text
+    assert text.index("accelerator.prepare(") < text.index("uncompiled_model = model"), text
