@@ -29,6 +29,7 @@ from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name, pl
 from regcomp_lint.codemod.roles import backward_calls, bindings
 from regcomp_lint.codemod.settings import LAUNCH_FLAGS_NOTE, Refusal, ScriptSettings, Setting, resolve
 from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, read_keys, single_target
+from regcomp_lint.knowledge.accelerate_api import DYNAMO_PLUGIN_IMPORT
 
 
 class AcceleratePlanner(Planner):
@@ -234,7 +235,7 @@ class AcceleratePlanner(Planner):
         if all(keyword(c, "dynamo_plugin") is not None for c in self.constructions):
             return None
         self._create_plugin(settings)
-        self.imports.append(("accelerate.utils", "TorchDynamoPlugin"))
+        self.imports.append(DYNAMO_PLUGIN_IMPORT)
         return "dynamo_plugin"
 
     def _create_plugin(self, settings: dict[str, Setting]) -> None:

@@ -287,7 +287,7 @@ def _unwrap_models_pickled_elsewhere(planner: Planner, helper: FunctionNode, cal
 
 def _handed_models(planner: Planner, call: cst.Call, positional: list[str]) -> Iterator[tuple[cst.Arg, str, str]]:
     """(argument, prepared model, the helper's parameter it fills) for each model ``call`` hands over."""
-    models = set(getattr(planner, "models", []))
+    models = set(planner.models)
     for index, arg in enumerate(call.args):
         model = key_of(arg.value)
         if model is None or model not in models or arg.star:
@@ -423,13 +423,20 @@ def _does_more(planner: Planner, function: cst.FunctionDef, depth: int) -> bool:
     """Does the helper do more than write files: a collective call, a loop (an evaluation pass,
     as in kuangliu's CIFAR ``test()``, which saves when accuracy improves), or a call of a
     prepared model (DDP's forward broadcasts buffers: run on one process, it never returns)?"""
-    models = set(getattr(planner, "models", []))
     if find_all(function, (cst.For, cst.While)) or _changes_a_module(function):
         return True
-    for call in find_all(function, cst.Call):
-        if key_of(call.func) in models or any(word in code(call.func).lower() for word in COLLECTIVE_WORDS):
-            return True
+    models = set(planner.models)
+    if any(runs_with_others(call, models) for call in find_all(function, cst.Call)):
+        return True
     return depth < _MAX_DEPTH and any(_does_more(planner, f, depth + 1) for f, _ in planner.graph.calls_from(function))
+
+
+def runs_with_others(call: cst.Call, models: set[str]) -> bool:
+    """``call`` is one every process must make together: a call of a prepared model (one of
+    ``models``; DDP's forward broadcasts buffers) or a collective, known by a word of its name
+    (``dist.barrier``, ``accelerator.wait_for_everyone``, a script's own ``reduce_mean``: broad on
+    purpose, since a helper that makes one must not run on one process alone)."""
+    return key_of(call.func) in models or any(word in code(call.func).lower() for word in COLLECTIVE_WORDS)
 
 
 def _changes_a_module(function: cst.FunctionDef) -> bool:

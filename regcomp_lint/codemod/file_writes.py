@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 def write_files_once(planner: Planner, places: list[Function]) -> None:
     """Guard each statement of ``places`` that writes a sample or plot file (see the module docstring)."""
     tree = planner.tree
-    models = set(getattr(planner, "models", []))
+    models = set(planner.models)
     if not any(isinstance(place, cst.Module) for place in places) and not planner.can_reach_accelerator(tree.module):
         _name_module_level_writes(planner)
     for place in places:
@@ -204,7 +204,7 @@ def _model_saved_once(planner: Planner, call: cst.Call, place: Function) -> None
     own is ``wrapped_access``'s; this is an alias's."""
     func = call.func
     assert isinstance(func, cst.Attribute)
-    if key_of(func.value) in set(getattr(planner, "models", [])) or not planner.can_reach_accelerator(place):
+    if key_of(func.value) in set(planner.models) or not planner.can_reach_accelerator(place):
         return
     acc = planner.accelerator_in(place)
     if not tell_main_process(planner, call, func.attr.value, acc):

@@ -64,7 +64,11 @@ def _skips_a_step(if_: cst.If, later: list[cst.BaseStatement]) -> bool:
 
 def _gather_tests(planner: Planner, if_: cst.If, function: cst.CSTNode) -> None:
     tree = planner.tree
-    calls = [c for c in find_all(if_.test, cst.Call) if len(c.args) == 1 and _reduction(planner, c) is not None]
+    calls = [
+        (c, reduction)
+        for c in find_all(if_.test, cst.Call)
+        if len(c.args) == 1 and (reduction := _reduction(planner, c)) is not None
+    ]
     if (
         not calls
         or not isinstance(function, (cst.FunctionDef, cst.Module))
@@ -72,8 +76,7 @@ def _gather_tests(planner: Planner, if_: cst.If, function: cst.CSTNode) -> None:
     ):
         return
     acc = planner.accelerator_in(function)
-    for call in calls:
-        reduction = _reduction(planner, call) or "all"
+    for call, reduction in calls:
         planner.edits.on(call, partial(_gathered, acc=acc, reduction=reduction, module=planner.module))
         planner.notes.append(
             f"{code(call).strip()} at line {tree.line(call)} decides the optimizer step after the backward, whose "

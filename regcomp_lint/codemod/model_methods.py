@@ -58,7 +58,7 @@ def _model_class(planner: Planner, place: Function, receiver: cst.BaseExpression
     """The ``Cls`` of ``model = Cls(...)`` (``.to(device)`` and the like after it), the one class
     the file builds the prepared model ``receiver`` names from, directly or through a name
     ``place`` binds to it alone (``model_to_save = model.module if hasattr(model, "module") else model``)."""
-    models = set(getattr(planner, "models", []))
+    models = set(planner.models)
     key = key_of(receiver)
     if key is None:
         return None

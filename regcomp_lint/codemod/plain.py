@@ -179,6 +179,7 @@ from regcomp_lint.codemod.unwrapped_branches import note_wrapper_tests, taken_un
 from regcomp_lint.codemod.wrapped_access import places_using_prepared, read_through_wrapper, sees_prepared
 from regcomp_lint.codemod.wrapper_saves import save_wrapper_states_once
 from regcomp_lint.knowledge import torch_api
+from regcomp_lint.knowledge.accelerate_api import ACCELERATOR_IMPORT, DYNAMO_PLUGIN_IMPORT
 from regcomp_lint.knowledge.training_libraries import ITERATION_BUILTINS, ITERATION_WRAPPERS, PROGRESS_RANGES
 
 #: Builtins a training loop may iterate (``range``, ``zip``, ``enumerate``): never a data loader.
@@ -382,7 +383,7 @@ class PlainPlanner(Planner):
         if self.trainer_models is not None:
             refuse_rebound_models(self, self.trainer_models)
         self._place(settings, script)
-        self.imports += [("accelerate", "Accelerator"), ("accelerate.utils", "TorchDynamoPlugin")]
+        self.imports += [ACCELERATOR_IMPORT, DYNAMO_PLUGIN_IMPORT]
         self._describe(settings, reason, sites)
         if (
             settings.get("use_regional_compilation", Setting("", "")).code != "True"

@@ -24,16 +24,15 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from regcomp_lint.codemod.builders import expression, guarded, statement
-from regcomp_lint.codemod.checkpoint_writes import COLLECTIVE_WORDS, under_rank_test
-from regcomp_lint.codemod.tree import Function, code, find_all, key_of
+from regcomp_lint.codemod.checkpoint_writes import runs_with_others, under_rank_test
+from regcomp_lint.codemod.tree import Function, code, find_all
+from regcomp_lint.knowledge.accelerate_api import BROADCAST_OBJECT_LIST_IMPORT
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.rewrites import Planner
 
 #: How many calls deep an ``input()`` is looked for (``make_save_dir`` -> ``ask``).
 _MAX_DEPTH = 3
-#: Where the other processes take the main process's result from.
-_BROADCAST = ("accelerate.utils", "broadcast_object_list")
 
 
 def ask_once(planner: Planner, places: list[Function], training: set[Function]) -> None:
@@ -74,7 +73,7 @@ def ask_once(planner: Planner, places: list[Function], training: set[Function]) 
             if target is not None:
                 planner.edits.on(call, partial(_on_main_process, acc, planner.module))
                 after = statement(f"{target} = broadcast_object_list([{target}])[0]", planner.module)
-                planner.imports.append(_BROADCAST)
+                planner.imports.append(BROADCAST_OBJECT_LIST_IMPORT)
                 done = f"the other processes take its result, {target}, from the main process (broadcast_object_list)"
             else:
                 planner.edits.on(line, guarded(expression(f"{acc}.is_main_process", planner.module)))
@@ -117,10 +116,9 @@ def _prompt(planner: Planner, function: cst.FunctionDef, training: set[Function]
 def _runs_with_others(planner: Planner, function: cst.FunctionDef, depth: int) -> bool:
     """``function`` calls the prepared model or a collective, itself or through a local function:
     run by one process, it would wait for the others forever."""
-    models = set(getattr(planner, "models", []))
-    for call in find_all(function, cst.Call):
-        if key_of(call.func) in models or any(word in code(call.func).lower() for word in COLLECTIVE_WORDS):
-            return True
+    models = set(planner.models)
+    if any(runs_with_others(call, models) for call in find_all(function, cst.Call)):
+        return True
     return depth < _MAX_DEPTH and any(
         _runs_with_others(planner, callee, depth + 1) for callee, _ in planner.graph.calls_from(function)
     )

@@ -50,6 +50,7 @@ from regcomp_lint.codemod.tree import (
     parameter_names,
     read_keys,
 )
+from regcomp_lint.knowledge.accelerate_api import GATHER_OBJECT_IMPORT
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.plain import PlainPlanner
@@ -423,4 +424,4 @@ def gather_sums(planner: PlainPlanner, found: list[EpochSum]) -> None:
             f"repeats){counted}"
         )
     if by_loop:
-        planner.imports.append(("accelerate.utils", "gather_object"))
+        planner.imports.append(GATHER_OBJECT_IMPORT)

@@ -63,6 +63,7 @@ from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import Block, Function, Tree, code, find_all, key_of, method_named, read_keys
 from regcomp_lint.codemod.wrapped_access import called_after_prepare, handed_the_model, sees_prepared
 from regcomp_lint.knowledge import accelerate_api
+from regcomp_lint.knowledge.accelerate_api import BROADCAST_IMPORT, DISTRIBUTED_TYPE_IMPORT
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.plain import PlainPlanner
@@ -91,7 +92,7 @@ RANDOM_SOURCES = ("torch.rand", "torch.randn", "torch.randint", "torch.randperm"
 PARAMETER_WALKS = ("parameters", "named_parameters")
 #: How many calls deep the file's own functions are followed from the statement after prepare().
 MAX_CALL_DEPTH = 4
-SYNC_FUNCTION = ("accelerate.utils", "broadcast")
+SYNC_FUNCTION = BROADCAST_IMPORT
 #: Names a project function is given when it draws a model's weights (BasicSR's ``init_weights``,
 #: pix2pix's ``init_net``, the DCGAN example's ``weights_init``, ``initialize_weights``): read
 #: by name only where its module is not beside the script (:func:`initialiser_by_name`).
@@ -99,7 +100,7 @@ INITIALISER_NAME = re.compile(
     r"^(init_(weights|params|parameters|net|model)|weights?_init\w*|initiali[sz]e_(weights|params|parameters|model))$"
 )
 #: what the copy is guarded by: the launches whose processes hold shards, not replicas
-GUARD_TYPE = ("accelerate", "DistributedType")
+GUARD_TYPE = DISTRIBUTED_TYPE_IMPORT
 GUARD_TYPE_NAMES = (
     "accelerate.DistributedType",
     "accelerate.utils.DistributedType",

@@ -67,6 +67,9 @@ class Planner:
         self.options = options
         self.edits = EditPlan()
         self.notes: list[str] = []
+        #: the keys of the models the conversion prepares (a plain script's, found by PlainPlanner.plan();
+        #: none for a script that already uses Accelerate)
+        self.models: list[str] = []
         self.imports: list[tuple[str, str | None]] = []
         self.unused_imports: list[tuple[str, str | None, str | None]] = []
         self.graph = CallGraph.build(tree)

@@ -557,7 +557,7 @@ def _last_made(planner: PlainPlanner) -> int | None:
     """The line of the last statement of the scope (a trainer's ``__init__``) that makes an object
     it prepares, itself or by a builder call (``self._build_optimiser()``): ``prepare()`` follows it."""
     keys = [
-        *getattr(planner, "models", []),
+        *planner.models,
         *getattr(planner, "optimizers", []),
         *getattr(planner, "loaders", []),
         *getattr(planner, "schedulers", []),

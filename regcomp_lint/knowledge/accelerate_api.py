@@ -140,3 +140,11 @@ PREPARE_PLACEMENT_KEYWORD = "device_placement"
 #: CPU; with ``cpu=True`` it runs on the CPU and is joined over gloo when ``LOCAL_RANK`` is set or
 #: ``WORLD_SIZE`` > 1. The condition for "several processes, no CUDA", as the conversion writes it:
 SEVERAL_PROCESSES_WITHOUT_CUDA = 'not torch.cuda.is_available() and int(os.environ.get("WORLD_SIZE", "1")) > 1'
+#: ``(module, name)`` of each Accelerate name a conversion adds an import for (all importable from
+#: these modules since accelerate 1.8, the lowest pyproject allows)
+ACCELERATOR_IMPORT = ("accelerate", "Accelerator")
+DYNAMO_PLUGIN_IMPORT = ("accelerate.utils", "TorchDynamoPlugin")
+DISTRIBUTED_TYPE_IMPORT = ("accelerate", "DistributedType")
+BROADCAST_IMPORT = ("accelerate.utils", "broadcast")
+BROADCAST_OBJECT_LIST_IMPORT = ("accelerate.utils", "broadcast_object_list")
+GATHER_OBJECT_IMPORT = ("accelerate.utils", "gather_object")
