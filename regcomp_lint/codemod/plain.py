@@ -2173,9 +2173,9 @@ class PlainPlanner(Planner):
                     f"{code(held).strip()}.{method}() at line {tree.line(call)} uses an optimizer kept on "
                     f"{owner_text}, built where {owner_text}'s class builds it, out of the conversion's sight"
                 )
-        for call in find_all(tree.module, cst.Call):
+        for call in self._optimizer_candidates():
             func = call.func
-            key = key_of(func.value) if isinstance(func, cst.Attribute) and func.attr.value == "zero_grad" else None
+            key = key_of(func.value) if isinstance(func, cst.Attribute) else None
             if key is None or key in ("model", "self") or key.endswith("model"):
                 continue
             function = tree.function_of(call)
@@ -2219,6 +2219,26 @@ class PlainPlanner(Planner):
                 text += f", stepped by {key}.{step.attr.value}() at line {tree.line(stepped[0])}"
             return text + ", is not one the conversion can tell is an optimizer"
         return ""
+
+    def _optimizer_candidates(self) -> list[cst.Call]:
+        """The ``X.zero_grad()`` and ``X.step()`` calls whose ``X`` may be the unrecognised optimizer,
+        the likeliest first: one both zeroed and stepped, then one stepped and named like an
+        optimizer, then any zeroed. A DCGAN trainer zeroes its models (``self.netD.zero_grad()``)
+        and only steps its optimizers (survey25c tofu_dcgan's ``self.optimizerD =
+        get_optimizer(...)``): the refusal named ``self.netD = torch.compile(...)``."""
+        calls = [
+            c
+            for c in find_all(self.tree.module, cst.Call)
+            if isinstance(c.func, cst.Attribute) and c.func.attr.value in ("zero_grad", "step")
+        ]
+        steps = [c for c in calls if isinstance(c.func, cst.Attribute) and c.func.attr.value == "step"]
+        stepped = {key_of(c.func.value) for c in steps if isinstance(c.func, cst.Attribute)}
+        zeroed = [c for c in calls if c not in steps]
+        return [
+            *[c for c in zeroed if isinstance(c.func, cst.Attribute) and key_of(c.func.value) in stepped],
+            *[c for c in steps if isinstance(c.func, cst.Attribute) and "optim" in (key_of(c.func.value) or "").lower()],
+            *zeroed,
+        ]
 
     def _refuse_rank_guarded_steps(self, backwards: list[cst.Call]) -> None:
         """A training step that only the main process runs (llm.c's ``if args.write_tensors and

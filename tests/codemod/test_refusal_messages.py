@@ -153,6 +153,28 @@ def test_no_optimizer_found_names_a_trainers_optimizer_made_in_init():
     assert "kept on self" not in result.refused
 
 
+def test_no_optimizer_found_names_the_factory_optimizer_a_gan_trainer_steps_not_its_models():
+    """survey25c tofu_dcgan: ``self.netD = torch.compile(netD)``, ``self.optimizerD =
+    get_optimizer(config["optimizer"], self.netD)`` from a package not beside the script, and
+    ``self.netD.zero_grad()`` (DCGAN zeroes the model): the refusal named the compiled model as the
+    would-be optimizer, not the factory the optimizer comes from."""
+    text = (
+        "import torch\nfrom tofu.models import get_model\nfrom tofu.optimizers import get_optimizer\n\n\n"
+        "class DCGANTrainer:\n    def __init__(self, config):\n"
+        "        netD = get_model(config).to('cpu')\n        self.netD = torch.compile(netD)\n"
+        "        self.optimizerD = get_optimizer(config, self.netD)\n\n"
+        "    def train_epoch(self, data):\n        for x in data:\n            self.netD.zero_grad()\n"
+        "            self.netD(x).sum().backward()\n            self.optimizerD.step()\n"
+    )
+    result = convert_source(text, "trainer.py")
+    assert result.refused is not None
+    assert (
+        "self.optimizerD = get_optimizer(...) at line 10 (from tofu.optimizers, which is not a file the conversion "
+        "can read beside the script), stepped by self.optimizerD.step() at line 16, is not one"
+    ) in result.refused, result.refused
+    assert "self.netD = torch.compile" not in result.refused
+
+
 TWO_TRAININGS = """\
 import torch
 from torch.utils.data import DataLoader, TensorDataset
