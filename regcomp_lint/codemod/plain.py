@@ -2194,9 +2194,7 @@ class PlainPlanner(Planner):
             return ""
         function = tree.function_of(call)
         places = [function]
-        owner = (
-            tree.class_of(function) if key.startswith("self.") and isinstance(function, cst.FunctionDef) else None
-        )
+        owner = tree.class_of(function) if key.startswith("self.") and isinstance(function, cst.FunctionDef) else None
         if owner is not None:  # `self.optimizer = parser_optimizer(cfg, self.model)` in __init__
             places += [m for m in methods_of(owner) if m is not function]
         made = [
@@ -2264,7 +2262,11 @@ class PlainPlanner(Planner):
         zeroed = [c for c in calls if c not in steps]
         return [
             *[c for c in zeroed if isinstance(c.func, cst.Attribute) and key_of(c.func.value) in stepped],
-            *[c for c in steps if isinstance(c.func, cst.Attribute) and "optim" in (key_of(c.func.value) or "").lower()],
+            *[
+                c
+                for c in steps
+                if isinstance(c.func, cst.Attribute) and "optim" in (key_of(c.func.value) or "").lower()
+            ],
             *zeroed,
         ]
 
