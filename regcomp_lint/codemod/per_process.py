@@ -237,8 +237,8 @@ class PerProcess:
     def _reads_only(self, call: cst.Call, names: set[str], depth: int = 0) -> bool:
         """``call``, handed a path read from ``names``, writes no file: a test of the file, a builtin
         but ``open`` (``print(f"MISSING: {data_path}")``), ``open`` in a mode that only reads, or a
-        function of the script that hands each parameter given the path only to such calls
-        (fair_cst's ``load_jsonl(path)``: ``with open(path) as f``), two calls deep at most."""
+        function of the script that uses each parameter given the path only by handing it to such
+        calls (fair_cst's ``load_jsonl(path)``: ``with open(path) as f``), two calls deep at most."""
         func = call.func
         if self.tree.resolves_to(func, *torch_api.FILE_TESTS):
             return True
@@ -259,6 +259,9 @@ class PerProcess:
             uses = [c for c in find_all(helper, cst.Call) if any(param in read_keys(a.value) for a in c.args)]
             if not all(self._reads_only(use, {param}, depth + 1) for use in uses):
                 return False
+            handed = {id(n) for use in uses for a in use.args for n in find_all(a.value, cst.Name)}
+            if any(n.value == param and id(n) not in handed for n in find_all(helper.body, cst.Name)):
+                return False  # kept (`LAST["path"] = path`): what is done with it later is not read here
         return True
 
     def _seeded_alike(self, generator: cst.BaseExpression) -> bool:

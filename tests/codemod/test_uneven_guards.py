@@ -715,9 +715,13 @@ def test_a_test_of_input_files_in_a_loop_of_runs_that_only_read_them_still_conve
 
 def test_a_test_of_a_file_a_helper_writes_in_the_loop_is_still_refused():
     """A helper that opens the tested path for writing (or appending) writes it in an earlier pass:
-    the main process's file may land between two processes' tests."""
-    for mode in (', "w"', ', mode="a"', ", 'r+'"):
-        result = _convert(DATA_FILES.format(mode=mode))
+    the main process's file may land between two processes' tests; one that keeps the path somewhere
+    is not known to only read it."""
+    kept = DATA_FILES.format(mode="").replace("        rows = []\n", '        rows = []\n        LAST["path"] = path\n')
+    kept = kept.replace('    DATA_DIR = "/content"\n', '    DATA_DIR = "/content"\n    LAST = {}\n')
+    assert 'LAST["path"] = path' in kept
+    for text in [*(DATA_FILES.format(mode=mode) for mode in (', "w"', ', mode="a"', ", 'r+'")), kept]:
+        result = _convert(text)
         assert result.refused is not None and "calls os.path.exists()" in result.refused, result.refused
 
 
