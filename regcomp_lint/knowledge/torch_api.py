@@ -536,3 +536,14 @@ MPS_DEVICE = "mps"
 #: Element-wise tests of a loss for NaN/inf, each with the reduction that keeps its meaning over the
 #: values of every process (``torch.isfinite(gathered).all()``: every process's loss is finite).
 NON_FINITE_TESTS = {"torch.isfinite": "all", "torch.isnan": "any", "torch.isinf": "any"}
+#: The same tests of a Python number (``math.isnan(loss.item())``), each with the torch test that
+#: reads the gathered tensor in its place. ``x != x`` (true of NaN alone) is read as ``torch.isnan``.
+NUMBER_NON_FINITE_TESTS = {
+    "math.isfinite": "torch.isfinite",
+    "math.isnan": "torch.isnan",
+    "math.isinf": "torch.isinf",
+    "numpy.isfinite": "torch.isfinite",
+    "numpy.isnan": "torch.isnan",
+    "numpy.isinf": "torch.isinf",
+}
+NAN_TEST = "torch.isnan"
