@@ -343,6 +343,11 @@ PLACEMENT_METHODS = ("to", "cuda")
 PLACEMENT_KEYWORDS = ("device", "device_ids", "map_location", "output_device")
 CUDA_SET_DEVICE = ("torch.cuda.set_device",)
 SPAWN = ("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes", "torch.multiprocessing.spawn.spawn")
+#: The keyword of the function a spawn call starts (``mp.spawn(fn=worker, ...)``); torch calls it as
+#: ``fn(i, *args)``, the process index first.
+SPAWN_FUNCTION_KEYWORD = "fn"
+#: ``functools.partial(worker, a)`` handed to a spawn: the index comes after the arguments it binds.
+PARTIAL = ("functools.partial",)
 FSDP = (
     "torch.distributed.fsdp.FullyShardedDataParallel",
     "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
