@@ -343,6 +343,8 @@ PLACEMENT_METHODS = ("to", "cuda")
 PLACEMENT_KEYWORDS = ("device", "device_ids", "map_location", "output_device")
 CUDA_SET_DEVICE = ("torch.cuda.set_device",)
 SPAWN = ("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes", "torch.multiprocessing.spawn.spawn")
+#: Python's calls that end the process by raising SystemExit (``quit()`` on a "no" to a prompt).
+PROCESS_EXITS = ("builtins.quit", "builtins.exit", "sys.exit")
 #: The keyword of the function a spawn call starts (``mp.spawn(fn=worker, ...)``); torch calls it as
 #: ``fn(i, *args)``, the process index first.
 SPAWN_FUNCTION_KEYWORD = "fn"
