@@ -61,32 +61,11 @@ def test_a_skip_on_another_value_is_left_as_it_is():
 # `.step()` after it is no optimizer step), and the `math.*` / self-inequality spellings of the
 # test decide per process as the torch ones did.
 
-SCHEDULED = """\
-import math
-
-import torch
-import torch.nn as nn
-
-
-def main():
-    model = nn.Linear(4, 1)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    sched = torch.optim.lr_scheduler.StepLR(opt, 2)
-    scaler = torch.amp.GradScaler("cpu", enabled=False)
-    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8)
-    for epoch in range(2):
-        for x, y in loader:
-            loss = nn.functional.mse_loss(model(x), y)
-            loss.backward()
-            if TEST:
-                opt.zero_grad()
-                continue
-            STEPS
-
-
-if __name__ == "__main__":
-    main()
-"""
+SCHEDULED = SCRIPT.replace(
+    "    loader = ",
+    '    sched = torch.optim.lr_scheduler.StepLR(opt, 2)\n    scaler = torch.amp.GradScaler("cpu", enabled=False)\n'
+    "    loader = ",
+).replace("            opt.step()\n            opt.zero_grad()\n", "            STEPS\n")
 
 
 def _converted_steps(test: str, steps: str) -> str:
