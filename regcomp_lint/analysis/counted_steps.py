@@ -1,7 +1,8 @@
 """Loops whose number of training steps a counter fixes, whatever share of the data a process gets.
 
 ``while global_step < total_steps:`` around ``for batch in loader: ... global_step += 1`` (or
-``while True:`` left by ``if global_step >= total_steps: break``), and ``for step in
+``while True:`` left by ``if global_step >= total_steps: break``, or ``while not done:`` left by
+``if global_step >= total_steps: done = True``), and ``for step in
 range(max_steps):`` drawing ``next(data_iter)``: on N processes each one still takes the
 original's ``total_steps`` optimizer steps, over its shard of the data. A scheduler stepped once per
 such step must stay unprepared: prepared, it steps once per process at each call, and its schedule
@@ -15,7 +16,8 @@ The path of a step (the loops that run it, outermost first) is *counted* when ea
   around one too) whose bounds read no ``len(...)`` (the length of a prepared loader shrinks);
 - a ``while`` bounded by a counter: its test compares a name or attribute with a bound that reads
   no ``len(...)`` (``while step < max_steps``), or it is ``while True`` with an ``if`` on such a
-  comparison that breaks or returns, and its body adds to that counter;
+  comparison that breaks or returns, or ``while not done`` (``while running``) with an ``if`` on
+  such a comparison that sets the flag to the value ending it, and its body adds to that counter;
 - any other loop (over a loader, ``while not done``) only inside such a ``while`` whose counter it
   adds to in its own body: the counter, not the data, ends it.
 
@@ -59,18 +61,44 @@ def counting_loop(path: LoopPath, fixed: Fixed) -> ast.stmt | None:
 
 def _counter(loop: ast.AST, where: Where, inner: tuple[ast.AST, ...], fixed: Fixed) -> str | None:
     """The counter a ``while`` (or ``for _ in itertools.count()``) is bounded by, if it is."""
+    flag: tuple[str, bool] | None = None  # `while not done:`: the flag and the value that ends the loop
     if isinstance(loop, ast.While):
-        if not (isinstance(loop.test, ast.Constant) and loop.test.value):
+        flag = _flag_test(loop.test)
+        if flag is None and not (isinstance(loop.test, ast.Constant) and loop.test.value):
             return next((key for key in _compared(loop.test, where, fixed) if _adds_to(loop, inner, key)), None)
     elif not (isinstance(loop, (ast.For, ast.AsyncFor)) and _calls(loop.iter, COUNT_FOREVER)):
         return None
-    # `while True:` / `for it in count():` left by `if step >= max_steps: break`
+    # `while True:` / `for it in count():` left by `if step >= max_steps: break`; `while not done:`
+    # left by `if step >= max_steps: done = True`
     for node in walk(loop):
-        if isinstance(node, ast.If) and any(isinstance(s, (ast.Break, ast.Return)) for s in node.body):
+        if isinstance(node, ast.If) and _ends(node.body, flag):
             for key in _compared(node.test, where.at(node.test), fixed):
                 if _adds_to(loop, inner, key):
                     return key
     return None
+
+
+def _flag_test(test: ast.expr) -> tuple[str, bool] | None:
+    """``while not done:`` -> (``done``, True), ``while running:`` -> (``running``, False): the
+    flag a ``while`` tests and the value that ends it; None for any other test."""
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    key = binding_key(test.operand if isinstance(test, ast.UnaryOp) and negated else test)
+    return None if key is None else (key, negated)
+
+
+def _ends(body: list[ast.stmt], flag: tuple[str, bool] | None) -> bool:
+    """The body of an ``if`` leaves the loop: it breaks or returns (a ``while True``), or it sets
+    the loop's flag to the value that ends it (``done = True`` of a ``while not done``)."""
+    if flag is None:
+        return any(isinstance(s, (ast.Break, ast.Return)) for s in body)
+    key, ending = flag
+    return any(
+        isinstance(s, ast.Assign)
+        and any(binding_key(target) == key for target in s.targets)
+        and isinstance(s.value, ast.Constant)
+        and s.value.value is ending
+        for s in body
+    )
 
 
 def _compared(test: ast.expr, where: Where, fixed: Fixed) -> list[str]:

@@ -52,7 +52,8 @@ class UnpreparedObject(Rule):
     origin is unknown, such as a parameter no call of the file hands in): every process takes all
     the steps, and prepared, the scheduler would step once per process at each. Nor is a per-step
     scheduler of a loop whose number of steps a counter fixes (`while global_step < total_steps:`
-    around the loader loop, `for step in range(max_steps):` drawing `next(data_iter)`): each
+    around the loader loop, `while not done:` whose `done = True` an `if global_step >= max_steps:`
+    sets, `for step in range(max_steps):` drawing `next(data_iter)`): each
     process takes the original's steps over its shard, so prepared, its schedule would run out
     part-way. Nor is a loader fed a `DistributedSampler` (`sampler=` or
     `batch_sampler=`, directly, positionally, through a name bound on either branch of an `if`, or

@@ -78,6 +78,15 @@ LOOPS = {
         "        if global_step >= total_steps:\n"
         "            break\n"
     ),
+    "while not done, the flag set by a counter test": (
+        "    global_step = 0\n"
+        "    done = False\n"
+        "    while not done:\n"
+        "        for x, y in loader:\n" + STEP + "            global_step += 1\n"
+        "            if global_step >= total_steps:\n"
+        "                done = True\n"
+        "                break\n"
+    ),
     "range of steps drawing next()": (
         "    data_iter = iter(loader)\n"
         "    for step in range(total_steps):\n"
@@ -123,6 +132,28 @@ def test_a_while_loop_ended_by_the_data_is_not_counted():
         "            x, y = next(data_iter)\n"
         "        except StopIteration:\n"
         "            break\n" + STEP8
+    )
+    result = convert_source(HEAD + loop + TAIL, "train.py")
+    assert result.refused is None, result.refused
+    assert "scheduler = accelerator.prepare(model, optimizer, loader, scheduler)\n" in result.text, result.text
+
+
+def test_a_while_not_done_loop_whose_flag_the_data_sets_is_not_counted():
+    """``while not done:`` left by ``done = True`` when the data runs out: the steps shrink with
+    the shard, so the scheduler is prepared as for an epoch loop (a counter that only paces
+    logging does not end the loop)."""
+    loop = (
+        "    global_step = 0\n"
+        "    done = False\n"
+        "    data_iter = iter(loader)\n"
+        "    while not done:\n"
+        "        try:\n"
+        "            x, y = next(data_iter)\n"
+        "        except StopIteration:\n"
+        "            done = True\n"
+        "            continue\n" + STEP8 + "        global_step += 1\n"
+        "        if global_step % 4 == 0:\n"
+        "            print(global_step)\n"
     )
     result = convert_source(HEAD + loop + TAIL, "train.py")
     assert result.refused is None, result.refused
