@@ -23,7 +23,7 @@ from regcomp_lint.codemod.compile_sites import (
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.named_reads import unwrap_for_named_reads
 from regcomp_lint.codemod.options import ConvertOptions
-from regcomp_lint.codemod.plain_model_access import reach_the_plain_model
+from regcomp_lint.codemod.plain_model_access import reach_the_plain_model, unwrap_past_regions
 from regcomp_lint.codemod.regional import repeated_blocks
 from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name, plugin_calls
 from regcomp_lint.codemod.roles import backward_calls, bindings
@@ -71,6 +71,8 @@ class AcceleratePlanner(Planner):
                 unwrap_for_named_reads(self, self._prepared_models())
                 if not sites and not any(keyword(c, "dynamo_backend") is not None for c in self.constructions):
                     reach_the_plain_model(self, self._prepared_models())  # the original reached the plain model
+                elif "use_regional_compilation" in settings and settings["use_regional_compilation"].code == "True":
+                    unwrap_past_regions(self)  # the original's whole-model wrapper read attributes through
         self._backwards()
         if reason and "use_regional_compilation" in settings and settings["use_regional_compilation"].code == "True":
             self.notes.append(f"use_regional_compilation=True: {reason}")

@@ -54,9 +54,7 @@ def reach_the_plain_model(planner: Planner, models: list[tuple[str, int]]) -> No
     conversion adds the compile."""
     tree = planner.tree
     prepared_at = _prepared_names(planner, dict(models))
-    unwraps = [call for call in find_all(tree.module, cst.Call) if _keeps_compile(call)]
-    for unwrap in unwraps:
-        planner.edits.on(unwrap, partial(with_keyword, name=KEEP, value=cst.Name("False")))
+    unwraps = _unwrap_to_the_model(planner)
     direct: list[tuple[cst.BaseExpression, str]] = []
     for call in find_all(tree.module, cst.Call):
         func = call.func
@@ -91,6 +89,32 @@ def reach_the_plain_model(planner: Planner, models: list[tuple[str, int]]) -> No
             "wraps (the prepared model's _orig_mod, DDP's wrapper included): the compiled model's keys start "
             "with _orig_mod., and its saves now write the plain model's keys"
         )
+
+
+def unwrap_past_regions(planner: Planner) -> None:
+    """``keep_torch_compile=False`` on every ``unwrap_model`` call, where the conversion turns a
+    whole-model compile (a hand ``torch.compile``, ``dynamo_backend=``) into regional compilation.
+
+    The whole-model wrapper that ``unwrap_model`` kept read every attribute of the model through
+    (``unwrap_model(model).generate(...)``). Under DDP, ``prepare`` compiles the regions of the DDP
+    wrapper and ``unwrap_model`` keeps that compile by handing back the compiled copy of the DDP
+    wrapper itself: "'DistributedDataParallel' object has no attribute 'generate'" on 2 gloo
+    processes (survey 25d, accelerate 1.15). ``keep_torch_compile=False`` hands the model."""
+    unwraps = _unwrap_to_the_model(planner)
+    if unwraps:
+        planner.notes.append(
+            f"unwrap_model() at {_lines([planner.tree.line(c) for c in unwraps])} -> unwrap_model(..., {KEEP}=False): "
+            "the whole-model compile it kept read the model's attributes through; with regional compilation "
+            "under DDP it would hand back a compiled copy of the DDP wrapper (no generate(), no config)"
+        )
+
+
+def _unwrap_to_the_model(planner: Planner) -> list[cst.Call]:
+    """Every ``unwrap_model`` call without ``keep_torch_compile``, given ``keep_torch_compile=False``."""
+    unwraps = [call for call in find_all(planner.tree.module, cst.Call) if _keeps_compile(call)]
+    for unwrap in unwraps:
+        planner.edits.on(unwrap, partial(with_keyword, name=KEEP, value=cst.Name("False")))
+    return unwraps
 
 
 def _copies_a_model(call: cst.Call) -> bool:

@@ -245,3 +245,52 @@ def test_copies_of_the_prepared_model_are_made_of_the_module_the_compile_wraps()
     assert '    best = copy.deepcopy(getattr(model, "_orig_mod", model))\n' in result.text
     assert "    early = copy.deepcopy(model)\n" in result.text  # before prepare(): the plain model
     assert any(n.startswith("lines 14, 15: the copy (deepcopy, EMA)") for n in result.notes), result.notes
+
+
+#: survey 25d, a torch-compile benchmark of Accelerate's translation example: the script compiled
+#: through ``Accelerator(dynamo_backend=...)`` and generated through ``accelerator.unwrap_model(model)``
+LEGACY_BACKEND = """\
+import torch
+from accelerate import Accelerator
+from transformers import AutoModelForSeq2SeqLM
+
+
+def main(backend="no"):
+    accelerator = Accelerator(dynamo_backend=backend)
+    model = AutoModelForSeq2SeqLM.from_pretrained("t5-small")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5)
+    model, optimizer = accelerator.prepare(model, optimizer)
+    for step in range(3):
+        loss = model(input_ids=torch.ones(2, 4, dtype=torch.long), labels=torch.ones(2, 4, dtype=torch.long)).loss
+        accelerator.backward(loss)
+        optimizer.step()
+        optimizer.zero_grad()
+    generated = accelerator.unwrap_model(model).generate(torch.ones(2, 4, dtype=torch.long), max_length=8)
+    return generated
+"""
+
+
+def test_a_regional_plugin_in_place_of_a_whole_compile_unwraps_to_the_plain_model():
+    """The original's whole-model compile (``dynamo_backend=``) made ``unwrap_model(model)`` a
+    compile wrapper that reads ``generate`` through; with the regional plugin, under DDP it hands
+    back a compiled copy of the DDP wrapper ("'DistributedDataParallel' object has no attribute
+    'generate'" on 2 gloo processes, survey 25d). ``keep_torch_compile=False`` hands the model, as
+    the original's wrapper did for every attribute."""
+    result = convert_source(LEGACY_BACKEND, "train.py")
+    assert result.refused is None, result.refused
+    assert "use_regional_compilation=True" in result.text, result.text
+    assert (
+        "accelerator.unwrap_model(model, keep_torch_compile=False).generate(torch.ones(2, 4, dtype=torch.long), max_length=8)"
+        in result.text
+    ), result.text
+
+
+def test_a_whole_model_plugin_leaves_the_unwrap_as_it_was():
+    """Without regional compilation the unwrap keeps handing the compile wrapper, as before."""
+    src = LEGACY_BACKEND.replace('from_pretrained("t5-small")', "from_pretrained('t5-small')").replace(
+        "    model = AutoModelForSeq2SeqLM.from_pretrained('t5-small')\n", "    model = torch.nn.Linear(4, 4)\n"
+    )
+    result = convert_source(src, "train.py")
+    assert result.refused is None, result.refused
+    assert "use_regional_compilation" not in result.text, result.text
+    assert "accelerator.unwrap_model(model).generate(" in result.text, result.text
