@@ -26,6 +26,7 @@ import libcst as cst
 from regcomp_lint.codemod.builders import expression, guarded, statement
 from regcomp_lint.codemod.device_choice import local_rank_from_env, local_rank_option
 from regcomp_lint.codemod.handed_in import handing_over
+from regcomp_lint.codemod.roles import bindings
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.trainer_models import refuse_wrap_handed_in
 from regcomp_lint.codemod.tree import (
@@ -467,6 +468,31 @@ def _tell_accelerate_the_rank(planner: PlainPlanner, worker: cst.FunctionDef, jo
         f"{worker.name.value}() is started by mp.spawn: once it joined its process group, RANK/LOCAL_RANK/"
         "WORLD_SIZE tell the Accelerator which process it is; the script still starts its own workers"
     )
+
+
+def wrap_aliases(tree: Tree, scope: Function, calls: list[cst.Call], models: list[str]) -> dict[str, str]:
+    """The models the optimizer trains that the script wraps under a second name, each with that
+    name: ``train_model = DDP(model) if ddp else model`` with ``opt = AdamW(model.parameters())``
+    (edm_height, survey25a), where ``model`` stays the plain module the EMA reads and the
+    checkpoint saves. The wrap's parameters are the model's own, so preparing ``train_model``
+    in its place trains exactly the same; ``model`` keeps naming the plain module. Only one wrap
+    of the model, its name bound once, in the optimizer's function, and the model not rebound
+    after it (a second wrap, eeg_lpft's re-wrap after unfreezing, is no alias)."""
+    found: dict[str, str] = {}
+    for call in calls:
+        model = key_of(call.args[0].value) if call.args else None
+        if model not in models or tree.function_of(call) is not scope:
+            continue
+        assign = _assignment_through_moves(tree, _conditional_wrap(tree, call))
+        target = single_target(assign) if isinstance(assign, cst.Assign) else None
+        if target is None or "." in target[0] or target[0] in models:
+            continue
+        alias = target[0]
+        wraps = [c for c in calls if c.args and key_of(c.args[0].value) == model]
+        after = [b for b in bindings(scope, model) if tree.line(b) > tree.line(call)]
+        if len(wraps) == 1 and bindings(scope, alias) == [assign] and not after:
+            found[model] = alias
+    return found
 
 
 def _conditional_wrap(tree: Tree, call: cst.Call) -> cst.BaseExpression:

@@ -77,6 +77,7 @@ from regcomp_lint.codemod.hand_distribution import (
     adapt_distribution,
     join_processes_only,
     join_processes_without_cuda,
+    wrap_aliases,
 )
 from regcomp_lint.codemod.hand_schedules import hand_lr_notes, step_counted_notes
 from regcomp_lint.codemod.handed_in import (
@@ -707,6 +708,9 @@ class PlainPlanner(Planner):
         models: list[str] = []
         for _, owners in self.optimizer_found:
             models += [m for m in owners if m not in models]
+        if self.owner is None:  # `train_model = DDP(model)`: the wrap's name is prepared, `model` stays plain
+            aliases = wrap_aliases(tree, self.scope, self.distribution.data_parallel, models)
+            models = [aliases.get(m, m) for m in models]
         if "self" in models:  # `self.opt = Adam(self.parameters())` in a module's own __init__
             owner = tree.class_of(self.scope) if isinstance(self.scope, cst.FunctionDef) else None
             where = (
