@@ -411,6 +411,7 @@ class OptimizerSources:
                     continue
                 if hops < _MAX_DEPTH:
                     frontier += [(b.value, b.where, hops + 1) for b in bound if isinstance(b.value, ast.expr)]
+                    frontier += [(it, at.at(it), hops + 1) for it in _filling_loops(at, name.id)]
         return found
 
     def _local_function(self, func: ast.expr, where: Where) -> ast.FunctionDef | None:
@@ -433,6 +434,29 @@ class OptimizerSources:
 
     def _text(self, node: ast.expr) -> str:
         return self.ctx.source.segment(node)
+
+
+def _filling_loops(where: Where, name: str) -> list[ast.expr]:
+    """What the loops of ``where``'s function that append to (or extend) list ``name`` iterate:
+    tinygpt_ddp's (survey25a) ``p_decay = []`` then ``for p in params_grad: ... p_decay.append(p)``
+    in a factory handed the parameters, where the binding ``p_decay = []`` alone says nothing."""
+    function = where.function
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return []
+    return [
+        loop.iter
+        for loop in walk(function)
+        if isinstance(loop, ast.For)
+        and any(
+            isinstance(sub, ast.Call)
+            and isinstance(sub.func, ast.Attribute)
+            and sub.func.attr in ("append", "extend")
+            and isinstance(sub.func.value, ast.Name)
+            and sub.func.value.id == name
+            for stmt in loop.body
+            for sub in walk(stmt)
+        )
+    ]
 
 
 def returned_slots(value: ast.expr) -> dict[int | str, ast.expr] | None:
