@@ -52,6 +52,8 @@ def holds_a_string(assign: cst.Assign, scope: Function) -> bool:
         if isinstance(func, cst.Attribute) and func.attr.value in _STRING_METHODS and key_of(func.value) == name:
             return True
         # `torch.autocast(device_type=device)` takes a string only (tinygpt_ddp, survey25a)
-        if any(a.keyword is not None and a.keyword.value == "device_type" and key_of(a.value) == name for a in call.args):
+        if any(
+            a.keyword is not None and a.keyword.value == "device_type" and key_of(a.value) == name for a in call.args
+        ):
             return True
     return False

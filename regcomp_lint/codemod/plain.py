@@ -220,6 +220,8 @@ class PlainPlanner(Planner):
         self.prepared_at: dict[str, int] = {}
         #: ``fwd_model = torch.compile(model) if c else model``, now ``fwd_model = model``: must follow prepare()
         self.compiled_aliases: list[cst.Assign] = []
+        self.plain_models: set[str] = set()  # trained models a wrap under another name prepares (wrap_aliases)
+        self.wrap_inputs: set[str] = set()  # compiled aliases of them that only that wrap reads
         #: the one model method that computes the loss, trained through a wrapper module (method_loss.py)
         self.method_loss: MethodLoss | None = None
         #: the trainer class whose __init__ binds the models its training method prepares (trainer_models.py)
@@ -310,7 +312,8 @@ class PlainPlanner(Planner):
         if self.method_loss is not None:
             add_wrapper_class(self, self.method_loss)
         script = ScriptSettings()
-        sites = find_compile_sites(tree, self.scope, set(self.models))
+        # `compiled_model = torch.compile(base_model)` feeding `model = DDP(compiled_model)`: a compile of the model
+        sites = find_compile_sites(tree, self.scope, set(self.models) | self.plain_models)
         refuse_compiles_in_builders(tree, self.scope, set(self.models))
         if self.accelerator_home is not self.scope:  # `self.model = torch.compile(self.model)` in __init__
             sites = find_compile_sites(tree, self.accelerator_home, set(self.models)) + sites
@@ -709,7 +712,10 @@ class PlainPlanner(Planner):
         for _, owners in self.optimizer_found:
             models += [m for m in owners if m not in models]
         if self.owner is None:  # `train_model = DDP(model)`: the wrap's name is prepared, `model` stays plain
-            aliases = wrap_aliases(tree, self.scope, self.distribution.data_parallel, models)
+            aliases, self.wrap_inputs = wrap_aliases(
+                tree, self.scope, self.distribution.data_parallel, models, self.training
+            )
+            self.plain_models = set(aliases)
             models = [aliases.get(m, m) for m in models]
         if "self" in models:  # `self.opt = Adam(self.parameters())` in a module's own __init__
             owner = tree.class_of(self.scope) if isinstance(self.scope, cst.FunctionDef) else None
@@ -1577,6 +1583,8 @@ class PlainPlanner(Planner):
             guarded = refuse_unbound_at_prepare(tree, self.scope, block, prepare_index, prepared)
             self.notes += listed_loader_notes(tree, block, prepare_index, self.loaders)
         for alias in self.compiled_aliases:
+            if key_of(alias.targets[0].target) in self.wrap_inputs:
+                continue  # read only by the wrap, which names the prepared model once prepare() runs
             at = self.project(block, alias)
             if at is None or at < prepare_index:
                 raise Refusal(

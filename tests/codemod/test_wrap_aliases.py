@@ -43,7 +43,9 @@ def test_the_wrap_s_own_name_is_prepared_after_it_and_the_model_stays_plain():
     result = convert_source(SCRIPT.format(more=""), "train.py")
     assert result.refused is None, result.refused
     text = result.text
-    assert "    train_model = model\n" in text and "train_model, opt = accelerator.prepare(train_model, opt)" in text, text
+    assert "    train_model = model\n" in text and "train_model, opt = accelerator.prepare(train_model, opt)" in text, (
+        text
+    )
     assert text.index("train_model = model") < text.index("accelerator.prepare("), text
     assert "torch.save(model.state_dict()" in text or "accelerator.save(model.state_dict()" in text, text
     assert "DDP(" not in text, text
@@ -58,4 +60,68 @@ def test_a_second_wrap_of_the_model_is_still_refused_naming_it():
 def test_a_model_rebound_after_its_wrap_is_still_refused():
     more = "    model = torch.nn.Linear(4, 1)\n"
     refused = convert_source(SCRIPT.format(more=more), "train.py").refused
+    assert refused is not None and "does not wrap the trained model in place" in refused, refused
+
+
+GOLF = """\
+import os
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main():
+    distributed = "RANK" in os.environ
+    if distributed:
+        dist.init_process_group("gloo")
+    base_model = nn.Linear(4, 1)
+    compiled_model = torch.compile(base_model, dynamic=False)
+    model: nn.Module = (DDP(compiled_model, broadcast_buffers=False)
+                        if distributed else compiled_model)
+    optimizer = torch.optim.AdamW(base_model.parameters(), lr=0.1)
+    for step in range(3):
+        optimizer.zero_grad()
+        loss = model(torch.randn(2, 4)).sum()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(base_model.parameters(), 1.0)
+        optimizer.step()
+{more}    if not distributed or dist.get_rank() == 0:
+        torch.save(base_model.state_dict(), "final.pt")
+
+
+main()
+"""
+
+
+def test_a_wrap_of_a_compiled_alias_only_it_reads_prepares_the_wrap_s_name():
+    """golf_gpt2 (the parameter-golf GPT-2 baseline): ``compiled_model = torch.compile(base_model,
+    ...)``, ``model: nn.Module = (DDP(compiled_model, ...) if distributed else compiled_model)``, the
+    optimizer over ``base_model``: the compile's keywords go to the plugin, the DDP keywords to
+    DistributedDataParallelKwargs, and ``model`` is prepared after the optimizer exists."""
+    result = convert_source(GOLF.format(more=""), "train.py")
+    assert result.refused is None, result.refused
+    text = result.text
+    assert "    compiled_model = base_model\n    model: nn.Module = compiled_model\n" in text, text
+    assert "model, optimizer = accelerator.prepare(model, optimizer)" in text, text
+    assert 'TorchDynamoPlugin(backend="inductor", dynamic=False)' in text, text
+    assert "DistributedDataParallelKwargs(broadcast_buffers=False)" in text, text
+    assert "torch.compile" not in text and "DDP(" not in text, text
+
+
+def test_a_compiled_alias_read_beside_the_wrap_is_still_refused():
+    more = "    print(compiled_model(torch.randn(1, 4)))\n"
+    refused = convert_source(GOLF.format(more=more), "train.py").refused
+    assert refused is not None and "does not wrap the trained model in place" in refused, refused
+
+
+def test_a_wrap_the_training_does_not_run_through_is_still_refused():
+    """The forward calls the plain model: the wrap is no alias of the trained model (the plugin
+    would compile a model nothing runs)."""
+    text = (
+        SCRIPT.format(more="")
+        .replace("loss = train_model(", "loss = model(")
+        .replace("    for step", "    print(train_model)\n    for step")
+    )
+    refused = convert_source(text, "train.py").refused
     assert refused is not None and "does not wrap the trained model in place" in refused, refused
