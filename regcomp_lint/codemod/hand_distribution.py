@@ -295,6 +295,20 @@ def _remove_wrap(planner: PlainPlanner, call: cst.Call, models: set[str]) -> lis
             f"model the conversion prepares (it sees the optimizer train {', '.join(sorted(models))}); Accelerate's "
             "prepare() wraps only what it prepares, so port it by hand"
         )
+    wrapped_arg = key_of(call.args[0].value) if call.args else None
+    again = [
+        c
+        for c in planner.distribution.data_parallel
+        if c is not call and c.args and key_of(c.args[0].value) == wrapped_arg
+    ]
+    if wrapped_arg is not None and again and (target is None or target[0] not in models):
+        first = min([call, *again], key=tree.line)
+        other = call if first is not call else min(again, key=tree.line)
+        raise Refusal(  # eeg_lpft: the LP phase's wrap, then the FT phase unfreezes, re-wraps and builds a new optimizer
+            f"{code(other.func)}(...) at line {tree.line(other)} wraps {wrapped_arg} again (first at line "
+            f"{tree.line(first)}): a model wrapped twice (a phase that changes its trainable parameters and re-wraps "
+            "it) cannot be mapped onto one prepare(); port it by hand"
+        )
     if (
         not isinstance(assign, (cst.Assign, cst.AnnAssign))
         or target is None
