@@ -181,7 +181,9 @@ class OptimizerSources:
                 key = _owner_key(sub.func.value)
                 if key and key not in owners:
                     owners.append(key)
-        if not owners and depth == 0:
+        # a call that certainly builds an optimizer follows one name further: ijepa_ddp's (survey25a)
+        # `groups = [{'params': enc_2d}, ...]` of `enc_2d, enc_1d = params_generator(encoder)`
+        if not owners and (depth == 0 or (depth == 1 and handed)):
             for name in (n for n in walk(node) if isinstance(n, ast.Name)):
                 for bound in self.bindings.every_binding(name, where):
                     if bound.value is not None and not isinstance(bound.value, (ast.FunctionDef, ast.ClassDef)):
