@@ -317,7 +317,8 @@ def _remove_wrap(planner: PlainPlanner, call: cst.Call, models: set[str]) -> lis
     ):
         raise Refusal(
             f"{code(call.func)}(...) at line {tree.line(call)} does not wrap the trained model in place "
-            "(model = DDP(model, ...)); Accelerate's prepare() wraps the prepared model itself, so port it by hand"
+            f"(model = DDP(model, ...)){_what_it_wraps(wrapped_arg, target, models)}; Accelerate's prepare() wraps "
+            "the prepared model itself, so port it by hand"
         )
     kept: list[str] = []
     for position, arg in enumerate(call.args[1:], start=1):
@@ -534,6 +535,15 @@ def wrap_aliases(
             if compiled is not None:
                 fed.add(model)
     return found, fed
+
+
+def _what_it_wraps(wrapped: str | None, target: tuple[str, cst.BaseExpression] | None, models: set[str]) -> str:
+    """`` (it wraps model into ddp_model; the optimizer trains raw_model)``: jit_lthc (survey25a) wraps
+    a conditionally compiled alias of the optimizer's model."""
+    if wrapped is None or not models:
+        return ""
+    into = f" into {target[0]}" if target is not None and target[0] != wrapped else ""
+    return f" (it wraps {wrapped}{into}; the optimizer trains {', '.join(sorted(models))})"
 
 
 def _assigned(stmt: cst.CSTNode | None) -> tuple[str, cst.BaseExpression] | None:

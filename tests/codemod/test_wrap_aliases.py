@@ -126,3 +126,5 @@ def test_a_wrap_the_training_does_not_run_through_is_still_refused():
     )
     refused = convert_source(text, "train.py").refused
     assert refused is not None and "does not wrap the trained model in place" in refused, refused
+    # jit_lthc (survey25a): the refusal says what the wrap takes and what the optimizer trains
+    assert "(it wraps model into train_model; the optimizer trains model)" in refused, refused
