@@ -226,17 +226,9 @@ class OptimizerSources:
             )
             if not models:
                 continue
-            for stmt in loop.body:
-                for sub in walk(stmt):
-                    if (
-                        isinstance(sub, ast.Call)
-                        and isinstance(sub.func, ast.Attribute)
-                        and sub.func.attr in ("append", "extend")
-                    ):
-                        for n in walk(sub.func.value):
-                            if isinstance(n, ast.Name):
-                                owners = fills.setdefault(n.id, [])
-                                owners += [m for m in models if m not in owners]
+            for name in _appended_to(loop):
+                owners = fills.setdefault(name, [])
+                owners += [m for m in models if m not in owners]
         return fills
 
     def _models_handed(self, node: ast.AST, where: Where) -> list[str]:
@@ -438,6 +430,21 @@ class OptimizerSources:
         return self.ctx.source.segment(node)
 
 
+def _appended_to(loop: ast.For) -> list[str]:
+    """The names of the lists ``loop``'s body appends to or extends (``decay.append(p)``, Barlow
+    Twins' ``(biases if p.ndim == 1 else weights).append(p)``), in source order."""
+    found: list[str] = []
+    for stmt in loop.body:
+        for sub in walk(stmt):
+            if (
+                isinstance(sub, ast.Call)
+                and isinstance(sub.func, ast.Attribute)
+                and sub.func.attr in ("append", "extend")
+            ):
+                found += [n.id for n in walk(sub.func.value) if isinstance(n, ast.Name) and n.id not in found]
+    return found
+
+
 def _filling_loops(where: Where, name: str) -> list[ast.expr]:
     """What the loops of ``where``'s function that append to (or extend) list ``name`` iterate:
     tinygpt_ddp's (survey25a) ``p_decay = []`` then ``for p in params_grad: ... p_decay.append(p)``
@@ -445,20 +452,7 @@ def _filling_loops(where: Where, name: str) -> list[ast.expr]:
     function = where.function
     if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return []
-    return [
-        loop.iter
-        for loop in walk(function)
-        if isinstance(loop, ast.For)
-        and any(
-            isinstance(sub, ast.Call)
-            and isinstance(sub.func, ast.Attribute)
-            and sub.func.attr in ("append", "extend")
-            and isinstance(sub.func.value, ast.Name)
-            and sub.func.value.id == name
-            for stmt in loop.body
-            for sub in walk(stmt)
-        )
-    ]
+    return [loop.iter for loop in walk(function) if isinstance(loop, ast.For) and name in _appended_to(loop)]
 
 
 def returned_slots(value: ast.expr) -> dict[int | str, ast.expr] | None:
