@@ -102,8 +102,10 @@ def adapt_distribution(planner: PlainPlanner) -> None:
     single = [c for c in dist.data_parallel if tree.resolves_to(c.func, *torch_api.SINGLE_PROCESS_DATA_PARALLEL)]
     # without CUDA, Accelerate treats the script's processes as one unless told to use the CPU; a
     # DDP wrap says so too where a helper of another module sets up the group (survey 23b)
-    if (dist.init_process_group or len(single) < len(dist.data_parallel)) and _torch_is_imported(tree):
+    if dist.init_process_group or len(single) < len(dist.data_parallel):
         planner.cpu_conditions.append(_NO_CUDA)
+        if not _torch_is_imported(tree):  # `import torch as t` binds no `torch` for the condition
+            planner.imports.append(("torch", None))
     starts = "its own workers, as before" if workers else "torchrun as before, and with accelerate launch"
     if not workers and local_rank_from_env(tree) is not None:
         starts = "python -m torch.distributed.launch as before, and with torchrun and accelerate launch"
@@ -140,6 +142,8 @@ def join_processes_without_cuda(planner: PlainPlanner) -> None:
     if _NO_CUDA not in planner.cpu_conditions:
         planner.cpu_conditions.append(_NO_CUDA)
         planner.notes.append(_NO_CUDA_NOTE)
+        if not _torch_is_imported(planner.tree):  # nanovit (survey25a): `import torch as t` binds no `torch`
+            planner.imports.append(("torch", None))
 
 
 def join_processes_only(planner: PlainPlanner) -> None:
