@@ -53,6 +53,7 @@ from regcomp_lint.codemod.device_choice import (
     local_rank_from_env,
     local_rank_note,
     model_gpu_choices,
+    is_cuda_value,
     mps_or_cpu_condition,
     only_moves_devices,
     visible_devices_note,
@@ -2304,7 +2305,22 @@ class PlainPlanner(Planner):
                 continue
             for choice in find_all(assign.value, cst.IfExp):
                 decided = devices.choice(view.any_expression_at(choice))
-                if decided is not None and not decided.flags and (never_cuda := mps_or_cpu_condition(choice)):
+                # `"cuda" if torch.cuda.is_available() else "mps" if ... else "cpu"` (nanovit, survey25a): the
+                # inner choice runs only without CUDA, and the whole is Accelerate's own order; alone it sent a
+                # CUDA machine to the CPU (cpu=not mps)
+                outer = self.tree.parent(choice)
+                nested = (
+                    isinstance(outer, cst.IfExp)
+                    and outer.orelse is choice
+                    and is_cuda_value(outer.body)
+                    and not devices.own_names(view.any_expression_at(outer.test))
+                )
+                if (
+                    decided is not None
+                    and not decided.flags
+                    and not nested
+                    and (never_cuda := mps_or_cpu_condition(choice))
+                ):
                     join_processes_without_cuda(self)
                     found.append((never_cuda, []))
                     continue
