@@ -108,6 +108,7 @@ from regcomp_lint.codemod.method_loss import (
 )
 from regcomp_lint.codemod.model_copies import model_copies, plain_aliases
 from regcomp_lint.codemod.module_globals import handed_through_globals
+from regcomp_lint.codemod.never_loaders import never_a_loader
 from regcomp_lint.codemod.optimizer_methods import placement_keyword, reach_own_methods
 from regcomp_lint.codemod.optimizers import (
     FoundOptimizer,
@@ -986,6 +987,8 @@ class PlainPlanner(Planner):
                 continue  # trange(epochs), tqdm(range(epochs)): an epoch bar
             if _sliced(bound.where.function or roles.ctx.tree, key):
                 continue  # `order[begin : begin + bs]` under `range(0, len(order), bs)`: indices, not a loader
+            if view.parsed is not None and never_a_loader(roles, bound, view.parsed):
+                continue  # `rand_arch = sampler.sample()`, `torch.tensor(rand_arch).cuda()`: a list or a tensor
             if any(isinstance(roles.origin(arg, where), Origin) for arg in bound.value.args):
                 continue  # tqdm(loader), a wrapper of an object the roles know: that object decides
             by_hand = roles.split_by_rank([*bound.value.args, *(kw.value for kw in bound.value.keywords)], where)
