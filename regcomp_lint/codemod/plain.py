@@ -1871,15 +1871,16 @@ class PlainPlanner(Planner):
 
     def _creations_for_training(self, key: str, steps: list[cst.Call]) -> list[cst.CSTNode]:
         """The bindings of ``key`` that make the object training uses: not one after the last
-        training step outside any loop (the quickstart's ``model = NeuralNetwork()`` built again
-        to load the saved weights), which is a new, unprepared object."""
+        training step outside any loop that trains (the quickstart's ``model = NeuralNetwork()``
+        built again to load the saved weights; a k-fold script's ensemble loop building each
+        fold's model again to predict), which is a new, unprepared object."""
         nodes = [
             n for n in bindings(self.scope, key) if not self.is_removed(n) and not rebinds_itself(self.tree, n)
         ] + prepared_after(self, key)
         last_step = max((self.tree.line(s) for s in steps), default=None)
         if last_step is None:
             return nodes
-        kept = [n for n in nodes if self.tree.line(n) < last_step or self._in_loop(n)]
+        kept = [n for n in nodes if self.tree.line(n) < last_step or self._in_training_loop(n, steps)]
         return kept or nodes
 
     def recreated_at(self, key: str) -> int | None:
@@ -1897,11 +1898,13 @@ class PlainPlanner(Planner):
         ]  # `model, acc = train_model(model, ...)` binds the trained model, not a new one
         return min(later, default=None)
 
-    def _in_loop(self, node: cst.CSTNode) -> bool:
+    def _in_training_loop(self, node: cst.CSTNode, steps: list[cst.Call]) -> bool:
+        """``node`` is in a loop of the scope that also holds a training step: its next pass
+        trains what ``node`` binds."""
         for anc in self.tree.ancestors(node):
             if anc is self.scope:
                 return False
-            if isinstance(anc, (cst.For, cst.While)):
+            if isinstance(anc, (cst.For, cst.While)) and any(self.tree.contains(anc, s) for s in steps):
                 return True
         return False
 
