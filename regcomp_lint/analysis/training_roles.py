@@ -1101,6 +1101,11 @@ class TrainingRoles:
     def _read_cadence(self, scheduler: Origin) -> tuple[Cadence, ast.Call | None]:
         first = scheduler.built.args[0] if scheduler.built.args else None
         built_on = self.origin(first, scheduler.where, through=True) if first is not None else None
+        if built_on is None and isinstance(first, ast.Attribute):
+            # SAM's `CosineAnnealingLR(optimizer.base_optimizer, ...)`: the optimizer an optimizer holds
+            # steps when its holder does (second_step() calls base_optimizer.step())
+            holder = self.origin(first.value, scheduler.where, through=True)
+            built_on = holder if isinstance(holder, Origin) and holder.kind is Kind.OPTIMIZER else None
         # an optimizer of unknown origin (another module's `build_optimizer(model)`): its steps are
         # those of the same binding of the name the scheduler is built on
         same_binding = self._built_where(scheduler) if built_on is None and isinstance(first, ast.Name) else None
