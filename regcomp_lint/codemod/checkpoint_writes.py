@@ -654,12 +654,12 @@ def _read_after_a_call(planner: Planner, place: cst.FunctionDef) -> cst.Call | N
     return None
 
 
-def _checkpoint_readers(planner: Planner, place: Function) -> set[cst.FunctionDef]:
+def _checkpoint_readers(planner: Planner, place: Function) -> set[Function]:
     """The module-level functions other than ``place`` that load a checkpoint, themselves or through
     their callees (``load_checkpoint(path, model)`` around a torch.load); a class's loader runs where
     the class is built, so methods do not count."""
     tree = planner.tree
-    loaders = {
+    loaders: set[Function] = {
         f
         for f in planner.module.body
         if isinstance(f, cst.FunctionDef)

@@ -811,5 +811,5 @@ def test_a_read_back_through_a_helper_of_the_file_waits_for_the_main_process_wri
     source += '    net = torch.nn.Linear(4, 2)\n    load_checkpoint("checkpoint.pth", net)\n'
     result = convert_source(source, "train.py", ConvertOptions())
     assert result.refused is None, result.refused
-    assert "    accelerator.wait_for_everyone()\n    load_checkpoint(\"checkpoint.pth\", net" in result.text, result.text
+    assert '    accelerator.wait_for_everyone()\n    load_checkpoint("checkpoint.pth", net' in result.text, result.text
     assert any("wait_for_everyone() before the read at line" in n for n in result.notes), result.notes

@@ -82,7 +82,7 @@ def test_an_inference_model_built_in_a_later_loop_is_not_prepared():
     assert "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)" in result.text, result.text
     # the rebuilt model loads the file the main process wrote, as a plain model
     assert "    accelerator.wait_for_everyone()\n    for fold in [0, 1]:\n        model = Net()\n" in result.text
-    assert "        model.load_state_dict(torch.load(\"best.pt\"))\n" in result.text, result.text
+    assert '        model.load_state_dict(torch.load("best.pt"))\n' in result.text, result.text
 
 
 def test_folds_then_an_inference_loop_name_the_fold_loop():
