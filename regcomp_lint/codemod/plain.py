@@ -106,7 +106,7 @@ from regcomp_lint.codemod.method_loss import (
     prepared_as,
     regional_left_off,
 )
-from regcomp_lint.codemod.model_copies import model_copies, plain_aliases
+from regcomp_lint.codemod.model_copies import model_copies, model_wraps, plain_aliases
 from regcomp_lint.codemod.module_globals import handed_through_globals
 from regcomp_lint.codemod.optimizer_methods import placement_keyword, reach_own_methods
 from regcomp_lint.codemod.optimizers import (
@@ -166,6 +166,7 @@ from regcomp_lint.codemod.tree import (
     Tree,
     code,
     find_all,
+    header,
     init_of,
     key_of,
     method_named,
@@ -1717,7 +1718,10 @@ class PlainPlanner(Planner):
         end = first_step if first_step is not None else len(block.body)
         models = set(self.models)
         copies = [last + 1 + i for i in sorted(model_copies(self.tree, list(block.body[last + 1 : end]), models))]
-        aliases = [last + 1 + i for i in sorted(plain_aliases(self.tree, list(block.body[last + 1 : end]), models))]
+        alias_of = {
+            last + 1 + i: a for i, a in plain_aliases(self.tree, list(block.body[last + 1 : end]), models).items()
+        }
+        aliases = sorted(alias_of)
         told = {i: found for i in range(last + 1, end) if (found := tells_ddp(block.body[i], models)) is not None}
         setup = [
             i
@@ -1740,10 +1744,13 @@ class PlainPlanner(Planner):
                     "and DDP would sync what the script told it to skip (convert by hand: name them without the prefix)"
                 )
         loads: list[cst.Call] = []
-        for i in range(last + 1, setup[-1]):
-            if i in setup:
+        for i in range(last + 1, setup[-1] + 1):
+            # an `if compile:` block taking the plain name is passed: what else it does, it must not keep
+            if i in setup and not (i in alias_of and isinstance(block.body[i], cst.If)):
                 continue
-            held = held_objects(block.body[i], set(prepared))  # `optimizers = [opt1, opt2]` keeps them
+            removed = [w for model in models for w in model_wraps(self.tree, block.body[i], model)]
+            removed += [alias_of[i]] if i in alias_of else []
+            held = held_objects(block.body[i], set(prepared), removed)  # `optimizers = [opt1, opt2]` keeps them
             loads += held.loads
             flagged = told_of_the_wrap(self.tree, block.body[i], self.distribution.data_parallel, models)
             if flagged is not None:
@@ -2575,9 +2582,12 @@ def _names(keys: list[str]) -> str:
 
 
 def _source(stmt: cst.CSTNode) -> str:
-    """A statement as a note quotes it: its code without a trailing comment."""
+    """A statement as a note quotes it: its code without a trailing comment; a compound one by its
+    first line (``if ddp: ...``), not its whole body and the comments above it."""
     if isinstance(stmt, cst.SimpleStatementLine):
         return "; ".join(code(small).strip() for small in stmt.body)
+    if isinstance(stmt, cst.BaseCompoundStatement):
+        return f"{header(stmt)} ..."
     return code(stmt).strip()
 
 

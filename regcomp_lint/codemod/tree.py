@@ -51,6 +51,17 @@ def code(node: cst.CSTNode) -> str:
     return text
 
 
+def header(stmt: cst.CSTNode) -> str:
+    """The first line of a statement as a message quotes it: ``if ddp:`` for a whole ``if`` block
+    (without the comments above it or after its colon, nor its body), the code of a simple one."""
+    if isinstance(stmt, cst.BaseCompoundStatement):
+        stub = cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[cst.Expr(cst.Ellipsis())])])
+        stmt = stmt.with_changes(leading_lines=(), body=stub)
+    elif isinstance(stmt, cst.SimpleStatementLine):
+        stmt = stmt.with_changes(leading_lines=())
+    return code_for_node(stmt).strip().splitlines()[0]
+
+
 def is_main_guard(stmt: cst.CSTNode) -> TypeGuard[cst.If]:
     """``if __name__ == "__main__":``: where a script starts, not a condition of what it does."""
     return isinstance(stmt, cst.If) and "__name__" in code(stmt.test) and "__main__" in code(stmt.test)

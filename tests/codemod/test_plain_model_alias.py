@@ -52,3 +52,79 @@ def test_an_alias_the_original_does_not_wrap_after_leaves_prepare_where_it_was()
     assert result.refused is None, result.refused
     text = result.text
     assert text.index("accelerator.prepare(") < text.index("uncompiled_model = model"), text
+
+
+FLAGGED = """\
+import os
+import torch
+import torch.nn as nn
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+
+use_compile = True
+ddp = int(os.environ.get("RANK", -1)) != -1
+if ddp:
+    dist.init_process_group(backend="gloo")
+model = nn.Linear(4, 1)
+loader = DataLoader(TensorDataset(torch.randn(8, 4)), batch_size=2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+# compile the model
+if use_compile:
+    print("compiling")
+    unoptimized_model = model
+    model = torch.compile(model)
+# wrap it
+if ddp:
+    # keep the buffer out of DDP's broadcast
+    model._ddp_params_and_buffers_to_ignore = {"freqs"}
+    model = DDP(model)
+for (x,) in loader:
+    loss = model(x).sum()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_an_alias_under_the_compile_flag_is_passed_like_one_of_its_own():
+    """baby_pretrain (survey 24c): the optimizer exists before `if compile: unoptimized_model =
+    model; model = torch.compile(model)` and `if ddp:` tells DDP what to ignore; prepare() must
+    follow that setting, and the compile block in between only names the plain module (the
+    compile is removed): refused before, quoting the whole `if ddp:` block."""
+    result = convert_source(FLAGGED, "train.py")
+    assert result.refused is None, result.refused
+    text = result.text
+    assert "    unoptimized_model = model\n" in text, text
+    assert text.index("unoptimized_model = model") < text.index("accelerator.prepare("), text
+    assert "torch.compile(" not in text and "DDP(" not in text, text
+    assert any("if use_compile: ... (line 16)" in note for note in result.notes), result.notes
+
+
+def test_a_compile_under_a_flag_without_an_alias_keeps_nothing():
+    script = FLAGGED.replace('    print("compiling")\n    unoptimized_model = model\n', "")
+    result = convert_source(script, "train.py")
+    assert result.refused is None, result.refused
+    assert result.text.index("model._ddp_params_and_buffers_to_ignore") < result.text.index("accelerator.prepare("), (
+        result.text
+    )
+
+
+def test_an_alias_under_the_compile_flag_with_nothing_after_it_is_still_passed():
+    """Without the `if ddp:` setting, prepare() went before the compile block and made
+    `unoptimized_model` the prepared model (a compile or DDP wrapper) where the original's is the
+    plain module."""
+    script = FLAGGED.replace('    model._ddp_params_and_buffers_to_ignore = {"freqs"}\n', "")
+    result = convert_source(script, "train.py")
+    assert result.refused is None, result.refused
+    assert result.text.index("unoptimized_model = model") < result.text.index("accelerator.prepare("), result.text
+
+
+def test_a_compile_block_that_keeps_a_prepared_object_is_refused_naming_its_header():
+    script = FLAGGED.replace(
+        "    model = torch.compile(model)\n", "    model = torch.compile(model)\n    opts = [optimizer]\n"
+    )
+    refused = convert_source(script, "train.py").refused
+    assert refused is not None and "line 16 already uses them" in refused, refused
+    assert "if ddp: ... at line 22 changes the model" in refused, refused
+    assert "#" not in refused and "DDP(model)" not in refused, refused
