@@ -14,6 +14,7 @@ import builtins
 import os
 from collections.abc import Callable
 from functools import partial
+from typing import TypeGuard
 
 import libcst as cst
 
@@ -1268,23 +1269,27 @@ class PlainPlanner(Planner):
         tree = self.tree
         reach = self.reach()
         self.backwards = 0
+        dead: dict[cst.FunctionDef, list[cst.Call]] = {}
         for call in backwards:
             if self.is_removed(call):
                 continue
             if all(tree.function_of(call) is not r for r in reach):
                 holder = tree.function_of(call)
-                dead = (
-                    f" (in {holder.name.value}(), which nothing in this file calls)"
-                    if isinstance(holder, cst.FunctionDef)
-                    and tree.class_of(holder) is None
-                    and not tree.references_to(holder)
-                    else ""
-                )
+                if _called_nowhere(tree, holder):
+                    dead.setdefault(holder, []).append(call)  # it never runs: left as it is
+                    continue
                 raise Refusal(
-                    f"the backward() at line {tree.line(call)}{dead} runs outside the code that trains the model built in {function_name(self.scope)}; convert by hand"
+                    f"the backward() at line {tree.line(call)} runs outside the code that trains the model built in {function_name(self.scope)}; convert by hand"
                 )
             self.rewrite_backward(call)
             self.backwards += 1
+        for holder, calls in dead.items():
+            lines = ", ".join(str(tree.line(c)) for c in calls)
+            self.notes.append(
+                f"{holder.name.value}() at line {tree.line(holder)} is called nowhere in this file: left as it is, "
+                f"its backward() at line{'s' if len(calls) > 1 else ''} {lines} not converted (a script that imports "
+                "it, or a call added later, would run it outside the accelerator)"
+            )
         clip_through_accelerator(self, reach, len(self.optimizers))
         self.cudas = self.devices = 0
         device_key = "self.device" if self.owner is not None else "device"
@@ -2579,6 +2584,14 @@ def _is_own_line(block: Block, index: int | None, node: cst.CSTNode) -> bool:
 def _names(keys: list[str]) -> str:
     """``a``, ``a and b``, ``a, b and c``."""
     return " and ".join([", ".join(keys[:-1]), keys[-1]]) if len(keys) > 1 else "".join(keys)
+
+
+def _called_nowhere(tree: Tree, function: Function) -> TypeGuard[cst.FunctionDef]:
+    """A function of the file's top level or nested in one, not a method, that nothing in the file
+    names (not called, not passed): its code never runs, like a spawn in a helper nothing calls."""
+    return (
+        isinstance(function, cst.FunctionDef) and tree.class_of(function) is None and not tree.references_to(function)
+    )
 
 
 def _source(stmt: cst.CSTNode) -> str:
