@@ -14,7 +14,6 @@ import builtins
 import os
 from collections.abc import Callable
 from functools import partial
-from typing import TypeGuard
 
 import libcst as cst
 
@@ -1275,7 +1274,7 @@ class PlainPlanner(Planner):
                 continue
             if all(tree.function_of(call) is not r for r in reach):
                 holder = tree.function_of(call)
-                if _called_nowhere(tree, holder):
+                if isinstance(holder, cst.FunctionDef) and _called_nowhere(tree, holder):
                     dead.setdefault(holder, []).append(call)  # it never runs: left as it is
                     continue
                 raise Refusal(
@@ -2586,12 +2585,10 @@ def _names(keys: list[str]) -> str:
     return " and ".join([", ".join(keys[:-1]), keys[-1]]) if len(keys) > 1 else "".join(keys)
 
 
-def _called_nowhere(tree: Tree, function: Function) -> TypeGuard[cst.FunctionDef]:
+def _called_nowhere(tree: Tree, function: cst.FunctionDef) -> bool:
     """A function of the file's top level or nested in one, not a method, that nothing in the file
     names (not called, not passed): its code never runs, like a spawn in a helper nothing calls."""
-    return (
-        isinstance(function, cst.FunctionDef) and tree.class_of(function) is None and not tree.references_to(function)
-    )
+    return tree.class_of(function) is None and not tree.references_to(function)
 
 
 def _source(stmt: cst.CSTNode) -> str:

@@ -254,12 +254,12 @@ def reinitialised_model(
             if func.attr.value == "reset_parameters":
                 return model
             if func.attr.value == "apply" and call.args:
-                handed = call.args[0].value
-                applied = _file_function(tree, handed)
+                initialiser = call.args[0].value
+                applied = _file_function(tree, initialiser)
                 if applied is not None:
                     return model if redraws(tree, applied) else None
                 # `net.apply(weights_init)` with it from another module: read there, or taken by its name
-                drawn = redraws_elsewhere(tree, handed) or initialiser_by_name(tree, handed) is not None
+                drawn = redraws_elsewhere(tree, initialiser) or initialiser_by_name(tree, initialiser) is not None
                 return model if drawn else None
             methods = _class_methods(tree, func.attr.value)
             if any(not _returns_value(m) and redraws(tree, m) for m in methods):  # model.init_weights()
