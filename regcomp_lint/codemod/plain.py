@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import os
 from collections.abc import Callable
 from functools import partial
 
@@ -97,7 +96,7 @@ from regcomp_lint.codemod.iterator_loaders import refuse_next_on_loaders
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.listed_loaders import listed_loader_notes
 from regcomp_lint.codemod.load_locations import keep_cpu_load_locations
-from regcomp_lint.codemod.local_modules import imported_function, importer_of, is_project_module, load_local
+from regcomp_lint.codemod.local_modules import beside, imported_function, importer_of, is_project_module, load_local
 from regcomp_lint.codemod.loss_scalers import loss_scaler_step
 from regcomp_lint.codemod.method_loss import (
     MethodLoss,
@@ -2217,7 +2216,7 @@ class PlainPlanner(Planner):
             wrap = model_wrap_in(*helper) if helper is not None else None
             if helper is not None and wrap is not None:
                 raise Refusal(
-                    f"{text}: {helper[1].name}() of {_beside(tree, helper[0].path)} "
+                    f"{text}: {helper[1].name}() of {beside(tree, helper[0].path)} "
                     f"wraps or compiles the model itself (line {wrap.lineno}: {ast.unparse(wrap.func)}(...)); the "
                     "conversion does not edit that module, and prepare() would wrap the wrapper again: drop the wrap "
                     "there (prepare() makes it) or convert by hand"
@@ -2599,13 +2598,6 @@ def _source(stmt: cst.CSTNode) -> str:
     if isinstance(stmt, cst.BaseCompoundStatement):
         return f"{header(stmt)} ..."
     return code(stmt).strip()
-
-
-def _beside(tree: Tree, path: str | None) -> str:
-    """A project module's file as seen from the script's folder (``builders.py``, ``utils/x.py``)."""
-    if not path or not tree.filename:
-        return "its module"
-    return os.path.relpath(path, os.path.dirname(os.path.abspath(tree.filename)))
 
 
 def _counts_epochs(imports, call: ast.Call) -> bool:
