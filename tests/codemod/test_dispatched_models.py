@@ -141,28 +141,12 @@ def load_draft(*, base_name, dtype, device_map="auto", use_cache=False):
     return model
 """
 
-MODULE_SCRIPT = """\
-import torch
-from src.models.load import load_draft
-
-
-def train():
-    model = load_draft(
-        base_name="Qwen/Qwen2.5-0.5B",
-        dtype=torch.bfloat16,
-        device_map="auto",
-    )
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
-    for step in range(10):
-        ids = torch.randint(0, 100, (2, 16))
-        loss = model(input_ids=ids, labels=ids).loss
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-
-
-train()
-"""
+MODULE_SCRIPT = SCRIPT.replace(
+    "from transformers import AutoModelForCausalLM\n", "from src.models.load import load_draft\n"
+).replace(
+    'AutoModelForCausalLM.from_pretrained(\n        "Qwen/Qwen2.5-7B",\n        dtype=torch.bfloat16,\n',
+    'load_draft(\n        base_name="Qwen/Qwen2.5-0.5B",\n        dtype=torch.bfloat16,\n',
+)
 
 
 def _project(tmp_path, loader: str = MODULE_LOADER) -> str:
