@@ -51,7 +51,7 @@ from regcomp_lint.analysis.bindings import Bound, Where, binding_key
 from regcomp_lint.analysis.checkpoints import Checkpoints
 from regcomp_lint.analysis.counted_steps import LoopPath, counting_loop
 from regcomp_lint.analysis.distributed_samplers import shards_per_rank
-from regcomp_lint.analysis.distributed_setup import LOCAL_RANK, RANK, WORLD_SIZE, SetupCall
+from regcomp_lint.analysis.distributed_setup import LOCAL_RANK, RANK, WORLD_SIZE
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.analysis.loop_aliases import trained_elements
 from regcomp_lint.analysis.metric_reductions import MetricReductions
@@ -183,7 +183,6 @@ class TrainingRoles:
         #: a model called only under no_grad is frozen
         self._calls_by_grad: dict[bool, list[tuple[ast.expr, Where]]] = {True: [], False: []}
         #: the names of the workers ``mp.spawn(worker, ...)`` calls start
-        self._workers: set[str] | None = None
         self._rank_read_ids: set[int] | None = None
         self._called_in_training: set[str] | None = None
         #: names something only a module has is called on (``.train()``, ``.parameters()``)
@@ -969,24 +968,16 @@ class TrainingRoles:
         return self._process_count_ids
 
     def _is_spawned_rank(self, bound: Bound, name: ast.AST) -> bool:
-        """``name`` is the first parameter of a worker ``mp.spawn`` starts: its process index."""
+        """``name`` is the parameter of a worker a spawn call starts that receives its process index
+        (the first, or the first after what a ``functools.partial`` binds)."""
         function = bound.where.function
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return False
-        params = [*function.args.posonlyargs, *function.args.args]
-        if (
-            not params
-            or binding_key(name) != params[0].arg
-            or bound.where.pos != (function.lineno, function.col_offset)
-        ):
-            return False
-        return function.name in self._spawned_workers()
-
-    def _spawned_workers(self) -> set[str]:
-        if self._workers is None:
-            spawns = self.ctx.semantic.distributed_setup.of_kind(SetupCall.SPAWN)
-            self._workers = {call.args[0].id for call in spawns if call.args and isinstance(call.args[0], ast.Name)}
-        return self._workers
+        return (
+            bound.where.pos == (function.lineno, function.col_offset)
+            and binding_key(name) is not None
+            and binding_key(name) == self.ctx.semantic.distributed_setup.index_parameter(function)
+        )
 
     def sized_from_prepared_loader(self, origin: Origin) -> bool:
         """The scheduler built at ``origin`` counts one process's steps: an argument of its

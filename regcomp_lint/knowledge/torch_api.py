@@ -343,6 +343,13 @@ PLACEMENT_METHODS = ("to", "cuda")
 PLACEMENT_KEYWORDS = ("device", "device_ids", "map_location", "output_device")
 CUDA_SET_DEVICE = ("torch.cuda.set_device",)
 SPAWN = ("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes", "torch.multiprocessing.spawn.spawn")
+#: Python's calls that end the process by raising SystemExit (``quit()`` on a "no" to a prompt).
+PROCESS_EXITS = ("builtins.quit", "builtins.exit", "sys.exit")
+#: The keyword of the function a spawn call starts (``mp.spawn(fn=worker, ...)``); torch calls it as
+#: ``fn(i, *args)``, the process index first.
+SPAWN_FUNCTION_KEYWORD = "fn"
+#: ``functools.partial(worker, a)`` handed to a spawn: the index comes after the arguments it binds.
+PARTIAL = ("functools.partial",)
 FSDP = (
     "torch.distributed.fsdp.FullyShardedDataParallel",
     "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
@@ -536,3 +543,14 @@ MPS_DEVICE = "mps"
 #: Element-wise tests of a loss for NaN/inf, each with the reduction that keeps its meaning over the
 #: values of every process (``torch.isfinite(gathered).all()``: every process's loss is finite).
 NON_FINITE_TESTS = {"torch.isfinite": "all", "torch.isnan": "any", "torch.isinf": "any"}
+#: The same tests of a Python number (``math.isnan(loss.item())``), each with the torch test that
+#: reads the gathered tensor in its place. ``x != x`` (true of NaN alone) is read as ``torch.isnan``.
+NUMBER_NON_FINITE_TESTS = {
+    "math.isfinite": "torch.isfinite",
+    "math.isnan": "torch.isnan",
+    "math.isinf": "torch.isinf",
+    "numpy.isfinite": "torch.isfinite",
+    "numpy.isnan": "torch.isnan",
+    "numpy.isinf": "torch.isinf",
+}
+NAN_TEST = "torch.isnan"
