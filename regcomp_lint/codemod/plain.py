@@ -1766,6 +1766,13 @@ class PlainPlanner(Planner):
                     f"{flagged.flag}; code there that adds or strips `module.` by that flag would no longer match the "
                     "model (convert by hand)"
                 )
+            if held.keeps and i == setup[-1]:  # the `if compile:` block itself: it also keeps one
+                stmt = block.body[i]
+                raise Refusal(
+                    f"{_source(stmt)} at line {self.tree.line(stmt)} takes a plain name for the model, so prepare() "
+                    "must follow it, and it also keeps an object to prepare, which after prepare() would stay the "
+                    "plain one; convert by hand"
+                )
             if held.keeps:
                 stmt = block.body[setup[-1]]
                 raise Refusal(

@@ -103,3 +103,11 @@ def test_a_compile_block_that_keeps_a_prepared_object_is_refused_naming_its_head
     assert refused is not None and "line 16 already uses them" in refused, refused
     assert "if ddp: ... at line 22 changes the model" in refused, refused
     assert "#" not in refused and "DDP(model)" not in refused, refused
+
+
+def test_a_compile_block_that_takes_the_plain_name_and_keeps_a_prepared_object_is_refused_naming_it():
+    script = FLAGGED.replace('    model._ddp_params_and_buffers_to_ignore = {"freqs"}\n', "").replace(
+        "    model = torch.compile(model)\n", "    model = torch.compile(model)\n    opts = [optimizer]\n"
+    )
+    refused = convert_source(script, "train.py").refused
+    assert refused is not None and "if use_compile: ... at line 16 takes a plain name for the model" in refused, refused
