@@ -182,7 +182,6 @@ class TrainingRoles:
         #: names called anywhere, in loops or not, split by whether autograd records the call:
         #: a model called only under no_grad is frozen
         self._calls_by_grad: dict[bool, list[tuple[ast.expr, Where]]] = {True: [], False: []}
-        #: the names of the workers ``mp.spawn(worker, ...)`` calls start
         self._rank_read_ids: set[int] | None = None
         self._called_in_training: set[str] | None = None
         #: names something only a module has is called on (``.train()``, ``.parameters()``)

@@ -430,6 +430,21 @@ STRUCTURAL_TENSOR_ATTRIBUTES = ("requires_grad", "is_leaf", "dtype", "device")
 #: path that names no process, before the run writes it, is decided alike (survey21c byol_spot's
 #: ``if save_path and os.path.exists(save_path): return`` ahead of training).
 FILE_TESTS = ("os.path.exists", "os.path.isfile", "os.path.isdir", "os.path.lexists")
+#: Functions of ``os.path`` that compute a path from what they are handed and read no file (the
+#: working directory ``abspath`` reads is the launcher's, the same for every process): handed
+#: values every process has, they return the same path everywhere (survey25c fair_cst's
+#: ``data_path = os.path.join(DATA_DIR, cfg["data"])``, tested with ``os.path.exists``).
+PATH_FUNCTIONS = (
+    "os.path.join",
+    "os.path.basename",
+    "os.path.dirname",
+    "os.path.splitext",
+    "os.path.normpath",
+    "os.path.abspath",
+    "os.path.expanduser",
+)
+#: The characters of an ``open()`` mode that write the file (``"w"``, ``"a"``, ``"x"``, ``"r+"``).
+WRITING_MODE_CHARACTERS = frozenset("wax+")
 #: Collectives after which a tensor holds the same value on every process (torch 2.13
 #: ``distributed_c10d``: ``all_reduce(tensor)``, ``broadcast(tensor, src)``, both in place).
 EQUALIZING_COLLECTIVES = ("all_reduce", "broadcast")
