@@ -107,6 +107,7 @@ from regcomp_lint.codemod.method_loss import (
 )
 from regcomp_lint.codemod.model_copies import model_copies, model_wraps, plain_aliases
 from regcomp_lint.codemod.module_globals import handed_through_globals
+from regcomp_lint.codemod.never_loaders import never_a_loader
 from regcomp_lint.codemod.optimizer_methods import placement_keyword, reach_own_methods
 from regcomp_lint.codemod.optimizers import (
     FoundOptimizer,
@@ -986,6 +987,8 @@ class PlainPlanner(Planner):
                 continue  # trange(epochs), tqdm(range(epochs)): an epoch bar
             if _sliced(bound.where.function or roles.ctx.tree, key):
                 continue  # `order[begin : begin + bs]` under `range(0, len(order), bs)`: indices, not a loader
+            if view.parsed is not None and never_a_loader(roles, bound, view.parsed):
+                continue  # `rand_arch = sampler.sample()`, `torch.tensor(rand_arch).cuda()`: a list or a tensor
             if any(isinstance(roles.origin(arg, where), Origin) for arg in bound.value.args):
                 continue  # tqdm(loader), a wrapper of an object the roles know: that object decides
             by_hand = roles.split_by_rank([*bound.value.args, *(kw.value for kw in bound.value.keywords)], where)
@@ -1886,15 +1889,16 @@ class PlainPlanner(Planner):
 
     def _creations_for_training(self, key: str, steps: list[cst.Call]) -> list[cst.CSTNode]:
         """The bindings of ``key`` that make the object training uses: not one after the last
-        training step outside any loop (the quickstart's ``model = NeuralNetwork()`` built again
-        to load the saved weights), which is a new, unprepared object."""
+        training step outside any loop that trains (the quickstart's ``model = NeuralNetwork()``
+        built again to load the saved weights; a k-fold script's ensemble loop building each
+        fold's model again to predict), which is a new, unprepared object."""
         nodes = [
             n for n in bindings(self.scope, key) if not self.is_removed(n) and not rebinds_itself(self.tree, n)
         ] + prepared_after(self, key)
         last_step = max((self.tree.line(s) for s in steps), default=None)
         if last_step is None:
             return nodes
-        kept = [n for n in nodes if self.tree.line(n) < last_step or self._in_loop(n)]
+        kept = [n for n in nodes if self.tree.line(n) < last_step or self._in_training_loop(n, steps)]
         return kept or nodes
 
     def recreated_at(self, key: str) -> int | None:
@@ -1912,11 +1916,13 @@ class PlainPlanner(Planner):
         ]  # `model, acc = train_model(model, ...)` binds the trained model, not a new one
         return min(later, default=None)
 
-    def _in_loop(self, node: cst.CSTNode) -> bool:
+    def _in_training_loop(self, node: cst.CSTNode, steps: list[cst.Call]) -> bool:
+        """``node`` is in a loop of the scope that also holds a training step: its next pass
+        trains what ``node`` binds."""
         for anc in self.tree.ancestors(node):
             if anc is self.scope:
                 return False
-            if isinstance(anc, (cst.For, cst.While)):
+            if isinstance(anc, (cst.For, cst.While)) and any(self.tree.contains(anc, s) for s in steps):
                 return True
         return False
 
