@@ -501,11 +501,22 @@ def memo_of(node: N, question: str, make: Callable[[N], T]) -> T:
     return answer
 
 
+#: conversions ended so far (:func:`clear_find_cache`): what a node was handed out in is told by it
+_ENDED = [0]
+
+
 def clear_find_cache() -> None:
     _FOUND.clear()
     _INDEX.clear()
     _CODE.clear()
     _MEMO.clear()
+    _ENDED[0] += 1
+
+
+def conversions_ended() -> int:
+    """How many conversions have ended in this process: two asks with the same answer are
+    inside the same conversion (or outside any)."""
+    return _ENDED[0]
 
 
 def parameter_names(function: cst.FunctionDef, *, keyword_only: bool = True) -> list[str]:
