@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from regcomp_lint.analysis.file_context import FileContext, string_literal
@@ -44,6 +45,36 @@ class RankRead:
     reads: str
 
 
+@dataclass(frozen=True)
+class SpawnedWorker:
+    """The function a spawn call starts (``mp.spawn(worker, ...)``, ``mp.spawn(fn=worker, ...)``,
+    ``start_processes(...)``, ``mp.spawn(functools.partial(worker, cfg), ...)``) and how many leading
+    positional parameters a ``partial`` binds: torch passes the process index to the next one."""
+
+    name: str
+    bound: int = 0
+
+    def index_parameter(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+        """The name of ``function``'s parameter that receives the process index."""
+        params = [*function.args.posonlyargs, *function.args.args]
+        return params[self.bound].arg if function.name == self.name and self.bound < len(params) else None
+
+
+def spawned_worker(call: ast.Call, is_partial: Callable[[ast.expr], bool]) -> SpawnedWorker | None:
+    """What the spawn call ``call`` starts, when it names a function (``is_partial``: does a callee
+    resolve to ``functools.partial``)."""
+    target: ast.expr | None = call.args[0] if call.args and not isinstance(call.args[0], ast.Starred) else None
+    if target is None:
+        target = next((kw.value for kw in call.keywords if kw.arg == torch_api.SPAWN_FUNCTION_KEYWORD), None)
+    bound = 0
+    if isinstance(target, ast.Call) and target.args and is_partial(target.func):
+        partial_args = target.args
+        if any(isinstance(arg, ast.Starred) for arg in partial_args):
+            return None
+        target, bound = partial_args[0], len(partial_args) - 1
+    return SpawnedWorker(target.id, bound) if isinstance(target, ast.Name) else None
+
+
 @dataclass
 class DistributedSetup:
     """The file's hand-made distribution (see the module docstring); ``ctx.semantic.distributed_setup``."""
@@ -52,6 +83,8 @@ class DistributedSetup:
     rank_reads: list[RankRead] = field(default_factory=list)
     #: (framework, import statement) of each framework Accelerate does not replace
     foreign_frameworks: list[tuple[str, ast.stmt]] = field(default_factory=list)
+    #: the worker each spawn call starts, by the call's id (see :func:`spawned_worker`)
+    workers: dict[int, SpawnedWorker] = field(default_factory=dict)
 
     def kind_of(self, call: ast.AST | None) -> SetupCall | None:
         """What the call ``call`` does to the distribution, if anything."""
@@ -60,6 +93,14 @@ class DistributedSetup:
 
     def of_kind(self, kind: SetupCall) -> list[ast.Call]:
         return [call for found, call in self.calls.values() if found is kind]
+
+    def worker_of(self, call: ast.AST | None) -> SpawnedWorker | None:
+        """The worker the spawn call ``call`` starts, if it names one."""
+        return self.workers.get(id(call)) if call is not None else None
+
+    def index_parameter(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+        """The parameter of ``function`` that a spawn call of the file passes the process index to."""
+        return next((name for w in self.workers.values() if (name := w.index_parameter(function))), None)
 
     @property
     def by_hand(self) -> bool:
@@ -92,6 +133,13 @@ def find_distributed_setup(ctx: FileContext) -> DistributedSetup:
             kind = _call_kind(ctx, node)
             if kind is not None:
                 found.calls[id(node)] = (kind, node)
+            worker = (
+                spawned_worker(node, lambda f: ctx.resolves_to(f, *torch_api.PARTIAL))
+                if kind is SetupCall.SPAWN
+                else None
+            )
+            if worker is not None:
+                found.workers[id(node)] = worker
             reads = _rank_call(ctx, node)
             if reads is not None:
                 found.rank_reads.append(RankRead(node, reads))

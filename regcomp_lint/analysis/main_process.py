@@ -24,8 +24,9 @@ A statement runs on the main process only, within its function, when
   (whose imports say what ``dist`` is). After a conversion Accelerate has set up the group on
   every process of a launch of more than one, so the test still picks the main process alone.
 
-In a worker ``mp.spawn(worker, ...)`` starts (the caller gives the module), the worker's first
-parameter is its process index, the rank on one machine, whatever its name: ``if gpu == 0:``
+In a worker ``mp.spawn(worker, ...)`` starts (the caller gives the module; ``fn=worker``,
+``start_processes`` and ``functools.partial(worker, ...)`` too), the worker's first parameter (the
+first after those a ``partial`` binds) is its process index, the rank on one machine, whatever its name: ``if gpu == 0:``
 (survey 24a simclr_branch, :func:`spawn_index`). On several machines it is the local index, and the
 test holds on each machine's first process, in the original and the conversion alike.
 """
@@ -36,10 +37,11 @@ import ast
 import weakref
 from collections.abc import Sequence
 
+from regcomp_lint.analysis.distributed_setup import SpawnedWorker, spawned_worker
 from regcomp_lint.analysis.name_resolution import module_imports
 from regcomp_lint.analysis.training_loops import own_nodes
 from regcomp_lint.files.parsing import split_block, walk
-from regcomp_lint.knowledge.torch_api import GET_WORLD_SIZE, GROUP_QUERIES, MAIN_PROCESS_FLAGS, SPAWN
+from regcomp_lint.knowledge.torch_api import GET_WORLD_SIZE, GROUP_QUERIES, MAIN_PROCESS_FLAGS, PARTIAL, SPAWN
 
 #: A scope: the names a flag test reads are looked up in its assignments.
 Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef
@@ -158,29 +160,30 @@ def sends_others_away(stmt: ast.stmt, scope: Scope | None, module: ast.Module | 
     return False
 
 
-#: Per parsed module: the names of the workers its ``mp.spawn`` calls start.
-_SPAWNED: weakref.WeakKeyDictionary[ast.Module, frozenset[str]] = weakref.WeakKeyDictionary()
+#: Per parsed module: the workers its spawn calls start.
+_SPAWNED: weakref.WeakKeyDictionary[ast.Module, tuple[SpawnedWorker, ...]] = weakref.WeakKeyDictionary()
 
 
 def spawn_index(scope: Scope | None, module: ast.Module | None) -> frozenset[str]:
-    """The name of ``scope``'s first parameter when ``module`` starts ``scope`` with
-    ``mp.spawn(scope, ...)`` (:data:`~regcomp_lint.knowledge.torch_api.SPAWN`): torch passes the
-    process index there, 0 for the first process (empty otherwise)."""
+    """The name of ``scope``'s parameter that receives the process index when ``module`` starts
+    ``scope`` with a spawn call (:data:`~regcomp_lint.knowledge.torch_api.SPAWN`, read by
+    :func:`~regcomp_lint.analysis.distributed_setup.spawned_worker`: ``mp.spawn(worker, ...)``,
+    ``fn=worker``, ``functools.partial(worker, ...)``): torch passes 0 there to the first process
+    (empty otherwise). The spawn calls are found here, not in the file's ``DistributedSetup``: the
+    lint asks during its walk, before that is built."""
     if module is None or not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
         return frozenset()
     workers = _SPAWNED.get(module)
     if workers is None:
         imports = module_imports(module)
-        workers = _SPAWNED[module] = frozenset(
-            node.args[0].id
+        workers = _SPAWNED[module] = tuple(
+            worker
             for node in ast.walk(module)
             if isinstance(node, ast.Call)
-            and node.args
-            and isinstance(node.args[0], ast.Name)
             and imports.resolves_to(node.func, *SPAWN)
+            and (worker := spawned_worker(node, lambda f: imports.resolves_to(f, *PARTIAL))) is not None
         )
-    params = [*scope.args.posonlyargs, *scope.args.args]
-    return frozenset({params[0].arg}) if params and scope.name in workers else frozenset()
+    return frozenset(name for w in workers if (name := w.index_parameter(scope)) is not None)
 
 
 def is_main_process_test(test: ast.expr, ranks: frozenset[str] = frozenset()) -> bool:

@@ -51,7 +51,7 @@ from regcomp_lint.analysis.bindings import Bound, Where, binding_key
 from regcomp_lint.analysis.checkpoints import Checkpoints
 from regcomp_lint.analysis.counted_steps import LoopPath, counting_loop
 from regcomp_lint.analysis.distributed_samplers import shards_per_rank
-from regcomp_lint.analysis.distributed_setup import LOCAL_RANK, RANK, WORLD_SIZE, SetupCall
+from regcomp_lint.analysis.distributed_setup import LOCAL_RANK, RANK, WORLD_SIZE
 from regcomp_lint.analysis.file_context import FileContext
 from regcomp_lint.analysis.loop_aliases import trained_elements
 from regcomp_lint.analysis.metric_reductions import MetricReductions
@@ -182,8 +182,6 @@ class TrainingRoles:
         #: names called anywhere, in loops or not, split by whether autograd records the call:
         #: a model called only under no_grad is frozen
         self._calls_by_grad: dict[bool, list[tuple[ast.expr, Where]]] = {True: [], False: []}
-        #: the names of the workers ``mp.spawn(worker, ...)`` calls start
-        self._workers: set[str] | None = None
         self._rank_read_ids: set[int] | None = None
         self._called_in_training: set[str] | None = None
         #: names something only a module has is called on (``.train()``, ``.parameters()``)
@@ -969,24 +967,16 @@ class TrainingRoles:
         return self._process_count_ids
 
     def _is_spawned_rank(self, bound: Bound, name: ast.AST) -> bool:
-        """``name`` is the first parameter of a worker ``mp.spawn`` starts: its process index."""
+        """``name`` is the parameter of a worker a spawn call starts that receives its process index
+        (the first, or the first after what a ``functools.partial`` binds)."""
         function = bound.where.function
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return False
-        params = [*function.args.posonlyargs, *function.args.args]
-        if (
-            not params
-            or binding_key(name) != params[0].arg
-            or bound.where.pos != (function.lineno, function.col_offset)
-        ):
-            return False
-        return function.name in self._spawned_workers()
-
-    def _spawned_workers(self) -> set[str]:
-        if self._workers is None:
-            spawns = self.ctx.semantic.distributed_setup.of_kind(SetupCall.SPAWN)
-            self._workers = {call.args[0].id for call in spawns if call.args and isinstance(call.args[0], ast.Name)}
-        return self._workers
+        return (
+            bound.where.pos == (function.lineno, function.col_offset)
+            and binding_key(name) is not None
+            and binding_key(name) == self.ctx.semantic.distributed_setup.index_parameter(function)
+        )
 
     def sized_from_prepared_loader(self, origin: Origin) -> bool:
         """The scheduler built at ``origin`` counts one process's steps: an argument of its
@@ -1101,6 +1091,11 @@ class TrainingRoles:
     def _read_cadence(self, scheduler: Origin) -> tuple[Cadence, ast.Call | None]:
         first = scheduler.built.args[0] if scheduler.built.args else None
         built_on = self.origin(first, scheduler.where, through=True) if first is not None else None
+        if built_on is None and isinstance(first, ast.Attribute):
+            # SAM's `CosineAnnealingLR(optimizer.base_optimizer, ...)`: the optimizer an optimizer holds
+            # steps when its holder does (second_step() calls base_optimizer.step())
+            holder = self.origin(first.value, scheduler.where, through=True)
+            built_on = holder if isinstance(holder, Origin) and holder.kind is Kind.OPTIMIZER else None
         # an optimizer of unknown origin (another module's `build_optimizer(model)`): its steps are
         # those of the same binding of the name the scheduler is built on
         same_binding = self._built_where(scheduler) if built_on is None and isinstance(first, ast.Name) else None
@@ -1122,7 +1117,21 @@ class TrainingRoles:
         if own_steps and not optimizer_steps and isinstance(built_on, Origin):
             # SAM's `optimizer.first_step()` / `second_step()`: no `.step()` call, its own methods step it
             optimizer_steps = [s for s in self._other_methods if self._own_method_of(s, built_on)]
+        wrapping = [s for s in self._steps if self._wraps(self._step_origin(s.receiver, s.where), built_on)]
+        if own_steps and wrapping:
+            # torchlars' `optimizer = LARS(base_optimizer)` with the scheduler on base_optimizer: its
+            # `self.optim.step()` runs inside the wrapper's step(), which the training loop calls
+            optimizer_steps = [s for s in optimizer_steps if s.where.cls is None] + wrapping
         return self._compare_steps(own_steps, optimizer_steps, scheduler.where.function)
+
+    def _wraps(self, found: Origin | _Prepared | None, inner: Origin | _Prepared | None) -> bool:
+        """``found`` is an optimizer built around the optimizer ``inner`` (handed to its constructor)."""
+        if not isinstance(inner, Origin) or inner.kind is not Kind.OPTIMIZER:
+            return False
+        if not isinstance(found, Origin) or found.kind is not Kind.OPTIMIZER or found.call is inner.call:
+            return False
+        handed = [*found.built.args, *(k.value for k in found.built.keywords)]
+        return any(_is(self.origin(a, found.where, through=True), inner) for a in handed)
 
     def _own_method_of(self, call: _Step, optimizer: Origin) -> bool:
         """``call`` is a method the optimizer built at ``optimizer`` has beyond torch's Optimizer API,

@@ -26,6 +26,7 @@ import libcst as cst
 from regcomp_lint.codemod.builders import expression, guarded, statement
 from regcomp_lint.codemod.device_choice import local_rank_from_env, local_rank_option
 from regcomp_lint.codemod.handed_in import handing_over
+from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.trainer_models import refuse_wrap_handed_in
 from regcomp_lint.codemod.tree import (
@@ -96,8 +97,8 @@ def adapt_distribution(planner: PlainPlanner) -> None:
         handler = f"DistributedDataParallelKwargs({', '.join(ddp_keywords)})"
         planner.accelerator_keywords.append(f"kwargs_handlers=[{handler}]")
         planner.imports.append((accelerate_api.UTILS_MODULE, "DistributedDataParallelKwargs"))
-    for worker, joined in workers:
-        _tell_accelerate_the_rank(planner, worker, joined)
+    for worker, joined, bound in workers:
+        _tell_accelerate_the_rank(planner, worker, joined, bound)
     single = [c for c in dist.data_parallel if tree.resolves_to(c.func, *torch_api.SINGLE_PROCESS_DATA_PARALLEL)]
     # without CUDA, Accelerate treats the script's processes as one unless told to use the CPU; a
     # DDP wrap says so too where a helper of another module sets up the group (survey 23b)
@@ -326,22 +327,20 @@ def _remove_wrap(planner: PlainPlanner, call: cst.Call, models: set[str]) -> lis
     return kept
 
 
-def _spawned_worker(planner: PlainPlanner, call: cst.Call) -> tuple[cst.FunctionDef, tuple[int, cst.Call]] | None:
-    """The function ``mp.spawn(worker, ...)`` starts: it must join a process group (itself or
-    through a function it calls) and build the Accelerator (itself, or in what it calls later,
-    such as a ``Trainer(...)``). None for a spawn in a helper of the file that nothing calls."""
+def _spawned_worker(planner: PlainPlanner, call: cst.Call) -> tuple[cst.FunctionDef, tuple[int, cst.Call], int] | None:
+    """The function ``mp.spawn(worker, ...)`` starts (``fn=worker``, ``functools.partial(worker, ...)``:
+    the lint's :func:`~regcomp_lint.analysis.distributed_setup.spawned_worker`), with the number of
+    leading parameters a ``partial`` binds before the process index: it must join a process group
+    (itself or through a function it calls) and build the Accelerator (itself, or in what it calls
+    later, such as a ``Trainer(...)``). None for a spawn in a helper of the file that nothing calls."""
     tree = planner.tree
-    target = call.args[0].value if call.args and call.args[0].keyword is None else None
-    worker = next(
-        (
-            f
-            for f in find_all(tree.module, cst.FunctionDef)
-            if isinstance(target, cst.Name) and f.name.value == target.value
-        ),
-        None,
-    )
-    if worker is None and isinstance(target, cst.Name):
-        forwarded = _forwarded_worker(tree, call, target.value)
+    view = lint_view(tree)
+    setup = view.distributed_setup
+    spawned = setup.worker_of(view.expression_at(call)) if setup is not None else None
+    target = spawned.name if spawned is not None else None
+    worker = next((f for f in find_all(tree.module, cst.FunctionDef) if f.name.value == target), None)
+    if worker is None and target is not None:
+        forwarded = _forwarded_worker(tree, call, target)
         if forwarded is _NEVER_CALLED:
             return None
         worker = forwarded if isinstance(forwarded, cst.FunctionDef) else None
@@ -360,7 +359,7 @@ def _spawned_worker(planner: PlainPlanner, call: cst.Call) -> tuple[cst.Function
             f"{worker.name.value}(), started by {code(call.func)}(...) at line {tree.line(call)}, never calls "
             "init_process_group(); Accelerate cannot tell its processes apart, so port it by hand"
         )
-    return worker, joined
+    return worker, joined, spawned.bound if spawned is not None else 0
 
 
 #: :func:`_forwarded_worker`'s answer for a spawning helper that nothing in the file calls.
@@ -432,10 +431,12 @@ def _joining_statement(planner: PlainPlanner, worker: cst.FunctionDef) -> tuple[
     return None
 
 
-def _tell_accelerate_the_rank(planner: PlainPlanner, worker: cst.FunctionDef, joined: tuple[int, cst.Call]) -> None:
+def _tell_accelerate_the_rank(
+    planner: PlainPlanner, worker: cst.FunctionDef, joined: tuple[int, cst.Call], bound: int
+) -> None:
     """Accelerate reads the process's place from ``RANK``/``LOCAL_RANK``/``WORLD_SIZE``, which
     torchrun sets and ``mp.spawn`` does not: the worker sets them from its group once it joined
-    (its first parameter is the local rank mp.spawn passes). ``LOCAL_WORLD_SIZE`` too, unless
+    (its first parameter, or the first after a ``partial``'s, is the local rank mp.spawn passes). ``LOCAL_WORLD_SIZE`` too, unless
     the environment has it: on the CPU, Accelerate takes a local size unlike the world size for
     several machines and asks for ``MASTER_ADDR``, which a ``tcp://`` init_method carried instead
     (hifi-gan's style, survey 14)."""
@@ -446,9 +447,9 @@ def _tell_accelerate_the_rank(planner: PlainPlanner, worker: cst.FunctionDef, jo
         planner.imports += [("torch.distributed", "is_initialized"), ("torch.distributed", "get_rank")]
         planner.imports.append(("torch.distributed", "get_world_size"))
     params = parameter_names(worker, keyword_only=False)
-    if not params:
+    if len(params) <= bound:
         raise Refusal(f"{worker.name.value}() takes no process index; port it by hand")
-    local_rank = params[0]
+    local_rank = params[bound]
     nl, unit = planner.module.default_newline, planner.module.default_indent
     source = (
         f"if {prefix}is_initialized():  # started by mp.spawn: Accelerate reads the process's place from here{nl}"

@@ -15,6 +15,7 @@ wins. A library's star import is taken to define none of the project's names.
 from __future__ import annotations
 
 import ast
+import builtins
 import os
 import sys
 from collections.abc import Sequence
@@ -67,19 +68,35 @@ def unread_project_function(tree: Tree, func: cst.BaseExpression) -> str | None:
     counts: relative, or under a folder the script lives in (``lmforge/trainer/trainer.py``
     importing ``lmforge.trainer.checkpoint``), or of a conventional project package
     (:data:`PROJECT_PACKAGE_NAMES`: SwAV's ``src.utils``); another name may be any library
-    (``torchvision``).
+    (``torchvision``). A name the script does not bind, star-imported (cpc_libri's ``from
+    utils.save_functions import *``, survey 23e) where no read star import exports it, comes from
+    the last such module that is not found (Python's last star import wins).
     None for a module that is read or no such module."""
+    import libcst as cst
+
     if tree.filename is None:
         return None
     importer = importer_of(tree.filename)
     folders = os.path.dirname(os.path.abspath(importer)).split(os.sep)
     for qualname in sorted(tree.imported_names(func)):
-        root = qualname.split(".")[0]
-        if "." in qualname and (qualname.startswith(".") or root in folders or root in PROJECT_PACKAGE_NAMES):
+        if "." in qualname and _own_package(qualname, folders):
             parsed = load_local(importer, qualname.rsplit(".", 1)[0])
             if parsed is None or parsed.path is None:
                 return qualname
-    return None
+    if not isinstance(func, cst.Name) or _bound_in_script(tree, func) or hasattr(builtins, func.value):
+        return None
+    stars = star_imports(tree)
+    unread = [m for m in stars if m.strip(".") and _own_package(m, folders) and load_local(importer, m) is None]
+    if not unread or star_source(importer, stars, func.value) is not None:
+        return None
+    return f"{unread[-1]}.{func.value}"
+
+
+def _own_package(qualname: str, folders: list[str]) -> bool:
+    """``qualname`` is a module of the script's own package (see :func:`unread_project_function`)."""
+    return (
+        qualname.startswith(".") or qualname.split(".")[0] in folders or qualname.split(".")[0] in PROJECT_PACKAGE_NAMES
+    )
 
 
 def unread_project_class(tree: Tree, func: cst.BaseExpression) -> tuple[str, str] | None:

@@ -145,7 +145,9 @@ class PerProcess:
     def _computed_alike(self, call: cst.Call) -> bool:
         if self.alike(call) or self._reads_the_shared_environment(call) or self._tests_a_shared_file(call):
             return True
-        if self.tree.resolves_under(call.func, *torch_api.PURE_FUNCTION_MODULES):
+        if self.tree.resolves_under(call.func, *torch_api.PURE_FUNCTION_MODULES) or self.tree.resolves_to(
+            call.func, *torch_api.PATH_FUNCTIONS
+        ):
             return True  # math.sqrt(se / n): what it is handed is read on (a call in it, a name's assignments)
         helper = self.tree.function_named(call)
         if helper is not None:
@@ -206,7 +208,10 @@ class PerProcess:
         the test in its function, and where one exists at all the test runs in no loop and its
         function is called from none (the main process's write of an earlier pass might land
         between two processes' tests). A call handed the path counts as a write whatever it does.
-        Shared across machines only where the disk is; byol_spot's cache test before training."""
+        A call that only reads the file (:meth:`_reads_only`: ``print(path)``, ``open(path)``, a
+        helper of the script that only opens it for reading) writes nothing. Shared across
+        machines only where the disk is; byol_spot's cache test before training, fair_cst's test
+        of each run's input file in its loop over the runs."""
         if not call.args or not self.tree.resolves_to(call.func, *torch_api.FILE_TESTS):
             return False
         path = call.args[0].value
@@ -218,8 +223,8 @@ class PerProcess:
             other
             for other in find_all(self.tree.module, cst.Call)
             if other is not call
-            and not self.tree.resolves_to(other.func, *torch_api.FILE_TESTS)
             and any(names & set(read_keys(a.value)) for a in other.args)
+            and not self._reads_only(other, names)
         ]
         if not handed:
             return True
@@ -228,6 +233,36 @@ class PerProcess:
             return False
         callers = [c for c in find_all(self.tree.module, cst.Call) if self.tree.function_named(c) is function]
         return not any(_in_a_loop(self.tree, site) for site in [call, *callers])
+
+    def _reads_only(self, call: cst.Call, names: set[str], depth: int = 0) -> bool:
+        """``call``, handed a path read from ``names``, writes no file: a test of the file, a builtin
+        but ``open`` (``print(f"MISSING: {data_path}")``), ``open`` in a mode that only reads, or a
+        function of the script that uses each parameter given the path only by handing it to such
+        calls (fair_cst's ``load_jsonl(path)``: ``with open(path) as f``), two calls deep at most."""
+        func = call.func
+        if self.tree.resolves_to(func, *torch_api.FILE_TESTS):
+            return True
+        helper = self.tree.function_named(call)
+        if helper is None:
+            if not isinstance(func, cst.Name) or func.value not in _BUILTINS:
+                return False
+            return func.value != "open" or _reading_mode(call)
+        if depth > 1:
+            return False
+        params = helper.params.params
+        for index, arg in enumerate(call.args):
+            if not names & set(read_keys(arg.value)):
+                continue
+            if arg.star or (arg.keyword is None and index >= len(params)):
+                return False
+            param = arg.keyword.value if arg.keyword is not None else params[index].name.value
+            uses = [c for c in find_all(helper, cst.Call) if any(param in read_keys(a.value) for a in c.args)]
+            if not all(self._reads_only(use, {param}, depth + 1) for use in uses):
+                return False
+            handed = {id(n) for use in uses for a in use.args for n in find_all(a.value, cst.Name)}
+            if any(n.value == param and id(n) not in handed for n in find_all(helper.body, cst.Name)):
+                return False  # kept (`LAST["path"] = path`): what is done with it later is not read here
+        return True
 
     def _seeded_alike(self, generator: cst.BaseExpression) -> bool:
         """``generator`` names a generator of the script's own, seeded with a value every process
@@ -274,6 +309,20 @@ class PerProcess:
             if key is not None:
                 found.add(key)
         return found
+
+
+def _reading_mode(call: cst.Call) -> bool:
+    """``open(path)``, ``open(path, "rb")``: the mode (second argument or ``mode=``) is absent or a
+    string with none of the characters that write."""
+    mode = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "mode"), None)
+    if mode is None and len(call.args) > 1 and call.args[1].keyword is None:
+        mode = call.args[1].value
+    if mode is None:
+        return True
+    if not isinstance(mode, cst.SimpleString):
+        return False
+    text = mode.evaluated_value
+    return isinstance(text, str) and not torch_api.WRITING_MODE_CHARACTERS & set(text)
 
 
 def _in_a_loop(tree: Tree, node: cst.CSTNode) -> bool:

@@ -108,6 +108,7 @@ from regcomp_lint.codemod.method_loss import (
 )
 from regcomp_lint.codemod.model_copies import model_copies, plain_aliases
 from regcomp_lint.codemod.module_globals import handed_through_globals
+from regcomp_lint.codemod.never_loaders import never_a_loader
 from regcomp_lint.codemod.optimizer_methods import placement_keyword, reach_own_methods
 from regcomp_lint.codemod.optimizers import (
     FoundOptimizer,
@@ -986,6 +987,8 @@ class PlainPlanner(Planner):
                 continue  # trange(epochs), tqdm(range(epochs)): an epoch bar
             if _sliced(bound.where.function or roles.ctx.tree, key):
                 continue  # `order[begin : begin + bs]` under `range(0, len(order), bs)`: indices, not a loader
+            if view.parsed is not None and never_a_loader(roles, bound, view.parsed):
+                continue  # `rand_arch = sampler.sample()`, `torch.tensor(rand_arch).cuda()`: a list or a tensor
             if any(isinstance(roles.origin(arg, where), Origin) for arg in bound.value.args):
                 continue  # tqdm(loader), a wrapper of an object the roles know: that object decides
             by_hand = roles.split_by_rank([*bound.value.args, *(kw.value for kw in bound.value.keywords)], where)
@@ -1280,7 +1283,8 @@ class PlainPlanner(Planner):
                     else ""
                 )
                 raise Refusal(
-                    f"the backward() at line {tree.line(call)}{dead} runs outside the code that trains the model built in {function_name(self.scope)}; convert by hand"
+                    f"the backward() at line {tree.line(call)}{dead} runs outside the code that trains the model built in "
+                    f"{function_name(self.scope)}{self._unknown_optimizer_of(holder)}; convert by hand"
                 )
             self.rewrite_backward(call)
             self.backwards += 1
@@ -1868,15 +1872,16 @@ class PlainPlanner(Planner):
 
     def _creations_for_training(self, key: str, steps: list[cst.Call]) -> list[cst.CSTNode]:
         """The bindings of ``key`` that make the object training uses: not one after the last
-        training step outside any loop (the quickstart's ``model = NeuralNetwork()`` built again
-        to load the saved weights), which is a new, unprepared object."""
+        training step outside any loop that trains (the quickstart's ``model = NeuralNetwork()``
+        built again to load the saved weights; a k-fold script's ensemble loop building each
+        fold's model again to predict), which is a new, unprepared object."""
         nodes = [
             n for n in bindings(self.scope, key) if not self.is_removed(n) and not rebinds_itself(self.tree, n)
         ] + prepared_after(self, key)
         last_step = max((self.tree.line(s) for s in steps), default=None)
         if last_step is None:
             return nodes
-        kept = [n for n in nodes if self.tree.line(n) < last_step or self._in_loop(n)]
+        kept = [n for n in nodes if self.tree.line(n) < last_step or self._in_training_loop(n, steps)]
         return kept or nodes
 
     def recreated_at(self, key: str) -> int | None:
@@ -1894,11 +1899,13 @@ class PlainPlanner(Planner):
         ]  # `model, acc = train_model(model, ...)` binds the trained model, not a new one
         return min(later, default=None)
 
-    def _in_loop(self, node: cst.CSTNode) -> bool:
+    def _in_training_loop(self, node: cst.CSTNode, steps: list[cst.Call]) -> bool:
+        """``node`` is in a loop of the scope that also holds a training step: its next pass
+        trains what ``node`` binds."""
         for anc in self.tree.ancestors(node):
             if anc is self.scope:
                 return False
-            if isinstance(anc, (cst.For, cst.While)):
+            if isinstance(anc, (cst.For, cst.While)) and any(self.tree.contains(anc, s) for s in steps):
                 return True
         return False
 
@@ -2173,52 +2180,101 @@ class PlainPlanner(Planner):
                     f"{code(held).strip()}.{method}() at line {tree.line(call)} uses an optimizer kept on "
                     f"{owner_text}, built where {owner_text}'s class builds it, out of the conversion's sight"
                 )
-        for call in find_all(tree.module, cst.Call):
-            func = call.func
-            key = key_of(func.value) if isinstance(func, cst.Attribute) and func.attr.value == "zero_grad" else None
-            if key is None or key in ("model", "self") or key.endswith("model"):
-                continue
-            function = tree.function_of(call)
-            places = [function]
-            owner = (
-                tree.class_of(function) if key.startswith("self.") and isinstance(function, cst.FunctionDef) else None
-            )
-            if owner is not None:  # `self.optimizer = parser_optimizer(cfg, self.model)` in __init__
-                places += [m for m in methods_of(owner) if m is not function]
-            made = [
-                n
-                for place in places
-                for n in bindings(place, key)
-                if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call)
-            ]
-            if not made:
-                continue
-            value = made[0].value
-            assert isinstance(value, cst.Call)
-            origin = sorted(tree.imported_names(value.func))
-            stepped = [
-                c
-                for c in find_all(function, cst.Call)
-                if isinstance(c.func, cst.Attribute) and key_of(c.func.value) == key and "step" in c.func.attr.value
-            ]
-            text = f"{key} = {code(value.func).strip()}(...) at line {tree.line(made[0])}"
-            helper = imported_function(tree, value.func)
-            wrap = model_wrap_in(*helper) if helper is not None else None
-            if helper is not None and wrap is not None:
-                raise Refusal(
-                    f"{text}: {helper[1].name}() of {_beside(tree, helper[0].path)} "
-                    f"wraps or compiles the model itself (line {wrap.lineno}: {ast.unparse(wrap.func)}(...)); the "
-                    "conversion does not edit that module, and prepare() would wrap the wrapper again: drop the wrap "
-                    "there (prepare() makes it) or convert by hand"
-                )
-            module = origin[0].rsplit(".", 1)[0] if origin else None
-            if module and tree.filename and load_local(importer_of(tree.filename), module) is None:
-                text += f" (from {module}, which is not a file the conversion can read beside the script)"
-            step = stepped[0].func if stepped else None
-            if isinstance(step, cst.Attribute):
-                text += f", stepped by {key}.{step.attr.value}() at line {tree.line(stepped[0])}"
-            return text + ", is not one the conversion can tell is an optimizer"
+        for call in self._optimizer_candidates():
+            text = self._made_by_an_unknown_call(call)
+            if text:
+                return text + ", is not one the conversion can tell is an optimizer"
         return ""
+
+    def _made_by_an_unknown_call(self, call: cst.Call) -> str:
+        """``optimizer = build_optimizer(...) at line 24 (from training.trainer, which is not a file
+        the conversion can read beside the script), stepped by optimizer.step() at line 28``: where
+        the ``X`` of ``call`` (an ``X.zero_grad()`` or ``X.step()``) is made by a call, in the
+        function of ``call`` (or, for ``self.X``, any method of its class); empty when it is none, or
+        is the model. Raises where the call is a helper of a module beside the script that wraps
+        the model itself."""
+        tree = self.tree
+        func = call.func
+        key = key_of(func.value) if isinstance(func, cst.Attribute) else None
+        if key is None or key in ("model", "self") or key.endswith("model"):
+            return ""
+        function = tree.function_of(call)
+        places = [function]
+        owner = tree.class_of(function) if key.startswith("self.") and isinstance(function, cst.FunctionDef) else None
+        if owner is not None:  # `self.optimizer = parser_optimizer(cfg, self.model)` in __init__
+            places += [m for m in methods_of(owner) if m is not function]
+        made = [
+            n
+            for place in places
+            for n in bindings(place, key)
+            if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call)
+        ]
+        if not made:
+            return ""
+        value = made[0].value
+        assert isinstance(value, cst.Call)
+        origin = sorted(tree.imported_names(value.func))
+        stepped = [
+            c
+            for c in find_all(function, cst.Call)
+            if isinstance(c.func, cst.Attribute) and key_of(c.func.value) == key and "step" in c.func.attr.value
+        ]
+        text = f"{key} = {code(value.func).strip()}(...) at line {tree.line(made[0])}"
+        helper = imported_function(tree, value.func)
+        wrap = model_wrap_in(*helper) if helper is not None else None
+        if helper is not None and wrap is not None:
+            raise Refusal(
+                f"{text}: {helper[1].name}() of {_beside(tree, helper[0].path)} "
+                f"wraps or compiles the model itself (line {wrap.lineno}: {ast.unparse(wrap.func)}(...)); the "
+                "conversion does not edit that module, and prepare() would wrap the wrapper again: drop the wrap "
+                "there (prepare() makes it) or convert by hand"
+            )
+        module = origin[0].rsplit(".", 1)[0] if origin else None
+        if module and tree.filename and load_local(importer_of(tree.filename), module) is None:
+            text += f" (from {module}, which is not a file the conversion can read beside the script)"
+        step = stepped[0].func if stepped else None
+        if isinstance(step, cst.Attribute):
+            text += f", stepped by {key}.{step.attr.value}() at line {tree.line(stepped[0])}"
+        return text
+
+    def _unknown_optimizer_of(self, holder: Function) -> str:
+        """``: train_model() steps optimizer = build_optimizer(...) at line 238 (from
+        training.trainer, ...), which the conversion cannot tell is an optimizer``: what a function
+        holding a backward outside the trained code zeroes or steps, made there by a call the
+        conversion does not know as an optimizer's (survey25c ecg_ablation: the DAE pretraining's
+        Adam was taken for the only optimizer, and the main training's factory optimizer went
+        unnamed); empty when it has none."""
+        for call in find_all(holder, cst.Call, enter_functions=False):
+            if not (isinstance(call.func, cst.Attribute) and call.func.attr.value in ("zero_grad", "step")):
+                continue
+            text = self._made_by_an_unknown_call(call)
+            if text:
+                return f": {function_name(holder)} steps {text}, which the conversion cannot tell is an optimizer"
+        return ""
+
+    def _optimizer_candidates(self) -> list[cst.Call]:
+        """The ``X.zero_grad()`` and ``X.step()`` calls whose ``X`` may be the unrecognised optimizer,
+        the likeliest first: one both zeroed and stepped, then one stepped and named like an
+        optimizer, then any zeroed. A DCGAN trainer zeroes its models (``self.netD.zero_grad()``)
+        and only steps its optimizers (survey25c tofu_dcgan's ``self.optimizerD =
+        get_optimizer(...)``): the refusal named ``self.netD = torch.compile(...)``."""
+        calls = [
+            c
+            for c in find_all(self.tree.module, cst.Call)
+            if isinstance(c.func, cst.Attribute) and c.func.attr.value in ("zero_grad", "step")
+        ]
+        steps = [c for c in calls if isinstance(c.func, cst.Attribute) and c.func.attr.value == "step"]
+        stepped = {key_of(c.func.value) for c in steps if isinstance(c.func, cst.Attribute)}
+        zeroed = [c for c in calls if c not in steps]
+        return [
+            *[c for c in zeroed if isinstance(c.func, cst.Attribute) and key_of(c.func.value) in stepped],
+            *[
+                c
+                for c in steps
+                if isinstance(c.func, cst.Attribute) and "optim" in (key_of(c.func.value) or "").lower()
+            ],
+            *zeroed,
+        ]
 
     def _refuse_rank_guarded_steps(self, backwards: list[cst.Call]) -> None:
         """A training step that only the main process runs (llm.c's ``if args.write_tensors and

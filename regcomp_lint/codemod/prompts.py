@@ -14,6 +14,13 @@ model or a collective (which every process must call together), is named in a no
 ``input()`` written in a function that trains (or the conversion's scope) is taken the same way as
 such a helper's call (``answer = input(...)``, a bare ``input(...)``); one in a helper is handled
 through the helper's call.
+
+A helper that may quit (``quit()`` on a "no", ``sys.exit()``, ``raise SystemExit``) quit the main
+process alone, and the others failed in the broadcast (a 2-process replica, "no" piped in: rank 1
+``RuntimeError: Connection closed by peer``, exit 1; the original exited 0). Its call now runs in
+``try: ... except SystemExit as quitting: save_dir = quitting``; the broadcast hands the
+SystemExit round and every process raises it (``if isinstance(save_dir, SystemExit): raise
+save_dir``): exit 0 on both processes, under accelerate launch and torchrun.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from regcomp_lint.codemod.builders import expression, guarded, statement
 from regcomp_lint.codemod.checkpoint_writes import runs_with_others, under_rank_test
 from regcomp_lint.codemod.tree import Function, code, find_all
 from regcomp_lint.knowledge.accelerate_api import BROADCAST_OBJECT_LIST_IMPORT
+from regcomp_lint.knowledge.torch_api import PROCESS_EXITS
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.rewrites import Planner
@@ -70,16 +78,28 @@ def ask_once(planner: Planner, places: list[Function], training: set[Function]) 
                     f"call it under `if {acc}.is_main_process:` and hand its result to the others by hand"
                 )
                 continue
+            quits = helper is not None and _quits(planner, helper, 0)
             if target is not None:
                 planner.edits.on(call, partial(_on_main_process, acc, planner.module))
-                after = statement(f"{target} = broadcast_object_list([{target}])[0]", planner.module)
+                after = [statement(f"{target} = broadcast_object_list([{target}])[0]", planner.module)]
                 planner.imports.append(BROADCAST_OBJECT_LIST_IMPORT)
                 done = f"the other processes take its result, {target}, from the main process (broadcast_object_list)"
             else:
                 planner.edits.on(line, guarded(expression(f"{acc}.is_main_process", planner.module)))
-                after = statement(f"{acc}.wait_for_everyone()", planner.module)
+                after = [statement(f"{acc}.wait_for_everyone()", planner.module)]
                 done = f"the others wait for it ({acc}.wait_for_everyone())"
-            planner.edits.add_statements(block, index + 1, [after], after=True)
+            if quits:
+                target = _quit_for_all(planner, line, target)
+                after = [
+                    statement(f"{target} = broadcast_object_list([{target}])[0]", planner.module),
+                    statement(f"if isinstance({target}, SystemExit):\n    raise {target}", planner.module),
+                ]
+                planner.imports.append(BROADCAST_OBJECT_LIST_IMPORT)
+                done += (
+                    "; when it quits (SystemExit, a 'no' to its prompt), the main process hands the SystemExit round "
+                    "and every process quits with it, where the others were left waiting for the main one"
+                )
+            planner.edits.add_statements(block, index + 1, after, after=True)
             planner.uses.append(call)
             planner.notes.append(
                 f"{what}: it runs on the main process alone (launched on several, each process asked, and one found "
@@ -90,6 +110,50 @@ def ask_once(planner: Planner, places: list[Function], training: set[Function]) 
 def _on_main_process(acc: str, module: cst.Module, updated: cst.Call) -> cst.CSTNode:
     """``helper()`` -> ``helper() if accelerator.is_main_process else None`` (its own edits kept)."""
     return expression(f"{code(updated)} if {acc}.is_main_process else None", module)
+
+
+def _quit_for_all(planner: Planner, line: cst.CSTNode, target: str | None) -> str:
+    """Wrap ``line`` (already run on the main process alone) in ``try: ... except SystemExit as
+    quitting: target = quitting``; without a target, ``quit_signal`` (bound None first, in the
+    ``try``) carries it. The name the exception travels in, for the broadcast after it."""
+    names = {n.value for n in find_all(planner.tree.module, cst.Name)}
+    caught = _free(names, "quitting")
+    carrier = target if target is not None else _free(names, "quit_signal")
+    first = [] if target is not None else [f"{carrier} = None"]
+    nl, unit = planner.module.default_newline, planner.module.default_indent
+
+    def wrap(updated: cst.CSTNode) -> cst.CSTNode:
+        assert isinstance(updated, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
+        body = [statement(s, planner.module) for s in first] + [updated.with_changes(leading_lines=[])]
+        template = statement(
+            f"try:{nl}{unit}pass{nl}except SystemExit as {caught}:  # the main process quits: the others quit "
+            f"with it, below{nl}{unit}{carrier} = {caught}",
+            planner.module,
+        )
+        assert isinstance(template, cst.Try)
+        return template.with_changes(body=template.body.with_changes(body=body), leading_lines=updated.leading_lines)
+
+    planner.edits.on(line, wrap)
+    return carrier
+
+
+def _free(names: set[str], name: str) -> str:
+    while name in names:
+        name += "_"
+    return name
+
+
+def _quits(planner: Planner, function: cst.FunctionDef, depth: int) -> bool:
+    """``function`` may end the process (``quit()``, ``sys.exit()``, ``raise SystemExit``), itself or
+    through a local function it calls."""
+    tree = planner.tree
+    if any(tree.resolves_to(call.func, *PROCESS_EXITS) for call in find_all(function, cst.Call)):
+        return True
+    if any(r.exc is not None and "SystemExit" in code(r.exc) for r in find_all(function, cst.Raise)):
+        return True
+    return depth < _MAX_DEPTH and any(
+        _quits(planner, callee, depth + 1) for callee, _ in planner.graph.calls_from(function)
+    )
 
 
 def _prompt(planner: Planner, function: cst.FunctionDef, training: set[Function], depth: int) -> cst.Call | None:

@@ -79,6 +79,36 @@ MODEL_LAYERS = frozenset(
 )
 
 DATALOADER = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
+#: The module of loaders, datasets and samplers: every other ``torch.*`` function makes tensors (or
+#: values), never a DataLoader.
+DATA_MODULE = "torch.utils.data"
+#: Tensor methods that hand back a tensor (or its pieces) of the same data: ``torch.tensor(x).cuda(gpu)``
+#: is still a tensor, never a loader.
+TENSOR_METHODS = frozenset(
+    {
+        "to",
+        "cuda",
+        "cpu",
+        "long",
+        "int",
+        "float",
+        "double",
+        "half",
+        "bool",
+        "detach",
+        "clone",
+        "contiguous",
+        "view",
+        "reshape",
+        "flatten",
+        "squeeze",
+        "unsqueeze",
+        "split",
+        "chunk",
+        "unbind",
+        "tolist",
+    }
+)
 #: Dataset base classes, and the methods a DataLoader reads items through.
 DATASETS = (
     "torch.utils.data.Dataset",
@@ -343,6 +373,13 @@ PLACEMENT_METHODS = ("to", "cuda")
 PLACEMENT_KEYWORDS = ("device", "device_ids", "map_location", "output_device")
 CUDA_SET_DEVICE = ("torch.cuda.set_device",)
 SPAWN = ("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes", "torch.multiprocessing.spawn.spawn")
+#: Python's calls that end the process by raising SystemExit (``quit()`` on a "no" to a prompt).
+PROCESS_EXITS = ("builtins.quit", "builtins.exit", "sys.exit")
+#: The keyword of the function a spawn call starts (``mp.spawn(fn=worker, ...)``); torch calls it as
+#: ``fn(i, *args)``, the process index first.
+SPAWN_FUNCTION_KEYWORD = "fn"
+#: ``functools.partial(worker, a)`` handed to a spawn: the index comes after the arguments it binds.
+PARTIAL = ("functools.partial",)
 FSDP = (
     "torch.distributed.fsdp.FullyShardedDataParallel",
     "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
@@ -423,6 +460,21 @@ STRUCTURAL_TENSOR_ATTRIBUTES = ("requires_grad", "is_leaf", "dtype", "device")
 #: path that names no process, before the run writes it, is decided alike (survey21c byol_spot's
 #: ``if save_path and os.path.exists(save_path): return`` ahead of training).
 FILE_TESTS = ("os.path.exists", "os.path.isfile", "os.path.isdir", "os.path.lexists")
+#: Functions of ``os.path`` that compute a path from what they are handed and read no file (the
+#: working directory ``abspath`` reads is the launcher's, the same for every process): handed
+#: values every process has, they return the same path everywhere (survey25c fair_cst's
+#: ``data_path = os.path.join(DATA_DIR, cfg["data"])``, tested with ``os.path.exists``).
+PATH_FUNCTIONS = (
+    "os.path.join",
+    "os.path.basename",
+    "os.path.dirname",
+    "os.path.splitext",
+    "os.path.normpath",
+    "os.path.abspath",
+    "os.path.expanduser",
+)
+#: The characters of an ``open()`` mode that write the file (``"w"``, ``"a"``, ``"x"``, ``"r+"``).
+WRITING_MODE_CHARACTERS = frozenset("wax+")
 #: Collectives after which a tensor holds the same value on every process (torch 2.13
 #: ``distributed_c10d``: ``all_reduce(tensor)``, ``broadcast(tensor, src)``, both in place).
 EQUALIZING_COLLECTIVES = ("all_reduce", "broadcast")
@@ -536,3 +588,14 @@ MPS_DEVICE = "mps"
 #: Element-wise tests of a loss for NaN/inf, each with the reduction that keeps its meaning over the
 #: values of every process (``torch.isfinite(gathered).all()``: every process's loss is finite).
 NON_FINITE_TESTS = {"torch.isfinite": "all", "torch.isnan": "any", "torch.isinf": "any"}
+#: The same tests of a Python number (``math.isnan(loss.item())``), each with the torch test that
+#: reads the gathered tensor in its place. ``x != x`` (true of NaN alone) is read as ``torch.isnan``.
+NUMBER_NON_FINITE_TESTS = {
+    "math.isfinite": "torch.isfinite",
+    "math.isnan": "torch.isnan",
+    "math.isinf": "torch.isinf",
+    "numpy.isfinite": "torch.isfinite",
+    "numpy.isnan": "torch.isnan",
+    "numpy.isinf": "torch.isinf",
+}
+NAN_TEST = "torch.isnan"

@@ -478,3 +478,49 @@ def test_a_save_method_of_an_unread_class_handed_the_prepared_model_is_named(tmp
     assert any("of utils (not found beside the script" in n for n in notes), notes
     assert any("every process" in n and "is_main_process" in n for n in notes), notes
     assert any("_orig_mod." in n and "unwrap_model(model" in n for n in notes), notes
+
+
+STAR_UNREAD = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+from utils.save_functions import *
+
+
+def train(model, optimizer, loader, save_dir):
+    save_config({"lr": 0.1}, save_dir)
+    for epoch in range(2):
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            optimizer.step()
+        visualize(save_dir, loss.item())
+        save_checkpoint(save_dir, model, epoch)
+
+
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+train(model, optimizer, DataLoader(TensorDataset(torch.randn(16, 4), torch.randn(16, 1)), batch_size=4), "out")
+"""
+
+
+def test_writers_a_star_import_of_an_unread_module_brings_are_named(tmp_path):
+    """cpc_libri (survey 23e): ``from utils.save_functions import *`` with no utils/ beside the
+    script; ``save_config(cfg, save_dir)`` and ``save_checkpoint(save_dir, model, epoch)`` ran in
+    every process with no note. A name the script binds itself, or a read module defines, is not."""
+    script = tmp_path / "train.py"
+    script.write_text(STAR_UNREAD)
+    notes = convert_source(STAR_UNREAD, str(script)).notes
+    for call, line in (("save_config", 8), ("save_checkpoint", 16)):
+        note = next((n for n in notes if n.startswith(f"{call}() at line {line}, of utils.save_functions ")), None)
+        assert note is not None, (call, notes)
+        assert "not read" in note and "is_main_process" in note, note
+    assert not any(n.startswith("visualize()") for n in notes), notes  # its name does not say it writes
+    bound = STAR_UNREAD.replace("def train(", "def save_config(cfg, d):\n    print(cfg)\n\n\ndef train(")
+    script.write_text(bound)
+    assert not any(n.startswith("save_config()") for n in convert_source(bound, str(script)).notes)
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "utils" / "save_functions.py").write_text("def save_config(cfg, d):\n    print(cfg)\n")
+    script.write_text(STAR_UNREAD)
+    assert not any("utils.save_functions (not found" in n for n in convert_source(STAR_UNREAD, str(script)).notes)

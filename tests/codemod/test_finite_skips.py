@@ -9,6 +9,8 @@ from __future__ import annotations
 from regcomp_lint.codemod import convert_source
 
 SCRIPT = """\
+import math
+
 import torch
 import torch.nn as nn
 
@@ -52,4 +54,95 @@ def test_isnan_is_gathered_with_any():
 
 def test_a_skip_on_another_value_is_left_as_it_is():
     text, _ = _converted("loss.item() > 100.0")
+    assert "gather" not in text, text
+
+
+# Session 25: the step the `if` skips must be the optimizer's (a scheduler's or another object's
+# `.step()` after it is no optimizer step), and the `math.*` / self-inequality spellings of the
+# test decide per process as the torch ones did.
+
+SCHEDULED = SCRIPT.replace(
+    "    loader = ",
+    '    sched = torch.optim.lr_scheduler.StepLR(opt, 2)\n    scaler = torch.amp.GradScaler("cpu", enabled=False)\n'
+    "    loader = ",
+).replace("            opt.step()\n            opt.zero_grad()\n", "            STEPS\n")
+
+
+def _converted_steps(test: str, steps: str) -> str:
+    result = convert_source(SCHEDULED.replace("TEST", test).replace("STEPS", steps), "train.py")
+    assert result.refused is None, result.refused
+    return result.text
+
+
+def test_a_skip_before_a_scheduler_step_only_is_no_optimizer_step_skip():
+    text = _converted_steps("not torch.isfinite(loss)", "sched.step()")
+    assert "gather" not in text, text
+
+
+def test_a_skip_before_a_scaler_step_of_the_optimizer_is_gathered():
+    text = _converted_steps("not torch.isfinite(loss)", "scaler.step(opt)\n            scaler.update()")
+    assert "if not torch.isfinite(accelerator.gather(loss)).all():" in text, text
+
+
+HELPER = """\
+import torch
+import torch.nn as nn
+
+
+def train_epoch(net, optim, loader):
+    for x, y in loader:
+        loss = nn.functional.mse_loss(net(x), y)
+        loss.backward()
+        if torch.isnan(loss):
+            optim.zero_grad()
+            continue
+        optim.step()
+        optim.zero_grad()
+
+
+def main():
+    model = nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8)
+    for epoch in range(2):
+        train_epoch(model, opt, loader)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_skip_in_a_helper_stepping_the_optimizer_it_is_handed_is_gathered():
+    result = convert_source(HELPER, "train.py")
+    assert result.refused is None, result.refused
+    assert "if torch.isnan(accelerator.gather(loss)).any():" in result.text, result.text
+
+
+def test_math_isnan_of_the_item_is_gathered():
+    text, notes = _converted("math.isnan(loss.item())")
+    assert "if torch.isnan(accelerator.gather(loss)).any():" in text, text
+    assert any("isnan" in n and "every process" in n for n in notes), notes
+
+
+def test_not_math_isfinite_of_a_float_is_gathered_as_a_tensor_on_the_device():
+    text, _ = _converted("not math.isfinite(float(loss))")
+    assert (
+        "if not torch.isfinite(accelerator.gather(torch.as_tensor(float(loss), device=accelerator.device))).all():"
+        in text
+    ), text
+
+
+def test_math_isinf_of_a_name_gathers_it_as_a_tensor_on_the_device():
+    text, _ = _converted("math.isinf(loss)")
+    assert "if torch.isinf(accelerator.gather(torch.as_tensor(loss, device=accelerator.device))).any():" in text, text
+
+
+def test_a_value_unequal_to_itself_is_a_nan_test_gathered():
+    text, _ = _converted("loss.item() != loss.item()")
+    assert "if torch.isnan(accelerator.gather(loss)).any():" in text, text
+
+
+def test_an_inequality_of_two_values_is_left_as_it_is():
+    text, _ = _converted("loss.item() != 0.0")
     assert "gather" not in text, text

@@ -47,8 +47,12 @@ train(model, DL_train, optimizer)
 """
 
 
+#: the helper asks and goes on whatever the answer (no quit() on "no")
+NO_QUIT = SCRIPT.replace("            quit()", "            return None")
+
+
 def test_a_prompting_helper_runs_on_the_main_process_and_its_result_is_handed_round():
-    result = convert_source(SCRIPT.replace("CALL", "save_dir = make_save_dir()"), "train.py")
+    result = convert_source(NO_QUIT.replace("CALL", "save_dir = make_save_dir()"), "train.py")
     assert result.refused is None, result.refused
     assert (
         "    save_dir = make_save_dir() if accelerator.is_main_process else None\n"
@@ -61,7 +65,7 @@ def test_a_prompting_helper_runs_on_the_main_process_and_its_result_is_handed_ro
 
 
 def test_a_prompting_helper_whose_result_is_unused_runs_on_the_main_process_before_a_barrier():
-    result = convert_source(SCRIPT.replace("CALL", "make_save_dir()"), "train.py")
+    result = convert_source(NO_QUIT.replace("CALL", "make_save_dir()"), "train.py")
     assert (
         "    if accelerator.is_main_process:\n        make_save_dir()\n    accelerator.wait_for_everyone()\n"
     ) in result.text, result.text
@@ -98,3 +102,46 @@ def test_an_input_used_another_way_in_the_training_function_is_named():
     assert result.refused is None, result.refused
     assert 'input("Train? ")' in result.text
     assert any(n.startswith("input() at line 25 asks") and "by hand" in n for n in result.notes), result.notes
+
+
+# Session 25: a "no" to make_save_dir()'s prompt quit() the main process alone; the others were
+# left in the broadcast (a 2-process replica, "no" piped to stdin: rank 1 RuntimeError "Connection
+# closed by peer", exit 1, where the original printed its message and exited 0). The main process
+# now hands round the SystemExit it met, and every process raises it after the broadcast.
+
+
+def test_a_quit_in_a_prompting_helper_reaches_every_process():
+    result = convert_source(SCRIPT.replace("CALL", "save_dir = make_save_dir()"), "train.py")
+    assert result.refused is None, result.refused
+    assert (
+        "    try:\n"
+        "        save_dir = make_save_dir() if accelerator.is_main_process else None\n"
+        "    except SystemExit as quitting:  # the main process quits: the others quit with it, below\n"
+        "        save_dir = quitting\n"
+        "    save_dir = broadcast_object_list([save_dir])[0]\n"
+        "    if isinstance(save_dir, SystemExit):\n"
+        "        raise save_dir\n"
+    ) in result.text, result.text
+    assert any("make_save_dir() at line 25" in n and "quits" in n for n in result.notes), result.notes
+
+
+def test_a_quit_in_a_prompting_helper_whose_result_is_unused_reaches_every_process():
+    result = convert_source(SCRIPT.replace("CALL", "make_save_dir()"), "train.py")
+    assert (
+        "    try:\n"
+        "        quit_signal = None\n"
+        "        if accelerator.is_main_process:\n"
+        "            make_save_dir()\n"
+        "    except SystemExit as quitting:  # the main process quits: the others quit with it, below\n"
+        "        quit_signal = quitting\n"
+        "    quit_signal = broadcast_object_list([quit_signal])[0]\n"
+        "    if isinstance(quit_signal, SystemExit):\n"
+        "        raise quit_signal\n"
+    ) in result.text, result.text
+    assert "wait_for_everyone" not in result.text, result.text
+
+
+def test_the_names_the_quit_path_adds_avoid_the_script_s_own():
+    source = SCRIPT.replace("CALL", "save_dir = make_save_dir()\n    quitting = 1")
+    result = convert_source(source, "train.py")
+    assert "except SystemExit as quitting_:" in result.text, result.text

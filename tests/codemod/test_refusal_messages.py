@@ -153,6 +153,86 @@ def test_no_optimizer_found_names_a_trainers_optimizer_made_in_init():
     assert "kept on self" not in result.refused
 
 
+def test_no_optimizer_found_names_the_factory_optimizer_a_gan_trainer_steps_not_its_models():
+    """survey25c tofu_dcgan: ``self.netD = torch.compile(netD)``, ``self.optimizerD =
+    get_optimizer(config["optimizer"], self.netD)`` from a package not beside the script, and
+    ``self.netD.zero_grad()`` (DCGAN zeroes the model): the refusal named the compiled model as the
+    would-be optimizer, not the factory the optimizer comes from."""
+    text = (
+        "import torch\nfrom tofu.models import get_model\nfrom tofu.optimizers import get_optimizer\n\n\n"
+        "class DCGANTrainer:\n    def __init__(self, config):\n"
+        "        netD = get_model(config).to('cpu')\n        self.netD = torch.compile(netD)\n"
+        "        self.optimizerD = get_optimizer(config, self.netD)\n\n"
+        "    def train_epoch(self, data):\n        for x in data:\n            self.netD.zero_grad()\n"
+        "            self.netD(x).sum().backward()\n            self.optimizerD.step()\n"
+    )
+    result = convert_source(text, "trainer.py")
+    assert result.refused is not None
+    assert (
+        "self.optimizerD = get_optimizer(...) at line 10 (from tofu.optimizers, which is not a file the conversion "
+        "can read beside the script), stepped by self.optimizerD.step() at line 16, is not one"
+    ) in result.refused, result.refused
+    assert "self.netD = torch.compile" not in result.refused
+
+
+PRETRAIN_THEN_FACTORY = """\
+import torch
+from training.trainer import build_optimizer
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = torch.nn.Linear(4, 4)
+        self.head = torch.nn.Linear(4, 1)
+
+    def forward(self, x):
+        return self.head(self.enc(x))
+
+
+def pretrain(model, data):
+    optimizer = torch.optim.Adam(list(model.enc.parameters()), lr=1e-3)
+    for x in data:
+        optimizer.zero_grad()
+        model.enc(x).sum().backward()
+        optimizer.step()
+
+
+def train(model, data):
+    optimizer = build_optimizer(model, {})
+    for x in data:
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+
+
+def main():
+    model = Net()
+    data = [torch.randn(2, 4)]
+    pretrain(model, data)
+    train(model, data)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_backward_outside_the_trained_code_names_the_optimizer_it_steps_that_is_not_known():
+    """survey25c ecg_ablation: pretrain_dae() builds ``torch.optim.Adam(model.dae.parameters())``,
+    train_model() steps ``optimizer = build_optimizer(model, cfg)`` of a module not beside the script:
+    the refusal said the backward of train_model() runs outside the code that trains the model built
+    in pretrain_dae(), naming neither the optimizer it steps nor where it comes from."""
+    result = convert_source(PRETRAIN_THEN_FACTORY, "run.py")
+    assert result.refused is not None
+    assert (
+        "the backward() at line 27 runs outside the code that trains the model built in pretrain(): train() steps "
+        "optimizer = build_optimizer(...) at line 24 (from training.trainer, which is not a file the conversion can "
+        "read beside the script), stepped by optimizer.step() at line 28, which the conversion cannot tell is an "
+        "optimizer"
+    ) in result.refused, result.refused
+
+
 TWO_TRAININGS = """\
 import torch
 from torch.utils.data import DataLoader, TensorDataset

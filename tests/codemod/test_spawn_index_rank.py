@@ -142,3 +142,55 @@ def test_a_backward_under_a_helper_that_is_no_rank_test_converts():
         "return not dist.is_initialized() or dist.get_rank() == 0", "return True"
     )
     assert convert_source(source, "train.py").refused is None
+
+
+# Session 25: the spawn forms other than `mp.spawn(worker, ...)` (the worker by keyword, through
+# `functools.partial`, `start_processes`) start the same worker with the same index, read from
+# analysis/distributed_setup for the lint's roles and the fixer alike.
+
+FORMS = (
+    "mp.spawn(fn=worker, nprocs=2, args=(None,))",
+    "torch.multiprocessing.spawn(fn=worker, nprocs=2, args=(None,))",
+    "mp.start_processes(worker, args=(None,), nprocs=2, start_method='spawn')",
+    "mp.spawn(functools.partial(worker, args=None), nprocs=2)",
+    "mp.spawn(partial(worker, args=None), nprocs=2)",
+)
+
+
+def _spawned_by(form: str) -> str:
+    source = SPAWNED.replace("GUARD", "if gpu == 0:").replace("mp.spawn(worker, nprocs=2, args=(None,))", form)
+    return source.replace("import torch\n", "import functools\nfrom functools import partial\n\nimport torch\n", 1)
+
+
+def test_the_lint_reads_the_index_of_every_spawn_form():
+    for form in FORMS:
+        assert main_process_only(_ancestors_of_open(_spawned_by(form))), form
+
+
+def test_a_partial_binding_the_first_parameter_moves_the_index_to_the_next():
+    source = _spawned_by("mp.spawn(functools.partial(worker, 0), nprocs=2)")
+    assert not main_process_only(_ancestors_of_open(source))
+
+
+def test_a_worker_started_by_keyword_converts_with_its_index_as_the_rank():
+    source = _spawned_by("mp.spawn(fn=worker, nprocs=2, args=(None,))")
+    result = convert_source(source, "train.py")
+    assert result.refused is None, result.refused
+    assert "LOCAL_RANK=str(gpu)" in result.text, result.text
+    assert not any("every process" in n for n in result.notes), result.notes
+
+
+def _partial_after_bound() -> str:
+    source = SPAWNED.replace("def worker(gpu, args):", "def worker(args, gpu):").replace(
+        "mp.spawn(worker, nprocs=2, args=(None,))", "mp.spawn(functools.partial(worker, None), nprocs=2)"
+    )
+    return source.replace("GUARD", "if gpu == 0:").replace("import torch\n", "import functools\n\nimport torch\n", 1)
+
+
+def test_a_worker_started_through_partial_takes_the_index_after_the_bound_arguments():
+    source = _partial_after_bound()
+    assert main_process_only(_ancestors_of_open(source))
+    result = convert_source(source, "train.py")
+    assert result.refused is None, result.refused
+    assert "LOCAL_RANK=str(gpu)" in result.text, result.text
+    assert not any("every process" in n for n in result.notes), result.notes

@@ -674,6 +674,57 @@ def test_a_file_test_after_a_write_of_the_same_path_or_on_a_per_process_path_is_
         assert result.refused is not None and "calls os.path.exists()" in result.refused, result.refused
 
 
+DATA_FILES = """
+    import os
+
+    DATA_DIR = "/content"
+
+
+    def load_rows(path, limit):
+        rows = []
+        with open(path{mode}) as f:
+            for line in f:
+                rows.append(line)
+        return rows[:limit]
+
+
+    def train_one(rows):
+        for epoch in range(2):
+            for (real,) in loader:
+                g_step(real)
+
+
+    for name in ["cst-8k.jsonl", "spm-8k.jsonl"]:
+        data_path = os.path.join(DATA_DIR, name)
+        if not os.path.exists(data_path):
+            print(f"MISSING: {{data_path}}")
+            continue
+        train_one(load_rows(data_path, 8))
+    """
+
+
+def test_a_test_of_input_files_in_a_loop_of_runs_that_only_read_them_still_converts():
+    """survey25c fair_cst: ``data_path = os.path.join(DATA_DIR, cfg["data"])``, ``if not
+    os.path.exists(data_path): print(...); continue`` in a loop over the runs: the path is joined
+    from values every process has, and what it is handed to (``print``, a helper that only opens it
+    for reading) writes no file, so every process sees the same files at every pass and trains, or
+    skips, alike."""
+    for mode in ("", ', "r"', ', "rb"'):
+        _converts(DATA_FILES.format(mode=mode))
+
+
+def test_a_test_of_a_file_a_helper_writes_in_the_loop_is_still_refused():
+    """A helper that opens the tested path for writing (or appending) writes it in an earlier pass:
+    the main process's file may land between two processes' tests; one that keeps the path somewhere
+    is not known to only read it."""
+    kept = DATA_FILES.format(mode="").replace("        rows = []\n", '        rows = []\n        LAST["path"] = path\n')
+    kept = kept.replace('    DATA_DIR = "/content"\n', '    DATA_DIR = "/content"\n    LAST = {}\n')
+    assert 'LAST["path"] = path' in kept
+    for text in [*(DATA_FILES.format(mode=mode) for mode in (', "w"', ', mode="a"', ", 'r+'")), kept]:
+        result = _convert(text)
+        assert result.refused is not None and "calls os.path.exists()" in result.refused, result.refused
+
+
 def test_a_continue_in_an_except_handler_before_the_backward_is_refused_naming_the_try():
     """dpo_video (survey 21c): ``try: batch = process_example(...)`` ``except Exception: continue``
     ahead of the backward: the process whose example fails to load skips a step the others take."""
