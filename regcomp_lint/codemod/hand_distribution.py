@@ -27,6 +27,7 @@ from regcomp_lint.codemod.builders import expression, guarded, statement
 from regcomp_lint.codemod.device_choice import local_rank_from_env, local_rank_option
 from regcomp_lint.codemod.handed_in import handing_over
 from regcomp_lint.codemod.lint_view import lint_view
+from regcomp_lint.codemod.reinit_sync import drawn_after_the_wrap
 from regcomp_lint.codemod.roles import bindings
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.trainer_models import refuse_wrap_handed_in
@@ -125,6 +126,7 @@ def adapt_distribution(planner: PlainPlanner) -> None:
             f"removed {len(dist.data_parallel) - len(single)} DDP wrap(s): accelerator.prepare() wraps the model; the script's own "
             f"rank set-up is kept, so it starts with {starts}"
         )
+        planner.notes += drawn_after_the_wrap(planner, [c for c in dist.data_parallel if c not in single])
     if guarded:
         planner.notes.append(
             "init_process_group() runs only when the Accelerator has not set up the process group already"

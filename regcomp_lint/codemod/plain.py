@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import os
 from collections.abc import Callable
 from functools import partial
 
@@ -99,7 +98,7 @@ from regcomp_lint.codemod.iterator_loaders import refuse_next_on_loaders
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.listed_loaders import listed_loader_notes
 from regcomp_lint.codemod.load_locations import keep_cpu_load_locations
-from regcomp_lint.codemod.local_modules import imported_function, importer_of, is_project_module, load_local
+from regcomp_lint.codemod.local_modules import beside, imported_function, importer_of, is_project_module, load_local
 from regcomp_lint.codemod.loss_scalers import loss_scaler_step
 from regcomp_lint.codemod.method_loss import (
     MethodLoss,
@@ -108,7 +107,7 @@ from regcomp_lint.codemod.method_loss import (
     prepared_as,
     regional_left_off,
 )
-from regcomp_lint.codemod.model_copies import model_copies, plain_aliases
+from regcomp_lint.codemod.model_copies import model_copies, model_wraps, plain_aliases
 from regcomp_lint.codemod.module_globals import handed_through_globals
 from regcomp_lint.codemod.never_loaders import never_a_loader
 from regcomp_lint.codemod.optimizer_methods import placement_keyword, reach_own_methods
@@ -169,6 +168,7 @@ from regcomp_lint.codemod.tree import (
     Tree,
     code,
     find_all,
+    header,
     init_of,
     key_of,
     method_named,
@@ -1281,24 +1281,28 @@ class PlainPlanner(Planner):
         tree = self.tree
         reach = self.reach()
         self.backwards = 0
+        dead: dict[cst.FunctionDef, list[cst.Call]] = {}
         for call in backwards:
             if self.is_removed(call):
                 continue
             if all(tree.function_of(call) is not r for r in reach):
                 holder = tree.function_of(call)
-                dead = (
-                    f" (in {holder.name.value}(), which nothing in this file calls)"
-                    if isinstance(holder, cst.FunctionDef)
-                    and tree.class_of(holder) is None
-                    and not tree.references_to(holder)
-                    else ""
-                )
+                if isinstance(holder, cst.FunctionDef) and _called_nowhere(tree, holder):
+                    dead.setdefault(holder, []).append(call)  # it never runs: left as it is
+                    continue
                 raise Refusal(
-                    f"the backward() at line {tree.line(call)}{dead} runs outside the code that trains the model built in "
+                    f"the backward() at line {tree.line(call)} runs outside the code that trains the model built in "
                     f"{function_name(self.scope)}{self._unknown_optimizer_of(holder)}; convert by hand"
                 )
             self.rewrite_backward(call)
             self.backwards += 1
+        for holder, calls in dead.items():
+            lines = ", ".join(str(tree.line(c)) for c in calls)
+            self.notes.append(
+                f"{holder.name.value}() at line {tree.line(holder)} is called nowhere in this file: left as it is, "
+                f"its backward() at line{'s' if len(calls) > 1 else ''} {lines} not converted (a script that imports "
+                "it, or a call added later, would run it outside the accelerator)"
+            )
         clip_through_accelerator(self, reach, len(self.optimizers))
         self.cudas = self.devices = 0
         device_key = "self.device" if self.owner is not None else "device"
@@ -1734,7 +1738,10 @@ class PlainPlanner(Planner):
         end = first_step if first_step is not None else len(block.body)
         models = set(self.models)
         copies = [last + 1 + i for i in sorted(model_copies(self.tree, list(block.body[last + 1 : end]), models))]
-        aliases = [last + 1 + i for i in sorted(plain_aliases(self.tree, list(block.body[last + 1 : end]), models))]
+        alias_of = {
+            last + 1 + i: a for i, a in plain_aliases(self.tree, list(block.body[last + 1 : end]), models).items()
+        }
+        aliases = sorted(alias_of)
         told = {i: found for i in range(last + 1, end) if (found := tells_ddp(block.body[i], models)) is not None}
         setup = [
             i
@@ -1757,10 +1764,13 @@ class PlainPlanner(Planner):
                     "and DDP would sync what the script told it to skip (convert by hand: name them without the prefix)"
                 )
         loads: list[cst.Call] = []
-        for i in range(last + 1, setup[-1]):
-            if i in setup:
+        for i in range(last + 1, setup[-1] + 1):
+            # an `if compile:` block taking the plain name is passed: what else it does, it must not keep
+            if i in setup and not (i in alias_of and isinstance(block.body[i], cst.If)):
                 continue
-            held = held_objects(block.body[i], set(prepared))  # `optimizers = [opt1, opt2]` keeps them
+            removed = [w for model in models for w in model_wraps(self.tree, block.body[i], model)]
+            removed += [alias_of[i]] if i in alias_of else []
+            held = held_objects(block.body[i], set(prepared), removed)  # `optimizers = [opt1, opt2]` keeps them
             loads += held.loads
             flagged = told_of_the_wrap(self.tree, block.body[i], self.distribution.data_parallel, models)
             if flagged is not None:
@@ -1772,6 +1782,13 @@ class PlainPlanner(Planner):
                     f"{_source(stmt)} at line {self.tree.line(stmt)}), so it gets the plain module while told "
                     f"{flagged.flag}; code there that adds or strips `module.` by that flag would no longer match the "
                     "model (convert by hand)"
+                )
+            if held.keeps and i == setup[-1]:  # the `if compile:` block itself: it also keeps one
+                stmt = block.body[i]
+                raise Refusal(
+                    f"{_source(stmt)} at line {self.tree.line(stmt)} takes a plain name for the model, so prepare() "
+                    "must follow it, and it also keeps an object to prepare, which after prepare() would stay the "
+                    "plain one; convert by hand"
                 )
             if held.keeps:
                 stmt = block.body[setup[-1]]
@@ -2237,7 +2254,7 @@ class PlainPlanner(Planner):
         wrap = model_wrap_in(*helper) if helper is not None else None
         if helper is not None and wrap is not None:
             raise Refusal(
-                f"{text}: {helper[1].name}() of {_beside(tree, helper[0].path)} "
+                f"{text}: {helper[1].name}() of {beside(tree, helper[0].path)} "
                 f"wraps or compiles the model itself (line {wrap.lineno}: {ast.unparse(wrap.func)}(...)); the "
                 "conversion does not edit that module, and prepare() would wrap the wrapper again: drop the wrap "
                 "there (prepare() makes it) or convert by hand"
@@ -2658,18 +2675,20 @@ def _names(keys: list[str]) -> str:
     return " and ".join([", ".join(keys[:-1]), keys[-1]]) if len(keys) > 1 else "".join(keys)
 
 
+def _called_nowhere(tree: Tree, function: cst.FunctionDef) -> bool:
+    """A function of the file's top level or nested in one, not a method, that nothing in the file
+    names (not called, not passed): its code never runs, like a spawn in a helper nothing calls."""
+    return tree.class_of(function) is None and not tree.references_to(function)
+
+
 def _source(stmt: cst.CSTNode) -> str:
-    """A statement as a note quotes it: its code without a trailing comment."""
+    """A statement as a note quotes it: its code without a trailing comment; a compound one by its
+    first line (``if ddp: ...``), not its whole body and the comments above it."""
     if isinstance(stmt, cst.SimpleStatementLine):
         return "; ".join(code(small).strip() for small in stmt.body)
+    if isinstance(stmt, cst.BaseCompoundStatement):
+        return f"{header(stmt)} ..."
     return code(stmt).strip()
-
-
-def _beside(tree: Tree, path: str | None) -> str:
-    """A project module's file as seen from the script's folder (``builders.py``, ``utils/x.py``)."""
-    if not path or not tree.filename:
-        return "its module"
-    return os.path.relpath(path, os.path.dirname(os.path.abspath(tree.filename)))
 
 
 def _counts_epochs(imports, call: ast.Call) -> bool:
