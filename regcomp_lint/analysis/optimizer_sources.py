@@ -181,7 +181,9 @@ class OptimizerSources:
                 key = _owner_key(sub.func.value)
                 if key and key not in owners:
                     owners.append(key)
-        if not owners and depth == 0:
+        # a call that certainly builds an optimizer follows one name further: ijepa_ddp's (survey25a)
+        # `groups = [{'params': enc_2d}, ...]` of `enc_2d, enc_1d = params_generator(encoder)`
+        if not owners and (depth == 0 or (depth == 1 and handed)):
             for name in (n for n in walk(node) if isinstance(n, ast.Name)):
                 for bound in self.bindings.every_binding(name, where):
                     if bound.value is not None and not isinstance(bound.value, (ast.FunctionDef, ast.ClassDef)):
@@ -224,17 +226,9 @@ class OptimizerSources:
             )
             if not models:
                 continue
-            for stmt in loop.body:
-                for sub in walk(stmt):
-                    if (
-                        isinstance(sub, ast.Call)
-                        and isinstance(sub.func, ast.Attribute)
-                        and sub.func.attr in ("append", "extend")
-                    ):
-                        for n in walk(sub.func.value):
-                            if isinstance(n, ast.Name):
-                                owners = fills.setdefault(n.id, [])
-                                owners += [m for m in models if m not in owners]
+            for name in _appended_to(loop):
+                owners = fills.setdefault(name, [])
+                owners += [m for m in models if m not in owners]
         return fills
 
     def _models_handed(self, node: ast.AST, where: Where) -> list[str]:
@@ -411,6 +405,7 @@ class OptimizerSources:
                     continue
                 if hops < _MAX_DEPTH:
                     frontier += [(b.value, b.where, hops + 1) for b in bound if isinstance(b.value, ast.expr)]
+                    frontier += [(it, at.at(it), hops + 1) for it in _filling_loops(at, name.id)]
         return found
 
     def _local_function(self, func: ast.expr, where: Where) -> ast.FunctionDef | None:
@@ -433,6 +428,31 @@ class OptimizerSources:
 
     def _text(self, node: ast.expr) -> str:
         return self.ctx.source.segment(node)
+
+
+def _appended_to(loop: ast.For) -> list[str]:
+    """The names of the lists ``loop``'s body appends to or extends (``decay.append(p)``, Barlow
+    Twins' ``(biases if p.ndim == 1 else weights).append(p)``), in source order."""
+    found: list[str] = []
+    for stmt in loop.body:
+        for sub in walk(stmt):
+            if (
+                isinstance(sub, ast.Call)
+                and isinstance(sub.func, ast.Attribute)
+                and sub.func.attr in ("append", "extend")
+            ):
+                found += [n.id for n in walk(sub.func.value) if isinstance(n, ast.Name) and n.id not in found]
+    return found
+
+
+def _filling_loops(where: Where, name: str) -> list[ast.expr]:
+    """What the loops of ``where``'s function that append to (or extend) list ``name`` iterate:
+    tinygpt_ddp's (survey25a) ``p_decay = []`` then ``for p in params_grad: ... p_decay.append(p)``
+    in a factory handed the parameters, where the binding ``p_decay = []`` alone says nothing."""
+    function = where.function
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return []
+    return [loop.iter for loop in walk(function) if isinstance(loop, ast.For) and name in _appended_to(loop)]
 
 
 def returned_slots(value: ast.expr) -> dict[int | str, ast.expr] | None:

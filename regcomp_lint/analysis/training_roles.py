@@ -1091,6 +1091,11 @@ class TrainingRoles:
     def _read_cadence(self, scheduler: Origin) -> tuple[Cadence, ast.Call | None]:
         first = scheduler.built.args[0] if scheduler.built.args else None
         built_on = self.origin(first, scheduler.where, through=True) if first is not None else None
+        if built_on is None and isinstance(first, ast.Attribute):
+            # SAM's `CosineAnnealingLR(optimizer.base_optimizer, ...)`: the optimizer an optimizer holds
+            # steps when its holder does (second_step() calls base_optimizer.step())
+            holder = self.origin(first.value, scheduler.where, through=True)
+            built_on = holder if isinstance(holder, Origin) and holder.kind is Kind.OPTIMIZER else None
         # an optimizer of unknown origin (another module's `build_optimizer(model)`): its steps are
         # those of the same binding of the name the scheduler is built on
         same_binding = self._built_where(scheduler) if built_on is None and isinstance(first, ast.Name) else None
@@ -1112,7 +1117,21 @@ class TrainingRoles:
         if own_steps and not optimizer_steps and isinstance(built_on, Origin):
             # SAM's `optimizer.first_step()` / `second_step()`: no `.step()` call, its own methods step it
             optimizer_steps = [s for s in self._other_methods if self._own_method_of(s, built_on)]
+        wrapping = [s for s in self._steps if self._wraps(self._step_origin(s.receiver, s.where), built_on)]
+        if own_steps and wrapping:
+            # torchlars' `optimizer = LARS(base_optimizer)` with the scheduler on base_optimizer: its
+            # `self.optim.step()` runs inside the wrapper's step(), which the training loop calls
+            optimizer_steps = [s for s in optimizer_steps if s.where.cls is None] + wrapping
         return self._compare_steps(own_steps, optimizer_steps, scheduler.where.function)
+
+    def _wraps(self, found: Origin | _Prepared | None, inner: Origin | _Prepared | None) -> bool:
+        """``found`` is an optimizer built around the optimizer ``inner`` (handed to its constructor)."""
+        if not isinstance(inner, Origin) or inner.kind is not Kind.OPTIMIZER:
+            return False
+        if not isinstance(found, Origin) or found.kind is not Kind.OPTIMIZER or found.call is inner.call:
+            return False
+        handed = [*found.built.args, *(k.value for k in found.built.keywords)]
+        return any(_is(self.origin(a, found.where, through=True), inner) for a in handed)
 
     def _own_method_of(self, call: _Step, optimizer: Origin) -> bool:
         """``call`` is a method the optimizer built at ``optimizer`` has beyond torch's Optimizer API,

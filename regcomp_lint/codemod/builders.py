@@ -8,18 +8,51 @@ from functools import cache
 
 import libcst as cst
 
-from regcomp_lint.codemod.tree import code
+from regcomp_lint.codemod.tree import code, conversions_ended
 
 MAX_LINE = 100
 
 
 def statement(source: str, module: cst.Module) -> cst.BaseStatement:
     """Parse one statement with the module's newline and indentation settings."""
-    return cst.parse_statement(source + module.default_newline, config=_config(module))
+    return _template("statement", source + module.default_newline, module)
 
 
 def expression(source: str, module: cst.Module) -> cst.BaseExpression:
-    return cst.parse_expression(source, config=_config(module))
+    return _template("expression", source, module)
+
+
+#: parsed templates by (kind, source, parser settings): the node, and the conversion it was
+#: last handed to (:func:`~regcomp_lint.codemod.tree.conversions_ended`)
+_TEMPLATES: dict[tuple[str, str, str, str, str], tuple[cst.CSTNode, int]] = {}
+#: the most templates kept (each script adds a few of its own names; a folder of them shares most)
+_MAX_TEMPLATES = 2048
+
+
+def _template(kind: str, source: str, module: cst.Module):
+    """The template parsed, from the parse an earlier conversion made of the same text (a
+    template's parse is a tenth of a millisecond or more; the scripts of a folder share most of
+    theirs: ``accelerator.backward``, ``dynamo_plugin = TorchDynamoPlugin(...)``; 79 distinct
+    of 297 on the fixture scripts). libcst's nodes cannot change, so one can stand in two
+    converted files; within one conversion each use still gets a node of its own (the edits
+    and the placing of imports tell nodes apart by identity)."""
+    key = (kind, source, module.encoding, module.default_indent, module.default_newline)
+    now = conversions_ended()
+    kept = _TEMPLATES.get(key)
+    if kept is not None and kept[1] != now:
+        _TEMPLATES[key] = (kept[0], now)
+        return kept[0]
+    config = _config(module)
+    node = (
+        cst.parse_statement(source, config=config)
+        if kind == "statement"
+        else cst.parse_expression(source, config=config)
+    )
+    if kept is None:
+        if len(_TEMPLATES) >= _MAX_TEMPLATES:
+            _TEMPLATES.clear()
+        _TEMPLATES[key] = (node, now)
+    return node
 
 
 def _config(module: cst.Module) -> cst.PartialParserConfig:

@@ -568,11 +568,17 @@ def wait_before_reading_back(planner: Planner, writes: list[tuple[Function, cst.
             if code(w.func).endswith("save") and len(w.args) > 1 and w.args[1].keyword is None
         }
         waited: set[tuple[int, int]] = set()
+        readers = _checkpoint_readers(planner, place)  # a read through a helper of the file
         reads = sorted(
             (
                 c
                 for c in find_all(place, cst.Call, enter_functions=False)
-                if c not in written and (tree.resolves_to(c.func, *_READS) or _handed_a_path(tree, c, paths))
+                if c not in written
+                and (
+                    tree.resolves_to(c.func, *_READS)
+                    or _handed_a_path(tree, c, paths)
+                    or tree.function_named(c) in readers
+                )
             ),
             key=tree.line,
         )
@@ -635,14 +641,7 @@ def _read_after_a_call(planner: Planner, place: cst.FunctionDef) -> cst.Call | N
     tree, graph = planner.tree, planner.graph
     if any(tree.resolves_to(c.func, *DESTROY_PROCESS_GROUP) for c in find_all(place, cst.Call)):
         return None  # the process group is gone at its end: no barrier can follow
-    loaders = {  # module-level functions: a class's loader runs where the class is built
-        f
-        for f in planner.module.body
-        if isinstance(f, cst.FunctionDef)
-        and f is not place
-        and any(tree.resolves_to(c.func, *_READS) for c in find_all(f, cst.Call, enter_functions=False))
-    }
-    reaching = graph.closure_of_callers(set(loaders)) if loaders else set()
+    reaching = _checkpoint_readers(planner, place)
     for caller, call in graph.callers_of(place):
         for later in find_all(caller, cst.Call, enter_functions=False):
             if tree.line(later) <= tree.line(call):
@@ -653,6 +652,21 @@ def _read_after_a_call(planner: Planner, place: cst.FunctionDef) -> cst.Call | N
             if callee is not None and callee is not place and callee in reaching:
                 return later
     return None
+
+
+def _checkpoint_readers(planner: Planner, place: Function) -> set[Function]:
+    """The module-level functions other than ``place`` that load a checkpoint, themselves or through
+    their callees (``load_checkpoint(path, model)`` around a torch.load); a class's loader runs where
+    the class is built, so methods do not count."""
+    tree = planner.tree
+    loaders: set[Function] = {
+        f
+        for f in planner.module.body
+        if isinstance(f, cst.FunctionDef)
+        and f is not place
+        and any(tree.resolves_to(c.func, *_READS) for c in find_all(f, cst.Call, enter_functions=False))
+    }
+    return {f for f in planner.graph.closure_of_callers(loaders) if f is not place} if loaders else set()
 
 
 def _main_process_only(planner: Planner, place: Function, guarded: set[int]) -> bool:

@@ -143,6 +143,11 @@ def is_cpu_value(node: cst.BaseExpression) -> bool:
     return _is_device_of_kind(node, "cpu")
 
 
+def is_cuda_value(node: cst.BaseExpression) -> bool:
+    """``"cuda"`` or ``torch.device("cuda")``."""
+    return _is_device_of_kind(node, "cuda")
+
+
 def _is_device_of_kind(node: cst.BaseExpression, kind: str) -> bool:
     if isinstance(node, cst.SimpleString):
         return node.evaluated_value == kind

@@ -32,7 +32,7 @@ def is_string_valued(value: cst.BaseExpression) -> bool:
 def holds_a_string(assign: cst.Assign, scope: Function) -> bool:
     """``assign`` (``device = ...``) gives a string, or the variable is a string in ``scope``: another
     assignment there gives it one (``if args.device: device = args.device else: device = "cpu"``), or
-    the scope reads it as one (``'cuda' in device``, ``device.startswith("cuda")``)."""
+    the scope reads it as one (``'cuda' in device``, ``device.startswith("cuda")``, ``device_type=device``)."""
     if is_string_valued(assign.value):
         return True
     target = single_target(assign)
@@ -50,5 +50,10 @@ def holds_a_string(assign: cst.Assign, scope: Function) -> bool:
     for call in find_all(scope, cst.Call, enter_functions=False):
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value in _STRING_METHODS and key_of(func.value) == name:
+            return True
+        # `torch.autocast(device_type=device)` takes a string only (tinygpt_ddp, survey25a)
+        if any(
+            a.keyword is not None and a.keyword.value == "device_type" and key_of(a.value) == name for a in call.args
+        ):
             return True
     return False

@@ -12,12 +12,14 @@ refused, for what it does: every process would load the whole model onto that on
 
 from __future__ import annotations
 
+import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from regcomp_lint.codemod.local_modules import beside, imported_function
 from regcomp_lint.codemod.settings import Refusal
-from regcomp_lint.codemod.tree import Function, code, find_all, single_target
+from regcomp_lint.codemod.tree import Function, Tree, code, find_all, single_target
 from regcomp_lint.knowledge.model_classes import DISPATCH_KEYWORD, SPREADING_DEVICE_MAPS
 
 if TYPE_CHECKING:
@@ -55,24 +57,99 @@ def refuse_dispatched_models(planner: PlainPlanner) -> None:
                         "copy), and prepare() trains it data-parallel"
                     )
                     continue
-                if _one_device(arg.value):
-                    raise Refusal(
-                        f"{where} loads {target[0]} whole onto the one device it names, in every process: on several "
-                        "processes they would all load it there before prepare() moves each copy to its own device; "
-                        "drop device_map (the conversion moves the model to accelerator.device), or convert by hand"
-                    )
-                computed = _computed_device(arg.value)
-                if computed is not None:
-                    raise Refusal(
-                        f"{where} loads {target[0]} whole onto the device `{computed}` names, placed by the script: "
-                        "whether that is each process's own device is not known here; drop device_map (the "
-                        "conversion moves the model to accelerator.device), or convert by hand"
-                    )
-                raise Refusal(
-                    f"{where} spreads {target[0]} over the devices by hand (one process driving them all), "
-                    "and accelerate's prepare() refuses to train such a model on several processes; drop device_map "
-                    "to train it data-parallel (each process holds a whole copy), or convert by hand"
-                )
+                raise Refusal(_why(where, target[0], arg.value))
+        for call in find_all(assign.value, cst.Call):
+            handed = handed_on(tree, call)
+            if handed is not None:
+                raise Refusal(_why(handed[0], target[0], handed[1]))
+
+
+def _why(where: str, model: str, value: cst.BaseExpression) -> str:
+    """What a load ``where`` of ``model`` with ``device_map=value`` (not None) does that prepare() cannot train."""
+    if _one_device(value):
+        return (
+            f"{where} loads {model} whole onto the one device it names, in every process: on several "
+            "processes they would all load it there before prepare() moves each copy to its own device; "
+            "drop device_map (the conversion moves the model to accelerator.device), or convert by hand"
+        )
+    computed = _computed_device(value)
+    if computed is not None:
+        return (
+            f"{where} loads {model} whole onto the device `{computed}` names, placed by the script: "
+            "whether that is each process's own device is not known here; drop device_map (the "
+            "conversion moves the model to accelerator.device), or convert by hand"
+        )
+    return (
+        f"{where} spreads {model} over the devices by hand (one process driving them all), "
+        "and accelerate's prepare() refuses to train such a model on several processes; drop device_map "
+        "to train it data-parallel (each process holds a whole copy), or convert by hand"
+    )
+
+
+def handed_on(tree: Tree, call: cst.Call) -> tuple[str, cst.BaseExpression] | None:
+    """A function of another module of the project that loads with ``from_pretrained(...,
+    device_map=...)`` (kd_topk's ``load_draft_with_lora(..., device_map="auto")`` of
+    src/models/load.py, which hands its parameter on): how to name that load, and the map it gets
+    (the script's argument, else the parameter's default, else the module's own value); None when
+    there is none, or it is None. The module is read, not edited: such a load is refused."""
+    found = imported_function(tree, call.func)
+    if found is None:
+        return None
+    parsed, function = found
+    for node in ast.walk(function):
+        if not (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "from_pretrained"
+        ):
+            continue
+        keyword = next((k for k in node.keywords if k.arg == DISPATCH_KEYWORD), None)
+        if keyword is None:
+            continue
+        given = _given(call, function, keyword.value)
+        if given is None:
+            continue
+        value, whose = given
+        if isinstance(value, cst.Name) and value.value == "None":
+            continue
+        load = f"{ast.unparse(node.func)}(..., {DISPATCH_KEYWORD}={ast.unparse(keyword.value)})"
+        where = (
+            f"{code(call.func).strip()}(...) at line {tree.line(call)} ({DISPATCH_KEYWORD}={code(value).strip()}{whose}), "
+            f"through {load} at {beside(tree, parsed.path)}:{node.lineno},"
+        )
+        return where, value
+    return None
+
+
+def _given(
+    call: cst.Call, function: ast.FunctionDef | ast.AsyncFunctionDef, value: ast.expr
+) -> tuple[cst.BaseExpression, str] | None:
+    """The value ``value`` (an expression of ``function``) has when ``call`` calls it, as the
+    script's code (``", its default"`` when the parameter's default gives it), else None."""
+    if not isinstance(value, ast.Name):
+        return cst.parse_expression(ast.unparse(value)), " in that module"
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    names = [a.arg for a in positional]
+    kwonly = [a.arg for a in arguments.kwonlyargs]
+    if value.id not in names and value.id not in kwonly:
+        return None  # a name bound in the function: not followed
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == value.id:
+            return arg.value, ""
+    if any(arg.star for arg in call.args):
+        return None
+    if value.id in names:
+        index = names.index(value.id)
+        passed = [a for a in call.args if a.keyword is None]
+        if index < len(passed):
+            return passed[index].value, ""
+        defaults = arguments.defaults
+        offset = index - (len(positional) - len(defaults))
+        default = defaults[offset] if offset >= 0 else None
+    else:
+        default = arguments.kw_defaults[kwonly.index(value.id)]
+    if default is None:
+        return None
+    return cst.parse_expression(ast.unparse(default)), ", its default"
 
 
 def _never_runs(planner: PlainPlanner, function: Function, reach: list[Function]) -> bool:

@@ -27,6 +27,8 @@ from regcomp_lint.codemod.builders import expression, guarded, statement
 from regcomp_lint.codemod.device_choice import local_rank_from_env, local_rank_option
 from regcomp_lint.codemod.handed_in import handing_over
 from regcomp_lint.codemod.lint_view import lint_view
+from regcomp_lint.codemod.reinit_sync import drawn_after_the_wrap
+from regcomp_lint.codemod.roles import bindings
 from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.trainer_models import refuse_wrap_handed_in
 from regcomp_lint.codemod.tree import (
@@ -102,8 +104,10 @@ def adapt_distribution(planner: PlainPlanner) -> None:
     single = [c for c in dist.data_parallel if tree.resolves_to(c.func, *torch_api.SINGLE_PROCESS_DATA_PARALLEL)]
     # without CUDA, Accelerate treats the script's processes as one unless told to use the CPU; a
     # DDP wrap says so too where a helper of another module sets up the group (survey 23b)
-    if (dist.init_process_group or len(single) < len(dist.data_parallel)) and _torch_is_imported(tree):
+    if dist.init_process_group or len(single) < len(dist.data_parallel):
         planner.cpu_conditions.append(_NO_CUDA)
+        if not _torch_is_imported(tree):  # `import torch as t` binds no `torch` for the condition
+            planner.imports.append(("torch", None))
     starts = "its own workers, as before" if workers else "torchrun as before, and with accelerate launch"
     if not workers and local_rank_from_env(tree) is not None:
         starts = "python -m torch.distributed.launch as before, and with torchrun and accelerate launch"
@@ -122,6 +126,7 @@ def adapt_distribution(planner: PlainPlanner) -> None:
             f"removed {len(dist.data_parallel) - len(single)} DDP wrap(s): accelerator.prepare() wraps the model; the script's own "
             f"rank set-up is kept, so it starts with {starts}"
         )
+        planner.notes += drawn_after_the_wrap(planner, [c for c in dist.data_parallel if c not in single])
     if guarded:
         planner.notes.append(
             "init_process_group() runs only when the Accelerator has not set up the process group already"
@@ -140,6 +145,8 @@ def join_processes_without_cuda(planner: PlainPlanner) -> None:
     if _NO_CUDA not in planner.cpu_conditions:
         planner.cpu_conditions.append(_NO_CUDA)
         planner.notes.append(_NO_CUDA_NOTE)
+        if not _torch_is_imported(planner.tree):  # nanovit (survey25a): `import torch as t` binds no `torch`
+            planner.imports.append(("torch", None))
 
 
 def join_processes_only(planner: PlainPlanner) -> None:
@@ -263,7 +270,7 @@ def _remove_wrap(planner: PlainPlanner, call: cst.Call, models: set[str]) -> lis
     tree = planner.tree
     wrap = _conditional_wrap(tree, call)
     assign = _assignment_through_moves(tree, wrap)
-    target = single_target(assign) if isinstance(assign, cst.Assign) else None
+    target = _assigned(assign)
     if isinstance(assign, cst.Assign) and _wraps_a_submodule_in_place(assign, call, models):
         planner.remove_small(assign)  # `model.features = DataParallel(model.features)`: prepare wraps all
         planner.forget_import(call.func)
@@ -295,10 +302,30 @@ def _remove_wrap(planner: PlainPlanner, call: cst.Call, models: set[str]) -> lis
             f"model the conversion prepares (it sees the optimizer train {', '.join(sorted(models))}); Accelerate's "
             "prepare() wraps only what it prepares, so port it by hand"
         )
-    if not isinstance(assign, cst.Assign) or target is None or target[0] not in models or not call.args:
+    wrapped_arg = key_of(call.args[0].value) if call.args else None
+    again = [
+        c
+        for c in planner.distribution.data_parallel
+        if c is not call and c.args and key_of(c.args[0].value) == wrapped_arg
+    ]
+    if wrapped_arg is not None and again and (target is None or target[0] not in models):
+        first = min([call, *again], key=tree.line)
+        other = call if first is not call else min(again, key=tree.line)
+        raise Refusal(  # eeg_lpft: the LP phase's wrap, then the FT phase unfreezes, re-wraps and builds a new optimizer
+            f"{code(other.func)}(...) at line {tree.line(other)} wraps {wrapped_arg} again (first at line "
+            f"{tree.line(first)}): a model wrapped twice (a phase that changes its trainable parameters and re-wraps "
+            "it) cannot be mapped onto one prepare(); port it by hand"
+        )
+    if (
+        not isinstance(assign, (cst.Assign, cst.AnnAssign))
+        or target is None
+        or target[0] not in models
+        or not call.args
+    ):
         raise Refusal(
             f"{code(call.func)}(...) at line {tree.line(call)} does not wrap the trained model in place "
-            "(model = DDP(model, ...)); Accelerate's prepare() wraps the prepared model itself, so port it by hand"
+            f"(model = DDP(model, ...)){_what_it_wraps(wrapped_arg, target, models)}; Accelerate's prepare() wraps "
+            "the prepared model itself, so port it by hand"
         )
     kept: list[str] = []
     for position, arg in enumerate(call.args[1:], start=1):
@@ -468,6 +495,111 @@ def _tell_accelerate_the_rank(
         f"{worker.name.value}() is started by mp.spawn: once it joined its process group, RANK/LOCAL_RANK/"
         "WORLD_SIZE tell the Accelerator which process it is; the script still starts its own workers"
     )
+
+
+def wrap_aliases(
+    tree: Tree, scope: Function, calls: list[cst.Call], models: list[str], training: set[Function]
+) -> tuple[dict[str, str], set[str]]:
+    """The models the optimizer trains that the script wraps under a second name, each with that
+    name: ``train_model = DDP(model) if ddp else model`` with ``opt = AdamW(model.parameters())``
+    (edm_height, survey25a), where ``model`` stays the plain module the EMA reads and the
+    checkpoint saves. The wrap's parameters are the model's own, so preparing ``train_model``
+    in its place trains exactly the same; ``model`` keeps naming the plain module. Only one wrap
+    of the model, its name bound once, in the optimizer's function, and the model not rebound
+    after it (a second wrap, eeg_lpft's re-wrap after unfreezing, is no alias). The training must
+    run through the wrap: the wrap's name is called or handed on in that function, and the plain
+    model is neither called there nor handed to a function of the file that trains (a wrap made
+    and left unused is no alias either: the plugin would compile a model nothing runs).
+
+    The wrap may take a compiled alias of the model that nothing else reads (the parameter-golf
+    ``compiled_model = torch.compile(base_model, ...)`` then ``model = DDP(compiled_model) if
+    distributed else compiled_model``): the plugin compiles the prepared wrap instead. Second
+    value: those compiled aliases' names."""
+    found: dict[str, str] = {}
+    fed: set[str] = set()
+    for call in calls:
+        model = key_of(call.args[0].value) if call.args else None
+        if model is None or tree.function_of(call) is not scope:
+            continue
+        assign = _assignment_through_moves(tree, _conditional_wrap(tree, call))
+        target = _assigned(assign)
+        if assign is None or target is None or "." in target[0] or target[0] in models:
+            continue
+        alias = target[0]
+        compiled = _compiled_input(tree, scope, model, models, assign) if model not in models else None
+        plain = compiled if compiled is not None else model
+        if plain not in models:
+            continue
+        wraps = [c for c in calls if c.args and key_of(c.args[0].value) in (model, plain)]
+        after = [b for b in bindings(scope, plain) if tree.line(b) > tree.line(call)]
+        if (
+            len(wraps) == 1
+            and bindings(scope, alias) == [assign]
+            and not after
+            and _trains_through(tree, scope, alias, plain, training)
+        ):
+            found[plain] = alias
+            if compiled is not None:
+                fed.add(model)
+    return found, fed
+
+
+def _what_it_wraps(wrapped: str | None, target: tuple[str, cst.BaseExpression] | None, models: set[str]) -> str:
+    """`` (it wraps model into ddp_model; the optimizer trains raw_model)``: jit_lthc (survey25a) wraps
+    a conditionally compiled alias of the optimizer's model."""
+    if wrapped is None or not models:
+        return ""
+    into = f" into {target[0]}" if target is not None and target[0] != wrapped else ""
+    return f" (it wraps {wrapped}{into}; the optimizer trains {', '.join(sorted(models))})"
+
+
+def _assigned(stmt: cst.CSTNode | None) -> tuple[str, cst.BaseExpression] | None:
+    """``(key, value)`` of ``key = value`` or of the annotated ``key: T = value`` (golf_gpt2's
+    ``model: nn.Module = (DDP(compiled_model, ...) if distributed else compiled_model)``)."""
+    if isinstance(stmt, cst.AnnAssign) and stmt.value is not None:
+        key = key_of(stmt.target)
+        return (key, stmt.value) if key is not None else None
+    return single_target(stmt) if stmt is not None else None
+
+
+def _trains_through(tree: Tree, scope: Function, alias: str, plain: str, training: set[Function]) -> bool:
+    """``alias`` is called or handed to a call in ``scope``; ``plain`` is not called there, nor handed
+    to a function of the file that trains."""
+    uses = [c for c in find_all(scope, cst.Call) if key_of(c.func) == alias or _hands(c, alias)]
+    if not uses:
+        return False
+    for call in find_all(scope, cst.Call):
+        if key_of(call.func) == plain:
+            return False
+        if _hands(call, plain):
+            defined = tree.function_named(call)
+            if defined is not None and defined in training:
+                return False
+    return True
+
+
+def _hands(call: cst.Call, name: str) -> bool:
+    return any(key_of(arg.value) == name for arg in call.args)
+
+
+def _compiled_input(tree: Tree, scope: Function, name: str, models: list[str], wrap: cst.CSTNode) -> str | None:
+    """The model ``name`` is a compiled alias of (``name = torch.compile(model, ...)``, bound once)
+    when only the statement ``wrap`` reads it; else None."""
+    bound = bindings(scope, name)
+    if len(bound) != 1 or not isinstance(bound[0], cst.Assign):
+        return None
+    value = bound[0].value
+    if not (isinstance(value, cst.Call) and tree.resolves_to(value.func, *torch_api.TORCH_COMPILE) and value.args):
+        return None
+    model = key_of(value.args[0].value)
+    if model not in models or value.args[0].keyword is not None:
+        return None
+    reads = [
+        n
+        for n in find_all(scope, cst.Name)
+        if n.value == name and not tree.contains(bound[0], n) and not tree.contains(wrap, n)
+    ]
+    return model if not reads else None
 
 
 def _conditional_wrap(tree: Tree, call: cst.Call) -> cst.BaseExpression:

@@ -12,6 +12,7 @@ wraps the model, and the optimizer keeps its loaded state in its wrapper."""
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -33,11 +34,13 @@ class Held:
     loads: list[cst.Call] = field(default_factory=list)
 
 
-def held_objects(stmt: cst.CSTNode, prepared: set[str]) -> Held:
+def held_objects(stmt: cst.CSTNode, prepared: set[str], removed: Collection[cst.CSTNode] = ()) -> Held:
     """What ``stmt`` (a simple or compound statement, read to any depth) keeps of ``prepared``:
     an assignment whose value reads one of them keeps it, unless that value is a call to a
-    :data:`LOADER_NAME` function handed them; so does a ``for`` over them (not over a call such as
-    ``model.parameters()``) or a ``with ... as`` over them. A call for its effect keeps nothing."""
+    :data:`LOADER_NAME` function handed them, or it is one of ``removed`` (``model =
+    torch.compile(model)`` under ``if compile:``, which the conversion removes); so does a ``for``
+    over them (not over a call such as ``model.parameters()``) or a ``with ... as`` over them. A
+    call for its effect keeps nothing."""
     held = Held()
     assignments: list[cst.Assign | cst.AnnAssign | cst.AugAssign | cst.NamedExpr] = [
         *find_all(stmt, (cst.Assign, cst.AnnAssign)),
@@ -45,7 +48,7 @@ def held_objects(stmt: cst.CSTNode, prepared: set[str]) -> Held:
     ]
     for node in assignments:
         value = node.value
-        if value is None or not set(read_keys(value)) & prepared:
+        if value is None or not set(read_keys(value)) & prepared or any(node is r for r in removed):
             continue
         if isinstance(value, cst.Call) and _load_call(value):
             held.loads.append(value)

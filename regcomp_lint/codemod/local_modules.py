@@ -38,6 +38,13 @@ _MAX_STAR_DEPTH = 3
 PROJECT_PACKAGE_NAMES = frozenset({"src", "utils", "util"})
 
 
+def beside(tree: Tree, path: str | None) -> str:
+    """A project module's file as seen from the script's folder (``builders.py``, ``utils/x.py``)."""
+    if not path or not tree.filename:
+        return "its module"
+    return os.path.relpath(path, os.path.dirname(os.path.abspath(tree.filename)))
+
+
 def is_project_module(qualname: str) -> bool:
     """A module of the script's own project: relative, or neither the standard library nor a
     library with trainers of its own."""

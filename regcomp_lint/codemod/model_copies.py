@@ -58,29 +58,33 @@ def _copying_classes(tree: Tree) -> frozenset[str]:
     return frozenset(found)
 
 
-def plain_aliases(tree: Tree, statements: list[cst.BaseStatement], models: set[str]) -> set[int]:
-    """The indices in ``statements`` of the simple statements ``name = model`` after which a later
-    one of ``statements`` rebinds that model to ``torch.compile(model)`` or a DDP wrap of it (to
-    any depth: ``if use_compile: model = torch.compile(model)``)."""
-    found: set[int] = set()
+def plain_aliases(tree: Tree, statements: list[cst.BaseStatement], models: set[str]) -> dict[int, cst.Assign]:
+    """The indices in ``statements`` of those that take ``name = model`` after which the model is
+    rebound to ``torch.compile(model)`` or a DDP wrap of it (to any depth: ``if use_compile: model
+    = torch.compile(model)``): a simple statement of its own, or one inside a compound statement
+    (baby-llama2's ``if opt.compile: unoptimized_model = model; model = torch.compile(model)``),
+    the wrap then in that statement after it or in a later one. Each index maps to its alias."""
+    found: dict[int, cst.Assign] = {}
     for i, stmt in enumerate(statements):
-        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 or isinstance(stmt, cst.If)):
             continue
-        assign = stmt.body[0]
-        if not (
-            isinstance(assign, cst.Assign)
-            and len(assign.targets) == 1
-            and isinstance(assign.targets[0].target, cst.Name)
-            and assign.targets[0].target.value not in models
-            and key_of(assign.value) in models
-        ):
-            continue
-        model, name = key_of(assign.value), assign.targets[0].target.value
-        later = statements[i + 1 :]
-        if model is None or any(_binds(other, name) for other in later):
-            continue
-        if any(_wraps(tree, other, model) for other in later):
-            found.add(i)
+        for assign in find_all(stmt, cst.Assign, enter_functions=False):
+            if not (
+                len(assign.targets) == 1
+                and isinstance(assign.targets[0].target, cst.Name)
+                and assign.targets[0].target.value not in models
+                and key_of(assign.value) in models
+            ):
+                continue
+            model, name = key_of(assign.value), assign.targets[0].target.value
+            later = statements[i + 1 :]
+            if model is None or any(_binds(other, name) for other in later):
+                continue
+            after = tree.line(assign)
+            here = [w for w in model_wraps(tree, stmt, model) if tree.line(w) > after]
+            if here or any(model_wraps(tree, other, model) for other in later):
+                found[i] = assign
+                break
     return found
 
 
@@ -94,8 +98,10 @@ def _binds(stmt: cst.BaseStatement, name: str) -> bool:
     )
 
 
-def _wraps(tree: Tree, stmt: cst.BaseStatement, model: str) -> bool:
-    """``stmt`` rebinds ``model`` to a compile or DDP wrap of it."""
+def model_wraps(tree: Tree, stmt: cst.CSTNode, model: str) -> list[cst.Assign]:
+    """The assignments in ``stmt`` that rebind ``model`` to a compile or DDP wrap of it, which the
+    conversion removes (the plugin compiles, prepare() wraps): they keep no other name for it."""
+    found = []
     for assign in find_all(stmt, cst.Assign, enter_functions=False):
         value = assign.value
         if not (
@@ -105,5 +111,5 @@ def _wraps(tree: Tree, stmt: cst.BaseStatement, model: str) -> bool:
         ):
             continue
         if tree.resolves_to(value.func, *torch_api.TORCH_COMPILE, *torch_api.DATA_PARALLEL):
-            return True
-    return False
+            found.append(assign)
+    return found

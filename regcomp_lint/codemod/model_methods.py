@@ -16,7 +16,16 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from regcomp_lint.codemod.local_modules import unread_class
-from regcomp_lint.codemod.tree import Function, built_class, find_all, key_of, method_named, read_keys, single_target
+from regcomp_lint.codemod.tree import (
+    Function,
+    built_class,
+    find_all,
+    key_of,
+    memo_of,
+    method_named,
+    read_keys,
+    single_target,
+)
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.rewrites import Planner
@@ -73,12 +82,21 @@ def _model_class(planner: Planner, place: Function, receiver: cst.BaseExpression
         if len(bound) != 1:
             return None
         key = bound.pop()
-    built: dict[str, cst.Name] = {}
-    for assign in find_all(planner.tree.module, cst.Assign):
+    built = memo_of(planner.tree.module, "model_methods.built", _classes_built).get(key, {})
+    return next(iter(built.values())) if len(built) == 1 else None
+
+
+def _classes_built(module: cst.Module) -> dict[str, dict[str, cst.Name]]:
+    """For each key the file assigns ``key = Cls(...)`` (``.to(device)`` and the like after it),
+    the classes so built, by name: listed once per conversion (each ask scanned every
+    assignment of the module: a thousand asks a fixture round)."""
+    built: dict[str, dict[str, cst.Name]] = {}
+    for assign in find_all(module, cst.Assign):
         target = single_target(assign)
-        if target is None or target[0] != key:
+        if target is None:
             continue
         cls = built_class(target[1])
-        if cls is not None and key not in read_keys(target[1]):
-            built[cls.value] = cls  # (not a wrap of the model itself: ``model = DDP(model)``)
-    return next(iter(built.values())) if len(built) == 1 else None
+        if cls is not None and target[0] not in read_keys(target[1]):
+            # (not a wrap of the model itself: ``model = DDP(model)``)
+            built.setdefault(target[0], {})[cls.value] = cls
+    return built

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import os
 from collections.abc import Callable
 from functools import partial
 
@@ -50,6 +49,7 @@ from regcomp_lint.codemod.device_choice import (
     assigned_device_keys,
     branch_condition,
     is_cpu_value,
+    is_cuda_value,
     local_rank_from_env,
     local_rank_note,
     model_gpu_choices,
@@ -77,6 +77,7 @@ from regcomp_lint.codemod.hand_distribution import (
     adapt_distribution,
     join_processes_only,
     join_processes_without_cuda,
+    wrap_aliases,
 )
 from regcomp_lint.codemod.hand_schedules import hand_lr_notes, step_counted_notes
 from regcomp_lint.codemod.handed_in import (
@@ -97,7 +98,7 @@ from regcomp_lint.codemod.iterator_loaders import refuse_next_on_loaders
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.listed_loaders import listed_loader_notes
 from regcomp_lint.codemod.load_locations import keep_cpu_load_locations
-from regcomp_lint.codemod.local_modules import imported_function, importer_of, is_project_module, load_local
+from regcomp_lint.codemod.local_modules import beside, imported_function, importer_of, is_project_module, load_local
 from regcomp_lint.codemod.loss_scalers import loss_scaler_step
 from regcomp_lint.codemod.method_loss import (
     MethodLoss,
@@ -106,8 +107,9 @@ from regcomp_lint.codemod.method_loss import (
     prepared_as,
     regional_left_off,
 )
-from regcomp_lint.codemod.model_copies import model_copies, plain_aliases
+from regcomp_lint.codemod.model_copies import model_copies, model_wraps, plain_aliases
 from regcomp_lint.codemod.module_globals import handed_through_globals
+from regcomp_lint.codemod.never_loaders import never_a_loader
 from regcomp_lint.codemod.optimizer_methods import placement_keyword, reach_own_methods
 from regcomp_lint.codemod.optimizers import (
     FoundOptimizer,
@@ -166,6 +168,7 @@ from regcomp_lint.codemod.tree import (
     Tree,
     code,
     find_all,
+    header,
     init_of,
     key_of,
     method_named,
@@ -219,6 +222,8 @@ class PlainPlanner(Planner):
         self.prepared_at: dict[str, int] = {}
         #: ``fwd_model = torch.compile(model) if c else model``, now ``fwd_model = model``: must follow prepare()
         self.compiled_aliases: list[cst.Assign] = []
+        self.plain_models: set[str] = set()  # trained models a wrap under another name prepares (wrap_aliases)
+        self.wrap_inputs: set[str] = set()  # compiled aliases of them that only that wrap reads
         #: the one model method that computes the loss, trained through a wrapper module (method_loss.py)
         self.method_loss: MethodLoss | None = None
         #: the trainer class whose __init__ binds the models its training method prepares (trainer_models.py)
@@ -309,7 +314,8 @@ class PlainPlanner(Planner):
         if self.method_loss is not None:
             add_wrapper_class(self, self.method_loss)
         script = ScriptSettings()
-        sites = find_compile_sites(tree, self.scope, set(self.models))
+        # `compiled_model = torch.compile(base_model)` feeding `model = DDP(compiled_model)`: a compile of the model
+        sites = find_compile_sites(tree, self.scope, set(self.models) | self.plain_models)
         refuse_compiles_in_builders(tree, self.scope, set(self.models))
         if self.accelerator_home is not self.scope:  # `self.model = torch.compile(self.model)` in __init__
             sites = find_compile_sites(tree, self.accelerator_home, set(self.models)) + sites
@@ -707,6 +713,12 @@ class PlainPlanner(Planner):
         models: list[str] = []
         for _, owners in self.optimizer_found:
             models += [m for m in owners if m not in models]
+        if self.owner is None:  # `train_model = DDP(model)`: the wrap's name is prepared, `model` stays plain
+            aliases, self.wrap_inputs = wrap_aliases(
+                tree, self.scope, self.distribution.data_parallel, models, self.training
+            )
+            self.plain_models = set(aliases)
+            models = [aliases.get(m, m) for m in models]
         if "self" in models:  # `self.opt = Adam(self.parameters())` in a module's own __init__
             owner = tree.class_of(self.scope) if isinstance(self.scope, cst.FunctionDef) else None
             where = (
@@ -986,6 +998,8 @@ class PlainPlanner(Planner):
                 continue  # trange(epochs), tqdm(range(epochs)): an epoch bar
             if _sliced(bound.where.function or roles.ctx.tree, key):
                 continue  # `order[begin : begin + bs]` under `range(0, len(order), bs)`: indices, not a loader
+            if view.parsed is not None and never_a_loader(roles, bound, view.parsed):
+                continue  # `rand_arch = sampler.sample()`, `torch.tensor(rand_arch).cuda()`: a list or a tensor
             if any(isinstance(roles.origin(arg, where), Origin) for arg in bound.value.args):
                 continue  # tqdm(loader), a wrapper of an object the roles know: that object decides
             by_hand = roles.split_by_rank([*bound.value.args, *(kw.value for kw in bound.value.keywords)], where)
@@ -1267,24 +1281,28 @@ class PlainPlanner(Planner):
         tree = self.tree
         reach = self.reach()
         self.backwards = 0
+        dead: dict[cst.FunctionDef, list[cst.Call]] = {}
         for call in backwards:
             if self.is_removed(call):
                 continue
             if all(tree.function_of(call) is not r for r in reach):
                 holder = tree.function_of(call)
-                dead = (
-                    f" (in {holder.name.value}(), which nothing in this file calls)"
-                    if isinstance(holder, cst.FunctionDef)
-                    and tree.class_of(holder) is None
-                    and not tree.references_to(holder)
-                    else ""
-                )
+                if isinstance(holder, cst.FunctionDef) and _called_nowhere(tree, holder):
+                    dead.setdefault(holder, []).append(call)  # it never runs: left as it is
+                    continue
                 raise Refusal(
-                    f"the backward() at line {tree.line(call)}{dead} runs outside the code that trains the model built in "
+                    f"the backward() at line {tree.line(call)} runs outside the code that trains the model built in "
                     f"{function_name(self.scope)}{self._unknown_optimizer_of(holder)}; convert by hand"
                 )
             self.rewrite_backward(call)
             self.backwards += 1
+        for holder, calls in dead.items():
+            lines = ", ".join(str(tree.line(c)) for c in calls)
+            self.notes.append(
+                f"{holder.name.value}() at line {tree.line(holder)} is called nowhere in this file: left as it is, "
+                f"its backward() at line{'s' if len(calls) > 1 else ''} {lines} not converted (a script that imports "
+                "it, or a call added later, would run it outside the accelerator)"
+            )
         clip_through_accelerator(self, reach, len(self.optimizers))
         self.cudas = self.devices = 0
         device_key = "self.device" if self.owner is not None else "device"
@@ -1574,6 +1592,8 @@ class PlainPlanner(Planner):
             guarded = refuse_unbound_at_prepare(tree, self.scope, block, prepare_index, prepared)
             self.notes += listed_loader_notes(tree, block, prepare_index, self.loaders)
         for alias in self.compiled_aliases:
+            if key_of(alias.targets[0].target) in self.wrap_inputs:
+                continue  # read only by the wrap, which names the prepared model once prepare() runs
             at = self.project(block, alias)
             if at is None or at < prepare_index:
                 raise Refusal(
@@ -1718,7 +1738,10 @@ class PlainPlanner(Planner):
         end = first_step if first_step is not None else len(block.body)
         models = set(self.models)
         copies = [last + 1 + i for i in sorted(model_copies(self.tree, list(block.body[last + 1 : end]), models))]
-        aliases = [last + 1 + i for i in sorted(plain_aliases(self.tree, list(block.body[last + 1 : end]), models))]
+        alias_of = {
+            last + 1 + i: a for i, a in plain_aliases(self.tree, list(block.body[last + 1 : end]), models).items()
+        }
+        aliases = sorted(alias_of)
         told = {i: found for i in range(last + 1, end) if (found := tells_ddp(block.body[i], models)) is not None}
         setup = [
             i
@@ -1741,10 +1764,13 @@ class PlainPlanner(Planner):
                     "and DDP would sync what the script told it to skip (convert by hand: name them without the prefix)"
                 )
         loads: list[cst.Call] = []
-        for i in range(last + 1, setup[-1]):
-            if i in setup:
+        for i in range(last + 1, setup[-1] + 1):
+            # an `if compile:` block taking the plain name is passed: what else it does, it must not keep
+            if i in setup and not (i in alias_of and isinstance(block.body[i], cst.If)):
                 continue
-            held = held_objects(block.body[i], set(prepared))  # `optimizers = [opt1, opt2]` keeps them
+            removed = [w for model in models for w in model_wraps(self.tree, block.body[i], model)]
+            removed += [alias_of[i]] if i in alias_of else []
+            held = held_objects(block.body[i], set(prepared), removed)  # `optimizers = [opt1, opt2]` keeps them
             loads += held.loads
             flagged = told_of_the_wrap(self.tree, block.body[i], self.distribution.data_parallel, models)
             if flagged is not None:
@@ -1756,6 +1782,13 @@ class PlainPlanner(Planner):
                     f"{_source(stmt)} at line {self.tree.line(stmt)}), so it gets the plain module while told "
                     f"{flagged.flag}; code there that adds or strips `module.` by that flag would no longer match the "
                     "model (convert by hand)"
+                )
+            if held.keeps and i == setup[-1]:  # the `if compile:` block itself: it also keeps one
+                stmt = block.body[i]
+                raise Refusal(
+                    f"{_source(stmt)} at line {self.tree.line(stmt)} takes a plain name for the model, so prepare() "
+                    "must follow it, and it also keeps an object to prepare, which after prepare() would stay the "
+                    "plain one; convert by hand"
                 )
             if held.keeps:
                 stmt = block.body[setup[-1]]
@@ -1869,15 +1902,16 @@ class PlainPlanner(Planner):
 
     def _creations_for_training(self, key: str, steps: list[cst.Call]) -> list[cst.CSTNode]:
         """The bindings of ``key`` that make the object training uses: not one after the last
-        training step outside any loop (the quickstart's ``model = NeuralNetwork()`` built again
-        to load the saved weights), which is a new, unprepared object."""
+        training step outside any loop that trains (the quickstart's ``model = NeuralNetwork()``
+        built again to load the saved weights; a k-fold script's ensemble loop building each
+        fold's model again to predict), which is a new, unprepared object."""
         nodes = [
             n for n in bindings(self.scope, key) if not self.is_removed(n) and not rebinds_itself(self.tree, n)
         ] + prepared_after(self, key)
         last_step = max((self.tree.line(s) for s in steps), default=None)
         if last_step is None:
             return nodes
-        kept = [n for n in nodes if self.tree.line(n) < last_step or self._in_loop(n)]
+        kept = [n for n in nodes if self.tree.line(n) < last_step or self._in_training_loop(n, steps)]
         return kept or nodes
 
     def recreated_at(self, key: str) -> int | None:
@@ -1895,11 +1929,13 @@ class PlainPlanner(Planner):
         ]  # `model, acc = train_model(model, ...)` binds the trained model, not a new one
         return min(later, default=None)
 
-    def _in_loop(self, node: cst.CSTNode) -> bool:
+    def _in_training_loop(self, node: cst.CSTNode, steps: list[cst.Call]) -> bool:
+        """``node`` is in a loop of the scope that also holds a training step: its next pass
+        trains what ``node`` binds."""
         for anc in self.tree.ancestors(node):
             if anc is self.scope:
                 return False
-            if isinstance(anc, (cst.For, cst.While)):
+            if isinstance(anc, (cst.For, cst.While)) and any(self.tree.contains(anc, s) for s in steps):
                 return True
         return False
 
@@ -2218,7 +2254,7 @@ class PlainPlanner(Planner):
         wrap = model_wrap_in(*helper) if helper is not None else None
         if helper is not None and wrap is not None:
             raise Refusal(
-                f"{text}: {helper[1].name}() of {_beside(tree, helper[0].path)} "
+                f"{text}: {helper[1].name}() of {beside(tree, helper[0].path)} "
                 f"wraps or compiles the model itself (line {wrap.lineno}: {ast.unparse(wrap.func)}(...)); the "
                 "conversion does not edit that module, and prepare() would wrap the wrapper again: drop the wrap "
                 "there (prepare() makes it) or convert by hand"
@@ -2342,7 +2378,22 @@ class PlainPlanner(Planner):
                 continue
             for choice in find_all(assign.value, cst.IfExp):
                 decided = devices.choice(view.any_expression_at(choice))
-                if decided is not None and not decided.flags and (never_cuda := mps_or_cpu_condition(choice)):
+                # `"cuda" if torch.cuda.is_available() else "mps" if ... else "cpu"` (nanovit, survey25a): the
+                # inner choice runs only without CUDA, and the whole is Accelerate's own order; alone it sent a
+                # CUDA machine to the CPU (cpu=not mps)
+                outer = self.tree.parent(choice)
+                nested = (
+                    isinstance(outer, cst.IfExp)
+                    and outer.orelse is choice
+                    and is_cuda_value(outer.body)
+                    and not devices.own_names(view.any_expression_at(outer.test))
+                )
+                if (
+                    decided is not None
+                    and not decided.flags
+                    and not nested
+                    and (never_cuda := mps_or_cpu_condition(choice))
+                ):
                     join_processes_without_cuda(self)
                     found.append((never_cuda, []))
                     continue
@@ -2624,18 +2675,20 @@ def _names(keys: list[str]) -> str:
     return " and ".join([", ".join(keys[:-1]), keys[-1]]) if len(keys) > 1 else "".join(keys)
 
 
+def _called_nowhere(tree: Tree, function: cst.FunctionDef) -> bool:
+    """A function of the file's top level or nested in one, not a method, that nothing in the file
+    names (not called, not passed): its code never runs, like a spawn in a helper nothing calls."""
+    return tree.class_of(function) is None and not tree.references_to(function)
+
+
 def _source(stmt: cst.CSTNode) -> str:
-    """A statement as a note quotes it: its code without a trailing comment."""
+    """A statement as a note quotes it: its code without a trailing comment; a compound one by its
+    first line (``if ddp: ...``), not its whole body and the comments above it."""
     if isinstance(stmt, cst.SimpleStatementLine):
         return "; ".join(code(small).strip() for small in stmt.body)
+    if isinstance(stmt, cst.BaseCompoundStatement):
+        return f"{header(stmt)} ..."
     return code(stmt).strip()
-
-
-def _beside(tree: Tree, path: str | None) -> str:
-    """A project module's file as seen from the script's folder (``builders.py``, ``utils/x.py``)."""
-    if not path or not tree.filename:
-        return "its module"
-    return os.path.relpath(path, os.path.dirname(os.path.abspath(tree.filename)))
 
 
 def _counts_epochs(imports, call: ast.Call) -> bool:

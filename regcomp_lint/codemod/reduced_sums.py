@@ -46,6 +46,7 @@ from regcomp_lint.codemod.tree import (
     dotted,
     find_all,
     find_own,
+    header,
     key_of,
     parameter_names,
     read_keys,
@@ -162,7 +163,7 @@ def epoch_sums(tree: Tree, loop: Scope, step: cst.CSTNode, sharded: frozenset[st
     stops = find_own(batch.body, (cst.Break, cst.Return), _OWN)
     if source not in sharded or stops:  # each process runs whole data, draws its own batches, or stops
         why = (
-            f"it is summed in the loop at line {tree.line(batch)} (`{_header(batch)}`), which iterates no loader the "
+            f"it is summed in the loop at line {tree.line(batch)} (`{header(batch)}`), which iterates no loader the "
             "conversion prepares"
             if source not in sharded
             else f"its batch loop (line {tree.line(batch)}) can end before the loader does (line {tree.line(stops[0])})"
@@ -208,7 +209,7 @@ def _sum_of(
     if early:
         node, statement = next(((n, s) for n, s in early if isinstance(s, (cst.If, cst.While))), early[0])
         return (
-            f"it is read inside the batch loop at line {tree.line(node)} (`{_header(statement)}`), before every "
+            f"it is read inside the batch loop at line {tree.line(node)} (`{header(statement)}`), before every "
             "process's share is in"
         )
     for write in writes:
@@ -221,7 +222,7 @@ def _sum_of(
                 return f"it adds `{code(write.value).strip()}`, not a number (`.item()`, a size), at line {line}"
             guard = _guard(tree, batch, write)
             if guard is not None:
-                return f"it is added under `{_header(guard)}` (line {tree.line(guard)}), not once per batch"
+                return f"it is added under `{header(guard)}` (line {tree.line(guard)}), not once per batch"
             additions.append(write)
         elif line < start and isinstance(write, cst.Assign) and isinstance(_values_of(write)[name], _NUMBERS):
             resets.append(write)
@@ -298,10 +299,6 @@ def _guard(tree: Tree, batch: cst.For, write: cst.CSTNode) -> cst.CSTNode | None
         if isinstance(anc, cst.BaseCompoundStatement) and not isinstance(anc, cst.With):
             return anc
     return None
-
-
-def _header(node: cst.CSTNode) -> str:
-    return code(node).strip().splitlines()[0]
 
 
 def _read_nodes(root: cst.CSTNode, name: str) -> list[cst.Name]:

@@ -16,7 +16,8 @@ the training, moves ``prepare()`` past it instead (``PlainPlanner._after_model_s
 
 A call counts when it draws the model's parameters anew in place: ``model.apply(f)`` or
 ``f(model)`` with ``f`` a function of the file whose body calls a random ``torch.nn.init``
-function or ``uniform_`` / ``normal_`` (or ``copy_`` / ``fill_`` from a ``torch.rand*`` draw),
+function or ``uniform_`` / ``normal_`` (or ``copy_`` / ``fill_`` from a ``torch.rand*`` draw; ``f``
+of another module of the project is read there, or, not beside the script, taken by its name),
 ``self.m()`` for such a method of the trainer class that reads the model,
 ``model.reset_parameters()``, ``model.m()`` for such a method of a class of the file, a
 ``for p in model.parameters():`` loop that does so, and ``model = reset(model)`` when ``reset``
@@ -253,8 +254,13 @@ def reinitialised_model(
             if func.attr.value == "reset_parameters":
                 return model
             if func.attr.value == "apply" and call.args:
-                applied = _file_function(tree, call.args[0].value)
-                return model if applied is not None and redraws(tree, applied) else None
+                initialiser = call.args[0].value
+                applied = _file_function(tree, initialiser)
+                if applied is not None:
+                    return model if redraws(tree, applied) else None
+                # `net.apply(weights_init)` with it from another module: read there, or taken by its name
+                drawn = redraws_elsewhere(tree, initialiser) or initialiser_by_name(tree, initialiser) is not None
+                return model if drawn else None
             methods = _class_methods(tree, func.attr.value)
             if any(not _returns_value(m) and redraws(tree, m) for m in methods):  # model.init_weights()
                 return model
@@ -274,6 +280,37 @@ def reinitialised_model(
         if function is None and (redraws_elsewhere(tree, func) or initialiser_by_name(tree, func) is not None):
             return handed[0]
     return None
+
+
+def drawn_after_the_wrap(planner: PlainPlanner, wraps: list[cst.Call]) -> list[str]:
+    """Notes for the statements that draw a model's weights again after the script's own DDP wrap of
+    it, in the function that wraps it (survey 24d's VanilaGAN: ``netG = DDP(netG)`` then
+    ``netG.apply(weights_init)``, unseeded). DDP copies process 0's weights only when it wraps, so
+    in the original each process drew its own there and, unless every process's random stream was
+    alike, the replicas trained apart (by the same offset at every step: DDP averages the gradients
+    only). Converted, prepare() wraps after the draw (or a copy from process 0 follows it), so every
+    process trains from process 0's draw: what DDP assumes, and kept, with this note."""
+    tree = planner.tree
+    notes: list[str] = []
+    for wrap in wraps:
+        line = tree.line(wrap)
+        assign = tree.parent(wrap)
+        if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+            continue
+        model = key_of(assign.targets[0].target)
+        if model is None:
+            continue
+        where = tree.function_of(wrap)
+        for stmt in find_all(where, (cst.SimpleStatementLine, cst.For), enter_functions=False):
+            if tree.line(stmt) > line and reinitialised_model(planner, stmt, [model], where) == model:
+                source = code(stmt.body[0]).strip() if isinstance(stmt, cst.SimpleStatementLine) else "for ..."
+                notes.append(
+                    f"{source} at line {tree.line(stmt)} draws {model}'s weights again after its DDP wrap (line "
+                    f"{line}): in the original each process drew its own there (DDP copies process 0's weights only "
+                    "when it wraps), so unless every process's random stream was alike the replicas trained apart; "
+                    "converted, every process trains from process 0's draw, as DDP assumes"
+                )
+    return notes
 
 
 def initialiser_by_name(tree: Tree, func: cst.BaseExpression) -> str | None:

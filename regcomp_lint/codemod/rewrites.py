@@ -82,6 +82,8 @@ class Planner:
         #: the training code through module globals (NNI's prepare(); module_globals.py).
         self.global_accelerator = False
         self._injected: set[cst.FunctionDef] = set()
+        #: (callee, call) for the calls being handed the accelerator, innermost last: what a refusal names
+        self._handing: list[tuple[cst.FunctionDef, cst.Call]] = []
         #: nodes in the scope that will read the accelerator (for placing its creation)
         self.uses: list[cst.CSTNode] = []
         #: module-level calls that run a method of the script's own loader class (``train_loader.next_batch()``)
@@ -236,8 +238,16 @@ class Planner:
         """Why ``function`` cannot be given an ``accelerator`` parameter, if it cannot."""
         tree = self.tree
         name = function.name.value
-        if tree.class_of(function) is not None:
-            return f"method {name}() needs the accelerator but its class does not hold one; pass it in by hand"
+        cls = tree.class_of(function)
+        if cls is not None:
+            method = f"{cls.name.value}.{name}() (line {tree.line(function)})"
+            if self._handing and tree.contains(function, self._handing[-1][1]):
+                callee, call = self._handing[-1]
+                return (
+                    f"method {method} calls {callee.name.value}() at line {tree.line(call)}, which needs the "
+                    f"accelerator, but {cls.name.value} does not hold one; pass it in by hand"
+                )
+            return f"method {method} needs the accelerator but its class does not hold one; pass it in by hand"
         callers = self.graph.callers_of(function)
         calls = {id(call.func) for _, call in callers}
         for ref in tree.references_to(function):
@@ -260,7 +270,11 @@ class Planner:
             self.edits.on(function, _add_parameter)
             self.notes.append(f"{name}() takes the accelerator as a new parameter")
         for caller, call in callers:
-            spelled = self.accelerator_in(caller)
+            self._handing.append((function, call))
+            try:
+                spelled = self.accelerator_in(caller)
+            finally:
+                self._handing.pop()
             if keyword(call, "accelerator") is None:
                 self.edits.on(call, partial(with_keyword, name="accelerator", value=expression(spelled, self.module)))
                 self.uses.append(call)

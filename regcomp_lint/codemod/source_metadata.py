@@ -145,7 +145,8 @@ class _RecordingState(CodegenState):
         #: by the node's id (a node's own hash is a Python call: two or three per node printed);
         #: the nodes are kept alive by :attr:`order`, so no id is reused while it is
         self.ranges: dict[int, tuple[int, int]] = {}
-        self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        #: each node's parent, by the node's id (like :attr:`ranges`)
+        self.parents: dict[int, cst.CSTNode] = {}
         self.popped = False
         #: the nodes in printing order (pre-order), and where each one's subtree ends in it
         self.order: list[cst.CSTNode] = []
@@ -157,7 +158,7 @@ class _RecordingState(CodegenState):
     def before_codegen(self, node: cst.CSTNode) -> None:
         open_ = self._open
         if open_:
-            self.parents[node] = open_[-1][0]
+            self.parents[id(node)] = open_[-1][0]
             if len(open_) == 1:
                 self.top.append((node, len(self.tokens)))
         order = self.order
@@ -226,31 +227,58 @@ class _Positions(Mapping[cst.CSTNode, CodeRange]):
 
 
 def _in_children_order(
-    parents: dict[cst.CSTNode, cst.CSTNode],
-) -> tuple[dict[cst.CSTNode, cst.CSTNode], list[tuple[cst.CSTNode, list[cst.CSTNode]]]]:
-    """``parents`` with the children of every node whose type is not in :data:`_SAME_ORDER`
-    taken from its ``children`` (moved to the end of the mapping together, in that order), and
-    the nodes whose ``children`` are not in printing order, with their ``children``."""
-    odd: dict[cst.CSTNode, list[cst.CSTNode]] = {
-        parent: [] for parent in parents.values() if type(parent) not in _SAME_ORDER
+    parents: dict[int, cst.CSTNode],
+) -> tuple[dict[int, cst.CSTNode], list[tuple[cst.CSTNode, list[cst.CSTNode]]]]:
+    """``parents`` (by the child's id) with the children of every node whose type is not in
+    :data:`_SAME_ORDER` taken from its ``children`` (moved to the end of the mapping together,
+    in that order), and the nodes whose ``children`` are not in printing order, with their ``children``."""
+    same = _SAME_ORDER
+    odd: dict[int, tuple[cst.CSTNode, list[int]]] = {
+        id(parent): (parent, []) for parent in parents.values() if type(parent) not in same
     }
     if not odd:
         return parents, []
-    same = _SAME_ORDER
     for child, parent in parents.items():
         if type(parent) not in same:  # (a type's hash is cheap; a node's is a Python call)
-            odd[parent].append(child)
-    for printed in odd.values():
+            odd[id(parent)][1].append(child)
+    for _, printed in odd.values():
         for child in printed:
             del parents[child]
     reordered = []
-    for parent, printed in odd.items():
+    for parent, printed in odd.values():
         children = list(parent.children)
-        for child in children:
-            parents[child] = parent
-        if children != printed:
-            reordered.append((parent, children))
+        for node in children:
+            parents[id(node)] = parent
+        if [id(node) for node in children] != printed:
+            reordered.append((parent, children))  # (a child may be one the printing made anew)
     return parents, reordered
+
+
+class _Parents(Mapping[cst.CSTNode, cst.CSTNode]):
+    """``ParentNodeProvider``'s mapping, kept by the child's id: a node's own hash is a Python
+    call, and the planner climbs parents a hundred thousand times a fixture round
+    (:attr:`by_id` is what :class:`~regcomp_lint.codemod.tree.Tree` reads). Each node's children
+    come in the order of its ``children``, as in libcst's."""
+
+    def __init__(self, by_id: dict[int, cst.CSTNode], nodes: list[cst.CSTNode]) -> None:
+        self.by_id = by_id
+        self._nodes = nodes  # (every node printed: none of the ids is reused while they live)
+
+    def __getitem__(self, node: cst.CSTNode) -> cst.CSTNode:
+        return self.by_id[id(node)]
+
+    def get(self, node, default=None):  # (without Mapping's try/except around __getitem__)
+        return self.by_id.get(id(node), default)
+
+    def __contains__(self, node: object) -> bool:
+        return id(node) in self.by_id
+
+    def __iter__(self) -> Iterator[cst.CSTNode]:
+        nodes = {id(node): node for node in self._nodes}
+        return (nodes[key] for key in self.by_id)
+
+    def __len__(self) -> int:
+        return len(self.by_id)
 
 
 class SourceMetadata:
@@ -264,7 +292,11 @@ class SourceMetadata:
         everything = "".join(tokens)
         self.code = everything[: len(everything) - len(tokens[-1])] if state.popped else everything
         parents, self._reordered = _in_children_order(state.parents)
-        self.parents: Mapping[cst.CSTNode, cst.CSTNode] = parents
+        extra = [child for _, children in self._reordered for child in children]
+        self.parents: Mapping[cst.CSTNode, cst.CSTNode] = _Parents(
+            parents, [*state.order, *extra] if extra else state.order
+        )
+        self._nodes = state.order  # (every node; :meth:`preorder` reorders it in place)
         positions = _Positions(state.ranges, state.order, tokens, everything)
         self.positions: Mapping[cst.CSTNode, CodeRange] = positions
         self._order: list[cst.CSTNode] | None = state.order
@@ -355,7 +387,7 @@ class SourceMetadata:
         found: dict[cst.Name, ExpressionContext] = {}
         targets = _STORE_TARGETS
         try:
-            for node in self.parents:  # (every node but the module itself)
+            for node in self._nodes:  # (the module itself too: neither a target nor type parameters)
                 kind = type(node)
                 if kind in targets:
                     field = targets[kind]

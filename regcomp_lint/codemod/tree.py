@@ -51,6 +51,17 @@ def code(node: cst.CSTNode) -> str:
     return text
 
 
+def header(stmt: cst.CSTNode) -> str:
+    """The first line of a statement as a message quotes it: ``if ddp:`` for a whole ``if`` block
+    (without the comments above it or after its colon, nor its body), the code of a simple one."""
+    if isinstance(stmt, cst.BaseCompoundStatement):
+        stub = cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[cst.Expr(cst.Ellipsis())])])
+        stmt = stmt.with_changes(leading_lines=(), body=stub)
+    elif isinstance(stmt, cst.SimpleStatementLine):
+        stmt = stmt.with_changes(leading_lines=())
+    return code_for_node(stmt).strip().splitlines()[0]
+
+
 def is_main_guard(stmt: cst.CSTNode) -> TypeGuard[cst.If]:
     """``if __name__ == "__main__":``: where a script starts, not a condition of what it does."""
     return isinstance(stmt, cst.If) and "__name__" in code(stmt.test) and "__main__" in code(stmt.test)
@@ -124,7 +135,13 @@ class Tree:
         #: the script's path (its local modules are read next to it); None for text without one
         self.filename = filename
         self.module = wrapper.module
-        self._parents = wrapper.resolve(ParentNodeProvider)
+        self._parents = parents = wrapper.resolve(ParentNodeProvider)
+        #: each node's parent by the node's id (a node's own hash is a Python call): the printing's
+        #: (SourceMetadata), or made here from libcst's mapping (the nodes live as long as the tree)
+        by_id = getattr(parents, "by_id", None)
+        self._parent_of: dict[int, cst.CSTNode] = (
+            by_id if by_id is not None else {id(child): parent for child, parent in parents.items()}
+        )
         self._positions = wrapper.resolve(PositionProvider)
         self._scopes = wrapper.resolve(ScopeProvider)
         self._qualnames: dict[cst.CSTNode, Collection[QualifiedName]] = {}
@@ -250,13 +267,14 @@ class Tree:
 
     # -- structure -------------------------------------------------------------------------
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        return self._parents.get(node)
+        return self._parent_of.get(id(node))
 
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-        current = self._parents.get(node)
+        parent_of = self._parent_of
+        current = parent_of.get(id(node))
         while current is not None:
             yield current
-            current = self._parents.get(current)
+            current = parent_of.get(id(current))
 
     def line(self, node: cst.CSTNode) -> int:
         return self._positions[node].start.line
@@ -501,11 +519,22 @@ def memo_of(node: N, question: str, make: Callable[[N], T]) -> T:
     return answer
 
 
+#: conversions ended so far (:func:`clear_find_cache`): what a node was handed out in is told by it
+_ENDED = [0]
+
+
 def clear_find_cache() -> None:
     _FOUND.clear()
     _INDEX.clear()
     _CODE.clear()
     _MEMO.clear()
+    _ENDED[0] += 1
+
+
+def conversions_ended() -> int:
+    """How many conversions have ended in this process: two asks with the same answer are
+    inside the same conversion (or outside any)."""
+    return _ENDED[0]
 
 
 def parameter_names(function: cst.FunctionDef, *, keyword_only: bool = True) -> list[str]:

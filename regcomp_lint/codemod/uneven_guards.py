@@ -130,7 +130,9 @@ def skips(tree: Tree, node: cst.CSTNode) -> list[tuple[cst.If, cst.Continue | cs
 
 def _exits_ahead(tree: Tree, node: cst.CSTNode) -> list[tuple[cst.BaseStatement, cst.Continue | cst.Return]]:
     """The ``continue`` of a loop around ``node`` and the ``return`` from its function that stand in
-    the statements ahead of ``node``, each with its statement."""
+    the statements ahead of ``node``, each with its statement. A ``def`` or ``class`` ahead runs none
+    of its body (eeg_lpft's ``def log_fn(d): if not is_main(rank): return`` in ``main()``): its
+    ``return`` leaves that function, not ``node``'s."""
     function = tree.function_of(node)
     before: list[cst.BaseStatement] = []
     child: cst.CSTNode = node
@@ -143,6 +145,7 @@ def _exits_ahead(tree: Tree, node: cst.CSTNode) -> list[tuple[cst.BaseStatement,
     return [
         (stmt, exit_)
         for stmt in before
+        if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef))
         for exit_ in [*find_own(stmt, cst.Continue, LOOP_OWN), *find_own(stmt, cst.Return, NESTED)]
     ]
 

@@ -79,6 +79,36 @@ MODEL_LAYERS = frozenset(
 )
 
 DATALOADER = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
+#: The module of loaders, datasets and samplers: every other ``torch.*`` function makes tensors (or
+#: values), never a DataLoader.
+DATA_MODULE = "torch.utils.data"
+#: Tensor methods that hand back a tensor (or its pieces) of the same data: ``torch.tensor(x).cuda(gpu)``
+#: is still a tensor, never a loader.
+TENSOR_METHODS = frozenset(
+    {
+        "to",
+        "cuda",
+        "cpu",
+        "long",
+        "int",
+        "float",
+        "double",
+        "half",
+        "bool",
+        "detach",
+        "clone",
+        "contiguous",
+        "view",
+        "reshape",
+        "flatten",
+        "squeeze",
+        "unsqueeze",
+        "split",
+        "chunk",
+        "unbind",
+        "tolist",
+    }
+)
 #: Dataset base classes, and the methods a DataLoader reads items through.
 DATASETS = (
     "torch.utils.data.Dataset",

@@ -794,3 +794,22 @@ def test_a_loop_variable_rebound_before_the_if_is_still_decided_apart():
     )
     result = convert_source(source, "train.py", ConvertOptions())
     assert result.refused is not None and "`epoch` is computed from" in result.refused, result.refused
+
+
+def test_a_read_back_through_a_helper_of_the_file_waits_for_the_main_process_write():
+    """Survey 25b: a k-fold script saves through ``save_checkpoint(...)`` (guarded to the main
+    process) and, for its ensemble, reads back through ``load_checkpoint(path, model)``, a helper
+    that calls torch.load. No barrier went before it: a replica on 2 processes (accelerate launch)
+    crashed on rank 1 in 3 of 3 runs, reading the file while rank 0 was still writing it
+    (PytorchStreamReader failed reading zip archive / EOFError)."""
+    source = HEAD.replace(
+        "def synced_save(state):",
+        'def load_checkpoint(path, model):\n    model.load_state_dict(torch.load(path)["model"])\n\n\n'
+        "def synced_save(state):",
+    )
+    source += '    save_checkpoint({"model": model.state_dict()}, True)\n'
+    source += '    net = torch.nn.Linear(4, 2)\n    load_checkpoint("checkpoint.pth", net)\n'
+    result = convert_source(source, "train.py", ConvertOptions())
+    assert result.refused is None, result.refused
+    assert '    accelerator.wait_for_everyone()\n    load_checkpoint("checkpoint.pth", net' in result.text, result.text
+    assert any("wait_for_everyone() before the read at line" in n for n in result.notes), result.notes

@@ -1115,6 +1115,25 @@ def test_a_backward_that_processes_other_than_the_main_one_return_before_is_refu
     ), refused
 
 
+def test_a_return_in_a_function_defined_ahead_of_the_step_does_not_skip_it():
+    """eeg_lpft (survey25a): ``def log_fn(d): if not is_main(rank): return`` defined in ``main()``
+    ahead of the training call; a ``def`` statement runs none of its body, so its ``return`` leaves
+    ``log_fn``, not ``main()``: every process still trains."""
+    text = (
+        "import os\nimport torch\n\n"
+        "def main():\n"
+        "    rank = int(os.environ.get('RANK', 0))\n"
+        "    model = torch.nn.Linear(4, 1)\n    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n\n"
+        "    def log_fn(d):\n        if rank != 0: return\n        print(d)\n\n"
+        "    for step in range(3):\n"
+        "        optimizer.zero_grad()\n        loss = model(torch.randn(2, 4)).sum()\n        loss.backward()\n"
+        "        optimizer.step()\n        log_fn(loss.item())\n\n\n"
+        "main()\n"
+    )
+    result = convert(text)
+    assert result.refused is None, result.refused
+
+
 def test_a_backward_only_the_main_process_runs_is_refused_naming_the_test():
     """llm.c dumps one step's gradients on the master process before training: under DDP that
     backward would wait in the all-reduce for processes that never run it."""

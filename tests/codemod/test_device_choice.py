@@ -597,6 +597,36 @@ def test_a_device_chosen_among_mps_and_the_cpu_never_becomes_cuda(cuda, mps, wor
     assert "import os\n" in result.text
 
 
+def test_a_script_that_imports_torch_under_another_name_gets_the_torch_its_cpu_condition_reads():
+    """``import torch as t`` with crnn_ocr's MPS-or-CPU choice: the ``cpu=`` condition reads
+    ``torch.cuda.is_available()``, and the conversion raised ``NameError: name 'torch' is not defined``
+    at the Accelerator's line (measured on nanovit's shape, survey25a). It now imports torch too."""
+    text = MPS_OR_CPU.replace("import torch\n", "import torch as t\n").replace("torch.", "t.")
+    result = convert(text)
+    assert "torch.cuda.is_available()" in accelerator_line(result.text), result.text
+    assert "\nimport torch\n" in result.text, result.text
+    compile(result.text, "train.py", "exec")
+
+
+def test_cuda_then_mps_then_the_cpu_is_accelerates_own_order_and_gets_no_cpu_flag():
+    """nanovit (survey25a): ``"cuda" if t.cuda.is_available() else "mps" if t.backends.mps.is_available()
+    else "cpu"``. The inner MPS-or-CPU choice was taken alone: ``cpu=not t.backends.mps.is_available()``,
+    True on a CUDA machine (evaluated: cuda=True, mps=False gives cpu=True), which trained on the CPU
+    where the script picks CUDA. The chain is Accelerate's own order (CUDA, MPS, CPU): no ``cpu=``."""
+    text = (
+        "import torch as t\n\n"
+        'device = "cuda" if t.cuda.is_available() else "mps" if t.backends.mps.is_available() else "cpu"\n'
+        "model = t.nn.Linear(4, 1).to(device)\n"
+        "opt = t.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for step in range(3):\n"
+        "    opt.zero_grad()\n"
+        "    model(t.randn(2, 4, device=device)).sum().backward()\n"
+        "    opt.step()\n"
+    )
+    result = convert(text)
+    assert "cpu=" not in accelerator_line(result.text), result.text
+
+
 def test_a_choice_between_cuda_and_the_cpu_by_torch_alone_stays_accelerates_own():
     """``"cuda" if torch.cuda.is_available() else "cpu"`` is what Accelerate does anyway: no ``cpu=``."""
     result = convert(MPS_OR_CPU.replace('"mps" if torch.backends.mps', '"cuda" if torch.cuda'))

@@ -90,6 +90,24 @@ def test_a_flag_read_as_a_string_stays_a_string():
     assert device_lines(result.text) == ["device = accelerator.device.type"]
 
 
+def test_a_device_handed_to_autocast_as_its_device_type_stays_a_string():
+    """tinygpt_ddp (survey25a): ``device = define_device(local_rank)`` (a helper returning
+    ``f"cuda:{local_rank}"`` or ``"cpu"``), then ``torch.autocast(device_type=device, ...)``: given
+    ``accelerator.device`` it raised ``ValueError: Expected `device_type` of type `str``` at the
+    first forward."""
+    result = convert(
+        """
+        import torch
+        def define_device(local_rank):
+            return f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu"
+        device = define_device(0)
+        with torch.autocast(device_type=device, dtype=torch.bfloat16):
+            pass
+        """
+    )
+    assert device_lines(result.text) == ["device = accelerator.device.type"]
+
+
 _FLAG = """
 import argparse
 import torch

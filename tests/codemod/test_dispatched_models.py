@@ -124,3 +124,66 @@ def test_a_device_map_only_in_a_helper_never_called_does_not_refuse():
     )
     result = convert_source(text, "train.py")
     assert result.refused is None or "device_map" not in result.refused, result.refused
+
+
+MODULE_LOADER = """\
+import torch
+from transformers import AutoModelForCausalLM
+
+
+def load_draft(*, base_name, dtype, device_map="auto", use_cache=False):
+    model = AutoModelForCausalLM.from_pretrained(
+        base_name,
+        torch_dtype=dtype,
+        device_map=device_map,
+    )
+    model.config.use_cache = use_cache
+    return model
+"""
+
+MODULE_SCRIPT = SCRIPT.replace(
+    "from transformers import AutoModelForCausalLM\n", "from src.models.load import load_draft\n"
+).replace(
+    'AutoModelForCausalLM.from_pretrained(\n        "Qwen/Qwen2.5-7B",\n        dtype=torch.bfloat16,\n',
+    'load_draft(\n        base_name="Qwen/Qwen2.5-0.5B",\n        dtype=torch.bfloat16,\n',
+)
+
+
+def _project(tmp_path, loader: str = MODULE_LOADER) -> str:
+    (tmp_path / "src" / "models").mkdir(parents=True)
+    (tmp_path / "src" / "__init__.py").write_text("")
+    (tmp_path / "src" / "models" / "__init__.py").write_text("")
+    (tmp_path / "src" / "models" / "load.py").write_text(loader)
+    return str(tmp_path / "train.py")
+
+
+def test_a_device_map_handed_to_a_project_module_loader_is_refused_naming_its_file_and_line(tmp_path):
+    """kd_topk (survey 24b): ``load_draft_with_lora(..., device_map="auto")`` of src/models/load.py
+    hands the map on to ``from_pretrained``; the in-file rule did not follow it, and the script
+    converted to a model prepare() refuses to train on several processes."""
+    result = convert_source(MODULE_SCRIPT, _project(tmp_path))
+    assert result.refused is not None, result.notes
+    refused = result.refused
+    assert 'load_draft(...) at line 6 (device_map="auto")' in refused, refused
+    assert "AutoModelForCausalLM.from_pretrained(..., device_map=device_map) at src/models/load.py:6" in refused, (
+        refused
+    )
+    assert "spreads model over the devices by hand" in refused, refused
+
+
+def test_the_module_loader_default_counts_when_the_script_passes_none(tmp_path):
+    script = MODULE_SCRIPT.replace('        device_map="auto",\n', "")
+    result = convert_source(script, _project(tmp_path))
+    assert result.refused is not None and "src/models/load.py:6" in result.refused, result.refused
+    assert "device_map='auto', its default" in result.refused, result.refused
+
+
+def test_a_module_loader_handed_device_map_none_converts(tmp_path):
+    result = convert_source(MODULE_SCRIPT.replace('device_map="auto"', "device_map=None"), _project(tmp_path))
+    assert result.refused is None, result.refused
+
+
+def test_a_module_loader_without_a_device_map_converts(tmp_path):
+    loader = MODULE_LOADER.replace("        device_map=device_map,\n", "")
+    result = convert_source(MODULE_SCRIPT, _project(tmp_path, loader))
+    assert result.refused is None, result.refused

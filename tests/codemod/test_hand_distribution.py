@@ -159,3 +159,23 @@ def test_a_dataparallel_wrap_alone_gets_no_cpu_flag(tmp_path):
     result = convert_source(text, str(tmp_path / "train.py"))
     assert result.refused is None, result.refused
     assert "cpu=not torch.cuda.is_available()" not in result.text, result.text
+
+
+def test_a_ddp_script_importing_torch_under_another_name_still_runs_distributed_on_the_cpu():
+    """``import torch as t`` (survey25a, nanovit's style in a DDP script): the ``cpu=`` condition was
+    left out because no plain ``torch`` name exists, and under torchrun on 2 gloo processes the
+    conversion's ranks trained apart (parameter sums -0.747137 and -0.892806 after the first step,
+    the original -0.819972 on both). Now the condition is written and ``import torch`` added."""
+    text = (
+        "import torch as t\nimport torch.distributed as dist\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n\n"
+        'dist.init_process_group("gloo")\n'
+        "model = DDP(t.nn.Linear(4, 1))\nopt = t.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for step in range(3):\n"
+        "    opt.zero_grad()\n    model(t.randn(2, 4)).sum().backward()\n    opt.step()\n"
+    )
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    assert "Accelerator(dynamo_plugin=dynamo_plugin, cpu=not torch.cuda.is_available())" in result.text, result.text
+    assert "\nimport torch\n" in result.text, result.text
+    compile(result.text, "train.py", "exec")

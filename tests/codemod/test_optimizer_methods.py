@@ -207,3 +207,68 @@ def test_an_optimizer_wrapper_class_of_the_script_without_optimizer_base_keeps_i
     assert 'print(optimizer.optim.param_groups[0]["lr"])' in out
     assert "optimizer.optimizer" not in out
     assert "print(optimizer.optimizer.lr)" in _converted(HESSIAN_SCRIPT, "hessian.py")[0]  # unknown class: wrapped
+
+
+def test_a_scheduler_of_the_base_optimizer_keeps_its_epoch_cadence():
+    """Survey 25b: ``CosineAnnealingLR(optimizer.base_optimizer, ...)`` stepped once per epoch was
+    prepared (its cadence unknown: built on an attribute, not on the optimizer the roles know), so on
+    2 processes it stepped twice per epoch (replica, T_max=10: LR 0.090451 after the first epoch for
+    the original's 0.097553, 0.0 at the fifth, back at 0.1 at the tenth). The base optimizer steps
+    when the optimizer holding it does."""
+    source = SAM_SCRIPT.replace("CosineAnnealingLR(optimizer,", "CosineAnnealingLR(optimizer.base_optimizer,")
+    out, notes = _converted(source, "sam.py")
+    assert "scheduler" not in out.split("accelerator.prepare(")[1].split(")")[0], out
+    assert any(n.startswith("scheduler steps once per epoch") for n in notes), notes
+
+
+def test_a_scheduler_of_the_base_optimizer_stepped_per_batch_is_still_prepared():
+    source = SAM_SCRIPT.replace("CosineAnnealingLR(optimizer,", "CosineAnnealingLR(optimizer.base_optimizer,")
+    source = source.replace(
+        "        optimizer.second_step(zero_grad=True)\n",
+        "        optimizer.second_step(zero_grad=True)\n        scheduler.step()\n",
+    ).replace("    train()\n    scheduler.step()\n", "    train()\n")
+    out, _ = _converted(source, "sam.py")
+    assert "scheduler" in out.split("accelerator.prepare(")[1].split(")")[0], out
+
+
+LARS_AROUND = """\
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class LARS(torch.optim.Optimizer):
+    def __init__(self, optimizer, eps=1e-8):
+        self.optim = optimizer
+        self.eps = eps
+
+    @property
+    def param_groups(self):
+        return self.optim.param_groups
+
+    def step(self, closure=None):
+        return self.optim.step(closure)
+
+
+model = torch.nn.Linear(4, 2)
+base_optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+optimizer = LARS(base_optimizer)
+scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(base_optimizer, T_max=10)
+loader = DataLoader(TensorDataset(torch.randn(8, 4), torch.randint(0, 2, (8,))), batch_size=4)
+for epoch in range(10):
+    for x, y in loader:
+        optimizer.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+    scheduler.step()
+"""
+
+
+def test_a_scheduler_of_the_optimizer_a_wrapper_steps_keeps_its_epoch_cadence():
+    """Survey 25b: torchlars' ``optimizer = LARS(base_optimizer)`` with the scheduler built on
+    ``base_optimizer`` and stepped per epoch. Nothing calls ``base_optimizer.step()`` (the wrapper
+    does), so the cadence was unknown and the scheduler prepared: replica on 2 processes, T_max=10,
+    LR 0.090451 after the first epoch for the original's 0.097553, 0.0 at the fifth, 0.1 at the tenth."""
+    out, notes = _converted(LARS_AROUND, "lars.py")
+    assert "scheduler" not in out.split("accelerator.prepare(")[1].split(")")[0], out
+    assert any(n.startswith("scheduler steps once per epoch") for n in notes), notes

@@ -31,6 +31,28 @@ def build_grouped(parameters, lr):
     return optimizer
 
 
+def build_by_loop(parameters, lr):
+    # tinygpt_ddp (survey25a): the groups are filled by a loop over the parameters handed in
+    params_grad = [p for p in parameters if p.requires_grad]
+    p_decay = []
+    p_no_decay = []
+    for p in params_grad:
+        if p.dim() >= 2:
+            p_decay.append(p)
+        else:
+            p_no_decay.append(p)
+    param_groups = [{"weight_decay": 0.1, "params": p_decay}, {"weight_decay": 0.0, "params": p_no_decay}]
+    optim = torch.optim.AdamW(params=param_groups, lr=lr)
+    return optim
+
+
+def split_groups(model):
+    # ijepa_ddp (survey25a): two generators over the model's parameters, unpacked by the caller
+    decay = (p for n, p in model.named_parameters() if p.dim() >= 2)
+    no_decay = (p for n, p in model.named_parameters() if p.dim() < 2)
+    return decay, no_decay
+
+
 def main():
     model = nn.Linear(8, 1)
 {build}    loader = DataLoader(TensorDataset(torch.randn(64, 8), torch.randn(64, 1)), batch_size=8)
@@ -62,6 +84,12 @@ BUILDS = {
         "    optimizer = build_optimizer(params=params, lr=1e-3)\n"
     ),
     "grouping factory": "    optimizer = build_grouped(list(model.parameters()), 1e-3)\n",
+    "factory filling groups in a loop": "    optimizer = build_by_loop(model.parameters(), 1e-3)\n",
+    "groups of a helper's unpacked generators": (
+        "    decay, no_decay = split_groups(model)\n"
+        "    groups = [{'params': decay}, {'params': no_decay, 'weight_decay': 0.0}]\n"
+        "    optimizer = torch.optim.AdamW(groups, lr=1e-3)\n"
+    ),
     "torch.optim of a list name": "    params = list(model.parameters())\n    optimizer = torch.optim.SGD(params, lr=1e-3)\n",
 }
 
