@@ -25,6 +25,7 @@ which it would save whole (survey21b).
 from __future__ import annotations
 
 import ast
+import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -34,12 +35,13 @@ from regcomp_lint.codemod.local_modules import (
     FunctionNode,
     imported_class,
     imported_function,
+    unread_class,
     unread_project_class,
     unread_project_function,
 )
 from regcomp_lint.codemod.roles import bindings
 from regcomp_lint.codemod.settings import Refusal
-from regcomp_lint.codemod.tree import Block, Function, find_all, key_of
+from regcomp_lint.codemod.tree import Block, Function, Tree, argument_for, find_all, key_of, parameter_names
 from regcomp_lint.codemod.wrapped_access import feeds_the_loss, places_using_prepared
 from regcomp_lint.knowledge import accelerate_api
 from regcomp_lint.knowledge.torch_api import DATA_PARALLEL_API, MODULE_API, WRITER_NAME_WORDS
@@ -121,17 +123,24 @@ def _note_unread(planner: PlainPlanner, function: Function, call: cst.Call, mode
     unknown, so the note names the call instead of unwrapping."""
     qualname = unread_project_function(planner.tree, call.func)
     method = unread_project_class(planner.tree, call.func) if qualname is None else None
+    if method is None and qualname is None and isinstance(call.func, cst.Name):
+        method = _unread_callable_class(planner.tree, function, call.func.value)
     if qualname is not None:
         module, name = qualname.rsplit(".", 1)
     elif method is not None and isinstance(call.func, cst.Attribute):
         module, name = method[0], f"{method[1]}.{call.func.attr.value}"
+    elif method is not None:
+        module, name = method[0], f"{method[1]}.__call__"
     else:
         return
     acc = planner.accelerator_in(function) if planner.can_reach_accelerator(function) else "accelerator"
     # a writer of an unread class is no function file_writes names: say here that every process runs it
+    words = set(name.rsplit(".", 1)[-1].lower().split("_"))
+    if name.endswith(".__call__"):  # the class names what its call does: ``SaveBestModel``
+        words = {w.lower() for w in re.findall(r"[A-Z]?[a-z]+", name.rsplit(".", 1)[0])}
     writes = (
         f"; it runs in every process: if it writes a file, put the call under `if {acc}.is_main_process:`"
-        if method is not None and WRITER_NAME_WORDS & set(name.rsplit(".", 1)[1].lower().split("_"))
+        if method is not None and WRITER_NAME_WORDS & words
         else ""
     )
     for model in models:
@@ -141,6 +150,14 @@ def _note_unread(planner: PlainPlanner, function: Function, call: cst.Call, mode
             f"`_orig_mod.` keys; hand it {acc}.unwrap_model({model}, {accelerate_api.REGIONAL_UNWRAP}) if it trains "
             f"nothing{writes}"
         )
+
+
+def _unread_callable_class(tree: Tree, function: Function, name: str) -> tuple[str, str] | None:
+    """``("src.io_utils", "SaveBestModel")`` for ``save_best_model(loss, epoch, net, ...)`` where
+    ``save_best_model`` is built (here or up the callers, :func:`_constructions`) from a class of a
+    project module whose file is not found."""
+    built = _constructions(tree, function, name)
+    return unread_class(tree, built[0].func) if built else None
 
 
 def object_method(
@@ -154,14 +171,15 @@ def object_method(
     function of another module does."""
     tree = planner.tree
     func = call.func
-    if not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Name) or tree.filename is None:
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+        receiver, called = func.value.value, func.attr.value
+    elif isinstance(func, cst.Name):
+        receiver, called = func.value, "__call__"  # ``save_best_model(loss, epoch, model, ...)``
+    else:
         return None
-    built = [
-        node.value
-        for scope in (function, tree.module)
-        for node in bindings(scope, func.value.value)
-        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call)
-    ]
+    if tree.filename is None:
+        return None
+    built = _constructions(tree, function, receiver)
     if not built or not isinstance(built[0].func, cst.Name):
         return None
     name = built[0].func.value
@@ -174,12 +192,34 @@ def object_method(
     else:
         return None
     method = next(
-        (m for m in (cls.body if cls is not None else []) if isinstance(m, _FUNCTION) and m.name == func.attr.value),
+        (m for m in (cls.body if cls is not None else []) if isinstance(m, _FUNCTION) and m.name == called),
         None,
     )
     if method is None:
         return None
     return f"{name}.{method.name}() of {_shown(parsed)}", method, cls
+
+
+def _constructions(tree: Tree, function: Function, name: str, depth: int = 3) -> list[cst.Call]:
+    """The calls whose result ``name`` is bound to in ``function`` or at the top level; for a
+    parameter with no such binding, what each caller of ``function`` binds the name it passes for
+    it to, up to ``depth`` calls up (LinFlo-Net's U-Net trainer builds ``save_best_model =
+    SaveBestModel(path)`` under ``__main__`` and hands it down through two functions, survey25f)."""
+    built = [
+        node.value
+        for scope in (function, tree.module)
+        for node in bindings(scope, name)
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call)
+    ]
+    if built or depth == 0 or not isinstance(function, cst.FunctionDef) or name not in parameter_names(function):
+        return built
+    for call in find_all(tree.module, cst.Call):
+        if not (isinstance(call.func, cst.Name) and call.func.value == function.name.value):
+            continue
+        passed = argument_for(tree, function, call, name)
+        if isinstance(passed, cst.Name):
+            built += _constructions(tree, tree.function_of(call), passed.value, depth - 1)
+    return built
 
 
 def _why_unwrapped_in_own_methods(

@@ -126,3 +126,140 @@ def test_a_method_handing_the_model_to_its_own_method_that_reads_the_parameters_
     )
     result = _convert(tmp_path, script)
     assert "        ema.update(model)\n" in result.text
+
+
+SAVER_CLASS = """\
+import torch
+import torch.nn as nn
+
+
+class SaveBestModel:
+    def __init__(self, path, best=float("inf")):
+        self.path = path
+        self.best = best
+
+    def __call__(self, loss, epoch, model, optimizer):
+        if loss < self.best:
+            self.best = loss
+            torch.save({"epoch": epoch, "model_state_dict": model.state_dict()}, self.path)
+"""
+
+SAVER_LOOP = """
+
+def run(model, optimizer, loader, epochs, saver):
+    for epoch in range(epochs):
+        for x, y in loader:
+            loss = ((model(x) - y) ** 2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            saver(loss.item(), epoch, model, optimizer)
+
+
+def train(model, optimizer, loader, epochs, save_best_model):
+    run(model, optimizer, loader, epochs, save_best_model)
+
+
+if __name__ == "__main__":
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = torch.utils.data.TensorDataset(torch.randn(32, 4), torch.randn(32, 1))
+    loader = torch.utils.data.DataLoader(data, batch_size=4)
+    save_best_model = SaveBestModel("best.pth")
+    train(model, opt, loader, 2, save_best_model)
+"""
+
+
+def test_a_callable_object_taking_the_state_dict_gets_the_unwrapped_model(tmp_path):
+    """debuggercafe's ``save_best_model(valid_loss, epoch, model, optimizer, criterion)``: an
+    instance whose ``__call__`` saves ``model.state_dict()`` (survey25f: LinFlo-Net's U-Net
+    trainer hands it down two functions). Handed the prepared model it saved ``_orig_mod.`` keys."""
+    result = _convert(tmp_path, SAVER_CLASS + SAVER_LOOP)
+    assert (
+        "saver(loss.item(), epoch, accelerator.unwrap_model(model, keep_torch_compile=False), optimizer)" in result.text
+    )
+    assert any("SaveBestModel.__call__() of train.py" in n for n in result.notes)
+
+
+def test_a_callable_object_at_the_top_level_loop_gets_the_unwrapped_model(tmp_path):
+    script = (
+        SAVER_CLASS
+        + """
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+data = torch.utils.data.TensorDataset(torch.randn(32, 4), torch.randn(32, 1))
+loader = torch.utils.data.DataLoader(data, batch_size=4)
+save_best_model = SaveBestModel("best.pth")
+for epoch in range(2):
+    for x, y in loader:
+        loss = ((model(x) - y) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    save_best_model(loss.item(), epoch, model, opt)
+"""
+    )
+    result = _convert(tmp_path, script)
+    assert (
+        "save_best_model(loss.item(), epoch, accelerator.unwrap_model(model, keep_torch_compile=False), opt)"
+        in result.text
+    )
+
+
+EARLY_STOPPING = """\
+import numpy as np
+import torch
+import torch.nn as nn
+
+
+class EarlyStopping:
+    def __init__(self, patience=7, path="checkpoint.pt"):
+        self.patience = patience
+        self.counter = 0
+        self.best_score = None
+        self.early_stop = False
+        self.val_loss_min = np.inf
+        self.path = path
+
+    def __call__(self, val_loss, model):
+        score = -val_loss
+        if self.best_score is None or score > self.best_score:
+            self.best_score = score
+            self.save_checkpoint(val_loss, model)
+            self.counter = 0
+        else:
+            self.counter += 1
+            if self.counter >= self.patience:
+                self.early_stop = True
+
+    def save_checkpoint(self, val_loss, model):
+        torch.save(model.state_dict(), self.path)
+        self.val_loss_min = val_loss
+"""
+
+
+def test_an_early_stopping_object_saving_through_its_own_method_gets_the_unwrapped_model(tmp_path):
+    """Bjarten's early-stopping-pytorch ``early_stopping(valid_loss, model)``: ``__call__`` hands
+    the model to its own ``save_checkpoint``, which saves ``model.state_dict()``."""
+    script = (
+        EARLY_STOPPING
+        + """
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+data = torch.utils.data.TensorDataset(torch.randn(32, 4), torch.randn(32, 1))
+loader = torch.utils.data.DataLoader(data, batch_size=4)
+early_stopping = EarlyStopping(patience=2)
+for epoch in range(5):
+    for x, y in loader:
+        loss = ((model(x) - y) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    early_stopping(loss.item(), model)
+    if early_stopping.early_stop:
+        break
+"""
+    )
+    result = _convert(tmp_path, script)
+    assert "early_stopping(loss.item(), accelerator.unwrap_model(model, keep_torch_compile=False))" in result.text
+    assert "if early_stopping.early_stop:" in result.text

@@ -369,3 +369,41 @@ def test_a_method_of_an_unread_class_handed_the_model_by_keyword_is_named(tmp_pa
         n.startswith("EMA.step_ema() at line 14, of model.modules.ema (not found beside the script")
         for n in result.notes
     ), result.notes
+
+
+SAVER_HANDED_DOWN = """\
+import torch
+from src.io_utils import SaveBestModel
+
+
+def epoch_loop(model, optimizer, loader, save_best_model):
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        save_best_model(loss.item(), model, optimizer)
+
+
+if __name__ == "__main__":
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = torch.utils.data.TensorDataset(torch.randn(32, 4), torch.randn(32, 1))
+    loader = torch.utils.data.DataLoader(data, batch_size=4)
+    epoch_loop(model, optimizer, loader, SaveBestModel("best.pth"))
+    saver = SaveBestModel("best.pth")
+    epoch_loop(model, optimizer, loader, saver)
+"""
+
+
+def test_a_callable_object_of_an_unread_class_handed_the_model_is_named(tmp_path):
+    """LinFlo-Net's U-Net trainer published without ``src/`` (survey25f): ``save_best_model(loss,
+    epoch, net, optimizer, ...)``, a ``SaveBestModel`` of ``src.io_utils`` handed down from
+    ``__main__``. Its class saves: the note says every process runs it."""
+    path = tmp_path / "train.py"
+    path.write_text(SAVER_HANDED_DOWN)
+    result = convert_source(SAVER_HANDED_DOWN, str(path))
+    assert result.refused is None, result.refused
+    notes = [n for n in result.notes if n.startswith("SaveBestModel.__call__() at line 11, of src.io_utils (not found")]
+    assert len(notes) == 1, result.notes
+    assert "unwrap_model(model, keep_torch_compile=False)" in notes[0] and "every process" in notes[0], notes
