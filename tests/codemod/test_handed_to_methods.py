@@ -181,25 +181,28 @@ def test_a_callable_object_taking_the_state_dict_gets_the_unwrapped_model(tmp_pa
     assert any("SaveBestModel.__call__() of train.py" in n for n in result.notes)
 
 
-def test_a_callable_object_at_the_top_level_loop_gets_the_unwrapped_model(tmp_path):
-    script = (
-        SAVER_CLASS
-        + """
+def _top_level_loop(built: str, after_epoch: str) -> str:
+    """A module-level loop that builds ``built`` and runs ``after_epoch`` after each epoch."""
+    return f"""
 model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 data = torch.utils.data.TensorDataset(torch.randn(32, 4), torch.randn(32, 1))
 loader = torch.utils.data.DataLoader(data, batch_size=4)
-save_best_model = SaveBestModel("best.pth")
+{built}
 for epoch in range(2):
     for x, y in loader:
         loss = ((model(x) - y) ** 2).mean()
         opt.zero_grad()
         loss.backward()
         opt.step()
-    save_best_model(loss.item(), epoch, model, opt)
-"""
+{after_epoch}"""
+
+
+def test_a_callable_object_at_the_top_level_loop_gets_the_unwrapped_model(tmp_path):
+    loop = _top_level_loop(
+        'save_best_model = SaveBestModel("best.pth")', "    save_best_model(loss.item(), epoch, model, opt)\n"
     )
-    result = _convert(tmp_path, script)
+    result = _convert(tmp_path, SAVER_CLASS + loop)
     assert (
         "save_best_model(loss.item(), epoch, accelerator.unwrap_model(model, keep_torch_compile=False), opt)"
         in result.text
@@ -241,24 +244,9 @@ class EarlyStopping:
 def test_an_early_stopping_object_saving_through_its_own_method_gets_the_unwrapped_model(tmp_path):
     """Bjarten's early-stopping-pytorch ``early_stopping(valid_loss, model)``: ``__call__`` hands
     the model to its own ``save_checkpoint``, which saves ``model.state_dict()``."""
-    script = (
-        EARLY_STOPPING
-        + """
-model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-data = torch.utils.data.TensorDataset(torch.randn(32, 4), torch.randn(32, 1))
-loader = torch.utils.data.DataLoader(data, batch_size=4)
-early_stopping = EarlyStopping(patience=2)
-for epoch in range(5):
-    for x, y in loader:
-        loss = ((model(x) - y) ** 2).mean()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    early_stopping(loss.item(), model)
-    if early_stopping.early_stop:
-        break
-"""
+    script = EARLY_STOPPING + _top_level_loop(
+        "early_stopping = EarlyStopping(patience=2)",
+        "    early_stopping(loss.item(), model)\n    if early_stopping.early_stop:\n        break\n",
     )
     result = _convert(tmp_path, script)
     assert "early_stopping(loss.item(), accelerator.unwrap_model(model, keep_torch_compile=False))" in result.text
