@@ -178,7 +178,7 @@ def spawn_index(scope: Scope | None, module: ast.Module | None) -> frozenset[str
         imports = module_imports(module)
         workers = _SPAWNED[module] = tuple(
             worker
-            for node in ast.walk(module)
+            for node in walk(module)  # (the module's walk, listed once per parse: the lint walks it too)
             if isinstance(node, ast.Call)
             and imports.resolves_to(node.func, *SPAWN)
             and (worker := spawned_worker(node, lambda f: imports.resolves_to(f, *PARTIAL))) is not None

@@ -13,6 +13,8 @@ import ast
 import weakref
 from functools import lru_cache
 
+from regcomp_lint.files.parsing import walk
+
 
 class ImportMap:
     def __init__(self) -> None:
@@ -103,7 +105,7 @@ def module_imports(module: ast.Module) -> ImportMap:
     found = _MODULE_IMPORTS.get(module)
     if found is None:
         found = _MODULE_IMPORTS[module] = ImportMap()
-        for node in ast.walk(module):
+        for node in walk(module):  # (listed once per parse: the analyses walk the module again and again)
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 found.add(node)
     return found

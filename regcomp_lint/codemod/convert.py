@@ -18,7 +18,7 @@ import tokenize
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from regcomp_lint.codemod.deep import call_deep
+from regcomp_lint.codemod.deep import call_shallow_first
 from regcomp_lint.codemod.delegated_loop import find_delegated_loop
 from regcomp_lint.codemod.delegated_loop import refusal as delegated_refusal
 from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConversionResult, ConvertOptions
@@ -80,9 +80,13 @@ def _convert_source(text: str, filename: str, options: ConvertOptions | None) ->
     # such a file is converted with LF endings and given its CRs back (it has no LF of its own)
     cr_only = "\r" in body and "\n" not in body
     work = body.replace("\r", "\n") if cr_only else body
-    command = ConvertToAccelerate(CodemodContext(filename=filename), options)
+
+    def transform() -> tuple[ConvertToAccelerate, tuple[str, tuple[list[str], list[str]] | None]]:
+        command = ConvertToAccelerate(CodemodContext(filename=filename), options)  # (fresh for a second run)
+        return command, _transform(command, work)
+
     try:
-        new_body, changed = call_deep(_transform, command, work)
+        command, (new_body, changed) = call_shallow_first(transform)
     except cst.ParserSyntaxError as exc:
         return _refused(text, f"{filename}: libcst cannot parse line {exc.raw_line}: {exc.message}")
     except _NotExact:

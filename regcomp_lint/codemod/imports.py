@@ -21,7 +21,7 @@ from typing import TypeGuard
 import libcst as cst
 from libcst.codemod.visitors import AddImportsVisitor, _add_imports
 
-from regcomp_lint.codemod.tree import found_in_rebuilt
+from regcomp_lint.codemod.tree import code, found_in_rebuilt
 
 #: The root module whose group is the third-party group.
 ANCHOR = "torch"
@@ -150,7 +150,7 @@ def _merged_names(old: cst.BaseSmallStatement, new: cst.BaseSmallStatement) -> c
 
 
 def _alias_key(alias: cst.ImportAlias) -> tuple[str, str | None]:
-    return cst.Module([]).code_for_node(alias.name), alias.evaluated_alias
+    return code(alias.name), alias.evaluated_alias
 
 
 def _isort_key(alias: cst.ImportAlias) -> tuple:
@@ -225,9 +225,9 @@ def _source(stmt: cst.SimpleStatementLine) -> str:
     names to such a line in place: it stays where it is), ``import a, b`` -> its code."""
     node = stmt.body[0]
     if isinstance(node, cst.ImportFrom):
-        module = cst.Module([]).code_for_node(node.module) if node.module is not None else ""
+        module = code(node.module) if node.module is not None else ""
         return f"from {'.' * len(node.relative)}{module}"
-    return cst.Module([]).code_for_node(node)
+    return code(node)
 
 
 def _import_lines(body: Sequence[cst.BaseStatement]) -> list[cst.SimpleStatementLine]:
