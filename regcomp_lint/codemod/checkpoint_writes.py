@@ -550,11 +550,7 @@ def _fixed_rank(planner: Planner, test: cst.BaseExpression) -> bool:
 def _written_paths(written: list[cst.Call]) -> set[str]:
     """Where the writes put their file: ``accelerator.save(obj, path)``'s path and a move's
     destination (``os.replace(tmp, path)``); a helper's arguments say nothing."""
-    return {
-        code(w.args[1].value).strip()
-        for w in written
-        if len(w.args) > 1 and w.args[1].keyword is None
-    }
+    return {code(w.args[1].value).strip() for w in written if len(w.args) > 1 and w.args[1].keyword is None}
 
 
 def move_written_files_once(
@@ -615,7 +611,9 @@ def wait_before_reading_back(planner: Planner, writes: list[tuple[Function, cst.
             continue
         written = sorted((w for p, w in writes if p is place), key=tree.line)
         # where `accelerator.save(obj, path)` and a guarded move write
-        paths = _written_paths([w for w in written if code(w.func).endswith("save") or tree.resolves_to(w.func, *FILE_MOVERS)])
+        paths = _written_paths(
+            [w for w in written if code(w.func).endswith("save") or tree.resolves_to(w.func, *FILE_MOVERS)]
+        )
         waited: set[tuple[int, int]] = set()
         readers = _checkpoint_readers(planner, place)  # a read through a helper of the file
         reads = sorted(
