@@ -37,6 +37,7 @@ from regcomp_lint.knowledge.accelerate_api import SAVE_PARAMETERS
 from regcomp_lint.knowledge.torch_api import (
     COMPILE_WRAPPER_ATTRIBUTE,
     DESTROY_PROCESS_GROUP,
+    FILE_MOVERS,
     MODULE_STATE_CHANGERS,
     TORCH_SAVE,
 )
@@ -546,6 +547,53 @@ def _fixed_rank(planner: Planner, test: cst.BaseExpression) -> bool:
     return True
 
 
+def _written_paths(written: list[cst.Call]) -> set[str]:
+    """Where the writes put their file: ``accelerator.save(obj, path)``'s path and a move's
+    destination (``os.replace(tmp, path)``); a helper's arguments say nothing."""
+    return {code(w.args[1].value).strip() for w in written if len(w.args) > 1 and w.args[1].keyword is None}
+
+
+def move_written_files_once(
+    planner: Planner, writes: list[tuple[Function, cst.Call]]
+) -> list[tuple[Function, cst.Call]]:
+    """``os.replace(tmp, path)`` (or a copy, :data:`~regcomp_lint.knowledge.torch_api.FILE_MOVERS`)
+    of a file a main-process write just made, in the same function: it finishes that write, so it
+    goes under ``if accelerator.is_main_process:`` too. Left to every process, it ran after a
+    barrier (taken for a read) and the second rename raised FileNotFoundError (survey 25e
+    framediff: 2 of 4 runs on 2 gloo processes); a copy read a file not written yet. Returns the
+    guarded moves, themselves main-process writes (of their destination) for the barrier before a
+    later read."""
+    tree = planner.tree
+    guarded_ids = {id(call) for _, call in writes}
+    moved: list[tuple[Function, cst.Call]] = []
+    for place in {id(p): p for p, _ in writes}.values():
+        if _main_process_only(planner, place, guarded_ids):
+            continue
+        written = sorted((w for p, w in writes if p is place), key=tree.line)
+        paths = _written_paths([w for w in written if code(w.func).endswith("save")])
+        for call in find_all(place, cst.Call, enter_functions=False):
+            if not tree.resolves_to(call.func, *FILE_MOVERS) or not call.args or planner.is_removed(call):
+                continue
+            if code(call.args[0].value).strip() not in paths or under_rank_test(planner, call):
+                continue
+            if not any(tree.line(w) < tree.line(call) for w in written):
+                continue
+            line = tree.call_line(call)
+            if line is None or not planner.can_reach_accelerator(place):
+                continue
+            acc = planner.accelerator_in(place)
+            planner.edits.on(line, guarded(expression(f"{acc}.is_main_process", planner.module)))
+            planner.uses.append(call)
+            planner.notes.append(
+                f"{code(call.func).strip()}() at line {tree.line(call)} runs under `if {acc}.is_main_process:`: it moves "
+                "or copies the checkpoint the main process alone writes, so run by every process the second move "
+                "would find no file"
+            )
+            moved.append((place, call))
+            paths |= _written_paths([call])
+    return moved
+
+
 def wait_before_reading_back(planner: Planner, writes: list[tuple[Function, cst.Call]]) -> None:
     """``accelerator.wait_for_everyone()`` before the first read that follows a main-process
     write in the same function: a ``torch.load``, or a call handed the written path (cleanrl's
@@ -562,11 +610,10 @@ def wait_before_reading_back(planner: Planner, writes: list[tuple[Function, cst.
         if _main_process_only(planner, place, guarded):
             continue
         written = sorted((w for p, w in writes if p is place), key=tree.line)
-        paths = {  # where `accelerator.save(obj, path)` writes (a helper's arguments say nothing)
-            code(w.args[1].value).strip()
-            for w in written
-            if code(w.func).endswith("save") and len(w.args) > 1 and w.args[1].keyword is None
-        }
+        # where `accelerator.save(obj, path)` and a guarded move write
+        paths = _written_paths(
+            [w for w in written if code(w.func).endswith("save") or tree.resolves_to(w.func, *FILE_MOVERS)]
+        )
         waited: set[tuple[int, int]] = set()
         readers = _checkpoint_readers(planner, place)  # a read through a helper of the file
         reads = sorted(

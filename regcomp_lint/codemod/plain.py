@@ -29,6 +29,7 @@ from regcomp_lint.codemod.builders import call_statement, expression, statement,
 from regcomp_lint.codemod.checkpoint_writes import (
     guard_helper_saves,
     holds_a_main_process_test,
+    move_written_files_once,
     save_the_rest_once,
     saves_into_memory,
     state_saves,
@@ -1429,6 +1430,7 @@ class PlainPlanner(Planner):
         writes += guard_helper_saves(self, places, self.training)
         owned = [p for p in places if p in main or p in self.training]
         writes += save_the_rest_once(self, owned, writes)
+        writes += move_written_files_once(self, writes)
         wait_before_reading_back(self, writes)
         wait_before_returning(self, writes, self.training)
         write_files_once(self, places)

@@ -522,6 +522,11 @@ FILE_WRITE_MODES = "wax"
 #: ``write_bytes`` and pandas' ``DataFrame.to_csv`` (a Kaggle submission). Read by name: the
 #: receiver's type is rarely known statically.
 FILE_WRITER_METHODS = ("write_text", "write_bytes", "to_csv")
+#: Calls that move or copy a file already written (``torch.save(state, tmp)`` then
+#: ``os.replace(tmp, path)``, the atomic-save idiom; the ImageNet example's ``shutil.copyfile``
+#: to ``model_best.pth.tar``): after a main-process-only write, every process running one would
+#: move the same file (the second rename raises FileNotFoundError) or copy a file not written yet.
+FILE_MOVERS = ("os.replace", "os.rename", "shutil.move", "shutil.copyfile", "shutil.copy", "shutil.copy2")
 #: Calls that fetch data from the network or unpack an archive into a folder: a script that runs them
 #: in every process downloads (or extracts) into the same place at once (pytorch/examples' GCN
 #: fetches Cora with ``requests.get`` and ``tarfile.open(...).extractall()``).

@@ -813,3 +813,30 @@ def test_a_read_back_through_a_helper_of_the_file_waits_for_the_main_process_wri
     assert result.refused is None, result.refused
     assert '    accelerator.wait_for_everyone()\n    load_checkpoint("checkpoint.pth", net' in result.text, result.text
     assert any("wait_for_everyone() before the read at line" in n for n in result.notes), result.notes
+
+
+def test_a_rename_of_the_written_file_into_place_runs_on_the_main_process_only():
+    """survey 25e framediff: ``torch.save(payload, tmp)`` then ``os.replace(tmp, path)`` in the
+    training loop. The save became the main process's; a barrier went before the rename as if it
+    read the file, and every process renamed it: a replica under `accelerate launch` on 2 gloo
+    processes raised FileNotFoundError in 4 of 4 runs (0 of 4 after). The rename is part of the
+    write: main process only, then the barrier before a read of the renamed file."""
+    out = convert(
+        'tmp = "latest.pt.tmp"\ntorch.save(model.state_dict(), tmp)\nos.replace(tmp, "latest.pt")\n'
+        'state = torch.load("latest.pt")\n'
+    )
+    assert "    accelerator.save(" in out, out
+    assert '    if accelerator.is_main_process:\n        os.replace(tmp, "latest.pt")\n' in out, out
+    assert '    accelerator.wait_for_everyone()\n    state = torch.load("latest.pt")\n' in out, out
+    assert out.count("wait_for_everyone") == 1, out
+
+
+def test_a_copy_of_the_written_file_runs_on_the_main_process_only():
+    out = convert('torch.save(model.state_dict(), "m.pth")\nshutil.copyfile("m.pth", "best.pth")\n')
+    assert '    if accelerator.is_main_process:\n        shutil.copyfile("m.pth", "best.pth")\n' in out, out
+    assert "wait_for_everyone" not in out, out
+
+
+def test_a_rename_already_under_a_rank_test_is_left_alone():
+    out = convert('if rank == 0:\n    torch.save(model.state_dict(), "m.tmp")\n    os.replace("m.tmp", "m.pth")\n')
+    assert "is_main_process" not in out, out
