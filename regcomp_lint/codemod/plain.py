@@ -48,6 +48,7 @@ from regcomp_lint.codemod.ddp_construction import compile_prefixed, tells_ddp
 from regcomp_lint.codemod.device_choice import (
     assigned_device_keys,
     branch_condition,
+    earlier_choices,
     is_cpu_value,
     is_cuda_value,
     local_rank_from_env,
@@ -2381,13 +2382,16 @@ class PlainPlanner(Planner):
                 # `"cuda" if torch.cuda.is_available() else "mps" if ... else "cpu"` (nanovit, survey25a): the
                 # inner choice runs only without CUDA, and the whole is Accelerate's own order; alone it sent a
                 # CUDA machine to the CPU (cpu=not mps)
-                outer = self.tree.parent(choice)
+                earlier = earlier_choices(self.tree, choice)
                 nested = (
-                    isinstance(outer, cst.IfExp)
-                    and outer.orelse is choice
-                    and is_cuda_value(outer.body)
-                    and not devices.own_names(view.any_expression_at(outer.test))
+                    bool(earlier)
+                    and is_cuda_value(earlier[-1].body)
+                    and not devices.own_names(view.any_expression_at(earlier[-1].test))
                 )
+                # `"cuda" if args.cuda else "mps" if ... else "cpu"` (leftalone25c): the inner choice runs
+                # only when every earlier test fails, so the CPU needs each of them false too
+                before = [_negated(outer.test) for outer in earlier]
+                before_names = [n for outer in earlier for n in devices.own_names(view.any_expression_at(outer.test))]
                 if (
                     decided is not None
                     and not decided.flags
@@ -2395,7 +2399,7 @@ class PlainPlanner(Planner):
                     and (never_cuda := mps_or_cpu_condition(choice))
                 ):
                     join_processes_without_cuda(self)
-                    found.append((never_cuda, []))
+                    found.append((" and ".join([*before, never_cuda]), list(dict.fromkeys(before_names))))
                     continue
                 if decided is None or not decided.flags:
                     continue
@@ -2404,7 +2408,7 @@ class PlainPlanner(Planner):
                     condition = f"({test})" if " " in test else test
                 else:
                     condition = _negated(choice.test)
-                found.append((condition, list(decided.flags)))
+                found.append((" and ".join([*before, condition]), list(dict.fromkeys([*before_names, *decided.flags]))))
             # `if use_accel: device = ... else: device = torch.device("cpu")`: the branch that chose the CPU
             branch = (
                 branch_condition(self.tree, assign)
