@@ -182,6 +182,7 @@ from regcomp_lint.codemod.uneven_steps import uneven_steps
 from regcomp_lint.codemod.unwrapped_branches import note_wrapper_tests, taken_unwrapped
 from regcomp_lint.codemod.wrapped_access import places_using_prepared, read_through_wrapper, sees_prepared
 from regcomp_lint.codemod.wrapper_saves import save_wrapper_states_once
+from regcomp_lint.files.parsing import walk
 from regcomp_lint.knowledge import torch_api
 from regcomp_lint.knowledge.accelerate_api import ACCELERATOR_IMPORT, DYNAMO_PLUGIN_IMPORT
 from regcomp_lint.knowledge.training_libraries import ITERATION_BUILTINS, ITERATION_WRAPPERS, PROGRESS_RANGES
@@ -2148,16 +2149,33 @@ class PlainPlanner(Planner):
         keeps that the only scaling. Without it, ``accelerate launch --mixed_precision fp16`` (or
         an ``accelerate config`` that sets it) would make Accelerate scale the scaled loss again
         (an explicit argument outranks both: accelerate's ``AcceleratorState``)."""
-        roles = lint_view(self.tree).roles
-        if roles is None or not roles.mixed_precision.scales_loss:
+        scalers = self._live_grad_scalers()
+        if not scalers:
             return
         self.accelerator_keywords.append('mixed_precision="no"')
-        lines = ", ".join(str(call.lineno) for call in roles.mixed_precision.grad_scalers)
+        lines = ", ".join(str(call.lineno) for call in scalers)
         self.notes.append(
             f'the script scales its loss with its own GradScaler (line {lines}): Accelerator(mixed_precision="no") '
             "keeps it the only scaling, whatever a --mixed_precision launch flag or accelerate config says; "
             'to let Accelerate do it, drop the GradScaler and autocast and pass mixed_precision="fp16"'
         )
+
+    def _live_grad_scalers(self) -> list[ast.Call]:
+        """The script's ``GradScaler`` calls outside the functions nothing in the file calls
+        (:func:`_called_nowhere`: nbme_fold's dead ``train_fn_adv``, left as it is, built one it
+        never used and set ``mixed_precision="no"`` with a note pointing at it)."""
+        view = lint_view(self.tree)
+        roles = view.roles
+        if roles is None or not roles.mixed_precision.scales_loss:
+            return []
+        dead = [
+            statement
+            for function in find_all(self.tree.module, cst.FunctionDef)
+            if _called_nowhere(self.tree, function)
+            and isinstance(statement := view.statement_at(function), (ast.FunctionDef, ast.AsyncFunctionDef))
+        ]
+        inside = {id(node) for statement in dead for node in walk(statement)}
+        return [call for call in roles.mixed_precision.grad_scalers if id(call) not in inside]
 
     def _keep_hand_update_unscaled(self) -> None:
         """Parameters updated by hand read ``p.grad`` straight after ``accelerator.backward()``;
