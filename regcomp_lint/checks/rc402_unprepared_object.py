@@ -6,6 +6,7 @@ import ast
 
 from regcomp_lint.analysis.accelerate_script import key_expr
 from regcomp_lint.analysis.bindings import Where, binding_key
+from regcomp_lint.analysis.main_process import main_process_only
 from regcomp_lint.analysis.training_objects import Kind, is_module_class
 from regcomp_lint.analysis.training_roles import Cadence, Origin, Use
 from regcomp_lint.checks.base import Invalid, Rule
@@ -79,6 +80,10 @@ class UnpreparedObject(Rule):
     files with a `prepare(*objects)` call (what it prepares is unknown); a scheduler stepped only in
     a loop that does not train (`for _ in range(start_epoch): scheduler.step()` on resume); a
     submodule called through `self.` inside its own model's methods.
+
+    A scheduler stepped by the main process alone (`if accelerator.is_main_process:
+    scheduler.step()`) is reported with that message and no fix: prepared or not, the other
+    processes' learning rate never moves, so the step must leave the rank test first.
 
     ## Why is this bad
     `prepare` is what makes the script distributed and compiled: it moves the model to the
@@ -295,6 +300,13 @@ class UnpreparedObject(Rule):
         self.script = ctx.semantic.accelerate_script
         self.roles = ctx.semantic.training_roles
         self.bindings = self.script.bindings
+        #: ids of the receivers of ``X.step()`` calls that only the main process makes
+        self._main_only_steps: set[int] = set()
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "step" and main_process_only(self.ctx.ancestors):
+            self._main_only_steps.add(id(func.value))
 
     def finish(self) -> None:
         roles = self.roles
@@ -364,9 +376,17 @@ class UnpreparedObject(Rule):
         name = self.script.accelerator_name(use.where)
         spelled = name.text if name else "accelerator"
         text = self.ctx.source.segment(use.expr)
-        message = (
-            f"`{text}` ({origin.kind.value}) is used in the training loop but never passed to `{spelled}.prepare(...)`"
-        )
+        prepare = f"`{spelled}.prepare(...)`"
+        if origin.kind is Kind.SCHEDULER and use.how == "stepped" and id(use.expr) in self._main_only_steps:
+            # pdiff (survey 25d): preparing it would not move the other processes' LR either
+            message = (
+                f"`{text}` ({origin.kind.value}) is stepped by the main process alone (under a test of the rank), "
+                "so on every other process the learning rate never moves and the ranks train apart: step it on "
+                f"every process, then pass it to {prepare}"
+            )
+            self.report(use.expr, message)
+            return
+        message = f"`{text}` ({origin.kind.value}) is used in the training loop but never passed to {prepare}"
         self.report(use.expr, message, fix=self._fix(use))
 
     def _prepared_origins(self) -> set[int] | None:

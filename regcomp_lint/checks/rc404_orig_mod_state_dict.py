@@ -14,6 +14,7 @@ from regcomp_lint.analysis.accelerate_script import (
 )
 from regcomp_lint.analysis.bindings import Bindings, Where, binding_key
 from regcomp_lint.analysis.file_context import has_star_kwargs, keyword, keyword_value, method_receiver
+from regcomp_lint.analysis.prefix_strips import strips_compile_prefix
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.checks.text_edits import append_keyword
@@ -71,7 +72,11 @@ class OrigModStateDict(Rule):
 
     Not reported: a state dict of a compiled model kept in memory and loaded back into that
     same model (`best = copy.deepcopy(model.state_dict())` ... `model.load_state_dict(best)`),
-    when the copy is never given to a save: its keys match the model they go back into.
+    when the copy is never given to a save: its keys match the model they go back into. Nor a
+    whole-model compile's state dict in a file whose own load strips the prefix (nanoGPT's
+    resume: `unwanted_prefix = '_orig_mod.'` ... `state_dict[k[len(unwanted_prefix):]] =
+    state_dict.pop(k)`, or `k.replace("_orig_mod.", "")` / `k.removeprefix(...)` / `re.sub`):
+    the prefix is that script's checkpoint format, read back by the script itself.
 
     A plugin whose backend is not a literal counts as compiling; one without a backend does not
     (accelerate reads `ACCELERATE_DYNAMO_BACKEND`, default `"no"`). `accelerator.save_state()`
@@ -178,6 +183,11 @@ class OrigModStateDict(Rule):
         # an in-memory copy loaded back into the same compiled model: the keys match (issue 13)
         "import copy\nimport torch\nmodel = torch.compile(Net())\nbest = copy.deepcopy(model.state_dict())\n"
         "train(model)\nmodel.load_state_dict(best)\n",
+        # nanoGPT: the file's own resume strips the prefix, so its checkpoints carry it on purpose
+        "import torch\nmodel = GPT(cfg)\nsd = torch.load(path)['model']\nunwanted_prefix = '_orig_mod.'\n"
+        "for k, v in list(sd.items()):\n    if k.startswith(unwanted_prefix):\n"
+        "        sd[k[len(unwanted_prefix):]] = sd.pop(k)\nmodel.load_state_dict(sd)\n"
+        "model = torch.compile(model)\ntorch.save({'model': model.state_dict()}, path)\n",
         # unwrap for generation, not for saving; a whole-model compile saves cleanly through save_pretrained
         "from accelerate import Accelerator\naccelerator = Accelerator(dynamo_backend='inductor')\nmodel = accelerator.prepare(model)\n"
         "text = accelerator.unwrap_model(model).generate(ids)\naccelerator.unwrap_model(model).save_pretrained('out')\n",
@@ -288,6 +298,7 @@ class OrigModStateDict(Rule):
         #: calls of plain names (``write_model(model, ...)``) by name, to follow a model into a helper
         self._calls_by_name: dict[str, list[tuple[ast.Call, Where]]] = {}
         self._loaded_into: set[str] = set()  # receivers of `X.load_state_dict(...)`, as written (in finish)
+        self._strips: bool | None = None  # the file strips `_orig_mod.` from loaded keys (asked once)
 
     def visit_Call(self, node: ast.Call) -> None:
         if not self._may_compile:
@@ -393,7 +404,7 @@ class OrigModStateDict(Rule):
             self._judge_unwrap(held.call, held.where, regional_only=kind == "save_pretrained")
         elif held.kind == "compiled":
             regional = self._compiles[id(held.call)][0]
-            if kind == "state_dict" and self._round_trip(call, receiver):
+            if kind == "state_dict" and (self._round_trip(call, receiver) or self._stripped_on_load(held, regional)):
                 return
             if kind == "state_dict" or regional:
                 self._report_compiled(call, receiver, held, regional)
@@ -401,6 +412,17 @@ class OrigModStateDict(Rule):
             state = self.script.compile_state(self.script.accelerator_of(method_receiver(held.call), held.where))
             if state.compiles and (kind == "state_dict" or state.regional is not False):
                 self._report_prepared(call, receiver, where, kind)
+
+    def _stripped_on_load(self, held: _Held, regional: bool) -> bool:
+        """The file loads state dicts and strips a leading ``_orig_mod.`` from their keys
+        (nanoGPT's resume, :mod:`~regcomp_lint.analysis.prefix_strips`): its checkpoints carry
+        the prefix on purpose. Not for a regional compile or through DDP, whose keys keep
+        ``._orig_mod.`` inside or behind ``module.``."""
+        if regional or held.wrappers or not self._loaded_into:
+            return False
+        if self._strips is None:
+            self._strips = strips_compile_prefix(self.ctx.tree)
+        return self._strips
 
     def _round_trip(self, call: ast.Call, receiver: ast.expr) -> bool:
         """An in-memory copy of the compiled model's weights that goes back into that same

@@ -170,6 +170,19 @@ def mps_or_cpu_condition(choice: cst.IfExp) -> str | None:
     return None
 
 
+def earlier_choices(tree: Tree, choice: cst.IfExp) -> list[cst.IfExp]:
+    """The choices ``choice`` is the last branch of, outermost first: in ``"cuda" if args.cuda
+    else "mps" if torch.backends.mps.is_available() else "cpu"`` the script reaches the inner
+    choice only when ``args.cuda`` fails, so its CPU condition holds only with ``not args.cuda``."""
+    found: list[cst.IfExp] = []
+    node: cst.CSTNode = choice
+    while isinstance(parent := tree.parent(node), cst.IfExp) and parent.orelse is node:
+        found.append(parent)
+        node = parent
+    found.reverse()
+    return found
+
+
 def branch_condition(tree: Tree, stmt: cst.CSTNode) -> tuple[str, list[cst.BaseExpression]] | None:
     """The condition under which ``stmt`` runs when it sits in an ``if``/``elif``/``else`` branch
     (``args.cpu``, ``not use_accel``, ``not a and b`` for an ``elif b``) and the tests it reads,

@@ -49,6 +49,7 @@ from regcomp_lint.codemod.ddp_construction import compile_prefixed, tells_ddp
 from regcomp_lint.codemod.device_choice import (
     assigned_device_keys,
     branch_condition,
+    earlier_choices,
     is_cpu_value,
     is_cuda_value,
     local_rank_from_env,
@@ -182,6 +183,7 @@ from regcomp_lint.codemod.uneven_steps import uneven_steps
 from regcomp_lint.codemod.unwrapped_branches import note_wrapper_tests, taken_unwrapped
 from regcomp_lint.codemod.wrapped_access import places_using_prepared, read_through_wrapper, sees_prepared
 from regcomp_lint.codemod.wrapper_saves import save_wrapper_states_once
+from regcomp_lint.files.parsing import walk
 from regcomp_lint.knowledge import torch_api
 from regcomp_lint.knowledge.accelerate_api import ACCELERATOR_IMPORT, DYNAMO_PLUGIN_IMPORT
 from regcomp_lint.knowledge.training_libraries import ITERATION_BUILTINS, ITERATION_WRAPPERS, PROGRESS_RANGES
@@ -2149,16 +2151,33 @@ class PlainPlanner(Planner):
         keeps that the only scaling. Without it, ``accelerate launch --mixed_precision fp16`` (or
         an ``accelerate config`` that sets it) would make Accelerate scale the scaled loss again
         (an explicit argument outranks both: accelerate's ``AcceleratorState``)."""
-        roles = lint_view(self.tree).roles
-        if roles is None or not roles.mixed_precision.scales_loss:
+        scalers = self._live_grad_scalers()
+        if not scalers:
             return
         self.accelerator_keywords.append('mixed_precision="no"')
-        lines = ", ".join(str(call.lineno) for call in roles.mixed_precision.grad_scalers)
+        lines = ", ".join(str(call.lineno) for call in scalers)
         self.notes.append(
             f'the script scales its loss with its own GradScaler (line {lines}): Accelerator(mixed_precision="no") '
             "keeps it the only scaling, whatever a --mixed_precision launch flag or accelerate config says; "
             'to let Accelerate do it, drop the GradScaler and autocast and pass mixed_precision="fp16"'
         )
+
+    def _live_grad_scalers(self) -> list[ast.Call]:
+        """The script's ``GradScaler`` calls outside the functions nothing in the file calls
+        (:func:`_called_nowhere`: nbme_fold's dead ``train_fn_adv``, left as it is, built one it
+        never used and set ``mixed_precision="no"`` with a note pointing at it)."""
+        view = lint_view(self.tree)
+        roles = view.roles
+        if roles is None or not roles.mixed_precision.scales_loss:
+            return []
+        dead = [
+            statement
+            for function in find_all(self.tree.module, cst.FunctionDef)
+            if _called_nowhere(self.tree, function)
+            and isinstance(statement := view.statement_at(function), (ast.FunctionDef, ast.AsyncFunctionDef))
+        ]
+        inside = {id(node) for statement in dead for node in walk(statement)}
+        return [call for call in roles.mixed_precision.grad_scalers if id(call) not in inside]
 
     def _keep_hand_update_unscaled(self) -> None:
         """Parameters updated by hand read ``p.grad`` straight after ``accelerator.backward()``;
@@ -2383,13 +2402,16 @@ class PlainPlanner(Planner):
                 # `"cuda" if torch.cuda.is_available() else "mps" if ... else "cpu"` (nanovit, survey25a): the
                 # inner choice runs only without CUDA, and the whole is Accelerate's own order; alone it sent a
                 # CUDA machine to the CPU (cpu=not mps)
-                outer = self.tree.parent(choice)
+                earlier = earlier_choices(self.tree, choice)
                 nested = (
-                    isinstance(outer, cst.IfExp)
-                    and outer.orelse is choice
-                    and is_cuda_value(outer.body)
-                    and not devices.own_names(view.any_expression_at(outer.test))
+                    bool(earlier)
+                    and is_cuda_value(earlier[-1].body)
+                    and not devices.own_names(view.any_expression_at(earlier[-1].test))
                 )
+                # `"cuda" if args.cuda else "mps" if ... else "cpu"` (leftalone25c): the inner choice runs
+                # only when every earlier test fails, so the CPU needs each of them false too
+                before = [_negated(outer.test) for outer in earlier]
+                before_names = [n for outer in earlier for n in devices.own_names(view.any_expression_at(outer.test))]
                 if (
                     decided is not None
                     and not decided.flags
@@ -2397,7 +2419,7 @@ class PlainPlanner(Planner):
                     and (never_cuda := mps_or_cpu_condition(choice))
                 ):
                     join_processes_without_cuda(self)
-                    found.append((never_cuda, []))
+                    found.append((" and ".join([*before, never_cuda]), list(dict.fromkeys(before_names))))
                     continue
                 if decided is None or not decided.flags:
                     continue
@@ -2406,7 +2428,7 @@ class PlainPlanner(Planner):
                     condition = f"({test})" if " " in test else test
                 else:
                     condition = _negated(choice.test)
-                found.append((condition, list(decided.flags)))
+                found.append((" and ".join([*before, condition]), list(dict.fromkeys([*before_names, *decided.flags]))))
             # `if use_accel: device = ... else: device = torch.device("cpu")`: the branch that chose the CPU
             branch = (
                 branch_condition(self.tree, assign)

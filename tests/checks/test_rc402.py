@@ -493,3 +493,30 @@ def test_the_loader_of_a_flag_s_evaluation_branch_is_not_reported():
         )
         == 1
     )
+
+
+MAIN_ONLY_STEP = (
+    HEAD + "sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, 100)\n"
+    "model, opt, loader = accelerator.prepare(model, opt, loader)\n"
+    "for x in loader:\n    accelerator.backward(model(x).sum())\n    opt.step()\n"
+    "    if accelerator.is_main_process:\n        sched.step()\n"
+)
+
+
+def test_a_scheduler_stepped_by_the_main_process_alone_gets_its_own_message_and_no_fix():
+    """pdiff (survey 25d): preparing the scheduler does not move the other processes' LR."""
+    [diag] = rc402(MAIN_ONLY_STEP)
+    assert diag.message == (
+        "`sched` (LR scheduler) is stepped by the main process alone (under a test of the rank), so on "
+        "every other process the learning rate never moves and the ranks train apart: step it on every "
+        "process, then pass it to `accelerator.prepare(...)`"
+    )
+    assert diag.fix is None
+    assert fix_source(MAIN_ONLY_STEP, config=ONLY, unsafe=True)[0] == MAIN_ONLY_STEP
+
+
+def test_a_scheduler_stepped_on_every_process_keeps_the_prepare_message():
+    src = MAIN_ONLY_STEP.replace("    if accelerator.is_main_process:\n        sched.step()\n", "    sched.step()\n")
+    [diag] = rc402(src)
+    assert "never passed to `accelerator.prepare(...)`" in diag.message
+    assert diag.fix is not None

@@ -141,3 +141,60 @@ def test_prepared_optimizers_schedulers_and_loaders_are_not_models():
         )
     )
     assert [d.location.row for d in rc404(src)] == [8]
+
+
+NANOGPT_RESUME = (
+    "import torch\nmodel = GPT(cfg)\n"
+    "if init_from == 'resume':\n"
+    "    checkpoint = torch.load(path)\n    state_dict = checkpoint['model']\n"
+    "{strip}"
+    "    model.load_state_dict(state_dict)\n"
+    "if compile:\n    model = torch.compile(model)\n"
+    "raw_model = model\ntorch.save({{'model': raw_model.state_dict()}}, path)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "strip",
+    [
+        # nanoGPT's own resume (enwik8_gpt, survey25d)
+        "    unwanted_prefix = '_orig_mod.'\n    for k, v in list(state_dict.items()):\n"
+        "        if k.startswith(unwanted_prefix):\n"
+        "            state_dict[k[len(unwanted_prefix):]] = state_dict.pop(k)\n",
+        "    state_dict = {k.replace('_orig_mod.', ''): v for k, v in state_dict.items()}\n",
+        "    state_dict = {k.removeprefix('_orig_mod.'): v for k, v in state_dict.items()}\n",
+        "    state_dict = {re.sub(r'^_orig_mod\\.', '', k): v for k, v in state_dict.items()}\n",
+    ],
+)
+def test_a_save_whose_prefix_the_files_own_load_strips_is_not_reported(strip):
+    assert rc404(NANOGPT_RESUME.format(strip=strip)) == []
+
+
+@pytest.mark.parametrize(
+    "strip",
+    [
+        "",  # nothing strips: the checkpoint does not load into the plain model
+        # the name is used, but to reach the module, not to strip keys
+        "    inner = getattr(model, '_orig_mod', model)\n",
+        # stripping `module.` (DDP) does not remove the compile's prefix
+        "    state_dict = {k.replace('module.', ''): v for k, v in state_dict.items()}\n",
+    ],
+)
+def test_a_save_without_a_prefix_strip_is_still_reported(strip):
+    assert len(rc404(NANOGPT_RESUME.format(strip=strip))) == 1
+
+
+def test_a_strip_does_not_cover_a_regional_compile_or_ddp_prefix():
+    regional = (
+        "from accelerate.utils import compile_regions\nimport torch\nmodel = compile_regions(model)\n"
+        "sd = {k[len('_orig_mod.'):]: v for k, v in torch.load(p).items()}\nmodel.load_state_dict(sd)\n"
+        "torch.save(model.state_dict(), p)\n"
+    )
+    ddp = (
+        "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "model = DDP(torch.compile(Net()))\n"
+        "sd = {k.removeprefix('_orig_mod.'): v for k, v in torch.load(p).items()}\nnet.load_state_dict(sd)\n"
+        "torch.save(model.state_dict(), p)\n"
+    )
+    assert len(rc404(regional)) == 1
+    assert len(rc404(ddp)) == 1

@@ -60,3 +60,28 @@ def test_a_function_passed_by_name_is_not_dead():
     result = convert_source(script, "train.py")
     assert result.refused is None or "nothing in this file calls" not in result.refused, result.refused
     assert not any("called nowhere" in note for note in result.notes), result.notes
+
+
+SCALED_DEAD = SCRIPT.replace(
+    "def train_fn_adv(loader, model, optimizer):\n",
+    "def train_fn_adv(loader, model, optimizer):\n    scaler = torch.cuda.amp.GradScaler(enabled=False)\n",
+)
+
+
+def test_a_grad_scaler_in_a_function_nothing_calls_does_not_set_mixed_precision():
+    """nbme_fold (leftalone25): the dead ``train_fn_adv`` builds a GradScaler it never uses; it gave
+    the Accelerator ``mixed_precision="no"`` and a note about "its own GradScaler (line 14)", dead code."""
+    result = convert_source(SCALED_DEAD, "train.py")
+    assert result.refused is None, result.refused
+    assert "mixed_precision" not in result.text, result.text
+    assert not any("GradScaler" in note for note in result.notes), result.notes
+
+
+def test_a_grad_scaler_in_the_live_trainer_still_sets_mixed_precision():
+    script = SCALED_DEAD.replace(
+        "def train_fn(loader, model, optimizer):\n",
+        "def train_fn(loader, model, optimizer):\n    scaler = torch.cuda.amp.GradScaler(enabled=False)\n",
+    )
+    result = convert_source(script, "train.py")
+    assert 'mixed_precision="no"' in result.text, result.text
+    assert any("own GradScaler (line 6)" in note for note in result.notes), result.notes

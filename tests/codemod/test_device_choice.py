@@ -580,21 +580,27 @@ def test_a_device_chosen_among_mps_and_the_cpu_never_becomes_cuda(cuda, mps, wor
     "cpu")`` reads only torch, which was taken for Accelerate's own choice and dropped: on a CUDA
     machine the original trained on the CPU and the conversion on the GPU. The written ``cpu=``
     condition, evaluated over the machines, gives the original's device."""
-    import os
-    import types
-
     result = convert(MPS_OR_CPU)
     line = accelerator_line(result.text)
     assert "cpu=" in line, line
     condition = line.split("cpu=", 1)[1].rsplit(")", 1)[0]
+    assert _cpu_on(condition, cuda, mps, world_size, monkeypatch) is cpu, condition
+    assert "import os\n" in result.text
+
+
+def _cpu_on(condition: str, cuda: bool, mps: bool, world_size: str | None, monkeypatch, **names) -> bool:
+    """The written ``cpu=`` condition evaluated on a machine with or without CUDA and MPS, under
+    ``WORLD_SIZE`` (None: unset), with the script's own ``names`` (``args``)."""
+    import os
+    import types
+
     if world_size is None:
         monkeypatch.delenv("WORLD_SIZE", raising=False)
     else:
         monkeypatch.setenv("WORLD_SIZE", world_size)
     backends = types.SimpleNamespace(mps=types.SimpleNamespace(is_available=lambda: mps))
     torch = types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: cuda), backends=backends)
-    assert bool(eval(condition, {"torch": torch, "os": os})) is cpu, condition
-    assert "import os\n" in result.text
+    return bool(eval(condition, {"torch": torch, "os": os, **names}))
 
 
 def test_a_script_that_imports_torch_under_another_name_gets_the_torch_its_cpu_condition_reads():
@@ -647,3 +653,42 @@ def test_an_mps_or_cpu_choice_in_a_ddp_script_joins_the_processes_once():
     )
     line = accelerator_line(convert(text).text)
     assert line.count("WORLD_SIZE") == 1 and "not torch.backends.mps.is_available()" in line, line
+
+
+FLAG_THEN_MPS = (
+    "import argparse\nimport torch\n\n"
+    "parser = argparse.ArgumentParser()\nparser.add_argument('--cuda', action='store_true')\nargs = parser.parse_args()\n"
+    'device = "cuda" if args.cuda else "mps" if torch.backends.mps.is_available() else "cpu"\n'
+    "model = torch.nn.Linear(4, 1).to(device)\n"
+    "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+    "for step in range(3):\n"
+    "    opt.zero_grad()\n"
+    "    model(torch.randn(2, 4, device=device)).sum().backward()\n"
+    "    opt.step()\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("flag", "cuda", "mps", "world_size", "cpu"),
+    [
+        (True, True, False, None, False),  # --cuda on a CUDA machine: CUDA
+        (True, True, False, "2", False),
+        (False, True, False, None, True),  # no --cuda on a CUDA machine: the script trains on the CPU
+        (False, False, True, None, False),  # no --cuda on an Apple machine: MPS, Accelerate's first choice too
+        (False, False, False, None, True),
+        (False, False, True, "2", True),  # gloo has no MPS: several processes are joined on the CPU
+    ],
+)
+def test_a_flag_before_the_mps_or_cpu_choice_is_part_of_the_cpu_condition(
+    flag, cuda, mps, world_size, cpu, monkeypatch
+):
+    """``"cuda" if args.cuda else "mps" if torch.backends.mps.is_available() else "cpu"`` (leftalone25c,
+    noted by survey25a): the inner MPS-or-CPU choice alone wrote ``cpu=... or not
+    torch.backends.mps.is_available()``, True on a CUDA machine with --cuda (the CPU where the script
+    picks CUDA). The CPU is chosen when no branch before it is: ``not args.cuda and not mps``."""
+    import types
+
+    line = accelerator_line(convert(FLAG_THEN_MPS).text)
+    condition = line.split("cpu=", 1)[1].rsplit(")", 1)[0]
+    args = types.SimpleNamespace(cuda=flag)
+    assert _cpu_on(condition, cuda, mps, world_size, monkeypatch, args=args) is cpu, condition
