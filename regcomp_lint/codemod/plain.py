@@ -1526,12 +1526,14 @@ class PlainPlanner(Planner):
             block = self.descend(holder.body, [n for n in [*created, *steps] if tree.contains(holder, n)])
             last, first_step = self._setup_and_first_step(block, created, steps)
         if (
-            isinstance(holder, cst.If)
+            isinstance(holder, (cst.If, cst.With))
             and isinstance(holder.body, cst.IndentedBlock)
             and self._trains_only_under(holder, created, steps)
         ):
             # `model = ...` first, then `if not args.eval_only: optimizer = ...; loader = ...; train`:
-            # prepared in that branch, after its objects (the other path uses the model as it is)
+            # prepared in that branch, after its objects (the other path uses the model as it is);
+            # `with wandb.init(...) as run: model = compile(model); train(...)` (survey26d): a with's
+            # body runs once, in order, so prepare() goes there too
             block = self.descend(holder.body, [n for n in [*created, *steps] if tree.contains(holder, n)])
             last, first_step = self._setup_and_first_step(block, created, steps)
         runs = None
@@ -1707,9 +1709,9 @@ class PlainPlanner(Planner):
         first_step = min((i for i in (self.project(block, n) for n in steps) if i is not None), default=None)
         return last, first_step
 
-    def _trains_only_under(self, holder: cst.If, created: list[cst.CSTNode], steps: list[cst.Call]) -> bool:
+    def _trains_only_under(self, holder: cst.If | cst.With, created: list[cst.CSTNode], steps: list[cst.Call]) -> bool:
         """Every training step, and every object to prepare that ``holder`` builds, is in the body
-        of ``holder`` (not its ``else``), and the body trains after building them."""
+        of ``holder`` (an ``if``, not its ``else``; or a ``with``), and the body trains after building them."""
         tree = self.tree
         body = holder.body
         if not isinstance(body, cst.IndentedBlock) or not steps or not all(tree.contains(body, s) for s in steps):
