@@ -24,7 +24,8 @@ import libcst as cst
 from libcst.metadata import Assignment
 
 from regcomp_lint.analysis.main_process import Scope, main_process_condition, sends_others_away
-from regcomp_lint.codemod.builders import expression, guarded, statement
+from regcomp_lint.codemod.accelerator_edits import accelerator_edit, on_main_process
+from regcomp_lint.codemod.builders import expression, statement
 from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.local_modules import FunctionNode, imported_function
@@ -76,15 +77,17 @@ def guard_helper_saves(
             if isinstance(expr, cst.If) and expr.test is call and _only_logs(tree, expr):
                 # `if atomic_save(...): print("saved")`: the main process writes and logs, the others skip both
                 acc = planner.accelerator_in(place)
-                planner.edits.on(call, partial(_main_process_and, acc, planner.module))
                 if helper is not None:
                     _unwrap_handed_models(planner, helper, call, acc)
-                planner.uses.append(call)
-                guarded_calls.append((place, call))
-                planner.notes.append(
+                accelerator_edit(
+                    planner,
+                    call,
+                    partial(_main_process_and, acc, planner.module),
+                    call,
                     f"{name}() at line {tree.line(call)} writes a checkpoint and its result only decides what is "
-                    f"logged: the test is now `{acc}.is_main_process and {name}(...)`, so one process writes and logs"
+                    f"logged: the test is now `{acc}.is_main_process and {name}(...)`, so one process writes and logs",
                 )
+                guarded_calls.append((place, call))
                 continue
             line = tree.call_line(call)
             if line is None:
@@ -94,17 +97,19 @@ def guard_helper_saves(
                 )
                 continue
             acc = planner.accelerator_in(place)
-            planner.edits.on(line, guarded(expression(f"{acc}.is_main_process", planner.module)))
             if helper is not None:
                 _unwrap_handed_models(planner, helper, call, acc)
             elif elsewhere is not None:
                 _unwrap_models_pickled_elsewhere(planner, elsewhere, call, acc)
-            planner.uses.append(call)
-            guarded_calls.append((place, call))
-            planner.notes.append(
+            on_main_process(
+                planner,
+                line,
+                acc,
+                call,
                 f"{name}() at line {tree.line(call)} writes a checkpoint: it runs under "
-                f"`if {acc}.is_main_process:`, so one process writes the files"
+                f"`if {acc}.is_main_process:`, so one process writes the files",
             )
+            guarded_calls.append((place, call))
     return guarded_calls
 
 
@@ -206,10 +211,13 @@ def write_on_main_process(planner: Planner, place: Function, call: cst.Call) -> 
             f"torch.save() at line {tree.line(call)} passes {', '.join(options)}, which {acc}.save() does not take, "
             "and is not a statement of its own to run on the main process; convert by hand"
         )
-    planner.edits.on(line, guarded(expression(f"{acc}.is_main_process", planner.module)))
-    planner.notes.append(
+    on_main_process(
+        planner,
+        line,
+        acc,
+        None,
         f"torch.save() at line {tree.line(call)} keeps {', '.join(options)}, which {acc}.save() does not take: it "
-        f"stays torch.save, under `if {acc}.is_main_process:`"
+        f"stays torch.save, under `if {acc}.is_main_process:`",
     )
     return False
 
@@ -582,12 +590,14 @@ def move_written_files_once(
             if line is None or not planner.can_reach_accelerator(place):
                 continue
             acc = planner.accelerator_in(place)
-            planner.edits.on(line, guarded(expression(f"{acc}.is_main_process", planner.module)))
-            planner.uses.append(call)
-            planner.notes.append(
+            on_main_process(
+                planner,
+                line,
+                acc,
+                call,
                 f"{code(call.func).strip()}() at line {tree.line(call)} runs under `if {acc}.is_main_process:`: it moves "
                 "or copies the checkpoint the main process alone writes, so run by every process the second move "
-                "would find no file"
+                "would find no file",
             )
             moved.append((place, call))
             paths |= _written_paths([call])
