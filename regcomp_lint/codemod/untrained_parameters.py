@@ -259,7 +259,7 @@ def _cut(forward: ast.FunctionDef, frozen: frozenset[str] | set[str] = frozenset
 
 def _partial_run(forward: ast.FunctionDef, frozen: frozenset[str] | set[str]) -> str | None:
     """How ``forward`` runs only some entries of a module list of the model (survey26d
-    gpt2_distill, an early-exit GPT): a loop over ``self.h[:depth]`` sliced by one of its
+    gpt2_distill, an early-exit GPT): a loop over ``self.h[:depth]`` (``self.transformer.h[:depth]``) sliced by one of its
     arguments, or an entry ``self.heads[1](x)`` called only in a branch of an ``if``. The
     entries left out get no gradient in that step."""
     params = {a.arg for a in [*forward.args.args, *forward.args.kwonlyargs]} - {"self"}
@@ -271,7 +271,7 @@ def _partial_run(forward: ast.FunctionDef, frozen: frozenset[str] | set[str]) ->
             if (
                 isinstance(source, ast.Subscript)
                 and isinstance(source.slice, ast.Slice)
-                and _self_attribute(source.value) is not None
+                and ast.unparse(source.value).startswith("self.")
                 and ast.unparse(source.value) not in frozen
                 and any(
                     isinstance(n, ast.Name) and n.id in params

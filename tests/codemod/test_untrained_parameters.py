@@ -357,6 +357,15 @@ def test_blocks_run_up_to_a_forward_argument_ask_ddp_to_find_unused_parameters()
     assert "model's Net.forward (line 11) runs only self.h[:depth]" in note, note
 
 
+def test_blocks_of_a_nested_module_list_run_up_to_a_forward_argument_count_too():
+    text = EARLY_EXIT.replace("self.h = nn.ModuleList", "self.body = nn.Module()\n        self.body.h = nn.ModuleList")
+    text = text.replace("self.h[:depth]", "self.body.h[:depth]")
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    note = next(n for n in result.notes if "find_unused_parameters" in n)
+    assert "runs only self.body.h[:depth]" in note, note
+
+
 def test_one_entry_of_a_module_list_per_branch_asks_ddp_to_find_unused_parameters():
     result = convert_source(BRANCHED_HEADS, "train.py")
     assert result.refused is None, result.refused
