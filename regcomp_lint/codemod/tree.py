@@ -23,6 +23,7 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
+from regcomp_lint.codemod.source_metadata import _FORMATTING, _IS_NODE
 from regcomp_lint.codemod.source_metadata import _fields as fields_visited
 from regcomp_lint.codemod.source_metadata import code_for_node
 from regcomp_lint.knowledge.torch_api import STAR_EXPORTED_MODULES
@@ -612,10 +613,15 @@ def children_of(node: cst.CSTNode) -> list[cst.CSTNode]:
     found: list[cst.CSTNode] = []
     for field in fields_visited(node):
         value = getattr(node, field)
-        if type(value) is tuple or type(value) is list:
+        kind = type(value)
+        if kind is tuple or kind is list:
             found.extend(value)
-        elif isinstance(value, cst.CSTNode):
-            found.append(value)
+        else:
+            is_node = _IS_NODE.get(kind)
+            if is_node is None:  # (an ABC's isinstance is a Python call: asked once per type)
+                is_node = _IS_NODE[kind] = issubclass(kind, cst.CSTNode)
+            if is_node:
+                found.append(value)
     return found
 
 
@@ -661,7 +667,7 @@ def read_keys(expr: cst.CSTNode) -> list[str]:
                 stack.append(node.value)  # type: ignore[attr-defined]  # (not its attribute name)
         elif kind is cst.Arg:
             stack.append(node.value)  # type: ignore[attr-defined]  # (not its keyword)
-        else:
+        elif kind not in _FORMATTING:  # (whitespace, punctuation, operators, numbers: no name inside)
             stack.extend(reversed(children_of(node)))
     return found
 
