@@ -150,7 +150,10 @@ class Tree:
         self._positions = wrapper.resolve(PositionProvider)
         self._scopes = wrapper.resolve(ScopeProvider)
         self._qualnames: dict[cst.CSTNode, Collection[QualifiedName]] = {}
-        self._imported: dict[cst.CSTNode, set[str]] = {}
+        #: id of a node -> the node and its imported names (:meth:`imported_names`; by id, as
+        #: :attr:`_function_of`: a node's own hash is a Python call, and the planner asks tens of
+        #: thousands of times a fixture round)
+        self._imported: dict[int, tuple[cst.CSTNode, set[str]]] = {}
         #: id of a node -> the node and the function it runs in (:meth:`function_of`)
         self._function_of: dict[int, tuple[cst.CSTNode, Function]] = {}
         self._star: bool | None = None  # whether the script has a `from ... import *`, asked once
@@ -167,13 +170,15 @@ class Tree:
     def imported_names(self, node: cst.CSTNode) -> set[str]:
         """Qualified names of ``node`` that come from an import (not local variables). Worked
         out once per node (the planner asks about the same calls many times); not to be changed."""
-        found = self._imported.get(node)
-        if found is None:
-            found = self._imported[node] = {
-                q.name
-                for q in self._qualified_names(node)
-                if q.source in (QualifiedNameSource.IMPORT, QualifiedNameSource.BUILTIN)
-            } or self._star_exported(node)
+        kept = self._imported.get(id(node))
+        if kept is not None and kept[0] is node:
+            return kept[1]
+        found = {
+            q.name
+            for q in self._qualified_names(node)
+            if q.source in (QualifiedNameSource.IMPORT, QualifiedNameSource.BUILTIN)
+        } or self._star_exported(node)
+        self._imported[id(node)] = (node, found)
         return found
 
     def _star_exported(self, node: cst.CSTNode) -> set[str]:
