@@ -154,9 +154,9 @@ def _note_unread(planner: PlainPlanner, function: Function, call: cst.Call, mode
 
 def _unread_callable_class(tree: Tree, function: Function, name: str) -> tuple[str, str] | None:
     """``("src.io_utils", "SaveBestModel")`` for ``save_best_model(loss, epoch, net, ...)`` where
-    ``save_best_model`` is built (here or up the callers, :func:`_constructions`) from a class of a
+    ``save_best_model`` is built (here or up the callers, :func:`constructions`) from a class of a
     project module whose file is not found."""
-    built = _constructions(tree, function, name)
+    built = constructions(tree, function, name)
     return unread_class(tree, built[0].func) if built else None
 
 
@@ -179,7 +179,7 @@ def object_method(
         return None
     if tree.filename is None:
         return None
-    built = _constructions(tree, function, receiver)
+    built = constructions(tree, function, receiver)
     if not built or not isinstance(built[0].func, cst.Name):
         return None
     name = built[0].func.value
@@ -200,7 +200,7 @@ def object_method(
     return f"{name}.{method.name}() of {_shown(parsed)}", method, cls
 
 
-def _constructions(tree: Tree, function: Function, name: str, depth: int = 3) -> list[cst.Call]:
+def constructions(tree: Tree, function: Function, name: str, depth: int = 3) -> list[cst.Call]:
     """The calls whose result ``name`` is bound to in ``function`` or at the top level; for a
     parameter with no such binding, what each caller of ``function`` binds the name it passes for
     it to, up to ``depth`` calls up (LinFlo-Net's U-Net trainer builds ``save_best_model =
@@ -218,7 +218,7 @@ def _constructions(tree: Tree, function: Function, name: str, depth: int = 3) ->
             continue
         passed = argument_for(tree, function, call, name)
         if isinstance(passed, cst.Name):
-            built += _constructions(tree, tree.function_of(call), passed.value, depth - 1)
+            built += constructions(tree, tree.function_of(call), passed.value, depth - 1)
     return built
 
 

@@ -112,6 +112,7 @@ from regcomp_lint.codemod.method_loss import (
 from regcomp_lint.codemod.model_copies import model_copies, model_wraps, plain_aliases
 from regcomp_lint.codemod.module_globals import handed_through_globals
 from regcomp_lint.codemod.never_loaders import never_a_loader
+from regcomp_lint.codemod.object_saves import guard_object_saves
 from regcomp_lint.codemod.optimizer_methods import placement_keyword, reach_own_methods
 from regcomp_lint.codemod.optimizers import (
     FoundOptimizer,
@@ -1432,6 +1433,7 @@ class PlainPlanner(Planner):
         writes += guard_helper_saves(self, places, self.training)
         owned = [p for p in places if p in main or p in self.training]
         writes += save_the_rest_once(self, owned, writes)
+        writes += guard_object_saves(self, places)
         writes += move_written_files_once(self, writes)
         wait_before_reading_back(self, writes)
         wait_before_returning(self, writes, self.training)
