@@ -81,7 +81,7 @@ from regcomp_lint.codemod.hand_distribution import (
     join_processes_without_cuda,
     wrap_aliases,
 )
-from regcomp_lint.codemod.hand_schedules import hand_lr_notes, step_counted_notes
+from regcomp_lint.codemod.hand_schedules import hand_lr_notes, step_counted_notes, valued_batch_step_note
 from regcomp_lint.codemod.handed_in import (
     HandedIn,
     caller_sources,
@@ -768,6 +768,7 @@ class PlainPlanner(Planner):
         schedulers: list[str] = []
         skipped: list[str] = []
         self.kept_schedulers: list[str] = []  # stepped per epoch: created before prepare, not prepared
+        self._valued_steps: list[tuple[str, ast.Call, str]] = []  # stepped with a value: (key, step, its note)
         self._counted_schedulers: dict[str, ast.stmt] = {}  # per step of a loop a counter ends: its loop
         self.inline_loaders: list[str] = []  # `cycle(DataLoader(...))`: prepared where they are built
         self.inline_origins: list[Origin] = []  # and what each of them is
@@ -877,6 +878,10 @@ class PlainPlanner(Planner):
         if refusal is not None:
             raise Refusal(refusal)
         self.notes += evaluation_passes_note(view, prepared_origins, self.acc_key)
+        for key, step, note in self._valued_steps:  # a value counted in the batches of a prepared loader
+            counted = valued_batch_step_note(view.parsed, key, step, loaders)
+            if counted is not None and note in self.notes:
+                self.notes[self.notes.index(note)] = counted
         self.notes += hand_lr_notes(tree, self.training, loaders)
         self.notes += step_counted_notes(tree, self.training, loaders)
         self.notes += shard_metric_notes(tree, self.training, loaders + self.inline_loaders)
@@ -900,10 +905,13 @@ class PlainPlanner(Planner):
         if how in (Cadence.PER_EPOCH, Cadence.BY_VALUE) and step is not None:
             self.kept_schedulers.append(key)
             when = "once per epoch" if how is Cadence.PER_EPOCH else "with a value (a metric or an epoch)"
-            self.notes.append(
+            note = (
                 f"{key} steps {when} (line {step.lineno}): left unprepared, so its LR "
                 "moves exactly as in the original (a prepared scheduler steps once per process)"
             )
+            self.notes.append(note)
+            if how is Cadence.BY_VALUE:
+                self._valued_steps.append((key, step, note))
         elif how is Cadence.WRAPPED:
             self.kept_schedulers.append(key)
             self.notes.append(
