@@ -109,7 +109,7 @@ from regcomp_lint.codemod.method_loss import (
     prepared_as,
     regional_left_off,
 )
-from regcomp_lint.codemod.model_copies import model_copies, model_wraps, plain_aliases
+from regcomp_lint.codemod.model_copies import copies_after_training, model_copies, model_wraps, plain_aliases
 from regcomp_lint.codemod.module_globals import handed_through_globals
 from regcomp_lint.codemod.never_loaders import never_a_loader
 from regcomp_lint.codemod.object_saves import guard_object_saves
@@ -1436,6 +1436,7 @@ class PlainPlanner(Planner):
                 self.checkpoint_saves += 1
                 if not taken_unwrapped(tree, call, model):  # `else: save(model.state_dict())` of an isinstance test
                     self.saved_states.add(model)
+        self._copy_unwrapped(places, models)
         main = [p for p in places if p is self.scope or p in self.owner_methods()]
         writes += save_wrapper_states_once(self, [p for p in places if p not in main])
         writes += guard_helper_saves(self, places, self.training)
@@ -1447,6 +1448,41 @@ class PlainPlanner(Planner):
         wait_before_returning(self, writes, self.training)
         write_files_once(self, places)
         ask_once(self, places, self.training)
+
+    def _copy_unwrapped(self, places: list[Function], models: set[str]) -> None:
+        """``deepcopy(model)`` after training started copies the unwrapped model
+        (:func:`~regcomp_lint.codemod.model_copies.copies_after_training`): in the scope after its
+        first training step, in a training function anywhere."""
+        tree = self.tree
+        _, steps = self.training_steps()
+        first_step = min((tree.line(s) for s in steps if tree.function_of(s) is self.scope), default=None)
+        for place in places:
+            if place is self.scope:
+                if first_step is None:
+                    continue
+                after = first_step
+            elif place in self.training:
+                after = 0
+            else:
+                continue
+            if not self.can_reach_accelerator(place):
+                continue
+            for call in copies_after_training(tree, place, models, after):
+                model = key_of(call.args[0].value)
+                if model is None or (place is not self.scope and not sees_prepared(place, model, self)):
+                    continue
+                again = self.recreated_at(model) if place is self.scope else None
+                if again is not None and tree.line(call) > again:
+                    continue  # the model built again after training: a plain module
+                acc = self.accelerator_in(place)
+                unwrapped = expression(f"{acc}.unwrap_model({model}, keep_torch_compile=False)", self.module)
+                self.edits.on(call.args[0].value, replaced_by(unwrapped))
+                self.uses.append(call)
+                self.notes.append(
+                    f"deepcopy({model}) at line {tree.line(call)} copies {acc}.unwrap_model({model}, "
+                    "keep_torch_compile=False): a copy of the prepared model is its compile wrapper (around DDP on "
+                    "several processes), whose weights save with `_orig_mod.` keys no plain model loads"
+                )
 
     def _strip_wrapper_prefix(self, load: cst.Call) -> None:
         """``model.load_state_dict(sd, strict=False)`` after the script's DataParallel/DDP wrap:
