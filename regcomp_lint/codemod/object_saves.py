@@ -25,7 +25,7 @@ import libcst as cst
 
 from regcomp_lint.codemod.builders import expression, guarded
 from regcomp_lint.codemod.checkpoint_writes import under_rank_test
-from regcomp_lint.codemod.handed_to_modules import constructions
+from regcomp_lint.codemod.object_classes import constructions
 from regcomp_lint.codemod.per_process import per_process_path
 from regcomp_lint.codemod.tree import Function, Tree, find_all, methods_of
 from regcomp_lint.knowledge.torch_api import TORCH_SAVE
