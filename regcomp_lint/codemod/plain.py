@@ -879,9 +879,9 @@ class PlainPlanner(Planner):
             raise Refusal(refusal)
         self.notes += evaluation_passes_note(view, prepared_origins, self.acc_key)
         for key, step, note in self._valued_steps:  # a value counted in the batches of a prepared loader
-            counted = valued_batch_step_note(view.parsed, key, step, loaders)
-            if counted is not None and note in self.notes:
-                self.notes[self.notes.index(note)] = counted
+            paced = valued_batch_step_note(view.parsed, key, step, loaders)
+            if paced is not None and note in self.notes:
+                self.notes[self.notes.index(note)] = paced
         self.notes += hand_lr_notes(tree, self.training, loaders)
         self.notes += step_counted_notes(tree, self.training, loaders)
         self.notes += shard_metric_notes(tree, self.training, loaders + self.inline_loaders)
