@@ -81,7 +81,7 @@ from regcomp_lint.codemod.hand_distribution import (
     join_processes_without_cuda,
     wrap_aliases,
 )
-from regcomp_lint.codemod.hand_schedules import hand_lr_notes, step_counted_notes
+from regcomp_lint.codemod.hand_schedules import hand_lr_notes, step_counted_notes, valued_batch_step_note
 from regcomp_lint.codemod.handed_in import (
     HandedIn,
     caller_sources,
@@ -109,9 +109,10 @@ from regcomp_lint.codemod.method_loss import (
     prepared_as,
     regional_left_off,
 )
-from regcomp_lint.codemod.model_copies import model_copies, model_wraps, plain_aliases
+from regcomp_lint.codemod.model_copies import copies_after_training, model_copies, model_wraps, plain_aliases
 from regcomp_lint.codemod.module_globals import handed_through_globals
 from regcomp_lint.codemod.never_loaders import never_a_loader
+from regcomp_lint.codemod.object_saves import guard_object_saves
 from regcomp_lint.codemod.optimizer_methods import placement_keyword, reach_own_methods
 from regcomp_lint.codemod.optimizers import (
     FoundOptimizer,
@@ -784,6 +785,7 @@ class PlainPlanner(Planner):
         schedulers: list[str] = []
         skipped: list[str] = []
         self.kept_schedulers: list[str] = []  # stepped per epoch: created before prepare, not prepared
+        self._valued_steps: list[tuple[str, ast.Call, str]] = []  # stepped with a value: (key, step, its note)
         self._counted_schedulers: dict[str, ast.stmt] = {}  # per step of a loop a counter ends: its loop
         self.inline_loaders: list[str] = []  # `cycle(DataLoader(...))`: prepared where they are built
         self.inline_origins: list[Origin] = []  # and what each of them is
@@ -893,6 +895,10 @@ class PlainPlanner(Planner):
         if refusal is not None:
             raise Refusal(refusal)
         self.notes += evaluation_passes_note(view, prepared_origins, self.acc_key)
+        for key, step, note in self._valued_steps:  # a value counted in the batches of a prepared loader
+            paced = valued_batch_step_note(view.parsed, key, step, loaders)
+            if paced is not None and note in self.notes:
+                self.notes[self.notes.index(note)] = paced
         self.notes += hand_lr_notes(tree, self.training, loaders)
         self.notes += step_counted_notes(tree, self.training, loaders)
         self.notes += shard_metric_notes(tree, self.training, loaders + self.inline_loaders)
@@ -916,10 +922,13 @@ class PlainPlanner(Planner):
         if how in (Cadence.PER_EPOCH, Cadence.BY_VALUE) and step is not None:
             self.kept_schedulers.append(key)
             when = "once per epoch" if how is Cadence.PER_EPOCH else "with a value (a metric or an epoch)"
-            self.notes.append(
+            note = (
                 f"{key} steps {when} (line {step.lineno}): left unprepared, so its LR "
                 "moves exactly as in the original (a prepared scheduler steps once per process)"
             )
+            self.notes.append(note)
+            if how is Cadence.BY_VALUE:
+                self._valued_steps.append((key, step, note))
         elif how is Cadence.WRAPPED:
             self.kept_schedulers.append(key)
             self.notes.append(
@@ -1478,16 +1487,53 @@ class PlainPlanner(Planner):
                 self.checkpoint_saves += 1
                 if not taken_unwrapped(tree, call, model):  # `else: save(model.state_dict())` of an isinstance test
                     self.saved_states.add(model)
+        self._copy_unwrapped(places, models)
         main = [p for p in places if p is self.scope or p in self.owner_methods()]
         writes += save_wrapper_states_once(self, [p for p in places if p not in main])
         writes += guard_helper_saves(self, places, self.training)
         owned = [p for p in places if p in main or p in self.training]
         writes += save_the_rest_once(self, owned, writes)
+        writes += guard_object_saves(self, places)
         writes += move_written_files_once(self, writes)
         wait_before_reading_back(self, writes)
         wait_before_returning(self, writes, self.training)
         write_files_once(self, places)
         ask_once(self, places, self.training)
+
+    def _copy_unwrapped(self, places: list[Function], models: set[str]) -> None:
+        """``deepcopy(model)`` after training started copies the unwrapped model
+        (:func:`~regcomp_lint.codemod.model_copies.copies_after_training`): in the scope after its
+        first training step, in a training function anywhere."""
+        tree = self.tree
+        _, steps = self.training_steps()
+        first_step = min((tree.line(s) for s in steps if tree.function_of(s) is self.scope), default=None)
+        for place in places:
+            if place is self.scope:
+                if first_step is None:
+                    continue
+                after = first_step
+            elif place in self.training:
+                after = 0
+            else:
+                continue
+            if not self.can_reach_accelerator(place):
+                continue
+            for call in copies_after_training(tree, place, models, after):
+                model = key_of(call.args[0].value)
+                if model is None or (place is not self.scope and not sees_prepared(place, model, self)):
+                    continue
+                again = self.recreated_at(model) if place is self.scope else None
+                if again is not None and tree.line(call) > again:
+                    continue  # the model built again after training: a plain module
+                acc = self.accelerator_in(place)
+                unwrapped = expression(f"{acc}.unwrap_model({model}, keep_torch_compile=False)", self.module)
+                self.edits.on(call.args[0].value, replaced_by(unwrapped))
+                self.uses.append(call)
+                self.notes.append(
+                    f"deepcopy({model}) at line {tree.line(call)} copies {acc}.unwrap_model({model}, "
+                    "keep_torch_compile=False): a copy of the prepared model is its compile wrapper (around DDP on "
+                    "several processes), whose weights save with `_orig_mod.` keys no plain model loads"
+                )
 
     def _strip_wrapper_prefix(self, load: cst.Call) -> None:
         """``model.load_state_dict(sd, strict=False)`` after the script's DataParallel/DDP wrap:
