@@ -102,6 +102,7 @@ from regcomp_lint.codemod.listed_loaders import listed_loader_notes
 from regcomp_lint.codemod.load_locations import keep_cpu_load_locations
 from regcomp_lint.codemod.local_modules import beside, imported_function, importer_of, is_project_module, load_local
 from regcomp_lint.codemod.loss_scalers import loss_scaler_step
+from regcomp_lint.codemod.main_only_steps import main_only_scheduler_steps
 from regcomp_lint.codemod.method_loss import (
     MethodLoss,
     add_wrapper_class,
@@ -400,6 +401,7 @@ class PlainPlanner(Planner):
             places = [self.scope, *self.owner_methods(), *places_using_prepared(self)]
             self.notes += note_wrapper_tests(self, places, self.models)
         self.notes += setting_notes
+        self.notes += main_only_scheduler_steps(self)
         return self.conversion()
 
     @property
