@@ -127,6 +127,7 @@ from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConvertOptions
 from regcomp_lint.codemod.per_process import PerProcess
 from regcomp_lint.codemod.progress_bars import note_eager_iterators
 from regcomp_lint.codemod.prompts import ask_once
+from regcomp_lint.codemod.random_items import note_random_items
 from regcomp_lint.codemod.reduced_sums import EpochSum, gather_sums
 from regcomp_lint.codemod.regional import repeated_blocks
 from regcomp_lint.codemod.reinit_sync import rebinds_itself, reinitialised_model, sync_reinitialised
@@ -389,6 +390,7 @@ class PlainPlanner(Planner):
         self._let_step_take_a_closure()
         follow_handed_device(self)
         note_eager_iterators(self, self.loaders)
+        note_random_items(self, self.loaders)
         refuse_next_on_loaders(self.tree, self.loaders)
         if self.trainer_models is not None:
             refuse_rebound_models(self, self.trainer_models)
