@@ -200,6 +200,19 @@ def _plugin_text(settings: dict[str, Setting]) -> list[str]:
     return [f"{key}={setting.code}" for key, setting in settings.items()]
 
 
+#: A one-process script given no ``cpu=`` (session 26, measured with Accelerate 1.15): under plain
+#: ``torchrun`` Accelerate joins the processes on CUDA (``LOCAL_RANK`` set: MULTI_GPU) but on a
+#: machine without CUDA only when told to use the CPU (MULTI_CPU, gloo); otherwise each rank
+#: trains alone (``DistributedType.NO``, ``num_processes=1``). A ``cpu=`` that maps it would move
+#: an MPS or XPU run to the CPU, so the conversion says it instead.
+PLAIN_TORCHRUN_ON_CPU_NOTE = (
+    "no cpu=: launched with plain torchrun on a machine without CUDA, Accelerate joins the processes only when "
+    "told to use the CPU, so there each rank trains alone (on CUDA they train as one); launch with "
+    "ACCELERATE_USE_CPU=1 (or accelerate launch --cpu) there. cpu= is not set here: it would move an MPS or XPU run "
+    "to the CPU"
+)
+
+
 class PlainPlanner(Planner):
     def __init__(self, tree: Tree, options: ConvertOptions, distribution: Distribution) -> None:
         super().__init__(tree, options)
@@ -2051,6 +2064,8 @@ class PlainPlanner(Planner):
             join_processes_only(self)
         if self.cpu_conditions:
             self.accelerator_keywords.append(f"cpu={' or '.join(self.cpu_conditions)}")
+        elif not self.distribution.by_hand:
+            self.notes.append(PLAIN_TORCHRUN_ON_CPU_NOTE)
         indent = self.indentation_of(block)
         plugin = call_statement("dynamo_plugin = ", "TorchDynamoPlugin", _plugin_text(settings), self.module, indent)
         keywords = ", ".join(["dynamo_plugin=dynamo_plugin", *self.accelerator_keywords])
