@@ -81,7 +81,12 @@ from regcomp_lint.codemod.hand_distribution import (
     join_processes_without_cuda,
     wrap_aliases,
 )
-from regcomp_lint.codemod.hand_schedules import hand_lr_notes, step_counted_notes, valued_batch_step_note
+from regcomp_lint.codemod.hand_schedules import (
+    counted_save_notes,
+    hand_lr_notes,
+    step_counted_notes,
+    valued_batch_step_note,
+)
 from regcomp_lint.codemod.handed_in import (
     HandedIn,
     caller_sources,
@@ -102,6 +107,7 @@ from regcomp_lint.codemod.listed_loaders import listed_loader_notes
 from regcomp_lint.codemod.load_locations import keep_cpu_load_locations
 from regcomp_lint.codemod.local_modules import importer_of, is_project_module, load_local
 from regcomp_lint.codemod.loss_scalers import loss_scaler_step
+from regcomp_lint.codemod.main_only_steps import main_only_scheduler_steps
 from regcomp_lint.codemod.method_loss import (
     MethodLoss,
     add_wrapper_class,
@@ -126,6 +132,7 @@ from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConvertOptions
 from regcomp_lint.codemod.per_process import PerProcess
 from regcomp_lint.codemod.progress_bars import note_eager_iterators
 from regcomp_lint.codemod.prompts import ask_once
+from regcomp_lint.codemod.random_items import note_random_items
 from regcomp_lint.codemod.reduced_sums import EpochSum, gather_sums
 from regcomp_lint.codemod.regional import repeated_blocks
 from regcomp_lint.codemod.reinit_sync import rebinds_itself, reinitialised_model, sync_reinitialised
@@ -198,6 +205,19 @@ __all__ = ["NO_TRAINING_STEP", "PlainPlanner"]
 
 def _plugin_text(settings: dict[str, Setting]) -> list[str]:
     return [f"{key}={setting.code}" for key, setting in settings.items()]
+
+
+#: A one-process script given no ``cpu=`` (session 26, measured with Accelerate 1.15): under plain
+#: ``torchrun`` Accelerate joins the processes on CUDA (``LOCAL_RANK`` set: MULTI_GPU) but on a
+#: machine without CUDA only when told to use the CPU (MULTI_CPU, gloo); otherwise each rank
+#: trains alone (``DistributedType.NO``, ``num_processes=1``). A ``cpu=`` that maps it would move
+#: an MPS or XPU run to the CPU, so the conversion says it instead.
+PLAIN_TORCHRUN_ON_CPU_NOTE = (
+    "no cpu=: launched with plain torchrun on a machine without CUDA, Accelerate joins the processes only when "
+    "told to use the CPU, so there each rank trains alone (on CUDA they train as one); launch with "
+    "ACCELERATE_USE_CPU=1 (or accelerate launch --cpu) there. cpu= is not set here: it would move an MPS or XPU run "
+    "to the CPU"
+)
 
 
 class PlainPlanner(Planner):
@@ -391,6 +411,7 @@ class PlainPlanner(Planner):
         self._let_step_take_a_closure()
         follow_handed_device(self)
         note_eager_iterators(self, self.loaders)
+        note_random_items(self, self.loaders)
         refuse_next_on_loaders(self.tree, self.loaders)
         if self.trainer_models is not None:
             refuse_rebound_models(self, self.trainer_models)
@@ -403,6 +424,7 @@ class PlainPlanner(Planner):
             places = [self.scope, *self.owner_methods(), *places_using_prepared(self)]
             self.notes += note_wrapper_tests(self, places, self.models)
         self.notes += setting_notes
+        self.notes += main_only_scheduler_steps(self)
         return self.conversion()
 
     @property
@@ -901,6 +923,7 @@ class PlainPlanner(Planner):
                 self.notes[self.notes.index(note)] = paced
         self.notes += hand_lr_notes(tree, self.training, loaders)
         self.notes += step_counted_notes(tree, self.training, loaders)
+        self.notes += counted_save_notes(tree, self.training, loaders)
         self.notes += shard_metric_notes(tree, self.training, loaders + self.inline_loaders)
         inline = {f"the DataLoader at line {o.built.lineno}": o for o in self.inline_origins}
         self.notes += even_batches_notes(view, {**prepared_origins, **inline})
@@ -2145,6 +2168,8 @@ class PlainPlanner(Planner):
             join_processes_only(self)
         if self.cpu_conditions:
             self.accelerator_keywords.append(f"cpu={' or '.join(self.cpu_conditions)}")
+        elif not self.distribution.by_hand:
+            self.notes.append(PLAIN_TORCHRUN_ON_CPU_NOTE)
         indent = self.indentation_of(block)
         plugin = call_statement("dynamo_plugin = ", "TorchDynamoPlugin", _plugin_text(settings), self.module, indent)
         keywords = ", ".join(["dynamo_plugin=dynamo_plugin", *self.accelerator_keywords])

@@ -375,6 +375,9 @@ CUDA_SET_DEVICE = ("torch.cuda.set_device",)
 SPAWN = ("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes", "torch.multiprocessing.spawn.spawn")
 #: Python's calls that end the process by raising SystemExit (``quit()`` on a "no" to a prompt).
 PROCESS_EXITS = ("builtins.quit", "builtins.exit", "sys.exit")
+#: Python's call that ends the process at once, raising nothing (no ``except``, ``finally`` or
+#: ``atexit`` sees it); ``sys.exit(code)`` ends it with the same status, by raising SystemExit.
+HARD_PROCESS_EXITS = ("os._exit",)
 #: The keyword of the function a spawn call starts (``mp.spawn(fn=worker, ...)``); torch calls it as
 #: ``fn(i, *args)``, the process index first.
 SPAWN_FUNCTION_KEYWORD = "fn"
