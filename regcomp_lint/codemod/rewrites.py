@@ -562,7 +562,7 @@ def _has_param(function: cst.FunctionDef, name: str) -> bool:
 
 
 def _add_parameter(updated: cst.CSTNode) -> cst.CSTNode:
-    """Append ``accelerator`` to a signature (keyword-only when defaults or ``*`` come first)."""
+    """Append ``accelerator`` to a signature (keyword-only when defaults, ``*`` or ``**`` come first)."""
     assert isinstance(updated, cst.FunctionDef)
     params = updated.params
     new = cst.Param(cst.Name("accelerator"))
@@ -574,8 +574,8 @@ def _add_parameter(updated: cst.CSTNode) -> cst.CSTNode:
     simple = simple and all(p.default is None for p in params.params)
     if simple:
         return updated.with_changes(params=params.with_changes(params=_append(list(params.params), new)))
-    if isinstance(params.star_kwarg, cst.Param):
-        return updated  # **kwargs already accepts accelerator=
+    # with **kwargs too: the body reads the name ``accelerator``, which only a parameter of its own
+    # binds (survey 26a: left to **kwargs it raised NameError and landed in the kwargs it saves)
     if params.star_arg is cst.MaybeSentinel.DEFAULT and not params.kwonly_params and params.params:
         return updated.with_changes(params=_after_a_new_star(updated, params, new))
     star = params.star_arg if isinstance(params.star_arg, (cst.Param, cst.ParamStar)) else cst.ParamStar()
