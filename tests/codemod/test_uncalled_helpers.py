@@ -129,7 +129,7 @@ def test_a_helper_with_kwargs_binds_the_accelerator_as_its_own_parameter():
     parameter before **kwargs."""
     result = convert_source(KWARGS, "t.py")
     assert result.refused is None, result.refused
-    assert (
-        'def save_model_name(model, optimizer, epoch, filename="last", *, accelerator, **kwargs):' in result.text
-    ), result.text
+    assert 'def save_model_name(model, optimizer, epoch, filename="last", *, accelerator, **kwargs):' in result.text, (
+        result.text
+    )
     compile(result.text, "t.py", "exec")
