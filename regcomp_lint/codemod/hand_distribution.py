@@ -43,6 +43,7 @@ from regcomp_lint.codemod.tree import (
 )
 from regcomp_lint.codemod.unprepared_wraps import replace_unprepared_wrap
 from regcomp_lint.codemod.wrapped_access import feeds_the_loss
+from regcomp_lint.codemod.wrapped_copies import reads_through_the_wrap, wrapped_copies
 from regcomp_lint.knowledge import accelerate_api, torch_api
 
 if TYPE_CHECKING:
@@ -59,6 +60,31 @@ _NO_CUDA_NOTE = (
 )
 
 
+def _read_copies_one_module_less(planner: PlainPlanner) -> None:
+    """A copy (an EMA average) made of the DDP-wrapped model is made of the plain module once the
+    wrap is gone: its reads through the copied wrapper drop that ``.module``."""
+    tree = planner.tree
+    wraps = [
+        c
+        for c in planner.distribution.data_parallel
+        if not tree.resolves_to(c.func, *torch_api.SINGLE_PROCESS_DATA_PARALLEL)
+    ]
+    for name, holder, call in wrapped_copies(tree, wraps):
+        reads = reads_through_the_wrap(tree, name, holder)
+        for attr in reads:
+            planner.edits.on(attr, lambda updated: updated.value)
+        through = (
+            f"; {len(reads)} read(s) through that wrapper (line {tree.line(reads[0])}) now drop its .module"
+            if reads
+            else ""
+        )
+        planner.notes.append(
+            f"{name} = {code(call).strip()} (line {tree.line(call)}) copied the DDP-wrapped model; the conversion "
+            f"copies the plain module (prepare() follows it){through}; what it saves loses the wrapper's `module.` "
+            "key prefix (strip it to load an old checkpoint)"
+        )
+
+
 def adapt_distribution(planner: PlainPlanner) -> None:
     """Remove the wraps, guard the process-group set-up and read the model through the wrapper."""
     tree = planner.tree
@@ -67,6 +93,7 @@ def adapt_distribution(planner: PlainPlanner) -> None:
     ddp_keywords = _one_set_of_options(
         planner, [(call, _remove_wrap(planner, call, models)) for call in dist.data_parallel]
     )
+    _read_copies_one_module_less(planner)
     workers = [w for w in (_spawned_worker(planner, call) for call in dist.spawn) if w is not None]
     # a spawned worker joins its group before the Accelerator exists; torchrun scripts may join after
     guarded = [] if workers else dist.init_process_group

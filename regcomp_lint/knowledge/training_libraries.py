@@ -191,6 +191,21 @@ MODEL_COPIES = (
     "ema_pytorch.EMA",
 )
 
+#: Where each of :data:`MODEL_COPIES` keeps its copy: the attributes between the copy's own name and
+#: the model it copied (``AveragedModel(model).module``, ``ema_pytorch.EMA(model).ema_model``; a deep
+#: copy is the model itself). Made of a DDP wrapper, the copied wrapper's ``.module`` follows them.
+MODEL_COPY_HOLDERS: dict[str, tuple[str, ...]] = {
+    "copy.deepcopy": (),
+    "torch.optim.swa_utils.AveragedModel": ("module",),
+    "timm.utils.ModelEma": ("ema",),
+    "timm.utils.ModelEmaV2": ("module",),
+    "timm.utils.ModelEmaV3": ("module",),
+    "timm.utils.model_ema.ModelEma": ("ema",),
+    "timm.utils.model_ema.ModelEmaV2": ("module",),
+    "timm.utils.model_ema.ModelEmaV3": ("module",),
+    "ema_pytorch.EMA": ("ema_model",),
+}
+
 #: diffusers pipelines (``DDPMPipeline(unet=model, scheduler=...)``, ``StableDiffusionPipeline.
 #: from_pretrained(path, unet=unet)``): every one is a ``DiffusionPipeline`` exported by the top
 #: module under a name ending in ``Pipeline``. ``register_modules`` reads each module's class and
