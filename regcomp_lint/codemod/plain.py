@@ -1019,7 +1019,9 @@ class PlainPlanner(Planner):
                 continue
             bound = roles.bindings.lookup(expr, where)
             if bound is not None and (
-                bound.where.function not in (scope_node, home_node) or _bar_over_unknown(roles, bound)
+                bound.where.function not in (scope_node, home_node)
+                or _bar_over_unknown(roles, bound)
+                or _bar_over_unprepared(roles, bound, known)
             ):
                 # a name another method binds to what the scope keeps: the diffusion ScoreTrainer's
                 # `progress_bar = tqdm(self.train_loader)` over `self.train_loader, self.val_loader
@@ -2781,6 +2783,26 @@ def _bar_over_unknown(roles: TrainingRoles, bound: Bound) -> bool:
     )
 
 
+def _bar_over_unprepared(roles: TrainingRoles, bound: Bound, known: list[str]) -> bool:
+    """``bound`` is an iteration wrapper the scope builds over a name none of ``known`` (the loaders
+    prepared already) is: survey 26f's VQ-VAE, ``pbar = tqdm(enumerate(train_loader))`` over
+    ``train_loader, test_loader = get_loaders()`` of a local factory. The loader it wraps decides."""
+    value = bound.value
+    if not isinstance(value, ast.Call) or not value.args:
+        return False
+    inner = value.args[0]
+    while isinstance(inner, ast.Call) and inner.args and _wraps_iteration(roles, inner):
+        inner = inner.args[0]
+    return _wraps_iteration(roles, value) and binding_key(inner) not in (None, *known)
+
+
+def _wraps_iteration(roles: TrainingRoles, call: ast.Call) -> bool:
+    func = call.func
+    return roles.ctx.resolves_to(func, *ITERATION_WRAPPERS) or (
+        isinstance(func, ast.Name) and func.id in ITERATION_BUILTINS and not roles.ctx.imports.imported(func.id)
+    )
+
+
 def _kept_iterable(
     roles: TrainingRoles, bound: Bound, homes: tuple[object, ...], depth: int = 0
 ) -> tuple[ast.expr, Where, Bound] | None:
@@ -2792,13 +2814,11 @@ def _kept_iterable(
     if not isinstance(value, ast.expr) or bound.index is not None or depth > 4:
         return None
     if isinstance(value, ast.Call):
-        func = value.func
-        wrapper = roles.ctx.resolves_to(func, *ITERATION_WRAPPERS) or (
-            isinstance(func, ast.Name) and func.id in ITERATION_BUILTINS and not roles.ctx.imports.imported(func.id)
-        )
-        if not wrapper or not value.args:
+        if not _wraps_iteration(roles, value) or not value.args:
             return None
         value = value.args[0]
+        while isinstance(value, ast.Call) and value.args and _wraps_iteration(roles, value):
+            value = value.args[0]  # `tqdm(enumerate(loader), ...)`
     if not isinstance(value, (ast.Name, ast.Attribute)) or binding_key(value) is None:
         return None
     inner = roles.bindings.lookup(value, bound.where)

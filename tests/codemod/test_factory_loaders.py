@@ -129,3 +129,48 @@ def test_a_trainer_loader_unpacked_from_its_own_factory_method_is_prepared(loop)
     assert "no DataLoader feeds the training loop" not in notes
     prepare = result.text.split("accelerator.prepare(")[1].split(")")[0]
     assert "self.val_loader" not in prepare
+
+
+IN_SCOPE = """\
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+from tqdm import tqdm
+
+
+def get_loaders():
+    ds = TensorDataset(torch.randn(32, 4), torch.randn(32, 1))
+    return DataLoader(ds, batch_size=4, shuffle=True), DataLoader(ds, batch_size=4)
+
+
+def train():
+    train_loader, test_loader = get_loaders()
+    model = nn.Linear(4, 1)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    for epoch in range(2):
+        BAR
+        for i, (x, y) in pbar:
+            loss = nn.functional.mse_loss(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+
+if __name__ == "__main__":
+    train()
+"""
+
+
+@pytest.mark.parametrize(
+    "bar",
+    [
+        # survey 26f's VQ-VAE: left unprepared before, every process iterated all of its batches
+        'pbar = tqdm(enumerate(train_loader), total=len(train_loader), desc=f"Epoch {epoch}")',
+        "pbar = enumerate(train_loader)",
+    ],
+)
+def test_a_bar_over_a_factory_loader_bound_in_the_training_scope_prepares_the_loader(bar):
+    result = convert_source(IN_SCOPE.replace("BAR", bar), "train.py")
+    assert result.refused is None, result.refused
+    assert "prepared: model, opt, train_loader" in result.notes, result.notes
+    assert not any("feeds the training loop and is not prepared" in n for n in result.notes)
