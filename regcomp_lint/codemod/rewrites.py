@@ -16,6 +16,7 @@ import libcst as cst
 from regcomp_lint.codemod.builders import expression, keyword, with_keyword
 from regcomp_lint.codemod.device_choice import (
     choice_text,
+    compared_with_an_index,
     gpu_choice_keys,
     is_chosen_device,
     kept_config,
@@ -385,6 +386,7 @@ class Planner:
         cudas += self._gpu_choice_rewrites(function)
         cudas += self._handed_gpu_choices(function)
         device_keys = {device_key, *self._local_cuda_device_names(function)}
+        index_keys = compared_with_an_index(self.tree)
         for assign in find_all(function, cst.Assign, enter_functions=False):
             target = single_target(assign)
             if self.is_removed(assign):
@@ -395,6 +397,8 @@ class Planner:
                     continue
             if code(target[1]) in (acc_device, f"{acc_device}.type", "accelerator.device", "accelerator.device.type"):
                 continue
+            if target[0] in index_keys:
+                continue  # `self.device = device` compared `== 0`: a process index (compared_with_an_index)
             if _an_objects_device(self.tree, target[1], function):
                 continue  # `device = next(model.parameters()).device`: it follows the model, not the user
             self.rewrite_device(assign)
