@@ -1960,7 +1960,8 @@ class PlainPlanner(Planner):
     @staticmethod
     def _model_setup_call(stmt: cst.CSTNode, models: set[str]) -> bool:
         """``model.reset()`` / ``model.init_whiten(x)`` as a statement: a method of the model's own
-        (not ``train()``/``eval()``/``to()``...) called on it, for its effect."""
+        (not ``train()``/``eval()``/``to()``..., nor a save such as ``save_pretrained``, which
+        only reads it) called on it, for its effect."""
         if not (
             isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
         ):
@@ -1976,6 +1977,7 @@ class PlainPlanner(Planner):
             (key_of(call.func.value) in models or (isinstance(root, cst.Name) and root.value in models))
             and method not in torch_api.MODULE_ONLY_METHODS
             and method not in torch_api.PLACEMENT_METHODS
+            and method not in torch_api.STATE_WRITERS  # `model.save_pretrained(path)`: reads the model
             and method
             not in ("load_state_dict", "cpu", "float", "half", "requires_grad_", "zero_grad", "register_forward_hook")
         )
