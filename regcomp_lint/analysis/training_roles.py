@@ -159,7 +159,9 @@ class _Marks:
 class TrainingRoles:
     """The roles of one file's training objects (see the module docstring); ``ctx.semantic.training_roles``."""
 
-    def __init__(self, ctx: FileContext, script: AccelerateScript) -> None:
+    def __init__(self, ctx: FileContext, script: AccelerateScript, checkpoints: Checkpoints | None = None) -> None:
+        """``checkpoints``: the file's, fed by the same walk already (``ctx.semantic.checkpoints``
+        asked for first); None: the roles make and feed their own."""
         self.ctx = ctx
         self.script = script
         self.bindings = script.bindings
@@ -190,7 +192,8 @@ class TrainingRoles:
         self._asking: list[ast.Call] = []
         self.optimizers = OptimizerSources(ctx, self.bindings, self._optimizer_uses, self._holds, self.is_model)
         #: the checkpoints it writes and reads back (:mod:`~regcomp_lint.analysis.checkpoints`)
-        self.checkpoints = Checkpoints(ctx, self.bindings)
+        self.checkpoints = checkpoints if checkpoints is not None else Checkpoints(ctx, self.bindings)
+        self._feeds_checkpoints = checkpoints is None
         #: its own loss scaling and autocast regions (:mod:`~regcomp_lint.analysis.mixed_precision`)
         self.mixed_precision = MixedPrecision(ctx, self.bindings)
         #: its collectives and the loaders they summarise (:mod:`~regcomp_lint.analysis.metric_reductions`)
@@ -244,7 +247,8 @@ class TrainingRoles:
         where = self.bindings.here(node)
         loops = enclosing_loops(self.ctx, node)
         self._calls[id(node)] = (where, loops)
-        self.checkpoints.visit_call(node, where)
+        if self._feeds_checkpoints:
+            self.checkpoints.visit_call(node, where)
         self.metric_reductions.visit_call(node, where, loops)
         if isinstance(func, ast.Attribute) and func.attr in TRAINING_CALLS:
             self.trains = True
