@@ -86,6 +86,8 @@ class Planner:
         self._handing: list[tuple[cst.FunctionDef, cst.Call]] = []
         #: nodes in the scope that will read the accelerator (for placing its creation)
         self.uses: list[cst.CSTNode] = []
+        #: module-level functions that load a checkpoint themselves (checkpoint_writes), listed on first ask
+        self.checkpoint_loaders: list[cst.FunctionDef] | None = None
         #: module-level calls that run a method of the script's own loader class (``train_loader.next_batch()``)
         self.batch_method_calls: dict[int, list[cst.Call]] = {}
         #: device assignments rewritten: node -> (target, new value source)
