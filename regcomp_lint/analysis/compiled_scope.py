@@ -227,6 +227,12 @@ _STATEMENT_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases
 _BODIES: dict[type, tuple[str, ...]] = {}
 
 
+def _body_fields(node_type: type[ast.AST]) -> tuple[str, ...]:
+    """The fields of ``node_type`` that hold statements (or handlers, match cases), kept in :data:`_BODIES`."""
+    fields = _BODIES[node_type] = tuple(f for f in node_type._fields if f in _STATEMENT_FIELDS)
+    return fields
+
+
 def _statements(tree: ast.AST) -> list[ast.AST]:
     """Every statement of ``tree`` (and the handlers and match cases that hold some), in the
     breadth-first order of :func:`ast.walk`."""
@@ -239,7 +245,7 @@ def _statements(tree: ast.AST) -> list[ast.AST]:
         node_type = type(node)
         fields = _BODIES.get(node_type)
         if fields is None:
-            fields = _BODIES[node_type] = tuple(f for f in node_type._fields if f in _STATEMENT_FIELDS)
+            fields = _body_fields(node_type)
         for name in fields:
             children = getattr(node, name, None)
             if type(children) is list:
@@ -287,7 +293,7 @@ def _imports_around(tree: ast.AST, rows: list[int]) -> list[ast.Import | ast.Imp
         index += 1
         node_fields = bodies.get(type(node))
         if node_fields is None:  # (the tree itself: the others were looked up when queued)
-            node_fields = bodies[type(node)] = tuple(f for f in type(node)._fields if f in _STATEMENT_FIELDS)
+            node_fields = _body_fields(type(node))
         for name in node_fields:
             children = getattr(node, name, None)
             if type(children) is not list:
@@ -299,7 +305,7 @@ def _imports_around(tree: ast.AST, rows: list[int]) -> list[ast.Import | ast.Imp
                     continue
                 fields = bodies.get(child_type)
                 if fields is None:
-                    fields = bodies[child_type] = tuple(f for f in child_type._fields if f in _STATEMENT_FIELDS)
+                    fields = _body_fields(child_type)
                 if not fields:
                     continue  # a simple statement
                 start = getattr(child, "lineno", None)
