@@ -137,6 +137,7 @@ from regcomp_lint.codemod.roles import (
     creations,
 )
 from regcomp_lint.codemod.schedulers import unpacked_schedulers
+from regcomp_lint.codemod.set_device_calls import drop_set_device_of_rewritten
 from regcomp_lint.codemod.settings import LAUNCH_FLAGS_NOTE, Refusal, ScriptSettings, Setting, StepElsewhere, resolve
 from regcomp_lint.codemod.shard_metrics import shard_metric_notes
 from regcomp_lint.codemod.sharded_factories import (
@@ -1223,20 +1224,52 @@ class PlainPlanner(Planner):
                 )
                 continue
             self.remove_hand_compile(site.remove, site.call, site.origin)
-        leftover = [
+        outside = [
             c
             for c in find_all(self.tree.module, cst.Call)
             if self.tree.resolves_to(c.func, *torch_api.TORCH_COMPILE)
+            and not self.is_removed(c)
             and not self.tree.contains(self.scope, c)
             and not self.tree.contains(self.accelerator_home, c)
             and not any(self.tree.contains(helper, c) for helper in self.init_helpers)
             and not any(self.tree.contains(factory, c) for factory, _ in self.init_factories)
-            and isinstance(self.tree.parent(c), cst.Assign)
         ]
+        leftover = [c for c in outside if isinstance(self.tree.parent(c), cst.Assign)]
+        for call in outside:  # `compiled = torch.compile(model)` or `return torch.compile(model)` in a helper
+            taken = self._model_from_compiling_helper(self.tree.function_of(call))
+            if taken is not None:
+                model, assign = taken
+                raise Refusal(
+                    f"{model} = {helper_name(assign)}(...) at line {self.tree.line(assign)} takes the model "
+                    f"compiled by hand in that helper (torch.compile at line {self.tree.line(call)}), a compile the "
+                    "conversion cannot move into the plugin: prepare() would wrap the compiled model, and on several "
+                    "processes accelerator.unwrap_model() hands back the compile wrapper (`_orig_mod.` keys in what is "
+                    "saved from it); remove that compile (the plugin compiles the model) and convert again"
+                )
         for call in leftover:
             self.notes.append(
                 f"torch.compile at line {self.tree.line(call)} is outside {function_name(self.scope)} and was left as is"
             )
+
+    def _model_from_compiling_helper(self, helper: Function) -> tuple[str, cst.Assign] | None:
+        """``model, on, why = maybe_compile_model(model, ...)`` in the scope: a model to prepare bound
+        to what ``helper`` (a local function with a ``torch.compile`` of its own) returns (survey26d
+        room_baseline)."""
+        if not isinstance(helper, cst.FunctionDef):
+            return None
+        for assign in find_all(self.scope, cst.Assign, enter_functions=False):
+            if not isinstance(assign.value, cst.Call) or self.tree.function_named(assign.value) is not helper:
+                continue
+            for target in assign.targets:
+                names = (
+                    [e.value for e in target.target.elements]
+                    if isinstance(target.target, (cst.Tuple, cst.List))
+                    else [target.target]
+                )
+                for name in names:
+                    if key_of(name) in self.models:
+                        return key_of(name) or "", assign
+        return None
 
     def _regional_reason(self) -> str | None:
         for model in self.models:
@@ -1335,6 +1368,7 @@ class PlainPlanner(Planner):
             self.devices += devices
         keep_cpu_load_locations(self, reach)
         name_device_helpers(self)
+        drop_set_device_of_rewritten(self)
         self._checkpoint_rewrites()
 
     def _dataset_item_methods(self) -> list[cst.FunctionDef]:
@@ -1524,12 +1558,14 @@ class PlainPlanner(Planner):
             block = self.descend(holder.body, [n for n in [*created, *steps] if tree.contains(holder, n)])
             last, first_step = self._setup_and_first_step(block, created, steps)
         if (
-            isinstance(holder, cst.If)
+            isinstance(holder, (cst.If, cst.With))
             and isinstance(holder.body, cst.IndentedBlock)
             and self._trains_only_under(holder, created, steps)
         ):
             # `model = ...` first, then `if not args.eval_only: optimizer = ...; loader = ...; train`:
-            # prepared in that branch, after its objects (the other path uses the model as it is)
+            # prepared in that branch, after its objects (the other path uses the model as it is);
+            # `with wandb.init(...) as run: model = compile(model); train(...)` (survey26d): a with's
+            # body runs once, in order, so prepare() goes there too
             block = self.descend(holder.body, [n for n in [*created, *steps] if tree.contains(holder, n)])
             last, first_step = self._setup_and_first_step(block, created, steps)
         runs = None
@@ -1705,9 +1741,9 @@ class PlainPlanner(Planner):
         first_step = min((i for i in (self.project(block, n) for n in steps) if i is not None), default=None)
         return last, first_step
 
-    def _trains_only_under(self, holder: cst.If, created: list[cst.CSTNode], steps: list[cst.Call]) -> bool:
+    def _trains_only_under(self, holder: cst.If | cst.With, created: list[cst.CSTNode], steps: list[cst.Call]) -> bool:
         """Every training step, and every object to prepare that ``holder`` builds, is in the body
-        of ``holder`` (not its ``else``), and the body trains after building them."""
+        of ``holder`` (an ``if``, not its ``else``; or a ``with``), and the body trains after building them."""
         tree = self.tree
         body = holder.body
         if not isinstance(body, cst.IndentedBlock) or not steps or not all(tree.contains(body, s) for s in steps):
@@ -2702,3 +2738,8 @@ def _unread_wrapper(tree: Tree, function: Function, key: str) -> tuple[str, int,
             if module and is_project_module(module) and load_local(importer_of(tree.filename), module) is None:
                 return call.func.value, tree.line(assign), module
     return None
+
+
+def helper_name(assign: cst.Assign) -> str:
+    """``maybe_compile_model`` of ``model, on = maybe_compile_model(model, ...)``."""
+    return code(assign.value.func).strip() if isinstance(assign.value, cst.Call) else code(assign.value).strip()
