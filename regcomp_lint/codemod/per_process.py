@@ -398,8 +398,11 @@ def per_process_path(place: Function, path: cst.BaseExpression, depth: int = 0) 
 
 def _path_parts(path: cst.CSTNode) -> list[cst.Name | cst.Attribute]:
     """The names a path is made of: those of ``a if test else b``'s branches, not its test."""
-    if isinstance(path, cst.IfExp):
-        return [*_path_parts(path.body), *_path_parts(path.orelse)]
-    if isinstance(path, (cst.Name, cst.Attribute)):
-        return [path, *(_path_parts(path.value) if isinstance(path, cst.Attribute) else [])]
+    kind = type(path)  # (``type(x) is``: see tree.key_of)
+    if kind is cst.IfExp:
+        return [*_path_parts(path.body), *_path_parts(path.orelse)]  # type: ignore[attr-defined]
+    if kind is cst.Name:
+        return [path]  # type: ignore[list-item]
+    if kind is cst.Attribute:
+        return [path, *_path_parts(path.value)]  # type: ignore[list-item, attr-defined]
     return [part for child in path.children for part in _path_parts(child)]

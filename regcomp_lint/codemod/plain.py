@@ -319,7 +319,8 @@ class PlainPlanner(Planner):
             add_wrapper_class(self, self.method_loss)
         script = ScriptSettings()
         # `compiled_model = torch.compile(base_model)` feeding `model = DDP(compiled_model)`: a compile of the model
-        sites = find_compile_sites(tree, self.scope, set(self.models) | self.plain_models)
+        # `model = torch.compile(model)` then `ddp_model = DDP(model)`: a compile of the model too
+        sites = find_compile_sites(tree, self.scope, set(self.models) | self.plain_models | set(self._wrap_inputs()))
         refuse_compiles_in_builders(tree, self.scope, set(self.models))
         if self.accelerator_home is not self.scope:  # `self.model = torch.compile(self.model)` in __init__
             sites = find_compile_sites(tree, self.accelerator_home, set(self.models)) + sites
@@ -670,6 +671,21 @@ class PlainPlanner(Planner):
         if place in self.training or (isinstance(place, cst.Module) and self.training):
             return place
         return None
+
+    def _wrap_inputs(self) -> list[str]:
+        """The model each prepared DDP wrap under its own name takes (``model`` of
+        ``ddp_model = DDP(model)``). prepare() compiles the wrap, so a hand-written compile of
+        ``model`` is a compile of the trained model, and ``model`` is what has repeated blocks
+        (survey26d speedrun_optuna)."""
+        inputs: list[str] = []
+        for key, call in self._ddp_wrapped_keys().items():
+            given = call.args[0] if call.args else None
+            if key not in self.models or given is None or given.keyword is not None or given.star:
+                continue
+            name = key_of(given.value)
+            if name is not None and name != key and name not in inputs:
+                inputs.append(name)
+        return inputs
 
     def _ddp_wrapped_keys(self) -> dict[str, cst.Call]:
         """Names the script bound to a DDP wrap (``model = DDP(model)``), with the wrap: their
@@ -1272,7 +1288,8 @@ class PlainPlanner(Planner):
         return None
 
     def _regional_reason(self) -> str | None:
-        for model in self.models:
+        # `ddp_model = DDP(model)`: prepare() compiles the model the wrap takes
+        for model in [*self.models, *self._wrap_inputs()]:
             homes = [self.accelerator_home, *self.init_helpers]
             for node in bindings(self.scope, model) or [n for home in homes for n in bindings(home, model)]:
                 if isinstance(node, cst.Assign) and not self.is_removed(node):
@@ -2103,12 +2120,12 @@ class PlainPlanner(Planner):
         """A gradient penalty differentiates the loss twice, which neither the compile nor DDP supports."""
         tree = self.tree
         for call in find_all(tree.module, cst.Call):
-            if not tree.resolves_to(call.func, *torch_api.AUTOGRAD_GRAD):
-                continue
+            # the keyword first: resolving every call's name costs a scope look-up each, and
+            # few calls of a script are asked their names again (1.2 % of a fixture round)
             if any(
                 a.keyword is not None and a.keyword.value == "create_graph" and code(a.value) == "True"
                 for a in call.args
-            ):
+            ) and tree.resolves_to(call.func, *torch_api.AUTOGRAD_GRAD):
                 raise Refusal(
                     f"torch.autograd.grad(..., create_graph=True) at line {tree.line(call)} (a gradient penalty, or a "
                     "derivative with respect to the inputs such as a PDE residual) "
