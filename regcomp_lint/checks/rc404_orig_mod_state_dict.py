@@ -14,7 +14,7 @@ from regcomp_lint.analysis.accelerate_script import (
 )
 from regcomp_lint.analysis.bindings import Bindings, Where, binding_key
 from regcomp_lint.analysis.file_context import has_star_kwargs, keyword, keyword_value, method_receiver
-from regcomp_lint.analysis.prefix_strips import strips_compile_prefix
+from regcomp_lint.analysis.prefix_strips import prefix_names, strips_into, strips_read
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
 from regcomp_lint.checks.base import Invalid, Rule
 from regcomp_lint.checks.text_edits import append_keyword
@@ -73,10 +73,14 @@ class OrigModStateDict(Rule):
     Not reported: a state dict of a compiled model kept in memory and loaded back into that
     same model (`best = copy.deepcopy(model.state_dict())` ... `model.load_state_dict(best)`),
     when the copy is never given to a save: its keys match the model they go back into. Nor a
-    whole-model compile's state dict in a file whose own load strips the prefix (nanoGPT's
-    resume: `unwanted_prefix = '_orig_mod.'` ... `state_dict[k[len(unwanted_prefix):]] =
-    state_dict.pop(k)`, or `k.replace("_orig_mod.", "")` / `k.removeprefix(...)` / `re.sub`):
-    the prefix is that script's checkpoint format, read back by the script itself.
+    whole-model compile's state dict in a file whose own load of that model strips the prefix
+    (nanoGPT's resume: `unwanted_prefix = '_orig_mod.'` ... `state_dict[k[len(unwanted_prefix):]]
+    = state_dict.pop(k)`, or `k.replace("_orig_mod.", "")` / `k.removeprefix(...)` / `re.sub`,
+    then `model.load_state_dict(state_dict)`): the prefix is that script's checkpoint format, read
+    back by the script itself. The strip must feed the load (inside its argument, or assigned to
+    the name it loads, in the same function) and the load must be into the saved model (as
+    saved or as handed to `torch.compile`): a strip elsewhere, or one into another model's
+    load, does not silence the save.
 
     A plugin whose backend is not a literal counts as compiling; one without a backend does not
     (accelerate reads `ACCELERATE_DYNAMO_BACKEND`, default `"no"`). `accelerator.save_state()`
@@ -188,6 +192,10 @@ class OrigModStateDict(Rule):
         "for k, v in list(sd.items()):\n    if k.startswith(unwanted_prefix):\n"
         "        sd[k[len(unwanted_prefix):]] = sd.pop(k)\nmodel.load_state_dict(sd)\n"
         "model = torch.compile(model)\ntorch.save({'model': model.state_dict()}, path)\n",
+        # the strip inside the load of that model
+        "import torch\nmodel = GPT(cfg)\nsd = torch.load(path)\n"
+        "model.load_state_dict({k.removeprefix('_orig_mod.'): v for k, v in sd.items()})\n"
+        "model = torch.compile(model)\ntorch.save(model.state_dict(), path)\n",
         # unwrap for generation, not for saving; a whole-model compile saves cleanly through save_pretrained
         "from accelerate import Accelerator\naccelerator = Accelerator(dynamo_backend='inductor')\nmodel = accelerator.prepare(model)\n"
         "text = accelerator.unwrap_model(model).generate(ids)\naccelerator.unwrap_model(model).save_pretrained('out')\n",
@@ -197,6 +205,15 @@ class OrigModStateDict(Rule):
             "import torch\nmodel = torch.compile(Net(), mode='max-autotune')\ntorch.save(model.state_dict(), 'model.pt')\n",
             fixed="import torch\nmodel = torch.compile(Net(), mode='max-autotune')\ntorch.save(model._orig_mod.state_dict(), 'model.pt')\n",
             message="`_orig_mod.`",
+        ),
+        # a strip that feeds no load of the saved model (an export of clean keys beside an optimizer's load)
+        Invalid(
+            "import torch\nmodel = torch.compile(GPT(cfg))\nopt.load_state_dict(torch.load(opt_path))\n"
+            "clean = {k.replace('_orig_mod.', ''): v for k, v in torch.load(old).items()}\n"
+            "torch.save(model.state_dict(), path)\n",
+            fixed="import torch\nmodel = torch.compile(GPT(cfg))\nopt.load_state_dict(torch.load(opt_path))\n"
+            "clean = {k.replace('_orig_mod.', ''): v for k, v in torch.load(old).items()}\n"
+            "torch.save(model._orig_mod.state_dict(), path)\n",
         ),
         # nanoGPT: compiled under a flag, then DDP, then `.module`: works whether or not it compiled
         Invalid(
@@ -298,7 +315,7 @@ class OrigModStateDict(Rule):
         #: calls of plain names (``write_model(model, ...)``) by name, to follow a model into a helper
         self._calls_by_name: dict[str, list[tuple[ast.Call, Where]]] = {}
         self._loaded_into: set[str] = set()  # receivers of `X.load_state_dict(...)`, as written (in finish)
-        self._strips: bool | None = None  # the file strips `_orig_mod.` from loaded keys (asked once)
+        self._prefix_names: set[str] | None = None  # names bound to `'_orig_mod.'` (asked once)
 
     def visit_Call(self, node: ast.Call) -> None:
         if not self._may_compile:
@@ -404,7 +421,11 @@ class OrigModStateDict(Rule):
             self._judge_unwrap(held.call, held.where, regional_only=kind == "save_pretrained")
         elif held.kind == "compiled":
             regional = self._compiles[id(held.call)][0]
-            if kind == "state_dict" and (self._round_trip(call, receiver) or self._stripped_on_load(held, regional)):
+            if kind == "state_dict" and (
+                self._round_trip(call, receiver)
+                or self._stripped_on_load(held, regional, receiver)
+                or self._stripped_at_read(call, held, regional)
+            ):
                 return
             if kind == "state_dict" or regional:
                 self._report_compiled(call, receiver, held, regional)
@@ -413,16 +434,38 @@ class OrigModStateDict(Rule):
             if state.compiles and (kind == "state_dict" or state.regional is not False):
                 self._report_prepared(call, receiver, where, kind)
 
-    def _stripped_on_load(self, held: _Held, regional: bool) -> bool:
-        """The file loads state dicts and strips a leading ``_orig_mod.`` from their keys
-        (nanoGPT's resume, :mod:`~regcomp_lint.analysis.prefix_strips`): its checkpoints carry
-        the prefix on purpose. Not for a regional compile or through DDP, whose keys keep
+    def _stripped_on_load(self, held: _Held, regional: bool, receiver: ast.expr) -> bool:
+        """The file's own load strips a leading ``_orig_mod.`` from the keys it puts back into
+        this model (nanoGPT's resume, :mod:`~regcomp_lint.analysis.prefix_strips`): its
+        checkpoints carry the prefix on purpose. The load must be into the saved model (as saved,
+        or as handed to ``torch.compile``) and the strip must feed that load (not an export of
+        clean keys beside it). Not for a regional compile or through DDP, whose keys keep
         ``._orig_mod.`` inside or behind ``module.``."""
         if regional or held.wrappers or not self._loaded_into:
             return False
-        if self._strips is None:
-            self._strips = strips_compile_prefix(self.ctx.tree)
-        return self._strips
+        segment = self.ctx.source.segment
+        models = {segment(receiver)} | ({segment(held.call.args[0])} if held.call.args else set())
+        for load in self.checkpoints.loads:
+            if _plain(segment(load.receiver)) not in {_plain(m) for m in models}:
+                continue
+            argument = load.call.args[0] if load.call.args else keyword_value(load.call, "state_dict")
+            scope = next((f for f in reversed(load.where.functions) if isinstance(f, FUNCTION_DEFS)), self.ctx.tree)
+            if argument is not None and strips_into(scope, argument, self._names_of_prefix()):
+                return True
+        return False
+
+    def _stripped_at_read(self, call: ast.Call, held: _Held, regional: bool) -> bool:
+        """The keys of ``call`` lose ``_orig_mod.`` as they are read (``{k.removeprefix(p): v for
+        k, v in model.state_dict().items()}``): nothing prefixed goes on. Not for a regional
+        compile or through DDP (see :meth:`_stripped_on_load`)."""
+        if regional or held.wrappers:
+            return False
+        return strips_read(self.ctx.tree, call, self._names_of_prefix())
+
+    def _names_of_prefix(self) -> set[str]:
+        if self._prefix_names is None:
+            self._prefix_names = prefix_names(self.ctx.tree)
+        return self._prefix_names
 
     def _round_trip(self, call: ast.Call, receiver: ast.expr) -> bool:
         """An in-memory copy of the compiled model's weights that goes back into that same
@@ -626,6 +669,13 @@ def _looked_up_by_literal(scope: ast.AST, table: str) -> bool:
         and not node.slice.value.startswith("_orig_mod")
         for node in walk(scope)
     )
+
+
+def _plain(text: str) -> str:
+    """``model`` of ``model._orig_mod`` / ``model.module``: the model a load or save reaches."""
+    for suffix in ("._orig_mod", ".module"):
+        text = text.removesuffix(suffix)
+    return text
 
 
 def _is_name_chain(node: ast.AST) -> bool:

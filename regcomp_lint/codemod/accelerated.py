@@ -21,6 +21,7 @@ from regcomp_lint.codemod.compile_sites import (
     refuse_compiles_in_builders,
 )
 from regcomp_lint.codemod.lint_view import lint_view
+from regcomp_lint.codemod.main_only_steps import main_only_scheduler_steps
 from regcomp_lint.codemod.named_reads import unwrap_for_named_reads
 from regcomp_lint.codemod.options import ConvertOptions
 from regcomp_lint.codemod.plain_model_access import reach_the_plain_model, unwrap_past_regions
@@ -78,8 +79,10 @@ class AcceleratePlanner(Planner):
             self.notes.append(f"use_regional_compilation=True: {reason}")
         if self.options.plan is not None:
             self.notes += [f"plan: {why}" for why in self.options.plan.why]
+        steps = main_only_scheduler_steps(self)
         if self.edits.empty:
-            self.unchanged = self._why_unchanged(plugin)
+            self.unchanged = "; ".join([self._why_unchanged(plugin), *steps])
+        self.notes += steps
         return self.conversion()
 
     def _why_unchanged(self, plugin: cst.Call | None) -> str:

@@ -19,6 +19,11 @@ gathered tensor (``loss`` itself for ``loss.item()``; ``torch.as_tensor(x, devic
 other value, a number or a tensor). A 2-process replica with a NaN sample and
 ``if math.isnan(loss.item()): continue`` ended with NaN weights on both ranks before, with equal
 finite weights after.
+
+Session 26: an optimizer stepped through a list (``for o in opts: o.step()``, ``[o.step() for o
+in optimizers]``, ``for o in (opt1, opt2)``) is an optimizer step too: the loop's (or the
+comprehension's) name goes by an optimizer when it runs over a list or tuple of them, written
+out or bound to a name in the function (``opts = [opt1, opt2]``).
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ import libcst as cst
 
 from regcomp_lint.codemod.builders import expression
 from regcomp_lint.codemod.per_process import LOOP_OWN, NESTED
-from regcomp_lint.codemod.tree import argument_for, code, find_all, find_own, key_of, parameter_names
+from regcomp_lint.codemod.tree import argument_for, code, find_all, find_own, key_of, parameter_names, single_target
 from regcomp_lint.knowledge.torch_api import NAN_TEST, NON_FINITE_TESTS, NUMBER_NON_FINITE_TESTS
 
 if TYPE_CHECKING:
@@ -91,7 +96,31 @@ def _optimizer_names(planner: PlainPlanner, function: cst.CSTNode) -> set[str]:
                 passed = argument_for(planner.tree, function, call, param)
                 if passed is not None and key_of(passed) in planner.optimizers:
                     names.add(param)
-    return names
+    return names | _listed_optimizers(function, names)
+
+
+def _listed_optimizers(function: cst.CSTNode, optimizers: set[str]) -> set[str]:
+    """The names a loop or comprehension of ``function`` binds to each of a list or tuple of
+    ``optimizers``: ``o`` of ``for o in opts`` (``opts = [opt1, opt2]``) or ``for o in (opt1, opt2)``."""
+    lists: set[str] = set()
+    for assign in find_all(function, cst.Assign):
+        bound = single_target(assign)
+        if bound is not None and _optimizer_list(bound[1], optimizers):
+            lists.add(bound[0])
+    return {
+        loop.target.value
+        for loop in find_all(function, (cst.For, cst.CompFor))
+        if isinstance(loop.target, cst.Name) and (key_of(loop.iter) in lists or _optimizer_list(loop.iter, optimizers))
+    }
+
+
+def _optimizer_list(value: cst.BaseExpression, optimizers: set[str]) -> bool:
+    """``[opt1, opt2]`` / ``(opt1, opt2)``: a list or tuple written out of optimizers only."""
+    return (
+        isinstance(value, (cst.List, cst.Tuple))
+        and bool(value.elements)
+        and all(key_of(element.value) in optimizers for element in value.elements)
+    )
 
 
 @dataclass(frozen=True)

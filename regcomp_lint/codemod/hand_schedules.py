@@ -8,9 +8,16 @@ keep the schedule; a hand-written one cannot be told). Exact on one process, so 
 goes on, naming the line. The same holds for a library schedule handed the step counter by hand
 (PEFT's AdaLoRA ``update_and_allocate(global_step)`` against a ``total_step`` counted before
 ``prepare()``).
+
+Session 26: so does a checkpoint scheduled by the steps counted (survey 25c babylm_gpt2: ``if
+global_step in checkpoint_steps: model.save_pretrained(...)``, the steps log-spaced over a total
+counted from ``len(dataset)``): on N processes ``checkpoint-k`` holds the original's state after
+N·k steps and the checkpoints past 1/N of the run are never written (:func:`counted_save_notes`).
 """
 
 from __future__ import annotations
+
+import ast
 
 import libcst as cst
 
@@ -33,6 +40,40 @@ def hand_lr_notes(tree: Tree, training: set[Function], loaders: list[str]) -> li
                     "accelerator.prepare() steps N times per optimizer step to keep its pace)"
                 ]
     return []
+
+
+def valued_batch_step_note(parsed: ast.Module | None, key: str, step: ast.Call, loaders: list[str]) -> str | None:
+    """The note for ``key``, a scheduler stepped with a value (left unprepared), when that step
+    runs inside a loop over one of the prepared ``loaders`` and is handed a counter that loop advances: the DeLA point-cloud trainer's timm
+    ``scheduler.step(scheduler_step)`` with ``scheduler_step += 1`` per batch. Each process counts
+    its own share of the batches, so on N processes the value reaches each point of the schedule
+    after N times the data (a prepared scheduler would take the same value N times, no help).
+    Exact on one process, so the conversion goes on, naming the line. None when the step runs
+    outside such a loop (``scheduler.step(epoch)`` once per epoch moves as in the original)."""
+    if parsed is None:
+        return None
+    for loop in ast.walk(parsed):
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            continue
+        over = [n.id for n in ast.walk(loop.iter) if isinstance(n, ast.Name) and n.id in loaders]
+        if over and any(node is step for stmt in loop.body for node in ast.walk(stmt)) and _counts_batches(loop, step):
+            return (
+                f"{key} steps with a value inside the loop over the prepared {over[0]} (line {step.lineno}): left "
+                f"unprepared (a prepared scheduler would take the same value once per process); each process counts "
+                f"only its own batches of {over[0]}, so on N processes a value counted in batches reaches each point "
+                "of the schedule after N times the data: exact on one process; for N > 1 count it from "
+                f"len({over[0]}) after prepare()"
+            )
+    return None
+
+
+def _counts_batches(loop: ast.For | ast.AsyncFor, step: ast.Call) -> bool:
+    """The value ``step`` is handed reads a counter the loop's body advances (``scheduler_step +=
+    1``). A fraction of the prepared loader's own length (``epoch + i / len(trainloader)`` taken
+    after prepare(), NNI's SAM trainer, survey 23g) keeps its pace on N processes and is no count."""
+    counters = {n.target.id for n in ast.walk(loop) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
+    handed = [a for a in step.args] + [k.value for k in step.keywords]
+    return any(isinstance(n, ast.Name) and n.id in counters for a in handed for n in ast.walk(a))
 
 
 def step_counted_notes(tree: Tree, training: set[Function], loaders: list[str]) -> list[str]:
@@ -59,6 +100,60 @@ def step_counted_notes(tree: Tree, training: set[Function], loaders: list[str]) 
                 "set total_step from the prepared loader's length (len(loader) × epochs after prepare()) for N > 1"
             )
     return notes
+
+
+def counted_save_notes(tree: Tree, training: set[Function], loaders: list[str]) -> list[str]:
+    """A note for each ``if counter in steps:`` / ``if counter == total:`` in a training loop that
+    saves (a call named ``save...``), where ``counter`` is advanced by the loop (``global_step +=
+    1``) and ``steps`` is a name the loop leaves alone, when a training loader is prepared."""
+    if not loaders:
+        return []
+    notes: list[str] = []
+    for function in tree.in_source_order(training):
+        for if_ in find_all(function, cst.If, enter_functions=False):
+            test = if_.test
+            if not (
+                isinstance(test, cst.Comparison)
+                and len(test.comparisons) == 1
+                and isinstance(test.comparisons[0].operator, (cst.In, cst.Equal))
+                and isinstance(test.left, cst.Name)
+                and isinstance(test.comparisons[0].comparator, cst.Name)
+            ):
+                continue
+            bound = _loop_names(tree, if_)
+            counter, steps = test.left.value, test.comparisons[0].comparator.value
+            if steps in bound or counter not in _counters(tree, if_) or not _saves(if_.body):
+                continue
+            notes.append(
+                f"the checkpoint at line {tree.line(if_)} is taken when {code(test).strip()}, a count of optimizer "
+                f"steps: with {', '.join(loaders)} prepared, each of N processes takes 1/N of the steps, so on N "
+                f"processes the checkpoint at step k holds the original's state after N×k steps and those past 1/N "
+                "of the run are never taken (exact on one process); count the steps from the prepared loader's length "
+                "(len(loader) after prepare()) for N > 1"
+            )
+    return notes
+
+
+def _counters(tree: Tree, node: cst.CSTNode) -> set[str]:
+    """The names advanced by ``x += ...`` in the outermost loop around ``node``."""
+    loops = [a for a in tree.ancestors(node) if isinstance(a, (cst.For, cst.While))]
+    if not loops:
+        return set()
+    return {
+        aug.target.value
+        for aug in find_all(loops[-1].body, cst.AugAssign)
+        if isinstance(aug.target, cst.Name) and isinstance(aug.operator, cst.AddAssign)
+    }
+
+
+def _saves(body: cst.CSTNode) -> bool:
+    """A call named ``save...`` (``torch.save``, ``save_pretrained``, ``save_state``, ``save_checkpoint``)."""
+    for call in find_all(body, cst.Call):
+        func = call.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if name.startswith("save"):
+            return True
+    return False
 
 
 def _in_a_loop_reading(tree: Tree, call: cst.Call) -> bool:

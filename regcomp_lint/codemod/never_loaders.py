@@ -23,12 +23,24 @@ _LISTS = (ast.List, ast.ListComp)
 
 
 def never_a_loader(roles, bound: Bound, parsed: ast.Module) -> bool:
-    """``bound`` (a call) makes a tensor, or a list that a function or a method of a class of
-    this file (``parsed``) builds and returns: never a DataLoader."""
+    """``bound`` (a call) makes a string or a tensor, or a list that a function or a method of a
+    class of this file (``parsed``) builds and returns: never a DataLoader."""
     call = bound.value
     if not isinstance(call, ast.Call):
         return False
-    return _makes_a_tensor(roles, call) or _returns_a_list(_own_callee(roles, bound, parsed))
+    return _makes_a_string(call) or _makes_a_tensor(roles, call) or _returns_a_list(_own_callee(roles, bound, parsed))
+
+
+def _makes_a_string(call: ast.Call) -> bool:
+    """``'Epoch: [{}]'.format(epoch)``, ``" ".join(parts)``: a method of a string literal. The
+    MoCo/DeiT logger loop ``for batch in metric_logger.log_every(loader, print_freq, header)``
+    hands the loop's iterable a header made so each epoch (survey 26a)."""
+    func = call.func
+    return (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, (ast.Constant, ast.JoinedStr))
+        and (isinstance(func.value, ast.JoinedStr) or isinstance(func.value.value, str))
+    )
 
 
 def _makes_a_tensor(roles, call: ast.Call) -> bool:

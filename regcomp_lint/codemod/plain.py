@@ -81,7 +81,12 @@ from regcomp_lint.codemod.hand_distribution import (
     join_processes_without_cuda,
     wrap_aliases,
 )
-from regcomp_lint.codemod.hand_schedules import hand_lr_notes, step_counted_notes
+from regcomp_lint.codemod.hand_schedules import (
+    counted_save_notes,
+    hand_lr_notes,
+    step_counted_notes,
+    valued_batch_step_note,
+)
 from regcomp_lint.codemod.handed_in import (
     HandedIn,
     caller_sources,
@@ -102,6 +107,7 @@ from regcomp_lint.codemod.listed_loaders import listed_loader_notes
 from regcomp_lint.codemod.load_locations import keep_cpu_load_locations
 from regcomp_lint.codemod.local_modules import importer_of, is_project_module, load_local
 from regcomp_lint.codemod.loss_scalers import loss_scaler_step
+from regcomp_lint.codemod.main_only_steps import main_only_scheduler_steps
 from regcomp_lint.codemod.method_loss import (
     MethodLoss,
     add_wrapper_class,
@@ -109,9 +115,10 @@ from regcomp_lint.codemod.method_loss import (
     prepared_as,
     regional_left_off,
 )
-from regcomp_lint.codemod.model_copies import model_copies, model_wraps, plain_aliases
+from regcomp_lint.codemod.model_copies import copies_after_training, model_copies, model_wraps, plain_aliases
 from regcomp_lint.codemod.module_globals import handed_through_globals
 from regcomp_lint.codemod.never_loaders import never_a_loader
+from regcomp_lint.codemod.object_saves import guard_object_saves
 from regcomp_lint.codemod.optimizer_methods import placement_keyword, reach_own_methods
 from regcomp_lint.codemod.optimizers import (
     FoundOptimizer,
@@ -125,6 +132,7 @@ from regcomp_lint.codemod.options import NO_TRAINING_STEP, ConvertOptions
 from regcomp_lint.codemod.per_process import PerProcess
 from regcomp_lint.codemod.progress_bars import note_eager_iterators
 from regcomp_lint.codemod.prompts import ask_once
+from regcomp_lint.codemod.random_items import note_random_items
 from regcomp_lint.codemod.reduced_sums import EpochSum, gather_sums
 from regcomp_lint.codemod.regional import repeated_blocks
 from regcomp_lint.codemod.reinit_sync import rebinds_itself, reinitialised_model, sync_reinitialised
@@ -197,6 +205,19 @@ __all__ = ["NO_TRAINING_STEP", "PlainPlanner"]
 
 def _plugin_text(settings: dict[str, Setting]) -> list[str]:
     return [f"{key}={setting.code}" for key, setting in settings.items()]
+
+
+#: A one-process script given no ``cpu=`` (session 26, measured with Accelerate 1.15): under plain
+#: ``torchrun`` Accelerate joins the processes on CUDA (``LOCAL_RANK`` set: MULTI_GPU) but on a
+#: machine without CUDA only when told to use the CPU (MULTI_CPU, gloo); otherwise each rank
+#: trains alone (``DistributedType.NO``, ``num_processes=1``). A ``cpu=`` that maps it would move
+#: an MPS or XPU run to the CPU, so the conversion says it instead.
+PLAIN_TORCHRUN_ON_CPU_NOTE = (
+    "no cpu=: launched with plain torchrun on a machine without CUDA, Accelerate joins the processes only when "
+    "told to use the CPU, so there each rank trains alone (on CUDA they train as one); launch with "
+    "ACCELERATE_USE_CPU=1 (or accelerate launch --cpu) there. cpu= is not set here: it would move an MPS or XPU run "
+    "to the CPU"
+)
 
 
 class PlainPlanner(Planner):
@@ -390,6 +411,7 @@ class PlainPlanner(Planner):
         self._let_step_take_a_closure()
         follow_handed_device(self)
         note_eager_iterators(self, self.loaders)
+        note_random_items(self, self.loaders)
         refuse_next_on_loaders(self.tree, self.loaders)
         if self.trainer_models is not None:
             refuse_rebound_models(self, self.trainer_models)
@@ -402,6 +424,7 @@ class PlainPlanner(Planner):
             places = [self.scope, *self.owner_methods(), *places_using_prepared(self)]
             self.notes += note_wrapper_tests(self, places, self.models)
         self.notes += setting_notes
+        self.notes += main_only_scheduler_steps(self)
         return self.conversion()
 
     @property
@@ -784,6 +807,7 @@ class PlainPlanner(Planner):
         schedulers: list[str] = []
         skipped: list[str] = []
         self.kept_schedulers: list[str] = []  # stepped per epoch: created before prepare, not prepared
+        self._valued_steps: list[tuple[str, ast.Call, str]] = []  # stepped with a value: (key, step, its note)
         self._counted_schedulers: dict[str, ast.stmt] = {}  # per step of a loop a counter ends: its loop
         self.inline_loaders: list[str] = []  # `cycle(DataLoader(...))`: prepared where they are built
         self.inline_origins: list[Origin] = []  # and what each of them is
@@ -893,8 +917,13 @@ class PlainPlanner(Planner):
         if refusal is not None:
             raise Refusal(refusal)
         self.notes += evaluation_passes_note(view, prepared_origins, self.acc_key)
+        for key, step, note in self._valued_steps:  # a value counted in the batches of a prepared loader
+            paced = valued_batch_step_note(view.parsed, key, step, loaders)
+            if paced is not None and note in self.notes:
+                self.notes[self.notes.index(note)] = paced
         self.notes += hand_lr_notes(tree, self.training, loaders)
         self.notes += step_counted_notes(tree, self.training, loaders)
+        self.notes += counted_save_notes(tree, self.training, loaders)
         self.notes += shard_metric_notes(tree, self.training, loaders + self.inline_loaders)
         inline = {f"the DataLoader at line {o.built.lineno}": o for o in self.inline_origins}
         self.notes += even_batches_notes(view, {**prepared_origins, **inline})
@@ -916,10 +945,13 @@ class PlainPlanner(Planner):
         if how in (Cadence.PER_EPOCH, Cadence.BY_VALUE) and step is not None:
             self.kept_schedulers.append(key)
             when = "once per epoch" if how is Cadence.PER_EPOCH else "with a value (a metric or an epoch)"
-            self.notes.append(
+            note = (
                 f"{key} steps {when} (line {step.lineno}): left unprepared, so its LR "
                 "moves exactly as in the original (a prepared scheduler steps once per process)"
             )
+            self.notes.append(note)
+            if how is Cadence.BY_VALUE:
+                self._valued_steps.append((key, step, note))
         elif how is Cadence.WRAPPED:
             self.kept_schedulers.append(key)
             self.notes.append(
@@ -1478,16 +1510,53 @@ class PlainPlanner(Planner):
                 self.checkpoint_saves += 1
                 if not taken_unwrapped(tree, call, model):  # `else: save(model.state_dict())` of an isinstance test
                     self.saved_states.add(model)
+        self._copy_unwrapped(places, models)
         main = [p for p in places if p is self.scope or p in self.owner_methods()]
         writes += save_wrapper_states_once(self, [p for p in places if p not in main])
         writes += guard_helper_saves(self, places, self.training)
         owned = [p for p in places if p in main or p in self.training]
         writes += save_the_rest_once(self, owned, writes)
+        writes += guard_object_saves(self, places)
         writes += move_written_files_once(self, writes)
         wait_before_reading_back(self, writes)
         wait_before_returning(self, writes, self.training)
         write_files_once(self, places)
         ask_once(self, places, self.training)
+
+    def _copy_unwrapped(self, places: list[Function], models: set[str]) -> None:
+        """``deepcopy(model)`` after training started copies the unwrapped model
+        (:func:`~regcomp_lint.codemod.model_copies.copies_after_training`): in the scope after its
+        first training step, in a training function anywhere."""
+        tree = self.tree
+        _, steps = self.training_steps()
+        first_step = min((tree.line(s) for s in steps if tree.function_of(s) is self.scope), default=None)
+        for place in places:
+            if place is self.scope:
+                if first_step is None:
+                    continue
+                after = first_step
+            elif place in self.training:
+                after = 0
+            else:
+                continue
+            if not self.can_reach_accelerator(place):
+                continue
+            for call in copies_after_training(tree, place, models, after):
+                model = key_of(call.args[0].value)
+                if model is None or (place is not self.scope and not sees_prepared(place, model, self)):
+                    continue
+                again = self.recreated_at(model) if place is self.scope else None
+                if again is not None and tree.line(call) > again:
+                    continue  # the model built again after training: a plain module
+                acc = self.accelerator_in(place)
+                unwrapped = expression(f"{acc}.unwrap_model({model}, keep_torch_compile=False)", self.module)
+                self.edits.on(call.args[0].value, replaced_by(unwrapped))
+                self.uses.append(call)
+                self.notes.append(
+                    f"deepcopy({model}) at line {tree.line(call)} copies {acc}.unwrap_model({model}, "
+                    "keep_torch_compile=False): a copy of the prepared model is its compile wrapper (around DDP on "
+                    "several processes), whose weights save with `_orig_mod.` keys no plain model loads"
+                )
 
     def _strip_wrapper_prefix(self, load: cst.Call) -> None:
         """``model.load_state_dict(sd, strict=False)`` after the script's DataParallel/DDP wrap:
@@ -2099,6 +2168,8 @@ class PlainPlanner(Planner):
             join_processes_only(self)
         if self.cpu_conditions:
             self.accelerator_keywords.append(f"cpu={' or '.join(self.cpu_conditions)}")
+        elif not self.distribution.by_hand:
+            self.notes.append(PLAIN_TORCHRUN_ON_CPU_NOTE)
         indent = self.indentation_of(block)
         plugin = call_statement("dynamo_plugin = ", "TorchDynamoPlugin", _plugin_text(settings), self.module, indent)
         keywords = ", ".join(["dynamo_plugin=dynamo_plugin", *self.accelerator_keywords])

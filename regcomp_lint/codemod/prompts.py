@@ -21,6 +21,13 @@ process alone, and the others failed in the broadcast (a 2-process replica, "no"
 ``try: ... except SystemExit as quitting: save_dir = quitting``; the broadcast hands the
 SystemExit round and every process raises it (``if isinstance(save_dir, SystemExit): raise
 save_dir``): exit 0 on both processes, under accelerate launch and torchrun.
+
+Session 26: ``os._exit(code)`` in such a helper (or a local function it calls) ends the process
+raising nothing, so the ``except SystemExit`` never saw it: the main process ended alone and the
+others failed in the broadcast (the same replica with ``os._exit(0)``: rank 1 "Connection closed
+by peer", exit 1). It becomes ``sys.exit(code)``, the same exit status, handed round as above;
+what differs is that the main process's ``finally`` blocks and ``atexit`` handlers now run, as
+the note says.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ from regcomp_lint.codemod.builders import expression, guarded, statement
 from regcomp_lint.codemod.checkpoint_writes import runs_with_others, under_rank_test
 from regcomp_lint.codemod.tree import Function, code, find_all
 from regcomp_lint.knowledge.accelerate_api import BROADCAST_OBJECT_LIST_IMPORT
-from regcomp_lint.knowledge.torch_api import PROCESS_EXITS
+from regcomp_lint.knowledge.torch_api import HARD_PROCESS_EXITS, PROCESS_EXITS
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.rewrites import Planner
@@ -89,6 +96,7 @@ def ask_once(planner: Planner, places: list[Function], training: set[Function]) 
                 after = [statement(f"{acc}.wait_for_everyone()", planner.module)]
                 done = f"the others wait for it ({acc}.wait_for_everyone())"
             if quits:
+                _raise_hard_exits(planner, helper)
                 target = _quit_for_all(planner, line, target)
                 after = [
                     statement(f"{target} = broadcast_object_list([{target}])[0]", planner.module),
@@ -147,13 +155,41 @@ def _quits(planner: Planner, function: cst.FunctionDef, depth: int) -> bool:
     """``function`` may end the process (``quit()``, ``sys.exit()``, ``raise SystemExit``), itself or
     through a local function it calls."""
     tree = planner.tree
-    if any(tree.resolves_to(call.func, *PROCESS_EXITS) for call in find_all(function, cst.Call)):
+    if any(tree.resolves_to(call.func, *PROCESS_EXITS, *HARD_PROCESS_EXITS) for call in find_all(function, cst.Call)):
         return True
     if any(r.exc is not None and "SystemExit" in code(r.exc) for r in find_all(function, cst.Raise)):
         return True
     return depth < _MAX_DEPTH and any(
         _quits(planner, callee, depth + 1) for callee, _ in planner.graph.calls_from(function)
     )
+
+
+def _raise_hard_exits(planner: Planner, helper: cst.FunctionDef | None) -> None:
+    """``os._exit(code)`` -> ``sys.exit(code)`` in ``helper`` and the local functions it calls
+    (those of this file), so that the ``except SystemExit`` round its call sees it."""
+    tree = planner.tree
+    seen: set[cst.FunctionDef] = set()
+    todo = [helper] if helper is not None else []
+    for _ in range(_MAX_DEPTH + 1):
+        todo = [f for f in todo if f not in seen and tree.parent(f) is not None]
+        seen.update(todo)
+        for function in todo:
+            for call in find_all(function, cst.Call):
+                if tree.resolves_to(call.func, *HARD_PROCESS_EXITS) and call not in planner.edits.replace:
+                    planner.edits.on(call, partial(_soft_exit, planner.module))
+                    planner.imports.append(("sys", None))
+                    raised = code(_soft_exit(planner.module, call)).strip()
+                    planner.notes.append(
+                        f"{code(call).strip()} at line {tree.line(call)} ends the process raising nothing, so the "
+                        f"other processes never heard of it: it is now {raised} (the same exit status), handed "
+                        "round to them; unlike os._exit, the main process's finally blocks and atexit handlers run"
+                    )
+        todo = [callee for function in todo for callee, _ in planner.graph.calls_from(function)]
+
+
+def _soft_exit(module: cst.Module, updated: cst.Call) -> cst.Call:
+    """``os._exit(code)`` -> ``sys.exit(code)``."""
+    return updated.with_changes(func=expression("sys.exit", module))
 
 
 def _prompt(planner: Planner, function: cst.FunctionDef, training: set[Function], depth: int) -> cst.Call | None:

@@ -375,6 +375,9 @@ CUDA_SET_DEVICE = ("torch.cuda.set_device",)
 SPAWN = ("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes", "torch.multiprocessing.spawn.spawn")
 #: Python's calls that end the process by raising SystemExit (``quit()`` on a "no" to a prompt).
 PROCESS_EXITS = ("builtins.quit", "builtins.exit", "sys.exit")
+#: Python's call that ends the process at once, raising nothing (no ``except``, ``finally`` or
+#: ``atexit`` sees it); ``sys.exit(code)`` ends it with the same status, by raising SystemExit.
+HARD_PROCESS_EXITS = ("os._exit",)
 #: The keyword of the function a spawn call starts (``mp.spawn(fn=worker, ...)``); torch calls it as
 #: ``fn(i, *args)``, the process index first.
 SPAWN_FUNCTION_KEYWORD = "fn"
@@ -404,6 +407,32 @@ UNSEEDED_RANDOM_MODULES = ("random", "numpy.random")
 #: Standard-library modules of pure functions: the same arguments give the same value in every
 #: process (``math.sqrt(se / n)`` of an evaluation's sums), so only what they are handed can differ.
 PURE_FUNCTION_MODULES = ("math",)
+#: NumPy functions of the same kind (YOLOv5's warmup ``np.interp(ni, xi, [1, nbs / batch_size])``
+#: of the batch counter): computed from what they are handed alone. ``numpy.random`` is not here.
+PURE_NUMPY_FUNCTIONS = tuple(
+    f"numpy.{name}"
+    for name in (
+        "interp",
+        "clip",
+        "exp",
+        "log",
+        "sqrt",
+        "cos",
+        "sin",
+        "floor",
+        "ceil",
+        "round",
+        "abs",
+        "mean",
+        "sum",
+        "min",
+        "max",
+        "argmin",
+        "argmax",
+        "isnan",
+        "isfinite",
+    )
+)
 #: Seeding calls: after one of them a script's draws repeat from run to run (with one seed for
 #: every rank, between processes too; seeded from the rank, every process draws its own batches).
 SEEDS = (

@@ -198,3 +198,76 @@ def test_a_strip_does_not_cover_a_regional_compile_or_ddp_prefix():
     )
     assert len(rc404(regional)) == 1
     assert len(rc404(ddp)) == 1
+
+
+# Session 26: the strip must guard a load of the saved model's state (its keys go, stripped, into
+# `load_state_dict` of the model that was compiled and saved), not sit anywhere in the file beside
+# any load: before, any `_orig_mod.` strip plus any `load_state_dict` silenced every save.
+
+
+def test_a_strip_for_an_export_beside_an_unrelated_load_does_not_silence_the_save():
+    src = (
+        "import torch\nmodel = torch.compile(GPT(cfg))\n"
+        "opt.load_state_dict(torch.load(opt_path))\n"
+        "export = {k.replace('_orig_mod.', ''): v for k, v in torch.load(old).items()}\n"
+        "torch.save(export, 'export.pt')\n"
+        "torch.save({'model': model.state_dict()}, path)\n"
+    )
+    assert [d.location.row for d in rc404(src)] == [6]
+
+
+def test_a_strip_into_another_model_s_load_does_not_silence_the_save():
+    src = (
+        "import torch\nteacher = Teacher()\n"
+        "sd = {k.removeprefix('_orig_mod.'): v for k, v in torch.load(teacher_path).items()}\n"
+        "teacher.load_state_dict(sd)\n"
+        "model = torch.compile(GPT(cfg))\ntorch.save(model.state_dict(), path)\n"
+    )
+    assert len(rc404(src)) == 1
+
+
+def test_a_strip_of_another_dict_than_the_one_loaded_does_not_silence_the_save():
+    src = NANOGPT_RESUME.format(
+        strip="    other = {k.replace('_orig_mod.', ''): v for k, v in state_dict.items()}\n"
+        "    torch.save(other, 'clean.pt')\n"
+    )
+    assert len(rc404(src)) == 1
+
+
+def test_a_strip_inside_the_load_call_silences_the_save():
+    src = NANOGPT_RESUME.format(strip="").replace(
+        "model.load_state_dict(state_dict)",
+        "model.load_state_dict({k.removeprefix('_orig_mod.'): v for k, v in state_dict.items()})",
+    )
+    assert rc404(src) == []
+
+
+def test_a_strip_in_a_resume_helper_loading_the_model_it_is_handed_silences_the_save():
+    src = (
+        "import torch\n"
+        "def resume(model, path):\n"
+        "    sd = torch.load(path)['model']\n"
+        "    sd = {k.replace('_orig_mod.', ''): v for k, v in sd.items()}\n"
+        "    model.load_state_dict(sd)\n"
+        "model = GPT(cfg)\nresume(model, path)\n"
+        "model = torch.compile(model)\ntorch.save({'model': model.state_dict()}, path)\n"
+    )
+    assert rc404(src) == []
+
+
+def test_a_state_dict_stripped_as_it_is_read_is_not_reported():
+    # survey kochi: the trained compiled model's weights go, stripped, into a plain copy for jit
+    comp = (
+        "import torch\nmodel = torch.compile(Net())\nm = Net()\n"
+        "m.load_state_dict({k.removeprefix('_orig_mod.'): v for k, v in model.state_dict().items()})\n"
+    )
+    loop = (
+        "import torch\nmodel = torch.compile(Net())\nclean = {}\n"
+        "for k, v in model.state_dict().items():\n    clean[k.replace('_orig_mod.', '')] = v\n"
+        "torch.save(clean, p)\n"
+    )
+    assert rc404(comp) == []
+    assert rc404(loop) == []
+    # the keys read are not the ones stripped
+    other = comp.replace("model.state_dict().items()})\n", "old.items()})\nsd = model.state_dict()\n")
+    assert len(rc404(other)) == 1

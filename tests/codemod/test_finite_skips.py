@@ -146,3 +146,60 @@ def test_a_value_unequal_to_itself_is_a_nan_test_gathered():
 def test_an_inequality_of_two_values_is_left_as_it_is():
     text, _ = _converted("loss.item() != 0.0")
     assert "gather" not in text, text
+
+
+# Session 26: an optimizer stepped through a list (`for o in opts: o.step()`, `[o.step() for o in
+# opts]`) is an optimizer step the `if` skips, as `opt.step()` is.
+
+LISTED = """\
+import torch
+import torch.nn as nn
+
+
+def main():
+    model = nn.Linear(4, 1)
+    head = nn.Linear(1, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    opt2 = torch.optim.SGD(head.parameters(), lr=0.1)
+    opts = [opt, opt2]
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8)
+    for epoch in range(2):
+        for x, y in loader:
+            loss = nn.functional.mse_loss(head(model(x)), y)
+            loss.backward()
+            if not torch.isfinite(loss):
+                continue
+            STEPS
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def _converted_listed(steps: str) -> str:
+    result = convert_source(LISTED.replace("STEPS", steps), "train.py")
+    assert result.refused is None, result.refused
+    return result.text
+
+
+def test_a_skip_before_a_loop_stepping_a_list_of_optimizers_is_gathered():
+    text = _converted_listed("for o in opts:\n                o.step()\n                o.zero_grad()")
+    assert "if not torch.isfinite(accelerator.gather(loss)).all():" in text, text
+
+
+def test_a_skip_before_a_comprehension_stepping_a_list_of_optimizers_is_gathered():
+    text = _converted_listed("[o.step() for o in opts]")
+    assert "if not torch.isfinite(accelerator.gather(loss)).all():" in text, text
+
+
+def test_a_skip_before_a_loop_over_a_tuple_of_the_optimizers_is_gathered():
+    text = _converted_listed("for o in (opt, opt2):\n                o.step()")
+    assert "if not torch.isfinite(accelerator.gather(loss)).all():" in text, text
+
+
+def test_a_skip_before_a_loop_stepping_a_list_of_other_objects_is_left_as_it_is():
+    script = LISTED.replace("    opts = [opt, opt2]\n", "    opts = [opt, opt2]\n    meters = [object()]\n")
+    result = convert_source(script.replace("STEPS", "for m in meters:\n                m.step()"), "train.py")
+    assert result.refused is None, result.refused
+    assert "gather" not in result.text, result.text

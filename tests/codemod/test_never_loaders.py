@@ -97,3 +97,41 @@ def test_a_call_into_another_module_still_counts_as_a_loader():
     result = convert_source(FROM_A_HELPER, "t.py")
     # what get_batches() returns cannot be read: still taken for a possible loader, built anew each pass
     assert result.refused is not None and "archs" in result.refused, result.text
+
+
+LOGGED = """\
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from utils import MetricLogger
+
+
+def main():
+    model = nn.Linear(4, 1)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-4)
+    loader = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=4, shuffle=True)
+    for epoch in range(2):
+        metric_logger = MetricLogger(delimiter="  ")
+        header = 'Epoch: [{}]'.format(epoch)
+        for i, (x, y) in enumerate(metric_logger.log_every(loader, 10, header)):
+            loss = nn.functional.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_string_handed_to_the_loop_s_logger_is_not_a_loader():
+    """survey26a vqclr_simclr (MoCo/DeiT-style `metric_logger.log_every(train_loader, print_freq,
+    header)` with `header = 'Epoch: [{}]'.format(epoch)` in the epoch loop): the header string was
+    taken for a loader built anew each epoch and the script refused ("header is built anew in each
+    pass of the loop")."""
+    result = convert_source(LOGGED, "train.py")
+    assert result.refused is None, result.refused
+    assert "header" not in " ".join(result.notes), result.notes
+    assert "accelerator.prepare(model, optimizer, loader)" in result.text, result.text

@@ -145,3 +145,46 @@ def test_the_names_the_quit_path_adds_avoid_the_script_s_own():
     source = SCRIPT.replace("CALL", "save_dir = make_save_dir()\n    quitting = 1")
     result = convert_source(source, "train.py")
     assert "except SystemExit as quitting_:" in result.text, result.text
+
+
+# Session 26: `os._exit()` ends the process without raising: the `except SystemExit` round the
+# call never saw it, and the main process ended alone (a 2-process replica, "no" piped in: rank 0
+# exit 0, rank 1 "Connection closed by peer", exit 1). The helper's `os._exit(code)` becomes
+# `sys.exit(code)` (the same exit status), handed round as a quit() is.
+
+HARD_EXIT = SCRIPT.replace("            quit()", "            os._exit(0)")
+
+
+def test_an_os_exit_in_a_prompting_helper_is_raised_and_handed_round():
+    result = convert_source(HARD_EXIT.replace("CALL", "save_dir = make_save_dir()"), "train.py")
+    assert result.refused is None, result.refused
+    assert "            sys.exit(0)\n" in result.text, result.text
+    assert "os._exit" not in result.text, result.text
+    assert "import sys\n" in result.text, result.text
+    assert (
+        "    except SystemExit as quitting:  # the main process quits: the others quit with it, below\n"
+        "        save_dir = quitting\n"
+        "    save_dir = broadcast_object_list([save_dir])[0]\n"
+        "    if isinstance(save_dir, SystemExit):\n"
+        "        raise save_dir\n"
+    ) in result.text, result.text
+    assert any("os._exit(0) at line 18" in n and "sys.exit(0)" in n for n in result.notes), result.notes
+
+
+def test_an_os_exit_in_a_helper_the_prompting_helper_calls_is_raised():
+    source = HARD_EXIT.replace("            os._exit(0)", "            give_up(3)").replace(
+        "def make_save_dir():", "def give_up(code):\n    os._exit(code)\n\n\ndef make_save_dir():"
+    )
+    result = convert_source(source.replace("CALL", "make_save_dir()"), "train.py")
+    assert result.refused is None, result.refused
+    assert "    sys.exit(code)\n" in result.text, result.text
+    assert "quit_signal = broadcast_object_list([quit_signal])[0]" in result.text, result.text
+
+
+def test_an_os_exit_outside_a_prompting_helper_is_left_as_it_is():
+    source = NO_QUIT.replace("CALL", "save_dir = make_save_dir()").replace(
+        "train(model, DL_train, optimizer)\n", "train(model, DL_train, optimizer)\nos._exit(0)\n"
+    )
+    result = convert_source(source, "train.py")
+    assert result.refused is None, result.refused
+    assert "os._exit(0)" in result.text, result.text
