@@ -24,6 +24,7 @@ from typing import TypeVar, cast
 
 from regcomp_lint.analysis.bindings import Bindings, Where, binding_key
 from regcomp_lint.analysis.file_context import FileContext
+from regcomp_lint.analysis.own_callees import AST, method_called
 from regcomp_lint.analysis.training_loops import argument_for
 from regcomp_lint.analysis.training_objects import Kind, constructor_kind
 from regcomp_lint.files.parsing import walk
@@ -409,18 +410,16 @@ class OptimizerSources:
         return found
 
     def _local_function(self, func: ast.expr, where: Where) -> ast.FunctionDef | None:
-        """The file's function ``func`` calls: a module or nested function by name, or a method
-        of the class ``where`` is in, called on ``self`` (a trainer's ``self._build_optimizer()``)."""
+        """The file's function ``func`` calls (:mod:`~regcomp_lint.analysis.own_callees`): a module
+        or nested function by name, or a method of the class ``where`` is in, called on ``self``
+        (a trainer's ``self._build_optimizer()``)."""
         if (
             isinstance(func, ast.Attribute)
             and isinstance(func.value, ast.Name)
             and func.value.id == "self"
             and where.cls is not None
         ):
-            return next(
-                (m for m in where.cls.body if isinstance(m, ast.FunctionDef) and m.name == func.attr),
-                None,
-            )
+            return method_called(AST, where.cls, func.attr, self.bindings.classes)
         if not isinstance(func, ast.Name):
             return None
         bound = self.bindings.lookup(func, where)

@@ -24,7 +24,8 @@ import libcst as cst
 from libcst.metadata import Assignment
 
 from regcomp_lint.analysis.main_process import Scope, main_process_condition, sends_others_away
-from regcomp_lint.codemod.builders import expression, guarded, statement
+from regcomp_lint.codemod.accelerator_edits import accelerator_edit, on_main_process
+from regcomp_lint.codemod.builders import expression, statement
 from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.local_modules import FunctionNode, imported_function
@@ -76,15 +77,17 @@ def guard_helper_saves(
             if isinstance(expr, cst.If) and expr.test is call and _only_logs(tree, expr):
                 # `if atomic_save(...): print("saved")`: the main process writes and logs, the others skip both
                 acc = planner.accelerator_in(place)
-                planner.edits.on(call, partial(_main_process_and, acc, planner.module))
                 if helper is not None:
                     _unwrap_handed_models(planner, helper, call, acc)
-                planner.uses.append(call)
-                guarded_calls.append((place, call))
-                planner.notes.append(
+                accelerator_edit(
+                    planner,
+                    call,
+                    partial(_main_process_and, acc, planner.module),
+                    call,
                     f"{name}() at line {tree.line(call)} writes a checkpoint and its result only decides what is "
-                    f"logged: the test is now `{acc}.is_main_process and {name}(...)`, so one process writes and logs"
+                    f"logged: the test is now `{acc}.is_main_process and {name}(...)`, so one process writes and logs",
                 )
+                guarded_calls.append((place, call))
                 continue
             line = tree.call_line(call)
             if line is None:
@@ -94,17 +97,19 @@ def guard_helper_saves(
                 )
                 continue
             acc = planner.accelerator_in(place)
-            planner.edits.on(line, guarded(expression(f"{acc}.is_main_process", planner.module)))
             if helper is not None:
                 _unwrap_handed_models(planner, helper, call, acc)
             elif elsewhere is not None:
                 _unwrap_models_pickled_elsewhere(planner, elsewhere, call, acc)
-            planner.uses.append(call)
-            guarded_calls.append((place, call))
-            planner.notes.append(
+            on_main_process(
+                planner,
+                line,
+                acc,
+                call,
                 f"{name}() at line {tree.line(call)} writes a checkpoint: it runs under "
-                f"`if {acc}.is_main_process:`, so one process writes the files"
+                f"`if {acc}.is_main_process:`, so one process writes the files",
             )
+            guarded_calls.append((place, call))
     return guarded_calls
 
 
@@ -206,10 +211,13 @@ def write_on_main_process(planner: Planner, place: Function, call: cst.Call) -> 
             f"torch.save() at line {tree.line(call)} passes {', '.join(options)}, which {acc}.save() does not take, "
             "and is not a statement of its own to run on the main process; convert by hand"
         )
-    planner.edits.on(line, guarded(expression(f"{acc}.is_main_process", planner.module)))
-    planner.notes.append(
+    on_main_process(
+        planner,
+        line,
+        acc,
+        None,
         f"torch.save() at line {tree.line(call)} keeps {', '.join(options)}, which {acc}.save() does not take: it "
-        f"stays torch.save, under `if {acc}.is_main_process:`"
+        f"stays torch.save, under `if {acc}.is_main_process:`",
     )
     return False
 
@@ -564,12 +572,8 @@ def move_written_files_once(
     guarded moves, themselves main-process writes (of their destination) for the barrier before a
     later read."""
     tree = planner.tree
-    guarded_ids = {id(call) for _, call in writes}
     moved: list[tuple[Function, cst.Call]] = []
-    for place in {id(p): p for p, _ in writes}.values():
-        if _main_process_only(planner, place, guarded_ids):
-            continue
-        written = sorted((w for p, w in writes if p is place), key=tree.line)
+    for place, written in _places_every_process_runs(planner, writes):
         paths = _written_paths([w for w in written if code(w.func).endswith("save")])
         for call in find_all(place, cst.Call, enter_functions=False):
             if not tree.resolves_to(call.func, *FILE_MOVERS) or not call.args or planner.is_removed(call):
@@ -582,12 +586,14 @@ def move_written_files_once(
             if line is None or not planner.can_reach_accelerator(place):
                 continue
             acc = planner.accelerator_in(place)
-            planner.edits.on(line, guarded(expression(f"{acc}.is_main_process", planner.module)))
-            planner.uses.append(call)
-            planner.notes.append(
+            on_main_process(
+                planner,
+                line,
+                acc,
+                call,
                 f"{code(call.func).strip()}() at line {tree.line(call)} runs under `if {acc}.is_main_process:`: it moves "
                 "or copies the checkpoint the main process alone writes, so run by every process the second move "
-                "would find no file"
+                "would find no file",
             )
             moved.append((place, call))
             paths |= _written_paths([call])
@@ -601,15 +607,7 @@ def wait_before_reading_back(planner: Planner, writes: list[tuple[Function, cst.
     sits under an ``if`` on the rank (``if rank == 0:``), where the other processes would never
     meet it, or in a function that runs on the main process alone (:func:`_main_process_only`)."""
     tree = planner.tree
-    guarded = {id(call) for _, call in writes}
-    places: list[Function] = []
-    for place, _ in writes:
-        if all(place is not p for p in places):
-            places.append(place)
-    for place in places:
-        if _main_process_only(planner, place, guarded):
-            continue
-        written = sorted((w for p, w in writes if p is place), key=tree.line)
+    for place, written in _places_every_process_runs(planner, writes):
         # where `accelerator.save(obj, path)` and a guarded move write
         paths = _written_paths(
             [w for w in written if code(w.func).endswith("save") or tree.resolves_to(w.func, *FILE_MOVERS)]
@@ -648,6 +646,18 @@ def wait_before_reading_back(planner: Planner, writes: list[tuple[Function, cst.
                 f"{acc}.wait_for_everyone() before the read at line {tree.line(read)}: the checkpoint written at "
                 f"line {tree.line(write)} comes from the main process only, so the other processes wait until it is there"
             )
+
+
+def _places_every_process_runs(
+    planner: Planner, writes: list[tuple[Function, cst.Call]]
+) -> Iterator[tuple[Function, list[cst.Call]]]:
+    """Each function holding main-process ``writes`` that is not itself run by the main process
+    alone (:func:`_main_process_only`), in the order of its first write, with its writes in line
+    order: where a move of the written file or a read-back runs in every process."""
+    guarded = {id(call) for _, call in writes}
+    for place in {id(p): p for p, _ in writes}.values():
+        if not _main_process_only(planner, place, guarded):
+            yield place, sorted((w for p, w in writes if p is place), key=planner.tree.line)
 
 
 def wait_before_returning(planner: Planner, writes: list[tuple[Function, cst.Call]], training: set[Function]) -> None:
@@ -704,15 +714,17 @@ def _read_after_a_call(planner: Planner, place: cst.FunctionDef) -> cst.Call | N
 def _checkpoint_readers(planner: Planner, place: Function) -> set[Function]:
     """The module-level functions other than ``place`` that load a checkpoint, themselves or through
     their callees (``load_checkpoint(path, model)`` around a torch.load); a class's loader runs where
-    the class is built, so methods do not count."""
-    tree = planner.tree
-    loaders: set[Function] = {
-        f
-        for f in planner.module.body
-        if isinstance(f, cst.FunctionDef)
-        and f is not place
-        and any(tree.resolves_to(c.func, *_READS) for c in find_all(f, cst.Call, enter_functions=False))
-    }
+    the class is built, so methods do not count. Those that load one themselves are listed once per
+    conversion (``Planner.checkpoint_loaders``), each place asks."""
+    if planner.checkpoint_loaders is None:
+        tree = planner.tree
+        planner.checkpoint_loaders = [
+            f
+            for f in planner.module.body
+            if isinstance(f, cst.FunctionDef)
+            and any(tree.resolves_to(c.func, *_READS) for c in find_all(f, cst.Call, enter_functions=False))
+        ]
+    loaders: set[Function] = {f for f in planner.checkpoint_loaders if f is not place}
     return {f for f in planner.graph.closure_of_callers(loaders) if f is not place} if loaders else set()
 
 

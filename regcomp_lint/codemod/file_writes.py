@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, TypeGuard
 
 import libcst as cst
 
-from regcomp_lint.codemod.builders import expression, guarded, keyword, with_keyword
+from regcomp_lint.codemod.accelerator_edits import on_main_process
+from regcomp_lint.codemod.builders import expression, keyword, with_keyword
 from regcomp_lint.codemod.checkpoint_writes import under_rank_test
 from regcomp_lint.codemod.local_modules import unread_project_function
 from regcomp_lint.codemod.model_methods import unread_model_class
@@ -85,11 +86,13 @@ def write_files_once(planner: Planner, places: list[Function]) -> None:
             if not planner.can_reach_accelerator(place):
                 continue
             acc = planner.accelerator_in(place)
-            planner.edits.on(line, guarded(expression(f"{acc}.is_main_process", planner.module)))
-            planner.uses.append(call)
-            planner.notes.append(
+            on_main_process(
+                planner,
+                line,
+                acc,
+                call,
                 f"{writer}() at line {tree.line(call)} runs under `if {acc}.is_main_process:`: every process would "
-                "write the same file"
+                "write the same file",
             )
 
 
@@ -296,15 +299,17 @@ def _write_only_block(planner: Planner, call: cst.Call, models: set[str], place:
             return False  # gather, reduce, wait_for_everyone: collectives
         if name != "save" and any(key_of(a.value) in models for a in inner.args):
             return False  # handed the model: it may run it
-    planner.edits.on(block, guarded(expression(f"{acc}.is_main_process", planner.module)))
-    planner.uses.append(call)
-    planner.notes.append(
+    on_main_process(
+        planner,
+        block,
+        acc,
+        call,
         f"the `with {code(call).strip()}` block at line {tree.line(call)} runs under `if {acc}.is_main_process:`: "
         + (
             "every process appended the same lines to the file"
             if "a" in _mode(tree, call)
             else "every process opened the file for writing, truncating what the main process wrote"
-        )
+        ),
     )
     return True
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from regcomp_lint.codemod.accelerator_edits import accelerator_edit
 from regcomp_lint.codemod.builders import expression
 from regcomp_lint.codemod.tree import Function, code, find_all
 from regcomp_lint.knowledge.torch_api import GRADIENT_CLIPPING
@@ -55,11 +56,13 @@ def clip_through_accelerator(planner: Planner, functions: list[Function], optimi
                 )
                 continue
             acc = planner.accelerator_in(function)
-            planner.edits.on(call, _calling(expression(f"{acc}.{method}", planner.module)))
-            planner.uses.append(call)
-            planner.notes.append(
+            accelerator_edit(
+                planner,
+                call,
+                _calling(expression(f"{acc}.{method}", planner.module)),
+                call,
                 f"{code(call.func)}() at line {line} -> {acc}.{method}(): it unscales fp16 mixed precision's gradients "
-                "before clipping (the same clip without a scaler)"
+                "before clipping (the same clip without a scaler)",
             )
 
 

@@ -15,14 +15,15 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from regcomp_lint.analysis.own_callees import method_called
 from regcomp_lint.codemod.local_modules import unread_class
 from regcomp_lint.codemod.tree import (
+    CST,
     Function,
     built_class,
     find_all,
     key_of,
     memo_of,
-    method_named,
     read_keys,
     single_target,
 )
@@ -30,29 +31,17 @@ from regcomp_lint.codemod.tree import (
 if TYPE_CHECKING:
     from regcomp_lint.codemod.rewrites import Planner
 
-#: How many base classes of the file a method is looked for in.
-_MAX_BASES = 3
-
 
 def own_method(planner: Planner, place: Function, call: cst.Call) -> cst.FunctionDef | None:
     """The method ``call`` (``model.save_checkpoint(path)``) runs when its receiver is a prepared
     model, or a name ``place`` binds to one, built from a class of the file (the method
-    defined there or in a base class of the file)."""
+    defined there or in a base class of the file, :mod:`~regcomp_lint.analysis.own_callees`)."""
     func = call.func
     built = _model_class(planner, place, func.value) if isinstance(func, cst.Attribute) else None
     if built is None or not isinstance(func, cst.Attribute):
         return None
     classes = {c.name.value: c for c in find_all(planner.tree.module, cst.ClassDef)}
-    cls = classes.get(built.value)
-    for _ in range(_MAX_BASES + 1):
-        if cls is None:
-            return None
-        method = method_named(cls, func.attr.value)
-        if method is not None:
-            return method
-        bases = [classes.get(b.value.value) for b in cls.bases if isinstance(b.value, cst.Name)]
-        cls = next((b for b in bases if b is not None), None)
-    return None
+    return method_called(CST, classes.get(built.value), func.attr.value, classes)
 
 
 def unread_model_class(planner: Planner, place: Function, call: cst.Call) -> tuple[str, str] | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 
 from regcomp_lint.analysis.bindings import Bound
+from regcomp_lint.analysis.own_callees import AST, function_called, method_called
 from regcomp_lint.files.parsing import children
 from regcomp_lint.knowledge.torch_api import DATA_MODULE, TENSOR_METHODS
 
@@ -42,25 +43,25 @@ def _makes_a_tensor(roles, call: ast.Call) -> bool:
 
 
 def _own_callee(roles, bound: Bound, parsed: ast.Module) -> ast.FunctionDef | None:
-    """The function of this file ``bound``'s call runs: ``pick(...)``, or ``sampler.sample()``
-    where ``sampler = Sampling(...)`` builds a class of this file."""
+    """The function of this file ``bound``'s call runs (:mod:`~regcomp_lint.analysis.own_callees`):
+    ``pick(...)``, or ``sampler.sample()`` where ``sampler = Sampling(...)`` builds a class of this file."""
     call = bound.value
     assert isinstance(call, ast.Call)
     func = call.func
-    functions = {f.name: f for f in parsed.body if isinstance(f, ast.FunctionDef)}
-    classes = {c.name: c for c in parsed.body if isinstance(c, ast.ClassDef)}
     if isinstance(func, ast.Name):
-        return None if roles.ctx.imports.imported(func.id) else functions.get(func.id)
+        if roles.ctx.imports.imported(func.id):
+            return None
+        return function_called([f for f in parsed.body if isinstance(f, ast.FunctionDef) and f.name == func.id])
     if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
         return None
     owner = roles.bindings.lookup(func.value, bound.where)
     made = owner.value if owner is not None and owner.index is None else None
+    classes = {c.name: c for c in parsed.body if isinstance(c, ast.ClassDef)}
     if not (isinstance(made, ast.Call) and isinstance(made.func, ast.Name)) or made.func.id not in classes:
         return None
     if roles.ctx.imports.imported(made.func.id):
         return None
-    methods = classes[made.func.id].body
-    return next((m for m in methods if isinstance(m, ast.FunctionDef) and m.name == func.attr), None)
+    return method_called(AST, classes[made.func.id], func.attr, classes)
 
 
 def _returns_a_list(function: ast.FunctionDef | None) -> bool:

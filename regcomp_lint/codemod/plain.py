@@ -100,7 +100,7 @@ from regcomp_lint.codemod.iterator_loaders import refuse_next_on_loaders
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.listed_loaders import listed_loader_notes
 from regcomp_lint.codemod.load_locations import keep_cpu_load_locations
-from regcomp_lint.codemod.local_modules import beside, imported_function, importer_of, is_project_module, load_local
+from regcomp_lint.codemod.local_modules import importer_of, is_project_module, load_local
 from regcomp_lint.codemod.loss_scalers import loss_scaler_step
 from regcomp_lint.codemod.method_loss import (
     MethodLoss,
@@ -117,7 +117,6 @@ from regcomp_lint.codemod.optimizers import (
     FoundOptimizer,
     HandUpdate,
     find_optimizers,
-    model_wrap_in,
     not_optimizers,
     stray_holders,
     updated_by_hand,
@@ -139,6 +138,7 @@ from regcomp_lint.codemod.roles import (
     creations,
 )
 from regcomp_lint.codemod.schedulers import unpacked_schedulers
+from regcomp_lint.codemod.set_device_calls import drop_set_device_of_rewritten
 from regcomp_lint.codemod.settings import LAUNCH_FLAGS_NOTE, Refusal, ScriptSettings, Setting, StepElsewhere, resolve
 from regcomp_lint.codemod.shard_metrics import shard_metric_notes
 from regcomp_lint.codemod.sharded_factories import (
@@ -181,6 +181,7 @@ from regcomp_lint.codemod.tree import (
 )
 from regcomp_lint.codemod.uneven_guards import skips, uneven_guards
 from regcomp_lint.codemod.uneven_steps import uneven_steps
+from regcomp_lint.codemod.unknown_optimizers import unknown_optimizer_of, unrecognised_optimizer
 from regcomp_lint.codemod.unwrapped_branches import note_wrapper_tests, taken_unwrapped
 from regcomp_lint.codemod.wrapped_access import places_using_prepared, read_through_wrapper, sees_prepared
 from regcomp_lint.codemod.wrapper_saves import save_wrapper_states_once
@@ -520,7 +521,7 @@ class PlainPlanner(Planner):
         if not found:
             # what the script zeroes and steps, first: the real optimizer, where a line only "fed
             # model parameters" (a gradient norm's torch._foreach_norm) would hide it (survey 21e)
-            detail = "; ".join(part for part in (self._unrecognised_optimizer(), detail) if part)
+            detail = "; ".join(part for part in (unrecognised_optimizer(tree), detail) if part)
             raise Refusal(
                 "no optimizer found (a torch.optim class, a torch.optim.Optimizer subclass, a function returning one, "
                 "or something built from model.parameters() and stepped)"
@@ -1278,20 +1279,52 @@ class PlainPlanner(Planner):
                 )
                 continue
             self.remove_hand_compile(site.remove, site.call, site.origin)
-        leftover = [
+        outside = [
             c
             for c in find_all(self.tree.module, cst.Call)
             if self.tree.resolves_to(c.func, *torch_api.TORCH_COMPILE)
+            and not self.is_removed(c)
             and not self.tree.contains(self.scope, c)
             and not self.tree.contains(self.accelerator_home, c)
             and not any(self.tree.contains(helper, c) for helper in self.init_helpers)
             and not any(self.tree.contains(factory, c) for factory, _ in self.init_factories)
-            and isinstance(self.tree.parent(c), cst.Assign)
         ]
+        leftover = [c for c in outside if isinstance(self.tree.parent(c), cst.Assign)]
+        for call in outside:  # `compiled = torch.compile(model)` or `return torch.compile(model)` in a helper
+            taken = self._model_from_compiling_helper(self.tree.function_of(call))
+            if taken is not None:
+                model, assign = taken
+                raise Refusal(
+                    f"{model} = {helper_name(assign)}(...) at line {self.tree.line(assign)} takes the model "
+                    f"compiled by hand in that helper (torch.compile at line {self.tree.line(call)}), a compile the "
+                    "conversion cannot move into the plugin: prepare() would wrap the compiled model, and on several "
+                    "processes accelerator.unwrap_model() hands back the compile wrapper (`_orig_mod.` keys in what is "
+                    "saved from it); remove that compile (the plugin compiles the model) and convert again"
+                )
         for call in leftover:
             self.notes.append(
                 f"torch.compile at line {self.tree.line(call)} is outside {function_name(self.scope)} and was left as is"
             )
+
+    def _model_from_compiling_helper(self, helper: Function) -> tuple[str, cst.Assign] | None:
+        """``model, on, why = maybe_compile_model(model, ...)`` in the scope: a model to prepare bound
+        to what ``helper`` (a local function with a ``torch.compile`` of its own) returns (survey26d
+        room_baseline)."""
+        if not isinstance(helper, cst.FunctionDef):
+            return None
+        for assign in find_all(self.scope, cst.Assign, enter_functions=False):
+            if not isinstance(assign.value, cst.Call) or self.tree.function_named(assign.value) is not helper:
+                continue
+            for target in assign.targets:
+                names = (
+                    [e.value for e in target.target.elements]
+                    if isinstance(target.target, (cst.Tuple, cst.List))
+                    else [target.target]
+                )
+                for name in names:
+                    if key_of(name) in self.models:
+                        return key_of(name) or "", assign
+        return None
 
     def _regional_reason(self) -> str | None:
         for model in self.models:
@@ -1350,7 +1383,7 @@ class PlainPlanner(Planner):
                     continue
                 raise Refusal(
                     f"the backward() at line {tree.line(call)} runs outside the code that trains the model built in "
-                    f"{function_name(self.scope)}{self._unknown_optimizer_of(holder)}; convert by hand"
+                    f"{function_name(self.scope)}{unknown_optimizer_of(tree, holder)}; convert by hand"
                 )
             self.rewrite_backward(call)
             self.backwards += 1
@@ -1390,6 +1423,7 @@ class PlainPlanner(Planner):
             self.devices += devices
         keep_cpu_load_locations(self, reach)
         name_device_helpers(self)
+        drop_set_device_of_rewritten(self)
         self._checkpoint_rewrites()
 
     def _dataset_item_methods(self) -> list[cst.FunctionDef]:
@@ -1579,12 +1613,14 @@ class PlainPlanner(Planner):
             block = self.descend(holder.body, [n for n in [*created, *steps] if tree.contains(holder, n)])
             last, first_step = self._setup_and_first_step(block, created, steps)
         if (
-            isinstance(holder, cst.If)
+            isinstance(holder, (cst.If, cst.With))
             and isinstance(holder.body, cst.IndentedBlock)
             and self._trains_only_under(holder, created, steps)
         ):
             # `model = ...` first, then `if not args.eval_only: optimizer = ...; loader = ...; train`:
-            # prepared in that branch, after its objects (the other path uses the model as it is)
+            # prepared in that branch, after its objects (the other path uses the model as it is);
+            # `with wandb.init(...) as run: model = compile(model); train(...)` (survey26d): a with's
+            # body runs once, in order, so prepare() goes there too
             block = self.descend(holder.body, [n for n in [*created, *steps] if tree.contains(holder, n)])
             last, first_step = self._setup_and_first_step(block, created, steps)
         runs = None
@@ -1760,9 +1796,9 @@ class PlainPlanner(Planner):
         first_step = min((i for i in (self.project(block, n) for n in steps) if i is not None), default=None)
         return last, first_step
 
-    def _trains_only_under(self, holder: cst.If, created: list[cst.CSTNode], steps: list[cst.Call]) -> bool:
+    def _trains_only_under(self, holder: cst.If | cst.With, created: list[cst.CSTNode], steps: list[cst.Call]) -> bool:
         """Every training step, and every object to prepare that ``holder`` builds, is in the body
-        of ``holder`` (not its ``else``), and the body trains after building them."""
+        of ``holder`` (an ``if``, not its ``else``; or a ``with``), and the body trains after building them."""
         tree = self.tree
         body = holder.body
         if not isinstance(body, cst.IndentedBlock) or not steps or not all(tree.contains(body, s) for s in steps):
@@ -2263,124 +2299,6 @@ class PlainPlanner(Planner):
             "tensors the script makes itself on the CPU); drop cpu=True once the script places its own tensors "
             "on accelerator.device"
         )
-
-    def _unrecognised_optimizer(self) -> str:
-        """What the script zeroes the gradients of, where it is made and how it is stepped, when it
-        is none of the optimizers the conversion knows (FastSpeech2's ``optimizer =
-        get_optimizer(model, config)`` from a module not beside the script, a ``ScheduledOptim``
-        stepped by ``step_and_update_lr()``, a trainer's ``self.optimizer = parser_optimizer(...)``
-        made in ``__init__``), or the optimizer an object of another module keeps (a DCGAN port's
-        ``netD.optimizer.step()``, a VeOmni engine's ``engine.optimizer.zero_grad()``): the refusal
-        names it, not only what it is not."""
-        tree = self.tree
-        for call in find_all(tree.module, cst.Call):
-            func = call.func
-            if not (isinstance(func, cst.Attribute) and func.attr.value in ("step", "zero_grad")):
-                continue
-            method, held = func.attr.value, func.value
-            if isinstance(held, cst.Attribute) and "optim" in held.attr.value.lower():
-                owner_text = code(held.value).strip()
-                if owner_text == "self":
-                    continue
-                return (
-                    f"{code(held).strip()}.{method}() at line {tree.line(call)} uses an optimizer kept on "
-                    f"{owner_text}, built where {owner_text}'s class builds it, out of the conversion's sight"
-                )
-        for call in self._optimizer_candidates():
-            text = self._made_by_an_unknown_call(call)
-            if text:
-                return text + ", is not one the conversion can tell is an optimizer"
-        return ""
-
-    def _made_by_an_unknown_call(self, call: cst.Call) -> str:
-        """``optimizer = build_optimizer(...) at line 24 (from training.trainer, which is not a file
-        the conversion can read beside the script), stepped by optimizer.step() at line 28``: where
-        the ``X`` of ``call`` (an ``X.zero_grad()`` or ``X.step()``) is made by a call, in the
-        function of ``call`` (or, for ``self.X``, any method of its class); empty when it is none, or
-        is the model. Raises where the call is a helper of a module beside the script that wraps
-        the model itself."""
-        tree = self.tree
-        func = call.func
-        key = key_of(func.value) if isinstance(func, cst.Attribute) else None
-        if key is None or key in ("model", "self") or key.endswith("model"):
-            return ""
-        function = tree.function_of(call)
-        places = [function]
-        owner = tree.class_of(function) if key.startswith("self.") and isinstance(function, cst.FunctionDef) else None
-        if owner is not None:  # `self.optimizer = parser_optimizer(cfg, self.model)` in __init__
-            places += [m for m in methods_of(owner) if m is not function]
-        made = [
-            n
-            for place in places
-            for n in bindings(place, key)
-            if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call)
-        ]
-        if not made:
-            return ""
-        value = made[0].value
-        assert isinstance(value, cst.Call)
-        origin = sorted(tree.imported_names(value.func))
-        stepped = [
-            c
-            for c in find_all(function, cst.Call)
-            if isinstance(c.func, cst.Attribute) and key_of(c.func.value) == key and "step" in c.func.attr.value
-        ]
-        text = f"{key} = {code(value.func).strip()}(...) at line {tree.line(made[0])}"
-        helper = imported_function(tree, value.func)
-        wrap = model_wrap_in(*helper) if helper is not None else None
-        if helper is not None and wrap is not None:
-            raise Refusal(
-                f"{text}: {helper[1].name}() of {beside(tree, helper[0].path)} "
-                f"wraps or compiles the model itself (line {wrap.lineno}: {ast.unparse(wrap.func)}(...)); the "
-                "conversion does not edit that module, and prepare() would wrap the wrapper again: drop the wrap "
-                "there (prepare() makes it) or convert by hand"
-            )
-        module = origin[0].rsplit(".", 1)[0] if origin else None
-        if module and tree.filename and load_local(importer_of(tree.filename), module) is None:
-            text += f" (from {module}, which is not a file the conversion can read beside the script)"
-        step = stepped[0].func if stepped else None
-        if isinstance(step, cst.Attribute):
-            text += f", stepped by {key}.{step.attr.value}() at line {tree.line(stepped[0])}"
-        return text
-
-    def _unknown_optimizer_of(self, holder: Function) -> str:
-        """``: train_model() steps optimizer = build_optimizer(...) at line 238 (from
-        training.trainer, ...), which the conversion cannot tell is an optimizer``: what a function
-        holding a backward outside the trained code zeroes or steps, made there by a call the
-        conversion does not know as an optimizer's (survey25c ecg_ablation: the DAE pretraining's
-        Adam was taken for the only optimizer, and the main training's factory optimizer went
-        unnamed); empty when it has none."""
-        for call in find_all(holder, cst.Call, enter_functions=False):
-            if not (isinstance(call.func, cst.Attribute) and call.func.attr.value in ("zero_grad", "step")):
-                continue
-            text = self._made_by_an_unknown_call(call)
-            if text:
-                return f": {function_name(holder)} steps {text}, which the conversion cannot tell is an optimizer"
-        return ""
-
-    def _optimizer_candidates(self) -> list[cst.Call]:
-        """The ``X.zero_grad()`` and ``X.step()`` calls whose ``X`` may be the unrecognised optimizer,
-        the likeliest first: one both zeroed and stepped, then one stepped and named like an
-        optimizer, then any zeroed. A DCGAN trainer zeroes its models (``self.netD.zero_grad()``)
-        and only steps its optimizers (survey25c tofu_dcgan's ``self.optimizerD =
-        get_optimizer(...)``): the refusal named ``self.netD = torch.compile(...)``."""
-        calls = [
-            c
-            for c in find_all(self.tree.module, cst.Call)
-            if isinstance(c.func, cst.Attribute) and c.func.attr.value in ("zero_grad", "step")
-        ]
-        steps = [c for c in calls if isinstance(c.func, cst.Attribute) and c.func.attr.value == "step"]
-        stepped = {key_of(c.func.value) for c in steps if isinstance(c.func, cst.Attribute)}
-        zeroed = [c for c in calls if c not in steps]
-        return [
-            *[c for c in zeroed if isinstance(c.func, cst.Attribute) and key_of(c.func.value) in stepped],
-            *[
-                c
-                for c in steps
-                if isinstance(c.func, cst.Attribute) and "optim" in (key_of(c.func.value) or "").lower()
-            ],
-            *zeroed,
-        ]
 
     def _refuse_rank_guarded_steps(self, backwards: list[cst.Call]) -> None:
         """A training step that only the main process runs (llm.c's ``if args.write_tensors and
@@ -2889,3 +2807,8 @@ def _unread_wrapper(tree: Tree, function: Function, key: str) -> tuple[str, int,
             if module and is_project_module(module) and load_local(importer_of(tree.filename), module) is None:
                 return call.func.value, tree.line(assign), module
     return None
+
+
+def helper_name(assign: cst.Assign) -> str:
+    """``maybe_compile_model`` of ``model, on = maybe_compile_model(model, ...)``."""
+    return code(assign.value.func).strip() if isinstance(assign.value, cst.Call) else code(assign.value).strip()

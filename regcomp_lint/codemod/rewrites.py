@@ -87,6 +87,8 @@ class Planner:
         self._need: str | None = None  # why the accelerator is asked for, for a refusal to name
         #: nodes in the scope that will read the accelerator (for placing its creation)
         self.uses: list[cst.CSTNode] = []
+        #: module-level functions that load a checkpoint themselves (checkpoint_writes), listed on first ask
+        self.checkpoint_loaders: list[cst.FunctionDef] | None = None
         #: module-level calls that run a method of the script's own loader class (``train_loader.next_batch()``)
         self.batch_method_calls: dict[int, list[cst.Call]] = {}
         #: device assignments rewritten: node -> (target, new value source)

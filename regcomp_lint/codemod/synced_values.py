@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
+from regcomp_lint.analysis.own_callees import function_called
 from regcomp_lint.codemod.roles import bindings
 from regcomp_lint.codemod.tree import Tree, find_all, key_of, parameter_names
 from regcomp_lint.knowledge import torch_api
@@ -93,11 +94,8 @@ def _functions_by_name(tree: Tree) -> dict[str, list[cst.FunctionDef]]:
 
 
 def _local_function(defs: dict[str, list[cst.FunctionDef]], call: cst.Call) -> cst.FunctionDef | None:
-    """The file's one function of the name ``call`` calls (None when none or several have it)."""
-    if not isinstance(call.func, cst.Name):
-        return None
-    found = defs.get(call.func.value, [])
-    return found[0] if len(found) == 1 else None
+    """The file's one function of the name ``call`` calls (:mod:`~regcomp_lint.analysis.own_callees`)."""
+    return function_called(defs.get(call.func.value, [])) if isinstance(call.func, cst.Name) else None
 
 
 def _callees(defs: dict[str, list[cst.FunctionDef]], function: cst.FunctionDef, depth: int) -> list[cst.FunctionDef]:

@@ -23,6 +23,7 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
+from regcomp_lint.analysis.own_callees import Spelling
 from regcomp_lint.codemod.source_metadata import _fields as fields_visited
 from regcomp_lint.codemod.source_metadata import code_for_node
 from regcomp_lint.knowledge.torch_api import STAR_EXPORTED_MODULES
@@ -105,6 +106,14 @@ def method_named(cls: cst.ClassDef | None, name: str) -> cst.FunctionDef | None:
     if cls is None:
         return None
     return next((m for m in methods_of(cls) if m.name.value == name), None)
+
+
+#: The converter's spelling of a class for :mod:`~regcomp_lint.analysis.own_callees`.
+CST: Spelling[cst.FunctionDef, cst.ClassDef] = Spelling(
+    methods=methods_of,
+    name=lambda function: function.name.value,
+    base_names=lambda cls: [b.value.value for b in cls.bases if isinstance(b.value, cst.Name)],
+)
 
 
 def built_class(value: cst.BaseExpression) -> cst.Name | None:

@@ -254,6 +254,59 @@ def _cut(forward: ast.FunctionDef, frozen: frozenset[str] | set[str] = frozenset
             sub = max(held, key=lambda h: h[0])[1] if held else None
         if sub is not None and sub not in frozen:
             return f"detaches {sub}'s output ({ast.unparse(node)})"
+    return _partial_run(forward, frozen)
+
+
+def _partial_run(forward: ast.FunctionDef, frozen: frozenset[str] | set[str]) -> str | None:
+    """How ``forward`` runs only some entries of a module list of the model (survey26d
+    gpt2_distill, an early-exit GPT): a loop over ``self.h[:depth]`` (``self.transformer.h[:depth]``) sliced by one of its
+    arguments, or an entry ``self.heads[1](x)`` called only in a branch of an ``if``. The
+    entries left out get no gradient in that step."""
+    params = {a.arg for a in [*forward.args.args, *forward.args.kwonlyargs]} - {"self"}
+    for node in ast.walk(forward):
+        if isinstance(node, (ast.For, ast.comprehension)):
+            source = node.iter
+            if isinstance(source, ast.Call) and _is_call_of(source, "enumerate") and source.args:
+                source = source.args[0]
+            if (
+                isinstance(source, ast.Subscript)
+                and isinstance(source.slice, ast.Slice)
+                and ast.unparse(source.value).startswith("self.")
+                and ast.unparse(source.value) not in frozen
+                and any(
+                    isinstance(n, ast.Name) and n.id in params
+                    for bound in (source.slice.lower, source.slice.upper)
+                    if bound is not None
+                    for n in ast.walk(bound)
+                )
+            ):
+                return f"runs only {ast.unparse(source)}"
+    ifs = [node for node in ast.walk(forward) if isinstance(node, ast.If)]
+    in_branches = {n for branch in ifs for stmt in [*branch.body, *branch.orelse] for n in ast.walk(stmt)}
+    outside = {entry for call in ast.walk(forward) if call not in in_branches and (entry := _entry_call(call))}
+    for branch in ifs:
+        for condition, body in (
+            (ast.unparse(branch.test), branch.body),
+            (f"not ({ast.unparse(branch.test)})", branch.orelse),
+        ):
+            for stmt in body:
+                for call in ast.walk(stmt):
+                    entry = _entry_call(call)
+                    if entry is not None and entry not in outside and entry.split("[")[0] not in frozen:
+                        return f"calls {entry} only where {condition}"
+    return None
+
+
+def _is_call_of(node: ast.expr, name: str) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
+
+
+def _entry_call(node: ast.AST) -> str | None:
+    """``self.heads[1]`` of ``self.heads[1](x)``: one entry, by a constant index, of a submodule."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript):
+        sub = node.func
+        if _self_attribute(sub.value) is not None and isinstance(sub.slice, ast.Constant):
+            return ast.unparse(sub)
     return None
 
 

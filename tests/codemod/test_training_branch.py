@@ -80,3 +80,46 @@ def test_training_on_both_paths_of_the_branch_is_refused_naming_the_statement():
         "a backward pass at line 18 and the last object to prepare (loader, line 14) share the statement at line 12"
         in (result.refused)
     )
+
+
+# survey26d room_baseline: the tracker's run opened with `with wandb.init(...) as run:`, the model
+# its loader built inside it, all handed to train(); the body of a `with` runs once, in order
+TRACKED = """\
+import contextlib
+
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def train(model, loader, optimizer, run):
+    for x, y in loader:
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+
+
+def main():
+    model = torch.nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with contextlib.nullcontext() as run:
+        loader = DataLoader(TensorDataset(torch.randn(8, 4), torch.randint(0, 2, (8,))), batch_size=4)
+        train(model, loader, optimizer, run)
+    return model
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_prepare_goes_into_a_with_block_that_builds_the_last_object_and_trains():
+    result = convert_source(TRACKED, "train.py")
+    assert result.refused is None, result.refused
+    ast.parse(result.text)
+    lines = result.text.splitlines()
+    prepare = lines.index("        model, optimizer, loader = accelerator.prepare(model, optimizer, loader)")
+    assert (
+        lines.index("    with contextlib.nullcontext() as run:")
+        < prepare
+        < lines.index("        train(model, loader, optimizer, run, accelerator=accelerator)")
+    )

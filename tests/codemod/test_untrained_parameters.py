@@ -311,3 +311,73 @@ def test_a_target_network_frozen_in_init_and_run_under_no_grad_needs_nothing():
     assert convert_source(zipped, "train.py").refused is None
     thawed = BYOL.replace("p.requires_grad = False", "p.requires_grad = True")
     assert convert_source(thawed, "train.py").refused is not None  # still cut off the loss: refused as before
+
+
+# survey26d gpt2_distill: an early-exit GPT runs `self.h[:current_depth]` and one of four heads
+# chosen in an if/elif chain; the conversion failed on two processes at its second step
+EARLY_EXIT = """\
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.h = nn.ModuleList([nn.Linear(8, 8) for _ in range(4)])
+        self.heads = nn.ModuleList([nn.Linear(8, 2) for _ in range(2)])
+
+    def forward(self, x, depth):
+        for block in self.h[:depth]:
+            x = block(x)
+        return self.heads[0](x)
+
+
+model = Net()
+optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+for step in range(5):
+    loss = model(torch.randn(4, 8), 1 + step % 4).sum()
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+"""
+
+BRANCHED_HEADS = EARLY_EXIT.replace(
+    "        for block in self.h[:depth]:\n            x = block(x)\n        return self.heads[0](x)\n",
+    "        for block in self.h:\n            x = block(x)\n"
+    "        if depth > 2:\n            y = self.heads[1](x)\n        else:\n            y = self.heads[0](x)\n"
+    "        return y\n",
+)
+
+
+def test_blocks_run_up_to_a_forward_argument_ask_ddp_to_find_unused_parameters():
+    result = convert_source(EARLY_EXIT, "train.py")
+    assert result.refused is None, result.refused
+    assert HANDLER in result.text
+    note = next(n for n in result.notes if "find_unused_parameters" in n)
+    assert "model's Net.forward (line 11) runs only self.h[:depth]" in note, note
+
+
+def test_blocks_of_a_nested_module_list_run_up_to_a_forward_argument_count_too():
+    text = EARLY_EXIT.replace("self.h = nn.ModuleList", "self.body = nn.Module()\n        self.body.h = nn.ModuleList")
+    text = text.replace("self.h[:depth]", "self.body.h[:depth]")
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    note = next(n for n in result.notes if "find_unused_parameters" in n)
+    assert "runs only self.body.h[:depth]" in note, note
+
+
+def test_one_entry_of_a_module_list_per_branch_asks_ddp_to_find_unused_parameters():
+    result = convert_source(BRANCHED_HEADS, "train.py")
+    assert result.refused is None, result.refused
+    assert HANDLER in result.text
+    note = next(n for n in result.notes if "find_unused_parameters" in n)
+    assert "calls self.heads[1] only where depth > 2" in note, note
+
+
+def test_every_block_run_and_a_fixed_head_needs_nothing():
+    text = EARLY_EXIT.replace("self.h[:depth]", "self.h").replace(
+        "self.heads[0](x)", "self.heads[0](x) + self.heads[1](x)"
+    )
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    assert "find_unused_parameters" not in result.text
