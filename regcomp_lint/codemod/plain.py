@@ -1037,6 +1037,8 @@ class PlainPlanner(Planner):
                 continue  # range(...), zip(...), list(...): never a loader
             if _counts_epochs(roles.ctx.imports, bound.value):
                 continue  # trange(epochs), tqdm(range(epochs)): an epoch bar
+            if self._bar_over_own_parameter(roles, bound.value, key):
+                continue  # `train_loader = tqdm(train_loader)`: what the callers hand in decides
             if _sliced(bound.where.function or roles.ctx.tree, key):
                 continue  # `order[begin : begin + bs]` under `range(0, len(order), bs)`: indices, not a loader
             if view.parsed is not None and never_a_loader(roles, bound, view.parsed):
@@ -1149,6 +1151,46 @@ class PlainPlanner(Planner):
             found.setdefault(name, node)
         return found
 
+    def _bar_over_own_parameter(self, roles: TrainingRoles, value: ast.expr, key: str) -> bool:
+        """``train_loader = tqdm(train_loader, ...)`` in the scope, over its own parameter of that name
+        (LoRA-CLM's ``train()`` each epoch): not a loader built there but the one its callers hand in,
+        prepared by :meth:`_handed_training_loaders` before the loop."""
+        return (
+            isinstance(self.scope, cst.FunctionDef)
+            and isinstance(value, ast.Call)
+            and roles.ctx.resolves_to(value.func, *ITERATION_WRAPPERS)
+            and bool(value.args)
+            and isinstance(value.args[0], ast.Name)
+            and value.args[0].id == key
+            and self.tree.is_parameter(key, self.scope)
+        )
+
+    def _through_own_bar(self, name: str) -> cst.Name | None:
+        """The inner ``train_loader`` of the scope's ``train_loader = tqdm(train_loader, ...)``."""
+        for assign in find_all(self.scope, cst.Assign, enter_functions=False):
+            if self._own_bar(assign, name):
+                assert isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call)
+                inner = assign.value.args[0].value
+                assert isinstance(inner, cst.Name)
+                return inner
+        return None
+
+    def _own_bar(self, node: cst.CSTNode, key: str) -> bool:
+        """``node`` is the scope's ``key = tqdm(key, ...)`` over its own parameter ``key``: the same
+        loader in a progress bar, not a new one (no binding to prepare at)."""
+        target = single_target(node) if isinstance(node, cst.Assign) else None
+        value = target[1] if target is not None else None
+        if target is None or target[0] != key or not isinstance(value, cst.Call) or not value.args:
+            return False
+        inner = value.args[0].value
+        return (
+            self.tree.resolves_to(value.func, *ITERATION_WRAPPERS)
+            and isinstance(inner, cst.Name)
+            and inner.value == key
+            and isinstance(self.scope, cst.FunctionDef)
+            and self.tree.is_parameter(key, self.scope)
+        )
+
     def _parameters_handed_to_loops(self, trained: set[str | None]) -> dict[str, cst.Name]:
         """Parameters of the scope it hands, by name, to a function of this file whose loop iterates
         them (``train()`` calls ``train_one(model, optimizer, train_loader)``, whose loop is
@@ -1162,7 +1204,7 @@ class PlainPlanner(Planner):
             for param, node in _names_handed(callee, call):
                 name = node.value
                 if param in looped and param in trained and self.tree.is_parameter(name, self.scope):
-                    found.setdefault(name, node)
+                    found.setdefault(name, self._through_own_bar(name) or node)
         return found
 
     def _iterated_kept_parameters(self) -> list[tuple[str, str, str]]:
@@ -2001,7 +2043,9 @@ class PlainPlanner(Planner):
         built again to load the saved weights; a k-fold script's ensemble loop building each
         fold's model again to predict), which is a new, unprepared object."""
         nodes = [
-            n for n in bindings(self.scope, key) if not self.is_removed(n) and not rebinds_itself(self.tree, n)
+            n
+            for n in bindings(self.scope, key)
+            if not self.is_removed(n) and not rebinds_itself(self.tree, n) and not self._own_bar(n, key)
         ] + prepared_after(self, key)
         last_step = max((self.tree.line(s) for s in steps), default=None)
         if last_step is None:

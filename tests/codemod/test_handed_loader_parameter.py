@@ -220,3 +220,17 @@ def test_a_loader_main_hands_on_that_the_scope_does_not_prepare_is_refused_namin
     ), result.refused
     assert "called at module level (line 26)" in result.refused, result.refused
     assert "module-level code needs" not in result.refused, result.refused
+
+
+def test_a_handed_loader_the_training_function_wraps_in_a_bar_each_epoch_is_prepared_before_the_loop():
+    """LoRA-CLM's own loop: ``loader = tqdm(loader, leave=True)`` in train()'s epoch loop, then
+    ``train_one(model, optimizer, loader)``. The bar is no new loader: the one main() hands in is
+    prepared before the loop (was refused: "loader is built anew in each pass of the loop")."""
+    loop = "loader = tqdm(loader, leave=True)\n        train_one(model, optimizer, loader)"
+    source = "from tqdm import tqdm\n" + IN_MAIN.replace("LOOP", loop)
+    result = convert_source(source, "lora_clm.py")
+    assert result.refused is None, result.refused
+    assert (
+        "    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n    for epoch" in result.text
+    ), result.text
+    assert "        loader = tqdm(loader, leave=True)\n" in result.text, result.text
