@@ -327,9 +327,10 @@ def _mode(tree: Tree, call: cst.Call) -> str:
     nothing): ``open`` and the :data:`~regcomp_lint.knowledge.torch_api.FILE_OPENERS` take it
     second, ``pathlib.Path.open`` first."""
     func = call.func
-    if isinstance(func, cst.Name) and func.value == "open":
+    kind = type(func)  # (``type(x) is``: see tree.key_of)
+    if kind is cst.Name and func.value == "open":  # type: ignore[attr-defined]
         position = 1
-    elif isinstance(func, cst.Attribute) and func.attr.value == "open":
+    elif kind is cst.Attribute and func.attr.value == "open":  # type: ignore[attr-defined]
         position = 1 if tree.resolves_to(func, *FILE_OPENERS) else 0
     else:
         return ""

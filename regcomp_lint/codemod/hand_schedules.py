@@ -12,6 +12,8 @@ goes on, naming the line. The same holds for a library schedule handed the step 
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from regcomp_lint.codemod.tree import Function, Tree, code, find_all
@@ -33,6 +35,40 @@ def hand_lr_notes(tree: Tree, training: set[Function], loaders: list[str]) -> li
                     "accelerator.prepare() steps N times per optimizer step to keep its pace)"
                 ]
     return []
+
+
+def valued_batch_step_note(parsed: ast.Module | None, key: str, step: ast.Call, loaders: list[str]) -> str | None:
+    """The note for ``key``, a scheduler stepped with a value (left unprepared), when that step
+    runs inside a loop over one of the prepared ``loaders`` and is handed a counter that loop advances: the DeLA point-cloud trainer's timm
+    ``scheduler.step(scheduler_step)`` with ``scheduler_step += 1`` per batch. Each process counts
+    its own share of the batches, so on N processes the value reaches each point of the schedule
+    after N times the data (a prepared scheduler would take the same value N times, no help).
+    Exact on one process, so the conversion goes on, naming the line. None when the step runs
+    outside such a loop (``scheduler.step(epoch)`` once per epoch moves as in the original)."""
+    if parsed is None:
+        return None
+    for loop in ast.walk(parsed):
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            continue
+        over = [n.id for n in ast.walk(loop.iter) if isinstance(n, ast.Name) and n.id in loaders]
+        if over and any(node is step for stmt in loop.body for node in ast.walk(stmt)) and _counts_batches(loop, step):
+            return (
+                f"{key} steps with a value inside the loop over the prepared {over[0]} (line {step.lineno}): left "
+                f"unprepared (a prepared scheduler would take the same value once per process); each process counts "
+                f"only its own batches of {over[0]}, so on N processes a value counted in batches reaches each point "
+                "of the schedule after N times the data: exact on one process; for N > 1 count it from "
+                f"len({over[0]}) after prepare()"
+            )
+    return None
+
+
+def _counts_batches(loop: ast.For | ast.AsyncFor, step: ast.Call) -> bool:
+    """The value ``step`` is handed reads a counter the loop's body advances (``scheduler_step +=
+    1``). A fraction of the prepared loader's own length (``epoch + i / len(trainloader)`` taken
+    after prepare(), NNI's SAM trainer, survey 23g) keeps its pace on N processes and is no count."""
+    counters = {n.target.id for n in ast.walk(loop) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
+    handed = [a for a in step.args] + [k.value for k in step.keywords]
+    return any(isinstance(n, ast.Name) and n.id in counters for a in handed for n in ast.walk(a))
 
 
 def step_counted_notes(tree: Tree, training: set[Function], loaders: list[str]) -> list[str]:

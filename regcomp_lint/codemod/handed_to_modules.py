@@ -33,15 +33,14 @@ import libcst as cst
 from regcomp_lint.analysis.reachability.modules import ParsedModule
 from regcomp_lint.codemod.local_modules import (
     FunctionNode,
-    imported_class,
     imported_function,
     unread_class,
     unread_project_class,
     unread_project_function,
 )
-from regcomp_lint.codemod.roles import bindings
+from regcomp_lint.codemod.object_classes import class_method, constructions
 from regcomp_lint.codemod.settings import Refusal
-from regcomp_lint.codemod.tree import Block, Function, Tree, argument_for, find_all, key_of, parameter_names
+from regcomp_lint.codemod.tree import Block, Function, Tree, find_all, key_of
 from regcomp_lint.codemod.wrapped_access import feeds_the_loss, places_using_prepared
 from regcomp_lint.knowledge import accelerate_api
 from regcomp_lint.knowledge.torch_api import DATA_PARALLEL_API, MODULE_API, WRITER_NAME_WORDS
@@ -154,9 +153,9 @@ def _note_unread(planner: PlainPlanner, function: Function, call: cst.Call, mode
 
 def _unread_callable_class(tree: Tree, function: Function, name: str) -> tuple[str, str] | None:
     """``("src.io_utils", "SaveBestModel")`` for ``save_best_model(loss, epoch, net, ...)`` where
-    ``save_best_model`` is built (here or up the callers, :func:`_constructions`) from a class of a
+    ``save_best_model`` is built (here or up the callers, :func:`constructions`) from a class of a
     project module whose file is not found."""
-    built = _constructions(tree, function, name)
+    built = constructions(tree, function, name)
     return unread_class(tree, built[0].func) if built else None
 
 
@@ -169,57 +168,11 @@ def object_method(
     class. An EMA
     class reads the model it is handed by name (YOLO's ``ModelEMA``, survey 21f), as a helper
     function of another module does."""
-    tree = planner.tree
-    func = call.func
-    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
-        receiver, called = func.value.value, func.attr.value
-    elif isinstance(func, cst.Name):
-        receiver, called = func.value, "__call__"  # ``save_best_model(loss, epoch, model, ...)``
-    else:
+    found = class_method(planner.tree, function, call)
+    if found is None:
         return None
-    if tree.filename is None:
-        return None
-    built = _constructions(tree, function, receiver)
-    if not built or not isinstance(built[0].func, cst.Name):
-        return None
-    name = built[0].func.value
-    found = imported_class(tree, built[0].func)
-    if found is not None:
-        parsed, cls = found
-    elif not tree.imported_names(built[0].func):
-        parsed = ParsedModule.from_tree(ast.parse(tree.module.code), tree.filename)
-        cls = parsed.classes.get(name)  # type: ignore[assignment]
-    else:
-        return None
-    method = next(
-        (m for m in (cls.body if cls is not None else []) if isinstance(m, _FUNCTION) and m.name == called),
-        None,
-    )
-    if method is None:
-        return None
-    return f"{name}.{method.name}() of {_shown(parsed)}", method, cls
-
-
-def _constructions(tree: Tree, function: Function, name: str, depth: int = 3) -> list[cst.Call]:
-    """The calls whose result ``name`` is bound to in ``function`` or at the top level; for a
-    parameter with no such binding, what each caller of ``function`` binds the name it passes for
-    it to, up to ``depth`` calls up (LinFlo-Net's U-Net trainer builds ``save_best_model =
-    SaveBestModel(path)`` under ``__main__`` and hands it down through two functions, survey25f)."""
-    built = [
-        node.value
-        for scope in (function, tree.module)
-        for node in bindings(scope, name)
-        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call)
-    ]
-    if built or depth == 0 or not isinstance(function, cst.FunctionDef) or name not in parameter_names(function):
-        return built
-    for call in find_all(tree.module, cst.Call):
-        if not (isinstance(call.func, cst.Name) and call.func.value == function.name.value):
-            continue
-        passed = argument_for(tree, function, call, name)
-        if isinstance(passed, cst.Name):
-            built += _constructions(tree, tree.function_of(call), passed.value, depth - 1)
-    return built
+    parsed, cls, method = found
+    return f"{cls.name if cls is not None else '?'}.{method.name}() of {_shown(parsed)}", method, cls
 
 
 def _why_unwrapped_in_own_methods(

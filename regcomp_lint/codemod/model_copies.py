@@ -113,3 +113,23 @@ def model_wraps(tree: Tree, stmt: cst.CSTNode, model: str) -> list[cst.Assign]:
         if tree.resolves_to(value.func, *torch_api.TORCH_COMPILE, *torch_api.DATA_PARALLEL):
             found.append(assign)
     return found
+
+
+def copies_after_training(tree: Tree, place: cst.CSTNode, models: set[str], after_line: int) -> list[cst.Call]:
+    """``copy.deepcopy(model)`` calls in ``place`` (not in the functions it defines) of one of the
+    prepared ``models``, on a line after ``after_line`` (the first training step of the scope; 0
+    in a function that trains or runs after prepare()): a copy to save (``torch.save(deepcopy(model)
+    .state_dict(), path)``, ``{"model": deepcopy(model).half()}``) or to evaluate. Taken of the
+    prepared model it is the compile wrapper (around DDP on several processes): its weights save
+    with ``_orig_mod.`` (``_orig_mod.module.``) keys, and pickled whole it is that wrapper. It must
+    copy ``accelerator.unwrap_model(model, keep_torch_compile=False)``, as the original copied the
+    plain module. Copies made before training (an EMA average) see the plain module already
+    (:func:`model_copies` puts prepare() after them) and are not returned."""
+    found: list[cst.Call] = []
+    for call in find_all(place, cst.Call, enter_functions=False):
+        first = next((a for a in call.args if a.keyword is None and not a.star), None)
+        if first is None or key_of(first.value) not in models or tree.line(call) <= after_line:
+            continue
+        if tree.resolves_to(call.func, "copy.deepcopy"):
+            found.append(call)
+    return found

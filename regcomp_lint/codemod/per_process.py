@@ -11,7 +11,9 @@ a draw from a generator the script builds and seeds with one value (``rng = rand
 ``torch.rand(1, generator=g)`` after ``g.manual_seed(0)``), which every process draws alike, nor
 a tensor that ``torch.distributed.all_reduce`` or ``broadcast`` made equal on every process, nor
 an environment variable other than the rank's (``os.environ.get("CHECK")``). A function of the
-file counts as what it returns (``def use_disc(epoch): return epoch >= WARMUP`` does not differ).
+file counts as what it returns (``def use_disc(epoch): return epoch >= WARMUP`` does not differ),
+and so does a method of an object of the script's own classes that computes what it returns, and
+every attribute it keeps, from what it is handed (YOLOv5's ``stopper(epoch=epoch, fitness=fi)``).
 A draw from the global generator does, seeded or not: ``torch.manual_seed(0)`` starts every
 process's generator alike, but each draws from it as its own data asks (a replica's masks
 parted on 6 of 12 steps once each batch drew as many numbers as it had positive targets).
@@ -24,6 +26,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
+from regcomp_lint.codemod.object_classes import class_method, returns_what_it_is_handed
 from regcomp_lint.codemod.synced_values import loop_evaluates_alike
 from regcomp_lint.codemod.tree import Function, Tree, code, find_all, find_own, key_of, read_keys, single_target
 from regcomp_lint.knowledge import torch_api
@@ -161,12 +164,15 @@ class PerProcess:
         if self.alike(call) or self._reads_the_shared_environment(call) or self._tests_a_shared_file(call):
             return True
         if self.tree.resolves_under(call.func, *torch_api.PURE_FUNCTION_MODULES) or self.tree.resolves_to(
-            call.func, *torch_api.PATH_FUNCTIONS
+            call.func, *torch_api.PATH_FUNCTIONS, *torch_api.PURE_NUMPY_FUNCTIONS
         ):
             return True  # math.sqrt(se / n): what it is handed is read on (a call in it, a name's assignments)
         helper = self.tree.function_named(call)
         if helper is not None:
             return self._returns_alike(helper)
+        method = class_method(self.tree, self.tree.function_of(call), call)
+        if method is not None:  # ``stopper(epoch=epoch, fitness=fi)``: what it is handed is read on
+            return returns_what_it_is_handed(method[1], method[2])
         generator = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "generator"), None)
         if generator is not None:
             return self._seeded_alike(generator)
@@ -416,10 +422,13 @@ def per_process_path(place: Function, path: cst.BaseExpression, depth: int = 0) 
 
 def _path_parts(path: cst.CSTNode) -> list[cst.Name | cst.Attribute]:
     """The names a path is made of: those of ``a if test else b``'s branches, not its test."""
-    if isinstance(path, cst.IfExp):
-        return [*_path_parts(path.body), *_path_parts(path.orelse)]
-    if isinstance(path, (cst.Name, cst.Attribute)):
-        return [path, *(_path_parts(path.value) if isinstance(path, cst.Attribute) else [])]
+    kind = type(path)  # (``type(x) is``: see tree.key_of)
+    if kind is cst.IfExp:
+        return [*_path_parts(path.body), *_path_parts(path.orelse)]  # type: ignore[attr-defined]
+    if kind is cst.Name:
+        return [path]  # type: ignore[list-item]
+    if kind is cst.Attribute:
+        return [path, *_path_parts(path.value)]  # type: ignore[list-item, attr-defined]
     return [part for child in path.children for part in _path_parts(child)]
 
 

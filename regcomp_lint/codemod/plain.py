@@ -81,7 +81,7 @@ from regcomp_lint.codemod.hand_distribution import (
     join_processes_without_cuda,
     wrap_aliases,
 )
-from regcomp_lint.codemod.hand_schedules import hand_lr_notes, step_counted_notes
+from regcomp_lint.codemod.hand_schedules import hand_lr_notes, step_counted_notes, valued_batch_step_note
 from regcomp_lint.codemod.handed_in import (
     HandedIn,
     caller_sources,
@@ -109,9 +109,10 @@ from regcomp_lint.codemod.method_loss import (
     prepared_as,
     regional_left_off,
 )
-from regcomp_lint.codemod.model_copies import model_copies, model_wraps, plain_aliases
+from regcomp_lint.codemod.model_copies import copies_after_training, model_copies, model_wraps, plain_aliases
 from regcomp_lint.codemod.module_globals import handed_through_globals
 from regcomp_lint.codemod.never_loaders import never_a_loader
+from regcomp_lint.codemod.object_saves import guard_object_saves
 from regcomp_lint.codemod.optimizer_methods import placement_keyword, reach_own_methods
 from regcomp_lint.codemod.optimizers import (
     FoundOptimizer,
@@ -320,7 +321,8 @@ class PlainPlanner(Planner):
             add_wrapper_class(self, self.method_loss)
         script = ScriptSettings()
         # `compiled_model = torch.compile(base_model)` feeding `model = DDP(compiled_model)`: a compile of the model
-        sites = find_compile_sites(tree, self.scope, set(self.models) | self.plain_models)
+        # `model = torch.compile(model)` then `ddp_model = DDP(model)`: a compile of the model too
+        sites = find_compile_sites(tree, self.scope, set(self.models) | self.plain_models | set(self._wrap_inputs()))
         refuse_compiles_in_builders(tree, self.scope, set(self.models))
         if self.accelerator_home is not self.scope:  # `self.model = torch.compile(self.model)` in __init__
             sites = find_compile_sites(tree, self.accelerator_home, set(self.models)) + sites
@@ -672,6 +674,21 @@ class PlainPlanner(Planner):
             return place
         return None
 
+    def _wrap_inputs(self) -> list[str]:
+        """The model each prepared DDP wrap under its own name takes (``model`` of
+        ``ddp_model = DDP(model)``). prepare() compiles the wrap, so a hand-written compile of
+        ``model`` is a compile of the trained model, and ``model`` is what has repeated blocks
+        (survey26d speedrun_optuna)."""
+        inputs: list[str] = []
+        for key, call in self._ddp_wrapped_keys().items():
+            given = call.args[0] if call.args else None
+            if key not in self.models or given is None or given.keyword is not None or given.star:
+                continue
+            name = key_of(given.value)
+            if name is not None and name != key and name not in inputs:
+                inputs.append(name)
+        return inputs
+
     def _ddp_wrapped_keys(self) -> dict[str, cst.Call]:
         """Names the script bound to a DDP wrap (``model = DDP(model)``), with the wrap: their
         state dicts had ``module.`` keys in the original."""
@@ -769,6 +786,7 @@ class PlainPlanner(Planner):
         schedulers: list[str] = []
         skipped: list[str] = []
         self.kept_schedulers: list[str] = []  # stepped per epoch: created before prepare, not prepared
+        self._valued_steps: list[tuple[str, ast.Call, str]] = []  # stepped with a value: (key, step, its note)
         self._counted_schedulers: dict[str, ast.stmt] = {}  # per step of a loop a counter ends: its loop
         self.inline_loaders: list[str] = []  # `cycle(DataLoader(...))`: prepared where they are built
         self.inline_origins: list[Origin] = []  # and what each of them is
@@ -886,6 +904,10 @@ class PlainPlanner(Planner):
         if refusal is not None:
             raise Refusal(refusal)
         self.notes += evaluation_passes_note(view, prepared_origins, self.acc_key)
+        for key, step, note in self._valued_steps:  # a value counted in the batches of a prepared loader
+            paced = valued_batch_step_note(view.parsed, key, step, loaders)
+            if paced is not None and note in self.notes:
+                self.notes[self.notes.index(note)] = paced
         self.notes += hand_lr_notes(tree, self.training, loaders)
         self.notes += step_counted_notes(tree, self.training, loaders)
         self.notes += shard_metric_notes(tree, self.training, loaders + self.inline_loaders)
@@ -909,10 +931,13 @@ class PlainPlanner(Planner):
         if how in (Cadence.PER_EPOCH, Cadence.BY_VALUE) and step is not None:
             self.kept_schedulers.append(key)
             when = "once per epoch" if how is Cadence.PER_EPOCH else "with a value (a metric or an epoch)"
-            self.notes.append(
+            note = (
                 f"{key} steps {when} (line {step.lineno}): left unprepared, so its LR "
                 "moves exactly as in the original (a prepared scheduler steps once per process)"
             )
+            self.notes.append(note)
+            if how is Cadence.BY_VALUE:
+                self._valued_steps.append((key, step, note))
         elif how is Cadence.WRAPPED:
             self.kept_schedulers.append(key)
             self.notes.append(
@@ -1369,7 +1394,8 @@ class PlainPlanner(Planner):
         return None
 
     def _regional_reason(self) -> str | None:
-        for model in self.models:
+        # `ddp_model = DDP(model)`: prepare() compiles the model the wrap takes
+        for model in [*self.models, *self._wrap_inputs()]:
             homes = [self.accelerator_home, *self.init_helpers]
             for node in bindings(self.scope, model) or [n for home in homes for n in bindings(home, model)]:
                 if isinstance(node, cst.Assign) and not self.is_removed(node):
@@ -1558,16 +1584,53 @@ class PlainPlanner(Planner):
                 self.checkpoint_saves += 1
                 if not taken_unwrapped(tree, call, model):  # `else: save(model.state_dict())` of an isinstance test
                     self.saved_states.add(model)
+        self._copy_unwrapped(places, models)
         main = [p for p in places if p is self.scope or p in self.owner_methods()]
         writes += save_wrapper_states_once(self, [p for p in places if p not in main])
         writes += guard_helper_saves(self, places, self.training)
         owned = [p for p in places if p in main or p in self.training]
         writes += save_the_rest_once(self, owned, writes)
+        writes += guard_object_saves(self, places)
         writes += move_written_files_once(self, writes)
         wait_before_reading_back(self, writes)
         wait_before_returning(self, writes, self.training)
         write_files_once(self, places)
         ask_once(self, places, self.training)
+
+    def _copy_unwrapped(self, places: list[Function], models: set[str]) -> None:
+        """``deepcopy(model)`` after training started copies the unwrapped model
+        (:func:`~regcomp_lint.codemod.model_copies.copies_after_training`): in the scope after its
+        first training step, in a training function anywhere."""
+        tree = self.tree
+        _, steps = self.training_steps()
+        first_step = min((tree.line(s) for s in steps if tree.function_of(s) is self.scope), default=None)
+        for place in places:
+            if place is self.scope:
+                if first_step is None:
+                    continue
+                after = first_step
+            elif place in self.training:
+                after = 0
+            else:
+                continue
+            if not self.can_reach_accelerator(place):
+                continue
+            for call in copies_after_training(tree, place, models, after):
+                model = key_of(call.args[0].value)
+                if model is None or (place is not self.scope and not sees_prepared(place, model, self)):
+                    continue
+                again = self.recreated_at(model) if place is self.scope else None
+                if again is not None and tree.line(call) > again:
+                    continue  # the model built again after training: a plain module
+                acc = self.accelerator_in(place)
+                unwrapped = expression(f"{acc}.unwrap_model({model}, keep_torch_compile=False)", self.module)
+                self.edits.on(call.args[0].value, replaced_by(unwrapped))
+                self.uses.append(call)
+                self.notes.append(
+                    f"deepcopy({model}) at line {tree.line(call)} copies {acc}.unwrap_model({model}, "
+                    "keep_torch_compile=False): a copy of the prepared model is its compile wrapper (around DDP on "
+                    "several processes), whose weights save with `_orig_mod.` keys no plain model loads"
+                )
 
     def _strip_wrapper_prefix(self, load: cst.Call) -> None:
         """``model.load_state_dict(sd, strict=False)`` after the script's DataParallel/DDP wrap:
@@ -2202,12 +2265,12 @@ class PlainPlanner(Planner):
         """A gradient penalty differentiates the loss twice, which neither the compile nor DDP supports."""
         tree = self.tree
         for call in find_all(tree.module, cst.Call):
-            if not tree.resolves_to(call.func, *torch_api.AUTOGRAD_GRAD):
-                continue
+            # the keyword first: resolving every call's name costs a scope look-up each, and
+            # few calls of a script are asked their names again (1.2 % of a fixture round)
             if any(
                 a.keyword is not None and a.keyword.value == "create_graph" and code(a.value) == "True"
                 for a in call.args
-            ):
+            ) and tree.resolves_to(call.func, *torch_api.AUTOGRAD_GRAD):
                 raise Refusal(
                     f"torch.autograd.grad(..., create_graph=True) at line {tree.line(call)} (a gradient penalty, or a "
                     "derivative with respect to the inputs such as a PDE residual) "

@@ -223,7 +223,8 @@ def _model_of(node: cst.CSTNode, models: list[str]) -> str | None:
 def _file_function(tree: Tree, name: cst.BaseExpression) -> cst.FunctionDef | None:
     if not isinstance(name, cst.Name):
         return None
-    return next((f for f in tree.module.body if isinstance(f, cst.FunctionDef) and f.name.value == name.value), None)
+    # (``type(x) is``: see tree.key_of)
+    return next((f for f in tree.module.body if type(f) is cst.FunctionDef and f.name.value == name.value), None)
 
 
 def reinitialised_model(
@@ -443,9 +444,9 @@ def _inner_blocks(stmt: cst.CSTNode) -> list[cst.IndentedBlock]:
         getattr(stmt, "finalbody", None),
         *getattr(stmt, "handlers", ()),
     ):
-        if isinstance(part, cst.IndentedBlock):
+        if type(part) is cst.IndentedBlock:  # (``type(x) is``: see tree.key_of)
             found.append(part)
-        elif part is not None and not isinstance(part, cst.SimpleStatementSuite):
+        elif part is not None and type(part) is not cst.SimpleStatementSuite:
             found.extend(_inner_blocks(part))  # an else / elif / except clause
     return found
 

@@ -163,7 +163,10 @@ class Planner:
             )
 
     def is_removed(self, node: cst.CSTNode) -> bool:
-        return any(n in self.edits.remove for n in [node, *self.tree.ancestors(node)])
+        # (no climb while nothing is removed, and the climb stops at the first removed ancestor:
+        # the list of every ancestor was built before the first test)
+        remove = self.edits.remove
+        return bool(remove) and (node in remove or any(n in remove for n in self.tree.ancestors(node)))
 
     def forget_import(self, func: cst.BaseExpression) -> None:
         """Drop ``from m import Name`` once the removed code was its last user (comment-free lines only)."""

@@ -18,10 +18,11 @@ from regcomp_lint.codemod.tree import Function, Tree, code, find_all, key_of, me
 
 
 def _target_keys(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [k for el in target.elements for k in _target_keys(el.value)]
-    if isinstance(target, cst.StarredElement):
-        return _target_keys(target.value)
+    kind = type(target)  # (``type(x) is``: see tree.key_of)
+    if kind is cst.Tuple or kind is cst.List:
+        return [k for el in target.elements for k in _target_keys(el.value)]  # type: ignore[attr-defined]
+    if kind is cst.StarredElement:
+        return _target_keys(target.value)  # type: ignore[attr-defined]
     key = key_of(target)
     return [key] if key else []
 

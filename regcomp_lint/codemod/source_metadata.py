@@ -85,23 +85,27 @@ _SAME_ORDER: frozenset[type] = (
 
 
 class _Syntactic:
-    """``with state.record_syntactic_position(node, start_node=..., end_node=...)`` without a generator."""
+    """``with state.record_syntactic_position(node, start_node=..., end_node=...)`` without a
+    generator, and without an object per node: one per printing, whose ``__exit__`` closes the
+    range :meth:`_RecordingState.record_syntactic_position` opened last (libcst enters each one
+    right away, and the ranges nest)."""
 
-    __slots__ = ("end_node", "node", "start", "start_node", "state")
+    __slots__ = ("opened", "ranges", "tokens")
 
-    def __init__(self, state: _RecordingState, node: cst.CSTNode, start_node, end_node) -> None:
-        self.state, self.node, self.start_node, self.end_node = state, node, start_node, end_node
-        self.start = len(state.tokens)
+    def __init__(self, state: _RecordingState) -> None:
+        # (the state's lists, not the state: no reference cycle to leave behind)
+        self.opened, self.ranges, self.tokens = state.syntactic, state.ranges, state.tokens
 
     def __enter__(self) -> None:
         return None
 
     def __exit__(self, *exc: object) -> None:
-        state = self.state
-        ranges = state.ranges
-        start = ranges[id(self.start_node)][0] if self.start_node is not None else self.start
-        end = ranges[id(self.end_node)][1] if self.end_node is not None else len(state.tokens)
-        ranges[id(self.node)] = (start, end)
+        node, start_node, end_node, start = self.opened.pop()
+        ranges = self.ranges
+        if start_node is not None:
+            start = ranges[id(start_node)][0]
+        end = ranges[id(end_node)][1] if end_node is not None else len(self.tokens)
+        ranges[id(node)] = (start, end)
 
 
 class _Unrecorded:
@@ -154,6 +158,9 @@ class _RecordingState(CodegenState):
         self._open: list[tuple[cst.CSTNode, int, int]] = []
         #: the module's own children (header lines, statements, footer lines) and the token each starts at
         self.top: list[tuple[cst.CSTNode, int]] = []
+        #: the syntactic ranges open: (node, start node, end node, first token)
+        self.syntactic: list[tuple[cst.CSTNode, cst.CSTNode | None, cst.CSTNode | None, int]] = []
+        self._syntactic_exit = _Syntactic(self)
 
     def before_codegen(self, node: cst.CSTNode) -> None:
         open_ = self._open
@@ -175,7 +182,8 @@ class _RecordingState(CodegenState):
             ranges[key] = (start, len(self.tokens))
 
     def record_syntactic_position(self, node, *, start_node=None, end_node=None):
-        return _Syntactic(self, node, start_node, end_node)
+        self.syntactic.append((node, start_node, end_node, len(self.tokens)))
+        return self._syntactic_exit
 
     def pop_trailing_newline(self) -> None:
         # libcst's position state counts the newline before popping it: keep it for the positions

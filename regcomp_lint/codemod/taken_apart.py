@@ -95,9 +95,8 @@ def _held_results(tree: Tree, function: Function) -> list[Holder]:
 def _takes_apart(tree: Tree, read: cst.Name) -> bool:
     """A cheap first look: ``read`` is subscripted or is the value of an assignment."""
     parent = tree.parent(read)
-    return (isinstance(parent, cst.Subscript) and parent.value is read) or (
-        isinstance(parent, cst.Assign) and parent.value is read
-    )
+    kind = type(parent)  # (``type(x) is``: see tree.key_of)
+    return (kind is cst.Subscript or kind is cst.Assign) and parent.value is read  # type: ignore[union-attr]
 
 
 def stray_refusal(tree: Tree, holder: Holder) -> str:

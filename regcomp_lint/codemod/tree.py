@@ -24,8 +24,8 @@ from libcst.metadata import (
 )
 
 from regcomp_lint.analysis.own_callees import Spelling
+from regcomp_lint.codemod.source_metadata import _FORMATTING, _IS_NODE, code_for_node
 from regcomp_lint.codemod.source_metadata import _fields as fields_visited
-from regcomp_lint.codemod.source_metadata import code_for_node
 from regcomp_lint.knowledge.torch_api import STAR_EXPORTED_MODULES
 
 N = TypeVar("N", bound=cst.CSTNode)
@@ -70,20 +70,25 @@ def is_main_guard(stmt: cst.CSTNode) -> TypeGuard[cst.If]:
 
 def dotted(node: cst.CSTNode) -> str | None:
     """``a.b.c`` for a chain of names and attributes, else None."""
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = dotted(node.value)
-        return None if base is None else f"{base}.{node.attr.value}"
+    kind = type(node)  # (``type(x) is``: see key_of)
+    if kind is cst.Name:
+        return node.value  # type: ignore[attr-defined]
+    if kind is cst.Attribute:
+        base = dotted(node.value)  # type: ignore[attr-defined]
+        return None if base is None else f"{base}.{node.attr.value}"  # type: ignore[attr-defined]
     return None
 
 
 def key_of(node: cst.CSTNode) -> str | None:
     """The handle the planner tracks an object by: a local name or ``self.attr``."""
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
-        return f"self.{node.attr.value}"
+    # (``type(x) is`` for libcst's concrete node classes, which have no subclasses: an
+    # ``isinstance`` that fails goes through ``ABCMeta.__instancecheck__``, a Python call; the
+    # planner asks this of every name and call it meets)
+    kind = type(node)
+    if kind is cst.Name:
+        return node.value  # type: ignore[attr-defined]
+    if kind is cst.Attribute and type(node.value) is cst.Name and node.value.value == "self":  # type: ignore[attr-defined]
+        return f"self.{node.attr.value}"  # type: ignore[attr-defined]
     return None
 
 
@@ -154,7 +159,10 @@ class Tree:
         self._positions = wrapper.resolve(PositionProvider)
         self._scopes = wrapper.resolve(ScopeProvider)
         self._qualnames: dict[cst.CSTNode, Collection[QualifiedName]] = {}
-        self._imported: dict[cst.CSTNode, set[str]] = {}
+        #: id of a node -> the node and its imported names (:meth:`imported_names`; by id, as
+        #: :attr:`_function_of`: a node's own hash is a Python call, and the planner asks tens of
+        #: thousands of times a fixture round)
+        self._imported: dict[int, tuple[cst.CSTNode, set[str]]] = {}
         #: id of a node -> the node and the function it runs in (:meth:`function_of`)
         self._function_of: dict[int, tuple[cst.CSTNode, Function]] = {}
         self._star: bool | None = None  # whether the script has a `from ... import *`, asked once
@@ -171,13 +179,15 @@ class Tree:
     def imported_names(self, node: cst.CSTNode) -> set[str]:
         """Qualified names of ``node`` that come from an import (not local variables). Worked
         out once per node (the planner asks about the same calls many times); not to be changed."""
-        found = self._imported.get(node)
-        if found is None:
-            found = self._imported[node] = {
-                q.name
-                for q in self._qualified_names(node)
-                if q.source in (QualifiedNameSource.IMPORT, QualifiedNameSource.BUILTIN)
-            } or self._star_exported(node)
+        kept = self._imported.get(id(node))
+        if kept is not None and kept[0] is node:
+            return kept[1]
+        found = {
+            q.name
+            for q in self._qualified_names(node)
+            if q.source in (QualifiedNameSource.IMPORT, QualifiedNameSource.BUILTIN)
+        } or self._star_exported(node)
+        self._imported[id(node)] = (node, found)
         return found
 
     def _star_exported(self, node: cst.CSTNode) -> set[str]:
@@ -223,9 +233,9 @@ class Tree:
     def is_module_reference(self, node: cst.CSTNode) -> bool:
         """True for ``torch.autograd`` and other chains rooted at an imported module."""
         root = node
-        while isinstance(root, cst.Attribute):
+        while type(root) is cst.Attribute:  # (``type(x) is``: see key_of)
             root = root.value
-        if not isinstance(root, cst.Name):
+        if type(root) is not cst.Name:
             return False
         scope = self._scopes.get(root)
         if scope is None:
@@ -242,7 +252,7 @@ class Tree:
 
     def function_named(self, call: cst.Call) -> cst.FunctionDef | None:
         """The ``def`` a plain-name call refers to, through scope resolution."""
-        if not isinstance(call.func, cst.Name):
+        if type(call.func) is not cst.Name:  # (see key_of)
             return None
         scope = self._scopes.get(call.func)
         if scope is None:
@@ -301,7 +311,7 @@ class Tree:
         if kept is None or kept[0] is not node:
             found: Function = self.module
             for anc in self.ancestors(node):
-                if isinstance(anc, cst.FunctionDef):
+                if type(anc) is cst.FunctionDef:  # (see key_of)
                     found = anc
                     break
             kept = self._function_of[id(node)] = (node, found)
@@ -319,7 +329,7 @@ class Tree:
         return None
 
     def enclosing_functions(self, node: cst.CSTNode) -> list[cst.FunctionDef]:
-        return [anc for anc in self.ancestors(node) if isinstance(anc, cst.FunctionDef)]
+        return [anc for anc in self.ancestors(node) if type(anc) is cst.FunctionDef]
 
     def body_of(self, function: Function) -> Block:
         if isinstance(function, cst.Module):
@@ -347,7 +357,7 @@ class Tree:
     def line_of(self, node: cst.CSTNode) -> cst.CSTNode:
         """The statement line (or compound statement) that holds ``node``."""
         for anc in [node, *self.ancestors(node)]:
-            if isinstance(anc, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            if is_kind(anc, _STATEMENT_LINES):
                 return anc
         raise ValueError("node is not inside a statement")
 
@@ -378,6 +388,8 @@ _FOUND: dict[tuple[int, object, object], tuple[cst.CSTNode, list]] = {}
 
 
 _DEFS = (cst.FunctionDef, cst.ClassDef)
+#: what :meth:`Tree.line_of` climbs to
+_STATEMENT_LINES = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 
 
 class _NodeIndex:
@@ -621,10 +633,15 @@ def children_of(node: cst.CSTNode) -> list[cst.CSTNode]:
     found: list[cst.CSTNode] = []
     for field in fields_visited(node):
         value = getattr(node, field)
-        if type(value) is tuple or type(value) is list:
+        kind = type(value)
+        if kind is tuple or kind is list:
             found.extend(value)
-        elif isinstance(value, cst.CSTNode):
-            found.append(value)
+        else:
+            is_node = _IS_NODE.get(kind)
+            if is_node is None:  # (an ABC's isinstance is a Python call: asked once per type)
+                is_node = _IS_NODE[kind] = issubclass(kind, cst.CSTNode)
+            if is_node:
+                found.append(value)
     return found
 
 
@@ -637,16 +654,30 @@ def found_in_rebuilt(root: cst.CSTNode, kind, skip: tuple[type, ...] = ()) -> li
     stack = [root]
     while stack:
         node = stack.pop()
-        if skip and isinstance(node, skip):
+        if skip and is_kind(node, skip):
             continue
         hits = index.find(node, kind, not skip, skip) if index is not None else None
         if hits is not None:
-            found.extend(hit for hit in hits if not isinstance(hit, skip)) if skip else found.extend(hits)
+            found.extend(hit for hit in hits if not is_kind(hit, skip)) if skip else found.extend(hits)
         else:
-            if isinstance(node, kind):
+            if is_kind(node, kind):
                 found.append(node)
             stack.extend(children_of(node))
     return found
+
+
+def is_kind(node: cst.CSTNode, kind: type | tuple[type, ...]) -> bool:
+    """``isinstance(node, kind)`` for libcst node types, answered per node type once: libcst's
+    node classes are ABCs, and an ``isinstance`` of one that fails is a Python call
+    (``ABCMeta.__instancecheck__``) each time."""
+    known = _SUBCLASS.get(kind)
+    if known is None:
+        known = _SUBCLASS[kind] = {}
+    node_type = type(node)
+    hit = known.get(node_type)
+    if hit is None:
+        hit = known[node_type] = issubclass(node_type, kind)
+    return hit
 
 
 def read_keys(expr: cst.CSTNode) -> list[str]:
@@ -670,7 +701,7 @@ def read_keys(expr: cst.CSTNode) -> list[str]:
                 stack.append(node.value)  # type: ignore[attr-defined]  # (not its attribute name)
         elif kind is cst.Arg:
             stack.append(node.value)  # type: ignore[attr-defined]  # (not its keyword)
-        else:
+        elif kind not in _FORMATTING:  # (whitespace, punctuation, operators, numbers: no name inside)
             stack.extend(reversed(children_of(node)))
     return found
 

@@ -440,7 +440,7 @@ _BINDERS = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For)
 
 def _bound_from(binder: cst.CSTNode) -> cst.BaseExpression | None:
     """The expression a binder's names come from: its value, or a for loop's iterable."""
-    if isinstance(binder, cst.For):
+    if type(binder) is cst.For:  # (``type(x) is``: see tree.key_of)
         return binder.iter
     return binder.value  # type: ignore[attr-defined]  # None for a bare annotation
 
@@ -450,7 +450,7 @@ def _written_keys(binder: cst.CSTNode) -> list[str]:
     keys = list(bound_keys(binder))
     targets: list[cst.BaseExpression] = [t.target for t in binder.targets] if isinstance(binder, cst.Assign) else []
     for node in targets:
-        while isinstance(node, cst.Subscript):
+        while type(node) is cst.Subscript:  # (``type(x) is``: see tree.key_of)
             node = node.value
         key = key_of(node)
         if key is not None and key not in keys:

@@ -404,6 +404,32 @@ UNSEEDED_RANDOM_MODULES = ("random", "numpy.random")
 #: Standard-library modules of pure functions: the same arguments give the same value in every
 #: process (``math.sqrt(se / n)`` of an evaluation's sums), so only what they are handed can differ.
 PURE_FUNCTION_MODULES = ("math",)
+#: NumPy functions of the same kind (YOLOv5's warmup ``np.interp(ni, xi, [1, nbs / batch_size])``
+#: of the batch counter): computed from what they are handed alone. ``numpy.random`` is not here.
+PURE_NUMPY_FUNCTIONS = tuple(
+    f"numpy.{name}"
+    for name in (
+        "interp",
+        "clip",
+        "exp",
+        "log",
+        "sqrt",
+        "cos",
+        "sin",
+        "floor",
+        "ceil",
+        "round",
+        "abs",
+        "mean",
+        "sum",
+        "min",
+        "max",
+        "argmin",
+        "argmax",
+        "isnan",
+        "isfinite",
+    )
+)
 #: Seeding calls: after one of them a script's draws repeat from run to run (with one seed for
 #: every rank, between processes too; seeded from the rank, every process draws its own batches).
 SEEDS = (

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from regcomp_lint.codemod import convert_source
+from regcomp_lint.codemod import ConvertOptions, convert_source
 
 SCRIPT = """\
 import torch
@@ -82,3 +82,56 @@ def test_adalora_budget_counted_in_steps_is_named():
         n.startswith("update_and_allocate(global_step) at line 17 counts AdaLoRA's rank budget in optimizer steps")
         for n in result.notes
     ), result.notes
+
+
+# A scheduler stepped with a value inside the loop over a prepared training loader (the DeLA
+# point-cloud trainer's ``scheduler.step(scheduler_step)`` of timm's CosineLRScheduler, survey 26b):
+# left unprepared, its note says that on N processes the count of batches reaches each point
+# after N times the data; one stepped with a value per epoch moves exactly as in the original.
+
+VALUED_SCRIPT = """
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+from timm.scheduler.cosine_lr import CosineLRScheduler
+
+loader = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=4, shuffle=True)
+steps_per_epoch = len(loader)
+model = nn.Linear(4, 1)
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+scheduler = CosineLRScheduler(optimizer, t_initial=10 * steps_per_epoch, warmup_t=steps_per_epoch)
+scheduler_step = 0
+for epoch in range(10):
+    for x, y in loader:
+{batch_step}
+        loss = nn.functional.mse_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+{epoch_step}
+"""
+
+
+def valued_notes(batch_step: str = "", epoch_step: str = "") -> list[str]:
+    source = VALUED_SCRIPT.replace("{batch_step}", batch_step).replace("{epoch_step}", epoch_step)
+    result = convert_source(source, "train.py", ConvertOptions())
+    assert result.refused is None, result.refused
+    return [n for n in result.notes if "scheduler" in n]
+
+
+def test_a_value_counted_in_batches_is_named_for_its_pace_on_several_processes():
+    found = valued_notes(batch_step="        scheduler.step(scheduler_step)\n        scheduler_step += 1")
+    assert any("line 15" in n and "N times the data" in n and "loader" in n for n in found), found
+    assert not any("exactly as in the original" in n for n in found), found
+
+
+def test_a_value_stepped_once_per_epoch_still_moves_exactly_as_in_the_original():
+    found = valued_notes(epoch_step="    scheduler.step(epoch + 1)")
+    assert any("exactly as in the original" in n for n in found), found
+
+
+def test_a_fraction_of_the_prepared_loader_s_length_keeps_its_note():
+    """NNI's SAM trainer: ``iters = len(trainloader)`` after prepare(), ``scheduler.step(epoch +
+    batch_idx / iters)``: each process's fraction of its own share keeps the pace."""
+    found = valued_notes(batch_step="        scheduler.step(epoch + scheduler_step / len(loader))")
+    assert any("exactly as in the original" in n for n in found), found

@@ -716,3 +716,63 @@ def test_a_loop_ending_on_a_batch_value_returned_in_a_tuple_is_still_refused():
         result = convert_source(text, "train.py")
         assert result.refused is not None, ending
         assert "can differ between processes" in result.refused, result.refused
+
+
+# YOLOv5's EarlyStopping (survey 26b cspdarknet_cls, from its model_loss.py): an object of the
+# script's own class decides the stop from what it is handed, keeping its counters in ``self``.
+STOPPER = """\
+
+class EarlyStop:
+    def __init__(self, patience=30):
+        self.best_fitness = 0.0
+        self.best_epoch = 0
+        self.patience = patience or float("inf")
+
+    def __call__(self, epoch, fitness):
+        if fitness >= self.best_fitness:
+            self.best_epoch = epoch
+            self.best_fitness = fitness
+        delta = epoch - self.best_epoch
+        stop = delta >= self.patience
+        if stop:
+            print(f"stopping at {epoch}")
+        return stop
+
+
+stopper = EarlyStop(patience=3)
+for epoch in range(20):
+    model.train()
+    for x, y in train_loader:
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    fi = -evaluate(model, LOADER)
+    if stopper(epoch=epoch, fitness=fi):
+        break
+"""
+
+
+def _stopper_script(loader: str) -> str:
+    head = WHOLE_EVAL.split("best, bad_epochs")[0].replace("MODE", "model.eval()")
+    return head + STOPPER.replace("LOADER", loader)
+
+
+def test_an_early_stopping_object_fed_an_evaluation_of_whole_data_converts():
+    """Its ``__call__`` returns what it computes from its arguments and its own counters, so
+    handed the same value on every process it stops every process at the same epoch."""
+    result = convert_source(_stopper_script("valid_loader"), "train.py")
+    assert result.refused is None, result.refused
+
+
+def test_an_early_stopping_object_fed_an_evaluation_of_the_prepared_loader_is_refused():
+    result = convert_source(_stopper_script("train_loader"), "train.py")
+    assert result.refused is not None and "stopper(epoch=epoch, fitness=fi)" in result.refused, result.refused
+
+
+def test_an_early_stopping_object_that_draws_a_random_number_is_refused():
+    text = _stopper_script("valid_loader").replace(
+        "stop = delta >= self.patience", "stop = delta >= self.patience or random.random() < 0.1"
+    )
+    result = convert_source("import random\n" + text, "train.py")
+    assert result.refused is not None and "stopper(" in result.refused, result.refused
