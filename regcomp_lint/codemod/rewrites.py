@@ -406,8 +406,13 @@ class Planner:
                     continue
             if code(target[1]) in (acc_device, f"{acc_device}.type", "accelerator.device", "accelerator.device.type"):
                 continue
-            if target[0] in index_keys:
-                continue  # `self.device = device` compared `== 0`: a process index (compared_with_an_index)
+            if (
+                target[0] in index_keys
+                and isinstance(target[1], cst.Name)
+                and not isinstance(function, cst.Module)
+                and target[1].value in parameter_names(function, keyword_only=False)
+            ):
+                continue  # `self.device = device` compared `== 0`: the handed process index (compared_with_an_index)
             if _an_objects_device(self.tree, target[1], function):
                 continue  # `device = next(model.parameters()).device`: it follows the model, not the user
             self.rewrite_device(assign)

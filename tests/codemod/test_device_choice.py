@@ -723,3 +723,21 @@ def test_a_process_index_named_device_stays_an_index():
     assert "if self.device == 0:" in out
     assert "source, targets = source.to(self.accelerator.device), targets.to(self.accelerator.device)" in out
     assert "self.model = model.to(self.accelerator.device)" in out
+
+
+def test_a_built_device_compared_with_a_number_is_still_rewritten():
+    """Only a handed parameter compared ``== 0`` stays (the index): a device the script builds
+    itself is rewritten as before, even where some code compares it with a number."""
+    text = (
+        "import torch\n\n"
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "model = torch.nn.Linear(4, 1).to(device)\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for step in range(3):\n"
+        "    optimizer.zero_grad()\n"
+        "    model(torch.randn(2, 4, device=device)).sum().backward()\n"
+        "    optimizer.step()\n"
+        "if device == 0:\n    print('first GPU')\n"
+    )
+    out = convert(text).text
+    assert "device = accelerator.device\n" in out
