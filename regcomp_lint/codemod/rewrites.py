@@ -84,6 +84,7 @@ class Planner:
         self._injected: set[cst.FunctionDef] = set()
         #: (callee, call) for the calls being handed the accelerator, innermost last: what a refusal names
         self._handing: list[tuple[cst.FunctionDef, cst.Call]] = []
+        self._need: str | None = None  # why the accelerator is asked for, for a refusal to name
         #: nodes in the scope that will read the accelerator (for placing its creation)
         self.uses: list[cst.CSTNode] = []
         #: module-level functions that load a checkpoint themselves (checkpoint_writes), listed on first ask
@@ -206,6 +207,14 @@ class Planner:
             if _first_param(function) == "self":
                 return self.acc_key
         if isinstance(function, cst.Module):
+            if self._handing:  # the module-level call of a function the accelerator is handed to
+                callee, call = self._handing[-1]
+                raise Refusal(
+                    f"{callee.name.value}() (line {tree.line(callee)}) needs the accelerator{self._need or ''}, "
+                    f"which is created in {function_name(self.scope)}, but is called at module level (line "
+                    f"{tree.line(call)}), before that accelerator exists; move that work into "
+                    f"{function_name(self.scope)} or create the Accelerator in {callee.name.value}() by hand"
+                )
             raise Refusal(
                 f"module-level code needs the accelerator, which is created in {function_name(self.scope)}; move that code into it"
             )

@@ -526,6 +526,10 @@ FILE_WRITERS = (
     "imageio.v2.imwrite",
     "cv2.imwrite",
     "skimage.io.imsave",
+    # medical volumes (survey 26c's BraTS diffusion trainer: `nib.save(nib.Nifti1Image(...), path)`)
+    "nibabel.save",
+    "nibabel.loadsave.save",
+    "SimpleITK.WriteImage",
     # uploads to the Hugging Face Hub: each process would push the same commit (cleanRL's TD3)
     "huggingface_hub.upload_folder",
     "huggingface_hub.upload_file",
