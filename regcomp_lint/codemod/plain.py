@@ -146,7 +146,7 @@ from regcomp_lint.codemod.roles import (
     creations,
 )
 from regcomp_lint.codemod.schedulers import unpacked_schedulers
-from regcomp_lint.codemod.set_device_calls import drop_set_device_of_rewritten
+from regcomp_lint.codemod.set_device_calls import drop_set_device_of_rewritten, guard_fixed_set_device
 from regcomp_lint.codemod.settings import LAUNCH_FLAGS_NOTE, Refusal, ScriptSettings, Setting, StepElsewhere, resolve
 from regcomp_lint.codemod.shard_metrics import shard_metric_notes
 from regcomp_lint.codemod.sharded_factories import (
@@ -1515,6 +1515,7 @@ class PlainPlanner(Planner):
         keep_cpu_load_locations(self, reach)
         name_device_helpers(self)
         drop_set_device_of_rewritten(self)
+        guard_fixed_set_device(self, home)
         self._checkpoint_rewrites()
 
     def _dataset_item_methods(self) -> list[cst.FunctionDef]:
