@@ -225,6 +225,30 @@ def test_imported_names_visit_nested_statements_in_walk_order():
 @pytest.mark.parametrize(
     "text",
     [
+        # blocks without the word are left out, those with it (or a docstring saying it) entered
+        "def f():\n    '''import x'''\n    return 1\nclass C:\n    def g(self):\n        import a\n"
+        "    def h(self):\n        pass\nimport b\n",
+        # a continued import: its keyword on the block's second row
+        "if x:\n    from pkg \\\n        import mod\nelse:\n    y = 1\n",
+        "try:\n    import a\nexcept ImportError:\n    import b\nfinally:\n    import c\n",
+        "match y:\n    case 1:\n        from g import h\n    case _:\n        import k\n",
+        "@decorator(1)\ndef f():\n    import a\n\n\nimport b\n",
+        "x = 1\r\nif x:\r\n    import a\r\n",  # \r: every block entered
+        "x = 1\rif x:\r    import a\r",
+        "import a; import b\nfor i in x:\n    import c; d = 1\n",
+        "y = 1\n",
+    ],
+)
+def test_imported_names_from_the_text_rows_are_the_walk_order_ones(text):
+    import ast
+
+    tree = ast.parse(text)
+    assert imported_names(tree, text) == imported_names(tree)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
         "torch.compile(m)",
         "xtorch.compile(m)",
         "torch .\ncompile",

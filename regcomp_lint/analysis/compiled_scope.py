@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
@@ -198,14 +199,17 @@ def _parse(text: str) -> ast.Module | None:
         return None
 
 
-def imported_names(tree: ast.AST) -> list[str]:
+def imported_names(tree: ast.AST, text: str | None = None) -> list[str]:
     """Module names the file imports, as :func:`module_file` takes them (``.layers``, ``pkg.mod``);
     ``from pkg import name`` gives both ``pkg`` and ``pkg.name`` (``name`` may be a submodule).
 
     Imports are statements, so only statement bodies are visited (no expression is entered):
-    the same names, in the same order, as a walk of every node, at a fraction of its cost."""
+    the same names, in the same order, as a walk of every node, at a fraction of its cost.
+    ``text``: the source ``tree`` was parsed from; then only the blocks whose lines hold the
+    word ``import`` are entered (see :func:`_import_rows`)."""
     names: list[str] = []
-    for node in _statements(tree):
+    rows = _import_rows(text) if text is not None else None
+    for node in _statements(tree) if rows is None else _imports_around(tree, rows):
         if isinstance(node, ast.Import):
             names.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -223,6 +227,12 @@ _STATEMENT_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases
 _BODIES: dict[type, tuple[str, ...]] = {}
 
 
+def _body_fields(node_type: type[ast.AST]) -> tuple[str, ...]:
+    """The fields of ``node_type`` that hold statements (or handlers, match cases), kept in :data:`_BODIES`."""
+    fields = _BODIES[node_type] = tuple(f for f in node_type._fields if f in _STATEMENT_FIELDS)
+    return fields
+
+
 def _statements(tree: ast.AST) -> list[ast.AST]:
     """Every statement of ``tree`` (and the handlers and match cases that hold some), in the
     breadth-first order of :func:`ast.walk`."""
@@ -235,13 +245,78 @@ def _statements(tree: ast.AST) -> list[ast.AST]:
         node_type = type(node)
         fields = _BODIES.get(node_type)
         if fields is None:
-            fields = _BODIES[node_type] = tuple(f for f in node_type._fields if f in _STATEMENT_FIELDS)
+            fields = _body_fields(node_type)
         for name in fields:
             children = getattr(node, name, None)
             if type(children) is list:
                 queue.extend(children)
         if index > 1:
             found.append(node)
+    return found
+
+
+def _import_rows(text: str) -> list[int] | None:
+    """The (1-based, ascending) rows of ``text`` that hold the word ``import``, or None when
+    rows cannot be counted from ``\\n`` alone (a ``\\r`` ends a line for the parser too).
+
+    Every import statement has its keyword written out (a keyword is never spelled otherwise),
+    so on a row inside the rows of each block that holds it; the word elsewhere (a docstring,
+    ``importlib``) only makes a block be entered for nothing."""
+    if "\r" in text:
+        return None
+    rows: list[int] = []
+    row, last = 1, 0
+    at = text.find("import")
+    while at >= 0:
+        row += text.count("\n", last, at)
+        last = at
+        if not rows or rows[-1] != row:
+            rows.append(row)
+        at = text.find("import", at + 6)
+    return rows
+
+
+def _imports_around(tree: ast.AST, rows: list[int]) -> list[ast.Import | ast.ImportFrom]:
+    """The import statements of :func:`_statements`, in the same order, entering only the
+    blocks some of ``rows`` falls in: a block that holds an import holds its row, and leaving
+    out a block without one, or a statement that opens no block, keeps the others' order (the
+    queue is first in, first out, so an import is listed where it would be taken out)."""
+    found: list[ast.Import | ast.ImportFrom] = []
+    if not rows:
+        return found
+    first, last = rows[0], rows[-1]
+    bodies = _BODIES
+    queue = [tree]
+    index = 0
+    while index < len(queue):
+        node = queue[index]
+        index += 1
+        node_fields = bodies.get(type(node))
+        if node_fields is None:  # (the tree itself: the others were looked up when queued)
+            node_fields = _body_fields(type(node))
+        for name in node_fields:
+            children = getattr(node, name, None)
+            if type(children) is not list:
+                continue
+            for child in children:
+                child_type = type(child)
+                if child_type is ast.Import or child_type is ast.ImportFrom:
+                    found.append(child)
+                    continue
+                fields = bodies.get(child_type)
+                if fields is None:
+                    fields = _body_fields(child_type)
+                if not fields:
+                    continue  # a simple statement
+                start = getattr(child, "lineno", None)
+                if start is not None:  # (match cases have no rows: always entered)
+                    end = child.end_lineno or start
+                    if end < first or start > last:
+                        continue
+                    at = bisect_left(rows, start)
+                    if at == len(rows) or rows[at] > end:
+                        continue
+                queue.append(child)
     return found
 
 
@@ -274,7 +349,7 @@ def file_scope(text: str | None, tree: ast.Module | None, parsed: bool) -> FileS
         compiling = tree is not None and _compiles_in(tree)
     if not parsed:
         return FileScope(compiling, ())  # never reached through an import: not a Python module
-    return FileScope(compiling, tuple(imported_names(tree)) if tree is not None else ())
+    return FileScope(compiling, tuple(imported_names(tree, text)) if tree is not None else ())
 
 
 _recorders: list[dict[str, FileScope]] = []
@@ -352,7 +427,7 @@ def compiled_files(
                 text = text_of(absolute)
                 facts.trees[absolute] = _parse(text) if text is not None else None
             tree = facts.trees[absolute]
-            facts.imports[absolute] = tuple(imported_names(tree)) if tree is not None else ()
+            facts.imports[absolute] = tuple(imported_names(tree, text_of(absolute))) if tree is not None else ()
         return facts.imports[absolute]
 
     return _closure([a for a in project if compiling(a)], project, imports_of, facts)

@@ -142,13 +142,42 @@ def _fixed_range(loop: ast.AST, where: Where, fixed: Fixed) -> bool:
     read no ``len(...)``."""
     if not isinstance(loop, (ast.For, ast.AsyncFor)):
         return False
-    iterated = loop.iter
+    iterated = _named_bar(loop.iter, where) or loop.iter
     while isinstance(iterated, ast.Call) and _name(iterated.func) in PASSING_CALLS and iterated.args:
         iterated = iterated.args[0]
     if not (isinstance(iterated, ast.Call) and _name(iterated.func) in COUNTING_CALLS):
         return False
     at = where.at(iterated)
     return all(fixed(arg, at) for arg in [*iterated.args, *(kw.value for kw in iterated.keywords)])
+
+
+def _named_bar(iterated: ast.expr, where: Where) -> ast.expr | None:
+    """``pbar = trange(max_steps)`` then ``for step in pbar:`` (survey 26e vit_pydantic): the
+    call a name the loop iterates is bound to, when its function binds it once, to a counting
+    (or passing) call, before the loop; None otherwise."""
+    function = where.function
+    if not isinstance(iterated, ast.Name) or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    found: list[ast.expr] = []
+    for node in walk(function):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(n.id == iterated.id for t in targets for n in walk(t) if isinstance(n, ast.Name)):
+                found.append(node.value if node.value is not None else node.target)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.NamedExpr, ast.Global, ast.Nonlocal)):
+            bound = [node.target] if isinstance(node, (ast.For, ast.AsyncFor, ast.NamedExpr)) else []
+            bound += [i.optional_vars for i in node.items if i.optional_vars] if isinstance(node, ast.With) else []
+            names = node.names if isinstance(node, (ast.Global, ast.Nonlocal)) else []
+            if iterated.id in names or any(
+                n.id == iterated.id for t in bound for n in walk(t) if isinstance(n, ast.Name)
+            ):
+                return None
+    if len(found) != 1 or not isinstance(found[0], ast.Call):
+        return None
+    value = found[0]
+    if _name(value.func) not in (*COUNTING_CALLS, *PASSING_CALLS) or (value.lineno, value.col_offset) >= where.pos:
+        return None
+    return value
 
 
 def _calls(expr: ast.expr, name: str) -> bool:

@@ -7,6 +7,9 @@ ask ``ctx.semantic`` instead of building their own copy or keeping module-global
 - ``accelerate_script``: the file's Accelerate setup (:class:`AccelerateScript`, on those bindings);
 - ``training_roles``: what each built object does there -- trains, shards, steps per epoch
   (:class:`~regcomp_lint.analysis.training_roles.TrainingRoles`, read by RC402 and the converter);
+- ``checkpoints``: the state dicts the file saves and loads back
+  (:class:`~regcomp_lint.analysis.checkpoints.Checkpoints`: the training roles' own, or fed alone
+  for RC404 where nothing asks for the roles);
 - ``facts``: every function's :class:`FunctionFacts` and the ``is_compiling()``-guarded code
   (:class:`FactsCollector`);
 - ``dead_code``: the regions a constant-false flag keeps from running
@@ -18,7 +21,7 @@ ask ``ctx.semantic`` instead of building their own copy or keeping module-global
 - ``distributed_setup``: the distribution the script sets up by hand (:class:`DistributedSetup`);
 - ``shared(key, build)``: anything a higher layer computes once per file (RC2xx's breaks in other files).
 
-The first five follow the walk (a rule asks "what does ``x`` hold *here*" while the engine
+The first six follow the walk (a rule asks "what does ``x`` hold *here*" while the engine
 visits a node), so they are fed by the engine's single walk, once for all rules: asked for
 before the walk (in a rule's ``__init__``), they are registered, and the engine calls their
 handlers before the rules' ``visit_*`` and after the rules' ``leave_*``. Asked for after the
@@ -39,6 +42,7 @@ from typing import TYPE_CHECKING, TypeVar, cast
 
 from regcomp_lint.analysis.accelerate_script import AccelerateScript
 from regcomp_lint.analysis.bindings import Bindings
+from regcomp_lint.analysis.checkpoints import Checkpoints
 from regcomp_lint.analysis.dead_code import DeadCode
 from regcomp_lint.analysis.devices import Devices
 from regcomp_lint.analysis.distributed_setup import DistributedSetup, find_distributed_setup
@@ -72,6 +76,7 @@ class SemanticModel:
         self._script: AccelerateScript | None = None
         self._facts: FactsCollector | None = None
         self._roles: TrainingRoles | None = None
+        self._checkpoints: Checkpoints | None = None
         self._dead_code: DeadCode | None = None
         self._reach: dict[tuple[bool, bool], Reachability] = {}
         self._model_finder: ModelFinder | None = None
@@ -118,9 +123,31 @@ class SemanticModel:
                     _joined([bindings.walk_handlers(), roles.script.walk_handlers(), roles.walk_handlers()])
                 )
             else:
-                roles = self._roles = TrainingRoles(self._ctx, self.accelerate_script)
+                # checkpoints asked for alone before are fed already: the roles share them
+                roles = self._roles = TrainingRoles(self._ctx, self.accelerate_script, self._checkpoints)
                 self._feed(*roles.walk_handlers())
         return self._roles
+
+    @property
+    def checkpoints(self) -> Checkpoints:
+        """The file's checkpoints (:class:`~regcomp_lint.analysis.checkpoints.Checkpoints`): fed
+        alone by the walk when asked for before it, without the rest of the training roles (RC404
+        reads them in model files no other rule builds the roles for: the roles cost more than
+        the file's parse there); the roles' own when those are built already or the walk is over."""
+        if self._checkpoints is None:
+            self._not_walking()
+            if self._roles is not None or self._state != PENDING:
+                self._checkpoints = self.training_roles.checkpoints
+            else:
+                bindings = self.bindings
+                checkpoints = self._checkpoints = Checkpoints(self._ctx, bindings)
+
+                def visit_call(node: ast.AST) -> None:
+                    call = cast(ast.Call, node)
+                    checkpoints.visit_call(call, bindings.here(call))
+
+                self._feed({ast.Call: visit_call}, {})
+        return self._checkpoints
 
     @property
     def facts(self) -> FactsCollector:

@@ -60,6 +60,7 @@ from regcomp_lint.analysis.optimizer_sources import OptimizerSources
 from regcomp_lint.analysis.step_counts import StepCounts
 from regcomp_lint.analysis.training_loops import (
     COMPREHENSIONS,
+    Function,
     argument_for,
     flag_value,
     iterated,
@@ -159,7 +160,9 @@ class _Marks:
 class TrainingRoles:
     """The roles of one file's training objects (see the module docstring); ``ctx.semantic.training_roles``."""
 
-    def __init__(self, ctx: FileContext, script: AccelerateScript) -> None:
+    def __init__(self, ctx: FileContext, script: AccelerateScript, checkpoints: Checkpoints | None = None) -> None:
+        """``checkpoints``: the file's, fed by the same walk already (``ctx.semantic.checkpoints``
+        asked for first); None: the roles make and feed their own."""
         self.ctx = ctx
         self.script = script
         self.bindings = script.bindings
@@ -190,7 +193,8 @@ class TrainingRoles:
         self._asking: list[ast.Call] = []
         self.optimizers = OptimizerSources(ctx, self.bindings, self._optimizer_uses, self._holds, self.is_model)
         #: the checkpoints it writes and reads back (:mod:`~regcomp_lint.analysis.checkpoints`)
-        self.checkpoints = Checkpoints(ctx, self.bindings)
+        self.checkpoints = checkpoints if checkpoints is not None else Checkpoints(ctx, self.bindings)
+        self._feeds_checkpoints = checkpoints is None
         #: its own loss scaling and autocast regions (:mod:`~regcomp_lint.analysis.mixed_precision`)
         self.mixed_precision = MixedPrecision(ctx, self.bindings)
         #: its collectives and the loaders they summarise (:mod:`~regcomp_lint.analysis.metric_reductions`)
@@ -244,7 +248,8 @@ class TrainingRoles:
         where = self.bindings.here(node)
         loops = enclosing_loops(self.ctx, node)
         self._calls[id(node)] = (where, loops)
-        self.checkpoints.visit_call(node, where)
+        if self._feeds_checkpoints:
+            self.checkpoints.visit_call(node, where)
         self.metric_reductions.visit_call(node, where, loops)
         if isinstance(func, ast.Attribute) and func.attr in TRAINING_CALLS:
             self.trains = True
@@ -404,7 +409,7 @@ class TrainingRoles:
         if kind is not None:
             return Origin(kind, call, where, call)
         for value, at in self._returned(func, where):
-            found = self.origin(value, at, depth + 1, through, callers)
+            found = self.origin(*self._passed_back(value, at, call, where), depth + 1, through, callers)
             if isinstance(found, Origin):
                 return Origin(found.kind, call, where, found.built)  # each call of a factory: its own object
             if found is not None:
@@ -508,15 +513,27 @@ class TrainingRoles:
     def _returned(self, func: ast.expr, where: Where) -> list[tuple[ast.expr, Where]]:
         """The values a local function called as ``func`` returns, or a method of the enclosing
         class called as ``self.name`` (minGPT-ddp's ``self._prepare_dataloader(dataset)``)."""
+        function = self._called_function(func, where)
+        return self.bindings.returns(function) if function is not None else []
+
+    def _called_function(self, func: ast.expr, where: Where) -> Function | None:
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-            method = _own_method(where.cls, func.attr, self.bindings.classes)
-            return self.bindings.returns(method) if method is not None else []
-        if not isinstance(func, ast.Name):
-            return []
-        bound = self.bindings.lookup(func, where)
-        if bound is None or not isinstance(bound.value, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return []
-        return self.bindings.returns(bound.value)
+            return _own_method(where.cls, func.attr, self.bindings.classes)
+        bound = self.bindings.lookup(func, where) if isinstance(func, ast.Name) else None
+        function = bound.value if bound is not None else None
+        return function if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+
+    def _passed_back(self, value: ast.expr, at: Where, call: ast.Call, where: Where) -> tuple[ast.expr, Where]:
+        """``value`` (at ``at``) returned by the local function ``call`` at ``where`` runs: a
+        parameter returned as it came in, not rebound before the ``return``, is what the call
+        passes. ``model, optimizer, epoch = load_ckp(path, model, optimizer)`` hands back the
+        caller's own optimizer (brats_diff, survey26c: RC402 took it for an unprepared one)."""
+        bound = self.bindings.lookup(value, at) if isinstance(value, ast.Name) else None
+        function = _parameter_of(bound, value) if bound is not None and bound.value is None else None
+        if function is None or function is not self._called_function(call.func, where):
+            return value, at
+        argument = argument_for(function, call, binding_key(value) or "")
+        return (argument, where) if argument is not None else (value, at)
 
     def unpacked_origin(self, value: ast.expr, where: Where, index: int) -> Origin | None:
         """What element ``index`` of ``a, b = value`` holds: ``value`` a tuple display or a call of
@@ -554,7 +571,11 @@ class TrainingRoles:
             returned = self._returned(value.func, where)
             if len({len(r.elts) for r, _ in returned if isinstance(r, (ast.Tuple, ast.List))}) > 1:
                 return []  # tuples of different shapes: which one this unpacking gets is unknown
-            return [item for r, at in returned for item in self._elements(r, index, at, depth + 1)]
+            return [
+                self._passed_back(element, at, value, where)
+                for r, held in returned
+                for element, at in self._elements(r, index, held, depth + 1)
+            ]
         return []
 
     def _held_by(self, bound: Bound, name: ast.expr) -> list[tuple[ast.expr, Where]]:

@@ -134,6 +134,15 @@ class UnpreparedObject(Rule):
         "accelerator = Accelerator()\nmodel = torch.nn.Linear(4, 2)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
         "loader = DataLoader(ds, batch_size=8)\nmodel, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
         "for x, y in loader:\n    accelerator.backward(loss_fn(model(x), y))\n    optimizer.step()\n    optimizer.zero_grad()\n",
+        # resumed through a helper that hands back the caller's own model and optimizer (brats_diff)
+        "import torch\nfrom accelerate import Accelerator\n"
+        "def load_ckp(path, model, optimizer):\n    ckpt = torch.load(path)\n    optimizer.load_state_dict(ckpt['opt'])\n"
+        "    return model, optimizer, ckpt['epoch']\n"
+        "def main(resume=None):\n    accelerator = Accelerator()\n    model = torch.nn.Linear(4, 1)\n"
+        "    optimizer = torch.optim.AdamW(model.parameters())\n    if resume:\n"
+        "        model, optimizer, epoch = load_ckp(resume, model, optimizer)\n"
+        "    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+        "    for x in loader:\n        accelerator.backward(model(x).sum())\n        optimizer.step()\n",
         # prepared one at a time, under other names
         "import torch\nfrom accelerate import Accelerator\nfrom torch.utils.data import DataLoader\nacc = Accelerator()\n"
         "net = acc.prepare_model(torch.nn.Linear(4, 2))\nopt = torch.optim.AdamW(net.parameters())\nopt = acc.prepare_optimizer(opt)\n"
@@ -253,6 +262,18 @@ class UnpreparedObject(Rule):
             "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n    optimizer, model = accelerator.prepare(optimizer, model)\n"
             "    while True:\n        out = model(x)\n        optimizer.step()\n",
             message="`model` (model)",
+        ),
+        # the helper hands back its own new optimizer, not the caller's: that one is not prepared
+        Invalid(
+            "import torch\nfrom accelerate import Accelerator\n"
+            "def rebuild(model, optimizer):\n    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "    return model, optimizer\n"
+            "def main():\n    accelerator = Accelerator()\n    model = torch.nn.Linear(4, 1)\n"
+            "    optimizer = torch.optim.AdamW(model.parameters())\n"
+            "    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+            "    model, optimizer = rebuild(model, optimizer)\n"
+            "    for x in loader:\n        accelerator.backward(model(x).sum())\n        optimizer.step()\n",
+            message="`optimizer` (optimizer)",
         ),
         # created after prepare: reported, fixed by hand
         Invalid(

@@ -305,7 +305,7 @@ class OrigModStateDict(Rule):
         if self._may_compile:  # else the file cannot concern the rule: the script is not even fed for it
             self.script = ctx.semantic.accelerate_script
             self.bindings = self.script.bindings
-            self.checkpoints = ctx.semantic.training_roles.checkpoints
+            self.checkpoints = ctx.semantic.checkpoints
         self._compiles: dict[int, tuple[bool, bool]] = {}  # id(call) -> (regional, conditional)
         self._unwraps: set[int] = set()
         self._sinks: list[tuple[str, ast.Call, Where]] = []

@@ -377,6 +377,7 @@ def model_gpu_choices(tree: Tree, models: set[str]) -> set[str]:
     (``self.gpu_id = gpu_id``): one fixed GPU, which the batches follow with ``.to(...)``. Under
     several processes each must be the process's own device (the DDP tutorial's ``device = 0``)."""
     found: set[str] = set()
+    index_keys = compared_with_an_index(tree)
     for call in find_all(tree.module, cst.Call):
         func = call.func
         if not (isinstance(func, cst.Attribute) and call.args and call.args[0].keyword is None):
@@ -387,7 +388,7 @@ def model_gpu_choices(tree: Tree, models: set[str]) -> set[str]:
         text = choice_text(arg)
         name = dotted(arg)
         if not any(word in text.lower() for word in _INDEX_WORDS) or (
-            name is not None and name.split(".")[-1] == "device"
+            name is not None and name.split(".")[-1] == "device" and name not in index_keys
         ):
             continue  # a dtype; or a `device` variable, whose assignment the conversion rewrites itself
         if func.attr.value == "cuda":
@@ -403,6 +404,26 @@ def model_gpu_choices(tree: Tree, models: set[str]) -> set[str]:
         target = single_target(assign)
         if target is not None and target[0].startswith("self.") and choice_text(target[1]) in found:
             found.add(target[0])
+    return found
+
+
+def compared_with_an_index(tree: Tree) -> set[str]:
+    """Keys the script compares with a whole number (``if self.device == 0:``, the rank-0 check of
+    a DDP course script whose trainer keeps the mp.spawn index as ``self.device``): they hold a
+    process index, not a device, so their assignment stays as written (``accelerator.device`` is
+    never equal to ``0``) and the placements that read them follow the accelerator instead."""
+    found: set[str] = set()
+    for comparison in find_all(tree.module, cst.Comparison):
+        if len(comparison.comparisons) != 1:
+            continue
+        target = comparison.comparisons[0]
+        if not isinstance(target.operator, (cst.Equal, cst.NotEqual)):
+            continue
+        sides = (comparison.left, target.comparator)
+        for side, other in (sides, sides[::-1]):
+            key = dotted(side)
+            if key is not None and isinstance(other, cst.Integer):
+                found.add(key)
     return found
 
 

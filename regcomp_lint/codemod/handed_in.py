@@ -29,6 +29,7 @@ from regcomp_lint.codemod.tree import (
     parameter_names,
     single_target,
 )
+from regcomp_lint.knowledge import torch_api
 
 
 @dataclass(frozen=True)
@@ -194,6 +195,15 @@ def kept_parameters(tree: Tree, init: cst.FunctionDef, *, items: bool = False) -
         if target is None or not target[0].startswith("self."):
             continue
         value = target[1]
+        # `self.model = DDP(model, device_ids=[...])` (a DDP course script, survey 26e ddp_tiger):
+        # the conversion removes the wrap, so the attribute keeps the parameter's model
+        if (
+            isinstance(value, cst.Call)
+            and value.args
+            and value.args[0].keyword is None
+            and any(tree.resolves_to(value.func, name) for name in torch_api.DATA_PARALLEL)
+        ):
+            value = value.args[0].value
         while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "to":
             value = value.func.value
         if items and isinstance(value, cst.Subscript):

@@ -43,7 +43,7 @@ from regcomp_lint.codemod.settings import Refusal
 from regcomp_lint.codemod.tree import Block, Function, Tree, find_all, key_of
 from regcomp_lint.codemod.wrapped_access import feeds_the_loss, places_using_prepared
 from regcomp_lint.knowledge import accelerate_api
-from regcomp_lint.knowledge.torch_api import DATA_PARALLEL_API, MODULE_API, WRITER_NAME_WORDS
+from regcomp_lint.knowledge.torch_api import DATA_PARALLEL_API, EARLY_STOPPER_WORDS, MODULE_API, WRITER_NAME_WORDS
 
 if TYPE_CHECKING:
     from regcomp_lint.codemod.plain import PlainPlanner
@@ -142,6 +142,11 @@ def _note_unread(planner: PlainPlanner, function: Function, call: cst.Call, mode
         if method is not None and WRITER_NAME_WORDS & words
         else ""
     )
+    if method is not None and EARLY_STOPPER_WORDS & words:  # (its call decides the stop of every process)
+        writes = (
+            "; it runs in every process: if it saves a checkpoint, put that torch.save under `if "
+            "PartialState().is_main_process:` in its module (from accelerate import PartialState), not the call"
+        )
     for model in models:
         planner.notes.append(
             f"{name}() at line {planner.tree.line(call)}, of {module} (not found beside the script, so not read), is "

@@ -15,17 +15,27 @@ instead, as ``if PartialState().is_main_process:`` (the class holds no accelerat
 main-process write for the barrier before a later read (:func:`~regcomp_lint.codemod.
 checkpoint_writes.wait_before_reading_back`). Only classes of this file are edited; a write
 already under a rank test, or to a path that names the process, is left alone.
+
+Most copies import the class (``from pytorchtools import EarlyStopping``). The fixer writes the
+script only, so a write in a module beside it is named in a note (file, line, method) to guard by
+hand, and the call still counts as a write for the barrier: a read-back then waits until every
+process has finished writing (survey26b: it wrote from every process with no note). A class of a
+project module that is not found, handed the model, gets a note that it may write from every
+process.
 """
 
 from __future__ import annotations
 
+import ast
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from regcomp_lint.codemod.builders import expression, guarded
 from regcomp_lint.codemod.checkpoint_writes import under_rank_test
-from regcomp_lint.codemod.object_classes import constructions
+from regcomp_lint.codemod.local_modules import FunctionNode, beside
+from regcomp_lint.codemod.object_classes import class_method, constructions
 from regcomp_lint.codemod.per_process import per_process_path
 from regcomp_lint.codemod.tree import Function, Tree, find_all, methods_of
 from regcomp_lint.knowledge.torch_api import TORCH_SAVE
@@ -51,7 +61,11 @@ def guard_object_saves(planner: Planner, places: list[Function]) -> list[tuple[F
     for place in places:
         for call in find_all(place, cst.Call, enter_functions=False):
             method = _called_method(tree, classes, place, call)
-            if method is None or any(method is p for p in places):
+            if method is None:
+                if _note_module_saves(planner, place, call):
+                    writes.append((place, call))
+                continue
+            if any(method is p for p in places):
                 continue  # a method the conversion already reaches with an accelerator is its own
             saves = [s for s in _saves(tree, method[0], method[1], _MAX_DEPTH) if _shared_write(planner, s)]
             if not saves:
@@ -131,3 +145,91 @@ def _shared_write(planner: Planner, save: cst.Call) -> bool:
         return False
     path = save.args[1].value if len(save.args) > 1 else None
     return path is None or not per_process_path(tree.function_of(save), path)
+
+
+#: Words of a test that already keeps a write to one process (``if rank == 0:``).
+_RANK_WORDS = ("rank", "main_process", "is_master", "local_master")
+
+
+def _note_module_saves(planner: Planner, place: Function, call: cst.Call) -> bool:
+    """``call`` runs a method of a class of a project module: note the ``torch.save`` calls it
+    reaches there (True: it writes, a main-process write for the barrier)."""
+    tree = planner.tree
+    found = class_method(tree, place, call)
+    cls = found[1] if found is not None else None
+    if found is None or cls is None or found[0].path in (None, tree.filename):
+        return False  # (a class of this file is guarded by guard_object_saves)
+    parsed, method = found[0], found[2]
+    methods = {m.name: m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    saves = list(
+        {
+            id(save): (save, owner)
+            for save, owner in _module_saves(parsed.imports.qualname, methods, method, _MAX_DEPTH)
+        }.values()
+    )
+    for save, owner in saves:
+        planner.notes.append(
+            f"torch.save() at {beside(tree, parsed.path)} line {save.lineno}, in {cls.name}.{owner}() (reached "
+            f"from the call at line {tree.line(call)}), runs on every process and writes the same file: the fixer "
+            f"edits the script only, so put it under `if {_MAIN_PROCESS}:` there (from accelerate import "
+            "PartialState); the call stays on every process (it decides what each does next), and a read-back "
+            "after it waits for every process"
+        )
+    return bool(saves)
+
+
+def _module_saves(
+    qualname: Callable[[ast.AST], str | None], methods: dict[str, FunctionNode], method: FunctionNode, depth: int
+) -> list[tuple[ast.Call, str]]:
+    """The ``torch.save`` calls (with the method holding each) of ``method`` and of the methods of
+    its class it calls on ``self``, outside a rank test."""
+    found: list[tuple[ast.Call, str]] = []
+    for node, guarded_ in _calls(method.body, False):
+        if qualname(node.func) == "torch.save":
+            if not guarded_:
+                found.append((node, method.name))
+            continue
+        func = node.func
+        if (
+            depth > 0
+            and isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+            and func.attr in methods
+            and methods[func.attr] is not method
+        ):
+            found += _module_saves(qualname, methods, methods[func.attr], depth - 1)
+    return found
+
+
+def _calls(body: list[ast.stmt], guarded_: bool) -> list[tuple[ast.Call, bool]]:
+    """Each call in ``body`` (not in nested functions), with whether an ``if`` on a rank holds it."""
+    found: list[tuple[ast.Call, bool]] = []
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(stmt, ast.If):
+            ranked = guarded_ or any(w in ast.unparse(stmt.test) for w in _RANK_WORDS)
+            found += [(c, guarded_) for c in _expr_calls(stmt.test)]
+            found += _calls(stmt.body, ranked) + _calls(stmt.orelse, guarded_)
+            continue
+        inner = [getattr(stmt, f) for f in ("body", "orelse", "finalbody") if isinstance(getattr(stmt, f, None), list)]
+        for block in inner:
+            found += _calls(block, guarded_)
+        for handler in getattr(stmt, "handlers", []):
+            found += _calls(handler.body, guarded_)
+        for field_ in ast.iter_fields(stmt):
+            value = field_[1]
+            if isinstance(value, ast.expr):
+                found += [(c, guarded_) for c in _expr_calls(value)]
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.expr):
+                        found += [(c, guarded_) for c in _expr_calls(item)]
+                    elif isinstance(item, ast.withitem):
+                        found += [(c, guarded_) for c in _expr_calls(item.context_expr)]
+    return found
+
+
+def _expr_calls(expr: ast.expr) -> list[ast.Call]:
+    return [n for n in ast.walk(expr) if isinstance(n, ast.Call)]

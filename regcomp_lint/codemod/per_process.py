@@ -98,7 +98,7 @@ class PerProcess:
             if a not in self.summed and not any(self.tree.contains(loop, a) for loop in leave_out)
         ]
         for assign, value in writes:
-            if value is not None and self.call_in(value) is not None:
+            if value is not None and self._varies(assign, value, name):
                 return assign
             reads = set(read_keys(value)) if value is not None else set()
             for test in self.deciding_tests(scope, assign):
@@ -110,6 +110,21 @@ class PerProcess:
                 if found is not None:
                     return found
         return None
+
+    def _varies(self, assign: cst.CSTNode, value: cst.BaseExpression, name: str) -> bool:
+        """``value``, which ``assign`` gives ``name``, calls something that may differ between
+        processes. Where the whole call may and it is ``step, model, losses = train(...)`` of a
+        function of the file that returns a tuple of that length everywhere, only ``name``'s own
+        element counts, with the arguments (survey 26c's BraTS diffusion trainer returns its step
+        counter beside the last batch)."""
+        if self.call_in(value) is None:
+            return False
+        helper = self.tree.function_named(value) if isinstance(value, cst.Call) else None
+        index = _unpacked_index(assign, name)
+        if helper is None or index is None or _returned_arity(helper) != len(_unpacked_targets(assign)):
+            return True
+        assert isinstance(value, cst.Call)
+        return any(self.call_in(arg.value) is not None for arg in value.args) or not self._returns_alike(helper, index)
 
     def _writes(
         self, body: cst.CSTNode, name: str, stop_at: tuple[type, ...], fills: bool
@@ -170,7 +185,7 @@ class PerProcess:
         key = key_of(receiver)
         return key is not None and (self._seeded_alike(receiver) or key in self._equalized(call))
 
-    def _returns_alike(self, helper: cst.FunctionDef) -> bool:
+    def _returns_alike(self, helper: cst.FunctionDef, index: int | None = None) -> bool:
         """A function of the file returns what every process computes alike (``return epoch >=
         WARMUP``): no call of its own in what it returns that may differ (``return torch.rand(())
         > 0.5`` does), no local name computed from one, no ``self.`` attribute (set who knows
@@ -184,13 +199,16 @@ class PerProcess:
             for ret in find_own(helper.body, cst.Return, NESTED):
                 if ret.value is None:
                     continue
+                returned = ret.value
+                if index is not None:  # one element of the tuple every return hands back
+                    assert isinstance(returned, cst.Tuple)
+                    returned = returned.elements[index].value
                 reads_self = any(
-                    isinstance(a.value, cst.Name) and a.value.value == "self"
-                    for a in find_all(ret.value, cst.Attribute)
+                    isinstance(a.value, cst.Name) and a.value.value == "self" for a in find_all(returned, cst.Attribute)
                 )
-                if reads_self or self.call_in(ret.value) is not None:
+                if reads_self or self.call_in(returned) is not None:
                     return False
-                for name in _read_names(ret.value):
+                for name in _read_names(returned):
                     if name in rebound or self.computed_in(helper, name, NESTED) is not None:
                         return False
             return True
@@ -412,3 +430,30 @@ def _path_parts(path: cst.CSTNode) -> list[cst.Name | cst.Attribute]:
     if kind is cst.Attribute:
         return [path, *_path_parts(path.value)]  # type: ignore[list-item, attr-defined]
     return [part for child in path.children for part in _path_parts(child)]
+
+
+def _unpacked_targets(assign: cst.CSTNode) -> list[cst.BaseExpression]:
+    """The names ``a, b, c = ...`` unpacks into (empty for any other assignment, or a starred one)."""
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+        return []
+    target = assign.targets[0].target
+    if not isinstance(target, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in target.elements):
+        return []
+    return [e.value for e in target.elements]
+
+
+def _unpacked_index(assign: cst.CSTNode, name: str) -> int | None:
+    """Where ``name`` stands among the names ``assign`` unpacks into, if it does (once)."""
+    keys = [key_of(t) for t in _unpacked_targets(assign)]
+    return keys.index(name) if keys.count(name) == 1 else None
+
+
+def _returned_arity(helper: cst.FunctionDef) -> int | None:
+    """The length of the tuple literal every ``return`` of ``helper`` hands back, if they all do."""
+    lengths = {
+        len(ret.value.elements)
+        if isinstance(ret.value, cst.Tuple) and not any(isinstance(e, cst.StarredElement) for e in ret.value.elements)
+        else None
+        for ret in find_own(helper.body, cst.Return, NESTED)
+    }
+    return lengths.pop() if len(lengths) == 1 else None

@@ -139,13 +139,14 @@ from regcomp_lint.codemod.reinit_sync import rebinds_itself, reinitialised_model
 from regcomp_lint.codemod.returned_models import unwrap_returned_models
 from regcomp_lint.codemod.rewrites import Conversion, Planner, function_name
 from regcomp_lint.codemod.roles import (
+    Creation,
     backward_calls,
     bindings,
     bound_keys,
     creations,
 )
 from regcomp_lint.codemod.schedulers import unpacked_schedulers
-from regcomp_lint.codemod.set_device_calls import drop_set_device_of_rewritten
+from regcomp_lint.codemod.set_device_calls import drop_set_device_of_rewritten, guard_fixed_set_device
 from regcomp_lint.codemod.settings import LAUNCH_FLAGS_NOTE, Refusal, ScriptSettings, Setting, StepElsewhere, resolve
 from regcomp_lint.codemod.shard_metrics import shard_metric_notes
 from regcomp_lint.codemod.sharded_factories import (
@@ -865,16 +866,24 @@ class PlainPlanner(Planner):
         for unpacked in unpacked_schedulers(tree, self.scope):
             if unpacked.key not in loaders + schedulers + optimizers + models + self.kept_schedulers:
                 self._sort_scheduler(unpacked.key, unpacked.cadence, unpacked.step, schedulers)
+        handing: list[tuple[Creation, Origin | None]] = []  # bound by name in a caller of the scope
         for function in tree.in_source_order(self.training):  # loaders a training function builds itself
             if function is not self.scope and isinstance(function, cst.FunctionDef):
                 for creation in creations(function):
-                    self._prepare_inline(view, creation, view.origin(creation.value))
+                    built = view.origin(creation.value)
+                    if self._calls_into_scope(function):
+                        handing.append((creation, built))
+                    else:
+                        self._prepare_inline(view, creation, built)
         unknown = self._loaders_of_unknown_origin(view, loaders + skipped + optimizers + models + schedulers)
         loaders += unknown
         prepared_origins.update(dict.fromkeys(unknown))
         handed_in = self._handed_training_loaders(view, loaders + skipped + optimizers + models + schedulers)
         loaders += list(handed_in)
         prepared_origins.update(handed_in)
+        for creation, built in handing:  # not handed to a loader the scope prepares: prepared where it is built
+            if not self._handed_to_scope(creation, loaders):
+                self._prepare_inline(view, creation, built)
         counted = [key for key in schedulers if key in self._counted_schedulers]
         if counted and (loaders or self.inline_loaders):
             for key in counted:
@@ -980,7 +989,11 @@ class PlainPlanner(Planner):
             return False  # not built here, or built by name in the scope: prepared with the model
         if not view.roles.is_training_loader(built) or view.roles.shard_reason(built) is not None:
             return False
-        acc = self.accelerator_in(function)
+        self._need = f" to prepare the training DataLoader of {creation.key} (line {self.tree.line(inner)}, in {function_name(function)})"
+        try:
+            acc = self.accelerator_in(function)
+        finally:
+            self._need = None
         self.edits.on(inner, lambda updated: expression(f"{acc}.prepare({code(updated).strip()})", self.module))
         self.uses.append(creation.stmt)
         self.inline_loaders.append(creation.key)
@@ -991,6 +1004,30 @@ class PlainPlanner(Planner):
             "built, so each process takes its own share of the batches"
         )
         return True
+
+    def _calls_into_scope(self, function: Function) -> bool:
+        """Does ``function`` (transitively) call the training scope? A loader such a caller binds by
+        name (``main()``: ``train_loader = DataLoader(...)``, then ``train(model, train_loader)``) is
+        handed to the scope's loop, where :meth:`_handed_training_loaders` prepares it with the model:
+        prepared inline instead, the caller would need the accelerator the scope creates."""
+        scope = self.scope
+        if not isinstance(scope, cst.FunctionDef) or function is scope:
+            return False
+        return function in self.graph.closure_of_callers({scope})
+
+    def _handed_to_scope(self, creation: Creation, loaders: list[str]) -> bool:
+        """Does the caller that binds ``creation`` hand it, by name, to a parameter of the scope that
+        the scope prepares (one of ``loaders``)?"""
+        function = self.tree.function_of(creation.stmt)
+        scope = self.scope
+        if not isinstance(scope, cst.FunctionDef):
+            return False
+        return any(
+            node.value == creation.key and param in loaders
+            for callee, call in self.graph.calls_from(function)
+            if callee is scope
+            for param, node in _names_handed(callee, call)
+        )
 
     def _handed_loader(self, view, value: cst.BaseExpression, function: Function) -> Origin | None:
         """A DataLoader handed to the scope as a parameter (``self.train_loader = train_loader``
@@ -1050,6 +1087,8 @@ class PlainPlanner(Planner):
                 continue  # range(...), zip(...), list(...): never a loader
             if _counts_epochs(roles.ctx.imports, bound.value):
                 continue  # trange(epochs), tqdm(range(epochs)): an epoch bar
+            if self._bar_over_own_parameter(roles, bound.value, key):
+                continue  # `train_loader = tqdm(train_loader)`: what the callers hand in decides
             if _sliced(bound.where.function or roles.ctx.tree, key):
                 continue  # `order[begin : begin + bs]` under `range(0, len(order), bs)`: indices, not a loader
             if view.parsed is not None and never_a_loader(roles, bound, view.parsed):
@@ -1158,6 +1197,64 @@ class PlainPlanner(Planner):
             name = it.value
             if name in trained and self.tree.is_parameter(name, self.scope) and name not in found:
                 found[name] = it
+        for name, node in self._parameters_handed_to_loops(trained).items():
+            found.setdefault(name, node)
+        return found
+
+    def _bar_over_own_parameter(self, roles: TrainingRoles, value: ast.expr, key: str) -> bool:
+        """``train_loader = tqdm(train_loader, ...)`` in the scope, over its own parameter of that name
+        (LoRA-CLM's ``train()`` each epoch): not a loader built there but the one its callers hand in,
+        prepared by :meth:`_handed_training_loaders` before the loop."""
+        return (
+            isinstance(self.scope, cst.FunctionDef)
+            and isinstance(value, ast.Call)
+            and roles.ctx.resolves_to(value.func, *ITERATION_WRAPPERS)
+            and bool(value.args)
+            and isinstance(value.args[0], ast.Name)
+            and value.args[0].id == key
+            and self.tree.is_parameter(key, self.scope)
+        )
+
+    def _through_own_bar(self, name: str) -> cst.Name | None:
+        """The inner ``train_loader`` of the scope's ``train_loader = tqdm(train_loader, ...)``."""
+        for assign in find_all(self.scope, cst.Assign, enter_functions=False):
+            if self._own_bar(assign, name):
+                assert isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call)
+                inner = assign.value.args[0].value
+                assert isinstance(inner, cst.Name)
+                return inner
+        return None
+
+    def _own_bar(self, node: cst.CSTNode, key: str) -> bool:
+        """``node`` is the scope's ``key = tqdm(key, ...)`` over its own parameter ``key``: the same
+        loader in a progress bar, not a new one (no binding to prepare at)."""
+        target = single_target(node) if isinstance(node, cst.Assign) else None
+        value = target[1] if target is not None else None
+        if target is None or target[0] != key or not isinstance(value, cst.Call) or not value.args:
+            return False
+        inner = value.args[0].value
+        return (
+            self.tree.resolves_to(value.func, *ITERATION_WRAPPERS)
+            and isinstance(inner, cst.Name)
+            and inner.value == key
+            and isinstance(self.scope, cst.FunctionDef)
+            and self.tree.is_parameter(key, self.scope)
+        )
+
+    def _parameters_handed_to_loops(self, trained: set[str | None]) -> dict[str, cst.Name]:
+        """Parameters of the scope it hands, by name, to a function of this file whose loop iterates
+        them (``train()`` calls ``train_one(model, optimizer, train_loader)``, whose loop is
+        ``for batch in train_loader``; survey 26c's LoRA-CLM): each with its name node in that call."""
+        assert isinstance(self.scope, cst.FunctionDef)
+        found: dict[str, cst.Name] = {}
+        for callee, call in self.graph.calls_from(self.scope):
+            if self.tree.function_of(call) is not self.scope:
+                continue
+            looped = {key_of(_loop_source(loop)) for loop in find_all(callee, cst.For, enter_functions=False)}
+            for param, node in _names_handed(callee, call):
+                name = node.value
+                if param in looped and param in trained and self.tree.is_parameter(name, self.scope):
+                    found.setdefault(name, self._through_own_bar(name) or node)
         return found
 
     def _iterated_kept_parameters(self) -> list[tuple[str, str, str]]:
@@ -1420,6 +1517,7 @@ class PlainPlanner(Planner):
         keep_cpu_load_locations(self, reach)
         name_device_helpers(self)
         drop_set_device_of_rewritten(self)
+        guard_fixed_set_device(self, home)
         self._checkpoint_rewrites()
 
     def _dataset_item_methods(self) -> list[cst.FunctionDef]:
@@ -1962,7 +2060,8 @@ class PlainPlanner(Planner):
     @staticmethod
     def _model_setup_call(stmt: cst.CSTNode, models: set[str]) -> bool:
         """``model.reset()`` / ``model.init_whiten(x)`` as a statement: a method of the model's own
-        (not ``train()``/``eval()``/``to()``...) called on it, for its effect."""
+        (not ``train()``/``eval()``/``to()``..., nor a save such as ``save_pretrained``, which
+        only reads it) called on it, for its effect."""
         if not (
             isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
         ):
@@ -1978,6 +2077,7 @@ class PlainPlanner(Planner):
             (key_of(call.func.value) in models or (isinstance(root, cst.Name) and root.value in models))
             and method not in torch_api.MODULE_ONLY_METHODS
             and method not in torch_api.PLACEMENT_METHODS
+            and method not in torch_api.STATE_WRITERS  # `model.save_pretrained(path)`: reads the model
             and method
             not in ("load_state_dict", "cpu", "float", "half", "requires_grad_", "zero_grad", "register_forward_hook")
         )
@@ -2034,7 +2134,9 @@ class PlainPlanner(Planner):
         built again to load the saved weights; a k-fold script's ensemble loop building each
         fold's model again to predict), which is a new, unprepared object."""
         nodes = [
-            n for n in bindings(self.scope, key) if not self.is_removed(n) and not rebinds_itself(self.tree, n)
+            n
+            for n in bindings(self.scope, key)
+            if not self.is_removed(n) and not rebinds_itself(self.tree, n) and not self._own_bar(n, key)
         ] + prepared_after(self, key)
         last_step = max((self.tree.line(s) for s in steps), default=None)
         if last_step is None:
@@ -2632,6 +2734,20 @@ def _called(function: Function, key: str) -> bool:
 def _is_passed(tree: Tree, function: cst.FunctionDef) -> bool:
     """Is this function handed to a call (``optimizer.step(closure)``) where it is defined?"""
     return any(isinstance(tree.parent(ref), cst.Arg) for ref in tree.references_to(function))
+
+
+def _names_handed(callee: cst.FunctionDef, call: cst.Call) -> list[tuple[str, cst.Name]]:
+    """``(parameter, name)`` for each plain name ``call`` hands ``callee``, by position or keyword."""
+    params = [p.name.value for p in callee.params.params]
+    out = []
+    for index, arg in enumerate(call.args):
+        if arg.star or not isinstance(arg.value, cst.Name):
+            continue
+        if arg.keyword is not None:
+            out.append((arg.keyword.value, arg.value))
+        elif index < len(params):
+            out.append((params[index], arg.value))
+    return out
 
 
 def _trained_iterables(roles: TrainingRoles) -> set[str | None]:

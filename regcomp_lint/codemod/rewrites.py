@@ -16,6 +16,7 @@ import libcst as cst
 from regcomp_lint.codemod.builders import expression, keyword, with_keyword
 from regcomp_lint.codemod.device_choice import (
     choice_text,
+    compared_with_an_index,
     gpu_choice_keys,
     is_chosen_device,
     kept_config,
@@ -84,6 +85,7 @@ class Planner:
         self._injected: set[cst.FunctionDef] = set()
         #: (callee, call) for the calls being handed the accelerator, innermost last: what a refusal names
         self._handing: list[tuple[cst.FunctionDef, cst.Call]] = []
+        self._need: str | None = None  # why the accelerator is asked for, for a refusal to name
         #: nodes in the scope that will read the accelerator (for placing its creation)
         self.uses: list[cst.CSTNode] = []
         #: module-level functions that load a checkpoint themselves (checkpoint_writes), listed on first ask
@@ -206,6 +208,14 @@ class Planner:
             if _first_param(function) == "self":
                 return self.acc_key
         if isinstance(function, cst.Module):
+            if self._handing:  # the module-level call of a function the accelerator is handed to
+                callee, call = self._handing[-1]
+                raise Refusal(
+                    f"{callee.name.value}() (line {tree.line(callee)}) needs the accelerator{self._need or ''}, "
+                    f"which is created in {function_name(self.scope)}, but is called at module level (line "
+                    f"{tree.line(call)}), before that accelerator exists; move that work into "
+                    f"{function_name(self.scope)} or create the Accelerator in {callee.name.value}() by hand"
+                )
             raise Refusal(
                 f"module-level code needs the accelerator, which is created in {function_name(self.scope)}; move that code into it"
             )
@@ -385,6 +395,7 @@ class Planner:
         cudas += self._gpu_choice_rewrites(function)
         cudas += self._handed_gpu_choices(function)
         device_keys = {device_key, *self._local_cuda_device_names(function)}
+        index_keys = compared_with_an_index(self.tree)
         for assign in find_all(function, cst.Assign, enter_functions=False):
             target = single_target(assign)
             if self.is_removed(assign):
@@ -395,6 +406,13 @@ class Planner:
                     continue
             if code(target[1]) in (acc_device, f"{acc_device}.type", "accelerator.device", "accelerator.device.type"):
                 continue
+            if (
+                target[0] in index_keys
+                and isinstance(target[1], cst.Name)
+                and not isinstance(function, cst.Module)
+                and target[1].value in parameter_names(function, keyword_only=False)
+            ):
+                continue  # `self.device = device` compared `== 0`: the handed process index (compared_with_an_index)
             if _an_objects_device(self.tree, target[1], function):
                 continue  # `device = next(model.parameters()).device`: it follows the model, not the user
             self.rewrite_device(assign)

@@ -526,6 +526,10 @@ FILE_WRITERS = (
     "imageio.v2.imwrite",
     "cv2.imwrite",
     "skimage.io.imsave",
+    # medical volumes (survey 26c's BraTS diffusion trainer: `nib.save(nib.Nifti1Image(...), path)`)
+    "nibabel.save",
+    "nibabel.loadsave.save",
+    "SimpleITK.WriteImage",
     # uploads to the Hugging Face Hub: each process would push the same commit (cleanRL's TD3)
     "huggingface_hub.upload_folder",
     "huggingface_hub.upload_file",
@@ -603,6 +607,9 @@ PLACING_KEYWORDS = frozenset({"device", "map_location", "device_ids", "output_de
 #: ``atomic_save_numpy``, ``dump_config``): a call of a module the fixer cannot read is named in a
 #: note when it may write the same file from every process.
 WRITER_NAME_WORDS = frozenset({"save", "write", "dump", "export"})
+#: Words of a class that stops training early (pytorchtools' ``EarlyStopping``, YOLO's ``EarlyStopper``):
+#: its call keeps the counter every process decides on, and saves the model when the metric improves.
+EARLY_STOPPER_WORDS = frozenset({"stopping", "stopper"})
 #: Keywords by which a call is handed the file it writes (survey 21f pusht_state_dp's
 #: ``evaluate_model(..., out_path=f"log/eval_epoch_{n}.mp4")``, a video per evaluation): a call of
 #: code the fixer does not know, handed one, writes that file from every process.

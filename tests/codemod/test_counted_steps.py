@@ -96,6 +96,18 @@ LOOPS = {
         "            data_iter = iter(loader)\n"
         "            x, y = next(data_iter)\n" + STEP8
     ),
+    # survey 26e vit_pydantic: `pbar = trange(cfg.max_train_steps)`, then `for step in pbar:`
+    "progress bar named before the loop": (
+        "    from tqdm.auto import trange\n"
+        "    pbar = trange(total_steps)\n"
+        "    data_iter = iter(loader)\n"
+        "    for step in pbar:\n"
+        "        try:\n"
+        "            x, y = next(data_iter)\n"
+        "        except StopIteration:\n"
+        "            data_iter = iter(loader)\n"
+        "            x, y = next(data_iter)\n" + STEP8
+    ),
 }
 
 

@@ -692,3 +692,52 @@ def test_a_flag_before_the_mps_or_cpu_choice_is_part_of_the_cpu_condition(
     condition = line.split("cpu=", 1)[1].rsplit(")", 1)[0]
     args = types.SimpleNamespace(cuda=flag)
     assert _cpu_on(condition, cuda, mps, world_size, monkeypatch, args=args) is cpu, condition
+
+
+def test_a_process_index_named_device_stays_an_index():
+    """A DDP course script (survey 26e ddp_tiger): ``Trainer(..., device)`` handed the mp.spawn
+    index, kept as ``self.device`` and compared ``if self.device == 0`` for the rank-0 save. Made
+    ``self.accelerator.device`` the comparison was never true (``torch.device("cuda:0") != 0``):
+    no checkpoint was written. It stays the index; the batches follow the accelerator's device."""
+    text = (
+        "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n\n\n"
+        "class Trainer:\n"
+        "    def __init__(self, model, train_data, optimizer, device):\n"
+        "        self.device = device\n        self.model = model.to(self.device)\n"
+        "        self.train_data = train_data\n        self.optimizer = optimizer\n\n"
+        "    def train(self):\n"
+        "        for source, targets in self.train_data:\n"
+        "            source, targets = source.to(self.device), targets.to(self.device)\n"
+        "            self.optimizer.zero_grad()\n"
+        "            loss = torch.nn.functional.mse_loss(self.model(source), targets)\n"
+        "            loss.backward()\n            self.optimizer.step()\n"
+        "        if self.device == 0:\n"
+        "            torch.save(self.model.state_dict(), 'model.pt')\n\n\n"
+        "def main(device):\n"
+        "    model = torch.nn.Linear(4, 1)\n    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    data = DataLoader(TensorDataset(torch.randn(8, 4), torch.randn(8, 1)), batch_size=4)\n"
+        "    Trainer(model, data, optimizer, device).train()\n\n\nmain(0)\n"
+    )
+    out = convert(text).text
+    assert "        self.device = device\n" in out
+    assert "if self.device == 0:" in out
+    assert "source, targets = source.to(self.accelerator.device), targets.to(self.accelerator.device)" in out
+    assert "self.model = model.to(self.accelerator.device)" in out
+
+
+def test_a_built_device_compared_with_a_number_is_still_rewritten():
+    """Only a handed parameter compared ``== 0`` stays (the index): a device the script builds
+    itself is rewritten as before, even where some code compares it with a number."""
+    text = (
+        "import torch\n\n"
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "model = torch.nn.Linear(4, 1).to(device)\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for step in range(3):\n"
+        "    optimizer.zero_grad()\n"
+        "    model(torch.randn(2, 4, device=device)).sum().backward()\n"
+        "    optimizer.step()\n"
+        "if device == 0:\n    print('first GPU')\n"
+    )
+    out = convert(text).text
+    assert "device = accelerator.device\n" in out

@@ -57,6 +57,19 @@ def test_a_plot_is_written_by_the_main_process():
     )
 
 
+def test_a_medical_volume_is_written_by_the_main_process():
+    """survey 26c's BraTS diffusion trainer: ``nib.save(nib.Nifti1Image(...), path)`` of a sample scan
+    each epoch ran on every process, all writing the same file; SimpleITK's ``WriteImage`` alike."""
+    for imports, write in (
+        ("import nibabel as nib", "nib.save(nib.Nifti1Image(x.numpy(), affine=None), 'scan.nii.gz')"),
+        ("import SimpleITK as sitk", "sitk.WriteImage(sitk.GetImageFromArray(x.numpy()), 'scan.nii.gz')"),
+    ):
+        text = imports + "\n" + SCRIPT.replace("SAMPLES", write)
+        result = convert_source(text, "main.py")
+        assert result.refused is None, result.refused
+        assert f"            if accelerator.is_main_process:\n                {write}\n" in result.text, result.text
+
+
 def test_a_write_that_calls_the_prepared_model_is_left_with_a_note():
     """Run by one process, DDP's forward would wait for the others forever."""
     result = _convert("vutils.save_image(netG(fixed_noise).detach(), 'fake.png')")

@@ -155,3 +155,33 @@ def test_an_optimizer_the_caller_gets_from_a_call_that_cannot_be_read_is_named_w
     assert "the optimizer optimizer (stepped at line 9) is handed to train() by its caller" in result.refused
     assert "util.load(args) (line 17)" in result.refused, result.refused
     assert "util.set_optim(args, model) (line 20)" in result.refused, result.refused
+
+
+def test_a_trainer_that_wraps_its_handed_model_in_ddp_into_the_attribute_prepares_it():
+    """survey 26e ddp_tiger (a DDP course script): ``model = model.to(self.device)`` then
+    ``self.model = DDP(model, device_ids=[self.device])`` in the trainer's ``__init__``: the
+    attribute keeps the handed model once the wrap is removed (it was refused: "the model and
+    optimizer are built in run(), which does not run the training loop")."""
+    text = (
+        "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "from torch.utils.data import DataLoader, TensorDataset\n\n\n"
+        "class Trainer:\n"
+        "    def __init__(self, loader, model, optimizer, device):\n"
+        "        self.loader = loader\n        self.optimizer = optimizer\n        self.device = device\n"
+        "        model = model.to(self.device)\n        self.model = DDP(model, device_ids=[self.device])\n\n"
+        "    def train(self):\n"
+        "        for x, y in self.loader:\n"
+        "            self.optimizer.zero_grad()\n"
+        "            torch.nn.functional.mse_loss(self.model(x), y).backward()\n"
+        "            self.optimizer.step()\n\n\n"
+        "def run(rank):\n"
+        "    torch.distributed.init_process_group('gloo')\n"
+        "    model = torch.nn.Linear(4, 1)\n    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    loader = DataLoader(TensorDataset(torch.randn(8, 4), torch.randn(8, 1)), batch_size=4)\n"
+        "    Trainer(loader, model, optimizer, rank).train()\n\n\nrun(0)\n"
+    )
+    result = convert_source(text, "train.py", ConvertOptions())
+    assert result.refused is None, result.refused
+    assert "        self.model = model\n" in result.text
+    assert "self.model, self.optimizer" in result.text and "= self.accelerator.prepare(" in result.text
+    assert "DDP(" not in result.text

@@ -150,3 +150,87 @@ def test_a_loader_of_a_data_helper_called_again_by_training_is_named_not_called_
     note = next((n for n in result.notes if "DataLoader(...) at line 15 feeds the training loop" in n), None)
     assert note is not None, result.notes
     assert "not prepared" in note and "every process iterates all of its batches" in note, note
+
+
+IN_MAIN = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def train_one(model, optimizer, loader):
+    for x, y in loader:
+        optimizer.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        optimizer.step()
+
+
+def train(model, loader):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(2):
+        LOOP
+
+
+def main():
+    model = torch.nn.Linear(4, 1)
+    loader = DataLoader(TensorDataset(torch.randn(8, 4), torch.randn(8, 1)), batch_size=2, shuffle=True)
+    train(model, loader)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+OWN_LOOP = """for x, y in loader:
+            optimizer.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()"""
+
+
+def test_a_dataloader_main_binds_by_name_and_hands_to_the_training_function_is_prepared_there():
+    """survey 26c (LoRA-CLM layout): main() builds ``loader = DataLoader(...)`` and calls
+    ``train(model, loader)``, which makes the optimizer and iterates it. It was refused ("module-level
+    code needs the accelerator"): the loader was prepared inline in main(), which main()'s module-level
+    caller cannot hand an accelerator."""
+    result = convert_source(IN_MAIN.replace("LOOP", OWN_LOOP), "lora_clm.py")
+    assert result.refused is None, result.refused
+    assert "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)" in result.text, result.text
+    assert "def main():" in result.text and "accelerator" not in result.text.split("def main():")[1], result.text
+
+
+def test_a_loader_the_training_function_hands_on_to_a_helper_loop_is_prepared_there_too():
+    """LoRA-CLM again: train() makes the optimizer and calls ``train_one(model, optimizer, loader)``,
+    whose loop iterates the loader main() built: prepared in train() (was refused as above)."""
+    result = convert_source(IN_MAIN.replace("LOOP", "train_one(model, optimizer, loader)"), "lora_clm.py")
+    assert result.refused is None, result.refused
+    assert "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)" in result.text, result.text
+    assert "train_one(model, optimizer, loader, accelerator=accelerator)" in result.text, result.text
+
+
+def test_a_loader_main_hands_on_that_the_scope_does_not_prepare_is_refused_naming_main_and_the_loader():
+    """The loader reaches the loop through a list (``held[0]``): not a parameter the scope can
+    prepare, and main() cannot get the accelerator train() makes; the refusal names both, with lines
+    (it said "module-level code needs the accelerator")."""
+    source = IN_MAIN.replace("LOOP", "train_one(model, optimizer, held[0])").replace(
+        "    optimizer = torch.optim.SGD", "    held = [loader]\n    optimizer = torch.optim.SGD"
+    )
+    result = convert_source(source, "lora_clm.py")
+    assert result.refused is not None
+    assert "main() (line 19) needs the accelerator to prepare the training DataLoader of loader (line 21" in (
+        result.refused
+    ), result.refused
+    assert "called at module level (line 26)" in result.refused, result.refused
+    assert "module-level code needs" not in result.refused, result.refused
+
+
+def test_a_handed_loader_the_training_function_wraps_in_a_bar_each_epoch_is_prepared_before_the_loop():
+    """LoRA-CLM's own loop: ``loader = tqdm(loader, leave=True)`` in train()'s epoch loop, then
+    ``train_one(model, optimizer, loader)``. The bar is no new loader: the one main() hands in is
+    prepared before the loop (was refused: "loader is built anew in each pass of the loop")."""
+    loop = "loader = tqdm(loader, leave=True)\n        train_one(model, optimizer, loader)"
+    source = "from tqdm import tqdm\n" + IN_MAIN.replace("LOOP", loop)
+    result = convert_source(source, "lora_clm.py")
+    assert result.refused is None, result.refused
+    assert (
+        "    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n    for epoch" in result.text
+    ), result.text
+    assert "        loader = tqdm(loader, leave=True)\n" in result.text, result.text

@@ -151,3 +151,15 @@ def test_a_load_before_prepare_told_whether_the_model_was_wrapped_is_refused_nam
 def test_a_load_before_prepare_not_told_of_the_wrap_converts():
     result = convert_source(WRAPPED_FIRST, "train.py")
     assert result.refused is None, result.refused
+
+
+def test_a_save_of_the_model_is_no_set_up_call():
+    """survey 26e vit_pydantic: ``model.save_pretrained(model_path)  # Save initial model state``
+    after ``train_iter = iter(train_loader)``: a save only reads the model, so prepare() follows the
+    scheduler and the save goes through ``unwrap_model`` on the main process (it was refused as a
+    change of the model after the loader was used)."""
+    script = SCRIPT.replace("print(model)\nmodel.reset()", "batches = iter([1])\nmodel.save_pretrained('init')")
+    result = convert_source(script, "train.py")
+    assert result.refused is None, result.refused
+    assert "model, optimizer = accelerator.prepare(model, optimizer)\nbatches = iter([1])" in result.text
+    assert ".save_pretrained('init', is_main_process=accelerator.is_main_process)" in result.text

@@ -111,3 +111,49 @@ def test_a_save_to_a_path_per_process_is_left_alone():
     )
     out = convert(script=script)
     assert "PartialState" not in out
+
+
+_CLASS = SCRIPT[SCRIPT.index("class EarlyStopping") : SCRIPT.index("def evaluate")]
+#: The same script with the class in a module of its own (pytorchtools.py, as most copies have it).
+IMPORTED = SCRIPT.replace(_CLASS, "").replace(
+    "from torch.utils.data import DataLoader, TensorDataset\n",
+    "from torch.utils.data import DataLoader, TensorDataset\n\nfrom pytorchtools import EarlyStopping\n",
+)
+
+
+def _convert_beside(tmp_path, module: str | None, tail: str = "") -> tuple[str, list[str]]:
+    if module is not None:
+        (tmp_path / "pytorchtools.py").write_text(module)
+    source = IMPORTED.replace("{tail}", textwrap.indent(textwrap.dedent(tail), "    "))
+    result = convert_source(source, str(tmp_path / "train.py"), ConvertOptions())
+    assert result.refused is None, result.refused
+    return result.text, result.notes
+
+
+def test_a_class_of_a_module_beside_the_script_gets_a_note_and_a_read_back_waits(tmp_path):
+    """survey26b: ``from pytorchtools import EarlyStopping`` still wrote its checkpoint from every
+    process, with no note. The fixer edits the script only: it names the write in the module to
+    guard, and a read-back after it waits until every process has written."""
+    text, notes = _convert_beside(
+        tmp_path, "import torch\n\n\n" + _CLASS, 'model.load_state_dict(torch.load("checkpoint.pt"))\n'
+    )
+    note = next(n for n in notes if "torch.save() at pytorchtools.py line" in n)
+    assert "EarlyStopping.save_checkpoint() (reached from the call at line" in note
+    assert "PartialState().is_main_process" in note
+    assert "    accelerator.wait_for_everyone()\n    accelerator.unwrap_model(model" in text
+
+
+def test_a_class_of_a_module_not_found_gets_a_note(tmp_path):
+    _text, notes = _convert_beside(tmp_path, None)
+    notes = [n for n in notes if "EarlyStopping.__call__() at line" in n and "pytorchtools (not found" in n]
+    assert len(notes) == 1, notes
+    assert "it runs in every process: if it saves a checkpoint, put that torch.save under" in notes[0]
+
+
+def test_a_module_write_already_under_a_rank_test_gets_no_note(tmp_path):
+    module = "import torch\n\n\n" + _CLASS.replace(
+        "        torch.save(model.state_dict(), self.path)\n",
+        "        if torch.distributed.get_rank() == 0:\n            torch.save(model.state_dict(), self.path)\n",
+    )
+    _text, notes = _convert_beside(tmp_path, module)
+    assert not any("torch.save() at pytorchtools.py" in n for n in notes)

@@ -48,3 +48,44 @@ def test_an_average_over_the_loader_length_is_not_named():
     """`total / len(train_loader)` divides by this process's own number of batches."""
     result = convert_source(SCRIPT.replace("COUNT", "acc = correct / len(train_loader)"), "t.py")
     assert not any("1/N of the value" in note for note in result.notes), result.notes
+
+
+EVALUATED = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def test(loader):
+    model.eval()
+    correct = 0
+    for x, y in loader:
+        correct += int((model(x).argmax(1) == y).sum())
+    return correct / len(loader.dataset)
+
+
+data = TensorDataset(torch.randn(64, 4), torch.zeros(64, dtype=torch.long))
+train_loader = DataLoader(data, batch_size=8, shuffle=True)
+val_loader = DataLoader(data, batch_size=8)
+model = torch.nn.Linear(4, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(2):
+    model.train()
+    for x, y in train_loader:
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    train_acc = test(train_loader)
+    val_acc = test(val_loader)
+"""
+
+
+def test_an_evaluation_function_handed_the_prepared_loader_is_named():
+    """survey26b gnn_timm: ``test(train_loader)`` counts one shard and divides by the whole data
+    set's length; the note only followed loops tied to one loader, and ``test`` is not training."""
+    result = convert_source(EVALUATED, "t.py")
+    assert result.refused is None, result.refused
+    notes = [n for n in result.notes if "1/N of the value" in n]
+    assert len(notes) == 1, result.notes
+    assert "`correct / len(loader.dataset)` at line 10" in notes[0]
+    assert "train_loader (handed to test() at line 25)" in notes[0]

@@ -658,6 +658,66 @@ def test_a_math_function_of_a_training_loss_still_decides_apart():
     assert result.refused is not None and "ends on `patience >= 3`" in result.refused, result.refused
 
 
+STEP_COUNTER_RETURNED = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def train(global_step, loader, model, optimizer, num_steps):
+    model.train()
+    losses, last = [], None
+    for x, y in loader:
+        last = x.cuda()
+        loss = torch.nn.functional.mse_loss(model(last), y.cuda())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+        if global_step >= num_steps:
+            break
+        global_step += 1
+    return global_step, model, optimizer, RETURNED
+
+
+def main():
+    model = torch.nn.Linear(4, 1).cuda()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    loader = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=4, shuffle=True)
+    global_step = 0
+    while ENDING:
+        global_step, model, optimizer, losses, last = train(global_step, loader, model, optimizer, 20)
+        print(sum(losses) / len(losses), last[0])
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_loop_ending_on_a_step_counter_returned_beside_batch_values_converts():
+    """survey 26c's BraTS diffusion trainer: ``global_step, model, optimizer, loss_list, x, y =
+    train(...)`` in ``while global_step < args.num_steps``. The step counter rises once per batch of
+    the prepared loader, alike on every process; it was refused because train() also returns the
+    last batch and the losses, which differ. Only the element the loop ends on is read now."""
+    text = STEP_COUNTER_RETURNED.replace("RETURNED", "losses, last").replace("ENDING", "global_step < 20")
+    result = convert_source(text, "train.py")
+    assert result.refused is None, result.refused
+    assert "prepared: model, optimizer, loader" in result.notes, result.notes
+
+
+def test_a_loop_ending_on_a_batch_value_returned_in_a_tuple_is_still_refused():
+    early = "        global_step += 1\n        if loss.item() > 100:\n            return int(loss.item()), model, optimizer, losses, last\n"
+    for ending, more in (
+        ("last is None or last.sum() > 0", ""),  # the element the loop reads is the batch's
+        ("global_step < 20", early),  # another return hands back a loss where the counter stands
+    ):
+        text = STEP_COUNTER_RETURNED.replace("RETURNED", "losses, last").replace("ENDING", ending)
+        text = text.replace("        global_step += 1\n", more or "        global_step += 1\n")
+        result = convert_source(text, "train.py")
+        assert result.refused is not None, ending
+        assert "can differ between processes" in result.refused, result.refused
+
+
 # YOLOv5's EarlyStopping (survey 26b cspdarknet_cls, from its model_loss.py): an object of the
 # script's own class decides the stop from what it is handed, keeping its counters in ``self``.
 STOPPER = """\
