@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import codecs
 import io
+import re
 import sys
 import tokenize
 from collections import Counter
@@ -117,7 +118,17 @@ def _convert_source(text: str, filename: str, options: ConvertOptions | None) ->
     new_text = (_BOM + new_body) if bom else new_body
     if new_text == text:
         return ConversionResult(new_text, False, None, [], unchanged=command.unchanged)
-    return ConversionResult(new_text, True, None, command.notes)
+    return ConversionResult(new_text, True, None, [_one_line(note) for note in command.notes])
+
+
+def _one_line(note: str) -> str:
+    """A note as one line: code of several lines quoted in it (``with open(\n    path,\n    "w"\n)``)
+    is joined at its line breaks, since each note is printed as one ``file: note`` line."""
+    if "\n" not in note:
+        return note
+    note = re.sub(r"([(\[{])\s*\n\s*", r"\1", note)  # `open(\n    path` -> `open(path`
+    note = re.sub(r",?\s*\n\s*([)\]}])", r"\1", note)  # `"w",\n)` -> `"w")`
+    return re.sub(r"\s*\n\s*", " ", note)
 
 
 def _parse(text: str, filename: str) -> ast.Module:

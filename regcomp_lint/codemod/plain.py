@@ -214,10 +214,8 @@ def _plugin_text(settings: dict[str, Setting]) -> list[str]:
 #: trains alone (``DistributedType.NO``, ``num_processes=1``). A ``cpu=`` that maps it would move
 #: an MPS or XPU run to the CPU, so the conversion says it instead.
 PLAIN_TORCHRUN_ON_CPU_NOTE = (
-    "no cpu=: launched with plain torchrun on a machine without CUDA, Accelerate joins the processes only when "
-    "told to use the CPU, so there each rank trains alone (on CUDA they train as one); launch with "
-    "ACCELERATE_USE_CPU=1 (or accelerate launch --cpu) there. cpu= is not set here: it would move an MPS or XPU run "
-    "to the CPU"
+    "several processes on a machine without CUDA: use accelerate launch --cpu (or ACCELERATE_USE_CPU=1); under plain "
+    "torchrun there each rank trains alone (cpu= is not written: it would move an MPS or XPU run to the CPU)"
 )
 
 
