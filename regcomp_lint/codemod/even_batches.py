@@ -156,3 +156,17 @@ def _int(expr: ast.AST) -> int | None:
     if isinstance(expr, ast.Constant) and isinstance(expr.value, int) and not isinstance(expr.value, bool):
         return expr.value
     return None
+
+
+def whole_loader_per_rank_notes(keys: list[str]) -> list[str]:
+    """A note for each prepared training loader of a script that runs several processes by hand
+    (DDP) without sharding that loader: in the original every rank iterated all of its batches;
+    prepared, each takes its share, so an epoch is N times fewer optimizer steps per process
+    (survey26f ddpm_avgmodel: a per-rank seeded RandomSampler, 8 steps per rank an epoch in the
+    original, 4 converted on 2 processes)."""
+    return [
+        f"{key}: in the original every process iterated all of its batches (no DistributedSampler); prepared, each "
+        "process takes its share, so on N processes an epoch has N times fewer optimizer steps per process: leave it "
+        "unprepared to keep the original's steps"
+        for key in keys
+    ]

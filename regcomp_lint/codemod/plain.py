@@ -67,7 +67,7 @@ from regcomp_lint.codemod.distribution import Distribution
 from regcomp_lint.codemod.drawn_batches import refuse_overdrawn_iterators
 from regcomp_lint.codemod.edits import replaced_by
 from regcomp_lint.codemod.evaluation_passes import evaluation_passes_note
-from regcomp_lint.codemod.even_batches import even_batches_notes
+from regcomp_lint.codemod.even_batches import even_batches_notes, whole_loader_per_rank_notes
 from regcomp_lint.codemod.file_writes import write_files_once
 from regcomp_lint.codemod.finite_skips import gather_finite_skips
 from regcomp_lint.codemod.first_downloads import download_first
@@ -934,6 +934,11 @@ class PlainPlanner(Planner):
         self.notes += shard_metric_notes(tree, self.training, loaders + self.inline_loaders)
         inline = {f"the DataLoader at line {o.built.lineno}": o for o in self.inline_origins}
         self.notes += even_batches_notes(view, {**prepared_origins, **inline})
+        if any(
+            not tree.resolves_to(c.func, *torch_api.SINGLE_PROCESS_DATA_PARALLEL)
+            for c in self.distribution.data_parallel
+        ):
+            self.notes += whole_loader_per_rank_notes([*loaders, *self.inline_loaders])
         order = self._first_binding_order()
         return (
             sorted(models, key=order),

@@ -67,3 +67,59 @@ def test_tensors_bound_together_and_randint_labels_are_read():
     script = script.replace("torch.randint(0, 2, (60,)).float()[:, None]", "torch.randint(0, 2, (60, 1))")
     notes = [note for note in convert_source(script, "train.py").notes if "even_batches" in note]
     assert len(notes) == 1 and "64 samples, not 60" in notes[0], notes
+
+
+DDP_LOADER = """\
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+{sampler_import}
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    ds = TensorDataset(torch.randn(16, 4), torch.randn(16, 1))
+    loader = DataLoader(ds, batch_size=4{sampler})
+    for epoch in range(2):
+        for x, y in loader:
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    dist.destroy_process_group()
+
+
+main()
+"""
+
+
+def test_a_ddp_script_s_unsharded_loader_prepared_says_each_rank_read_it_whole():
+    # survey26f ddpm_avgmodel: 8 steps per rank an epoch in the original, 4 converted on 2 processes
+    result = convert_source(DDP_LOADER.format(sampler_import="", sampler=""), "train.py")
+    assert result.refused is None, result.refused
+    assert "loader, opt" in result.text or "prepare(model, opt, loader)" in result.text, result.text
+    notes = [n for n in result.notes if "every process iterated all of its batches" in n]
+    assert len(notes) == 1 and notes[0].startswith("loader: "), result.notes
+
+
+def test_a_loader_its_distributed_sampler_shards_gets_no_such_note():
+    result = convert_source(
+        DDP_LOADER.format(
+            sampler_import="from torch.utils.data.distributed import DistributedSampler",
+            sampler=", sampler=DistributedSampler(ds)",
+        ),
+        "train.py",
+    )
+    assert result.refused is None, result.refused
+    assert not [n for n in result.notes if "every process iterated all" in n], result.notes
+
+
+def test_a_one_process_script_gets_no_such_note():
+    script = DDP_LOADER.format(sampler_import="", sampler="").replace(
+        "DDP(torch.nn.Linear(4, 1))", "torch.nn.Linear(4, 1)"
+    )
+    result = convert_source(script.replace('    dist.init_process_group("gloo")\n', ""), "train.py")
+    assert result.refused is None, result.refused
+    assert not [n for n in result.notes if "every process iterated all" in n], result.notes
