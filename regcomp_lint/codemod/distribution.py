@@ -14,6 +14,7 @@ import libcst as cst
 from regcomp_lint.analysis.distributed_setup import SetupCall
 from regcomp_lint.codemod.lint_view import lint_view
 from regcomp_lint.codemod.tree import Tree, find_all
+from regcomp_lint.knowledge.torch_api import SINGLE_PROCESS_DATA_PARALLEL
 
 
 @dataclass
@@ -29,6 +30,11 @@ class Distribution:
     @property
     def by_hand(self) -> bool:
         return bool(self.data_parallel or self.init_process_group or self.spawn)
+
+    def multi_process_wraps(self, tree: Tree) -> list[cst.Call]:
+        """The data-parallel wraps that span processes (DDP), not ``nn.DataParallel``'s
+        one-process threads: in the original, each of them meant one process per rank."""
+        return [c for c in self.data_parallel if not tree.resolves_to(c.func, *SINGLE_PROCESS_DATA_PARALLEL)]
 
     def describe(self, tree: Tree) -> str:
         parts = [

@@ -64,12 +64,7 @@ def _read_copies_one_module_less(planner: PlainPlanner) -> None:
     """A copy (an EMA average) made of the DDP-wrapped model is made of the plain module once the
     wrap is gone: its reads through the copied wrapper drop that ``.module``."""
     tree = planner.tree
-    wraps = [
-        c
-        for c in planner.distribution.data_parallel
-        if not tree.resolves_to(c.func, *torch_api.SINGLE_PROCESS_DATA_PARALLEL)
-    ]
-    for name, holder, call in wrapped_copies(tree, wraps):
+    for name, holder, call in wrapped_copies(tree, planner.distribution.multi_process_wraps(tree)):
         reads = reads_through_the_wrap(tree, name, holder)
         for attr in reads:
             planner.edits.on(attr, lambda updated: updated.value)

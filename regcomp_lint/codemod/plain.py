@@ -713,9 +713,7 @@ class PlainPlanner(Planner):
         """Names the script bound to a DDP wrap (``model = DDP(model)``), with the wrap: their
         state dicts had ``module.`` keys in the original."""
         found: dict[str, cst.Call] = {}
-        for call in self.distribution.data_parallel:
-            if self.tree.resolves_to(call.func, *torch_api.SINGLE_PROCESS_DATA_PARALLEL):
-                continue
+        for call in self.distribution.multi_process_wraps(self.tree):
             for anc in self.tree.ancestors(call):
                 target = single_target(anc) if isinstance(anc, cst.Assign) else None
                 if target is not None:
@@ -934,10 +932,7 @@ class PlainPlanner(Planner):
         self.notes += shard_metric_notes(tree, self.training, loaders + self.inline_loaders)
         inline = {f"the DataLoader at line {o.built.lineno}": o for o in self.inline_origins}
         self.notes += even_batches_notes(view, {**prepared_origins, **inline})
-        if any(
-            not tree.resolves_to(c.func, *torch_api.SINGLE_PROCESS_DATA_PARALLEL)
-            for c in self.distribution.data_parallel
-        ):
+        if self.distribution.multi_process_wraps(tree):
             self.notes += whole_loader_per_rank_notes([*loaders, *self.inline_loaders])
         order = self._first_binding_order()
         return (
